@@ -1,0 +1,219 @@
+"""Data types: scalar, vector and pointer dtypes, the promotion lattice, and numpy conversion."""
+from __future__ import annotations
+import math, struct, functools
+from dataclasses import dataclass
+from enum import Enum, auto
+from typing import Any, Final
+
+ConstType = float | int | bool
+
+class AddrSpace(Enum):
+  GLOBAL = auto()
+  LOCAL = auto()
+  REG = auto()
+
+@dataclass(frozen=True, eq=False)
+class DType:
+  priority: int     # order in the promotion lattice
+  itemsize: int     # bytes of one element (the whole vector for vector dtypes)
+  name: str
+  fmt: str | None   # struct format character, None for types struct lacks
+  count: int        # vector width, 1 for scalars
+  _scalar: DType | None = None
+
+  @staticmethod
+  def new(priority: int, itemsize: int, name: str, fmt: str | None) -> DType: return DType(priority, itemsize, name, fmt, 1, None)
+  def __reduce__(self): return type(self), tuple(getattr(self, f) for f in self.__dataclass_fields__)
+  def __repr__(self) -> str:
+    if self.count == 1: return f"dtypes.{self.name}"
+    return f"dtypes.{self.scalar().name}.vec({self.count})"
+  def __lt__(self, o: DType) -> bool: return (self.priority, self.itemsize, self.name, self.fmt, self.count) < (o.priority, o.itemsize, o.name, o.fmt, o.count)
+  def __eq__(self, o: object) -> bool: return self is o or (isinstance(o, DType) and type(o) is type(self) and self._key() == o._key())
+  def __hash__(self) -> int: return hash(self._key())
+  def _key(self) -> tuple: return (self.priority, self.itemsize, self.name, self.fmt, self.count)
+  @property
+  def base(self) -> DType: return self
+  @property
+  def vcount(self) -> int: return self.count
+  def vec(self, sz: int) -> DType:
+    """The vector dtype of `sz` lanes of this scalar dtype."""
+    if self.count != 1 and sz != 1: raise ValueError(f"cannot vectorize {self} (already a vector)")
+    if sz == 1 or self == dtypes.void: return self
+    return DType(self.priority, self.itemsize*sz, f"{INVERSE_DTYPES_DICT[self.name]}{sz}", None, sz, self)
+  def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType:
+    """A pointer to `size` elements of this dtype in `addrspace`."""
+    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self, addrspace, 1, size)
+  def scalar(self) -> DType: return self._scalar if self._scalar is not None else self
+
+@dataclass(frozen=True, eq=False)
+class PtrDType(DType):
+  _base: DType = None  # type: ignore[assignment]
+  addrspace: AddrSpace = AddrSpace.GLOBAL
+  v: int = 1
+  size: int = -1       # number of elements pointed to, -1 when unknown
+
+  @property
+  def base(self) -> DType: return self._base
+  def _key(self) -> tuple: return (self._base._key(), self.addrspace, self.v, self.size)
+  def vec(self, sz: int) -> PtrDType:
+    if self.v != 1 or sz == 1: return self
+    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, sz, self.size)
+  def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType: raise TypeError("cannot make a pointer to a pointer")
+  def scalar(self) -> PtrDType:
+    if self.v == 1: return self
+    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, 1, self.size)
+  @property
+  def vcount(self) -> int: return self.v
+  def __repr__(self) -> str:
+    return f"{self._base!r}.ptr({self.size}{', '+str(self.addrspace) if self.addrspace != AddrSpace.GLOBAL else ''})" + (f".vec({self.v})" if self.v != 1 else "")
+
+class dtypes:
+  """The dtype namespace: `dtypes.float32`, `dtypes.is_float(dt)`, `dtypes.from_py(x)` ..."""
+  void: Final[DType] = DType.new(-1, 0, "void", None)
+  bool: Final[DType] = DType.new(0, 1, "bool", "?")
+  int8: Final[DType] = DType.new(1, 1, "signed char", "b")
+  uint8: Final[DType] = DType.new(2, 1, "unsigned char", "B")
+  int16: Final[DType] = DType.new(3, 2, "short", "h")
+  uint16: Final[DType] = DType.new(4, 2, "unsigned short", "H")
+  int32: Final[DType] = DType.new(5, 4, "int", "i")
+  uint32: Final[DType] = DType.new(6, 4, "unsigned int", "I")
+  int64: Final[DType] = DType.new(7, 8, "long", "q")
+  uint64: Final[DType] = DType.new(8, 8, "unsigned long", "Q")
+  float16: Final[DType] = DType.new(11, 2, "half", "e")
+  bfloat16: Final[DType] = DType.new(12, 2, "__bf16", None)
+  float32: Final[DType] = DType.new(13, 4, "float", "f")
+  float64: Final[DType] = DType.new(14, 8, "double", "d")
+  # aliases
+  half = float16; float = float32; double = float64
+  uchar = uint8; ushort = uint16; uint = uint32; ulong = uint64
+  char = int8; short = int16; int = int32; long = int64
+  default_float: DType = float32
+  default_int: DType = int32
+  index: DType = int32  # dtype of index arithmetic
+
+  floats: tuple[DType, ...] = (float16, bfloat16, float32, float64)
+  uints: tuple[DType, ...] = (uint8, uint16, uint32, uint64)
+  sints: tuple[DType, ...] = (int8, int16, int32, int64)
+  ints: tuple[DType, ...] = uints + sints
+  all: tuple[DType, ...] = (bool,) + ints + floats
+
+  @staticmethod
+  def is_float(x: DType) -> bool: return x.scalar() in dtypes.floats or isinstance(x, PtrDType) and x.base.scalar() in dtypes.floats
+  @staticmethod
+  def is_int(x: DType) -> bool: return x.scalar() in dtypes.ints
+  @staticmethod
+  def is_unsigned(x: DType) -> bool: return x.scalar() in dtypes.uints
+  @staticmethod
+  def is_bool(x: DType) -> bool: return x.scalar() == dtypes.bool
+  @staticmethod
+  def from_py(x: Any) -> DType:
+    """The dtype a Python value (or nested list of them) becomes."""
+    if x.__class__ is float: return dtypes.default_float
+    if x.__class__ is int: return dtypes.default_int
+    if x.__class__ is bool: return dtypes.bool
+    if isinstance(x, (list, tuple)):
+      return max((dtypes.from_py(xi) for xi in x), default=dtypes.default_float)
+    if hasattr(x, "dtype") and hasattr(x, "item"): return from_numpy(x.dtype)
+    raise TypeError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
+  @staticmethod
+  def as_const(val: Any, dtype: DType) -> ConstType:
+    """`val` converted to the Python type that holds a `dtype` value, with the device's wraparound for ints."""
+    if isinstance(val, tuple): return tuple(dtypes.as_const(v, dtype) for v in val)  # type: ignore[return-value]
+    s = dtype.scalar()
+    if dtypes.is_int(s): return truncate_int(int(val), s)
+    if dtypes.is_float(s): return truncate_float(float(val), s)
+    return bool(val)
+  @staticmethod
+  def min(dtype: DType) -> ConstType:
+    s = dtype.scalar()
+    if dtypes.is_int(s): return 0 if dtypes.is_unsigned(s) else -2**(s.itemsize*8-1)
+    return -math.inf if dtypes.is_float(s) else False
+  @staticmethod
+  def max(dtype: DType) -> ConstType:
+    s = dtype.scalar()
+    if dtypes.is_int(s): return 2**(s.itemsize*8)-1 + (dtypes.min(s) if not dtypes.is_unsigned(s) else 0)  # type: ignore[operator]
+    return math.inf if dtypes.is_float(s) else True
+  @staticmethod
+  def fields() -> dict[str, DType]: return DTYPES_DICT
+
+DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
+  "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
+  "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64, "void": dtypes.void}
+INVERSE_DTYPES_DICT: dict[str, str] = {v.name: k for k, v in DTYPES_DICT.items()}
+
+def to_dtype(x: DType | str) -> DType:
+  if isinstance(x, DType): return x
+  if x in DTYPES_DICT: return DTYPES_DICT[x]
+  alias = getattr(dtypes, x, None)
+  if isinstance(alias, DType): return alias
+  raise ValueError(f"unknown dtype {x!r}; valid: {', '.join(DTYPES_DICT)}")
+
+# ---- wraparound and rounding as a device computes them ----
+def truncate_int(v: int, dt: DType) -> int:
+  bits = dt.itemsize*8
+  v &= (1 << bits) - 1
+  return v - (1 << bits) if not dtypes.is_unsigned(dt) and v >= 1 << (bits-1) else v
+
+def truncate_float(v: float, dt: DType) -> float:
+  if dt == dtypes.float64 or math.isnan(v) or math.isinf(v): return v
+  if dt == dtypes.float32:
+    try: return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError: return math.copysign(math.inf, v)
+  if dt == dtypes.float16:
+    try: return struct.unpack("e", struct.pack("e", v))[0]
+    except OverflowError: return math.copysign(math.inf, v)
+  if dt == dtypes.bfloat16: return bf16_to_float(float_to_bf16(v))
+  raise TypeError(f"not a float dtype: {dt}")
+
+def float_to_bf16(x: float) -> int:
+  """Round-to-nearest-even float32 -> bfloat16 bits."""
+  try: u = struct.unpack("I", struct.pack("f", x))[0]
+  except OverflowError: u = 0x7f800000 if x > 0 else 0xff800000
+  if (u & 0x7f800000) == 0x7f800000 and u & 0x7fffff: return 0x7fc0
+  u = u + (0x7fff + ((u >> 16) & 1))
+  return (u >> 16) & 0xffff
+
+def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
+
+# ---- promotion lattice (tinygrad's): an edge a -> b means a promotes to b ----
+PROMO_LATTICE: dict[DType, list[DType]] = {
+  dtypes.bool: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32], dtypes.int32: [dtypes.int64],
+  dtypes.int64: [dtypes.float16, dtypes.bfloat16], dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
+  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
+  dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64]}
+
+@functools.cache
+def _get_recursive_parents(dtype: DType) -> frozenset[DType]:
+  if dtype == dtypes.float64: return frozenset([dtypes.float64])
+  return frozenset([dtype]).union(*(_get_recursive_parents(d) for d in PROMO_LATTICE[dtype]))
+
+@functools.cache
+def least_upper_dtype(*ds: DType) -> DType:
+  """The smallest dtype every one of `ds` promotes to (int32 + float16 -> float16, int8 + uint8 -> int16)."""
+  common = frozenset.intersection(*(_get_recursive_parents(d.scalar()) for d in ds))
+  return min(common) if common else dtypes.float32
+def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
+
+def sum_acc_dtype(dt: DType) -> DType:
+  """The dtype a sum accumulates in: unsigned -> uint32+, signed/bool -> int32+, floats -> at least float32."""
+  if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
+  if dtypes.is_int(dt) or dt == dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
+  return least_upper_dtype(dt, dtypes.float32)
+
+# ---- numpy conversion (numpy imported lazily: keeps `import tinygrad` fast) ----
+_NP_NAMES = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
+  "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
+  "float32": dtypes.float32, "float64": dtypes.float64}
+
+def from_numpy(npdtype: Any) -> DType:
+  """The tinygrad dtype of a numpy dtype (or type)."""
+  import numpy as np
+  name = np.dtype(npdtype).name
+  if name not in _NP_NAMES: raise TypeError(f"numpy dtype {name} has no tinygrad dtype; supported: {', '.join(_NP_NAMES)}")
+  return _NP_NAMES[name]
+
+def to_numpy(dtype: DType) -> Any:
+  """The numpy dtype of a scalar tinygrad dtype (bfloat16 has none: it is returned as float32 by Tensor.numpy)."""
+  import numpy as np
+  if dtype == dtypes.bfloat16: raise TypeError("numpy has no bfloat16")
+  return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])

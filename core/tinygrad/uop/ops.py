@@ -1,0 +1,388 @@
+"""UOp: the immutable, hash-consed node of every graph in tinygrad (tensor graphs, kernels, programs)."""
+from __future__ import annotations
+import math, weakref, functools, operator
+from enum import Enum, auto
+from typing import Any, Callable, Iterator, Sequence
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
+from tinygrad.helpers import prod, all_int
+
+class AxisType(Enum):
+  """What a RANGE loops over; the optimizer and renderers decide how to map each kind."""
+  GLOBAL = auto(); LOOP = auto(); LOCAL = auto(); REDUCE = auto(); UPCAST = auto(); UNROLL = auto(); GROUP_REDUCE = auto(); THREAD = auto()
+
+def _argkey(op: Ops, arg: Any) -> Any:
+  # 0.0 == -0.0 and 1 == 1.0 == True in Python: keep such consts apart in the cache
+  if op is Ops.CONST: return (arg, type(arg), math.copysign(1.0, arg) if isinstance(arg, float) else 0)
+  return arg
+
+class UOpMetaClass(type):
+  ucache: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
+  def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
+    key = (op, dtype, src, _argkey(op, arg), tag)
+    try:
+      ret = UOpMetaClass.ucache.get(key)
+    except TypeError as e: raise TypeError(f"UOp arg must be hashable, got {arg!r} for {op}") from e
+    if ret is not None: return ret
+    UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg, tag)
+    return ret
+
+def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
+  return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
+
+def _c_idiv(a: int, b: int) -> int: return abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+def _c_mod(a: int, b: int) -> int: return a - _c_idiv(a, b) * b
+
+class UOp(metaclass=UOpMetaClass):
+  """An immutable node: `op`, `dtype`, sources `src`, and an `arg`. Building an equal UOp returns the same object, so `is` is equality."""
+  __slots__ = ("op", "dtype", "src", "arg", "tag", "__weakref__", "__dict__")
+  op: Ops
+  dtype: DType
+  src: tuple[UOp, ...]
+  arg: Any
+  tag: Any
+  def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None):
+    object.__setattr__(self, "op", op)
+    object.__setattr__(self, "dtype", dtype)
+    object.__setattr__(self, "src", src)
+    object.__setattr__(self, "arg", arg)
+    object.__setattr__(self, "tag", tag)
+  def __setattr__(self, name: str, value: Any) -> None: raise AttributeError("UOp is immutable")
+  def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
+  def replace(self, **kwargs: Any) -> UOp:
+    """A UOp equal to this one with the given fields changed."""
+    return UOp(kwargs.get("op", self.op), kwargs.get("dtype", self.dtype), kwargs.get("src", self.src), kwargs.get("arg", self.arg), kwargs.get("tag", self.tag))
+  def __repr__(self) -> str:
+    return f"UOp({self.op}, {self.dtype}, arg={self.arg!r}{', tag='+repr(self.tag) if self.tag is not None else ''}, src=({', '.join(str(s.op) for s in self.src)}))"
+  def __bool__(self) -> bool: raise TypeError(f"the truth value of a UOp is ambiguous ({self.render()}); use .vmin/.vmax or simplify")
+
+  # ---- graph helpers ----
+  def toposort(self, gate: Callable[[UOp], bool] | None = None) -> dict[UOp, None]:
+    """Every node reachable from this one, sources before users (iterative: no recursion limit). `gate(x)` False stops descent below x."""
+    ret: dict[UOp, None] = {}
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      node, visited = stack.pop()
+      if node in ret: continue
+      if visited: ret[node] = None
+      else:
+        stack.append((node, True))
+        if gate is None or gate(node):
+          for s in reversed(node.src):
+            if s not in ret: stack.append((s, False))
+    return ret
+  @property
+  def parents(self) -> dict[UOp, None]: return self.toposort()
+  def sink(self, *srcs: UOp) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,) + srcs)
+  def substitute(self, dvars: dict[UOp, UOp]) -> UOp:
+    """This graph with every node in `dvars` replaced by its value."""
+    if not dvars: return self
+    done: dict[UOp, UOp] = {}
+    for node in self.toposort():
+      done[node] = dvars[node] if node in dvars else _rebuild(node, tuple(done[s] for s in node.src))
+    return done[self]
+  def simplify(self) -> UOp:
+    """This expression rewritten by the symbolic simplifier (e-graph when EGRAPH=1)."""
+    from tinygrad.uop.symbolic import simplify
+    return simplify(self)
+  def ssimplify(self) -> UOp | ConstType:
+    ret = self.simplify()
+    return ret.arg if ret.op is Ops.CONST else ret
+  def render(self) -> str:
+    """A readable expression for this graph (((x*4)+y)//4)."""
+    out: dict[UOp, str] = {}
+    for n in self.toposort(): out[n] = _render_one(n, [out[s] for s in n.src])
+    return out[self]
+
+  # ---- constructors ----
+  @staticmethod
+  def const(dtype: DType, b: ConstType, src: tuple[UOp, ...] = ()) -> UOp:
+    """A constant of `dtype` (value converted as the device would store it)."""
+    if isinstance(b, UOp): return b
+    if dtype.count > 1: return UOp(Ops.VECTORIZE, dtype, (UOp.const(dtype.scalar(), b, src),) * dtype.count)
+    return UOp(Ops.CONST, dtype, src, dtypes.as_const(b, dtype))
+  def const_like(self, b: ConstType) -> UOp: return UOp.const(self.dtype, b)
+  @staticmethod
+  def variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.index) -> UOp:
+    """A symbolic integer variable with inclusive bounds."""
+    if min_val > max_val: raise ValueError(f"variable {name}: min {min_val} > max {max_val}")
+    return UOp(Ops.DEFINE_VAR, dtype, arg=(name, min_val, max_val))
+  @staticmethod
+  def range(end: int | UOp, axis: int, kind: AxisType = AxisType.LOOP, dtype: DType = dtypes.index) -> UOp:
+    return UOp(Ops.RANGE, dtype, (UOp.const(dtype, end) if isinstance(end, int) else end,), (axis, kind))
+  def alu(self, op: Ops, *src: UOp) -> UOp:
+    dtype = dtypes.bool.vec(self.dtype.count) if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
+    return UOp(op, dtype, (self,) + src)
+  def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
+  def bitcast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.BITCAST, dtype, (self,))
+  def where(self, x: UOp | ConstType, y: UOp | ConstType) -> UOp:
+    xu = x if isinstance(x, UOp) else (y.const_like(x) if isinstance(y, UOp) else UOp.const(dtypes.from_py(x), x))
+    yu = y if isinstance(y, UOp) else xu.const_like(y)
+    return UOp(Ops.WHERE, xu.dtype, (self, xu, yu))
+  def index(self, idx: UOp, gate: UOp | None = None) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, idx) if gate is None else (self, idx, gate))
+  def load(self, *src: UOp, dtype: DType | None = None) -> UOp:
+    return UOp(Ops.LOAD, dtype if dtype is not None else (self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype), (self,) + src)
+  def store(self, val: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, val))
+  def gep(self, i: int | tuple[int, ...]) -> UOp:
+    idx = (i,) if isinstance(i, int) else i
+    if self.dtype.vcount == 1 and idx == (0,): return self
+    return UOp(Ops.GEP, self.dtype.scalar().vec(len(idx)), (self,), idx)
+
+  # ---- python operators build ALU ops ----
+  def ufix(self, x: UOp | ConstType) -> UOp:
+    if isinstance(x, UOp): return x
+    dt = self.dtype
+    if isinstance(x, float) and not dtypes.is_float(dt): dt = dtypes.default_float
+    return UOp.const(dt.scalar().vec(self.dtype.count) if dt.count == 1 else dt, x)
+  def _binop(self, op: Ops, x: UOp | ConstType, reverse: bool) -> UOp:
+    other = self.ufix(x)
+    return other.alu(op, self) if reverse else self.alu(op, other)
+  def __add__(self, x): return self._binop(Ops.ADD, x, False)
+  def __radd__(self, x): return self._binop(Ops.ADD, x, True)
+  def __sub__(self, x): return self._binop(Ops.SUB, x, False)
+  def __rsub__(self, x): return self._binop(Ops.SUB, x, True)
+  def __mul__(self, x): return self._binop(Ops.MUL, x, False)
+  def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
+  def __floordiv__(self, x): return self._binop(Ops.IDIV, x, False)   # C (truncating) division on ints
+  def __rfloordiv__(self, x): return self._binop(Ops.IDIV, x, True)
+  def __truediv__(self, x): return self._binop(Ops.FDIV, x, False)
+  def __rtruediv__(self, x): return self._binop(Ops.FDIV, x, True)
+  def __mod__(self, x): return self._binop(Ops.MOD, x, False)          # C remainder (sign of the dividend)
+  def __rmod__(self, x): return self._binop(Ops.MOD, x, True)
+  def __and__(self, x): return self._binop(Ops.AND, x, False)
+  def __rand__(self, x): return self._binop(Ops.AND, x, True)
+  def __or__(self, x): return self._binop(Ops.OR, x, False)
+  def __ror__(self, x): return self._binop(Ops.OR, x, True)
+  def __xor__(self, x): return self._binop(Ops.XOR, x, False)
+  def __rxor__(self, x): return self._binop(Ops.XOR, x, True)
+  def __lshift__(self, x): return self._binop(Ops.SHL, x, False)
+  def __rshift__(self, x): return self._binop(Ops.SHR, x, False)
+  def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
+  def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
+  def __le__(self, x): return self._binop(Ops.CMPLT, x, True).logical_not()
+  def __ge__(self, x): return self._binop(Ops.CMPLT, x, False).logical_not()
+  def __neg__(self): return UOp(Ops.NEG, self.dtype, (self,))
+  def __invert__(self): return self.logical_not() if dtypes.is_bool(self.dtype) else self ^ -1
+  def logical_not(self) -> UOp: return self.ne(True)
+  def ne(self, x: UOp | ConstType) -> UOp: return self._binop(Ops.CMPNE, x, False)
+  def eq(self, x: UOp | ConstType) -> UOp: return self._binop(Ops.CMPEQ, x, False)
+  def maximum(self, x: UOp | ConstType) -> UOp: return self._binop(Ops.MAX, x, False)
+  def minimum(self, x: UOp | ConstType) -> UOp: return -(-self).maximum(-self.ufix(x))
+  def exp2(self) -> UOp: return UOp(Ops.EXP2, self.dtype, (self,))
+  def log2(self) -> UOp: return UOp(Ops.LOG2, self.dtype, (self,))
+  def sin(self) -> UOp: return UOp(Ops.SIN, self.dtype, (self,))
+  def sqrt(self) -> UOp: return UOp(Ops.SQRT, self.dtype, (self,))
+  def reciprocal(self) -> UOp: return UOp(Ops.RECIPROCAL, self.dtype, (self,))
+  def trunc(self) -> UOp: return UOp(Ops.TRUNC, self.dtype, (self,))
+  __hash__ = object.__hash__
+  def __eq__(self, x: object) -> bool: return self is x
+
+  # ---- value bounds ----
+  @property
+  def vmin(self) -> ConstType: return self._min_max[0]
+  @property
+  def vmax(self) -> ConstType: return self._min_max[1]
+  @property
+  def _min_max(self) -> tuple[ConstType, ConstType]:
+    mm = self.__dict__.get("_mm")
+    if mm is not None: return mm
+    # fill bounds bottom-up so deep graphs never recurse
+    for n in self.toposort(gate=lambda x: "_mm" not in x.__dict__):
+      if "_mm" not in n.__dict__: n.__dict__["_mm"] = _bounds(n)
+    return self.__dict__["_mm"]
+  def divides(self, v: int) -> UOp | None:
+    """This expression divided by `v` when that is exact by construction, else None."""
+    if v == 1: return self
+    if self.op is Ops.CONST: return self.const_like(self.arg // v) if self.arg % v == 0 else None
+    if self.op is Ops.ADD:
+      d0, d1 = self.src[0].divides(v), self.src[1].divides(v)
+      return d0 + d1 if d0 is not None and d1 is not None else None
+    if self.op is Ops.MUL:
+      d0 = self.src[0].divides(v)
+      if d0 is not None: return d0 * self.src[1]
+      d1 = self.src[1].divides(v)
+      if d1 is not None: return self.src[0] * d1
+    return None
+  def const_factor(self) -> int:
+    """The largest known integer factor of this expression."""
+    if self.op is Ops.CONST: return self.arg
+    if self.op is Ops.ADD: return math.gcd(self.src[0].const_factor(), self.src[1].const_factor())
+    if self.op is Ops.MUL: return self.src[1].arg if self.src[1].op is Ops.CONST else (self.src[0].arg if self.src[0].op is Ops.CONST else 1)
+    return 1
+
+  # ---- tensor-level shape ----
+  @property
+  def shape(self) -> tuple[int, ...]:
+    """The shape of a tensor-level UOp."""
+    sh = self.__dict__.get("_shape")
+    if sh is not None: return sh
+    for n in self.toposort(gate=lambda x: "_shape" not in x.__dict__):
+      if "_shape" not in n.__dict__: n.__dict__["_shape"] = _shape(n)
+    return self.__dict__["_shape"]
+  @property
+  def size(self) -> int: return prod(self.shape)
+  @property
+  def device(self) -> str:
+    for n in self.toposort(gate=lambda x: x.op is not Ops.DEVICE):
+      if n.op is Ops.DEVICE: return n.arg
+    raise ValueError(f"{self.op} has no device")
+  # tensor-level movement constructors (no-ops return self)
+  def reshape(self, shape: tuple[int, ...]) -> UOp: return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+  def permute(self, order: tuple[int, ...]) -> UOp: return self if tuple(order) == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(order))
+  def expand(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), tuple(shape))
+  def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp: return self if all(p == (0, 0) for p in arg) else UOp(Ops.PAD, self.dtype, (self,), tuple(arg))
+  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
+    return self if all(s == (0, n) for s, n in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), tuple(arg))
+  def flip(self, axes: tuple[bool, ...]) -> UOp: return self if not any(axes) else UOp(Ops.FLIP, self.dtype, (self,), tuple(axes))
+  def r(self, op: Ops, axes: tuple[int, ...]) -> UOp:
+    axes = tuple(a for a in sorted(axes) if self.shape[a] != 1)
+    return self if not axes else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
+
+def _shape(n: UOp) -> tuple[int, ...]:
+  op, arg = n.op, n.arg
+  if op is Ops.BUFFER: return (arg,)
+  if op in (Ops.CONST, Ops.DEFINE_VAR): return ()
+  if op in (Ops.RESHAPE, Ops.EXPAND): return arg
+  if op is Ops.PERMUTE: return tuple(n.src[0].shape[i] for i in arg)
+  if op is Ops.PAD: return tuple(s+b+a for s, (b, a) in zip(n.src[0].shape, arg))
+  if op is Ops.SHRINK: return tuple(e-b for b, e in arg)
+  if op is Ops.REDUCE_AXIS: return tuple(1 if i in arg[1] else s for i, s in enumerate(n.src[0].shape))
+  if op is Ops.ASSIGN: return n.src[0].shape
+  if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL): return ()
+  srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
+  if not srcs: return ()
+  return srcs[-1].shape if op is Ops.WHERE else srcs[0].shape
+
+# ---- bounds of one node from its sources' bounds ----
+def _bounds(n: UOp) -> tuple[ConstType, ConstType]:
+  dt = n.dtype.scalar()
+  if n.op is Ops.CONST: return (n.arg, n.arg)
+  if n.op is Ops.DEFINE_VAR: return (n.arg[1], n.arg[2])
+  if n.op in (Ops.RANGE, Ops.SPECIAL): return (0, n.src[0].vmax - 1)
+  if isinstance(n.dtype, PtrDType) or dt == dtypes.void: return (0, 0)
+  full = (dtypes.min(dt), dtypes.max(dt))
+  if dtypes.is_float(dt) and n.op is not Ops.CAST: return full
+  s = [x._min_max for x in n.src]
+  ret = _alu_bounds(n, s)
+  if ret is None: return full
+  lo, hi = ret
+  if dtypes.is_bool(dt): return (bool(lo), bool(hi))
+  if dtypes.is_int(dt) and (lo < full[0] or hi > full[1]): return full  # wraparound possible
+  return (lo, hi)
+
+def _alu_bounds(n: UOp, s: list[tuple[Any, Any]]) -> tuple[Any, Any] | None:
+  op = n.op
+  if op is Ops.ADD: return (s[0][0]+s[1][0], s[0][1]+s[1][1])
+  if op is Ops.SUB: return (s[0][0]-s[1][1], s[0][1]-s[1][0])
+  if op is Ops.NEG: return (-s[0][1], -s[0][0])
+  if op is Ops.MUL:
+    vals = [a*b for a in s[0] for b in s[1]]
+    return (min(vals), max(vals))
+  if op is Ops.MAX: return (max(s[0][0], s[1][0]), max(s[0][1], s[1][1]))
+  if op is Ops.IDIV and dtypes.is_int(n.dtype):
+    (a0, a1), (b0, b1) = s
+    if b0 <= 0 <= b1: return None
+    vals = [_c_idiv(a, b) for a in (a0, a1) for b in (b0, b1)]
+    return (min(vals), max(vals))
+  if op is Ops.MOD and dtypes.is_int(n.dtype):
+    (a0, a1), (b0, b1) = s
+    if b0 <= 0 <= b1: return None
+    m = max(abs(b0), abs(b1)) - 1
+    if a0 >= 0: return (0, min(a1, m))
+    if a1 <= 0: return (max(a0, -m), 0)
+    return (max(a0, -m), min(a1, m))
+  if op is Ops.CMPLT: return (s[0][1] < s[1][0], s[0][0] < s[1][1])
+  if op in (Ops.CMPNE, Ops.CMPEQ):
+    disjoint = s[0][1] < s[1][0] or s[1][1] < s[0][0]
+    same_const = s[0][0] == s[0][1] == s[1][0] == s[1][1]
+    lo, hi = (disjoint, not same_const)
+    return (lo, hi) if op is Ops.CMPNE else (not hi, not lo)
+  if op is Ops.WHERE:
+    if s[0][0]: return s[1]
+    if not s[0][1]: return s[2]
+    return (min(s[1][0], s[2][0]), max(s[1][1], s[2][1]))
+  if dtypes.is_bool(n.dtype) and op in (Ops.AND, Ops.OR, Ops.XOR):
+    if op is Ops.AND: return (s[0][0] and s[1][0], s[0][1] and s[1][1])
+    if op is Ops.OR: return (s[0][0] or s[1][0], s[0][1] or s[1][1])
+    return None
+  if op is Ops.AND and dtypes.is_int(n.dtype) and s[0][0] >= 0 and s[1][0] >= 0: return (0, min(s[0][1], s[1][1]))
+  if op is Ops.SHL and n.src[1].op is Ops.CONST and 0 <= n.src[1].arg < 63: return (s[0][0] << n.src[1].arg, s[0][1] << n.src[1].arg)
+  if op is Ops.SHR and n.src[1].op is Ops.CONST and 0 <= n.src[1].arg < 63: return (s[0][0] >> n.src[1].arg, s[0][1] >> n.src[1].arg)
+  if op is Ops.CAST:
+    src_dt, dt = n.src[0].dtype.scalar(), n.dtype.scalar()
+    if dtypes.is_float(dt): return (float(s[0][0]), float(s[0][1])) if dtypes.is_int(src_dt) or dtypes.is_bool(src_dt) else None
+    if dtypes.is_int(dt) and (dtypes.is_int(src_dt) or dtypes.is_bool(src_dt)): return (int(s[0][0]), int(s[0][1]))
+    if dtypes.is_bool(dt): return (bool(s[0][0]) and bool(s[0][1]) if s[0][0] != 0 or s[0][1] != 0 else False, s[0][0] != 0 or s[0][1] != 0)
+  return None
+
+# ---- evaluation: the exact result of one ALU op as the device computes it ----
+def _fdiv(a: float, b: float) -> float:
+  if b == 0: return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+  return a / b
+def _safe(f: Callable[[float], float], nan_on: Callable[[float], bool]) -> Callable[[float], float]:
+  def g(x: float) -> float:
+    if math.isnan(x) or nan_on(x): return math.nan
+    try: return f(x)
+    except OverflowError: return math.inf
+  return g
+def _log2(x: float) -> float:
+  if math.isnan(x) or x < 0: return math.nan
+  if x == 0: return -math.inf
+  return math.inf if math.isinf(x) else math.log2(x)
+def _shr(a: int, b: int) -> int: return a >> b
+def _cmp(f: Callable) -> Callable: return lambda a, b: f(a, b)
+
+python_alu: dict[Ops, Callable[..., Any]] = {
+  Ops.EXP2: _safe(lambda x: 2.0**x if x < 1100 else math.inf, lambda x: False), Ops.LOG2: _log2,
+  Ops.SIN: _safe(math.sin, math.isinf), Ops.SQRT: _safe(math.sqrt, lambda x: x < 0),
+  Ops.RECIPROCAL: lambda x: _fdiv(1.0, x), Ops.NEG: operator.neg, Ops.TRUNC: lambda x: x if math.isinf(x) or math.isnan(x) else float(math.trunc(x)),
+  Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.FDIV: _fdiv, Ops.MAX: max,
+  Ops.IDIV: lambda a, b: _c_idiv(a, b) if b != 0 else 0, Ops.MOD: lambda a, b: _c_mod(a, b) if b != 0 else 0,
+  Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
+  Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.SHL: operator.lshift, Ops.SHR: _shr,
+  Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
+  Ops.POW: lambda a, b: math.pow(a, b) if not (a < 0 and b != int(b)) else math.nan}
+
+def exec_alu(op: Ops, dtype: DType, operands: Sequence[ConstType]) -> ConstType:
+  """The value of `op` on constant operands, with the wraparound and rounding of `dtype`."""
+  dt = dtype.scalar()
+  if op is Ops.MAX and dtypes.is_float(dt) and any(isinstance(x, float) and math.isnan(x) for x in operands): return math.nan
+  try: ret = python_alu[op](*operands)
+  except (OverflowError, ValueError, ZeroDivisionError): ret = math.nan if dtypes.is_float(dt) else 0
+  return dtypes.as_const(ret, dt)
+
+def sym_infer(expr: UOp | int, var_vals: dict[UOp, int] | dict[str, int]) -> int:
+  """The integer value of `expr` with its variables set (keys are DEFINE_VAR UOps or their names)."""
+  if isinstance(expr, int): return expr
+  vals: dict[UOp, Any] = {}
+  for n in expr.toposort():
+    if n.op is Ops.CONST: vals[n] = n.arg
+    elif n.op is Ops.DEFINE_VAR:
+      key: Any = n if n in var_vals else n.arg[0]
+      if key not in var_vals: raise KeyError(f"no value for variable {n.arg[0]}")
+      vals[n] = var_vals[key]  # type: ignore[index]
+    elif n.op in GroupOp.ALU: vals[n] = exec_alu(n.op, n.dtype, [vals[s] for s in n.src])
+    elif n.op is Ops.CAST: vals[n] = dtypes.as_const(vals[n.src[0]], n.dtype)
+    else: raise ValueError(f"cannot infer the value of {n.op}")
+  return vals[expr]
+
+# ---- render ----
+_infix = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.FDIV: "/", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=",
+          Ops.CMPEQ: "==", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
+def _render_one(n: UOp, s: list[str]) -> str:
+  if n.op is Ops.CONST: return repr(n.arg) if not isinstance(n.arg, bool) else str(n.arg)
+  if n.op is Ops.DEFINE_VAR: return n.arg[0]
+  if n.op is Ops.RANGE: return f"r{n.arg[0]}"
+  if n.op is Ops.SPECIAL: return str(n.arg)
+  if n.op in _infix: return f"({s[0]}{_infix[n.op]}{s[1]})"
+  if n.op is Ops.NEG: return f"(-{s[0]})"
+  if n.op is Ops.MAX: return f"max({s[0]}, {s[1]})"
+  if n.op is Ops.WHERE: return f"({s[1]} if {s[0]} else {s[2]})"
+  if n.op is Ops.CAST: return f"{n.dtype.name}({s[0]})"
+  return f"{n.op.name}({', '.join(s)})" if s else n.op.name
+
+def resolve(x: UOp | ConstType, default: bool = True) -> bool:
+  """A Python bool for a condition when its bounds decide it, else `default`."""
+  if not isinstance(x, UOp): return bool(x)
+  if x.dtype.scalar() != dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
+  return bool(x.vmin) if x.vmin == x.vmax else default

@@ -1,0 +1,193 @@
+"""UPat patterns, the PatternMatcher rule table, and graph_rewrite: the hot loop of the compiler."""
+from __future__ import annotations
+import itertools, inspect, os
+from typing import Any, Callable, Iterable, Sequence
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, _rebuild
+from tinygrad.dtype import DType, dtypes, ConstType
+
+class RewriteError(RuntimeError):
+  """A rewrite rule raised: names the rule (file:line) and the node it failed on."""
+
+class UPat:
+  """A pattern over UOps.
+
+  op: an Ops or a tuple/set of them (None: any). dtype: a DType or tuple of them. arg: must equal (None: any).
+  src: a tuple (sources in order), a list (sources in any order: commutative), or one UPat (every source matches it).
+  name: capture the matched node under this name. allow_any_len: src is a prefix.
+  """
+  __slots__ = ("op", "dtype", "arg", "name", "src", "allow_any_len", "custom_early_reject", "early_reject", "location")
+  def __init__(self, op: Ops | Iterable[Ops] | None = None, dtype: DType | Iterable[DType] | None = None,
+               src: UPat | tuple[UPat, ...] | list[UPat] | None = None, arg: Any = None, name: str | None = None,
+               allow_any_len: bool = False, custom_early_reject: set[Ops] | None = None):
+    self.op: tuple[Ops, ...] | None = None if op is None else ((op,) if isinstance(op, Ops) else tuple(op))
+    self.dtype: tuple[DType, ...] | None = None if dtype is None else ((dtype,) if isinstance(dtype, DType) else tuple(dtype))
+    self.arg, self.name, self.allow_any_len = arg, name, allow_any_len
+    # src is stored as a list of alternative source tuples; a lone UPat means "all sources match it"
+    self.src: list[tuple[UPat, ...]] | UPat | None
+    if isinstance(src, list): self.src = [tuple(p) for p in itertools.permutations(src)] if len(src) <= 4 else [tuple(src)]
+    elif isinstance(src, tuple): self.src = [src]
+    else: self.src = src
+    if isinstance(self.src, list):
+      # dedup identical permutations (patterns are compared by identity)
+      self.src = list({tuple(id(p) for p in s): s for s in self.src}.values())
+    # source ops that must be present for any match: checked before the full match
+    if custom_early_reject is not None: self.early_reject = set(custom_early_reject)
+    elif isinstance(self.src, list) and len(self.src) >= 1:
+      self.early_reject = {pp.op[0] for pp in self.src[0] if pp.op is not None and len(pp.op) == 1}
+    else: self.early_reject = set()
+    self.custom_early_reject = custom_early_reject
+
+  @staticmethod
+  def any(*src: UPat) -> UPatAny: return UPatAny(src=src)
+  @staticmethod
+  def var(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> UPat: return UPat(dtype=dtype, name=name)
+  @staticmethod
+  def cvar(name: str | None = None, dtype: DType | Iterable[DType] | None = None) -> UPat: return UPat(Ops.CONST, dtype, name=name)
+  @staticmethod
+  def const(dtype: DType | Iterable[DType] | None, b: ConstType) -> UPat: return UPat(Ops.CONST, dtype, arg=b)
+  def named(self, name: str) -> UPat:
+    return UPat(self.op, self.dtype, self._src_arg(), self.arg, name, self.allow_any_len, self.custom_early_reject)
+  def _src_arg(self) -> Any:
+    if self.src is None or isinstance(self.src, UPat): return self.src
+    return self.src[0] if len(self.src) == 1 else list(self.src[0])
+
+  # build ALU patterns with python operators: UPat.var("x") + UPat.cvar("c")
+  def alu(self, op: Ops, *src: UPat) -> UPat:
+    asrc = (self,) + src
+    return UPat(op, dtypes.bool if op in GroupOp.Comparison else None, list(asrc) if op in GroupOp.Commutative else asrc)
+  def _fix(self, x: UPat | ConstType) -> UPat: return x if isinstance(x, UPat) else UPat.const(None, x)
+  def __add__(self, x): return self.alu(Ops.ADD, self._fix(x))
+  def __radd__(self, x): return self._fix(x).alu(Ops.ADD, self)
+  def __sub__(self, x): return self.alu(Ops.SUB, self._fix(x))
+  def __mul__(self, x): return self.alu(Ops.MUL, self._fix(x))
+  def __rmul__(self, x): return self._fix(x).alu(Ops.MUL, self)
+  def __floordiv__(self, x): return self.alu(Ops.IDIV, self._fix(x))
+  def __truediv__(self, x): return self.alu(Ops.FDIV, self._fix(x))
+  def __mod__(self, x): return self.alu(Ops.MOD, self._fix(x))
+  def __lt__(self, x): return self.alu(Ops.CMPLT, self._fix(x))
+  def __and__(self, x): return self.alu(Ops.AND, self._fix(x))
+  def __or__(self, x): return self.alu(Ops.OR, self._fix(x))
+  def __xor__(self, x): return self.alu(Ops.XOR, self._fix(x))
+  def __neg__(self): return UPat(Ops.NEG, None, (self,))
+  def ne(self, x): return self.alu(Ops.CMPNE, self._fix(x))
+  def eq(self, x): return self.alu(Ops.CMPEQ, self._fix(x))
+  def maximum(self, x): return self.alu(Ops.MAX, self._fix(x))
+  def where(self, x, y): return UPat(Ops.WHERE, None, (self, self._fix(x), self._fix(y)))
+  def cast(self, dtype: DType | None = None): return UPat(Ops.CAST, dtype, (self,))
+
+  def __repr__(self) -> str:
+    return f"UPat({self.op}, {self.dtype}, arg={self.arg!r}, name={self.name!r})"
+
+  def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
+    """Every way `uop` matches this pattern, each a dict of captures extending `store`."""
+    if (self.op is not None and uop.op not in self.op) or (self.dtype is not None and uop.dtype not in self.dtype and uop.dtype.scalar() not in self.dtype) \
+       or (self.arg is not None and self.arg != uop.arg): return []
+    if self.name is not None:
+      prev = store.get(self.name)
+      if prev is not None and prev is not uop: return []
+      store = {**store, self.name: uop}
+    if self.src is None: return [store]
+    if isinstance(self.src, UPat):
+      stores = [store]
+      for s in uop.src: stores = [r for st in stores for r in self.src.match(s, st)]
+      return stores
+    res: list[dict[str, UOp]] = []
+    for vp in self.src:
+      if len(uop.src) != len(vp) and not (self.allow_any_len and len(uop.src) >= len(vp)): continue
+      stores = [store]
+      for p, s in zip(vp, uop.src):
+        stores = [r for st in stores for r in p.match(s, st)]
+        if not stores: break
+      res.extend(stores)
+    return res
+
+class UPatAny(UPat):
+  """Matches when any of its alternatives does."""
+  def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
+    assert isinstance(self.src, list)
+    return [r for p in self.src[0] for r in p.match(uop, store)]
+
+def _location(fxn: Callable) -> str:
+  code = getattr(fxn, "__code__", None)
+  return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(fxn)
+
+class PatternMatcher:
+  """An ordered table of (UPat, callback) rules, dispatched on the node's op; tables compose with `+`.
+
+  A callback receives the pattern's named captures as keyword arguments (and `ctx` when it declares it) and returns the
+  replacement UOp, or None to decline.
+  """
+  def __init__(self, patterns: Sequence[tuple[UPat, Callable]]):
+    self.patterns = list(patterns)
+    self.pdict: dict[Ops, list[tuple[UPat, Callable, frozenset[Ops], bool, tuple[str, ...] | None]]] = {}
+    for p, fxn in self.patterns:
+      params = inspect.signature(fxn).parameters
+      takes_all = any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values())
+      names = None if takes_all else tuple(k for k in params if k != "ctx")
+      entry = (p, fxn, frozenset(p.early_reject), "ctx" in params, names)
+      for op in (p.op if p.op is not None else tuple(Ops)): self.pdict.setdefault(op, []).append(entry)
+  def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)
+
+  def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
+    """The first non-None result of a matching rule for this node, or None."""
+    rules = self.pdict.get(uop.op)
+    if not rules: return None
+    src_ops = {s.op for s in uop.src}
+    for p, fxn, early_reject, has_ctx, names in rules:
+      if not early_reject <= src_ops: continue
+      for match in p.match(uop, {}):
+        kwargs = match if names is None else {k: v for k, v in match.items() if k in names}
+        try:
+          ret = fxn(ctx=ctx, **kwargs) if has_ctx else fxn(**kwargs)
+        except RewriteError: raise
+        except Exception as e:
+          raise RewriteError(f"rewrite rule at {_location(fxn)} raised {type(e).__name__}: {e}\n  on node: {uop!r}\n  expr: {_safe_render(uop)}") from e
+        if ret is not None and ret is not uop: return ret
+    return None
+
+def _safe_render(u: UOp) -> str:
+  try: return u.render()[:500]
+  except Exception: return "<unrenderable>"
+
+def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = False, name: str | None = None) -> UOp:
+  """Rewrite the graph under `sink` with `pm` to a fixed point (memoised, iterative: no recursion limit).
+
+  bottom_up=False: sources are rewritten first, then the node. bottom_up=True: the node is rewritten before its sources.
+  """
+  replace: dict[UOp, UOp] = {}
+  # stack entries: (original node, stage, working node)
+  stack: list[tuple[UOp, int, UOp]] = [(sink, 0, sink)]
+  while stack:
+    n, stage, cur = stack.pop()
+    if n in replace: continue
+    if stage == 0:
+      if bottom_up:
+        for _ in range(10000):
+          r = pm.rewrite(cur, ctx)
+          if r is None: break
+          cur = r
+        if cur is not n and cur in replace:
+          replace[n] = replace[cur]
+          continue
+      stack.append((n, 1, cur))
+      for s in reversed(cur.src):
+        if s not in replace: stack.append((s, 0, s))
+    elif stage == 1:
+      rebuilt = _rebuild(cur, tuple(replace[s] for s in cur.src))
+      # bottom_up already took the node to a fixed point in stage 0; only a changed node is tried again
+      r = None if bottom_up and rebuilt is cur else pm.rewrite(rebuilt, ctx)
+      if r is None:
+        replace[n] = rebuilt
+        if rebuilt not in replace: replace[rebuilt] = rebuilt
+        continue
+      nxt = r
+      if nxt in replace:
+        replace[n] = replace[nxt]
+        continue
+      # the result must itself be rewritten to a fixed point before it stands for n
+      stack.append((n, 2, nxt))
+      stack.append((nxt, 0, nxt))
+    else:
+      replace[n] = replace[cur]
+  return replace[sink]
