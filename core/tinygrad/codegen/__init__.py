@@ -1,0 +1,74 @@
+"""Codegen: a kernel AST becomes a ProgramSpec through a PROGRAM UOp that grows one source at a time."""
+from __future__ import annotations
+from typing import Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.upat import graph_rewrite, PatternMatcher
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod, DEBUG, SPEC
+from tinygrad.renderer import Renderer, ProgramSpec
+from tinygrad.codegen.linearize import linearize
+
+def global_to_special(sink: UOp, ren: Renderer) -> UOp:
+  """GPU-style launch: the global loops become SPECIAL launch indices (at most 3; leading ones are merged)."""
+  granges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.GLOBAL], key=lambda r: r.arg[0])
+  if not granges: return sink
+  groups: list[list[UOp]] = [granges[:len(granges)-2], granges[-2:-1], granges[-1:]] if len(granges) > 3 else [[r] for r in granges]
+  groups = [g for g in groups if g]
+  sub: dict[UOp, UOp] = {}
+  for dim, grp in enumerate(reversed(groups)):
+    sizes = [r.src[0].arg for r in grp]
+    special = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, prod(sizes)),), f"gidx{dim}")
+    acc = 1
+    for r, sz in zip(reversed(grp), reversed(sizes)):
+      sub[r] = (special // acc if acc != 1 else special) % sz if len(grp) > 1 else special
+      acc *= sz
+  return sink.substitute(sub)
+
+def _symbolic() -> PatternMatcher:
+  from tinygrad.uop.symbolic import sym
+  return sym
+
+def _decompositions(ren: Renderer) -> PatternMatcher | None:
+  from tinygrad.codegen.decompositions import get_late_rewrite_patterns
+  return get_late_rewrite_patterns(frozenset(ren.code_for_op))
+
+def _verify(sink: UOp) -> UOp:
+  if SPEC:
+    from tinygrad.uop.spec import type_verify, spec_kernel
+    type_verify(sink, spec_kernel)
+  return sink
+
+# the pipeline: (name, pass), in order; each pass maps the kernel SINK to a new SINK
+Pass = tuple[str, Callable[[UOp, Renderer], UOp]]
+PASSES: list[Pass] = [
+  ("verify_ast", lambda s, r: _verify(s)),                                                  # catch malformed kernels before work
+  ("pre_matcher", lambda s, r: graph_rewrite(s, r.pre_matcher) if r.pre_matcher else s),    # device rewrites on the raw kernel
+  ("simplify", lambda s, r: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
+  ("global_to_special", lambda s, r: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
+  ("simplify_special", lambda s, r: graph_rewrite(s, _symbolic()) if r.has_local else s),   # fold what the launch split added
+  ("decompositions", lambda s, r: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
+  ("extra_matcher", lambda s, r: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks last
+]
+
+def full_rewrite(ast: UOp, ren: Renderer) -> list[UOp]:
+  """The kernel after every pass, linearized."""
+  sink = ast
+  for _name, fxn in PASSES: sink = fxn(sink, ren)
+  uops = linearize(sink)
+  if DEBUG >= 5:
+    for i, u in enumerate(uops): print(f"{i:4d} {u.op!s:20s} {u.dtype!r:30s} {u.arg!r}")
+  return uops
+
+def get_program(ast: UOp, ren: Renderer, opts: list | None = None) -> ProgramSpec:
+  """Render (and compile, when the renderer has a compiler) a kernel AST for `ren`."""
+  if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
+  name = ast.arg if isinstance(ast.arg, str) else "kernel"
+  prg = UOp(Ops.PROGRAM, src=(ast, UOp(Ops.DEVICE, arg=ren.device)))
+  uops = full_rewrite(ast, ren)
+  prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))
+  src = ren.render(uops, name)
+  prg = prg.replace(src=prg.src + (UOp(Ops.SOURCE, arg=src),))
+  if ren.compiler is not None: prg = prg.replace(src=prg.src + (UOp(Ops.BINARY, arg=ren.compiler.compile_cached(src)),))
+  if DEBUG >= 4: print(src)
+  return ProgramSpec.from_uop(prg)

@@ -43,8 +43,8 @@ class Renderer:
   supported_dtypes: frozenset[DType] | None = None  # None: every dtype
   compiler: Compiler | None = None
 
-  def render(self, uops: list[UOp]) -> str:
-    """Source text for the linearized `uops` (see docs/ir.md for what each op means)."""
+  def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    """Source text of a function called `name` for the linearized `uops` (see docs/ir.md for what each op means)."""
     raise NotImplementedError(f"{type(self).__name__} does not implement render")
   def __reduce__(self): return type(self), ()
   def __repr__(self) -> str: return f"{type(self).__name__}()"

@@ -1,0 +1,112 @@
+"""Linearize a kernel graph: REDUCEs become register accumulators, then every uop gets a place in a loop nest.
+
+Each uop's scope is the set of RANGEs it must run inside (what it depends on, plus the loops those ranges are nested
+in). Uops are emitted at the shallowest loop their scope allows, so loop-invariant work is hoisted.
+"""
+from __future__ import annotations
+import heapq
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.dtype import dtypes, AddrSpace
+
+def _identity(op: Ops, dtype) -> float | int | bool:
+  if op is Ops.ADD: return 0
+  if op is Ops.MUL: return 1
+  if op is Ops.MAX: return dtypes.min(dtype)
+  raise ValueError(f"unknown reduce op {op}")
+
+def lower_reduces(sink: UOp) -> tuple[UOp, dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
+  """Replace each REDUCE by an accumulator. Returns the new sink, the loops each range nests in, and the ranges each
+  after-loop read closes."""
+  parents: dict[UOp, frozenset[UOp]] = {}
+  closes: dict[UOp, frozenset[UOp]] = {}
+  globals_ = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
+  for i, g in enumerate(globals_): parents[g] = frozenset(globals_[:i])
+  replace: dict[UOp, UOp] = {}
+  nacc = 0
+  for u in sink.toposort():
+    new = u.replace(src=tuple(replace.get(s, s) for s in u.src)) if any(s in replace for s in u.src) else u
+    if new.op is Ops.REDUCE:
+      val, ranges = new.src[0], sorted(new.src[1:], key=lambda r: r.arg[0])
+      outer = _scope_of(val, parents, closes) - set(ranges)
+      for i, r in enumerate(ranges): parents[r] = frozenset(outer | set(ranges[:i]))
+      acc = UOp(Ops.DEFINE_REG, val.dtype.ptr(1, AddrSpace.REG), (), nacc)
+      nacc += 1
+      ptr = acc.index(UOp.const(dtypes.index, 0))
+      outer_ranges = tuple(sorted((r for r in outer if r.op is Ops.RANGE), key=lambda r: r.arg[0]))
+      init = UOp(Ops.STORE, dtypes.void, (ptr, val.const_like(_identity(new.arg, val.dtype))) + outer_ranges)
+      cur = UOp(Ops.LOAD, val.dtype, (ptr, init) + tuple(ranges))
+      upd = UOp(Ops.STORE, dtypes.void, (ptr, UOp(new.arg, val.dtype, (cur, val))))
+      res = UOp(Ops.LOAD, val.dtype, (ptr, upd))
+      closes[res] = frozenset(ranges)
+      new = res
+    if new is not u: replace[u] = new
+  return replace.get(sink, sink), parents, closes
+
+def _scope_of(u: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> set[UOp]:
+  scope: dict[UOp, frozenset[UOp]] = {}
+  for n in u.toposort(): scope[n] = _one_scope(n, scope, parents, closes)
+  return set(scope[u])
+
+def _one_scope(n: UOp, scope: dict[UOp, frozenset[UOp]], parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> frozenset[UOp]:
+  s: set[UOp] = set()
+  for x in n.src: s |= scope[x]
+  if n.op is Ops.RANGE: s |= {n} | parents.get(n, frozenset())
+  if n in closes: s -= closes[n]
+  # nest inside every loop that an included range nests in (to a fixed point)
+  todo = list(s)
+  while todo:
+    for p in parents.get(todo.pop(), frozenset()):
+      if p not in s:
+        s.add(p)
+        todo.append(p)
+  return frozenset(s)
+
+def linearize(sink: UOp) -> list[UOp]:
+  """The execution order of a kernel: RANGE opens a loop, END closes it (see docs/ir.md)."""
+  sink, parents, closes = lower_reduces(sink)
+  topo = list(sink.toposort())
+  order = {u: i for i, u in enumerate(topo)}
+  scope: dict[UOp, frozenset[UOp]] = {}
+  for n in topo: scope[n] = _one_scope(n, scope, parents, closes)
+  path = {n: tuple(sorted(scope[n], key=lambda r: r.arg[0])) for n in topo if n.op is not Ops.SINK}
+  out: list[UOp] = []
+  # explicit stack of (prefix, nodes) blocks so the nesting depth never recurses deeply
+  _emit((), [n for n in topo if n.op is not Ops.SINK], path, order, out)
+  return out
+
+def _emit(prefix: tuple[UOp, ...], nodes: list[UOp], path: dict[UOp, tuple[UOp, ...]], order: dict[UOp, int], out: list[UOp]) -> None:
+  depth = len(prefix)
+  inside = set(nodes)
+  # an item at this level is a node (key: the node) or a child loop (key: its RANGE)
+  def item(n: UOp) -> UOp: return n if len(path[n]) == depth else path[n][depth]
+  items: dict[UOp, list[UOp]] = {}
+  for n in nodes:
+    if depth and n is prefix[-1]: continue
+    items.setdefault(item(n), []).append(n)
+  deps: dict[UOp, set[UOp]] = {k: set() for k in items}
+  users: dict[UOp, set[UOp]] = {k: set() for k in items}
+  for k, members in items.items():
+    for n in members:
+      for s in n.src:
+        if s in inside and not (depth and s is prefix[-1]):
+          ks = item(s)
+          if ks is not k and ks in items:
+            deps[k].add(ks)
+            users[ks].add(k)
+  prio = {k: min(order[n] for n in m) for k, m in items.items()}
+  ready = [(prio[k], order[k], k) for k, d in deps.items() if not d]
+  heapq.heapify(ready)
+  while ready:
+    _, _, k = heapq.heappop(ready)
+    members = items[k]
+    if len(members) == 1 and members[0] is k and (len(path[k]) == depth): out.append(k)
+    else:
+      out.append(k)  # the RANGE opens its loop
+      _emit(prefix + (k,), members, path, order, out)
+      out.append(UOp(Ops.END, dtypes.void, (k,)))
+    for u in users[k]:
+      deps[u].discard(k)
+      if not deps[u]: heapq.heappush(ready, (prio[u], order[u], u))
+  emitted = sum(1 for _ in items)
+  if any(deps[k] for k in items): raise RuntimeError(f"linearize: cyclic dependency among {emitted} items at depth {depth}")

@@ -1,0 +1,77 @@
+"""Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
+from __future__ import annotations
+import time
+from typing import Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import DEBUG, colored
+from tinygrad.renderer import ProgramSpec
+from tinygrad.device import Device, Buffer
+from tinygrad.engine.buffers import buffer_of
+from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan
+
+class CompiledRunner:
+  """A ProgramSpec compiled (if needed) and loaded on its device; call it with Buffers."""
+  def __init__(self, p: ProgramSpec):
+    self.p, self.dev = p, Device[p.device]
+    if p.lib is not None: self.lib = p.lib
+    elif self.dev.compiler is not None: self.lib = self.dev.compiler.compile_cached(p.src)
+    else: self.lib = p.src.encode()   # source is the binary (PYTHON, WGSL, Metal source)
+    if self.dev.runtime is None: raise RuntimeError(f"device {p.device} has no runtime to load kernels")
+    self._prg = self.dev.runtime(p.function_name, self.lib)
+  def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
+    vv = var_vals or {}
+    gl, lc = self.p.launch_dims(vv)
+    return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
+
+# (device, compiler, ast) -> runner: the same kernel is never rebuilt
+method_cache: dict[tuple[str, str, UOp], CompiledRunner] = {}
+
+def get_runner(device: str, ast: UOp) -> CompiledRunner:
+  dev = Device[device]
+  key = (dev.device, dev.compiler_name, ast)
+  if (ret := method_cache.get(key)) is None:
+    from tinygrad.codegen import get_program
+    _check_dtypes(dev, ast)
+    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer))
+  return ret
+
+def _check_dtypes(dev: Any, ast: UOp) -> None:
+  supported = dev.renderer.supported_dtypes
+  if supported is None: return
+  for u in ast.toposort():
+    dt = u.dtype.base.scalar() if hasattr(u.dtype, "base") else u.dtype.scalar()
+    if dt != dtypes.void and dt not in supported:
+      raise TypeError(f"dtype {dt} is not supported on {dev.device}; supported: {', '.join(sorted(d.name for d in supported))}")
+
+def _copy(dest: Buffer, src: Buffer) -> None:
+  dest.allocate()
+  if src.device == dest.device or not hasattr(dest.allocator, "_transfer"): dest.copyin(src.as_buffer())
+  else: dest.allocator._transfer(dest._buf, src._buf, src.nbytes, src_dev=src.allocator, dest_dev=dest.allocator)
+
+def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None) -> None:
+  """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""
+  plan = plan or {}
+  for ei in schedule:
+    bufs = [buffer_of(plan.get(b, b)).allocate() for b in ei.bufs]
+    st = time.perf_counter()
+    if ei.ast.op is Ops.COPY:
+      _copy(bufs[0], bufs[1])
+      name = f"copy {bufs[1].device} -> {bufs[0].device}"
+    else:
+      devs = {b.device for b in bufs}
+      if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
+      runner = get_runner(bufs[0].device, ei.ast)
+      runner(bufs, var_vals, wait=DEBUG >= 2)
+      name = runner.p.name
+    if DEBUG >= 2:
+      shape = ", ".join(str(b.size) for b in bufs)
+      print(f"{colored(name, 'green'):40s} bufs [{shape}] {(time.perf_counter()-st)*1e3:8.3f} ms")
+
+def realize_uops(uops: list[UOp]) -> list[UOp]:
+  """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape."""
+  schedule, results = create_schedule(uops)
+  keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
+  run_schedule(schedule, memory_plan(schedule, keep))
+  return [results[u] for u in uops]

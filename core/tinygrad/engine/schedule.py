@@ -1,0 +1,259 @@
+"""The scheduler: a lazy tensor graph becomes a list of kernels (ExecItems) over buffers.
+
+Elementwise chains fuse into their consumer, a reduce fuses its elementwise inputs and its elementwise output, movement
+ops become index arithmetic. Realized buffers, CONTIGUOUS, COPY and reduces that would be recomputed through an EXPAND
+are kernel boundaries.
+"""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Any
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.dtype import dtypes, PtrDType
+from tinygrad.helpers import prod, DEBUG
+from tinygrad.engine.buffers import new_buffer
+
+@dataclass
+class ExecItem:
+  """One step of a schedule: a kernel (`ast` is a SINK) or a copy (`ast` is a COPY), over `bufs` (BUFFER UOps, outputs first)."""
+  ast: UOp
+  bufs: list[UOp]
+  metadata: dict[str, Any] = field(default_factory=dict)
+
+def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
+  out, acc = [], 1
+  for s in reversed(shape):
+    out.append(acc if s != 1 else 0)
+    acc *= s
+  return tuple(reversed(out))
+
+def _base_buffer(u: UOp) -> UOp | None:
+  """The BUFFER under a chain of RESHAPEs that keep it contiguous, else None."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u if u.op is Ops.BUFFER else None
+
+# ---- which nodes become kernel outputs ----
+def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
+  nodes = list(UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER))
+  consumers: dict[UOp, list[UOp]] = {n: [] for n in nodes}
+  for n in nodes:
+    if n.op is Ops.BUFFER: continue
+    for s in dict.fromkeys(n.src): consumers[s].append(n)
+  realizes: dict[UOp, None] = {}
+  for r in roots:
+    if _base_buffer(r) is None: realizes[r] = None
+  for n in nodes:
+    if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN): realizes[n] = None
+    if n.op is Ops.COPY: realizes[n.src[0]] = None
+  for n in reversed(nodes):
+    # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
+    if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
+    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes): realizes[n] = None
+  for r in list(realizes):
+    if r.op is Ops.BUFFER: del realizes[r]
+  return realizes
+
+def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
+  for n in u.toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER):
+    if n.op in (Ops.IDIV, Ops.MOD) and dtypes.is_int(n.dtype) and n not in realizes: return True
+  return False
+
+def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
+  if len(consumers[r]) > 1: return True
+  # walk up through the ops that would inline it: an EXPAND above means recomputing the reduce per expanded element
+  stack = list(consumers[r])
+  while stack:
+    c = stack.pop()
+    if c.op is Ops.EXPAND: return True
+    if c in realizes or c.op is Ops.REDUCE_AXIS: continue
+    stack.extend(consumers[c])
+  return False
+
+# ---- lowering one kernel: tensor ops at an index -> kernel-level value ----
+class KernelBuilder:
+  def __init__(self, realizes: dict[UOp, None], buffer_map: dict[UOp, UOp]):
+    self.realizes, self.buffer_map = realizes, buffer_map
+    self.bufs: list[UOp] = []            # BUFFER UOps in DEFINE_GLOBAL slot order
+    self.defines: dict[UOp, UOp] = {}
+    self.axis = 0
+    self.memo: dict[tuple, UOp] = {}
+
+  def new_range(self, size: int, kind: AxisType) -> UOp:
+    self.axis += 1
+    return UOp.range(size, self.axis-1, kind)
+
+  def define(self, buf: UOp) -> UOp:
+    if buf not in self.defines:
+      self.defines[buf] = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.arg), (), len(self.bufs))
+      self.bufs.append(buf)
+    return self.defines[buf]
+
+  def load(self, buf: UOp, shape: tuple[int, ...], idx: tuple[UOp, ...], gate: UOp | None) -> UOp:
+    flat = _flat_index(idx, shape)
+    return self.define(buf).index(flat, gate).load()
+
+  def lower(self, root: UOp, idx: tuple[UOp, ...], gate: UOp | None) -> UOp:
+    """The kernel-level value of tensor node `root` at multi-index `idx` (iterative: deep graphs never recurse)."""
+    stack: list[tuple[UOp, tuple[UOp, ...], UOp | None, bool]] = [(root, idx, gate, False)]
+    while stack:
+      node, ix, g, expanded = stack.pop()
+      key = (node, ix, g)
+      if key in self.memo: continue
+      deps = self._deps(node, ix, g)
+      if not expanded and any((d[0], d[1], d[2]) not in self.memo for d in deps):
+        stack.append((node, ix, g, True))
+        stack.extend((d[0], d[1], d[2], False) for d in deps if (d[0], d[1], d[2]) not in self.memo)
+        continue
+      self.memo[key] = self._build(node, ix, g, [self.memo[(d[0], d[1], d[2])] for d in deps])
+    return self.memo[(root, idx, gate)]
+
+  def _source_index(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None) -> tuple[tuple[UOp, ...], UOp | None]:
+    """Index (and gate) into the single source of movement op `node`."""
+    src_shape, op, arg = node.src[0].shape, node.op, node.arg
+    if op is Ops.RESHAPE: return _unflat_index(_flat_index(ix, node.shape), src_shape), g
+    if op is Ops.PERMUTE:
+      out: list[UOp] = [ix[0]] * len(arg)
+      for i, p in enumerate(arg): out[p] = ix[i]
+      return tuple(out), g
+    if op is Ops.EXPAND: return tuple(UOp.const(dtypes.index, 0) if s == 1 and n != 1 else i for i, s, n in zip(ix, src_shape, node.shape)), g
+    if op is Ops.SHRINK: return tuple(i + b if b else i for i, (b, _) in zip(ix, arg)), g
+    if op is Ops.FLIP: return tuple((s-1) - i if f else i for i, s, f in zip(ix, src_shape, arg)), g
+    if op is Ops.PAD:
+      valid = self._pad_valid(node, ix)
+      return tuple(i - b if b else i for i, (b, _) in zip(ix, arg)), (valid if g is None else (g & valid) if valid is not None else g)
+    raise RuntimeError(f"not a movement op: {op}")
+
+  def _pad_valid(self, node: UOp, ix: tuple[UOp, ...]) -> UOp | None:
+    conds = []
+    for i, s, (b, a) in zip(ix, node.src[0].shape, node.arg):
+      if b: conds.append(i >= b)
+      if a: conds.append(i < b + s)
+    if not conds: return None
+    v = conds[0]
+    for c in conds[1:]: v = v & c
+    return v
+
+  def _deps(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None) -> list[tuple[UOp, tuple[UOp, ...], UOp | None]]:
+    if node in self.realizes and node is not self.root or node.op in (Ops.BUFFER, Ops.CONST): return []
+    if node.op in GroupOp.Movement:
+      six, sg = self._source_index(node, ix, g)
+      return [(node.src[0], six, sg)]
+    if node.op is Ops.REDUCE_AXIS:
+      return [(node.src[0], self._reduce_index(node, ix), g)]
+    if node.op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.CAST, Ops.BITCAST) or node.op in GroupOp.ALU:
+      return [(s, ix, g) for s in node.src]
+    if node.op is Ops.ASSIGN: return [(node.src[1], ix, g)]
+    raise NotImplementedError(f"the scheduler cannot lower {node.op} inside a kernel")
+
+  def _reduce_index(self, node: UOp, ix: tuple[UOp, ...]) -> tuple[UOp, ...]:
+    # one set of reduce ranges per (reduce node, output index): memoised so the REDUCE's value and its ranges agree
+    key = ("ranges", node, ix)
+    if key not in self.memo:
+      self.memo[key] = tuple(self.new_range(s, AxisType.REDUCE) if i in node.arg[1] else x  # type: ignore[assignment]
+                             for i, (x, s) in enumerate(zip(ix, node.src[0].shape)))
+    return self.memo[key]  # type: ignore[return-value]
+
+  def _build(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None, srcs: list[UOp]) -> UOp:
+    if node.op is Ops.CONST: return UOp.const(node.dtype, node.arg)
+    if node.op is Ops.BUFFER: return self.load(node, node.shape, ix, g)
+    if node in self.realizes and node is not self.root: return self.load(self.buffer_map[node], node.shape, ix, g)
+    if node.op is Ops.PAD:
+      valid = self._pad_valid(node, ix)
+      return srcs[0] if valid is None else valid.where(srcs[0], srcs[0].const_like(0))
+    if node.op in GroupOp.Movement or node.op in (Ops.CONTIGUOUS, Ops.DETACH): return srcs[0]
+    if node.op is Ops.ASSIGN: return srcs[0]
+    if node.op is Ops.REDUCE_AXIS:
+      ranges = [r for i, r in enumerate(self._reduce_index(node, ix)) if i in node.arg[1]]
+      if not ranges: return srcs[0]
+      return UOp(Ops.REDUCE, srcs[0].dtype, (srcs[0], *ranges), node.arg[0])
+    if node.op in (Ops.CAST, Ops.BITCAST): return UOp(node.op, node.dtype, (srcs[0],))
+    return UOp(node.op, node.dtype, tuple(srcs), node.arg)
+
+  def kernel(self, root: UOp, out_buf: UOp) -> UOp:
+    self.root = root
+    shape = root.shape
+    out = self.define(out_buf)
+    idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.index, 0) for s in shape)
+    val = self.lower(root, idx, None)
+    if val.dtype != root.dtype: val = val.cast(root.dtype)
+    store = out.index(_flat_index(idx, shape)).store(val)
+    return UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store))
+
+def _flat_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
+  terms = [i * st if st != 1 else i for i, st in zip(idx, strides_for(shape)) if st != 0]
+  if not terms: return UOp.const(dtypes.index, 0)
+  out = terms[0]
+  for t in terms[1:]: out = out + t
+  return out
+
+def _unflat_index(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
+  out, acc = [], 1
+  for s in reversed(shape):
+    if s == 1: out.append(UOp.const(dtypes.index, 0))
+    else:
+      q = flat // acc if acc != 1 else flat
+      out.append(q % s if acc * s != prod(shape) else q)
+    acc *= s
+  return tuple(reversed(out))
+
+def _kernel_name(shape: tuple[int, ...], store: UOp) -> str:
+  reduces = [u for u in store.toposort() if u.op is Ops.REDUCE]
+  rsizes = [r.src[0].arg for u in reduces for r in u.src[1:]]
+  prefix = "r" if reduces else "E"
+  return "_".join([prefix] + [str(s) for s in shape if s != 1] + ([str(s) for s in rsizes] if rsizes else [])) or prefix
+
+# ---- the whole schedule ----
+def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
+  """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (reshaped to its shape) for each root."""
+  realizes = find_realizes(roots)
+  buffer_map: dict[UOp, UOp] = {}
+  schedule: list[ExecItem] = []
+  order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
+  for n in order:
+    if n.op is Ops.ASSIGN:
+      target = _base_buffer(n.src[0])
+      if target is None: raise ValueError("assign target must be a realized, contiguous tensor")
+      buffer_map[n] = target
+    elif n.op is Ops.COPY:
+      buffer_map[n] = new_buffer(n.src[1].arg, n.size, n.dtype)
+      src_buf = _base_buffer(n.src[0]) or buffer_map[n.src[0]]
+      schedule.append(ExecItem(n, [buffer_map[n], src_buf]))
+      continue
+    else: buffer_map[n] = new_buffer(n.device, n.size, n.dtype)
+    if n.size == 0: continue  # nothing to compute for an empty tensor
+    kb = KernelBuilder(realizes, buffer_map)
+    ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
+    schedule.append(ExecItem(ast, kb.bufs))
+  if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")
+  results: dict[UOp, UOp] = {}
+  for r in roots:
+    base = _base_buffer(r)
+    results[r] = (base if base is not None else buffer_map[r]).reshape(r.shape)
+  return schedule, results
+
+def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
+  """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive the schedule."""
+  last_use: dict[UOp, int] = {}
+  first_def: dict[UOp, int] = {}
+  for i, ei in enumerate(schedule):
+    for b in ei.bufs: last_use[b] = i
+    first_def.setdefault(ei.bufs[0], i)
+  free: dict[tuple, list[UOp]] = {}
+  assigned: dict[UOp, UOp] = {}
+  ending: dict[int, list[UOp]] = {}
+  for b, i in last_use.items(): ending.setdefault(i, []).append(b)
+  for i, ei in enumerate(schedule):
+    out = ei.bufs[0]
+    if first_def.get(out) == i and out not in keep and out.op is Ops.BUFFER and _fresh(out):
+      key = (out.device, out.dtype, out.arg)
+      if free.get(key): assigned[out] = free[key].pop()
+    for b in ending.get(i, []):
+      if b in first_def and b not in keep and _fresh(b):
+        free.setdefault((b.device, b.dtype, b.arg), []).append(assigned.get(b, b))
+  return assigned
+
+def _fresh(b: UOp) -> bool:
+  from tinygrad.engine.buffers import has_buffer
+  return not has_buffer(b)
+
+def is_ptr(u: UOp) -> bool: return isinstance(u.dtype, PtrDType)
