@@ -50,24 +50,46 @@ def _copy(dest: Buffer, src: Buffer) -> None:
   if src.device == dest.device or not hasattr(dest.allocator, "_transfer"): dest.copyin(src.as_buffer())
   else: dest.allocator._transfer(dest._buf, src._buf, src.nbytes, src_dev=src.allocator, dest_dev=dest.allocator)
 
-def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None) -> None:
-  """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""
+class ExecStep:
+  """One runnable step: a CompiledRunner or a copy, bound to concrete Buffers (what TinyJit records and replays)."""
+  def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer]): self.runner, self.bufs = runner, bufs
+  def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
+    for b in self.bufs: b.allocate()
+    if self.runner is None:
+      st = time.perf_counter()
+      _copy(self.bufs[0], self.bufs[1])
+      return time.perf_counter() - st
+    return self.runner(self.bufs, var_vals, wait=wait)
+  @property
+  def name(self) -> str: return self.runner.p.name if self.runner is not None else f"copy {self.bufs[1].device} -> {self.bufs[0].device}"
+
+# when not None, every step run is also appended here (TinyJit's capture)
+capturing: list[ExecStep] | None = None
+
+def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None) -> list[ExecStep]:
+  """Bind each ExecItem to Buffers (through the memory plan) and a compiled runner."""
   plan = plan or {}
+  steps = []
   for ei in schedule:
-    bufs = [buffer_of(plan.get(b, b)).allocate() for b in ei.bufs]
-    st = time.perf_counter()
-    if ei.ast.op is Ops.COPY:
-      _copy(bufs[0], bufs[1])
-      name = f"copy {bufs[1].device} -> {bufs[0].device}"
+    bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
+    if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs))
     else:
       devs = {b.device for b in bufs}
       if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
-      runner = get_runner(bufs[0].device, ei.ast)
-      runner(bufs, var_vals, wait=DEBUG >= 2)
-      name = runner.p.name
+      steps.append(ExecStep(get_runner(bufs[0].device, ei.ast), bufs))
+  return steps
+
+def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:
+  for step in steps:
+    et = step.run(var_vals, wait=DEBUG >= 2)
+    if capturing is not None: capturing.append(step)
     if DEBUG >= 2:
-      shape = ", ".join(str(b.size) for b in bufs)
-      print(f"{colored(name, 'green'):40s} bufs [{shape}] {(time.perf_counter()-st)*1e3:8.3f} ms")
+      print(f"{colored(step.name, 'green'):40s} bufs [{', '.join(str(b.size) for b in step.bufs)}] {(et or 0)*1e3:8.3f} ms")
+
+def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None) -> None:
+  """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""
+  # every kernel is compiled before any runs: a kernel that fails to compile leaves no buffer half-written
+  run_steps(lower_schedule(schedule, plan), var_vals)
 
 def realize_uops(uops: list[UOp]) -> list[UOp]:
   """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape."""
