@@ -44,7 +44,7 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if _base_buffer(r) is None: realizes[r] = None
   for n in nodes:
     if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN): realizes[n] = None
-    if n.op is Ops.COPY: realizes[n.src[0]] = None
+    if n.op is Ops.COPY and _base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
   for n in reversed(nodes):
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
@@ -102,7 +102,8 @@ class KernelBuilder:
       deps = self._deps(node, ix, g)
       if not expanded and any((d[0], d[1], d[2]) not in self.memo for d in deps):
         stack.append((node, ix, g, True))
-        stack.extend((d[0], d[1], d[2], False) for d in deps if (d[0], d[1], d[2]) not in self.memo)
+        # reversed so the first source is lowered first (buffer slots follow source order)
+        stack.extend((d[0], d[1], d[2], False) for d in reversed(deps) if (d[0], d[1], d[2]) not in self.memo)
         continue
       self.memo[key] = self._build(node, ix, g, [self.memo[(d[0], d[1], d[2])] for d in deps])
     return self.memo[(root, idx, gate)]
