@@ -39,7 +39,7 @@ class DType:
     """The vector dtype of `sz` lanes of this scalar dtype."""
     if self.count != 1 and sz != 1: raise ValueError(f"cannot vectorize {self} (already a vector)")
     if sz == 1 or self == dtypes.void: return self
-    return DType(self.priority, self.itemsize*sz, f"{INVERSE_DTYPES_DICT[self.name]}{sz}", None, sz, self)
+    return DType(self.priority, self.itemsize*sz, f"{VEC_NAMES[self.name]}{sz}", None, sz, self)
   def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType:
     """A pointer to `size` elements of this dtype in `addrspace`."""
     return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self, addrspace, 1, size)
@@ -140,6 +140,10 @@ DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
   "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64, "void": dtypes.void}
 INVERSE_DTYPES_DICT: dict[str, str] = {v.name: k for k, v in DTYPES_DICT.items()}
+# the short C-vector spelling of each scalar: float4, uchar4, half2
+VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned char": "uchar", "short": "short", "unsigned short": "ushort",
+  "int": "int", "unsigned int": "uint", "long": "long", "unsigned long": "ulong", "half": "half", "__bf16": "bfloat16", "float": "float",
+  "double": "double"}
 
 def to_dtype(x: DType | str) -> DType:
   if isinstance(x, DType): return x

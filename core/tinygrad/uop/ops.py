@@ -13,7 +13,9 @@ class AxisType(Enum):
 
 def _argkey(op: Ops, arg: Any) -> Any:
   # 0.0 == -0.0 and 1 == 1.0 == True in Python: keep such consts apart in the cache
-  if op is Ops.CONST: return (arg, type(arg), math.copysign(1.0, arg) if isinstance(arg, float) else 0)
+  if op is Ops.CONST:
+    if isinstance(arg, float) and arg != arg: return ("nan", float)  # every NaN is one const (nan != nan breaks the lookup)
+    return (arg, type(arg), math.copysign(1.0, arg) if isinstance(arg, float) else 0)
   return arg
 
 class UOpMetaClass(type):
@@ -312,7 +314,7 @@ def _alu_bounds(n: UOp, s: list[tuple[Any, Any]]) -> tuple[Any, Any] | None:
     src_dt, dt = n.src[0].dtype.scalar(), n.dtype.scalar()
     if dtypes.is_float(dt): return (float(s[0][0]), float(s[0][1])) if dtypes.is_int(src_dt) or dtypes.is_bool(src_dt) else None
     if dtypes.is_int(dt) and (dtypes.is_int(src_dt) or dtypes.is_bool(src_dt)): return (int(s[0][0]), int(s[0][1]))
-    if dtypes.is_bool(dt): return (bool(s[0][0]) and bool(s[0][1]) if s[0][0] != 0 or s[0][1] != 0 else False, s[0][0] != 0 or s[0][1] != 0)
+    if dtypes.is_bool(dt): return (not s[0][0] <= 0 <= s[0][1], not s[0][0] == s[0][1] == 0)  # False only where 0 is in range
   return None
 
 # ---- evaluation: the exact result of one ALU op as the device computes it ----

@@ -47,7 +47,7 @@ class UPat:
   @staticmethod
   def const(dtype: DType | Iterable[DType] | None, b: ConstType) -> UPat: return UPat(Ops.CONST, dtype, arg=b)
   def named(self, name: str) -> UPat:
-    return UPat(self.op, self.dtype, self._src_arg(), self.arg, name, self.allow_any_len, self.custom_early_reject)
+    return type(self)(self.op, self.dtype, self._src_arg(), self.arg, name, self.allow_any_len, self.custom_early_reject)
   def _src_arg(self) -> Any:
     if self.src is None or isinstance(self.src, UPat): return self.src
     return self.src[0] if len(self.src) == 1 else list(self.src[0])
@@ -104,9 +104,14 @@ class UPat:
 
 class UPatAny(UPat):
   """Matches when any of its alternatives does."""
+  def __init__(self, *args: Any, **kwargs: Any):
+    super().__init__(*args, **kwargs)
+    self.early_reject = set(self.custom_early_reject or ())  # its src are alternatives, not sources the node must have
   def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
     assert isinstance(self.src, list)
-    return [r for p in self.src[0] for r in p.match(uop, store)]
+    res = [r for p in self.src[0] for r in p.match(uop, store)]
+    if self.name is None: return res
+    return [{**r, self.name: uop} for r in res if r.get(self.name, uop) is uop]
 
 def _location(fxn: Callable) -> str:
   code = getattr(fxn, "__code__", None)

@@ -1,0 +1,144 @@
+"""DType: the promotion lattice (against numpy where tinygrad agrees), vector/pointer dtypes, numpy conversion, as_const."""
+import math, pickle
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad.dtype import dtypes, DType, PtrDType, AddrSpace, least_upper_dtype, least_upper_float, sum_acc_dtype, from_numpy, to_numpy, \
+  to_dtype, truncate_float, float_to_bf16, bf16_to_float
+
+NP_DTYPES = [d for d in dtypes.all if d != dtypes.bfloat16]
+
+def np_promote(a: DType, b: DType) -> DType: return from_numpy(np.promote_types(to_numpy(a), to_numpy(b)))
+
+class TestPromotionLattice:
+  @pytest.mark.parametrize("a,b,want", [
+    (dtypes.bool, dtypes.bool, dtypes.bool), (dtypes.int8, dtypes.uint8, dtypes.int16), (dtypes.int16, dtypes.uint16, dtypes.int32),
+    (dtypes.int32, dtypes.uint32, dtypes.int64), (dtypes.int32, dtypes.int64, dtypes.int64), (dtypes.bool, dtypes.int32, dtypes.int32),
+    (dtypes.uint8, dtypes.float32, dtypes.float32), (dtypes.float16, dtypes.float32, dtypes.float32), (dtypes.float32, dtypes.float64, dtypes.float64),
+    (dtypes.int32, dtypes.float32, dtypes.float32), (dtypes.bool, dtypes.float16, dtypes.float16)])
+  def test_common_pairs(self, a, b, want):
+    assert least_upper_dtype(a, b) == want
+    assert least_upper_dtype(b, a) == want
+
+  # tinygrad's lattice, where it differs from numpy on purpose
+  def test_int64_uint64_is_float16_not_float64(self):
+    assert least_upper_dtype(dtypes.int64, dtypes.uint64) == dtypes.float16
+    assert np_promote(dtypes.int64, dtypes.uint64) == dtypes.float64
+  def test_float_with_int_keeps_the_float(self):
+    # numpy widens float16+int32 to float64; tinygrad keeps the float operand's type
+    for i in dtypes.ints:
+      for f in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64): assert least_upper_dtype(i, f) == f, (i, f)
+  def test_bfloat16_with_float16_is_float32(self): assert least_upper_dtype(dtypes.bfloat16, dtypes.float16) == dtypes.float32
+
+  def test_agrees_with_numpy_except_the_documented_rules(self):
+    disagree = []
+    for a in NP_DTYPES:
+      for b in NP_DTYPES:
+        t, n = least_upper_dtype(a, b), np_promote(a, b)
+        float_int = (dtypes.is_float(a) and not dtypes.is_float(b)) or (dtypes.is_float(b) and not dtypes.is_float(a))
+        signed_u64 = {a, b} & {dtypes.uint64} and ({a, b} & set(dtypes.sints))
+        if t != n and not float_int and not signed_u64: disagree.append((a, b, t, n))
+    assert not disagree
+
+  @given(st.lists(st.sampled_from(list(dtypes.all)), min_size=1, max_size=4))
+  @settings(max_examples=50, deadline=None)
+  def test_is_an_upper_bound_commutative_idempotent(self, ds):
+    u = least_upper_dtype(*ds)
+    assert least_upper_dtype(*reversed(ds)) == u
+    assert least_upper_dtype(u, *ds) == u
+    for d in ds: assert least_upper_dtype(d, u) == u
+
+  def test_least_upper_float_and_sum_acc(self):
+    assert least_upper_float(dtypes.int32) == dtypes.float32
+    assert least_upper_float(dtypes.float16) == dtypes.float16
+    assert sum_acc_dtype(dtypes.uint8) == dtypes.uint32
+    assert sum_acc_dtype(dtypes.int8) == dtypes.int32
+    assert sum_acc_dtype(dtypes.bool) == dtypes.int32
+    assert sum_acc_dtype(dtypes.float16) == dtypes.float32
+    assert sum_acc_dtype(dtypes.float64) == dtypes.float64
+
+class TestVecPtr:
+  def test_vec(self):
+    v = dtypes.float32.vec(4)
+    assert v.count == 4 and v.itemsize == 16 and v.scalar() == dtypes.float32
+    assert v == dtypes.float32.vec(4) and hash(v) == hash(dtypes.float32.vec(4)) and v != dtypes.float32 and v != dtypes.float32.vec(2)
+    assert dtypes.float32.vec(1) is dtypes.float32
+    assert dtypes.is_float(v) and not dtypes.is_int(v)
+    assert repr(v) == "dtypes.float.vec(4)"
+    with pytest.raises(ValueError): v.vec(2)
+  def test_vec_names_are_short(self):
+    assert dtypes.float32.vec(4).name == "float4"
+    assert dtypes.int32.vec(2).name == "int2"
+    assert dtypes.uint8.vec(4).name == "uchar4"
+  def test_ptr(self):
+    p = dtypes.float32.ptr(16)
+    assert isinstance(p, PtrDType) and p.base == dtypes.float32 and p.size == 16 and p.addrspace == AddrSpace.GLOBAL
+    assert p == dtypes.float32.ptr(16) and p != dtypes.float32.ptr(8) and p != dtypes.float32 and p != dtypes.float32.ptr(16, AddrSpace.LOCAL)
+    assert dtypes.is_float(p)
+    with pytest.raises(TypeError): p.ptr()
+  def test_ptr_vec(self):
+    p = dtypes.float32.ptr(16).vec(4)
+    assert p.vcount == 4 and p.scalar() == dtypes.float32.ptr(16) and p.base == dtypes.float32
+    vp = dtypes.float32.vec(4).ptr(4, AddrSpace.REG)
+    assert vp.base == dtypes.float32.vec(4) and vp.addrspace == AddrSpace.REG and vp.vcount == 1
+  def test_pickle(self):
+    for d in (dtypes.float32, dtypes.int8.vec(4), dtypes.float16.ptr(3, AddrSpace.LOCAL)): assert pickle.loads(pickle.dumps(d)) == d
+
+class TestNumpyConversion:
+  @pytest.mark.parametrize("dt", NP_DTYPES)
+  def test_round_trip(self, dt):
+    assert from_numpy(to_numpy(dt)) == dt
+    assert np.dtype(to_numpy(dt)).itemsize == dt.itemsize
+  def test_from_numpy_types_and_dtypes(self):
+    assert from_numpy(np.float32) == dtypes.float32
+    assert from_numpy(np.dtype("int64")) == dtypes.int64
+    assert from_numpy(np.bool_) == dtypes.bool
+  def test_unsupported(self):
+    with pytest.raises(TypeError, match="complex128"): from_numpy(np.complex128)
+    with pytest.raises(TypeError, match="bfloat16"): to_numpy(dtypes.bfloat16)
+  def test_from_py(self):
+    assert dtypes.from_py(1.0) == dtypes.float32 and dtypes.from_py(1) == dtypes.int32 and dtypes.from_py(True) == dtypes.bool
+    assert dtypes.from_py([1, 2.0]) == dtypes.float32 and dtypes.from_py([[True], [1]]) == dtypes.int32 and dtypes.from_py([]) == dtypes.float32
+    assert dtypes.from_py(np.int16(3)) == dtypes.int16
+    with pytest.raises(TypeError): dtypes.from_py("x")
+  def test_to_dtype(self):
+    assert to_dtype("float32") == dtypes.float32 and to_dtype("half") == dtypes.float16 and to_dtype(dtypes.int8) is dtypes.int8
+    with pytest.raises(ValueError, match="float33"): to_dtype("float33")
+
+INT_DTYPES = list(dtypes.ints)
+
+class TestAsConst:
+  @given(st.integers(-2**70, 2**70), st.sampled_from(INT_DTYPES))
+  @settings(max_examples=100, deadline=None)
+  def test_int_wraparound_matches_numpy(self, v, dt):
+    want = np.array(v & (2**64-1), dtype=np.uint64).astype(to_numpy(dt)).item()
+    assert dtypes.as_const(v, dt) == want
+  def test_int_examples(self):
+    assert dtypes.as_const(2**31, dtypes.int32) == -2**31
+    assert dtypes.as_const(-1, dtypes.uint8) == 255
+    assert dtypes.as_const(3.7, dtypes.int32) == 3 and dtypes.as_const(-3.7, dtypes.int32) == -3
+    assert dtypes.as_const(True, dtypes.int32) == 1 and type(dtypes.as_const(True, dtypes.int32)) is int
+    assert dtypes.as_const(5, dtypes.bool) is True and dtypes.as_const(0.0, dtypes.bool) is False
+  @given(st.floats(allow_nan=False, width=64))
+  @settings(max_examples=100, deadline=None)
+  def test_float_rounding_matches_numpy(self, v):
+    with np.errstate(over="ignore"):
+      assert dtypes.as_const(v, dtypes.float32) == float(np.float32(v))
+      assert dtypes.as_const(v, dtypes.float16) == float(np.float16(v))
+  def test_float_overflow_and_specials(self):
+    assert dtypes.as_const(1e40, dtypes.float32) == math.inf and dtypes.as_const(-1e40, dtypes.float32) == -math.inf
+    assert dtypes.as_const(65520.0, dtypes.float16) == math.inf
+    assert math.isnan(dtypes.as_const(math.nan, dtypes.float32))
+    assert math.copysign(1.0, dtypes.as_const(-0.0, dtypes.float32)) == -1.0
+    assert type(dtypes.as_const(1, dtypes.float32)) is float
+  def test_tuple(self): assert dtypes.as_const((1, 2**32+1), dtypes.int32) == (1, 1)
+  def test_bfloat16(self):
+    assert dtypes.as_const(1.0, dtypes.bfloat16) == 1.0
+    assert dtypes.as_const(1.0 + 2**-9, dtypes.bfloat16) == 1.0  # round to nearest even: 7 mantissa bits
+    assert bf16_to_float(float_to_bf16(3.0)) == 3.0 and math.isnan(bf16_to_float(float_to_bf16(math.nan)))
+    assert truncate_float(1e39, dtypes.bfloat16) == math.inf  # beyond bfloat16's range
+  def test_min_max(self):
+    assert dtypes.min(dtypes.int8) == -128 and dtypes.max(dtypes.int8) == 127
+    assert dtypes.min(dtypes.uint16) == 0 and dtypes.max(dtypes.uint16) == 65535
+    assert dtypes.max(dtypes.int64) == 2**63-1 and dtypes.max(dtypes.uint64) == 2**64-1
+    assert dtypes.min(dtypes.float32) == -math.inf and dtypes.max(dtypes.bool) is True

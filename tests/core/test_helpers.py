@@ -1,0 +1,110 @@
+"""helpers: ContextVar/Context flags, getenv, and the small generic helpers."""
+import os, subprocess, sys
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad.helpers import ContextVar, Context, getenv, DEBUG, SPEC, BEAM, prod, dedup, argfix, argsort, all_same, all_int, flatten, \
+  make_tuple, round_up, ceildiv, merge_dicts, partition, unwrap, to_function_name, pairwise, is_finite
+
+CORE = os.path.join(os.path.dirname(__file__), "..", "..", "core")
+
+class TestContext:
+  def test_sets_and_restores(self):
+    old_debug, old_beam = DEBUG.value, BEAM.value
+    with Context(DEBUG=3, BEAM=2):
+      assert DEBUG.value == 3 and BEAM.value == 2 and DEBUG >= 3 and DEBUG > 2 and BEAM < 3 and BEAM <= 2
+    assert DEBUG.value == old_debug and BEAM.value == old_beam
+  def test_restores_on_exception(self):
+    old = SPEC.value
+    with pytest.raises(ZeroDivisionError):
+      with Context(SPEC=7): 1 // 0
+    assert SPEC.value == old
+  def test_nested(self):
+    old = DEBUG.value
+    with Context(DEBUG=1):
+      with Context(DEBUG=4): assert DEBUG.value == 4
+      assert DEBUG.value == 1
+    assert DEBUG.value == old
+  def test_as_decorator(self):
+    @Context(BEAM=5)
+    def f(): return BEAM.value
+    old = BEAM.value
+    assert f() == 5 and BEAM.value == old
+  def test_unknown_name_is_an_error_listing_known(self):
+    with pytest.raises(KeyError, match="NOT_A_FLAG") as ei:
+      with Context(NOT_A_FLAG=1): pass
+    assert "DEBUG" in str(ei.value)
+  def test_unknown_name_changes_nothing(self):
+    old = DEBUG.value
+    with pytest.raises(KeyError):
+      with Context(DEBUG=9, NOT_A_FLAG=1): pass
+    assert DEBUG.value == old
+  def test_bool(self):
+    with Context(SPEC=0): assert not SPEC
+    with Context(SPEC=1): assert SPEC
+
+class TestContextVar:
+  def test_declared_twice_is_an_error(self):
+    ContextVar("TEST_HELPERS_ONCE", 0)
+    with pytest.raises(RuntimeError, match="TEST_HELPERS_ONCE"): ContextVar("TEST_HELPERS_ONCE", 0)
+  def test_reads_env_with_default_type(self):
+    os.environ["TEST_HELPERS_ENV_INT"], os.environ["TEST_HELPERS_ENV_STR"] = "3", "abc"
+    try:
+      assert ContextVar("TEST_HELPERS_ENV_INT", 0).value == 3
+      assert ContextVar("TEST_HELPERS_ENV_STR", "").value == "abc"
+      assert ContextVar("TEST_HELPERS_ENV_UNSET", 42).value == 42
+    finally:
+      del os.environ["TEST_HELPERS_ENV_INT"], os.environ["TEST_HELPERS_ENV_STR"]
+  def test_env_at_import(self):
+    out = subprocess.run([sys.executable, "-c", "from tinygrad.helpers import DEBUG, EMULATE; print(DEBUG.value, repr(EMULATE.value))"],
+                         env={**os.environ, "PYTHONPATH": CORE, "DEBUG": "2", "EMULATE": "NV"}, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["2", "'NV'"]
+
+class TestGetenv:
+  def test_types(self):
+    os.environ["TEST_HELPERS_GETENV"] = "12"
+    try:
+      assert getenv("TEST_HELPERS_GETENV") == 12 and getenv("TEST_HELPERS_GETENV", "") == "12"
+    finally: del os.environ["TEST_HELPERS_GETENV"]
+    assert getenv("TEST_HELPERS_NEVER_SET", 7) == 7
+  def test_bad_int_is_an_error(self):
+    os.environ["TEST_HELPERS_BAD_INT"] = "x"
+    try:
+      with pytest.raises(ValueError): getenv("TEST_HELPERS_BAD_INT", 0)
+    finally: del os.environ["TEST_HELPERS_BAD_INT"]
+
+class TestSmallHelpers:
+  def test_prod(self):
+    assert prod([]) == 1 and prod([2, 3, 4]) == 24 and prod((), start=5) == 5
+  def test_dedup_keeps_order(self): assert dedup([3, 1, 3, 2, 1]) == [3, 1, 2]
+  def test_argfix(self):
+    assert argfix(1, 2) == (1, 2) and argfix((1, 2)) == (1, 2) and argfix([3]) == (3,) and argfix() == ()
+    with pytest.raises(ValueError): argfix((1, 2), 3)
+  @given(st.lists(st.integers()))
+  @settings(max_examples=50, deadline=None)
+  def test_argsort(self, x): assert [x[i] for i in argsort(x)] == sorted(x)
+  def test_all_same_all_int(self):
+    assert all_same([1, 1, 1]) and not all_same([1, 2]) and all_same([])
+    assert all_int((1, 2)) and not all_int((1, 2.0))
+  def test_flatten_make_tuple(self):
+    assert flatten([[1], [], [2, 3]]) == [1, 2, 3]
+    assert make_tuple(3, 2) == (3, 3) and make_tuple([1, 2], 2) == (1, 2)
+  @given(st.integers(-1000, 1000), st.integers(1, 50))
+  @settings(max_examples=100, deadline=None)
+  def test_round_up_ceildiv(self, n, d):
+    import math
+    assert ceildiv(n, d) == math.ceil(n / d)
+    if n >= 0: assert round_up(n, d) % d == 0 and n <= round_up(n, d) < n + d
+  def test_merge_dicts(self):
+    assert merge_dicts([{"a": 1}, {"b": 2}, {"a": 1}]) == {"a": 1, "b": 2}
+    with pytest.raises(RuntimeError, match="a"): merge_dicts([{"a": 1}, {"a": 2}])
+  def test_partition(self): assert partition([1, 2, 3, 4], lambda x: x % 2 == 0) == ([2, 4], [1, 3])
+  def test_unwrap(self):
+    assert unwrap(0) == 0
+    with pytest.raises(ValueError): unwrap(None)
+  def test_to_function_name(self):
+    assert to_function_name("r_4_4") == "r_4_4"
+    n = to_function_name("E_\x1b[34m4\x1b[0m-x")
+    assert n.replace("_", "").isalnum()
+  def test_pairwise_is_finite(self):
+    assert list(pairwise([1, 2, 3])) == [(1, 2), (2, 3)]
+    assert is_finite(1.0) and not is_finite(float("inf")) and not is_finite(float("nan"))

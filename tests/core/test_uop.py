@@ -1,0 +1,212 @@
+"""UOp: hash-consing, the weak cache, graph helpers (toposort, substitute, render) and value bounds (vmin/vmax)."""
+import gc, itertools, math, pickle
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, UOpMetaClass, exec_alu, resolve
+from tinygrad.dtype import dtypes
+
+def var(name: str, lo: int, hi: int) -> UOp: return UOp.variable(name, lo, hi)
+
+class TestHashConsing:
+  def test_equal_construction_is_same_object(self):
+    a, b = var("a", 0, 10), var("b", 0, 10)
+    assert (a + b) * 3 is (a + b) * 3
+    assert UOp(Ops.ADD, dtypes.int32, (a, b)) is UOp(Ops.ADD, dtypes.int32, (a, b))
+    assert UOp.const(dtypes.float32.vec(4), 1.0) is UOp.const(dtypes.float32.vec(4), 1.0)
+  def test_any_field_difference_is_a_new_node(self):
+    a, b = var("a", 0, 10), var("b", 0, 10)
+    base = UOp(Ops.ADD, dtypes.int32, (a, b))
+    assert UOp(Ops.MUL, dtypes.int32, (a, b)) is not base
+    assert UOp(Ops.ADD, dtypes.int64, (a, b)) is not base
+    assert UOp(Ops.ADD, dtypes.int32, (b, a)) is not base
+    assert UOp(Ops.ADD, dtypes.int32, (a, b), arg=1) is not base
+    assert UOp(Ops.ADD, dtypes.int32, (a, b), tag="t") is not base
+  def test_signed_zero_consts_are_distinct(self):
+    pz, nz = UOp.const(dtypes.float32, 0.0), UOp.const(dtypes.float32, -0.0)
+    assert pz is not nz and math.copysign(1, nz.arg) == -1 and math.copysign(1, pz.arg) == 1
+  def test_int_float_bool_consts_are_distinct(self):
+    nodes = [UOp(Ops.CONST, dtypes.int32, arg=v) for v in (1, 1.0, True)]
+    assert len({id(n) for n in nodes}) == 3 and [type(n.arg) for n in nodes] == [int, float, bool]
+  def test_nan_consts_are_one_node(self):
+    assert UOp.const(dtypes.float32, float("nan")) is UOp.const(dtypes.float32, float("nan"))
+  def test_immutable(self):
+    with pytest.raises(AttributeError): var("a", 0, 1).arg = 3
+  def test_unhashable_arg_is_a_clear_error(self):
+    with pytest.raises(TypeError, match="hashable"): UOp(Ops.NOOP, arg=[1, 2])
+  def test_replace_and_pickle(self):
+    a = var("a", 0, 10)
+    x = a + 1
+    assert x.replace(op=Ops.MUL) is a * 1 and x.replace() is x
+    assert pickle.loads(pickle.dumps(x)) is x
+  def test_bool_is_ambiguous(self):
+    with pytest.raises(TypeError, match="ambiguous"): bool(var("a", 0, 1) < 1)
+
+class TestWeakCache:
+  def test_dropped_nodes_are_freed(self):
+    gc.collect()
+    before = len(UOpMetaClass.ucache)
+    nodes = [UOp(Ops.NOOP, dtypes.int32, arg=("weak_cache_test", i)) for i in range(1_000_000)]
+    assert len(UOpMetaClass.ucache) >= before + 1_000_000
+    del nodes
+    gc.collect()
+    assert len(UOpMetaClass.ucache) <= before + 10
+  def test_chain_keeps_its_sources_alive(self):
+    x = UOp(Ops.NOOP, dtypes.int32, arg="keep_alive_leaf")
+    for _ in range(100): x = x + 1
+    gc.collect()
+    leaf = UOp(Ops.NOOP, dtypes.int32, arg="keep_alive_leaf")
+    assert leaf in x.toposort()
+
+def chain(n: int) -> UOp:
+  x = var("chain_x", 0, 10)
+  for _ in range(n): x = UOp(Ops.ADD, dtypes.int32, (x, UOp.const(dtypes.int32, 1)))
+  return x
+
+class TestGraph:
+  def test_toposort_order(self):
+    a, b = var("a", 0, 10), var("b", 0, 10)
+    s = (a + b) * a
+    order = list(s.toposort())
+    for n in order:
+      for src in n.src: assert order.index(src) < order.index(n)
+    assert order[-1] is s and len(order) == len(set(order)) == 4  # a, b, a+b, s
+  def test_toposort_gate(self):
+    a, b = var("a", 0, 10), var("b", 0, 10)
+    s = (a + b) * 2
+    got = s.toposort(gate=lambda x: x.op is not Ops.ADD)
+    assert a + b in got and a not in got and b not in got
+  def test_toposort_deep_chain_is_iterative(self):
+    x = chain(100_000)
+    assert len(x.toposort()) == 100_000 + 2
+    assert x.vmin == 100_000 and x.vmax == 100_010
+  def test_substitute(self):
+    a, b, c = var("a", 0, 10), var("b", 0, 10), var("c", 0, 10)
+    s = (a + b) * a
+    assert s.substitute({a: c}) is (c + b) * c
+    assert s.substitute({a + b: c}) is c * a
+    assert s.substitute({}) is s
+    assert s.substitute({var("z", 0, 1): c}) is s
+  def test_substitute_deep(self):
+    x = chain(50_000)
+    y = x.substitute({var("chain_x", 0, 10): var("chain_y", 0, 10)})
+    assert y is not x and var("chain_y", 0, 10) in y.toposort() and var("chain_x", 0, 10) not in y.toposort()
+  def test_render(self):
+    x, y = var("x", 0, 10), var("y", 0, 10)
+    assert ((x * 4 + y) // 4).render() == "(((x*4)+y)//4)"
+    assert (x % 3 < 2).render() == "((x%3)<2)"
+    assert x.maximum(y).render() == "max(x, y)"
+    assert (x < 3).where(x, y).render() == "(x if (x<3) else y)"
+    assert (-x).render() == "(-x)"
+    assert x.cast(dtypes.float32).render() == "float(x)"
+  def test_sink(self):
+    a, b = var("a", 0, 1), var("b", 0, 1)
+    s = a.sink(b)
+    assert s.op is Ops.SINK and s.src == (a, b)
+
+class TestConstructors:
+  def test_const_wraps(self): assert UOp.const(dtypes.uint8, 256 + 7).arg == 7
+  def test_vec_const(self):
+    v = UOp.const(dtypes.float32.vec(3), 2.0)
+    assert v.op is Ops.VECTORIZE and len(v.src) == 3 and v.src[0].arg == 2.0
+  def test_comparison_dtype(self):
+    a = var("a", 0, 10)
+    assert (a < 3).dtype == dtypes.bool and a.ne(3).dtype == dtypes.bool
+  def test_variable_bad_bounds(self):
+    with pytest.raises(ValueError, match="min 5 > max 1"): var("bad", 5, 1)
+  def test_exec_alu_c_semantics(self):
+    assert exec_alu(Ops.IDIV, dtypes.int32, [-7, 2]) == -3 and exec_alu(Ops.MOD, dtypes.int32, [-7, 2]) == -1
+    assert exec_alu(Ops.MOD, dtypes.int32, [7, -2]) == 1
+    assert exec_alu(Ops.ADD, dtypes.int32, [2**31-1, 1]) == -2**31
+    assert exec_alu(Ops.MUL, dtypes.uint8, [16, 16]) == 0
+    assert math.isnan(exec_alu(Ops.MAX, dtypes.float32, [math.nan, 1.0]))
+    assert exec_alu(Ops.FDIV, dtypes.float32, [1.0, 0.0]) == math.inf and math.isnan(exec_alu(Ops.FDIV, dtypes.float32, [0.0, 0.0]))
+
+# ---- value bounds: every value the expression takes lies in [vmin, vmax] ----
+BIN = [Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR]
+small = st.integers(-12, 12)
+
+def brute(op: Ops, ra: tuple[int, int], rb: tuple[int, int], dt=dtypes.int32) -> list:
+  return [exec_alu(op, dtypes.bool if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) else dt, [a, b])
+          for a in range(ra[0], ra[1]+1) for b in range(rb[0], rb[1]+1) if not (op in (Ops.IDIV, Ops.MOD) and b == 0)]
+
+class TestBounds:
+  @given(st.sampled_from(BIN), small, small, small, small)
+  @settings(max_examples=400, deadline=None)
+  def test_binary_bounds_contain_every_value(self, op, a0, a1, b0, b1):
+    a0, a1 = sorted((a0, a1))
+    b0, b1 = sorted((b0, b1))
+    a, b = var("a", a0, a1), var("b", b0, b1)
+    u = a.alu(op, b)
+    for v in brute(op, (a0, a1), (b0, b1)): assert u.vmin <= v <= u.vmax, (op, (a0, a1), (b0, b1), v, u.vmin, u.vmax)
+
+  @given(st.just(Ops.IDIV), small, small, st.integers(1, 8), st.booleans())
+  @settings(max_examples=200, deadline=None)
+  def test_idiv_bounds_are_tight_by_a_const(self, op, a0, a1, c, neg):
+    # dividing by a constant (the case index math relies on): bounds are exact, not just safe
+    a0, a1 = sorted((a0, a1))
+    c = -c if neg else c
+    u = var("a", a0, a1).alu(op, UOp.const(dtypes.int32, c))
+    vals = brute(op, (a0, a1), (c, c))
+    assert (u.vmin, u.vmax) == (min(vals), max(vals))
+
+  def test_c_semantics_with_negative_ranges(self):
+    a = var("a", -7, -1)
+    assert ((a // 2).vmin, (a // 2).vmax) == (-3, 0)    # truncation toward zero, not floor (-4)
+    assert ((a % 3).vmin, (a % 3).vmax) == (-2, 0)      # remainder takes the dividend's sign
+    assert ((var("p", 0, 7) % -3).vmin, (var("p", 0, 7) % -3).vmax) == (0, 2)
+    assert ((a // -2).vmin, (a // -2).vmax) == (0, 3)
+
+  def test_divisor_range_with_zero_gives_full_range(self):
+    u = var("a", 0, 10) // var("b", -1, 1)
+    assert (u.vmin, u.vmax) == (dtypes.min(dtypes.int32), dtypes.max(dtypes.int32))
+
+  @given(st.sampled_from([Ops.NEG, "cast_bool", "cast_int8", "cast_float", "shl", "shr"]), small, small)
+  @settings(max_examples=200, deadline=None)
+  def test_unary_bounds_contain_every_value(self, kind, a0, a1):
+    a0, a1 = sorted((a0, a1))
+    a = var("a", a0, a1)
+    if kind is Ops.NEG: u, f = -a, (lambda v: -v)
+    elif kind == "cast_bool": u, f = a.cast(dtypes.bool), (lambda v: v != 0)
+    elif kind == "cast_int8": u, f = (a * 20).cast(dtypes.int8), (lambda v: dtypes.as_const(v * 20, dtypes.int8))
+    elif kind == "cast_float": u, f = a.cast(dtypes.float32), float
+    elif kind == "shl": u, f = a << 2, (lambda v: v << 2)
+    else: u, f = a >> 1, (lambda v: v >> 1)
+    for v in range(a0, a1+1): assert u.vmin <= f(v) <= u.vmax, (kind, (a0, a1), v, u.vmin, u.vmax)
+
+  def test_cast_bool_of_a_range_with_zero_can_be_false(self):
+    u = var("a", -1, 1).cast(dtypes.bool)
+    assert (u.vmin, u.vmax) == (False, True)
+    assert (var("b", 1, 5).cast(dtypes.bool).vmin, var("z", 0, 0).cast(dtypes.bool).vmax) == (True, False)
+
+  def test_where_and_range_special(self):
+    a = var("a", 0, 10)
+    w = (a < 5).where(a, a + 100)
+    assert (w.vmin, w.vmax) == (0, 110)
+    assert (UOp.const(dtypes.bool, True).where(a, a + 100).vmax) == 10
+    r = UOp.range(16, 0)
+    assert (r.vmin, r.vmax) == (0, 15)
+    sp = UOp(Ops.SPECIAL, dtypes.int32, (UOp.const(dtypes.int32, 8),), "gidx0")
+    assert (sp.vmin, sp.vmax) == (0, 7)
+
+  def test_overflow_gives_full_range(self):
+    big = var("big", 0, 2**30)
+    assert ((big * 4).vmin, (big * 4).vmax) == (dtypes.min(dtypes.int32), dtypes.max(dtypes.int32))
+
+  def test_floats_are_unbounded_except_consts(self):
+    f = UOp.const(dtypes.float32, 2.0)
+    assert (f.vmin, f.vmax) == (2.0, 2.0)
+    assert (f + f).vmax == math.inf
+
+  def test_resolve(self):
+    a = var("a", 0, 10)
+    assert resolve(a < 11) is True and resolve(a < 0) is False
+    assert resolve(a < 5) is True and resolve(a < 5, False) is False
+    with pytest.raises(TypeError): resolve(a)
+    assert resolve(3 > 2) is True
+
+@pytest.mark.parametrize("op", BIN)
+def test_each_binary_op_bounds_on_mixed_sign_ranges(op):
+  for (a0, a1), (b0, b1) in itertools.product([(-5, 3), (2, 9), (-9, -2)], [(-4, -1), (1, 4), (-3, 3)]):
+    u = var("a", a0, a1).alu(op, var("b", b0, b1))
+    for v in brute(op, (a0, a1), (b0, b1)): assert u.vmin <= v <= u.vmax, (op, (a0, a1), (b0, b1), v)
