@@ -1,0 +1,261 @@
+"""CStyleLanguage: the data-driven base that renders linearized uops (docs/ir.md) to a C-like kernel function.
+
+Subclasses (CPU C, CUDA, HIP, Metal) change class attributes and prepend rules to `string_rewrite`; the walk over the
+uops, variable naming, inlining and loop structure live here once.
+"""
+from __future__ import annotations
+import math, struct
+from collections import defaultdict
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.upat import UPat, PatternMatcher
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
+from tinygrad.renderer import Renderer
+from tinygrad.helpers import prod
+
+def _narrow_int(dt: DType) -> bool: return dtypes.is_int(dt) and dt.scalar().itemsize < 4
+
+# ALU op -> C text; every entry gets the rendered operands and the result dtype
+base_code_for_op: dict[Ops, Callable[..., str]] = {
+  Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",
+  Ops.IDIV: lambda a, b, dtype: f"({a}/{b})", Ops.MOD: lambda a, b, dtype: f"({a}%{b})", Ops.FDIV: lambda a, b, dtype: f"({a}/{b})",
+  Ops.CMPLT: lambda a, b, dtype: f"({a}<{b})", Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
+  Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})", Ops.XOR: lambda a, b, dtype: f"({a}^{b})",
+  Ops.SHL: lambda a, b, dtype: f"({a}<<{b})", Ops.SHR: lambda a, b, dtype: f"({a}>>{b})",
+  Ops.NEG: lambda x, dtype: f"(!{x})" if dtype == dtypes.bool else f"(-{x})",
+  Ops.RECIPROCAL: lambda x, dtype: f"(1/{x})",
+  # MAX propagates NaN like numpy.maximum: a NaN in `a` is kept by the `a!=a` test, a NaN in `b` by `a>b` being false
+  Ops.MAX: lambda a, b, dtype: f"((({a}>{b})||({a}!={a}))?{a}:{b})" if dtypes.is_float(dtype) else f"(({a}>{b})?{a}:{b})",
+  Ops.WHERE: lambda c, a, b, dtype: f"({c}?{a}:{b})", Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
+}
+
+def _render_alu(ctx: CStyleLanguage, x: UOp) -> str:
+  ops = [ctx.r[s] for s in x.src]
+  dt = ctx.compute_dtype(x.dtype)
+  if _narrow_int(x.dtype) and x.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.NEG) and dtypes.is_unsigned(x.dtype):
+    # narrow unsigned operands promote to (signed) int: a uint16 product can overflow it, so compute in unsigned int
+    ops = [f"((unsigned int){o})" for o in ops]
+  ret = ctx.code_for_op[x.op](*ops, dtype=dt)
+  # C promotes narrow ints to int: cast back so the result wraps at its own width; emulated floats round to their width
+  if _narrow_int(x.dtype) and x.op not in GroupOp.Comparison: ret = f"(({ctx.render_dtype(x.dtype)}){ret})"
+  if x.dtype.scalar() in ctx.emulated_floats and x.op not in GroupOp.Comparison: ret = ctx.emulated_floats[x.dtype.scalar()][3].format(ret)
+  return ret
+
+def _render_cast(ctx: CStyleLanguage, x: UOp) -> str:
+  src, sdt, dt = ctx.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
+  if dt == dtypes.bool: return f"({src}!=0)"
+  if dt in ctx.emulated_floats: return ctx.emulated_floats[dt][3].format(f"(({ctx.render_dtype(ctx.compute_dtype(x.dtype))}){src})")
+  return f"(({ctx.render_dtype(ctx.compute_dtype(x.dtype))}){src})"
+
+def _render_bitcast(ctx: CStyleLanguage, x: UOp) -> str:
+  src, sdt, dt = ctx.r[x.src[0]], x.src[0].dtype, x.dtype
+  if sdt.scalar() in ctx.emulated_floats: src = ctx.emulated_floats[sdt.scalar()][2].format(src)    # its storage bits
+  ret = ctx.render_bitcast(ctx.render_dtype(ctx.storage_dtype(dt)), ctx.render_dtype(ctx.storage_dtype(sdt)), src)
+  return ctx.emulated_floats[dt.scalar()][1].format(ret) if dt.scalar() in ctx.emulated_floats else ret
+
+def _deref(ctx: CStyleLanguage, idx: UOp, dtype: DType) -> str:
+  """The lvalue an INDEX (possibly CAST to a vector pointer) points to."""
+  if idx.op is Ops.CAST: return f"(*(({ctx.render_dtype(idx.dtype.base)}*)({ctx.r[idx.src[0]]})))"
+  buf, off = ctx.r[idx.src[0]], ctx.r[idx.src[1]]
+  if dtype.count > 1 and idx.src[0].dtype.base.count == 1: return f"(*(({ctx.render_dtype(ctx.storage_dtype(dtype))}*)({buf}+{off})))"
+  return f"{buf}[{off}]"
+
+def _gate(idx: UOp) -> UOp | None:
+  base = idx.src[0] if idx.op is Ops.CAST else idx
+  return base.src[2] if base.op is Ops.INDEX and len(base.src) > 2 else None
+
+def _render_load(ctx: CStyleLanguage, x: UOp) -> str:
+  val = _deref(ctx, x.src[0], x.dtype)
+  if x.dtype.scalar() in ctx.emulated_floats: val = ctx.emulated_floats[x.dtype.scalar()][1].format(val)
+  gate = _gate(x.src[0])
+  return val if gate is None else f"({ctx.r[gate]}?{val}:{ctx.render_const(0, x.dtype)})"
+
+def _render_store(ctx: CStyleLanguage, x: UOp) -> str:
+  val = ctx.r[x.src[1]]
+  if x.src[1].dtype.scalar() in ctx.emulated_floats: val = ctx.emulated_floats[x.src[1].dtype.scalar()][2].format(val)
+  gate = _gate(x.src[0])
+  st = f"{_deref(ctx, x.src[0], x.src[1].dtype)} = {val};"
+  return st if gate is None else f"if ({ctx.r[gate]}) {st}"
+
+# uop -> text for one node; `ctx` is the renderer (ctx.r holds the text of every earlier uop)
+base_rewrite = PatternMatcher([
+  (UPat(Ops.CONST, name="x"), lambda ctx, x: ctx.render_const(x.arg, x.dtype)),
+  (UPat(Ops.VCONST, name="x"), lambda ctx, x: ctx.render_vectorize([ctx.render_const(v, x.dtype.scalar()) for v in x.arg], x.dtype)),
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda x: x.arg[0]),
+  (UPat(Ops.INDEX, name="x"), lambda ctx, x: f"({ctx.r[x.src[0]]}+{ctx.r[x.src[1]]})"),
+  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({ctx.render_dtype(x.dtype.base)}*)({ctx.r[x.src[0]]}))" if isinstance(x.dtype, PtrDType) else None),
+  (UPat(Ops.CAST, name="x"), _render_cast),
+  (UPat(Ops.BITCAST, name="x"), _render_bitcast),
+  (UPat(Ops.LOAD, name="x"), _render_load),
+  (UPat(Ops.STORE, name="x"), _render_store),
+  (UPat(Ops.VECTORIZE, name="x"), lambda ctx, x: ctx.render_vectorize([ctx.r[s] for s in x.src], x.dtype)),
+  (UPat(Ops.GEP, name="x"), lambda ctx, x: ctx.render_gep(ctx.r[x.src[0]], x.arg[0], x.src[0].dtype) if len(x.arg) == 1 else
+     ctx.render_vectorize([ctx.render_gep(ctx.r[x.src[0]], i, x.src[0].dtype) for i in x.arg], x.dtype)),
+  (UPat(Ops.SPECIAL, name="x"), lambda ctx, x: ctx.code_for_workitem[x.arg[0]](x.arg[-1])),
+  (UPat(Ops.BARRIER), lambda ctx: ctx.barrier),
+  (UPat(Ops.IF, name="x"), lambda ctx, x: f"if ({ctx.r[x.src[0]]}) {{"),
+  (UPat((Ops.ENDIF, Ops.END)), lambda: "}"),
+  (UPat(GroupOp.ALU, name="x"), _render_alu),
+])
+
+# text prefixes of variable names, by op
+_prefixes = {Ops.LOAD: "val", Ops.DEFINE_REG: "acc", Ops.DEFINE_LOCAL: "temp", Ops.CAST: "cast", Ops.BITCAST: "cast",
+             Ops.VECTORIZE: "vec", Ops.GEP: "gep", Ops.WMMA: "wmma"}
+# pure ops whose single use may take their text inline
+_inlinable = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.VCONST}
+
+class CStyleLanguage(Renderer):
+  """A C-like kernel renderer. Abilities and syntax are class attributes; `string_rewrite` maps one uop to its text."""
+  kernel_prefix: str = ""                 # text before the return type (`extern "C" __global__ `)
+  buffer_prefix: str = ""                 # before a buffer argument's type (`device `)
+  buffer_suffix: str = ""                 # after the `*` of a buffer argument (` restrict`)
+  arg_int_prefix: str = "const int"       # the type of a DEFINE_VAR argument
+  smem_prefix: str = ""                   # before a DEFINE_LOCAL declaration (`__shared__ `)
+  smem_align: str = ""
+  barrier: str = ""                       # BARRIER text
+  code_for_workitem: dict[str, Callable[[Any], str]] = {}   # "g"/"l"/"i" -> axis -> text of that launch index
+  infinity: str = "INFINITY"
+  nan: str = "NAN"
+  type_map: dict[DType, str] = {}         # dtype -> type name where it differs from dtype.name
+  # dtypes held as float in registers and as bits in memory: dtype -> (storage dtype, bits->float, float->bits, round-to-dtype) formats
+  emulated_floats: dict[DType, tuple[DType, str, str, str]] = {}
+  code_for_op: dict[Ops, Callable[..., str]] = base_code_for_op
+  string_rewrite: PatternMatcher = base_rewrite
+  inline_max_len: int = 80                # longer single-use expressions get their own variable, for readability
+
+  # ---- types and literals ----
+  def compute_dtype(self, dt: DType) -> DType:
+    """The dtype a value is held in registers (emulated floats compute as float32)."""
+    return dtypes.float32.vec(dt.count) if dt.scalar() in self.emulated_floats else dt
+  def storage_dtype(self, dt: DType) -> DType:
+    s = self.emulated_floats.get(dt.scalar())
+    return s[0].vec(dt.count) if s is not None else dt
+  def render_dtype(self, dt: DType, mutable: bool = True) -> str:
+    if isinstance(dt, PtrDType):
+      base = self.render_dtype(self.storage_dtype(dt.base))
+      return f"{self.buffer_prefix}{base}*" if dt.addrspace is AddrSpace.GLOBAL else f"{base}*"
+    if dt.count > 1: return self.type_map.get(dt, f"{self.render_dtype(dt.scalar()).replace(' ', '')}{dt.count}")
+    return self.type_map.get(dt, dt.name)
+  def render_const(self, v: Any, dt: DType) -> str:
+    if dt.count > 1: return self.render_vectorize([self.render_const(v, dt.scalar())] * dt.count, dt)
+    if dtypes.is_float(dt):
+      cdt = self.compute_dtype(dt)
+      if math.isnan(v): ret = self.nan
+      elif math.isinf(v): ret = self.infinity if v > 0 else f"(-{self.infinity})"
+      elif cdt == dtypes.float64: ret = repr(float(v))
+      else:
+        # exact float32 literal: the shortest repr when it round-trips, else the hex form
+        f32 = struct.unpack("f", struct.pack("f", v))[0]
+        ret = (repr(f32) if float(repr(f32)) == f32 else f32.hex()) + "f"
+      return ret if cdt in (dtypes.float32, dtypes.float64) else f"(({self.render_dtype(cdt)}){ret})"
+    if dt == dtypes.bool: return "1" if v else "0"
+    if dtypes.is_int(dt):
+      v = int(v)
+      suffix = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}.get(dt, "")
+      # the literal -2147483648 is unary minus on a too-big positive literal: write INT_MIN as (-MAX-1)
+      if v == dtypes.min(dt) and v < 0: return f"({v+1}{suffix}-1)"
+      return f"{v}{suffix}" if dt.itemsize >= 4 else f"(({self.render_dtype(dt)}){v})"
+    return str(v)
+  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"make_{self.render_dtype(dt)}({','.join(elems)})"
+  def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}.{'xyzw'[lane]}" if dt.count <= 4 else f"{vec}[{lane}]"
+  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"(*(({to}*)&({x})))"
+  def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
+    return "\n".join(prelude + [f"{self.kernel_prefix}void {name}({', '.join(args)}) {{"] + body + ["}"]) + "\n"
+  def extra_args(self) -> list[str]: return []
+  def prelude(self, uops: list[UOp]) -> list[str]: return []
+
+  # ---- the walk ----
+  def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    """The kernel function `name` for the linearized `uops`."""
+    self.r: dict[UOp, str] = {}
+    # uses and loop depths: a single-use pure value is inlined into its user when both sit in the same loop, so the
+    # linearizer's hoisting of loop-invariant work stays visible in the source
+    uses: dict[UOp, int] = defaultdict(int)
+    same_depth: dict[UOp, bool] = {}
+    at: dict[UOp, int] = {}
+    d = 0
+    for u in uops:
+      if u.op in (Ops.END, Ops.ENDIF): d -= 1
+      at[u] = d
+      if u.op in (Ops.RANGE, Ops.IF): d += 1
+      srcs = u.src[:1] if u.op is Ops.LOAD else u.src[:2] if u.op is Ops.STORE else u.src   # later sources only order
+      for s in srcs:
+        uses[s] += 1
+        same_depth[s] = at.get(s, -1) == at[u]
+    counters: dict[str, int] = defaultdict(int)
+    args: list[str] = []
+    body: list[str] = []
+    depth = 1
+    split = self.split_range(uops)
+    for u in uops:
+      if u.op is Ops.DEFINE_GLOBAL:
+        self.r[u] = f"data{u.arg}"
+        args.append(f"{self.render_dtype(u.dtype)}{self.buffer_suffix} data{u.arg}")
+        continue
+      if u.op is Ops.DEFINE_VAR:
+        self.r[u] = u.arg[0]
+        args.append(f"{self.arg_int_prefix} {u.arg[0]}")
+        continue
+      if u.op in (Ops.SINK, Ops.NOOP): continue
+      if u.op is Ops.RANGE:
+        self.r[u] = nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else f"ridx{counters['ridx']}"
+        counters["ridx"] += 1
+        end, ty = self.r[u.src[0]], self.render_dtype(u.dtype)
+        if u is split: body.append(f"{'  '*depth}for ({ty} {nm} = {self.split_start(end, 'core_id')}; {nm} < {self.split_start(end, 'core_id+1')}; {nm}++) {{")
+        else: body.append(f"{'  '*depth}for ({ty} {nm} = 0; {nm} < {end}; {nm}++) {{")
+        depth += 1
+        continue
+      if u.op in (Ops.END, Ops.ENDIF): depth -= 1
+      if u.op in (Ops.DEFINE_REG, Ops.DEFINE_LOCAL):
+        assert isinstance(u.dtype, PtrDType)
+        self.r[u] = nm = f"{_prefixes[u.op]}{counters[_prefixes[u.op]]}"
+        counters[_prefixes[u.op]] += 1
+        pre = self.smem_prefix if u.op is Ops.DEFINE_LOCAL else ""
+        body.append(f"{'  '*depth}{pre}{self.render_dtype(self.storage_dtype(u.dtype.base))} {nm}[{u.dtype.size}]{self.smem_align if pre else ''};")
+        continue
+      txt = self.string_rewrite.rewrite(u, ctx=self)
+      if txt is None: raise NotImplementedError(f"{type(self).__name__} cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
+      if u.op in (Ops.STORE, Ops.BARRIER, Ops.IF, Ops.END, Ops.ENDIF):
+        body.append(f"{'  '*depth}{txt}")
+        if u.op is Ops.IF: depth += 1
+        continue
+      if u.op in (Ops.CONST, Ops.INDEX) or (u.op is Ops.CAST and isinstance(u.dtype, PtrDType)) or \
+         (u.op in _inlinable and uses[u] <= 1 and same_depth.get(u, True) and len(txt) <= self.inline_max_len):
+        self.r[u] = txt
+        continue
+      prefix = u.arg if u.op is Ops.SPECIAL else _prefixes.get(u.op, "alu")
+      self.r[u] = nm = prefix if u.op is Ops.SPECIAL else f"{prefix}{counters[prefix]}"
+      counters[prefix] += 1
+      body.append(f"{'  '*depth}{self.render_dtype(self.compute_dtype(u.dtype))} {nm} = {txt};")
+    return self.render_kernel(name, body, args + self.extra_args(), uops, self.prelude(uops))
+
+  # ---- splitting the outermost loop across CPU threads ----
+  def split_start(self, end: str, core: str) -> str: return f"(int)(((long long)({end})*({core}))/core_count)"
+  def split_range(self, uops: list[UOp]) -> UOp | None:
+    """The loop threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
+    if not self.has_threads: return None
+    depth, first, inside = 0, None, False
+    for u in uops:
+      if u.op is Ops.RANGE:
+        if depth == 0 and first is None and isinstance(u.arg, tuple) and u.arg[1] in (AxisType.GLOBAL, AxisType.LOOP): first, inside = u, True
+        depth += 1
+      elif u.op is Ops.END:
+        depth -= 1
+        if depth == 0: inside = False
+      elif u.op is Ops.STORE and not inside:
+        idx = u.src[0].src[0] if u.src[0].op is Ops.CAST else u.src[0]
+        if idx.src[0].op is Ops.DEFINE_GLOBAL: return None
+    return first
+
+def thread_work(uops: list[UOp], split: UOp | None) -> int:
+  """A cost estimate (uops executed, at the loop bounds' maxima) the runtime uses to choose a thread count; 0: do not split."""
+  if split is None: return 0
+  work, trips = 0, [1]
+  for u in uops:
+    if u.op is Ops.RANGE: trips.append(trips[-1] * max(int(u.src[0].vmax), 1))
+    elif u.op is Ops.END: trips.pop()
+    else: work += trips[-1]
+  return max(work, 1)
+
+__all__ = ["CStyleLanguage", "base_code_for_op", "base_rewrite", "thread_work", "prod"]

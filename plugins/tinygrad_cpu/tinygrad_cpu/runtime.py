@@ -1,0 +1,71 @@
+"""CPU runtime: load a compiled kernel (a shared object via dlopen, or LLVM bitcode via MCJIT) and call it, split across threads.
+
+Threading: the renderer gives every kernel two trailing int arguments (core_id, core_count) and, when its outermost loop
+is a parallel (GLOBAL/LOOP) loop holding every global store, makes core `i` of `n` run iterations [end*i/n, end*(i+1)/n)
+of it; it exports `<name>_work`, an estimate of the uops the kernel executes (0: not splittable). The runtime uses
+min(CPU_COUNT, work // CPU_THREAD_WORK) threads (at least 1); core 0 runs on the calling thread, the others on a
+persistent pool. ctypes releases the GIL during the call, so the threads run in parallel.
+"""
+from __future__ import annotations
+import ctypes, os, time, threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from tinygrad.helpers import getenv
+
+CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 16)   # estimated uops per thread below which a kernel stays on fewer threads
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+def _get_pool() -> ThreadPoolExecutor:
+  global _pool
+  with _pool_lock:
+    if _pool is None: _pool = ThreadPoolExecutor(max(CPU_COUNT - 1, 1), thread_name_prefix="tinygrad_cpu")
+  return _pool
+
+def _addr(buf: Any) -> int:
+  return buf if isinstance(buf, int) else buf.addr
+
+class CPUProgram:
+  """A loaded CPU kernel: `CPUProgram(name, lib)(*bufs, vals=(...), wait=False)`; `lib` is an ELF shared object or LLVM bitcode."""
+  def __init__(self, name: str, lib: bytes):
+    self.name = name
+    if lib[:4] == b"\x7fELF": self._load_so(lib)
+    elif lib[:4] == b"BC\xc0\xde": self._load_bitcode(lib)
+    else: raise ValueError(f"CPU kernel {name}: binary is neither an ELF shared object nor LLVM bitcode (starts {lib[:4]!r})")
+    self.threads = 1 if self.work == 0 else max(1, min(CPU_COUNT, self.work // CPU_THREAD_WORK))
+
+  def _load_so(self, lib: bytes) -> None:
+    # dlopen needs a path: an anonymous memory file leaves nothing on disk, even if the process dies
+    fd = os.memfd_create(f"tinygrad_{self.name}")
+    try:
+      os.write(fd, lib)
+      self._lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+    finally: os.close(fd)
+    self.fxn = getattr(self._lib, self.name)
+    self.fxn.restype = None
+    self.work = ctypes.c_longlong.in_dll(self._lib, f"{self.name}_work").value
+
+  def _load_bitcode(self, lib: bytes) -> None:
+    import llvmlite.binding as llvm
+    from tinygrad_cpu.compiler import llvm_target_machine
+    # one engine per kernel owns its machine code: keep it alive as long as this program
+    self._engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(lib), llvm_target_machine())
+    self._engine.finalize_object()
+    self.fxn_addr = self._engine.get_function_address(self.name)
+    if not self.fxn_addr: raise RuntimeError(f"LLVM kernel {self.name} not found in its module")
+    self.work = ctypes.c_longlong.from_address(self._engine.get_global_value_address(f"{self.name}_work")).value
+    self.fxn = None   # typed on first call, when the argument counts are known
+
+  def __call__(self, *bufs: Any, global_size: Any = None, local_size: Any = None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
+    if self.fxn is None:
+      self.fxn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * (len(vals) + 2)))(self.fxn_addr)
+    args = [ctypes.c_void_p(_addr(b)) for b in bufs] + [ctypes.c_int(v) for v in vals]
+    n = self.threads
+    st = time.perf_counter()
+    if n == 1: self.fxn(*args, ctypes.c_int(0), ctypes.c_int(1))
+    else:
+      futs = [_get_pool().submit(self.fxn, *args, ctypes.c_int(i), ctypes.c_int(n)) for i in range(1, n)]
+      self.fxn(*args, ctypes.c_int(0), ctypes.c_int(n))
+      for f in futs: f.result()
+    return time.perf_counter() - st if wait else None
