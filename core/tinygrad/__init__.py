@@ -1,3 +1,14 @@
 """tinygrad: a small tensor compiler core; device backends are separately installed plugins."""
+from typing import Any
 from tinygrad.helpers import Context, getenv, DEBUG
 from tinygrad.dtype import dtypes
+from tinygrad.tensor import Tensor
+
+def __getattr__(name: str) -> Any:
+  # Device comes from the plugin registry: imported on first use so `import tinygrad` stays cheap
+  if name == "Device":
+    from tinygrad.device import Device
+    return Device
+  raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
+
+__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG"]
