@@ -8,6 +8,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG, SPEC
 from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.linearize import linearize
+from tinygrad.codegen.opt import Opt, optimize
 
 def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   """GPU-style launch: the global loops become SPECIAL launch indices (at most 3; leading ones are merged)."""
@@ -39,33 +40,34 @@ def _verify(sink: UOp) -> UOp:
     type_verify(sink, spec_kernel)
   return sink
 
-# the pipeline: (name, pass), in order; each pass maps the kernel SINK to a new SINK
-Pass = tuple[str, Callable[[UOp, Renderer], UOp]]
+# the pipeline: (name, pass), in order; each pass maps (kernel SINK, renderer, opts) to a new SINK
+Pass = tuple[str, Callable[[UOp, Renderer, "list[Opt] | None"], UOp]]
 PASSES: list[Pass] = [
-  ("verify_ast", lambda s, r: _verify(s)),                                                  # catch malformed kernels before work
-  ("pre_matcher", lambda s, r: graph_rewrite(s, r.pre_matcher) if r.pre_matcher else s),    # device rewrites on the raw kernel
-  ("simplify", lambda s, r: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
-  ("global_to_special", lambda s, r: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
-  ("simplify_special", lambda s, r: graph_rewrite(s, _symbolic()) if r.has_local else s),   # fold what the launch split added
-  ("decompositions", lambda s, r: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
-  ("extra_matcher", lambda s, r: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks last
+  ("verify_ast", lambda s, r, o: _verify(s)),                                                  # catch malformed kernels before work
+  ("pre_matcher", lambda s, r, o: graph_rewrite(s, r.pre_matcher) if r.pre_matcher else s),    # device rewrites on the raw kernel
+  ("simplify", lambda s, r, o: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
+  ("optimize", lambda s, r, o: optimize(s, r, o)),                                             # upcast/unroll: the heuristics or given opts
+  ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
+  ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
+  ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
+  ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks last
 ]
 
-def full_rewrite(ast: UOp, ren: Renderer) -> list[UOp]:
+def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:
   """The kernel after every pass, linearized."""
   sink = ast
-  for _name, fxn in PASSES: sink = fxn(sink, ren)
+  for _name, fxn in PASSES: sink = fxn(sink, ren, opts)
   uops = linearize(sink)
   if DEBUG >= 5:
     for i, u in enumerate(uops): print(f"{i:4d} {u.op!s:20s} {u.dtype!r:30s} {u.arg!r}")
   return uops
 
-def get_program(ast: UOp, ren: Renderer, opts: list | None = None) -> ProgramSpec:
+def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
   """Render (and compile, when the renderer has a compiler) a kernel AST for `ren`."""
   if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
   name = ast.arg if isinstance(ast.arg, str) else "kernel"
   prg = UOp(Ops.PROGRAM, src=(ast, UOp(Ops.DEVICE, arg=ren.device)))
-  uops = full_rewrite(ast, ren)
+  uops = full_rewrite(ast, ren, opts)
   prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))
   src = ren.render(uops, name)
   prg = prg.replace(src=prg.src + (UOp(Ops.SOURCE, arg=src),))
