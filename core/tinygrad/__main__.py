@@ -1,0 +1,123 @@
+"""`python -m tinygrad [doctor] [--json]`: plugins, devices, and every compiler pair with a health check.
+
+Exit status 0 when the default device computes (Tensor([1,2,3])*2).tolist() == [2, 4, 6], else 1.
+"""
+from __future__ import annotations
+import sys, json, argparse, platform
+from typing import Any
+
+EXPECTED = [2, 4, 6]
+
+def _version(dist: str) -> str:
+  from importlib import metadata
+  try: return metadata.version(dist)
+  except Exception: return "(source tree)" if dist == "tinygrad-core" else "(not installed)"
+
+def health_check(device: str) -> dict[str, Any]:
+  """Run (Tensor([1,2,3])*2).tolist() on `device` with the disk cache off; never raises."""
+  try:
+    from tinygrad.helpers import Context
+    from tinygrad.tensor import Tensor   # imported here: the CLI must work (and say why) without a working Tensor
+    with Context(CACHELEVEL=0):
+      got = (Tensor([1, 2, 3], device=device) * 2).tolist()
+    if got == EXPECTED: return {"ok": True, "result": got, "error": None}
+    return {"ok": False, "result": got, "error": f"wrong result: expected {EXPECTED}, got {got}"}
+  except Exception as e:
+    return {"ok": False, "result": None, "error": f"{type(e).__name__}: {e}"}
+
+def collect(check: bool = True) -> dict[str, Any]:
+  """Everything the listing shows, as plain data (the --json output)."""
+  from tinygrad import plugins
+  from tinygrad.device import Device
+  reg = plugins.registry()
+  report: dict[str, Any] = {"core": {"version": _version("tinygrad-core"), "api_version": plugins.API_VERSION}, "default_device": None,
+                            "default_error": None, "default_ok": False, "plugins": [], "devices": []}
+  try: report["default_device"] = Device.DEFAULT
+  except Exception as e: report["default_error"] = f"{type(e).__name__}: {e}"
+  report["default_reason"] = list(Device.default_reason)
+  dbase, _, dchoice = Device.parse(report["default_device"]) if report["default_device"] else (None, 0, None)
+  for p in reg.plugins:
+    report["plugins"].append({"name": p.name, "module": p.module, "distribution": p.dist, "version": p.version, "status": p.status,
+                              "error": p.error or None, "api_version": p.api_version, "devices": p.devices})
+  for entry in reg.devices():
+    name = entry.spec.name
+    d: dict[str, Any] = {"name": name, "priority": entry.spec.priority, "plugin": entry.plugin.name, "distribution": entry.plugin.dist,
+                         "providers": [e.plugin.dist or e.plugin.name for e in reg.candidates[name]], "default": name == dbase,
+                         "status": "ok", "reason": None, "select": f"DEV={name}", "compilers": []}
+    report["devices"].append(d)
+    try: entry = reg.provider(name)
+    except Exception as e:
+      d.update(status="failed", reason=str(e))
+      continue
+    ok, why = plugins.probe(entry)
+    if not ok:
+      d.update(status="unavailable", reason=why)
+      continue
+    try: dev = Device[name]
+    except Exception as e:
+      d.update(status="failed", reason=f"{type(e).__name__}: {e}")
+      continue
+    set_var = dev.compilers.ctrl_var if dev.compilers is not None else None
+    default_pair = dchoice if (name == dbase and dchoice) else dev.compiler_name
+    for pair in dev.compiler_pairs or [None]:
+      pname = pair.name if pair is not None else ""
+      c: dict[str, Any] = {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": pname == default_pair,
+                           "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),
+                           "ok": False, "result": None, "error": dev.compiler_errors.get(pname)}
+      if check and c["error"] is None: c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
+      d["compilers"].append(c)
+  if report["default_device"] and check:
+    dd = report["default_device"]
+    report["default_ok"] = health_check(dd)["ok"]
+  return report
+
+def doctor(report: dict[str, Any]) -> dict[str, Any]:
+  """Versions, API compatibility and the cache, added to a report."""
+  from tinygrad.diskcache import cache_info
+  report["doctor"] = {
+    "python": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+    "versions": {d: _version(d) for d in ("tinygrad-core", "numpy", "pluggy")} | {p["distribution"]: p["version"] for p in report["plugins"] if p["distribution"]},
+    "api": {p["name"]: {"declared": p["api_version"], "compatible": p["status"] != "incompatible"} for p in report["plugins"]},
+    "cache": cache_info()}
+  return report
+
+def _print(report: dict[str, Any]) -> None:
+  core = report["core"]
+  print(f"tinygrad-core {core['version']} (plugin API {core['api_version']})\n\nplugins:")
+  for p in report["plugins"]:
+    dist = f"{p['distribution'] or '?'} {p['version']}".strip()
+    print(f"  {p['name']:<14} {dist:<32} {p['status']:<12} {(', '.join(p['devices']) or '(adds compilers)') if p['status'] == 'ok' else p['error']}")
+  print("\ndevices (* default):")
+  for d in report["devices"]:
+    also = f", also from {', '.join(x for x in d['providers'] if x != (d['distribution'] or d['plugin']))}" if len(d["providers"]) > 1 else ""
+    print(f"{'*' if d['default'] else ' '} {d['name']:<10} {d['status']:<12} priority {d['priority']}, {d['plugin']} ({d['distribution'] or '?'}{also})"
+          + (f": {d['reason']}" if d["reason"] else ""))
+    for c in d["compilers"]:
+      state = "ok" if c["ok"] else f"FAIL: {c['error']}"
+      how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
+      print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}")
+  if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
+  else: print(f"\ndefault device: {report['default_device']} ({'works' if report['default_ok'] else 'FAILS its health check'})")
+  if "doctor" in report:
+    doc = report["doctor"]
+    print(f"\npython: {doc['python']}")
+    for k, v in doc["versions"].items(): print(f"  {k}: {v}")
+    print("plugin API:", ", ".join(f"{k}={v['declared']}{'' if v['compatible'] else ' (incompatible)'}" for k, v in doc["api"].items()))
+    cache = doc["cache"]
+    print(f"cache: {cache['path']} ({cache['bytes']} bytes{'' if cache['enabled'] else ', disabled by CACHELEVEL=0'})")
+    print("why this default:", "; ".join(report["default_reason"]) or "-")
+
+def main(argv: list[str] | None = None) -> int:
+  """Entry point of `python -m tinygrad` and the `tinygrad` console script."""
+  ap = argparse.ArgumentParser(prog="tinygrad", description="List tinygrad plugins, devices and compilers, with a health check of each.")
+  ap.add_argument("command", nargs="?", choices=["list", "doctor"], default="list")
+  ap.add_argument("--json", action="store_true", help="machine-readable output")
+  ap.add_argument("--no-check", action="store_true", help="skip the health checks (no kernels run)")
+  args = ap.parse_args(argv)
+  report = collect(check=not args.no_check)
+  if args.command == "doctor": doctor(report)
+  if args.json: print(json.dumps(report, indent=2, default=str))
+  else: _print(report)
+  return 0 if report["default_ok"] or (args.no_check and report["default_device"]) else 1
+
+if __name__ == "__main__": sys.exit(main())

@@ -1,0 +1,440 @@
+"""Devices: Buffer, allocators, compilers and compiler pairs, the Compiled base class, and the `Device` registry.
+
+A backend plugin subclasses `Compiled` (one per device), giving it an `Allocator`, a `CompilerSet` (the renderer +
+compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][:compiler]"]` opens a device once,
+through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
+"""
+from __future__ import annotations
+import os, re, difflib, contextvars
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+from tinygrad.dtype import DType
+from tinygrad.helpers import CACHELEVEL, DEBUG
+from tinygrad.renderer import Renderer
+
+class DeviceError(RuntimeError):
+  """A device (or one of its compilers) cannot be found, selected or opened; the message says which and why."""
+
+class CompilerChoiceError(DeviceError):
+  """The user's explicit compiler choice (`CPU_CC=`, `CPU_LLVM=1`, `DEV=CPU:LLVM`) is unknown or fails: always fatal."""
+
+# ---- compilers ----
+
+class CompileError(RuntimeError):
+  """A kernel failed to compile. `diagnostics` is the compiler's message, `src` the source it was given."""
+  def __init__(self, diagnostics: str, src: str | None = None):
+    self.diagnostics, self.src = diagnostics, src
+    if src is None: super().__init__(diagnostics)
+    else:
+      listing = "\n".join(f"{i+1:4d} | {line}" for i, line in enumerate(src.splitlines()))
+      super().__init__(f"{diagnostics}\n---- source ----\n{listing}")
+
+class Compiler:
+  """Turns rendered source into the binary a device runtime loads.
+
+  Subclasses implement `compile` (raising `CompileError` with the tool's diagnostics and the source on failure) and,
+  when a tool version changes its output, `version` (cache it: it is called for every cache lookup).
+  `cachekey` names this compiler's entries in the disk cache; None disables caching for it.
+  """
+  def __init__(self, cachekey: str | None = None): self.cachekey = cachekey
+  def compile(self, src: str) -> bytes:
+    """The binary for `src`. The default is the source's UTF-8 bytes (for runtimes that load source)."""
+    return src.encode()
+  def compile_cached(self, src: str) -> bytes:
+    """`compile` through the disk cache, keyed by (cachekey, version(), src). Failures raise and are never cached."""
+    if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
+    from tinygrad.diskcache import diskcache_get, diskcache_put
+    key = (self.cachekey, self.version(), src)
+    if (lib := diskcache_get("compile", key)) is not None: return lib
+    lib = self.compile(src)
+    if not isinstance(lib, (bytes, bytearray, memoryview)): raise TypeError(f"{type(self).__name__}.compile returned {type(lib).__name__}, not bytes")
+    return diskcache_put("compile", key, bytes(lib))
+  def version(self) -> str:
+    """The tool's version string; part of the cache key so an upgraded compiler never reuses stale binaries."""
+    return ""
+  def disassemble(self, lib: bytes) -> str:
+    """Human-readable form of a compiled binary (for DEBUG output); optional."""
+    raise NotImplementedError(f"{type(self).__name__} cannot disassemble")
+
+def _pair_name(renderer: Any) -> str:
+  raw = getattr(renderer, "__name__", type(renderer).__name__)
+  return re.sub(r"\W", "", re.sub(r"_?renderer$", "", raw, flags=re.I)).upper() or "DEFAULT"
+
+@dataclass
+class CompilerPair:
+  """One way to produce programs for a device: a renderer and (optionally) a compiler, both constructed on selection.
+
+  renderer: a Renderer subclass or a zero-argument factory returning a Renderer.
+  compiler: a Compiler subclass or factory; None when the rendered source is itself the binary (WGSL, Metal source).
+  ctrl_var: this pair's own switch (`CPU_LLVM`): =1 forces it, =0 skips it.
+  name: shown by `python -m tinygrad` and used in `CPU_CC=NAME` / `DEV=CPU:NAME`; default: the renderer's class name
+    without "Renderer", upper-case (ClangRenderer -> CLANG).
+  Constructing the renderer or compiler may raise (a missing tool, a missing library): the pair then does not initialise.
+  """
+  renderer: Callable[[], Renderer]
+  compiler: Callable[[], Compiler] | None = None
+  ctrl_var: str | None = None
+  name: str = ""
+  def __post_init__(self) -> None:
+    if not self.name: self.name = _pair_name(self.renderer)
+
+class CompilerSet:
+  """The pairs a device offers, in order of preference, and the set's control variable (`CPU_CC`) that picks one by name."""
+  def __init__(self, cset: list[CompilerPair], ctrl_var: str | None = None):
+    self.cset, self.ctrl_var = list(cset), ctrl_var
+  def __repr__(self) -> str: return f"CompilerSet({[p.name for p in self.cset]}, ctrl_var={self.ctrl_var!r})"
+
+# The compiler part of a device string ("CPU:LLVM") travels from the registry to Compiled.__init__ here, as
+# (device, choice): the registry sets it around the device class's constructor, so a plugin's __init__(device) never
+# sees or parses it. Keyed by device so a device opened inside another's constructor does not inherit the choice.
+_compiler_choice: contextvars.ContextVar[tuple[str, str | None]] = contextvars.ContextVar("tinygrad_compiler_choice", default=("", None))
+
+def compiler_choice(device: str) -> str | None:
+  """The compiler name requested in the device string for `device` while it is being opened, else None."""
+  dev, choice = _compiler_choice.get()
+  return choice if dev == device else None
+
+def _env_switch(var: str | None) -> int | None:
+  v = os.environ.get(var, "").strip() if var else ""
+  if not v: return None
+  return 0 if v.lower() in ("0", "false", "no", "off") else 1
+
+def _init_pair(pair: CompilerPair) -> tuple[Renderer, Compiler | None]:
+  renderer = pair.renderer()
+  if not isinstance(renderer, Renderer): raise TypeError(f"renderer factory returned {type(renderer).__name__}, not a Renderer")
+  compiler = pair.compiler() if pair.compiler is not None else None
+  renderer.compiler = compiler
+  return renderer, compiler
+
+def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
+                    choice: str | None = None) -> tuple[CompilerPair, Renderer, Compiler | None, dict[str, str]]:
+  """Pick a pair for `device` (rules of design.md section 5) and construct it: (pair, renderer, compiler, why others failed).
+
+  1. `choice` (from the device string) or the set's control variable names the pair (case-insensitive);
+  2. else a pair whose ctrl_var is 1 is forced, one whose ctrl_var is 0 is skipped;
+  3. else the first pair that initialises, in order.
+  """
+  if not pairs: raise DeviceError(f"device {device} offers no compiler pairs")
+  names = ", ".join(p.name for p in pairs)
+  if choice: forced, how = choice, f"the device string {device}:{choice}"
+  else:
+    forced = os.environ.get(set_var, "").strip() if set_var else ""
+    how = f"{set_var}={forced}"
+  if forced:
+    match = [p for p in pairs if p.name.upper() == forced.upper()]
+    if not match: raise CompilerChoiceError(f"unknown compiler {forced!r} for device {device} (from {how}); valid: {names}")
+  else:
+    match = [p for p in pairs if _env_switch(p.ctrl_var) == 1][:1]
+    how = f"{match[0].ctrl_var}=1" if match else ""
+  if match:
+    try: return (match[0], *_init_pair(match[0]), {})
+    except Exception as e:
+      raise CompilerChoiceError(f"compiler {match[0].name} for device {device} (selected by {how}) failed to initialise: "
+                        f"{type(e).__name__}: {e}") from e
+  errors: dict[str, str] = {}
+  for p in pairs:
+    if _env_switch(p.ctrl_var) == 0:
+      errors[p.name] = f"skipped ({p.ctrl_var}=0)"
+      continue
+    try: return (p, *_init_pair(p), errors)
+    except Exception as e: errors[p.name] = f"{type(e).__name__}: {e}"
+  raise DeviceError(f"no compiler for device {device} initialises: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+# ---- memory ----
+
+class Allocator:
+  """Device memory. Implement `_alloc`/`_free` (raise MemoryError when the device is out of memory) and `copyin`/`copyout`.
+
+  Optional: `_as_buffer(opaque) -> memoryview` for a zero-copy host view (host-memory devices), and
+  `_transfer(dest, src, nbytes, src_dev, dest_dev)` for a direct device-to-device copy.
+  The opaque handle is whatever the device's runtime expects as a kernel argument.
+  """
+  def __init__(self, device: str = ""):
+    self.device = device   # for error messages; Compiled fills it in when left empty
+    self.mem_used = 0      # bytes currently handed out by alloc
+  def alloc(self, size: int, options: Any = None) -> Any:
+    """A new buffer of `size` bytes (an opaque handle)."""
+    ret = self._alloc(size, options)
+    self.mem_used += size
+    return ret
+  def free(self, opaque: Any, size: int, options: Any = None) -> None:
+    """Release a buffer from `alloc` (same size and options)."""
+    self.mem_used -= size
+    self._free(opaque, size, options)
+  def _alloc(self, size: int, options: Any) -> Any: raise NotImplementedError(f"{type(self).__name__} does not implement _alloc")
+  def _free(self, opaque: Any, size: int, options: Any) -> None: pass   # default: garbage-collected handles
+  def copyin(self, dest: Any, src: memoryview) -> None:
+    """Copy host bytes `src` into the device buffer `dest`."""
+    raise NotImplementedError(f"{type(self).__name__} does not implement copyin")
+  def copyout(self, dest: memoryview, src: Any) -> None:
+    """Copy the device buffer `src` into host bytes `dest`."""
+    raise NotImplementedError(f"{type(self).__name__} does not implement copyout")
+
+class LRUAllocator(Allocator):
+  """An Allocator that keeps freed buffers (by size and options) for reuse, up to `cache_limit` bytes (least recently freed
+  evicted first). On MemoryError it frees the cache and retries once before raising."""
+  def __init__(self, device: str = "", cache_limit: int = 1 << 30):
+    super().__init__(device)
+    self.cache_limit = cache_limit
+    self.cache: OrderedDict[tuple[int, Any], list[Any]] = OrderedDict()
+    self.cache_bytes = 0
+  def alloc(self, size: int, options: Any = None) -> Any:
+    key = (size, options)
+    try: bufs = self.cache.get(key)
+    except TypeError: bufs = None   # unhashable options: never cached
+    if bufs:
+      ret = bufs.pop()
+      if not bufs: del self.cache[key]
+      self.cache_bytes -= size
+    else:
+      try: ret = self._alloc(size, options)
+      except MemoryError:
+        self.free_cache()
+        try: ret = self._alloc(size, options)
+        except MemoryError as e:
+          raise MemoryError(f"out of memory on {self.device or type(self).__name__}: requested {size} bytes, "
+                            f"{self.mem_used} bytes in use (cached buffers already freed)") from e
+    self.mem_used += size
+    return ret
+  def free(self, opaque: Any, size: int, options: Any = None) -> None:
+    self.mem_used -= size
+    try: hash(options)
+    except TypeError:
+      self._free(opaque, size, options)
+      return
+    if size > self.cache_limit:
+      self._free(opaque, size, options)
+      return
+    key = (size, options)
+    self.cache.setdefault(key, []).append(opaque)
+    self.cache.move_to_end(key)
+    self.cache_bytes += size
+    while self.cache_bytes > self.cache_limit:   # evict the least recently freed size class first
+      (esz, eopt), bufs = next(iter(self.cache.items()))
+      self._free(bufs.pop(0), esz, eopt)
+      self.cache_bytes -= esz
+      if not bufs: del self.cache[(esz, eopt)]
+  def free_cache(self) -> None:
+    """Release every cached buffer to the device."""
+    for (size, options), bufs in self.cache.items():
+      for b in bufs: self._free(b, size, options)
+    self.cache.clear()
+    self.cache_bytes = 0
+
+def _flat(mv: Any) -> memoryview:
+  mv = memoryview(mv)
+  return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
+
+class Buffer:
+  """`size` elements of `dtype` on `device`; memory is allocated on `allocate()` (or now, given `opaque`/`initial_value`)."""
+  def __init__(self, device: str, size: int, dtype: DType, options: Any = None, opaque: Any = None, initial_value: bytes | None = None):
+    self.device, self.size, self.dtype, self.options = device, size, dtype, options
+    self._owned = opaque is None    # a handle passed in belongs to the caller: never freed here
+    if opaque is not None: self.allocate(opaque)
+    if initial_value is not None:
+      self.allocate()
+      self.copyin(memoryview(initial_value))
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  @property
+  def allocator(self) -> Allocator: return Device[self.device].allocator
+  def is_allocated(self) -> bool: return hasattr(self, "_buf")
+  def allocate(self, opaque: Any = None) -> Buffer:
+    """Allocate device memory (through the device's allocator) unless already allocated; returns self."""
+    if self.is_allocated(): return self
+    if opaque is not None:
+      self._owned = False
+      self._buf = opaque
+    else:
+      self._owned = True
+      self._buf = self.allocator.alloc(self.nbytes, self.options)
+    return self
+  def deallocate(self) -> None:
+    """Return the memory to the device's allocator."""
+    if not self.is_allocated(): return
+    if self._owned: self.allocator.free(self._buf, self.nbytes, self.options)
+    del self._buf
+  def __del__(self) -> None:
+    try: self.deallocate()
+    except Exception: pass   # interpreter shutdown or a device already gone: nothing useful to do
+  def copyin(self, mv: memoryview) -> Buffer:
+    """Copy host bytes (exactly nbytes) into the buffer, allocating it if needed; returns self."""
+    mv = _flat(mv)
+    if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into {self!r} of {self.nbytes} bytes")
+    self.allocate().allocator.copyin(self._buf, mv)
+    return self
+  def copyout(self, mv: memoryview) -> memoryview:
+    """Copy the buffer's bytes into host memory `mv` (exactly nbytes); returns mv."""
+    out = _flat(mv)
+    if out.nbytes != self.nbytes: raise ValueError(f"copyout of {self!r} ({self.nbytes} bytes) into {out.nbytes} bytes")
+    if not self.is_allocated(): raise RuntimeError(f"copyout of unallocated {self!r}")
+    self.allocator.copyout(out, self._buf)
+    return mv
+  def as_buffer(self) -> memoryview:
+    """The bytes as a host memoryview: a zero-copy view when the allocator offers one, else a copy."""
+    if not self.is_allocated(): raise RuntimeError(f"as_buffer of unallocated {self!r}")
+    if (view := getattr(self.allocator, "_as_buffer", None)) is not None: return _flat(view(self._buf))
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+  def __repr__(self) -> str:
+    return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}{'' if self.is_allocated() else ' unallocated'}>"
+
+# ---- devices ----
+
+class Compiled:
+  """The base class of every device. A plugin's subclass has the signature `__init__(self, device: str)` and calls
+  `super().__init__(device, allocator, compilers, runtime, graph)`.
+
+  runtime: `runtime(name, lib) -> program`; a program is called as
+    `p(*bufs, global_size=(x,y,z), local_size=(x,y,z) | None, vals=(ints...), wait=False) -> float | None` (seconds when wait).
+  Sets `renderer` (with `renderer.compiler`), `compiler`, `compiler_name` (the selected pair), `compiler_pairs` (the
+  device's own pairs followed by those other plugins add) and `compiler_errors` (why earlier pairs did not initialise).
+  `device` is the canonical name the device was opened as ("CPU", "NV:1", "CPU:LLVM" when a compiler was named).
+  """
+  def __init__(self, device: str, allocator: Allocator, compilers: CompilerSet | None, runtime: Callable[[str, bytes], Any] | None,
+               graph: Any = None):
+    choice = compiler_choice(device)
+    self.device = f"{device}:{choice}" if choice else device
+    self.allocator, self.compilers, self.runtime, self.graph = allocator, compilers, runtime, graph
+    if not allocator.device: allocator.device = self.device
+    base = device.split(":")[0].upper()
+    from tinygrad.plugins import registry
+    self.compiler_pairs = (compilers.cset if compilers is not None else []) + registry().extra_compilers(base)
+    self.compiler_errors: dict[str, str] = {}
+    if self.compiler_pairs:
+      pair, self.renderer, self.compiler, self.compiler_errors = select_compiler(device, self.compiler_pairs,
+                                                                                 compilers.ctrl_var if compilers else None, choice)
+      self.compiler_name = pair.name
+    else:   # a device that runs nothing it compiles (NULL-like): a generic renderer, no compiler
+      if choice: raise CompilerChoiceError(f"device {device} has no compilers, so {device}:{choice} is invalid")
+      self.renderer, self.compiler, self.compiler_name = Renderer(), None, ""
+    if not self.renderer.device: self.renderer.device = base
+    if DEBUG >= 1: print(f"opened {self.device} with compiler {self.compiler_name or '(none)'}")
+  def synchronize(self) -> None:
+    """Wait until all work queued on the device has finished."""
+  def __repr__(self) -> str: return f"<{type(self).__name__} {self.device} compiler={self.compiler_name}>"
+
+FIRST_PARTY = {"CPU": "tinygrad-cpu", "NV": "tinygrad-nv", "AMD": "tinygrad-amd", "METAL": "tinygrad-metal", "WEBGPU": "tinygrad-webgpu"}
+
+class _Device:
+  """The device registry: `Device["NV:1"]` opens (once) and returns a device; `Device.DEFAULT` is the default's name."""
+  def __init__(self) -> None:
+    self._opened: dict[str, Compiled] = {}
+    self._default: str | None = None
+    self.default_reason: list[str] = []   # how DEFAULT was chosen, for `python -m tinygrad doctor`
+
+  @staticmethod
+  def parse(name: str) -> tuple[str, int, str | None]:
+    """Split "NAME[:index][:compiler]" into (NAME upper-case, index, compiler upper-case or None)."""
+    parts = name.strip().split(":")
+    base = parts[0].upper()
+    if not base or not re.fullmatch(r"[A-Z0-9_]+", base): raise DeviceError(f"bad device name {name!r}: expected NAME[:index][:compiler]")
+    rest, index = parts[1:], 0
+    if rest and rest[0].isdigit(): index = int(rest.pop(0))
+    if len(rest) > 1 or (rest and not rest[0]): raise DeviceError(f"bad device name {name!r}: expected NAME[:index][:compiler]")
+    return base, index, rest[0].upper() if rest else None
+
+  @staticmethod
+  def canonicalize(name: str) -> str:
+    """The canonical spelling: upper-case, ":0" dropped ("nv:0" -> "NV", "nv:1:ptx" -> "NV:1:PTX", "cpu:llvm" -> "CPU:LLVM")."""
+    base, index, comp = _Device.parse(name)
+    return base + (f":{index}" if index else "") + (f":{comp}" if comp else "")
+
+  def __getitem__(self, name: str) -> Compiled:
+    key = self.canonicalize(name)
+    if key not in self._opened: self._opened[key] = self._open(key)
+    return self._opened[key]
+
+  def _unknown(self, base: str) -> DeviceError:
+    from tinygrad.plugins import registry
+    reg = registry()
+    failed = reg.failed_for(base)
+    if failed:   # the user asked for this device: its plugin's failure is now fatal, with the cause
+      p = failed[0]
+      err = DeviceError(f"device {base} is provided by plugin {p.name!r} (distribution {p.dist or '?'}), which is {p.status}: {p.error}")
+      err.__cause__ = p.exc
+      return err
+    installed = [e.spec.name for e in reg.devices()]
+    msg = f"unknown device {base!r}; installed: {', '.join(installed) or '(none)'}"
+    if (close := difflib.get_close_matches(base, [n for n in installed + list(FIRST_PARTY) if n != base], n=1)): msg += f"; did you mean {close[0]!r}?"
+    if base in FIRST_PARTY: msg += f"; for {base}: pip install {FIRST_PARTY[base]}"
+    if (bad := [p for p in reg.plugins if p.status in ("failed", "incompatible")]):
+      msg += "; plugins that did not load: " + ", ".join(f"{p.name} ({p.dist}): {p.error}" for p in bad)
+    return DeviceError(msg)
+
+  def _open(self, key: str) -> Compiled:
+    from tinygrad.plugins import registry, probe, load_object
+    base, index, choice = self.parse(key)
+    reg = registry()
+    if base not in reg.candidates: raise self._unknown(base)
+    entry = reg.provider(base)
+    who = f"plugin {entry.plugin.name!r} (distribution {entry.plugin.dist or '?'})"
+    ok, why = probe(entry)
+    if not ok: raise DeviceError(f"device {base} from {who} is not available here: {why}")
+    try: cls = load_object(entry.spec.import_path)
+    except Exception as e: raise DeviceError(f"device {base} from {who}: cannot import {entry.spec.import_path}: {type(e).__name__}: {e}") from e
+    devname = base + (f":{index}" if index else "")
+    token = _compiler_choice.set((devname, choice))
+    try: dev = cls(devname)
+    except DeviceError: raise   # already names the device and the cause
+    except Exception as e: raise DeviceError(f"device {key} from {who} failed to open: {type(e).__name__}: {e}") from e
+    finally: _compiler_choice.reset(token)
+    if not isinstance(dev, Compiled): raise DeviceError(f"{entry.spec.import_path} from {who} is not a tinygrad.device.Compiled subclass")
+    return dev
+
+  @property
+  def DEFAULT(self) -> str:
+    """The default device: DEV if set, else the highest-priority installed device whose probe passes and which opens."""
+    if self._default is None: self._default = self._choose_default()
+    return self._default
+  @DEFAULT.setter
+  def DEFAULT(self, name: str) -> None:
+    self._default = self.canonicalize(name)
+    self.default_reason = [f"set in code: Device.DEFAULT = {name!r}"]
+
+  def _choose_default(self) -> str:
+    from tinygrad.plugins import registry
+    if (dev := os.environ.get("DEV", "").strip()):
+      key = self.canonicalize(dev)
+      if self.parse(key)[0] not in registry().candidates: raise self._unknown(self.parse(key)[0])
+      self.default_reason = [f"DEV={dev}"]
+      return key
+    reasons = []
+    for name, why in self._usable(strict=True):
+      if why is None:
+        self.default_reason = reasons + [f"{name}: highest priority device that opens"]
+        return name
+      reasons.append(f"{name}: {why}")
+    raise DeviceError("no device works; " + "; ".join(reasons) if reasons else "no devices installed (is tinygrad-core complete?)")
+
+  def _usable(self, strict: bool = False) -> Iterator[tuple[str, str | None]]:
+    # (name, None) for devices that open, (name, why not) otherwise; priority order, never-default devices excluded.
+    # strict: a compiler the user chose explicitly that fails is an error, not a reason to fall back to another device
+    from tinygrad.plugins import registry, probe
+    for entry in registry().devices():
+      if entry.spec.priority < 0: continue
+      ok, why = probe(entry)
+      if not ok:
+        yield entry.spec.name, f"not available ({why})"
+        continue
+      try:
+        self[entry.spec.name]
+        yield entry.spec.name, None
+      except CompilerChoiceError as e:
+        if strict: raise
+        yield entry.spec.name, f"failed to open ({e})"
+      except Exception as e: yield entry.spec.name, f"failed to open ({type(e).__name__}: {e})"
+
+  def get_available_devices(self) -> list[str]:
+    """Names of the installed devices that probe ok and open, highest priority first (negative priorities excluded)."""
+    return [name for name, why in self._usable() if why is None]
+
+  def reset(self) -> None:
+    """Forget opened devices, the default and plugin discovery (for tests)."""
+    from tinygrad import plugins
+    self._opened.clear()
+    self._default = None
+    self.default_reason = []
+    plugins.reset()
+
+Device = _Device()

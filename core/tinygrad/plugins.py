@@ -1,0 +1,264 @@
+"""Plugins: the hook contract every backend implements, and discovery through the `tinygrad.plugins` entry points.
+
+A plugin is a small module (conventionally `<package>/plugin.py`) named by an entry point in the group
+`tinygrad.plugins` of its distribution's pyproject.toml:
+
+    [project.entry-points."tinygrad.plugins"]
+    foo = "tinygrad_foo.plugin"
+
+and implementing the hooks of `TinygradHooks` with the `hookimpl` marker from this module. The core registers its own
+PYTHON and NULL devices the same way (`tinygrad.runtime.builtin`). Discovery is explicit (`registry()`), cached and
+resettable (`reset()`); it imports only each plugin's small module, never a device's toolchain.
+
+Control variables, read when discovery runs:
+  TINYGRAD_PLUGIN_AUTOLOAD=0            load no entry points, only the core's built-ins
+  TINYGRAD_PLUGINS_DISABLE=a,b          skip these plugins (entry point name or distribution name)
+  TINYGRAD_DEVICE_PROVIDER_<DEV>=dist   when several plugins provide <DEV>, use this one (default: highest priority)
+"""
+from __future__ import annotations
+import os, re, importlib, warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, TYPE_CHECKING
+import pluggy
+from tinygrad.device import DeviceError
+if TYPE_CHECKING:
+  from tinygrad.device import CompilerPair
+
+API_VERSION = 1       # the version of this contract the core implements
+MIN_API_VERSION = 1   # the oldest plugin API version the core still accepts
+ENTRY_POINT_GROUP = "tinygrad.plugins"
+BUILTIN_MODULE = "tinygrad.runtime.builtin"
+
+hookspec = pluggy.HookspecMarker("tinygrad")
+hookimpl = pluggy.HookimplMarker("tinygrad")
+
+@dataclass(frozen=True)
+class DeviceSpec:
+  """What a plugin tells the core about one device; nothing here imports the device's code.
+
+  name: the device name users type (`DEV=FOO`), upper-case.
+  priority: order for choosing `Device.DEFAULT` (higher first); a negative priority is never chosen as the default.
+  import_path: "module:Class" of the `Compiled` subclass, imported only when the device is opened.
+  probe: None, a callable, or "module:function"; called with no arguments it returns (ok, reason) cheaply (check a
+    driver file exists, never initialise hardware); reason says why the device is unusable when ok is False.
+  """
+  name: str
+  priority: int
+  import_path: str
+  probe: str | Callable[[], tuple[bool, str]] | None = None
+
+class TinygradHooks:
+  """The plugin contract. Implement any of these as module-level functions decorated with `tinygrad.plugins.hookimpl`."""
+
+  @hookspec
+  def tinygrad_api_version(self) -> int:  # type: ignore[empty-body]
+    """The plugin API version this plugin was written for. Required.
+
+    Return `tinygrad.plugins.API_VERSION` as of the core you developed against. Called once at discovery, before any
+    other hook; a plugin whose version is outside [MIN_API_VERSION, API_VERSION] is refused (reported by
+    `python -m tinygrad`, and raised when its device is asked for).
+    """
+
+  @hookspec
+  def tinygrad_devices(self) -> list[DeviceSpec]:  # type: ignore[empty-body]
+    """The devices this plugin provides.
+
+    Returns a list of `DeviceSpec`. Called once at discovery (so it must be cheap: no driver or toolchain imports).
+    When the user opens a device (`Device["FOO:1"]`), the core runs its probe, imports `import_path` and calls
+    `Class(device)` with the canonical device name including a non-zero index ("FOO", "FOO:1"). The class subclasses
+    `tinygrad.device.Compiled` and passes its `CompilerSet` to `Compiled.__init__`, which picks the compiler pair: the
+    compiler part of the device string ("FOO:1:LLVM") reaches `Compiled.__init__` through the registry (the
+    `tinygrad.device.compiler_choice()` context variable, set while the class is constructed), so the class never
+    parses it. Several plugins may provide the same name: the highest priority wins unless
+    TINYGRAD_DEVICE_PROVIDER_<NAME>=<distribution> picks one.
+    """
+
+  @hookspec
+  def tinygrad_compilers(self, device: str) -> list[CompilerPair]:  # type: ignore[empty-body]
+    """Extra compiler pairs for `device`, which may belong to another plugin.
+
+    device: the device's base name, upper-case, without index or compiler ("CPU", "NV").
+    Returns a list of `tinygrad.device.CompilerPair` (an empty list when this plugin adds nothing for `device`).
+    Called each time a device is opened, after its own pairs are known; the returned pairs are appended after the
+    device's own pairs (in plugin load order), and are selectable by name through the device's control variable
+    (`FOO_CC=NAME`), the device string (`DEV=FOO:NAME`) or the pair's own ctrl_var (`FOO_NAME=1`).
+    """
+
+@dataclass
+class PluginInfo:
+  """One discovered plugin, as shown by `python -m tinygrad`."""
+  name: str                   # entry point name ("builtin" for the core's own)
+  module: str                 # what the entry point names
+  dist: str = ""              # distribution that declares it
+  version: str = ""           # that distribution's version
+  status: str = "ok"          # ok | failed | incompatible | disabled | not loaded
+  error: str = ""             # why it is not ok
+  api_version: int | None = None
+  devices: list[str] = field(default_factory=list)
+  exc: BaseException | None = field(default=None, repr=False)
+  obj: Any = field(default=None, repr=False)
+
+@dataclass
+class DeviceEntry:
+  spec: DeviceSpec
+  plugin: PluginInfo
+
+def _norm(s: str) -> str: return re.sub(r"[-_.]+", "-", s).lower()
+
+def load_object(path: str) -> Any:
+  """Import "module:attr.attr" and return the attribute."""
+  mod, sep, attr = path.partition(":")
+  if not sep or not mod or not attr: raise ValueError(f"import path must look like 'module:Name', got {path!r}")
+  obj: Any = importlib.import_module(mod)
+  for part in attr.split("."): obj = getattr(obj, part)
+  return obj
+
+class Registry:
+  """The result of discovery: plugins (loaded or not, with why), and who provides each device."""
+  def __init__(self) -> None:
+    self.pm = pluggy.PluginManager("tinygrad")
+    self.pm.add_hookspecs(TinygradHooks)
+    self.plugins: list[PluginInfo] = []
+    self.candidates: dict[str, list[DeviceEntry]] = {}   # device name -> providers, in load order
+
+  def _impls(self, hook: str, obj: Any) -> list[Any]:
+    return [i for i in getattr(self.pm.hook, hook).get_hookimpls() if i.plugin is obj]
+
+  def _fail(self, info: PluginInfo, status: str, error: str, exc: BaseException | None = None) -> None:
+    info.status, info.error, info.exc = status, error, exc
+    warnings.warn(f"tinygrad plugin {info.name!r} (distribution {info.dist or '?'}) {error}; skipped", RuntimeWarning, stacklevel=4)
+
+  def add(self, info: PluginInfo, loader: Callable[[], Any]) -> PluginInfo:
+    """Load one plugin through `loader`, check its API version and hooks, and record its devices; never raises."""
+    self.plugins.append(info)
+    try: obj = loader()
+    except Exception as e:
+      self._fail(info, "failed", f"failed to import {info.module}: {type(e).__name__}: {e}", e)
+      return info
+    info.obj = obj
+    try: self.pm.register(obj, name=f"{info.name}#{len(self.plugins)}")
+    except Exception as e:
+      self._fail(info, "failed", f"hooks do not match the contract: {e}", e)
+      return info
+    try: version = [int(i.function()) for i in self._impls("tinygrad_api_version", obj)]
+    except Exception as e:
+      self.pm.unregister(obj)
+      self._fail(info, "failed", f"tinygrad_api_version() raised {type(e).__name__}: {e}", e)
+      return info
+    if not version or not MIN_API_VERSION <= version[0] <= API_VERSION:
+      try: info.devices = [s.name.upper() for i in self._impls("tinygrad_devices", obj) for s in (i.function() or [])]
+      except Exception: pass   # only to name its devices in errors; it is refused either way
+      self.pm.unregister(obj)
+      info.api_version = version[0] if version else None
+      what = f"declares plugin API version {version[0]}" if version else "does not implement tinygrad_api_version()"
+      supported = str(API_VERSION) if MIN_API_VERSION == API_VERSION else f"{MIN_API_VERSION}..{API_VERSION}"
+      self._fail(info, "incompatible", f"{what}, but this tinygrad-core supports API version {supported}; "
+                 f"install a release of {info.dist or info.name} made for API {API_VERSION}")
+      return info
+    try:
+      self.pm.check_pending()   # a misspelt hook name is an error, not a silently ignored function
+      specs: list[DeviceSpec] = [s for i in self._impls("tinygrad_devices", obj) for s in (i.function() or [])]
+      for s in specs:
+        if not isinstance(getattr(s, "name", None), str) or not isinstance(getattr(s, "import_path", None), str):
+          raise TypeError(f"tinygrad_devices() must return DeviceSpec objects, got {s!r}")
+    except Exception as e:
+      self.pm.unregister(obj)
+      self._fail(info, "failed", f"hook check failed: {type(e).__name__}: {e}", e)
+      return info
+    info.devices = [s.name.upper() for s in specs]
+    info.api_version = version[0]
+    for s in specs: self.candidates.setdefault(s.name.upper(), []).append(DeviceEntry(s, info))
+    return info
+
+  def devices(self) -> list[DeviceEntry]:
+    """The chosen provider of every installed device, highest priority first."""
+    out = []
+    for name in self.candidates:
+      try: out.append(self.provider(name))
+      except DeviceError: out.append(max(self.candidates[name], key=lambda e: e.spec.priority))
+    return sorted(out, key=lambda e: -e.spec.priority)
+
+  def provider(self, name: str) -> DeviceEntry:
+    """The entry that provides device `name` (base name); raises DeviceError if none or TINYGRAD_DEVICE_PROVIDER_ is wrong."""
+    cands = self.candidates.get(name.upper(), [])
+    if not cands: raise DeviceError(f"no plugin provides device {name!r}")
+    var = f"TINYGRAD_DEVICE_PROVIDER_{name.upper()}"
+    want = os.environ.get(var, "").strip()
+    if want:
+      pick = [e for e in cands if _norm(want) in (_norm(e.plugin.dist), _norm(e.plugin.name))]
+      if not pick:
+        raise DeviceError(f"{var}={want!r} names no provider of {name.upper()}; providers: "
+                          + ", ".join(f"{e.plugin.dist or e.plugin.name}" for e in cands))
+      return pick[0]
+    return max(cands, key=lambda e: e.spec.priority)   # ties: the first loaded (built-ins load first)
+
+  def failed_for(self, name: str) -> list[PluginInfo]:
+    """Plugins that did not load and (as far as can be told) would have provided device `name`."""
+    n = name.lower()
+    return [p for p in self.plugins if p.status != "ok" and (name.upper() in p.devices or _norm(p.name) == n or
+            _norm(p.dist) in (n, f"tinygrad-{n}") or _norm(p.dist).endswith(f"-{n}"))]
+
+  def extra_compilers(self, device: str) -> list[CompilerPair]:
+    """Pairs that plugins add to `device` through tinygrad_compilers, in load order; a hook that raises is skipped."""
+    out: list[CompilerPair] = []
+    for impl in self.pm.hook.tinygrad_compilers.get_hookimpls():
+      try: out.extend(impl.function(device=device) or [])
+      except Exception as e:
+        warnings.warn(f"tinygrad plugin {impl.plugin_name!r}: tinygrad_compilers({device!r}) raised {type(e).__name__}: {e}; "
+                      "its pairs are skipped", RuntimeWarning, stacklevel=2)
+    return out
+
+def probe(entry: DeviceEntry) -> tuple[bool, str]:
+  """Run a device's cheap availability probe: (ok, reason). A probe that raises counts as not ok."""
+  p = entry.spec.probe
+  if p is None: return True, ""
+  try:
+    fn = load_object(p) if isinstance(p, str) else p
+    ok, reason = fn()
+    return bool(ok), str(reason)
+  except Exception as e: return False, f"probe raised {type(e).__name__}: {e}"
+
+def _dist_of(ep: Any) -> tuple[str, str]:
+  d = getattr(ep, "dist", None)
+  if d is None: return "", ""
+  return d.metadata["Name"] or "", d.version or ""
+
+def _discover() -> Registry:
+  from importlib import metadata
+  reg = Registry()
+  try: eps = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+  except Exception as e:   # a broken dist-info elsewhere on sys.path must not take the core down
+    warnings.warn(f"tinygrad: reading entry points failed ({type(e).__name__}: {e}); only built-in devices", RuntimeWarning)
+    eps = []
+  # the core's own plugin loads first and always, even from a source tree (PYTHONPATH=core, no entry points visible)
+  core = [ep for ep in eps if ep.value == BUILTIN_MODULE]
+  dist, version = _dist_of(core[0]) if core else ("tinygrad-core", "")
+  reg.add(PluginInfo(core[0].name if core else "builtin", BUILTIN_MODULE, dist, version or "(source tree)"),
+          lambda: importlib.import_module(BUILTIN_MODULE))
+  autoload = os.environ.get("TINYGRAD_PLUGIN_AUTOLOAD", "1").strip() != "0"
+  disabled = {_norm(x.strip()) for x in os.environ.get("TINYGRAD_PLUGINS_DISABLE", "").split(",") if x.strip()}
+  for ep in sorted((ep for ep in eps if ep.value != BUILTIN_MODULE), key=lambda ep: (ep.name, _dist_of(ep)[0])):
+    dist, version = _dist_of(ep)
+    info = PluginInfo(ep.name, ep.value, dist, version)
+    if not autoload: reg.plugins.append(PluginInfo(ep.name, ep.value, dist, version, "not loaded", "TINYGRAD_PLUGIN_AUTOLOAD=0"))
+    elif _norm(ep.name) in disabled or (dist and _norm(dist) in disabled):
+      reg.plugins.append(PluginInfo(ep.name, ep.value, dist, version, "disabled", "listed in TINYGRAD_PLUGINS_DISABLE"))
+    else: reg.add(info, ep.load)
+  return reg
+
+_registry: Registry | None = None
+
+def registry() -> Registry:
+  """Discover plugins (once; cached until `reset()`) and return the registry."""
+  global _registry
+  if _registry is None: _registry = _discover()
+  return _registry
+
+def register(plugin: Any, name: str, dist: str = "") -> PluginInfo:
+  """Register a plugin object in this process (tests, notebooks), with the same checks as an installed one."""
+  return registry().add(PluginInfo(name, getattr(plugin, "__name__", type(plugin).__name__), dist), lambda: plugin)
+
+def reset() -> None:
+  """Forget discovery; the next `registry()` rediscovers (reading the control variables again)."""
+  global _registry
+  _registry = None
