@@ -26,7 +26,7 @@ def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     out.append(sizes.pop() if sizes else 1)
   return tuple(out)
 
-def _flatten_py(data: Any, dt_hint: DType | None = None) -> tuple[tuple[int, ...], list]:
+def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
   """(shape, flat values) of a nested list/tuple; a ragged list is an error."""
   if not isinstance(data, (list, tuple)): return (), [data]
   if len(data) == 0: return (0,), []
@@ -41,9 +41,33 @@ def _pack(vals: list, dtype: DType) -> bytes:
 
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
-ReduceOp = Ops  # Ops.ADD / Ops.MUL / Ops.MAX
+class _DTypeCasts:
+  """The cast shorthands; in a base class so that, inside Tensor's body, `int`/`float`/`bool` still name the builtins."""
+  __slots__ = ()
+  def cast(self, dtype: DType | str) -> Tensor: raise NotImplementedError
+  def float(self) -> Tensor:
+    """Cast to float32."""
+    return self.cast(dtypes.float32)
+  def half(self) -> Tensor:
+    """Cast to float16."""
+    return self.cast(dtypes.float16)
+  def double(self) -> Tensor:
+    """Cast to float64."""
+    return self.cast(dtypes.float64)
+  def bfloat16(self) -> Tensor:
+    """Cast to bfloat16."""
+    return self.cast(dtypes.bfloat16)
+  def int(self) -> Tensor:
+    """Cast to int32."""
+    return self.cast(dtypes.int32)
+  def long(self) -> Tensor:
+    """Cast to int64."""
+    return self.cast(dtypes.int64)
+  def bool(self) -> Tensor:
+    """Cast to bool (nonzero -> True)."""
+    return self.cast(dtypes.bool)
 
-class Tensor:
+class Tensor(_DTypeCasts):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
   training: bool = False
@@ -178,7 +202,8 @@ class Tensor:
     self.realize()
     base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
     mv = buffer_of(base).as_buffer()
-    return mv.cast(self.dtype.fmt, self.shape) if self.dtype.fmt is not None and self.numel() > 0 and self.shape else mv
+    if self.dtype.fmt is None or self.numel() == 0 or not self.shape: return mv
+    return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
   def contiguous(self) -> Tensor:
     """A tensor that is realized into its own buffer when computed (a kernel boundary)."""
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
@@ -368,27 +393,6 @@ class Tensor:
     dt = to_dtype(dtype)
     if dt.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes): sizes differ")
     return self if dt == self.dtype else Tensor(self.uop.bitcast(dt))
-  def float(self) -> Tensor:
-    """Cast to float32."""
-    return self.cast(dtypes.float32)
-  def half(self) -> Tensor:
-    """Cast to float16."""
-    return self.cast(dtypes.float16)
-  def double(self) -> Tensor:
-    """Cast to float64."""
-    return self.cast(dtypes.float64)
-  def bfloat16(self) -> Tensor:
-    """Cast to bfloat16."""
-    return self.cast(dtypes.bfloat16)
-  def int(self) -> Tensor:
-    """Cast to int32."""
-    return self.cast(dtypes.int32)
-  def long(self) -> Tensor:
-    """Cast to int64."""
-    return self.cast(dtypes.int64)
-  def bool(self) -> Tensor:
-    """Cast to bool (nonzero -> True)."""
-    return self.cast(dtypes.bool)
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
   # ---- broadcasting ----
@@ -741,7 +745,7 @@ class Tensor:
     return self + (end - self) * weight
   def pow(self, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy)."""
-    if not reverse and _is_scalar(x) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
+    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
       base = self if isinstance(x, int) or dtypes.is_float(self.dtype) else self._float()
       if n >= 0 and (dtypes.is_int(base.dtype) or n <= 16): return base._pow_int(n)
@@ -996,7 +1000,7 @@ class Tensor:
     return x.reshape(tuple(r * s for r, s in zip(reps, base)))
   def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)` or `Tensor.cat(a, b)`)."""
-    ts = (list(self) if isinstance(self, (list, tuple)) else [self]) + list(args)
+    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
     first = ts[0]
     d = first._resolve_dim(dim)
     for t in ts[1:]:
@@ -1010,7 +1014,7 @@ class Tensor:
     return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new dimension `dim`."""
-    ts = (list(self) if isinstance(self, (list, tuple)) else [self]) + list(args)
+    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
     for t in ts[1:]:
       if t.shape != ts[0].shape: raise ValueError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
     d = ts[0]._resolve_dim(dim, extra=True)
@@ -1044,7 +1048,7 @@ class Tensor:
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(i is not None and i is not Ellipsis for i in idx)
     if consumed > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {consumed} given")
-    ell = idx.index(Ellipsis) if Ellipsis in idx else len(idx)
+    ell = next((k for k, i in enumerate(idx) if i is Ellipsis), len(idx))
     idx = idx[:ell] + [slice(None)] * (self.ndim - consumed) + idx[ell+1:]
     # basic indexing: flip negative steps, shrink, stride, then drop int dims and add None dims
     flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos = [], [], [], [], [], [], []
