@@ -50,9 +50,9 @@ class GCCCompiler(CCompiler):
   tool = "gcc"
   install_hint = "apt-get install gcc"
 
-@functools.cache
 def llvm_target_machine() -> Any:
-  """The host's llvmlite TargetMachine (llvmlite is imported here, on first use, never at plugin load)."""
+  """A new TargetMachine for the host (llvmlite is imported here, on first use, never at plugin load). Not shared: an MCJIT
+  engine takes ownership of the one it is given and frees it with itself."""
   import llvmlite.binding as llvm
   llvm.initialize_native_target()
   llvm.initialize_native_asmprinter()

@@ -7,7 +7,7 @@ min(CPU_COUNT, work // CPU_THREAD_WORK) threads (at least 1); core 0 runs on the
 persistent pool. ctypes releases the GIL during the call, so the threads run in parallel.
 """
 from __future__ import annotations
-import ctypes, os, time, threading
+import ctypes, os, time, threading, tempfile, functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from tinygrad.helpers import getenv
@@ -23,6 +23,10 @@ def _get_pool() -> ThreadPoolExecutor:
     if _pool is None: _pool = ThreadPoolExecutor(max(CPU_COUNT - 1, 1), thread_name_prefix="tinygrad_cpu")
   return _pool
 
+@functools.cache
+def _so_dirs() -> tuple[str, ...]:
+  return tuple(d for d in ("/dev/shm", tempfile.gettempdir()) if os.path.isdir(d) and os.access(d, os.W_OK))
+
 def _addr(buf: Any) -> int:
   return buf if isinstance(buf, int) else buf.addr
 
@@ -36,12 +40,22 @@ class CPUProgram:
     self.threads = 1 if self.work == 0 else max(1, min(CPU_COUNT, self.work // CPU_THREAD_WORK))
 
   def _load_so(self, lib: bytes) -> None:
-    # dlopen needs a path: an anonymous memory file leaves nothing on disk, even if the process dies
-    fd = os.memfd_create(f"tinygrad_{self.name}")
-    try:
-      os.write(fd, lib)
-      self._lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
-    finally: os.close(fd)
+    # dlopen returns an already loaded library when the path string or the file's (device, inode) matches one, so every
+    # kernel gets a never-reused name on tmpfs (whose inode numbers are not reused either), unlinked right after loading.
+    # A memfd's /proc/self/fd/N path is reused as soon as the fd is closed, so it would alias the previous kernel.
+    err: OSError | None = None
+    for d in _so_dirs():
+      try: fd, path = tempfile.mkstemp(prefix=f"tinygrad_{self.name[:32]}_", suffix=".so", dir=d)
+      except OSError as e:
+        err = e
+        continue
+      try:
+        with os.fdopen(fd, "wb") as f: f.write(lib)
+        self._lib = ctypes.CDLL(path)
+        break
+      except OSError as e: err = e   # e.g. a noexec mount: try the next directory
+      finally: os.unlink(path)
+    else: raise RuntimeError(f"cannot load CPU kernel {self.name}: {err}")
     self.fxn = getattr(self._lib, self.name)
     self.fxn.restype = None
     self.work = ctypes.c_longlong.in_dll(self._lib, f"{self.name}_work").value

@@ -1,0 +1,80 @@
+"""Golden tests of the rendered C and LLVM IR (no compiler needed)."""
+from tinygrad.dtype import dtypes
+from tinygrad_cpu.renderer import ClangRenderer, LLVMRenderer
+from _cpu_kernels import add_kernel, reduce_kernel, gated_kernel, gated_store_kernel, divmod_kernel, cast_kernel, var_kernel, elementwise
+
+def test_c_add_exact():
+  assert ClangRenderer().render(add_kernel(16), "E_16") == """\
+void E_16(float* restrict data0, float* restrict data1, float* restrict data2, int core_id, int core_count) {
+  for (int ridx0 = (int)(((long long)(16)*(core_id))/core_count); ridx0 < (int)(((long long)(16)*(core_id+1))/core_count); ridx0++) {
+    float val0 = data1[ridx0];
+    float val1 = data2[ridx0];
+    data0[ridx0] = (val0+val1);
+  }
+}
+const long long E_16_work = 116LL;
+"""
+
+def test_c_reduce_accumulator():
+  src = ClangRenderer().render(reduce_kernel(4, 8), "r_4_8")
+  for frag in ["float acc0[1];", "acc0[0] = 0.0f;", "for (int ridx1 = 0; ridx1 < 8; ridx1++) {", "float val1 = data1[((ridx0*8)+ridx1)];",
+               "acc0[0] = (val0+val1);", "data0[ridx0] = val2;"]:
+    assert frag in src, frag
+  # the reduce loop is never split; the outer global loop is
+  assert "ridx1 = (int)" not in src and "ridx0 = (int)(((long long)(4)*(core_id))/core_count)" in src
+
+def test_c_gates():
+  assert "float val0 = ((ridx0<10)?data1[ridx0]:0.0f);" in ClangRenderer().render(gated_kernel(16, 10), "k")
+  assert "if ((ridx0<10)) data0[ridx0] = val0;" in ClangRenderer().render(gated_store_kernel(16, 10), "k")
+
+def test_c_int_division_guarded_only_for_variable_divisors():
+  src = ClangRenderer().render(divmod_kernel(16), "k")
+  assert "data0[ridx0] = ((val1)==0?0:(val1)==-1?(-val0):(val0/val1));" in src
+  assert "data1[ridx0] = ((val1)==0?0:(val1)==-1?0:(val0%val1));" in src
+  assert "data0[ridx0] = (val0/3);" in ClangRenderer().render(elementwise(lambda a: a // 3, [dtypes.int32], dtypes.int32, 4), "k")
+
+def test_c_casts_and_narrow_ints():
+  assert "data0[ridx0] = ((int)val0);" in ClangRenderer().render(cast_kernel(16), "k")
+  src = ClangRenderer().render(elementwise(lambda a, b: (a + b) < a, [dtypes.int8]*2, dtypes.bool, 4), "k")
+  assert "_Bool* restrict data0" in src and "(((signed char)(val0+val1))<val0)" in src
+  src = ClangRenderer().render(elementwise(lambda a, b: a * b, [dtypes.uint16]*2, dtypes.uint16, 4), "k")
+  assert "((unsigned short)(((unsigned int)val0)*((unsigned int)val1)))" in src
+
+def test_c_float_constants():
+  r = ClangRenderer()
+  assert r.render_const(0.1, dtypes.float32) == "0.10000000149011612f" or r.render_const(0.1, dtypes.float32).startswith("0x")
+  assert r.render_const(0.5, dtypes.float32) == "0.5f"
+  assert r.render_const(float("inf"), dtypes.float32) == "__builtin_inff()" and r.render_const(float("-inf"), dtypes.float32) == "(-__builtin_inff())"
+  assert r.render_const(float("nan"), dtypes.float32) == '__builtin_nanf("")'
+  assert r.render_const(0.1, dtypes.float64) == "0.1"
+  assert r.render_const(-2**31, dtypes.int32) == "(-2147483647-1)" and r.render_const(7, dtypes.uint64) == "7ull"
+
+def test_c_half_is_emulated():
+  src = ClangRenderer().render(elementwise(lambda a, b: a + b, [dtypes.float16]*2, dtypes.float16, 4), "k")
+  assert "static inline float __h2f(unsigned short h)" in src and "unsigned short* restrict data0" in src
+  assert "data0[ridx0] = __f2h(__h2f(__f2h((val0+val1))));" in src and "float val0 = __h2f(data1[ridx0]);" in src
+
+def test_c_define_var_argument():
+  src = ClangRenderer().render(var_kernel(64), "k")
+  assert "(float* restrict data0, float* restrict data1, const int n, int core_id, int core_count)" in src
+  assert "(long long)(n)" in src
+
+def test_llvm_add_and_split():
+  src = LLVMRenderer().render(add_kernel(16), "E_16")
+  assert "define void @E_16(ptr noalias %data0, ptr noalias %data1, ptr noalias %data2, i32 %core_id, i32 %core_count) nounwind {" in src
+  assert "@E_16_work = constant i64 116" in src
+  for frag in ["%ridx0.addr = alloca i32", "%ridx0 = load i32, ptr %ridx0.addr", "fadd float %val0, %val1", "sdiv i64", "br label %ridx0.head"]:
+    assert frag in src, frag
+
+def test_llvm_reduce_gates_divmod_cast():
+  assert "%acc0 = alloca [1 x float], align 16" in LLVMRenderer().render(reduce_kernel(4, 8), "k")
+  src = LLVMRenderer().render(gated_kernel(16, 10), "k")
+  assert "br i1 %alu0, label %gl0.t, label %gl0.e" in src and "phi float [%val0, %gl0.t], [0x0000000000000000, %ridx0.body]" in src
+  src = LLVMRenderer().render(divmod_kernel(16), "k")
+  assert "sdiv i32 %val0, %alu" in src and "srem i32 %val0, %alu" in src
+  assert "fptosi float %val0 to i32" in LLVMRenderer().render(cast_kernel(16), "k")
+  assert "udiv i32 %val0, 3" in LLVMRenderer().render(elementwise(lambda a: a // 3, [dtypes.uint32], dtypes.uint32, 4), "k")
+
+def test_llvm_max_is_nan_aware():
+  src = LLVMRenderer().render(elementwise(lambda a, b: a.maximum(b), [dtypes.float32]*2, dtypes.float32, 4), "k")
+  assert "fcmp ogt float %val0, %val1" in src and "fcmp uno float %val0, %val0" in src

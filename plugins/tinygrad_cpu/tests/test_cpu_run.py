@@ -1,0 +1,187 @@
+"""Compile-and-run: hand-built kernels through each CPU compiler and the runtime, checked against numpy."""
+import ctypes, math, shutil, struct
+import numpy as np
+import pytest
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes, float_to_bf16, truncate_int
+from tinygrad.device import CompileError
+from _cpu_kernels import (add_kernel, reduce_kernel, gated_kernel, gated_store_kernel, divmod_kernel, cast_kernel, var_kernel,
+                          elementwise, glob, rng, end, linear)
+
+def _pair(name):
+  from tinygrad_cpu.renderer import ClangRenderer, LLVMRenderer
+  from tinygrad_cpu import compiler
+  if name == "LLVM":
+    try: import llvmlite  # noqa: F401
+    except ImportError: pytest.skip("llvmlite is not installed (pip install llvmlite)")
+    return LLVMRenderer(), compiler.LLVMCompiler()
+  tool = {"CLANG": "clang", "GCC": "gcc"}[name]
+  if shutil.which(tool) is None: pytest.skip(f"{tool} not found on PATH (apt-get install {tool})")
+  return ClangRenderer(), (compiler.ClangCompiler() if name == "CLANG" else compiler.GCCCompiler())
+
+@pytest.fixture(params=["CLANG", "GCC", "LLVM"])
+def cc(request): return _pair(request.param)
+
+def run(cc, uops, *arrays, vals=(), threads=None):
+  from tinygrad_cpu.runtime import CPUProgram
+  renderer, compiler = cc
+  src = renderer.render(uops, "test_kernel")
+  prg = CPUProgram("test_kernel", compiler.compile(src))
+  if threads is not None: prg.threads = threads
+  prg(*[a.ctypes.data for a in arrays], vals=vals)
+  return src
+
+def test_add(cc):
+  a, b, o = np.random.randn(16).astype(np.float32), np.random.randn(16).astype(np.float32), np.zeros(16, np.float32)
+  run(cc, add_kernel(16), o, a, b)
+  np.testing.assert_array_equal(o, a + b)
+
+def test_reduce(cc):
+  a, o = np.random.randn(32).astype(np.float32), np.zeros(4, np.float32)
+  run(cc, reduce_kernel(4, 8), o, a)
+  np.testing.assert_allclose(o, a.reshape(4, 8).sum(1), rtol=1e-6)
+
+def test_gated_load_and_store(cc):
+  a, o = np.random.randn(10).astype(np.float32) + 5, np.full(16, 7, np.float32)
+  run(cc, gated_kernel(16, 10), o, a)
+  np.testing.assert_array_equal(o, np.concatenate([a, np.zeros(6, np.float32)]))
+  a, o = np.random.randn(16).astype(np.float32), np.full(16, 7, np.float32)
+  run(cc, gated_store_kernel(16, 10), o, a)
+  np.testing.assert_array_equal(o, np.concatenate([a[:10], np.full(6, 7, np.float32)]))
+
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.int8, dtypes.int64])
+def test_int_divmod_c_semantics(cc, dt):
+  npdt = {dtypes.int32: np.int32, dtypes.int8: np.int8, dtypes.int64: np.int64}[dt]
+  a = np.array([7, -7, 7, -7, 0, 5, -128, 100, -100, 3, 9, -9, 1, 127, -1, 6], dtype=npdt)
+  b = np.array([2, 2, -2, -2, 3, 0, -1, 7, 7, -3, 0, 4, 1, -1, -1, 4], dtype=npdt)
+  q, m = np.zeros(16, npdt), np.zeros(16, npdt)
+  run(cc, divmod_kernel(16, dt), q, m, a, b)
+  # C truncates toward zero; a zero divisor gives 0 (the PYTHON device's convention); INT_MIN/-1 wraps
+  exp_q = [truncate_int(int(abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)), dt) if y else 0 for x, y in zip(a.tolist(), b.tolist())]
+  exp_m = [x - int(abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)) * y if y else 0 for x, y in zip(a.tolist(), b.tolist())]
+  assert q.tolist() == exp_q
+  assert m.tolist() == exp_m
+
+def test_int_wraparound(cc):
+  for dt, npdt in [(dtypes.int32, np.int32), (dtypes.int8, np.int8), (dtypes.uint8, np.uint8), (dtypes.uint16, np.uint16), (dtypes.int16, np.int16)]:
+    info = np.iinfo(npdt)
+    a = np.array([info.max, info.min, info.max, 3, info.max // 2 + 1, 0, -1 if info.min < 0 else 1, info.max], dtype=npdt)
+    b = np.array([1, -1 if info.min < 0 else 1, info.max, info.max, 2, info.min, info.min, 2], dtype=npdt)
+    for fn, npfn in [(lambda x, y: x + y, np.add), (lambda x, y: x * y, np.multiply), (lambda x, y: x - y, np.subtract)]:
+      o = np.zeros(8, npdt)
+      src = run(cc, elementwise(fn, [dt, dt], dt, 8), o, a, b)
+      with np.errstate(over="ignore"): np.testing.assert_array_equal(o, npfn(a, b), err_msg=f"{dt}\n{src}")
+    # comparisons see the wrapped value: (a+b) < a for a = max, b = 1
+    o = np.zeros(8, np.bool_)
+    run(cc, elementwise(lambda x, y: (x + y) < x, [dt, dt], dtypes.bool, 8), o, a, b)
+    with np.errstate(over="ignore"): np.testing.assert_array_equal(o, (a + b) < a, err_msg=str(dt))
+
+def test_max_propagates_nan(cc):
+  a = np.array([1, np.nan, 3, np.nan, -np.inf, 0, 2, 5], np.float32)
+  b = np.array([2, 1, np.nan, np.nan, 1, -0.5, np.inf, -np.inf], np.float32)
+  o = np.zeros(8, np.float32)
+  run(cc, elementwise(lambda x, y: x.maximum(y), [dtypes.float32]*2, dtypes.float32, 8), o, a, b)
+  np.testing.assert_array_equal(o, np.maximum(a, b))
+
+def test_compare_nan(cc):
+  a = np.array([1, np.nan, 3, np.nan, 1, 2, 0, -1], np.float32)
+  b = np.array([2, 1, np.nan, np.nan, 1, 1, 0, 0], np.float32)
+  for fn, npfn in [(lambda x, y: x < y, np.less), (lambda x, y: x.ne(y), np.not_equal), (lambda x, y: x.eq(y), np.equal)]:
+    o = np.zeros(8, np.bool_)
+    run(cc, elementwise(fn, [dtypes.float32]*2, dtypes.bool, 8), o, a, b)
+    np.testing.assert_array_equal(o, npfn(a, b))
+
+@pytest.mark.parametrize("src,dst", [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32), (dtypes.float32, dtypes.bool),
+                                     (dtypes.int32, dtypes.uint8), (dtypes.float32, dtypes.float64), (dtypes.float64, dtypes.float32),
+                                     (dtypes.int8, dtypes.int64), (dtypes.uint8, dtypes.int32), (dtypes.bool, dtypes.float32),
+                                     (dtypes.float32, dtypes.float16), (dtypes.float16, dtypes.float32)])
+def test_cast(cc, src, dst):
+  from tinygrad.dtype import to_numpy
+  a = np.array([1.7, -1.7, 0, 255.9, -3, 300, 0.5, 2, 100.25, -100.75, 65504, 1e-5, 7, -7, 1, 0], dtype=np.float64)
+  if dtypes.is_int(src): a = np.trunc(a).clip(np.iinfo(to_numpy(src)).min, np.iinfo(to_numpy(src)).max)
+  x = a.astype(to_numpy(src))
+  o = np.zeros(16, to_numpy(dst))
+  run(cc, cast_kernel(16, src, dst), o, x)
+  exp = x.astype(to_numpy(dst)) if not (dtypes.is_int(dst) and dt_range_bad(x, dst)) else None
+  if exp is not None: np.testing.assert_array_equal(o, exp)
+
+def dt_range_bad(x, dst):
+  from tinygrad.dtype import to_numpy
+  return dtypes.is_float(dtypes.float32) and x.dtype.kind == "f" and (np.abs(x) > np.iinfo(to_numpy(dst)).max).any()
+
+def test_half_arith_rounds_each_op(cc):
+  a = (np.random.randn(16) * 100).astype(np.float16)
+  b = (np.random.randn(16) * 100).astype(np.float16)
+  for fn, npfn in [(lambda x, y: x + y, np.add), (lambda x, y: x * y, np.multiply), (lambda x, y: x / y, np.divide)]:
+    o = np.zeros(16, np.float16)
+    run(cc, elementwise(fn, [dtypes.float16]*2, dtypes.float16, 16), o, a, b)
+    np.testing.assert_array_equal(o, npfn(a, b))
+
+def test_bfloat16_store_rounds(cc):
+  a = np.array([1.0, 1.00390625, 1.01171875, -3.14159, 65504, 1e-30, np.inf, np.nan], np.float32)
+  o = np.zeros(8, np.uint16)
+  run(cc, cast_kernel(8, dtypes.float32, dtypes.bfloat16), o, a)
+  assert o.tolist() == [float_to_bf16(float(v)) for v in a.tolist()]
+
+def test_math(cc):
+  a = np.array([0.5, 1, 2, 10, 0.001, 100, 3.14159, 1e-3], np.float32)
+  for fn, npfn in [(lambda x: x.sqrt(), np.sqrt), (lambda x: x.exp2(), np.exp2), (lambda x: x.log2(), np.log2), (lambda x: x.sin(), np.sin),
+                   (lambda x: x.reciprocal(), np.reciprocal), (lambda x: (x * 3.7).trunc(), lambda v: np.trunc(v * np.float32(3.7)))]:
+    o = np.zeros(8, np.float32)
+    run(cc, elementwise(fn, [dtypes.float32], dtypes.float32, 8), o, a)
+    np.testing.assert_allclose(o, npfn(a), rtol=2e-7)
+
+def test_special_float_constants(cc):
+  a = np.array([1, -2, 0.1, 3, 1e30, -1e30, 0, 5], np.float32)
+  for c in [math.inf, -math.inf, 0.1, 1/3, 3.4028234663852886e+38, 1e-45]:
+    o = np.zeros(8, np.float32)
+    run(cc, elementwise(lambda x: x + c, [dtypes.float32], dtypes.float32, 8), o, a)
+    np.testing.assert_array_equal(o, a + np.float32(c))
+  o = np.zeros(8, np.float32)
+  run(cc, elementwise(lambda x: x * 0.0 + math.nan, [dtypes.float32], dtypes.float32, 8), o, a)
+  assert np.isnan(o).all()
+
+def test_where_and_int_min_const(cc):
+  a = np.arange(-4, 4, dtype=np.int32)
+  o = np.zeros(8, np.int32)
+  run(cc, elementwise(lambda x: (x < 0).where(x, UOp.const(dtypes.int32, -2**31)), [dtypes.int32], dtypes.int32, 8), o, a)
+  np.testing.assert_array_equal(o, np.where(a < 0, a, np.int32(-2**31)))
+
+def test_define_var(cc):
+  a, o = np.random.randn(64).astype(np.float32), np.zeros(64, np.float32)
+  run(cc, var_kernel(64), o, a, vals=(37,))
+  np.testing.assert_array_equal(o, np.concatenate([a[:37] * 2, np.zeros(27, np.float32)]))
+
+@pytest.mark.parametrize("n,threads", [(1, 4), (5, 8), (1000, 3), (4099, 16)])
+def test_threads_split_outer_loop(cc, n, threads):
+  a, b, o = np.random.randn(n).astype(np.float32), np.random.randn(n).astype(np.float32), np.zeros(n, np.float32)
+  run(cc, add_kernel(n), o, a, b, threads=threads)
+  np.testing.assert_array_equal(o, a + b)
+  a, o = np.random.randn(n*8).astype(np.float32), np.zeros(n, np.float32)
+  run(cc, reduce_kernel(n, 8), o, a, threads=threads)
+  np.testing.assert_allclose(o, a.reshape(n, 8).sum(1), rtol=1e-5, atol=1e-6)
+
+def test_vectors(cc):
+  out, inp = glob(0, dtypes.float32, 8), glob(1, dtypes.float32, 8)
+  r = rng(2)
+  lanes = [inp.index(r * 4 + i).load() for i in range(4)]
+  v = UOp(Ops.VECTORIZE, dtypes.float32.vec(4), tuple(lanes))
+  w = v * UOp.const(dtypes.float32.vec(4), 2.0)
+  sts = [out.index(r * 4 + i).store(w.gep(3 - i)) for i in range(4)]
+  a, o = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+  run(cc, linear(out, inp, *sts, end(r)), o, a)
+  np.testing.assert_array_equal(o, (a.reshape(2, 4)[:, ::-1] * 2).reshape(-1))
+
+def test_compile_error_has_diagnostics_and_source(cc):
+  renderer, compiler = cc
+  with pytest.raises(CompileError) as e: compiler.compile("this is not a kernel")
+  assert e.value.src == "this is not a kernel" and e.value.diagnostics
+
+def test_runtime_threads_heuristic(cc):
+  from tinygrad_cpu.runtime import CPUProgram, CPU_THREAD_WORK
+  renderer, compiler = cc
+  small = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(16), "test_kernel")))
+  assert small.threads == 1 and 0 < small.work < CPU_THREAD_WORK
+  big = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(1 << 22), "test_kernel")))
+  assert big.work > CPU_THREAD_WORK
