@@ -1,0 +1,216 @@
+"""Reverse-mode autodiff on the tensor-level UOp graph, and the Tensor-facing backward/gradient/no_grad/train.
+
+`compute_gradient` walks the graph once in reverse topological order (iterative: no recursion limit) and applies the
+per-op derivative rules of `pm_gradient`. Each rule gets the node and its incoming gradient as `ctx` and returns one
+gradient per source (None: that source gets no gradient). Gradients of a node used several times are summed.
+
+Ties: MAX (binary and REDUCE_AXIS MAX) splits the gradient equally among the tied inputs, like tinygrad.
+PROD (REDUCE_AXIS MUL) uses prod/x like tinygrad: where an input is 0 its gradient is nan.
+"""
+from __future__ import annotations
+import math, weakref, contextlib, gc
+from typing import TYPE_CHECKING, Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.upat import UPat, PatternMatcher
+from tinygrad.dtype import dtypes, sum_acc_dtype
+from tinygrad.helpers import argsort
+if TYPE_CHECKING:
+  from tinygrad.tensor import Tensor
+
+# ---- tensor-level constants: CONST(DEVICE) reshaped and expanded to a node's shape ----
+_dev_cache: weakref.WeakKeyDictionary[UOp, str] = weakref.WeakKeyDictionary()
+def _device(u: UOp) -> str:
+  # walk down the first-source chain; memoise the whole path so a graph costs O(nodes) in total
+  path: list[UOp] = []
+  while u not in _dev_cache:
+    if u.op is Ops.DEVICE:
+      _dev_cache[u] = u.arg
+      break
+    if u.op is Ops.COPY: u2 = u.src[1]
+    elif u.op is Ops.BUFFER: u2 = u.src[1]
+    elif u.src: u2 = u.src[0]
+    else: raise ValueError(f"{u.op} has no device")
+    path.append(u)
+    u = u2
+  dev = _dev_cache[u]
+  for p in path: _dev_cache[p] = dev
+  return dev
+
+def const_like(x: UOp, v: Any) -> UOp:
+  """A tensor-level constant `v` with the dtype, device and shape of tensor node `x`."""
+  c = UOp.const(x.dtype, v, src=(UOp(Ops.DEVICE, arg=_device(x)),))
+  return c.reshape((1,)*len(x.shape)).expand(x.shape)
+
+def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
+  # the gradient of max(x, y) w.r.t. x: all of it where x wins, half of it on a tie
+  return y.alu(Ops.CMPLT, x).where(g, x.eq(y).where(g * const_like(g, 0.5), const_like(g, 0)))
+
+def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
+  # the gradient flows to every position equal to the max, split equally among ties
+  mask = x.eq(ret.expand(x.shape))
+  cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
+  eg = (g / cnt.cast(g.dtype)).expand(x.shape)
+  return mask.where(eg, const_like(eg, 0))
+
+def _sum_to(g: UOp, shape: tuple[int, ...]) -> UOp:
+  # undo an EXPAND: sum the expanded axes (in the accumulation dtype, so half grads keep their precision)
+  axes = tuple(i for i, (s, n) in enumerate(zip(shape, g.shape)) if s != n)
+  acc = sum_acc_dtype(g.dtype)
+  return g.cast(acc).r(Ops.ADD, axes).cast(g.dtype).reshape(shape)
+
+def _pow_grad(ret: UOp, x: UOp, y: UOp, g: UOp) -> tuple[UOp, UOp]:
+  dx = g * y * UOp(Ops.POW, x.dtype, (x, y - const_like(y, 1)))
+  dy = g * ret * x.log2() * const_like(x, math.log(2))
+  return dx, dy
+
+_nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.TRUNC, Ops.BITCAST)
+
+# each rule: (node, ctx = incoming gradient) -> one gradient (or None) per source of the node
+pm_gradient = PatternMatcher([
+  (UPat(Ops.CAST, name="ret"), lambda ctx, ret: (ctx.cast(ret.src[0].dtype),)),                                       # d cast(x) = cast back
+  (UPat(Ops.RECIPROCAL, name="ret"), lambda ctx, ret: (-ctx * ret * ret,)),                                            # d(1/x) = -1/x^2
+  (UPat(Ops.SIN, name="ret"), lambda ctx, ret: ((const_like(ret, math.pi/2) - ret.src[0]).sin() * ctx,)),              # d sin x = cos x = sin(pi/2-x)
+  (UPat(Ops.LOG2, name="ret"), lambda ctx, ret: (ctx / (ret.src[0] * const_like(ret, math.log(2))),)),                 # d log2 x = 1/(x ln2)
+  (UPat(Ops.EXP2, name="ret"), lambda ctx, ret: (ret * const_like(ret, math.log(2)) * ctx,)),                          # d 2^x = 2^x ln2
+  (UPat(Ops.SQRT, name="ret"), lambda ctx, ret: (ctx / (ret * const_like(ret, 2)),)),                                  # d sqrt x = 1/(2 sqrt x)
+  (UPat(Ops.NEG), lambda ctx: (-ctx,)),                                                                                # d(-x) = -1
+  (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),                                                                             # d(x+y) = 1, 1
+  (UPat(Ops.SUB), lambda ctx: (ctx, -ctx)),                                                                            # d(x-y) = 1, -1
+  (UPat(Ops.MUL, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx)),                                  # d(xy) = y, x
+  (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret.src[0] / (ret.src[1] * ret.src[1]))),    # d(x/y) = 1/y, -x/y^2
+  (UPat(Ops.MULACC, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx, ctx)),                          # d(xy+z) = y, x, 1
+  (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
+  (UPat(Ops.MAX, name="ret"), lambda ctx, ret: (_max_grad(ret.src[0], ret.src[1], ctx), _max_grad(ret.src[1], ret.src[0], ctx))),  # to the larger, ties split
+  (UPat(Ops.WHERE, name="ret"), lambda ctx, ret: (None, ret.src[0].where(ctx, const_like(ctx, 0)), ret.src[0].where(const_like(ctx, 0), ctx))),  # none to cond
+  (UPat(_nograd, name="ret"), lambda ret: (None,) * len(ret.src)),                                                    # comparisons, int/bit ops: none
+  (UPat(Ops.RESHAPE, name="ret"), lambda ctx, ret: (ctx.reshape(ret.src[0].shape),)),                                  # reshape back
+  (UPat(Ops.PERMUTE, name="ret"), lambda ctx, ret: (ctx.permute(tuple(argsort(ret.arg))),)),                           # inverse permutation
+  (UPat(Ops.EXPAND, name="ret"), lambda ctx, ret: (_sum_to(ctx, ret.src[0].shape),)),                                  # sum the expanded axes
+  (UPat(Ops.PAD, name="ret"), lambda ctx, ret: (ctx.shrink(tuple((b, b+s) for (b, _), s in zip(ret.arg, ret.src[0].shape))),)),  # pad -> shrink
+  (UPat(Ops.SHRINK, name="ret"), lambda ctx, ret: (ctx.pad(tuple((b, s-e) for (b, e), s in zip(ret.arg, ret.src[0].shape))),)),  # shrink -> pad
+  (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(ret.arg),)),                                                 # flip back
+  (UPat(Ops.REDUCE_AXIS, name="ret"), lambda ctx, ret: _reduce_grad(ctx, ret)),                              # sum/max/prod, below
+  (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),                                                                          # identity
+  (UPat(Ops.DETACH), lambda: (None,)),                                                                                 # stops gradients
+  (UPat(Ops.ASSIGN), lambda: (None, None)),                                                                            # writes are not differentiated
+  (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, UOp(Ops.DEVICE, arg=_device(ret.src[0])))), None)),  # copy back
+])
+
+def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
+  op, axes = ret.arg
+  x = ret.src[0]
+  if op is Ops.ADD: return (ctx.expand(x.shape),)                                  # sum: every input gets the output's grad
+  if op is Ops.MAX: return (_reduce_max_grad(ret, x, ctx, axes),)                  # max: to the max positions, ties split
+  if op is Ops.MUL: return ((ctx * ret).expand(x.shape) / x,)                      # prod: prod/x (nan where x is 0, like tinygrad)
+  raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
+
+def _toposort_for_grad(root: UOp, targets: set[UOp]) -> list[UOp]:
+  """The nodes between `root` and `targets` (DETACH and ASSIGN cut the walk), sources first."""
+  topo = root.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
+  on_path: set[UOp] = set()
+  for n in topo:
+    if n in targets or any(s in on_path for s in n.src): on_path.add(n)
+  return [n for n in topo if n in on_path]
+
+def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+  """d root / d t for every t in `targets` that `root` depends on, given d loss / d root = `root_grad` (same shape as root)."""
+  if root_grad.shape != root.shape: raise ValueError(f"gradient shape {root_grad.shape} != tensor shape {root.shape}")
+  path = _toposort_for_grad(root, targets)
+  on_path = set(path)
+  grads: dict[UOp, UOp] = {root: root_grad}
+  for node in reversed(path):
+    g = grads.get(node)
+    if g is None or not any(s in on_path for s in node.src): continue
+    src_grads = pm_gradient.rewrite(node, ctx=g)
+    if src_grads is None: raise RuntimeError(f"no gradient rule for {node.op} (dtype {node.dtype}, shape {node.shape})")
+    for s, sg in zip(node.src, src_grads):
+      if sg is None or s not in on_path: continue
+      grads[s] = grads[s] + sg if s in grads else sg
+  return {t: grads[t] for t in targets if t in grads}
+
+# ---- what Tensor calls ----
+def _tensor_cls() -> type[Tensor]:
+  from tinygrad.tensor import Tensor
+  return Tensor
+
+def _wrap(u: UOp) -> Tensor:
+  Tensor = _tensor_cls()
+  return Tensor(u, requires_grad=False)
+
+def _check_float(t: Tensor, what: str) -> None:
+  if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float tensors have gradients; {what} has dtype {t.dtype}")
+
+def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
+  """The gradients of `t` with respect to each of `targets` (a scalar `t` needs no `gradient`), as new lazy tensors.
+
+  A target `t` does not depend on raises, unless `materialize_grads` (then its gradient is zeros).
+  """
+  if gradient is None and t.shape != (): raise ValueError(f"gradient of a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
+  _check_float(t, "the output")
+  for x in targets: _check_float(x, "a target")
+  root_grad = const_like(t.uop, 1.0) if gradient is None else gradient.uop
+  if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
+  grads = compute_gradient(t.uop, root_grad, {x.uop for x in targets})
+  ret = []
+  for x in targets:
+    g = grads.get(x.uop)
+    if g is None:
+      if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
+      g = const_like(x.uop, 0.0)
+    ret.append(_wrap(g))
+  return ret
+
+def _live_tensors() -> list[Tensor]:
+  # the front end's weak registry `all_tensors` (weakrefs or a WeakSet) when it has one, else a scan of the gc's objects
+  from tinygrad import tensor as tensor_mod
+  reg = getattr(tensor_mod, "all_tensors", None)
+  if reg is not None: return [x for x in (r() if isinstance(r, weakref.ref) else r for r in list(reg)) if x is not None]
+  T = tensor_mod.Tensor
+  return [o for o in gc.get_objects() if type(o) is T]
+
+def _grad_tensors(t: Tensor) -> list[Tensor]:
+  """Every live tensor with requires_grad whose node is in t's graph."""
+  nodes = t.uop.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
+  return [x for x in _live_tensors() if x.requires_grad and x.uop in nodes]
+
+def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
+  """Set (or add to) `.grad` of every tensor with requires_grad that `t` depends on; `t` must be a scalar unless `gradient` is given."""
+  if gradient is None and t.shape != (): raise ValueError(f"backward on a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
+  _check_float(t, "the output")
+  need = [x for x in _grad_tensors(t) if dtypes.is_float(x.dtype)]
+  if not need: return t
+  root_grad = const_like(t.uop, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
+  grads = compute_gradient(t.uop, root_grad, {x.uop for x in need})
+  for x in need:
+    g = grads.get(x.uop)
+    if g is None: continue
+    if x.grad is None: x.grad = _wrap(g)
+    else:
+      if x.grad.shape != x.shape: raise RuntimeError(f"existing grad shape {x.grad.shape} != tensor shape {x.shape}")
+      x.grad = _wrap(x.grad.uop + g)
+  return t
+
+class _FlagContext(contextlib.ContextDecorator):
+  attr = ""
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self) -> None:
+    T = _tensor_cls()
+    self.prev = getattr(T, self.attr)
+    setattr(T, self.attr, self.mode)
+  def __exit__(self, *args: Any) -> None: setattr(_tensor_cls(), self.attr, self.prev)
+
+class train(_FlagContext):
+  """`with Tensor.train():` (or as a decorator): sets `Tensor.training` (Dropout, BatchNorm batch statistics) inside."""
+  attr = "training"
+
+class test(_FlagContext):
+  """`with Tensor.test():`: `Tensor.training` is False inside."""
+  attr = "training"
+  def __init__(self, mode: bool = False): super().__init__(mode)
+
+class no_grad(_FlagContext):
+  """`with no_grad():`: `Tensor.no_grad` is True inside (new tensors do not require grad)."""
+  attr = "no_grad"
+
+__all__ = ["compute_gradient", "pm_gradient", "const_like", "gradient", "backward", "train", "test", "no_grad"]
