@@ -23,7 +23,8 @@ def health_check(device: str) -> dict[str, Any]:
     if got == EXPECTED: return {"ok": True, "result": got, "error": None}
     return {"ok": False, "result": got, "error": f"wrong result: expected {EXPECTED}, got {got}"}
   except Exception as e:
-    return {"ok": False, "result": None, "error": f"{type(e).__name__}: {e}"}
+    from tinygrad.device import DeviceError
+    return {"ok": False, "result": None, "error": str(e) if isinstance(e, DeviceError) else f"{type(e).__name__}: {e}"}
 
 def collect(check: bool = True) -> dict[str, Any]:
   """Everything the listing shows, as plain data (the --json output)."""

@@ -5,7 +5,7 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import os, re, difflib, contextvars
+import os, re, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -346,6 +346,7 @@ class _Device:
     return self._opened[key]
 
   def _unknown(self, base: str) -> DeviceError:
+    import difflib
     from tinygrad.plugins import registry
     reg = registry()
     failed = reg.failed_for(base)

@@ -16,11 +16,10 @@ Control variables, read when discovery runs:
   TINYGRAD_DEVICE_PROVIDER_<DEV>=dist   when several plugins provide <DEV>, use this one (default: highest priority)
 """
 from __future__ import annotations
-import os, re, importlib, warnings
+import os, re, sys, importlib, warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
 import pluggy
-from tinygrad.device import DeviceError
 if TYPE_CHECKING:
   from tinygrad.device import CompilerPair
 
@@ -175,11 +174,13 @@ class Registry:
     out = []
     for name in self.candidates:
       try: out.append(self.provider(name))
-      except DeviceError: out.append(max(self.candidates[name], key=lambda e: e.spec.priority))
+      except RuntimeError:   # a wrong TINYGRAD_DEVICE_PROVIDER_: list the default provider, opening it reports the error
+        out.append(max(self.candidates[name], key=lambda e: e.spec.priority))
     return sorted(out, key=lambda e: -e.spec.priority)
 
   def provider(self, name: str) -> DeviceEntry:
     """The entry that provides device `name` (base name); raises DeviceError if none or TINYGRAD_DEVICE_PROVIDER_ is wrong."""
+    from tinygrad.device import DeviceError   # discovery itself never needs device.py (nor the renderer it imports)
     cands = self.candidates.get(name.upper(), [])
     if not cands: raise DeviceError(f"no plugin provides device {name!r}")
     var = f"TINYGRAD_DEVICE_PROVIDER_{name.upper()}"
@@ -218,32 +219,75 @@ def probe(entry: DeviceEntry) -> tuple[bool, str]:
     return bool(ok), str(reason)
   except Exception as e: return False, f"probe raised {type(e).__name__}: {e}"
 
-def _dist_of(ep: Any) -> tuple[str, str]:
-  d = getattr(ep, "dist", None)
-  if d is None: return "", ""
-  return d.metadata["Name"] or "", d.version or ""
+@dataclass(frozen=True)
+class EntryPoint:
+  name: str
+  value: str
+  dist: str
+  version: str
+  def load(self) -> Any: return load_object(self.value) if ":" in self.value else importlib.import_module(self.value)
+
+def _header(path: str) -> dict[str, str]:
+  # the Name/Version fields of a METADATA (or PKG-INFO) file: RFC 822 headers up to the first blank line
+  out: dict[str, str] = {}
+  try:
+    with open(path, encoding="utf-8", errors="replace") as f:
+      for line in f:
+        if not line.strip(): break
+        key, sep, val = line.partition(":")
+        if sep and key in ("Name", "Version"): out.setdefault(key, val.strip())
+  except OSError: pass
+  return out
+
+def entry_points(group: str = ENTRY_POINT_GROUP) -> list[EntryPoint]:
+  """The entry points of `group` of every distribution on sys.path (the first of each name wins, as importlib.metadata does).
+
+  Reads the *.dist-info / *.egg-info directories directly: importing importlib.metadata alone (email, zipfile, csv ...)
+  costs more than `import tinygrad`, and discovery must stay a small fraction of it. Zipped distributions are not seen.
+  """
+  seen: set[str] = set()
+  out: list[EntryPoint] = []
+  for base in sys.path:
+    try: names = sorted(os.listdir(base or "."))
+    except OSError: continue
+    for n in names:
+      if not n.endswith((".dist-info", ".egg-info")): continue
+      key = _norm(n.rsplit(".", 1)[0].split("-")[0])
+      if key in seen: continue
+      seen.add(key)
+      d = os.path.join(base or ".", n)
+      try:
+        with open(os.path.join(d, "entry_points.txt"), encoding="utf-8") as f: text = f.read()
+      except OSError: continue
+      section, found = None, []
+      for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"): section = line[1:-1].strip()
+        elif section == group and "=" in line and not line.startswith(("#", ";")):
+          name, _, value = line.partition("=")
+          found.append((name.strip(), value.split("[")[0].strip()))   # drop "[extras]"
+      if found:
+        meta = _header(os.path.join(d, "METADATA" if n.endswith(".dist-info") else "PKG-INFO"))
+        out += [EntryPoint(name, value, meta.get("Name", key), meta.get("Version", "")) for name, value in found]
+  return out
 
 def _discover() -> Registry:
-  from importlib import metadata
   reg = Registry()
-  try: eps = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+  try: eps = entry_points()
   except Exception as e:   # a broken dist-info elsewhere on sys.path must not take the core down
     warnings.warn(f"tinygrad: reading entry points failed ({type(e).__name__}: {e}); only built-in devices", RuntimeWarning)
     eps = []
   # the core's own plugin loads first and always, even from a source tree (PYTHONPATH=core, no entry points visible)
   core = [ep for ep in eps if ep.value == BUILTIN_MODULE]
-  dist, version = _dist_of(core[0]) if core else ("tinygrad-core", "")
-  reg.add(PluginInfo(core[0].name if core else "builtin", BUILTIN_MODULE, dist, version or "(source tree)"),
-          lambda: importlib.import_module(BUILTIN_MODULE))
+  reg.add(PluginInfo(core[0].name if core else "builtin", BUILTIN_MODULE, core[0].dist if core else "tinygrad-core",
+                     (core[0].version if core else "") or "(source tree)"), lambda: importlib.import_module(BUILTIN_MODULE))
   autoload = os.environ.get("TINYGRAD_PLUGIN_AUTOLOAD", "1").strip() != "0"
   disabled = {_norm(x.strip()) for x in os.environ.get("TINYGRAD_PLUGINS_DISABLE", "").split(",") if x.strip()}
-  for ep in sorted((ep for ep in eps if ep.value != BUILTIN_MODULE), key=lambda ep: (ep.name, _dist_of(ep)[0])):
-    dist, version = _dist_of(ep)
-    info = PluginInfo(ep.name, ep.value, dist, version)
-    if not autoload: reg.plugins.append(PluginInfo(ep.name, ep.value, dist, version, "not loaded", "TINYGRAD_PLUGIN_AUTOLOAD=0"))
-    elif _norm(ep.name) in disabled or (dist and _norm(dist) in disabled):
-      reg.plugins.append(PluginInfo(ep.name, ep.value, dist, version, "disabled", "listed in TINYGRAD_PLUGINS_DISABLE"))
-    else: reg.add(info, ep.load)
+  for ep in sorted((ep for ep in eps if ep.value != BUILTIN_MODULE), key=lambda ep: (ep.name, ep.dist)):
+    if not autoload: reg.plugins.append(PluginInfo(ep.name, ep.value, ep.dist, ep.version, "not loaded", "TINYGRAD_PLUGIN_AUTOLOAD=0"))
+    elif _norm(ep.name) in disabled or _norm(ep.dist) in disabled:
+      reg.plugins.append(PluginInfo(ep.name, ep.value, ep.dist, ep.version, "disabled", "listed in TINYGRAD_PLUGINS_DISABLE"))
+    else: reg.add(PluginInfo(ep.name, ep.value, ep.dist, ep.version), ep.load)
   return reg
 
 _registry: Registry | None = None

@@ -219,3 +219,15 @@ def test_probe_failure_reported_and_default_falls_back(site):
 def test_dev_foo_end_to_end(site):
   assert run_json(site, "import json; from tinygrad import Tensor; print(json.dumps((Tensor([1,2,3])*2).tolist()))", DEV="FOO") == [2, 4, 6]
   assert run(site, args=(), DEV="FOO").returncode == 0
+
+def test_entry_point_scan_agrees_with_importlib_metadata(site):
+  # discovery reads dist-info directly (importlib.metadata is too slow to import); it must see what importlib sees
+  out = run_json(site, """
+    import json, importlib.metadata as md
+    from tinygrad import plugins
+    for group in ("tinygrad.plugins", "console_scripts"):
+      ours = sorted((e.name, e.value, e.dist, e.version) for e in plugins.entry_points(group))
+      theirs = sorted((e.name, e.value, e.dist.metadata["Name"], e.dist.version) for e in md.entry_points(group=group))
+      assert ours == theirs, (group, ours, theirs)
+    print(json.dumps(len(plugins.entry_points())))""")
+  assert out == 4

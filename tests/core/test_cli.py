@@ -1,0 +1,127 @@
+"""`python -m tinygrad`: the listing, health checks, default marking, --json, doctor, exit status."""
+import os, sys, json, types, platform, subprocess, importlib.util
+from pathlib import Path
+import pytest
+from tinygrad import plugins
+from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
+from tinygrad.device import Device, Compiled, Compiler, CompilerPair, CompilerSet, LRUAllocator
+from tinygrad.renderer import Renderer
+from tinygrad.__main__ import main
+
+CORE = str(Path(__file__).resolve().parents[2] / "core")
+
+class GoodRenderer(Renderer): pass
+class WrongRenderer(Renderer): pass
+class MissingCompiler(Compiler):
+  def __init__(self): raise FileNotFoundError("fakecc: not found on PATH")
+
+class HostAllocator(LRUAllocator):
+  def _alloc(self, size, options): return memoryview(bytearray(size))
+  def copyin(self, dest, src): dest[:] = src
+  def copyout(self, dest, src): dest[:] = src
+
+class CliDevice(Compiled):
+  def __init__(self, device):
+    pairs = [CompilerPair(GoodRenderer, Compiler, ctrl_var="CLI_GOOD"), CompilerPair(WrongRenderer, ctrl_var="CLI_WRONG"),
+             CompilerPair(GoodRenderer, MissingCompiler, name="GONE")]
+    super().__init__(device, HostAllocator(), CompilerSet(pairs, "CLI_CC"), lambda name, lib: None)
+
+class CliPlugin:
+  @hookimpl
+  def tinygrad_api_version(self): return API_VERSION
+  @hookimpl
+  def tinygrad_devices(self): return [DeviceSpec("CLI", 10, f"{__name__}:CliDevice")]
+
+class FakeTensor:
+  """Stands in for tinygrad.tensor.Tensor: the 'result' depends on which pair the device selected."""
+  def __init__(self, data, device=None):
+    self.data, self.dev = list(data), Device[device or Device.DEFAULT]
+  def __mul__(self, k):
+    if isinstance(self.dev.renderer, WrongRenderer) or self.dev.device.startswith("NULL"): return FakeTensor([0]*len(self.data), self.dev.device)
+    return FakeTensor([x*k for x in self.data], self.dev.device)
+  def tolist(self): return self.data
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch, tmp_path):
+  for v in ("DEV", "CLI_CC", "CLI_GOOD", "CLI_WRONG"): monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+  monkeypatch.setitem(sys.modules, "tinygrad.tensor", types.SimpleNamespace(Tensor=FakeTensor))
+  Device.reset()
+  plugins.register(CliPlugin(), "cli", "tinygrad-cli")
+  yield
+  Device.reset()
+
+def report(capsys, *args):
+  rc = main(["--json", *args])
+  return rc, json.loads(capsys.readouterr().out)
+
+def test_json_marks_defaults_and_checks_every_pair(capsys):
+  rc, rep = report(capsys)
+  assert rc == 0 and rep["default_device"] == "CLI" and rep["default_ok"]
+  dev = next(d for d in rep["devices"] if d["name"] == "CLI")
+  assert dev["default"] and dev["status"] == "ok" and dev["distribution"] == "tinygrad-cli"
+  pairs = {c["name"]: c for c in dev["compilers"]}
+  assert list(pairs) == ["GOOD", "WRONG", "GONE"]
+  assert pairs["GOOD"]["default"] and pairs["GOOD"]["ok"] and pairs["GOOD"]["result"] == [2, 4, 6]
+  assert not pairs["WRONG"]["ok"] and pairs["WRONG"]["error"] == "wrong result: expected [2, 4, 6], got [0, 0, 0]"
+  assert not pairs["GONE"]["ok"] and "fakecc: not found" in pairs["GONE"]["error"]
+  assert pairs["WRONG"]["select"] == ["CLI_CC=WRONG", "DEV=CLI:WRONG"] and pairs["WRONG"]["ctrl_var"] == "CLI_WRONG"
+  assert sum(d["default"] for d in rep["devices"]) == 1
+
+def test_default_pair_follows_control_variable(capsys, monkeypatch):
+  monkeypatch.setenv("CLI_CC", "WRONG")
+  rc, rep = report(capsys)
+  pairs = {c["name"]: c for c in rep["devices"][0]["compilers"]}
+  assert pairs["WRONG"]["default"] and not pairs["GOOD"]["default"]
+  assert rc == 1 and not rep["default_ok"]          # the default device does not work: non-zero exit
+
+def test_default_pair_from_dev_string(capsys, monkeypatch):
+  monkeypatch.setenv("DEV", "cli:wrong")
+  rc, rep = report(capsys)
+  assert rep["default_device"] == "CLI:WRONG" and rc == 1
+  pairs = {c["name"]: c for c in rep["devices"][0]["compilers"]}
+  assert pairs["WRONG"]["default"] and pairs["GOOD"]["ok"]
+
+def test_missing_tensor_reported(capsys, monkeypatch):
+  monkeypatch.setitem(sys.modules, "tinygrad.tensor", None)   # import fails as if the module were absent
+  rc, rep = report(capsys)
+  assert rc == 1
+  good = rep["devices"][0]["compilers"][0]
+  assert not good["ok"] and good["error"].startswith(("ImportError", "ModuleNotFoundError"))
+
+def test_unknown_dev_reported(capsys, monkeypatch):
+  monkeypatch.setenv("DEV", "CLII")
+  rc, rep = report(capsys)
+  assert rc == 1 and rep["default_device"] is None and "unknown device 'CLII'" in rep["default_error"] and "did you mean 'CLI'" in rep["default_error"]
+
+def test_no_check_runs_nothing(capsys, monkeypatch):
+  monkeypatch.setitem(sys.modules, "tinygrad.tensor", None)
+  rc, rep = report(capsys, "--no-check")
+  assert rc == 0 and all(c["result"] is None for d in rep["devices"] for c in d["compilers"])
+
+def test_human_output(capsys):
+  assert main([]) == 0
+  out = capsys.readouterr().out
+  assert "* CLI" in out and "tinygrad-cli" in out and "CLI_CC=WRONG or DEV=CLI:WRONG to select" in out
+  assert "FAIL: wrong result" in out and "failed to initialise: FileNotFoundError: fakecc" in out and "default device: CLI (works)" in out
+
+def test_doctor(capsys, tmp_path):
+  rc, rep = report(capsys, "doctor")
+  doc = rep["doctor"]
+  assert set(doc["versions"]) >= {"tinygrad-core", "numpy", "pluggy"} and platform.python_version() in doc["python"]
+  assert doc["api"]["cli"] == {"declared": API_VERSION, "compatible": True}
+  assert doc["cache"]["path"] == str(tmp_path / "cache.db")
+  assert rep["default_reason"] == ["CLI: highest priority device that opens"]
+  main(["doctor"])
+  out = capsys.readouterr().out
+  assert "why this default: CLI: highest priority device that opens" in out and f"cache: {tmp_path / 'cache.db'}" in out
+
+@pytest.mark.skipif(importlib.util.find_spec("tinygrad.tensor") is None, reason="tinygrad.tensor is not written yet: the real health check needs Tensor")
+def test_real_process_builtin_only(tmp_path):
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "PYTHONPATH") and not k.startswith("TINYGRAD_")}
+  env.update(PYTHONPATH=CORE, CACHEDB=str(tmp_path / "c.db"), TINYGRAD_PLUGIN_AUTOLOAD="0")
+  r = subprocess.run([sys.executable, "-m", "tinygrad", "--json"], env=env, capture_output=True, text=True, timeout=120)
+  rep = json.loads(r.stdout)
+  assert r.returncode == 0, r.stderr
+  assert rep["default_device"] == "PYTHON" and rep["default_ok"]
+  assert not os.path.exists(tmp_path / "c.db")   # health checks run with CACHELEVEL=0
