@@ -1,0 +1,360 @@
+"""Late decompositions: ops a renderer lacks become ops it has, and exp2/log2/sin/sqrt built from plain arithmetic.
+
+The transcendental functions use only ADD, SUB, MUL, NEG, FDIV (log2 only), CMPLT, CMPNE, WHERE, CAST, BITCAST and
+SHL/SHR/AND/OR on the matching unsigned integer type (SUB, NEG and FDIV are themselves lowered when missing).
+Float rounding is done by casting to int (never TRUNC). Accuracy against a correctly rounded reference (measured in
+tests/core/test_decompositions.py): exp2/log2/sin within 1 ulp in float16, float32 and float64, sqrt correctly rounded;
+huge sin arguments (1e30, 1e300) are reduced exactly (Payne-Hanek). sin needs 64-bit integers (uint64 limb products).
+float16 and bfloat16 compute in float32; float64 has its own polynomial degrees.
+Caveat: the double-float steps (Fast2Sum, Dekker splits) rely on the float ops not being reassociated afterwards.
+"""
+from __future__ import annotations
+import functools, math
+from decimal import Decimal, getcontext
+from fractions import Fraction
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.upat import UPat, PatternMatcher
+from tinygrad.dtype import DType, dtypes
+
+# ---- float format facts: (explicit mantissa bits, exponent bias, same-width unsigned int, same-width signed int) ----
+_FMT: dict[DType, tuple[int, int, DType, DType]] = {dtypes.float32: (23, 127, dtypes.uint32, dtypes.int32),
+                                                  dtypes.float64: (52, 1023, dtypes.uint64, dtypes.int64)}
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+@functools.cache
+def _pi_fixed(bits: int) -> int:
+  """floor(pi * 2**bits) by Machin's formula in integer arithmetic (guard bits absorb the truncations)."""
+  g = bits + 32
+  def atan_inv(n: int) -> int:
+    tot, term, k, n2 = 0, (1 << g) // n, 0, n * n
+    while term:
+      tot += term // (2*k+1) if k % 2 == 0 else -(term // (2*k+1))
+      term //= n2
+      k += 1
+    return tot
+  return (16*atan_inv(5) - 4*atan_inv(239)) >> 32
+
+@functools.cache
+def _two_over_pi_words(nwords: int, zeros: int) -> tuple[int, ...]:
+  """2/pi as 32-bit words, most significant first, after `zeros` leading zero words (bit p of the expansion is 2**-p)."""
+  nbits = 32 * (nwords - zeros)
+  g = nbits + 64
+  v = ((1 << (2*g + 1)) // _pi_fixed(g)) >> 64                # floor(2/pi * 2**nbits), 64 guard bits
+  return (0,) * zeros + tuple((v >> (32*(nwords-zeros-1-i))) & 0xffffffff for i in range(nwords - zeros))
+
+def _hi(x: Fraction, bits: int) -> Fraction:
+  """x rounded to `bits` significant bits."""
+  e = math.floor(math.log2(abs(x))) - bits + 1
+  return Fraction(round(x / Fraction(2)**e)) * Fraction(2)**e
+
+@functools.cache
+def _consts() -> dict[str, Fraction]:
+  getcontext().prec = 80
+  ln2 = Fraction(Decimal(2).ln())
+  pio2 = Fraction(_pi_fixed(300), 2**301)
+  return {"ln2": ln2, "pio2": pio2}
+
+# ---- small graph helpers (all UOps, the float ops in x's dtype) ----
+def _poly(x: UOp, coeffs: list[float]) -> UOp:
+  """Horner: coeffs[0] + x*(coeffs[1] + x*(...)), highest degree last."""
+  acc = x.const_like(coeffs[-1])
+  for c in reversed(coeffs[:-1]): acc = acc * x + c
+  return acc
+def _bits(x: UOp) -> UOp: return x.bitcast(_FMT[x.dtype.scalar()][2].vec(x.dtype.count))
+def _f(x: UOp, dt: DType) -> UOp: return x.bitcast(dt)
+def _mask_low(x: UOp, nbits: int) -> UOp:
+  """x with its lowest `nbits` mantissa bits cleared: the high half of a Dekker split."""
+  return _f(_bits(x) & ((1 << (x.dtype.itemsize*8)) - 1 - ((1 << nbits) - 1)), x.dtype)
+def _pow2i(k: UOp, dt: DType) -> UOp:
+  """2**k for an int k whose result is a normal float of dt."""
+  mb, bias, udt, _ = _FMT[dt.scalar()]
+  return ((k + bias).cast(udt.vec(dt.count)) << mb).bitcast(dt)
+def _not(c: UOp) -> UOp: return c.where(False, True)
+def _scalar_math(fxn):
+  # the bit-level constructions are written for scalars: a vector is done lane by lane; half types go through float32
+  @functools.wraps(fxn)
+  def wrapper(x: UOp) -> UOp:
+    if x.dtype.count > 1: return UOp(Ops.VECTORIZE, x.dtype, tuple(wrapper(x.gep(i)) for i in range(x.dtype.count)))
+    if x.dtype in _HALF: return wrapper(x.cast(dtypes.float32)).cast(x.dtype)
+    return fxn(x)
+  return wrapper
+
+# ---- exp2 ----
+@_scalar_math
+def xexp2(x: UOp) -> UOp:
+  """2**x from adds, muls and bit assembly: round to k + f (|f| <= 1/2), 2**f by Taylor, 2**k built in the exponent field.
+  Overflow gives inf, results below half the smallest denormal give 0, denormal results are rounded once, NaN stays NaN."""
+  mb, bias, _, _ = _FMT[x.dtype.scalar()]
+  hi, lo, off = bias + 1, -(bias + mb + 3), (64 if mb == 23 else 128)
+  idt = dtypes.int32.vec(x.dtype.count)
+  xc = (x < lo).where(lo, (x < hi).where(x, 0.0))              # clamp: also keeps NaN/inf away from the int cast
+  k = (xc + (xc < 0).where(-0.5, 0.5)).cast(idt)                # round half away from zero
+  f = xc - k.cast(x.dtype)                                     # exact
+  ln2, n = _consts()["ln2"], (8 if mb == 23 else 13)
+  p = _poly(f, [float(ln2**i / math.factorial(i)) for i in range(n+1)])   # 2**f = sum (f ln2)^i / i!
+  small, big = k < (1 - bias), (bias < k)
+  e = small.where(k + off, big.where(k - 1, k))                # keep 2**e normal, finish with one more (exact or rounding) multiply
+  s = small.where(2.0**-off, big.where(2.0, 1.0))
+  ret = (p * _pow2i(e, x.dtype)) * s
+  return (x < hi).where(ret, x.ne(x).where(x, math.inf))
+
+# ---- log2 ----
+@_scalar_math
+def xlog2(x: UOp) -> UOp:
+  """log2(x) the fdlibm way: x = 2**k * (1+f) with 1+f in [sqrt(1/2), sqrt(2)), log(1+f) = f - f*f/2 + s*(f*f/2 + R(s*s)),
+  s = f/(2+f), then a hi/lo split for the multiply by 1/ln2 so that f's leading term is exact.
+  Denormals are scaled up first; 0 -> -inf, negative -> NaN, inf -> inf, NaN -> NaN."""
+  dt = x.dtype
+  mb, bias, udt, _ = _FMT[dt.scalar()]
+  off = 64
+  tiny = x < 2.0**(1 - bias)
+  xs = tiny.where(x * 2.0**off, x)
+  b = _bits(xs)
+  k = (b >> mb).cast(dt) + tiny.where(-(bias + off), -bias)
+  m = _f((b & ((1 << mb) - 1)) | (bias << mb), dt)             # mantissa in [1, 2)
+  big = math.sqrt(2) < m
+  m, k = big.where(m * 0.5, m), k + big.where(1.0, 0.0)
+  f = m - 1.0                                                  # exact (Sterbenz)
+  s = f / (f + 2.0)
+  z = s * s
+  nterms = 5 if mb == 23 else 11
+  r = z * _poly(z, [2.0 / (2*i + 3) for i in range(nterms)])  # log((1+s)/(1-s)) = 2s + s*r, r = sum 2/(2i+1) z^i
+  hfsq = 0.5 * f * f
+  hi = _mask_low(f - hfsq, 12 if mb == 23 else 32)            # hi*ivln2hi is exact
+  lo = ((f - hi) - hfsq) + s * (hfsq + r)
+  ivln2 = 1 / _consts()["ln2"]
+  ivhi = _hi(ivln2, 12 if mb == 23 else 21)
+  ivlo = float(ivln2 - ivhi)
+  vhi = hi * float(ivhi)
+  vlo = (lo + hi) * ivlo + lo * float(ivhi)
+  w = k + vhi                                                  # Fast2Sum: |k| >= |vhi| or k == 0
+  vlo = vlo + ((k - w) + vhi)
+  ret = vlo + w
+  ret = x.ne(math.inf).where(ret, math.inf)
+  ret = x.ne(0.0).where(ret, -math.inf)
+  return (x < 0).where(math.nan, x.ne(x).where(x, ret))
+
+# ---- sin ----
+def _sin_kernel(r: UOp, rl: UOp, deg: int) -> UOp:
+  """sin(r + rl) for |r| <= pi/4, rl a tail below r's last bit: r + (r^3 S(r^2) + rl (1 - r^2/2))."""
+  z = r * r
+  sp = _poly(z, [float(Fraction((-1)**(i+1), math.factorial(2*i + 3))) for i in range(deg)])
+  return r + ((z * r) * sp + rl * (1.0 - 0.5 * z))
+
+def _cos_kernel(r: UOp, rl: UOp, deg: int) -> UOp:
+  """cos(r + rl) for |r| <= pi/4: w = 1 - r^2/2 rounded, the rounding error of w added back (fdlibm's trick)."""
+  z = r * r
+  cp = _poly(z, [float(Fraction((-1)**i, math.factorial(2*i + 4))) for i in range(deg)])
+  hz = 0.5 * z
+  w = 1.0 - hz
+  return w + (((1.0 - w) - hz) + (z * z * cp - r * rl))
+
+def _take(words: tuple[int, ...], idx: UOp, lo: int, hi: int, dt: DType) -> UOp:
+  """words[idx] for idx in [lo, hi] as a chain of WHEREs (no memory: tables are constants)."""
+  acc = UOp.const(dt, words[hi])
+  for i in range(hi - 1, lo - 1, -1): acc = idx.ne(i).where(acc, UOp.const(dt, words[i]))
+  return acc
+
+def _payne_hanek(ax: UOp) -> tuple[UOp, UOp, UOp]:
+  """ax (finite, >= pi/4) = n*pi/2 + r: returns (r_hi, r_lo, n mod 4) with r in [-pi/4, pi/4].
+  x = M * 2**E, M an integer. Multiply M by the window of 2/pi whose bits are worth between 2**1 and 2**-(L-2) once
+  scaled by 2**E (earlier bits give multiples of 4, later ones are below the precision kept), in 32-bit limbs held in
+  uint64. The low L bits of the product are n mod 4 (top 2 bits) and the fraction; the fraction goes to float as hi+lo
+  and is multiplied by pi/2 with a Dekker split."""
+  dt = ax.dtype.scalar()
+  mb, bias, udt, _ = _FMT[dt]
+  u64, i64, i32 = dtypes.uint64, dtypes.int64, dtypes.int32
+  K, Z = (3, 2) if mb == 23 else (6, 2)                        # window words, leading zero words of the table
+  b = _bits(ax)
+  E = (b >> mb).cast(i32) - (bias + mb)
+  M = ((b & ((1 << mb) - 1)) | (1 << mb)).cast(u64)
+  mlimbs = [M] if mb == 23 else [M & 0xffffffff, M >> 32]     # least significant first
+  start = E + (32*Z - 2)                                       # table bit index of 2/pi bit 2**-(E-1)
+  emin, emax = (bias - 1) - (bias + mb), (2*bias) - (bias + mb)
+  qlo, qhi = (emin + 32*Z - 2) // 32, (emax + 32*Z - 2) // 32
+  words = _two_over_pi_words(qhi + K + 1, Z)
+  q0, sh = start >> 5, (start & 31).cast(u64)
+  t = [_take(words[j:], q0, qlo, qhi, u64) for j in range(K + 1)]   # table words q0 .. q0+K
+  win = [((t[j] << sh) & 0xffffffff) | (t[j+1] >> (32 - sh)) for j in range(K)]   # MS first
+  wl = win[::-1]
+  cols: list[UOp] = []
+  carry: UOp | None = None
+  for c in range(K):                                           # schoolbook product, low K words only
+    terms = [] if carry is None else [carry]
+    for i, mi in enumerate(mlimbs):
+      if 0 <= c - i < K: terms.append((mi * wl[c - i]) & 0xffffffff)
+      if 0 <= c - i - 1 < K: terms.append((mi * wl[c - i - 1]) >> 32)
+    acc = functools.reduce(lambda a, b: a + b, terms)
+    cols.append(acc & 0xffffffff)
+    carry = acc >> 32
+  top = cols[K-1]
+  half = (top >> 29) & 1                                       # fraction >= 1/2: round n up, fraction goes negative
+  n = ((top >> 30) + half) & 3
+  h = (((top & 0x3fffffff) << 32) | cols[K-2]).cast(i64) - half.cast(i64) * (1 << 62)
+  a = h.cast(dt)
+  hi = a * 2.0**-62
+  lo = (h - a.cast(i64)).cast(dt) * 2.0**-62
+  if mb == 52: lo = lo + ((cols[K-3] << 32) | cols[K-4]).cast(dt) * 2.0**-126
+  pio2 = _consts()["pio2"]
+  split = 12 if mb == 23 else 27
+  p1 = _hi(pio2, mb + 1 - split)
+  p2 = float(pio2 - p1)
+  sh_ = _mask_low(hi, split)
+  main = sh_ * float(p1)                                       # exact
+  rest = (hi - sh_) * float(p1) + (hi * p2 + lo * float(pio2))
+  rhi = main + rest
+  rlo = rest - (rhi - main)
+  return rhi, rlo, n
+
+@_scalar_math
+def xsin(x: UOp) -> UOp:
+  """sin(x): |x| < pi/4 directly, else Payne-Hanek reduction to r in [-pi/4, pi/4] and the quadrant; then the sin or cos
+  Taylor kernel. Exact reduction for every finite input (1e30 included); inf and NaN give NaN; sin(-0) = -0."""
+  dt = x.dtype
+  mb = _FMT[dt.scalar()][0]
+  ax = (x < 0).where(-x, x)
+  pio4 = math.pi / 4
+  small = ax < pio4
+  safe = small.where(1.0, (ax < math.inf).where(ax, 1.0))    # keep the reduction's shifts in range on lanes it doesn't serve
+  rhi, rlo, n = _payne_hanek(safe)
+  rhi, rlo = small.where(ax, rhi), small.where(0.0, rlo)
+  n = small.where(UOp.const(n.dtype, 0), n)
+  deg = 5 if mb == 23 else 8
+  s, c = _sin_kernel(rhi, rlo, deg), _cos_kernel(rhi, rlo, deg)
+  ret = (n & 1).ne(0).where(c, s)
+  ret = (n & 2).ne(0).where(-ret, ret)
+  ret = (x < 0).where(-ret, ret)
+  return (ax < math.inf).where(x.ne(0.0).where(ret, x), math.nan)   # sin(+-0) = +-0
+
+# ---- sqrt ----
+@_scalar_math
+def xsqrt(x: UOp) -> UOp:
+  """sqrt(x): 1/sqrt(x) from the bit-trick start and Newton steps, then x*y corrected by an exactly computed residual
+  (Dekker split). Tiny and huge x are scaled by an even power of 2 first; -0 -> -0, negative -> NaN, inf -> inf."""
+  dt = x.dtype
+  mb, bias, _, _ = _FMT[dt.scalar()]
+  magic, steps, off = (0x5f3759df, 3, 64) if mb == 23 else (0x5fe6eb50c7b537a9, 4, 128)
+  tiny, huge = x < 2.0**(1 - bias + off), 2.0**(bias - off) < x   # keep x*y*y and the split's squares clear of denormals
+  xs = tiny.where(x * 2.0**off, huge.where(x * 2.0**-off, x))
+  y = _f(UOp.const(_bits(xs).dtype, magic) - (_bits(xs) >> 1), dt)
+  for _ in range(steps): y = y * (1.5 - (0.5 * xs) * (y * y))   # y <- y (3 - x y^2) / 2
+  s = xs * y
+  split = 12 if mb == 23 else 27
+  sh = _mask_low(s, split)
+  sl = s - sh
+  res = ((xs - sh * sh) - 2.0 * sh * sl) - sl * sl             # x - s*s, exactly up to the last term's rounding
+  s = s + (0.5 * y) * res
+  s = s * tiny.where(2.0**(-off // 2), huge.where(2.0**(off // 2), 1.0))
+  s = x.ne(math.inf).where(s, math.inf)
+  s = x.ne(0.0).where(s, x)
+  return (x < 0).where(math.nan, x.ne(x).where(x, s))
+
+# ---- trunc, pow ----
+def xtrunc(x: UOp) -> UOp:
+  """trunc(x) through a cast to int: values >= 2**mantissa_bits are integers already; the sign of zero is kept."""
+  mb = {dtypes.float16: 10, dtypes.bfloat16: 7, dtypes.float32: 23, dtypes.float64: 52}[x.dtype.scalar()]
+  idt = (dtypes.int32 if mb <= 23 else dtypes.int64).vec(x.dtype.count)
+  neg = x < 0
+  ax = neg.where(-x, x)
+  t = ax.cast(idt).cast(x.dtype)
+  ret = (ax < 2.0**mb).where(neg.where(-t, t), x)             # NaN and inf fail the compare and pass through
+  return x.ne(0.0).where(ret, x)
+
+def _is_int(y: UOp) -> UOp: return xtrunc(y).ne(y).where(False, True)
+def xpow(x: UOp, y: UOp) -> UOp:
+  """x**y = 2**(y*log2|x|), negated for a negative x and an odd integer y; NaN for a negative x and a non-integer y."""
+  ax = (x < 0).where(-x, x)
+  ret = (y * ax.log2()).exp2()
+  odd = _is_int(y * 0.5).where(False, _is_int(y))
+  ret = (x < 0).where(odd.where(-ret, _is_int(y).where(ret, math.nan)), ret)
+  return y.ne(0.0).where(ret, 1.0)
+
+# ---- lowering rules: one table per op a renderer may lack ----
+_F, _B = UPat.var("x", dtypes.floats), UPat.var("x", dtypes.bool)
+def _pow2(c: UOp) -> int | None:
+  return int(c.arg).bit_length() - 1 if c.op is Ops.CONST and isinstance(c.arg, int) and c.arg > 0 and c.arg & (c.arg - 1) == 0 else None
+
+def _idiv_pow2(x: UOp, c: UOp) -> UOp | None:
+  if (k := _pow2(c)) is None: return None
+  if dtypes.is_unsigned(x.dtype) or k == 0: return x >> k
+  return ((x < 0).where(x + (c.arg - 1), x)) >> k             # C truncation: bias negatives by c-1 before the floor shift
+def _mod_pow2(x: UOp, c: UOp) -> UOp | None:
+  if (k := _pow2(c)) is None: return None
+  if dtypes.is_unsigned(x.dtype): return x & (c.arg - 1)
+  return (x < 0).where(-((-x) & (c.arg - 1)), x & (c.arg - 1)) # C remainder takes the dividend's sign (-INT_MIN wraps: fine)
+
+pm_exp2 = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), xexp2)])            # 2**x -> poly(f) * 2**k
+pm_log2 = PatternMatcher([(UPat(Ops.LOG2, src=(_F,)), xlog2)])            # log2 x -> k + log2(1+f)
+pm_sin = PatternMatcher([(UPat(Ops.SIN, src=(_F,)), xsin)])               # sin x -> +-sin/cos(x - n pi/2)
+pm_sqrt = PatternMatcher([(UPat(Ops.SQRT, src=(_F,)), xsqrt)])            # sqrt x -> x * rsqrt(x), Newton
+pm_trunc = PatternMatcher([(UPat(Ops.TRUNC, src=(_F,)), xtrunc)])         # trunc x -> float(int(x))
+pm_pow = PatternMatcher([(UPat(Ops.POW, src=(_F, UPat.var("y"))), xpow)])  # x**y -> 2**(y log2 x)
+pm_reciprocal = PatternMatcher([(UPat(Ops.RECIPROCAL, src=(_F,)), lambda x: x.const_like(1.0) / x)])  # 1/x -> FDIV(1, x)
+pm_fdiv = PatternMatcher([(UPat(Ops.FDIV, src=(_F, UPat.var("y"))), lambda x, y: x * y.reciprocal())])  # x/y -> x*(1/y)
+pm_idiv = PatternMatcher([(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), _idiv_pow2)])  # x//2^k -> (x + (x<0)*(2^k-1)) >> k
+pm_mod = PatternMatcher([
+  (UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("c"))), _mod_pow2),                   # x%2^k -> +-(|x| & (2^k-1))
+  (UPat(Ops.MOD, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x - (x // y) * y),  # x%y -> x - (x//y)*y
+])
+pm_sub = PatternMatcher([(UPat(Ops.SUB, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x + (-y))])  # x-y -> x+(-y)
+pm_neg = PatternMatcher([
+  (UPat(Ops.NEG, src=(_B,)), lambda x: x.where(False, True)),                         # -b -> !b
+  (UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: x * -1),                            # -x -> x*-1
+])
+pm_cmpeq = PatternMatcher([(UPat(Ops.CMPEQ, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: _not(x.ne(y)))])  # x==y -> !(x!=y)
+pm_cmpne = PatternMatcher([
+  (UPat(Ops.CMPNE, src=(_B, UPat.var("y"))), lambda x, y: x.where(_not(y), y)),       # b!=c -> b ? !c : c
+  (UPat(Ops.CMPNE, src=(UPat.var("x", dtypes.ints), UPat.var("y"))), lambda x, y: (x < y).where(True, y < x)),  # x!=y -> x<y | y<x
+])
+pm_cmplt = PatternMatcher([(UPat(Ops.CMPLT, src=(_B, UPat.var("y"))), lambda x, y: x.where(False, y))])  # b<c -> !b & c
+pm_max = PatternMatcher([
+  (UPat(Ops.MAX, src=(_F, UPat.var("y"))), lambda x, y: y.ne(y).where(y, (x < y).where(y, x))),  # max(x,y) -> x<y ? y : x, NaN wins
+  (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: (x < y).where(y, x)),       # max(x,y) -> x<y ? y : x
+])
+pm_mulacc = PatternMatcher([(UPat(Ops.MULACC, src=(UPat.var("a"), UPat.var("b"), UPat.var("c"))), lambda a, b, c: a * b + c)])  # a*b+c
+pm_bool_and = PatternMatcher([(UPat(Ops.AND, src=(_B, UPat.var("y"))), lambda x, y: x.where(y, False))])  # b&c -> b ? c : false
+pm_bool_or = PatternMatcher([(UPat(Ops.OR, src=(_B, UPat.var("y"))), lambda x, y: x.where(True, y))])     # b|c -> b ? true : c
+pm_bool_xor = PatternMatcher([(UPat(Ops.XOR, src=(_B, UPat.var("y"))), lambda x, y: x.ne(y))])           # b^c -> b!=c
+pm_shl = PatternMatcher([(UPat(Ops.SHL, src=(UPat.var("x", dtypes.ints), UPat.cvar("c"))),
+                          lambda x, c: x * (1 << c.arg) if 0 <= c.arg < x.dtype.itemsize*8 else None)])  # x<<c -> x*2^c
+pm_shr = PatternMatcher([(UPat(Ops.SHR, src=(UPat.var("x", dtypes.uints), UPat.cvar("c"))),
+                          lambda x, c: x // (1 << c.arg) if 0 <= c.arg < x.dtype.itemsize*8 else None)])  # x>>c -> x//2^c (unsigned)
+
+# the table for a missing op, and the ops its rules emit (a rule is used only when what it emits is available)
+_LOWERINGS: list[tuple[Ops, PatternMatcher, frozenset[Ops]]] = [
+  (Ops.EXP2, pm_exp2, frozenset()), (Ops.LOG2, pm_log2, frozenset()), (Ops.SIN, pm_sin, frozenset()),
+  (Ops.SQRT, pm_sqrt, frozenset()), (Ops.TRUNC, pm_trunc, frozenset()), (Ops.POW, pm_pow, frozenset()),
+  (Ops.RECIPROCAL, pm_reciprocal, frozenset({Ops.FDIV})), (Ops.FDIV, pm_fdiv, frozenset({Ops.RECIPROCAL})),
+  (Ops.IDIV, pm_idiv, frozenset({Ops.SHR})), (Ops.MOD, pm_mod, frozenset()), (Ops.SUB, pm_sub, frozenset()),
+  (Ops.NEG, pm_neg, frozenset()), (Ops.CMPEQ, pm_cmpeq, frozenset()), (Ops.CMPNE, pm_cmpne, frozenset()),
+  (Ops.CMPLT, pm_cmplt, frozenset()), (Ops.MAX, pm_max, frozenset()), (Ops.MULACC, pm_mulacc, frozenset()),
+  (Ops.AND, pm_bool_and, frozenset()), (Ops.OR, pm_bool_or, frozenset()), (Ops.XOR, pm_bool_xor, frozenset()),
+  (Ops.SHL, pm_shl, frozenset()), (Ops.SHR, pm_shr, frozenset({Ops.IDIV})),
+]
+
+def get_late_rewrite_patterns(ops: set[Ops] | frozenset[Ops], force_transcendental: bool = False) -> PatternMatcher:
+  """Rules that rewrite every ALU op not in `ops` (the renderer's code_for_op keys) into ops that are.
+
+  force_transcendental: use our exp2/log2/sin even where the renderer has them (accuracy independent of the device's
+  math library). Apply with graph_rewrite: the rules' output is itself rewritten until only available ops remain."""
+  missing = {o for o in GroupOp.ALU if o not in ops}
+  if force_transcendental: missing |= {Ops.EXP2, Ops.LOG2, Ops.SIN}
+  ret = PatternMatcher([])
+  for op, pm, needs in _LOWERINGS:
+    if op in missing and not (needs & missing): ret = ret + pm
+  return ret
+
+def _half_alu(x: UOp) -> UOp | None:
+  # compute half ALU in float32: exact for +,-,*,/,sqrt (float32 has more than 2*11+2 bits), cast back once
+  f32 = dtypes.float32.vec(x.dtype.count)
+  return x.replace(dtype=f32, src=tuple(s.cast(f32) for s in x.src)).cast(x.dtype)
+def _half_cmp(x: UOp) -> UOp | None:
+  f32 = dtypes.float32.vec(x.src[0].dtype.count)
+  return x.replace(src=tuple(s.cast(f32) for s in x.src))
+
+_halfs = UPat.var(dtype=_HALF)
+pm_float16_via_float32 = PatternMatcher([
+  (UPat(GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}, dtype=_HALF, name="x"), _half_alu),  # op_h(a) -> half(op_f(float(a)))
+  (UPat(GroupOp.Comparison, src=(_halfs, _halfs), name="x"), _half_cmp),                     # a_h < b_h -> float(a) < float(b)
+])
