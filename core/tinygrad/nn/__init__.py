@@ -1,0 +1,164 @@
+"""Neural-network layers with tinygrad's constructor arguments and initialisation (kaiming-uniform like torch).
+
+Parameters are plain Tensors held as attributes; `nn.state.get_parameters(model)` finds them. Constant-initialised
+parameters (ones/zeros) get their own buffers: a broadcast constant is hash-consed, so two layers' `Tensor.ones(n)`
+would otherwise be one graph node and share one gradient.
+"""
+from __future__ import annotations
+import math
+from typing import Any
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes, DType
+from tinygrad.helpers import prod, make_tuple
+
+def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType = dtypes.float32) -> Tensor:
+  # a constant parameter in its own fresh buffer (see the module docstring)
+  import numpy as np
+  from tinygrad.dtype import to_numpy
+  return Tensor(np.full(shape, value, dtype=to_numpy(dtype)), requires_grad=requires_grad)
+
+def _uniform(shape: tuple[int, ...], bound: float) -> Tensor: return Tensor.uniform(*shape, low=-bound, high=bound)
+
+class Linear:
+  """y = x @ weight.T + bias; weight (out_features, in_features) and bias uniform in +-1/sqrt(in_features), as torch."""
+  def __init__(self, in_features: int, out_features: int, bias: bool = True):
+    bound = 1 / math.sqrt(in_features)   # kaiming_uniform(a=sqrt(5)) reduces to this bound
+    self.weight = _uniform((out_features, in_features), bound)
+    self.bias: Tensor | None = _uniform((out_features,), bound) if bias else None
+  def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.transpose(), self.bias)
+
+class Conv2d:
+  """2-D (or n-D, by the length of kernel_size) convolution; weight (out, in/groups, *kernel_size), torch's init.
+
+  padding: an int, a per-dim tuple, a flat torch-order tuple, or "same"/"valid".
+  """
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+               padding: int | tuple[int, ...] | str = 0, dilation: int | tuple[int, ...] = 1, groups: int = 1, bias: bool = True):
+    self.kernel_size = make_tuple(kernel_size, 2)
+    if in_channels % groups or out_channels % groups: raise ValueError(f"channels in={in_channels}, out={out_channels} must divide by groups={groups}")
+    self.stride, self.dilation, self.groups = stride, dilation, groups
+    self.padding = self._padding(padding)
+    fan_in = in_channels // groups * prod(self.kernel_size)
+    bound = 1 / math.sqrt(fan_in)
+    self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound)
+    self.bias: Tensor | None = _uniform((out_channels,), bound) if bias else None
+  def _padding(self, padding: int | tuple[int, ...] | str) -> int | tuple[int, ...]:
+    if not isinstance(padding, str): return padding
+    if padding == "valid": return 0
+    if padding != "same": raise ValueError(f"padding {padding!r} must be an int, a tuple, 'same' or 'valid'")
+    if any(s != 1 for s in make_tuple(self.stride, len(self.kernel_size))): raise ValueError("padding='same' needs stride 1")
+    pads: list[int] = []
+    for d, k in zip(reversed(make_tuple(self.dilation, len(self.kernel_size))), reversed(self.kernel_size)):
+      total = d * (k - 1)
+      pads += [total // 2, total - total // 2]
+    return tuple(pads)
+  def __call__(self, x: Tensor) -> Tensor:
+    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding)
+
+def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int | str = 0, dilation: int = 1,
+           groups: int = 1, bias: bool = True) -> Conv2d:
+  """A 1-D convolution over (N, C, L) inputs: Conv2d with a one-element kernel size."""
+  return Conv2d(in_channels, out_channels, (kernel_size,), stride, padding, dilation, groups, bias)
+
+class BatchNorm:
+  """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.
+
+  The running statistics are updated with `assign` during training; the optimizer's step realizes them.
+  """
+  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
+    self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
+    self.weight: Tensor | None = _full((sz,), 1.0) if affine else None
+    self.bias: Tensor | None = _full((sz,), 0.0) if affine else None
+    self.num_batches_tracked = _full((1,), 0, requires_grad=False, dtype=dtypes.int32)
+    if track_running_stats: self.running_mean, self.running_var = _full((sz,), 0.0, requires_grad=False), _full((sz,), 1.0, requires_grad=False)
+  def calc_stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    """(mean, var) over every axis but 1: the batch's in training (or without running stats), else the running ones."""
+    if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean = x.mean(axes)
+    y = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # var about the detached mean, like tinygrad
+    return mean, (y * y).mean(axes)
+  def __call__(self, x: Tensor) -> Tensor:
+    mean, var = self.calc_stats(x)
+    if self.track_running_stats and Tensor.training:
+      n = x.numel() / x.shape[1]
+      self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
+      self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * n / max(n - 1, 1) * var.detach())
+      self.num_batches_tracked.assign(self.num_batches_tracked + 1)
+    shape = (1, -1, *[1] * (x.ndim - 2))
+    out = (x - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
+    if self.weight is not None: out = out * self.weight.reshape(shape)
+    return out + self.bias.reshape(shape) if self.bias is not None else out
+BatchNorm2d = BatchNorm1d = BatchNorm3d = BatchNorm
+
+class LayerNorm:
+  """Normalise over the trailing `normalized_shape` dims, then scale and shift (weight ones, bias zeros)."""
+  def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True):
+    self.normalized_shape = make_tuple(normalized_shape, 1)
+    self.axis = tuple(-1 - i for i in range(len(self.normalized_shape)))
+    self.eps, self.elementwise_affine = eps, elementwise_affine
+    self.weight: Tensor | None = _full(self.normalized_shape, 1.0) if elementwise_affine else None
+    self.bias: Tensor | None = _full(self.normalized_shape, 0.0) if elementwise_affine else None
+  def __call__(self, x: Tensor) -> Tensor:
+    if x.shape[-len(self.normalized_shape):] != self.normalized_shape:
+      raise ValueError(f"LayerNorm{self.normalized_shape}: input shape {x.shape} does not end with it")
+    x = x.layernorm(self.axis, self.eps)
+    return x if self.weight is None or self.bias is None else x * self.weight + self.bias
+
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channel axis of (N, C, H, W) inputs."""
+  def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+class RMSNorm:
+  """x / sqrt(mean(x^2, last axis) + eps) * weight."""
+  def __init__(self, dim: int, eps: float = 1e-6, elementwise_affine: bool = True):
+    self.eps = eps
+    self.weight: Tensor | None = _full((dim,), 1.0) if elementwise_affine else None
+  def _norm(self, x: Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
+  def __call__(self, x: Tensor) -> Tensor:
+    x = self._norm(x.float()).cast(x.dtype)
+    return x if self.weight is None else x * self.weight
+
+class GroupNorm:
+  """Normalise (N, C, ...) inputs over groups of C/num_groups channels, then a per-channel scale and shift."""
+  def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
+    if num_channels % num_groups: raise ValueError(f"num_channels {num_channels} must divide by num_groups {num_groups}")
+    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+    self.weight: Tensor | None = _full((num_channels,), 1.0) if affine else None
+    self.bias: Tensor | None = _full((num_channels,), 0.0) if affine else None
+  def __call__(self, x: Tensor) -> Tensor:
+    x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(-1, self.eps).reshape(x.shape)
+    if self.weight is None or self.bias is None: return x
+    shape = (1, -1, *[1] * (x.ndim - 2))
+    return x * self.weight.reshape(shape) + self.bias.reshape(shape)
+
+class Embedding:
+  """A lookup table: (…) int indices -> (…, embed_size) rows of weight (glorot-uniform init, like tinygrad)."""
+  def __init__(self, vocab_size: int, embed_size: int):
+    self.vocab_sz, self.embed_sz = vocab_size, embed_size
+    self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
+  def __call__(self, idx: Tensor) -> Tensor:
+    # compare against arange and sum: a gather built from broadcasts, differentiable through WHERE
+    big = (*idx.shape, self.vocab_sz, self.embed_sz)
+    arange = Tensor.arange(self.vocab_sz, device=idx.device).reshape(*[1] * idx.ndim, self.vocab_sz, 1).expand(*big)
+    hit = idx.reshape(*idx.shape, 1, 1).expand(*big) == arange
+    return hit.where(self.weight.expand(*big), 0.0).sum(-2)
+
+class Dropout:
+  """Zero each element with probability p and scale the rest by 1/(1-p), only while `Tensor.training`."""
+  def __init__(self, p: float = 0.5):
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    self.p = p
+  def __call__(self, x: Tensor) -> Tensor:
+    if not Tensor.training or self.p == 0: return x
+    if self.p == 1: return x * 0
+    keep = Tensor.rand(*x.shape, device=x.device) >= self.p
+    return keep.where(x, 0.0) * (1 / (1 - self.p))
+
+__all__ = ["Linear", "Conv2d", "Conv1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
+           "GroupNorm", "Embedding", "Dropout"]
+def __getattr__(name: str) -> Any:
+  if name in ("optim", "state"):
+    import importlib
+    return importlib.import_module(f"tinygrad.nn.{name}")
+  raise AttributeError(f"module 'tinygrad.nn' has no attribute {name!r}")

@@ -1,0 +1,129 @@
+"""Optimizers with tinygrad's names, defaults and update formulas: SGD (momentum, nesterov, weight decay), Adam, AdamW, LAMB.
+
+A step builds every new parameter and state value lazily, writes each with `assign`, and realizes them all in one
+`Tensor.realize(...)` so the whole update is scheduled (and fused) together.
+"""
+from __future__ import annotations
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes, DType
+from tinygrad.helpers import dedup
+
+def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
+  # optimizer state lives in its own realized buffer (so each step updates it in place)
+  import numpy as np
+  from tinygrad.dtype import to_numpy
+  dt = dtype or (t.dtype if dtypes.is_float(t.dtype) and t.dtype not in (dtypes.bfloat16,) else dtypes.float32)
+  return Tensor(np.full(t.shape if shape is None else shape, value, dtype=to_numpy(dt)), device=t.device, requires_grad=False)
+
+def _realize_unaliased(ts: list[Tensor]) -> None:
+  # two tensors with the same (hash-consed) graph would realize into one buffer: give the repeats their own
+  seen: set = set()
+  first, again = [], []
+  for t in ts:
+    (again if t.uop in seen else first).append(t)
+    seen.add(t.uop)
+  if first: Tensor.realize(*first)
+  for t in again: t.realize()
+
+class Optimizer:
+  """The base: holds the parameters (tensors with requires_grad; None becomes True) and the buffers (requires_grad False, e.g.
+  BatchNorm running stats, realized with each step). Subclasses implement `_step` returning the new parameter values and the
+  state tensors they assigned."""
+  def __init__(self, params: list[Tensor], lr: float):
+    for x in params:
+      if x.requires_grad is None: x.requires_grad = True   # put into an optimizer: it trains
+    self.params: list[Tensor] = dedup([x for x in params if x.requires_grad])
+    if not self.params: raise ValueError("optimizer needs at least one parameter with requires_grad (got none)")
+    self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
+    self.device = self.params[0].device
+    self.lr = Tensor(__import__("numpy").array(lr, dtype="float32"), device=self.device, requires_grad=False)  # a tensor: changing it needs no new kernel
+    _realize_unaliased(self.params + self.buffers)
+
+  def zero_grad(self) -> None:
+    """Forget the gradients (set every parameter's `.grad` to None)."""
+    for p in self.params: p.grad = None
+
+  def schedule_step(self) -> list[Tensor]:
+    """Assign the updated parameters and state; returns every tensor the step must realize (nothing runs yet)."""
+    missing = [i for i, p in enumerate(self.params) if p.grad is None]
+    if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
+    grads = [p.grad for p in self.params]
+    # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient that reads
+    # another parameter could see its new value: compute the gradients first (remove once ASSIGN waits for its readers)
+    Tensor.realize(*grads)  # type: ignore[arg-type]
+    new_params, state = self._step(grads)  # type: ignore[arg-type]
+    for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
+    return self.params + self.buffers + state
+
+  def step(self) -> None:
+    """One optimisation step: every parameter and state update realized together."""
+    Tensor.realize(*self.schedule_step())
+
+  def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]: raise NotImplementedError
+
+class OptimizerGroup(Optimizer):
+  """Several optimizers stepped as one (one realize for all of them)."""
+  def __init__(self, *optimizers: Optimizer):
+    self.optimizers = optimizers
+    self.params, self.buffers = dedup([p for o in optimizers for p in o.params]), dedup([b for o in optimizers for b in o.buffers])
+  def zero_grad(self) -> None:
+    for o in self.optimizers: o.zero_grad()
+  def schedule_step(self) -> list[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]
+
+class SGD(Optimizer):
+  """Stochastic gradient descent (torch's formulation, tinygrad's defaults):
+  g = grad + weight_decay*p; b = momentum*b + g; g = g + momentum*b if nesterov else b (when momentum); p -= lr*g."""
+  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
+    super().__init__(params, lr)
+    if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self.b = [_state(p) for p in self.params] if momentum else []
+  def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    out = []
+    for i, (t, g) in enumerate(zip(self.params, grads)):
+      g = g + self.wd * t.detach() if self.wd else g
+      if self.momentum:
+        self.b[i].assign(self.momentum * self.b[i] + g)
+        g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
+      out.append(t.detach() - self.lr * g)
+    return out, self.b
+
+class LAMB(Optimizer):
+  """LAMB (layer-wise adaptive moments); with adam=True it is Adam with decoupled weight decay (tinygrad's Adam/AdamW).
+
+  m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; up = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd*p;
+  p -= lr * r * up, r = ||p||/||up|| (LAMB) or 1 (Adam).
+  """
+  def __init__(self, params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, weight_decay: float = 0.0,
+               adam: bool = False):
+    super().__init__(params, lr)
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), dtypes.float32) for _ in range(2))
+    self.m = [_state(p) for p in self.params]
+    self.v = [_state(p) for p in self.params]
+  def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    self.b1_t.assign(self.b1_t * self.b1)
+    self.b2_t.assign(self.b2_t * self.b2)
+    out = []
+    for i, (t, g) in enumerate(zip(self.params, grads)):
+      g = g.cast(self.m[i].dtype)   # realized by schedule_step, so m and v do not each recompute it
+      self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
+      self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
+      m_hat = self.m[i] / (1.0 - self.b1_t)
+      v_hat = self.v[i] / (1.0 - self.b2_t)
+      up = m_hat / (v_hat.sqrt() + self.eps) + self.wd * t.detach()
+      if not self.adam:
+        r1, r2 = t.detach().square().sum().sqrt(), up.square().sum().sqrt()
+        up = up * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
+      out.append(t.detach() - self.lr * up)
+    return out, [self.b1_t, self.b2_t] + self.m + self.v
+
+def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0) -> LAMB:
+  """Adam with bias correction (tinygrad's defaults); a weight_decay is decoupled, as in AdamW."""
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> LAMB:
+  """Adam with decoupled weight decay (tinygrad's defaults: weight_decay=0.01)."""
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+__all__ = ["Optimizer", "OptimizerGroup", "SGD", "LAMB", "Adam", "AdamW"]
