@@ -1,0 +1,242 @@
+"""The symbolic simplifier: constant folding, identities, like terms, div/mod and comparisons decided by value bounds.
+
+Three rule tables, each a superset of the last: `symbolic_simple` (local identities, no bounds), `symbolic` (bounds,
+like terms, div/mod), `sym` (index arithmetic: gates, WHERE, casts). `simplify(u)` rewrites with `sym` greedily, or by
+equality saturation (egraph.py) then greedily when EGRAPH=1. Every rule holds for integers of the node's dtype with
+C semantics (IDIV/MOD truncate toward zero, wraparound at the width): rules that look inside a sum or product first
+check with `_nowrap` that its bounds are exact, i.e. no wraparound happened.
+"""
+from __future__ import annotations
+import math, functools, operator
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, exec_alu
+from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
+from tinygrad.dtype import dtypes, PtrDType
+from tinygrad.helpers import EGRAPH
+
+# index dtype first: `dt in tuple` tries each entry with DType.__eq__, which is slow when it is not the same object
+ints = tuple(dict.fromkeys((dtypes.index, dtypes.int64) + dtypes.ints))
+intb = ints + (dtypes.bool,)
+X, Y, Z = UPat.var("x"), UPat.var("y"), UPat.var("z")
+XI, YI = UPat.var("x", ints), UPat.var("y", ints)
+XB, CB = UPat.var("x", dtypes.bool), UPat.var("c", dtypes.bool)
+C, C1, C2 = UPat.cvar("c"), UPat.cvar("c1"), UPat.cvar("c2")
+TRUE, FALSE = UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False)
+
+# ---- helpers ----
+def _nowrap(x: UOp) -> bool:
+  # bounds narrower than the dtype's range: the sums/products that built x were computed exactly (no wraparound)
+  return x.vmin != dtypes.min(x.dtype) or x.vmax != dtypes.max(x.dtype)
+def _fits(x: UOp, v: int) -> bool: return dtypes.min(x.dtype) <= v <= dtypes.max(x.dtype)
+def _sum(terms: list[UOp]) -> UOp: return functools.reduce(operator.add, terms)
+def _terms(x: UOp) -> list[UOp]:
+  # the addends of an ADD chain, left to right (iterative: chains can be deep)
+  out: list[UOp] = []
+  stack = [x]
+  while stack:
+    n = stack.pop()
+    if n.op is Ops.ADD: stack.extend(reversed(n.src))
+    else: out.append(n)
+  return out
+
+def _const_fold(a: UOp) -> UOp | None:
+  return a.const_like(exec_alu(a.op, a.dtype, [s.arg for s in a.src])) if a.dtype.count == 1 else None
+def _cast_const(x: UOp, c: UOp) -> UOp | None:
+  if x.dtype.count != 1 or isinstance(x.dtype, PtrDType): return None
+  if dtypes.is_int(x.dtype) and isinstance(c.arg, float) and not math.isfinite(c.arg): return None  # C UB: leave it to the device
+  return x.const_like(c.arg)
+def _fold_bounds(x: UOp) -> UOp | None:
+  lo, hi = x._min_max
+  return x.const_like(lo) if lo == hi and x.dtype.count == 1 else None
+
+# ---- div / mod ----
+def _divmod_fold(d: UOp, x: UOp, c: UOp) -> UOp | None:
+  # d is x//c or x%c, c > 1: split x = q*c + r over its addends and divide the q part exactly
+  cv = c.arg
+  if cv <= 1 or not _nowrap(x): return None
+  terms = _terms(x)
+  g = math.gcd(cv, *(t.const_factor() for t in terms))
+  if g > 1:  # (g*y)//(g*k) -> y//k and (g*y)%(g*k) -> (y%k)*g, exact for every sign
+    parts = [t.divides(g) for t in terms]
+    if all(p is not None for p in parts):
+      y = _sum([p for p in parts if p is not None])
+      return y // (cv//g) if d.op is Ops.IDIV else (y % (cv//g)) * g
+  quo = [t for t in terms if t.const_factor() % cv == 0]
+  rem = [t for t in terms if t.const_factor() % cv != 0]
+  r = _sum(rem) if rem else x.const_like(0)
+  if not _nowrap(r): return None
+  q = [t.divides(cv) for t in quo]
+  if any(t is None for t in q): return None
+  qs = _sum([t for t in q if t is not None]) if q else x.const_like(0)
+  # trunc is floor for x >= 0 and ceil for x <= 0; r//c then either keeps r's sign or is one constant k
+  if x.vmin >= 0: same, klo, khi = r.vmin >= 0, r.vmin // cv, r.vmax // cv
+  elif x.vmax <= 0: same, klo, khi = r.vmax <= 0, -(-r.vmin // cv), -(-r.vmax // cv)
+  else: return None
+  if same:
+    if not quo: return None
+    return qs + r // cv if d.op is Ops.IDIV else r % cv
+  if klo != khi: return None
+  return qs + klo if d.op is Ops.IDIV else r + (-klo * cv)
+
+def _mod_by_bounds(x: UOp, c: UOp) -> UOp | None:
+  return x if c.arg > 0 and -c.arg < x.vmin and x.vmax < c.arg else None
+def _div_neg(x: UOp, c: UOp) -> UOp | None:
+  return (x // (-c.arg)) * -1 if c.arg < 0 and _fits(c, -c.arg) else None
+def _mod_neg(x: UOp, c: UOp) -> UOp | None:
+  return x % (-c.arg) if c.arg < 0 and _fits(c, -c.arg) else None
+def _div_div(x: UOp, c1: UOp, c2: UOp) -> UOp | None:
+  return x // (c1.arg*c2.arg) if c1.arg > 0 and c2.arg > 0 and _fits(x, c1.arg*c2.arg) else None
+def _pos_multiple(c1: UOp, c2: UOp) -> bool: return c1.arg > 0 and c2.arg > 0 and c1.arg % c2.arg == 0
+
+# ---- comparisons ----
+def _lt_mul(x: UOp, c1: UOp, c2: UOp, m: UOp) -> UOp | None:
+  return x < -(-c2.arg // c1.arg) if c1.arg > 0 and _nowrap(m) else None
+def _lt_add(x: UOp, c1: UOp, c2: UOp, a: UOp) -> UOp | None:
+  return x < c2.arg - c1.arg if _nowrap(a) and _fits(x, c2.arg - c1.arg) else None
+def _lt_div(x: UOp, c1: UOp, c2: UOp) -> UOp | None:
+  return x < c2.arg * c1.arg if c1.arg > 0 and x.vmin >= 0 and _fits(x, c2.arg * c1.arg) else None
+
+# ---- gates: simplify a WHERE branch or an INDEX address knowing the gate's value ----
+_VARS = (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)
+def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
+  # variable -> bounds implied by `gate == value`, from clauses v<c / c<v (an AND chain when value is True)
+  clauses = [gate]
+  if value:
+    while any(g.op is Ops.AND for g in clauses): clauses = [s for g in clauses for s in (g.src if g.op is Ops.AND else (g,))]
+  out: dict[UOp, tuple[int, int]] = {}
+  for g in clauses:
+    if g.op is not Ops.CMPLT or not dtypes.is_int(g.src[0].dtype): continue
+    a, b = g.src
+    if a.op in _VARS and b.op is Ops.CONST: v, lo, hi = a, (a.vmin, b.arg-1) if value else (b.arg, a.vmax), None
+    elif b.op in _VARS and a.op is Ops.CONST: v, lo, hi = b, (a.arg+1, b.vmax) if value else (b.vmin, a.arg), None
+    else: continue
+    old = out.get(v, (v.vmin, v.vmax))
+    out[v] = (max(old[0], lo[0]), min(old[1], lo[1]))
+  return out
+def _under_gate(x: UOp, gate: UOp, value: bool) -> UOp | None:
+  bounds = {v: b for v, b in _gate_bounds(gate, value).items() if b != (v.vmin, v.vmax) and b[0] <= b[1]}
+  if not bounds: return None
+  sub = {v: UOp.variable(f"{v.render()}@[{lo},{hi}]", lo, hi, v.dtype) for v, (lo, hi) in bounds.items()}
+  ret = graph_rewrite(x.substitute(sub), sym, name="gate").substitute({nv: v for v, nv in sub.items()})
+  return ret if ret is not x else None
+def _where_gate(w: UOp, c: UOp, t: UOp, f: UOp) -> UOp | None:
+  nt, nf = _under_gate(t, c, True), _under_gate(f, c, False)
+  return None if nt is None and nf is None else c.where(t if nt is None else nt, f if nf is None else nf)
+def _index_gate(i: UOp, buf: UOp, idx: UOp, g: UOp) -> UOp | None:
+  nidx = _under_gate(idx, g, True)
+  return None if nidx is None else buf.index(nidx, g).replace(dtype=i.dtype)
+
+def _cast_roundtrip(n: UOp, w: UOp, x: UOp) -> UOp | None:
+  ok = n.dtype == x.dtype and dtypes.is_int(x.dtype) and dtypes.is_int(w.dtype) and dtypes.min(w.dtype) <= dtypes.min(x.dtype) \
+    and dtypes.max(x.dtype) <= dtypes.max(w.dtype)
+  return x if ok else None
+
+# ---- tables ----
+symbolic_simple = PatternMatcher([
+  (UPat(GroupOp.ALU, src=UPat(Ops.CONST, src=()), name="a"), _const_fold),                     # op(c1, c2) -> c
+  (UPat(Ops.CAST, src=(UPat(Ops.CONST, src=(), name="c"),), name="x"), _cast_const),            # cast(c) -> c'
+  (UPat(Ops.CAST, name="x"), lambda x: x.src[0] if x.src[0].dtype == x.dtype else None),        # cast(x:T, T) -> x
+  (X + 0, lambda x: x),                                                                        # x+0 -> x
+  (X * 1, lambda x: x),                                                                        # x*1 -> x
+  (XI * 0, lambda x: x.const_like(0)),                                                         # x*0 -> 0 (ints: floats keep NaN/inf)
+  (X // 1, lambda x: x),                                                                       # x//1 -> x
+  (UPat.var("x", dtypes.floats) / 1, lambda x: x),                                             # x/1 -> x
+  (XI % 1, lambda x: x.const_like(0)),                                                         # x%1 -> 0
+  (XI // XI, lambda x: x.const_like(1) if x.vmin > 0 or x.vmax < 0 else None),                 # x//x -> 1 (x != 0)
+  (XI % XI, lambda x: x.const_like(0)),                                                        # x%x -> 0
+  (XI - XI, lambda x: x.const_like(0)),                                                        # x-x -> 0 (ints)
+  (XI - YI, lambda x, y: x + y*-1),                                                            # x-y -> x+y*-1 (ints: one form for like terms)
+  (UPat.var("x", dtypes.floats) - C, lambda x, c: x + c.const_like(-c.arg)),                   # x-c -> x+(-c) (floats: exact)
+  (-(-X), lambda x: x),                                                                        # -(-x) -> x
+  (-XI, lambda x: x * -1),                                                                     # -x -> x*-1 (ints)
+  (XB & TRUE, lambda x: x),                                                                    # x&True -> x
+  (XB & FALSE, lambda x: x.const_like(False)),                                                 # x&False -> False
+  (XB | FALSE, lambda x: x),                                                                   # x|False -> x
+  (XB | TRUE, lambda x: x.const_like(True)),                                                   # x|True -> True
+  (XB ^ FALSE, lambda x: x),                                                                   # x^False -> x
+  (XB ^ TRUE, lambda x: x.ne(True)),                                                           # x^True -> !x
+  (UPat.var("x", intb) & UPat.var("x", intb), lambda x: x),                                    # x&x -> x
+  (UPat.var("x", intb) | UPat.var("x", intb), lambda x: x),                                    # x|x -> x
+  (UPat.var("x", intb) ^ UPat.var("x", intb), lambda x: x.const_like(0)),                      # x^x -> 0
+  (XI & 0, lambda x: x.const_like(0)),                                                         # x&0 -> 0
+  (XI & -1, lambda x: x),                                                                      # x&-1 -> x
+  (XI | 0, lambda x: x),                                                                       # x|0 -> x
+  (XI ^ 0, lambda x: x),                                                                       # x^0 -> x
+  (XB.ne(FALSE), lambda x: x),                                                                 # x!=False -> x
+  (XB.eq(TRUE), lambda x: x),                                                                  # x==True -> x
+  (XB.ne(TRUE).ne(TRUE), lambda x: x),                                                         # !!x -> x
+  (X.maximum(X), lambda x: x),                                                                 # max(x,x) -> x
+  (TRUE.where(X, Y), lambda x, y: x),                                                          # True ? x : y -> x
+  (FALSE.where(X, Y), lambda x, y: y),                                                         # False ? x : y -> y
+  (UPat.var("c").where(X, X), lambda c, x: x),                                                 # c ? x : x -> x
+  (CB.where(TRUE, FALSE), lambda c: c),                                                        # c ? True : False -> c
+  (CB.where(FALSE, TRUE), lambda c: c.ne(True)),                                               # c ? False : True -> !c
+  (CB.ne(TRUE).where(X, Y), lambda c, x, y: c.where(y, x)),                                    # !c ? x : y -> c ? y : x
+  (X < X, lambda x: UOp.const(dtypes.bool, False)),                                            # x<x -> False (NaN<NaN too)
+  (UPat.var("x", intb).ne(UPat.var("x", intb)), lambda x: UOp.const(dtypes.bool, False)),      # x!=x -> False (ints)
+  (UPat.var("x", intb).eq(UPat.var("x", intb)), lambda x: UOp.const(dtypes.bool, True)),       # x==x -> True (ints)
+])
+
+symbolic = symbolic_simple + PatternMatcher([
+  (UPat(GroupOp.ALU, dtype=intb, name="x"), _fold_bounds),                                      # vmin == vmax -> const
+  (UPat(GroupOp.Commutative, src=(C, X), name="a"),
+   lambda a, c, x: a.replace(src=(x, c)) if x.op is not Ops.CONST else None),                  # c+x -> x+c (constants right)
+  # reassociation and like terms (ring identities: exact under wraparound)
+  ((XI + C1) + C2, lambda x, c1, c2: x + (c1 + c2)),                                           # (x+c1)+c2 -> x+(c1+c2)
+  ((XI * C1) * C2, lambda x, c1, c2: x * (c1 * c2)),                                           # (x*c1)*c2 -> x*(c1*c2)
+  ((XI + C1) + YI, lambda x, c1, y: (x + y) + c1 if y.op is not Ops.CONST else None),          # (x+c)+y -> (x+y)+c
+  ((XI * C1) * YI, lambda x, c1, y: (x * y) * c1 if y.op is not Ops.CONST else None),          # (x*c)*y -> (x*y)*c
+  ((XI + C1) * C2, lambda x, c1, c2: x * c2 + c1 * c2),                                        # (x+c1)*c2 -> x*c2+c1*c2
+  ((XI * C1 + YI) * C2, lambda x, c1, y, c2: x * (c1 * c2) + y * c2),                          # (x*c1+y)*c2 -> x*(c1*c2)+y*c2
+  (XI + XI, lambda x: x * 2),                                                                  # x+x -> x*2
+  (XI * C1 + XI * C2, lambda x, c1, c2: x * (c1 + c2)),                                        # x*c1+x*c2 -> x*(c1+c2)
+  (XI * C1 + XI, lambda x, c1: x * (c1 + 1)),                                                  # x*c+x -> x*(c+1)
+  ((YI + XI * C1) + XI * C2, lambda y, x, c1, c2: y + x * (c1 + c2)),                          # (y+x*c1)+x*c2 -> y+x*(c1+c2)
+  ((YI + XI * C1) + XI, lambda y, x, c1: y + x * (c1 + 1)),                                    # (y+x*c)+x -> y+x*(c+1)
+  ((YI + XI) + XI * C1, lambda y, x, c1: y + x * (c1 + 1)),                                    # (y+x)+x*c -> y+x*(c+1)
+  ((YI + XI) + XI, lambda y, x: y + x * 2),                                                    # (y+x)+x -> y+x*2
+  # div and mod (C: truncate toward zero)
+  (XI // C, _div_neg),                                                                         # x//-c -> (x//c)*-1
+  (XI % C, _mod_neg),                                                                          # x%-c -> x%c
+  (XI % C, _mod_by_bounds),                                                                    # x%c -> x when -c<x<c
+  ((XI // C1) // C2, _div_div),                                                                # (x//a)//b -> x//(a*b)
+  ((XI % C1) // C2, lambda x, c1, c2: (x // c2) % (c1.arg // c2.arg) if _pos_multiple(c1, c2) else None),  # (x%(a*b))//a -> (x//a)%b
+  ((XI % C1) % C2, lambda x, c1, c2: x % c2 if _pos_multiple(c1, c2) else None),               # (x%(a*b))%b -> x%b
+  (UPat(Ops.IDIV, ints, (X, C), name="d"), _divmod_fold),                                      # (x*c+y)//c -> x+y//c when signs allow
+  (UPat(Ops.MOD, ints, (X, C), name="d"), _divmod_fold),                                       # (x*c+y)%c -> y%c when signs allow
+  (XI % C + (XI // C) * C, lambda x, c: x),                                                    # x%c+(x//c)*c -> x
+  ((YI + XI % C) + (XI // C) * C, lambda y, x, c: y + x),                                      # (y+x%c)+(x//c)*c -> y+x
+  ((YI + (XI // C) * C) + XI % C, lambda y, x, c: y + x),                                      # (y+(x//c)*c)+x%c -> y+x
+  # comparisons and max decided or narrowed by bounds
+  ((XI * C1).named("m") < C2, _lt_mul),                                                        # x*c1<c2 -> x<ceil(c2/c1) (c1>0)
+  ((XI + C1).named("a") < C2, _lt_add),                                                        # x+c1<c2 -> x<c2-c1
+  ((XI // C1) < C2, _lt_div),                                                                  # x//c1<c2 -> x<c2*c1 (x>=0, c1>0)
+  ((XI + C1).ne(C2), lambda x, c1, c2: x.ne(exec_alu(Ops.SUB, x.dtype, [c2.arg, c1.arg]))),    # x+c1!=c2 -> x!=c2-c1 (a bijection)
+  (XI.maximum(YI), lambda x, y: x if x.vmin >= y.vmax else None),                              # max(x,y) -> x when x>=y
+])
+
+sym = symbolic + PatternMatcher([
+  (UPat.var("c").where(UPat.var("c").where(X, Y), Z), lambda c, x, y, z: c.where(x, z)),      # c ? (c ? x : y) : z -> c ? x : z
+  (UPat.var("c").where(X, UPat.var("c").where(Y, Z)), lambda c, x, y, z: c.where(x, z)),      # c ? x : (c ? y : z) -> c ? x : z
+  (UPat(Ops.WHERE, src=(CB, X, Y), name="w"), lambda w, c, x, y: _where_gate(w, c, x, y)),     # c ? f(v) : g(v) with v's bounds narrowed by c
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"), TRUE), name="i"),
+   lambda i, buf, idx: UOp(Ops.INDEX, i.dtype, (buf, idx))),                                   # buf[idx if True] -> buf[idx]
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"), UPat.var("g")), name="i"), _index_gate),  # buf[f(v) if g] with v narrowed by g
+  ((XI < C1) & (XI < C2), lambda x, c1, c2: x < min(c1.arg, c2.arg)),                          # x<a & x<b -> x<min(a,b)
+  (UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(X,), name="w"),), name="n"), _cast_roundtrip),      # T(W(x:T)) -> x (W holds every T)
+])
+
+# rules the e-graph adds: reorderings greedy rewriting must not use (they loop), saturation explores them under its budget
+pm_reorder = PatternMatcher([
+  ((XI + YI) + Z, lambda x, y, z: (x + z) + y if z.op is not Ops.CONST else None),             # (x+y)+z -> (x+z)+y
+  ((XI * YI) * Z, lambda x, y, z: (x * z) * y if z.op is not Ops.CONST else None),             # (x*y)*z -> (x*z)*y
+])
+
+def simplify(u: UOp) -> UOp:
+  """`u` rewritten with `sym` to a fixed point; with EGRAPH=1 by equality saturation first, then greedily."""
+  greedy = graph_rewrite(u, sym, name="simplify")
+  if not EGRAPH: return greedy
+  from tinygrad.uop.egraph import egraph_simplify, dag_cost
+  sat = graph_rewrite(egraph_simplify(u, sym + pm_reorder), sym, name="simplify")
+  # the e-graph explores a superset of greedy's moves, but its budget can stop it short: never return worse than greedy
+  return sat if dag_cost(sat) <= dag_cost(greedy) else greedy
