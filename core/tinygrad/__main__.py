@@ -4,7 +4,9 @@ Exit status 0 when the default device computes (Tensor([1,2,3])*2).tolist() == [
 """
 from __future__ import annotations
 import sys, json, argparse, platform
-from typing import Any
+from typing import Any, TYPE_CHECKING
+if TYPE_CHECKING:
+  from tinygrad.device import CompilerPair
 
 EXPECTED = [2, 4, 6]
 
@@ -60,7 +62,8 @@ def collect(check: bool = True) -> dict[str, Any]:
       continue
     set_var = dev.compilers.ctrl_var if dev.compilers is not None else None
     default_pair = dchoice if (name == dbase and dchoice) else dev.compiler_name
-    for pair in dev.compiler_pairs or [None]:
+    pairs: list[CompilerPair | None] = list(dev.compiler_pairs) or [None]
+    for pair in pairs:
       pname = pair.name if pair is not None else ""
       c: dict[str, Any] = {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": pname == default_pair,
                            "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),

@@ -131,7 +131,7 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
     try: return (match[0], *_init_pair(match[0]), {})
     except Exception as e:
       raise CompilerChoiceError(f"compiler {match[0].name} for device {device} (selected by {how}) failed to initialise: "
-                        f"{type(e).__name__}: {e}") from e
+                                f"{type(e).__name__}: {e}") from e
   errors: dict[str, str] = {}
   for p in pairs:
     if _env_switch(p.ctrl_var) == 0:
@@ -238,22 +238,25 @@ class Buffer:
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
   @property
-  def allocator(self) -> Allocator: return Device[self.device].allocator
+  def allocator(self) -> Allocator:
+    # an allocated buffer keeps the allocator it came from: freeing must not reopen a device (e.g. after Device.reset())
+    return self._allocator if self.is_allocated() else Device[self.device].allocator
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
   def allocate(self, opaque: Any = None) -> Buffer:
     """Allocate device memory (through the device's allocator) unless already allocated; returns self."""
     if self.is_allocated(): return self
+    self._allocator = Device[self.device].allocator
     if opaque is not None:
       self._owned = False
       self._buf = opaque
     else:
       self._owned = True
-      self._buf = self.allocator.alloc(self.nbytes, self.options)
+      self._buf = self._allocator.alloc(self.nbytes, self.options)
     return self
   def deallocate(self) -> None:
     """Return the memory to the device's allocator."""
     if not self.is_allocated(): return
-    if self._owned: self.allocator.free(self._buf, self.nbytes, self.options)
+    if self._owned: self._allocator.free(self._buf, self.nbytes, self.options)
     del self._buf
   def __del__(self) -> None:
     try: self.deallocate()
@@ -400,7 +403,7 @@ class _Device:
       if self.parse(key)[0] not in registry().candidates: raise self._unknown(self.parse(key)[0])
       self.default_reason = [f"DEV={dev}"]
       return key
-    reasons = []
+    reasons: list[str] = []
     for name, why in self._usable(strict=True):
       if why is None:
         self.default_reason = reasons + [f"{name}: highest priority device that opens"]

@@ -18,7 +18,7 @@ Control variables, read when discovery runs:
 from __future__ import annotations
 import os, re, sys, importlib, warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, TYPE_CHECKING
+from typing import Any, Callable, TYPE_CHECKING, cast
 import pluggy
 if TYPE_CHECKING:
   from tinygrad.device import CompilerPair
@@ -203,7 +203,7 @@ class Registry:
     """Pairs that plugins add to `device` through tinygrad_compilers, in load order; a hook that raises is skipped."""
     out: list[CompilerPair] = []
     for impl in self.pm.hook.tinygrad_compilers.get_hookimpls():
-      try: out.extend(impl.function(device=device) or [])
+      try: out.extend(cast(list, impl.function(device=device)) or [])
       except Exception as e:
         warnings.warn(f"tinygrad plugin {impl.plugin_name!r}: tinygrad_compilers({device!r}) raised {type(e).__name__}: {e}; "
                       "its pairs are skipped", RuntimeWarning, stacklevel=2)

@@ -253,6 +253,13 @@ def test_buffer_roundtrip_and_accounting():
   b.deallocate()
   assert not b.is_allocated() and alloc.mem_used == 0 and alloc.cache_bytes == 16
 
+def test_buffer_freed_after_reset_does_not_reopen():
+  b = Buffer("FAKE", 4, dtypes.uint8).allocate()
+  alloc = b.allocator
+  Device.reset()
+  b.deallocate()
+  assert alloc.cache_bytes == 4 and OPENED == ["FAKE"]
+
 def test_buffer_external_opaque_not_freed():
   alloc = Device["FAKE"].allocator
   mine = memoryview(bytearray(8))

@@ -231,3 +231,13 @@ def test_entry_point_scan_agrees_with_importlib_metadata(site):
       assert ours == theirs, (group, ours, theirs)
     print(json.dumps(len(plugins.entry_points())))""")
   assert out == 4
+
+def test_builtin_entry_point_deduplicated(tmp_path):
+  # pip-installed core: its own entry point names tinygrad.runtime.builtin; it must load once, with the dist's version
+  info = tmp_path / "tinygrad_core-7.7.dist-info"
+  info.mkdir()
+  (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinygrad-core\nVersion: 7.7\n")
+  (info / "entry_points.txt").write_text("[tinygrad.plugins]\nbuiltin = tinygrad.runtime.builtin\n")
+  out = run_json(str(tmp_path), "import json; from tinygrad import plugins; "
+                 "print(json.dumps([(p.name, p.dist, p.version, p.status) for p in plugins.registry().plugins]))")
+  assert out == [["builtin", "tinygrad-core", "7.7", "ok"]]
