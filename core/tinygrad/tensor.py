@@ -3,6 +3,7 @@
 from __future__ import annotations
 import math, struct, time, functools, itertools
 from typing import Any, Callable, Iterator, Sequence, cast
+from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
@@ -40,6 +41,18 @@ def _pack(vals: list, dtype: DType) -> bytes:
   return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
 
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
+
+@dataclass
+class _IndexPlan:
+  """Basic indexing as movement ops: flip `flips`, shrink, take every step-th, reshape to out_shape; tensor indices come after."""
+  idx: list[Any]
+  flips: list[int]
+  shrinks: list[tuple[int, int]]
+  steps: list[int]
+  lens: list[int]
+  out_shape: list[int]
+  tensor_idx: list[tuple[int, int, Any]]  # (input dim, position in out_shape, index)
+  adv_pos: list[int]                      # positions in idx of ints and tensor indices (numpy's placement rule)
 
 class _DTypeCasts:
   """The cast shorthands; in a base class so that, inside Tensor's body, `int`/`float`/`bool` still name the builtins."""
@@ -1038,8 +1051,7 @@ class Tensor(_DTypeCasts):
     return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))
 
   # ---- indexing ----
-  def __getitem__(self, indices: Any) -> Tensor:
-    """numpy-style indexing: ints, slices (any step), None, Ellipsis, and int Tensor/list indices (lazy: masks and a sum)."""
+  def _index_plan(self, indices: Any) -> _IndexPlan:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
     for i in idx:
       if isinstance(i, bool): raise IndexError("boolean scalar indices are not supported; index with ints, slices, None, ... or int Tensors")
@@ -1051,7 +1063,13 @@ class Tensor(_DTypeCasts):
     ell = next((k for k, i in enumerate(idx) if i is Ellipsis), len(idx))
     idx = idx[:ell] + [slice(None)] * (self.ndim - consumed) + idx[ell+1:]
     # basic indexing: flip negative steps, shrink, stride, then drop int dims and add None dims
-    flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos = [], [], [], [], [], [], []
+    flips: list[int] = []
+    shrinks: list[tuple[int, int]] = []
+    steps: list[int] = []
+    lens: list[int] = []
+    out_shape: list[int] = []
+    tensor_idx: list[tuple[int, int, Any]] = []
+    adv_pos: list[int] = []
     d, out_pos = 0, 0
     for k, i in enumerate(idx):
       if i is None:
@@ -1081,6 +1099,11 @@ class Tensor(_DTypeCasts):
       steps.append(step)
       lens.append(length)
       d += 1
+    return _IndexPlan(idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos)
+  def __getitem__(self, indices: Any) -> Tensor:
+    """numpy-style indexing: ints, slices (any step), None, Ellipsis, and int Tensor/list indices (lazy: masks and a sum)."""
+    p = self._index_plan(indices)
+    idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos = p.idx, p.flips, p.shrinks, p.steps, p.lens, p.out_shape, p.tensor_idx, p.adv_pos
     x = self.flip(flips) if flips else self
     x = x.shrink(shrinks)
     if any(s > 1 for s in steps):
@@ -1112,6 +1135,22 @@ class Tensor(_DTypeCasts):
       order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, ret.ndim))
       ret = ret.permute(order)
     return ret
+  def __setitem__(self, indices: Any, v: Tensor | ConstType) -> None:
+    """Write `v` (broadcast) into self[indices]: basic indices (ints, slices, None, Ellipsis); an assign of a masked where."""
+    p = self._index_plan(indices)
+    if p.tensor_idx: raise NotImplementedError("setitem with Tensor/list indices is not supported; use mask.where(value, x) and assign")
+    vt = self._to_tensor(v).cast(self.dtype)
+    try: vt = vt._broadcast_to(tuple(p.out_shape))
+    except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None
+    def scatter(x: Tensor) -> Tensor:  # the inverse of the basic-indexing movement ops: back to self's shape, zeros elsewhere
+      x = x.reshape(p.lens)
+      if any(s > 1 for s in p.steps):
+        x = x.reshape(flatten((ln, 1) for ln in p.lens)).pad(flatten(((0, 0), (0, s - 1)) for s in p.steps))
+        x = x.reshape([ln * s for ln, s in zip(p.lens, p.steps)]).shrink([(0, e - b) for b, e in p.shrinks])
+      x = x.pad([(b, n - e) for (b, e), n in zip(p.shrinks, self.shape)])
+      return x.flip(p.flips) if p.flips else x
+    mask = scatter(Tensor.full(tuple(p.out_shape), True, dtype=dtypes.bool, device=self.device))
+    self.assign(mask.where(scatter(vt), self))
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (index may be smaller than self in other dims)."""
     d = self._resolve_dim(dim)

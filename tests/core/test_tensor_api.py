@@ -274,3 +274,13 @@ def test_other_errors():
   with pytest.raises(ValueError, match="unknown mode"): t(2, 3).pad((1, 1), mode="mirror")
   with pytest.raises(ValueError, match="assign: value shape"): t(2, 3).assign(t(3, 2))
   with pytest.raises(ValueError, match="assign: value dtype"): t(2, 3).assign(t(2, 3, dtype=dtypes.int32))
+
+def test_setitem_builds_a_masked_assign():
+  x = Tensor.zeros(4, 5)
+  x[1:3, ::2] = 1.0
+  assert x.shape == (4, 5) and x.uop.op is Ops.WHERE
+  y = Tensor([[1, 2, 3], [4, 5, 6]])
+  y[:, -1] = Tensor([7, 8])
+  assert y.uop.op is Ops.ASSIGN and y.dtype == dtypes.int32
+  with pytest.raises(ValueError, match="does not fit the indexed shape"): y[0] = Tensor([1, 2])
+  with pytest.raises(NotImplementedError): y[[0, 1]] = 0
