@@ -1,0 +1,160 @@
+"""nn layers: forward against numpy references on hypothesis-drawn shapes; parameter init ranges; train/eval behaviour."""
+import math
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from tinygrad.tensor import Tensor
+from tinygrad import nn
+from tinygrad.nn.state import get_parameters
+
+HS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+if not hasattr(Tensor, "train"):  # until tensor.py binds the autograd helpers
+  from tinygrad import gradient as _g
+  Tensor.train, Tensor.test = _g.train, _g.test  # type: ignore[attr-defined]
+  Tensor.backward = lambda self, gradient=None: _g.backward(self, gradient)  # type: ignore[attr-defined]
+
+def close(t: Tensor, ref: np.ndarray, atol=1e-5, rtol=1e-4): np.testing.assert_allclose(t.numpy(), ref, atol=atol, rtol=rtol)
+def rnd(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+@HS
+@given(bs=st.integers(1, 4), fin=st.integers(1, 5), fout=st.integers(1, 5), bias=st.booleans())
+def test_linear(bs, fin, fout, bias):
+  layer = nn.Linear(fin, fout, bias=bias)
+  x = rnd(bs, fin)
+  w = layer.weight.numpy()
+  assert w.shape == (fout, fin) and np.all(np.abs(w) <= 1 / math.sqrt(fin))
+  ref = x @ w.T + (layer.bias.numpy() if bias else 0)
+  close(layer(Tensor(x)), ref)
+
+def test_linear_params_distinct():
+  a, b = nn.Linear(3, 3), nn.Linear(3, 3)
+  assert not np.allclose(a.weight.numpy(), b.weight.numpy())
+
+def np_conv2d(x, w, b, stride, padding, dilation, groups):
+  # direct loops: the reference the movement-op convolution is checked against
+  n, cin, h, wd = x.shape
+  cout, cpg, kh, kw = w.shape
+  x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+  oh, ow = (x.shape[2] - dilation * (kh - 1) - 1) // stride + 1, (x.shape[3] - dilation * (kw - 1) - 1) // stride + 1
+  out = np.zeros((n, cout, oh, ow), np.float64)
+  opg = cout // groups
+  for o in range(cout):
+    g = o // opg
+    for i in range(oh):
+      for j in range(ow):
+        patch = x[:, g*cpg:(g+1)*cpg, i*stride:i*stride + dilation*(kh-1)+1:dilation, j*stride:j*stride + dilation*(kw-1)+1:dilation]
+        out[:, o, i, j] = (patch * w[o]).sum((1, 2, 3))
+  return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+
+@HS
+@given(groups=st.sampled_from([1, 2]), k=st.integers(1, 3), stride=st.integers(1, 2), padding=st.integers(0, 1), dilation=st.integers(1, 2),
+       bias=st.booleans())
+def test_conv2d(groups, k, stride, padding, dilation, bias):
+  cin, cout, hw = 2 * groups, 2 * groups, 5
+  layer = nn.Conv2d(cin, cout, k, stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+  assert layer.weight.shape == (cout, cin // groups, k, k)
+  x = rnd(1, cin, hw, hw)
+  ref = np_conv2d(x, layer.weight.numpy(), layer.bias.numpy() if bias else None, stride, padding, dilation, groups)
+  close(layer(Tensor(x)), ref, atol=1e-4)
+
+def test_conv2d_same_padding():
+  layer = nn.Conv2d(1, 1, 3, padding="same")
+  x = rnd(1, 1, 4, 4)
+  assert layer(Tensor(x)).shape == (1, 1, 4, 4)
+  close(layer(Tensor(x)), np_conv2d(x, layer.weight.numpy(), layer.bias.numpy(), 1, 1, 1, 1), atol=1e-4)
+
+def test_conv1d():
+  layer = nn.Conv1d(2, 3, 3, padding=1)
+  x = rnd(2, 2, 6)
+  ref = np_conv2d(x[:, :, None, :], layer.weight.numpy()[:, :, None, :], layer.bias.numpy(), 1, 0, 1, 1)
+  # padding=1 on the length axis only
+  ref = np_conv2d(np.pad(x, ((0, 0), (0, 0), (1, 1)))[:, :, None, :], layer.weight.numpy()[:, :, None, :], layer.bias.numpy(), 1, 0, 1, 1)[:, :, 0, :]
+  close(layer(Tensor(x)), ref, atol=1e-4)
+
+@HS
+@given(n=st.integers(2, 4), c=st.integers(1, 3), hw=st.integers(1, 3))
+def test_batchnorm_train_and_eval(n, c, hw):
+  bn = nn.BatchNorm2d(c)
+  x = rnd(n, c, hw, hw) * 2 + 1
+  with Tensor.train():
+    out = bn(x_t := Tensor(x))
+    Tensor.realize(out, bn.running_mean, bn.running_var)
+  mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
+  ref = (x - mean.reshape(1, -1, 1, 1)) / np.sqrt(var.reshape(1, -1, 1, 1) + 1e-5)
+  close(out, ref, atol=1e-4)
+  m = n * hw * hw
+  close(bn.running_mean, 0.1 * mean, atol=1e-5)
+  close(bn.running_var, 0.9 + 0.1 * var * m / max(m - 1, 1), atol=1e-4)
+  # eval: the running statistics
+  out = bn(x_t)
+  rm, rv = 0.1 * mean, 0.9 + 0.1 * var * m / max(m - 1, 1)
+  close(out, (x - rm.reshape(1, -1, 1, 1)) / np.sqrt(rv.reshape(1, -1, 1, 1) + 1e-5), atol=1e-4)
+
+def test_batchnorm_params_not_aliased():
+  # two BatchNorms' ones/zeros parameters are separate buffers (a shared constant node would share gradients)
+  a, b = nn.BatchNorm2d(3), nn.BatchNorm2d(3)
+  assert a.weight.uop is not b.weight.uop and a.running_mean.uop is not b.running_mean.uop
+
+@HS
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=3).map(tuple))
+def test_layernorm(shape):
+  ln = nn.LayerNorm(shape[-1])
+  x = rnd(*shape)
+  ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+  close(ln(Tensor(x)), ref, atol=1e-4)
+  with pytest.raises(ValueError): nn.LayerNorm(shape[-1] + 1)(Tensor(x))
+
+def test_layernorm_2d_axes():
+  ln = nn.LayerNorm((3, 4), elementwise_affine=False)
+  x = rnd(2, 3, 4)
+  ref = (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-5)
+  close(ln(Tensor(x)), ref, atol=1e-4)
+
+@HS
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple))
+def test_rmsnorm(shape):
+  rn = nn.RMSNorm(shape[-1])
+  x = rnd(*shape)
+  close(rn(Tensor(x)), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), atol=1e-4)
+
+def test_groupnorm():
+  gn = nn.GroupNorm(2, 4)
+  x = rnd(2, 4, 3)
+  xg = x.reshape(2, 2, -1)
+  ref = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+  close(gn(Tensor(x)), ref, atol=1e-4)
+
+@HS
+@given(vocab=st.integers(1, 6), dim=st.integers(1, 4), shape=st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple))
+def test_embedding(vocab, dim, shape):
+  emb = nn.Embedding(vocab, dim)
+  idx = np.random.default_rng(0).integers(0, vocab, shape).astype(np.int32)
+  close(emb(Tensor(idx)), emb.weight.numpy()[idx])
+
+def test_embedding_grad():
+  emb = nn.Embedding(4, 2)
+  idx = np.array([1, 1, 3], np.int32)
+  emb.weight.requires_grad = True
+  emb(Tensor(idx)).sum().backward()
+  np.testing.assert_allclose(emb.weight.grad.numpy(), [[0, 0], [2, 2], [0, 0], [1, 1]])
+
+def test_dropout():
+  d = nn.Dropout(0.5)
+  x = Tensor.ones(2000)
+  assert d(x) is x   # not training: identity
+  with Tensor.train():
+    out = d(x).numpy()
+  kept = out != 0
+  assert 0.4 < kept.mean() < 0.6
+  np.testing.assert_allclose(out[kept], 2.0)
+  with Tensor.train(): np.testing.assert_allclose(nn.Dropout(0.0)(x).numpy(), 1.0)
+
+def test_linear_gradient_vs_numpy():
+  layer = nn.Linear(3, 2)
+  for p in get_parameters(layer): p.requires_grad = True
+  x = rnd(4, 3)
+  layer(Tensor(x)).square().sum().backward()
+  w, b = layer.weight.numpy(), layer.bias.numpy()
+  y = x @ w.T + b
+  close(layer.weight.grad, (2 * y).T @ x, atol=1e-4)
+  close(layer.bias.grad, (2 * y).sum(0), atol=1e-4)

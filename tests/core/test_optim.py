@@ -1,0 +1,119 @@
+"""Optimizers against numpy reference implementations over several steps.
+
+The loss couples the parameters (each one's gradient reads the other), so an update that lets a gradient see another
+parameter's new value fails here.
+"""
+import numpy as np
+import pytest
+from tinygrad.tensor import Tensor
+from tinygrad.nn.optim import SGD, Adam, AdamW, LAMB
+from tinygrad import gradient as G
+
+STEPS = 4
+A0 = np.array([1.0, -2.0, 0.5], np.float32)
+B0 = np.array([0.3, 0.7, -1.2], np.float32)
+C = np.array([0.1, -0.4, 0.2], np.float32)
+
+def np_grads(a, b):
+  # loss = sum((a*b)^2) + sum(a*c)
+  return [2 * a * b * b + C, 2 * a * a * b]
+
+def tiny_run(make_opt):
+  a, b = Tensor(A0.copy(), requires_grad=True), Tensor(B0.copy(), requires_grad=True)
+  opt = make_opt([a, b])
+  for _ in range(STEPS):
+    opt.zero_grad()
+    loss = ((a * b) ** 2).sum() + (a * Tensor(C)).sum()
+    G.backward(loss)
+    opt.step()
+  return a.numpy(), b.numpy()
+
+def np_sgd(lr, momentum=0.0, wd=0.0, nesterov=False):
+  ps, bufs = [A0.astype(np.float64), B0.astype(np.float64)], [np.zeros(3), np.zeros(3)]
+  for _ in range(STEPS):
+    gs = np_grads(*ps)
+    for i in range(2):
+      g = gs[i] + wd * ps[i]
+      if momentum:
+        bufs[i] = momentum * bufs[i] + g
+        g = g + momentum * bufs[i] if nesterov else bufs[i]
+      ps[i] = ps[i] - lr * g
+  return ps
+
+def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, lamb=False):
+  ps, m, v = [A0.astype(np.float64), B0.astype(np.float64)], [np.zeros(3)] * 2, [np.zeros(3)] * 2
+  for t in range(1, STEPS + 1):
+    gs = np_grads(*ps)
+    for i in range(2):
+      m[i] = b1 * m[i] + (1 - b1) * gs[i]
+      v[i] = b2 * v[i] + (1 - b2) * gs[i] ** 2
+      up = (m[i] / (1 - b1 ** t)) / (np.sqrt(v[i] / (1 - b2 ** t)) + eps) + wd * ps[i]
+      r = 1.0
+      if lamb:
+        r1, r2 = np.linalg.norm(ps[i]), np.linalg.norm(up)
+        r = r1 / r2 if r1 > 0 and r2 > 0 else 1.0
+      ps[i] = ps[i] - lr * r * up
+  return ps
+
+CASES = [
+  ("sgd", lambda p: SGD(p, lr=0.05), lambda: np_sgd(0.05)),
+  ("sgd_momentum", lambda p: SGD(p, lr=0.05, momentum=0.9), lambda: np_sgd(0.05, 0.9)),
+  ("sgd_nesterov", lambda p: SGD(p, lr=0.05, momentum=0.9, nesterov=True), lambda: np_sgd(0.05, 0.9, nesterov=True)),
+  ("sgd_wd", lambda p: SGD(p, lr=0.05, momentum=0.5, weight_decay=0.1), lambda: np_sgd(0.05, 0.5, wd=0.1)),
+  ("adam", lambda p: Adam(p, lr=0.01), lambda: np_adam(0.01)),
+  ("adam_betas", lambda p: Adam(p, lr=0.03, b1=0.8, b2=0.99, eps=1e-6), lambda: np_adam(0.03, 0.8, 0.99, 1e-6)),
+  ("adamw", lambda p: AdamW(p, lr=0.01), lambda: np_adam(0.01, wd=0.01)),
+  ("adamw_wd", lambda p: AdamW(p, lr=0.01, weight_decay=0.3), lambda: np_adam(0.01, wd=0.3)),
+  ("lamb", lambda p: LAMB(p, lr=0.01, weight_decay=0.1), lambda: np_adam(0.01, eps=1e-6, wd=0.1, lamb=True)),
+]
+@pytest.mark.parametrize("name,make,ref", CASES, ids=[c[0] for c in CASES])
+def test_optimizer_matches_numpy(name, make, ref):
+  got = tiny_run(make)
+  want = ref()
+  for g, w in zip(got, want): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+def test_defaults_like_tinygrad():
+  p = [Tensor([1.0], requires_grad=True)]
+  sgd = SGD(p)
+  assert sgd.lr.item() == pytest.approx(0.001) and sgd.momentum == 0 and sgd.wd == 0 and not sgd.nesterov
+  adam = Adam(p)
+  assert (adam.b1, adam.b2, adam.eps, adam.wd) == (0.9, 0.999, 1e-8, 0.0)
+  assert AdamW(p).wd == 0.01
+  assert LAMB(p).eps == 1e-6
+
+def test_zero_grad_and_missing_grad():
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  opt = SGD([a], lr=0.1)
+  G.backward((a * a).sum())
+  assert a.grad is not None
+  opt.zero_grad()
+  assert a.grad is None
+  with pytest.raises(RuntimeError, match="backward"): opt.step()
+
+def test_requires_grad_none_becomes_true_and_buffers_realized():
+  a = Tensor([1.0])
+  buf = Tensor([5.0], requires_grad=False)
+  opt = SGD([a, buf])
+  assert a.requires_grad is True and opt.params == [a] and opt.buffers == [buf]
+  with pytest.raises(ValueError): SGD([buf])
+
+def test_step_updates_in_place():
+  # after the first step the parameter keeps its buffer: later steps assign into it
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  opt = SGD([a], lr=0.5)
+  base = a.uop.src[0] if a.uop.op.name == "RESHAPE" else a.uop
+  for _ in range(2):
+    opt.zero_grad()
+    G.backward((a * a).sum())
+    opt.step()
+  now = a.uop.src[0] if a.uop.op.name == "RESHAPE" else a.uop
+  assert now is base
+  np.testing.assert_allclose(a.numpy(), [0.0, 0.0])
+
+def test_lr_change_takes_effect():
+  a = Tensor([1.0], requires_grad=True)
+  opt = SGD([a], lr=0.1)
+  opt.lr.assign(Tensor([0.5]).reshape(()))
+  G.backward((a * 1.0).sum())
+  opt.step()
+  np.testing.assert_allclose(a.numpy(), [0.5])
