@@ -294,6 +294,7 @@ class Compiled:
   device's own pairs followed by those other plugins add) and `compiler_errors` (why earlier pairs did not initialise).
   `device` is the canonical name the device was opened as ("CPU", "NV:1", "CPU:LLVM" when a compiler was named).
   """
+  computes: bool = True   # False for devices that run nothing (NULL): the health check does not apply
   def __init__(self, device: str, allocator: Allocator, compilers: CompilerSet | None, runtime: Callable[[str, bytes], Any] | None,
                graph: Any = None):
     choice = compiler_choice(device)

@@ -20,5 +20,6 @@ class NullAllocator(Allocator):
   def copyout(self, dest: memoryview, src: int) -> None: dest[:] = bytes(len(dest))
 
 class NullDevice(Compiled):
+  computes = False
   def __init__(self, device: str):
     super().__init__(device, NullAllocator(), CompilerSet([CompilerPair(NullRenderer, None, name="NULL")]), NullProgram)
