@@ -13,7 +13,10 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   import numpy as np
   from tinygrad.dtype import to_numpy
   dt = dtype or (t.dtype if dtypes.is_float(t.dtype) and t.dtype not in (dtypes.bfloat16,) else dtypes.float32)
-  return Tensor(np.full(t.shape if shape is None else shape, value, dtype=to_numpy(dt)), device=t.device, requires_grad=False)
+  shape = t.shape if shape is None else shape
+  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=t.device).reshape(shape)
+  ret.requires_grad = False
+  return ret
 
 def _realize_unaliased(ts: list[Tensor]) -> None:
   # two tensors with the same (hash-consed) graph would realize into one buffer: give the repeats their own
@@ -36,7 +39,8 @@ class Optimizer:
     if not self.params: raise ValueError("optimizer needs at least one parameter with requires_grad (got none)")
     self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
     self.device = self.params[0].device
-    self.lr = Tensor(__import__("numpy").array(lr, dtype="float32"), device=self.device, requires_grad=False)  # a tensor: changing it needs no new kernel
+    # a tensor: changing it needs no new kernel
+    self.lr = _state(self.params[0], lr, (), dtypes.float32)
     _realize_unaliased(self.params + self.buffers)
 
   def zero_grad(self) -> None:

@@ -127,7 +127,7 @@ def safe_load(fn: str | os.PathLike, device: str | None = None) -> dict[str, Ten
     if e - b != int(np.prod(shape)) * npdt.itemsize or e > len(data):
       raise ValueError(f"{fn}: tensor {name} has offsets {b}..{e} but needs {int(np.prod(shape)) * npdt.itemsize} bytes (data is {len(data)} bytes)")
     arr = np.frombuffer(data, dtype=npdt, count=int(np.prod(shape)), offset=b).reshape(shape)
-    t = Tensor(arr.astype(npdt.newbyteorder("=")), device=device)
+    t = Tensor(arr.astype(npdt.newbyteorder("=")).reshape(-1), device=device).reshape(shape)
     out[name] = t.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else t
   return out
 
