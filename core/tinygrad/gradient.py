@@ -9,7 +9,7 @@ PROD (REDUCE_AXIS MUL) uses prod/x like tinygrad: where an input is 0 its gradie
 """
 from __future__ import annotations
 import math, weakref, contextlib, gc
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
@@ -122,7 +122,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   for node in reversed(path):
     g = grads.get(node)
     if g is None or not any(s in on_path for s in node.src): continue
-    src_grads = pm_gradient.rewrite(node, ctx=g)
+    src_grads = cast(tuple | None, pm_gradient.rewrite(node, ctx=g))   # gradient rules return a tuple, not a UOp
     if src_grads is None: raise RuntimeError(f"no gradient rule for {node.op} (dtype {node.dtype}, shape {node.shape})")
     for s, sg in zip(node.src, src_grads):
       if sg is None or s not in on_path: continue

@@ -21,7 +21,8 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
 def _realize_unaliased(ts: list[Tensor]) -> None:
   # two tensors with the same (hash-consed) graph would realize into one buffer: give the repeats their own
   seen: set = set()
-  first, again = [], []
+  first: list[Tensor] = []
+  again: list[Tensor] = []
   for t in ts:
     (again if t.uop in seen else first).append(t)
     seen.add(t.uop)

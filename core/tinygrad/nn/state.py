@@ -21,7 +21,7 @@ def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> di
   while todo:
     o, p = todo.pop(0)
     if isinstance(o, tensor_type):
-      out[p.strip(".")] = o
+      out[p.strip(".")] = o  # type: ignore[assignment]
       continue
     if id(o) in seen: continue   # a cycle or a shared sub-object: first name wins
     seen.add(id(o))
