@@ -357,3 +357,53 @@ def test_tensor_ops_gradients_vs_numpy():
   p /= p.sum(1, keepdims=True)
   p[np.arange(4), labels] -= 1
   np.testing.assert_allclose(tx.grad.numpy(), p / 4, atol=1e-5)
+
+# ---- Tensor level: composite ops of the front end, float64, against finite differences of numpy references ----
+def _np_softmax(x, ax=-1):
+  e = np.exp(x - x.max(ax, keepdims=True))
+  return e / e.sum(ax, keepdims=True)
+def _np_maxpool(x):
+  n, c, h, w = x.shape
+  return x[:, :, :h//2*2, :w//2*2].reshape(n, c, h//2, 2, w//2, 2).max((3, 5))
+def _np_conv(x, w):
+  out = np.zeros((x.shape[0], w.shape[0], x.shape[2]-w.shape[2]+1, x.shape[3]-w.shape[3]+1))
+  for i in range(out.shape[2]):
+    for j in range(out.shape[3]):
+      out[:, :, i, j] = np.einsum("nchw,ochw->no", x[:, :, i:i+w.shape[2], j:j+w.shape[3]], w)
+  return out
+
+TENSOR_OPS = [
+  ("relu", lambda x: x.relu(), lambda x: np.maximum(x, 0), [(3, 4)]),
+  ("sigmoid", lambda x: x.sigmoid(), lambda x: 1/(1+np.exp(-x)), [(3, 4)]),
+  ("tanh", lambda x: x.tanh(), np.tanh, [(3, 4)]),
+  ("exp_log", lambda x: (x.exp() + 1).log(), lambda x: np.log(np.exp(x) + 1), [(5,)]),
+  ("gelu", lambda x: x.gelu(), lambda x: 0.5*x*(1+np.tanh(0.7978845608*(x+0.044715*x**3))), [(6,)]),
+  ("square_mean", lambda x: x.square().mean(1), lambda x: (x*x).mean(1), [(3, 4)]),
+  ("var", lambda x: x.var(0), lambda x: x.var(0, ddof=1), [(4, 3)]),
+  ("matmul", lambda x, y: x @ y, lambda x, y: x @ y, [(3, 4), (4, 2)]),
+  ("softmax", lambda x: x.softmax(), _np_softmax, [(2, 5)]),
+  ("log_softmax", lambda x: x.log_softmax(), lambda x: np.log(_np_softmax(x)), [(2, 5)]),
+  ("layernorm", lambda x: x.layernorm(), lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), [(2, 4)]),
+  ("max_axis", lambda x: x.max(1), lambda x: x.max(1), [(3, 4)]),
+  ("min", lambda x: x.min(), lambda x: x.min(), [(3, 4)]),
+  ("cumsum", lambda x: x.cumsum(0), lambda x: x.cumsum(0), [(5,)]),
+  ("pad_slice", lambda x: x.pad(((1, 2), (0, 1)))[1:3, ::-1], lambda x: np.pad(x, ((1, 2), (0, 1)))[1:3, ::-1], [(2, 3)]),
+  ("transpose_reshape", lambda x: x.T.reshape(-1) * 2, lambda x: x.T.reshape(-1) * 2, [(2, 3)]),
+  ("broadcast_div", lambda x, y: x / (y.abs() + 1), lambda x, y: x / (np.abs(y) + 1), [(3, 4), (4,)]),
+  ("where_cmp", lambda x: (x > 0).where(x * 3, x.exp()), lambda x: np.where(x > 0, x * 3, np.exp(x)), [(6,)]),
+  ("max_pool2d", lambda x: x.max_pool2d(), _np_maxpool, [(1, 2, 4, 4)]),
+  ("conv2d", lambda x, w: x.conv2d(w), _np_conv, [(1, 2, 4, 4), (3, 2, 2, 2)]),
+]
+@needs_tensor
+@pytest.mark.parametrize("name,ft,fn,shapes", TENSOR_OPS, ids=[o[0] for o in TENSOR_OPS])
+def test_tensor_op_gradients(name, ft, fn, shapes):
+  Tensor = _bind()
+  arrays = [distinct(s, i) if name.startswith(("max", "min")) else rnd(s, seed=i) for i, s in enumerate(shapes)]
+  ts = [Tensor(a, dtype=dtypes.float64, requires_grad=True) for a in arrays]
+  out = ft(*ts)
+  ref = fn(*arrays)
+  w = np.asarray(np.random.default_rng(9).standard_normal(np.shape(ref)))
+  grads = (out * Tensor(w.reshape(-1), dtype=dtypes.float64).reshape(w.shape)).sum().gradient(*ts)  # before realizing out: that cuts the graph
+  np.testing.assert_allclose(out.numpy(), ref, atol=1e-6, rtol=1e-6)
+  for i, g in enumerate(grads):
+    np.testing.assert_allclose(g.numpy(), numeric_grad(fn, arrays, w, i), atol=1e-5, rtol=1e-4, err_msg=f"{name}: input {i}")
