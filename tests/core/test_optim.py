@@ -117,3 +117,19 @@ def test_lr_change_takes_effect():
   G.backward((a * 1.0).sum())
   opt.step()
   np.testing.assert_allclose(a.numpy(), [0.5])
+
+def test_batchnorm_running_stats_use_the_old_weights():
+  # the running mean is computed from the forward pass, i.e. from the weights before the step
+  from tinygrad import nn
+  from tinygrad.nn.state import get_parameters
+  lin, bn = nn.Linear(2, 3), nn.BatchNorm(3)
+  opt = SGD(get_parameters([lin, bn]), lr=0.5)
+  x = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+  w0, b0 = lin.weight.numpy().copy(), lin.bias.numpy().copy()
+  with G.train():
+    out = bn(lin(Tensor(x)))
+    G.backward(out.square().sum())
+    opt.step()
+  np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * (x @ w0.T + b0).mean(0), rtol=1e-5, atol=1e-6)
+  assert bn.num_batches_tracked.numpy().tolist() == [1]
+  assert not np.allclose(lin.weight.numpy(), w0)

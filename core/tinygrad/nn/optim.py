@@ -53,9 +53,9 @@ class Optimizer:
     missing = [i for i, p in enumerate(self.params) if p.grad is None]
     if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
     grads = [p.grad for p in self.params]
-    # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient that reads
-    # another parameter could see its new value: compute the gradients first (remove once ASSIGN waits for its readers)
-    Tensor.realize(*grads)  # type: ignore[arg-type]
+    # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
+    # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
+    Tensor.realize(*grads, *self.buffers)  # type: ignore[arg-type]
     new_params, state = self._step(grads)  # type: ignore[arg-type]
     for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
     return self.params + self.buffers + state
