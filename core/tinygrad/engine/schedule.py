@@ -49,6 +49,13 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes): realizes[n] = None
+  # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
+  # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
+  targets = {_base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
+  for a in (n for n in nodes if n.op is Ops.ASSIGN):
+    own = _base_buffer(a.src[0])
+    reads = a.src[1].toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER)
+    if any(b in targets and b is not own for b in reads): realizes[a.src[1]] = None
   for r in list(realizes):
     if r.op is Ops.BUFFER: del realizes[r]
   return realizes
@@ -59,13 +66,19 @@ def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
   return False
 
 def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
-  if len(consumers[r]) > 1: return True
-  # walk up through the ops that would inline it: an EXPAND above means recomputing the reduce per expanded element
-  stack = list(consumers[r])
+  """A reduce gets its own kernel when inlining would compute it more than once: its value reaches an EXPAND (recomputed
+  per expanded element) or more than one kernel (recomputed per kernel). Decided consumers-first, so `realizes` is final above r."""
+  reached: set[UOp] = set()
+  stack, seen = list(consumers[r]), set()
   while stack:
     c = stack.pop()
+    if c in seen: continue
+    seen.add(c)
     if c.op is Ops.EXPAND: return True
-    if c in realizes or c.op is Ops.REDUCE_AXIS: continue
+    if c in realizes:
+      reached.add(c)
+      if len(reached) > 1: return True
+      continue
     stack.extend(consumers[c])
   return False
 
@@ -77,6 +90,8 @@ class KernelBuilder:
     self.defines: dict[UOp, UOp] = {}
     self.axis = 0
     self.memo: dict[tuple, UOp] = {}
+    self.reads: set[UOp] = set()      # BUFFERs read as they were before this schedule
+    self.deps: set[UOp] = set()       # realized nodes of this schedule that this kernel reads
 
   def new_range(self, size: int, kind: AxisType) -> UOp:
     self.axis += 1
@@ -156,8 +171,12 @@ class KernelBuilder:
 
   def _build(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None, srcs: list[UOp]) -> UOp:
     if node.op is Ops.CONST: return UOp.const(node.dtype, node.arg)
-    if node.op is Ops.BUFFER: return self.load(node, node.shape, ix, g)
-    if node in self.realizes and node is not self.root: return self.load(self.buffer_map[node], node.shape, ix, g)
+    if node.op is Ops.BUFFER:
+      self.reads.add(node)
+      return self.load(node, node.shape, ix, g)
+    if node in self.realizes and node is not self.root:
+      self.deps.add(node)
+      return self.load(self.buffer_map[node], node.shape, ix, g)
     if node.op is Ops.PAD:
       valid = self._pad_valid(node, ix)
       return srcs[0] if valid is None else valid.where(srcs[0], srcs[0].const_like(0))
@@ -208,7 +227,7 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (reshaped to its shape) for each root."""
   realizes = find_realizes(roots)
   buffer_map: dict[UOp, UOp] = {}
-  schedule: list[ExecItem] = []
+  items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
   order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
   for n in order:
     if n.op is Ops.ASSIGN:
@@ -217,20 +236,43 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       buffer_map[n] = target
     elif n.op is Ops.COPY:
       buffer_map[n] = new_buffer(n.src[1].arg, n.size, n.dtype)
-      src_buf = _base_buffer(n.src[0]) or buffer_map[n.src[0]]
-      schedule.append(ExecItem(n, [buffer_map[n], src_buf]))
+      src_base = _base_buffer(n.src[0])
+      src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
+      items[n] = (ExecItem(n, [buffer_map[n], src_buf]), {src_base} if src_base is not None else set(),
+                  set() if src_base is not None else {n.src[0]})
       continue
     else: buffer_map[n] = new_buffer(n.device, n.size, n.dtype)
     if n.size == 0: continue  # nothing to compute for an empty tensor
     kb = KernelBuilder(realizes, buffer_map)
     ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
-    schedule.append(ExecItem(ast, kb.bufs))
+    items[n] = (ExecItem(ast, kb.bufs), kb.reads, kb.deps & items.keys())
+  schedule = _order(items, buffer_map)
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")
   results: dict[UOp, UOp] = {}
   for r in roots:
     base = _base_buffer(r)
     results[r] = (base if base is not None else buffer_map[r]).reshape(r.shape)
   return schedule, results
+
+def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: dict[UOp, UOp]) -> list[ExecItem]:
+  """Dependency order; an ASSIGN runs after every other kernel that reads its target's old contents (write after read)."""
+  after: dict[UOp, set[UOp]] = {n: set(deps) for n, (_, _, deps) in items.items()}
+  for n in items:
+    if n.op is Ops.ASSIGN:
+      target = buffer_map[n]
+      after[n] |= {k for k, (_, reads, _) in items.items() if k is not n and target in reads}
+  pos = {n: i for i, n in enumerate(items)}
+  out: list[ExecItem] = []
+  done: set[UOp] = set()
+  pending = sorted(items, key=pos.__getitem__)
+  while pending:
+    ready = [n for n in pending if after[n] <= done]
+    if not ready: raise RuntimeError(f"cannot order the schedule: assigns read each other's targets ({', '.join(str(n.op) for n in pending)})")
+    for n in ready:
+      out.append(items[n][0])
+      done.add(n)
+    pending = [n for n in pending if n not in done]
+  return out
 
 def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
   """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive the schedule."""
