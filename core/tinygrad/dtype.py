@@ -22,14 +22,19 @@ class DType:
   _scalar: DType | None = None
 
   @staticmethod
-  def new(priority: int, itemsize: int, name: str, fmt: str | None) -> DType: return DType(priority, itemsize, name, fmt, 1, None)
-  def __reduce__(self): return type(self), tuple(getattr(self, f) for f in self.__dataclass_fields__)
+  def new(priority: int, itemsize: int, name: str, fmt: str | None) -> DType: return _intern(DType, priority, itemsize, name, fmt, 1, None)
+  def __reduce__(self): return _intern, (type(self),) + tuple(getattr(self, f) for f in self.__dataclass_fields__)
   def __repr__(self) -> str:
     if self.count == 1: return f"dtypes.{self.name}"
     return f"dtypes.{self.scalar().name}.vec({self.count})"
   def __lt__(self, o: DType) -> bool: return (self.priority, self.itemsize, self.name, self.fmt, self.count) < (o.priority, o.itemsize, o.name, o.fmt, o.count)
-  def __eq__(self, o: object) -> bool: return self is o or (isinstance(o, DType) and type(o) is type(self) and self._key() == o._key())
-  def __hash__(self) -> int: return hash(self._key())
+  # dtypes are interned (see _intern), so equality is almost always identity; the key comparison is the fallback
+  def __eq__(self, o: object) -> bool: return self is o or (isinstance(o, DType) and type(o) is type(self) and self._k == o._k)
+  def __hash__(self) -> int: return self._h
+  @functools.cached_property
+  def _k(self) -> tuple: return self._key()
+  @functools.cached_property
+  def _h(self) -> int: return hash(self._k)
   def _key(self) -> tuple: return (self.priority, self.itemsize, self.name, self.fmt, self.count)
   @property
   def base(self) -> DType: return self
@@ -39,10 +44,10 @@ class DType:
     """The vector dtype of `sz` lanes of this scalar dtype."""
     if self.count != 1 and sz != 1: raise ValueError(f"cannot vectorize {self} (already a vector)")
     if sz == 1 or self == dtypes.void: return self
-    return DType(self.priority, self.itemsize*sz, f"{VEC_NAMES[self.name]}{sz}", None, sz, self)
+    return _intern(DType, self.priority, self.itemsize*sz, f"{VEC_NAMES[self.name]}{sz}", None, sz, self)
   def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType:
     """A pointer to `size` elements of this dtype in `addrspace`."""
-    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self, addrspace, 1, size)
+    return _intern(PtrDType, self.priority, self.itemsize, self.name, self.fmt, self.count, None, self, addrspace, 1, size)
   def scalar(self) -> DType: return self._scalar if self._scalar is not None else self
 
 @dataclass(frozen=True, eq=False)
@@ -57,15 +62,23 @@ class PtrDType(DType):
   def _key(self) -> tuple: return (self._base._key(), self.addrspace, self.v, self.size)
   def vec(self, sz: int) -> PtrDType:
     if self.v != 1 or sz == 1: return self
-    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, sz, self.size)
+    return _intern(PtrDType, self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, sz, self.size)
   def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType: raise TypeError("cannot make a pointer to a pointer")
   def scalar(self) -> PtrDType:
     if self.v == 1: return self
-    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, 1, self.size)
+    return _intern(PtrDType, self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, 1, self.size)
   @property
   def vcount(self) -> int: return self.v
   def __repr__(self) -> str:
     return f"{self._base!r}.ptr({self.size}{', '+str(self.addrspace) if self.addrspace != AddrSpace.GLOBAL else ''})" + (f".vec({self.v})" if self.v != 1 else "")
+
+_interned: dict[tuple, DType] = {}
+def _intern(cls: type, *args: Any) -> Any:
+  """The one DType object for these fields."""
+  key = (cls,) + args
+  ret = _interned.get(key)
+  if ret is None: _interned[key] = ret = cls(*args)
+  return ret
 
 class dtypes:
   """The dtype namespace: `dtypes.float32`, `dtypes.is_float(dt)`, `dtypes.from_py(x)` ..."""
@@ -98,11 +111,11 @@ class dtypes:
   all: tuple[DType, ...] = (bool,) + ints + floats
 
   @staticmethod
-  def is_float(x: DType) -> bool: return x.scalar() in dtypes.floats or isinstance(x, PtrDType) and x.base.scalar() in dtypes.floats
+  def is_float(x: DType) -> bool: return x.scalar() in _FLOATS or isinstance(x, PtrDType) and x.base.scalar() in _FLOATS
   @staticmethod
-  def is_int(x: DType) -> bool: return x.scalar() in dtypes.ints
+  def is_int(x: DType) -> bool: return x.scalar() in _INTS
   @staticmethod
-  def is_unsigned(x: DType) -> bool: return x.scalar() in dtypes.uints
+  def is_unsigned(x: DType) -> bool: return x.scalar() in _UINTS
   @staticmethod
   def is_bool(x: DType) -> bool: return x.scalar() == dtypes.bool
   @staticmethod
@@ -135,6 +148,8 @@ class dtypes:
     return math.inf if dtypes.is_float(s) else True
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_DICT
+
+_FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints), frozenset(dtypes.uints)  # fast membership
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
