@@ -104,6 +104,28 @@ class TestGraph:
     s = a.sink(b)
     assert s.op is Ops.SINK and s.src == (a, b)
 
+class TestDevice:
+  def test_device_of_sources_and_copy_target(self):
+    c = UOp.const(dtypes.float32, 1.0, src=(UOp(Ops.DEVICE, arg="PYTHON"),))
+    assert (c + c).device == "PYTHON"
+    assert UOp(Ops.COPY, dtypes.float32, (c + c, UOp(Ops.DEVICE, arg="CPU"))).device == "CPU"
+    with pytest.raises(ValueError, match="no device"): var("a", 0, 1).device
+  def test_device_on_a_growing_graph_is_cached(self, monkeypatch):
+    # a Tensor op asks for its operand's device each step: the total walk must stay linear in the graph size
+    visited = [0]
+    orig = UOp.toposort
+    def counting(self, gate=None):
+      ret = orig(self, gate)
+      visited[0] += len(ret)
+      return ret
+    monkeypatch.setattr(UOp, "toposort", counting)
+    x = UOp.const(dtypes.float32, 0.0, src=(UOp(Ops.DEVICE, arg="PYTHON"),))
+    one = UOp.const(dtypes.float32, 1.0)
+    for _ in range(2000):
+      x = x + one
+      assert x.device == "PYTHON"
+    assert visited[0] < 10 * 2000, visited[0]
+
 class TestConstructors:
   def test_const_wraps(self): assert UOp.const(dtypes.uint8, 256 + 7).arg == 7
   def test_vec_const(self):

@@ -225,9 +225,13 @@ class UOp(metaclass=UOpMetaClass):
   def size(self) -> int: return prod(self.shape)
   @property
   def device(self) -> str:
-    for n in self.toposort(gate=lambda x: x.op is not Ops.DEVICE):
-      if n.op is Ops.DEVICE: return n.arg
-    raise ValueError(f"{self.op} has no device")
+    """The device of a tensor-level UOp: its DEVICE source's, a COPY's target, else its first source's (cached per node)."""
+    if "_device" not in self.__dict__:
+      # fill bottom-up and cache: a Tensor op asks for its operands' device, so an uncached walk makes graph building quadratic
+      for n in self.toposort(gate=lambda x: "_device" not in x.__dict__):
+        if "_device" not in n.__dict__: n.__dict__["_device"] = _device(n)
+    if (dev := self.__dict__["_device"]) is None: raise ValueError(f"{self.op} has no device")
+    return dev
   # tensor-level movement constructors (no-ops return self)
   def reshape(self, shape: tuple[int, ...]) -> UOp: return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
   def permute(self, order: tuple[int, ...]) -> UOp: return self if tuple(order) == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(order))
@@ -239,6 +243,11 @@ class UOp(metaclass=UOpMetaClass):
   def r(self, op: Ops, axes: tuple[int, ...]) -> UOp:
     axes = tuple(a for a in sorted(axes) if self.shape[a] != 1)
     return self if not axes else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
+
+def _device(n: UOp) -> str | None:
+  if n.op is Ops.DEVICE: return n.arg
+  if n.op is Ops.COPY: return n.src[1].arg
+  return next((d for s in n.src if (d := s.__dict__["_device"]) is not None), None)
 
 def _shape(n: UOp) -> tuple[int, ...]:
   op, arg = n.op, n.arg
