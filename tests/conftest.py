@@ -1,0 +1,12 @@
+"""Shared test settings: hypothesis profiles and markers. Run the core tests with `PYTHONPATH=core python3 -m pytest tests`."""
+import os
+from hypothesis import settings, HealthCheck, Phase
+
+# tests pick their own max_examples; the profile only removes per-example deadlines (slow devices, CI machines with 2 cores)
+settings.register_profile("tinygrad", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# triage: no shrinking, for a quick first look at many failures (HYPOTHESIS_PROFILE=triage)
+settings.register_profile("triage", parent=settings.get_profile("tinygrad"), phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tinygrad"))
+
+def pytest_configure(config):
+  config.addinivalue_line("markers", "slow: long-running extras (deselect with -m 'not slow')")
