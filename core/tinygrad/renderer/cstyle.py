@@ -214,7 +214,7 @@ class CStyleLanguage(Renderer):
         pre = self.smem_prefix if u.op is Ops.DEFINE_LOCAL else ""
         body.append(f"{'  '*depth}{pre}{self.render_dtype(self.storage_dtype(u.dtype.base))} {nm}[{u.dtype.size}]{self.smem_align if pre else ''};")
         continue
-      txt = self.string_rewrite.rewrite(u, ctx=self)
+      txt: str | None = self.string_rewrite.rewrite(u, ctx=self)  # type: ignore[assignment]  # this matcher's rules return text
       if txt is None: raise NotImplementedError(f"{type(self).__name__} cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
       if u.op in (Ops.STORE, Ops.BARRIER, Ops.IF, Ops.END, Ops.ENDIF):
         body.append(f"{'  '*depth}{txt}")

@@ -74,12 +74,13 @@ class CPUProgram:
   def __call__(self, *bufs: Any, global_size: Any = None, local_size: Any = None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
     if self.fxn is None:
       self.fxn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * (len(vals) + 2)))(self.fxn_addr)
+    fxn: Any = self.fxn
     args = [ctypes.c_void_p(_addr(b)) for b in bufs] + [ctypes.c_int(v) for v in vals]
     n = self.threads
     st = time.perf_counter()
-    if n == 1: self.fxn(*args, ctypes.c_int(0), ctypes.c_int(1))
+    if n == 1: fxn(*args, ctypes.c_int(0), ctypes.c_int(1))
     else:
-      futs = [_get_pool().submit(self.fxn, *args, ctypes.c_int(i), ctypes.c_int(n)) for i in range(1, n)]
-      self.fxn(*args, ctypes.c_int(0), ctypes.c_int(n))
+      futs = [_get_pool().submit(fxn, *[*args, ctypes.c_int(i), ctypes.c_int(n)]) for i in range(1, n)]
+      fxn(*args, ctypes.c_int(0), ctypes.c_int(n))
       for f in futs: f.result()
     return time.perf_counter() - st if wait else None
