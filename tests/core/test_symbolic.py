@@ -185,3 +185,10 @@ def test_wraparound_guards():
     var = v if v in e.toposort() else u
     for val in range(int(var.vmin), int(var.vmax)+1):
       assert sym_infer(e, {var: val}) == sym_infer(s, {var: val}), f"{e.render()} -> {s.render()} at {val}"
+
+def test_gate_keeps_load_gates():
+  # WHERE(r<2, LOAD(buf[r, gate r<2]), 0): the load runs whatever the WHERE picks, so its gate must survive
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(2), arg=0)
+  r = UOp.range(3, 0)
+  e = (r < 2).where(buf.index(r, r < 2).load(), 0.0)
+  assert simplify(e) is e

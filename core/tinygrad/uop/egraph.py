@@ -26,7 +26,8 @@ def dag_cost(u: UOp) -> int:
   """The cost of a graph: the weights of its distinct nodes."""
   return sum(op_cost(n.op) for n in u.toposort())
 
-MAX_ITERS = 30  # saturation rounds; each round matches every rule against every e-node once
+MAX_ITERS = 30      # saturation rounds; each round matches every rule against every e-node once
+WORK_PER_NODE = 20  # match attempts allowed per e-node of budget: AC rules make matching, not nodes, the cost
 
 class EGraph:
   def __init__(self) -> None:
@@ -39,6 +40,7 @@ class EGraph:
     self.rep: dict[int, UOp] = {}
     self.dirty = False
     self.dt_memo: dict[tuple[int, int], bool] = {}
+    self.work = 0  # e-node match attempts so far: bounds the time, as the node budget bounds the memory
 
   def find(self, a: int) -> int:
     p = self.parent
@@ -159,6 +161,7 @@ class EGraph:
       return self._bind(p.name, (cid, None), store) if self._dt_ok(p.dtype, self.dtype[cid]) else []
     return [r for en in self.classes[cid] for r in self.match_node(p, cid, en, store)]
   def match_node(self, p: UPat, cid: int, en: ENode, store: dict[str, Binding]) -> list[dict[str, Binding]]:
+    self.work += 1
     op, dt, arg, _, kids = en
     if (p.op is not None and op not in p.op) or not self._dt_ok(p.dtype, dt) or (p.arg is not None and p.arg != arg): return []
     stores = self._bind(p.name, (cid, en), store)
@@ -176,8 +179,8 @@ class EGraph:
       res.extend(ss)
     return res
 
-  def search(self, pm: PatternMatcher, seen: set, limit: int) -> list[tuple[int, UOp]]:
-    """(class, equal term) for every rule firing not seen before, at most `limit` of them."""
+  def search(self, pm: PatternMatcher, seen: set, limit: int, work_limit: int) -> list[tuple[int, UOp]]:
+    """(class, equal term) for every rule firing not seen before, at most `limit` of them and `work_limit` match attempts."""
     ops_in = {cid: {en[0] for en in ens} for cid, ens in self.classes.items()}
     found: list[tuple[int, UOp]] = []
     for cid, ens in list(self.classes.items()):
@@ -197,13 +200,14 @@ class EGraph:
             except Exception as e:
               raise RewriteError(f"rewrite rule at {_location(fxn)} raised {type(e).__name__}: {e} (in the e-graph)") from e
             if isinstance(ret, UOp): found.append((cid, ret))
-          if len(found) >= limit: return found
+          if len(found) >= limit or self.work >= work_limit: return found
     return found
 
 def egraph_simplify(u: UOp, pm: PatternMatcher, budget: int | None = None, equal: Sequence[UOp] = ()) -> UOp:
   """The cheapest term equal to `u` found by saturating the e-graph of `u` with `pm`'s rules.
 
-  budget: the most e-nodes (default EGRAPH_BUDGET); saturation stops when it is reached or after MAX_ITERS rounds.
+  budget: the most e-nodes (default EGRAPH_BUDGET); saturation stops when it is reached, after WORK_PER_NODE*budget
+  match attempts, or after MAX_ITERS rounds, whichever comes first.
   equal: terms already known to equal `u` (a greedy result, say), unioned with it before saturating.
   """
   budget = int(EGRAPH_BUDGET.value) if budget is None else budget
@@ -213,10 +217,10 @@ def egraph_simplify(u: UOp, pm: PatternMatcher, budget: int | None = None, equal
   g.rebuild()
   seen: set = set()
   for _ in range(MAX_ITERS):
-    if g.size >= budget: break
+    if g.size >= budget or g.work >= WORK_PER_NODE*budget: break
     g.extract()
     changed = False
-    for cid, ret in g.search(pm, seen, limit=4*budget):
+    for cid, ret in g.search(pm, seen, limit=4*budget, work_limit=WORK_PER_NODE*budget):
       if g.size >= budget: break
       changed |= g.union(cid, g.add(ret))
     g.rebuild()

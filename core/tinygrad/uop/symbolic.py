@@ -113,7 +113,10 @@ def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
     old = out.get(v, (v.vmin, v.vmax))
     out[v] = (max(old[0], lo[0]), min(old[1], lo[1]))
   return out
+_PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL}
 def _under_gate(x: UOp, gate: UOp, value: bool) -> UOp | None:
+  # arithmetic only: a LOAD under a WHERE still executes, so its own gate must stay even where the WHERE makes it redundant
+  if any(n.op not in _PURE for n in x.toposort()): return None
   bounds = {v: b for v, b in _gate_bounds(gate, value).items() if b != (v.vmin, v.vmax) and b[0] <= b[1]}
   if not bounds: return None
   sub = {v: UOp.variable(f"{v.render()}@[{lo},{hi}]", lo, hi, v.dtype) for v, (lo, hi) in bounds.items()}
