@@ -1,7 +1,7 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, struct, time, functools, itertools
+import math, struct, time, functools, itertools, weakref
 from typing import Any, Callable, Iterator, Sequence, cast
 from dataclasses import dataclass
 from tinygrad.uop import Ops
@@ -80,6 +80,9 @@ class _DTypeCasts:
     """Cast to bool (nonzero -> True)."""
     return self.cast(dtypes.bool)
 
+# every live Tensor (weakly): backward() finds the tensors with requires_grad here
+all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+
 class Tensor(_DTypeCasts):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
@@ -90,6 +93,7 @@ class Tensor(_DTypeCasts):
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dt = to_dtype(dtype) if dtype is not None else None
+    all_tensors.add(self)
     self.requires_grad: bool | None = requires_grad
     self.grad: Tensor | None = None
     if isinstance(data, UOp):
@@ -217,6 +221,31 @@ class Tensor(_DTypeCasts):
     mv = buffer_of(base).as_buffer()
     if self.dtype.fmt is None or self.numel() == 0 or not self.shape: return mv
     return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
+  def schedule(self, *lst: Tensor) -> list:
+    """The kernels (ExecItems) that realizing this tensor (and `lst`) would run, without running them."""
+    from tinygrad.engine.schedule import create_schedule
+    return create_schedule([t.uop for t in (self,) + lst])[0]
+
+  # ---- autograd (tinygrad/gradient.py) ----
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulate d(self)/dx into `.grad` of every tensor x with requires_grad that self depends on. Returns self."""
+    from tinygrad.gradient import backward
+    return backward(self, gradient)
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
+    """The gradients of self with respect to `targets`, as new lazy tensors."""
+    from tinygrad.gradient import gradient as grad_fn
+    return grad_fn(self, *targets, gradient=gradient, materialize_grads=materialize_grads)
+  @staticmethod
+  def train(mode: bool = True) -> Any:
+    """`with Tensor.train():` sets Tensor.training inside (also a decorator)."""
+    from tinygrad.gradient import train
+    return train(mode)
+  @staticmethod
+  def test(mode: bool = False) -> Any:
+    """`with Tensor.test():` clears Tensor.training inside."""
+    from tinygrad.gradient import test
+    return test(mode)
+
   def contiguous(self) -> Tensor:
     """A tensor that is realized into its own buffer when computed (a kernel boundary)."""
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
