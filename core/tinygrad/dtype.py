@@ -1,6 +1,6 @@
 """Data types: scalar, vector and pointer dtypes, the promotion lattice, and numpy conversion."""
 from __future__ import annotations
-import math, struct, functools
+import builtins, math, struct, functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any, Final
@@ -111,13 +111,13 @@ class dtypes:
   all: tuple[DType, ...] = (bool,) + ints + floats
 
   @staticmethod
-  def is_float(x: DType) -> bool: return x.scalar() in _FLOATS or isinstance(x, PtrDType) and x.base.scalar() in _FLOATS
+  def is_float(x: DType) -> builtins.bool: return x.scalar() in _FLOATS or isinstance(x, PtrDType) and x.base.scalar() in _FLOATS
   @staticmethod
-  def is_int(x: DType) -> bool: return x.scalar() in _INTS
+  def is_int(x: DType) -> builtins.bool: return x.scalar() in _INTS
   @staticmethod
-  def is_unsigned(x: DType) -> bool: return x.scalar() in _UINTS
+  def is_unsigned(x: DType) -> builtins.bool: return x.scalar() in _UINTS
   @staticmethod
-  def is_bool(x: DType) -> bool: return x.scalar() == dtypes.bool
+  def is_bool(x: DType) -> builtins.bool: return x.scalar() == dtypes.bool
   @staticmethod
   def from_py(x: Any) -> DType:
     """The dtype a Python value (or nested list of them) becomes."""

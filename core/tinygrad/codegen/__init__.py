@@ -30,7 +30,7 @@ def _symbolic() -> PatternMatcher:
   from tinygrad.uop.symbolic import sym
   return sym
 
-def _decompositions(ren: Renderer) -> PatternMatcher | None:
+def _decompositions(ren: Renderer) -> PatternMatcher:
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
   return get_late_rewrite_patterns(frozenset(ren.code_for_op))
 

@@ -55,6 +55,8 @@ class Estimates:
   lds: int = 0
   mem: int = 0
 
+def _ones() -> list[int | UOp]: return [1, 1, 1]
+
 @dataclass
 class ProgramSpec:
   """A rendered (and possibly compiled) kernel, with what is needed to launch it."""
@@ -64,8 +66,8 @@ class ProgramSpec:
   ast: UOp | None = None
   uops: list[UOp] | None = None
   lib: bytes | None = None
-  global_size: list[int | UOp] = field(default_factory=lambda: [1, 1, 1])
-  local_size: list[int | UOp] | None = field(default_factory=lambda: [1, 1, 1])
+  global_size: list[int | UOp] = field(default_factory=lambda: _ones())
+  local_size: list[int | UOp] | None = field(default_factory=lambda: _ones())  # None: the runtime picks
   vars: list[UOp] = field(default_factory=list)
   globals: list[int] = field(default_factory=list)
   outs: list[int] = field(default_factory=list)

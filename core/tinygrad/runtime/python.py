@@ -141,6 +141,10 @@ def _bitcast(x, src_dt: DType, dt: DType):
   if dt.scalar() == dtypes.bfloat16: return (x.astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
   return np.ascontiguousarray(x).view(_np_dtype(dt))
 
+def _ptr_size(dt: DType) -> int:
+  if not isinstance(dt, PtrDType): raise TypeError(f"expected a pointer dtype, got {dt}")
+  return dt.size
+
 class PythonProgram:
   """Runs serialised uops over all launch lanes at once."""
   def __init__(self, name: str, lib: bytes):
@@ -160,7 +164,8 @@ class PythonProgram:
     lanes = ngroups * nlocal
     lane = np.arange(lanes)
     group, local = lane // nlocal, lane % nlocal
-    uops, values = self.uops, [None] * len(self.uops)
+    uops = self.uops
+    values: list[Any] = [None] * len(self.uops)
     counters: dict[int, int] = {}
     mask_stack: list = []
     nvar = 0
@@ -176,8 +181,8 @@ class PythonProgram:
         elif op is Ops.DEFINE_VAR:
           values[pc] = np.int32(vals[nvar])
           nvar += 1
-        elif op is Ops.DEFINE_REG: values[pc] = ("reg", np.zeros((lanes, dt.size), dtype=_np_dtype(dt.base)), dt.base)
-        elif op is Ops.DEFINE_LOCAL: values[pc] = ("local", np.zeros((ngroups, dt.size), dtype=_np_dtype(dt.base)), dt.base)
+        elif op is Ops.DEFINE_REG: values[pc] = ("reg", np.zeros((lanes, _ptr_size(dt)), dtype=_np_dtype(dt.base)), dt.base)
+        elif op is Ops.DEFINE_LOCAL: values[pc] = ("local", np.zeros((ngroups, _ptr_size(dt)), dtype=_np_dtype(dt.base)), dt.base)
         elif op is Ops.CONST: values[pc] = np.asarray(arg, dtype=_np_dtype(dt))[()] if not isinstance(arg, tuple) else arg
         elif op is Ops.SPECIAL:
           axis = int(arg[-1])

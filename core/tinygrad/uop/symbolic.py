@@ -110,8 +110,8 @@ def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
     if a.op in _VARS and b.op is Ops.CONST: v, lo, hi = a, (a.vmin, b.arg-1) if value else (b.arg, a.vmax), None
     elif b.op in _VARS and a.op is Ops.CONST: v, lo, hi = b, (a.arg+1, b.vmax) if value else (b.vmin, a.arg), None
     else: continue
-    old = out.get(v, (v.vmin, v.vmax))
-    out[v] = (max(old[0], lo[0]), min(old[1], lo[1]))
+    old = out.get(v, (int(v.vmin), int(v.vmax)))
+    out[v] = (max(old[0], int(lo[0])), min(old[1], int(lo[1])))
   return out
 _PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL}
 def _under_gate(x: UOp, gate: UOp, value: bool) -> UOp | None:
