@@ -1,0 +1,50 @@
+"""Shared benchmark helpers: timing, and running a snippet in another interpreter (numpy as users run it, public tinygrad)."""
+from __future__ import annotations
+import json, os, subprocess, sys, time, statistics
+from typing import Any, Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "core"))
+
+def best_s(fxn: Callable[[], Any], n: int = 5, warmup: int = 1) -> float:
+  """The fastest of `n` timed calls, in seconds, after `warmup` untimed ones."""
+  for _ in range(warmup): fxn()
+  ts = []
+  for _ in range(n):
+    st = time.perf_counter()
+    fxn()
+    ts.append(time.perf_counter() - st)
+  return min(ts)
+
+def median_s(fxn: Callable[[], Any], n: int = 5) -> float:
+  ts = []
+  for _ in range(n):
+    st = time.perf_counter()
+    fxn()
+    ts.append(time.perf_counter() - st)
+  return statistics.median(ts)
+
+def user_env(**extra: str) -> dict[str, str]:
+  """This environment as a user's machine has it: these machines set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, which halve
+  numpy's matmul, so benchmarks unset both for numpy's side (never in tests or CI)."""
+  env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+  env.update(extra)
+  return env
+
+def run_json(python: str, code: str, env: dict[str, str] | None = None, timeout: float = 600) -> Any:
+  """Run `code` (which prints one JSON value last) with `python`; the parsed value, or None with the error on stderr."""
+  r = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=timeout, cwd="/tmp")
+  if r.returncode != 0:
+    print(f"  ({os.path.basename(python)} failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})", file=sys.stderr)
+    return None
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
+def reference_python() -> str | None:
+  """Public tinygrad's interpreter, from TINYGRAD_REF_PYTHON (a separate venv with `pip install tinygrad`), if set and working."""
+  py = os.environ.get("TINYGRAD_REF_PYTHON")
+  if not py: return None
+  ok = subprocess.run([py, "-c", "import tinygrad"], capture_output=True, cwd="/tmp").returncode == 0
+  return py if ok else None
+
+def ratio(a: float | None, b: float | None) -> str:
+  return f"{a/b:6.2f}x" if a and b else "    - "
