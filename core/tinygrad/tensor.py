@@ -118,10 +118,10 @@ class Tensor(_DTypeCasts):
     elif hasattr(data, "dtype") and hasattr(data, "shape") and hasattr(data, "tobytes"):  # numpy array or scalar
       import numpy as np
       from tinygrad.dtype import from_numpy, to_numpy
-      arr = np.ascontiguousarray(data)
+      shape = tuple(int(s) for s in np.shape(data))
+      arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
       src_dt = from_numpy(arr.dtype)
       if dt is not None and dt != src_dt and dt != dtypes.bfloat16: arr, src_dt = arr.astype(to_numpy(dt)), dt
-      shape = tuple(int(s) for s in arr.shape)
       self.uop = Tensor._from_bytes(arr.tobytes(), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, numpy array, UOp")
@@ -659,8 +659,17 @@ class Tensor(_DTypeCasts):
     """Elementwise base-2 logarithm."""
     return self._unary(Ops.LOG2)
   def exp(self) -> Tensor:
-    """Elementwise e**x."""
-    return (self._float() * (1 / math.log(2))).exp2()
+    """Elementwise e**x: 2**n * 2**(r/ln2) with n = round(x/ln2) and r = x - n*ln2 in two parts (Cody-Waite), so the
+    rounding of x/ln2 does not cost accuracy for large x. float16/bfloat16 compute in float32."""
+    x = self._float()
+    if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
+    # ln2 split so that n*hi is exact (n has at most 11 bits for float64, 8 for float32)
+    lim, hi, lo = (1500.0, 0.6931471803691238, 1.9082149292705877e-10) if x.dtype == dtypes.float64 else (200.0, 0.693145751953125, 1.428606765330187e-06)
+    xc = (x > lim).where(lim, (x < -lim).where(-lim, x))  # keeps NaN; +-inf still end at inf / 0
+    n = (xc * (1 / math.log(2)) + 0.5).floor()
+    r = (xc - n * hi) - n * lo
+    n1 = (n * 0.5).floor()
+    return (r * (1 / math.log(2))).exp2() * n1.exp2() * (n - n1).exp2()
   def log(self) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)
@@ -677,8 +686,14 @@ class Tensor(_DTypeCasts):
     """Elementwise sine."""
     return self._unary(Ops.SIN)
   def cos(self) -> Tensor:
-    """Elementwise cosine."""
-    return (math.pi / 2 - self._float()).sin()
+    """Elementwise cosine from SIN of exactly representable arguments (pi/2 - x would round away accuracy for large x):
+    sin(2x) / (2 sin x) in general, 1 - 2 sin(x/2)**2 near 0 and where 2x overflows."""
+    x = self._float()
+    half = x * 0.5
+    via_half = 1 - 2 * half.sin().square()
+    via_double = (x * 2).sin() / (2 * x.sin())
+    big = {dtypes.float16: 32752.0, dtypes.bfloat16: 1.69e38, dtypes.float32: 1.7e38}.get(x.dtype, 8.9e307)  # about max/2
+    return ((x.abs() < 0.5) | (x.abs() > big)).where(via_half, via_double)
   def tan(self) -> Tensor:
     """Elementwise tangent."""
     return self.sin() / self.cos()
