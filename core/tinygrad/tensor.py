@@ -1136,7 +1136,8 @@ class Tensor(_DTypeCasts):
         adv_pos.append(k)
         out_shape.append(n)
         out_pos += 1
-      if step < 0 and length:
+      if length == 0: step = 1
+      elif step < 0:
         flips.append(d)
         start, step = n - 1 - start, -step
       shrinks.append((start, start + (length - 1) * step + 1) if length else (0, 0))
