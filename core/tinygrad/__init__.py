@@ -9,6 +9,12 @@ def __getattr__(name: str) -> Any:
   if name == "Device":
     from tinygrad.device import Device
     return Device
+  if name in ("TinyJit", "JitError"):
+    from tinygrad.engine import jit
+    return getattr(jit, name)
+  if name == "nn":
+    import tinygrad.nn as nn
+    return nn
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG"]
+__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn"]

@@ -201,12 +201,19 @@ class Tensor(_DTypeCasts):
     from tinygrad.dtype import to_numpy
     npdt = np.float32 if self.dtype == dtypes.bfloat16 else to_numpy(self.dtype)
     if self.numel() == 0: return np.zeros(self.shape, dtype=npdt)
-    self.realize()
-    base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
-    raw = buffer_of(base).as_buffer()
+    raw = self._host_bytes()
     if self.dtype == dtypes.bfloat16: arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     else: arr = np.frombuffer(raw, dtype=npdt).copy()
     return arr.reshape(self.shape)
+  def _host_bytes(self) -> memoryview:
+    from tinygrad.engine import realize as engine
+    if engine.capturing is not None:
+      from tinygrad.engine.jit import JitError
+      raise JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
+                     "that value would not change on replay; return the tensor from the jitted function instead")
+    self.realize()
+    base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
+    return buffer_of(base).as_buffer()
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
     return self.numpy().tolist()
@@ -216,9 +223,7 @@ class Tensor(_DTypeCasts):
     return self.numpy().reshape(()).item()
   def data(self) -> memoryview:
     """The realized bytes as a memoryview (cast to the dtype's struct format when it has one)."""
-    self.realize()
-    base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
-    mv = buffer_of(base).as_buffer()
+    mv = self._host_bytes()
     if self.dtype.fmt is None or self.numel() == 0 or not self.shape: return mv
     return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
   def schedule(self, *lst: Tensor) -> list:

@@ -1,0 +1,61 @@
+"""TinyJit: replay gives the same values as running the function, with no scheduling after capture, and clear errors."""
+import numpy as np, pytest
+from tinygrad import Tensor, TinyJit
+from tinygrad.engine.jit import JitError
+import tinygrad.engine.schedule as schedule_mod
+import tinygrad.engine.realize as realize_mod
+
+def test_replay_matches_and_does_not_schedule(monkeypatch):
+  @TinyJit
+  def f(a, b): return (a * b + 1).sum(0)
+  calls = {"n": 0}
+  orig = realize_mod.create_schedule
+  def counting(*args, **kwargs):
+    calls["n"] += 1
+    return orig(*args, **kwargs)
+  monkeypatch.setattr(realize_mod, "create_schedule", counting)
+  for i in range(5):
+    a, b = Tensor.rand(4, 3).realize(), Tensor.rand(4, 3).realize()
+    before = calls["n"]
+    out = f(a, b).numpy()
+    np.testing.assert_allclose(out, (a.numpy() * b.numpy() + 1).sum(0), rtol=1e-6)
+    if i >= 2: assert calls["n"] == before, f"call {i} scheduled {calls['n'] - before} times after capture"
+  assert f.cnt == 5 and len(f.steps) >= 1
+
+def test_shape_change_is_an_error():
+  @TinyJit
+  def f(a): return a + 1
+  for _ in range(3): f(Tensor.rand(3).realize())
+  with pytest.raises(JitError, match=r"captured with inputs \[\(3,\)"): f(Tensor.rand(4).realize())
+  f.reset()
+  assert f(Tensor.ones(4).contiguous().realize()).tolist() == [2.0] * 4
+
+def test_reading_data_while_capturing_is_an_error():
+  @TinyJit
+  def g(a): return a * a.sum().item()
+  g(Tensor.rand(3).realize())
+  with pytest.raises(JitError, match="would not change on replay"): g(Tensor.rand(3).realize())
+
+def test_jitted_training_step_is_bit_identical():
+  from tinygrad import nn
+  from tinygrad.nn.optim import SGD
+  def make():
+    Tensor.manual_seed(0)
+    return nn.Linear(3, 2)
+  def step(model, opt, x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    return loss
+  xs = [Tensor.rand(8, 3).realize() for _ in range(5)]
+  ys = [Tensor.rand(8, 2).realize() for _ in range(5)]
+  m1, m2 = make(), make()
+  o1, o2 = SGD([m1.weight, m1.bias], lr=0.1), SGD([m2.weight, m2.bias], lr=0.1)
+  jstep = TinyJit(lambda x, y: step(m2, o2, x, y))
+  with Tensor.train():
+    for x, y in zip(xs, ys):
+      l1 = step(m1, o1, x, y).numpy()
+      l2 = jstep(x, y).numpy()
+      assert l1.tobytes() == l2.tobytes()
+  assert m1.weight.numpy().tobytes() == m2.weight.numpy().tobytes()
