@@ -223,8 +223,42 @@ def _kernel_name(shape: tuple[int, ...], store: UOp) -> str:
   return "_".join([prefix] + [str(s) for s in shape if s != 1] + ([str(s) for s in rsizes] if rsizes else [])) or prefix
 
 # ---- the whole schedule ----
+# ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
+SCHEDULE_CACHE_SIZE = 512
+_schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]]]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
+
+def _structure(roots: list[UOp]) -> tuple[UOp, list[UOp]]:
+  """The graph with each input BUFFER replaced by a placeholder numbered by first use, and the inputs in that order."""
+  inputs = [u for u in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if u.op is Ops.BUFFER]
+  subs = {b: UOp(Ops.BUFFER, b.dtype, (b.src[1],), b.arg, tag=("input", i)) for i, b in enumerate(inputs)}
+  return UOp(Ops.SINK, src=tuple(roots)).substitute(subs), inputs
+
 def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (reshaped to its shape) for each root."""
+  """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (reshaped to its shape) for each root.
+
+  Cached by graph structure: the ASTs are reused and only the buffers are fresh, so a loop that builds the same graph
+  again skips scheduling. Any change of shape, dtype, device or op gives a different key."""
+  key, inputs = _structure(roots)
+  hit = _schedule_cache.get(key)
+  if hit is None:
+    schedule, results = _create_schedule(roots)
+    pos = {b: i for i, b in enumerate(inputs)}
+    created: dict[UOp, int] = {}
+    def ref(b: UOp) -> tuple[bool, int]:
+      if b in pos: return (True, pos[b])
+      return (False, created.setdefault(b, len(created)))
+    items = [(ei.ast, [ref(b) for b in ei.bufs]) for ei in schedule]
+    outs = [ref(results[r].src[0] if results[r].op is Ops.RESHAPE else results[r]) for r in roots]
+    news = sorted(created, key=created.__getitem__)
+    if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
+    _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
+    return schedule, results
+  items, outs, news_spec = hit
+  fresh = [new_buffer(dev, size, dt) for dev, size, dt in news_spec]
+  def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
+  return [ExecItem(ast, [get(r) for r in refs]) for ast, refs in items], {root: get(o).reshape(root.shape) for root, o in zip(roots, outs)}
+
+def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realizes = find_realizes(roots)
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)

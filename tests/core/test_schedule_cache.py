@@ -1,0 +1,46 @@
+"""The schedule cache: the same graph structure reuses its kernels with fresh buffers; any change of shape, dtype,
+device or op misses; results stay correct and independent."""
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.engine import schedule as S
+
+def _sched(t: Tensor):
+  return S.create_schedule([t.uop])
+
+def test_same_structure_reuses_kernels_with_fresh_buffers():
+  a = Tensor([1.0, 2.0, 3.0]).realize()
+  s1, r1 = _sched(a * 2 + 1)
+  s2, r2 = _sched(a * 2 + 1)
+  assert [ei.ast for ei in s1] == [ei.ast for ei in s2]
+  out1, out2 = s1[-1].bufs[0], s2[-1].bufs[0]
+  assert out1 is not out2, "each realize must write a fresh output buffer"
+  base = a.uop.src[0] if a.uop.op.name == "RESHAPE" else a.uop
+  assert s1[-1].bufs[1] is s2[-1].bufs[1] is base
+
+def test_cache_hit_gives_independent_correct_results():
+  a = Tensor([1.0, 2.0, 3.0]).realize()
+  x, y = (a * 2 + 1).realize(), (a * 2 + 1).realize()
+  assert x.tolist() == y.tolist() == [3.0, 5.0, 7.0]
+  b = Tensor([10.0, 20.0, 30.0]).realize()
+  assert (b * 2 + 1).tolist() == [21.0, 41.0, 61.0]   # same structure, other input buffer: must read b, not a
+  assert x.tolist() == [3.0, 5.0, 7.0]                 # earlier results are untouched
+
+def test_changes_miss_the_cache():
+  base = Tensor.ones(4).contiguous().realize()
+  asts = lambda t: [ei.ast for ei in _sched(t)[0]]
+  ref = asts(base * 2)
+  assert asts(Tensor.ones(5).contiguous().realize() * 2) != ref            # shape
+  assert asts(Tensor.ones(4, dtype=dtypes.int32).contiguous().realize() * 2) != ref   # dtype
+  assert asts(base * 3) != ref                                               # a constant
+  assert asts(base + 2) != ref                                               # an op
+  other = Tensor.ones(4, device="PYTHON").contiguous().realize()
+  key_a, _ = S._structure([(base * 2).uop])
+  key_b, _ = S._structure([(other * 2).uop])
+  assert (key_a is not key_b) == (base.device != other.device)             # device is part of the key
+
+def test_assign_through_cache_writes_the_right_buffer():
+  for _ in range(3):
+    w = Tensor([1.0, 2.0]).contiguous().realize()
+    w.assign(w * 2).realize()
+    assert w.tolist() == [2.0, 4.0]
+  np.testing.assert_allclose((Tensor([1.0, 2.0]) * 2).numpy(), [2.0, 4.0])
