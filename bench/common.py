@@ -24,10 +24,12 @@ def median_s(fxn: Callable[[], Any], n: int = 5) -> float:
     ts.append(time.perf_counter() - st)
   return statistics.median(ts)
 
-def user_env(**extra: str) -> dict[str, str]:
-  """This environment as a user's machine has it: these machines set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, which halve
-  numpy's matmul, so benchmarks unset both for numpy's side (never in tests or CI)."""
-  env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+def user_env(numpy_side: bool = False, **extra: str) -> dict[str, str]:
+  """This environment as a user's machine has it. These machines set PYTHONDONTWRITEBYTECODE, which makes every process
+  recompile an editable install's sources (a pip-installed package has its .pyc), so it is unset for every side. They
+  also set OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, which halve numpy's matmul: unset for numpy's side (never in tests or CI)."""
+  drop = {"PYTHONDONTWRITEBYTECODE"} | ({"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"} if numpy_side else set())
+  env = {k: v for k, v in os.environ.items() if k not in drop}
   env.update(extra)
   return env
 

@@ -57,10 +57,10 @@ def cold_start(python: str, env: dict[str, str]) -> float | None:
   return min(vals) * 1e3 if vals else None
 
 def main() -> None:
-  configs: list[tuple[str, str, dict[str, str]]] = [("numpy", sys.executable, user_env())]
-  for cc in ("CLANG", "GCC", "LLVM"): configs.append((f"CPU {cc}", sys.executable, dict(os.environ, DEV="CPU", CPU_CC=cc)))
+  configs: list[tuple[str, str, dict[str, str]]] = [("numpy", sys.executable, user_env(numpy_side=True))]
+  for cc in ("CLANG", "GCC", "LLVM"): configs.append((f"CPU {cc}", sys.executable, user_env(DEV="CPU", CPU_CC=cc)))
   ref = reference_python()
-  if ref: configs.append(("tinygrad 0.14 CPU", ref, dict(os.environ, DEV="CPU")))
+  if ref: configs.append(("tinygrad 0.14 CPU", ref, user_env(DEV="CPU")))
   results: dict[str, dict] = {}
   for name, py, env in configs:
     res = run_json(py, f"BACKEND = {name!r}\n" + WORKLOAD, env, timeout=1800)

@@ -5,7 +5,7 @@ runs), and the per-call cost of a tiny realize with and without TinyJit. Every f
 from __future__ import annotations
 import os, sys, tempfile, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import run_json, reference_python
+from common import run_json, reference_python, user_env
 
 IMPORT = "import time; st = time.perf_counter(); import tinygrad; import json; print(json.dumps(time.perf_counter() - st))"
 FIRST = ("import time; st = time.perf_counter(); from tinygrad import Tensor; r = (Tensor([1,2,3])*2).tolist(); "
@@ -61,7 +61,8 @@ def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]
   return out
 
 def main() -> None:
-  env = dict(os.environ, DEV=os.environ.get("DEV", "CPU"))
+  env = user_env(DEV=os.environ.get("DEV", "CPU"))
+  run_json(sys.executable, IMPORT, env)   # writes our .pyc files once, as pip install does for a user
   ours = measure(sys.executable, env)
   ref_py = reference_python()
   ref = measure(ref_py, env) if ref_py else {}
