@@ -216,7 +216,12 @@ class Tensor(_DTypeCasts):
     return buffer_of(base).as_buffer()
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
-    return self.numpy().tolist()
+    if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or self.numel() == 0: return self.numpy().tolist()
+    # through memoryview, without numpy: keeps a first result from paying numpy's import
+    flat = self._host_bytes().cast(self.dtype.fmt).tolist()
+    if not self.shape: return flat[0]
+    for n in reversed(self.shape[1:]): flat = [flat[i:i+n] for i in range(0, len(flat), n)]
+    return flat
   def item(self) -> ConstType:
     """The value of a one-element tensor as a Python scalar."""
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, got shape {self.shape}")
