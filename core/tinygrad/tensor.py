@@ -218,7 +218,7 @@ class Tensor(_DTypeCasts):
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
     if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or self.numel() == 0: return self.numpy().tolist()
     # through memoryview, without numpy: keeps a first result from paying numpy's import
-    flat = self._host_bytes().cast(self.dtype.fmt).tolist()
+    flat = self._host_bytes().cast(self.dtype.fmt).tolist()  # type: ignore[call-overload]
     if not self.shape: return flat[0]
     for n in reversed(self.shape[1:]): flat = [flat[i:i+n] for i in range(0, len(flat), n)]
     return flat
