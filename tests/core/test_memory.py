@@ -1,0 +1,96 @@
+"""TLSFAllocator and MemoryManager: random alloc/free sequences never overlap, keep alignment, coalesce, and report figures."""
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad.memory import TLSFAllocator, MemoryManager, _cls, _cls_up
+
+def check_invariants(t: TLSFAllocator, live: dict[int, int]) -> None:
+  # the blocks tile the range exactly, no two free blocks touch, the live allocations are the used blocks
+  pos = 0
+  prev_free = False
+  for start in sorted(t.blocks):
+    assert start == pos, f"gap or overlap at unit {start} (expected {pos})"
+    free = start in t.free_of
+    assert not (free and prev_free), "two adjacent free blocks were not coalesced"
+    prev_free, pos = free, start + t.blocks[start]
+  assert pos == t.units
+  used = {s * t.granule for s in t.blocks if s not in t.free_of}
+  assert used == set(live)
+  assert t.used_bytes == sum(t.blocks[s // t.granule] for s in used) * t.granule
+  for c, lst in t.free_lists.items(): assert bool(lst) == bool(t.bitmap >> c & 1)
+
+def test_classes_are_monotonic_and_round_up():
+  prev = -1
+  for n in range(1, 5000):
+    assert _cls(n) >= prev
+    prev = _cls(n)
+    c = _cls_up(n)
+    # every size of class c is >= n, and the class is not needlessly high (n itself sits at or below it)
+    assert all(m >= n for m in range(1, 6000) if _cls(m) == c) and _cls(n) <= c
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 5000), st.sampled_from([None, 256, 512, 4096]), st.integers(0, 1000)), max_size=80))
+def test_random_alloc_free(ops):
+  t = TLSFAllocator(1 << 18, 256)
+  live: dict[int, int] = {}
+  for is_alloc, nbytes, align, pick in ops:
+    if is_alloc or not live:
+      off = t.alloc(nbytes, align)
+      if off is None:   # only allowed when no single free block could hold it
+        assert t.largest_free < nbytes + (align or 256) - 256 or t.largest_free < nbytes
+        continue
+      assert off % (align or 256) == 0 and 0 <= off and off + nbytes <= t.size
+      for o, n in live.items(): assert off + nbytes <= o or o + n <= off, "overlap"
+      live[off] = nbytes
+    else:
+      off = sorted(live)[pick % len(live)]
+      t.free(off)
+      del live[off]
+    check_invariants(t, live)
+  for off in list(live): t.free(off)
+  # everything freed: one free block again (full coalescing), no fragmentation
+  assert len(t.blocks) == 1 and t.free_bytes == t.size and t.fragmentation() == 0.0
+
+def test_fragmentation_figure_and_double_free():
+  t = TLSFAllocator(16 * 256, 256)
+  offs = [t.alloc(256) for _ in range(16)]
+  assert t.alloc(1) is None and t.fragmentation() == 0.0
+  for o in offs[::2]: t.free(o)
+  # 8 free single-granule holes: the largest is 1/8 of the free bytes
+  assert t.free_bytes == 8 * 256 and t.largest_free == 256 and t.fragmentation() == pytest.approx(7 / 8)
+  assert t.alloc(512) is None   # no two adjacent free granules
+  with pytest.raises(ValueError): t.free(offs[0])
+  with pytest.raises(ValueError): t.free(offs[1] + 1)
+
+class HostArenas(MemoryManager):
+  """A MemoryManager over fake addresses, with a byte budget that raises MemoryError like a full device."""
+  def __init__(self, budget: int, **kw):
+    super().__init__("TEST", **kw)
+    self.budget, self.next, self.live = budget, 1 << 20, {}
+  def _arena_alloc(self, size):
+    if sum(self.live.values()) + size > self.budget: raise MemoryError("device full")
+    base, self.next = self.next, self.next + size + (1 << 20)
+    self.live[base] = size
+    return base, base
+  def _arena_free(self, handle): del self.live[handle]
+
+def test_memory_manager_suballocates_and_reuses():
+  mm = HostArenas(1 << 30, arena_size=1 << 16)
+  a, b = mm.alloc(1000), mm.alloc(3000)
+  assert a.arena is b.arena and len(mm.arenas) == 1 and a.addr % 256 == 0 and b.addr % 256 == 0
+  assert a.addr + 1000 <= b.addr or b.addr + 3000 <= a.addr
+  mm.free(a, 1000)
+  assert mm.alloc(1000) is a   # LRU reuse by size
+  big = mm.alloc(1 << 20)      # too big for an arena: its own, returned to the device once freed (after the cache)
+  assert big.arena.size >= 1 << 20 and len(mm.arenas) == 2
+  mm.free(big, 1 << 20)
+  mm.free_cache()
+  assert len(mm.arenas) == 1 and mm.stats()["used"] > 0
+
+def test_memory_manager_oom_frees_cache_and_retries():
+  mm = HostArenas(2 << 16, arena_size=1 << 16)
+  x, y = mm.alloc(60000), mm.alloc(60000)   # fills both arenas the budget allows
+  mm.free(x, 60000)
+  mm.free(y, 60000)                          # cached, so the arenas are still held
+  z = mm.alloc(100000)                       # needs a new arena: MemoryError -> free cache and empty arenas -> retry works
+  assert z.size == 100000 and mm.cache_bytes == 0
+  with pytest.raises(MemoryError, match="out of memory on TEST"): mm.alloc(1 << 20)
