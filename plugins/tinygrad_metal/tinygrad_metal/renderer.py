@@ -1,0 +1,127 @@
+"""MetalRenderer: Metal Shading Language on the core's C-style base (threadgroup memory, barriers, half/bfloat, simdgroup WMMA).
+
+Launch model (the runtime follows it): buffers and scalar arguments are bound at [[buffer(i)]] in the order the runtime
+receives them (global slots sorted, then variables sorted by name). A kernel with no local (lidx) index reads `gid` as
+[[thread_position_in_grid]] and is dispatched with dispatchThreads (the runtime picks the threadgroup, Metal trims the
+edges); a kernel with lidx reads `gid` as [[threadgroup_position_in_grid]] and `lid` as [[thread_position_in_threadgroup]]
+and is dispatched with dispatchThreadgroups(global_size, local_size).
+"""
+from __future__ import annotations
+from typing import Callable
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.upat import UPat, PatternMatcher
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
+from tinygrad.renderer import TensorCore
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
+
+# exp2/log2/sin are left out on purpose: the core decomposes them into arithmetic with measured 1-ulp accuracy, while
+# Metal's own versions promise only a few ulps (and less under fast math); sqrt and trunc are exact in Metal's precise mode
+metal_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
+  Ops.SQRT: lambda x, dtype: f"sqrt({x})", Ops.TRUNC: lambda x, dtype: f"trunc({x})"}
+
+_space = {AddrSpace.GLOBAL: "device ", AddrSpace.LOCAL: "threadgroup ", AddrSpace.REG: "thread "}
+
+def _vec_ptr(ctx: MetalRenderer, idx: UOp, dtype: DType) -> str | None:
+  """The lvalue of a vector access, with the pointer's address space spelled out (MSL has no generic pointers: a bare
+  `(float4*)` cast is a thread-space pointer and reads the wrong memory, or fails to compile)."""
+  base = idx.src[0] if idx.op is Ops.CAST else idx
+  buf = base.src[0]
+  if dtype.count == 1 or not isinstance(buf.dtype, PtrDType): return None
+  if idx.op is not Ops.CAST and buf.dtype.base.count == dtype.count: return None   # a vector array: plain `buf[i]`
+  ptr = ctx.r[idx.src[0]] if idx.op is Ops.CAST else f"({ctx.r[buf]}+{ctx.r[base.src[1]]})"
+  return f"(*(({_space[buf.dtype.addrspace]}{ctx.render_dtype(dtype)}*){ptr}))"
+
+def _gate(idx: UOp) -> UOp | None:
+  base = idx.src[0] if idx.op is Ops.CAST else idx
+  return base.src[2] if base.op is Ops.INDEX and len(base.src) > 2 else None
+
+def _vec_load(ctx: MetalRenderer, x: UOp) -> str | None:
+  if (val := _vec_ptr(ctx, x.src[0], x.dtype)) is None: return None
+  g = _gate(x.src[0])
+  return val if g is None else f"({ctx.r[g]}?{val}:{ctx.render_const(0, x.dtype)})"
+
+def _vec_store(ctx: MetalRenderer, x: UOp) -> str | None:
+  if (val := _vec_ptr(ctx, x.src[0], x.src[1].dtype)) is None: return None
+  g = _gate(x.src[0])
+  return f"{val} = {ctx.r[x.src[1]]};" if g is None else f"if ({ctx.r[g]}) {val} = {ctx.r[x.src[1]]};"
+
+def _wmma(ctx: MetalRenderer, x: UOp) -> str:
+  return f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"
+
+metal_rewrite = PatternMatcher([
+  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({_space[x.dtype.addrspace]}{ctx.render_dtype(x.dtype.base)}*)({ctx.r[x.src[0]]}))"
+     if isinstance(x.dtype, PtrDType) else None),                                                    # pointer casts keep the space
+  (UPat(Ops.LOAD, name="x"), _vec_load),                                                             # float4 loads through a spaced pointer
+  (UPat(Ops.STORE, name="x"), _vec_store),
+  (UPat(Ops.WMMA, name="x"), _wmma),                                                                 # a call to the simdgroup helper
+]) + base_rewrite
+
+_simd = {dtypes.float32: "float", dtypes.float16: "half", dtypes.bfloat16: "bfloat"}
+
+def wmma_helper(name: str, dtype_in: DType, dtype_out: DType) -> str:
+  """An 8x8x8 simdgroup multiply-accumulate: each of the 32 threads holds 2 elements of A, B and C (thread_elements())."""
+  ti, to = _simd[dtype_in], _simd[dtype_out]
+  return "\n".join([f"{to}2 __{name}({ti}2 a, {ti}2 b, {to}2 c) {{",
+    f"  simdgroup_{ti}8x8 ma, mb;", f"  simdgroup_{to}8x8 mc;",
+    "  ma.thread_elements()[0] = a.x; ma.thread_elements()[1] = a.y;",
+    "  mb.thread_elements()[0] = b.x; mb.thread_elements()[1] = b.y;",
+    "  mc.thread_elements()[0] = c.x; mc.thread_elements()[1] = c.y;",
+    "  simdgroup_multiply_accumulate(mc, ma, mb, mc);",
+    f"  return {to}2(mc.thread_elements()[0], mc.thread_elements()[1]);", "}"])
+
+class MetalRenderer(CStyleLanguage):
+  """Metal Shading Language for Apple GPUs (compiled by the Metal framework at load, or offline by `xcrun metal`)."""
+  device = "METAL"
+  has_local = True
+  has_shared = True
+  global_max = (2**31 - 1, 65535, 65535)
+  local_max = (1024, 1024, 1024)
+  shared_max = 32768
+  supports_float4 = True
+  # Metal has no 64-bit float
+  supported_dtypes = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+                                dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32})
+  # simdgroup_matrix 8x8x8 on Apple GPUs (MSL 2.3+; bfloat needs MSL 3.1). The optimizer has no tensor-core action yet,
+  # so no kernel it makes contains WMMA; the rendering is checked by golden source and the C++ syntax check only.
+  tensor_cores = [TensorCore(dims=(8, 8, 8), threads=32, dtype_in=di, dtype_out=do, elements_per_thread=(2, 2, 2))
+                  for di, do in [(dtypes.float32, dtypes.float32), (dtypes.float16, dtypes.float32), (dtypes.float16, dtypes.float16),
+                                 (dtypes.bfloat16, dtypes.float32), (dtypes.bfloat16, dtypes.bfloat16)]]
+  kernel_prefix = "kernel "
+  buffer_prefix = "device "
+  arg_int_prefix = "constant int&"
+  smem_prefix = "threadgroup __attribute__((aligned(16))) "
+  barrier = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+  code_for_workitem = {"g": lambda a: f"(int)gid.{'xyz'[int(a)]}", "i": lambda a: f"(int)gid.{'xyz'[int(a)]}",
+                       "l": lambda a: f"(int)lid.{'xyz'[int(a)]}"}
+  infinity = "INFINITY"
+  nan = "NAN"
+  type_map = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort",
+              dtypes.int32: "int", dtypes.uint32: "uint", dtypes.int64: "long", dtypes.uint64: "ulong", dtypes.float16: "half",
+              dtypes.bfloat16: "bfloat", dtypes.float32: "float"}
+  code_for_op = metal_code_for_op
+  string_rewrite = metal_rewrite
+
+  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"{self.render_dtype(dt)}({','.join(elems)})"
+  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"as_type<{to}>({x})"
+  def render_const(self, v, dt: DType) -> str:
+    # MSL has no `long long`: 64-bit literals take the l/ul suffix
+    if dt.count == 1 and dt in (dtypes.int64, dtypes.uint64):
+      v, suffix = int(v), "l" if dt == dtypes.int64 else "ul"
+      return f"({v+1}{suffix}-1)" if v == dtypes.min(dt) and v < 0 else f"{v}{suffix}"
+    return super().render_const(v, dt)
+
+  def prelude(self, uops: list[UOp]) -> list[str]:
+    wmma = {u.arg[0]: wmma_helper(u.arg[0], u.arg[2], u.arg[3]) for u in uops if u.op is Ops.WMMA}
+    return ["#include <metal_stdlib>", "using namespace metal;", *wmma.values()]
+
+  def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
+    # bind arguments in the runtime's order: global slots sorted, then variables sorted by name
+    params = [u for u in uops if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+    order = sorted(params, key=lambda u: (u.op is Ops.DEFINE_VAR, u.arg))
+    bound = [f"{a} [[buffer({order.index(u)})]]" for u, a in zip(params, args)]
+    specials = {u.arg[0] for u in uops if u.op is Ops.SPECIAL}
+    has_lid = "l" in specials
+    if specials: bound.append(f"uint3 gid [[{'threadgroup_position_in_grid' if has_lid else 'thread_position_in_grid'}]]")
+    if has_lid: bound.append("uint3 lid [[thread_position_in_threadgroup]]")
+    return super().render_kernel(name, body, bound, uops, prelude)
