@@ -1,0 +1,68 @@
+"""The WEBGPU device: one wgpu adapter and device, the WGSL renderer tuned to its limits, and a batching command queue.
+
+Kernels and copies are recorded into one pending command encoder and submitted together when results are read
+(copy-out), when a caller waits (timing, `synchronize`), or after WEBGPU_BATCH (default 64) kernels.
+"""
+from __future__ import annotations
+import functools
+from typing import Any
+from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
+from tinygrad.helpers import getenv
+from tinygrad_webgpu.renderer import WGSLRenderer
+from tinygrad_webgpu.allocator import WebGPUAllocator
+from tinygrad_webgpu.runtime import WebGPUProgram
+
+WEBGPU_BATCH: int = getenv("WEBGPU_BATCH", 64)
+# limits requested at the adapter's own values (a device gets WebGPU's small defaults unless asked)
+_LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size", "max-compute-invocations-per-workgroup",
+           "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
+_FEATURES = ("shader-f16", "timestamp-query")
+
+class WebGPUDevice(Compiled):
+  def __init__(self, device: str = "WEBGPU"):
+    import wgpu
+    self.wgpu = wgpu
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index == 0: adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    else:
+      adapters = wgpu.gpu.enumerate_adapters_sync()
+      if index >= len(adapters): raise DeviceError(f"{device}: only {len(adapters)} WebGPU adapter(s) here")
+      adapter = adapters[index]
+    if adapter is None: raise DeviceError(f"{device}: wgpu found no adapter (is a Vulkan/Metal/D3D12 driver installed?)")
+    self.adapter = adapter
+    info = adapter.info
+    self.description = f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
+    self.features = frozenset(f for f in _FEATURES if f in adapter.features)
+    self.gpu = adapter.request_device_sync(required_features=sorted(self.features),
+                                              required_limits={k: adapter.limits[k] for k in _LIMITS if k in adapter.limits})
+    self.limits = dict(self.gpu.limits)
+    self.pipelines: dict[str, Any] = {}    # WGSL source -> (pipeline, bind group layout, number of bindings)
+    self.uniforms: dict[bytes, Any] = {}   # launch uniform contents -> buffer (kernels mostly relaunch with the same sizes)
+    self._enc: Any = None
+    self._kept: list[Any] = []
+    self._pending = 0
+    super().__init__(device, WebGPUAllocator(self, device), CompilerSet([CompilerPair(WGSLRenderer, None, "WEBGPU_WGSL", "WGSL")], "WEBGPU_CC"),
+                     functools.partial(WebGPUProgram, self))
+    wg = min(256, self.limits["max-compute-invocations-per-workgroup"], self.limits["max-compute-workgroup-size-x"])
+    if isinstance(self.renderer, WGSLRenderer):
+      self.renderer.set_abilities(wg, self.limits["max-compute-workgroups-per-dimension"], self.limits["max-storage-buffers-per-shader-stage"],
+                                  "shader-f16" in self.features)
+
+  # ---- the pending batch ----
+  def encoder(self) -> Any:
+    """The command encoder recording the current batch."""
+    if self._enc is None: self._enc = self.gpu.create_command_encoder()
+    return self._enc
+  def keep(self, obj: Any) -> None: self._kept.append(obj)   # staging buffers live until their batch is submitted
+  def kernel_added(self) -> None:
+    self._pending += 1
+    if self._pending >= WEBGPU_BATCH: self.flush()
+  def flush(self) -> None:
+    """Submit the pending batch (no wait)."""
+    if self._enc is not None:
+      self.gpu.queue.submit([self._enc.finish()])
+      self._enc, self._kept, self._pending = None, [], 0
+  def synchronize(self) -> None:
+    self.flush()
+    self.gpu.queue.on_submitted_work_done_sync()
+  def __repr__(self) -> str: return f"<WebGPUDevice {self.device} on {self.description}>"

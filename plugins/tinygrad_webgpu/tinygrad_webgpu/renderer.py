@@ -1,0 +1,272 @@
+"""WGSLRenderer: linearized uops -> one WGSL compute shader.
+
+Why our own walk on top of CStyleLanguage: the expressions are C-like enough that the base's literal rendering,
+`code_for_op` table and string_rewrite dispatch carry over, but every statement differs (`let x = ...;`,
+`var acc: array<f32, 4>;`, no pointers, `select` for `?:`, module-scope bindings instead of arguments), and memory of
+8/16-bit types is not addressable in WGSL at all. So `render` is our own and the statement shapes live here.
+
+Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, no 64-bit integers):
+- float32/int32/uint32 (and float16 with the feature) are plain `array<T>` bindings.
+- bool, int8, uint8 (bytes) and int16, uint16, float16 without the feature (halves) are packed into `array<u32>` words in
+  the host's little-endian layout, so copy-in/out need no conversion. Reads shift and mask the word. Stores are two
+  atomics on an `array<atomic<u32>>` binding: `atomicAnd` clears the lane, `atomicOr` sets it. Each clears/sets only its
+  own bits, so two invocations storing to different lanes of one word never lose each other's write (a plain
+  read-modify-write would). Registers hold these types as i32/u32 (f32 for emulated float16), wrapped to their width
+  after every op.
+- int64, uint64, float64, bfloat16 are not supported: `supported_dtypes` leaves them out and the core refuses them
+  with "dtype ... is not supported on WEBGPU" before any kernel is built.
+
+Launch: the core gives up to three SPECIAL gidxN indices. The shader is always dispatched 1-D in workgroups of
+`workgroup_size` (from the adapter's limits), folded into x and y when there are more than `max_dispatch` groups; the
+invocation's linear index is split back into gidx0..2 and invocations past the end return early (no barriers exist
+without shared memory, so the early return is safe). The runtime passes the launch sizes and the DEFINE_VAR values in
+one uniform buffer (binding after the data buffers): `launch[0] = (total, row, 0, 0)`, `launch[1..]` = variables.
+"""
+from __future__ import annotations
+import math, re, struct
+from collections import defaultdict
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
+from tinygrad.renderer.cstyle import CStyleLanguage
+
+# dtype -> (register type, lanes per u32 word when packed in memory (0: a plain array<T>))
+_PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2}
+_REG = {dtypes.bool: "bool", dtypes.int8: "i32", dtypes.uint8: "u32", dtypes.int16: "i32", dtypes.uint16: "u32",
+        dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16"}
+_NARROW = {dtypes.int8: 8, dtypes.uint8: 8, dtypes.int16: 16, dtypes.uint16: 16}
+
+def _wrap(x: str, dt: DType) -> str:
+  """x (an i32/u32 expression) wrapped to dt's width: sign-extend or mask."""
+  bits = _NARROW.get(dt.scalar())
+  if bits is None: return x
+  return f"(({x}<<{32-bits}u)>>{32-bits}u)" if not dtypes.is_unsigned(dt) else f"({x}&{(1 << bits) - 1}u)"
+
+def _idiv(op: str) -> Callable[..., str]:
+  # WGSL defines x/0 as x and x%0 as 0; the IR (like the PYTHON device) wants 0 for both. Literal divisors, the common
+  # case in index math, stay a plain operator; INT_MIN/-1 already gives INT_MIN (= -a wrapped), as the IR wants
+  def f(a: str, b: str, dtype: DType) -> str:
+    if dtypes.is_float(dtype): return f"({a}{op}{b})"
+    if re.fullmatch(r"-?\d+[iu]?", b) and int(b.rstrip("iu")) != 0: return f"({a}{op}{b})"
+    return f"select(({a}{op}{b}), {_zero(dtype)}, ({b})=={_zero(dtype)})"
+  return f
+
+def _zero(dt: DType) -> str: return {"bool": "false", "i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h"}[_REG[dt.scalar()]]
+def _cmp_bool(op: str) -> Callable[..., str]:
+  # WGSL orders numbers only: a<b on bools is !a&&b
+  return lambda a, b, dtype: f"((!{a})&&{b})" if dtype == dtypes.bool else f"({a}{op}{b})"
+
+def _max(a: str, b: str, dtype: DType) -> str:
+  # numpy.maximum propagates NaN from either side; WGSL's max() may return either operand
+  if dtypes.is_float(dtype): return f"select({b}, {a}, (({a}>{b})||({a}!={a})))"
+  return f"({a}||{b})" if dtype == dtypes.bool else f"max({a}, {b})"
+
+wgsl_code_for_op: dict[Ops, Callable[..., str]] = {
+  Ops.ADD: lambda a, b, dtype: f"({a}||{b})" if dtype == dtypes.bool else f"({a}+{b})",
+  Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}&&{b})" if dtype == dtypes.bool else f"({a}*{b})",
+  Ops.IDIV: _idiv("/"), Ops.MOD: _idiv("%"), Ops.FDIV: lambda a, b, dtype: f"({a}/{b})",
+  Ops.CMPLT: _cmp_bool("<"), Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
+  Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})",
+  Ops.XOR: lambda a, b, dtype: f"({a}!={b})" if dtype == dtypes.bool else f"({a}^{b})",
+  Ops.SHL: lambda a, b, dtype: f"({a}<<u32({b}))", Ops.SHR: lambda a, b, dtype: f"({a}>>u32({b}))",   # WGSL shifts by u32
+  Ops.NEG: lambda x, dtype: f"(!{x})" if dtype == dtypes.bool else f"(-({x}))",
+  Ops.RECIPROCAL: lambda x, dtype: f"(1.0/{x})", Ops.MAX: _max,
+  Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})", Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
+  Ops.SQRT: lambda x, dtype: f"sqrt({x})", Ops.EXP2: lambda x, dtype: f"exp2({x})", Ops.LOG2: lambda x, dtype: f"log2({x})",
+  Ops.SIN: lambda x, dtype: f"sin({x})", Ops.TRUNC: lambda x, dtype: f"trunc({x})",
+}
+
+class WGSLRenderer(CStyleLanguage):
+  """WGSL for wgpu. The device fills in the adapter's limits (`workgroup_size`, `max_dispatch`, `max_buffers`) and whether
+  float16 is native (`native_f16`) after it opens; the class defaults are WebGPU's guaranteed minimums."""
+  device = "WEBGPU"
+  has_local = True              # global loops become launch indices
+  has_shared = False
+  supports_float4 = False
+  global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)   # any size: the launch is re-folded (module docstring)
+  local_max = None
+  infinity = "bitcast<f32>(0x7f800000u)"
+  nan = "bitcast<f32>(0x7fc00000u)"
+  code_for_op = wgsl_code_for_op
+  workgroup_size = 64
+  max_dispatch = 65535
+  max_buffers = 8
+  native_f16 = False
+  supported_dtypes = frozenset([dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+                                dtypes.float32])
+
+  def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool) -> None:
+    """Called by the device with its adapter's limits; float16 is supported only where the adapter has `shader-f16`."""
+    self.workgroup_size, self.max_dispatch, self.max_buffers, self.native_f16 = workgroup_size, max_dispatch, max_buffers, native_f16
+    self.supported_dtypes = type(self).supported_dtypes | (frozenset([dtypes.float16]) if native_f16 else frozenset())
+
+  # ---- types and literals ----
+  def reg(self, dt: DType) -> str:
+    if dt.scalar() not in _REG: raise TypeError(f"dtype {dt.scalar()} is not supported on WEBGPU")
+    t = "f32" if dt.scalar() == dtypes.float16 and not self.native_f16 else _REG[dt.scalar()]
+    return t if dt.count == 1 else f"vec{dt.count}<{t}>"
+  def render_dtype(self, dt: DType, mutable: bool = True) -> str: return self.reg(dt.base if isinstance(dt, PtrDType) else dt)
+  def render_const(self, v: Any, dt: DType) -> str:
+    if dt.count > 1: return f"{self.reg(dt)}({self.render_const(v, dt.scalar())})"
+    t = self.reg(dt)
+    if t == "bool": return "true" if v else "false"
+    if t in ("f32", "f16"):
+      if math.isnan(v): return self.nan if t == "f32" else f"f16({self.nan})"
+      if math.isinf(v): return (self.infinity if v > 0 else f"(-{self.infinity})") if t == "f32" else f"f16({'' if v > 0 else '-'}{self.infinity})"
+      f32 = struct.unpack("f", struct.pack("f", v))[0]
+      if t == "f16": return f"{float(v)!r}h" if abs(v) < 65504 else f"f16({f32!r}f)"
+      ret = (repr(f32) if float(repr(f32)) == f32 else f32.hex()) + "f"
+      return ret if f32 >= 0 and not ret.startswith("-") else f"({ret})"
+    v = int(v)
+    if t == "u32": return f"{v & 0xffffffff}u"
+    if v == -2**31: return "(-2147483647i-1i)"
+    return f"{v}i" if v >= 0 else f"({v}i)"   # parenthesised: `a--1i` would not parse
+  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"{self.reg(dt)}({','.join(elems)})"
+  def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}[{lane}]"
+
+  # ---- memory ----
+  def lanes(self, dt: DType) -> int:
+    """Elements per u32 word for a packed buffer of dt, 0 for a plain array<T>."""
+    if dt.scalar() == dtypes.float16 and not self.native_f16: return 2
+    return _PACKED.get(dt.scalar(), 0)
+  def _load(self, x: UOp) -> str:
+    idx = x.src[0]
+    buf, i = idx.src[0], self.r[idx.src[1]]
+    gate = self.r[idx.src[2]] if len(idx.src) > 2 else None
+    dt = x.dtype
+    if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is not AddrSpace.GLOBAL or not (n := self.lanes(buf.dtype.base)):
+      val = f"{self.r[buf]}[{i}]"
+    else:
+      word = f"{self.r[buf]}[u32({i})>>{n.bit_length()-1}u]"
+      if buf in self.atomic: word = f"atomicLoad(&{word})"
+      bits = 32 // n
+      if dt.scalar() == dtypes.float16: val = f"unpack2x16float({word})[u32({i})&1u]"
+      else:
+        lane = f"(({word}>>((u32({i})&{n-1}u)*{bits}u))&{(1 << bits)-1}u)"
+        if dt.scalar() == dtypes.bool: val = f"({lane}!=0u)"
+        elif dtypes.is_unsigned(dt): val = lane
+        else: val = _wrap(f"bitcast<i32>({lane})", dt)
+    return val if gate is None else f"select({self.render_const(0, dt)}, {val}, {gate})"
+  def _store(self, x: UOp) -> str:
+    idx, v = x.src[0], self.r[x.src[1]]
+    buf, i = idx.src[0], self.r[idx.src[1]]
+    gate = self.r[idx.src[2]] if len(idx.src) > 2 else None
+    dt = x.src[1].dtype
+    if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is not AddrSpace.GLOBAL or not (n := self.lanes(buf.dtype.base)):
+      st = f"{self.r[buf]}[{i}] = {v};"
+    else:
+      bits, mask = 32 // n, (1 << (32 // n)) - 1
+      if dt.scalar() == dtypes.bool: bitsv = f"select(0u, 1u, {v})"
+      elif dt.scalar() == dtypes.float16: bitsv = f"(pack2x16float(vec2<f32>({v}, 0.0f))&{mask}u)"
+      else: bitsv = f"(bitcast<u32>({v})&{mask}u)"
+      w = f"&{self.r[buf]}[wi]"
+      st = (f"{{ let wi = u32({i})>>{n.bit_length()-1}u; let sh = (u32({i})&{n-1}u)*{bits}u; "
+            f"atomicAnd({w}, ~({mask}u<<sh)); atomicOr({w}, {bitsv}<<sh); }}")
+    return st if gate is None else f"if ({gate}) {st}"
+
+  def _alu(self, x: UOp) -> str:
+    ops = [self.r[s] for s in x.src]
+    if x.op in (Ops.SHL, Ops.SHR) and x.src[1].op is Ops.CONST: ops[1] = f"{int(x.src[1].arg)}"
+    ret = self.code_for_op[x.op](*ops, dtype=x.dtype)
+    if x.op not in GroupOp.Comparison: ret = _wrap(ret, x.dtype)
+    return ret
+  def _cast(self, x: UOp) -> str:
+    src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
+    if dt == dtypes.bool: return f"({src}!={self.render_const(0, x.src[0].dtype)})"
+    if dtypes.is_float(sdt) and dtypes.is_unsigned(dt): src = f"i32({src})"   # C wraps negative floats into unsigned: via i32
+    if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
+    ret = f"{self.reg(x.dtype)}({src})"
+    if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"
+    return _wrap(ret, dt)
+  def _bitcast(self, x: UOp) -> str:
+    if x.dtype.itemsize != 4 or x.src[0].dtype.itemsize != 4:
+      raise NotImplementedError(f"WEBGPU cannot bitcast {x.src[0].dtype} to {x.dtype}: only 32-bit bitcasts")
+    return f"bitcast<{self.reg(x.dtype)}>({self.r[x.src[0]]})"
+
+  def _special(self, x: UOp) -> str:
+    axis = int(x.arg[-1])
+    sizes = self.specials
+    below = [sizes[a] for a in range(axis) if a in sizes]
+    div = "*".join(f"u32({s})" for s in below)
+    v = f"(lin/({div}))" if div else "lin"
+    return f"i32({v}%u32({sizes[axis]}))" if axis < max(sizes) else f"i32({v})"
+
+  # ---- the walk ----
+  def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    """The WGSL module for the linearized `uops`: data bindings 0..n-1, the launch uniform at binding n, entry point `name`."""
+    self.r: dict[UOp, str] = {}
+    stored = {u.src[0].src[0] for u in uops if u.op is Ops.STORE and u.src[0].op is Ops.INDEX}
+    globs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+    dvars = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda u: u.arg)
+    if len(globs) > self.max_buffers:
+      raise RuntimeError(f"kernel {name} needs {len(globs)} storage buffers; this WEBGPU adapter allows {self.max_buffers} per shader")
+    self.atomic = {g for g in globs if g in stored and self.lanes(g.dtype.base)}
+    uses: dict[UOp, int] = defaultdict(int)
+    for u in uops:
+      for s in (u.src[:1] if u.op is Ops.LOAD else u.src[:2] if u.op is Ops.STORE else u.src): uses[s] += 1
+    # launch sizes: constants inline, symbolic ones from the uniform (the runtime passes the concrete global size)
+    self.specials: dict[int, str] = {}
+    for u in uops:
+      if u.op is Ops.SPECIAL:
+        ax = int(u.arg[-1])
+        self.specials[ax] = str(u.src[0].arg) if u.src[0].op is Ops.CONST else f"launch[0].{'yzw'[ax]}"
+    f16 = self.native_f16 and any(u.dtype.scalar() == dtypes.float16 or (isinstance(u.dtype, PtrDType) and u.dtype.base.scalar() == dtypes.float16)
+                                  for u in uops)
+    head = ["enable f16;"] if f16 else []
+    for b, g in enumerate(globs):
+      assert isinstance(g.dtype, PtrDType)
+      self.r[g] = f"data{g.arg}"
+      n = self.lanes(g.dtype.base)
+      elem = ("atomic<u32>" if g in self.atomic else "u32") if n else self.reg(g.dtype.base)
+      head.append(f"@group(0) @binding({b}) var<storage, {'read_write' if g in stored else 'read'}> data{g.arg}: array<{elem}>;")
+    head.append(f"@group(0) @binding({len(globs)}) var<uniform> launch: array<vec4<u32>, {1 + (len(dvars) + 3) // 4}>;")
+    body = [f"  let lin = gid.x + gid.y*{self.workgroup_size}u*nwg.x;", "  if (lin >= launch[0].x) { return; }"]
+    for i, v in enumerate(dvars):
+      self.r[v] = f"v_{v.arg[0]}"
+      body.append(f"  let v_{v.arg[0]} = bitcast<i32>(launch[{1 + i // 4}].{'xyzw'[i % 4]});")
+    counters: dict[str, int] = defaultdict(int)
+    depth = 1
+    for u in uops:
+      if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR, Ops.SINK, Ops.NOOP, Ops.BARRIER): continue
+      pad = "  " * depth
+      if u.op is Ops.CONST: self.r[u] = self.render_const(u.arg, u.dtype)
+      elif u.op is Ops.INDEX: self.r[u] = ""   # LOAD/STORE read the buffer and index from it
+      elif u.op is Ops.DEFINE_REG:
+        assert isinstance(u.dtype, PtrDType)
+        self.r[u] = nm = f"acc{counters['acc']}"
+        counters["acc"] += 1
+        body.append(f"{pad}var {nm}: array<{self.reg(u.dtype.base)}, {u.dtype.size}>;")
+      elif u.op is Ops.RANGE:
+        self.r[u] = nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else f"ridx{counters['ridx']}"
+        counters["ridx"] += 1
+        body.append(f"{pad}for (var {nm}: i32 = 0; {nm} < {self.r[u.src[0]]}; {nm}++) {{")
+        depth += 1
+      elif u.op in (Ops.END, Ops.ENDIF):
+        depth -= 1
+        body.append(f"{'  ' * depth}}}")
+      elif u.op is Ops.IF:
+        body.append(f"{pad}if ({self.r[u.src[0]]}) {{")
+        depth += 1
+      elif u.op is Ops.STORE: body.append(pad + self._store(u))
+      else:
+        if u.op is Ops.LOAD: txt = self._load(u)
+        elif u.op is Ops.SPECIAL: txt = self._special(u)
+        elif u.op is Ops.CAST: txt = self._cast(u)
+        elif u.op is Ops.BITCAST: txt = self._bitcast(u)
+        elif u.op is Ops.VECTORIZE: txt = self.render_vectorize([self.r[s] for s in u.src], u.dtype)
+        elif u.op is Ops.GEP: txt = self.render_gep(self.r[u.src[0]], u.arg[0], u.src[0].dtype) if len(u.arg) == 1 else \
+          self.render_vectorize([self.render_gep(self.r[u.src[0]], i, u.src[0].dtype) for i in u.arg], u.dtype)
+        elif u.op in GroupOp.ALU: txt = self._alu(u)
+        else: raise NotImplementedError(f"WGSLRenderer cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
+        if u.op in GroupOp.ALU | {Ops.CAST, Ops.GEP} and uses[u] <= 1 and len(txt) <= self.inline_max_len:
+          self.r[u] = txt
+          continue
+        prefix = u.arg if u.op is Ops.SPECIAL else {Ops.LOAD: "val", Ops.CAST: "cast", Ops.BITCAST: "cast"}.get(u.op, "alu")
+        self.r[u] = nm = prefix if u.op is Ops.SPECIAL else f"{prefix}{counters[prefix]}"
+        counters[prefix] += 1
+        body.append(f"{pad}let {nm} = {txt};")
+    fname = re.sub(r"\W", "_", name)
+    return "\n".join(head + [f"@compute @workgroup_size({self.workgroup_size})",
+                             f"fn {fname}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{",
+                             *body, "}"]) + "\n"
