@@ -17,7 +17,7 @@ def programs() -> dict[str, Tensor]:
   p: dict[str, Tensor] = {
     "creation/arange": Tensor.arange(2, 17, 3, device="PYTHON"), "creation/eye": Tensor.eye(4, 3, device="PYTHON"),
     "creation/full": Tensor.full((2, 3), 7.5, device="PYTHON"), "creation/linspace": Tensor.linspace(0, 1, 5, device="PYTHON"),
-    "random/rand": Tensor.rand(16, device="PYTHON"), "random/randn": Tensor.randn(8, device="PYTHON"),
+    "random/rand": Tensor.rand(16, device="PYTHON") * 2 - 1, "random/randn": Tensor.randn(8, device="PYTHON").abs(),  # host-drawn, then a kernel
     "binary/float": (a + b) * (a - b) / (b + 7.0), "binary/max_min": a.maximum(b).minimum(a * 2),
     "binary/cmp": (a < b).where(a, b) + (a == b).cast(dtypes.float32), "binary/int": (i + j) * (i - j) ^ (i & j | 3),
     "binary/int_divmod": (i // j) + (i % j), "binary/bool": ((a > 0) & (b < 1)) ^ (a != b), "binary/pow": a.abs() ** b,
@@ -59,3 +59,80 @@ def conformance_asts() -> dict[str, UOp]:
         seen.add(ei.ast)
         out[f"{name}#{n}"] = ei.ast
   return out
+
+# ---- hand-built linearized kernels (docs/ir.md) for what the optimizer does not make yet: locals, vectors, WMMA ----
+from tinygrad.uop.ops import AxisType
+from tinygrad.dtype import DType, AddrSpace
+
+def glob(slot: int, dt: DType, n: int) -> UOp: return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), (), slot)
+def special(name: str, n: int) -> UOp: return UOp(Ops.SPECIAL, dtypes.int32, (UOp.const(dtypes.int32, n),), name)
+def end(r: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (r,))
+def linear(*roots: UOp) -> list[UOp]:
+  out: dict[UOp, None] = {}
+  for r in roots:
+    for n in r.toposort():
+      if n not in out: out[n] = None
+  return list(out)
+
+def _elementwise(fn, in_dts: list[DType], out_dt: DType, n: int = 16) -> list[UOp]:
+  out, ins, g = glob(0, out_dt, n), [glob(i+1, dt, n) for i, dt in enumerate(in_dts)], special("gidx0", n)
+  return linear(out, *ins, out.index(g).store(fn(*[b.index(g).load() for b in ins])))
+
+def _two_vars() -> list[UOp]:
+  out, inp, g = glob(0, dtypes.float32, 64), glob(1, dtypes.float32, 64), special("gidx0", 64)
+  b, a = UOp.variable("b", 0, 8), UOp.variable("a", 0, 8)   # declared b first: binding is by name, not by position
+  return linear(out, b, inp, a, out.index(g).store(inp.index(g + a - b).load()))
+
+def _reduce(rows: int = 4, cols: int = 8) -> list[UOp]:
+  out, inp, g = glob(0, dtypes.float32, rows), glob(1, dtypes.float32, rows*cols), special("gidx0", rows)
+  r = UOp.range(cols, 1, AxisType.REDUCE)
+  acc = UOp(Ops.DEFINE_REG, dtypes.float32.ptr(1, AddrSpace.REG), (), 0)
+  ptr = acc.index(UOp.const(dtypes.int32, 0))
+  init = UOp(Ops.STORE, dtypes.void, (ptr, UOp.const(dtypes.float32, 0.0)))
+  upd = ptr.store(UOp(Ops.LOAD, dtypes.float32, (ptr, init, r)) + inp.index(g * cols + r).load())
+  e = end(r)
+  return linear(out, inp, g, acc, init, r, upd, e, out.index(g).store(UOp(Ops.LOAD, dtypes.float32, (ptr, e))))
+
+def _local_sum(n: int = 16) -> list[UOp]:
+  """Each group of n threads loads n values into threadgroup memory; thread 0 adds them after a barrier."""
+  out, inp = glob(0, dtypes.float32, 4), glob(1, dtypes.float32, 4*n)
+  g, l = special("gidx0", 4), special("lidx0", n)
+  tmp = UOp(Ops.DEFINE_LOCAL, dtypes.float32.ptr(n, AddrSpace.LOCAL), (), "temp0")
+  st = tmp.index(l).store(inp.index(g * n + l).load())
+  bar = UOp(Ops.BARRIER, dtypes.void, (st,))
+  total = UOp(Ops.LOAD, dtypes.float32, (tmp.index(UOp.const(dtypes.int32, 0)), bar))
+  for i in range(1, 4): total = total + UOp(Ops.LOAD, dtypes.float32, (tmp.index(UOp.const(dtypes.int32, i)), bar))
+  return linear(out, inp, g, l, tmp, st, bar, out.index(g, l < 1).store(total))
+
+def _vec4(n: int = 64) -> list[UOp]:
+  """out[4i:4i+4] = in[4i:4i+4] * 2 through float4 pointers, and a gated float4 load."""
+  out, inp, g = glob(0, dtypes.float32, n), glob(1, dtypes.float32, n), special("gidx0", n // 4)
+  v4 = dtypes.float32.vec(4)
+  src = UOp(Ops.CAST, v4.ptr(n), (inp.index(g * 4),))
+  dst = UOp(Ops.CAST, v4.ptr(n), (out.index(g * 4),))
+  x = UOp(Ops.LOAD, v4, (src,))
+  y = UOp(Ops.LOAD, v4, (UOp(Ops.CAST, v4.ptr(n), (inp.index(g * 4, g < 8),)),))
+  return linear(out, inp, dst.store(x * UOp.const(v4, 2.0) + y))
+
+def _wmma(di: DType = dtypes.float16, do: DType = dtypes.float32) -> list[UOp]:
+  a_buf, b_buf, out = glob(1, di, 64), glob(2, di, 64), glob(0, do, 64)
+  l = special("lidx0", 32)
+  a = UOp(Ops.VECTORIZE, di.vec(2), (a_buf.index(l * 2).load(), a_buf.index(l * 2 + 1).load()))
+  b = UOp(Ops.VECTORIZE, di.vec(2), (b_buf.index(l * 2).load(), b_buf.index(l * 2 + 1).load()))
+  name = f"WMMA_8_8_8_{MetalRendererNames[di]}_{MetalRendererNames[do]}"
+  w = UOp(Ops.WMMA, do.vec(2), (a, b, UOp.const(do.vec(2), 0.0)), (name, (8, 8, 8), di, do))
+  return linear(out, a_buf, b_buf, out.index(l * 2).store(w.gep(0)), out.index(l * 2 + 1).store(w.gep(1)))
+MetalRendererNames = {dtypes.float32: "float", dtypes.float16: "half", dtypes.bfloat16: "bfloat"}
+
+def hand_kernels() -> dict[str, list[UOp]]:
+  return {
+    "add": _elementwise(lambda a, b: a + b, [dtypes.float32]*2, dtypes.float32), "two_vars": _two_vars(), "reduce": _reduce(),
+    "gated": _elementwise(lambda a: a, [dtypes.float32], dtypes.float32),
+    "local_sum": _local_sum(), "vec4": _vec4(),
+    "wmma_half_float": _wmma(), "wmma_float_float": _wmma(dtypes.float32, dtypes.float32), "wmma_bf16": _wmma(dtypes.bfloat16, dtypes.float32),
+    "half_sqrt": _elementwise(lambda a, b: (a * b).sqrt(), [dtypes.float16]*2, dtypes.float16),
+    "bfloat_add": _elementwise(lambda a: a + a, [dtypes.bfloat16], dtypes.bfloat16),
+    "int64": _elementwise(lambda a: a * UOp.const(dtypes.int64, -2**63) + UOp.const(dtypes.int64, 10**12), [dtypes.int64], dtypes.int64),
+    "bitcast": _elementwise(lambda a: (a.bitcast(dtypes.uint32) >> UOp.const(dtypes.uint32, 3)).bitcast(dtypes.float32), [dtypes.float32], dtypes.float32),
+    "narrow_ints": _elementwise(lambda a, b: (a * b).cast(dtypes.int8), [dtypes.uint16]*2, dtypes.int8),
+  }

@@ -4,7 +4,7 @@ import os, re, shutil, subprocess, tempfile
 
 STUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metal_stub.h")
 CLANGXX = shutil.which("clang++")
-FLAGS = ["-fsyntax-only", "-std=c++17", "--target=arm64-apple-macos13", "-nostdinc++", "-Wno-unknown-attributes", "-ferror-limit=0"]
+FLAGS = ["-fsyntax-only", "-std=c++17", "--target=arm64-apple-macos13", "-nostdinc++", "-Wno-unknown-attributes", "-Wno-parentheses-equality", "-ferror-limit=0"]
 _INCLUDE = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 def batch(srcs: dict[str, str]) -> tuple[str, dict[int, str]]:

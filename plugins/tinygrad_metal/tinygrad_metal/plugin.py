@@ -18,4 +18,4 @@ def tinygrad_api_version() -> int: return API_VERSION
 @hookimpl
 def tinygrad_devices() -> list[DeviceSpec]:
   # above CPU (50): on a Mac with Metal the GPU is the better default
-  return [DeviceSpec("METAL", 70, "tinygrad_metal.device:MetalDevice", probe)]
+  return [DeviceSpec("METAL", 70, "tinygrad_metal.device:MetalDevice", "tinygrad_metal.plugin:probe")]
