@@ -1,0 +1,1 @@
+"""tinygrad NV device plugin."""
