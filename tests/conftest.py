@@ -10,3 +10,4 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tinygrad"))
 
 def pytest_configure(config):
   config.addinivalue_line("markers", "slow: long-running extras (deselect with -m 'not slow')")
+

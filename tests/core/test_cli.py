@@ -2,6 +2,7 @@
 import os, sys, json, types, platform, subprocess, importlib.util
 from pathlib import Path
 import pytest
+from plugin_isolation import environment_plugins
 from tinygrad import plugins
 from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
 from tinygrad.device import Device, Compiled, Compiler, CompilerPair, CompilerSet, LRUAllocator
@@ -44,6 +45,7 @@ class FakeTensor:
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch, tmp_path):
   for v in ("DEV", "CLI_CC", "CLI_GOOD", "CLI_WRONG"): monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("TINYGRAD_PLUGINS_DISABLE", ",".join(environment_plugins()))   # only this test's plugins
   monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
   monkeypatch.setitem(sys.modules, "tinygrad.tensor", types.SimpleNamespace(Tensor=FakeTensor))
   Device.reset()
@@ -119,7 +121,7 @@ def test_doctor(capsys, tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("tinygrad.tensor") is None, reason="tinygrad.tensor is not written yet: the real health check needs Tensor")
 def test_real_process_builtin_only(tmp_path):
   env = {k: v for k, v in os.environ.items() if k not in ("DEV", "PYTHONPATH") and not k.startswith("TINYGRAD_")}
-  env.update(PYTHONPATH=CORE, CACHEDB=str(tmp_path / "c.db"), TINYGRAD_PLUGIN_AUTOLOAD="0")
+  env.update(PYTHONPATH=CORE, CACHEDB=str(tmp_path / "c.db"), TINYGRAD_PLUGIN_AUTOLOAD="0")   # built-ins only, whatever is installed
   r = subprocess.run([sys.executable, "-m", "tinygrad", "--json"], env=env, capture_output=True, text=True, timeout=120)
   rep = json.loads(r.stdout)
   assert r.returncode == 0, r.stderr

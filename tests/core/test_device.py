@@ -1,5 +1,6 @@
 """Device registry, compiler-pair selection, Buffer and allocators, with fake devices registered by an in-process plugin."""
 import pytest
+from plugin_isolation import environment_plugins
 from tinygrad import plugins
 from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
 from tinygrad.device import (Device, DeviceError, Compiled, Compiler, CompileError, CompilerPair, CompilerSet, Allocator,
@@ -49,6 +50,7 @@ def probe_no(): return False, "no fake hardware in this machine"
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
   for v in ENV: monkeypatch.delenv(v, raising=False)
+  monkeypatch.setenv("TINYGRAD_PLUGINS_DISABLE", ",".join(environment_plugins()))   # only this test's plugins
   PAIRS[:] = [CompilerPair(ARenderer, GoodCompiler, ctrl_var="FAKE_A"), CompilerPair(BRenderer, GoodCompiler, ctrl_var="FAKE_B")]
   OPENED.clear()
   Device.reset()
