@@ -253,7 +253,10 @@ class PTXRenderer(Renderer):
 
   # ---- ALU ----
   def _alu(self, u: UOp, a: list[str]) -> str:
-    dt, sdt = u.dtype, u.src[-1].dtype
+    dt = u.dtype
+    # operands whose dtype differs from the result's (seen: a float ADD of an int WHERE) are converted, as C does implicitly
+    same = range(1, 3) if u.op is Ops.WHERE else range(len(u.src)) if u.op not in GroupOp.Comparison | {Ops.SHL, Ops.SHR} else range(0)
+    a = [self._cast(a[i], s.dtype, dt) if i in same and s.dtype.scalar() != dt.scalar() else a[i] for i, s in enumerate(u.src)]
     rty, sty = _rty(dt), _rty(u.src[0].dtype)
     isf = sty[0] == "f"
     if u.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
@@ -279,6 +282,7 @@ class PTXRenderer(Renderer):
       ins = f"shl.{_bits_of(rty)}" if u.op is Ops.SHL else f"shr.{rty}"
       return self._wrap(self._ins(rty, f"{ins} {{d}}, {a[0]}, {amt};"), dt)
     if u.op is Ops.MAX:
+      if rty == "pred": return self._ins("pred", f"or.pred {{d}}, {a[0]}, {a[1]};")
       if not isf: return self._ins(rty, f"max.{rty} {{d}}, {a[0]}, {a[1]};")
       # numpy.maximum: a NaN in either operand wins (PTX max returns the other operand)
       gt = self._ins("pred", f"setp.gt.{rty} {{d}}, {a[0]}, {a[1]};")

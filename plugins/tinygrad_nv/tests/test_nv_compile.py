@@ -1,0 +1,67 @@
+"""Every conformance kernel (tests/data/conformance_kernels.pkl, see collect_kernels.py) renders, and compiles for sm_80 and
+sm_90: CUDA C with NVRTC and with nvcc (all kernels in one .cu per arch), our PTX with ptxas (one module per arch).
+NV_COMPILE_ALL=1 takes every kernel; by default every 4th, to keep the plugin's test run short (each tool still sees
+one batched file per arch)."""
+import functools, os, pickle, re, shutil, subprocess, sys, tempfile
+import pytest
+from tinygrad.codegen import get_program
+from tinygrad_nv.renderer import CUDARenderer, PTXRenderer
+
+ARCHS = ["sm_80", "sm_90"]
+
+@functools.cache
+def kernels() -> list:
+  sys.setrecursionlimit(max(sys.getrecursionlimit(), 200000))
+  with open(os.path.join(os.path.dirname(__file__), "data", "conformance_kernels.pkl"), "rb") as f: asts = pickle.load(f)
+  return asts if os.environ.get("NV_COMPILE_ALL") == "1" else asts[::4]
+
+def _split(src: str, marker: str) -> tuple[str, str]:
+  i = src.index(marker)
+  return src[:i], src[i:]
+
+@functools.cache
+def cuda_module() -> str:
+  """One translation unit: each distinct helper block once, then every kernel renamed k<i>."""
+  helpers: dict[str, None] = {}
+  bodies = []
+  for i, ast in enumerate(kernels()):
+    src = get_program(ast, CUDARenderer("sm_80")).src
+    pre, body = _split(src, 'extern "C"')
+    for block in re.split(r"\n(?=__device__|struct )", pre.strip()):
+      if block: helpers[block] = None
+    bodies.append(re.sub(r"\) (\w+)\(", f") k{i}(", body, count=1))
+  return "\n".join(list(helpers) + bodies)
+
+@functools.cache
+def ptx_module(arch: str) -> str:
+  out = []
+  for i, ast in enumerate(kernels()):
+    src = get_program(ast, PTXRenderer(arch)).src
+    head, body = _split(src, ".visible .entry ")
+    if not out: out.append(head)
+    out.append(re.sub(r"^\.visible \.entry \w+\(", f".visible .entry k{i}(", body))
+  return "\n".join(out)
+
+def test_corpus_is_there(): assert len(kernels()) > 100
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nvrtc_compiles_every_kernel(arch):
+  from tinygrad_nv.compiler import NVRTCCompiler
+  try: cc = NVRTCCompiler(arch)
+  except RuntimeError as e: pytest.skip(str(e))
+  assert cc.compile(cuda_module())[:4] == b"\x7fELF"
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nvcc_compiles_every_kernel(arch):
+  if shutil.which("nvcc") is None: pytest.skip("nvcc not found (CUDA toolkit not installed)")
+  from tinygrad_nv.compiler import NVCCCompiler
+  assert NVCCCompiler(arch).compile(cuda_module())[:4] == b"\x7fELF"
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ptxas_assembles_every_kernel(arch):
+  if shutil.which("ptxas") is None: pytest.skip("ptxas not found (CUDA toolkit not installed)")
+  with tempfile.TemporaryDirectory() as tmp:
+    p = os.path.join(tmp, "all.ptx")
+    with open(p, "w") as f: f.write(ptx_module(arch))
+    r = subprocess.run(["ptxas", f"-arch={arch}", p, "-o", os.path.join(tmp, "all.cubin")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:3000]

@@ -1,0 +1,53 @@
+"""The NV device on the mock driver (NV_MOCK=1): every compiler pair runs, selection and errors, launch limits, memory."""
+import os, subprocess, sys
+import numpy as np
+import pytest
+
+def run(code: str, **env) -> subprocess.CompletedProcess:
+  e = {**os.environ, "NV_MOCK": "1", **env}
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+os.environ["NV_MOCK"] = "1"   # this module tests the mock driver; the driver is chosen once per process
+
+@pytest.mark.parametrize("cc", ["NVRTC", "NVCC", "PTX"])
+def test_pairs_compute(cc):
+  import shutil
+  if cc != "NVRTC" and shutil.which("ptxas" if cc == "PTX" else "nvcc") is None: pytest.skip(f"{cc}: CUDA toolkit not installed")
+  from tinygrad import Tensor
+  from tinygrad.device import Device
+  a = np.random.randn(8, 300).astype(np.float32)
+  t = Tensor(a, device=f"NV:{cc}")
+  np.testing.assert_allclose((t.sum(1) + t.max(1)).numpy(), a.sum(1) + a.max(1), rtol=1e-5, atol=1e-4)   # float32 sums of 300 terms: absolute error
+  dev = Device[f"NV:{cc}"]
+  assert dev.compiler_name == cc and dev.cu.mock and dev.cu.launches >= 1
+
+def test_launch_uses_thread_blocks():
+  from tinygrad import Tensor
+  from tinygrad.device import Device
+  from tinygrad.engine.realize import method_cache
+  (Tensor(np.ones(1024, np.float32), device="NV") * 3).realize()
+  p = [r.p for (d, _, _), r in method_cache.items() if d == "NV"][-1]
+  assert p.local_size is not None and p.local_size[0] == 128 and "__launch_bounds__(128)" in p.src
+
+def test_bad_compiler_name_and_missing_driver():
+  r = run("from tinygrad.device import Device; Device['NV']", NV_CC="FOO")
+  assert "unknown compiler 'FOO'" in r.stderr and "NVRTC, NVCC, PTX" in r.stderr
+  r = run("from tinygrad.device import Device; Device['NV']", NV_MOCK="0", LD_LIBRARY_PATH="")
+  if "no libcuda" in r.stderr: assert "not available here" in r.stderr and r.stderr.count("\n") < 40
+
+def test_compile_error_shows_log_and_source():
+  from tinygrad.device import CompileError
+  from tinygrad_nv.compiler import NVRTCCompiler
+  with pytest.raises(CompileError) as e: NVRTCCompiler("sm_90").compile('extern "C" __global__ void k() { undeclared_x = 1; }')
+  assert "undeclared_x" in e.value.diagnostics and "---- source ----" in str(e.value)
+
+def test_launch_limits_and_oom():
+  from tinygrad.device import Device
+  dev = Device["NV"]
+  with pytest.raises(RuntimeError, match="exceeds the device's limits"): dev.check_launch("k", (1, 70000, 1), (1, 1, 1))
+  dev.allocator.free_cache()
+  dev.cu.mem_total = sum(len(a) for a in dev.cu.allocs.values()) + (3 << 26)   # room for three more 64 MiB arenas
+  bufs = [dev.allocator.alloc(60 << 20) for _ in range(3)]
+  for b in bufs: dev.allocator.free(b, 60 << 20)   # cached: arenas still held
+  big = dev.allocator.alloc(100 << 20)               # OOM -> free cache and empty arenas -> retry
+  assert big.size == 100 << 20
