@@ -8,6 +8,7 @@ def still_works(device: str) -> None:
   assert (Tensor([1.0, 2.0], device=device) * 3).tolist() == [3.0, 6.0]
 
 class TestShapeErrors:
+  capability = "shape errors"
   def test_broadcast_mismatch_names_both_shapes(self, device):
     with pytest.raises((ValueError, RuntimeError)) as ei: Tensor.ones(2, 3, device=device) + Tensor.ones(4, 3, device=device)
     msg = str(ei.value)
@@ -31,6 +32,7 @@ class TestShapeErrors:
     assert "(2, 3)" in str(ei.value) and "(4, 3)" in str(ei.value)
 
 class TestAxisErrors:
+  capability = "axis errors"
   @pytest.mark.parametrize("axis", [2, -3, 5])
   def test_sum_invalid_axis_names_it(self, device, axis):
     with pytest.raises((IndexError, ValueError)) as ei: Tensor.ones(2, 3, device=device).sum(axis=axis)
@@ -45,6 +47,7 @@ class TestAxisErrors:
     with pytest.raises(IndexError): Tensor.ones(2, 3, device=device)[0, 0, 0]
 
 class TestDtypeErrors:
+  capability = "unsupported dtype errors"
   def test_unsupported_dtype_is_one_clear_error(self, device):
     supported = getattr(Device[device].renderer, "supported_dtypes", None)
     if supported is None: pytest.skip(f"{device} supports every dtype")
@@ -57,6 +60,7 @@ class TestDtypeErrors:
     still_works(device)
 
 class TestNoPoison:
+  capability = "recovery after errors"
   def test_failed_realize_does_not_poison_later_ones(self, device, monkeypatch):
     from tinygrad.engine import realize
     orig = realize.get_runner

@@ -16,6 +16,7 @@ def inputs(device: str, *shapes: tuple[int, ...]) -> list[Tensor]:
   return [Tensor(rng.standard_normal(s).astype(np.float32), device=device).realize() for s in shapes]
 
 class TestKernelCount:
+  capability = "kernel fusion (kernel count)"
   def test_mul_add_sum_is_one_kernel(self, device):
     a, b, c = inputs(device, (16, 16), (16, 16), (16, 16))
     assert kernels((a * b + c).sum()) == 1

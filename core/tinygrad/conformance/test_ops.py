@@ -3,12 +3,13 @@ from __future__ import annotations
 import math
 import numpy as np
 import pytest
-from hypothesis import given, settings, assume, strategies as st
+from hypothesis import given, assume, strategies as st
 from hypothesis.extra import numpy as hnp
 from tinygrad import Tensor, dtypes
+from tinygrad.conformance.plugin import examples
 
-FEW = settings(max_examples=20, deadline=None)
-SOME = settings(max_examples=25, deadline=None)
+FEW = examples(20)
+SOME = examples(25)
 
 # ---- strategies ----
 def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4): return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
@@ -49,6 +50,7 @@ def check(got: Tensor, want, rtol=1e-5, atol=1e-6, what: str = ""):
 
 # ================= creation =================
 class TestCreation:
+  capability = "tensor creation"
   @given(shapes(), st.data())
   @FEW
   def test_from_numpy_and_list_round_trip(self, device, shape, data):
@@ -102,6 +104,7 @@ class TestCreation:
     check(Tensor.eye(n, m, device=device), np.eye(n, m, dtype=np.float32), what=f"eye({n},{m})")
 
 class TestRandom:
+  capability = "random numbers"
   def test_shape_dtype(self, device):
     Tensor.manual_seed(0)
     r, n = Tensor.rand(3, 4, device=device), Tensor.randn(2, 5, device=device)
@@ -148,6 +151,7 @@ BOOL_BINARY = {"and": (lambda a, b: a & b, np.logical_and), "or": (lambda a, b: 
                "eq": (lambda a, b: a == b, np.equal), "ne": (lambda a, b: a != b, np.not_equal)}
 
 class TestBinary:
+  capability = "elementwise binary ops"
   @pytest.mark.parametrize("name", list(FLOAT_BINARY) + list(CMP))
   @given(bshapes, st.data())
   @FEW
@@ -223,6 +227,7 @@ UNARY = {  # name: (tinygrad, numpy in float64, lo, hi)
   "round": (m("round"), np.round, -10, 10), "square": (m("square"), np.square, -10, 10)}
 
 class TestUnary:
+  capability = "elementwise unary ops"
   @pytest.mark.parametrize("name", list(UNARY))
   @given(shapes(), st.data())
   @FEW
@@ -291,6 +296,7 @@ TRANSCENDENTAL = {  # name: (tinygrad, numpy float64, max ulp, atol for results 
   "cos": (m("cos"), np.cos, 4, 2e-7), "reciprocal": (m("reciprocal"), lambda x: 1 / x, 1, 0)}
 
 class TestTranscendental:
+  capability = "transcendental accuracy"
   @pytest.mark.parametrize("name", list(TRANSCENDENTAL))
   @given(st.lists(ALL_F32, min_size=1, max_size=24))
   @SOME
@@ -324,6 +330,7 @@ def _reduced_count(shape, axis) -> int:
   return int(np.prod([shape[a] for a in axes]))
 
 class TestReduce:
+  capability = "reductions"
   @pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean"])
   @given(shape_and_axis(), st.booleans(), st.data())
   @FEW
@@ -384,6 +391,7 @@ class TestReduce:
 
 # ================= movement =================
 class TestMovement:
+  capability = "movement ops"
   @given(shapes(1, 4), st.data())
   @SOME
   def test_reshape_with_minus_one(self, device, shape, data):
@@ -532,8 +540,9 @@ def basic_index(draw, shape):
   return tuple(idx)
 
 class TestGetitem:
+  capability = "indexing"
   @given(shapes(1, 3), st.data())
-  @settings(max_examples=40, deadline=None)
+  @examples(40)
   def test_basic_indexing(self, device, shape, data):
     a = data.draw(iarr(shape))
     idx = data.draw(basic_index(shape))
@@ -568,6 +577,7 @@ class TestGetitem:
 
 # ================= matmul / nn-ish ops =================
 class TestMatmul:
+  capability = "matmul"
   @given(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4), st.lists(st.integers(1, 3), max_size=2), st.data())
   @FEW
   def test_matmul_batched_broadcast(self, device, n, k, m, batch, data):
@@ -595,6 +605,7 @@ def _np_softmax(x, axis):
   return e / e.sum(axis=axis, keepdims=True)
 
 class TestNN:
+  capability = "nn ops (softmax, cumsum, one_hot)"
   @given(shapes(1, 3, min_side=1), st.data())
   @FEW
   def test_softmax_log_softmax_logsumexp(self, device, shape, data):
@@ -643,6 +654,7 @@ def np_conv2d(x, w, b, stride, padding, dilation, groups):
   return out.astype(np.float32)
 
 class TestConvPool:
+  capability = "conv and pooling"
   @given(st.integers(1, 2), st.integers(1, 2), st.integers(1, 3), st.integers(1, 2), st.integers(1, 3), st.integers(1, 2),
          st.tuples(st.integers(1, 2), st.integers(1, 2)), st.tuples(st.integers(0, 1), st.integers(0, 2)), st.tuples(st.integers(1, 2), st.integers(1, 2)),
          st.booleans(), st.data())

@@ -1,0 +1,16 @@
+"""`python -m tinygrad.conformance DEVICE[,DEVICE] [--quick] [pytest args...]`: run the conformance suite on those devices."""
+import sys
+
+def main(argv: list[str]) -> int:
+  import pytest
+  if not argv or argv[0].startswith("-"):
+    print(__doc__.strip(), file=sys.stderr)
+    return 2
+  devices, rest = argv[0], argv[1:]
+  args = ["--pyargs", "tinygrad.conformance", f"--tinygrad-device={devices}", "-p", "tinygrad.conformance.plugin"]
+  if "--quick" in rest:
+    rest.remove("--quick")
+    args.append("--tinygrad-quick")
+  return int(pytest.main(args + rest))
+
+if __name__ == "__main__": sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+"""Op correctness per dtype: each numpy-representable dtype the device declares (Renderer.supported_dtypes; None: all)."""
+from __future__ import annotations
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.device import Device
+
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+FLOATS = ["float16", "float32", "float64"]
+TOL = {"float16": 2e-3, "float32": 1e-6, "float64": 1e-12}
+
+def declared(device: str, name: str):
+  """The DType called `name`, or a skip when the device does not declare it."""
+  dt = getattr(dtypes, name)
+  sup = Device[device].renderer.supported_dtypes
+  if sup is not None and dt not in sup: pytest.skip(f"{device} does not declare {name} (Renderer.supported_dtypes)")
+  return dt
+
+def arrays(name: str, n: int = 13, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+  # small values: sums and products of two stay in range for every width, so wrap-around never decides a result
+  rng = np.random.default_rng(seed)
+  if name == "bool": return rng.random(n) < 0.5, rng.random(n) < 0.5
+  if name in FLOATS: return (rng.uniform(-10, 10, n).astype(name), rng.uniform(-10, 10, n).astype(name))
+  lo = 0 if name.startswith("u") else -10
+  return rng.integers(lo, 11, n).astype(name), rng.integers(lo, 11, n).astype(name)
+
+def same(got: Tensor, want: np.ndarray, name: str, what: str) -> None:
+  g = got.numpy()
+  assert g.shape == want.shape, f"{what} on {name}: shape {g.shape} != numpy's {want.shape}"
+  if name in FLOATS: np.testing.assert_allclose(g.astype(np.float64), want.astype(np.float64), rtol=TOL[name], atol=TOL[name], err_msg=f"{what} on {name}")
+  else: np.testing.assert_array_equal(g.astype(np.float64), want.astype(np.float64), err_msg=f"{what} on {name}")
+
+class TestDtypes:
+  capability = "ops per declared dtype"
+  @pytest.mark.parametrize("dtype", INTS + FLOATS)
+  @pytest.mark.parametrize("op", ["add", "sub", "mul", "maximum", "lt", "eq", "where", "neg"])
+  def test_elementwise(self, device, dtype, op):
+    dt = declared(device, dtype)
+    a, b = arrays(dtype)
+    if op == "neg" and dtype.startswith("u"): pytest.skip("negation of an unsigned int is not a numpy-comparable op")
+    ta, tb = Tensor(a, device=device), Tensor(b, device=device)
+    assert ta.dtype == dt, f"Tensor(np.{dtype}) has dtype {ta.dtype}"
+    got, want = {"add": (lambda: ta + tb, lambda: a + b), "sub": (lambda: ta - tb, lambda: a - b), "mul": (lambda: ta * tb, lambda: a * b),
+                 "maximum": (lambda: ta.maximum(tb), lambda: np.maximum(a, b)), "lt": (lambda: ta < tb, lambda: a < b),
+                 "eq": (lambda: ta == tb, lambda: a == b), "where": (lambda: (ta < tb).where(ta, tb), lambda: np.where(a < b, a, b)),
+                 "neg": (lambda: -ta, lambda: -a)}[op]
+    with np.errstate(all="ignore"): same(got(), want(), dtype, op)
+  @pytest.mark.parametrize("dtype", ["bool"] + INTS + FLOATS)
+  def test_cast_to_and_from_float32(self, device, dtype):
+    declared(device, dtype)
+    a, _ = arrays(dtype)
+    same(Tensor(a, device=device).cast(dtypes.float32), a.astype(np.float32), "float32", f"cast {dtype}->float32")
+    f = np.round(np.random.default_rng(1).uniform(0 if dtype.startswith("u") else -10, 10, 13)).astype(np.float32)
+    if dtype == "bool": f = f - 3
+    same(Tensor(f, device=device).cast(getattr(dtypes, dtype)), f.astype(dtype), dtype, f"cast float32->{dtype}")
+  @pytest.mark.parametrize("dtype", INTS + FLOATS)
+  def test_sum_and_max(self, device, dtype):
+    declared(device, dtype)
+    a, _ = arrays(dtype, n=7)
+    a = np.abs(a) if not dtype.startswith("u") else a   # 7 values of at most 10: a sum fits every width
+    t = Tensor(a.reshape(7, 1), device=device)
+    same(t.sum(), np.array(a.sum()), dtype, "sum")
+    same(t.max(), np.array(a.max()), dtype, "max")
+    same(t.sum(axis=1), a.astype(a.dtype), dtype, "sum over a size-1 axis")
+  @pytest.mark.parametrize("dtype", ["bool"] + INTS + FLOATS)
+  def test_round_trip(self, device, dtype):
+    declared(device, dtype)
+    a, _ = arrays(dtype, n=33)
+    got = Tensor(a, device=device).numpy()
+    assert got.dtype == a.dtype, f"{dtype}: round trip gave numpy dtype {got.dtype}"
+    np.testing.assert_array_equal(got, a, err_msg=f"round trip of {dtype}")
