@@ -57,24 +57,31 @@ def _cmp_bool(op: str) -> Callable[..., str]:
   # WGSL orders numbers only: a<b on bools is !a&&b
   return lambda a, b, dtype: f"((!{a})&&{b})" if dtype == dtypes.bool else f"({a}{op}{b})"
 
+def _isnan(x: str, dtype: DType) -> str:
+  # WGSL lets the compiler assume floats are never NaN (llvmpipe folds x!=x to false): test the bits instead
+  if dtype.scalar() == dtypes.float16: return f"((bitcast<u32>(vec2<f16>({x}, 0.0h))&0x7fffu)>0x7c00u)"
+  return f"((bitcast<u32>({x})&0x7fffffffu)>0x7f800000u)"
+
+def _cmpne(a: str, b: str, dtype: DType) -> str: return _isnan(a, dtype) if a == b and dtypes.is_float(dtype) else f"({a}!={b})"
+
 def _max(a: str, b: str, dtype: DType) -> str:
   # numpy.maximum propagates NaN from either side; WGSL's max() may return either operand
-  if dtypes.is_float(dtype): return f"select({b}, {a}, (({a}>{b})||({a}!={a})))"
+  if dtypes.is_float(dtype): return f"select({b}, {a}, (({a}>{b})||{_isnan(a, dtype)}))"
   return f"({a}||{b})" if dtype == dtypes.bool else f"max({a}, {b})"
 
 wgsl_code_for_op: dict[Ops, Callable[..., str]] = {
   Ops.ADD: lambda a, b, dtype: f"({a}||{b})" if dtype == dtypes.bool else f"({a}+{b})",
   Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}&&{b})" if dtype == dtypes.bool else f"({a}*{b})",
   Ops.IDIV: _idiv("/"), Ops.MOD: _idiv("%"), Ops.FDIV: lambda a, b, dtype: f"({a}/{b})",
-  Ops.CMPLT: _cmp_bool("<"), Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
+  Ops.CMPLT: _cmp_bool("<"), Ops.CMPNE: _cmpne, Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
   Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})",
   Ops.XOR: lambda a, b, dtype: f"({a}!={b})" if dtype == dtypes.bool else f"({a}^{b})",
   Ops.SHL: lambda a, b, dtype: f"({a}<<u32({b}))", Ops.SHR: lambda a, b, dtype: f"({a}>>u32({b}))",   # WGSL shifts by u32
   Ops.NEG: lambda x, dtype: f"(!{x})" if dtype == dtypes.bool else f"(-({x}))",
   Ops.RECIPROCAL: lambda x, dtype: f"(1.0/{x})", Ops.MAX: _max,
   Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})", Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
-  Ops.SQRT: lambda x, dtype: f"sqrt({x})", Ops.EXP2: lambda x, dtype: f"exp2({x})", Ops.LOG2: lambda x, dtype: f"log2({x})",
-  Ops.SIN: lambda x, dtype: f"sin({x})", Ops.TRUNC: lambda x, dtype: f"trunc({x})",
+  Ops.SQRT: lambda x, dtype: f"sqrt({x})", Ops.EXP2: lambda x, dtype: f"exp2({x})",
+  Ops.SIN: lambda x, dtype: f"sin({x})", Ops.TRUNC: lambda x, dtype: f"trunc({x})",   # LOG2 is decomposed (builtin: >2 ulp)
 }
 
 class WGSLRenderer(CStyleLanguage):
@@ -168,7 +175,13 @@ class WGSLRenderer(CStyleLanguage):
   def _alu(self, x: UOp) -> str:
     ops = [self.r[s] for s in x.src]
     if x.op in (Ops.SHL, Ops.SHR) and x.src[1].op is Ops.CONST: ops[1] = f"{int(x.src[1].arg)}"
-    ret = self.code_for_op[x.op](*ops, dtype=x.dtype)
+    # C converts mixed operands implicitly (the decompositions rely on it, e.g. an int WHERE arm in float math); WGSL does not
+    want = x.src[0].dtype if x.op in GroupOp.Comparison else x.dtype
+    for i, src in enumerate(x.src):
+      if (x.op is Ops.WHERE and i == 0) or (x.op in (Ops.SHL, Ops.SHR) and i == 1): continue
+      if src.dtype.scalar() != want.scalar(): ops[i] = f"{self.reg(want)}({ops[i]})"
+    # comparisons are chosen by their operands' dtype (a<b on bools differs), the rest by the result's
+    ret = self.code_for_op[x.op](*ops, dtype=x.src[0].dtype if x.op in GroupOp.Comparison else x.dtype)
     if x.op not in GroupOp.Comparison: ret = _wrap(ret, x.dtype)
     return ret
   def _cast(self, x: UOp) -> str:

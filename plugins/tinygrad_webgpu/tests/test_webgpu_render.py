@@ -1,0 +1,70 @@
+"""Golden tests of the rendered WGSL (no adapter needed: the renderer runs alone, at WebGPU's default limits)."""
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.engine.schedule import create_schedule
+from tinygrad.codegen import get_program
+from tinygrad_webgpu.renderer import WGSLRenderer
+
+def wgsl(t: Tensor, ren: WGSLRenderer | None = None) -> str:
+  """The WGSL of the last kernel computing `t` (built on the PYTHON device: the AST does not depend on it)."""
+  sched, _ = create_schedule([t.uop])
+  return get_program([e for e in sched if e.ast.op.name == "SINK"][-1].ast, ren or WGSLRenderer()).src
+
+def test_add_exact():
+  a, b = Tensor.empty(16, device="PYTHON"), Tensor.empty(16, device="PYTHON")
+  assert wgsl(a + b) == """\
+@group(0) @binding(0) var<storage, read_write> data0: array<f32>;
+@group(0) @binding(1) var<storage, read> data1: array<f32>;
+@group(0) @binding(2) var<storage, read> data2: array<f32>;
+@group(0) @binding(3) var<uniform> launch: array<vec4<u32>, 1>;
+@compute @workgroup_size(64)
+fn E_16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let lin = gid.x + gid.y*64u*nwg.x;
+  if (lin >= launch[0].x) { return; }
+  let gidx0 = i32(lin);
+  let val0 = data1[gidx0];
+  let val1 = data2[gidx0];
+  data0[gidx0] = (val0+val1);
+}
+"""
+
+def test_reduce_uses_a_register_array_and_a_loop():
+  src = wgsl(Tensor.empty(4, 8, device="PYTHON").sum(axis=1))
+  for frag in ["var acc0: array<f32, 1>;", "for (var ridx1: i32 = 0; ridx1 < 8i; ridx1++) {", "data0[gidx0] = "]: assert frag in src, src
+
+def test_uint8_is_packed_and_stored_with_atomics():
+  src = wgsl(Tensor.empty(8, dtype=dtypes.uint8, device="PYTHON") + 1)
+  assert "var<storage, read_write> data0: array<atomic<u32>>;" in src and "var<storage, read> data1: array<u32>;" in src, src
+  assert "atomicAnd(&data0[wi], ~(255u<<sh)); atomicOr(&data0[wi], " in src, src
+  assert "&255u)" in src   # the sum wraps at 8 bits
+
+def test_int8_sign_extends_and_int16_uses_halves():
+  src = wgsl(Tensor.empty(8, dtype=dtypes.int8, device="PYTHON") * 3)
+  assert "<<24u)>>24u)" in src, src
+  src = wgsl(Tensor.empty(8, dtype=dtypes.int16, device="PYTHON") - 1)
+  assert "(u32(gidx0)&1u)*16u" in src and "atomicAnd" in src, src
+
+def test_bool_where_is_select():
+  c, a = Tensor.empty(8, dtype=dtypes.bool, device="PYTHON"), Tensor.empty(8, device="PYTHON")
+  src = wgsl(c.where(a, 0.0))
+  assert "select(" in src and "!=0u)" in src, src
+
+def test_symbolic_size_and_variables_come_from_the_uniform():
+  ren = WGSLRenderer()
+  src = wgsl(Tensor.empty(4, device="PYTHON") + 1, ren)
+  assert "var<uniform> launch: array<vec4<u32>, 1>;" in src
+
+def test_dtypes_refused_and_f16_only_with_the_feature():
+  ren = WGSLRenderer()
+  assert ren.supported_dtypes is not None
+  for dt in (dtypes.int64, dtypes.uint64, dtypes.float64, dtypes.float16): assert dt not in ren.supported_dtypes
+  ren.set_abilities(256, 65535, 8, native_f16=True)
+  assert dtypes.float16 in ren.supported_dtypes and dtypes.int64 not in ren.supported_dtypes
+  src = wgsl(Tensor.empty(8, dtype=dtypes.float16, device="PYTHON") * 2, ren)
+  assert src.startswith("enable f16;\n") and "array<f16>" in src and "@workgroup_size(256)" in src, src
+
+def test_too_many_buffers_is_a_clear_error():
+  ren = WGSLRenderer()
+  ren.set_abilities(64, 65535, 2, False)
+  with pytest.raises(RuntimeError, match="needs 3 storage buffers; this WEBGPU adapter allows 2"):
+    wgsl(Tensor.empty(4, device="PYTHON") + Tensor.empty(4, device="PYTHON"), ren)
