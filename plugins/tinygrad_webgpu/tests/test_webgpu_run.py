@@ -30,9 +30,8 @@ def test_packed_dtypes_round_trip_and_compute(webgpu, dt):
 def test_launch_beyond_one_dispatch_dimension(webgpu):
   dev = Device[webgpu]
   n = dev.limits["max-compute-workgroups-per-dimension"] * dev.renderer.workgroup_size + 3
-  t = (Tensor.ones(n, device=webgpu) + Tensor.arange(n, device=webgpu).cast(dtypes.float32)).realize()
-  got = t.numpy()
-  assert got[0] == 1 and got[-1] == n and got.shape == (n,)
+  a = (np.arange(n) % 1000).astype(np.float32)
+  np.testing.assert_equal((Tensor(a, device=webgpu) + 1).numpy(), a + 1)   # the last invocations land in dispatch row y=1
 
 def test_timing_and_batching(webgpu):
   from tinygrad.engine.realize import get_runner
@@ -50,7 +49,8 @@ def test_timing_and_batching(webgpu):
 
 def test_unsupported_dtype_is_a_type_error(webgpu):
   for dt in (dtypes.int64, dtypes.float64):
-    with pytest.raises(TypeError, match=f"dtype {dt.name} is not supported on WEBGPU"): (Tensor.ones(4, dtype=dt, device=webgpu) + 1).realize()
+    with pytest.raises(TypeError, match="is not supported on WEBGPU") as ei: (Tensor.ones(4, dtype=dt, device=webgpu) + 1).realize()
+    assert dt.name in str(ei.value)
 
 def test_pipelines_are_cached_per_source(webgpu):
   dev = Device[webgpu]

@@ -41,6 +41,7 @@ class WebGPUDevice(Compiled):
     self._enc: Any = None
     self._kept: list[Any] = []
     self._pending = 0
+    self._fence: Any = None
     super().__init__(device, WebGPUAllocator(self, device), CompilerSet([CompilerPair(WGSLRenderer, None, "WEBGPU_WGSL", "WGSL")], "WEBGPU_CC"),
                      functools.partial(WebGPUProgram, self))
     wg = min(256, self.limits["max-compute-invocations-per-workgroup"], self.limits["max-compute-workgroup-size-x"])
@@ -63,6 +64,13 @@ class WebGPUDevice(Compiled):
       self.gpu.queue.submit([self._enc.finish()])
       self._enc, self._kept, self._pending = None, [], 0
   def synchronize(self) -> None:
+    # a copy into a mappable buffer as the last command: mapping it waits for everything submitted before
+    # (queue.on_submitted_work_done_sync is broken in some wgpu-py/wgpu-native pairs)
+    wgpu = self.wgpu
+    if self._fence is None:
+      self._fence = (self.gpu.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC), self.gpu.create_buffer(size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST))
+    self.encoder().copy_buffer_to_buffer(self._fence[0], 0, self._fence[1], 0, 4)
     self.flush()
-    self.gpu.queue.on_submitted_work_done_sync()
+    self._fence[1].map_sync(wgpu.MapMode.READ)
+    self._fence[1].unmap()
   def __repr__(self) -> str: return f"<WebGPUDevice {self.device} on {self.description}>"
