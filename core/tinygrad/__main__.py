@@ -63,6 +63,7 @@ def collect(check: bool = True) -> dict[str, Any]:
     except Exception as e:
       d.update(status="failed", reason=f"{type(e).__name__}: {e}")
       continue
+    d["description"] = getattr(dev, "description", None)   # optional: what the device runs on (a WebGPU adapter's name)
     set_var = dev.compilers.ctrl_var if dev.compilers is not None else None
     default_pair = dchoice if (name == dbase and dchoice) else dev.compiler_name
     pairs: list[CompilerPair | None] = list(dev.compiler_pairs) or [None]
@@ -98,7 +99,7 @@ def _print(report: dict[str, Any]) -> None:
   for d in report["devices"]:
     also = f", also from {', '.join(x for x in d['providers'] if x != (d['distribution'] or d['plugin']))}" if len(d["providers"]) > 1 else ""
     print(f"{'*' if d['default'] else ' '} {d['name']:<10} {d['status']:<12} priority {d['priority']}, {d['plugin']} ({d['distribution'] or '?'}{also})"
-          + (f": {d['reason']}" if d["reason"] else ""))
+          + (f": {d['reason']}" if d["reason"] else "") + (f" [{d['description']}]" if d.get("description") else ""))
     for c in d["compilers"]:
       state = (f"ok ({c['note']})" if c.get("note") else "ok") if c["ok"] else f"FAIL: {c['error']}"
       how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
