@@ -30,7 +30,7 @@ def quick() -> bool:
 def examples(n: int) -> Any:
   """Hypothesis settings for a test that draws `n` examples in a full run (2 in a quick run, derandomized)."""
   from hypothesis import settings, HealthCheck
-  hc = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+  hc = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.differing_executors]
   if quick(): return settings(max_examples=min(n, 2), deadline=None, suppress_health_check=hc, derandomize=True, database=None)
   return settings(max_examples=n, deadline=None, suppress_health_check=hc)
 

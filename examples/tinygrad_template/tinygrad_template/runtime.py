@@ -1,0 +1,18 @@
+"""Load a compiled kernel with ctypes and call it: buffers are host addresses, variables are C ints."""
+import ctypes, os, tempfile
+
+# dlopen returns an already loaded library when a new file has the same inode as a loaded one, and ctypes never unloads:
+# so kernel files stay, under one directory removed at exit, and no inode is reused while this process runs
+_dir: tempfile.TemporaryDirectory | None = None
+
+class TemplateProgram:
+  def __init__(self, name: str, lib: bytes):
+    global _dir
+    if _dir is None: _dir = tempfile.TemporaryDirectory(prefix="tinygrad_template_")
+    fd, path = tempfile.mkstemp(suffix=".so", dir=_dir.name)
+    with os.fdopen(fd, "wb") as f: f.write(lib)
+    self.fxn = getattr(ctypes.CDLL(path), name)
+    self.fxn.restype = None
+  def __call__(self, *bufs, global_size=None, local_size=None, vals=(), wait=False):
+    self.fxn(*[ctypes.c_void_p(ctypes.addressof(b)) for b in bufs], *[ctypes.c_int(v) for v in vals])
+    return 0.0 if wait else None
