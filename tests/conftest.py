@@ -3,7 +3,9 @@ import os
 from hypothesis import settings, HealthCheck, Phase
 
 # tests pick their own max_examples; the profile only removes per-example deadlines (slow devices, CI machines with 2 cores)
-settings.register_profile("tinygrad", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# differing_executors: the conformance classes are parametrized by device, so each device gets its own (stateless) instance
+settings.register_profile("tinygrad", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.differing_executors])
 # triage: no shrinking, for a quick first look at many failures (HYPOTHESIS_PROFILE=triage)
 settings.register_profile("triage", parent=settings.get_profile("tinygrad"), phases=[Phase.explicit, Phase.reuse, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tinygrad"))
