@@ -54,7 +54,7 @@ def test_plugin_api_import_is_cheap():
 
 def test_pytest11_entry_point_declared():
   eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-  assert eps["pytest11"]["tinygrad"] == "tinygrad.conformance.plugin"
+  assert eps["pytest11"]["tinygrad.conformance.plugin"] == "tinygrad.conformance.plugin"
 
 # ---- the template, installed and run through the conformance plugin ----
 
