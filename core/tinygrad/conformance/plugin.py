@@ -28,10 +28,10 @@ def quick() -> bool:
   return os.environ.get("TINYGRAD_CONFORMANCE_QUICK", "").strip() not in ("", "0")
 
 def examples(n: int) -> Any:
-  """Hypothesis settings for a test that draws `n` examples in a full run (1 in a quick run, derandomized)."""
+  """Hypothesis settings for a test that draws `n` examples in a full run (2 in a quick run, derandomized)."""
   from hypothesis import settings, HealthCheck
   hc = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.differing_executors]
-  if quick(): return settings(max_examples=1, deadline=None, suppress_health_check=hc, derandomize=True, database=None)
+  if quick(): return settings(max_examples=min(n, 2), deadline=None, suppress_health_check=hc, derandomize=True, database=None)
   return settings(max_examples=n, deadline=None, suppress_health_check=hc)
 
 @functools.cache
