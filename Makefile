@@ -25,5 +25,10 @@ lines:
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad
 
+# the CPU's other compilers and NV on its mock driver run the same conformance suite, with fewer examples each
+EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV
+
 test: $(STAMP) lines typecheck
-	SPEC=1 $(VPY) -m pytest -n 2 tests $(wildcard plugins/*/tests)
+	SPEC=1 $(VPY) -m pytest -n 2 --durations=15 tests $(wildcard plugins/*/tests)
+	SPEC=1 NV_MOCK=1 TEST_DEVICES=$(EXTRA_DEVICES) TINYGRAD_CONFORMANCE_QUICK=1 $(if $(CI_STRICT),REQUIRE_DEVICES=$(EXTRA_DEVICES)) \
+	  $(VPY) -m pytest -n 2 tests/conformance

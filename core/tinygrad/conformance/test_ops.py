@@ -290,6 +290,14 @@ def _ulp_check(got: np.ndarray, want: np.ndarray, x: np.ndarray, max_ulp: float,
     elif abs(g - w) > max_ulp * float(np.spacing(np.abs(np.float32(w)))) + atol: bad.append((xi, g, w))
   assert not bad, f"{what}: (x, got, want) beyond {max_ulp} ulp: {bad[:5]}"
 
+def _in_domain(device: str, name: str, x: np.ndarray) -> np.ndarray:
+  """The inputs inside the accuracy domain the device's renderer declares for this function (Renderer.approx_domain);
+  infinities and NaN stay: their results must still be exact."""
+  from tinygrad.device import Device
+  from tinygrad.uop import Ops
+  bound = Device[device].renderer.approx_domain.get(Ops.SIN) if name in ("sin", "cos", "tan") else None
+  return x if bound is None else x[~np.isfinite(x) | (np.abs(x) <= bound)]
+
 TRANSCENDENTAL = {  # name: (tinygrad, numpy float64, max ulp, atol for results near 0)
   "exp": (m("exp"), np.exp, 2, 0), "exp2": (m("exp2"), np.exp2, 2, 0), "log": (m("log"), np.log, 2, 0),
   "log2": (m("log2"), np.log2, 2, 0), "sqrt": (m("sqrt"), np.sqrt, 1, 0), "sin": (m("sin"), np.sin, 4, 2e-7),
@@ -302,13 +310,15 @@ class TestTranscendental:
   @SOME
   def test_accuracy_all_float32(self, device, name, xs):
     tf, nf, ulp, atol = TRANSCENDENTAL[name]
-    x = np.array(xs, np.float32)
+    x = _in_domain(device, name, np.array(xs, np.float32))
+    assume(x.size > 0)
     with np.errstate(all="ignore"): want = nf(x.astype(np.float64)).astype(np.float32)
     _ulp_check(tf(T(x, device)).numpy(), want, x, ulp, atol, what=name)
   @pytest.mark.parametrize("name", list(TRANSCENDENTAL))
   def test_special_values_exact(self, device, name):
     tf, nf, _, _ = TRANSCENDENTAL[name]
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, 3.4e38, -3.4e38, 100.0, -100.0, 89.0, -104.0], np.float32)
+    x = _in_domain(device, name, x)
     with np.errstate(all="ignore"): want = nf(x.astype(np.float64)).astype(np.float32)
     got = tf(T(x, device)).numpy()
     _ulp_check(got, want, x, 4, 2e-7, what=name)

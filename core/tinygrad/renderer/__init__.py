@@ -41,6 +41,9 @@ class Renderer:
   extra_matcher: PatternMatcher | None = None   # device-specific rewrites applied just before linearizing
   pre_matcher: PatternMatcher | None = None     # device-specific rewrites applied to the kernel before optimization
   supported_dtypes: frozenset[DType] | None = None  # None: every dtype
+  # ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins, documented
+  # by the renderer); the suite checks them inside that domain and reports the limit
+  approx_domain: dict[Ops, float] = {}
   compiler: Compiler | None = None
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
