@@ -7,7 +7,21 @@ def run(code: str, **env) -> subprocess.CompletedProcess:
   e = {**os.environ, "NV_MOCK": "1", **env}
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
 
-os.environ["NV_MOCK"] = "1"   # this module tests the mock driver; the driver is chosen once per process
+@pytest.fixture(autouse=True, scope="module")
+def mock_driver():
+  """This module tests the mock driver. NV_MOCK is set only while it runs: a process-wide setting would make NV (the
+  highest-priority device) the default for every other test in the same pytest worker."""
+  from tinygrad.device import Device
+  from tinygrad_nv.device import open_driver
+  old = os.environ.get("NV_MOCK")
+  os.environ["NV_MOCK"] = "1"
+  open_driver.cache_clear()
+  Device.reset()
+  yield
+  if old is None: os.environ.pop("NV_MOCK", None)
+  else: os.environ["NV_MOCK"] = old
+  open_driver.cache_clear()
+  Device.reset()
 
 @pytest.mark.parametrize("cc", ["NVRTC", "NVCC", "PTX"])
 def test_pairs_compute(cc):
