@@ -16,6 +16,12 @@ def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   if not granges: return sink
   groups: list[list[UOp]] = [granges[:len(granges)-2], granges[-2:-1], granges[-1:]] if len(granges) > 3 else [[r] for r in granges]
   groups = [g for g in groups if g]
+  gmax = ren.global_max or ()
+  def fits(grps: list[list[UOp]]) -> bool:
+    return all(dim >= len(gmax) or prod(r.src[0].arg for r in g) <= gmax[dim] for dim, g in enumerate(reversed(grps)))
+  # a launch axis past the device's limit (y, z are often 65535): merge everything into x, which is the largest
+  if not fits(groups): groups = [granges]
+  if not fits(groups): raise RuntimeError(f"kernel needs {prod(r.src[0].arg for r in granges)} launch indices; {ren.device} allows {gmax[0]} on x")
   sub: dict[UOp, UOp] = {}
   for dim, grp in enumerate(reversed(groups)):
     sizes = [r.src[0].arg for r in grp]

@@ -47,7 +47,9 @@ def _check_dtypes(dev: Any, ast: UOp) -> None:
 
 def _copy(dest: Buffer, src: Buffer) -> None:
   dest.allocate()
-  if src.device == dest.device or not hasattr(dest.allocator, "_transfer"): dest.copyin(src.as_buffer())
+  # a direct transfer needs both ends to be the same kind of device; anything else goes through host memory
+  if src.device == dest.device or type(src.allocator) is not type(dest.allocator) or not hasattr(dest.allocator, "_transfer"):
+    dest.copyin(src.as_buffer())
   else: dest.allocator._transfer(dest._buf, src._buf, src.nbytes, src_dev=src.allocator, dest_dev=dest.allocator)
 
 class ExecStep:
