@@ -60,15 +60,18 @@ static inline unsigned short __f2b(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 
-class ClangRenderer(CStyleLanguage):
-  """C for the host compiler (clang or gcc): restrict pointers, GNU vector extensions, `__builtin_` math, and an outer
-  loop the runtime splits across threads (`core_id`/`core_count` arguments, work estimate exported as `<name>_work`)."""
+class CPUAbilities:
+  """What the host CPU offers both renderers: loops, not launch indices, and an outer loop split across threads."""
   device = "CPU"
   has_local = False
   has_shared = False
   has_threads = True
   global_max = None
   local_max = None
+
+class ClangRenderer(CPUAbilities, CStyleLanguage):
+  """C for the host compiler (clang or gcc): restrict pointers, GNU vector extensions, `__builtin_` math, and an outer
+  loop the runtime splits across threads (`core_id`/`core_count` arguments, work estimate exported as `<name>_work`)."""
   buffer_suffix = " restrict"
   infinity = "__builtin_inff()"
   nan = '__builtin_nanf("")'
@@ -126,15 +129,9 @@ define internal i16 @__f2b(float %f) alwaysinline {
   ret i16 %r
 }"""
 
-class LLVMRenderer(Renderer):
+class LLVMRenderer(CPUAbilities, Renderer):
   """Linearized uops -> LLVM IR text: loop counters and accumulators are allocas (mem2reg makes them SSA), gated
   loads/stores branch around the access, and the outermost parallel loop is split by (core_id, core_count) as in C."""
-  device = "CPU"
-  has_local = False
-  has_shared = False
-  has_threads = True
-  global_max = None
-  local_max = None
   # the ops rendered here; the rest (POW ...) are decomposed by the pipeline
   code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in
     [*_llvm_binop, *_llvm_intrinsic, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC]}
