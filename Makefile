@@ -10,7 +10,7 @@ $(VPY):
 $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e ".[test]"
-	for p in plugins/*/; do [ -f $$p/pyproject.toml ] && $(VPY) -m pip install -q -e $$p || true; done
+	for p in $(dir $(wildcard plugins/*/pyproject.toml)); do $(VPY) -m pip install -q -e $$p || exit 1; done
 	touch $(STAMP)
 
 .PHONY: setup demo test lines typecheck
