@@ -1,6 +1,6 @@
 """The schedule cache: the same graph structure reuses its kernels with fresh buffers; any change of shape, dtype,
 device or op misses; results stay correct and independent."""
-import numpy as np
+import numpy as np, pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.engine import schedule as S
 
@@ -44,3 +44,21 @@ def test_assign_through_cache_writes_the_right_buffer():
     w.assign(w * 2).realize()
     assert w.tolist() == [2.0, 4.0]
   np.testing.assert_allclose((Tensor([1.0, 2.0]) * 2).numpy(), [2.0, 4.0])
+
+def test_compiler_change_gets_its_own_kernels():
+  # the schedule (ASTs) is compiler-independent; the compiled runners are per (device, compiler)
+  from tinygrad.device import Device
+  from tinygrad.engine.realize import method_cache
+  try: pairs = [p.name for p in Device["CPU"].compiler_pairs]
+  except Exception as e: pytest.skip(f"CPU device not available: {e}")
+  opened = []
+  for name in pairs:
+    try: Device[f"CPU:{name}"]
+    except Exception: continue
+    opened.append(name)
+  if len(opened) < 2: pytest.skip(f"needs two working CPU compilers, have {opened}")
+  a, b = f"CPU:{opened[0]}", f"CPU:{opened[1]}"
+  x, y = Tensor([1.0, 2.0], device=a).realize(), Tensor([1.0, 2.0], device=b).realize()
+  assert (x * 5 + 1).tolist() == (y * 5 + 1).tolist() == [6.0, 11.0]
+  keys = {(dev, cc) for dev, cc, _ in method_cache}
+  assert (Device[a].device, opened[0]) in keys and (Device[b].device, opened[1]) in keys
