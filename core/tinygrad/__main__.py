@@ -101,7 +101,8 @@ def _print(report: dict[str, Any]) -> None:
     print(f"{'*' if d['default'] else ' '} {d['name']:<10} {d['status']:<12} priority {d['priority']}, {d['plugin']} ({d['distribution'] or '?'}{also})"
           + (f": {d['reason']}" if d["reason"] else "") + (f" [{d['description']}]" if d.get("description") else ""))
     for c in d["compilers"]:
-      state = (f"ok ({c['note']})" if c.get("note") else "ok") if c["ok"] else f"FAIL: {c['error']}"
+      if c["ok"]: state = f"ok ({c['note']})" if c.get("note") else "ok"
+      else: state = f"FAIL: {c['error']}" if c["error"] is not None else "not checked (--no-check)"
       how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
       print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}")
   if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
