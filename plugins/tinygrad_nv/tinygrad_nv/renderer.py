@@ -91,15 +91,29 @@ __device__ __forceinline__ unsigned short __f2b(float f) {
 _cuda_vec = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "signed char": "char", "unsigned char": "uchar",
              "short": "short", "unsigned short": "ushort", "long long": "longlong", "unsigned long long": "ulonglong"}
 
-class CUDARenderer(CStyleLanguage):
-  """CUDA C: `extern "C" __global__` kernels with launch bounds, blockIdx/threadIdx launch indices, `__shared__` memory,
-  `__syncthreads()`, built-in vector types (or a small struct where CUDA has none). `arch` ("sm_90") is the target."""
+class NVAbilities:
+  """What a CUDA device offers both NV renderers: launch limits (overridable from the device's attributes), the target
+  arch, thread blocks chosen by the extra matcher, and the source -> uops record the mock driver reads."""
   device = "NV"
   has_local = True
   has_shared = True
-  global_max = (2**31 - 1, 65535, 65535)
-  local_max = (1024, 1024, 64)
+  global_max: tuple[int, ...] | None = (2**31 - 1, 65535, 65535)
+  local_max: tuple[int, ...] | None = (1024, 1024, 64)
   shared_max = 49152
+  def __init__(self, arch: str = "sm_80", local_max: tuple[int, ...] | None = None, shared_max: int | None = None,
+               global_max: tuple[int, ...] | None = None):
+    self.arch = arch
+    if local_max is not None: self.local_max = local_max
+    if shared_max is not None: self.shared_max = shared_max
+    if global_max is not None: self.global_max = global_max
+    self.extra_matcher = nv_extra_matcher(self.local_max or (1024,))
+    self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see runtime.py)
+  def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)
+  def __repr__(self) -> str: return f"{type(self).__name__}({self.arch!r})"
+
+class CUDARenderer(NVAbilities, CStyleLanguage):
+  """CUDA C: `extern "C" __global__` kernels with launch bounds, blockIdx/threadIdx launch indices, `__shared__` memory,
+  `__syncthreads()`, built-in vector types (or a small struct where CUDA has none). `arch` ("sm_90") is the target."""
   barrier = "__syncthreads();"
   smem_prefix = "__shared__ "
   smem_align = " __attribute__((aligned(16)))"
@@ -112,17 +126,6 @@ class CUDARenderer(CStyleLanguage):
   emulated_floats = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = nv_code_for_op
-
-  def __init__(self, arch: str = "sm_80", local_max: tuple[int, ...] | None = None, shared_max: int | None = None,
-               global_max: tuple[int, ...] | None = None):
-    self.arch = arch
-    if local_max is not None: self.local_max = local_max
-    if shared_max is not None: self.shared_max = shared_max
-    if global_max is not None: self.global_max = global_max
-    self.extra_matcher = nv_extra_matcher(self.local_max or (1024,))
-    self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see runtime.py)
-  def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)
-  def __repr__(self) -> str: return f"{type(self).__name__}({self.arch!r})"
 
   # ---- vector types ----
   def _vec_name(self, dt: DType) -> str:
@@ -190,27 +193,11 @@ def _fimm(v: float, dt: DType) -> str:
 _ptx_ops = [Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR,
             Ops.SHL, Ops.SHR, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC, Ops.SQRT, Ops.TRUNC]
 
-class PTXRenderer(Renderer):
+class PTXRenderer(NVAbilities, Renderer):
   """Linearized uops -> PTX text: one virtual register per value (ptxas allocates), constants moved into registers, loops as
   labelled branches, `.local` arrays for accumulators, `.shared` for DEFINE_LOCAL. Float ops carry `.rn` so ptxas never
   fuses a*b+c (results match numpy); narrow ints compute in 32-bit registers and are re-wrapped after each op."""
-  device = "NV"
-  has_local = True
-  has_shared = True
-  global_max = CUDARenderer.global_max
-  local_max = CUDARenderer.local_max
-  shared_max = CUDARenderer.shared_max
   code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in _ptx_ops}
-  def __init__(self, arch: str = "sm_80", local_max: tuple[int, ...] | None = None, shared_max: int | None = None,
-               global_max: tuple[int, ...] | None = None):
-    self.arch = arch
-    if local_max is not None: self.local_max = local_max
-    if shared_max is not None: self.shared_max = shared_max
-    if global_max is not None: self.global_max = global_max
-    self.extra_matcher = nv_extra_matcher(self.local_max or (1024,))
-    self.record: dict[str, list[UOp]] | None = None
-  def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)
-  def __repr__(self) -> str: return f"{type(self).__name__}({self.arch!r})"
 
   # ---- registers and emission ----
   def _reg(self, rty: str) -> str:
