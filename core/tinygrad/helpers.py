@@ -50,7 +50,6 @@ NOOPT = ContextVar("NOOPT", 0)               # disable kernel optimizations
 BEAM = ContextVar("BEAM", 0)                 # beam search width
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
-TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0)
 
 # ---- small generic helpers ----
 def prod(x: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a*b, x, start)

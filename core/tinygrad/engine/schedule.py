@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType
-from tinygrad.dtype import dtypes, PtrDType
+from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG
 from tinygrad.engine.buffers import new_buffer
 
@@ -332,5 +332,3 @@ def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
 def _fresh(b: UOp) -> bool:
   from tinygrad.engine.buffers import has_buffer
   return not has_buffer(b)
-
-def is_ptr(u: UOp) -> bool: return isinstance(u.dtype, PtrDType)

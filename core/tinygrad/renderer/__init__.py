@@ -4,8 +4,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
-from tinygrad.dtype import DType, PtrDType
-from tinygrad.helpers import prod
+from tinygrad.dtype import DType
 if TYPE_CHECKING:
   from tinygrad.uop.upat import PatternMatcher
   from tinygrad.device import Compiler
@@ -125,12 +124,3 @@ class ProgramSpec:
     return gl, lc
   @property
   def function_name(self) -> str: return self.name
-
-def buffer_sizes(uops: list[UOp]) -> dict[int, tuple[DType, int]]:
-  """Global buffer slot -> (element dtype, size) for the DEFINE_GLOBALs of a linearized kernel."""
-  out: dict[int, tuple[DType, int]] = {}
-  for u in uops:
-    if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType): out[u.arg] = (u.dtype.base, u.dtype.size)
-  return out
-
-def total_size(x: list[int]) -> int: return prod(x)

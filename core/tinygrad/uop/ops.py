@@ -341,7 +341,6 @@ def _log2(x: float) -> float:
   if x == 0: return -math.inf
   return math.inf if math.isinf(x) else math.log2(x)
 def _shr(a: int, b: int) -> int: return a >> b
-def _cmp(f: Callable) -> Callable: return lambda a, b: f(a, b)
 
 python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.EXP2: _safe(lambda x: 2.0**x if x < 1100 else math.inf, lambda x: False), Ops.LOG2: _log2,
