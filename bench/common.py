@@ -50,3 +50,13 @@ def reference_python() -> str | None:
 
 def ratio(a: float | None, b: float | None) -> str:
   return f"{a/b:6.2f}x" if a and b else "    - "
+
+def ensure_tinygrad_venv(path: str, version: str = "0.14.0") -> str:
+  """The interpreter of a venv at `path` holding public tinygrad `version`, created (python -m venv; pip install) if missing."""
+  py = os.path.join(path, "bin", "python")
+  check = f"import tinygrad.tensor, importlib.metadata as m; assert m.version('tinygrad') == {version!r}"
+  if os.path.exists(py) and subprocess.run([py, "-c", check], capture_output=True, cwd="/tmp").returncode == 0: return py
+  print(f"creating {path} with tinygrad=={version} ...", file=sys.stderr)
+  subprocess.run([sys.executable, "-m", "venv", path], check=True)
+  subprocess.run([py, "-m", "pip", "install", "-q", f"tinygrad=={version}", "numpy"], check=True)
+  return py

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The benchmark suite's one entry point: every workload of bench/TARGETS.md, measured in one run for ours, numpy and (with
+--compare-tinygrad) public tinygrad 0.14, printed as a table beside each target (met or not) and written as JSON.
+
+  python bench/run.py [--device D] [--compare-tinygrad PYTHON | --make-tinygrad-venv DIR] [--json PATH] [--quick] [--runs N]
+
+Each side runs in its own process (numpy with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset). Every figure is the median of
+--runs (>= 5) timed runs after two warm-up runs. The machine's copy bandwidth and fp32 peak are measured here too, by a
+small C helper (memcpy and independent FMA chains) run on every core. `--quick` shrinks the sizes (a smoke run; the
+targets are for the full sizes)."""
+from __future__ import annotations
+import argparse, ctypes, json, os, re, shutil, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import run_json, user_env, ensure_tinygrad_venv, ROOT
+
+TARGETS_MD = os.path.join(ROOT, "bench", "TARGETS.md")
+
+def read_targets(path: str = TARGETS_MD) -> list[dict[str, str]]:
+  """The rows of the targets table: key, workload, unit, target."""
+  rows = []
+  with open(path) as f:
+    for line in f:
+      cells = [c.strip() for c in line.strip().strip("|").split("|")]
+      if len(cells) == 4 and cells[0] not in ("key", "") and not cells[0].startswith("-"):
+        rows.append(dict(zip(("key", "workload", "unit", "target"), cells)))
+  return rows
+
+_CLAUSE = re.compile(r"^(>=|<=)\s*([0-9.]+)\s+(\S+)$")
+def check_target(target: str, key: str, figs: dict[str, dict[str, float | None]]) -> tuple[bool | None, str]:
+  """(met, detail) for a target like `>= 1.4 numpy and >= 0.85 copy_bw`; met is None when a figure is missing."""
+  joiner = " or " if " or " in target else " and "
+  results, details = [], []
+  for clause in target.split(joiner):
+    m = _CLAUSE.match(clause.strip())
+    if m is None: raise ValueError(f"bench/TARGETS.md: cannot read target clause {clause!r} (want e.g. '>= 0.5 numpy')")
+    cmp, want, ref = m.group(1), float(m.group(2)), m.group(3)
+    ours = figs["ours"].get(key)
+    base = figs["machine"].get(ref) if ref == "copy_bw" else figs["ours"].get(ref[5:]) if ref.startswith("ours:") else figs.get(ref, {}).get(key)
+    if ours is None or base is None:
+      results.append(None)
+      details.append(f"{ref}: -")
+      continue
+    r = ours / base
+    results.append(r >= want if cmp == ">=" else r <= want)
+    details.append(f"{r:.2f}x {ref}")
+  decisive = True if joiner == " or " else False   # one clause with this value settles the target
+  met = decisive if decisive in results else None if None in results else not decisive
+  return met, ", ".join(details)
+
+# one workload script for every side: BACKEND is "numpy" or "tinygrad" (ours or public, by which interpreter runs it)
+WORKLOAD = """
+import json, time, statistics, sys
+import numpy as np
+CFG = {cfg!r}
+def med(f, n=CFG["runs"], warm=2):
+  for _ in range(warm): f()
+  ts = []
+  for _ in range(n):
+    st = time.perf_counter(); f(); ts.append(time.perf_counter() - st)
+  return statistics.median(ts)
+out = {{}}
+rng = np.random.default_rng(0)
+only = CFG.get("only")
+want = lambda k: only is None or k in only
+if BACKEND == "numpy":
+  for s in CFG["mm"]:
+    if want(f"matmul{{s}}"):
+      a, b = rng.random((s, s), dtype=np.float32), rng.random((s, s), dtype=np.float32)
+      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: a @ b) / 1e9
+  N = CFG["n"]
+  a, b, c = (rng.random(N, dtype=np.float32) for _ in range(3))
+  if want("ew"): out["ew"] = 16*N / med(lambda: a*b+c) / 1e9
+  if want("sum"): out["sum"] = 4*N / med(lambda: a.sum()) / 1e9
+  if want("softmax"):
+    x = rng.random((CFG["sm"], CFG["sm"]), dtype=np.float32)
+    def sm():
+      e = np.exp(x - x.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
+    out["softmax"] = med(sm) * 1e3
+else:
+  from tinygrad import Tensor
+  def T(*shape): return Tensor(rng.random(shape, dtype=np.float32)).realize()
+  for s in CFG["mm"]:
+    if want(f"matmul{{s}}"):
+      a, b = T(s, s), T(s, s)
+      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: (a @ b).realize()) / 1e9
+      if CFG["check"]: assert np.allclose((a @ b).numpy(), a.numpy() @ b.numpy(), rtol=1e-3, atol=1e-3), "matmul is wrong"
+  N = CFG["n"]
+  if want("ew") or want("sum"): a, b, c = T(N), T(N), T(N)
+  if want("ew"): out["ew"] = 16*N / med(lambda: (a*b+c).realize()) / 1e9
+  if want("sum"): out["sum"] = 4*N / med(lambda: a.sum().realize()) / 1e9
+  if want("softmax"):
+    x = T(CFG["sm"], CFG["sm"])
+    out["softmax"] = med(lambda: x.softmax(-1).realize()) * 1e3
+print(json.dumps(out))
+"""
+
+# the machine's copy bandwidth (memcpy, bytes read + written) and fp32 peak (independent vector FMA chains), on every core
+_MACHINE_C = r"""
+#include <string.h>
+typedef float v8 __attribute__((vector_size(32)));
+void copy(char *d, const char *s, long n, int reps) { for (int r = 0; r < reps; r++) { memcpy(d, s, n); __asm__ volatile("" ::: "memory"); } }
+float fma_chains(long iters) {
+  v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0}, a9 = {0}, a10 = {0}, a11 = {0};
+  v8 m = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f}, c = {1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f, 1e-7f};
+  for (long i = 0; i < iters; i++) {
+    __asm__("" : "+x"(m));
+    a0 = a0*m+c; a1 = a1*m+c; a2 = a2*m+c; a3 = a3*m+c; a4 = a4*m+c; a5 = a5*m+c;
+    a6 = a6*m+c; a7 = a7*m+c; a8 = a8*m+c; a9 = a9*m+c; a10 = a10*m+c; a11 = a11*m+c;
+  }
+  v8 s = a0+a1+a2+a3+a4+a5+a6+a7+a8+a9+a10+a11;
+  return s[0]+s[7];
+}
+"""
+
+def measure_machine(cores: int, quick: bool) -> dict[str, float | None]:
+  cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+  if cc is None: return {"copy_bw": None, "peak_gflops": None}
+  with tempfile.TemporaryDirectory() as d:
+    so = os.path.join(d, "machine.so")
+    subprocess.run([cc, "-x", "c", "-", "-O2", "-march=native", "-ffp-contract=fast", "-shared", "-fPIC", "-o", so],
+                   input=_MACHINE_C.encode(), check=True)
+    lib = ctypes.CDLL(so)
+  lib.copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
+  lib.fma_chains.argtypes, lib.fma_chains.restype = [ctypes.c_long], ctypes.c_float
+  pool = ThreadPoolExecutor(cores)
+  def on_all(fxn, args_per_core) -> float:
+    ts = []
+    for _ in range(5):
+      st = time.perf_counter()
+      list(pool.map(lambda a: fxn(*a), args_per_core))
+      ts.append(time.perf_counter() - st)
+    return sorted(ts)[len(ts)//2]
+  n = (16 if quick else 64) << 20   # bytes per core per copy: far past the caches
+  bufs = [(ctypes.create_string_buffer(n), ctypes.create_string_buffer(n)) for _ in range(cores)]
+  for d_, s_ in bufs: ctypes.memset(d_, 1, n); ctypes.memset(s_, 2, n)
+  reps = 4
+  t_copy = on_all(lib.copy, [(ctypes.addressof(d_), ctypes.addressof(s_), n, reps) for d_, s_ in bufs])
+  iters = 20_000_000 if quick else 100_000_000
+  t_fma = on_all(lib.fma_chains, [(iters,)] * cores)
+  return {"copy_bw": 2 * n * reps * cores / t_copy / 1e9, "peak_gflops": iters * 12 * 8 * 2 * cores / t_fma / 1e9}
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--device", default="CPU", help="our device (DEV=...), e.g. CPU, CPU:CLANG")
+  ap.add_argument("--compare-tinygrad", metavar="PYTHON", help="the interpreter of a venv with public tinygrad 0.14")
+  ap.add_argument("--make-tinygrad-venv", metavar="DIR", help="create (once) a venv with tinygrad==0.14.0 at DIR and compare against it")
+  ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tinygrad_bench_run.json"), help="where the JSON goes")
+  ap.add_argument("--runs", type=int, default=7, help="timed runs per figure (the median is reported; at least 5)")
+  ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, targets not meaningful")
+  ap.add_argument("--only", help="comma-separated keys of TARGETS.md to run (default: all)")
+  ap.add_argument("--no-beam", action="store_true", help="skip the BEAM=2 row")
+  args = ap.parse_args()
+  targets = read_targets()
+  only = set(args.only.split(",")) if args.only else None
+  keys = [t["key"] for t in targets if only is None or t["key"] in only]
+  cfg = {"mm": [512] if args.quick else [512, 1024, 2048], "n": 1 << 20 if args.quick else 1 << 24,
+         "sm": 1024 if args.quick else 4096, "runs": max(5, args.runs), "check": True,
+         "only": sorted({k for k in keys if not k.startswith("beam_")} | ({"matmul1024"} if "beam_matmul1024" in keys else set()))}
+  ref = args.compare_tinygrad or (ensure_tinygrad_venv(args.make_tinygrad_venv) if args.make_tinygrad_venv else None)
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+  figs: dict[str, dict[str, float | None]] = {}
+  figs["machine"] = measure_machine(cores, args.quick)
+  print(f"machine: {cores} cores, copy bandwidth {figs['machine']['copy_bw'] or 0:.1f} GB/s, fp32 peak {figs['machine']['peak_gflops'] or 0:.0f} GFLOPS",
+        file=sys.stderr)
+  code = lambda backend, c=cfg: f"BACKEND = {backend!r}\n" + WORKLOAD.format(cfg=c)
+  sides = [("numpy", sys.executable, user_env(numpy_side=True), code("numpy")),
+           ("ours", sys.executable, user_env(DEV=args.device), code("tinygrad"))]
+  if ref: sides.append(("tinygrad", ref, user_env(DEV="CPU"), code("tinygrad", {**cfg, "check": False})))
+  for name, py, env, src in sides:
+    figs[name] = run_json(py, src, env, timeout=3600) or {}
+    print(f"measured {name}", file=sys.stderr)
+  if "beam_matmul1024" in keys:
+    with tempfile.TemporaryDirectory() as d:   # an empty cache: BEAM searches here (the second run of the suite would not)
+      bcfg = {**cfg, "mm": [512 if args.quick else 1024], "only": ["matmul512" if args.quick else "matmul1024"]}
+      got = run_json(sys.executable, code("tinygrad", bcfg), user_env(DEV=args.device, BEAM="2", CACHEDB=os.path.join(d, "c.db")), timeout=3600) or {}
+    figs["ours"]["beam_matmul1024"] = next(iter(got.values()), None)
+    if "beam_matmul1024" not in figs["numpy"]: figs["numpy"]["beam_matmul1024"] = figs["numpy"].get("matmul512" if args.quick else "matmul1024")
+    if ref: figs["tinygrad"]["beam_matmul1024"] = None
+  rows = []
+  cols = ["ours", "numpy"] + (["tinygrad"] if ref else [])
+  hdr = f"{'workload':32s} {'unit':>6s}" + "".join(f"{c:>10s}" for c in cols) + f"{'ours/np':>9s}" + (f"{'ours/tg':>9s}" if ref else "") + f"  {'target':38s} met"
+  print(hdr)
+  print("-" * len(hdr))
+  for t in targets:
+    k = t["key"]
+    if k not in keys: continue
+    met, detail = check_target(t["target"], k, figs)
+    vals = [figs[c].get(k) for c in cols]
+    o, n_ = figs["ours"].get(k), figs["numpy"].get(k)
+    tg = figs.get("tinygrad", {}).get(k)
+    line = f"{t['workload']:32s} {t['unit']:>6s}" + "".join(f"{v:10.1f}" if v is not None else f"{'-':>10s}" for v in vals)
+    line += f"{o/n_:8.2f}x" if o and n_ else f"{'-':>9s}"
+    if ref: line += f"{o/tg:8.2f}x" if o and tg else f"{'-':>9s}"
+    line += f"  {t['target']:38s} {'yes' if met else 'NO' if met is False else '?'} ({detail})"
+    print(line)
+    rows.append({**t, "ours": o, "numpy": n_, "tinygrad": tg, "met": met, "detail": detail})
+  m = figs["machine"]
+  print(f"machine: {cores} cores, copy bandwidth {m['copy_bw'] or 0:.1f} GB/s (read+write), fp32 peak {m['peak_gflops'] or 0:.0f} GFLOPS"
+        + ("" if ref else "; public tinygrad not compared (--compare-tinygrad PYTHON or --make-tinygrad-venv DIR)"))
+  with open(args.json, "w") as f:
+    json.dump({"device": args.device, "quick": args.quick, "machine": m, "cores": cores, "rows": rows, "figures": figs,
+               "when": time.strftime("%Y-%m-%d %H:%M:%S"), "load_avg": os.getloadavg()}, f, indent=1)
+  print(f"wrote {args.json}")
+
+if __name__ == "__main__": main()
