@@ -1,17 +1,77 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: the conformance suite on NV with each compiler pair, the plugin's tests, and the NV
-# benchmark, in one go (under 5 minutes), then a summary. Usage: scripts/gpu_check_nv.sh [python]
+# On a machine with an NVIDIA GPU, in one go (under 5 minutes): the device listing, a smoke test of each compiler pair
+# against numpy, the conformance suite on NV with each compiler pair (in parallel), and the NV benchmark; then a summary.
+# Usage: scripts/gpu_check_nv.sh [python]. Logs go to $LOG_DIR (default /tmp/gpu_check_nv); JOBS workers per suite run.
 set -u
 PY=${1:-python3}
+LOG=${LOG_DIR:-/tmp/gpu_check_nv}
+JOBS=${JOBS:-4}
+mkdir -p "$LOG"
 cd "$(dirname "$0")/.."
 declare -A RES
-$PY -m tinygrad --no-check 2>&1 | sed -n '/NV/,+6p'
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+timeout 120 $PY -m tinygrad > "$LOG/devices.txt" 2>&1
+sed -n '/^devices/,/^$/p' "$LOG/devices.txt" | head -12
+
+# smoke: each pair computes against numpy (elementwise, half, a long reduce, matmul), and an impossible allocation is a
+# clear MemoryError, before the long suite runs
+timeout 150 $PY - > "$LOG/smoke.log" 2>&1 <<'EOF'
+import time, numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.device import Device
+dev = Device["NV"]
+print("NV:", dev.arch, "block_max", dev.block_max, "grid_max", dev.grid_max, "pairs", [p.name for p in dev.compiler_pairs])
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
+x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
+big = rng.standard_normal(1 << 22, dtype=np.float32)
+bad = 0
+for cc in ("NVRTC", "NVCC", "PTX"):
+  d = f"NV:{cc}"
+  st = time.perf_counter()
+  try:
+    checks = {
+      "add": (lambda: (Tensor(a, device=d) * 2 + Tensor(b, device=d)).numpy(), a * 2 + b, 1e-6),
+      "half": (lambda: (Tensor(a, device=d).cast(dtypes.half) * 3).float().numpy(), (a.astype(np.float16) * 3).astype(np.float32), 1e-2),
+      "sum4M": (lambda: Tensor(big, device=d).sum().numpy(), big.sum(dtype=np.float64), 1e-2),
+      "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
+      "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
+      "exp_log": (lambda: Tensor(np.abs(a) + 1, device=d).log().exp().numpy(), np.abs(a) + 1, 1e-4),
+    }
+    for name, (fn, want, tol) in checks.items():
+      got = fn()
+      ok = np.allclose(got, want, rtol=tol, atol=tol)
+      bad += not ok
+      print(f"{d:9s} {name:9s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
+  except Exception as e:
+    bad += 1
+    print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")
+  print(f"{d:9s} {time.perf_counter() - st:.2f}s")
+try:
+  Tensor.empty(1 << 40, device="NV").realize()
+  print("4 TiB alloc: no error?!")
+  bad += 1
+except MemoryError as e: print("4 TiB alloc: MemoryError:", str(e)[:200])
+except Exception as e:
+  print("4 TiB alloc: unexpected", type(e).__name__, str(e)[:300])
+  bad += 1
+print("after OOM still computes:", (Tensor([1, 2, 3], device="NV") * 2).tolist())
+print("SMOKE", "OK" if bad == 0 else f"{bad} FAILED")
+EOF
+RES[smoke]="rc=$? $(tail -1 "$LOG/smoke.log")"
+
 for cc in NVRTC NVCC PTX; do
-  st=$(date +%s)
-  NV_CC=$cc TEST_DEVICES=NV REQUIRE_DEVICES=NV timeout 120 $PY -m pytest tests/conformance -q -x -p no:cacheprovider > /tmp/gpu_check_nv_$cc.log 2>&1
-  RES[$cc]="rc=$? $(tail -1 /tmp/gpu_check_nv_$cc.log) ($(( $(date +%s) - st ))s)"
+  (st=$(date +%s)
+   NV_CC=$cc TEST_DEVICES=NV REQUIRE_DEVICES=NV timeout 200 $PY -m pytest tests/conformance -q -n "$JOBS" -p no:cacheprovider > "$LOG/conformance_$cc.log" 2>&1
+   echo "rc=$? ($(( $(date +%s) - st ))s)" >> "$LOG/conformance_$cc.log") &
 done
-timeout 60 $PY bench/nv.py > /tmp/gpu_check_nv_bench.log 2>&1; RES[bench]="rc=$?"
+wait
+for cc in NVRTC NVCC PTX; do RES[$cc]="$(tail -1 "$LOG/conformance_$cc.log") $(grep -E '(passed|failed|error)' "$LOG/conformance_$cc.log" | tail -1)"; done
+
+timeout 90 $PY bench/nv.py > "$LOG/bench.log" 2>&1
+RES[bench]="rc=$?"
 echo "==== NV GPU check summary ===="
-for k in NVRTC NVCC PTX bench; do echo "$k: ${RES[$k]}"; done
-cat /tmp/gpu_check_nv_bench.log
+for k in smoke NVRTC NVCC PTX bench; do echo "$k: ${RES[$k]}"; done
+cat "$LOG/smoke.log"
+cat "$LOG/bench.log"
+for cc in NVRTC NVCC PTX; do grep -E '^(FAILED|ERROR)' "$LOG/conformance_$cc.log" | head -15; done

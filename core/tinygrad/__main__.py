@@ -31,6 +31,25 @@ def health_check(device: str) -> dict[str, Any]:
     from tinygrad.device import DeviceError
     return {"ok": False, "result": None, "error": str(e) if isinstance(e, DeviceError) else f"{type(e).__name__}: {e}"}
 
+def compile_check(pair: CompilerPair) -> dict[str, Any]:
+  """Render and compile a small kernel with `pair`, running nothing (for a device that cannot be opened); never raises."""
+  try:
+    from tinygrad.device import _init_pair
+    from tinygrad.tensor import Tensor
+    from tinygrad.codegen import get_program
+    renderer, _ = _init_pair(pair)
+    ast = (Tensor.empty(3, device="NULL") * 2 + 1).schedule()[-1].ast
+    prg = get_program(ast, renderer)
+    size = len(prg.lib) if prg.lib is not None else len(prg.src)
+    return {"ok": True, "result": None, "error": None, "note": f"compiles ({size} bytes); not run: no device"}
+  except Exception as e: return {"ok": False, "result": None, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+
+def _pair_entry(name: str, pair: CompilerPair | None, set_var: str | None, default: bool, error: str | None) -> dict[str, Any]:
+  pname = pair.name if pair is not None else ""
+  return {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": default,
+          "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),
+          "ok": False, "result": None, "error": error}
+
 def collect(check: bool = True) -> dict[str, Any]:
   """Everything the listing shows, as plain data (the --json output)."""
   from tinygrad import plugins
@@ -58,6 +77,12 @@ def collect(check: bool = True) -> dict[str, Any]:
     ok, why = plugins.probe(entry)
     if not ok:
       d.update(status="unavailable", reason=why)
+      cset, err = plugins.compile_only_pairs(entry)
+      if err is not None: d["compilers"].append(_pair_entry(name, None, None, False, f"cannot list compilers: {err}"))
+      for i, pair in enumerate(cset.cset if cset is not None else []):
+        c = _pair_entry(name, pair, cset.ctrl_var, i == 0, None)
+        if check: c.update(compile_check(pair))
+        d["compilers"].append(c)
       continue
     try: dev = Device[name]
     except Exception as e:
@@ -69,9 +94,7 @@ def collect(check: bool = True) -> dict[str, Any]:
     pairs: list[CompilerPair | None] = list(dev.compiler_pairs) or [None]
     for pair in pairs:
       pname = pair.name if pair is not None else ""
-      c: dict[str, Any] = {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": pname == default_pair,
-                           "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),
-                           "ok": False, "result": None, "error": dev.compiler_errors.get(pname)}
+      c = _pair_entry(name, pair, set_var, pname == default_pair, dev.compiler_errors.get(pname))
       if check and c["error"] is None: c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
       d["compilers"].append(c)
   if report["default_device"] and check:

@@ -40,11 +40,15 @@ class DeviceSpec:
   import_path: "module:Class" of the `Compiled` subclass, imported only when the device is opened.
   probe: None, a callable, or "module:function"; called with no arguments it returns (ok, reason) cheaply (check a
     driver file exists, never initialise hardware); reason says why the device is unusable when ok is False.
+  compilers: None, a callable, or "module:function"; called with no arguments it returns the device's CompilerSet for
+    compile-only use (a default target, no hardware opened), so `python -m tinygrad` can list and check the compilers of
+    a device that is unavailable on this machine.
   """
   name: str
   priority: int
   import_path: str
   probe: str | Callable[[], tuple[bool, str]] | None = None
+  compilers: str | Callable[[], Any] | None = None
 
 class TinygradHooks:
   """The plugin contract. Implement any of these as module-level functions decorated with `tinygrad.plugins.hookimpl`."""
@@ -218,6 +222,13 @@ def probe(entry: DeviceEntry) -> tuple[bool, str]:
     ok, reason = fn()
     return bool(ok), str(reason)
   except Exception as e: return False, f"probe raised {type(e).__name__}: {e}"
+
+def compile_only_pairs(entry: DeviceEntry) -> tuple[Any, str | None]:
+  """(CompilerSet or None, error) from the spec's `compilers` hook: the pairs of a device that cannot be opened here."""
+  c = entry.spec.compilers
+  if c is None: return None, None
+  try: return (load_object(c) if isinstance(c, str) else c)(), None
+  except Exception as e: return None, f"{type(e).__name__}: {e}"
 
 @dataclass(frozen=True)
 class EntryPoint:

@@ -17,4 +17,4 @@ def tinygrad_api_version() -> int: return API_VERSION
 @hookimpl
 def tinygrad_devices() -> list[DeviceSpec]:
   # above CPU (50): a GPU, when present, is what users want by default
-  return [DeviceSpec("NV", 100, "tinygrad_nv.device:NVDevice", "tinygrad_nv.plugin:probe")]
+  return [DeviceSpec("NV", 100, "tinygrad_nv.device:NVDevice", "tinygrad_nv.plugin:probe", "tinygrad_nv.device:compile_only")]
