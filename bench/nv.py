@@ -8,14 +8,15 @@ from tinygrad.device import Device
 def bench(dev: str, n: int = 1 << 24, m: int = 1024) -> None:
   a, b = Tensor.rand(n, device=dev).realize(), Tensor.rand(n, device=dev).realize()
   x, y = Tensor.rand(m, m, device=dev).realize(), Tensor.rand(m, m, device=dev).realize()
-  for name, fn, work in [("add", lambda: (a + b).realize(), 12 * n), ("matmul", lambda: (x @ y).realize(), 2 * m**3)]:
+  for name, fn, work in [("add", lambda: (a + b).realize(), 12 * n), ("sum", lambda: a.sum().realize(), 4 * n),
+                         ("matmul", lambda: (x @ y).realize(), 2 * m**3)]:
     fn()
     Device[dev].synchronize()
     st = time.perf_counter()
     for _ in range(5): fn()
     Device[dev].synchronize()
     dt = (time.perf_counter() - st) / 5
-    print(f"{dev:10s} {name:7s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GB/s' if name == 'add' else 'GFLOP/s'}")
+    print(f"{dev:10s} {name:7s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name == 'matmul' else 'GB/s'}")
 
 if __name__ == "__main__":
   small = os.environ.get("NV_MOCK") == "1"

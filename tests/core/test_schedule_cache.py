@@ -62,3 +62,13 @@ def test_compiler_change_gets_its_own_kernels():
   assert (x * 5 + 1).tolist() == (y * 5 + 1).tolist() == [6.0, 11.0]
   keys = {(dev, cc) for dev, cc, _ in method_cache}
   assert (Device[a].device, opened[0]) in keys and (Device[b].device, opened[1]) in keys
+
+def test_runner_runs_on_the_device_instance_of_its_buffers():
+  # "PYTHON:PYTHON" is its own opened device (its own queue): a kernel for its buffers must be loaded and queued there,
+  # not on the base "PYTHON" instance the renderer names, or it would race with that instance's copies on a real GPU
+  from tinygrad.device import Device
+  from tinygrad.engine.realize import get_runner
+  ast = (Tensor.empty(3, device="PYTHON:PYTHON") * 3).schedule()[-1].ast
+  assert get_runner("PYTHON:PYTHON", ast).dev is Device["PYTHON:PYTHON"]
+  assert get_runner("PYTHON", ast).dev is Device["PYTHON"]
+  assert Device["PYTHON:PYTHON"] is not Device["PYTHON"]

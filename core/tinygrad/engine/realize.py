@@ -12,9 +12,12 @@ from tinygrad.engine.buffers import buffer_of
 from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan
 
 class CompiledRunner:
-  """A ProgramSpec compiled (if needed) and loaded on its device; call it with Buffers."""
-  def __init__(self, p: ProgramSpec):
-    self.p, self.dev = p, Device[p.device]
+  """A ProgramSpec compiled (if needed) and loaded on `device` (default: the renderer's device); call it with Buffers.
+
+  `device` must be the exact device the buffers live on ("NV:PTX", "CPU:1"): each opened device has its own queue, and
+  a kernel queued on another instance than its buffers' copies races with them."""
+  def __init__(self, p: ProgramSpec, device: str | None = None):
+    self.p, self.dev = p, Device[device or p.device]
     if p.lib is not None: self.lib = p.lib
     elif self.dev.compiler is not None: self.lib = self.dev.compiler.compile_cached(p.src)
     else: self.lib = p.src.encode()   # source is the binary (PYTHON, WGSL, Metal source)
@@ -34,7 +37,7 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
   if (ret := method_cache.get(key)) is None:
     from tinygrad.codegen import get_program
     _check_dtypes(dev, ast)
-    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer))
+    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer), device)
   return ret
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:
