@@ -1,13 +1,11 @@
-"""CPU renderers: ClangRenderer (C for clang/gcc, on CStyleLanguage) and LLVMRenderer (our own LLVM IR, for llvmlite)."""
+"""CPU renderers: ClangRenderer (C for clang/gcc, on CStyleLanguage) and LLVMRenderer (the core's LLVM IR walk plus the CPU's thread split, for llvmlite)."""
 from __future__ import annotations
-import math, struct
-from typing import Any, Callable
-from tinygrad.uop import Ops, GroupOp
+from typing import Callable
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import Renderer
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work
+from tinygrad.dtype import DType, PtrDType, dtypes
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, thread_work
+from tinygrad.renderer.llvmir import LLVMIRRenderer
 
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
 
@@ -99,278 +97,27 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
 
 # ---------------------------------------------------------------- LLVM IR ----------------------------------------------------------------
 
-def _is_f(dt: DType) -> bool: return dtypes.is_float(dt)
-def _sgn(dt: DType) -> bool: return dtypes.is_int(dt) and not dtypes.is_unsigned(dt)
-
-# (int/bool form, float form) of each two-operand instruction; signed ints use the first, unsigned the second of a pair
-_llvm_binop: dict[Ops, tuple[str | tuple[str, str], str]] = {
-  Ops.ADD: ("add", "fadd"), Ops.SUB: ("sub", "fsub"), Ops.MUL: ("mul", "fmul"), Ops.FDIV: ("sdiv", "fdiv"),
-  Ops.AND: ("and", ""), Ops.OR: ("or", ""), Ops.XOR: ("xor", ""), Ops.SHL: ("shl", ""), Ops.SHR: (("ashr", "lshr"), ""),
-  Ops.CMPLT: (("icmp slt", "icmp ult"), "fcmp olt"), Ops.CMPNE: ("icmp ne", "fcmp une"), Ops.CMPEQ: ("icmp eq", "fcmp oeq")}
-_llvm_intrinsic = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc"}
-
-_bf16_llvm = """define internal float @__b2f(i16 %b) alwaysinline {
-  %w = zext i16 %b to i32
-  %s = shl i32 %w, 16
-  %f = bitcast i32 %s to float
-  ret float %f
-}
-define internal i16 @__f2b(float %f) alwaysinline {
-  %u = bitcast float %f to i32
-  %a = and i32 %u, 2147483647
-  %nan = icmp ugt i32 %a, 2139095040
-  %h = lshr i32 %u, 16
-  %lsb = and i32 %h, 1
-  %r0 = add i32 %u, 32767
-  %r1 = add i32 %r0, %lsb
-  %r2 = lshr i32 %r1, 16
-  %r3 = trunc i32 %r2 to i16
-  %r = select i1 %nan, i16 32704, i16 %r3
-  ret i16 %r
-}"""
-
-class LLVMRenderer(CPUAbilities, Renderer):
-  """Linearized uops -> LLVM IR text: loop counters and accumulators are allocas (mem2reg makes them SSA), gated
-  loads/stores branch around the access, and the outermost parallel loop is split by (core_id, core_count) as in C."""
-  # the ops rendered here; the rest (POW ...) are decomposed by the pipeline
-  code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in
-    [*_llvm_binop, *_llvm_intrinsic, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC]}
+class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
+  """LLVM IR for the host (llvmlite JIT): the core's LLVM IR walk plus the CPU's outer loop split by (core_id, core_count)
+  as in C, and the work estimate exported as `@<name>_work`."""
   split_range = CStyleLanguage.split_range
 
-  # ---- types ----
-  def ty(self, dt: DType) -> str:
-    """The register type (bool is i1, bfloat16 computes as float)."""
-    if isinstance(dt, PtrDType): return "ptr"
-    s = dt.scalar()
-    base = "i1" if s == dtypes.bool else f"i{s.itemsize*8}" if dtypes.is_int(s) else \
-      {dtypes.float16: "half", dtypes.bfloat16: "float", dtypes.float32: "float", dtypes.float64: "double"}.get(s, "void")
-    return f"<{dt.count} x {base}>" if dt.count > 1 else base
-  def mty(self, dt: DType) -> str:
-    """The memory type (bool is a byte, bfloat16 its 16 bits)."""
-    s = dt.scalar()
-    base = "i8" if s == dtypes.bool else "i16" if s == dtypes.bfloat16 else self.ty(s)
-    return f"<{dt.count} x {base}>" if dt.count > 1 else base
-  def const(self, v: Any, dt: DType) -> str:
-    if dt.count > 1: return f"<{', '.join(f'{self.ty(dt.scalar())} {self.const(v, dt.scalar())}' for _ in range(dt.count))}>"
-    if dt == dtypes.bool: return "true" if v else "false"
-    if dtypes.is_int(dt): return str(int(v))
-    if math.isnan(v): return "0x7FF8000000000000"
-    # LLVM writes every float constant as the hex of the double that holds it exactly
-    return f"0x{struct.unpack('>Q', struct.pack('>d', float(v)))[0]:016X}"
-
-  # ---- emission helpers ----
-  def _new(self, prefix: str) -> str:
-    self.counters[prefix] = self.counters.get(prefix, 0) + 1
-    return f"%{prefix}{self.counters[prefix]-1}"
-  def _emit(self, line: str) -> None: self.body.append(f"  {line}")
-  def _label(self, name: str) -> None:
-    self.body.append(f"{name}:")
-    self.block = name
-  def _ins(self, prefix: str, text: str) -> str:
-    nm = self._new(prefix)
-    self._emit(f"{nm} = {text}")
-    return nm
-  def _round(self, v: str, dt: DType) -> str:
-    return self._ins("rnd", f"call float @__b2f(i16 {self._ins('rnd', f'call i16 @__f2b(float {v})')})") if dt.scalar() == dtypes.bfloat16 else v
-  def _intrinsic(self, fn: str, dt: DType, args: list[str]) -> str:
-    s = dt.scalar()
-    suffix = (f"v{dt.count}" if dt.count > 1 else "") + ("f" if _is_f(s) else "i") + str(32 if s == dtypes.bfloat16 else s.itemsize*8)
-    name = f"@llvm.{fn}.{suffix}"
-    t = self.ty(dt)
-    self.decls.add(f"declare {t} {name}({', '.join([t]*len(args))})")
-    return self._ins("alu", f"call {t} {name}({', '.join(f'{t} {a}' for a in args)})")
-
-  def _alu(self, u: UOp) -> str:
-    dt, sdt = u.dtype, u.src[0].dtype
-    t, st = self.ty(dt), self.ty(sdt)
-    a = [self.r[s] for s in u.src]
-    if u.op in _intrinsic_ops: return self._round(self._intrinsic(_llvm_intrinsic[u.op], dt, a), dt)
-    if u.op is Ops.WHERE: return self._ins("alu", f"select {self.ty(u.src[0].dtype)} {a[0]}, {t} {a[1]}, {t} {a[2]}")
-    if u.op is Ops.NEG:
-      if _is_f(dt): return self._ins("alu", f"fneg {t} {a[0]}")
-      return self._ins("alu", f"xor {t} {a[0]}, {self.const(True, dt)}" if dt.scalar() == dtypes.bool else f"sub {t} {self.const(0, dt)}, {a[0]}")
-    if u.op is Ops.RECIPROCAL: return self._round(self._ins("alu", f"fdiv {t} {self.const(1.0, dt)}, {a[0]}"), dt)
-    if u.op is Ops.MULACC:
-      m = self._round(self._ins("alu", f"{'fmul' if _is_f(dt) else 'mul'} {t} {a[0]}, {a[1]}"), dt)
-      return self._round(self._ins("alu", f"{'fadd' if _is_f(dt) else 'add'} {t} {m}, {a[2]}"), dt)
-    if u.op is Ops.MAX:
-      # numpy.maximum: NaN in either operand gives NaN; a is kept when a > b or a is NaN, else b (which may be NaN)
-      if _is_f(dt):
-        c = self._ins("alu", f"fcmp ogt {t} {a[0]}, {a[1]}")
-        n = self._ins("alu", f"fcmp uno {t} {a[0]}, {a[0]}")
-        c = self._ins("alu", f"or {self.ty(dtypes.bool.vec(dt.count))} {c}, {n}")
-      else: c = self._ins("alu", f"icmp {'sgt' if _sgn(dt) else 'ugt'} {t} {a[0]}, {a[1]}")
-      return self._ins("alu", f"select {self.ty(dtypes.bool.vec(dt.count))} {c}, {t} {a[0]}, {t} {a[1]}")
-    if u.op in (Ops.IDIV, Ops.MOD) and not _is_f(dt): return self._int_div(u.op, dt, a)
-    ins_int, ins_f = _llvm_binop[u.op]
-    ins = ins_f if _is_f(sdt) else ins_int if isinstance(ins_int, str) else ins_int[0 if _sgn(sdt) else 1]
-    if u.op is Ops.CMPLT and sdt.scalar() == dtypes.bool: ins = "icmp ult"
-    if u.op is Ops.IDIV: ins = "fdiv"
-    ret = self._ins("alu", f"{ins} {st} {a[0]}, {a[1]}")
-    return ret if u.op in GroupOp.Comparison else self._round(ret, dt)
-  def _int_div(self, op: Ops, dt: DType, a: list[str]) -> str:
-    # an x86 division by 0 (or INT_MIN/-1) traps: such divisors give 0 (a/-1 gives -a), as in the C renderer
-    t, bt = self.ty(dt), self.ty(dtypes.bool.vec(dt.count))
-    ins = ("sdiv" if op is Ops.IDIV else "srem") if _sgn(dt) else ("udiv" if op is Ops.IDIV else "urem")
-    if a[1].lstrip("-").isdigit() and int(a[1]) not in (0, -1): return self._ins("alu", f"{ins} {t} {a[0]}, {a[1]}")
-    zero = self._ins("alu", f"icmp eq {t} {a[1]}, {self.const(0, dt)}")
-    bad, m1 = zero, None
-    if _sgn(dt):
-      m1 = self._ins("alu", f"icmp eq {t} {a[1]}, {self.const(-1, dt)}")
-      bad = self._ins("alu", f"or {bt} {zero}, {m1}")
-    safe = self._ins("alu", f"select {bt} {bad}, {t} {self.const(1, dt)}, {t} {a[1]}")
-    q = self._ins("alu", f"{ins} {t} {a[0]}, {safe}")
-    if m1 is not None:
-      alt = self._ins("alu", f"sub {t} {self.const(0, dt)}, {a[0]}") if op is Ops.IDIV else self.const(0, dt)
-      q = self._ins("alu", f"select {bt} {m1}, {t} {alt}, {t} {q}")
-    return self._ins("alu", f"select {bt} {zero}, {t} {self.const(0, dt)}, {t} {q}")
-
-  def _cast(self, u: UOp) -> str:
-    x, sdt, dt = self.r[u.src[0]], u.src[0].dtype.scalar(), u.dtype.scalar()
-    st, t = self.ty(u.src[0].dtype), self.ty(u.dtype)
-    if dt == dtypes.bool:
-      return self._ins("cast", f"fcmp une {st} {x}, {self.const(0.0, u.src[0].dtype)}" if _is_f(sdt) else f"icmp ne {st} {x}, {self.const(0, u.src[0].dtype)}")
-    if _is_f(dt) and _is_f(sdt):
-      sb, db = self.ty(sdt), self.ty(dt)
-      sz = {"half": 2, "float": 4, "double": 8}
-      if sb == db: return self._round(x, dt)
-      return self._round(self._ins("cast", f"{'fpext' if sz[db] > sz[sb] else 'fptrunc'} {st} {x} to {t}"), dt)
-    if _is_f(dt): return self._round(self._ins("cast", f"{'sitofp' if _sgn(sdt) else 'uitofp'} {st} {x} to {t}"), dt)
-    if _is_f(sdt): return self._ins("cast", f"{'fptosi' if _sgn(dt) else 'fptoui'} {st} {x} to {t}")
-    if st == t: return x
-    if dt.itemsize < sdt.itemsize: return self._ins("cast", f"trunc {st} {x} to {t}")
-    return self._ins("cast", f"{'sext' if _sgn(sdt) else 'zext'} {st} {x} to {t}")
-
-  def _to_mem(self, v: str, dt: DType) -> str:
-    if dt.scalar() == dtypes.bool: return self._ins("cast", f"zext {self.ty(dt)} {v} to {self.mty(dt)}")
-    if dt.scalar() == dtypes.bfloat16: return self._ins("cast", f"call i16 @__f2b(float {v})")
-    return v
-  def _from_mem(self, v: str, dt: DType) -> str:
-    if dt.scalar() == dtypes.bool: return self._ins("cast", f"icmp ne {self.mty(dt)} {v}, {self.const(0, dtypes.uint8.vec(dt.count))}")
-    if dt.scalar() == dtypes.bfloat16: return self._ins("cast", f"call float @__b2f(i16 {v})")
-    return v
-  def _gated(self, gate: UOp | None, kind: str) -> tuple[str, str] | None:
-    if gate is None: return None
-    n = self._new(kind)[1:]
-    self._emit(f"br i1 {self.r[gate]}, label %{n}.t, label %{n}.e")
-    start = self.block
-    self._label(f"{n}.t")
-    return n, start
-
+  def extra_args(self) -> list[str]: return ["i32 %core_id", "i32 %core_count"]
+  def loop_bounds(self, u: UOp, nm: str, end: str) -> tuple[str, str]:
+    if u is not self.split: return "0", end
+    t, bounds = self.ty(u.dtype), []
+    for core in ("%core_id", f"%{nm}.next_core"):
+      if core != "%core_id": self._emit(f"%{nm}.next_core = add i32 %core_id, 1")
+      e64 = self._ins("split", f"sext {t} {end} to i64")
+      c64 = self._ins("split", f"sext i32 {core} to i64")
+      n64 = self._ins("split", "sext i32 %core_count to i64")
+      q64 = self._ins("split", f"sdiv i64 {self._ins('split', f'mul i64 {e64}, {c64}')}, {n64}")
+      bounds.append(self._ins("split", f"trunc i64 {q64} to {t}"))
+    return bounds[0], bounds[1]
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
-    """LLVM IR for the linearized `uops`: `define void @name(ptr bufs..., i32 vars..., i32 core_id, i32 core_count)`."""
-    self.r: dict[UOp, str] = {}
-    self.body: list[str] = []
-    self.counters: dict[str, int] = {}
-    self.decls: set[str] = set()
-    self.block = "entry"
-    allocas: list[str] = []
-    args: list[str] = []
-    split = self.split_range(uops)
-    loops: list[tuple[UOp, str]] = []
-    ifs: list[str] = []
-    for u in uops:
-      if u.op is Ops.DEFINE_GLOBAL:
-        self.r[u] = f"%data{u.arg}"
-        args.append(f"ptr noalias %data{u.arg}")
-      elif u.op is Ops.DEFINE_VAR:
-        self.r[u] = f"%{u.arg[0]}"
-        args.append(f"i32 %{u.arg[0]}")
-      elif u.op is Ops.CONST: self.r[u] = self.const(u.arg, u.dtype)
-      elif u.op is Ops.VCONST: self.r[u] = f"<{', '.join(f'{self.ty(u.dtype.scalar())} {self.const(v, u.dtype.scalar())}' for v in u.arg)}>"
-      elif u.op in (Ops.SINK, Ops.NOOP, Ops.BARRIER): continue
-      elif u.op in (Ops.DEFINE_REG, Ops.DEFINE_LOCAL):
-        assert isinstance(u.dtype, PtrDType)
-        self.r[u] = nm = self._new("acc")
-        allocas.append(f"  {nm} = alloca [{u.dtype.size} x {self.mty(u.dtype.base)}], align 16")
-      elif u.op is Ops.RANGE:
-        nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else self._new("ridx")[1:]
-        t, end = self.ty(u.dtype), self.r[u.src[0]]
-        allocas.append(f"  %{nm}.addr = alloca {t}")
-        start, stop = "0", end
-        if u is split:
-          bounds = []
-          for core in ("%core_id", f"%{nm}.next_core"):
-            if core != "%core_id": self._emit(f"%{nm}.next_core = add i32 %core_id, 1")
-            e64 = self._ins("split", f"sext {t} {end} to i64")
-            c64 = self._ins("split", f"sext i32 {core} to i64")
-            n64 = self._ins("split", f"sext i32 %core_count to i64")
-            prod64 = self._ins("split", f"mul i64 {e64}, {c64}")
-            q64 = self._ins("split", f"sdiv i64 {prod64}, {n64}")
-            bounds.append(self._ins("split", f"trunc i64 {q64} to {t}"))
-          start, stop = bounds
-        self._emit(f"store {t} {start}, ptr %{nm}.addr")
-        self._emit(f"br label %{nm}.head")
-        self._label(f"{nm}.head")
-        self._emit(f"%{nm} = load {t}, ptr %{nm}.addr")
-        self._emit(f"%{nm}.go = icmp slt {t} %{nm}, {stop}")
-        self._emit(f"br i1 %{nm}.go, label %{nm}.body, label %{nm}.exit")
-        self._label(f"{nm}.body")
-        self.r[u] = f"%{nm}"
-        loops.append((u, nm))
-      elif u.op is Ops.END:
-        rng, nm = loops.pop()
-        t = self.ty(rng.dtype)
-        self._emit(f"%{nm}.inc = add {t} %{nm}, 1")
-        self._emit(f"store {t} %{nm}.inc, ptr %{nm}.addr")
-        self._emit(f"br label %{nm}.head")
-        self._label(f"{nm}.exit")
-      elif u.op is Ops.IF:
-        n = self._new("if")[1:]
-        ifs.append(n)
-        self._emit(f"br i1 {self.r[u.src[0]]}, label %{n}.t, label %{n}.e")
-        self._label(f"{n}.t")
-      elif u.op is Ops.ENDIF:
-        n = ifs.pop()
-        self._emit(f"br label %{n}.e")
-        self._label(f"{n}.e")
-      elif u.op is Ops.INDEX:
-        buf = u.src[0]
-        elem = self.mty(buf.dtype.base) if isinstance(buf.dtype, PtrDType) else "i8"
-        self.r[u] = self._ins("idx", f"getelementptr inbounds {elem}, ptr {self.r[buf]}, {self.ty(u.src[1].dtype)} {self.r[u.src[1]]}")
-      elif u.op is Ops.CAST and isinstance(u.dtype, PtrDType): self.r[u] = self.r[u.src[0]]   # opaque pointers: nothing to do
-      elif u.op is Ops.LOAD:
-        idx = u.src[0]
-        gate = (idx.src[0] if idx.op is Ops.CAST else idx)
-        g = self._gated(gate.src[2] if gate.op is Ops.INDEX and len(gate.src) > 2 else None, "gl")
-        v = self._from_mem(self._ins("val", f"load {self.mty(u.dtype)}, ptr {self.r[idx]}, align {u.dtype.scalar().itemsize}"), u.dtype)
-        if g is not None:
-          n, start = g
-          end_block = self.block
-          self._emit(f"br label %{n}.e")
-          self._label(f"{n}.e")
-          v = self._ins("val", f"phi {self.ty(u.dtype)} [{v}, %{end_block}], [{self.const(0, u.dtype)}, %{start}]")
-        self.r[u] = v
-      elif u.op is Ops.STORE:
-        idx, val = u.src[0], u.src[1]
-        gate = (idx.src[0] if idx.op is Ops.CAST else idx)
-        g = self._gated(gate.src[2] if gate.op is Ops.INDEX and len(gate.src) > 2 else None, "gs")
-        self._emit(f"store {self.mty(val.dtype)} {self._to_mem(self.r[val], val.dtype)}, ptr {self.r[idx]}, align {val.dtype.scalar().itemsize}")
-        if g is not None:
-          self._emit(f"br label %{g[0]}.e")
-          self._label(f"{g[0]}.e")
-      elif u.op is Ops.CAST: self.r[u] = self._cast(u)
-      elif u.op is Ops.BITCAST:
-        x, sdt = self.r[u.src[0]], u.src[0].dtype
-        if sdt.scalar() == dtypes.bfloat16: x = self._to_mem(x, sdt)
-        v = self._ins("cast", f"bitcast {self.mty(sdt)} {x} to {self.mty(u.dtype)}")
-        self.r[u] = self._from_mem(v, u.dtype) if u.dtype.scalar() == dtypes.bfloat16 else v
-      elif u.op is Ops.VECTORIZE:
-        v, t = "poison", self.ty(u.dtype)
-        for i, s in enumerate(u.src): v = self._ins("vec", f"insertelement {t} {v}, {self.ty(s.dtype)} {self.r[s]}, i32 {i}")
-        self.r[u] = v
-      elif u.op is Ops.GEP:
-        src = self.r[u.src[0]]
-        if len(u.arg) == 1: self.r[u] = self._ins("gep", f"extractelement {self.ty(u.src[0].dtype)} {src}, i32 {u.arg[0]}")
-        else:
-          mask = ", ".join(f"i32 {i}" for i in u.arg)
-          self.r[u] = self._ins("gep", f"shufflevector {self.ty(u.src[0].dtype)} {src}, {self.ty(u.src[0].dtype)} poison, <{len(u.arg)} x i32> <{mask}>")
-      elif u.op in GroupOp.ALU: self.r[u] = self._alu(u)
-      else: raise NotImplementedError(f"LLVMRenderer cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
-    args += ["i32 %core_id", "i32 %core_count"]
-    work = thread_work(uops, split)
-    helpers = [_bf16_llvm] if "@__b2f" in "\n".join(self.body) else []
-    return "\n".join([*sorted(self.decls), *helpers, f"@{name}_work = constant i64 {work}",
-                      f"define void @{name}({', '.join(args)}) nounwind {{", "entry:", *allocas, *self.body, "  ret void", "}"]) + "\n"
-
-_intrinsic_ops = set(_llvm_intrinsic)
+    """LLVM IR: `define void @name(ptr bufs..., i32 vars..., i32 core_id, i32 core_count)` and `@name_work`."""
+    self.split = self.split_range(uops)
+    return super().render(uops, name)
+  def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
+    self.globals.append(f"@{name}_work = constant i64 {thread_work(uops, self.split)}")
+    return super().render_kernel(name, args, uops)
