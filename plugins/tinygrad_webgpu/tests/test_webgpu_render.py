@@ -68,3 +68,32 @@ def test_too_many_buffers_is_a_clear_error():
   ren.set_abilities(64, 65535, 2, False)
   with pytest.raises(RuntimeError, match="needs 3 storage buffers; this WEBGPU adapter allows 2"):
     wgsl(Tensor.empty(4, device="PYTHON") + Tensor.empty(4, device="PYTHON"), ren)
+
+def test_long_loops_are_unrolled_under_the_loop_budget():
+  # llvmpipe stops an invocation's loops after 65535 back-edges in total; with a budget the renderer emits k copies per trip
+  ren = WGSLRenderer()
+  ren.set_abilities(64, 65535, 8, False, loop_budget=1000)
+  src = wgsl(Tensor.empty(4000, device="PYTHON").sum(), ren)
+  assert "for (var ridx0b: i32 = 0; ridx0b < 4000i; ridx0b += 4i) {" in src and "{ let ridx0 = ridx0b + 3i;\n" in src, src
+  assert "if (ridx0 <" not in src, src   # 4 divides 4000: no guards
+  src = wgsl(Tensor.empty(4001, device="PYTHON").sum(), ren)
+  assert "ridx0b += 8i" in src and "{ let ridx0 = ridx0b + 7i; if (ridx0 < 4001i) {" in src, src
+  # a short inner loop is unrolled whole (no loop, no back-edges) before the long outer one
+  src = wgsl(Tensor.empty(1000, 3, device="PYTHON").sum(), ren)
+  assert "for (var ridx0: i32 = 0; ridx0 < 1000i; ridx0++) {" in src and "{ let ridx1 = 2i;" in src and "ridx1b" not in src, src
+  assert "for (var ridx0b" not in wgsl(Tensor.empty(4000, device="PYTHON").sum())   # no budget (not llvmpipe): plain loops
+
+def test_a_loop_too_long_to_unroll_is_a_clear_error():
+  ren = WGSLRenderer()
+  ren.set_abilities(64, 65535, 8, False, loop_budget=1000)
+  ren.max_unroll = 2
+  with pytest.raises(RuntimeError, match="runs 4000 loop trips per invocation; this WEBGPU adapter stops loops after 1000"):
+    wgsl(Tensor.empty(4000, device="PYTHON").sum(), ren)
+
+def test_float16_nan_test_goes_through_f32():
+  # naga rejects bitcast<u32>(vec2<f16>); f16 -> f32 keeps NaN, so maximum's NaN check tests the f32 bits
+  ren = WGSLRenderer()
+  ren.set_abilities(64, 65535, 8, native_f16=True)
+  a, b = Tensor.empty(4, dtype=dtypes.float16, device="PYTHON"), Tensor.empty(4, dtype=dtypes.float16, device="PYTHON")
+  src = wgsl(a.maximum(b), ren)
+  assert "(bitcast<u32>(f32(val0))&0x7fffffffu)>0x7f800000u" in src and "vec2<f16>" not in src, src

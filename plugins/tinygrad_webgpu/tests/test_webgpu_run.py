@@ -27,6 +27,15 @@ def test_packed_dtypes_round_trip_and_compute(webgpu, dt):
   # odd sizes and neighbours written by different invocations: every lane of every word survives
   np.testing.assert_equal(ta[1:].contiguous().numpy(), a[1:])
 
+# odd sizes: the core's reduce split (SPLIT_REDUCEOP) needs a divisor from 8 up, so these stay one long loop per invocation
+@pytest.mark.parametrize("shape,axis", [((262147,), None), ((70001, 3), None), ((3, 301, 299), (1, 2)), ((3, 70001), 0)])
+def test_reduce_loops_past_65535_trips(webgpu, shape, axis):
+  # llvmpipe ends an invocation's loops after 65535 back-edges in total (nested or not): without the renderer's unrolling
+  # these sums stopped early (262147 ones summed to 65535)
+  a = np.random.default_rng(0).integers(-4, 5, shape).astype(np.int32)
+  np.testing.assert_equal(Tensor(a, device=webgpu).sum(axis=axis).numpy(), a.sum(axis=axis))
+  assert Tensor.ones(262147, device=webgpu).sum().item() == 262147
+
 def test_launch_beyond_one_dispatch_dimension(webgpu):
   dev = Device[webgpu]
   n = dev.limits["max-compute-workgroups-per-dimension"] * dev.renderer.workgroup_size + 3

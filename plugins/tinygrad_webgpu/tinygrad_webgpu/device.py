@@ -17,6 +17,9 @@ WEBGPU_BATCH: int = getenv("WEBGPU_BATCH", 64)
 _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
 _FEATURES = ("shader-f16", "timestamp-query")
+# llvmpipe ends every loop once an invocation has taken 65535 loop back-edges in total (Mesa gallivm's loop limiter); the
+# renderer unrolls to stay under half that (measured: nested loops lose a few hundred trips more than a plain count says)
+_LLVMPIPE_LOOP_BUDGET = 32768
 
 class WebGPUDevice(Compiled):
   def __init__(self, device: str = "WEBGPU"):
@@ -47,7 +50,7 @@ class WebGPUDevice(Compiled):
     wg = min(256, self.limits["max-compute-invocations-per-workgroup"], self.limits["max-compute-workgroup-size-x"])
     if isinstance(self.renderer, WGSLRenderer):
       self.renderer.set_abilities(wg, self.limits["max-compute-workgroups-per-dimension"], self.limits["max-storage-buffers-per-shader-stage"],
-                                  "shader-f16" in self.features)
+                                  "shader-f16" in self.features, _LLVMPIPE_LOOP_BUDGET if "llvmpipe" in info["device"].lower() else None)
 
   # ---- the pending batch ----
   def encoder(self) -> Any:

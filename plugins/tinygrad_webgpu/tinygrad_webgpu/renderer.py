@@ -20,7 +20,10 @@ Launch: the core gives up to three SPECIAL gidxN indices. The shader is always d
 `workgroup_size` (from the adapter's limits), folded into x and y when there are more than `max_dispatch` groups; the
 invocation's linear index is split back into gidx0..2 and invocations past the end return early (no barriers exist
 without shared memory, so the early return is safe). The runtime passes the launch sizes and the DEFINE_VAR values in
-one uniform buffer (binding after the data buffers): `launch[0] = (total, row, 0, 0)`, `launch[1..]` = variables.
+one uniform buffer (binding after the data buffers): `launch[0] = (total, gx, gy, gz)`, `launch[1..]` = variables.
+
+Loops: on llvmpipe an invocation may take only 65535 loop back-edges in all (see `plan_unroll`), so there the device sets
+`loop_budget` and loops that would take more are unrolled: k copies of the body per trip, the innermost loops first.
 """
 from __future__ import annotations
 import math, re, struct
@@ -59,8 +62,8 @@ def _cmp_bool(op: str) -> Callable[..., str]:
 
 def _isnan(x: str, dtype: DType) -> str:
   # WGSL lets the compiler assume floats are never NaN (llvmpipe folds x!=x to false): test the bits instead
-  if dtype.scalar() == dtypes.float16: return f"((bitcast<u32>(vec2<f16>({x}, 0.0h))&0x7fffu)>0x7c00u)"
-  return f"((bitcast<u32>({x})&0x7fffffffu)>0x7f800000u)"
+  # (float16 via f32, which keeps NaN: WGSL has no bitcast of a lone f16, and naga rejects bitcast<u32>(vec2<f16>))
+  return f"((bitcast<u32>({'f32(' + x + ')' if dtype.scalar() == dtypes.float16 else x})&0x7fffffffu)>0x7f800000u)"
 
 def _cmpne(a: str, b: str, dtype: DType) -> str: return _isnan(a, dtype) if a == b and dtypes.is_float(dtype) else f"({a}!={b})"
 
@@ -100,15 +103,18 @@ class WGSLRenderer(CStyleLanguage):
   max_dispatch = 65535
   max_buffers = 8
   native_f16 = False
+  loop_budget: int | None = None   # loop back-edges one invocation may take (llvmpipe's limiter, see plan_unroll); None: any
+  max_unroll = 1024                # most copies of one loop body plan_unroll emits
   # WGSL's builtin sin reduces its argument in float32: measured on llvmpipe, <=2 ulp up to |x| ~ 3e4, 14+ ulp at 1e5.
   # The core's exact decomposition needs uint64, which WGSL lacks, so the accuracy domain is declared instead.
   approx_domain = {Ops.SIN: 16384.0}
   supported_dtypes = frozenset([dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                                 dtypes.float32])
 
-  def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool) -> None:
+  def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool, loop_budget: int | None = None) -> None:
     """Called by the device with its adapter's limits; float16 is supported only where the adapter has `shader-f16`."""
     self.workgroup_size, self.max_dispatch, self.max_buffers, self.native_f16 = workgroup_size, max_dispatch, max_buffers, native_f16
+    self.loop_budget = loop_budget
     self.supported_dtypes = type(self).supported_dtypes | (frozenset([dtypes.float16]) if native_f16 else frozenset())
 
   # ---- types and literals ----
@@ -241,11 +247,21 @@ class WGSLRenderer(CStyleLanguage):
     for i, v in enumerate(dvars):
       self.r[v] = f"v_{v.arg[0]}"
       body.append(f"  let v_{v.arg[0]} = bitcast<i32>(launch[{1 + i // 4}].{'xyzw'[i % 4]});")
-    counters: dict[str, int] = defaultdict(int)
-    depth = 1
-    for u in uops:
+    self.uses, self.counters = uses, defaultdict(int)
+    self.unroll = self.plan_unroll(uops, name)
+    self._block(uops, 0, len(uops), 1, body)
+    fname = re.sub(r"\W", "_", name)
+    return "\n".join(head + [f"@compute @workgroup_size({self.workgroup_size})",
+                             f"fn {fname}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{",
+                             *body, "}"]) + "\n"
+
+  def _block(self, uops: list[UOp], lo: int, hi: int, depth: int, body: list[str]) -> None:
+    """Render uops[lo:hi] into `body` at indent `depth`; a RANGE renders its whole loop (to its END) and is skipped over."""
+    counters, i = self.counters, lo
+    while i < hi:
+      u, pad = uops[i], "  " * depth
+      i += 1
       if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR, Ops.SINK, Ops.NOOP, Ops.BARRIER): continue
-      pad = "  " * depth
       if u.op is Ops.CONST: self.r[u] = self.render_const(u.arg, u.dtype)
       elif u.op is Ops.INDEX: self.r[u] = ""   # LOAD/STORE read the buffer and index from it
       elif u.op is Ops.DEFINE_REG:
@@ -253,12 +269,8 @@ class WGSLRenderer(CStyleLanguage):
         self.r[u] = nm = f"acc{counters['acc']}"
         counters["acc"] += 1
         body.append(f"{pad}var {nm}: array<{self.reg(u.dtype.base)}, {u.dtype.size}>;")
-      elif u.op is Ops.RANGE:
-        self.r[u] = nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else f"ridx{counters['ridx']}"
-        counters["ridx"] += 1
-        body.append(f"{pad}for (var {nm}: i32 = 0; {nm} < {self.r[u.src[0]]}; {nm}++) {{")
-        depth += 1
-      elif u.op in (Ops.END, Ops.ENDIF):
+      elif u.op is Ops.RANGE: i = self._loop(uops, i - 1, depth, body)
+      elif u.op is Ops.ENDIF:
         depth -= 1
         body.append(f"{'  ' * depth}}}")
       elif u.op is Ops.IF:
@@ -275,14 +287,75 @@ class WGSLRenderer(CStyleLanguage):
           self.render_vectorize([self.render_gep(self.r[u.src[0]], i, u.src[0].dtype) for i in u.arg], u.dtype)
         elif u.op in GroupOp.ALU: txt = self._alu(u)
         else: raise NotImplementedError(f"WGSLRenderer cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
-        if u.op in GroupOp.ALU | {Ops.CAST, Ops.GEP} and uses[u] <= 1 and len(txt) <= self.inline_max_len:
+        if u.op in GroupOp.ALU | {Ops.CAST, Ops.GEP} and self.uses[u] <= 1 and len(txt) <= self.inline_max_len:
           self.r[u] = txt
           continue
         prefix = u.arg if u.op is Ops.SPECIAL else {Ops.LOAD: "val", Ops.CAST: "cast", Ops.BITCAST: "cast"}.get(u.op, "alu")
         self.r[u] = nm = prefix if u.op is Ops.SPECIAL else f"{prefix}{counters[prefix]}"
         counters[prefix] += 1
         body.append(f"{pad}let {nm} = {txt};")
-    fname = re.sub(r"\W", "_", name)
-    return "\n".join(head + [f"@compute @workgroup_size({self.workgroup_size})",
-                             f"fn {fname}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{",
-                             *body, "}"]) + "\n"
+
+  def _loop(self, uops: list[UOp], at: int, depth: int, body: list[str]) -> int:
+    """Render the loop whose RANGE is uops[at]; returns the index after its END. An unrolled loop (see plan_unroll) steps
+    by k and repeats its body k times, each copy in its own scope with the index bound to base+j (guarded when k may not
+    divide the trip count)."""
+    rng, pad = uops[at], "  " * depth
+    end = self._ends[at]
+    nm = f"ridx{rng.arg[0]}" if isinstance(rng.arg, tuple) else f"ridx{self.counters['ridx']}"
+    self.counters["ridx"] += 1
+    bound, k = self.r[rng.src[0]], self.unroll.get(rng, 1)
+    if k == 1:
+      self.r[rng] = nm
+      body.append(f"{pad}for (var {nm}: i32 = 0; {nm} < {bound}; {nm}++) {{")
+      self._block(uops, at + 1, end, depth + 1, body)
+      body.append(f"{pad}}}")
+    elif rng.src[0].op is Ops.CONST and k >= rng.src[0].arg:   # every trip a copy: no loop left
+      for j in range(k):
+        self.r[rng] = nm
+        body.append(f"{pad}{{ let {nm} = {j}i;")
+        self._block(uops, at + 1, end, depth + 1, body)
+        body.append(f"{pad}}}")
+    else:
+      exact = rng.src[0].op is Ops.CONST and int(rng.src[0].arg) % k == 0
+      body.append(f"{pad}for (var {nm}b: i32 = 0; {nm}b < {bound}; {nm}b += {k}i) {{")
+      for j in range(k):
+        self.r[rng] = nm
+        body.append(f"{pad}  {{ let {nm} = {nm}b + {j}i;" if j == 0 or exact else f"{pad}  {{ let {nm} = {nm}b + {j}i; if ({nm} < {bound}) {{")
+        self._block(uops, at + 1, end, depth + 2, body)
+        body.append(f"{pad}  }}" if j == 0 or exact else f"{pad}  }} }}")
+      body.append(f"{pad}}}")
+    return end + 1
+
+  def plan_unroll(self, uops: list[UOp], name: str) -> dict[UOp, int]:
+    """How many copies of each loop body to emit so that one invocation takes at most `loop_budget` loop back-edges.
+
+    llvmpipe (Mesa's gallivm) gives every shader invocation one loop limiter: a counter, started at 65535, that every
+    loop back-edge of every loop decrements, and a loop exits when it reaches 0 whatever its condition. So loops past
+    65535 trips in total stop early, silently; nesting does not help (the inner trips still count), fewer back-edges
+    do. Copies multiply code size, so the loops with the most back-edges (the innermost) are unrolled first, doubling."""
+    self._ends: dict[int, int] = {}
+    stack: list[int] = []
+    for i, u in enumerate(uops):
+      if u.op is Ops.RANGE: stack.append(i)
+      elif u.op is Ops.END: self._ends[stack.pop()] = i
+    if self.loop_budget is None: return {}
+    trips: dict[UOp, int] = {}
+    runs: dict[UOp, int] = {}    # how often the loop starts: the product of the enclosing loops' trips
+    outer: list[UOp] = []
+    for u in uops:
+      if u.op is Ops.RANGE:
+        trips[u] = max(int(u.src[0].vmax), 1)
+        runs[u] = math.prod(trips[o] for o in outer)
+        outer.append(u)
+      elif u.op is Ops.END: outer.pop()
+    k = {r: 1 for r in trips}
+    def edges(r: UOp) -> int:   # a constant loop unrolled into every trip is no loop at all
+      return 0 if k[r] >= trips[r] and r.src[0].op is Ops.CONST else runs[r] * -(-trips[r] // k[r])
+    while sum(edges(r) for r in trips) > self.loop_budget:
+      grow = [r for r in trips if k[r] < min(trips[r], self.max_unroll)]
+      if not grow:
+        raise RuntimeError(f"kernel {name} runs {sum(runs[r] * trips[r] for r in trips)} loop trips per invocation; this WEBGPU adapter "
+                           f"stops loops after {self.loop_budget} in total and unrolling by up to {self.max_unroll} is not enough")
+      r = max(grow, key=lambda r: (edges(r), -trips[r]))
+      k[r] = min(k[r] * 2, trips[r], self.max_unroll)
+    return {r: n for r, n in k.items() if n > 1}
