@@ -194,7 +194,7 @@ class LRUAllocator(Allocator):
         try: ret = self._alloc(size, options)
         except MemoryError as e:
           raise MemoryError(f"out of memory on {self.device or type(self).__name__}: requested {size} bytes, "
-                            f"{self.mem_used} bytes in use (cached buffers already freed)") from e
+                            f"{self.mem_used} bytes in use (cached buffers already freed){': ' + str(e) if str(e) else ''}") from e
     self.mem_used += size
     return ret
   def free(self, opaque: Any, size: int, options: Any = None) -> None:
