@@ -69,3 +69,10 @@ def test_pipelines_are_cached_per_source(webgpu):
   WebGPUProgram(dev, "x", src.encode())
   assert len(dev.pipelines) == n
   assert dev.description and "WEBGPU" in repr(dev)
+
+def test_buffer_over_the_binding_limit_is_refused_with_the_limit(webgpu):
+  # kernels bind whole buffers: max-storage-buffer-binding-size (128 MiB on llvmpipe) caps a buffer, not just max-buffer-size
+  lim = Device[webgpu].limits
+  limit = min(lim["max-buffer-size"], lim["max-storage-buffer-binding-size"])
+  with pytest.raises(MemoryError, match=f"over this adapter's limit of {limit} bytes"): Tensor.empty(limit // 4 + 1, device=webgpu).realize()
+  assert (Tensor([1.0], device=webgpu) + 1).tolist() == [2.0]

@@ -19,8 +19,12 @@ class WebGPUAllocator(LRUAllocator):
     super().__init__(name, cache_limit=getenv("WEBGPU_CACHE_BYTES", 512 << 20))
     self.dev = dev
   def _alloc(self, size: int, options: Any) -> Any:
-    wgpu, limit = self.dev.wgpu, self.dev.limits["max-buffer-size"]
-    if _words(size) > limit: raise MemoryError(f"WEBGPU buffer of {size} bytes is over this adapter's max-buffer-size ({limit} bytes)")
+    # a kernel binds whole buffers, so the binding limit caps a buffer as much as the buffer limit does
+    wgpu, lim = self.dev.wgpu, self.dev.limits
+    limit = min(lim["max-buffer-size"], lim["max-storage-buffer-binding-size"])
+    if _words(size) > limit:
+      raise MemoryError(f"WEBGPU buffer of {size} bytes is over this adapter's limit of {limit} bytes "
+                        f"(max-buffer-size {lim['max-buffer-size']}, max-storage-buffer-binding-size {lim['max-storage-buffer-binding-size']})")
     return self.dev.gpu.create_buffer(size=_words(size), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
   def _free(self, opaque: Any, size: int, options: Any) -> None: pass   # wgpu keeps it alive while queued commands use it
   def copyin(self, dest: Any, src: memoryview) -> None:
