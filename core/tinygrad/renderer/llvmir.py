@@ -45,11 +45,12 @@ define internal i16 @__f2b(float %f) alwaysinline {
 class LLVMIRRenderer(Renderer):
   """Linearized uops -> LLVM IR text. The hooks a target overrides: `addrspaces` (pointer address spaces), `extra_args`,
   `loop_bounds` (a loop's start and stop), `render_special` (launch indices), `render_barrier`, `render_local` (shared
-  memory) and `render_kernel` (the function's header, attributes and module-level text)."""
+  memory), `kernel_cc`/`fn_attrs` (calling convention, attributes) and `render_kernel` (module-level text)."""
   # the ops rendered here; the rest (POW ...) are decomposed by the pipeline
   code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in
     [*_llvm_binop, *_llvm_intrinsic, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC]}
   addrspaces: dict[AddrSpace, int] = {}   # LLVM address space of each pointer kind, where it is not 0
+  kernel_cc: str = ""                     # the kernel's calling convention and a space (`amdgpu_kernel `)
 
   # ---- types ----
   def ty(self, dt: DType) -> str:
@@ -101,9 +102,13 @@ class LLVMIRRenderer(Renderer):
     return self._ins("alu", f"call {t} {name}({', '.join(f'{t} {a}' for a in args)})")
 
   def _alu(self, u: UOp) -> str:
-    dt, sdt = u.dtype, u.src[0].dtype
+    dt = u.dtype
+    sdt = u.src[0].dtype if u.op in GroupOp.Comparison else dt
     t, st = self.ty(dt), self.ty(sdt)
     a = [self.r[s] for s in u.src]
+    # operands whose dtype differs from the result's (a decomposition's float ADD of an int WHERE) convert, as C does
+    same = range(1, 3) if u.op is Ops.WHERE else range(0) if u.op in GroupOp.Comparison | {Ops.SHL, Ops.SHR} else range(len(u.src))
+    a = [self._convert(a[i], s.dtype, dt) if i in same and s.dtype.scalar() != dt.scalar() else a[i] for i, s in enumerate(u.src)]
     if u.op in _intrinsic_ops: return self._round(self._intrinsic(_llvm_intrinsic[u.op], dt, a), dt)
     if u.op is Ops.WHERE: return self._ins("alu", f"select {self.ty(u.src[0].dtype)} {a[0]}, {t} {a[1]}, {t} {a[2]}")
     if u.op is Ops.NEG:
@@ -145,11 +150,12 @@ class LLVMIRRenderer(Renderer):
       q = self._ins("alu", f"select {bt} {m1}, {t} {alt}, {t} {q}")
     return self._ins("alu", f"select {bt} {zero}, {t} {self.const(0, dt)}, {t} {q}")
 
-  def _cast(self, u: UOp) -> str:
-    x, sdt, dt = self.r[u.src[0]], u.src[0].dtype.scalar(), u.dtype.scalar()
-    st, t = self.ty(u.src[0].dtype), self.ty(u.dtype)
+  def _cast(self, u: UOp) -> str: return self._convert(self.r[u.src[0]], u.src[0].dtype, u.dtype)
+  def _convert(self, x: str, sfull: DType, full: DType) -> str:
+    sdt, dt = sfull.scalar(), full.scalar()
+    st, t = self.ty(sfull), self.ty(full)
     if dt == dtypes.bool:
-      return self._ins("cast", f"fcmp une {st} {x}, {self.const(0.0, u.src[0].dtype)}" if _is_f(sdt) else f"icmp ne {st} {x}, {self.const(0, u.src[0].dtype)}")
+      return self._ins("cast", f"fcmp une {st} {x}, {self.const(0.0, sfull)}" if _is_f(sdt) else f"icmp ne {st} {x}, {self.const(0, sfull)}")
     if _is_f(dt) and _is_f(sdt):
       sb, db = self.ty(sdt), self.ty(dt)
       sz = {"half": 2, "float": 4, "double": 8}
@@ -188,11 +194,12 @@ class LLVMIRRenderer(Renderer):
     """Storage for a DEFINE_LOCAL: by default a function-local array, like DEFINE_REG."""
     assert isinstance(u.dtype, PtrDType)
     self.alloca(nm, f"[{u.dtype.size} x {self.mty(u.dtype.base)}]", 16)
+  def fn_attrs(self, uops: list[UOp]) -> str: return "nounwind"
   def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
     """The module: declarations, helpers, module-level globals, then the function around the rendered body."""
     helpers = [_bf16_llvm] if "@__b2f" in "\n".join(self.body) else []
-    return "\n".join([*sorted(self.decls), *helpers, *self.globals, f"define void @{name}({', '.join(args)}) nounwind {{", "entry:",
-                      *self.allocas, *self.body, "  ret void", "}"]) + "\n"
+    head = f"define {self.kernel_cc}void @{name}({', '.join(args)}) {self.fn_attrs(uops)} {{"
+    return "\n".join([*sorted(self.decls), *helpers, *self.globals, head, "entry:", *self.allocas, *self.body, "  ret void", "}"]) + "\n"
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """LLVM IR for the linearized `uops`: a function `@name(bufs..., i32 vars..., extra args...)`."""
