@@ -1,0 +1,92 @@
+"""Every conformance kernel (tests/data/conformance_kernels.pkl, see collect_kernels.py) renders, and compiles to an
+HSACO: our AMDGPU LLVM IR with llvmlite + lld for gfx90a, gfx942 (CDNA, wave64) and gfx1100 (RDNA3, wave32), one object
+per kernel and one lld link per target; HIP C with clang for gfx90a (all kernels in one translation unit).
+AMD_COMPILE_STRIDE=n takes every n-th kernel (default 1: all)."""
+import functools, os, pickle, re, shutil, subprocess, sys, tempfile
+import pytest
+from tinygrad.codegen import get_program
+from tinygrad_amd.renderer import HIPRenderer, AMDLLVMRenderer
+from _amd_kernels import lds_reverse_kernel, global_index_kernel
+
+LLVM_ARCHS = ["gfx90a", "gfx942", "gfx1100"]
+
+@functools.cache
+def kernels() -> list:
+  sys.setrecursionlimit(max(sys.getrecursionlimit(), 200000))
+  with open(os.path.join(os.path.dirname(__file__), "data", "conformance_kernels.pkl"), "rb") as f: asts = pickle.load(f)
+  return asts[::int(os.environ.get("AMD_COMPILE_STRIDE", "1"))]
+
+@functools.cache
+def llvm_sources(wave: int) -> list[str]:
+  """Every kernel's LLVM IR, renamed k<i> (the source depends on the target only through its wave width)."""
+  ren = AMDLLVMRenderer("gfx90a" if wave == 64 else "gfx1100")
+  srcs = [get_program(ast, ren).src for ast in kernels()] + [ren.render(k(), "hand") for k in (lds_reverse_kernel, global_index_kernel)]
+  return [re.sub(r"@(\w+)\(ptr", f"@k{i}(ptr", s, count=1) for i, s in enumerate(srcs)]
+
+@functools.cache
+def hip_module() -> str:
+  """One translation unit: the prelude and each distinct helper once, then every kernel renamed k<i>."""
+  ren = HIPRenderer("gfx90a")
+  blocks: dict[str, None] = {}
+  bodies = []
+  srcs = [get_program(ast, ren).src for ast in kernels()] + [ren.render(k(), "hand") for k in (lds_reverse_kernel, global_index_kernel)]
+  for i, src in enumerate(srcs):
+    j = src.index('extern "C"')
+    for block in re.split(r"\n(?=__device__|typedef )", src[:j].strip()):
+      if block: blocks[block] = None
+    bodies.append(re.sub(r"\)\)\) (\w+)\(", f"))) k{i}(", src[j:], count=1))
+  return "\n".join(list(blocks) + bodies)
+
+def test_corpus_is_there(): assert len(kernels()) > 100 or os.environ.get("AMD_COMPILE_STRIDE")
+
+@pytest.mark.parametrize("arch", LLVM_ARCHS)
+def test_llvm_compiles_every_kernel(arch):
+  pytest.importorskip("llvmlite")
+  from tinygrad_amd.compiler import AMDLLVMCompiler, find_lld
+  try: find_lld()
+  except RuntimeError as e: pytest.skip(str(e))
+  cc = AMDLLVMCompiler(arch)
+  srcs = llvm_sources(64 if arch.startswith("gfx9") else 32)
+  with tempfile.TemporaryDirectory() as tmp:
+    objs = []
+    for i, src in enumerate(srcs):
+      objs.append(os.path.join(tmp, f"k{i}.o"))
+      with open(objs[-1], "wb") as f: f.write(cc.to_object(src))
+    r = subprocess.run([cc.lld, "-shared", "--no-undefined", *objs, "-o", os.path.join(tmp, "all.hsaco")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:3000]
+    with open(os.path.join(tmp, "all.hsaco"), "rb") as f: lib = f.read()
+  assert lib[:4] == b"\x7fELF" and all(f"k{i}.kd".encode() in lib for i in range(len(srcs)))   # a kernel descriptor each
+
+def test_llvm_compile_one_kernel_end_to_end():
+  pytest.importorskip("llvmlite")
+  from tinygrad_amd.compiler import AMDLLVMCompiler, find_lld
+  try: find_lld()
+  except RuntimeError as e: pytest.skip(str(e))
+  lib = AMDLLVMCompiler("gfx942").compile(AMDLLVMRenderer("gfx942").render(lds_reverse_kernel(), "lds"))
+  assert lib[:4] == b"\x7fELF" and b"lds.kd" in lib and b"amdgcn-amd-amdhsa--gfx942" in lib
+
+def test_hip_clang_compiles_every_kernel():
+  from tinygrad_amd.compiler import HIPClangCompiler
+  try: cc = HIPClangCompiler("gfx90a")
+  except RuntimeError as e: pytest.skip(str(e))
+  lib = cc.compile(hip_module())
+  assert lib[:4] == b"\x7fELF" and b"k0.kd" in lib
+
+def test_compile_errors_show_tool_message_and_source():
+  from tinygrad.device import CompileError
+  from tinygrad_amd.compiler import AMDLLVMCompiler, HIPClangCompiler
+  pytest.importorskip("llvmlite")
+  with pytest.raises(CompileError) as e: AMDLLVMCompiler("gfx90a").compile("define amdgpu_kernel void @k() { ret i32 %undefined_x }")
+  assert "undefined_x" in str(e.value) and "---- source ----" in str(e.value)
+  if shutil.which("clang") is None: return
+  with pytest.raises(CompileError) as e: HIPClangCompiler("gfx90a").compile('extern "C" __attribute__((global)) void k() { undeclared_x = 1; }')
+  assert "undeclared_x" in e.value.diagnostics
+
+@pytest.mark.parametrize("make", ["AMDLLVMCompiler", "HIPClangCompiler", "HIPRTCCompiler", "HIPCompiler"])
+def test_unsupported_target_refused_before_any_tool(make, monkeypatch):
+  import tinygrad_amd.compiler as c
+  def no_tools(*a, **k): raise AssertionError("a tool was called for an unsupported target")
+  monkeypatch.setattr(c, "load_hiprtc", no_tools)
+  monkeypatch.setattr(c, "find_lld", no_tools)
+  monkeypatch.setattr(c.subprocess, "run", no_tools)
+  with pytest.raises(ValueError, match=r"unsupported gfx target 'gfx1999'; supported: gfx908, .*gfx1201"): getattr(c, make)("gfx1999")

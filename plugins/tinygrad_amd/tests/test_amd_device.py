@@ -1,0 +1,100 @@
+"""The AMD device on the mock driver (AMD_MOCK=1): both compiler pairs run, selection and errors, launch limits, LDS and
+barriers, memory."""
+import os, shutil, subprocess, sys
+import numpy as np
+import pytest
+
+def run(code: str, **env) -> subprocess.CompletedProcess:
+  e = {**os.environ, "AMD_MOCK": "1", **env}
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+@pytest.fixture(autouse=True, scope="module")
+def mock_driver():
+  """This module tests the mock driver. AMD_MOCK is set only while it runs: a process-wide setting would make AMD (a
+  highest-priority device) the default for every other test in the same pytest worker."""
+  from tinygrad.device import Device
+  from tinygrad_amd.device import open_driver
+  old = os.environ.get("AMD_MOCK")
+  os.environ["AMD_MOCK"] = "1"
+  open_driver.cache_clear()
+  Device.reset()
+  yield
+  if old is None: os.environ.pop("AMD_MOCK", None)
+  else: os.environ["AMD_MOCK"] = old
+  open_driver.cache_clear()
+  Device.reset()
+
+def _need(cc: str) -> None:
+  from tinygrad_amd.compiler import find_lld
+  try: find_lld()
+  except RuntimeError as e: pytest.skip(str(e))
+  if cc == "HIP" and shutil.which("clang") is None: pytest.skip("HIP: clang not installed (and no ROCm hiprtc)")
+  if cc == "LLVM": pytest.importorskip("llvmlite")
+
+@pytest.mark.parametrize("cc", ["HIP", "LLVM"])
+def test_pairs_compute(cc):
+  _need(cc)
+  from tinygrad import Tensor
+  from tinygrad.device import Device
+  a = np.random.default_rng(0).standard_normal((8, 300)).astype(np.float32)
+  t = Tensor(a, device=f"AMD:{cc}")
+  np.testing.assert_allclose((t.sum(1) + t.max(1)).numpy(), a.sum(1) + a.max(1), rtol=1e-5, atol=1e-4)   # float32 sums of 300 terms
+  dev = Device[f"AMD:{cc}"]
+  assert dev.compiler_name == cc and dev.hip.mock and dev.hip.launches >= 1 and dev.arch == "gfx90a"
+
+def test_launch_uses_workgroups_of_four_waves():
+  _need("LLVM")
+  from tinygrad import Tensor
+  from tinygrad.engine.realize import method_cache
+  (Tensor(np.ones(1024, np.float32), device="AMD:LLVM") * 3).realize()
+  p = [r.p for (d, _, _), r in method_cache.items() if d.startswith("AMD")][-1]
+  assert p.local_size is not None and p.local_size[0] == 256 and '"amdgpu-flat-work-group-size"="1,256"' in p.src   # wave64: 4 x 64
+
+@pytest.mark.parametrize("cc", ["HIP", "LLVM"])
+def test_lds_and_barrier_run(cc):
+  _need(cc)
+  from tinygrad.device import Device, Buffer
+  from tinygrad.dtype import dtypes
+  from _amd_kernels import lds_reverse_kernel
+  dev = Device[f"AMD:{cc}"]
+  uops = lds_reverse_kernel(2, 4)
+  src = dev.renderer.render(uops, "lds")
+  prg = dev.runtime("lds", dev.compiler.compile_cached(src))
+  inp = Buffer(f"AMD:{cc}", 8, dtypes.float32, initial_value=np.arange(8, dtype=np.float32).tobytes()).allocate()
+  out = Buffer(f"AMD:{cc}", 8, dtypes.float32).allocate()
+  prg(out._buf, inp._buf, global_size=(2, 1, 1), local_size=(4, 1, 1))
+  res = np.frombuffer(out.as_buffer(), dtype=np.float32)
+  np.testing.assert_equal(res, [3, 2, 1, 0, 7, 6, 5, 4])
+
+def test_selection_errors_and_missing_runtime():
+  r = run("from tinygrad.device import Device; Device['AMD']", AMD_CC="FOO")
+  assert "unknown compiler 'FOO'" in r.stderr and "HIP, LLVM" in r.stderr
+  r = run("from tinygrad.device import Device; print(Device['AMD'].compiler_name)", AMD_LLVM="1")
+  assert r.stdout.strip() == "LLVM", r.stderr
+  r = run("from tinygrad.device import Device; Device['AMD:7']")
+  assert "AMD:7 does not exist: 2 AMD GPU(s) found" in r.stderr
+  r = run("from tinygrad.device import Device; Device['AMD']", AMD_ARCH="gfx1999")
+  assert "unsupported gfx target 'gfx1999'; supported: gfx908" in r.stderr and r.stderr.count("\n") < 40
+  r = run("from tinygrad.device import Device; Device['AMD']", AMD_MOCK="0", ROCM_PATH="/nonexistent", LD_LIBRARY_PATH="")
+  if "no libamdhip64" in r.stderr or "no HIP runtime" in r.stderr: assert "not available here" in r.stderr and r.stderr.count("\n") < 40
+
+def test_listing_shows_amd_unavailable_with_compilers():
+  r = subprocess.run([sys.executable, "-m", "tinygrad"], capture_output=True, text=True, timeout=300,
+                     env={**{k: v for k, v in os.environ.items() if k != "AMD_MOCK"}, "ROCM_PATH": "/nonexistent"})
+  lines = r.stdout.splitlines()
+  i = next(i for i, ln in enumerate(lines) if ln.strip().startswith("AMD "))
+  if "unavailable" not in lines[i]: pytest.skip("this machine has a HIP runtime")
+  assert "no HIP runtime" in lines[i] and "AMD_MOCK=1" in lines[i]
+  assert lines[i+1].split()[1] == "HIP" and lines[i+2].split()[0] == "LLVM" and "AMD_CC=LLVM" in lines[i+2]
+
+def test_launch_limits_and_oom():
+  from tinygrad.device import Device
+  dev = Device["AMD"]
+  with pytest.raises(RuntimeError, match="exceeds the device's limits"): dev.check_launch("k", (1, 70000, 1), (1, 1, 1))
+  with pytest.raises(RuntimeError, match="exceeds the device's limits"): dev.check_launch("k", (1, 1, 1), (1024, 2, 1))
+  dev.allocator.free_cache()
+  dev.hip.mem_total = sum(len(a) for a in dev.hip.allocs.values()) + (3 << 26)   # room for three more 64 MiB arenas
+  bufs = [dev.allocator.alloc(60 << 20) for _ in range(3)]
+  for b in bufs: dev.allocator.free(b, 60 << 20)   # cached: arenas still held
+  big = dev.allocator.alloc(100 << 20)               # OOM -> free cache and empty arenas -> retry
+  assert big.size == 100 << 20

@@ -1,0 +1,183 @@
+"""AMD compilers, each to an HSACO (the ELF code object hipModuleLoadData takes) for one gfx target:
+- AMDLLVMCompiler: our AMDGPU LLVM IR -> object with llvmlite (in process, ~6 ms a kernel) -> HSACO with lld;
+- HIPRTCCompiler: HIP C with ROCm's hiprtc (ROCm machines; it links the code object itself);
+- HIPClangCompiler: HIP C with clang (`-x hip --cuda-device-only -nogpulib -nogpuinc`; clang calls lld).
+
+The target is checked against renderer.AMD_ARCHS in every constructor, before any tool sees it (hiprtc given a target it
+does not know kills the process). Every compiler keeps a*b+c unfused (-ffp-contract=off; the IR carries no `contract`
+flags), so results match numpy, as on the CPU and NV devices. Tool versions and the target are in every cache key.
+"""
+from __future__ import annotations
+import ctypes, ctypes.util, functools, glob, os, re, shutil, subprocess, tempfile
+from typing import Any
+from tinygrad.device import Compiler, CompileError
+from tinygrad.uop.ops import UOp
+from tinygrad_amd.renderer import check_arch
+
+class AMDCompiler(Compiler):
+  """Base of the AMD compilers. `rendered` (the renderer's source -> uops record) and `kernels` (binary -> uops) are set
+  by the mock driver only: it cannot run an HSACO, so it looks up the uops the binary was rendered from."""
+  rendered: dict[str, list[UOp]] | None = None
+  kernels: dict[bytes, list[UOp]] | None = None
+  def __init__(self, arch: str, cachekey: str):
+    check_arch(arch)
+    self.arch = arch.split(":")[0]
+    super().__init__(cachekey)
+  def compile_cached(self, src: str) -> bytes:
+    lib = super().compile_cached(src)
+    if self.kernels is not None and self.rendered is not None and src in self.rendered: self.kernels[lib] = self.rendered[src]
+    return lib
+  def disassemble(self, lib: bytes) -> str:
+    tool = next((t for t in ("llvm-objdump", "llvm-objdump-19", "llvm-objdump-16", "llvm-objdump-14") if shutil.which(t)), None)
+    if tool is None: raise RuntimeError("llvm-objdump not found (apt-get install llvm)")
+    with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
+      f.write(lib)
+      f.flush()
+      return subprocess.run([tool, "-d", f"--mcpu={self.arch}", f.name], capture_output=True, text=True).stdout
+
+# ---- lld: object -> HSACO ----
+
+LLD_NAMES = ["ld.lld", "ld.lld-19", "ld.lld-18", "ld.lld-17", "ld.lld-16", "ld.lld-15", "ld.lld-14", "/opt/rocm/llvm/bin/ld.lld"]
+
+@functools.cache
+def find_lld() -> tuple[str, int]:
+  """(path, major version) of an lld that links AMDGPU objects; RuntimeError naming the fix when there is none."""
+  for name in LLD_NAMES:
+    path = shutil.which(name) or (name if os.path.isabs(name) and os.path.exists(name) else None)
+    if path is None: continue
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"LLD (\d+)", out)
+    if m: return path, int(m.group(1))
+  raise RuntimeError(f"lld not found (tried {', '.join(LLD_NAMES)}); install it: apt-get install lld")
+
+def code_object_version(lld_major: int) -> int:
+  """The code-object version the linker understands: lld 14/15 know v4 at most, 16+ know v5 (ROCm 6's default)."""
+  return 400 if lld_major < 16 else 500
+
+def link_hsaco(obj: bytes, src: str) -> bytes:
+  path, _ = find_lld()
+  with tempfile.TemporaryDirectory(prefix="tinygrad_amd_") as tmp:
+    o, out = os.path.join(tmp, "kernel.o"), os.path.join(tmp, "kernel.hsaco")
+    with open(o, "wb") as f: f.write(obj)
+    r = subprocess.run([path, "-shared", "--no-undefined", o, "-o", out], capture_output=True, text=True)
+    if r.returncode != 0: raise CompileError(f"{path} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
+    with open(out, "rb") as f: return f.read()
+
+class AMDLLVMCompiler(AMDCompiler):
+  """AMDGPU LLVM IR -> HSACO: llvmlite parses, optimizes (O2) and emits the object for `arch`; lld links it."""
+  def __init__(self, arch: str = "gfx1100", opt: int = 2):
+    check_arch(arch)
+    import llvmlite.binding as llvm
+    self.llvm, self.opt = llvm, opt
+    self.lld, lld_major = find_lld()
+    self.cov = code_object_version(lld_major)
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    super().__init__(arch, f"compile_amd_llvm_O{opt}_{arch}_cov{self.cov}")
+    self.tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu=self.arch, features="", opt=opt, reloc="pic")
+    self.lld_version = f"lld {lld_major}"
+  def version(self) -> str: return f"llvm {'.'.join(map(str, self.llvm.llvm_version_info))}, {self.lld_version}"
+  def to_object(self, src: str) -> bytes:
+    """The relocatable object (before lld) for `src`."""
+    llvm = self.llvm
+    flags = f'!llvm.module.flags = !{{!0}}\n!0 = !{{i32 1, !"amdhsa_code_object_version", i32 {self.cov}}}\n'
+    try:
+      mod = llvm.parse_assembly(src + flags)
+      mod.verify()
+    except RuntimeError as e: raise CompileError(f"LLVM IR for {self.arch} does not parse: {e}", src) from e
+    mod.data_layout = str(self.tm.target_data)
+    pb = llvm.create_pass_builder(self.tm, llvm.create_pipeline_tuning_options(speed_level=self.opt))
+    pb.getModulePassManager().run(mod, pb)
+    try: return bytes(self.tm.emit_object(mod))
+    except RuntimeError as e: raise CompileError(f"LLVM cannot compile for {self.arch}: {e}", src) from e
+  def compile(self, src: str) -> bytes: return link_hsaco(self.to_object(src), src)
+
+# ---- HIP C ----
+
+_HIP_FLAGS = ["-O3", "-ffp-contract=off", "-nogpulib", "-nogpuinc", "-fno-gpu-rdc", "--no-gpu-bundle-output"]
+CLANG_NAMES = ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14", "/opt/rocm/llvm/bin/clang"]
+
+@functools.cache
+def tool_version(path: str) -> str:
+  r = subprocess.run([path, "--version"], capture_output=True, text=True)
+  return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else "unknown"
+
+class HIPClangCompiler(AMDCompiler):
+  """HIP C -> HSACO with clang (no ROCm needed: our HIP C includes no header and calls no device library)."""
+  def __init__(self, arch: str = "gfx1100"):
+    check_arch(arch)
+    self.clang = next((p for p in (shutil.which(n) or (n if os.path.isabs(n) and os.path.exists(n) else None) for n in CLANG_NAMES) if p), None)
+    if self.clang is None: raise RuntimeError(f"clang not found (tried {', '.join(CLANG_NAMES[:3])} ...); install it: apt-get install clang lld")
+    find_lld()   # clang links the device code with lld
+    super().__init__(arch, f"compile_amd_hipclang_{arch}")
+  def version(self) -> str: return tool_version(self.clang)
+  def compile(self, src: str) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="tinygrad_amd_") as tmp:
+      inp, out = os.path.join(tmp, "kernel.hip"), os.path.join(tmp, "kernel.hsaco")
+      with open(inp, "w") as f: f.write(src)
+      cmd = [self.clang, "-x", "hip", "--cuda-device-only", f"--offload-arch={self.arch}", *_HIP_FLAGS, inp, "-o", out]
+      r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PATH": f"{os.path.dirname(find_lld()[0])}:{os.environ.get('PATH', '')}"})
+      if r.returncode != 0: raise CompileError(f"clang ({self.version()}) for {self.arch} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
+      with open(out, "rb") as f: return f.read()
+
+def _hiprtc_candidates() -> list[str]:
+  rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
+  out = sorted(glob.glob(os.path.join(rocm, "lib", "libhiprtc.so*")), reverse=True)
+  if (sysl := ctypes.util.find_library("hiprtc")): out.append(sysl)
+  return out
+
+@functools.cache
+def load_hiprtc() -> Any:
+  """The hiprtc library (ctypes); RuntimeError naming what was tried and the fix."""
+  tried = []
+  for path in dict.fromkeys(_hiprtc_candidates()):
+    try: lib = ctypes.CDLL(path)
+    except OSError:
+      tried.append(path)
+      continue
+    lib.hiprtcGetErrorString.restype = ctypes.c_char_p
+    return lib
+  raise RuntimeError(f"hiprtc not found ({', '.join(tried) or 'no libhiprtc.so in $ROCM_PATH/lib or the system'}); install ROCm (hip-runtime-amd)")
+
+class HIPRTCCompiler(AMDCompiler):
+  """HIP C -> HSACO with ROCm's hiprtc."""
+  def __init__(self, arch: str = "gfx1100"):
+    check_arch(arch)   # before hiprtc is even loaded
+    self.lib = load_hiprtc()
+    v = ctypes.c_int()
+    w = ctypes.c_int()
+    self._check(self.lib.hiprtcVersion(ctypes.byref(v), ctypes.byref(w)), "hiprtcVersion")
+    self.hiprtc_version = f"{v.value}.{w.value}"
+    self.options = [f"--offload-arch={arch.split(':')[0]}", "-O3", "-ffp-contract=off", "-nogpuinc"]
+    super().__init__(arch, f"compile_amd_hiprtc_{arch}")
+  def version(self) -> str: return f"hiprtc {self.hiprtc_version}"
+  def _check(self, status: int, what: str, src: str | None = None, log: str = "") -> None:
+    if status != 0:
+      raise CompileError(f"hiprtc {what} failed: {self.lib.hiprtcGetErrorString(status).decode()}" + (f"\n{log}" if log else ""), src)
+  def compile(self, src: str) -> bytes:
+    prog = ctypes.c_void_p()
+    self._check(self.lib.hiprtcCreateProgram(ctypes.byref(prog), src.encode(), b"kernel.hip", 0, None, None), "hiprtcCreateProgram", src)
+    try:
+      opts = (ctypes.c_char_p * len(self.options))(*[o.encode() for o in self.options])
+      status = self.lib.hiprtcCompileProgram(prog, len(self.options), opts)
+      size = ctypes.c_size_t()
+      self.lib.hiprtcGetProgramLogSize(prog, ctypes.byref(size))
+      log = ctypes.create_string_buffer(size.value + 1)
+      self.lib.hiprtcGetProgramLog(prog, log)
+      self._check(status, f"compile for {self.arch} ({self.version()})", src, log.value.decode(errors="replace").strip())
+      self._check(self.lib.hiprtcGetCodeSize(prog, ctypes.byref(size)), "hiprtcGetCodeSize", src)
+      out = ctypes.create_string_buffer(size.value)
+      self._check(self.lib.hiprtcGetCode(prog, out), "hiprtcGetCode", src)
+      return out.raw
+    finally: self.lib.hiprtcDestroyProgram(ctypes.byref(prog))
+
+def HIPCompiler(arch: str = "gfx1100") -> AMDCompiler:
+  """The HIP C compiler this machine has: hiprtc where ROCm is installed, else clang (AMD_HIPCC=hiprtc|clang forces one)."""
+  choice = os.environ.get("AMD_HIPCC", "").lower()
+  if choice not in ("", "hiprtc", "clang"): raise ValueError(f"AMD_HIPCC={choice!r}: valid values are hiprtc, clang")
+  if choice == "clang": return HIPClangCompiler(arch)
+  try: return HIPRTCCompiler(arch)
+  except RuntimeError as e:
+    if choice == "hiprtc": raise
+    try: return HIPClangCompiler(arch)
+    except RuntimeError as e2: raise RuntimeError(f"no HIP C compiler: {e}; {e2}") from e2
