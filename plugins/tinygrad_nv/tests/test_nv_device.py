@@ -65,3 +65,26 @@ def test_launch_limits_and_oom():
   for b in bufs: dev.allocator.free(b, 60 << 20)   # cached: arenas still held
   big = dev.allocator.alloc(100 << 20)               # OOM -> free cache and empty arenas -> retry
   assert big.size == 100 << 20
+
+def test_ptx_driver_jit_compiles_to_cubin_and_rejects_bad_ptx():
+  # NV_PTX_JIT=1: the driver's JIT (cuLink*) compiles at compile time, so a bad kernel is a CompileError there, not at load
+  code = """
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.device import Device, CompileError
+dev = Device['NV:PTX']
+print('version', dev.compiler.version())
+print((Tensor(np.arange(5, dtype=np.float32), device='NV:PTX') * 2).tolist())
+try: dev.compiler.compile_cached('this is not a kernel }{')
+except CompileError as e: print('CompileError', 'CUDA_ERROR_INVALID_PTX' in str(e))
+"""
+  r = run(code, NV_PTX_JIT="1", CACHELEVEL="0")
+  assert r.returncode == 0, r.stderr
+  assert "version driver-jit-13.0" in r.stdout and "[0.0, 2.0, 4.0, 6.0, 8.0]" in r.stdout and "CompileError True" in r.stdout
+
+def test_ptx_without_ptxas_or_gpu_is_a_clear_pair_error():
+  from tinygrad_nv.compiler import PTXCompiler
+  os.environ["NV_PTX_JIT"] = "1"
+  try:
+    with pytest.raises(RuntimeError, match="needs ptxas"): PTXCompiler("sm_90")
+  finally: os.environ.pop("NV_PTX_JIT")

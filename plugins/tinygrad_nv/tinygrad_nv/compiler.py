@@ -1,4 +1,4 @@
-"""NV compilers: CUDA C -> CUBIN with NVRTC (the PyPI wheel) or nvcc; our PTX -> CUBIN with ptxas, or PTX for the driver's JIT.
+"""NV compilers: CUDA C -> CUBIN with NVRTC (the PyPI wheel) or nvcc; our PTX -> CUBIN with ptxas or the driver's JIT.
 
 Why CUBIN and not PTX: PTX carries an ISA version that a newer toolchain raises (NVRTC 13.5 writes PTX 9.5) and that an
 older driver or ptxas rejects; a CUBIN for the device's exact sm arch loads on any driver that supports the arch. The
@@ -115,13 +115,20 @@ class NVCCCompiler(NVCompiler):
   def disassemble(self, lib: bytes) -> str: return cuobjdump(lib)
 
 class PTXCompiler(NVCompiler):
-  """Our PTX -> CUBIN with ptxas when it is installed (about 13 ms a kernel); else the PTX text itself, which the driver
-  JIT-compiles at module load (NV_PTX_JIT=1 forces that). Our PTX declares the lowest ISA version that knows the arch."""
-  def __init__(self, arch: str = "sm_80"):
+  """Our PTX -> CUBIN with ptxas when it is installed (about 13 ms a kernel); else (or with NV_PTX_JIT=1) with the GPU
+  driver's own JIT through `dev`, the NVDevice, which must be given then. Our PTX declares the lowest ISA version that
+  knows the arch. Either way a bad kernel fails here with the tool's log, never later at module load."""
+  def __init__(self, arch: str = "sm_80", dev: Any = None):
     self.ptxas = None if os.environ.get("NV_PTX_JIT", "0") == "1" else (shutil.which("ptxas") or None)
+    self.dev = dev
+    if self.ptxas is None and dev is None:
+      raise RuntimeError("PTX needs ptxas (the CUDA toolkit) or a GPU whose driver JIT-compiles PTX (NV_PTX_JIT=1)")
     super().__init__(arch, f"compile_nv_ptx_{'ptxas' if self.ptxas else 'jit'}_{arch}")
-  def version(self) -> str: return tool_version(self.ptxas) if self.ptxas else "driver-jit"
+  def version(self) -> str: return tool_version(self.ptxas) if self.ptxas else f"driver-jit-{self.dev.driver_version}"
   def compile(self, src: str) -> bytes:
-    if self.ptxas is None: return src.encode() + b"\0"   # cuModuleLoadData takes NUL-terminated PTX
+    if self.ptxas is None:
+      from tinygrad_nv.runtime import jit_link
+      self.dev.make_current()
+      return jit_link(self.dev.cu, src)
     return _run_tool([self.ptxas, f"-arch={self.arch}", "-O3"], src, ".ptx", f"ptxas ({self.version()}) for {self.arch}")
-  def disassemble(self, lib: bytes) -> str: return lib.decode(errors="replace") if not lib.startswith(b"\x7fELF") else cuobjdump(lib)
+  def disassemble(self, lib: bytes) -> str: return cuobjdump(lib)

@@ -25,12 +25,13 @@ def open_driver() -> Any:
   if code != 0: raise DeviceError(f"NV: cuInit failed: {drv.error_string(code)}")
   return drv
 
-def nv_compilers(arch: str, **lim: Any) -> CompilerSet:
-  """The three pairs for `arch` ("sm_90"), in order of preference; `lim` are the device's launch limits."""
+def nv_compilers(arch: str, dev: Any = None, **lim: Any) -> CompilerSet:
+  """The three pairs for `arch` ("sm_90"), in order of preference; `lim` are the device's launch limits, `dev` the
+  NVDevice whose driver JIT-compiles PTX when ptxas is missing (None: compile-only)."""
   return CompilerSet([
     CompilerPair(functools.partial(CUDARenderer, arch, **lim), functools.partial(NVRTCCompiler, arch), "NV_NVRTC", "NVRTC"),
     CompilerPair(functools.partial(CUDARenderer, arch, **lim), functools.partial(NVCCCompiler, arch), "NV_NVCC", "NVCC"),
-    CompilerPair(functools.partial(PTXRenderer, arch, **lim), functools.partial(PTXCompiler, arch), "NV_PTX", "PTX")], "NV_CC")
+    CompilerPair(functools.partial(PTXRenderer, arch, **lim), functools.partial(PTXCompiler, arch, dev), "NV_PTX", "PTX")], "NV_CC")
 
 def compile_only() -> CompilerSet:
   """The pairs without a GPU (for listing and compile-only use): the arch is NV_ARCH, default sm_80."""
@@ -56,7 +57,10 @@ class NVDevice(Compiled):
     check(self.cu, self.cu.cuStreamCreate(ctypes.pointer(self.stream), 1), "cuStreamCreate")   # 1: CU_STREAM_NON_BLOCKING
     self.device = device
     lim = {"local_max": self.block_max, "shared_max": a["max_shared_per_block"], "global_max": self.grid_max}
-    super().__init__(device, NVAllocator(self), nv_compilers(self.arch, **lim), functools.partial(NVProgram, self))
+    ver = ctypes.c_int()
+    check(self.cu, self.cu.cuDriverGetVersion(ctypes.pointer(ver)), "cuDriverGetVersion")
+    self.driver_version = f"{ver.value // 1000}.{ver.value % 1000 // 10}"
+    super().__init__(device, NVAllocator(self), nv_compilers(self.arch, self, **lim), functools.partial(NVProgram, self))
     if self.cu.mock and isinstance(self.compiler, NVCompiler):   # let the mock find the uops behind each binary
       self.renderer.record = getattr(self.renderer, "record", None) or {}   # type: ignore[attr-defined]
       self.compiler.rendered, self.compiler.kernels = self.renderer.record, MOCK_KERNELS   # type: ignore[attr-defined]

@@ -19,9 +19,10 @@ from tinygrad.dtype import PtrDType
 from tinygrad.helpers import prod
 from tinygrad_nv.runtime import ATTR, CUDA_ERROR_OUT_OF_MEMORY
 
-CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 1, 200, 500, 701
+CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_FOUND = 1, 200, 218, 500
+CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
 _NAMES = {0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 200: "CUDA_ERROR_INVALID_IMAGE",
-          500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}
+          218: "CUDA_ERROR_INVALID_PTX", 500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}
 
 class MockFunction:
   def __init__(self, name: str, uops: list[UOp]):
@@ -42,6 +43,7 @@ class MockDriver:
     self.modules: dict[int, list[UOp]] = {}
     self.funcs: dict[int, MockFunction] = {}
     self.launches = 0
+    self.links: dict[int, bytes] = {}
     n = int("".join(c for c in self.arch if c.isdigit()))
     self.attrs = {ATTR["max_threads_per_block"]: 1024, ATTR["max_block_x"]: 1024, ATTR["max_block_y"]: 1024, ATTR["max_block_z"]: 64,
                   ATTR["max_grid_x"]: 2**31-1, ATTR["max_grid_y"]: 65535, ATTR["max_grid_z"]: 65535, ATTR["max_shared_per_block"]: 49152,
@@ -126,6 +128,26 @@ class MockDriver:
     vals = tuple(ctypes.c_int32.from_address(params[len(f.globals) + j]).value for j in range(f.nvars))
     f.prg(*bufs, global_size=(gx, gy, gz), local_size=(bx, by, bz), vals=vals)
     self.launches += 1
+    return 0
+
+  # the driver's PTX JIT: the mock "CUBIN" is the NUL-terminated PTX itself, which module load then looks up by its bytes
+  def cuLinkCreate_v2(self, n: int, opts: Any, vals: Any, p: Any) -> int:
+    h = 0x40000 + len(self.links)
+    self.links[h] = b""
+    return self._set(p, h)
+  def cuLinkAddData_v2(self, state: Any, kind: int, data: Any, size: int, name: bytes, n: int, opts: Any, vals: Any) -> int:
+    ptx = ctypes.string_at(data.value if isinstance(data, ctypes.c_void_p) else data, size).rstrip(b"\0")
+    if not (ptx.lstrip().startswith(b"//") or ptx.lstrip().startswith(b".version")) or b".entry" not in ptx: return CUDA_ERROR_INVALID_PTX
+    self.links[state.value if isinstance(state, ctypes.c_void_p) else state] = ptx + b"\0"
+    return 0
+  def cuLinkComplete(self, state: Any, p: Any, size: Any) -> int:
+    img = self.links.get(state.value if isinstance(state, ctypes.c_void_p) else state)
+    if not img: return CUDA_ERROR_INVALID_VALUE
+    self._keep = ctypes.create_string_buffer(img, len(img))
+    size.contents.value = len(img)
+    return self._set(p, ctypes.addressof(self._keep))
+  def cuLinkDestroy(self, state: Any) -> int:
+    self.links.pop(state.value if isinstance(state, ctypes.c_void_p) else state, None)
     return 0
 
   def cuEventCreate(self, p: Any, flags: int) -> int: return self._set(p, 0x3000)

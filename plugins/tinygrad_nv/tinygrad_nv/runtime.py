@@ -29,12 +29,15 @@ CU_PROTOS: dict[str, list[Any]] = {
   "cuEventSynchronize": [ctypes.c_void_p], "cuEventElapsedTime": [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p],
   "cuEventDestroy_v2": [ctypes.c_void_p], "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
   "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+  "cuLinkCreate_v2": [ctypes.c_uint, c_int_p, c_void_pp, c_void_pp],
+  "cuLinkAddData_v2": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_uint, c_int_p, c_void_pp],
+  "cuLinkComplete": [ctypes.c_void_p, c_void_pp, ctypes.POINTER(ctypes.c_size_t)], "cuLinkDestroy": [ctypes.c_void_p],
 }
 # CUdevice_attribute values (cuda.h)
 ATTR = {"max_threads_per_block": 1, "max_block_x": 2, "max_block_y": 3, "max_block_z": 4, "max_grid_x": 5, "max_grid_y": 6, "max_grid_z": 7,
         "max_shared_per_block": 8, "cc_major": 75, "cc_minor": 76}
 CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_NO_DEVICE = 2, 100
-CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 5, 6
+CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INPUT_PTX = 5, 6, 1
 LIBCUDA_PATHS = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
                  "/usr/lib/wsl/lib/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"]
 
@@ -71,6 +74,22 @@ def check(drv: Any, code: int, what: str) -> None:
   msg = f"{what} failed: {drv.error_string(code)}"
   if code == CUDA_ERROR_OUT_OF_MEMORY: raise MemoryError(msg)
   raise CUDAError(msg, code)
+
+def jit_link(cu: Any, ptx: str) -> bytes:
+  """PTX -> CUBIN for the current context's GPU with the driver's own JIT (cuLink*); raises CompileError with its log."""
+  from tinygrad.device import CompileError
+  state, log = ctypes.c_void_p(), ctypes.create_string_buffer(8192)
+  opts = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+  vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(len(log)))
+  check(cu, cu.cuLinkCreate_v2(2, opts, vals, ctypes.pointer(state)), "cuLinkCreate")
+  try:
+    data = ctypes.create_string_buffer(ptx.encode())
+    code = cu.cuLinkAddData_v2(state, CU_JIT_INPUT_PTX, ctypes.cast(data, ctypes.c_void_p), len(data), b"kernel.ptx", 0, None, None)
+    if code != 0: raise CompileError(f"the driver's PTX JIT failed: {cu.error_string(code)}\n{log.value.decode(errors='replace')}".strip(), ptx)
+    out, size = ctypes.c_void_p(), ctypes.c_size_t()
+    check(cu, cu.cuLinkComplete(state, ctypes.pointer(out), ctypes.pointer(size)), "cuLinkComplete")
+    return ctypes.string_at(out.value or 0, size.value)   # owned by the link state: copied before it is destroyed
+  finally: cu.cuLinkDestroy(state)
 
 def _host_addr(mv: memoryview) -> tuple[int, Any]:
   """The address of a host buffer and an object that keeps it alive (read-only buffers are copied once)."""
