@@ -48,6 +48,7 @@ EGRAPH_BUDGET = ContextVar("EGRAPH_BUDGET", 2000)  # max e-nodes before saturati
 CACHELEVEL = ContextVar("CACHELEVEL", 2)     # 0 disables the on-disk compile cache
 NOOPT = ContextVar("NOOPT", 0)               # disable kernel optimizations
 BEAM = ContextVar("BEAM", 0)                 # beam search width
+USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto the renderer's tensor cores
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 

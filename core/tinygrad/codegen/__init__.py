@@ -8,11 +8,17 @@ from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG, SPEC
 from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.linearize import linearize
-from tinygrad.codegen.opt import Opt, optimize
+from tinygrad.codegen.opt import Opt, OptOps, optimize
+from tinygrad.codegen.tc import tensor_cores
 
 def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   """GPU-style launch: the global loops become SPECIAL launch indices (at most 3; leading ones are merged)."""
   granges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.GLOBAL], key=lambda r: r.arg[0])
+  # LOCAL ranges (a tensor core's lanes) are the thread index inside a block, in the order of their axes
+  lranges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOCAL], key=lambda r: r.arg[0])
+  if len(lranges) > 3: raise RuntimeError(f"kernel has {len(lranges)} local axes; at most 3 launch dimensions exist")
+  lsub = {r: UOp(Ops.SPECIAL, dtypes.index, (r.src[0],), f"lidx{i}") for i, r in enumerate(lranges)}
+  if lsub: sink = sink.substitute(lsub)
   if not granges: return sink
   groups: list[list[UOp]] = [granges[:len(granges)-2], granges[-2:-1], granges[-1:]] if len(granges) > 3 else [[r] for r in granges]
   groups = [g for g in groups if g]
@@ -52,7 +58,8 @@ PASSES: list[Pass] = [
   ("verify_ast", lambda s, r, o: _verify(s)),                                                  # catch malformed kernels before work
   ("pre_matcher", lambda s, r, o: graph_rewrite(s, r.pre_matcher) if r.pre_matcher else s),    # device rewrites on the raw kernel
   ("simplify", lambda s, r, o: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
-  ("optimize", lambda s, r, o: optimize(s, r, o)),                                             # upcast/unroll: the heuristics or given opts
+  ("tensor_cores", lambda s, r, o: tensor_cores(s, r, o)),                                      # matmuls onto WMMA (TC action)
+  ("optimize", lambda s, r, o: optimize(s, r, o if o is None else [x for x in o if x.op is not OptOps.TC])),   # upcast/unroll: heuristics or given
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks

@@ -15,6 +15,7 @@ from tinygrad.renderer import Renderer
 class OptOps(Enum):
   UPCAST = auto()   # split a global axis and unroll the inner part: register blocking, several outputs per loop trip
   UNROLL = auto()   # split a reduce axis and unroll the inner part: several independent accumulations per loop trip
+  TC = auto()       # map a matmul onto the renderer's tensor core number `arg` (codegen/tc.py; runs before the others)
 
 @dataclass(frozen=True)
 class Opt:

@@ -9,7 +9,10 @@ _ABILITIES: dict[str, dict[str, Any]] = {
 }
 
 def abilities(name: str) -> dict[str, Any]:
-  """The renderer attributes the PYTHON device takes when emulating `name`."""
+  """The renderer attributes the PYTHON device takes when emulating `name` (with its tensor cores, run by tc.py's emulation)."""
   key = name.upper()
   if key not in _ABILITIES: raise ValueError(f"EMULATE={name!r} is not known; valid: {', '.join(_ABILITIES)}")
+  if key == "NV":
+    from tinygrad.codegen.tc import NV_TENSOR_CORES
+    return {**_ABILITIES[key], "tensor_cores": NV_TENSOR_CORES}
   return _ABILITIES[key]

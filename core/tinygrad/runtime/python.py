@@ -221,6 +221,10 @@ class PythonProgram:
         elif op in GroupOp.ALU:
           if isinstance(v[0], tuple): values[pc] = tuple(_alu(op, dt.scalar(), list(x)) for x in zip(*[s if isinstance(s, tuple) else (s,)*dt.count for s in v]))
           else: values[pc] = _alu(op, dt, v)
+        elif op is Ops.WMMA:
+          from tinygrad.codegen.tc import wmma_emulate
+          ea, eb = arg[3]
+          values[pc] = tuple(wmma_emulate(arg, v[:ea], v[ea:ea+eb], v[ea+eb:], lane, nlocal, np))
         elif op is Ops.NOOP: values[pc] = v[0]
         else: raise NotImplementedError(f"PYTHON device cannot run {op}")
         pc += 1

@@ -65,3 +65,24 @@ def test_ptxas_assembles_every_kernel(arch):
     with open(p, "w") as f: f.write(ptx_module(arch))
     r = subprocess.run(["ptxas", f"-arch={arch}", p, "-o", os.path.join(tmp, "all.cubin")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[:3000]
+
+def _tc_programs(arch: str) -> list:
+  # half and bfloat16 matmuls, which the heuristics put on mma.m16n8k16 for sm_80+
+  from tinygrad import Tensor, dtypes
+  asts = [(Tensor.empty(64, 32, dtype=dt, device="NULL") @ Tensor.empty(32, 24, dtype=dt, device="NULL")).schedule()[-1].ast
+          for dt in (dtypes.half, dtypes.bfloat16)]
+  return [get_program(ast, ren) for ast in asts for ren in (CUDARenderer(arch), PTXRenderer(arch))]
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tensor_core_kernels_render_and_compile(arch):
+  progs = _tc_programs(arch)
+  for p, ty in zip(progs, ["f16", "f16", "bf16", "bf16"]):
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32" in p.src and p.local_size == [32, 1, 1], p.src
+    assert p.global_size == [3, 4, 1]   # N/8 x M/16 warps, one per block
+  assert not any("mma" in p.src for p in _tc_programs("sm_75"))   # no mma.m16n8k16 before sm_80
+  from tinygrad_nv.compiler import NVRTCCompiler
+  try: assert all(NVRTCCompiler(arch).compile(p.src)[:4] == b"\x7fELF" for p in progs[0::2])
+  except RuntimeError as e: pytest.skip(str(e))
+  if shutil.which("ptxas") is not None:
+    from tinygrad_nv.compiler import PTXCompiler
+    assert all(PTXCompiler(arch).compile(p.src)[:4] == b"\x7fELF" for p in progs[1::2])

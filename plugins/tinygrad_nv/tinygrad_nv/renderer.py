@@ -16,7 +16,8 @@ from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
+from tinygrad.codegen.tc import NV_TENSOR_CORES
 
 # ---------------------------------------------------------------- shared rules ----------------------------------------------------------------
 
@@ -52,6 +53,33 @@ def nv_extra_matcher(local_max: tuple[int, ...]) -> PatternMatcher:
 def launch_threads(uops: list[UOp]) -> int:
   """Threads per block of a linearized kernel: the product of its local (lidx) sizes."""
   return prod(u.src[0].arg for u in uops if u.op is Ops.SPECIAL and u.arg[0] == "l" and u.src[0].op is Ops.CONST)
+
+# ---- tensor cores: mma.sync.m16n8k16 with fp32 accumulate (sm_80+). Inputs are held as f32 in registers (exactly their
+# half/bfloat16 value), packed in pairs into the .f16x2/.bf16x2 registers the instruction reads, lower element in the low half;
+# the WMMA's name (codegen/tc.py) is layout_input_output in PTX type spellings
+
+def mma_lines(name: str, a: list[str], b: list[str], c: list[str], d: list[str], pack: Callable[[str, str, str], str]) -> list[str]:
+  """The PTX of one WMMA uop: pack a/b pairs with `pack(dtype, hi, lo) -> b32 register`, then the mma into registers d."""
+  ty = name.split("_")[1]
+  ra = [pack(ty, a[2*i+1], a[2*i]) for i in range(len(a) // 2)]
+  rb = [pack(ty, b[2*i+1], b[2*i]) for i in range(len(b) // 2)]
+  return [f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32 {{{', '.join(d)}}}, {{{', '.join(ra)}}}, {{{', '.join(rb)}}}, {{{', '.join(c)}}};"]
+
+def cuda_mma_function(name: str, ea: int, eb: int, ec: int) -> str:
+  """A CUDA device function running the WMMA uop `name` with inline PTX: float args in, float4 (D) out."""
+  ty = name.split("_")[1]
+  args = [f"float a{i}" for i in range(ea)] + [f"float b{i}" for i in range(eb)] + [f"float c{i}" for i in range(ec)]
+  packs = [f'  asm("cvt.rn.{ty}x2.f32 %0, %1, %2;" : "=r"({v}[{i}]) : "f"({v}{2*i+1}), "f"({v}{2*i}));'
+           for v, n in (("a", ea), ("b", eb)) for i in range(n // 2)]
+  regs = [f"%{i}" for i in range(ec + ea // 2 + eb // 2 + ec)]
+  cut = [ec, ec + ea // 2, ec + ea // 2 + eb // 2]
+  mma = (f"mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32 {{{','.join(regs[:cut[0]])}}}, {{{','.join(regs[cut[0]:cut[1]])}}}, "
+         f"{{{','.join(regs[cut[1]:cut[2]])}}}, {{{','.join(regs[cut[2]:])}}};")
+  outs = ", ".join(f'"=f"(d.{"xyzw"[i]})' for i in range(ec))
+  ins = ", ".join([f'"r"(a[{i}])' for i in range(ea // 2)] + [f'"r"(b[{i}])' for i in range(eb // 2)] + [f'"f"(c{i})' for i in range(ec)])
+  return "\n".join([f"__device__ __forceinline__ float{ec} __{name}({', '.join(args)}) {{",
+                    f"  unsigned int a[{ea // 2}], b[{eb // 2}]; float{ec} d;", *packs,
+                    f'  asm volatile("{mma}" : {outs} : {ins});', "  return d;", "}"])
 
 def arch_number(arch: str) -> int:
   """'sm_90' -> 90, 'sm_90a' -> 90."""
@@ -107,6 +135,7 @@ class NVAbilities:
     if shared_max is not None: self.shared_max = shared_max
     if global_max is not None: self.global_max = global_max
     self.extra_matcher = nv_extra_matcher(self.local_max or (1024,))
+    self.tensor_cores = NV_TENSOR_CORES if arch_number(arch) >= 80 else []   # mma.m16n8k16 needs sm_80
     self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see runtime.py)
   def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)
   def __repr__(self) -> str: return f"{type(self).__name__}({self.arch!r})"
@@ -126,6 +155,9 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
   emulated_floats = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = nv_code_for_op
+  string_rewrite = PatternMatcher([
+    (UPat(Ops.WMMA, name="x"), lambda ctx, x: f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"),   # tensor core: see prelude
+  ]) + base_rewrite
 
   # ---- vector types ----
   def _vec_name(self, dt: DType) -> str:
@@ -149,6 +181,7 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
     for dt in sorted(d for d in vecs if d.count > 1 and self._vec_name(d).startswith("tg_")):
       base = self.render_dtype(dt.scalar())
       ret.append(f"struct __attribute__((aligned({min(16, dt.itemsize)}))) {self._vec_name(dt)} {{ {base} v[{dt.count}]; }};")
+    for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values(): ret.append(cuda_mma_function(w.arg[0], *w.arg[3], w.dtype.count))
     return ret
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     head = f'extern "C" __global__ void __launch_bounds__({launch_threads(uops)}) {name}({", ".join(args)}) {{'
@@ -436,6 +469,12 @@ class PTXRenderer(NVAbilities, Renderer):
       elif u.op is Ops.CAST: r[u] = self._cast(r[u.src[0]], u.src[0].dtype, u.dtype)
       elif u.op is Ops.BITCAST: r[u] = self._bitcast(r[u.src[0]], u.src[0].dtype, u.dtype)
       elif u.op in GroupOp.ALU: r[u] = self._alu(u, [r[s] for s in u.src])
+      elif u.op is Ops.WMMA:
+        ea, eb = u.arg[3]
+        srcs, d = [r[s] for s in u.src], [self._reg("f32") for _ in range(u.dtype.count)]
+        for line in mma_lines(u.arg[0], srcs[:ea], srcs[ea:ea+eb], srcs[ea+eb:], d,
+                              lambda ty, hi, lo: self._ins("b32", f"cvt.rn.{ty}x2.f32 {{d}}, {hi}, {lo};")): self._e(line)
+        r[u] = d
       else: raise NotImplementedError(f"PTXRenderer cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
     regs = [f"\t.reg .{t} {n};" for t, n in self.regs]
     src = "\n".join([f"//\n// generated by tinygrad_nv PTXRenderer\n//\n.version {ptx_version(self.arch)}", f".target {self.arch}",

@@ -21,6 +21,8 @@ Launch: the core gives up to three SPECIAL gidxN indices. The shader is always d
 invocation's linear index is split back into gidx0..2 and invocations past the end return early (no barriers exist
 without shared memory, so the early return is safe). The runtime passes the launch sizes and the DEFINE_VAR values in
 one uniform buffer (binding after the data buffers): `launch[0] = (total, gx, gy, gz)`, `launch[1..]` = variables.
+Buffer i of the kernel is binding i, also when the kernel no longer reads it (the optimizer can fold a load away; the
+runtime still passes every buffer).
 
 Loops: on llvmpipe an invocation may take only 65535 loop back-edges in all (see `plan_unroll`), so there the device sets
 `loop_budget` and loops that would take more are unrolled: k copies of the body per trip, the innermost loops first.
@@ -216,7 +218,7 @@ class WGSLRenderer(CStyleLanguage):
 
   # ---- the walk ----
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
-    """The WGSL module for the linearized `uops`: data bindings 0..n-1, the launch uniform at binding n, entry point `name`."""
+    """The WGSL module for the linearized `uops`: buffer i at binding i, the launch uniform after the last, entry point `name`."""
     self.r: dict[UOp, str] = {}
     stored = {u.src[0].src[0] for u in uops if u.op is Ops.STORE and u.src[0].op is Ops.INDEX}
     globs = sorted([u for u in uops if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
@@ -236,13 +238,13 @@ class WGSLRenderer(CStyleLanguage):
     f16 = self.native_f16 and any(u.dtype.scalar() == dtypes.float16 or (isinstance(u.dtype, PtrDType) and u.dtype.base.scalar() == dtypes.float16)
                                   for u in uops)
     head = ["enable f16;"] if f16 else []
-    for b, g in enumerate(globs):
+    for g in globs:
       assert isinstance(g.dtype, PtrDType)
       self.r[g] = f"data{g.arg}"
       n = self.lanes(g.dtype.base)
       elem = ("atomic<u32>" if g in self.atomic else "u32") if n else self.reg(g.dtype.base)
-      head.append(f"@group(0) @binding({b}) var<storage, {'read_write' if g in stored else 'read'}> data{g.arg}: array<{elem}>;")
-    head.append(f"@group(0) @binding({len(globs)}) var<uniform> launch: array<vec4<u32>, {1 + (len(dvars) + 3) // 4}>;")
+      head.append(f"@group(0) @binding({g.arg}) var<storage, {'read_write' if g in stored else 'read'}> data{g.arg}: array<{elem}>;")
+    head.append(f"@group(0) @binding({globs[-1].arg + 1 if globs else 0}) var<uniform> launch: array<vec4<u32>, {1 + (len(dvars) + 3) // 4}>;")
     body = [f"  let lin = gid.x + gid.y*{self.workgroup_size}u*nwg.x;", "  if (lin >= launch[0].x) { return; }"]
     for i, v in enumerate(dvars):
       self.r[v] = f"v_{v.arg[0]}"

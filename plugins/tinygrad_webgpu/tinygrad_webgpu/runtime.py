@@ -18,7 +18,7 @@ _BINDING = re.compile(r"@binding\((\d+)\) var<(storage, read_write|storage, read
 _WG = re.compile(r"@workgroup_size\((\d+)\)")
 _UNIFORM_CACHE = 4096   # distinct launch uniforms kept per device
 
-def _build(dev: WebGPUDevice, name: str, src: str) -> tuple[Any, Any, int]:
+def _build(dev: WebGPUDevice, name: str, src: str) -> tuple[Any, Any, list[tuple[int, bool]]]:
   wgpu = dev.wgpu
   kinds = {"storage, read_write": wgpu.BufferBindingType.storage, "storage, read": wgpu.BufferBindingType.read_only_storage,
            "uniform": wgpu.BufferBindingType.uniform}
@@ -26,7 +26,8 @@ def _build(dev: WebGPUDevice, name: str, src: str) -> tuple[Any, Any, int]:
   module = create_shader(dev.gpu, src, name)
   bgl = dev.gpu.create_bind_group_layout(entries=[{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}} for b, t in binds])
   layout = dev.gpu.create_pipeline_layout(bind_group_layouts=[bgl])
-  return create_pipeline(dev.gpu, module, layout, src, name), bgl, len(binds)
+  # (binding, is the launch uniform): buffer i of the kernel is binding i
+  return create_pipeline(dev.gpu, module, layout, src, name), bgl, [(b, t == kinds["uniform"]) for b, t in binds]
 
 class WebGPUProgram:
   """A loaded WGSL kernel: `WebGPUProgram(dev, name, lib)(*bufs, global_size=, local_size=None, vals=(), wait=False)`."""
@@ -36,7 +37,7 @@ class WebGPUProgram:
     self.wg = int(m.group(1)) if m else 1
     self.fname = re.sub(r"\W", "_", name)
     if (cached := dev.pipelines.get(src)) is None: dev.pipelines[src] = cached = _build(dev, self.fname, src)
-    self.pipeline, self.bgl, self.nbind = cached
+    self.pipeline, self.bgl, self.binds = cached
 
   def _uniform(self, data: bytes) -> Any:
     cache = self.dev.uniforms
@@ -54,7 +55,8 @@ class WebGPUProgram:
     dev, wgpu = self.dev, self.dev.wgpu
     gs = tuple(global_size) + (1,) * (3 - len(global_size))
     total = prod(gs)
-    if len(bufs) + 1 != self.nbind: raise RuntimeError(f"WEBGPU kernel {self.name} takes {self.nbind - 1} buffers, got {len(bufs)}")
+    if any(b >= len(bufs) for b, uniform in self.binds if not uniform):
+      raise RuntimeError(f"WEBGPU kernel {self.name} binds buffer {max(b for b, u in self.binds if not u)}, got {len(bufs)} buffers")
     if total == 0: return 0.0 if wait else None
     groups, maxd = (total + self.wg - 1) // self.wg, dev.limits["max-compute-workgroups-per-dimension"]
     x = min(groups, maxd)
@@ -63,8 +65,10 @@ class WebGPUProgram:
     words = [total, *gs, *(v & 0xffffffff for v in vals)]
     words += [0] * (-len(words) % 4)
     ubuf = self._uniform(struct.pack(f"<{len(words)}I", *words))
-    entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}} for i, b in enumerate(bufs)]
-    entries.append({"binding": len(bufs), "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}})
+    entries = []
+    for b, uniform in self.binds:
+      buf = ubuf if uniform else bufs[b]
+      entries.append({"binding": b, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
     bind = dev.gpu.create_bind_group(layout=self.bgl, entries=entries)
     ts = wait and "timestamp-query" in dev.features
     if wait: dev.flush()   # time this kernel alone
