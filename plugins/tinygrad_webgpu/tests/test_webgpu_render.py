@@ -62,6 +62,10 @@ def test_dtypes_refused_and_f16_only_with_the_feature():
   assert dtypes.float16 in ren.supported_dtypes and dtypes.int64 not in ren.supported_dtypes
   src = wgsl(Tensor.empty(8, dtype=dtypes.float16, device="PYTHON") * 2, ren)
   assert src.startswith("enable f16;\n") and "array<f16>" in src and "@workgroup_size(256)" in src, src
+  ren.set_abilities(256, 65535, 8, native_f16=False, native_i64=True)   # wgpu-native's shader-int64
+  assert dtypes.int64 in ren.supported_dtypes and dtypes.uint64 in ren.supported_dtypes and dtypes.float64 not in ren.supported_dtypes
+  src = wgsl(Tensor.empty(8, dtype=dtypes.int64, device="PYTHON") * -3, ren)
+  assert "array<i64>" in src and "(-3li)" in src, src
 
 def test_too_many_buffers_is_a_clear_error():
   ren = WGSLRenderer()

@@ -57,7 +57,8 @@ def test_timing_and_batching(webgpu):
   assert x.numpy()[0] == 101
 
 def test_unsupported_dtype_is_a_type_error(webgpu):
-  for dt in (dtypes.int64, dtypes.float64):
+  # float64 always; int64/uint64 where the adapter lacks shader-int64
+  for dt in [dtypes.float64] + [d for d in (dtypes.int64, dtypes.uint64) if d not in Device[webgpu].renderer.supported_dtypes]:
     with pytest.raises(TypeError, match="is not supported on WEBGPU") as ei: (Tensor.ones(4, dtype=dt, device=webgpu) + 1).realize()
     assert dt.name in str(ei.value)
 
@@ -82,3 +83,16 @@ def test_kernel_whose_buffer_load_folds_away(webgpu):
   x, w, b = np.full((1, 1, 1, 1), 5, np.float32), np.full((1, 1, 1, 1), 2, np.float32), np.array([0.5], np.float32)
   got = Tensor(x, device=webgpu).conv2d(Tensor(w, device=webgpu), Tensor(b, device=webgpu), padding=1, stride=2).numpy()
   np.testing.assert_equal(got, np.full((1, 1, 2, 2), 0.5, np.float32))
+
+def test_int64_where_the_adapter_has_shader_int64(webgpu):
+  if "shader-int64" not in Device[webgpu].features: pytest.skip("this adapter lacks shader-int64: int64 is refused (test above)")
+  a = np.array([2**40 + 5, -2**62, 7, -(2**63), 2**63 - 1, -9], np.int64)
+  b = np.array([3, 7, -2, 1, 2**31, 4], np.int64)
+  ta, tb = Tensor(a, device=webgpu), Tensor(b, device=webgpu)
+  with np.errstate(over="ignore"):
+    np.testing.assert_equal((ta * tb + 1).numpy(), a * b + 1)   # wraps at 64 bits
+  np.testing.assert_equal((ta // tb).numpy(), a // b)   # floor division, exact at 64 bits
+  np.testing.assert_equal(ta.maximum(tb).numpy(), np.maximum(a, b))
+  np.testing.assert_equal((ta.cast(dtypes.uint64) >> 3).numpy(), a.view(np.uint64) >> np.uint64(3))
+  np.testing.assert_equal(Tensor(a[:3], device=webgpu).cast(dtypes.float32).numpy(), a[:3].astype(np.float32))
+  np.testing.assert_equal(Tensor.arange(5, device=webgpu).cast(dtypes.int64).sum().item(), 10)

@@ -16,7 +16,7 @@ WEBGPU_BATCH: int = getenv("WEBGPU_BATCH", 64)
 # limits requested at the adapter's own values (a device gets WebGPU's small defaults unless asked)
 _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size", "max-compute-invocations-per-workgroup",
            "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
-_FEATURES = ("shader-f16", "timestamp-query")
+_FEATURES = ("shader-f16", "timestamp-query", "shader-int64")   # shader-int64: a wgpu-native extension (i64/u64 in WGSL)
 # llvmpipe ends every loop once an invocation has taken 65535 loop back-edges in total (Mesa gallivm's loop limiter); the
 # renderer unrolls to stay under half that (measured: nested loops lose a few hundred trips more than a plain count says)
 _LLVMPIPE_LOOP_BUDGET = 32768
@@ -50,7 +50,8 @@ class WebGPUDevice(Compiled):
     wg = min(256, self.limits["max-compute-invocations-per-workgroup"], self.limits["max-compute-workgroup-size-x"])
     if isinstance(self.renderer, WGSLRenderer):
       self.renderer.set_abilities(wg, self.limits["max-compute-workgroups-per-dimension"], self.limits["max-storage-buffers-per-shader-stage"],
-                                  "shader-f16" in self.features, _LLVMPIPE_LOOP_BUDGET if "llvmpipe" in info["device"].lower() else None)
+                                  "shader-f16" in self.features, _LLVMPIPE_LOOP_BUDGET if "llvmpipe" in info["device"].lower() else None,
+                                  "shader-int64" in self.features)
       # a CPU adapter (llvmpipe) runs work-groups on CPU threads, each a SIMD batch of invocations: the core's CPU-style
       # heuristics (register blocking, unrolled reduces) fit it. Measured on llvmpipe: matmul 512 6.6 s -> 1.4 s
       self.renderer.has_threads = info["adapter_type"] == "CPU"

@@ -39,7 +39,8 @@ from tinygrad.renderer.cstyle import CStyleLanguage
 # dtype -> (register type, lanes per u32 word when packed in memory (0: a plain array<T>))
 _PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2}
 _REG = {dtypes.bool: "bool", dtypes.int8: "i32", dtypes.uint8: "u32", dtypes.int16: "i32", dtypes.uint16: "u32",
-        dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16"}
+        dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16",
+        dtypes.int64: "i64", dtypes.uint64: "u64"}   # the 64-bit ints with wgpu-native's `shader-int64` feature only
 _NARROW = {dtypes.int8: 8, dtypes.uint8: 8, dtypes.int16: 16, dtypes.uint16: 16}
 
 def _wrap(x: str, dt: DType) -> str:
@@ -53,11 +54,12 @@ def _idiv(op: str) -> Callable[..., str]:
   # case in index math, stay a plain operator; INT_MIN/-1 already gives INT_MIN (= -a wrapped), as the IR wants
   def f(a: str, b: str, dtype: DType) -> str:
     if dtypes.is_float(dtype): return f"({a}{op}{b})"
-    if re.fullmatch(r"-?\d+[iu]?", b) and int(b.rstrip("iu")) != 0: return f"({a}{op}{b})"
+    if re.fullmatch(r"-?\d+l?[iu]?", b) and int(b.rstrip("liu")) != 0: return f"({a}{op}{b})"
     return f"select(({a}{op}{b}), {_zero(dtype)}, ({b})=={_zero(dtype)})"
   return f
 
-def _zero(dt: DType) -> str: return {"bool": "false", "i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h"}[_REG[dt.scalar()]]
+def _zero(dt: DType) -> str:
+  return {"bool": "false", "i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h", "i64": "0li", "u64": "0lu"}[_REG[dt.scalar()]]
 def _cmp_bool(op: str) -> Callable[..., str]:
   # WGSL orders numbers only: a<b on bools is !a&&b
   return lambda a, b, dtype: f"((!{a})&&{b})" if dtype == dtypes.bool else f"({a}{op}{b})"
@@ -105,6 +107,7 @@ class WGSLRenderer(CStyleLanguage):
   max_dispatch = 65535
   max_buffers = 8
   native_f16 = False
+  native_i64 = False
   loop_budget: int | None = None   # loop back-edges one invocation may take (llvmpipe's limiter, see plan_unroll); None: any
   max_unroll = 1024                # most copies of one loop body plan_unroll emits
   # WGSL's builtin sin reduces its argument in float32: measured on llvmpipe, <=2 ulp up to |x| ~ 3e4, 14+ ulp at 1e5.
@@ -113,11 +116,14 @@ class WGSLRenderer(CStyleLanguage):
   supported_dtypes = frozenset([dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                                 dtypes.float32])
 
-  def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool, loop_budget: int | None = None) -> None:
-    """Called by the device with its adapter's limits; float16 is supported only where the adapter has `shader-f16`."""
+  def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool, loop_budget: int | None = None,
+                    native_i64: bool = False) -> None:
+    """Called by the device with its adapter's limits; float16 is supported only where the adapter has `shader-f16`, int64
+    and uint64 only where it has wgpu-native's `shader-int64`."""
     self.workgroup_size, self.max_dispatch, self.max_buffers, self.native_f16 = workgroup_size, max_dispatch, max_buffers, native_f16
-    self.loop_budget = loop_budget
-    self.supported_dtypes = type(self).supported_dtypes | (frozenset([dtypes.float16]) if native_f16 else frozenset())
+    self.loop_budget, self.native_i64 = loop_budget, native_i64
+    self.supported_dtypes = type(self).supported_dtypes | (frozenset([dtypes.float16]) if native_f16 else frozenset()) | \
+      (frozenset([dtypes.int64, dtypes.uint64]) if native_i64 else frozenset())
 
   # ---- types and literals ----
   def reg(self, dt: DType) -> str:
@@ -138,6 +144,8 @@ class WGSLRenderer(CStyleLanguage):
       return ret if f32 >= 0 and not ret.startswith("-") else f"({ret})"
     v = int(v)
     if t == "u32": return f"{v & 0xffffffff}u"
+    if t == "u64": return f"{v & 0xffffffffffffffff}lu"
+    if t == "i64": return "(-9223372036854775807li-1li)" if v == -2**63 else f"{v}li" if v >= 0 else f"({v}li)"
     if v == -2**31: return "(-2147483647i-1i)"
     return f"{v}i" if v >= 0 else f"({v}i)"   # parenthesised: `a--1i` would not parse
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"{self.reg(dt)}({','.join(elems)})"
@@ -198,14 +206,14 @@ class WGSLRenderer(CStyleLanguage):
   def _cast(self, x: UOp) -> str:
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
     if dt == dtypes.bool: return f"({src}!={self.render_const(0, x.src[0].dtype)})"
-    if dtypes.is_float(sdt) and dtypes.is_unsigned(dt): src = f"i32({src})"   # C wraps negative floats into unsigned: via i32
+    if dtypes.is_float(sdt) and dtypes.is_unsigned(dt): src = f"{'i64' if dt == dtypes.uint64 else 'i32'}({src})"   # C wraps negative floats: via signed
     if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
     ret = f"{self.reg(x.dtype)}({src})"
     if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"
     return _wrap(ret, dt)
   def _bitcast(self, x: UOp) -> str:
-    if x.dtype.itemsize != 4 or x.src[0].dtype.itemsize != 4:
-      raise NotImplementedError(f"WEBGPU cannot bitcast {x.src[0].dtype} to {x.dtype}: only 32-bit bitcasts")
+    if x.dtype.itemsize != x.src[0].dtype.itemsize or x.dtype.itemsize not in (4, 8):
+      raise NotImplementedError(f"WEBGPU cannot bitcast {x.src[0].dtype} to {x.dtype}: only 32-bit and 64-bit int bitcasts")
     return f"bitcast<{self.reg(x.dtype)}>({self.r[x.src[0]]})"
 
   def _special(self, x: UOp) -> str:
