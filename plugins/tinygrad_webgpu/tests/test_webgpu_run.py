@@ -96,3 +96,9 @@ def test_int64_where_the_adapter_has_shader_int64(webgpu):
   np.testing.assert_equal((ta.cast(dtypes.uint64) >> 3).numpy(), a.view(np.uint64) >> np.uint64(3))
   np.testing.assert_equal(Tensor(a[:3], device=webgpu).cast(dtypes.float32).numpy(), a[:3].astype(np.float32))
   np.testing.assert_equal(Tensor.arange(5, device=webgpu).cast(dtypes.int64).sum().item(), 10)
+
+def test_listing_shows_the_adapter(webgpu, capsys):
+  from tinygrad.__main__ import main
+  main(["list", "--no-check"])   # the device is open already (fixture): the listing shows its adapter
+  line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("WEBGPU"))
+  assert Device[webgpu].description in line, line
