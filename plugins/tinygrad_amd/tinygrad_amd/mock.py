@@ -64,7 +64,7 @@ class MockHIP:
     p.contents.value = v
     return 0
   @staticmethod
-  def _h(x: Any) -> int: return x.value if isinstance(x, ctypes.c_void_p) else int(x or 0)
+  def _h(x: Any) -> int: return int((x.value if isinstance(x, ctypes.c_void_p) else x) or 0)
 
   def hipInit(self, flags: int) -> int: return 0
   def hipRuntimeGetVersion(self, p: Any) -> int: return self._set(p, 60300000)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# On a machine with an AMD GPU (ROCm installed), in one go (under 5 minutes): the device listing, what the HIP runtime
+# reports (name, gfx target, limits: checks the attribute numbering), a smoke test of each compiler pair against numpy,
+# the conformance suite on AMD with each pair (in parallel), the plugin's own tests, and the AMD benchmark; then a summary.
+# Usage: scripts/gpu_check_amd.sh [python]. Logs go to $LOG_DIR (default /tmp/gpu_check_amd); JOBS workers per suite run.
+set -u
+PY=${1:-python3}
+LOG=${LOG_DIR:-/tmp/gpu_check_amd}
+JOBS=${JOBS:-4}
+mkdir -p "$LOG"
+cd "$(dirname "$0")/.."
+declare -A RES
+command -v rocm-smi >/dev/null && rocm-smi --showproductname 2>/dev/null | grep -E "GPU|Card" | head -4
+timeout 120 $PY -m tinygrad > "$LOG/devices.txt" 2>&1
+sed -n '/^devices/,/^$/p' "$LOG/devices.txt" | head -12
+
+# smoke: what the runtime reports, then each pair computes against numpy (elementwise, half, a long reduce, matmul,
+# transcendentals), and an impossible allocation is a clear MemoryError, before the long suite runs
+timeout 180 $PY - > "$LOG/smoke.log" 2>&1 <<'PYEOF'
+import time, numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.device import Device
+dev = Device["AMD"]
+print("AMD:", dev.description, "block_max", dev.block_max, "threads_max", dev.threads_max, "grid_max", dev.grid_max,
+      "shared", dev.renderer.shared_max, "pairs", [p.name for p in dev.compiler_pairs])
+from tinygrad_amd.runtime import ATTR
+warp = dev._attr(ATTR["warp_size"])
+print("warp size attribute:", warp, "(expected", dev.renderer.wave, ")", "OK" if warp == dev.renderer.wave else "MISMATCH: check ATTR numbering")
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
+x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
+big = rng.standard_normal(1 << 22, dtype=np.float32)
+bad = 0
+for cc in ("HIP", "LLVM"):
+  d = f"AMD:{cc}"
+  st = time.perf_counter()
+  try:
+    print(f"{d:9s} compiler {type(Device[d].compiler).__name__} {Device[d].compiler.version()}")
+    checks = {
+      "add": (lambda: (Tensor(a, device=d) * 2 + Tensor(b, device=d)).numpy(), a * 2 + b, 1e-6),
+      "half": (lambda: (Tensor(a, device=d).cast(dtypes.half) * 3).float().numpy(), (a.astype(np.float16) * 3).astype(np.float32), 1e-2),
+      "bf16": (lambda: (Tensor(a, device=d).cast(dtypes.bfloat16) + 1).float().numpy(), a + 1, 2e-2),
+      "sum4M": (lambda: Tensor(big, device=d).sum().numpy(), big.sum(dtype=np.float64), 1e-2),
+      "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
+      "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
+      "exp_log_sin": (lambda: (Tensor(np.abs(a) + 1, device=d).log().exp() + Tensor(a, device=d).sin()).numpy(), np.abs(a) + 1 + np.sin(a), 1e-4),
+      "int_div": (lambda: (Tensor(np.arange(-50, 50, dtype=np.int32), device=d) // 7).numpy(), np.trunc(np.arange(-50, 50) / 7).astype(np.int32), 0),
+    }
+    for name, (fn, want, tol) in checks.items():
+      got = fn()
+      ok = np.allclose(got, want, rtol=tol, atol=tol)
+      bad += not ok
+      print(f"{d:9s} {name:11s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
+  except Exception as e:
+    bad += 1
+    print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")
+  print(f"{d:9s} {time.perf_counter() - st:.2f}s")
+try:
+  Tensor.empty(1 << 40, device="AMD").realize()
+  print("4 TiB alloc: no error?!")
+  bad += 1
+except MemoryError as e: print("4 TiB alloc: MemoryError:", str(e)[:200])
+except Exception as e:
+  print("4 TiB alloc: unexpected", type(e).__name__, str(e)[:300])
+  bad += 1
+print("after OOM still computes:", (Tensor([1, 2, 3], device="AMD") * 2).tolist())
+print("SMOKE", "OK" if bad == 0 else f"{bad} FAILED")
+PYEOF
+RES[smoke]="rc=$? $(tail -1 "$LOG/smoke.log")"
+
+for cc in HIP LLVM; do
+  (st=$(date +%s)
+   AMD_CC=$cc TEST_DEVICES=AMD REQUIRE_DEVICES=AMD timeout 240 $PY -m pytest tests/conformance -n $JOBS -p no:cacheprovider -p no:benchmark \
+     > "$LOG/conformance_$cc.log" 2>&1
+   echo "rc=$? ($(( $(date +%s) - st ))s)" >> "$LOG/conformance_$cc.log") &
+done
+(timeout 240 $PY -m pytest plugins/tinygrad_amd/tests -n 2 -q -p no:cacheprovider > "$LOG/plugin_tests.log" 2>&1; echo "rc=$?" >> "$LOG/plugin_tests.log") &
+wait
+for cc in HIP LLVM; do RES[$cc]="$(tail -1 "$LOG/conformance_$cc.log") $(grep -E '(passed|failed|error)' "$LOG/conformance_$cc.log" | tail -1)"; done
+RES[plugin_tests]="$(tail -1 "$LOG/plugin_tests.log") $(grep -E '(passed|failed|error)' "$LOG/plugin_tests.log" | tail -1)"
+
+timeout 90 $PY bench/amd.py > "$LOG/bench.log" 2>&1
+RES[bench]="rc=$?"
+echo "==== AMD GPU check summary ===="
+for k in smoke HIP LLVM plugin_tests bench; do echo "$k: ${RES[$k]}"; done
+cat "$LOG/smoke.log"
+cat "$LOG/bench.log"
+for cc in HIP LLVM; do grep -E '^(FAILED|ERROR)' "$LOG/conformance_$cc.log" | head -15; done
+grep -E '^(FAILED|ERROR)' "$LOG/plugin_tests.log" | head -15
