@@ -25,8 +25,8 @@ lines:
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad
 
-# the CPU's other compilers and NV on its mock driver run the same conformance suite, with fewer examples each
-EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV
+# the CPU's other compilers, and NV and AMD on their mock drivers, run the same conformance suite, with fewer examples each
+EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM
 
 # WEBGPU runs its own plugin tests; its conformance run waits on two known gaps (loops past 65536 trips stop early on
 # llvmpipe, f16 max fails validation), so the suite's main run covers PYTHON and CPU
@@ -34,5 +34,5 @@ SUITE_DEVICES := PYTHON,CPU
 
 test: $(STAMP) lines typecheck
 	SPEC=1 TEST_DEVICES=$(SUITE_DEVICES) $(VPY) -m pytest -n 2 --durations=15 tests $(wildcard plugins/*/tests)
-	SPEC=1 NV_MOCK=1 TEST_DEVICES=$(EXTRA_DEVICES) TINYGRAD_CONFORMANCE_QUICK=1 TINYGRAD_CONFORMANCE_SLOW=NV $(if $(CI_STRICT),REQUIRE_DEVICES=$(EXTRA_DEVICES)) \
+	SPEC=1 NV_MOCK=1 AMD_MOCK=1 TEST_DEVICES=$(EXTRA_DEVICES) TINYGRAD_CONFORMANCE_QUICK=1 TINYGRAD_CONFORMANCE_SLOW=NV,AMD $(if $(CI_STRICT),REQUIRE_DEVICES=$(EXTRA_DEVICES)) \
 	  $(VPY) -m pytest -n 2 tests/conformance
