@@ -2,21 +2,22 @@
 On the mock driver (NV_MOCK=1) the numbers measure the PYTHON interpreter, not a GPU: they only show the script runs."""
 import os, time
 import numpy as np
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 from tinygrad.device import Device
 
-def bench(dev: str, n: int = 1 << 24, m: int = 1024) -> None:
+def bench(dev: str, n: int = 1 << 24, m: int = 2048) -> None:
   a, b = Tensor.rand(n, device=dev).realize(), Tensor.rand(n, device=dev).realize()
   x, y = Tensor.rand(m, m, device=dev).realize(), Tensor.rand(m, m, device=dev).realize()
+  hx, hy = x.cast(dtypes.half).realize(), y.cast(dtypes.half).realize()   # half inputs, float accumulate: tensor cores
   for name, fn, work in [("add", lambda: (a + b).realize(), 12 * n), ("sum", lambda: a.sum().realize(), 4 * n),
-                         ("matmul", lambda: (x @ y).realize(), 2 * m**3)]:
+                         ("matmul", lambda: (x @ y).realize(), 2 * m**3), ("mm_half", lambda: (hx @ hy).realize(), 2 * m**3)]:
     fn()
     Device[dev].synchronize()
     st = time.perf_counter()
     for _ in range(5): fn()
     Device[dev].synchronize()
     dt = (time.perf_counter() - st) / 5
-    print(f"{dev:10s} {name:7s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name == 'matmul' else 'GB/s'}")
+    print(f"{dev:10s} {name:7s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name.startswith('m') else 'GB/s'}")
 
 if __name__ == "__main__":
   small = os.environ.get("NV_MOCK") == "1"

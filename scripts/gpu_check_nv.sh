@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, in one go (under 5 minutes): the device listing, a smoke test of each compiler pair
 # against numpy, the conformance suite on NV with each compiler pair (in parallel), and the NV benchmark; then a summary.
-# Usage: scripts/gpu_check_nv.sh [python]. Logs go to $LOG_DIR (default /tmp/gpu_check_nv); JOBS workers per suite run.
+# Usage: scripts/gpu_check_nv.sh [python]. Logs go to $LOG_DIR (default /tmp/gpu_check_nv); JOBS workers per suite run;
+# SUITES picks the conformance runs (default: NVRTC NVCC PTX PTX_JIT; PTX_JIT is PTX through the driver's JIT, quick mode).
 set -u
 PY=${1:-python3}
 LOG=${LOG_DIR:-/tmp/gpu_check_nv}
@@ -25,6 +26,10 @@ rng = np.random.default_rng(0)
 a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
 x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
 big = rng.standard_normal(1 << 22, dtype=np.float32)
+h1, h2 = rng.standard_normal((128, 256), dtype=np.float32), rng.standard_normal((256, 64), dtype=np.float32)
+def tc(d, dt):   # a matmul the heuristics put on the tensor cores (mma.m16n8k16), against numpy on the same rounded inputs
+  x, y = Tensor(h1, device=d).cast(dt).realize(), Tensor(h2, device=d).cast(dt).realize()
+  return (x @ y).float().numpy(), x.float().numpy() @ y.float().numpy()
 bad = 0
 for cc in ("NVRTC", "NVCC", "PTX"):
   d = f"NV:{cc}"
@@ -37,16 +42,21 @@ for cc in ("NVRTC", "NVCC", "PTX"):
       "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
       "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
       "exp_log": (lambda: Tensor(np.abs(a) + 1, device=d).log().exp().numpy(), np.abs(a) + 1, 1e-4),
+      "tc_f16": (lambda: tc(d, dtypes.half), None, 1e-2),
+      "tc_bf16": (lambda: tc(d, dtypes.bfloat16), None, 3e-2),
     }
     for name, (fn, want, tol) in checks.items():
       got = fn()
+      if want is None: got, want = got
       ok = np.allclose(got, want, rtol=tol, atol=tol)
       bad += not ok
       print(f"{d:9s} {name:9s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
   except Exception as e:
     bad += 1
     print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")
-  print(f"{d:9s} {time.perf_counter() - st:.2f}s")
+  from tinygrad.engine.realize import method_cache
+  wmma = sum(sum(u.op.name == "WMMA" for u in r.p.uops) for (dv, _, _), r in method_cache.items() if dv == d)
+  print(f"{d:9s} {time.perf_counter() - st:.2f}s, {wmma} WMMA uops in its kernels")
 try:
   Tensor.empty(1 << 40, device="NV").realize()
   print("4 TiB alloc: no error?!")
@@ -61,7 +71,8 @@ EOF
 RES[smoke]="rc=$? $(tail -1 "$LOG/smoke.log")"
 
 # nvcc is a process per kernel (~0.2 s): it gets most of the workers; the driver's own PTX JIT runs the quick suite
-for cc in NVRTC NVCC PTX PTX_JIT; do
+SUITES=${SUITES:-NVRTC NVCC PTX PTX_JIT}
+for cc in $SUITES; do
   case $cc in NVCC) n=$(( JOBS * 2 ));; PTX_JIT) n=2;; *) n=$JOBS;; esac
   (st=$(date +%s)
    NV_CC=${cc%_JIT} NV_PTX_JIT=$([ $cc = PTX_JIT ] && echo 1 || echo 0) TINYGRAD_CONFORMANCE_QUICK=$([ $cc = PTX_JIT ] && echo 1 || echo 0) \
@@ -70,12 +81,12 @@ for cc in NVRTC NVCC PTX PTX_JIT; do
    echo "rc=$? ($(( $(date +%s) - st ))s)" >> "$LOG/conformance_$cc.log") &
 done
 wait
-for cc in NVRTC NVCC PTX PTX_JIT; do RES[$cc]="$(tail -1 "$LOG/conformance_$cc.log") $(grep -E '(passed|failed|error)' "$LOG/conformance_$cc.log" | tail -1)"; done
+for cc in $SUITES; do RES[$cc]="$(tail -1 "$LOG/conformance_$cc.log") $(grep -E '(passed|failed|error)' "$LOG/conformance_$cc.log" | tail -1)"; done
 
 timeout 90 $PY bench/nv.py > "$LOG/bench.log" 2>&1
 RES[bench]="rc=$?"
 echo "==== NV GPU check summary ===="
-for k in smoke NVRTC NVCC PTX PTX_JIT bench; do echo "$k: ${RES[$k]}"; done
+for k in smoke $SUITES bench; do echo "$k: ${RES[$k]}"; done
 cat "$LOG/smoke.log"
 cat "$LOG/bench.log"
-for cc in NVRTC NVCC PTX PTX_JIT; do grep -E '^(FAILED|ERROR)' "$LOG/conformance_$cc.log" | head -15; done
+for cc in $SUITES; do grep -E '^(FAILED|ERROR)' "$LOG/conformance_$cc.log" | head -15; done
