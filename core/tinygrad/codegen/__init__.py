@@ -10,6 +10,7 @@ from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
 from tinygrad.codegen.tc import tensor_cores
+from tinygrad.codegen.vectorize import vectorize
 
 def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   """GPU-style launch: the global loops become SPECIAL launch indices (at most 3; leading ones are merged)."""
@@ -63,14 +64,19 @@ PASSES: list[Pass] = [
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
-  ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks last
+  ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
+  ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has
 ]
 
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:
   """The kernel after every pass, linearized."""
   sink = ast
   for _name, fxn in PASSES: sink = fxn(sink, ren, opts)
-  uops = linearize(sink)
+  # a buffer whose every use folded away (a load under an always-false gate) stays a parameter: the runtime passes it
+  kept = set(sink.toposort())
+  lost = tuple(u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in kept)
+  if lost: sink = sink.replace(src=sink.src + lost)
+  uops = linearize(sink, mulacc=Ops.MULACC in ren.code_for_op)
   if DEBUG >= 5:
     for i, u in enumerate(uops): print(f"{i:4d} {u.op!s:20s} {u.dtype!r:30s} {u.arg!r}")
   return uops

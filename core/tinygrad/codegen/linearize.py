@@ -15,7 +15,19 @@ def _identity(op: Ops, dtype) -> float | int | bool:
   if op is Ops.MAX: return dtypes.min(dtype)
   raise ValueError(f"unknown reduce op {op}")
 
-def lower_reduces(sink: UOp) -> tuple[UOp, dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
+def _accumulate(op: Ops, cur: UOp, val: UOp, mulacc: bool) -> UOp:
+  """cur op val. An unrolled sum (x0+x1+...) is added into the accumulator term by term, and products become MULACC
+  where the renderer has it (an FMA: a matmul's inner loop is one instruction per term)."""
+  if op is not Ops.ADD: return UOp(op, val.dtype, (cur, val))
+  terms, todo = [], [val]
+  while todo:
+    u = todo.pop()
+    if u.op is Ops.ADD: todo.extend(reversed(u.src))
+    else: terms.append(u)
+  for t in terms: cur = UOp(Ops.MULACC, val.dtype, (t.src[0], t.src[1], cur)) if mulacc and t.op is Ops.MUL else UOp(Ops.ADD, val.dtype, (cur, t))
+  return cur
+
+def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
   """Replace each REDUCE by an accumulator. Returns the new sink, the loops each range nests in, and the ranges each
   after-loop read closes."""
   parents: dict[UOp, frozenset[UOp]] = {}
@@ -36,7 +48,7 @@ def lower_reduces(sink: UOp) -> tuple[UOp, dict[UOp, frozenset[UOp]], dict[UOp, 
       outer_ranges = tuple(sorted((r for r in outer if r.op is Ops.RANGE), key=lambda r: r.arg[0]))
       init = UOp(Ops.STORE, dtypes.void, (ptr, val.const_like(_identity(new.arg, val.dtype))) + outer_ranges)
       cur = UOp(Ops.LOAD, val.dtype, (ptr, init) + tuple(ranges))
-      upd = UOp(Ops.STORE, dtypes.void, (ptr, UOp(new.arg, val.dtype, (cur, val))))
+      upd = UOp(Ops.STORE, dtypes.void, (ptr, _accumulate(new.arg, cur, val, mulacc)))
       res = UOp(Ops.LOAD, val.dtype, (ptr, upd))
       closes[res] = frozenset(ranges)
       new = res
@@ -62,9 +74,10 @@ def _one_scope(n: UOp, scope: dict[UOp, frozenset[UOp]], parents: dict[UOp, froz
         todo.append(p)
   return frozenset(s)
 
-def linearize(sink: UOp) -> list[UOp]:
-  """The execution order of a kernel: RANGE opens a loop, END closes it (see docs/ir.md)."""
-  sink, parents, closes = lower_reduces(sink)
+def linearize(sink: UOp, mulacc: bool = False) -> list[UOp]:
+  """The execution order of a kernel: RANGE opens a loop, END closes it (see docs/ir.md). `mulacc`: sums of products
+  accumulate with MULACC."""
+  sink, parents, closes = lower_reduces(sink, mulacc)
   topo = list(sink.toposort())
   order = {u: i for i, u in enumerate(topo)}
   scope: dict[UOp, frozenset[UOp]] = {}
@@ -73,7 +86,10 @@ def linearize(sink: UOp) -> list[UOp]:
   out: list[UOp] = []
   # explicit stack of (prefix, nodes) blocks so the nesting depth never recurses deeply
   _emit((), [n for n in topo if n.op is not Ops.SINK], path, order, out)
-  return out
+  # kernel arguments first, in the order the runtime passes them (buffers by slot, then variables by name): renderers
+  # declare parameters in uop order
+  args = sorted([u for u in out if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg) + sorted([u for u in out if u.op is Ops.DEFINE_VAR], key=lambda u: u.arg)
+  return args + [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
 
 def _emit(prefix: tuple[UOp, ...], nodes: list[UOp], path: dict[UOp, tuple[UOp, ...]], order: dict[UOp, int], out: list[UOp]) -> None:
   depth = len(prefix)

@@ -70,24 +70,69 @@ def apply_opts(sink: UOp, opts: list[Opt]) -> UOp:
   for o in opts: sink = apply_opt(sink, o)
   return sink
 
+def stride(idx: UOp, r: UOp) -> int | None:
+  """The coefficient of range `r` in an affine index (0: independent of it), or None where `r` enters non-linearly."""
+  c, todo = 0, [idx]
+  while todo:
+    u = todo.pop()
+    if u.op is Ops.ADD: todo.extend(u.src)
+    elif u is r: c += 1
+    elif u.op is Ops.MUL and u.src[0] is r and u.src[1].op is Ops.CONST: c += int(u.src[1].arg)
+    elif u.op is Ops.MUL and u.src[1] is r and u.src[0].op is Ops.CONST: c += int(u.src[0].arg)
+    elif r in u.toposort(): return None
+  return c
+
+def _accesses(sink: UOp) -> tuple[list[UOp], list[UOp]]:
+  """The index expressions of the kernel's global stores and loads."""
+  st = [s.src[0].src[1] for s in sink.toposort() if s.op is Ops.STORE and s.src[0].op is Ops.INDEX]
+  ld = [u.src[0].src[1] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
+  return st, ld
+
+def _divisor(size: object, amts: tuple[int, ...]) -> int:
+  return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
+
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
-  """Good actions without search. CPU-style targets: register-block reduce kernels (matmul-like) over the last two output
-  axes and unroll small reduce steps; elementwise kernels are left to the C compiler's vectorizer."""
+  """Good actions without search, for CPU-style targets (threads over the outer loop, SIMD vectors):
+  1. vectorize the contiguous axis: a global axis with stride 1 in the stores and 0 or 1 in every load is upcast by the
+     vector width (the vectorize pass makes vector loads, ALU and stores of it);
+  2. register blocking in reduce kernels: another global axis that some load does not depend on is upcast by 4, so
+     that load is reused from a register (a matmul's 4x16 accumulator tile);
+  3. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
+     vector widths (vector accumulators, summed across lanes after the loop); else small steps are unrolled by 4."""
   if NOOPT or not ren.has_threads: return []
-  glob, red = kernel_ranges(sink)
   opts: list[Opt] = []
-  if red and glob:
-    upcasted = 1
-    # the reduce reads are shared between blocked outputs: up to 4x4 accumulators
-    for ax in reversed(range(max(0, len(glob)-2), len(glob))):
-      size = glob[ax].src[0].arg
-      for amt in (4, 3, 2):
-        if isinstance(size, int) and size % amt == 0 and size >= 2*amt:
-          opts.append(Opt(OptOps.UPCAST, ax, amt))
-          upcasted *= amt
-          break
+  cur = sink
+  def add(o: Opt) -> None:
+    nonlocal cur
+    cur = apply_opt(cur, o)
+    opts.append(o)
+  glob, red = kernel_ranges(cur)
+  st, ld = _accesses(cur)
+  out_dt = next((s.src[1].dtype for s in cur.src if s.op is Ops.STORE), dtypes.float32)
+  vw = max(2, ren.vector_bytes // out_dt.itemsize) if ren.vector_bytes else 4
+  amts = tuple(a for a in (16, 8, 4, 2) if a <= vw)
+  upcast = 1
+  vec = next((i for i in reversed(range(len(glob))) if st and all(stride(x, glob[i]) == 1 for x in st) and
+              all(stride(x, glob[i]) in (0, 1) for x in ld) and _divisor(glob[i].src[0].arg, amts)), None)
+  if vec is not None:
+    amt = _divisor(glob[vec].src[0].arg, amts)
+    add(Opt(OptOps.UPCAST, vec, amt))
+    upcast *= amt
+  if red:
+    glob, red = kernel_ranges(cur)
+    st, ld = _accesses(cur)
+    for i in reversed(range(len(glob))):
+      strides = [stride(x, glob[i]) for x in ld]
+      if (vec is None or i != vec) and None not in strides and 0 in strides and (amt := _divisor(glob[i].src[0].arg, (4, 3, 2))):
+        add(Opt(OptOps.UPCAST, i, amt))
+        upcast *= amt
+        break
+    glob, red = kernel_ranges(cur)
+    st, ld = _accesses(cur)
     rsize = red[-1].src[0].arg
-    if upcasted <= 4 and isinstance(rsize, int) and rsize % 4 == 0 and rsize >= 16: opts.append(Opt(OptOps.UNROLL, len(red)-1, 4))
+    if vec is None and ren.vector_bytes and any(stride(x, red[-1]) == 1 for x in ld) and (amt := _divisor(rsize, tuple(4*a for a in amts))):
+      add(Opt(OptOps.UNROLL, len(red)-1, amt))
+    elif upcast <= 64 and isinstance(rsize, int) and rsize % 4 == 0 and rsize >= 16: add(Opt(OptOps.UNROLL, len(red)-1, 4))
   return opts
 
 def optimize(sink: UOp, ren: Renderer, opts: list[Opt] | None = None) -> UOp:

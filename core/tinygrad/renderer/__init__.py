@@ -36,6 +36,10 @@ class Renderer:
   shared_max: int = 32768
   supports_float4: bool = True
   tensor_cores: list[TensorCore] = []
+  # SIMD: the widest vector in bytes (0: none), and the ops and scalar dtypes the renderer emits on vectors of them
+  vector_bytes: int = 0
+  vector_ops: frozenset[Ops] = frozenset()
+  vector_dtypes: frozenset[DType] = frozenset()
   code_for_op: dict[Ops, Callable[..., str]] = {}
   extra_matcher: PatternMatcher | None = None   # device-specific rewrites applied just before linearizing
   pre_matcher: PatternMatcher | None = None     # device-specific rewrites applied to the kernel before optimization

@@ -115,6 +115,8 @@ class LLVMIRRenderer(Renderer):
       if _is_f(dt): return self._ins("alu", f"fneg {t} {a[0]}")
       return self._ins("alu", f"xor {t} {a[0]}, {self.const(True, dt)}" if dt.scalar() == dtypes.bool else f"sub {t} {self.const(0, dt)}, {a[0]}")
     if u.op is Ops.RECIPROCAL: return self._round(self._ins("alu", f"fdiv {t} {self.const(1.0, dt)}, {a[0]}"), dt)
+    # a float MULACC may fuse (llvm.fmuladd): the linearizer makes it only for a reduce's accumulation, never a*b+c
+    if u.op is Ops.MULACC and _is_f(dt): return self._round(self._intrinsic("fmuladd", dt, a), dt)
     if u.op is Ops.MULACC:
       m = self._round(self._ins("alu", f"{'fmul' if _is_f(dt) else 'mul'} {t} {a[0]}, {a[1]}"), dt)
       return self._round(self._ins("alu", f"{'fadd' if _is_f(dt) else 'add'} {t} {m}, {a[2]}"), dt)

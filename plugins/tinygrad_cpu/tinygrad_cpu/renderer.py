@@ -1,7 +1,7 @@
 """CPU renderers: ClangRenderer (C for clang/gcc, on CStyleLanguage) and LLVMRenderer (the core's LLVM IR walk plus the CPU's thread split, for llvmlite)."""
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes
 from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, thread_work
@@ -67,6 +67,12 @@ class CPUAbilities:
   global_max = None
   local_max = None
 
+# SIMD for the vectorize pass: GNU C vector extensions take arithmetic (not comparisons, ?: or casts: those stay scalar)
+_c_vector_ops = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC})
+# LLVM takes every op on vectors but the trap-guarded integer division
+_llvm_vector_ops = frozenset((GroupOp.ALU | {Ops.CAST, Ops.BITCAST}) - {Ops.IDIV, Ops.MOD})
+_vector_dtypes = frozenset({dtypes.float32, dtypes.float64, dtypes.int32, dtypes.uint32, dtypes.int64})
+
 class ClangRenderer(CPUAbilities, CStyleLanguage):
   """C for the host compiler (clang or gcc): restrict pointers, GNU vector extensions, `__builtin_` math, and an outer
   loop the runtime splits across threads (`core_id`/`core_count` arguments, work estimate exported as `<name>_work`)."""
@@ -77,6 +83,7 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
   emulated_floats = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = clang_code_for_op
+  vector_bytes, vector_ops, vector_dtypes = 32, _c_vector_ops, _vector_dtypes
 
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"({self.render_dtype(dt)}){{{','.join(elems)}}}"
   def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}[{lane}]"
@@ -101,6 +108,7 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
   """LLVM IR for the host (llvmlite JIT): the core's LLVM IR walk plus the CPU's outer loop split by (core_id, core_count)
   as in C, and the work estimate exported as `@<name>_work`."""
   split_range = CStyleLanguage.split_range
+  vector_bytes, vector_ops, vector_dtypes = 64, _llvm_vector_ops, _vector_dtypes | {dtypes.bool}
 
   def extra_args(self) -> list[str]: return ["i32 %core_id", "i32 %core_count"]
   def loop_bounds(self, u: UOp, nm: str, end: str) -> tuple[str, str]:
