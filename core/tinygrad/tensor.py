@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
-from tinygrad.helpers import prod, argfix, make_tuple, flatten, ceildiv, all_int
+from tinygrad.helpers import prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
 
 class AxisError(IndexError, ValueError):
@@ -852,7 +852,18 @@ class Tensor(_DTypeCasts):
     if any(self.shape[a] == 0 for a in axes):
       identity = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
       return self._const(identity, shape=new_shape)
-    return Tensor(self.uop.r(op, axes)).reshape(new_shape)
+    split = self._split_reduce(op, axes)
+    return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)
+  def _split_reduce(self, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
+    # a reduce of R >= 2**15 elements to few outputs is one long serial loop: reduce (k, R/k) chunks first (k outputs run
+    # in parallel: threads, or GPU work-groups), then the k partial results; None when it does not apply
+    red = prod(self.shape[a] for a in axes)
+    if not SPLIT_REDUCEOP or red < 1 << 15 or self.numel() // red > 16: return None
+    k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and red // d >= 256), 0)
+    if not k: return None
+    kept = tuple(i for i in range(self.ndim) if i not in axes)
+    x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), k, red // k)
+    return Tensor(Tensor(x.uop.r(op, (x.ndim-1,))).contiguous().uop.r(op, (x.ndim-2,)))
   def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
     """Sum over `axis` (all when None). Ints and bools accumulate in at least int32/uint32; float16/bfloat16 accumulate in float32
     and return their own dtype, as tinygrad does."""
