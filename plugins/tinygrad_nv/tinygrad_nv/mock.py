@@ -24,6 +24,10 @@ CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
 _NAMES = {0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 200: "CUDA_ERROR_INVALID_IMAGE",
           218: "CUDA_ERROR_INVALID_PTX", 500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}
 
+def _h(x: Any) -> int:
+  """A handle or address as the driver receives it (a c_void_p, or a plain int) -> int."""
+  return int(x.value or 0) if isinstance(x, ctypes.c_void_p) else int(x)
+
 class MockFunction:
   def __init__(self, name: str, uops: list[UOp]):
     from tinygrad.runtime.python import PythonProgram, serialize
@@ -99,23 +103,23 @@ class MockDriver:
       end = max(end, u(0x08, 8, ph) + u(0x20, 8, ph))
     return ctypes.string_at(addr, end)
   def cuModuleLoadDataEx(self, p: Any, image: Any, nopts: int, opts: Any, vals: Any) -> int:
-    uops = self.kernels.get(self.image_bytes(image.value if isinstance(image, ctypes.c_void_p) else image))
+    uops = self.kernels.get(self.image_bytes(_h(image)))
     if uops is None: return CUDA_ERROR_INVALID_IMAGE   # not a binary the NV compilers produced in this process
     h = 0x10000 + len(self.modules)
     self.modules[h] = uops
     return self._set(p, h)
   def cuModuleGetFunction(self, p: Any, module: Any, name: bytes) -> int:
-    uops = self.modules.get(module.value if isinstance(module, ctypes.c_void_p) else module)
+    uops = self.modules.get(_h(module))
     if uops is None: return CUDA_ERROR_INVALID_VALUE
     h = 0x20000 + len(self.funcs)
     self.funcs[h] = MockFunction(name.decode(), uops)
     return self._set(p, h)
   def cuModuleUnload(self, module: Any) -> int:
-    self.modules.pop(module.value if isinstance(module, ctypes.c_void_p) else module, None)
+    self.modules.pop(_h(module), None)
     return 0
 
   def cuLaunchKernel(self, func: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any, params: Any, extra: Any) -> int:
-    f = self.funcs.get(func.value if isinstance(func, ctypes.c_void_p) else func)
+    f = self.funcs.get(_h(func))
     if f is None: return CUDA_ERROR_INVALID_VALUE
     a = self.attrs
     if not (1 <= gx <= a[5] and 1 <= gy <= a[6] and 1 <= gz <= a[7] and 1 <= bx <= a[2] and 1 <= by <= a[3] and 1 <= bz <= a[4]): return CUDA_ERROR_INVALID_VALUE
@@ -136,18 +140,18 @@ class MockDriver:
     self.links[h] = b""
     return self._set(p, h)
   def cuLinkAddData_v2(self, state: Any, kind: int, data: Any, size: int, name: bytes, n: int, opts: Any, vals: Any) -> int:
-    ptx = ctypes.string_at(data.value if isinstance(data, ctypes.c_void_p) else data, size).rstrip(b"\0")
+    ptx = ctypes.string_at(_h(data), size).rstrip(b"\0")
     if not (ptx.lstrip().startswith(b"//") or ptx.lstrip().startswith(b".version")) or b".entry" not in ptx: return CUDA_ERROR_INVALID_PTX
-    self.links[state.value if isinstance(state, ctypes.c_void_p) else state] = ptx + b"\0"
+    self.links[_h(state)] = ptx + b"\0"
     return 0
   def cuLinkComplete(self, state: Any, p: Any, size: Any) -> int:
-    img = self.links.get(state.value if isinstance(state, ctypes.c_void_p) else state)
+    img = self.links.get(_h(state))
     if not img: return CUDA_ERROR_INVALID_VALUE
     self._keep = ctypes.create_string_buffer(img, len(img))
     size.contents.value = len(img)
     return self._set(p, ctypes.addressof(self._keep))
   def cuLinkDestroy(self, state: Any) -> int:
-    self.links.pop(state.value if isinstance(state, ctypes.c_void_p) else state, None)
+    self.links.pop(_h(state), None)
     return 0
 
   def cuEventCreate(self, p: Any, flags: int) -> int: return self._set(p, 0x3000)

@@ -181,7 +181,9 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
     for dt in sorted(d for d in vecs if d.count > 1 and self._vec_name(d).startswith("tg_")):
       base = self.render_dtype(dt.scalar())
       ret.append(f"struct __attribute__((aligned({min(16, dt.itemsize)}))) {self._vec_name(dt)} {{ {base} v[{dt.count}]; }};")
-    for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values(): ret.append(cuda_mma_function(w.arg[0], *w.arg[3], w.dtype.count))
+    for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values():
+      ea, eb = w.arg[3]
+      ret.append(cuda_mma_function(w.arg[0], ea, eb, w.dtype.count))
     return ret
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     head = f'extern "C" __global__ void __launch_bounds__({launch_threads(uops)}) {name}({", ".join(args)}) {{'
@@ -461,8 +463,8 @@ class PTXRenderer(NVAbilities, Renderer):
         addr, space, gate = r[u.src[0]]
         val, vdt = r[u.src[1]], u.src[1].dtype
         if vdt.count > 1:
-          for i, v in enumerate(val):
-            self._st(space, self._ins("s64", f"add.s64 {{d}}, {addr}, {i*vdt.scalar().itemsize};") if i else addr, v, vdt.scalar(), gate)
+          for j, v in enumerate(val):
+            self._st(space, self._ins("s64", f"add.s64 {{d}}, {addr}, {j*vdt.scalar().itemsize};") if j else addr, v, vdt.scalar(), gate)
         else: self._st(space, addr, val, vdt, gate)
       elif u.op is Ops.VECTORIZE: r[u] = [r[s] for s in u.src]
       elif u.op is Ops.GEP: r[u] = r[u.src[0]][u.arg[0]] if len(u.arg) == 1 else [r[u.src[0]][i] for i in u.arg]

@@ -56,6 +56,7 @@ class CUDAError(RuntimeError):
 class CUDADriver:
   """libcuda with typed prototypes: `drv.cuMemAlloc_v2(ctypes.pointer(ptr), size) -> CUresult`."""
   mock = False
+  def __getattr__(self, name: str) -> Any: raise AttributeError(f"libcuda has no {name} bound (add it to CU_PROTOS)")   # typing: cu* are set below
   def __init__(self, path: str):
     self.lib = ctypes.CDLL(path)
     for name, args in CU_PROTOS.items():
@@ -107,7 +108,8 @@ class NVProgram:
   def __init__(self, dev: Any, name: str, lib: bytes):
     self.dev, self.name, self.cu = dev, name, dev.cu
     dev.make_current()
-    self.module, self.func = ctypes.c_void_p(), ctypes.c_void_p()
+    self.module: ctypes.c_void_p | None = ctypes.c_void_p()
+    self.func = ctypes.c_void_p()
     log = ctypes.create_string_buffer(8192)
     opts = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
     vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(len(log)))
