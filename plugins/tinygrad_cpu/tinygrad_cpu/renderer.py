@@ -108,6 +108,8 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
   """LLVM IR for the host (llvmlite JIT): the core's LLVM IR walk plus the CPU's outer loop split by (core_id, core_count)
   as in C, and the work estimate exported as `@<name>_work`."""
   split_range = CStyleLanguage.split_range
+  # llvm.exp2/log2 on vectors become one libm call per lane: the core's polynomial decompositions vectorize (1 ulp)
+  code_for_op = {op: f for op, f in LLVMIRRenderer.code_for_op.items() if op not in (Ops.EXP2, Ops.LOG2)}
   vector_bytes, vector_ops, vector_dtypes = 64, _llvm_vector_ops, _vector_dtypes | {dtypes.bool}
 
   def extra_args(self) -> list[str]: return ["i32 %core_id", "i32 %core_count"]
