@@ -15,6 +15,9 @@ from tinygrad.renderer import Renderer
 class OptOps(Enum):
   UPCAST = auto()   # split a global axis and unroll the inner part: register blocking, several outputs per loop trip
   UNROLL = auto()   # split a reduce axis and unroll the inner part: several independent accumulations per loop trip
+  THREAD = auto()   # CPU: split a global axis into `arg` chunks that become the outermost loop, the one threads divide
+  PADTO = auto()    # round a global axis up to a multiple of `arg`; the extra iterations are gated off (odd sizes upcast)
+  SWAP = auto()     # exchange the loop order of global axes `axis` and `arg` (which one is outermost, split by threads)
   TC = auto()       # map a matmul onto the renderer's tensor core number `arg` (codegen/tc.py; runs before the others)
 
 @dataclass(frozen=True)
@@ -64,7 +67,50 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
         rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))
         sub[u] = UOp(Ops.REDUCE, u.dtype, (acc,) + rest, u.arg) if rest else acc
     return sink.substitute(sub)
+  if opt.op in _cpu_actions: return _cpu_actions[opt.op](sink, glob, opt)
   raise KernelOptError(f"unknown optimization {opt.op}")
+
+def _global(glob: list[UOp], ax: int, what: str) -> UOp:
+  if not 0 <= ax < len(glob): raise KernelOptError(f"{what} axis {ax} out of range: the kernel has {len(glob)} global axes")
+  return glob[ax]
+
+def _renumber(sink: UOp, new_id: dict[UOp, int]) -> UOp:
+  """Give ranges new axis ids (the loop order), keeping their sizes and kinds."""
+  return sink.substitute({r: UOp.range(r.src[0], i, r.arg[1], r.dtype) for r, i in new_id.items() if i != r.arg[0]})
+
+def _swap(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
+  a, b = _global(glob, opt.axis, "SWAP"), _global(glob, opt.arg, "SWAP")
+  if a is b: raise KernelOptError(f"SWAP needs two different global axes, got {opt.axis} twice")
+  return _renumber(sink, {a: b.arg[0], b: a.arg[0]})
+
+def _thread(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
+  r = _global(glob, opt.axis, "THREAD")
+  size = r.src[0].arg
+  if not isinstance(size, int) or opt.arg < 2 or size % opt.arg != 0 or size == opt.arg:
+    raise KernelOptError(f"THREAD cannot split axis {opt.axis} of size {size} into {opt.arg} chunks: the count must be >1 and a proper divisor")
+  # every range moves one id up; the chunk index takes id 0 (the outermost loop), the rest of the axis keeps r's place
+  rngs = sorted([u for u in sink.toposort() if u.op is Ops.RANGE], key=lambda u: -u.arg[0])
+  shifted = {u: UOp.range(u.src[0], u.arg[0] + 1, u.arg[1], u.dtype) for u in rngs}
+  chunk, inner = UOp.range(opt.arg, 0, r.arg[1], r.dtype), UOp.range(size // opt.arg, r.arg[0] + 1, r.arg[1], r.dtype)
+  shifted[r] = chunk * (size // opt.arg) + inner
+  return sink.substitute(shifted)
+
+def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
+  r = _global(glob, opt.axis, "PADTO")
+  size = r.src[0].arg
+  if not isinstance(size, int) or opt.arg < 2 or size % opt.arg == 0:
+    raise KernelOptError(f"PADTO axis {opt.axis} of size {size} to a multiple of {opt.arg}: the amount must be >1 and not divide the size")
+  big = UOp.range((size + opt.arg - 1) // opt.arg * opt.arg, r.arg[0], r.arg[1], r.dtype)
+  valid = big < size
+  # every global access that depends on the axis is gated: padded iterations read nothing and store nothing
+  sub: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].toposort():
+      gate = valid if len(u.src) < 3 else (u.src[2] & valid)
+      sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], u.src[1].substitute({r: big}), gate.substitute({r: big})), u.arg)
+  return sink.substitute(sub).substitute({r: big})
+
+_cpu_actions = {OptOps.SWAP: _swap, OptOps.THREAD: _thread, OptOps.PADTO: _padto}
 
 def apply_opts(sink: UOp, opts: list[Opt]) -> UOp:
   for o in opts: sink = apply_opt(sink, o)

@@ -5,7 +5,7 @@ from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, colored
+from tinygrad.helpers import DEBUG, BEAM, colored
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer
 from tinygrad.engine.buffers import buffer_of
@@ -37,7 +37,11 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
   if (ret := method_cache.get(key)) is None:
     from tinygrad.codegen import get_program
     _check_dtypes(dev, ast)
-    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer), device)
+    opts = None
+    if BEAM.value >= 1 and any(u.op is Ops.RANGE for u in ast.toposort()):   # BEAM=n: search the actions on the device
+      from tinygrad.codegen.search import beam_search
+      opts = beam_search(ast, device, BEAM.value)
+    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer, opts), device)
   return ret
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:

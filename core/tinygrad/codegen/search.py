@@ -1,0 +1,90 @@
+"""BEAM search: pick a kernel's optimization actions by timing candidates on the device.
+
+`beam_search(ast, device, width)` starts from no actions and from the heuristics' choice, extends each of the `width`
+best lists by every action that applies, compiles the candidates (in parallel threads: the C compilers are processes,
+llvmlite releases the GIL), times each on freshly allocated buffers, and keeps the `width` fastest; it stops when a
+step finds nothing faster, after BEAM_TIMEOUT seconds, or when no action applies. BEAM_MAX_CANDIDATES caps the
+candidates timed per step. The result is cached on disk per (kernel, device, compiler, width), so a second run does
+not search again.
+"""
+from __future__ import annotations
+import time, itertools
+from concurrent.futures import ThreadPoolExecutor
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import PtrDType
+from tinygrad.helpers import DEBUG, BEAM_TIMEOUT, BEAM_MAX_CANDIDATES, BEAM_THREADS, IGNORE_BEAM_CACHE
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, hand_coded_opts, kernel_ranges
+
+# the moves tried at every step: (action, amount) on every axis of the right kind
+ACTIONS: list[tuple[OptOps, int]] = [(OptOps.UPCAST, a) for a in (2, 3, 4, 8, 16)] + [(OptOps.UNROLL, a) for a in (2, 4, 8, 16, 32)] + \
+  [(OptOps.SWAP, 0)] + [(OptOps.PADTO, a) for a in (8, 16)]
+
+def candidate_moves(sink: UOp, opts: list[Opt]) -> list[list[Opt]]:
+  """Every one-action extension of `opts` that applies to the kernel (invalid ones raise KernelOptError and are dropped)."""
+  cur = apply_opts(sink, opts)
+  glob, red = kernel_ranges(cur)
+  out = []
+  for op, amt in ACTIONS:
+    axes = range(len(red)) if op is OptOps.UNROLL else range(len(glob)) if op is not OptOps.SWAP else range(1, len(glob))
+    for ax in axes:
+      o = Opt(op, ax, amt)
+      try: apply_opts(cur, [o])
+      except KernelOptError: continue
+      out.append(opts + [o])
+  return out
+
+def _time_prog(runner, bufs, runs: int = 3) -> float:
+  ts = []
+  for _ in range(runs):
+    t = runner(bufs, {}, wait=True)
+    ts.append(t if t is not None else float("inf"))
+  return min(ts)
+
+def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
+  """The fastest actions found for `ast` on `device` (see the module docstring); None: the heuristics decide (a kernel
+  with symbolic sizes)."""
+  from tinygrad.device import Device, Buffer
+  from tinygrad.diskcache import diskcache_get, diskcache_put
+  dev = Device[device]
+  ckey = (ast, dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width)
+  if IGNORE_BEAM_CACHE.value == 0 and (hit := diskcache_get("beam_search", ckey)) is not None: return hit
+  ren = dev.renderer
+  # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices
+  from tinygrad.codegen import PASSES
+  sink = ast
+  for name, fxn in PASSES[:[n for n, _ in PASSES].index("optimize")]: sink = fxn(sink, ren, None)
+  if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()): return None   # symbolic sizes: no values to time with
+  args = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+  bufs = [Buffer(dev.device, max(d.size, 1), d.base).allocate() for d in (u.dtype for u in args) if isinstance(d, PtrDType)]
+  st = time.perf_counter()
+  seen: set[tuple[Opt, ...]] = set()
+  with ThreadPoolExecutor(max(1, BEAM_THREADS.value)) as pool:
+    def step(cands: list[list[Opt]]) -> list[tuple[float, list[Opt]]]:
+      todo = [c for c in dict.fromkeys(tuple(c) for c in cands) if c not in seen][:BEAM_MAX_CANDIDATES.value]
+      seen.update(todo)
+      # compile in parallel, time one after another (timings must not overlap); past the deadline the rest are skipped
+      late = lambda: time.perf_counter() - st > BEAM_TIMEOUT.value
+      progs = list(pool.map(lambda o: None if late() else _compile(ast, ren, list(o), dev.device), todo))
+      return [(_time_prog(r, bufs) if r is not None else float("inf"), list(o)) for r, o in zip(progs, todo)]
+    beam = sorted(step([[], hand_coded_opts(sink, ren)]), key=lambda x: x[0])[:width]
+    best = beam[0]
+    if DEBUG >= 2: print(f"beam: start {', '.join(f'{t*1e6:.1f} us {o}' for t, o in beam)}")
+    while time.perf_counter() - st < BEAM_TIMEOUT.value:
+      cands = list(itertools.chain.from_iterable(candidate_moves(sink, o) for _, o in beam))
+      if not cands: break
+      timed = sorted(step(cands) + beam, key=lambda x: x[0])
+      beam = timed[:width]
+      if DEBUG >= 2: print(f"beam: {time.perf_counter()-st:6.2f}s {len(cands):4d} candidates, best {beam[0][0]*1e6:9.1f} us {beam[0][1]}")
+      if beam[0][0] >= best[0]: break
+      best = beam[0]
+  diskcache_put("beam_search", ckey, best[1])
+  return best[1]
+
+def _compile(ast: UOp, ren, opts: list[Opt], device: str):
+  from tinygrad.engine.realize import CompiledRunner
+  from tinygrad.codegen import get_program
+  try: return CompiledRunner(get_program(ast, ren, opts), device)
+  except Exception as e:   # a candidate that fails to compile is skipped, never fatal
+    if DEBUG >= 3: print(f"beam: {opts} failed: {type(e).__name__}: {e}")
+    return None

@@ -1,0 +1,99 @@
+"""Optimization actions (codegen/opt.py) forced onto real kernels, odd sizes included (1, primes, sizes the amount does not
+divide), checked against numpy on every device given; and the validation that rejects an action before it changes code."""
+import numpy as np, pytest
+from tinygrad import Tensor, Device
+import tinygrad.codegen.opt as optmod
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, kernel_ranges
+from tinygrad.engine.realize import method_cache
+
+DEVICES = ["CPU", "CPU:CLANG", "PYTHON"]
+
+@pytest.fixture
+def forced(monkeypatch):
+  """forced(opts): every kernel built from now on gets `opts` where they apply (the heuristics otherwise); returns the
+  list of kernels they were applied to."""
+  applied: list = []
+  def use(opts):
+    def pick(sink, ren):
+      try: apply_opts(sink, opts)
+      except KernelOptError: return []
+      applied.append(opts)
+      return list(opts)
+    monkeypatch.setattr(optmod, "hand_coded_opts", pick)
+    method_cache.clear()
+    return applied
+  yield use
+  method_cache.clear()
+
+def _dev(name):
+  try: Device[name]
+  except Exception as e: pytest.skip(f"{name} unavailable: {e}")
+  return name
+
+ELEMENTWISE = [[Opt(OptOps.UPCAST, 0, 4)], [Opt(OptOps.UPCAST, 0, 8)], [Opt(OptOps.PADTO, 0, 8), Opt(OptOps.UPCAST, 0, 8)],
+               [Opt(OptOps.THREAD, 0, 2)], [Opt(OptOps.THREAD, 0, 2), Opt(OptOps.UPCAST, 1, 2)], [Opt(OptOps.PADTO, 0, 16)]]
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opts", ELEMENTWISE, ids=str)
+@pytest.mark.parametrize("n", [1, 7, 16, 97, 1000])
+def test_elementwise(forced, device, opts, n):
+  rng = np.random.default_rng(n)
+  a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+  applied = forced(opts)
+  got = (Tensor(a, device=_dev(device)) * Tensor(b, device=device) + Tensor(c, device=device)).numpy()
+  np.testing.assert_allclose(got, a*b+c, rtol=1e-6, atol=1e-6)
+  # the sizes each action list applies to: a divisible size for UPCAST/THREAD, a non-divisible one for PADTO
+  should = {0: {16, 1000}, 1: {16, 1000}, 2: {7, 97}, 3: {16, 1000}, 4: {16, 1000}, 5: {7, 97, 1000}}
+  assert bool(applied) == (n in should[ELEMENTWISE.index(opts)])
+
+MATMUL = [[Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.SWAP, 0, 1)],
+          [Opt(OptOps.PADTO, 1, 8), Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UNROLL, 0, 2)], [Opt(OptOps.THREAD, 1, 2), Opt(OptOps.UPCAST, 0, 2)],
+          [Opt(OptOps.PADTO, 0, 4), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)], [Opt(OptOps.UNROLL, 0, 16)]]
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opts", MATMUL, ids=str)
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (16, 32, 16), (31, 16, 17)])
+def test_matmul(forced, device, opts, mkn):
+  m, k, n = mkn
+  rng = np.random.default_rng(m*k*n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  applied = forced(opts)
+  got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+  if mkn == (16, 32, 16) and MATMUL.index(opts) in (0, 1, 5): assert applied, "the action should apply to this kernel"
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opts", [[Opt(OptOps.UNROLL, 0, 8)], [Opt(OptOps.UNROLL, 0, 16), Opt(OptOps.UPCAST, 0, 2)],
+                                  [Opt(OptOps.PADTO, 0, 4)], [Opt(OptOps.THREAD, 0, 3)]], ids=str)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 16), (6, 64), (13, 48)])
+def test_row_reduces(forced, device, opts, shape):
+  x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+  forced(opts)
+  t = Tensor(x, device=_dev(device))
+  np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(t.max(1).numpy(), x.max(1))
+
+def _mm_ast(m, k, n):
+  return (Tensor.empty(m, k, device="NULL") @ Tensor.empty(k, n, device="NULL")).schedule()[-1].ast
+
+@pytest.mark.parametrize("opt, msg", [
+  (Opt(OptOps.UPCAST, 0, 4), "must be >1 and divide"), (Opt(OptOps.UPCAST, 5, 2), "out of range"),
+  (Opt(OptOps.UNROLL, 0, 3), "must be >1 and divide"), (Opt(OptOps.UNROLL, 1, 2), "out of range"),
+  (Opt(OptOps.PADTO, 0, 1), "must be >1"), (Opt(OptOps.PADTO, 2, 8), "out of range"),
+  (Opt(OptOps.SWAP, 1, 1), "two different"), (Opt(OptOps.SWAP, 0, 3), "out of range"),
+  (Opt(OptOps.THREAD, 0, 2), "proper divisor"), (Opt(OptOps.THREAD, 1, 6), "proper divisor")])
+def test_invalid_actions_raise(opt, msg):
+  ast = _mm_ast(7, 13, 6)   # globals (7, 6), reduce 13: primes where the amounts do not divide
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  with pytest.raises(KernelOptError, match=msg): apply_opts(graph_rewrite(ast, sym), [opt])
+
+def test_padto_divisible_is_rejected_and_swap_reorders():
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  ast = graph_rewrite(_mm_ast(8, 16, 6), sym)
+  with pytest.raises(KernelOptError, match="not divide"): apply_opts(ast, [Opt(OptOps.PADTO, 0, 4)])
+  glob, _ = kernel_ranges(apply_opts(ast, [Opt(OptOps.SWAP, 0, 1)]))
+  assert [r.src[0].arg for r in glob] == [6, 8]   # the 6-wide axis now runs outermost
+  glob, _ = kernel_ranges(apply_opts(ast, [Opt(OptOps.THREAD, 1, 3)]))
+  assert [r.src[0].arg for r in glob] == [3, 8, 2]
+  glob, _ = kernel_ranges(apply_opts(ast, [Opt(OptOps.PADTO, 1, 4)]))
+  assert [r.src[0].arg for r in glob] == [8, 8]
