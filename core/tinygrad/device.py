@@ -5,7 +5,7 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import os, re, contextvars
+import os, re, sys, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -438,6 +438,10 @@ class _Device:
     """Forget opened devices, the default and plugin discovery (for tests)."""
     from tinygrad import plugins
     self._opened.clear()
+    # cached runners hold the forgotten devices: a reopened one must build its own (a WEBGPU runner bound to the old
+    # wgpu device rejects the new device's buffers). Looked up, not imported: the engine sits above this module
+    realize = sys.modules.get("tinygrad.engine.realize")
+    if realize is not None: realize.method_cache.clear()
     self._default = None
     self.default_reason = []
     plugins.reset()
