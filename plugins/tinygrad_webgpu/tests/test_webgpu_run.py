@@ -102,3 +102,9 @@ def test_listing_shows_the_adapter(webgpu, capsys):
   main(["list", "--no-check"])   # the device is open already (fixture): the listing shows its adapter
   line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("WEBGPU"))
   assert Device[webgpu].description in line, line
+
+def test_kernels_after_a_device_reset(webgpu):
+  # Device.reset() reopens WEBGPU as a new wgpu device: a cached runner bound to the old one must not be reused
+  assert (Tensor([1.0, 2.0], device=webgpu) * 5).tolist() == [5.0, 10.0]
+  Device.reset()
+  assert (Tensor([1.0, 2.0], device=webgpu) * 5).tolist() == [5.0, 10.0]

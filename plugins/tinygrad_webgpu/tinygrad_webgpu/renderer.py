@@ -5,16 +5,16 @@ Why our own walk on top of CStyleLanguage: the expressions are C-like enough tha
 `var acc: array<f32, 4>;`, no pointers, `select` for `?:`, module-scope bindings instead of arguments), and memory of
 8/16-bit types is not addressable in WGSL at all. So `render` is our own and the statement shapes live here.
 
-Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, no 64-bit integers):
-- float32/int32/uint32 (and float16 with the feature) are plain `array<T>` bindings.
+Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, i64/u64 with wgpu-native's `shader-int64`):
+- float32/int32/uint32 (and float16, int64, uint64 with their features) are plain `array<T>` bindings.
 - bool, int8, uint8 (bytes) and int16, uint16, float16 without the feature (halves) are packed into `array<u32>` words in
   the host's little-endian layout, so copy-in/out need no conversion. Reads shift and mask the word. Stores are two
   atomics on an `array<atomic<u32>>` binding: `atomicAnd` clears the lane, `atomicOr` sets it. Each clears/sets only its
   own bits, so two invocations storing to different lanes of one word never lose each other's write (a plain
   read-modify-write would). Registers hold these types as i32/u32 (f32 for emulated float16), wrapped to their width
   after every op.
-- int64, uint64, float64, bfloat16 are not supported: `supported_dtypes` leaves them out and the core refuses them
-  with "dtype ... is not supported on WEBGPU" before any kernel is built.
+- float64, bfloat16 (and int64, uint64 without `shader-int64`) are not supported: `supported_dtypes` leaves them out and
+  the core refuses them with "dtype ... is not supported on WEBGPU" before any kernel is built.
 
 Launch: the core gives up to three SPECIAL gidxN indices. The shader is always dispatched 1-D in workgroups of
 `workgroup_size` (from the adapter's limits), folded into x and y when there are more than `max_dispatch` groups; the
