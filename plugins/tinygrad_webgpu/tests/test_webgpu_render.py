@@ -101,3 +101,9 @@ def test_float16_nan_test_goes_through_f32():
   a, b = Tensor.empty(4, dtype=dtypes.float16, device="PYTHON"), Tensor.empty(4, dtype=dtypes.float16, device="PYTHON")
   src = wgsl(a.maximum(b), ren)
   assert "(bitcast<u32>(f32(val0))&0x7fffffffu)>0x7f800000u" in src and "vec2<f16>" not in src, src
+
+def test_gated_load_indexes_zero_when_gated_off():
+  # select() evaluates both arms, and naga rejects a constant negative index even under a false gate (an upcast
+  # cat produced data2[(-1i)]): the index itself is selected
+  src = wgsl(Tensor.empty(4, device="PYTHON").pad((1, 1)))
+  assert "data1[select(0i, (gidx0+(-1i)), alu0)]" in src, src

@@ -160,6 +160,8 @@ class WGSLRenderer(CStyleLanguage):
     idx = x.src[0]
     buf, i = idx.src[0], self.r[idx.src[1]]
     gate = self.r[idx.src[2]] if len(idx.src) > 2 else None
+    # a gated-off index may be out of range, even a negative constant naga rejects (select() evaluates both arms): index 0
+    if gate is not None: i = f"select({self.render_const(0, idx.src[1].dtype)}, {i}, {gate})"
     dt = x.dtype
     if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is not AddrSpace.GLOBAL or not (n := self.lanes(buf.dtype.base)):
       val = f"{self.r[buf]}[{i}]"
@@ -178,6 +180,8 @@ class WGSLRenderer(CStyleLanguage):
     idx, v = x.src[0], self.r[x.src[1]]
     buf, i = idx.src[0], self.r[idx.src[1]]
     gate = self.r[idx.src[2]] if len(idx.src) > 2 else None
+    # a gated-off index may be out of range, even a negative constant naga rejects (select() evaluates both arms): index 0
+    if gate is not None: i = f"select({self.render_const(0, idx.src[1].dtype)}, {i}, {gate})"
     dt = x.src[1].dtype
     if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is not AddrSpace.GLOBAL or not (n := self.lanes(buf.dtype.base)):
       st = f"{self.r[buf]}[{i}] = {v};"
