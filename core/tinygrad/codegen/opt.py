@@ -137,12 +137,16 @@ def _accesses(sink: UOp) -> tuple[list[UOp], list[UOp]]:
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
 
+def _axis(sink: UOp, axis_id: int) -> int | None:
+  """The position among the global axes of the range with this id (None: it was upcast away)."""
+  return next((i for i, g in enumerate(kernel_ranges(sink)[0]) if g.arg[0] == axis_id), None)
+
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   """Good actions without search, for CPU-style targets (threads over the outer loop, SIMD vectors):
   1. vectorize the contiguous axis: a global axis with stride 1 in the stores and 0 or 1 in every load is upcast by the
      vector width (the vectorize pass makes vector loads, ALU and stores of it);
   2. register blocking in reduce kernels: another global axis that some load does not depend on is upcast by 4, so
-     that load is reused from a register (a matmul's 4x16 accumulator tile);
+     that load is reused from a register, and the vector axis by two vectors (a matmul's 4x32 accumulator tile);
   3. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
      vector widths (vector accumulators, summed across lanes after the loop); else small steps are unrolled by 4."""
   if NOOPT or not ren.has_threads: return []
@@ -160,25 +164,29 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   upcast = 1
   vec = next((i for i in reversed(range(len(glob))) if st and all(stride(x, glob[i]) == 1 for x in st) and
               all(stride(x, glob[i]) in (0, 1) for x in ld) and _divisor(glob[i].src[0].arg, amts)), None)
+  # register blocking (reduce kernels): another global axis that some load does not depend on, so that load is reused
+  block = next((i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
+                and 0 in strides and _divisor(glob[i].src[0].arg, (4, 3, 2))), None)
+  block_id = glob[block].arg[0] if block is not None else None
   if vec is not None:
     amt = _divisor(glob[vec].src[0].arg, amts)
     add(Opt(OptOps.UPCAST, vec, amt))
     upcast *= amt
+    # a blocked tile two vectors wide halves the reads of the other operand per FMA (4x32 measured best for matmul)
+    if block is not None and amt == vw and (vi := _axis(cur, glob[vec].arg[0])) is not None and _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (2,)):
+      add(Opt(OptOps.UPCAST, vi, 2))
+      upcast *= 2
+  if block_id is not None and (bi := _axis(cur, block_id)) is not None:
+    amt = _divisor(kernel_ranges(cur)[0][bi].src[0].arg, (4, 3, 2))
+    add(Opt(OptOps.UPCAST, bi, amt))
+    upcast *= amt
   if red:
-    glob, red = kernel_ranges(cur)
-    st, ld = _accesses(cur)
-    for i in reversed(range(len(glob))):
-      strides = [stride(x, glob[i]) for x in ld]
-      if (vec is None or i != vec) and None not in strides and 0 in strides and (amt := _divisor(glob[i].src[0].arg, (4, 3, 2))):
-        add(Opt(OptOps.UPCAST, i, amt))
-        upcast *= amt
-        break
     glob, red = kernel_ranges(cur)
     st, ld = _accesses(cur)
     rsize = red[-1].src[0].arg
     if vec is None and ren.vector_bytes and any(stride(x, red[-1]) == 1 for x in ld) and (amt := _divisor(rsize, tuple(4*a for a in amts))):
       add(Opt(OptOps.UNROLL, len(red)-1, amt))
-    elif upcast <= 64 and isinstance(rsize, int) and rsize % 4 == 0 and rsize >= 16: add(Opt(OptOps.UNROLL, len(red)-1, 4))
+    elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: add(Opt(OptOps.UNROLL, len(red)-1, amt))
   return opts
 
 def optimize(sink: UOp, ren: Renderer, opts: list[Opt] | None = None) -> UOp:
