@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, AxisType
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import NOOPT
 from tinygrad.renderer import Renderer
 
@@ -134,6 +134,8 @@ def _accesses(sink: UOp) -> tuple[list[UOp], list[UOp]]:
   ld = [u.src[0].src[1] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
   return st, ld
 
+BIG_OPERAND = 8 << 20   # bytes: an operand this large does not stay in the shared (L3) cache next to the others
+
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
 
@@ -177,9 +179,18 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
       add(Opt(OptOps.UPCAST, vi, 2))
       upcast *= 2
   if block_id is not None and (bi := _axis(cur, block_id)) is not None:
+    glob = kernel_ranges(cur)[0]
     amt = _divisor(kernel_ranges(cur)[0][bi].src[0].arg, (4, 3, 2))
     add(Opt(OptOps.UPCAST, bi, amt))
     upcast *= amt
+    # the operand read along the vector axis (a matmul's B) past the shared cache: run the vector axis outermost, so
+    # each panel of it stays cached while every block of the other axis passes (matmul 2048: 23 -> 38 GFLOPS)
+    nbi = _axis(cur, block_id)
+    shared = [u.src[0] for u in cur.toposort() if nbi is not None and u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and
+              stride(u.src[0].src[1], kernel_ranges(cur)[0][nbi]) == 0]
+    big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
+    if big and vec is not None and (vi := _axis(cur, glob[vec].arg[0])) is not None and (bi := _axis(cur, block_id)) is not None and bi < vi:
+      add(Opt(OptOps.SWAP, bi, vi))
   if red:
     glob, red = kernel_ranges(cur)
     st, ld = _accesses(cur)
