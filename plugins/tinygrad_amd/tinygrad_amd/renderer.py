@@ -12,14 +12,14 @@ hiprtc given an unknown target kills the process.
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
-from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import UPat, PatternMatcher
+from tinygrad.uop.upat import PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.helpers import prod
 from tinygrad.renderer import TensorCore
 from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op
 from tinygrad.renderer.llvmir import LLVMIRRenderer
+from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
 
 # ---------------------------------------------------------------- targets ----------------------------------------------------------------
 
@@ -58,33 +58,8 @@ AMD_TENSOR_CORES: dict[str, list[TensorCore]] = {
 
 def launch_target(wave: int) -> int: return 4 * wave   # threads per workgroup the launch rule aims for: four waves
 
-def _split_launch(sink: UOp, target: int, local_max: tuple[int, ...]) -> UOp | None:
-  # codegen gives one thread per workgroup (gidx only); split gidx0 of size N into (N/L groups) x (L threads) for the
-  # largest power of two L <= target dividing N. Kernels with shared memory or their own local indices are left alone.
-  nodes = sink.toposort()
-  if any(u.op is Ops.DEFINE_LOCAL or (u.op is Ops.SPECIAL and u.arg[0] == "l") for u in nodes): return None
-  g0 = next((u for u in nodes if u.op is Ops.SPECIAL and u.arg == "gidx0" and u.src[0].op is Ops.CONST), None)
-  if g0 is None: return None
-  n = g0.src[0].arg
-  amt = next((a for a in (target >> i for i in range(target.bit_length())) if a <= local_max[0] and n % a == 0 and a > 1), 1)
-  if amt == 1: return None
-  gid = UOp(Ops.SPECIAL, g0.dtype, (UOp.const(g0.dtype, n // amt),), "gidx0")
-  lid = UOp(Ops.SPECIAL, g0.dtype, (UOp.const(g0.dtype, amt),), "lidx0")
-  return sink.substitute({g0: gid * amt + lid})
-
-def _devectorize(x: UOp) -> UOp | None:
-  if x.dtype.count == 1: return None
-  return UOp(Ops.VECTORIZE, x.dtype, tuple(UOp(x.op, x.dtype.scalar(), tuple(s.gep(i) for s in x.src), x.arg) for i in range(x.dtype.count)))
-
 # HIP C's ext_vector_type compares to int masks and has no vector ?:, so vector ALU is lane-wise there
-pm_hip_devectorize = PatternMatcher([
-  (UPat(GroupOp.ALU, name="x"), _devectorize),                                                        # a+b on float4 -> lanes
-  (UPat(Ops.CAST, name="x"), lambda x: None if isinstance(x.dtype, PtrDType) else _devectorize(x)),   # (float4)int4 lane-wise
-])
-
-def launch_threads(uops: list[UOp]) -> int:
-  """Threads per workgroup of a linearized kernel: the product of its local (lidx) sizes."""
-  return prod(u.src[0].arg for u in uops if u.op is Ops.SPECIAL and u.arg[0] == "l" and u.src[0].op is Ops.CONST)
+pm_hip_devectorize = pm_devectorize_alu
 
 class AMDAbilities:
   """What an AMD GPU offers both renderers: the gfx target (checked), wave width, launch limits (overridable from the
@@ -104,7 +79,7 @@ class AMDAbilities:
     if local_max is not None: self.local_max = local_max
     if shared_max is not None: self.shared_max = shared_max
     if global_max is not None: self.global_max = global_max
-    launch = PatternMatcher([(UPat(Ops.SINK, name="sink"), lambda sink: _split_launch(sink, launch_target(self.wave), self.local_max or (1024,)))])
+    launch = pm_split_launch(launch_target(self.wave), self.local_max or (1024,))
     self.extra_matcher = launch + self.launch_extra if self.launch_extra is not None else launch
     self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see mock.py)
   def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)

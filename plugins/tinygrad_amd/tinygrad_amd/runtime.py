@@ -10,7 +10,6 @@ the form every ROCm version accepts: the kernarg segment's layout, u64 buffer ad
 from __future__ import annotations
 import ctypes, ctypes.util, glob, os, re, struct
 from typing import Any
-from tinygrad.helpers import prod
 
 c_int_p, c_void_pp = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p)
 HIP_PROTOS: dict[str, list[Any]] = {
@@ -132,6 +131,3 @@ class AMDProgram:
     if getattr(self, "module", None) is not None:
       try: self.hip.hipModuleUnload(self.module)
       except Exception: pass   # interpreter shutdown
-
-def launch_threads_ok(lc: tuple[int, ...], block_max: tuple[int, ...], threads_max: int) -> bool:
-  return all(1 <= a <= b for a, b in zip(lc, block_max)) and prod(lc) <= threads_max

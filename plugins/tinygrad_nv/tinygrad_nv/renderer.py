@@ -5,7 +5,7 @@ their width after every op, exact for + - * / sqrt), converted with PTX `cvt` (h
 which sm_75 has no cvt for). So NVRTC from a pip wheel (no toolkit, no include path) compiles every kernel.
 
 Device quirks live in the tables here: `nv_code_for_op`, `pm_nv_launch` (blocks of threads instead of blocks of one),
-`pm_nv_devectorize` (vector ALU is lane-wise: CUDA's float4 has no operators).
+the core's GPU rules (renderer/gpu.py: blocks of threads, lane-wise vector ALU: CUDA's float4 has no operators).
 """
 from __future__ import annotations
 import struct
@@ -14,45 +14,17 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
+from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
 from tinygrad.codegen.tc import NV_TENSOR_CORES
 
 # ---------------------------------------------------------------- shared rules ----------------------------------------------------------------
 
 LOCAL_TARGET = 128   # threads per block the launch rule aims for (a multiple of the 32-thread warp)
 
-def _split_launch(sink: UOp, local_max: tuple[int, ...]) -> UOp | None:
-  # codegen gives one thread per block (gidx only); split gidx0 of size N into (N/L blocks) x (L threads) when a power of
-  # two L divides N. Kernels with shared memory or their own local indices are left alone (their block size is chosen).
-  nodes = sink.toposort()
-  if any(u.op is Ops.DEFINE_LOCAL or (u.op is Ops.SPECIAL and u.arg[0] == "l") for u in nodes): return None
-  g0 = next((u for u in nodes if u.op is Ops.SPECIAL and u.arg == "gidx0" and u.src[0].op is Ops.CONST), None)
-  if g0 is None: return None
-  n = g0.src[0].arg
-  amt = next((a for a in (LOCAL_TARGET >> i for i in range(LOCAL_TARGET.bit_length())) if a <= local_max[0] and n % a == 0 and a > 1), 1)
-  if amt == 1: return None
-  gid = UOp(Ops.SPECIAL, g0.dtype, (UOp.const(g0.dtype, n // amt),), "gidx0")
-  lid = UOp(Ops.SPECIAL, g0.dtype, (UOp.const(g0.dtype, amt),), "lidx0")
-  return sink.substitute({g0: gid * amt + lid})
-
-def _devectorize(x: UOp) -> UOp | None:
-  if x.dtype.count == 1: return None
-  return UOp(Ops.VECTORIZE, x.dtype, tuple(UOp(x.op, x.dtype.scalar(), tuple(s.gep(i) for s in x.src), x.arg) for i in range(x.dtype.count)))
-
-pm_nv_devectorize = PatternMatcher([
-  (UPat(GroupOp.ALU, name="x"), _devectorize),                # a+b on float4 -> float4(a.x+b.x, ...)
-  (UPat(Ops.CAST, name="x"), lambda x: None if isinstance(x.dtype, PtrDType) else _devectorize(x)),   # (float4)int4 lane-wise
-])
-
 def nv_extra_matcher(local_max: tuple[int, ...]) -> PatternMatcher:
-  pm_nv_launch = PatternMatcher([(UPat(Ops.SINK, name="sink"), lambda sink: _split_launch(sink, local_max))])   # gidx0 -> gidx0*L+lidx0
-  return pm_nv_launch + pm_nv_devectorize
-
-def launch_threads(uops: list[UOp]) -> int:
-  """Threads per block of a linearized kernel: the product of its local (lidx) sizes."""
-  return prod(u.src[0].arg for u in uops if u.op is Ops.SPECIAL and u.arg[0] == "l" and u.src[0].op is Ops.CONST)
+  return pm_split_launch(LOCAL_TARGET, local_max) + pm_devectorize_alu   # blocks of threads; CUDA's float4 has no operators
 
 # ---- tensor cores: mma.sync.m16n8k16 with fp32 accumulate (sm_80+). Inputs are held as f32 in registers (exactly their
 # half/bfloat16 value), packed in pairs into the .f16x2/.bf16x2 registers the instruction reads, lower element in the low half;
@@ -134,7 +106,7 @@ class NVAbilities:
     if local_max is not None: self.local_max = local_max
     if shared_max is not None: self.shared_max = shared_max
     if global_max is not None: self.global_max = global_max
-    self.extra_matcher = nv_extra_matcher(self.local_max or (1024,))
+    self.extra_matcher: PatternMatcher | None = nv_extra_matcher(self.local_max or (1024,))
     self.tensor_cores = NV_TENSOR_CORES if arch_number(arch) >= 80 else []   # mma.m16n8k16 needs sm_80
     self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see runtime.py)
   def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)

@@ -9,7 +9,6 @@ Functions are the `_v2` ABI names the CUDA headers map the plain names to (cuMem
 from __future__ import annotations
 import ctypes, ctypes.util, os
 from typing import Any
-from tinygrad.helpers import prod
 
 c_int_p, c_void_pp = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p)
 CU_PROTOS: dict[str, list[Any]] = {
@@ -145,6 +144,3 @@ class NVProgram:
     if getattr(self, "module", None) is not None:
       try: self.cu.cuModuleUnload(self.module)
       except Exception: pass   # interpreter shutdown
-
-def launch_threads_ok(lc: tuple[int, ...], block_max: tuple[int, ...], threads_max: int) -> bool:
-  return all(1 <= a <= b for a, b in zip(lc, block_max)) and prod(lc) <= threads_max
