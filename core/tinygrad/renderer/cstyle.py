@@ -16,6 +16,19 @@ from tinygrad.helpers import prod
 
 def _narrow_int(dt: DType) -> bool: return dtypes.is_int(dt) and dt.scalar().itemsize < 4
 
+def safe_div(op: str) -> Callable[..., str]:
+  """C integer `/` or `%` (op) that never divides by 0 or INT_MIN by -1 (a trap on x86, garbage on GPUs): such divisors
+  give 0, and -a for a/-1, as on the PYTHON device. Literal divisors, the common case in index math, stay a plain
+  division; unsigned and narrow ints (promoted to int: no INT_MIN/-1) need only the zero check."""
+  def f(a: str, b: str, dtype: DType) -> str:
+    if dtypes.is_float(dtype): return f"({a}{op}{b})"
+    try: lit: int | None = int(b.rstrip("uUlL"))
+    except ValueError: lit = None
+    if lit is not None and lit not in (0, -1): return f"({a}{op}{b})"
+    if dtypes.is_unsigned(dtype) or dtype.itemsize < 4: return f"(({b})==0?0:({a}{op}{b}))"
+    return f"(({b})==0?0:({b})==-1?{'(-' + a + ')' if op == '/' else '0'}:({a}{op}{b}))"
+  return f
+
 # ALU op -> C text; every entry gets the rendered operands and the result dtype
 base_code_for_op: dict[Ops, Callable[..., str]] = {
   Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",

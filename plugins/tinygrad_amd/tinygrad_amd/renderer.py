@@ -17,7 +17,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer import TensorCore
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div
 from tinygrad.renderer.llvmir import LLVMIRRenderer
 from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
 
@@ -90,23 +90,11 @@ class AMDAbilities:
 
 # ---------------------------------------------------------------- HIP C ----------------------------------------------------------------
 
-def _safe_div(op: str) -> Callable[..., str]:
-  # a GPU integer division by 0 gives garbage: such divisors give 0 (and -a for a/-1, where INT_MIN/-1 overflows), as on
-  # the PYTHON and CPU devices; literal divisors (index math) stay a plain division
-  def f(a: str, b: str, dtype: DType) -> str:
-    if dtypes.is_float(dtype): return f"({a}{op}{b})"
-    try: lit: int | None = int(b.rstrip("uUlL"))
-    except ValueError: lit = None
-    if lit is not None and lit not in (0, -1): return f"({a}{op}{b})"
-    if dtypes.is_unsigned(dtype) or dtype == dtypes.bool: return f"(({b})==0?0:({a}{op}{b}))"
-    return f"(({b})==0?0:({b})==-1?{'(-' + a + ')' if op == '/' else '0'}:({a}{op}{b}))"
-  return f
-
 def _builtin(fn: str) -> Callable[..., str]:
   # clang builtins lower to LLVM intrinsics the AMDGPU backend selects natively (no device library)
   return lambda x, dtype: f"__builtin_{fn}{'' if dtype.scalar() == dtypes.float64 else 'f'}({x})"
 
-hip_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op, Ops.IDIV: _safe_div("/"), Ops.MOD: _safe_div("%"),
+hip_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op, Ops.IDIV: safe_div("/"), Ops.MOD: safe_div("%"),
   Ops.SQRT: _builtin("sqrt"), Ops.TRUNC: _builtin("trunc")}
 
 # hiprtc predefines these; clang with -nogpuinc does not

@@ -4,32 +4,16 @@ from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, thread_work
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, thread_work
 from tinygrad.renderer.llvmir import LLVMIRRenderer
 
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
-
-def _literal_int(s: str) -> int | None:
-  try: return int(s.rstrip("uUlL"))
-  except ValueError: return None
-
-def _safe_div(op: str) -> Callable[..., str]:
-  # an x86 integer division by 0 (or INT_MIN/-1) traps and kills the process: such divisors give 0 (and -a for a/-1), like
-  # the PYTHON device; literal divisors, the common case in index math, stay a plain division
-  def f(a: str, b: str, dtype: DType) -> str:
-    if dtypes.is_float(dtype): return f"({a}{op}{b})"
-    lit = _literal_int(b)
-    if lit is not None and lit not in (0, -1): return f"({a}{op}{b})"
-    neg = f"(-{a})" if op == "/" else "0"
-    if dtypes.is_unsigned(dtype) or dtype.itemsize < 4: return f"(({b})==0?0:({a}{op}{b}))"
-    return f"(({b})==0?0:({b})==-1?{neg}:({a}{op}{b}))"
-  return f
 
 def _math(fn: str) -> Callable[..., str]:
   return lambda x, dtype: f"__builtin_{fn}{'' if dtype.scalar() == dtypes.float64 else 'f'}({x})"
 
 clang_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
-  Ops.IDIV: _safe_div("/"), Ops.MOD: _safe_div("%"),
+  Ops.IDIV: safe_div("/"), Ops.MOD: safe_div("%"),
   Ops.SQRT: _math("sqrt"), Ops.EXP2: _math("exp2"), Ops.LOG2: _math("log2"), Ops.SIN: _math("sin"), Ops.TRUNC: _math("trunc")}
 
 # half and bfloat16 have no portable C type (clang 14 on x86 lacks both): they live as their bits (unsigned short) in

@@ -15,7 +15,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer import Renderer
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, base_rewrite
 from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
 from tinygrad.codegen.tc import NV_TENSOR_CORES
 
@@ -59,23 +59,11 @@ def arch_number(arch: str) -> int:
 
 # ---------------------------------------------------------------- CUDA C ----------------------------------------------------------------
 
-def _safe_div(op: str) -> Callable[..., str]:
-  # GPU integer division by 0 gives garbage: such divisors give 0 (and -a for a/-1, where INT_MIN/-1 would overflow), as on
-  # the PYTHON and CPU devices; literal divisors (index math) stay a plain division
-  def f(a: str, b: str, dtype: DType) -> str:
-    if dtypes.is_float(dtype): return f"({a}{op}{b})"
-    try: lit: int | None = int(b.rstrip("uUlL"))
-    except ValueError: lit = None
-    if lit is not None and lit not in (0, -1): return f"({a}{op}{b})"
-    if dtypes.is_unsigned(dtype) or dtype == dtypes.bool: return f"(({b})==0?0:({a}{op}{b}))"
-    return f"(({b})==0?0:({b})==-1?{'(-' + a + ')' if op == '/' else '0'}:({a}{op}{b}))"
-  return f
-
 def _math(f32: str, f64: str) -> Callable[..., str]:
   return lambda x, dtype: f"{f64 if dtype.scalar() == dtypes.float64 else f32}({x})"
 
 nv_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
-  Ops.IDIV: _safe_div("/"), Ops.MOD: _safe_div("%"),
+  Ops.IDIV: safe_div("/"), Ops.MOD: safe_div("%"),
   Ops.SQRT: _math("sqrtf", "sqrt"), Ops.EXP2: _math("exp2f", "exp2"), Ops.LOG2: _math("log2f", "log2"),
   Ops.SIN: _math("sinf", "sin"), Ops.TRUNC: _math("truncf", "trunc")}
 
