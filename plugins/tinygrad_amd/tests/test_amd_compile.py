@@ -1,4 +1,4 @@
-"""Every conformance kernel (tests/data/conformance_kernels.pkl, see collect_kernels.py) renders, and compiles to an
+"""Every conformance kernel (tests/data/conformance_kernels.pkl, made by tinygrad.conformance.collect) renders, and compiles to an
 HSACO: our AMDGPU LLVM IR with llvmlite + lld for gfx90a, gfx942 (CDNA, wave64) and gfx1100 (RDNA3, wave32), one object
 per kernel and one lld link per target; HIP C with clang for gfx90a (all kernels in one translation unit).
 AMD_COMPILE_STRIDE=n takes every n-th kernel (default 1: all)."""

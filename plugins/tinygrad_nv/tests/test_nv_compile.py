@@ -1,4 +1,4 @@
-"""Every conformance kernel (tests/data/conformance_kernels.pkl, see collect_kernels.py) renders, and compiles for sm_80 and
+"""Every conformance kernel (tests/data/conformance_kernels.pkl, made by tinygrad.conformance.collect) renders, and compiles for sm_80 and
 sm_90: CUDA C with NVRTC and with nvcc (all kernels in one .cu per arch), our PTX with ptxas (one module per arch).
 Every kernel by default (about a minute of CPU for the three tools); NV_COMPILE_EVERY=n takes every n-th for a quick
 local run. Each tool sees one batched file per arch."""
