@@ -1,31 +1,58 @@
-"""Tensor cores (codegen/tc.py): the TC action on matmul kernels, run on the PYTHON device emulating NV (EMULATE=NV), whose
-WMMA is computed warp by warp from the same layout functions the kernels index with."""
-import os, subprocess, sys
+"""Tensor cores (codegen/tc.py): the TC action on matmul kernels, run on the PYTHON device emulating NV (EMULATE=NV) and
+AMD's RDNA3 (EMULATE=AMD), whose WMMA is computed warp by warp from the same layout functions the kernels index with."""
+import json, os, subprocess, sys
+from collections import Counter
 import numpy as np, pytest
 from tinygrad import Tensor, dtypes
-from tinygrad.codegen.tc import LAYOUTS, NV_TENSOR_CORES, apply_tc, tensor_cores
+from tinygrad.codegen.tc import LAYOUTS, TCLayout, NV_TENSOR_CORES, AMD_WMMA_TENSOR_CORES, AMD_MFMA_TENSOR_CORES, apply_tc, tensor_cores
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.uop import Ops
 
 CORE = os.path.join(os.path.dirname(__file__), "..", "..", "core")
+TENSOR_CORES = {tc.swizzle: tc for tc in NV_TENSOR_CORES + AMD_WMMA_TENSOR_CORES + AMD_MFMA_TENSOR_CORES}
+
+def layout_errors(lay: TCLayout, tc) -> list[str]:
+  """Why `lay` cannot be `tc`'s layout: C/D must place each of its lanes x elements on a distinct (row, col) covering the
+  matrix once; A and B must cover their matrix, each element held by the same number of lanes and always in the same
+  register (RDNA3 duplicates A and B: lanes l and l+16 hold equal data)."""
+  n, m, k = tc.dims
+  errs = []
+  for name, frag, count, shape in (("A", lay.a, tc.elements_per_thread[0], (m, k)), ("B", lay.b, tc.elements_per_thread[1], (k, n)),
+                                   ("C", lay.c, tc.elements_per_thread[2], (m, n))):
+    holders: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for lane in range(tc.threads):
+      for i in range(count): holders.setdefault(tuple(int(x) for x in frag(lane, i)), []).append((lane, i))
+    want = {(r, c) for r in range(shape[0]) for c in range(shape[1])}
+    if set(holders) != want: errs.append(f"{name}: covers {len(set(holders) & want)} of {len(want)} elements, {len(set(holders) - want)} outside")
+    copies = Counter(len(h) for h in holders.values())
+    if name == "C" and set(copies) != {1}: errs.append(f"C: elements held more than once ({dict(copies)})")
+    if len(copies) > 1: errs.append(f"{name}: elements held an uneven number of times ({dict(copies)})")
+    if any(len({i for _, i in h}) > 1 for h in holders.values()): errs.append(f"{name}: copies of one element sit in different registers")
+  return errs
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_layout_covers_every_element_once(name):
-  # each operand's 32 lanes x elements hit every (row, col) of its matrix exactly once
-  lay, tc = LAYOUTS[name], NV_TENSOR_CORES[0]
-  n, m, k = tc.dims
-  for frag, count, shape in ((lay.a, tc.elements_per_thread[0], (m, k)), (lay.b, tc.elements_per_thread[1], (k, n)),
-                             (lay.c, tc.elements_per_thread[2], (m, n))):
-    got = sorted(frag(lane, i) for lane in range(tc.threads) for i in range(count))
-    assert got == sorted((r, c) for r in range(shape[0]) for c in range(shape[1]))
+def test_layout_covers_every_element(name):
+  assert layout_errors(LAYOUTS[name], TENSOR_CORES[name]) == []
+
+def test_layout_check_rejects_wrong_layouts():
+  w, wmma = LAYOUTS["wmma16x16x16"], TENSOR_CORES["wmma16x16x16"]
+  def c_no_half(l, i): return 2 * i, l % 16                     # lanes 16..31 overwrite lanes 0..15's rows
+  def a_shifted(l, i): return l % 16, (i + l // 16) % 16         # lanes l and l+16 hold row l%16 in different registers
+  def a_half(l, i): return l % 16, i % 8                         # K 8..15 never loaded
+  assert any("C:" in e for e in layout_errors(TCLayout(w.a, w.b, c_no_half), wmma))
+  assert any("different registers" in e for e in layout_errors(TCLayout(a_shifted, w.b, w.c), wmma))
+  assert any(e.startswith("A: covers") for e in layout_errors(TCLayout(a_half, w.b, w.c), wmma))
+  nv = LAYOUTS["m16n8k16"]
+  assert layout_errors(TCLayout(nv.b, nv.a, nv.c), TENSOR_CORES["m16n8k16"])   # A and B swapped: wrong shapes
 
 RUN = """
+import json, sys
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.engine.realize import method_cache
 rng = np.random.default_rng(0)
 for dt in (dtypes.half, dtypes.bfloat16):
-  for sa, sb in (((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 24))):
+  for sa, sb in json.loads(sys.argv[1]):
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     ta, tb = Tensor(a).cast(dt).realize(), Tensor(b).cast(dt).realize()
     bias = Tensor(np.arange(sb[-1], dtype=np.float32))
@@ -35,19 +62,25 @@ for dt in (dtypes.half, dtypes.bfloat16):
 print("WMMA", sum(sum(u.op.name == "WMMA" for u in r.p.uops) for r in method_cache.values()))
 """
 
-def _run(**env) -> str:
+def _run(shapes, **env) -> str:
   e = {**os.environ, "PYTHONPATH": CORE, "DEV": "PYTHON", "CACHELEVEL": "0", **env}
-  r = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=e, timeout=300)
+  r = subprocess.run([sys.executable, "-c", RUN, json.dumps(shapes)], capture_output=True, text=True, env=e, timeout=300)
   assert r.returncode == 0, r.stderr
   return r.stdout
 
-def test_tc_matmul_matches_numpy_on_emulated_nv():
-  out = _run(EMULATE="NV")
-  lines = out.splitlines()
+# (A shape, B shape) per matmul, batched included, sized to the tensor core's tile (NV: M, K multiple of 16, N of 8;
+# AMD: all multiples of 16)
+SHAPES = {"NV": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 24))],
+          "AMD": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 48)), ((64, 16), (16, 32))]}
+
+@pytest.mark.parametrize("emu", ["NV", "AMD"])
+def test_tc_matmul_matches_numpy_on_emulated_gpu(emu):
+  lines = _run(SHAPES[emu], EMULATE=emu).splitlines()
+  assert len(lines) == 2 * len(SHAPES[emu]) + 1
   for line in lines[:-1]:   # error relative to the matmul's value: rounded once to half (2^-11) or bfloat16 (2^-8)
     assert float(line.split()[-1]) < (1e-3 if line.startswith("half") else 5e-3), line
-  assert int(lines[-1].split()[1]) == 4   # every matmul kernel used the tensor core
-  assert _run(EMULATE="NV", USE_TC="0").splitlines()[-1] == "WMMA 0"
+  assert int(lines[-1].split()[1]) == 2 * len(SHAPES[emu])   # every matmul kernel used the tensor core
+  assert _run(SHAPES[emu], EMULATE=emu, USE_TC="0").splitlines()[-1] == "WMMA 0"
 
 def _matmul_ast(m: int, n: int, k: int, dt=dtypes.half):
   return (Tensor.empty(m, k, dtype=dt, device="NULL") @ Tensor.empty(k, n, dtype=dt, device="NULL")).schedule()[-1].ast
@@ -72,3 +105,30 @@ def test_tc_action_validates():
   with pytest.raises(KernelOptError, match="exactly one sum"): apply_tc(elementwise, NV_TENSOR_CORES[0], True)
   # the heuristics skip what does not fit instead of failing
   assert tensor_cores(_simplified(_matmul_ast(17, 16, 32)), _GPU(), None).toposort() is not None
+
+@pytest.mark.parametrize("tc", [NV_TENSOR_CORES[0], AMD_WMMA_TENSOR_CORES[0], AMD_MFMA_TENSOR_CORES[0]], ids=lambda t: t.swizzle)
+def test_wmma_emulation_matches_numpy(tc):
+  # two warps' lanes, each given its elements of its own A, B, C by the layout; D = A @ B + C per warp
+  from tinygrad.codegen.tc import wmma_emulate, wmma_name
+  rng = np.random.default_rng(1)
+  lay, (n, m, k), (ea, eb, ec) = LAYOUTS[tc.swizzle], tc.dims, tc.elements_per_thread
+  A, B, C = rng.standard_normal((2, m, k)), rng.standard_normal((2, k, n)), rng.standard_normal((2, m, n))
+  lane = np.arange(2 * tc.threads)
+  warp, wl = lane // tc.threads, lane % tc.threads
+  def split(mat, frag, count): return [mat[(warp, *frag(wl, i))] for i in range(count)]
+  arg = (wmma_name(tc), tc.dims, tc.threads, (ea, eb))
+  d = wmma_emulate(arg, split(A, lay.a, ea), split(B, lay.b, eb), split(C, lay.c, ec), lane, tc.threads, np)
+  want = (A.astype(np.float32) @ B.astype(np.float32) + C.astype(np.float32))
+  for i in range(ec): np.testing.assert_allclose(d[i], want[(warp, *lay.c(wl, i))], rtol=1e-5, atol=1e-5)
+  with pytest.raises(RuntimeError, match="whole"): wmma_emulate(arg, split(A, lay.a, ea), split(B, lay.b, eb), split(C, lay.c, ec), lane, tc.threads + 1, np)
+
+def test_wmma_emulation_rejects_unequal_copies():
+  # RDNA3 reads A and B from lanes l and l+16 alike: a kernel that gives them different values is wrong
+  from tinygrad.codegen.tc import wmma_emulate, wmma_name
+  tc = AMD_WMMA_TENSOR_CORES[0]
+  lane = np.arange(32)
+  a = [lane.astype(np.float32) for _ in range(16)]   # lane 16 differs from lane 0
+  same = [(lane % 16).astype(np.float32) for _ in range(16)]
+  c = [np.zeros(32, np.float32) for _ in range(8)]
+  with pytest.raises(RuntimeError, match="same element of A"): wmma_emulate((wmma_name(tc), tc.dims, 32, (16, 16)), a, same, c, lane, 32, np)
+  wmma_emulate((wmma_name(tc), tc.dims, 32, (16, 16)), same, same, c, lane, 32, np)

@@ -30,10 +30,28 @@ def _m16n8k16_a(l: Any, i: int) -> tuple[Any, Any]: return l // 4 + 8 * ((i >> 1
 def _m16n8k16_b(l: Any, i: int) -> tuple[Any, Any]: return (l % 4) * 2 + (i & 1) + 8 * (i >> 1), l // 4
 def _m16n8k16_c(l: Any, i: int) -> tuple[Any, Any]: return l // 4 + 8 * (i >> 1), (l % 4) * 2 + (i & 1)
 
-LAYOUTS: dict[str, TCLayout] = {"m16n8k16": TCLayout(_m16n8k16_a, _m16n8k16_b, _m16n8k16_c)}
+# RDNA3 v_wmma_f32_16x16x16_{f16,bf16} (wave32): lane l holds row l%16 of A and column l%16 of B, all 16 K values in
+# order, so lanes l and l+16 hold the same A and B data; D: 8 floats per lane, row 2*i + l//16, column l%16
+def _wmma_a(l: Any, i: int) -> tuple[Any, Any]: return l % 16, i
+def _wmma_b(l: Any, i: int) -> tuple[Any, Any]: return i, l % 16
+def _wmma_c(l: Any, i: int) -> tuple[Any, Any]: return l // 16 + 2 * i, l % 16
+
+# CDNA v_mfma_f32_16x16x16{f16,bf16_1k} (wave64): lane l holds row l%16 of A and column l%16 of B at K = 4*(l//16) + i;
+# D: 4 floats per lane, row 4*(l//16) + i, column l%16
+def _mfma_a(l: Any, i: int) -> tuple[Any, Any]: return l % 16, l // 16 * 4 + i
+def _mfma_b(l: Any, i: int) -> tuple[Any, Any]: return l // 16 * 4 + i, l % 16
+def _mfma_c(l: Any, i: int) -> tuple[Any, Any]: return l // 16 * 4 + i, l % 16
+
+# names hold no "_": a WMMA uop's name is layout_input_output (wmma_name)
+LAYOUTS: dict[str, TCLayout] = {"m16n8k16": TCLayout(_m16n8k16_a, _m16n8k16_b, _m16n8k16_c),
+                                "wmma16x16x16": TCLayout(_wmma_a, _wmma_b, _wmma_c),
+                                "mfma16x16x16": TCLayout(_mfma_a, _mfma_b, _mfma_c)}
 
 # NVIDIA's fp16 and bf16 mma with fp32 accumulation; dims are (N, M, K), elements per thread (A, B, C)
 NV_TENSOR_CORES = [TensorCore((8, 16, 16), 32, dt, dtypes.float, (8, 4, 4), swizzle="m16n8k16") for dt in (dtypes.half, dtypes.bfloat16)]
+# AMD's (here, not in the plugin, so the PYTHON device can emulate them): RDNA3 WMMA and CDNA MFMA, fp16/bf16 in, fp32 out
+AMD_WMMA_TENSOR_CORES = [TensorCore((16, 16, 16), 32, dt, dtypes.float, (16, 16, 8), swizzle="wmma16x16x16") for dt in (dtypes.half, dtypes.bfloat16)]
+AMD_MFMA_TENSOR_CORES = [TensorCore((16, 16, 16), 64, dt, dtypes.float, (4, 4, 4), swizzle="mfma16x16x16") for dt in (dtypes.half, dtypes.bfloat16)]
 
 _SHORT = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
 def wmma_name(tc: TensorCore) -> str:
@@ -98,12 +116,17 @@ def wmma_emulate(arg: tuple, a: list[Any], b: list[Any], c: list[Any], lane: Any
   if nlocal % threads: raise RuntimeError(f"PYTHON device: WMMA {arg[0]} needs blocks of whole {threads}-thread warps, got {nlocal} threads")
   lanes = len(lane)
   warp, wl = lane // threads, lane % threads
-  def gather(frag: Frag, vals: list[Any]) -> Any:
+  def gather(frag: Frag, vals: list[Any], what: str) -> Any:
     idx = [frag(wl, i) for i in range(len(vals))]
     mat = np.zeros((lanes // threads, 1 + max(int(np.max(r)) for r, _ in idx), 1 + max(int(np.max(c)) for _, c in idx)), dtype=np.float32)
-    for (r, cc), v in zip(idx, vals): mat[warp, r, cc] = np.broadcast_to(np.asarray(v, dtype=np.float32), (lanes,))
+    full = [np.broadcast_to(np.asarray(v, dtype=np.float32), (lanes,)) for v in vals]
+    for (r, cc), v in zip(idx, full): mat[warp, r, cc] = v
+    # a layout may hold an element in several lanes (RDNA3: lanes l and l+16): the kernel must give them equal values
+    for (r, cc), v in zip(idx, full):
+      if not np.array_equal(mat[warp, r, cc], v, equal_nan=True):
+        raise RuntimeError(f"PYTHON device: WMMA {arg[0]}: lanes holding the same element of {what} were given different values")
     return mat
-  d = gather(layout.a, a) @ gather(layout.b, b) + gather(layout.c, c)
+  d = gather(layout.a, a, "A") @ gather(layout.b, b, "B") + gather(layout.c, c, "C")
   return [d[(warp, *layout.c(wl, i))] for i in range(len(c))]
 
 def tensor_cores(sink: UOp, ren: Any, opts: list | None) -> UOp:
