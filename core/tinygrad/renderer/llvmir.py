@@ -45,7 +45,8 @@ define internal i16 @__f2b(float %f) alwaysinline {
 class LLVMIRRenderer(Renderer):
   """Linearized uops -> LLVM IR text. The hooks a target overrides: `addrspaces` (pointer address spaces), `extra_args`,
   `loop_bounds` (a loop's start and stop), `render_special` (launch indices), `render_barrier`, `render_local` (shared
-  memory), `kernel_cc`/`fn_attrs` (calling convention, attributes) and `render_kernel` (module-level text)."""
+  memory), `render_wmma` (tensor cores), `kernel_cc`/`fn_attrs` (calling convention, attributes) and `render_kernel`
+  (module-level text)."""
   # the ops rendered here; the rest (POW ...) are decomposed by the pipeline
   code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in
     [*_llvm_binop, *_llvm_intrinsic, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC]}
@@ -196,6 +197,9 @@ class LLVMIRRenderer(Renderer):
     """Storage for a DEFINE_LOCAL: by default a function-local array, like DEFINE_REG."""
     assert isinstance(u.dtype, PtrDType)
     self.alloca(nm, f"[{u.dtype.size} x {self.mty(u.dtype.base)}]", 16)
+  def render_wmma(self, u: UOp) -> str:
+    """A tensor core's WMMA uop (codegen/tc.py), for a target that declares `tensor_cores`: its vector result."""
+    raise NotImplementedError(f"{type(self).__name__} has no tensor core {u.arg[0]}")
   def fn_attrs(self, uops: list[UOp]) -> str: return "nounwind"
   def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
     """The module: declarations, helpers, module-level globals, then the function around the rendered body."""
@@ -306,6 +310,7 @@ class LLVMIRRenderer(Renderer):
           mask = ", ".join(f"i32 {i}" for i in u.arg)
           self.r[u] = self._ins("gep", f"shufflevector {self.ty(u.src[0].dtype)} {src}, {self.ty(u.src[0].dtype)} poison, <{len(u.arg)} x i32> <{mask}>")
       elif u.op in GroupOp.ALU: self.r[u] = self._alu(u)
+      elif u.op is Ops.WMMA: self.r[u] = self.render_wmma(u)
       else: raise NotImplementedError(f"{type(self).__name__} cannot render {u.op} with dtype {u.dtype} (arg={u.arg!r})")
     return self.render_kernel(name, args + self.extra_args(), uops)
 

@@ -98,3 +98,29 @@ def test_launch_limits_and_oom():
   for b in bufs: dev.allocator.free(b, 60 << 20)   # cached: arenas still held
   big = dev.allocator.alloc(100 << 20)               # OOM -> free cache and empty arenas -> retry
   assert big.size == 100 << 20
+
+TC_RUN = """
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.engine.realize import method_cache
+rng = np.random.default_rng(0)
+for dt in (dtypes.half, dtypes.bfloat16):
+  for sa, sb in (((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 48))):
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    ta, tb = Tensor(a).cast(dt).realize(), Tensor(b).cast(dt).realize()
+    got = ((ta @ tb).float() + Tensor(np.arange(sb[-1], dtype=np.float32))).relu().numpy()
+    mm = ta.float().numpy() @ tb.float().numpy()
+    print(dt.name, float(np.max(np.abs(got - np.maximum(mm + np.arange(sb[-1]), 0)) / (1 + np.abs(mm)))))
+print("WMMA", sum(sum(u.op.name == "WMMA" for u in r.p.uops) for r in method_cache.values()))
+"""
+
+@pytest.mark.parametrize("arch,cc", [("gfx1100", "LLVM"), ("gfx90a", "LLVM"), ("gfx90a", "HIP")])
+def test_tensor_core_matmul_on_mock(arch, cc):
+  # the kernels are compiled for real (WMMA on gfx1100, MFMA on gfx90a); the mock runs their uops, WMMA emulated by layout
+  _need(cc)
+  r = run(TC_RUN, AMD_MOCK_ARCH=arch, DEV=f"AMD:{cc}", CACHELEVEL="0")
+  assert r.returncode == 0, r.stderr[-3000:]
+  lines = r.stdout.splitlines()
+  for line in lines[:-1]: assert float(line.split()[-1]) < (1e-3 if line.startswith("half") else 5e-3), line   # one rounding to half/bf16
+  assert lines[-1] == "WMMA 4"   # every matmul kernel used the tensor core
+  assert run(TC_RUN, AMD_MOCK_ARCH=arch, DEV=f"AMD:{cc}", CACHELEVEL="0", USE_TC="0").stdout.splitlines()[-1] == "WMMA 0"

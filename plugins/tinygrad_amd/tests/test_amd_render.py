@@ -121,8 +121,63 @@ def test_renderers_decompose_libm_ops():
 
 def test_wave_and_targets():
   assert HIPRenderer("gfx90a").wave == 64 and AMDLLVMRenderer("gfx1100").wave == 32 and AMDLLVMRenderer("gfx942:sramecc+:xnack-").arch == "gfx942"
-  for kind in {a.matrix for a in AMD_ARCHS.values()} - {""}: assert AMD_TENSOR_CORES[kind]
+  assert {a.matrix for a in AMD_ARCHS.values()} - {""} <= set(AMD_TENSOR_CORES)
   assert check_arch("gfx950").family == "CDNA4"
+
+# ---- tensor cores: RDNA3 WMMA (wave32), CDNA MFMA (wave64); none elsewhere ----
+
+def _tc_program(ren, dt=dtypes.half, tc: int = 0):
+  from tinygrad import Tensor
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt import Opt, OptOps
+  ast = (Tensor.empty(16, 16, dtype=dt, device="NULL") @ Tensor.empty(16, 16, dtype=dt, device="NULL")).schedule()[-1].ast
+  return get_program(ast, ren, [Opt(OptOps.TC, 0, tc)])
+
+@pytest.mark.parametrize("arch,names", [("gfx1100", ["wmma16x16x16_f16_f32", "wmma16x16x16_bf16_f32"]), ("gfx1151", ["wmma16x16x16_f16_f32", "wmma16x16x16_bf16_f32"]),
+                                        ("gfx90a", ["mfma16x16x16_f16_f32", "mfma16x16x16_bf16_f32"]), ("gfx942", ["mfma16x16x16_f16_f32", "mfma16x16x16_bf16_f32"]),
+                                        ("gfx908", ["mfma16x16x16_f16_f32"]), ("gfx1030", []), ("gfx1201", [])])
+def test_tensor_cores_by_arch(arch, names):
+  from tinygrad.codegen.tc import wmma_name
+  from tinygrad.codegen.opt import KernelOptError
+  for ren in (HIPRenderer(arch), AMDLLVMRenderer(arch)):
+    assert [wmma_name(tc) for tc in ren.tensor_cores] == names
+    assert all(tc.threads == ren.wave for tc in ren.tensor_cores)   # one WMMA/MFMA is one wavefront's instruction
+    if not names:
+      with pytest.raises(KernelOptError, match="this renderer has 0 tensor cores"): _tc_program(ren)
+
+def test_hip_wmma_exact():
+  src = _tc_program(HIPRenderer("gfx1100")).src
+  args = ", ".join([f"_Float16 a{i}" for i in range(16)] + [f"_Float16 b{i}" for i in range(16)] + [f"float c{i}" for i in range(8)])
+  assert f"""typedef float tg_float8 __attribute__((ext_vector_type(8),aligned(4)));
+__device__ static inline tg_float8 __wmma16x16x16_f16_f32({args}) {{
+  typedef _Float16 tg_ab __attribute__((ext_vector_type(16)));
+  typedef float tg_cd __attribute__((ext_vector_type(8)));
+  return __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(tg_ab{{{", ".join(f"a{i}" for i in range(16))}}}, tg_ab{{{", ".join(f"b{i}" for i in range(16))}}}, tg_cd{{c0, c1, c2, c3, c4, c5, c6, c7}});
+}}
+extern "C" __global__ void __attribute__((amdgpu_flat_work_group_size(1, 32))) r_16_16_16(""" in src
+  vals = ", ".join(f"val{i}" for i in range(32))
+  assert f"  tg_float8 wmma0 = __wmma16x16x16_f16_f32({vals}, {', '.join(['0.0f'] * 8)});" in src
+  # A: lane l loads row l%16, all K in order; B: column l%16; D element i goes to row 2i + l//16, column l%16
+  assert "int alu0 = (lidx0%16);\n  int alu1 = (alu0*16);\n  _Float16 val0 = data1[alu1];" in src and "_Float16 val31 = data2[(alu0+240)];" in src
+  assert "data0[lidx0] = ((_Float16)val40);" in src and "data0[(lidx0+224)] = ((_Float16)val47);" in src
+
+def test_hip_mfma_bf16_exact():
+  src = _tc_program(HIPRenderer("gfx90a"), dtypes.bfloat16, 1).src
+  assert """__device__ static inline tg_float4 __mfma16x16x16_bf16_f32(float a0, float a1, float a2, float a3, float b0, float b1, float b2, float b3, float c0, float c1, float c2, float c3) {
+  typedef short tg_ab __attribute__((ext_vector_type(4)));
+  typedef float tg_cd __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(tg_ab{(short)__f2b(a0), (short)__f2b(a1), (short)__f2b(a2), (short)__f2b(a3)}, tg_ab{(short)__f2b(b0), (short)__f2b(b1), (short)__f2b(b2), (short)__f2b(b3)}, tg_cd{c0, c1, c2, c3}, 0, 0, 0);
+}""" in src and "amdgpu_flat_work_group_size(1, 64)" in src
+
+def test_llvm_wmma_and_mfma_exact():
+  src = _tc_program(AMDLLVMRenderer("gfx1100")).src
+  assert "declare <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(<16 x half>, <16 x half>, <8 x float>)" in src
+  assert "  %mma0 = insertelement <16 x half> poison, half %val0, i32 0\n  %mma1 = insertelement <16 x half> %mma0, half %val1, i32 1\n" in src
+  assert "  %mma40 = call <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(<16 x half> %mma15, <16 x half> %mma31, <8 x float> %mma39)\n  %gep0 = extractelement <8 x float> %mma40, i32 0" in src
+  src = _tc_program(AMDLLVMRenderer("gfx942"), dtypes.bfloat16, 1).src
+  assert "declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x16bf16.1k(<4 x i16>, <4 x i16>, <4 x float>, i32, i32, i32)" in src
+  assert "  %cast8 = call i16 @__f2b(float %cast0)\n  %mma0 = insertelement <4 x i16> poison, i16 %cast8, i32 0" in src   # bfloat16: its 16 bits
+  assert "@llvm.amdgcn.mfma.f32.16x16x16bf16.1k(<4 x i16> %mma3, <4 x i16> %mma7, <4 x float> %mma11, i32 0, i32 0, i32 0)" in src
 
 @pytest.mark.parametrize("arch", ["gfx9999", "sm_90", ""])
 def test_unsupported_target_is_refused(arch):

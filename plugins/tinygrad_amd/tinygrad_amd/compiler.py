@@ -85,6 +85,11 @@ class AMDLLVMCompiler(AMDCompiler):
   def version(self) -> str: return f"llvm {'.'.join(map(str, self.llvm.llvm_version_info))}, {self.lld_version}"
   def to_object(self, src: str) -> bytes:
     """The relocatable object (before lld) for `src`."""
+    return bytes(self._emit(src, "emit_object"))
+  def to_assembly(self, src: str) -> str:
+    """The assembly LLVM makes for `src` (what to_object assembles; Debian's llvm-objdump 14 cannot read gfx11 code)."""
+    return str(self._emit(src, "emit_assembly"))
+  def _emit(self, src: str, how: str) -> Any:
     llvm = self.llvm
     flags = f'!llvm.module.flags = !{{!0}}\n!0 = !{{i32 1, !"amdhsa_code_object_version", i32 {self.cov}}}\n'
     try:
@@ -94,7 +99,7 @@ class AMDLLVMCompiler(AMDCompiler):
     mod.data_layout = str(self.tm.target_data)
     pb = llvm.create_pass_builder(self.tm, llvm.create_pipeline_tuning_options(speed_level=self.opt))
     pb.getModulePassManager().run(mod, pb)
-    try: return bytes((self.tm_big if src.count("\n") > BIG_KERNEL_LINES else self.tm).emit_object(mod))
+    try: return getattr(self.tm_big if src.count("\n") > BIG_KERNEL_LINES else self.tm, how)(mod)
     except RuntimeError as e: raise CompileError(f"LLVM cannot compile for {self.arch}: {e}", src) from e
   def compile(self, src: str) -> bytes: return link_hsaco(self.to_object(src), src)
 

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import PatternMatcher
+from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer import TensorCore
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, base_rewrite
 from tinygrad.renderer.llvmir import LLVMIRRenderer
 from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
+from tinygrad.codegen.tc import AMD_WMMA_TENSOR_CORES, AMD_MFMA_TENSOR_CORES
 
 # ---------------------------------------------------------------- targets ----------------------------------------------------------------
 
@@ -28,10 +29,10 @@ class Arch:
   """One gfx target: its family (CDNA for Instinct, RDNA for Radeon), wavefront width and matrix-core kind."""
   family: str
   wave: int
-  matrix: str = ""   # "mfma" (CDNA), "wmma" (RDNA3), "wmma_gfx12" (RDNA4), "" (none)
+  matrix: str = ""   # "mfma" (CDNA2+), "mfma_cdna1", "wmma" (RDNA3), "wmma_gfx12" (RDNA4), "" (none)
 
 AMD_ARCHS: dict[str, Arch] = {
-  "gfx908": Arch("CDNA1", 64, "mfma"), "gfx90a": Arch("CDNA2", 64, "mfma"), "gfx942": Arch("CDNA3", 64, "mfma"),
+  "gfx908": Arch("CDNA1", 64, "mfma_cdna1"), "gfx90a": Arch("CDNA2", 64, "mfma"), "gfx942": Arch("CDNA3", 64, "mfma"),
   "gfx950": Arch("CDNA4", 64, "mfma"),
   "gfx1030": Arch("RDNA2", 32), "gfx1100": Arch("RDNA3", 32, "wmma"), "gfx1101": Arch("RDNA3", 32, "wmma"),
   "gfx1102": Arch("RDNA3", 32, "wmma"), "gfx1151": Arch("RDNA3.5", 32, "wmma"),
@@ -45,13 +46,20 @@ def check_arch(arch: str) -> Arch:
     raise ValueError(f"AMD: unsupported gfx target {arch!r}; supported: {', '.join(AMD_ARCHS)} (AMD_ARCH=<gfx> overrides the device's)")
   return AMD_ARCHS[base]
 
-# Matrix cores by kind, as data for the optimizer's tensor-core action (not wired into `tensor_cores` until the renderers
-# emit WMMA/MFMA): dims (N, M, K), threads in the wave that cooperate, elements per thread of (A, B, C/D)
-_f16, _bf16, _f32 = dtypes.float16, dtypes.bfloat16, dtypes.float32
-AMD_TENSOR_CORES: dict[str, list[TensorCore]] = {
-  "wmma": [TensorCore((16, 16, 16), 32, di, do, (16, 16, 8)) for di, do in [(_f16, _f32), (_bf16, _f32), (_f16, _f16)]],
-  "wmma_gfx12": [TensorCore((16, 16, 16), 32, di, do, (8, 8, 8)) for di, do in [(_f16, _f32), (_bf16, _f32), (_f16, _f16)]],
-  "mfma": [TensorCore((16, 16, 16), 64, di, _f32, (4, 4, 4)) for di in (_f16, _bf16)],
+# The optimizer's tensor cores by matrix-core kind (layouts in the core's codegen/tc.py, so EMULATE=AMD runs them too):
+# RDNA3 WMMA (wave32) and CDNA MFMA 16x16x16 (wave64), fp16/bf16 in, fp32 out. CDNA1 has no 16x16x16 bf16 MFMA (its
+# bf16 one takes K=8); RDNA4 changed the WMMA register layout (no duplicated lanes) and gets none until it is added.
+AMD_TENSOR_CORES: dict[str, list[TensorCore]] = {"wmma": AMD_WMMA_TENSOR_CORES, "mfma": AMD_MFMA_TENSOR_CORES,
+                                                 "mfma_cdna1": AMD_MFMA_TENSOR_CORES[:1], "wmma_gfx12": []}
+
+# Each tensor core's instruction (by codegen/tc.wmma_name): LLVM intrinsic, HIP builtin, and how many zero immediates
+# follow A, B, C (MFMA's cbsz, abid, blgp: no broadcast). The intrinsic names are the unsuffixed ones LLVM 16+ accepts.
+# A and B go in as vectors of half, or of bfloat16's 16 bits (i16 / short).
+AMD_MMA: dict[str, tuple[str, str, int]] = {
+  "wmma16x16x16_f16_f32": ("llvm.amdgcn.wmma.f32.16x16x16.f16", "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32", 0),
+  "wmma16x16x16_bf16_f32": ("llvm.amdgcn.wmma.f32.16x16x16.bf16", "__builtin_amdgcn_wmma_f32_16x16x16_bf16_w32", 0),
+  "mfma16x16x16_f16_f32": ("llvm.amdgcn.mfma.f32.16x16x16f16", "__builtin_amdgcn_mfma_f32_16x16x16f16", 3),
+  "mfma16x16x16_bf16_f32": ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", 3),
 }
 
 # ---------------------------------------------------------------- shared rules ----------------------------------------------------------------
@@ -76,6 +84,7 @@ class AMDAbilities:
     self.target = check_arch(arch)
     self.arch = arch.split(":")[0]
     self.wave = self.target.wave
+    self.tensor_cores = AMD_TENSOR_CORES.get(self.target.matrix, [])   # none: the TC action raises KernelOptError
     if local_max is not None: self.local_max = local_max
     if shared_max is not None: self.shared_max = shared_max
     if global_max is not None: self.global_max = global_max
@@ -113,6 +122,20 @@ _xyz = "xyz"
 # workgroup size of axis a, from the dispatch packet (u16 fields at byte 4, 6, 8)
 _group_size = "((const unsigned short*)__builtin_amdgcn_dispatch_ptr())[{}]"
 
+def hip_mma_function(name: str, ea: int, eb: int, ec: int) -> str:
+  """A device function running the WMMA uop `name` with its builtin: A, B elements (half, or bfloat16 held as float) and
+  C floats in, the float vector D out."""
+  builtin, imms = AMD_MMA[name][1], AMD_MMA[name][2]
+  bf16 = name.split("_")[1] == "bf16"
+  arg_ty, vec_ty = ("float", "short") if bf16 else ("_Float16", "_Float16")
+  def ab(v: str, n: int) -> str: return ", ".join(f"(short)__f2b({v}{i})" if bf16 else f"{v}{i}" for i in range(n))
+  args = [f"{arg_ty} a{i}" for i in range(ea)] + [f"{arg_ty} b{i}" for i in range(eb)] + [f"float c{i}" for i in range(ec)]
+  return "\n".join([f"__device__ static inline tg_float{ec} __{name}({', '.join(args)}) {{",
+                    f"  typedef {vec_ty} tg_ab __attribute__((ext_vector_type({ea})));",
+                    f"  typedef float tg_cd __attribute__((ext_vector_type({ec})));",
+                    f"  return {builtin}(tg_ab{{{ab('a', ea)}}}, tg_ab{{{ab('b', eb)}}}, tg_cd{{{', '.join(f'c{i}' for i in range(ec))}}}{', 0' * imms});",
+                    "}"])
+
 class HIPRenderer(AMDAbilities, CStyleLanguage):
   """Header-less HIP C: `extern "C" __global__` kernels with their flat workgroup size bound, amdgcn builtins for launch
   indices and barriers, `__shared__` memory, ext_vector_type vectors. `arch` ("gfx90a") is the target."""
@@ -130,6 +153,9 @@ class HIPRenderer(AMDAbilities, CStyleLanguage):
   emulated_floats = {dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = hip_code_for_op   # EXP2, LOG2, SIN absent: decomposed by codegen (see the module docstring)
   launch_extra = pm_hip_devectorize
+  string_rewrite = PatternMatcher([
+    (UPat(Ops.WMMA, name="x"), lambda ctx, x: f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"),   # tensor core: see prelude
+  ]) + base_rewrite
 
   def _vec_name(self, dt: DType) -> str: return f"tg_{self.render_dtype(dt.scalar()).replace(' ', '_')}{dt.count}"
   def render_dtype(self, dt: DType, mutable: bool = True) -> str:
@@ -144,8 +170,9 @@ class HIPRenderer(AMDAbilities, CStyleLanguage):
     vecs = {self.storage_dtype(u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype) for u in uops}
     vecs |= {self.compute_dtype(d) for d in vecs}
     # vectors are aligned like their element: a vector load from a float buffer need not be 16-byte aligned
-    return ret + [f"typedef {self.render_dtype(dt.scalar())} {self._vec_name(dt)} __attribute__((ext_vector_type({dt.count}),aligned({dt.scalar().itemsize})));"
-                  for dt in sorted(d for d in vecs if d.count > 1)]
+    ret += [f"typedef {self.render_dtype(dt.scalar())} {self._vec_name(dt)} __attribute__((ext_vector_type({dt.count}),aligned({dt.scalar().itemsize})));"
+            for dt in sorted(d for d in vecs if d.count > 1)]
+    return ret + [hip_mma_function(w.arg[0], *w.arg[3], w.dtype.count) for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values()]
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     head = f'extern "C" __global__ void __attribute__((amdgpu_flat_work_group_size(1, {launch_threads(uops)}))) {name}({", ".join(args)}) {{'
     return "\n".join(prelude + [head] + body + ["}"]) + "\n"
@@ -174,6 +201,21 @@ class AMDLLVMRenderer(AMDAbilities, LLVMIRRenderer):
     p = self._ins("sp", f"getelementptr inbounds i16, ptr addrspace(4) {dp}, i32 {2 + int(u.arg[-1])}")
     size = self._ins("sp", f"zext i16 {self._ins('sp', f'load i16, ptr addrspace(4) {p}, align 2')} to i32")
     return self._ins("sp", f"add i32 {self._ins('sp', f'mul i32 {grp}, {size}')}, {item}")
+  def render_wmma(self, u: UOp) -> str:
+    intrinsic, _, imms = AMD_MMA[u.arg[0]]
+    ea, eb = u.arg[3]
+    bf16 = u.src[0].dtype.scalar() == dtypes.bfloat16
+    def vec(srcs: tuple[UOp, ...], ty: str) -> str:
+      v = "poison"
+      for i, s in enumerate(srcs):
+        x = self._to_mem(self.r[s], s.dtype) if ty == "i16" else self.r[s]   # bfloat16: float register -> its 16 bits
+        v = self._ins("mma", f"insertelement <{len(srcs)} x {ty}> {v}, {ty} {x}, i32 {i}")
+      return v
+    ab = "i16" if bf16 else "half"
+    a, b, c = vec(u.src[:ea], ab), vec(u.src[ea:ea+eb], ab), vec(u.src[ea+eb:], "float")
+    ta, tb, td = f"<{ea} x {ab}>", f"<{eb} x {ab}>", self.ty(u.dtype)
+    self.decls.add(f"declare {td} @{intrinsic}({ta}, {tb}, {td}{', i32' * imms})")
+    return self._ins("mma", f"call {td} @{intrinsic}({ta} {a}, {tb} {b}, {td} {c}{', i32 0' * imms})")
   def render_barrier(self) -> None:
     self.decls.add("declare void @llvm.amdgcn.s.barrier()")
     self._emit('fence syncscope("workgroup") release')
