@@ -54,6 +54,7 @@ BEAM_THREADS = ContextVar("BEAM_THREADS", 2)  # threads compiling beam candidate
 IGNORE_BEAM_CACHE = ContextVar("IGNORE_BEAM_CACHE", 0)  # 1: search again even when the disk cache has this kernel's result
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)   # a big reduce to few outputs runs as two kernels (the first one parallel)
 USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto the renderer's tensor cores
+OPTS = ContextVar("OPTS", "")                # forced actions, "LOCAL:0:16,GROUP:0:8": every kernel they fit gets them (tests)
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 

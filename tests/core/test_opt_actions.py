@@ -19,7 +19,7 @@ def forced(monkeypatch):
       except KernelOptError: return []
       applied.append(opts)
       return list(opts)
-    monkeypatch.setattr(optmod, "hand_coded_opts", pick)
+    monkeypatch.setattr(optmod, "heuristic_opts", pick)
     method_cache.clear()
     return applied
   yield use

@@ -10,6 +10,7 @@ from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
 from tinygrad.codegen.tc import tensor_cores
+from tinygrad.codegen.gpuopt import lower_groups
 from tinygrad.codegen.vectorize import vectorize
 
 def global_to_special(sink: UOp, ren: Renderer) -> UOp:
@@ -61,6 +62,7 @@ PASSES: list[Pass] = [
   ("simplify", lambda s, r, o: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
   ("tensor_cores", lambda s, r, o: tensor_cores(s, r, o)),                                      # matmuls onto WMMA (TC action)
   ("optimize", lambda s, r, o: optimize(s, r, o if o is None else [x for x in o if x.op is not OptOps.TC])),   # upcast/unroll: heuristics or given
+  ("lower_groups", lambda s, r, o: lower_groups(s, r)),                                        # grouped reduces: shared memory + barrier
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks

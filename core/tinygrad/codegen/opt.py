@@ -9,7 +9,7 @@ from enum import Enum, auto
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.dtype import dtypes, PtrDType
-from tinygrad.helpers import NOOPT
+from tinygrad.helpers import NOOPT, OPTS
 from tinygrad.renderer import Renderer
 
 class OptOps(Enum):
@@ -19,6 +19,9 @@ class OptOps(Enum):
   PADTO = auto()    # round a global axis up to a multiple of `arg`; the extra iterations are gated off (odd sizes upcast)
   SWAP = auto()     # exchange the loop order of global axes `axis` and `arg` (which one is outermost, split by threads)
   TC = auto()       # map a matmul onto the renderer's tensor core number `arg` (codegen/tc.py; runs before the others)
+  LOCAL = auto()    # GPU: split a global axis, the inner part becomes threads of a block (codegen/gpuopt.py)
+  GROUP = auto()    # GPU: share a reduce axis among `arg` threads of a block (inner part), partials summed in shared memory
+  GROUPTOP = auto() # GPU: the same with the outer part across threads (each thread reduces one contiguous chunk)
 
 @dataclass(frozen=True)
 class Opt:
@@ -30,10 +33,20 @@ class Opt:
 class KernelOptError(ValueError):
   """An optimization action that does not apply to this kernel."""
 
+def parse_opts(text: str) -> list[Opt]:
+  """'LOCAL:0:16,GROUP:0:8' -> [Opt(LOCAL, 0, 16), Opt(GROUP, 0, 8)]: the OPTS flag's format."""
+  out = []
+  for part in (p for p in text.split(",") if p.strip()):
+    name, *nums = part.strip().split(":")
+    if name.upper() not in OptOps.__members__ or len(nums) != 2 or not all(n.lstrip("-").isdigit() for n in nums):
+      raise ValueError(f"OPTS: {part!r} is not ACTION:axis:amount; actions: {', '.join(OptOps.__members__)}")
+    out.append(Opt(OptOps[name.upper()], int(nums[0]), int(nums[1])))
+  return out
+
 def kernel_ranges(sink: UOp) -> tuple[list[UOp], list[UOp]]:
   """The kernel's global and reduce ranges, each sorted by axis id."""
   rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
-  glob = sorted([r for r in rngs if r.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
+  glob = sorted([r for r in rngs if r.arg[1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE)], key=lambda r: r.arg[0])
   red = sorted([r for r in rngs if r.arg[1] is AxisType.REDUCE], key=lambda r: r.arg[0])
   return glob, red
 
@@ -46,7 +59,10 @@ def _split(r: UOp, amt: int) -> tuple[UOp, list[UOp]]:
   outer = UOp.range(size // amt, r.arg[0], r.arg[1])
   return outer, [outer * amt + c for c in range(amt)]
 
-def apply_opt(sink: UOp, opt: Opt) -> UOp:
+def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:
+  if opt.op in GPU_OPS:   # validated against the renderer's blocks and shared memory
+    from tinygrad.codegen.gpuopt import apply_gpu_opt
+    return apply_gpu_opt(sink, opt, ren)
   glob, red = kernel_ranges(sink)
   if opt.op is OptOps.UPCAST:
     if not 0 <= opt.axis < len(glob): raise KernelOptError(f"UPCAST axis {opt.axis} out of range: the kernel has {len(glob)} global axes")
@@ -111,9 +127,10 @@ def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
   return sink.substitute(sub).substitute({r: big})
 
 _cpu_actions = {OptOps.SWAP: _swap, OptOps.THREAD: _thread, OptOps.PADTO: _padto}
+GPU_OPS = (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP)
 
-def apply_opts(sink: UOp, opts: list[Opt]) -> UOp:
-  for o in opts: sink = apply_opt(sink, o)
+def apply_opts(sink: UOp, opts: list[Opt], ren: Renderer | None = None) -> UOp:
+  for o in opts: sink = apply_opt(sink, o, ren)
   return sink
 
 def stride(idx: UOp, r: UOp) -> int | None:
@@ -200,6 +217,18 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: add(Opt(OptOps.UNROLL, len(red)-1, amt))
   return opts
 
+def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:
+  """The heuristics' choice: GPU-style ones for renderers with threads in a block, else the CPU-style ones. OPTS forces
+  its actions on every kernel they fit (the conformance suite under forced options); others get the heuristics."""
+  if OPTS.value and not NOOPT:
+    forced = [o for o in parse_opts(OPTS.value) if o.op is not OptOps.TC]
+    try: return forced if apply_opts(sink, forced, ren) is not None else []
+    except KernelOptError: pass
+  if ren.has_local and not ren.has_threads:
+    from tinygrad.codegen.gpuopt import gpu_opts
+    return gpu_opts(sink, ren)
+  return hand_coded_opts(sink, ren)
+
 def optimize(sink: UOp, ren: Renderer, opts: list[Opt] | None = None) -> UOp:
   """Apply `opts`, or the heuristics' choice when None."""
-  return apply_opts(sink, hand_coded_opts(sink, ren) if opts is None else opts)
+  return apply_opts(sink, heuristic_opts(sink, ren) if opts is None else opts, ren)

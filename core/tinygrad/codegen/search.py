@@ -14,22 +14,28 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import PtrDType
 from tinygrad.helpers import DEBUG, BEAM_TIMEOUT, BEAM_MAX_CANDIDATES, BEAM_THREADS, IGNORE_BEAM_CACHE
-from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, hand_coded_opts, kernel_ranges
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, heuristic_opts, kernel_ranges
+from tinygrad.renderer import Renderer
 
 # the moves tried at every step: (action, amount) on every axis of the right kind
 ACTIONS: list[tuple[OptOps, int]] = [(OptOps.UPCAST, a) for a in (2, 3, 4, 8, 16)] + [(OptOps.UNROLL, a) for a in (2, 4, 8, 16, 32)] + \
   [(OptOps.SWAP, 0)] + [(OptOps.PADTO, a) for a in (8, 16)]
+# on renderers with threads in a block: threads over a global axis, and a reduce shared by threads (validated per renderer)
+GPU_ACTIONS: list[tuple[OptOps, int]] = [(OptOps.LOCAL, a) for a in (2, 4, 8, 16, 32, 64, 128)] + \
+  [(OptOps.GROUP, a) for a in (4, 8, 16, 32, 64, 128, 256)] + [(OptOps.GROUPTOP, a) for a in (16, 32, 256)]
 
-def candidate_moves(sink: UOp, opts: list[Opt]) -> list[list[Opt]]:
-  """Every one-action extension of `opts` that applies to the kernel (invalid ones raise KernelOptError and are dropped)."""
-  cur = apply_opts(sink, opts)
+def candidate_moves(sink: UOp, opts: list[Opt], ren: Renderer | None = None) -> list[list[Opt]]:
+  """Every one-action extension of `opts` that applies to the kernel (invalid ones raise KernelOptError and are dropped);
+  LOCAL/GROUP/GROUPTOP only where `ren` has threads in a block."""
+  cur = apply_opts(sink, opts, ren)
   glob, red = kernel_ranges(cur)
   out = []
-  for op, amt in ACTIONS:
-    axes = range(len(red)) if op is OptOps.UNROLL else range(len(glob)) if op is not OptOps.SWAP else range(1, len(glob))
+  gpu = ren is not None and ren.has_local and bool(ren.local_max)
+  for op, amt in ACTIONS + (GPU_ACTIONS if gpu else []):
+    axes = range(len(red)) if op in (OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP) else range(len(glob)) if op is not OptOps.SWAP else range(1, len(glob))
     for ax in axes:
       o = Opt(op, ax, amt)
-      try: apply_opts(cur, [o])
+      try: apply_opts(cur, [o], ren)
       except KernelOptError: continue
       out.append(opts + [o])
   return out
@@ -74,11 +80,11 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
       return out
     # the heuristics' choice is the start (no actions at all costs seconds on a big kernel and never wins on a CPU)
     beam: list[tuple[float, list[Opt]]] = []
-    beam = sorted(step([hand_coded_opts(sink, ren)]), key=lambda x: x[0])[:width]
+    beam = sorted(step([heuristic_opts(sink, ren)]), key=lambda x: x[0])[:width]
     best = beam[0]
     if DEBUG >= 2: print(f"beam: start {', '.join(f'{t*1e6:.1f} us {o}' for t, o in beam)}")
     while time.perf_counter() - st < BEAM_TIMEOUT.value:
-      cands = list(itertools.chain.from_iterable(candidate_moves(sink, o) for _, o in beam))
+      cands = list(itertools.chain.from_iterable(candidate_moves(sink, o, ren) for _, o in beam))
       if not cands: break
       timed = sorted(step(cands) + beam, key=lambda x: x[0])
       beam = timed[:width]
@@ -86,7 +92,7 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
       if beam[0][0] >= best[0]: break
       best = beam[0]
     # timings on a shared machine are noisy: the winner must beat the heuristics again, head to head, by 5%
-    start = hand_coded_opts(sink, ren)
+    start = heuristic_opts(sink, ren)
     if best[1] != start:
       r0, r1 = _compile(ast, ren, start, dev.device), _compile(ast, ren, best[1], dev.device)
       if r0 is not None and r1 is not None:

@@ -54,6 +54,7 @@ def deserialize(src: str) -> list[tuple[Ops, DType, tuple[int, ...], Any]]:
 class PythonRenderer(Renderer):
   device = "PYTHON"
   has_local = True   # lockstep lanes: global loops become launch indices
+  has_shared = True  # DEFINE_LOCAL is one array per block, BARRIER a no-op in lockstep
   global_max = (2**31-1, 65535, 65535)
   code_for_op = {op: (lambda *a: "") for op in GroupOp.ALU}
   def __init__(self) -> None:
