@@ -5,10 +5,11 @@ from tinygrad.engine.schedule import create_schedule
 from tinygrad.codegen import get_program
 from tinygrad_webgpu.renderer import WGSLRenderer
 
-def wgsl(t: Tensor, ren: WGSLRenderer | None = None) -> str:
-  """The WGSL of the last kernel computing `t` (built on the PYTHON device: the AST does not depend on it)."""
+def wgsl(t: Tensor, ren: WGSLRenderer | None = None, opts: list | None = None, heuristics: bool = False) -> str:
+  """The WGSL of the last kernel computing `t` (built on the PYTHON device: the AST does not depend on it), with `opts`
+  (default: none, the renderer's own output), or the heuristics' choice."""
   sched, _ = create_schedule([t.uop])
-  return get_program([e for e in sched if e.ast.op.name == "SINK"][-1].ast, ren or WGSLRenderer()).src
+  return get_program([e for e in sched if e.ast.op.name == "SINK"][-1].ast, ren or WGSLRenderer(), None if heuristics else opts or []).src
 
 def test_add_exact():
   a, b = Tensor.empty(16, device="PYTHON"), Tensor.empty(16, device="PYTHON")
@@ -107,3 +108,19 @@ def test_gated_load_indexes_zero_when_gated_off():
   # cat produced data2[(-1i)]): the index itself is selected
   src = wgsl(Tensor.empty(4, device="PYTHON").pad((1, 1)))
   assert "data1[select(0i, (gidx0+(-1i)), alu0)]" in src, src
+
+def test_threads_in_a_block_use_workgroup_memory_and_a_barrier():
+  # GROUP: the sum's partials go through a var<workgroup> array; the workgroup is the block, gidx from its index
+  from tinygrad.codegen.opt import Opt, OptOps
+  src = wgsl(Tensor.empty(8, 64, device="PYTHON").sum(1), opts=[Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 16)])
+  assert "@compute @workgroup_size(32)" in src and "@builtin(local_invocation_index) lli: u32" in src
+  assert "let wlin = wid.x + wid.y*nwg.x;" in src and "if (wlin >= launch[0].x) { return; }" in src
+  assert "var<workgroup> temp0: array<f32, 32>;" in src and "workgroupBarrier();" in src
+  assert "let lidx0 = i32(lli%u32(2));" in src and "let lidx1 = i32((lli/(u32(2))));" in src
+  assert "if ((lidx1<1i)) { data0[" in src   # one thread of each group stores
+  # the heuristics share a long sum among threads on a GPU adapter; on a CPU one (llvmpipe: has_threads) they are the CPU's
+  big = Tensor.empty(1 << 16, device="PYTHON").sum()
+  assert "workgroupBarrier();" in wgsl(big, heuristics=True)
+  cpu = WGSLRenderer()
+  cpu.has_threads = True
+  assert "workgroupBarrier();" not in wgsl(big, cpu, heuristics=True)

@@ -108,3 +108,29 @@ def test_kernels_after_a_device_reset(webgpu):
   assert (Tensor([1.0, 2.0], device=webgpu) * 5).tolist() == [5.0, 10.0]
   Device.reset()
   assert (Tensor([1.0, 2.0], device=webgpu) * 5).tolist() == [5.0, 10.0]
+
+@pytest.mark.parametrize("opts", ["LOCAL:0:4", "GROUP:0:16", "GROUPTOP:0:8,LOCAL:0:2", "LOCAL:1:8,LOCAL:0:4,UPCAST:1:2", "gpu"])
+def test_threads_in_a_block(webgpu, opts):
+  # LOCAL/GROUP kernels (workgroup = block, var<workgroup> partials, workgroupBarrier) against numpy, odd sizes included;
+  # "gpu": the GPU heuristics, as a discrete adapter (has_threads False) would get them
+  from tinygrad.helpers import Context
+  from tinygrad.engine.realize import method_cache
+  rng = np.random.default_rng(0)
+  x, m, v = rng.standard_normal((12, 48)).astype(np.float32), rng.standard_normal((32, 40)).astype(np.float32), rng.standard_normal(97).astype(np.float32)
+  ren = Device[webgpu].renderer
+  had = ren.has_threads
+  method_cache.clear()
+  try:
+    if opts == "gpu": ren.has_threads = False
+    with Context(OPTS="" if opts == "gpu" else opts):
+      t, tm = Tensor(x, device=webgpu), Tensor(m, device=webgpu)
+      np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose(t.max(0).numpy(), x.max(0))
+      np.testing.assert_allclose((t.sum(1, keepdim=True) * 2 + t).numpy(), x.sum(1, keepdims=True) * 2 + x, rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose((tm @ tm.T).numpy(), m @ m.T, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(Tensor(v, device=webgpu).exp2().numpy(), np.exp2(v), rtol=1e-5)
+      e = np.exp(x - x.max(1, keepdims=True))
+      np.testing.assert_allclose(t.softmax(1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+  finally:
+    ren.has_threads = had
+    method_cache.clear()

@@ -15,7 +15,8 @@ from tinygrad_webgpu.runtime import WebGPUProgram
 WEBGPU_BATCH: int = getenv("WEBGPU_BATCH", 64)
 # limits requested at the adapter's own values (a device gets WebGPU's small defaults unless asked)
 _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size", "max-buffer-size", "max-compute-invocations-per-workgroup",
-           "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
+           "max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
+           "max-compute-workgroups-per-dimension", "max-compute-workgroup-storage-size")
 _FEATURES = ("shader-f16", "timestamp-query", "shader-int64")   # shader-int64: a wgpu-native extension (i64/u64 in WGSL)
 # llvmpipe ends every loop once an invocation has taken 65535 loop back-edges in total (Mesa gallivm's loop limiter); the
 # renderer unrolls to stay under half that (measured: nested loops lose a few hundred trips more than a plain count says)
@@ -51,10 +52,15 @@ class WebGPUDevice(Compiled):
     if isinstance(self.renderer, WGSLRenderer):
       self.renderer.set_abilities(wg, self.limits["max-compute-workgroups-per-dimension"], self.limits["max-storage-buffers-per-shader-stage"],
                                   "shader-f16" in self.features, _LLVMPIPE_LOOP_BUDGET if "llvmpipe" in info["device"].lower() else None,
-                                  "shader-int64" in self.features)
+                                  "shader-int64" in self.features, self._local_max(), self.limits.get("max-compute-workgroup-storage-size"))
       # a CPU adapter (llvmpipe) runs work-groups on CPU threads, each a SIMD batch of invocations: the core's CPU-style
       # heuristics (register blocking, unrolled reduces) fit it. Measured on llvmpipe: matmul 512 6.6 s -> 1.4 s
       self.renderer.has_threads = info["adapter_type"] == "CPU"
+
+  def _local_max(self) -> tuple[int, ...]:
+    """Threads per workgroup on x, y, z; none larger than the invocations a workgroup may have (the renderer's total)."""
+    inv = self.limits["max-compute-invocations-per-workgroup"]
+    return tuple(min(inv, self.limits.get(f"max-compute-workgroup-size-{a}", inv)) for a in "xyz")
 
   # ---- the pending batch ----
   def encoder(self) -> Any:

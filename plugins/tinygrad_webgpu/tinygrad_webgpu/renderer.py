@@ -19,7 +19,11 @@ Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, i
 Launch: the core gives up to three SPECIAL gidxN indices. The shader is always dispatched 1-D in workgroups of
 `workgroup_size` (from the adapter's limits), folded into x and y when there are more than `max_dispatch` groups; the
 invocation's linear index is split back into gidx0..2 and invocations past the end return early (no barriers exist
-without shared memory, so the early return is safe). The runtime passes the launch sizes and the DEFINE_VAR values in
+without shared memory, so the early return is safe). A kernel with lidxN threads (the optimizer's LOCAL/GROUP) is one
+workgroup per block instead: `@workgroup_size` is the product of its lidx sizes, gidx0..2 come from the workgroup's
+linear index and lidx0..2 from `local_invocation_index`; workgroups past the end return early, a condition uniform across
+the workgroup, so `workgroupBarrier()` stays in uniform control flow. DEFINE_LOCAL is a module-scope `var<workgroup>`.
+The runtime passes the launch sizes and the DEFINE_VAR values in
 one uniform buffer (binding after the data buffers): `launch[0] = (total, gx, gy, gz)`, `launch[1..]` = variables.
 Buffer i of the kernel is binding i, also when the kernel no longer reads it (the optimizer can fold a load away; the
 runtime still passes every buffer).
@@ -96,10 +100,11 @@ class WGSLRenderer(CStyleLanguage):
   float16 is native (`native_f16`) after it opens; the class defaults are WebGPU's guaranteed minimums."""
   device = "WEBGPU"
   has_local = True              # global loops become launch indices
-  has_shared = False
+  has_shared = True             # var<workgroup> arrays and workgroupBarrier()
   supports_float4 = False
   global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)   # any size: the launch is re-folded (module docstring)
-  local_max = None
+  local_max: tuple[int, ...] | None = (256, 256, 64)   # WebGPU's guaranteed minimums (256 invocations per workgroup)
+  shared_max = 16384
   infinity = "bitcast<f32>(0x7f800000u)"
   nan = "bitcast<f32>(0x7fc00000u)"
   code_for_op = wgsl_code_for_op
@@ -117,10 +122,12 @@ class WGSLRenderer(CStyleLanguage):
                                 dtypes.float32])
 
   def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool, loop_budget: int | None = None,
-                    native_i64: bool = False) -> None:
+                    native_i64: bool = False, local_max: tuple[int, ...] | None = None, shared_max: int | None = None) -> None:
     """Called by the device with its adapter's limits; float16 is supported only where the adapter has `shader-f16`, int64
-    and uint64 only where it has wgpu-native's `shader-int64`."""
+    and uint64 only where it has wgpu-native's `shader-int64`. `local_max` ends with the invocations per workgroup."""
     self.workgroup_size, self.max_dispatch, self.max_buffers, self.native_f16 = workgroup_size, max_dispatch, max_buffers, native_f16
+    if local_max is not None: self.local_max = local_max
+    if shared_max is not None: self.shared_max = shared_max
     self.loop_budget, self.native_i64 = loop_budget, native_i64
     self.supported_dtypes = type(self).supported_dtypes | (frozenset([dtypes.float16]) if native_f16 else frozenset()) | \
       (frozenset([dtypes.int64, dtypes.uint64]) if native_i64 else frozenset())
@@ -193,7 +200,7 @@ class WGSLRenderer(CStyleLanguage):
       w = f"&{self.r[buf]}[wi]"
       st = (f"{{ let wi = u32({i})>>{n.bit_length()-1}u; let sh = (u32({i})&{n-1}u)*{bits}u; "
             f"atomicAnd({w}, ~({mask}u<<sh)); atomicOr({w}, {bitsv}<<sh); }}")
-    return st if gate is None else f"if ({gate}) {st}"
+    return st if gate is None else f"if ({gate}) {{ {st} }}"   # WGSL's if always takes a block
 
   def _alu(self, x: UOp) -> str:
     ops = [self.r[s] for s in x.src]
@@ -221,11 +228,14 @@ class WGSLRenderer(CStyleLanguage):
     return f"bitcast<{self.reg(x.dtype)}>({self.r[x.src[0]]})"
 
   def _special(self, x: UOp) -> str:
-    axis = int(x.arg[-1])
-    sizes = self.specials
+    # a launch index from the linear one it is part of: the invocation's (no lidx), the workgroup's (gidx) or the thread's
+    # in its workgroup (lidx); the last axis takes the rest
+    axis, local = int(x.arg[-1]), x.arg[0] == "l"
+    sizes = self.lspecials if local else self.specials
+    lin = "lli" if local else "wlin" if self.lspecials else "lin"
     below = [sizes[a] for a in range(axis) if a in sizes]
     div = "*".join(f"u32({s})" for s in below)
-    v = f"(lin/({div}))" if div else "lin"
+    v = f"({lin}/({div}))" if div else lin
     return f"i32({v}%u32({sizes[axis]}))" if axis < max(sizes) else f"i32({v})"
 
   # ---- the walk ----
@@ -243,8 +253,10 @@ class WGSLRenderer(CStyleLanguage):
       for s in (u.src[:1] if u.op is Ops.LOAD else u.src[:2] if u.op is Ops.STORE else u.src): uses[s] += 1
     # launch sizes: constants inline, symbolic ones from the uniform (the runtime passes the concrete global size)
     self.specials: dict[int, str] = {}
+    self.lspecials: dict[int, str] = {}   # lidx sizes (always constants: the workgroup size is part of the shader)
     for u in uops:
-      if u.op is Ops.SPECIAL:
+      if u.op is Ops.SPECIAL and u.arg[0] == "l": self.lspecials[int(u.arg[-1])] = str(u.src[0].arg)
+      elif u.op is Ops.SPECIAL:
         ax = int(u.arg[-1])
         self.specials[ax] = str(u.src[0].arg) if u.src[0].op is Ops.CONST else f"launch[0].{'yzw'[ax]}"
     f16 = self.native_f16 and any(u.dtype.scalar() == dtypes.float16 or (isinstance(u.dtype, PtrDType) and u.dtype.base.scalar() == dtypes.float16)
@@ -257,7 +269,10 @@ class WGSLRenderer(CStyleLanguage):
       elem = ("atomic<u32>" if g in self.atomic else "u32") if n else self.reg(g.dtype.base)
       head.append(f"@group(0) @binding({g.arg}) var<storage, {'read_write' if g in stored else 'read'}> data{g.arg}: array<{elem}>;")
     head.append(f"@group(0) @binding({globs[-1].arg + 1 if globs else 0}) var<uniform> launch: array<vec4<u32>, {1 + (len(dvars) + 3) // 4}>;")
-    body = [f"  let lin = gid.x + gid.y*{self.workgroup_size}u*nwg.x;", "  if (lin >= launch[0].x) { return; }"]
+    wg = math.prod(int(v) for v in self.lspecials.values()) if self.lspecials else self.workgroup_size
+    if self.lspecials: body = ["  let wlin = wid.x + wid.y*nwg.x;", "  if (wlin >= launch[0].x) { return; }"]   # launch[0].x: workgroups
+    else: body = [f"  let lin = gid.x + gid.y*{self.workgroup_size}u*nwg.x;", "  if (lin >= launch[0].x) { return; }"]
+    self.head = head
     for i, v in enumerate(dvars):
       self.r[v] = f"v_{v.arg[0]}"
       body.append(f"  let v_{v.arg[0]} = bitcast<i32>(launch[{1 + i // 4}].{'xyzw'[i % 4]});")
@@ -265,8 +280,9 @@ class WGSLRenderer(CStyleLanguage):
     self.unroll = self.plan_unroll(uops, name)
     self._block(uops, 0, len(uops), 1, body)
     fname = re.sub(r"\W", "_", name)
-    return "\n".join(head + [f"@compute @workgroup_size({self.workgroup_size})",
-                             f"fn {fname}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{",
+    ids = "@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lli: u32" if self.lspecials else \
+      "@builtin(global_invocation_id) gid: vec3<u32>"
+    return "\n".join(head + [f"@compute @workgroup_size({wg})", f"fn {fname}({ids}, @builtin(num_workgroups) nwg: vec3<u32>) {{",
                              *body, "}"]) + "\n"
 
   def _block(self, uops: list[UOp], lo: int, hi: int, depth: int, body: list[str]) -> None:
@@ -275,8 +291,14 @@ class WGSLRenderer(CStyleLanguage):
     while i < hi:
       u, pad = uops[i], "  " * depth
       i += 1
-      if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR, Ops.SINK, Ops.NOOP, Ops.BARRIER): continue
-      if u.op is Ops.CONST: self.r[u] = self.render_const(u.arg, u.dtype)
+      if u.op in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR, Ops.SINK, Ops.NOOP): continue
+      if u.op is Ops.BARRIER: body.append(f"{pad}workgroupBarrier();")
+      elif u.op is Ops.DEFINE_LOCAL:   # workgroup memory lives at module scope
+        assert isinstance(u.dtype, PtrDType)
+        self.r[u] = nm = f"temp{counters['temp']}"
+        counters["temp"] += 1
+        self.head.append(f"var<workgroup> {nm}: array<{self.reg(u.dtype.base)}, {u.dtype.size}>;")
+      elif u.op is Ops.CONST: self.r[u] = self.render_const(u.arg, u.dtype)
       elif u.op is Ops.INDEX: self.r[u] = ""   # LOAD/STORE read the buffer and index from it
       elif u.op is Ops.DEFINE_REG:
         assert isinstance(u.dtype, PtrDType)

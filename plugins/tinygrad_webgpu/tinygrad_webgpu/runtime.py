@@ -2,7 +2,8 @@
 device's pending command encoder.
 
 Launch (see renderer.py): `global_size` threads in total, in workgroups of the shader's `@workgroup_size`, dispatched as
-(x, y) groups with x <= the adapter's max-compute-workgroups-per-dimension. The launch uniform holds
+(x, y) groups with x <= the adapter's max-compute-workgroups-per-dimension; with a `local_size` (lidx threads) one
+workgroup per block, `global_size` blocks. The launch uniform holds
 (total, gx, gy, gz) and the variable values. With `wait=True` the kernel's time comes from timestamp queries when the
 adapter has `timestamp-query`, else from the host clock around submit-and-wait.
 """
@@ -58,7 +59,9 @@ class WebGPUProgram:
     if any(b >= len(bufs) for b, uniform in self.binds if not uniform):
       raise RuntimeError(f"WEBGPU kernel {self.name} binds buffer {max(b for b, u in self.binds if not u)}, got {len(bufs)} buffers")
     if total == 0: return 0.0 if wait else None
-    groups, maxd = (total + self.wg - 1) // self.wg, dev.limits["max-compute-workgroups-per-dimension"]
+    # a kernel with lidx threads is one workgroup per block (global_size counts blocks), else global_size counts threads
+    groups = total if local_size is not None else (total + self.wg - 1) // self.wg
+    maxd = dev.limits["max-compute-workgroups-per-dimension"]
     x = min(groups, maxd)
     y = (groups + x - 1) // x
     if y > maxd: raise RuntimeError(f"WEBGPU kernel {self.name}: {total} threads exceed this adapter's dispatch limit ({maxd}^2 workgroups of {self.wg})")
