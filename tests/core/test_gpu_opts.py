@@ -189,13 +189,15 @@ def test_group_inside_another_reduce_is_rejected():
   with pytest.raises(KernelOptError, match="inside another reduce"): apply_opts(sink, [Opt(G, 1, 2)], PythonRenderer())
   assert thread_ranges(apply_opts(sink, [Opt(G, 0, 2)], PythonRenderer()))   # the outer one may be grouped
 
-def test_lowered_group_shape():
-  # one slot per thread in shared memory, one barrier, the store gated to group position 0
-  sink = lower_groups(apply_opts(_ast(8, 16, 8), [Opt(L, 1, 4), Opt(G, 0, 8)], PythonRenderer()), PythonRenderer())
+@pytest.mark.parametrize("amt, steps", [(8, 3), (16, 4), (3, 2), (5, 3)])
+def test_lowered_group_shape(amt, steps):
+  # one slot per thread in shared memory, a barrier after the partials and after each halving step, the store gated
+  ast = _ast(8, 240, 8)
+  sink = lower_groups(apply_opts(ast, [Opt(L, 1, 4), Opt(G, 0, amt)], PythonRenderer()), PythonRenderer())
   nodes = sink.toposort()
   smem = [u for u in nodes if u.op is Ops.DEFINE_LOCAL]
-  assert len(smem) == 1 and smem[0].dtype.size == 32
-  assert sum(u.op is Ops.BARRIER for u in nodes) == 1
+  assert len(smem) == 1 and smem[0].dtype.size == 4 * amt
+  assert sum(u.op is Ops.BARRIER for u in nodes) == 1 + steps
   assert all(len(s.src[0].src) == 3 for s in nodes if s.op is Ops.STORE and s.src[0].src[0].op is Ops.DEFINE_GLOBAL)
   assert not any(u.op is Ops.RANGE and u.arg[1] is AxisType.GROUP_REDUCE for u in nodes)
 

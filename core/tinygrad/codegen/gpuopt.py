@@ -11,8 +11,8 @@ heuristics for renderers with threads in a block (`has_local` and a `local_max`)
 
 `lower_groups` (a codegen pass after the optimizer, when every UPCAST/UNROLL has made its copies) turns each REDUCE over
 GROUP_REDUCE ranges into: the thread's partial reduce, a store of it to shared memory (DEFINE_LOCAL, one slot per thread
-of the block), a BARRIER, and a reduce of the block's partials by every thread; each global store is then gated so only
-the threads at group position 0 write. Every action is validated against the renderer (has_local, has_shared,
+of the block), a BARRIER, and a tree of halving steps over the partials (each ends in a BARRIER); each global store is
+then gated so only the threads at group position 0 write. Every action is validated against the renderer (has_local, has_shared,
 local_max per launch dimension and in total threads, shared_max); an invalid one raises KernelOptError.
 """
 from __future__ import annotations
@@ -108,19 +108,20 @@ def apply_gpu_opt(sink: UOp, opt: Opt, ren: Renderer | None) -> UOp:
   return _group(sink, opt, ren)
 
 def lower_groups(sink: UOp, ren: Renderer) -> UOp:
-  """The codegen pass: each REDUCE over GROUP_REDUCE ranges becomes partial -> shared memory -> BARRIER -> reduce of the
-  block's partials; GROUP_REDUCE ranges become LOCAL (thread) ranges and global stores are gated to group position 0."""
+  """The codegen pass: each REDUCE over GROUP_REDUCE ranges becomes partial -> shared memory -> a tree of halving steps
+  (threads in the lower half combine the upper half's partials into theirs, a BARRIER after each step) -> every thread
+  reads the result at group position 0; GROUP_REDUCE ranges become LOCAL (thread) ranges and global stores are gated to
+  group position 0. The tree takes log2(amt) steps where one thread reading every partial would take amt."""
   groups = [r for r in _ranges(sink) if r.arg[1] is AxisType.GROUP_REDUCE]
   if not groups: return sink
   if (need := shared_bytes(sink)) > ren.shared_max:
     raise KernelOptError(f"grouped reduces need {need} bytes of shared memory; {ren.device or 'this renderer'} has shared_max {ren.shared_max}")
-  trs = thread_ranges(sink)
   # the thread's slot in the block: its thread indices, row-major in launch-dimension order (lidx0 fastest)
-  slot, mul = UOp.const(dtypes.index, 0), 1
-  for t in trs:
+  slot, mul, strides = UOp.const(dtypes.index, 0), 1, {}
+  for t in thread_ranges(sink):
     slot = slot + t * mul if mul != 1 else slot + t
+    strides[t] = mul
     mul *= t.src[0].arg
-  next_id = _new_id(sink)
   sub: dict[UOp, UOp] = {}
   for n, u in enumerate(u for u in sink.toposort() if u.op is Ops.REDUCE and any(x.arg[1] is AxisType.GROUP_REDUCE for x in u.src[1:])):
     gs = [x for x in u.src[1:] if x.arg[1] is AxisType.GROUP_REDUCE]
@@ -128,9 +129,16 @@ def lower_groups(sink: UOp, ren: Renderer) -> UOp:
     partial = UOp(Ops.REDUCE, u.dtype, (u.src[0],) + rest, u.arg) if rest else u.src[0]
     smem = UOp(Ops.DEFINE_LOCAL, u.dtype.ptr(mul, AddrSpace.LOCAL), (), f"group{n}")
     bar = UOp(Ops.BARRIER, dtypes.void, (smem.index(slot).store(partial),))
-    js = {g: UOp.range(g.src[0].arg, next_id + i, AxisType.REDUCE, g.dtype) for i, g in enumerate(gs)}
-    next_id += len(gs)
-    sub[u] = UOp(Ops.REDUCE, u.dtype, (smem.index(slot.substitute(js)).load(bar, dtype=u.dtype),) + tuple(js.values()), u.arg)
+    for g in gs:
+      left = g.src[0].arg
+      while left > 1:   # slots [0, left) of this axis hold partials: fold the upper half onto the lower one
+        half = (left + 1) // 2
+        active = g < left // 2
+        other = smem.index(slot + half * strides[g], active).load(bar, dtype=u.dtype)
+        both = UOp(u.arg, u.dtype, (smem.index(slot).load(bar, dtype=u.dtype), other))
+        bar = UOp(Ops.BARRIER, dtypes.void, (smem.index(slot, active).store(both),))
+        left = half
+    sub[u] = smem.index(slot.substitute({g: UOp.const(g.dtype, 0) for g in gs})).load(bar, dtype=u.dtype)
   ret = sink.substitute(sub)
   # every thread of a group holds the same result: only position 0 writes it
   first = [g < 1 for g in groups]
