@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an AMD GPU (ROCm installed), in one go (under 5 minutes): the device listing, what the HIP runtime
-# reports (name, gfx target, limits: checks the attribute numbering), a smoke test of each compiler pair against numpy,
+# reports (name, gfx target, limits: checks the attribute numbering), a smoke test of each compiler pair against numpy
+# (tensor-core matmuls included, with the WMMA uops counted: RDNA3 WMMA / CDNA MFMA must really be used),
 # the conformance suite on AMD with each pair (in parallel), the plugin's own tests, and the AMD benchmark; then a summary.
 # Usage: scripts/gpu_check_amd.sh [python]. Logs go to $LOG_DIR (default /tmp/gpu_check_amd); JOBS workers per suite run.
 set -u
@@ -30,6 +31,9 @@ rng = np.random.default_rng(0)
 a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
 x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
 big = rng.standard_normal(1 << 22, dtype=np.float32)
+hx, hy = rng.standard_normal((4, 128, 96)).astype(np.float16), rng.standard_normal((4, 96, 64)).astype(np.float16)
+from tinygrad.engine.realize import method_cache
+def wmma_uops(dv): return sum(sum(u.op.name == "WMMA" for u in r.p.uops) for (dev, cc, _), r in method_cache.items() if (dev, cc) == (dv.device, dv.compiler_name))
 bad = 0
 for cc in ("HIP", "LLVM"):
   d = f"AMD:{cc}"
@@ -44,13 +48,20 @@ for cc in ("HIP", "LLVM"):
       "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
       "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
       "exp_log_sin": (lambda: (Tensor(np.abs(a) + 1, device=d).log().exp() + Tensor(a, device=d).sin()).numpy(), np.abs(a) + 1 + np.sin(a), 1e-4),
-      "int_div": (lambda: (Tensor(np.arange(-50, 50, dtype=np.int32), device=d) // 7).numpy(), np.trunc(np.arange(-50, 50) / 7).astype(np.int32), 0),
+      "int_div": (lambda: (Tensor(np.arange(-50, 50, dtype=np.int32), device=d) // 7).numpy(), np.arange(-50, 50, dtype=np.int32) // 7, 0),   # Tensor // floors, as Python does
+      # tensor cores (WMMA on RDNA3, MFMA on CDNA): half and bfloat16 matmuls, batched, with bias+relu; error relative to |x@y|
+      "tc_half": (lambda: ((Tensor(hx, device=d) @ Tensor(hy, device=d)).float() + 1).relu().numpy(), np.maximum(hx.astype(np.float32) @ hy.astype(np.float32) + 1, 0), 2e-3),
+      "tc_bf16": (lambda: (Tensor(hx, device=d).cast(dtypes.bfloat16) @ Tensor(hy, device=d).cast(dtypes.bfloat16)).float().numpy(), hx.astype(np.float32) @ hy.astype(np.float32), 1e-2),
     }
     for name, (fn, want, tol) in checks.items():
       got = fn()
-      ok = np.allclose(got, want, rtol=tol, atol=tol)
+      ok = np.allclose(got, want, rtol=tol, atol=tol) if not name.startswith("tc_") else np.max(np.abs(got - want) / (1 + np.abs(want))) < tol
       bad += not ok
       print(f"{d:9s} {name:11s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
+    tcs = Device[d].renderer.tensor_cores
+    n = wmma_uops(Device[d])
+    print(f"{d:9s} WMMA uops   {n} in the kernels run ({len(tcs)} tensor cores for {Device[d].arch}: {'expected some' if tcs else 'none expected'})")
+    bad += bool(tcs) != (n > 0)
   except Exception as e:
     bad += 1
     print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")

@@ -82,11 +82,12 @@ def test_compile_errors_show_tool_message_and_source():
   with pytest.raises(CompileError) as e: HIPClangCompiler("gfx90a").compile('extern "C" __attribute__((global)) void k() { undeclared_x = 1; }')
   assert "undeclared_x" in e.value.diagnostics
 
-@pytest.mark.parametrize("make", ["AMDLLVMCompiler", "HIPClangCompiler", "HIPRTCCompiler", "HIPCompiler"])
+@pytest.mark.parametrize("make", ["AMDLLVMCompiler", "HIPClangCompiler", "HIPRTCCompiler", "ComgrCompiler", "HIPCompiler"])
 def test_unsupported_target_refused_before_any_tool(make, monkeypatch):
   import tinygrad_amd.compiler as c
   def no_tools(*a, **k): raise AssertionError("a tool was called for an unsupported target")
   monkeypatch.setattr(c, "load_hiprtc", no_tools)
+  monkeypatch.setattr(c, "load_comgr", no_tools)
   monkeypatch.setattr(c, "find_lld", no_tools)
   monkeypatch.setattr(c.subprocess, "run", no_tools)
   with pytest.raises(ValueError, match=r"unsupported gfx target 'gfx1999'; supported: gfx908, .*gfx1201"): getattr(c, make)("gfx1999")
@@ -132,12 +133,88 @@ def test_hip_clang_mfma_compiles(dt):
 
 def test_hip_clang_wmma_compiles():
   from tinygrad_amd.compiler import HIPClangCompiler
-  from tinygrad.device import CompileError
   try: cc = HIPClangCompiler("gfx1100")
-  except RuntimeError as e: pytest.skip(str(e))
-  try: lib = cc.compile(tc_matmul_src(HIPRenderer("gfx1100"), "half"))
-  except CompileError as e:
-    # clang < 15 does not know gfx1100 at all; the WMMA builtins arrived with clang 16
-    if "invalid target ID 'gfx1100'" in str(e): pytest.skip(f"{cc.version()} does not know gfx1100 (RDNA3 WMMA needs clang 16+)")
-    raise
+  except RuntimeError as e: pytest.skip(str(e))   # Debian's clang 14 does not know gfx1100 (checked before compiling)
+  lib = cc.compile(tc_matmul_src(HIPRenderer("gfx1100"), "half"))
   assert lib[:4] == b"\x7fELF" and b"gfx1100" in lib
+
+# ---- comgr (Debian: libamd-comgr2, ROCm 5.2: targets up to gfx1036 and gfx90a) ----
+
+def _comgr(arch: str = "gfx90a"):
+  from tinygrad_amd.compiler import ComgrCompiler
+  try: return ComgrCompiler(arch)
+  except RuntimeError as e: pytest.skip(str(e))
+
+def elf_code_object(lib: bytes) -> tuple[str, set[str]]:
+  """(the AMDGPU target in its note, its kernel-descriptor symbols) of an HSACO; AssertionError when it is not a
+  coherent 64-bit little-endian AMDGPU ELF (sections inside the file, a symbol table, kernel descriptors)."""
+  import struct
+  assert lib[:4] == b"\x7fELF" and lib[4] == 2 and lib[5] == 1, "not a 64-bit little-endian ELF"
+  e_machine, = struct.unpack_from("<H", lib, 0x12)
+  assert e_machine == 224, f"e_machine {e_machine}, not EM_AMDGPU (224)"
+  shoff, = struct.unpack_from("<Q", lib, 0x28)
+  shentsize, shnum, shstrndx = struct.unpack_from("<HHH", lib, 0x3A)
+  secs = [struct.unpack_from("<IIQQQQIIQQ", lib, shoff + i * shentsize) for i in range(shnum)]
+  for s in secs: assert s[1] == 8 or s[4] + s[5] <= len(lib), "a section lies outside the file"   # 8: SHT_NOBITS
+  names = secs[shstrndx]
+  def name(off: int, tab) -> str: return lib[tab[4] + off:lib.index(b"\0", tab[4] + off)].decode()
+  by_name = {name(s[0], names): s for s in secs}
+  symtab, strtab = by_name[".symtab"], by_name[".strtab"]
+  syms = {name(struct.unpack_from("<I", lib, symtab[4] + i * 24)[0], strtab) for i in range(symtab[5] // 24)}
+  target = re.search(rb"amdgcn-amd-amdhsa--(gfx\w+)", lib)
+  assert target is not None, "no target in the code object's note"
+  return target.group(1).decode(), {s for s in syms if s.endswith(".kd")}
+
+def test_comgr_compiles_the_corpus_like_clang():
+  from tinygrad_amd.compiler import HIPClangCompiler
+  cc = _comgr("gfx90a")
+  src = hip_module()
+  got = elf_code_object(cc.compile(src))
+  try: clang = HIPClangCompiler("gfx90a")
+  except RuntimeError as e: pytest.skip(f"comgr compiled; no clang to compare with: {e}")
+  want = elf_code_object(clang.compile(src))
+  assert got[0] == want[0] == "gfx90a"
+  assert got[1] == want[1] and len(got[1]) == len(kernels()) + 2   # the same kernels, each with its descriptor
+
+def test_comgr_refuses_targets_it_does_not_know():
+  from tinygrad_amd.compiler import ComgrCompiler, load_comgr
+  try: load_comgr()
+  except RuntimeError as e: pytest.skip(str(e))
+  if "gfx1100" in load_comgr()[3]: pytest.skip("this comgr knows gfx1100")
+  with pytest.raises(RuntimeError, match=r"comgr \d+\.\d+ .* does not know gfx1100; it knows .*gfx90a"): ComgrCompiler("gfx1100")
+
+def test_comgr_missing_library_is_named(monkeypatch):
+  import tinygrad_amd.compiler as c
+  monkeypatch.setattr(c, "_comgr_candidates", lambda: ["/nonexistent/libamd_comgr.so.2"])
+  c.load_comgr.cache_clear()
+  try:
+    with pytest.raises(RuntimeError, match=r"comgr not found \(/nonexistent/libamd_comgr.so.2\); install it: apt-get install libamd-comgr2"): c.ComgrCompiler("gfx90a")
+  finally: c.load_comgr.cache_clear()
+
+def test_comgr_compile_error_shows_log_and_source():
+  from tinygrad.device import CompileError
+  with pytest.raises(CompileError) as e: _comgr().compile('extern "C" __attribute__((global)) void k() { undeclared_x = 1; }')
+  assert "undeclared_x" in e.value.diagnostics and "comgr" in e.value.diagnostics and "---- source ----" in str(e.value)
+
+def test_hip_compiler_order_and_override(monkeypatch):
+  import tinygrad_amd.compiler as c
+  made = []
+  def fake(name: str, ok: bool):
+    def make(arch: str):
+      made.append(name)
+      if not ok: raise RuntimeError(f"{name} is not here")
+      return name
+    return make
+  monkeypatch.setattr(c, "HIP_COMPILERS", {"hiprtc": fake("hiprtc", False), "comgr": fake("comgr", True), "clang": fake("clang", True)})
+  monkeypatch.delenv("AMD_HIPCC", raising=False)
+  assert c.HIPCompiler("gfx90a") == "comgr" and made == ["hiprtc", "comgr"]   # hiprtc > comgr > clang
+  monkeypatch.setenv("AMD_HIPCC", "clang")
+  assert c.HIPCompiler("gfx90a") == "clang"
+  monkeypatch.setenv("AMD_HIPCC", "hiprtc")
+  with pytest.raises(RuntimeError, match="hiprtc is not here"): c.HIPCompiler("gfx90a")   # forced: its error is the error
+  monkeypatch.setenv("AMD_HIPCC", "nvcc")
+  with pytest.raises(ValueError, match="AMD_HIPCC='nvcc': valid values are hiprtc, comgr, clang"): c.HIPCompiler("gfx90a")
+  monkeypatch.setattr(c, "HIP_COMPILERS", {n: fake(n, False) for n in ("hiprtc", "comgr", "clang")})
+  monkeypatch.delenv("AMD_HIPCC")
+  with pytest.raises(RuntimeError, match="no HIP C compiler for gfx90a: hiprtc: hiprtc is not here; comgr: comgr is not here; clang: clang is not here"):
+    c.HIPCompiler("gfx90a")

@@ -42,13 +42,31 @@ def test_pairs_compute(cc):
   dev = Device[f"AMD:{cc}"]
   assert dev.compiler_name == cc and dev.hip.mock and dev.hip.launches >= 1 and dev.arch == "gfx90a"
 
-def test_launch_uses_workgroups_of_four_waves():
+def test_comgr_pair_computes():
+  from tinygrad_amd.compiler import load_comgr, ComgrCompiler
+  try: load_comgr()
+  except RuntimeError as e: pytest.skip(str(e))
+  from tinygrad import Tensor
+  from tinygrad.device import Device
+  a = np.random.default_rng(1).standard_normal((8, 300)).astype(np.float32)
+  t = Tensor(a, device="AMD:COMGR")
+  np.testing.assert_allclose((t.sum(1) * t.max(1)).numpy(), a.sum(1) * a.max(1), rtol=1e-5, atol=1e-4)
+  assert isinstance(Device["AMD:COMGR"].compiler, ComgrCompiler) and Device["AMD:COMGR"].compiler_name == "COMGR"
+
+def test_launch_uses_workgroups_of_whole_waves():
   _need("LLVM")
   from tinygrad import Tensor
+  from tinygrad.helpers import Context
   from tinygrad.engine.realize import method_cache
-  (Tensor(np.ones(1024, np.float32), device="AMD:LLVM") * 3).realize()
-  p = [r.p for (d, _, _), r in method_cache.items() if d.startswith("AMD")][-1]
-  assert p.local_size is not None and p.local_size[0] == 256 and '"amdgpu-flat-work-group-size"="1,256"' in p.src   # wave64: 4 x 64
+  def last_program(n: int):
+    (Tensor(np.ones(n, np.float32), device="AMD:LLVM") * 3).realize()
+    return [r.p for (d, _, _), r in method_cache.items() if d.startswith("AMD")][-1]
+  # the plugin's own launch rule (kernels the optimizer gave no threads): four waves, 4 x 64 on wave64 gfx90a
+  with Context(NOOPT=1): p = last_program(2048)
+  assert p.local_size is not None and p.local_size[0] == 256 and '"amdgpu-flat-work-group-size"="1,256"' in p.src
+  # the core's GPU heuristics choose the block (LOCAL): still whole wavefronts
+  p = last_program(1024)
+  assert p.local_size is not None and p.local_size[0] % 64 == 0 and f'"amdgpu-flat-work-group-size"="1,{p.local_size[0]}"' in p.src
 
 @pytest.mark.parametrize("cc", ["HIP", "LLVM"])
 def test_lds_and_barrier_run(cc):
@@ -86,6 +104,8 @@ def test_listing_shows_amd_unavailable_with_compilers():
   if "unavailable" not in lines[i]: pytest.skip("this machine has a HIP runtime")
   assert "no HIP runtime" in lines[i] and "AMD_MOCK=1" in lines[i]
   assert lines[i+1].split()[1] == "HIP" and lines[i+2].split()[0] == "LLVM" and "AMD_CC=LLVM" in lines[i+2]
+  assert [ln.split()[0] for ln in lines[i+3:i+6]] == ["HIPRTC", "COMGR", "CLANG"] and "AMD_CC=COMGR" in lines[i+4]   # each HIP C compiler
+  assert "hiprtc not found" in lines[i+3] or "ok" in lines[i+3]
 
 def test_launch_limits_and_oom():
   from tinygrad.device import Device

@@ -1,6 +1,7 @@
 """AMD compilers, each to an HSACO (the ELF code object hipModuleLoadData takes) for one gfx target:
 - AMDLLVMCompiler: our AMDGPU LLVM IR -> object with llvmlite (in process, ~6 ms a kernel) -> HSACO with lld;
 - HIPRTCCompiler: HIP C with ROCm's hiprtc (ROCm machines; it links the code object itself);
+- ComgrCompiler: HIP C with ROCm's comgr library (ctypes; Debian's libamd-comgr2 knows targets up to gfx1036/gfx90a);
 - HIPClangCompiler: HIP C with clang (`-x hip --cuda-device-only -nogpulib -nogpuinc`; clang calls lld).
 
 The target is checked against renderer.AMD_ARCHS in every constructor, before any tool sees it (hiprtc given a target it
@@ -9,7 +10,7 @@ flags), so results match numpy, as on the CPU and NV devices. Tool versions and 
 """
 from __future__ import annotations
 import ctypes, ctypes.util, functools, glob, os, re, shutil, subprocess, tempfile
-from typing import Any
+from typing import Any, Callable
 from tinygrad.device import Compiler, CompileError
 from tinygrad.uop.ops import UOp
 from tinygrad_amd.renderer import check_arch
@@ -113,6 +114,12 @@ def tool_version(path: str) -> str:
   r = subprocess.run([path, "--version"], capture_output=True, text=True)
   return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else "unknown"
 
+@functools.cache
+def clang_targets(path: str) -> tuple[str, ...]:
+  """The gfx targets this clang knows (`--print-supported-cpus` for amdgcn); empty when it cannot tell."""
+  r = subprocess.run([path, "-target", "amdgcn-amd-amdhsa", "-nogpulib", "--print-supported-cpus"], capture_output=True, text=True)
+  return tuple(ln.strip() for ln in (r.stdout + r.stderr).splitlines() if re.fullmatch(r"gfx\w+", ln.strip()))
+
 class HIPClangCompiler(AMDCompiler):
   """HIP C -> HSACO with clang (no ROCm needed: our HIP C includes no header and calls no device library)."""
   def __init__(self, arch: str = "gfx1100"):
@@ -120,6 +127,10 @@ class HIPClangCompiler(AMDCompiler):
     clang = next((p for p in (shutil.which(n) or (n if os.path.isabs(n) and os.path.exists(n) else None) for n in CLANG_NAMES) if p), None)
     if clang is None: raise RuntimeError(f"clang not found (tried {', '.join(CLANG_NAMES[:3])} ...); install it: apt-get install clang lld")
     self.clang: str = clang
+    known = clang_targets(clang)
+    if known and arch.split(":")[0] not in known:
+      raise RuntimeError(f"{tool_version(clang)} does not know {arch.split(':')[0]} (it knows {', '.join(k for k in known if k.startswith(('gfx9', 'gfx1')))}); "
+                         "a newer clang does, or AMD_CC=LLVM")
     find_lld()   # clang links the device code with lld
     super().__init__(arch, f"compile_amd_hipclang_{arch}")
   def version(self) -> str: return tool_version(self.clang)
@@ -183,13 +194,113 @@ class HIPRTCCompiler(AMDCompiler):
       return out.raw
     finally: self.lib.hiprtcDestroyProgram(ctypes.byref(prog))
 
+# ---- comgr: ROCm's code-object manager library (Debian: libamd-comgr2), driven through its C API with ctypes ----
+
+class _Handle(ctypes.Structure): _fields_ = [("handle", ctypes.c_uint64)]   # amd_comgr_data_t, _data_set_t, _action_info_t
+# the enum values comgr's header gives (stable since comgr 2.0)
+COMGR_LANGUAGE_HIP, COMGR_DATA_SOURCE, COMGR_DATA_LOG, COMGR_DATA_EXECUTABLE = 4, 1, 5, 8
+COMGR_COMPILE_SOURCE_TO_BC, COMGR_CODEGEN_BC_TO_RELOCATABLE, COMGR_LINK_RELOCATABLE_TO_EXECUTABLE = 2, 6, 9
+
+def _comgr_candidates() -> list[str]:
+  rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
+  out = sorted(glob.glob(os.path.join(rocm, "lib", "libamd_comgr.so*")), reverse=True)
+  if (sysl := ctypes.util.find_library("amd_comgr")): out.append(sysl)
+  return out
+
+@functools.cache
+def load_comgr() -> tuple[Any, str, str, tuple[str, ...]]:
+  """(library, its path, "comgr MAJOR.MINOR", the gfx targets it knows); RuntimeError naming what was tried and the fix."""
+  tried = []
+  for path in dict.fromkeys(_comgr_candidates()):
+    try: lib = ctypes.CDLL(path)
+    except OSError:
+      tried.append(path)
+      continue
+    major, minor, count = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+    lib.amd_comgr_get_version(ctypes.byref(major), ctypes.byref(minor))
+    if lib.amd_comgr_get_isa_count(ctypes.byref(count)) != 0: raise RuntimeError(f"comgr ({path}): amd_comgr_get_isa_count failed")
+    isas = []
+    for i in range(count.value):
+      name = ctypes.c_char_p()
+      if lib.amd_comgr_get_isa_name(ctypes.c_size_t(i), ctypes.byref(name)) == 0 and name.value: isas.append(name.value.decode().split("--")[-1])
+    return lib, path, f"comgr {major.value}.{minor.value}", tuple(isas)
+  raise RuntimeError(f"comgr not found ({', '.join(tried) or 'no libamd_comgr.so in $ROCM_PATH/lib or the system'}); "
+                     "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm")
+
+class ComgrCompiler(AMDCompiler):
+  """HIP C -> HSACO with comgr: source -> bitcode -> relocatable -> executable, no device library linked (our HIP C
+  needs none). The target is checked against the targets this comgr reports before any action runs (Debian's ROCm 5.2
+  comgr knows gfx600 to gfx1036 and gfx90a: no gfx942, no RDNA3)."""
+  def __init__(self, arch: str = "gfx90a"):
+    check_arch(arch)
+    self.lib, self.path, self.comgr_version, isas = load_comgr()
+    base = arch.split(":")[0]
+    if base not in isas:
+      raise RuntimeError(f"{self.comgr_version} ({self.path}) does not know {base}; it knows {', '.join(i for i in isas if i.startswith('gfx9') or i.startswith('gfx1'))}"
+                         " (AMD_HIPCC=clang, or AMD_CC=LLVM)")
+    self.options = ["-O3", "-ffp-contract=off", "-nogpulib", "-nogpuinc"]
+    super().__init__(arch, f"compile_amd_comgr_{base}")
+  def version(self) -> str: return self.comgr_version
+  def _check(self, status: int, what: str, src: str | None = None, log: str = "") -> None:
+    if status == 0: return
+    msg = ctypes.c_char_p()
+    self.lib.amd_comgr_status_string(status, ctypes.byref(msg))
+    raise CompileError(f"{self.comgr_version} {what} for {self.arch} failed: {(msg.value or b'').decode()}" + (f"\n{log}" if log else ""), src)
+  def _data(self, dset: _Handle, kind: int) -> list[bytes]:
+    n = ctypes.c_size_t()
+    self._check(self.lib.amd_comgr_action_data_count(dset, kind, ctypes.byref(n)), "amd_comgr_action_data_count")
+    out = []
+    for i in range(n.value):
+      data, size = _Handle(), ctypes.c_size_t()
+      self._check(self.lib.amd_comgr_action_data_get_data(dset, kind, ctypes.c_size_t(i), ctypes.byref(data)), "amd_comgr_action_data_get_data")
+      try:
+        self._check(self.lib.amd_comgr_get_data(data, ctypes.byref(size), None), "amd_comgr_get_data")
+        buf = ctypes.create_string_buffer(size.value)
+        self._check(self.lib.amd_comgr_get_data(data, ctypes.byref(size), buf), "amd_comgr_get_data")
+        out.append(buf.raw[:size.value])
+      finally: self.lib.amd_comgr_release_data(data)
+    return out
+  def compile(self, src: str) -> bytes:
+    lib, sets, info, data = self.lib, [_Handle() for _ in range(4)], _Handle(), _Handle()
+    made: list[_Handle] = []
+    try:
+      for d in sets:
+        self._check(lib.amd_comgr_create_data_set(ctypes.byref(d)), "amd_comgr_create_data_set")
+        made.append(d)
+      self._check(lib.amd_comgr_create_data(COMGR_DATA_SOURCE, ctypes.byref(data)), "amd_comgr_create_data")
+      code = src.encode()
+      self._check(lib.amd_comgr_set_data(data, ctypes.c_size_t(len(code)), code), "amd_comgr_set_data")
+      self._check(lib.amd_comgr_set_data_name(data, b"kernel.hip"), "amd_comgr_set_data_name")
+      self._check(lib.amd_comgr_data_set_add(sets[0], data), "amd_comgr_data_set_add")
+      self._check(lib.amd_comgr_create_action_info(ctypes.byref(info)), "amd_comgr_create_action_info")
+      self._check(lib.amd_comgr_action_info_set_language(info, COMGR_LANGUAGE_HIP), "amd_comgr_action_info_set_language")
+      self._check(lib.amd_comgr_action_info_set_isa_name(info, f"amdgcn-amd-amdhsa--{self.arch}".encode()), "amd_comgr_action_info_set_isa_name")
+      self._check(lib.amd_comgr_action_info_set_logging(info, True), "amd_comgr_action_info_set_logging")
+      opts = (ctypes.c_char_p * len(self.options))(*[o.encode() for o in self.options])
+      self._check(lib.amd_comgr_action_info_set_option_list(info, opts, ctypes.c_size_t(len(self.options))), "amd_comgr_action_info_set_option_list")
+      for i, (action, what) in enumerate([(COMGR_COMPILE_SOURCE_TO_BC, "compile"), (COMGR_CODEGEN_BC_TO_RELOCATABLE, "codegen"),
+                                          (COMGR_LINK_RELOCATABLE_TO_EXECUTABLE, "link")]):
+        status = lib.amd_comgr_do_action(action, info, sets[i], sets[i+1])
+        if status != 0: self._check(status, what, src, b"\n".join(self._data(sets[i+1], COMGR_DATA_LOG)).decode(errors="replace").strip())
+      exe = self._data(sets[3], COMGR_DATA_EXECUTABLE)
+      if len(exe) != 1: raise CompileError(f"{self.comgr_version} link for {self.arch} made {len(exe)} code objects, expected 1", src)
+      return exe[0]
+    finally:
+      if data.handle: lib.amd_comgr_release_data(data)
+      if info.handle: lib.amd_comgr_destroy_action_info(info)
+      for d in made: lib.amd_comgr_destroy_data_set(d)
+
+# the HIP pair's compilers, in order of preference (AMD_HIPCC=<name> forces one)
+HIP_COMPILERS: dict[str, Callable[[str], AMDCompiler]] = {"hiprtc": HIPRTCCompiler, "comgr": ComgrCompiler, "clang": HIPClangCompiler}
+
 def HIPCompiler(arch: str = "gfx1100") -> AMDCompiler:
-  """The HIP C compiler this machine has: hiprtc where ROCm is installed, else clang (AMD_HIPCC=hiprtc|clang forces one)."""
+  """The HIP C compiler this machine has for `arch`: hiprtc where ROCm is installed, else comgr where it knows the target,
+  else clang. AMD_HIPCC=hiprtc|comgr|clang forces one (its error is then the error)."""
   choice = os.environ.get("AMD_HIPCC", "").lower()
-  if choice not in ("", "hiprtc", "clang"): raise ValueError(f"AMD_HIPCC={choice!r}: valid values are hiprtc, clang")
-  if choice == "clang": return HIPClangCompiler(arch)
-  try: return HIPRTCCompiler(arch)
-  except RuntimeError as e:
-    if choice == "hiprtc": raise
-    try: return HIPClangCompiler(arch)
-    except RuntimeError as e2: raise RuntimeError(f"no HIP C compiler: {e}; {e2}") from e2
+  if choice and choice not in HIP_COMPILERS: raise ValueError(f"AMD_HIPCC={choice!r}: valid values are {', '.join(HIP_COMPILERS)}")
+  if choice: return HIP_COMPILERS[choice](arch)
+  errors = []
+  for name, make in HIP_COMPILERS.items():
+    try: return make(arch)
+    except RuntimeError as e: errors.append(f"{name}: {e}")
+  raise RuntimeError(f"no HIP C compiler for {arch}: {'; '.join(errors)}")

@@ -1,11 +1,11 @@
-"""The AMD device: compiler pairs (AMD_CC=HIP|LLVM, AMD_LLVM=1, DEV=AMD:LLVM), the HIP runtime (or the mock), memory,
+"""The AMD device: compiler pairs (AMD_CC=HIP|LLVM|HIPRTC|COMGR|CLANG, AMD_LLVM=1, DEV=AMD:LLVM), the HIP runtime (or the mock), memory,
 launch limits, and the gfx target (the device's, or AMD_ARCH=<gfx> for compiling without that GPU)."""
 from __future__ import annotations
 import ctypes, functools, os
 from typing import Any
 from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
 from tinygrad_amd.renderer import HIPRenderer, AMDLLVMRenderer, check_arch
-from tinygrad_amd.compiler import AMDLLVMCompiler, HIPCompiler, AMDCompiler
+from tinygrad_amd.compiler import AMDLLVMCompiler, HIPCompiler, AMDCompiler, HIP_COMPILERS
 from tinygrad_amd.runtime import ATTR, HIPRuntime, AMDProgram, check, device_arch, find_libhip, HIP_ERROR_NO_DEVICE
 from tinygrad.renderer.gpu import launch_threads_ok
 from tinygrad_amd.allocator import AMDAllocator
@@ -28,10 +28,14 @@ def open_driver() -> Any:
   return hip
 
 def amd_compilers(arch: str, **lim: Any) -> CompilerSet:
-  """The two pairs for `arch` ("gfx90a"), in order of preference; `lim` are the device's launch limits."""
+  """The pairs for `arch` ("gfx90a"), in order of preference; `lim` are the device's launch limits. HIP takes the first
+  HIP C compiler that works here (hiprtc > comgr > clang, or AMD_HIPCC's); HIPRTC, COMGR and CLANG pin one each, so the
+  listing shows every HIP C compiler's health and AMD_CC=COMGR / DEV=AMD:COMGR picks it."""
+  hip = functools.partial(HIPRenderer, arch, **lim)
   return CompilerSet([
-    CompilerPair(functools.partial(HIPRenderer, arch, **lim), functools.partial(HIPCompiler, arch), "AMD_HIP", "HIP"),
-    CompilerPair(functools.partial(AMDLLVMRenderer, arch, **lim), functools.partial(AMDLLVMCompiler, arch), "AMD_LLVM", "LLVM")], "AMD_CC")
+    CompilerPair(hip, functools.partial(HIPCompiler, arch), "AMD_HIP", "HIP"),
+    CompilerPair(functools.partial(AMDLLVMRenderer, arch, **lim), functools.partial(AMDLLVMCompiler, arch), "AMD_LLVM", "LLVM"),
+    *[CompilerPair(hip, functools.partial(make, arch), f"AMD_{name.upper()}", name.upper()) for name, make in HIP_COMPILERS.items()]], "AMD_CC")
 
 def compile_only() -> CompilerSet:
   """The pairs without a GPU (for listing and compile-only use): the target is AMD_ARCH, default gfx90a (which every

@@ -172,7 +172,7 @@ class HIPRenderer(AMDAbilities, CStyleLanguage):
     # vectors are aligned like their element: a vector load from a float buffer need not be 16-byte aligned
     ret += [f"typedef {self.render_dtype(dt.scalar())} {self._vec_name(dt)} __attribute__((ext_vector_type({dt.count}),aligned({dt.scalar().itemsize})));"
             for dt in sorted(d for d in vecs if d.count > 1)]
-    return ret + [hip_mma_function(w.arg[0], *w.arg[3], w.dtype.count) for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values()]
+    return ret + [hip_mma_function(w.arg[0], w.arg[3][0], w.arg[3][1], w.dtype.count) for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values()]
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     head = f'extern "C" __global__ void __attribute__((amdgpu_flat_work_group_size(1, {launch_threads(uops)}))) {name}({", ".join(args)}) {{'
     return "\n".join(prelude + [head] + body + ["}"]) + "\n"
