@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
-from tinygrad.helpers import prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP
+from tinygrad.helpers import prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
 
 class AxisError(IndexError, ValueError):
@@ -16,6 +16,14 @@ class AxisError(IndexError, ValueError):
 def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
   return Device.DEFAULT if device is None else Device.canonicalize(device)
+
+def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
+  """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place)."""
+  from tinygrad.device import Device
+  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or k * n * itemsize < MATMUL_PACK_BYTES.value: return 0
+  try: p = Device[device].renderer.matmul_pack // itemsize
+  except Exception: return 0   # no renderer to ask (an unopenable device): the plain form
+  return p if p > 1 and n % p == 0 and n > p else 0
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   nd = max(len(s) for s in shapes)
@@ -1256,7 +1264,12 @@ class Tensor(_DTypeCasts):
     except ValueError: raise ValueError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
     out_dt = least_upper_dtype(a.dtype, b.dtype) if dtype is None else to_dtype(dtype)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    ret = (a.reshape(*a.shape[:-2], m, 1, k) * b.transpose(-1, -2).reshape(*b.shape[:-2], 1, n, k)).sum(-1, dtype=dtype).cast(out_dt)
+    if (p := _matmul_panel(self.device, b.dtype.itemsize, m, k, n)):
+      # b copied into n/p panels of (k, p), each contiguous: the kernel reads one panel in order while row blocks of a pass
+      bp = b.reshape(*b.shape[:-2], k, n // p, p).transpose(-3, -2).contiguous().transpose(-1, -2)   # (..., n/p, p, k)
+      ret = (a.reshape(*a.shape[:-2], m, 1, 1, k) * bp.unsqueeze(-4)).sum(-1, dtype=dtype).cast(out_dt)
+      ret = ret.reshape(*ret.shape[:-2], n)
+    else: ret = (a.reshape(*a.shape[:-2], m, 1, k) * b.transpose(-1, -2).reshape(*b.shape[:-2], 1, n, k)).sum(-1, dtype=dtype).cast(out_dt)
     if self.ndim == 1: ret = ret.squeeze(-2)
     if w.ndim == 1: ret = ret.squeeze(-1)
     return ret

@@ -152,6 +152,8 @@ def _accesses(sink: UOp) -> tuple[list[UOp], list[UOp]]:
   return st, ld
 
 BIG_OPERAND = 8 << 20   # bytes: an operand this large does not stay in the shared (L3) cache next to the others
+CHUNK_BYTES = 1 << 20   # bytes of the broadcast operand's rows one chunk of a panel-blocked matmul covers (both cores' L2)
+TILE_ROWS = (8, 6, 4, 3, 2)
 
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
@@ -160,54 +162,93 @@ def _axis(sink: UOp, axis_id: int) -> int | None:
   """The position among the global axes of the range with this id (None: it was upcast away)."""
   return next((i for i, g in enumerate(kernel_ranges(sink)[0]) if g.arg[0] == axis_id), None)
 
+def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[int, int]:
+  """(r, c): the register tile of a reduce kernel, r values of the block axis (dividing `rows`) by c vectors of `vec_bytes`
+  (dividing `cols`), with the most accumulators the SIMD registers hold beside one row of vectors and a broadcast value;
+  ties go to the fewest loads per step (r + vectors), then to more rows (the vector operand is the one read from cache)."""
+  per_vec = max(1, -(-vec_bytes // (ren.register_bytes or ren.vector_bytes or vec_bytes)))
+  fits = [(r, c) for r in TILE_ROWS for c in (1, 2, 4) if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+  return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
+
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   """Good actions without search, for CPU-style targets (threads over the outer loop, SIMD vectors):
   1. vectorize the contiguous axis: a global axis with stride 1 in the stores and 0 or 1 in every load is upcast by the
      vector width (the vectorize pass makes vector loads, ALU and stores of it);
-  2. register blocking in reduce kernels: another global axis that some load does not depend on is upcast by 4, so
-     that load is reused from a register, and the vector axis by two vectors (a matmul's 4x32 accumulator tile);
-  3. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
-     vector widths (vector accumulators, summed across lanes after the loop); else small steps are unrolled by 4."""
+  2. register blocking in reduce kernels: the block axis, one the vector loads do not depend on (a matmul's rows), is
+     upcast by r and the vector axis by c vectors, the largest r x c accumulator tile the renderer's registers hold
+     (`register_tile`), so every vector loaded is used r times and every broadcast value c times;
+  3. cache blocking: when the vector operand is read in contiguous panels (one step of the reduce advances it by one tile
+     row: Tensor.dot's packed operand), the panel axis runs outside the block axis and the block axis is cut into chunks
+     (THREAD: the outermost loop, split across cores) of CHUNK_BYTES of the other operand, so a panel stays in L2 while a
+     chunk's rows pass; else a vector operand past the shared cache runs its axis outermost (matmul 2048: 23 -> 38 GFLOPS);
+  4. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
+     vector widths (vector accumulators, summed across lanes after the loop); else small steps of an untiled kernel are
+     unrolled by 4."""
   if NOOPT or not ren.has_threads: return []
   opts: list[Opt] = []
   cur = sink
-  def add(o: Opt) -> None:
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  def add(o: Opt, simplify: bool = False) -> None:
     nonlocal cur
     cur = apply_opt(cur, o)
+    if simplify: cur = graph_rewrite(cur, sym)   # the strides read below see through the div/mod the split folded
     opts.append(o)
   glob, red = kernel_ranges(cur)
   st, ld = _accesses(cur)
   out_dt = next((s.src[1].dtype for s in cur.src if s.op is Ops.STORE), dtypes.float32)
   vw = max(2, ren.vector_bytes // out_dt.itemsize) if ren.vector_bytes else 4
   amts = tuple(a for a in (16, 8, 4, 2) if a <= vw)
-  upcast = 1
+  def split_lanes(i: int) -> int:
+    # a merged axis (j//16, j%16 of a reshaped operand, as Tensor.dot's packed one): the lanes, a multiple of the vector
+    # width, after which every index is affine in what is left of the axis (0: none)
+    for amt in (a * _divisor(glob[i].src[0].arg, amts) for a in (1, 2, 4)):
+      if not amt or glob[i].src[0].arg % amt: break
+      g = kernel_ranges(split := graph_rewrite(apply_opt(cur, Opt(OptOps.UPCAST, i, amt)), sym))[0]
+      if i >= len(g) or g[i].arg[0] != glob[i].arg[0] or all(stride(x, g[i]) is not None for x in sum(_accesses(split), [])): return amt
+    return 0
   vec = next((i for i in reversed(range(len(glob))) if st and all(stride(x, glob[i]) == 1 for x in st) and
-              all(stride(x, glob[i]) in (0, 1) for x in ld) and _divisor(glob[i].src[0].arg, amts)), None)
-  # register blocking (reduce kernels): another global axis that some load does not depend on, so that load is reused
-  block = next((i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
-                and 0 in strides and _divisor(glob[i].src[0].arg, (4, 3, 2))), None)
-  block_id = glob[block].arg[0] if block is not None else None
-  if vec is not None:
-    amt = _divisor(glob[vec].src[0].arg, amts)
-    add(Opt(OptOps.UPCAST, vec, amt))
-    upcast *= amt
-    # a blocked tile two vectors wide halves the reads of the other operand per FMA (4x32 measured best for matmul)
-    if block is not None and amt == vw and (vi := _axis(cur, glob[vec].arg[0])) is not None and _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (2,)):
-      add(Opt(OptOps.UPCAST, vi, 2))
-      upcast *= 2
+              all(stride(x, glob[i]) in (0, 1, None) for x in ld) and _divisor(glob[i].src[0].arg, amts)), None)
+  merged = vec is not None and any(stride(x, glob[vec]) is None for x in ld)
+  lanes = (split_lanes(vec) if merged else _divisor(glob[vec].src[0].arg, amts)) if vec is not None else 1
+  if not lanes: vec, lanes = None, 1
+  # the block axis (reduce kernels): one the vector loads do not depend on, else one some load does not depend on
+  vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
+  cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
+           and 0 in strides and _divisor(glob[i].src[0].arg, (4, 3, 2))]
+  block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
+  block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
+  rows = 1
+  if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
+  if block is not None and block_id is not None:
+    vi = _axis(cur, vec_id) if vec_id is not None else None
+    left = kernel_ranges(cur)[0][vi].src[0].arg if vi is not None and lanes == vw else 1
+    bsize = glob[block].src[0].arg
+    rows, c = register_tile(ren, bsize, left if isinstance(left, int) else 1, lanes * out_dt.itemsize) if vec is not None \
+      else (_divisor(bsize, (4, 3, 2)), 1)
+    if c > 1 and vi is not None:
+      add(Opt(OptOps.UPCAST, vi, c))
+      lanes *= c
+    if (bi := _axis(cur, block_id)) is not None and rows > 1: add(Opt(OptOps.UPCAST, bi, rows))
+  upcast = lanes * rows
   if block_id is not None and (bi := _axis(cur, block_id)) is not None:
-    glob = kernel_ranges(cur)[0]
-    amt = _divisor(kernel_ranges(cur)[0][bi].src[0].arg, (4, 3, 2))
-    add(Opt(OptOps.UPCAST, bi, amt))
-    upcast *= amt
-    # the operand read along the vector axis (a matmul's B) past the shared cache: run the vector axis outermost, so
-    # each panel of it stays cached while every block of the other axis passes (matmul 2048: 23 -> 38 GFLOPS)
-    nbi = _axis(cur, block_id)
-    shared = [u.src[0] for u in cur.toposort() if nbi is not None and u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and
-              stride(u.src[0].src[1], kernel_ranges(cur)[0][nbi]) == 0]
-    big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
-    if big and vec is not None and (vi := _axis(cur, glob[vec].arg[0])) is not None and (bi := _axis(cur, block_id)) is not None and bi < vi:
-      add(Opt(OptOps.SWAP, bi, vi))
+    g, r = kernel_ranges(cur)
+    shared = [u.src[0] for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and stride(u.src[0].src[1], g[bi]) == 0]
+    panel = next((i for i in range(len(g)) if i != bi and any(stride(x.src[1], g[i]) not in (0, None) for x in shared)), None)
+    contiguous = bool(shared) and bool(r) and all(stride(x.src[1], r[-1]) == lanes for x in shared)
+    if contiguous and panel is not None:
+      if panel > bi:
+        block_id = g[panel].arg[0]   # SWAP exchanges the two ranges' ids: the block axis now has the panel's
+        add(Opt(OptOps.SWAP, bi, panel))
+      bi = _axis(cur, block_id)
+      tiles = kernel_ranges(cur)[0][bi].src[0].arg if bi is not None else 0
+      rsize = r[-1].src[0].arg
+      per_chunk = max(1, CHUNK_BYTES // (rows * rsize * out_dt.itemsize)) if isinstance(rsize, int) else 0
+      count = tiles // per_chunk if isinstance(tiles, int) and per_chunk and tiles % per_chunk == 0 else 0
+      if bi is not None and 1 < count < tiles: add(Opt(OptOps.THREAD, bi, count))
+    else:
+      big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
+      if big and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: add(Opt(OptOps.SWAP, bi, vi))
   if red:
     glob, red = kernel_ranges(cur)
     st, ld = _accesses(cur)

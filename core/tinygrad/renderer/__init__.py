@@ -40,6 +40,11 @@ class Renderer:
   vector_bytes: int = 0
   vector_ops: frozenset[Ops] = frozenset()
   vector_dtypes: frozenset[DType] = frozenset()
+  # CPU register tiling: the hardware's SIMD registers (width in bytes, 0: vector_bytes; how many), and the panel width in
+  # bytes a big matmul's right operand is copied into first (0: never; read by Tensor.dot)
+  register_bytes: int = 0
+  registers: int = 16
+  matmul_pack: int = 0
   code_for_op: dict[Ops, Callable[..., str]] = {}
   extra_matcher: PatternMatcher | None = None   # device-specific rewrites applied just before linearizing
   pre_matcher: PatternMatcher | None = None     # device-specific rewrites applied to the kernel before optimization

@@ -1,5 +1,6 @@
 """CPU renderers: ClangRenderer (C for clang/gcc, on CStyleLanguage) and LLVMRenderer (the core's LLVM IR walk plus the CPU's thread split, for llvmlite)."""
 from __future__ import annotations
+import functools, platform
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -42,14 +43,28 @@ static inline unsigned short __f2b(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 
+@functools.cache
+def host_simd() -> tuple[int, int]:
+  """(bytes, count) of the host's SIMD registers, from its CPU flags: AVX-512 32 x 64, AVX 16 x 32, NEON 32 x 16, else SSE's 16 x 16."""
+  try:
+    with open("/proc/cpuinfo") as f: flags = set(next((l for l in f if l.startswith(("flags", "Features"))), "").split())
+  except OSError: flags = set()
+  if "avx512f" in flags: return 64, 32
+  if "avx" in flags: return 32, 16
+  if "asimd" in flags or platform.machine() in ("arm64", "aarch64"): return 16, 32
+  return 16, 16
+
 class CPUAbilities:
-  """What the host CPU offers both renderers: loops, not launch indices, and an outer loop split across threads."""
+  """What the host CPU offers both renderers: loops, not launch indices, an outer loop split across threads, and the
+  host's SIMD registers (read when a renderer is made, for the register tile of codegen/opt.py)."""
   device = "CPU"
   has_local = False
   has_shared = False
   has_threads = True
   global_max = None
   local_max = None
+  matmul_pack = 64   # a cache line: Tensor.dot copies a big right operand into panels this wide (see Renderer)
+  def __init__(self) -> None: self.register_bytes, self.registers = host_simd()
 
 # SIMD for the vectorize pass: GNU C vector extensions take arithmetic (not comparisons, ?: or casts: those stay scalar)
 _c_vector_ops = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC})

@@ -1,0 +1,80 @@
+"""The CPU heuristics (codegen/opt.py's hand_coded_opts) on the CPU renderers: the register tile follows the renderer's SIMD
+registers, a big matmul's right operand is packed into panels (Tensor.dot, renderer.matmul_pack) and its kernel is
+panel-blocked; and what they produce is right on odd shapes (primes, 1, sizes the tile does not divide), against numpy."""
+import numpy as np, pytest
+from tinygrad import Tensor, Device, Context
+from tinygrad.codegen import PASSES
+from tinygrad.codegen.opt import Opt, OptOps, hand_coded_opts, register_tile, kernel_ranges, apply_opts
+from tinygrad.engine.realize import method_cache
+
+def _renderer(register_bytes: int, registers: int):
+  from tinygrad_cpu.renderer import LLVMRenderer
+  ren = LLVMRenderer()
+  ren.register_bytes, ren.registers = register_bytes, registers
+  return ren
+
+def _kernel(ast, ren):
+  """The kernel as the optimizer sees it (the passes before "optimize")."""
+  for name, fxn in PASSES[:[n for n, _ in PASSES].index("optimize")]: ast = fxn(ast, ren, None)
+  return ast
+
+def _matmul_asts(m, k, n, device="CPU"):
+  return [si.ast for si in (Tensor.empty(m, k, device=device) @ Tensor.empty(k, n, device=device)).schedule()]
+
+@pytest.mark.parametrize("regs, want", [((32, 16), (6, 1)), ((64, 32), (6, 4)), ((16, 16), (2, 1))])
+def test_register_tile_fits_the_registers(regs, want):
+  ren = _renderer(*regs)
+  # 16 floats per LLVM vector: 2 AVX2 registers, 1 AVX-512 register, 4 SSE registers
+  r, c = register_tile(ren, 24, 64, 64)
+  per_vec = max(1, 64 // regs[0])
+  assert (r * c + c) * per_vec + 1 <= regs[1], "accumulators + one row of vectors + a broadcast must fit"
+  assert (r, c) == want
+
+def test_1024_matmul_is_packed_and_panel_blocked():
+  ren = _renderer(32, 16)   # AVX2: 16 ymm registers
+  with Context(MATMUL_PACK=1):
+    asts = _matmul_asts(1024, 1024, 1024)
+  assert len(asts) == 2, "the right operand is packed into panels by a copy kernel first"
+  opts = hand_coded_opts(_kernel(asts[-1], ren), ren)
+  # a 4x16 tile (8 accumulators of 2 registers each: 11 of 16 with B's vector and the broadcast), the panel axis outside
+  # the rows, the rows cut into 4 chunks of 256 (1 MB of A each) that the threads share out
+  assert opts[:2] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4)]
+  assert Opt(OptOps.SWAP, 0, 1) in opts and Opt(OptOps.THREAD, 1, 4) in opts
+  glob, _ = kernel_ranges(apply_opts(_kernel(asts[-1], ren), opts))
+  assert [g.src[0].arg for g in glob] == [4, 64, 64]
+
+def test_small_matmul_is_not_packed():
+  with Context(MATMUL_PACK=1):
+    assert len(_matmul_asts(64, 64, 64)) == 1
+    assert len(_matmul_asts(1024, 1024, 1000)) == 1   # the panel width (16) does not divide n
+
+def _dev(name):
+  try: Device[name]
+  except Exception as e: pytest.skip(f"{name} unavailable: {e}")
+  return name
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("shape", [(16, 1, 32), (17, 13, 48), (31, 97, 32), (64, 64, 64), (2, 19, 23, 80), (1, 16, 5, 32)])
+def test_packed_matmul_matches_numpy(device, shape):
+  *batch, m, k, n = shape
+  rng = np.random.default_rng(sum(shape))
+  a, b = rng.standard_normal((*batch, m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  method_cache.clear()
+  with Context(MATMUL_PACK=1, MATMUL_PACK_BYTES=0):   # pack even these small operands
+    assert len((Tensor.empty(*batch, m, k, device=_dev(device)) @ Tensor.empty(k, n, device=device)).schedule()) == 2
+    got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
+    grad_in = Tensor(a, device=device, requires_grad=True)
+    (grad_in @ Tensor(b, device=device)).sum().backward()
+  np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+  assert grad_in.grad is not None
+  np.testing.assert_allclose(grad_in.grad.numpy(), np.broadcast_to(b.sum(1), a.shape), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (97, 31, 33), (96, 16, 96), (100, 64, 36)])
+def test_tiled_matmul_matches_numpy(device, mkn):
+  m, k, n = mkn
+  rng = np.random.default_rng(m * k * n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  method_cache.clear()
+  got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
