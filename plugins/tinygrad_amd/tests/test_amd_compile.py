@@ -185,10 +185,10 @@ def test_comgr_refuses_targets_it_does_not_know():
 
 def test_comgr_missing_library_is_named(monkeypatch):
   import tinygrad_amd.compiler as c
-  monkeypatch.setattr(c, "_comgr_candidates", lambda: ["/nonexistent/libamd_comgr.so.2"])
+  monkeypatch.setattr(c, "library_candidates", lambda name: [f"/nonexistent/lib{name}.so.2"])
   c.load_comgr.cache_clear()
   try:
-    with pytest.raises(RuntimeError, match=r"comgr not found \(/nonexistent/libamd_comgr.so.2\); install it: apt-get install libamd-comgr2"): c.ComgrCompiler("gfx90a")
+    with pytest.raises(RuntimeError, match=r"amd_comgr not found \(/nonexistent/libamd_comgr.so.2\); install it: apt-get install libamd-comgr2"): c.ComgrCompiler("gfx90a")
   finally: c.load_comgr.cache_clear()
 
 def test_comgr_compile_error_shows_log_and_source():

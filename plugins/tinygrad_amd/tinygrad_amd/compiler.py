@@ -143,24 +143,27 @@ class HIPClangCompiler(AMDCompiler):
       if r.returncode != 0: raise CompileError(f"clang ({self.version()}) for {self.arch} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
       with open(out, "rb") as f: return f.read()
 
-def _hiprtc_candidates() -> list[str]:
+def library_candidates(name: str) -> list[str]:
+  """Where lib<name>.so may be: $ROCM_PATH/lib (newest version first), then the system's library path."""
   rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
-  out = sorted(glob.glob(os.path.join(rocm, "lib", "libhiprtc.so*")), reverse=True)
-  if (sysl := ctypes.util.find_library("hiprtc")): out.append(sysl)
+  out = sorted(glob.glob(os.path.join(rocm, "lib", f"lib{name}.so*")), reverse=True)
+  if (sysl := ctypes.util.find_library(name)): out.append(sysl)
   return out
+
+def open_library(name: str, fix: str) -> tuple[Any, str]:
+  """(the first lib<name>.so that loads, its path); RuntimeError naming what was tried and `fix`."""
+  tried = []
+  for path in dict.fromkeys(library_candidates(name)):
+    try: return ctypes.CDLL(path), path
+    except OSError: tried.append(path)
+  raise RuntimeError(f"{name} not found ({', '.join(tried) or f'no lib{name}.so in $ROCM_PATH/lib or the system'}); {fix}")
 
 @functools.cache
 def load_hiprtc() -> Any:
   """The hiprtc library (ctypes); RuntimeError naming what was tried and the fix."""
-  tried = []
-  for path in dict.fromkeys(_hiprtc_candidates()):
-    try: lib = ctypes.CDLL(path)
-    except OSError:
-      tried.append(path)
-      continue
-    lib.hiprtcGetErrorString.restype = ctypes.c_char_p
-    return lib
-  raise RuntimeError(f"hiprtc not found ({', '.join(tried) or 'no libhiprtc.so in $ROCM_PATH/lib or the system'}); install ROCm (hip-runtime-amd)")
+  lib, _ = open_library("hiprtc", "install ROCm (hip-runtime-amd)")
+  lib.hiprtcGetErrorString.restype = ctypes.c_char_p
+  return lib
 
 class HIPRTCCompiler(AMDCompiler):
   """HIP C -> HSACO with ROCm's hiprtc."""
@@ -201,31 +204,18 @@ class _Handle(ctypes.Structure): _fields_ = [("handle", ctypes.c_uint64)]   # am
 COMGR_LANGUAGE_HIP, COMGR_DATA_SOURCE, COMGR_DATA_LOG, COMGR_DATA_EXECUTABLE = 4, 1, 5, 8
 COMGR_COMPILE_SOURCE_TO_BC, COMGR_CODEGEN_BC_TO_RELOCATABLE, COMGR_LINK_RELOCATABLE_TO_EXECUTABLE = 2, 6, 9
 
-def _comgr_candidates() -> list[str]:
-  rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
-  out = sorted(glob.glob(os.path.join(rocm, "lib", "libamd_comgr.so*")), reverse=True)
-  if (sysl := ctypes.util.find_library("amd_comgr")): out.append(sysl)
-  return out
-
 @functools.cache
 def load_comgr() -> tuple[Any, str, str, tuple[str, ...]]:
   """(library, its path, "comgr MAJOR.MINOR", the gfx targets it knows); RuntimeError naming what was tried and the fix."""
-  tried = []
-  for path in dict.fromkeys(_comgr_candidates()):
-    try: lib = ctypes.CDLL(path)
-    except OSError:
-      tried.append(path)
-      continue
-    major, minor, count = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
-    lib.amd_comgr_get_version(ctypes.byref(major), ctypes.byref(minor))
-    if lib.amd_comgr_get_isa_count(ctypes.byref(count)) != 0: raise RuntimeError(f"comgr ({path}): amd_comgr_get_isa_count failed")
-    isas = []
-    for i in range(count.value):
-      name = ctypes.c_char_p()
-      if lib.amd_comgr_get_isa_name(ctypes.c_size_t(i), ctypes.byref(name)) == 0 and name.value: isas.append(name.value.decode().split("--")[-1])
-    return lib, path, f"comgr {major.value}.{minor.value}", tuple(isas)
-  raise RuntimeError(f"comgr not found ({', '.join(tried) or 'no libamd_comgr.so in $ROCM_PATH/lib or the system'}); "
-                     "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm")
+  lib, path = open_library("amd_comgr", "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm")
+  major, minor, count = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+  lib.amd_comgr_get_version(ctypes.byref(major), ctypes.byref(minor))
+  if lib.amd_comgr_get_isa_count(ctypes.byref(count)) != 0: raise RuntimeError(f"comgr ({path}): amd_comgr_get_isa_count failed")
+  isas = []
+  for i in range(count.value):
+    name = ctypes.c_char_p()
+    if lib.amd_comgr_get_isa_name(ctypes.c_size_t(i), ctypes.byref(name)) == 0 and name.value: isas.append(name.value.decode().split("--")[-1])
+  return lib, path, f"comgr {major.value}.{minor.value}", tuple(isas)
 
 class ComgrCompiler(AMDCompiler):
   """HIP C -> HSACO with comgr: source -> bitcode -> relocatable -> executable, no device library linked (our HIP C
