@@ -96,7 +96,9 @@ def test_unsupported_target_refused_before_any_tool(make, monkeypatch):
 
 TC_INSTRUCTIONS = {("gfx1100", "half"): "v_wmma_f32_16x16x16_f16", ("gfx1100", "bf16"): "v_wmma_f32_16x16x16_bf16",
                    ("gfx90a", "half"): "v_mfma_f32_16x16x16f16", ("gfx90a", "bf16"): "v_mfma_f32_16x16x16bf16_1k",
-                   ("gfx942", "half"): "v_mfma_f32_16x16x16_f16", ("gfx942", "bf16"): "v_mfma_f32_16x16x16_bf16"}
+                   ("gfx942", "half"): "v_mfma_f32_16x16x16_f16", ("gfx942", "bf16"): "v_mfma_f32_16x16x16_bf16",
+                   ("gfx950", "bf16"): "v_mfma_f32_16x16x16_bf16", ("gfx908", "half"): "v_mfma_f32_16x16x16f16",
+                   ("gfx1151", "half"): "v_wmma_f32_16x16x16_f16"}
 
 def tc_matmul_src(ren, dt: str) -> str:
   """A batched matmul (2 x 32x48 @ 48x32) whose reduce the heuristics put on the renderer's tensor core."""
