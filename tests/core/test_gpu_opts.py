@@ -220,13 +220,13 @@ def test_heuristic_choices():
   big = Tensor.empty(1 << 20, device="NULL")
   first = _kernels(big.sum())[0]   # the split reduce's first kernel: few outputs, a long contiguous reduce
   assert first[0].op is G and first[0].arg == 256
-  assert [o.op for o in _kernels(big + 1)[0]] == [L]
+  assert _kernels(big + 1)[0] == []   # the renderer's launch rule makes the blocks
   assert [o.op for o in _kernels(Tensor.empty(1000003, device="NULL") * 2)[0]] == [P, L]
   mm = _kernels(Tensor.empty(512, 512, device="NULL") @ Tensor.empty(512, 512, device="NULL"))[0]
   assert [o.op for o in mm] == [L, L, U, U, R]
   col = _kernels(Tensor.empty(4096, 64, device="NULL").sum(0))[0]   # reduce across memory: threads over outputs first
   assert [o.op for o in col[:2]] == [L, G]
-  with Context(NOOPT=1): assert _kernels(big + 1) == [[]]
+  with Context(NOOPT=1): assert _kernels(Tensor.empty(1000003, device="NULL") * 2) == [[]]
 
 WORKLOADS = """
 import json, sys

@@ -172,8 +172,9 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
      the axes' remaining parts (register blocking: 8 loads feed 16 FMAs) and UNROLL 4 of the reduce;
   2. reduces with few outputs: GROUP the reduce axis that runs along memory (threads read neighbouring elements; a
      reduce across memory first takes a LOCAL on the contiguous output axis) over up to 256 threads, UNROLL 4 the rest;
-  3. everything else: LOCAL on the store's contiguous axis (128 threads; an odd size is padded to a multiple first) and
-     UNROLL 4 of a reduce. A kernel whose tensor core already laid out the threads is left alone."""
+  3. everything else: UNROLL 4 of a reduce; the blocks of threads are the renderer's launch rule's (it knows the warp or
+     wave width), except for a contiguous axis it cannot cut, which is padded to a multiple of 128 and made LOCAL.
+  A kernel whose tensor core already laid out the threads is left alone."""
   if NOOPT or not ren.local_max or thread_ranges(sink): return []
   opts: list[Opt] = []
   cur = sink
@@ -206,16 +207,18 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     return opts
   if red and outputs < FEW_OUTPUTS:
     along = next((i for i in reversed(range(len(red))) if any(stride(x, red[i]) == 1 for x in ld)), None)
-    rax = along if along is not None else len(red) - 1
+    # the reduce axis along memory when 8+ threads can share it, else the one the most threads can share
+    by_threads = sorted(reversed(range(len(red))), key=lambda i: -_pow2(_size(red[i]), GROUP_TARGET))
+    rax = along if along is not None and _pow2(_size(red[along]), GROUP_TARGET) >= 8 else by_threads[0]
     nthreads = 1
     if along is None and cont is not None and (amt := _pow2(sizes[cont], 32)) > 1 and add(Opt(OptOps.LOCAL, cont, amt)): nthreads = amt
     rsize = _size(kernel_ranges(cur)[1][rax])
     if (amt := _pow2(rsize, GROUP_TARGET // nthreads)) >= 8 and add(Opt(OptOps.GROUP, rax, amt)) and rsize != amt:
       add(Opt(OptOps.UNROLL, rax, 4))
     if opts: return opts
-  if cont is not None and (csize := sizes[cont]) is not None:
-    if (amt := _pow2(csize, LOCAL_TARGET)) < 32 and csize >= 4 * LOCAL_TARGET and add(Opt(OptOps.PADTO, cont, LOCAL_TARGET)):
-      amt = LOCAL_TARGET
-    if amt > 1: add(Opt(OptOps.LOCAL, cont, amt))
+  # the renderer's launch rule (renderer/gpu.py split_launch) cuts the innermost axis into blocks sized for its warp or
+  # wave; a size it cannot cut (no power-of-two divisor from 32 up) is padded to a multiple of 128 and made LOCAL here
+  if cont is not None and (csize := sizes[cont]) is not None and _pow2(csize, LOCAL_TARGET) < 32 and csize >= 4 * LOCAL_TARGET:
+    if add(Opt(OptOps.PADTO, cont, LOCAL_TARGET)): add(Opt(OptOps.LOCAL, cont, LOCAL_TARGET))
   if red: add(Opt(OptOps.UNROLL, len(red) - 1, 4))
   return opts
