@@ -63,10 +63,15 @@ def ensure_tinygrad_venv(path: str, version: str = "0.14.0") -> str:
 
 def gpu_figures(device: str, pairs: tuple[str, ...], small: bool, m: int = 2048) -> None:
   """Per compiler pair of a GPU device: a+b and a sum over 16M floats (GB/s), float and half m x m matmuls (GFLOP/s; the
-  half one runs on tensor cores where the renderer has them). Wall time of 5 runs between synchronizes, after a warm-up.
-  `small` (a mock driver, whose figures measure the PYTHON interpreter) shrinks the sizes so the script only shows it runs."""
+  half one runs on tensor cores where the renderer has them), then the sum and the float matmul again with NOOPT=1 (no
+  optimizer actions: what GPUs ran before the GPU heuristics), so one run shows what the heuristics gain. Wall time of 5
+  runs between synchronizes, after a warm-up. `small` (a mock driver, whose figures measure the PYTHON interpreter)
+  shrinks the sizes so the script only shows it runs."""
+  import contextlib
   from tinygrad import Tensor, dtypes
   from tinygrad.device import Device
+  from tinygrad.helpers import Context
+  from tinygrad.engine.realize import method_cache
   n, m = (1 << 12, 32) if small else (1 << 24, m)
   for dev in (f"{device}:{p}" for p in pairs):
     try:
@@ -74,17 +79,22 @@ def gpu_figures(device: str, pairs: tuple[str, ...], small: bool, m: int = 2048)
       x, y = Tensor.rand(m, m, device=dev).realize(), Tensor.rand(m, m, device=dev).realize()
       hx, hy = x.cast(dtypes.half).realize(), y.cast(dtypes.half).realize()
       for name, fn, work in [("add", lambda: (a + b).realize(), 12 * n), ("sum", lambda: a.sum().realize(), 4 * n),
-                             ("matmul", lambda: (x @ y).realize(), 2 * m**3), ("mm_half", lambda: (hx @ hy).realize(), 2 * m**3)]:
-        fn()
-        Device[dev].synchronize()
-        st = time.perf_counter()
-        for _ in range(5): fn()
-        Device[dev].synchronize()
-        dt = (time.perf_counter() - st) / 5
-        print(f"{dev:10s} {name:7s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name.startswith('m') else 'GB/s'}")
+                             ("matmul", lambda: (x @ y).realize(), 2 * m**3), ("mm_half", lambda: (hx @ hy).realize(), 2 * m**3),
+                             ("sum_noopt", lambda: a.sum().realize(), 4 * n), ("mm_noopt", lambda: (x @ y).realize(), 2 * m**3)]:
+        noopt = name.endswith("_noopt")
+        if noopt: method_cache.clear()   # the cache is keyed by kernel, not by NOOPT: build these kernels again
+        with Context(NOOPT=1) if noopt else contextlib.nullcontext():
+          fn()
+          Device[dev].synchronize()
+          st = time.perf_counter()
+          for _ in range(5): fn()
+          Device[dev].synchronize()
+          dt = (time.perf_counter() - st) / 5
+        if noopt: method_cache.clear()
+        print(f"{dev:10s} {name:9s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name.startswith('m') else 'GB/s'}")
     except Exception as e: print(f"{dev}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
   import numpy as np
   h = np.random.rand(1024, 1024).astype(np.float32)
   st = time.perf_counter()
   h @ h
-  print(f"numpy      matmul  {(time.perf_counter()-st)*1e3:9.3f} ms (host, 1024)")
+  print(f"numpy      matmul    {(time.perf_counter()-st)*1e3:9.3f} ms (host, 1024)")
