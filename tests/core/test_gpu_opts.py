@@ -250,3 +250,27 @@ def test_heuristics_match_numpy(emu):
   assert r.returncode == 0, r.stderr
   errs = json.loads(r.stdout.splitlines()[-1])
   assert all(e < 1e-4 for e in errs.values()), errs
+
+TC_RUN = """
+import json
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.engine.realize import method_cache
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32)
+ta, tb = Tensor(a).cast(dtypes.half).realize(), Tensor(b).cast(dtypes.half).realize()
+err = float(np.max(np.abs((ta @ tb).float().numpy() - ta.float().numpy() @ tb.float().numpy())))
+p = next(r.p for r in method_cache.values() if r.p.name.startswith("r_"))
+print(json.dumps({"err": err, "local": list(p.local_size), "wmma": sum(u.op is u.op.WMMA for u in p.uops),
+                  "barriers": sum(u.op is u.op.BARRIER for u in p.uops)}))
+"""
+
+@pytest.mark.parametrize("opts, local, barriers", [("", [32, 1, 1], 0), ("LOCAL:0:2", [32, 2, 1], 0), ("GROUP:0:2", [32, 2, 1], 8),
+                                                   ("LOCAL:0:2,GROUP:0:2", [32, 2, 2], 8), ("LOCAL:1:2,UPCAST:0:2", [32, 2, 1], 0)])
+def test_with_tensor_cores(opts, local, barriers):
+  # a tensor core's lanes stay lidx0 (whole warps); LOCAL/GROUP add lidx1, lidx2; each of the WMMA's 4 outputs is grouped
+  env = {**os.environ, "DEV": "PYTHON", "EMULATE": "NV", "OPTS": opts, "PYTHONPATH": CORE}
+  r = subprocess.run([sys.executable, "-c", TC_RUN], capture_output=True, text=True, env=env, timeout=600)
+  assert r.returncode == 0, r.stderr
+  out = json.loads(r.stdout.splitlines()[-1])
+  assert out["err"] < 0.02 and out["local"] == local and out["barriers"] == barriers and out["wmma"] >= 1, out
