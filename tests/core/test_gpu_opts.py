@@ -6,7 +6,6 @@ import json, os, subprocess, sys
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, dtypes
-import tinygrad.codegen.opt as optmod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, kernel_ranges, heuristic_opts, parse_opts
 from tinygrad.codegen.gpuopt import gpu_opts, lower_groups, thread_ranges
 from tinygrad.codegen import get_program
@@ -21,23 +20,6 @@ from tinygrad.helpers import Context
 
 DEV = "PYTHON"
 CORE = os.path.join(os.path.dirname(__file__), "..", "..", "core")
-
-@pytest.fixture
-def forced(monkeypatch):
-  """forced(opts): every kernel built from now on gets `opts` where they apply (the heuristics otherwise); returns the
-  list of kernels they were applied to."""
-  applied: list = []
-  def use(opts):
-    def pick(sink, ren):
-      try: apply_opts(sink, opts, ren)
-      except KernelOptError: return []
-      applied.append(opts)
-      return list(opts)
-    monkeypatch.setattr(optmod, "heuristic_opts", pick)
-    method_cache.clear()
-    return applied
-  yield use
-  method_cache.clear()
 
 L, G, GT, U, R, P = OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.UPCAST, OptOps.UNROLL, OptOps.PADTO
 

@@ -2,28 +2,9 @@
 divide), checked against numpy on every device given; and the validation that rejects an action before it changes code."""
 import numpy as np, pytest
 from tinygrad import Tensor, Device
-import tinygrad.codegen.opt as optmod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, kernel_ranges
-from tinygrad.engine.realize import method_cache
 
 DEVICES = ["CPU", "CPU:CLANG", "PYTHON"]
-
-@pytest.fixture
-def forced(monkeypatch):
-  """forced(opts): every kernel built from now on gets `opts` where they apply (the heuristics otherwise); returns the
-  list of kernels they were applied to."""
-  applied: list = []
-  def use(opts):
-    def pick(sink, ren):
-      try: apply_opts(sink, opts)
-      except KernelOptError: return []
-      applied.append(opts)
-      return list(opts)
-    monkeypatch.setattr(optmod, "heuristic_opts", pick)
-    method_cache.clear()
-    return applied
-  yield use
-  method_cache.clear()
 
 def _dev(name):
   try: Device[name]

@@ -1,0 +1,22 @@
+"""Fixtures shared by the core tests."""
+import pytest
+import tinygrad.codegen.opt as optmod
+from tinygrad.codegen.opt import KernelOptError, apply_opts
+from tinygrad.engine.realize import method_cache
+
+@pytest.fixture
+def forced(monkeypatch):
+  """forced(opts): every kernel built from now on gets `opts` where they apply (the heuristics otherwise); returns the
+  list of kernels they were applied to."""
+  applied: list = []
+  def use(opts):
+    def pick(sink, ren):
+      try: apply_opts(sink, opts, ren)
+      except KernelOptError: return []
+      applied.append(opts)
+      return list(opts)
+    monkeypatch.setattr(optmod, "heuristic_opts", pick)
+    method_cache.clear()
+    return applied
+  yield use
+  method_cache.clear()
