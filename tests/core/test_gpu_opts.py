@@ -256,3 +256,11 @@ def test_with_tensor_cores(opts, local, barriers):
   assert r.returncode == 0, r.stderr
   out = json.loads(r.stdout.splitlines()[-1])
   assert out["err"] < 0.02 and out["local"] == local and out["barriers"] == barriers and out["wmma"] >= 1, out
+
+def test_beam_tries_the_gpu_actions():
+  from tinygrad.codegen.search import candidate_moves
+  ast = _ast(16, 32, 16)
+  kinds = lambda ren: {c[-1].op for c in candidate_moves(ast, [], ren)}
+  assert {L, G, GT} <= kinds(PythonRenderer())
+  assert not {L, G, GT} & kinds(None) and not {L, G, GT} & kinds(NoShared()) - {L}
+  assert all(len(thread_ranges(apply_opts(ast, c, PythonRenderer()))) <= 3 for c in candidate_moves(ast, [Opt(L, 0, 2), Opt(L, 1, 2)], PythonRenderer()))
