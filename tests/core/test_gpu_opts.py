@@ -264,3 +264,20 @@ def test_beam_tries_the_gpu_actions():
   assert {L, G, GT} <= kinds(PythonRenderer())
   assert not {L, G, GT} & kinds(None) and not {L, G, GT} & kinds(NoShared()) - {L}
   assert all(len(thread_ranges(apply_opts(ast, c, PythonRenderer()))) <= 3 for c in candidate_moves(ast, [Opt(L, 0, 2), Opt(L, 1, 2)], PythonRenderer()))
+
+def test_grouped_reduce_inside_a_grouped_reduce_value():
+  # out[i] = sum_j (x[i,j] - max_k x[i,k]): both reduces grouped, the max's result feeds the sum's partials
+  from tinygrad.device import Buffer
+  from tinygrad.engine.realize import CompiledRunner
+  f32 = dtypes.float32
+  out, x = UOp(Ops.DEFINE_GLOBAL, f32.ptr(4), (), 0), UOp(Ops.DEFINE_GLOBAL, f32.ptr(32), (), 1)
+  i, j, k = UOp.range(4, 0, AxisType.GLOBAL), UOp.range(8, 1, AxisType.REDUCE), UOp.range(8, 2, AxisType.REDUCE)
+  mx = UOp(Ops.REDUCE, f32, (x.index(i * 8 + k).load(), k), Ops.MAX)
+  sink = UOp(Ops.SINK, dtypes.void, (out.index(i).store(UOp(Ops.REDUCE, f32, (x.index(i * 8 + j).load() - mx, j), Ops.ADD)),))
+  xs = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+  prg = get_program(sink, PythonRenderer(), [Opt(G, 0, 4), Opt(G, 1, 2)])
+  assert sum(u.op is Ops.DEFINE_LOCAL for u in prg.uops) == 2
+  bufs = [Buffer(DEV, 4, f32).allocate(), Buffer(DEV, 32, f32).allocate().copyin(memoryview(xs.tobytes()))]
+  CompiledRunner(prg, DEV)(bufs, wait=True)
+  got = np.frombuffer(bytes(bufs[0].as_buffer()), dtype=np.float32)
+  np.testing.assert_allclose(got, (xs - xs.max(1, keepdims=True)).sum(1), rtol=1e-5, atol=1e-5)

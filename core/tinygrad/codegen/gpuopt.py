@@ -122,12 +122,18 @@ def lower_groups(sink: UOp, ren: Renderer) -> UOp:
     slot = slot + t * mul if mul != 1 else slot + t
     strides[t] = mul
     mul *= t.src[0].arg
-  sub: dict[UOp, UOp] = {}
-  for n, u in enumerate(u for u in sink.toposort() if u.op is Ops.REDUCE and any(x.arg[1] is AxisType.GROUP_REDUCE for x in u.src[1:])):
+  # rebuilt bottom-up, so a grouped reduce whose value holds another one gets that one lowered too
+  done: dict[UOp, UOp] = {}
+  n = 0
+  for old in sink.toposort():
+    u = old.replace(src=tuple(done[s] for s in old.src)) if old.src else old
+    done[old] = u
+    if u.op is not Ops.REDUCE or not any(x.arg[1] is AxisType.GROUP_REDUCE for x in u.src[1:]): continue
     gs = [x for x in u.src[1:] if x.arg[1] is AxisType.GROUP_REDUCE]
     rest = tuple(x for x in u.src[1:] if x.arg[1] is not AxisType.GROUP_REDUCE)
     partial = UOp(Ops.REDUCE, u.dtype, (u.src[0],) + rest, u.arg) if rest else u.src[0]
     smem = UOp(Ops.DEFINE_LOCAL, u.dtype.ptr(mul, AddrSpace.LOCAL), (), f"group{n}")
+    n += 1
     bar = UOp(Ops.BARRIER, dtypes.void, (smem.index(slot).store(partial),))
     for g in gs:
       left = g.src[0].arg
@@ -138,8 +144,8 @@ def lower_groups(sink: UOp, ren: Renderer) -> UOp:
         both = UOp(u.arg, u.dtype, (smem.index(slot).load(bar, dtype=u.dtype), other))
         bar = UOp(Ops.BARRIER, dtypes.void, (smem.index(slot, active).store(both),))
         left = half
-    sub[u] = smem.index(slot.substitute({g: UOp.const(g.dtype, 0) for g in gs})).load(bar, dtype=u.dtype)
-  ret = sink.substitute(sub)
+    done[old] = smem.index(slot.substitute({g: UOp.const(g.dtype, 0) for g in gs})).load(bar, dtype=u.dtype)
+  ret = done[sink]
   # every thread of a group holds the same result: only position 0 writes it
   first = [g < 1 for g in groups]
   gate = first[0]
