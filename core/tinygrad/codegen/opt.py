@@ -263,8 +263,10 @@ def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   its actions on every kernel they fit (the conformance suite under forced options); others get the heuristics."""
   if OPTS.value and not NOOPT:
     forced = [o for o in parse_opts(OPTS.value) if o.op is not OptOps.TC]
-    try: return forced if apply_opts(sink, forced, ren) is not None else []
-    except KernelOptError: pass
+    try:
+      apply_opts(sink, forced, ren)
+      return forced
+    except KernelOptError: pass   # they do not fit this kernel: the heuristics decide
   if ren.has_local and not ren.has_threads:
     from tinygrad.codegen.gpuopt import gpu_opts
     return gpu_opts(sink, ren)
