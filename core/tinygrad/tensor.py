@@ -677,17 +677,28 @@ class Tensor(_DTypeCasts):
     """Elementwise base-2 logarithm."""
     return self._unary(Ops.LOG2)
   def exp(self) -> Tensor:
-    """Elementwise e**x: 2**n * 2**(r/ln2) with n = round(x/ln2) and r = x - n*ln2 in two parts (Cody-Waite), so the
-    rounding of x/ln2 does not cost accuracy for large x. float16/bfloat16 compute in float32."""
+    """Elementwise e**x: 2**(r/ln2) * 2**n with n = round(x/ln2) and r = x - n*ln2 in two parts (Cody-Waite), so the
+    rounding of x/ln2 does not cost accuracy for large x. 2**n is exact: built in the exponent field (kept normal), then
+    one multiply by 2**-64 or 2 that rounds once where the result is subnormal or overflows (one exp2, not three: an exp2
+    decomposed from arithmetic, as on the CPU, costs ~40 ops). float16/bfloat16 compute in float32."""
     x = self._float()
     if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
-    # ln2 split so that n*hi is exact (n has at most 11 bits for float64, 8 for float32)
-    lim, hi, lo = (1500.0, 0.6931471803691238, 1.9082149292705877e-10) if x.dtype == dtypes.float64 else (200.0, 0.693145751953125, 1.428606765330187e-06)
-    xc = (x > lim).where(lim, (x < -lim).where(-lim, x))  # keeps NaN; +-inf still end at inf / 0
+    f64 = x.dtype == dtypes.float64
+    # ln2 split so that n*hi is exact (n has at most 11 bits for float64, 8 for float32); past the clamp e**x rounds to 0
+    # (below half the smallest subnormal) or overflows, as it does at the clamp itself
+    (lo_lim, hi_lim), hi, lo = ((-746.0, 710.0), 0.6931471803691238, 1.9082149292705877e-10) if f64 else \
+                                ((-104.0, 89.0), 0.693145751953125, 1.428606765330187e-06)
+    xc = (x > hi_lim).where(hi_lim, (x < lo_lim).where(lo_lim, x))  # keeps NaN; +-inf end at inf / 0
     n = (xc * (1 / math.log(2)) + 0.5).floor()
     r = (xc - n * hi) - n * lo
-    n1 = (n * 0.5).floor()
-    return (r * (1 / math.log(2))).exp2() * n1.exp2() * (n - n1).exp2()
+    bias, mb, idt = (1023, 52, dtypes.int64) if f64 else (127, 23, dtypes.int32)
+    small, big = n < 1 - bias, n > bias
+    e = small.where(n + 64, big.where(n - 1, n))
+    p2 = ((xc.ne(xc).where(0, e).cast(idt) + bias) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
+    # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
+    poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
+    for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
+    return poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0))
   def log(self) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)
