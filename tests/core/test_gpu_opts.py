@@ -201,7 +201,8 @@ def _kernels(t):
 def test_heuristic_choices():
   big = Tensor.empty(1 << 20, device="NULL")
   first = _kernels(big.sum())[0]   # the split reduce's first kernel: few outputs, a long contiguous reduce
-  assert first[0].op is G and first[0].arg == 256
+  assert first == [Opt(G, 0, 256), Opt(R, 0, 4)]   # 4096 per row: 16 trips per thread
+  assert _kernels(Tensor.empty(1 << 24, device="NULL").sum())[0] == [Opt(G, 0, 256), Opt(R, 0, 8)]   # 256 trips: unroll 8
   assert _kernels(big + 1)[0] == []   # the renderer's launch rule makes the blocks
   assert [o.op for o in _kernels(Tensor.empty(1000003, device="NULL") * 2)[0]] == [P, L]
   mm = _kernels(Tensor.empty(512, 512, device="NULL") @ Tensor.empty(512, 512, device="NULL"))[0]

@@ -177,7 +177,7 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
      axes (the store's contiguous axis first: it becomes lidx0, so a warp's loads are coalesced), then a 4x4 UPCAST of
      the axes' remaining parts (register blocking: 8 loads feed 16 FMAs) and UNROLL 4 of the reduce;
   2. reduces with few outputs: GROUP the reduce axis that runs along memory (threads read neighbouring elements; a
-     reduce across memory first takes a LOCAL on the contiguous output axis) over up to 256 threads, UNROLL 4 the rest;
+     reduce across memory first takes a LOCAL on the contiguous output axis) over up to 256 threads, UNROLL 8 (4 for short loops) the rest;
   3. everything else: UNROLL 4 of a reduce; the blocks of threads are the renderer's launch rule's (it knows the warp or
      wave width), except for a contiguous axis it cannot cut, which is padded to a multiple of 128 and made LOCAL.
   A kernel whose tensor core already laid out the threads is left alone."""
@@ -219,8 +219,9 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     nthreads = 1
     if along is None and cont is not None and (amt := _pow2(sizes[cont], 32)) > 1 and add(Opt(OptOps.LOCAL, cont, amt)): nthreads = amt
     rsize = _size(kernel_ranges(cur)[1][rax])
-    if (amt := _pow2(rsize, GROUP_TARGET // nthreads)) >= 8 and add(Opt(OptOps.GROUP, rax, amt)) and rsize != amt:
-      add(Opt(OptOps.UNROLL, rax, 4))
+    # then unroll each thread's loop: more independent loads in flight per thread (8 where it runs 32+ trips)
+    if (amt := _pow2(rsize, GROUP_TARGET // nthreads)) >= 8 and add(Opt(OptOps.GROUP, rax, amt)) and isinstance(rsize, int) and rsize != amt:
+      if rsize // amt < 32 or not add(Opt(OptOps.UNROLL, rax, 8)): add(Opt(OptOps.UNROLL, rax, 4))
     if opts: return opts
   # the renderer's launch rule (renderer/gpu.py split_launch) cuts the innermost axis into blocks sized for its warp or
   # wave; a size it cannot cut (no power-of-two divisor from 32 up) is padded to a multiple of 128 and made LOCAL here
