@@ -19,7 +19,7 @@ def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   # LOCAL ranges (a tensor core's lanes) are the thread index inside a block, in the order of their axes
   lranges = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.LOCAL], key=lambda r: r.arg[0])
   if len(lranges) > 3: raise RuntimeError(f"kernel has {len(lranges)} local axes; at most 3 launch dimensions exist")
-  lsub = {r: UOp(Ops.SPECIAL, dtypes.index, (r.src[0],), f"lidx{i}") for i, r in enumerate(lranges)}
+  lsub = {r: UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, r.src[0].arg),), f"lidx{i}").cast(r.dtype) for i, r in enumerate(lranges)}
   if lsub: sink = sink.substitute(lsub)
   if not granges: return sink
   groups: list[list[UOp]] = [granges[:len(granges)-2], granges[-2:-1], granges[-1:]] if len(granges) > 3 else [[r] for r in granges]
@@ -36,7 +36,8 @@ def global_to_special(sink: UOp, ren: Renderer) -> UOp:
     special = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, prod(sizes)),), f"gidx{dim}")
     acc = 1
     for r, sz in zip(reversed(grp), reversed(sizes)):
-      sub[r] = (special // acc if acc != 1 else special) % sz if len(grp) > 1 else special
+      # launch indices are int32 on every GPU; an int64 range (codegen/index64.py) gets its value cast up
+      sub[r] = ((special // acc if acc != 1 else special) % sz if len(grp) > 1 else special).cast(r.dtype)
       acc *= sz
   return sink.substitute(sub)
 

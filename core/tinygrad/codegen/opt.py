@@ -56,7 +56,7 @@ def _split(r: UOp, amt: int) -> tuple[UOp, list[UOp]]:
   if not isinstance(size, int) or amt < 2 or size % amt != 0:
     raise KernelOptError(f"cannot split axis {r.arg[0]} of size {size} by {amt}: the amount must be >1 and divide the size")
   if size == amt: return r, [UOp.const(r.dtype, c) for c in range(amt)]
-  outer = UOp.range(size // amt, r.arg[0], r.arg[1])
+  outer = UOp.range(size // amt, r.arg[0], r.arg[1], r.dtype)
   return outer, [outer * amt + c for c in range(amt)]
 
 def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:

@@ -91,9 +91,9 @@ def apply_tc(sink: UOp, tc: TensorCore, threads_ok: bool) -> UOp:
     if not isinstance(r.src[0].arg, int) or r.src[0].arg % t != 0:
       raise KernelOptError(f"TC {wmma_name(tc)}: axis {name} of size {r.src[0].arg} is not a multiple of {t}")
   axis = 1 + max(r.arg[0] for r in sink.toposort() if r.op is Ops.RANGE)
-  lane = UOp.range(tc.threads, axis, AxisType.LOCAL)
-  mo, no = UOp.range(m.src[0].arg // tm, m.arg[0], AxisType.GLOBAL), UOp.range(n.src[0].arg // tn, n.arg[0], AxisType.GLOBAL)
-  ko = UOp.range(k.src[0].arg // tk, k.arg[0], AxisType.REDUCE)
+  lane = UOp.range(tc.threads, axis, AxisType.LOCAL, m.dtype)   # the kernel's index type (int64 past 2**31: codegen/index64.py)
+  mo, no = UOp.range(m.src[0].arg // tm, m.arg[0], AxisType.GLOBAL, m.dtype), UOp.range(n.src[0].arg // tn, n.arg[0], AxisType.GLOBAL, n.dtype)
+  ko = UOp.range(k.src[0].arg // tk, k.arg[0], AxisType.REDUCE, k.dtype)
   def at(frag: Frag, i: int, rr: UOp, ro: UOp, rt: int, cr: UOp, co: UOp, ct: int) -> dict[UOp, UOp]:
     row, col = frag(lane, i)
     return {rr: ro * rt + row, cr: co * ct + col}

@@ -12,6 +12,7 @@ from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG
 from tinygrad.engine.buffers import new_buffer
+from tinygrad.codegen.index64 import narrow_indices
 
 @dataclass
 class ExecItem:
@@ -95,7 +96,7 @@ class KernelBuilder:
 
   def new_range(self, size: int, kind: AxisType) -> UOp:
     self.axis += 1
-    return UOp.range(size, self.axis-1, kind)
+    return UOp.range(size, self.axis-1, kind, dtypes.int64)   # int64 while building: nothing wraps (codegen/index64.py)
 
   def define(self, buf: UOp) -> UOp:
     if buf not in self.defines:
@@ -131,7 +132,7 @@ class KernelBuilder:
       out: list[UOp] = [ix[0]] * len(arg)
       for i, p in enumerate(arg): out[p] = ix[i]
       return tuple(out), g
-    if op is Ops.EXPAND: return tuple(UOp.const(dtypes.index, 0) if s == 1 and n != 1 else i for i, s, n in zip(ix, src_shape, node.shape)), g
+    if op is Ops.EXPAND: return tuple(UOp.const(dtypes.int64, 0) if s == 1 and n != 1 else i for i, s, n in zip(ix, src_shape, node.shape)), g
     if op is Ops.SHRINK: return tuple(i + b if b else i for i, (b, _) in zip(ix, arg)), g
     if op is Ops.FLIP: return tuple((s-1) - i if f else i for i, s, f in zip(ix, src_shape, arg)), g
     if op is Ops.PAD:
@@ -193,15 +194,15 @@ class KernelBuilder:
     self.root = root
     shape = root.shape
     out = self.define(out_buf)
-    idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.index, 0) for s in shape)
+    idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in shape)
     val = self.lower(root, idx, None)
     if val.dtype != root.dtype: val = val.cast(root.dtype)
     store = out.index(_flat_index(idx, shape)).store(val)
-    return UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store))
+    return narrow_indices(UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store)))
 
 def _flat_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
   terms = [i * st if st != 1 else i for i, st in zip(idx, strides_for(shape)) if st != 0]
-  if not terms: return UOp.const(dtypes.index, 0)
+  if not terms: return UOp.const(dtypes.int64, 0)
   out = terms[0]
   for t in terms[1:]: out = out + t
   return out
@@ -209,7 +210,7 @@ def _flat_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
 def _unflat_index(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
   out, acc = [], 1
   for s in reversed(shape):
-    if s == 1: out.append(UOp.const(dtypes.index, 0))
+    if s == 1: out.append(UOp.const(dtypes.int64, 0))
     else:
       q = flat // acc if acc != 1 else flat
       out.append(q % s if acc * s != prod(shape) else q)

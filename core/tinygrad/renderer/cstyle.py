@@ -215,7 +215,7 @@ class CStyleLanguage(Renderer):
         self.r[u] = nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else f"ridx{counters['ridx']}"
         counters["ridx"] += 1
         end, ty = self.r[u.src[0]], self.render_dtype(u.dtype)
-        if u is split: body.append(f"{'  '*depth}for ({ty} {nm} = {self.split_start(end, 'core_id')}; {nm} < {self.split_start(end, 'core_id+1')}; {nm}++) {{")
+        if u is split: body.append(f"{'  '*depth}for ({ty} {nm} = {self.split_start(end, 'core_id', ty)}; {nm} < {self.split_start(end, 'core_id+1', ty)}; {nm}++) {{")
         else: body.append(f"{'  '*depth}for ({ty} {nm} = 0; {nm} < {end}; {nm}++) {{")
         depth += 1
         continue
@@ -244,7 +244,7 @@ class CStyleLanguage(Renderer):
     return self.render_kernel(name, body, args + self.extra_args(), uops, self.prelude(uops))
 
   # ---- splitting the outermost loop across CPU threads ----
-  def split_start(self, end: str, core: str) -> str: return f"(int)(((long long)({end})*({core}))/core_count)"
+  def split_start(self, end: str, core: str, ty: str) -> str: return f"({ty})(((long long)({end})*({core}))/core_count)"
   def split_range(self, uops: list[UOp]) -> UOp | None:
     """The loop threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
     if not self.has_threads: return None

@@ -117,11 +117,11 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
     t, bounds = self.ty(u.dtype), []
     for core in ("%core_id", f"%{nm}.next_core"):
       if core != "%core_id": self._emit(f"%{nm}.next_core = add i32 %core_id, 1")
-      e64 = self._ins("split", f"sext {t} {end} to i64")
+      e64 = end if t == "i64" else self._ins("split", f"sext {t} {end} to i64")   # an int64 index loop (codegen/index64.py)
       c64 = self._ins("split", f"sext i32 {core} to i64")
       n64 = self._ins("split", "sext i32 %core_count to i64")
       q64 = self._ins("split", f"sdiv i64 {self._ins('split', f'mul i64 {e64}, {c64}')}, {n64}")
-      bounds.append(self._ins("split", f"trunc i64 {q64} to {t}"))
+      bounds.append(q64 if t == "i64" else self._ins("split", f"trunc i64 {q64} to {t}"))
     return bounds[0], bounds[1]
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """LLVM IR: `define void @name(ptr bufs..., i32 vars..., i32 core_id, i32 core_count)` and `@name_work`."""
