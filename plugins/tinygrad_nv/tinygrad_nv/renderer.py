@@ -79,6 +79,9 @@ __device__ __forceinline__ unsigned short __f2b(float f) {
 _cuda_vec = {"float": "float", "double": "double", "int": "int", "unsigned int": "uint", "signed char": "char", "unsigned char": "uchar",
              "short": "short", "unsigned short": "ushort", "long long": "longlong", "unsigned long long": "ulonglong"}
 
+# a bit copy through a union: C's `*(T*)&x` needs an lvalue, and a bitcast operand is often an inlined expression
+_cuda_bitcast = "template <class T, class F> __device__ __forceinline__ T __tg_bitcast(F x) { union { F f; T t; } u; u.f = x; return u.t; }"
+
 class NVAbilities:
   """What a CUDA device offers both NV renderers: launch limits (overridable from the device's attributes), the target
   arch, thread blocks chosen by the extra matcher, and the source -> uops record the mock driver reads."""
@@ -132,6 +135,7 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
   def render_gep(self, vec: str, lane: int, dt: DType) -> str:
     return f"{vec}.v[{lane}]" if self._vec_name(dt).startswith("tg_") else f"{vec}.{'xyzw'[lane]}"
 
+  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"__tg_bitcast<{to}>({x})"
   def prelude(self, uops: list[UOp]) -> list[str]:
     used = {u.dtype.scalar() for u in uops} | {u.dtype.base.scalar() for u in uops if isinstance(u.dtype, PtrDType)}
     ret = [_cuda_fp16] if dtypes.float16 in used else []
@@ -141,6 +145,7 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
     for dt in sorted(d for d in vecs if d.count > 1 and self._vec_name(d).startswith("tg_")):
       base = self.render_dtype(dt.scalar())
       ret.append(f"struct __attribute__((aligned({min(16, dt.itemsize)}))) {self._vec_name(dt)} {{ {base} v[{dt.count}]; }};")
+    if any(u.op is Ops.BITCAST for u in uops): ret.append(_cuda_bitcast)
     for w in {u.arg: u for u in uops if u.op is Ops.WMMA}.values():
       ea, eb = w.arg[3]
       ret.append(cuda_mma_function(w.arg[0], ea, eb, w.dtype.count))
