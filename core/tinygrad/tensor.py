@@ -23,6 +23,7 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
   if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or k * n * itemsize < MATMUL_PACK_BYTES.value: return 0
   try: p = Device[device].renderer.matmul_pack // itemsize
   except Exception: return 0   # no renderer to ask (an unopenable device): the plain form
+  while p > 4 and n % p: p //= 2   # narrower panels where n is not a multiple of the widest (1000: 8)
   return p if p > 1 and n % p == 0 and n > p else 0
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
