@@ -71,7 +71,6 @@ def gpu_figures(device: str, pairs: tuple[str, ...], small: bool, m: int = 2048)
   from tinygrad import Tensor, dtypes
   from tinygrad.device import Device
   from tinygrad.helpers import Context
-  from tinygrad.engine.realize import method_cache
   n, m = (1 << 12, 32) if small else (1 << 24, m)
   for dev in (f"{device}:{p}" for p in pairs):
     try:
@@ -82,7 +81,6 @@ def gpu_figures(device: str, pairs: tuple[str, ...], small: bool, m: int = 2048)
                              ("matmul", lambda: (x @ y).realize(), 2 * m**3), ("mm_half", lambda: (hx @ hy).realize(), 2 * m**3),
                              ("sum_noopt", lambda: a.sum().realize(), 4 * n), ("mm_noopt", lambda: (x @ y).realize(), 2 * m**3)]:
         noopt = name.endswith("_noopt")
-        if noopt: method_cache.clear()   # the cache is keyed by kernel, not by NOOPT: build these kernels again
         with Context(NOOPT=1) if noopt else contextlib.nullcontext():
           fn()
           Device[dev].synchronize()
@@ -90,7 +88,6 @@ def gpu_figures(device: str, pairs: tuple[str, ...], small: bool, m: int = 2048)
           for _ in range(5): fn()
           Device[dev].synchronize()
           dt = (time.perf_counter() - st) / 5
-        if noopt: method_cache.clear()
         print(f"{dev:10s} {name:9s} {dt*1e3:9.3f} ms  {work/dt/1e9:9.2f} {'GFLOP/s' if name.startswith('m') else 'GB/s'}")
     except Exception as e: print(f"{dev}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
   import numpy as np

@@ -60,7 +60,7 @@ def test_compiler_change_gets_its_own_kernels():
   a, b = f"CPU:{opened[0]}", f"CPU:{opened[1]}"
   x, y = Tensor([1.0, 2.0], device=a).realize(), Tensor([1.0, 2.0], device=b).realize()
   assert (x * 5 + 1).tolist() == (y * 5 + 1).tolist() == [6.0, 11.0]
-  keys = {(dev, cc) for dev, cc, _ in method_cache}
+  keys = {(k[0], k[1]) for k in method_cache}
   assert (Device[a].device, opened[0]) in keys and (Device[b].device, opened[1]) in keys
 
 def test_runner_runs_on_the_device_instance_of_its_buffers():
@@ -72,3 +72,19 @@ def test_runner_runs_on_the_device_instance_of_its_buffers():
   assert get_runner("PYTHON:PYTHON", ast).dev is Device["PYTHON:PYTHON"]
   assert get_runner("PYTHON", ast).dev is Device["PYTHON"]
   assert Device["PYTHON:PYTHON"] is not Device["PYTHON"]
+
+def test_codegen_switches_are_part_of_the_kernel_cache_key():
+  # a kernel first run with the heuristics, then under Context(NOOPT=1), compiles again without them (and back)
+  from tinygrad import Tensor, Context
+  from tinygrad.engine.realize import method_cache
+  x = np.arange(4096, dtype=np.float32).reshape(64, 64)
+  def run():
+    out = (Tensor(x) * 2).sum(1).numpy()
+    np.testing.assert_allclose(out, (x * 2).sum(1))
+    return {k: r for k, r in method_cache.items() if r.p.name.startswith("r_")}
+  opt = run()
+  with Context(NOOPT=1): noopt = run()
+  assert set(noopt) > set(opt)
+  new = [r for k, r in noopt.items() if k not in opt]
+  assert len(new) == 1 and new[0].p.src != next(iter(opt.values())).p.src
+  assert set(run()) == set(noopt)   # both programs stay cached

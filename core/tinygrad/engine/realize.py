@@ -5,7 +5,7 @@ from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, BEAM, colored
+from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, colored
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer
 from tinygrad.engine.buffers import buffer_of
@@ -29,11 +29,14 @@ class CompiledRunner:
     return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
 
 # (device, compiler, ast) -> runner: the same kernel is never rebuilt
-method_cache: dict[tuple[str, str, UOp], CompiledRunner] = {}
+method_cache: dict[tuple, CompiledRunner] = {}
+# the switches that change which program a kernel compiles to: a kernel run under `Context(NOOPT=1)` is not the cached
+# optimized one (MATMUL_PACK and INDEX64 change the kernel AST itself)
+_CODEGEN_VARS = (NOOPT, BEAM, USE_TC, OPTS)
 
 def get_runner(device: str, ast: UOp) -> CompiledRunner:
   dev = Device[device]
-  key = (dev.device, dev.compiler_name, ast)
+  key = (dev.device, dev.compiler_name, ast, tuple(v.value for v in _CODEGEN_VARS))
   if (ret := method_cache.get(key)) is None:
     from tinygrad.codegen import get_program
     _check_dtypes(dev, ast)

@@ -60,7 +60,7 @@ def test_launch_uses_workgroups_of_whole_waves():
   from tinygrad.engine.realize import method_cache
   def last_program(n: int):
     (Tensor(np.ones(n, np.float32), device="AMD:LLVM") * 3).realize()
-    return [r.p for (d, _, _), r in method_cache.items() if d.startswith("AMD")][-1]
+    return [r.p for k, r in method_cache.items() if k[0].startswith("AMD")][-1]
   # the plugin's own launch rule (kernels the optimizer gave no threads): four waves, 4 x 64 on wave64 gfx90a
   with Context(NOOPT=1): p = last_program(2048)
   assert p.local_size is not None and p.local_size[0] == 256 and '"amdgpu-flat-work-group-size"="1,256"' in p.src
