@@ -49,6 +49,7 @@ class HIPError(RuntimeError):
 class HIPRuntime:
   """libamdhip64 with typed prototypes: `hip.hipMalloc(ctypes.pointer(ptr), size) -> hipError_t`."""
   mock = False
+  hipInit: Any   # every HIP_PROTOS entry is set as an attribute in __init__
   def __init__(self, path: str):
     self.lib = ctypes.CDLL(path)
     for name, args in HIP_PROTOS.items():
@@ -96,7 +97,8 @@ class AMDProgram:
   def __init__(self, dev: Any, name: str, lib: bytes):
     self.dev, self.name, self.hip = dev, name, dev.hip
     dev.make_current()
-    self.module, self.func = ctypes.c_void_p(), ctypes.c_void_p()
+    self.module: ctypes.c_void_p | None = ctypes.c_void_p()
+    self.func = ctypes.c_void_p()
     self._lib = ctypes.create_string_buffer(lib, len(lib))
     code = self.hip.hipModuleLoadData(ctypes.pointer(self.module), ctypes.cast(self._lib, ctypes.c_void_p))
     if code != 0:

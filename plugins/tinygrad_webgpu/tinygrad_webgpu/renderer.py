@@ -276,7 +276,8 @@ class WGSLRenderer(CStyleLanguage):
     for i, v in enumerate(dvars):
       self.r[v] = f"v_{v.arg[0]}"
       body.append(f"  let v_{v.arg[0]} = bitcast<i32>(launch[{1 + i // 4}].{'xyzw'[i % 4]});")
-    self.uses, self.counters = uses, defaultdict(int)
+    self.uses = uses
+    self.counters: defaultdict[str, int] = defaultdict(int)
     self.unroll = self.plan_unroll(uops, name)
     self._block(uops, 0, len(uops), 1, body)
     fname = re.sub(r"\W", "_", name)

@@ -38,6 +38,7 @@ class WebGPUProgram:
     self.wg = int(m.group(1)) if m else 1
     self.fname = re.sub(r"\W", "_", name)
     if (cached := dev.pipelines.get(src)) is None: dev.pipelines[src] = cached = _build(dev, self.fname, src)
+    self.binds: list[tuple[int, bool]]
     self.pipeline, self.bgl, self.binds = cached
 
   def _uniform(self, data: bytes) -> Any:
