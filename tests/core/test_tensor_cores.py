@@ -4,12 +4,13 @@ import json, os, subprocess, sys
 from collections import Counter
 import numpy as np, pytest
 from tinygrad import Tensor, dtypes
-from tinygrad.codegen.tc import LAYOUTS, TCLayout, NV_TENSOR_CORES, AMD_WMMA_TENSOR_CORES, AMD_MFMA_TENSOR_CORES, apply_tc, tensor_cores
+from tinygrad.codegen.tc import (LAYOUTS, TCLayout, NV_TENSOR_CORES, AMD_WMMA_TENSOR_CORES, AMD_MFMA_TENSOR_CORES, METAL_TENSOR_CORES,
+                                 apply_tc, tensor_cores)
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.uop import Ops
 
 CORE = os.path.join(os.path.dirname(__file__), "..", "..", "core")
-TENSOR_CORES = {tc.swizzle: tc for tc in NV_TENSOR_CORES + AMD_WMMA_TENSOR_CORES + AMD_MFMA_TENSOR_CORES}
+TENSOR_CORES = {tc.swizzle: tc for tc in NV_TENSOR_CORES + AMD_WMMA_TENSOR_CORES + AMD_MFMA_TENSOR_CORES + METAL_TENSOR_CORES}
 
 def layout_errors(lay: TCLayout, tc) -> list[str]:
   """Why `lay` cannot be `tc`'s layout: C/D must place each of its lanes x elements on a distinct (row, col) covering the
@@ -45,42 +46,58 @@ def test_layout_check_rejects_wrong_layouts():
   nv = LAYOUTS["m16n8k16"]
   assert layout_errors(TCLayout(nv.b, nv.a, nv.c), TENSOR_CORES["m16n8k16"])   # A and B swapped: wrong shapes
 
+def test_simdgroup_layout_matches_published_forms():
+  # Apple does not document thread_elements(); two public forms of the same layout: MLX's steel BlockMMA/MMAFrag (bit
+  # masks on qid = lane/4; A, B and C alike, element i at column + i) and tinygrad 0.14's PYTHON emulator (lane from index)
+  for lane in range(32):
+    qid = lane // 4
+    for i in range(2):
+      assert LAYOUTS["simd8x8x8"].a(lane, i) == ((qid & 4) + (lane // 2) % 4, (qid & 2) * 2 + (lane % 2) * 2 + i)
+  for row in range(8):
+    for col in range(8):
+      lane = (col // 2) % 2 + (row % 4) * 2 + (col // 4) * 8 + (row // 4) * 16
+      assert LAYOUTS["simd8x8x8"].b(lane, col % 2) == (row, col) == LAYOUTS["simd8x8x8"].c(lane, col % 2)
+
 RUN = """
 import json, sys
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.engine.realize import method_cache
 rng = np.random.default_rng(0)
-for dt in (dtypes.half, dtypes.bfloat16):
+for name in sys.argv[2].split(","):
+  dt = getattr(dtypes, name)
   for sa, sb in json.loads(sys.argv[1]):
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     ta, tb = Tensor(a).cast(dt).realize(), Tensor(b).cast(dt).realize()
     bias = Tensor(np.arange(sb[-1], dtype=np.float32))
     got = ((ta @ tb).float() + bias).relu().numpy()
     mm = ta.float().numpy() @ tb.float().numpy()
-    print(dt.name, sa, float(np.max(np.abs(got - np.maximum(mm + np.arange(sb[-1]), 0)) / (1 + np.abs(mm)))))
+    print(name, sa, float(np.max(np.abs(got - np.maximum(mm + np.arange(sb[-1]), 0)) / (1 + np.abs(mm)))))
 print("WMMA", sum(sum(u.op.name == "WMMA" for u in r.p.uops) for r in method_cache.values()))
 """
 
-def _run(shapes, **env) -> str:
+def _run(shapes, dts, **env) -> str:
   e = {**os.environ, "PYTHONPATH": CORE, "DEV": "PYTHON", "CACHELEVEL": "0", **env}
-  r = subprocess.run([sys.executable, "-c", RUN, json.dumps(shapes)], capture_output=True, text=True, env=e, timeout=300)
+  r = subprocess.run([sys.executable, "-c", RUN, json.dumps(shapes), ",".join(dts)], capture_output=True, text=True, env=e, timeout=300)
   assert r.returncode == 0, r.stderr
   return r.stdout
 
 # (A shape, B shape) per matmul, batched included, sized to the tensor core's tile (NV: M, K multiple of 16, N of 8;
 # AMD: all multiples of 16)
+# METAL: multiples of 8, and one not a multiple of 16 (8x8x8 tiles); its input types: float and half (no bfloat16: see tc.py)
 SHAPES = {"NV": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 24))],
-          "AMD": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 48)), ((64, 16), (16, 32))]}
+          "AMD": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 48)), ((64, 16), (16, 32))],
+          "METAL": [((32, 48), (48, 16)), ((2, 16, 32), (2, 32, 24)), ((8, 40), (40, 56)), ((3, 24, 8), (3, 8, 8))]}
+DTYPES = {"NV": ["half", "bfloat16"], "AMD": ["half", "bfloat16"], "METAL": ["half", "float"]}
+TOL = {"half": 1e-3, "bfloat16": 5e-3, "float": 1e-5}   # relative to the matmul: inputs rounded once (2^-11, 2^-8), float exact
 
-@pytest.mark.parametrize("emu", ["NV", "AMD"])
+@pytest.mark.parametrize("emu", ["NV", "AMD", "METAL"])
 def test_tc_matmul_matches_numpy_on_emulated_gpu(emu):
-  lines = _run(SHAPES[emu], EMULATE=emu).splitlines()
-  assert len(lines) == 2 * len(SHAPES[emu]) + 1
-  for line in lines[:-1]:   # error relative to the matmul's value: rounded once to half (2^-11) or bfloat16 (2^-8)
-    assert float(line.split()[-1]) < (1e-3 if line.startswith("half") else 5e-3), line
-  assert int(lines[-1].split()[1]) == 2 * len(SHAPES[emu])   # every matmul kernel used the tensor core
-  assert _run(SHAPES[emu], EMULATE=emu, USE_TC="0").splitlines()[-1] == "WMMA 0"
+  lines = _run(SHAPES[emu], DTYPES[emu], EMULATE=emu).splitlines()
+  assert len(lines) == len(DTYPES[emu]) * len(SHAPES[emu]) + 1
+  for line in lines[:-1]: assert float(line.split()[-1]) < TOL[line.split()[0]], line
+  assert int(lines[-1].split()[1]) == len(DTYPES[emu]) * len(SHAPES[emu])   # every matmul kernel used the tensor core
+  assert _run(SHAPES[emu], DTYPES[emu], EMULATE=emu, USE_TC="0").splitlines()[-1] == "WMMA 0"
 
 def _matmul_ast(m: int, n: int, k: int, dt=dtypes.half):
   return (Tensor.empty(m, k, dtype=dt, device="NULL") @ Tensor.empty(k, n, dtype=dt, device="NULL")).schedule()[-1].ast
@@ -106,7 +123,7 @@ def test_tc_action_validates():
   # the heuristics skip what does not fit instead of failing
   assert tensor_cores(_simplified(_matmul_ast(17, 16, 32)), _GPU(), None).toposort() is not None
 
-@pytest.mark.parametrize("tc", [NV_TENSOR_CORES[0], AMD_WMMA_TENSOR_CORES[0], AMD_MFMA_TENSOR_CORES[0]], ids=lambda t: t.swizzle)
+@pytest.mark.parametrize("tc", [NV_TENSOR_CORES[0], AMD_WMMA_TENSOR_CORES[0], AMD_MFMA_TENSOR_CORES[0], METAL_TENSOR_CORES[1]], ids=lambda t: t.swizzle)
 def test_wmma_emulation_matches_numpy(tc):
   # two warps' lanes, each given its elements of its own A, B, C by the layout; D = A @ B + C per warp
   from tinygrad.codegen.tc import wmma_emulate, wmma_name

@@ -42,16 +42,26 @@ def _mfma_a(l: Any, i: int) -> tuple[Any, Any]: return l % 16, l // 16 * 4 + i
 def _mfma_b(l: Any, i: int) -> tuple[Any, Any]: return l // 16 * 4 + i, l % 16
 def _mfma_c(l: Any, i: int) -> tuple[Any, Any]: return l // 16 * 4 + i, l % 16
 
+# Apple simdgroup_matrix 8x8 (simdgroup_multiply_accumulate, 32 lanes): A, B and C alike, lane l holds row
+# (l//2)%4 + 4*(l//16) and the two adjacent columns 2*(l%2) + 4*((l//8)%2) + i, i = thread_elements() index
+def _simd8x8(l: Any, i: int) -> tuple[Any, Any]: return (l // 2) % 4 + 4 * (l // 16), 2 * (l % 2) + 4 * ((l // 8) % 2) + i
+
 # names hold no "_": a WMMA uop's name is layout_input_output (wmma_name)
 LAYOUTS: dict[str, TCLayout] = {"m16n8k16": TCLayout(_m16n8k16_a, _m16n8k16_b, _m16n8k16_c),
                                 "wmma16x16x16": TCLayout(_wmma_a, _wmma_b, _wmma_c),
-                                "mfma16x16x16": TCLayout(_mfma_a, _mfma_b, _mfma_c)}
+                                "mfma16x16x16": TCLayout(_mfma_a, _mfma_b, _mfma_c),
+                                "simd8x8x8": TCLayout(_simd8x8, _simd8x8, _simd8x8)}
 
 # NVIDIA's fp16 and bf16 mma with fp32 accumulation; dims are (N, M, K), elements per thread (A, B, C)
 NV_TENSOR_CORES = [TensorCore((8, 16, 16), 32, dt, dtypes.float, (8, 4, 4), swizzle="m16n8k16") for dt in (dtypes.half, dtypes.bfloat16)]
 # AMD's (here, not in the plugin, so the PYTHON device can emulate them): RDNA3 WMMA and CDNA MFMA, fp16/bf16 in, fp32 out
 AMD_WMMA_TENSOR_CORES = [TensorCore((16, 16, 16), 32, dt, dtypes.float, (16, 16, 8), swizzle="wmma16x16x16") for dt in (dtypes.half, dtypes.bfloat16)]
 AMD_MFMA_TENSOR_CORES = [TensorCore((16, 16, 16), 64, dt, dtypes.float, (4, 4, 4), swizzle="mfma16x16x16") for dt in (dtypes.half, dtypes.bfloat16)]
+# Apple's simdgroup_matrix (MSL 2.3+, GPU family Apple7+ or Mac2): half->float first, so a heuristic pick of a half matmul
+# keeps a float accumulator; half->half only when asked for (TC action). bfloat8x8 needs MSL 3.1 (macOS 14), which the
+# renderer cannot check at render time, so it is not declared
+METAL_TENSOR_CORES = [TensorCore((8, 8, 8), 32, di, do, (2, 2, 2), swizzle="simd8x8x8")
+                      for di, do in ((dtypes.float, dtypes.float), (dtypes.half, dtypes.float), (dtypes.half, dtypes.half))]
 
 _SHORT = {dtypes.half: "f16", dtypes.bfloat16: "bf16", dtypes.float: "f32"}
 def wmma_name(tc: TensorCore) -> str:

@@ -12,6 +12,6 @@ def abilities(name: str) -> dict[str, Any]:
   """The renderer attributes the PYTHON device takes when emulating `name` (with its tensor cores, run by tc.py's emulation)."""
   key = name.upper()
   if key not in _ABILITIES: raise ValueError(f"EMULATE={name!r} is not known; valid: {', '.join(_ABILITIES)}")
-  from tinygrad.codegen import tc   # tensor cores: NV's mma.m16n8k16, AMD's RDNA3 WMMA (wave32)
-  cores = {"NV": tc.NV_TENSOR_CORES, "AMD": tc.AMD_WMMA_TENSOR_CORES}.get(key, [])
+  from tinygrad.codegen import tc   # tensor cores: NV's mma.m16n8k16, AMD's RDNA3 WMMA (wave32), Apple's simdgroup 8x8
+  cores = {"NV": tc.NV_TENSOR_CORES, "AMD": tc.AMD_WMMA_TENSOR_CORES, "METAL": tc.METAL_TENSOR_CORES}[key]
   return {**_ABILITIES[key], "tensor_cores": cores}
