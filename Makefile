@@ -23,7 +23,7 @@ lines:
 	$(PY) scripts/linecount.py
 
 typecheck: $(STAMP)
-	$(VPY) -m mypy core/tinygrad $(wildcard plugins/*/tinygrad_*)
+	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py))
 
 # the CPU's other compilers, and NV and AMD on their mock drivers, run the same conformance suite, with fewer examples each
 EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM

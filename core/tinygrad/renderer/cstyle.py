@@ -245,21 +245,22 @@ class CStyleLanguage(Renderer):
 
   # ---- splitting the outermost loop across CPU threads ----
   def split_start(self, end: str, core: str, ty: str) -> str: return f"({ty})(((long long)({end})*({core}))/core_count)"
-  def split_range(self, uops: list[UOp]) -> UOp | None:
-    """The loop threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
-    if not self.has_threads: return None
-    depth, first, inside = 0, None, False
-    for u in uops:
-      if u.op is Ops.RANGE:
-        if depth == 0 and first is None and isinstance(u.arg, tuple) and u.arg[1] in (AxisType.GLOBAL, AxisType.LOOP): first, inside = u, True
-        depth += 1
-      elif u.op is Ops.END:
-        depth -= 1
-        if depth == 0: inside = False
-      elif u.op is Ops.STORE and not inside:
-        idx = u.src[0].src[0] if u.src[0].op is Ops.CAST else u.src[0]
-        if idx.src[0].op is Ops.DEFINE_GLOBAL: return None
-    return first
+  def split_range(self, uops: list[UOp]) -> UOp | None: return split_range(uops) if self.has_threads else None
+
+def split_range(uops: list[UOp]) -> UOp | None:
+  """The loop CPU threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
+  depth, first, inside = 0, None, False
+  for u in uops:
+    if u.op is Ops.RANGE:
+      if depth == 0 and first is None and isinstance(u.arg, tuple) and u.arg[1] in (AxisType.GLOBAL, AxisType.LOOP): first, inside = u, True
+      depth += 1
+    elif u.op is Ops.END:
+      depth -= 1
+      if depth == 0: inside = False
+    elif u.op is Ops.STORE and not inside:
+      idx = u.src[0].src[0] if u.src[0].op is Ops.CAST else u.src[0]
+      if idx.src[0].op is Ops.DEFINE_GLOBAL: return None
+  return first
 
 def thread_work(uops: list[UOp], split: UOp | None) -> int:
   """A cost estimate (uops executed, at the loop bounds' maxima) the runtime uses to choose a thread count; 0: do not split."""

@@ -89,7 +89,7 @@ class AMDAbilities:
     if shared_max is not None: self.shared_max = shared_max
     if global_max is not None: self.global_max = global_max
     launch = pm_split_launch(launch_target(self.wave), self.local_max or (1024,))
-    self.extra_matcher = launch + self.launch_extra if self.launch_extra is not None else launch
+    self.extra_matcher: PatternMatcher | None = launch + self.launch_extra if self.launch_extra is not None else launch
     self.record: dict[str, list[UOp]] | None = None   # source -> uops, kept when the mock driver needs them (see mock.py)
   def __reduce__(self): return type(self), (self.arch, self.local_max, self.shared_max, self.global_max)
   def __repr__(self) -> str: return f"{type(self).__name__}({self.arch!r})"

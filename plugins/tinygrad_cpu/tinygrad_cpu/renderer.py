@@ -5,7 +5,7 @@ from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, thread_work
+from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, split_range, thread_work
 from tinygrad.renderer.llvmir import LLVMIRRenderer
 
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
@@ -61,8 +61,8 @@ class CPUAbilities:
   has_local = False
   has_shared = False
   has_threads = True
-  global_max = None
-  local_max = None
+  global_max: tuple[int, ...] | None = None
+  local_max: tuple[int, ...] | None = None
   matmul_pack = 64   # a cache line: Tensor.dot copies a big right operand into panels this wide (see Renderer)
   def __init__(self) -> None: self.register_bytes, self.registers = host_simd()
 
@@ -106,7 +106,7 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
 class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
   """LLVM IR for the host (llvmlite JIT): the core's LLVM IR walk plus the CPU's outer loop split by (core_id, core_count)
   as in C, and the work estimate exported as `@<name>_work`."""
-  split_range = CStyleLanguage.split_range
+  def split_range(self, uops: list[UOp]) -> UOp | None: return split_range(uops) if self.has_threads else None
   # llvm.exp2/log2 on vectors become one libm call per lane: the core's polynomial decompositions vectorize (1 ulp)
   code_for_op = {op: f for op, f in LLVMIRRenderer.code_for_op.items() if op not in (Ops.EXP2, Ops.LOG2)}
   vector_bytes, vector_ops, vector_dtypes = 64, _llvm_vector_ops, _vector_dtypes | {dtypes.bool}
