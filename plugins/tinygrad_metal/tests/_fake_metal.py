@@ -84,7 +84,7 @@ class MTLCompileOptions:
   def setFastMathEnabled_(self, v: bool) -> None: self.fast_math = bool(v)
 
 MTLResourceStorageModeShared = 0
-MTLGPUFamilyApple4, MTLGPUFamilyMac2 = 1004, 2002
+MTLGPUFamilyApple4, MTLGPUFamilyApple7, MTLGPUFamilyMac2 = 1004, 1007, 2002
 MTLCommandBufferStatusCompleted, MTLCommandBufferStatusError = 4, 5
 
 def make_module(devices: list[FakeDevice] | None = None) -> types.ModuleType:

@@ -60,7 +60,7 @@ def conformance_asts() -> dict[str, UOp]:
         out[f"{name}#{n}"] = ei.ast
   return out
 
-# ---- hand-built linearized kernels (docs/ir.md) for what the optimizer does not make yet: locals, vectors, WMMA ----
+# ---- hand-built linearized kernels (docs/ir.md) for what the optimizer does not make yet: locals, vectors ----
 from tinygrad.uop.ops import AxisType
 from tinygrad.dtype import DType, AddrSpace
 
@@ -114,22 +114,11 @@ def _vec4(n: int = 64) -> list[UOp]:
   y = UOp(Ops.LOAD, v4, (UOp(Ops.CAST, v4.ptr(n), (inp.index(g * 4, g < 8),)),))
   return linear(out, inp, dst.store(x * UOp.const(v4, 2.0) + y))
 
-def _wmma(di: DType = dtypes.float16, do: DType = dtypes.float32) -> list[UOp]:
-  a_buf, b_buf, out = glob(1, di, 64), glob(2, di, 64), glob(0, do, 64)
-  l = special("lidx0", 32)
-  a = UOp(Ops.VECTORIZE, di.vec(2), (a_buf.index(l * 2).load(), a_buf.index(l * 2 + 1).load()))
-  b = UOp(Ops.VECTORIZE, di.vec(2), (b_buf.index(l * 2).load(), b_buf.index(l * 2 + 1).load()))
-  name = f"WMMA_8_8_8_{MetalRendererNames[di]}_{MetalRendererNames[do]}"
-  w = UOp(Ops.WMMA, do.vec(2), (a, b, UOp.const(do.vec(2), 0.0)), (name, (8, 8, 8), di, do))
-  return linear(out, a_buf, b_buf, out.index(l * 2).store(w.gep(0)), out.index(l * 2 + 1).store(w.gep(1)))
-MetalRendererNames = {dtypes.float32: "float", dtypes.float16: "half", dtypes.bfloat16: "bfloat"}
-
 def hand_kernels() -> dict[str, list[UOp]]:
   return {
     "add": _elementwise(lambda a, b: a + b, [dtypes.float32]*2, dtypes.float32), "two_vars": _two_vars(), "reduce": _reduce(),
     "gated": _elementwise(lambda a: a, [dtypes.float32], dtypes.float32),
     "local_sum": _local_sum(), "vec4": _vec4(),
-    "wmma_half_float": _wmma(), "wmma_float_float": _wmma(dtypes.float32, dtypes.float32), "wmma_bf16": _wmma(dtypes.bfloat16, dtypes.float32),
     "half_sqrt": _elementwise(lambda a, b: (a * b).sqrt(), [dtypes.float16]*2, dtypes.float16),
     "bfloat_add": _elementwise(lambda a: a + a, [dtypes.bfloat16], dtypes.bfloat16),
     "int64": _elementwise(lambda a: a * UOp.const(dtypes.int64, -2**63) + UOp.const(dtypes.int64, 10**12), [dtypes.int64], dtypes.int64),

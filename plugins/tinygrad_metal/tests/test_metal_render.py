@@ -1,6 +1,8 @@
 """Golden tests of the rendered MSL, and the clang++ syntax check of every conformance kernel (no Metal device needed)."""
 import pytest
+from tinygrad import Tensor, dtypes
 from tinygrad.codegen import get_program
+from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad_metal.renderer import MetalRenderer
 from _metal_kernels import hand_kernels, conformance_asts, programs
 import _msl_check
@@ -43,15 +45,49 @@ def test_vector_pointers_keep_their_address_space():
   assert "((gidx0<8)?(*((device float4*)(data1+alu0))):float4(0.0f,0.0f,0.0f,0.0f))" in src
   assert "(*((device float4*)(data0+alu0))) = ((val0*float4(2.0f,2.0f,2.0f,2.0f))+val1);" in src
 
-def test_wmma_simdgroup_helper():
-  src = render("wmma_half_float")
-  for frag in ["float2 __WMMA_8_8_8_half_float(half2 a, half2 b, float2 c) {", "simdgroup_half8x8 ma, mb;", "simdgroup_float8x8 mc;",
-               "simdgroup_multiply_accumulate(mc, ma, mb, mc);", "return float2(mc.thread_elements()[0], mc.thread_elements()[1]);",
-               "float2 wmma0 = __WMMA_8_8_8_half_float(half2(val0,val1), half2(val2,val3), float2(0.0f,0.0f));", "data0[alu1] = wmma0.y;"]:
+def tc_program(m: int, n: int, k: int, dt, opts=None):
+  ast = (Tensor.empty(m, k, dtype=dt, device="NULL") @ Tensor.empty(k, n, dtype=dt, device="NULL")).schedule()[-1].ast
+  return get_program(ast, MetalRenderer(), opts)
+
+def test_wmma_simdgroup_helper_exact():
+  # a half matmul takes the half->float tensor core (float accumulator): the helper fills thread_elements() of simdgroup
+  # matrices in codegen/tc.py's simd8x8x8 layout, and the kernel sums the returned elements over K tiles
+  src = tc_program(16, 8, 16, dtypes.half).src
+  assert src.startswith("""\
+#include <metal_stdlib>
+using namespace metal;
+float2 __simd8x8x8_f16_f32(half a0, half a1, half b0, half b1, float c0, float c1) {
+  simdgroup_half8x8 a, b;
+  simdgroup_float8x8 c;
+  a.thread_elements()[0] = a0;
+  a.thread_elements()[1] = a1;
+  b.thread_elements()[0] = b0;
+  b.thread_elements()[1] = b1;
+  c.thread_elements()[0] = c0;
+  c.thread_elements()[1] = c1;
+  simdgroup_multiply_accumulate(c, a, b, c);
+  return float2(c.thread_elements()[0], c.thread_elements()[1]);
+}
+kernel void r_16_8_16(""")
+  for frag in ["int alu4 = (((lidx0%2)*2)+(((lidx0/8)%2)*4));", "float2 wmma0 = __simd8x8x8_f16_f32(val1, val2, val3, val4, 0.0f, 0.0f);",
+               "acc0[0] = (val0+wmma0.x);", "acc1[0] = (val5+wmma0.y);", "uint3 lid [[thread_position_in_threadgroup]]"]:
     assert frag in src, frag
-  assert "simdgroup_bfloat8x8 ma, mb;" in render("wmma_bf16")
-  tcs = MetalRenderer.tensor_cores
-  assert {(str(t.dtype_in), str(t.dtype_out)) for t in tcs} >= {("dtypes.half", "dtypes.float")} and all(t.dims == (8, 8, 8) and t.threads == 32 for t in tcs)
+  p = tc_program(16, 8, 16, dtypes.half)
+  assert p.local_size == [32, 1, 1] and src.count("simdgroup_multiply_accumulate") == 1
+
+def test_wmma_float_and_half_accumulators():
+  assert "float2 __simd8x8x8_f32_f32(float a0, float a1, float b0, float b1, float c0, float c1) {" in tc_program(8, 8, 8, dtypes.float).src
+  half = tc_program(8, 8, 8, dtypes.half, [Opt(OptOps.TC, 0, 2)]).src   # half->half: only when asked for
+  assert "half2 __simd8x8x8_f16_f16(half a0, half a1, half b0, half b1, half c0, half c1) {" in half and "simdgroup_half8x8 c;" in half
+  assert [(t.dtype_in, t.dtype_out) for t in MetalRenderer.tensor_cores] == [(dtypes.float, dtypes.float), (dtypes.half, dtypes.float),
+                                                                             (dtypes.half, dtypes.half)]
+  assert "WMMA" not in {u.op.name for u in tc_program(8, 8, 8, dtypes.bfloat16).uops}   # no bfloat simdgroup matrices (MSL 3.1)
+
+@needs_clang
+def test_wmma_kernels_pass_cxx_syntax_check():
+  srcs = {"f16_f32": tc_program(32, 16, 48, dtypes.half).src, "f32_f32": tc_program(16, 24, 8, dtypes.float).src,
+          "f16_f16": tc_program(8, 8, 8, dtypes.half, [Opt(OptOps.TC, 0, 2)]).src}
+  assert _msl_check.check(srcs) == [] and not any(_msl_check.lint(s) for s in srcs.values())
 
 def test_types_and_literals():
   assert "device half* data0" in render("half_sqrt") and "sqrt((val0*val1))" in render("half_sqrt")
@@ -74,7 +110,7 @@ def test_conformance_kernels_cover_every_family(conformance_srcs):
                                                                 "matmul", "nn", "conv", "dtype"}
   assert len(conformance_srcs) >= 50
   for label, src in conformance_srcs.items():
-    assert src.startswith("#include <metal_stdlib>\nusing namespace metal;\nkernel void ") or "__WMMA" in src, label
+    assert src.startswith("#include <metal_stdlib>\nusing namespace metal;\nkernel void ") or "__simd8x8x8_" in src, label
     assert not _msl_check.lint(src), (label, _msl_check.lint(src))
 
 @needs_clang

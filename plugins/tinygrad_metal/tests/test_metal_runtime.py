@@ -36,6 +36,12 @@ def test_open_refuses_gpu_without_nonuniform_threadgroups(monkeypatch):
   from tinygrad_metal.device import MetalDevice
   with pytest.raises(DeviceError, match="non-uniform threadgroups"): MetalDevice("METAL")
 
+def test_tensor_cores_only_on_gpus_with_simdgroup_matrix(monkeypatch, dev):
+  assert [t.dtype_in for t in dev.renderer.tensor_cores] == [dtypes.float, dtypes.half, dtypes.half]   # Mac2
+  monkeypatch.setitem(__import__("sys").modules, "Metal", _fake_metal.make_module([_fake_metal.FakeDevice("A13", families=(1004,))]))
+  from tinygrad_metal.device import MetalDevice
+  assert MetalDevice("METAL").renderer.tensor_cores == [] and MetalRenderer.tensor_cores   # Apple4 (A11-A13) has no simdgroup_matrix
+
 def test_allocator_shared_storage_round_trip(dev):
   a = dev.allocator.alloc(16)
   dev.allocator.copyin(a, memoryview(bytes(range(16))))

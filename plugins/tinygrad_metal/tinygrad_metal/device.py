@@ -29,6 +29,8 @@ class MetalDevice(Compiled):
     self.open_kernels: list[str] = []
     self.in_flight: list[tuple[Any, list[str]]] = []   # committed command buffers (and their kernels), not yet waited for
     super().__init__(device, MetalAllocator(self), CompilerSet(METAL_PAIRS, "METAL_CC"), functools.partial(MetalProgram, self))
+    # simdgroup_matrix (the tensor cores) exists on Apple7+ (A14/M1 on) and Mac2 GPUs only
+    if not any(self.mtl.supportsFamily_(f) for f in (Metal.MTLGPUFamilyApple7, Metal.MTLGPUFamilyMac2)): self.renderer.tensor_cores = []
 
   def command_buffer(self) -> Any:
     """The open command buffer new kernels are encoded into."""

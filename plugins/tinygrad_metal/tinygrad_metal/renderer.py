@@ -13,6 +13,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer import TensorCore
+from tinygrad.codegen.tc import METAL_TENSOR_CORES
 from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
 
 # exp2/log2/sin are left out on purpose: the core decomposes them into arithmetic with measured 1-ulp accuracy, while
@@ -57,18 +58,17 @@ metal_rewrite = PatternMatcher([
   (UPat(Ops.WMMA, name="x"), _wmma),                                                                 # a call to the simdgroup helper
 ]) + base_rewrite
 
-_simd = {dtypes.float32: "float", dtypes.float16: "half", dtypes.bfloat16: "bfloat"}
-
-def wmma_helper(name: str, dtype_in: DType, dtype_out: DType) -> str:
-  """An 8x8x8 simdgroup multiply-accumulate: each of the 32 threads holds 2 elements of A, B and C (thread_elements())."""
-  ti, to = _simd[dtype_in], _simd[dtype_out]
-  return "\n".join([f"{to}2 __{name}({ti}2 a, {ti}2 b, {to}2 c) {{",
-    f"  simdgroup_{ti}8x8 ma, mb;", f"  simdgroup_{to}8x8 mc;",
-    "  ma.thread_elements()[0] = a.x; ma.thread_elements()[1] = a.y;",
-    "  mb.thread_elements()[0] = b.x; mb.thread_elements()[1] = b.y;",
-    "  mc.thread_elements()[0] = c.x; mc.thread_elements()[1] = c.y;",
-    "  simdgroup_multiply_accumulate(mc, ma, mb, mc);",
-    f"  return {to}2(mc.thread_elements()[0], mc.thread_elements()[1]);", "}"])
+def wmma_helper(w: UOp, ctx: MetalRenderer) -> str:
+  """The MSL function a WMMA uop (codegen/tc.py, layout simd8x8x8) calls: it puts each thread's ea/eb/ec scalars into the
+  thread_elements() of three simdgroup 8x8 matrices, runs D = A @ B + C on the simdgroup, and returns D's elements."""
+  ea, eb = w.arg[3]
+  ec = w.dtype.count
+  ti, to = ctx.render_dtype(w.src[0].dtype), ctx.render_dtype(w.dtype.scalar())
+  params = [f"{ti} a{i}" for i in range(ea)] + [f"{ti} b{i}" for i in range(eb)] + [f"{to} c{i}" for i in range(ec)]
+  fill = [f"  {m}.thread_elements()[{i}] = {m}{i};" for m, n in (("a", ea), ("b", eb), ("c", ec)) for i in range(n)]
+  return "\n".join([f"{to}{ec} __{w.arg[0]}({', '.join(params)}) {{", f"  simdgroup_{ti}8x8 a, b;", f"  simdgroup_{to}8x8 c;", *fill,
+                    "  simdgroup_multiply_accumulate(c, a, b, c);",
+                    f"  return {to}{ec}({', '.join(f'c.thread_elements()[{i}]' for i in range(ec))});", "}"])
 
 class MetalRenderer(CStyleLanguage):
   """Metal Shading Language for Apple GPUs (compiled by the Metal framework at load, or offline by `xcrun metal`)."""
@@ -82,11 +82,8 @@ class MetalRenderer(CStyleLanguage):
   # Metal has no 64-bit float
   supported_dtypes = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                                 dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32})
-  # simdgroup_matrix 8x8x8 on Apple GPUs (MSL 2.3+; bfloat needs MSL 3.1). The optimizer has no tensor-core action yet,
-  # so no kernel it makes contains WMMA; the rendering is checked by golden source and the C++ syntax check only.
-  tensor_cores = [TensorCore(dims=(8, 8, 8), threads=32, dtype_in=di, dtype_out=do, elements_per_thread=(2, 2, 2))
-                  for di, do in [(dtypes.float32, dtypes.float32), (dtypes.float16, dtypes.float32), (dtypes.float16, dtypes.float16),
-                                 (dtypes.bfloat16, dtypes.float32), (dtypes.bfloat16, dtypes.bfloat16)]]
+  # simdgroup_matrix 8x8x8 (codegen/tc.py); the device clears this on GPUs without it (before Apple7, other than Mac2)
+  tensor_cores: list[TensorCore] = METAL_TENSOR_CORES
   kernel_prefix = "kernel "
   buffer_prefix = "device "
   arg_int_prefix = "constant int&"
@@ -112,7 +109,7 @@ class MetalRenderer(CStyleLanguage):
     return super().render_const(v, dt)
 
   def prelude(self, uops: list[UOp]) -> list[str]:
-    wmma = {u.arg[0]: wmma_helper(u.arg[0], u.arg[2], u.arg[3]) for u in uops if u.op is Ops.WMMA}
+    wmma = {u.arg[0]: wmma_helper(u, self) for u in uops if u.op is Ops.WMMA}
     return ["#include <metal_stdlib>", "using namespace metal;", *wmma.values()]
 
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
