@@ -36,3 +36,7 @@ test: $(STAMP) lines typecheck
 	SPEC=1 TEST_DEVICES=$(SUITE_DEVICES) $(VPY) -m pytest -n 2 --durations=15 tests $(wildcard plugins/*/tests)
 	SPEC=1 NV_MOCK=1 AMD_MOCK=1 TEST_DEVICES=$(EXTRA_DEVICES) TINYGRAD_CONFORMANCE_QUICK=1 TINYGRAD_CONFORMANCE_SLOW=NV,AMD $(if $(CI_STRICT),REQUIRE_DEVICES=$(EXTRA_DEVICES)) \
 	  $(VPY) -m pytest -n 2 tests/conformance
+	# the suite under forced actions (every kernel they fit; the rest keep the heuristics): odd sizes padded and upcast on
+	# the CPU, threads of a block and a grouped reduce on the PYTHON device (~35 s each on 2 cores)
+	SPEC=1 OPTS=PADTO:0:3,UPCAST:0:3 TEST_DEVICES=CPU TINYGRAD_CONFORMANCE_QUICK=1 $(VPY) -m pytest -n 2 -q tests/conformance
+	SPEC=1 OPTS=LOCAL:0:2,GROUPTOP:0:2 TEST_DEVICES=PYTHON TINYGRAD_CONFORMANCE_QUICK=1 $(VPY) -m pytest -n 2 -q tests/conformance
