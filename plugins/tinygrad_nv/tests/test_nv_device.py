@@ -40,7 +40,7 @@ def test_launch_uses_thread_blocks():
   from tinygrad.device import Device
   from tinygrad.engine.realize import method_cache
   (Tensor(np.ones(1024, np.float32), device="NV") * 3).realize()
-  p = [r.p for (d, _, _), r in method_cache.items() if d == "NV"][-1]
+  p = [r.p for k, r in method_cache.items() if k[0] == "NV"][-1]
   assert p.local_size is not None and p.local_size[0] == 128 and "__launch_bounds__(128)" in p.src
 
 def test_bad_compiler_name_and_missing_driver():
