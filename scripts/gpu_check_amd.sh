@@ -18,64 +18,27 @@ sed -n '/^devices/,/^$/p' "$LOG/devices.txt" | head -12
 # smoke: what the runtime reports, then each pair computes against numpy (elementwise, half, a long reduce, matmul,
 # transcendentals), and an impossible allocation is a clear MemoryError, before the long suite runs
 timeout 180 $PY - > "$LOG/smoke.log" 2>&1 <<'PYEOF'
-import time, numpy as np
+import sys; sys.path.insert(0, "scripts")
+import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.device import Device
+from gpu_smoke import smoke, rng, a
 dev = Device["AMD"]
 print("AMD:", dev.description, "block_max", dev.block_max, "threads_max", dev.threads_max, "grid_max", dev.grid_max,
       "shared", dev.renderer.shared_max, "pairs", [p.name for p in dev.compiler_pairs])
 from tinygrad_amd.runtime import ATTR
 warp = dev._attr(ATTR["warp_size"])
 print("warp size attribute:", warp, "(expected", dev.renderer.wave, ")", "OK" if warp == dev.renderer.wave else "MISMATCH: check ATTR numbering")
-rng = np.random.default_rng(0)
-a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
-x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
-big = rng.standard_normal(1 << 22, dtype=np.float32)
 hx, hy = rng.standard_normal((4, 128, 96)).astype(np.float16), rng.standard_normal((4, 96, 64)).astype(np.float16)
-from tinygrad.engine.realize import method_cache
-def wmma_uops(dv): return sum(sum(u.op.name == "WMMA" for u in r.p.uops) for (dev, cc, _), r in method_cache.items() if (dev, cc) == (dv.device, dv.compiler_name))
-bad = 0
-for cc in ("HIP", "LLVM"):
-  d = f"AMD:{cc}"
-  st = time.perf_counter()
-  try:
-    print(f"{d:9s} compiler {type(Device[d].compiler).__name__} {Device[d].compiler.version()}")
-    checks = {
-      "add": (lambda: (Tensor(a, device=d) * 2 + Tensor(b, device=d)).numpy(), a * 2 + b, 1e-6),
-      "half": (lambda: (Tensor(a, device=d).cast(dtypes.half) * 3).float().numpy(), (a.astype(np.float16) * 3).astype(np.float32), 1e-2),
-      "bf16": (lambda: (Tensor(a, device=d).cast(dtypes.bfloat16) + 1).float().numpy(), a + 1, 2e-2),
-      "sum4M": (lambda: Tensor(big, device=d).sum().numpy(), big.sum(dtype=np.float64), 1e-2),
-      "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
-      "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
-      "exp_log_sin": (lambda: (Tensor(np.abs(a) + 1, device=d).log().exp() + Tensor(a, device=d).sin()).numpy(), np.abs(a) + 1 + np.sin(a), 1e-4),
-      "int_div": (lambda: (Tensor(np.arange(-50, 50, dtype=np.int32), device=d) // 7).numpy(), np.arange(-50, 50, dtype=np.int32) // 7, 0),   # Tensor // floors, as Python does
-      # tensor cores (WMMA on RDNA3, MFMA on CDNA): half and bfloat16 matmuls, batched, with bias+relu; error relative to |x@y|
-      "tc_half": (lambda: ((Tensor(hx, device=d) @ Tensor(hy, device=d)).float() + 1).relu().numpy(), np.maximum(hx.astype(np.float32) @ hy.astype(np.float32) + 1, 0), 2e-3),
-      "tc_bf16": (lambda: (Tensor(hx, device=d).cast(dtypes.bfloat16) @ Tensor(hy, device=d).cast(dtypes.bfloat16)).float().numpy(), hx.astype(np.float32) @ hy.astype(np.float32), 1e-2),
-    }
-    for name, (fn, want, tol) in checks.items():
-      got = fn()
-      ok = np.allclose(got, want, rtol=tol, atol=tol) if not name.startswith("tc_") else np.max(np.abs(got - want) / (1 + np.abs(want))) < tol
-      bad += not ok
-      print(f"{d:9s} {name:11s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
-    tcs = Device[d].renderer.tensor_cores
-    n = wmma_uops(Device[d])
-    print(f"{d:9s} WMMA uops   {n} in the kernels run ({len(tcs)} tensor cores for {Device[d].arch}: {'expected some' if tcs else 'none expected'})")
-    bad += bool(tcs) != (n > 0)
-  except Exception as e:
-    bad += 1
-    print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")
-  print(f"{d:9s} {time.perf_counter() - st:.2f}s")
-try:
-  Tensor.empty(1 << 40, device="AMD").realize()
-  print("4 TiB alloc: no error?!")
-  bad += 1
-except MemoryError as e: print("4 TiB alloc: MemoryError:", str(e)[:200])
-except Exception as e:
-  print("4 TiB alloc: unexpected", type(e).__name__, str(e)[:300])
-  bad += 1
-print("after OOM still computes:", (Tensor([1, 2, 3], device="AMD") * 2).tolist())
-print("SMOKE", "OK" if bad == 0 else f"{bad} FAILED")
+smoke("AMD", ["HIP", "LLVM"], lambda d: {
+  "bf16": (lambda: (Tensor(a, device=d).cast(dtypes.bfloat16) + 1).float().numpy(), a + 1, 2e-2),
+  "exp_log_sin": (lambda: (Tensor(np.abs(a) + 1, device=d).log().exp() + Tensor(a, device=d).sin()).numpy(), np.abs(a) + 1 + np.sin(a), 1e-4),
+  "int_div": (lambda: (Tensor(np.arange(-50, 50, dtype=np.int32), device=d) // 7).numpy(), np.arange(-50, 50, dtype=np.int32) // 7, 0),   # Tensor // floors, as Python does
+  # tensor cores (WMMA on RDNA3, MFMA on CDNA): half and bfloat16 matmuls, batched, with bias+relu; error relative to |x@y|
+  "tc_half": (lambda: ((Tensor(hx, device=d) @ Tensor(hy, device=d)).float() + 1).relu().numpy(), np.maximum(hx.astype(np.float32) @ hy.astype(np.float32) + 1, 0), 2e-3),
+  "tc_bf16": (lambda: (Tensor(hx, device=d).cast(dtypes.bfloat16) @ Tensor(hy, device=d).cast(dtypes.bfloat16)).float().numpy(), hx.astype(np.float32) @ hy.astype(np.float32), 1e-2),
+}, about=lambda d: f"compiler {type(Device[d].compiler).__name__} {Device[d].compiler.version()}; {len(Device[d].renderer.tensor_cores)} tensor cores for {Device[d].arch}",
+   expect_wmma=lambda d: bool(Device[d].renderer.tensor_cores))
 PYEOF
 RES[smoke]="rc=$? $(tail -1 "$LOG/smoke.log")"
 

@@ -17,56 +17,21 @@ sed -n '/^devices/,/^$/p' "$LOG/devices.txt" | head -12
 # smoke: each pair computes against numpy (elementwise, half, a long reduce, matmul), and an impossible allocation is a
 # clear MemoryError, before the long suite runs
 timeout 150 $PY - > "$LOG/smoke.log" 2>&1 <<'EOF'
-import time, numpy as np
+import sys; sys.path.insert(0, "scripts")
+import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.device import Device
+from gpu_smoke import smoke, rng, a
 dev = Device["NV"]
 print("NV:", dev.arch, "block_max", dev.block_max, "grid_max", dev.grid_max, "pairs", [p.name for p in dev.compiler_pairs])
-rng = np.random.default_rng(0)
-a, b = rng.standard_normal((1000, 37), dtype=np.float32), rng.standard_normal((1000, 37), dtype=np.float32)
-x, y = rng.standard_normal((96, 80), dtype=np.float32), rng.standard_normal((80, 48), dtype=np.float32)
-big = rng.standard_normal(1 << 22, dtype=np.float32)
 h1, h2 = rng.standard_normal((128, 256), dtype=np.float32), rng.standard_normal((256, 64), dtype=np.float32)
 def tc(d, dt):   # a matmul the heuristics put on the tensor cores (mma.m16n8k16), against numpy on the same rounded inputs
   x, y = Tensor(h1, device=d).cast(dt).realize(), Tensor(h2, device=d).cast(dt).realize()
   return (x @ y).float().numpy(), x.float().numpy() @ y.float().numpy()
-bad = 0
-for cc in ("NVRTC", "NVCC", "PTX"):
-  d = f"NV:{cc}"
-  st = time.perf_counter()
-  try:
-    checks = {
-      "add": (lambda: (Tensor(a, device=d) * 2 + Tensor(b, device=d)).numpy(), a * 2 + b, 1e-6),
-      "half": (lambda: (Tensor(a, device=d).cast(dtypes.half) * 3).float().numpy(), (a.astype(np.float16) * 3).astype(np.float32), 1e-2),
-      "sum4M": (lambda: Tensor(big, device=d).sum().numpy(), big.sum(dtype=np.float64), 1e-2),
-      "max_axis": (lambda: Tensor(a, device=d).max(axis=0).numpy(), a.max(axis=0), 0),
-      "matmul": (lambda: (Tensor(x, device=d) @ Tensor(y, device=d)).numpy(), x @ y, 1e-3),
-      "exp_log": (lambda: Tensor(np.abs(a) + 1, device=d).log().exp().numpy(), np.abs(a) + 1, 1e-4),
-      "tc_f16": (lambda: tc(d, dtypes.half), None, 1e-2),
-      "tc_bf16": (lambda: tc(d, dtypes.bfloat16), None, 3e-2),
-    }
-    for name, (fn, want, tol) in checks.items():
-      got = fn()
-      if want is None: got, want = got
-      ok = np.allclose(got, want, rtol=tol, atol=tol)
-      bad += not ok
-      print(f"{d:9s} {name:9s} {'ok' if ok else 'WRONG max err ' + str(np.max(np.abs(got - want)))}")
-  except Exception as e:
-    bad += 1
-    print(f"{d:9s} ERROR {type(e).__name__}: {str(e)[:2000]}")
-  from tinygrad.engine.realize import method_cache
-  wmma = sum(sum(u.op.name == "WMMA" for u in r.p.uops) for (dv, _, _), r in method_cache.items() if dv == d)
-  print(f"{d:9s} {time.perf_counter() - st:.2f}s, {wmma} WMMA uops in its kernels")
-try:
-  Tensor.empty(1 << 40, device="NV").realize()
-  print("4 TiB alloc: no error?!")
-  bad += 1
-except MemoryError as e: print("4 TiB alloc: MemoryError:", str(e)[:200])
-except Exception as e:
-  print("4 TiB alloc: unexpected", type(e).__name__, str(e)[:300])
-  bad += 1
-print("after OOM still computes:", (Tensor([1, 2, 3], device="NV") * 2).tolist())
-print("SMOKE", "OK" if bad == 0 else f"{bad} FAILED")
+smoke("NV", ["NVRTC", "NVCC", "PTX"], lambda d: {
+  "exp_log": (lambda: Tensor(np.abs(a) + 1, device=d).log().exp().numpy(), np.abs(a) + 1, 1e-4),
+  "tc_f16": (lambda: tc(d, dtypes.half), None, 1e-2),
+  "tc_bf16": (lambda: tc(d, dtypes.bfloat16), None, 3e-2)})
 EOF
 RES[smoke]="rc=$? $(tail -1 "$LOG/smoke.log")"
 
