@@ -21,7 +21,7 @@ from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import prod, NOOPT
 from tinygrad.renderer import Renderer
-from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, kernel_ranges, stride, apply_opt
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, kernel_ranges, nth_axis, stride, apply_opt, _accesses, _axis
 
 THREAD_KINDS = (AxisType.LOCAL, AxisType.GROUP_REDUCE)   # ranges that become a thread index in the block
 
@@ -60,8 +60,7 @@ def _new_id(sink: UOp) -> int: return 1 + max((r.arg[0] for r in _ranges(sink)),
 
 def _local(sink: UOp, opt: Opt, ren: Renderer | None) -> UOp:
   glob, _ = kernel_ranges(sink)
-  if not 0 <= opt.axis < len(glob): raise KernelOptError(f"LOCAL axis {opt.axis} out of range: the kernel has {len(glob)} global axes")
-  r = glob[opt.axis]
+  r = nth_axis(glob, opt.axis, "LOCAL")
   if r.arg[1] is not AxisType.GLOBAL: raise KernelOptError(f"LOCAL axis {opt.axis} is a {r.arg[1].name} axis, not a global one")
   size = _split_size(r, opt.arg, "LOCAL", opt.axis)
   _check_threads(sink, opt.arg, ren, "LOCAL")
@@ -80,8 +79,7 @@ def _open_ranges(u: UOp) -> set[UOp]:
 def _group(sink: UOp, opt: Opt, ren: Renderer | None) -> UOp:
   name = opt.op.name
   _, red = kernel_ranges(sink)
-  if not 0 <= opt.axis < len(red): raise KernelOptError(f"{name} axis {opt.axis} out of range: the kernel has {len(red)} reduce axes")
-  r = red[opt.axis]
+  r = nth_axis(red, opt.axis, name, "reduce")
   size = _split_size(r, opt.arg, name, opt.axis)
   _check_threads(sink, opt.arg, ren, name)
   assert ren is not None
@@ -191,9 +189,6 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     cur = nxt
     opts.append(o)
     return True
-  def at(axis_id: int) -> int | None:   # the position of a global axis by its id (None: upcast away)
-    return next((i for i, g in enumerate(kernel_ranges(cur)[0]) if g.arg[0] == axis_id), None)
-  from tinygrad.codegen.opt import _accesses
   glob, red = kernel_ranges(cur)
   st, ld = _accesses(cur)
   sizes = [_size(g) for g in glob]
@@ -206,9 +201,9 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     ids = [glob[cont].arg[0], glob[other].arg[0]]
     lcl, up = MATMUL_TILE
     for aid in ids:
-      if (p := at(aid)) is not None: add(Opt(OptOps.LOCAL, p, _pow2(_size(kernel_ranges(cur)[0][p]), lcl)))
+      if (p := _axis(cur, aid)) is not None: add(Opt(OptOps.LOCAL, p, _pow2(_size(kernel_ranges(cur)[0][p]), lcl)))
     for aid in ids:
-      if (p := at(aid)) is not None and not add(Opt(OptOps.UPCAST, p, up)): add(Opt(OptOps.UPCAST, p, 2))
+      if (p := _axis(cur, aid)) is not None and not add(Opt(OptOps.UPCAST, p, up)): add(Opt(OptOps.UPCAST, p, 2))
     add(Opt(OptOps.UNROLL, len(kernel_ranges(cur)[1]) - 1, 4))
     return opts
   if red and outputs < FEW_OUTPUTS:

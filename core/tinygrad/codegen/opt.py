@@ -65,14 +65,12 @@ def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:
     return apply_gpu_opt(sink, opt, ren)
   glob, red = kernel_ranges(sink)
   if opt.op is OptOps.UPCAST:
-    if not 0 <= opt.axis < len(glob): raise KernelOptError(f"UPCAST axis {opt.axis} out of range: the kernel has {len(glob)} global axes")
-    r = glob[opt.axis]
+    r = nth_axis(glob, opt.axis, "UPCAST")
     _, lanes = _split(r, opt.arg)
     stores = [s2 for s in sink.src for s2 in ([s.substitute({r: ln}) for ln in lanes] if r in s.toposort() else [s])]
     return UOp(Ops.SINK, dtypes.void, tuple(stores), sink.arg)
   if opt.op is OptOps.UNROLL:
-    if not 0 <= opt.axis < len(red): raise KernelOptError(f"UNROLL axis {opt.axis} out of range: the kernel has {len(red)} reduce axes")
-    r = red[opt.axis]
+    r = nth_axis(red, opt.axis, "UNROLL", "reduce")
     outer, lanes = _split(r, opt.arg)
     sub: dict[UOp, UOp] = {}
     for u in sink.toposort():
@@ -86,21 +84,22 @@ def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:
   if opt.op in _cpu_actions: return _cpu_actions[opt.op](sink, glob, opt)
   raise KernelOptError(f"unknown optimization {opt.op}")
 
-def _global(glob: list[UOp], ax: int, what: str) -> UOp:
-  if not 0 <= ax < len(glob): raise KernelOptError(f"{what} axis {ax} out of range: the kernel has {len(glob)} global axes")
-  return glob[ax]
+def nth_axis(rngs: list[UOp], ax: int, what: str, kind: str = "global") -> UOp:
+  """The action's axis `ax` among the kernel's `kind` ranges (kernel_ranges), or KernelOptError when it has no such axis."""
+  if not 0 <= ax < len(rngs): raise KernelOptError(f"{what} axis {ax} out of range: the kernel has {len(rngs)} {kind} axes")
+  return rngs[ax]
 
 def _renumber(sink: UOp, new_id: dict[UOp, int]) -> UOp:
   """Give ranges new axis ids (the loop order), keeping their sizes and kinds."""
   return sink.substitute({r: UOp.range(r.src[0], i, r.arg[1], r.dtype) for r, i in new_id.items() if i != r.arg[0]})
 
 def _swap(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
-  a, b = _global(glob, opt.axis, "SWAP"), _global(glob, opt.arg, "SWAP")
+  a, b = nth_axis(glob, opt.axis, "SWAP"), nth_axis(glob, opt.arg, "SWAP")
   if a is b: raise KernelOptError(f"SWAP needs two different global axes, got {opt.axis} twice")
   return _renumber(sink, {a: b.arg[0], b: a.arg[0]})
 
 def _thread(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
-  r = _global(glob, opt.axis, "THREAD")
+  r = nth_axis(glob, opt.axis, "THREAD")
   size = r.src[0].arg
   if not isinstance(size, int) or opt.arg < 2 or size % opt.arg != 0 or size == opt.arg:
     raise KernelOptError(f"THREAD cannot split axis {opt.axis} of size {size} into {opt.arg} chunks: the count must be >1 and a proper divisor")
@@ -112,7 +111,7 @@ def _thread(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
   return sink.substitute(shifted)
 
 def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
-  r = _global(glob, opt.axis, "PADTO")
+  r = nth_axis(glob, opt.axis, "PADTO")
   size = r.src[0].arg
   if not isinstance(size, int) or opt.arg < 2 or size % opt.arg == 0:
     raise KernelOptError(f"PADTO axis {opt.axis} of size {size} to a multiple of {opt.arg}: the amount must be >1 and not divide the size")
