@@ -172,7 +172,8 @@ class CStyleLanguage(Renderer):
     return str(v)
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"make_{self.render_dtype(dt)}({','.join(elems)})"
   def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}.{'xyzw'[lane]}" if dt.count <= 4 else f"{vec}[{lane}]"
-  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"(*(({to}*)&({x})))"
+  # through a union compound literal (C99): `*(T*)&x` needs an lvalue, and a bitcast's operand is often an inlined expression
+  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"((union {{{frm} a; {to} b;}}){{.a = {x}}}).b"
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     return "\n".join(prelude + [f"{self.kernel_prefix}void {name}({', '.join(args)}) {{"] + body + ["}"]) + "\n"
   def extra_args(self) -> list[str]: return []

@@ -86,7 +86,6 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
 
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"({self.render_dtype(dt)}){{{','.join(elems)}}}"
   def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}[{lane}]"
-  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"((union {{{frm} a; {to} b;}}){{.a = {x}}}).b"
   def extra_args(self) -> list[str]: return ["int core_id", "int core_count"]
   def prelude(self, uops: list[UOp]) -> list[str]:
     dts = {self.storage_dtype(u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype) for u in uops}
