@@ -36,24 +36,26 @@ def _bounds(u: UOp, b: dict[UOp, Any]) -> tuple[Any, Any] | None:
   if u.op is Ops.RANGE: return (0, b.get(u.src[0], u.src[0]._min_max)[1] - 1)
   return _alu_bounds(u, [b.get(s, s._min_max) for s in u.src])
 
+def _fits(u: UOp, lohi: tuple[Any, Any] | None) -> bool:
+  return lohi is not None and (u.dtype == dtypes.bool or (_LO <= lohi[0] and lohi[1] <= _HI))
+
 def _narrowable(sink: UOp) -> list[UOp] | None:
   """The int64 index nodes to retype to int32, or None when some index value may leave int32. Arithmetic on index values
   only (an arange's comparisons, a range times a constant) joins them where its own values fit."""
   nodes = index_nodes(sink, dtypes.int64)
   b: dict[UOp, Any] = {}
   for u in nodes:
-    lohi = _bounds(u, b)
-    if lohi is None or (u.dtype != dtypes.bool and (lohi[0] < _LO or lohi[1] > _HI)): return None
+    if not _fits(u, lohi := _bounds(u, b)): return None
     b[u] = lohi
-  for u in sink.toposort():
+  topo = sink.toposort()
+  for u in topo:
     if u in b or u.op not in GroupOp.ALU or not _arith(u, dtypes.int64) or not any(s in b for s in u.src): continue
     if not all(s in b or _arith(s, dtypes.int64) and s.op is Ops.CONST for s in u.src): continue
-    lohi = _bounds(u, b)
-    if lohi is None or (u.dtype != dtypes.bool and (lohi[0] < _LO or lohi[1] > _HI)): continue
+    if not _fits(u, lohi := _bounds(u, b)): continue
     for s in u.src:
       if s not in b: b[s] = s._min_max
     b[u] = lohi
-  return [u for u in sink.toposort() if u in b]
+  return [u for u in topo if u in b]
 
 def retype_indices(sink: UOp, nodes: list[UOp], frm: DType, to: DType) -> UOp:
   """`sink` with `nodes` retyped from `frm` to `to`; where a retyped value is used elsewhere (as data) that use gets its
