@@ -1,6 +1,7 @@
 """tinygrad: a small tensor compiler core; device backends are separately installed plugins."""
 from typing import Any
-from tinygrad.helpers import Context, getenv, DEBUG
+from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
 
@@ -17,4 +18,4 @@ def __getattr__(name: str) -> Any:
     return nn
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn"]
+__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn", "UOp", "GlobalCounters"]

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.dtype import DType
-from tinygrad.helpers import CACHELEVEL, DEBUG
+from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, GlobalCounters
 from tinygrad.renderer import Renderer
 
 class DeviceError(RuntimeError):
@@ -252,11 +252,14 @@ class Buffer:
     else:
       self._owned = True
       self._buf = self._allocator.alloc(self.nbytes, self.options)
+      GlobalCounters.mem_used += self.nbytes
     return self
   def deallocate(self) -> None:
     """Return the memory to the device's allocator."""
     if not self.is_allocated(): return
-    if self._owned: self._allocator.free(self._buf, self.nbytes, self.options)
+    if self._owned:
+      self._allocator.free(self._buf, self.nbytes, self.options)
+      GlobalCounters.mem_used -= self.nbytes
     del self._buf
   def __del__(self) -> None:
     try: self.deallocate()
@@ -399,7 +402,8 @@ class _Device:
 
   def _choose_default(self) -> str:
     from tinygrad.plugins import registry
-    if (dev := os.environ.get("DEV", "").strip()):
+    # Context(DEV=...) wins; else the environment as it is now (tests change it after import)
+    if (dev := (DEV.value if DEV.value != DEV.initial else os.environ.get("DEV", "")).strip()):
       key = self.canonicalize(dev)
       if self.parse(key)[0] not in registry().candidates: raise self._unknown(self.parse(key)[0])
       self.default_reason = [f"DEV={dev}"]

@@ -25,8 +25,9 @@ class DType:
   def new(priority: int, itemsize: int, name: str, fmt: str | None) -> DType: return _intern(DType, priority, itemsize, name, fmt, 1, None)
   def __reduce__(self): return _intern, (type(self),) + tuple(getattr(self, f) for f in self.__dataclass_fields__)
   def __repr__(self) -> str:
-    if self.count == 1: return f"dtypes.{self.name}"
-    return f"dtypes.{self.scalar().name}.vec({self.count})"
+    # valid Python that evaluates back to the dtype: the short attribute name (dtypes.char, dtypes.bfloat16), not the C name
+    if self.count == 1: return f"dtypes.{VEC_NAMES.get(self.name, self.name)}"
+    return f"{self.scalar()!r}.vec({self.count})"
   def __lt__(self, o: DType) -> bool: return (self.priority, self.itemsize, self.name, self.fmt, self.count) < (o.priority, o.itemsize, o.name, o.fmt, o.count)
   # dtypes are interned (see _intern), so equality is almost always identity; the key comparison is the fallback
   def __eq__(self, o: object) -> bool: return self is o or (isinstance(o, DType) and type(o) is type(self) and self._k == o._k)
@@ -71,6 +72,8 @@ class PtrDType(DType):
   def vcount(self) -> int: return self.v
   def __repr__(self) -> str:
     return f"{self._base!r}.ptr({self.size}{', '+str(self.addrspace) if self.addrspace != AddrSpace.GLOBAL else ''})" + (f".vec({self.v})" if self.v != 1 else "")
+
+DTypeLike = str | DType   # what a dtype= argument accepts: a DType or its name ("float32", "half")
 
 _interned: dict[tuple, DType] = {}
 def _intern(cls: type, *args: Any) -> Any:
@@ -148,7 +151,13 @@ class dtypes:
     return math.inf if dtypes.is_float(s) else True
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_DICT
+  @staticmethod
+  def finfo(dtype: DType) -> tuple[builtins.int, builtins.int]:
+    """(exponent bits, mantissa bits) of a float dtype."""
+    if dtype.scalar() not in _FINFO: raise TypeError(f"finfo needs a float dtype, got {dtype}; valid: {list(_FINFO)}")
+    return _FINFO[dtype.scalar()]
 
+_FINFO: dict[DType, tuple[int, int]] = {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
 _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints), frozenset(dtypes.uints)  # fast membership
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,

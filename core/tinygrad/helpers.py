@@ -1,7 +1,7 @@
 """Small shared utilities: environment flags (ContextVar/Context), DEBUG, and generic helpers."""
 from __future__ import annotations
-import os, functools, contextlib, time, math, itertools
-from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence
+import os, sys, functools, contextlib, time, math, itertools, platform, re, pathlib, tempfile, gzip, shutil, hashlib, urllib.request
+from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence, ClassVar
 
 T = TypeVar("T")
 
@@ -20,7 +20,7 @@ class ContextVar:
   def __init__(self, key: str, default: Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} declared twice")
     self.key, self.default = key, default
-    self.value = getenv(key, default)
+    self.value = self.initial = getenv(key, default)
     ContextVar._cache[key] = self
   def __bool__(self) -> bool: return bool(self.value)
   def __ge__(self, x: int) -> bool: return self.value >= x
@@ -59,6 +59,13 @@ USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto t
 OPTS = ContextVar("OPTS", "")                # forced actions, "LOCAL:0:16,GROUP:0:8": every kernel they fit gets them (tests)
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
+JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay)
+TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
+WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
+DEV = ContextVar("DEV", "")                  # the default device, "NV", "CPU:LLVM", "NV:1" (read when Device.DEFAULT is first chosen)
+DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
+OSX = platform.system() == "Darwin"
+CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
 
 # ---- small generic helpers ----
 def prod(x: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a*b, x, start)
@@ -90,9 +97,23 @@ def partition(itr: Iterable[T], fxn: Callable[[T], bool]) -> tuple[list[T], list
 def unwrap(x: T | None) -> T:
   if x is None: raise ValueError("unexpected None")
   return x
-def colored(st: str, color: str | None = None) -> str:
+_COLORS = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white']
+def colored(st: str, color: str | None = None, background: bool = False) -> str:
+  """`st` in an ANSI colour (one of _COLORS; upper case: the bright variant) when stdout is a terminal."""
   if color is None or not os.isatty(1): return st
-  return f"\u001b[{30+['black','red','green','yellow','blue','magenta','cyan','white'].index(color)}m{st}\u001b[0m"
+  if color.lower() not in _COLORS: raise ValueError(f"unknown color {color!r}; valid: {_COLORS} (upper case for bright)")
+  return f"\u001b[{10*background+60*(color.upper() == color)+30+_COLORS.index(color.lower())}m{st}\u001b[0m"
+def ansistrip(s: str) -> str: return re.sub(r"\x1b\[(K|.*?m)", "", s)
+def ansilen(s: str) -> int:
+  """The printed width of `s`: its length without ANSI escape sequences."""
+  return len(ansistrip(s))
+def get_child(obj: Any, key: str) -> Any:
+  """`obj` followed down the dotted path `key`: attributes, dict keys, and list/tuple indices ("layers.0.attn.wq")."""
+  for k in key.split("."):
+    if k.isnumeric() and isinstance(obj, (list, tuple)): obj = obj[int(k)]
+    elif isinstance(obj, dict): obj = obj[k]
+    else: obj = getattr(obj, k)
+  return obj
 def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
 def pairwise(x: Iterable[T]) -> Iterator[tuple[T, T]]: return itertools.pairwise(x)
 
@@ -105,9 +126,117 @@ class Timing(contextlib.ContextDecorator):
     self.et = time.perf_counter_ns() - self.st
     if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms")
 
+class Profiling(contextlib.ContextDecorator):
+  """cProfile the block, then print the `frac` most expensive functions by `sort` (cumtime) with times in ms."""
+  def __init__(self, enabled: bool = True, sort: str = "cumtime", frac: float = 0.2, fn: str | None = None, ts: int = 1):
+    self.enabled, self.sort, self.frac, self.fn, self.time_scale = enabled, sort, frac, fn, 1e3/ts
+  def __enter__(self) -> Profiling:
+    import cProfile
+    self.pr = cProfile.Profile()
+    if self.enabled: self.pr.enable()
+    return self
+  def __exit__(self, *exc: Any) -> None:
+    if not self.enabled: return
+    self.pr.disable()
+    if self.fn: self.pr.dump_stats(self.fn)
+    import pstats
+    stats = pstats.Stats(self.pr).strip_dirs().sort_stats(self.sort)
+    for fcn in stats.fcn_list[:max(1, int(len(stats.fcn_list)*self.frac))]:  # type: ignore[attr-defined]
+      _, ncalls, tottime, cumtime, _ = stats.stats[fcn]  # type: ignore[attr-defined]
+      print(f"n:{ncalls:8d}  tm:{tottime*self.time_scale:7.2f}ms  tot:{cumtime*self.time_scale:7.2f}ms  {fcn[2]} {fcn[0]}:{fcn[1]}")
+
+class GlobalCounters:
+  """Running totals of what the realize engine ran: kernels (and copies), their estimated ALU ops and bytes touched, their
+  measured time (only when timed: DEBUG>=2), and the bytes allocated on devices now. `reset()` zeroes all but mem_used."""
+  global_ops: ClassVar[int] = 0
+  global_mem: ClassVar[int] = 0
+  time_sum_s: ClassVar[float] = 0.0
+  kernel_count: ClassVar[int] = 0
+  mem_used: ClassVar[int] = 0   # bytes: counted by Buffer.allocate/deallocate
+  @staticmethod
+  def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+
+# ---- progress bars: the tqdm package when installed, else this small one with the same basic interface ----
+class _TinyTqdm:
+  def __init__(self, iterable: Iterable | None = None, desc: str = "", disable: bool = False, unit: str = "it", unit_scale: bool = False,
+               total: int | None = None, rate: int = 100, **kwargs: Any):
+    self.iterable, self.disable, self.unit, self.unit_scale, self.rate = iterable, disable, unit, unit_scale, rate
+    self.st, self.i, self.n, self.skip, self.t = time.perf_counter(), -1, 0, 1, total if total is not None else getattr(iterable, "__len__", lambda: 0)()
+    self.set_description(desc)
+    self.update(0)
+  def __iter__(self) -> Iterator:
+    if self.iterable is None: raise TypeError("tqdm without an iterable: use update()")
+    for item in self.iterable:
+      yield item
+      self.update(1)
+    self.update(close=True)
+  def __enter__(self) -> _TinyTqdm: return self
+  def __exit__(self, *exc: Any) -> None: self.update(close=True)
+  def set_description(self, desc: str) -> None: self.desc = f"{desc}: " if desc else ""
+  def close(self) -> None: self.update(close=True)
+  def update(self, n: int = 0, close: bool = False) -> None:
+    self.n, self.i = self.n + n, self.i + 1
+    if self.disable or (not close and self.i % self.skip != 0): return
+    elapsed = time.perf_counter() - self.st
+    if self.i/elapsed > self.rate and self.i: self.skip = max(int(self.i/elapsed)//self.rate, 1)   # redraw ~rate times a second
+    def fmt(t: float) -> str: return f"{int(t//3600):02d}:{int(t%3600//60):02d}:{int(t%60):02d}" if t >= 3600 else f"{int(t//60):02d}:{int(t%60):02d}"
+    def num(x: float) -> str:
+      if not self.unit_scale: return f"{x:.0f}" if x == int(x) else f"{x:.2f}"
+      for p in ("", "k", "M", "G", "T"):
+        if abs(x) < 1000: return f"{x:.3g}{p}"
+        x /= 1000
+      return f"{x:.3g}P"
+    rate = self.n/elapsed if elapsed else 0
+    suf = f"{num(self.n)}/{num(self.t)} [{fmt(elapsed)}<{fmt((self.t-self.n)/rate) if rate and self.t else '?'}, {num(rate)}{self.unit}/s]" if self.t \
+      else f"{num(self.n)}{self.unit} [{fmt(elapsed)}, {num(rate)}{self.unit}/s]"
+    width = shutil.get_terminal_size().columns
+    if self.t:
+      bar_w = max(width - len(self.desc) - len(suf) - 10, 1)
+      filled = int(bar_w * min(self.n/self.t, 1))
+      line = f"{self.desc}{100*self.n/self.t:3.0f}%|{'#'*filled}{' '*(bar_w-filled)}| {suf}"
+    else: line = f"{self.desc}{suf}"
+    print(f"\r{line[:width]}", end="\n" if close else "", flush=True, file=sys.stderr)
+try: from tqdm import tqdm as tqdm, trange as trange   # the real one, when installed
+except ImportError:
+  tqdm = _TinyTqdm  # type: ignore[misc, assignment]
+  def trange(n: int, **kwargs: Any) -> _TinyTqdm: return _TinyTqdm(range(n), total=n, **kwargs)  # type: ignore[misc]
+
 def cache_dir() -> str:
   """The per-user cache directory (XDG_CACHE_HOME, ~/Library/Caches on macOS) for tinygrad's files."""
   base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/Library/Caches" if os.uname().sysname == "Darwin" else "~/.cache")
   return os.path.join(base, "tinygrad")
 
 def is_finite(x: float) -> bool: return not (math.isinf(x) or math.isnan(x))
+
+def fetch(url: str, name: str | pathlib.Path | None = None, subdir: str | None = None, gunzip: bool = False,
+          allow_caching: bool | None = None, timeout: float = 30) -> pathlib.Path:
+  """Download `url` once into the cache directory (`cache_dir()/downloads[/subdir]/name`, name defaulting to a hash of the
+  URL) and return its path; later calls return the cached file. gunzip: store the decompressed contents. The file is written
+  aside and renamed into place, so an interrupted download never leaves a truncated file behind. A `name` that is a path
+  (absolute, or with a separator) is used as the destination itself."""
+  if url.startswith(("/", ".")): return pathlib.Path(url)
+  if name is not None and (isinstance(name, pathlib.Path) or os.sep in name): fp = pathlib.Path(name)
+  else:
+    fn = name if name is not None else hashlib.md5(url.encode()).hexdigest() + (".gunzip" if gunzip else "")
+    fp = pathlib.Path(cache_dir()) / "downloads" / (subdir or "") / fn
+  if fp.is_file() and (allow_caching if allow_caching is not None else not DISABLE_HTTP_CACHE): return fp
+  fp.parent.mkdir(parents=True, exist_ok=True)
+  with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "tinygrad"}), timeout=timeout) as r:
+    if r.status != 200: raise RuntimeError(f"fetch {url}: HTTP status {r.status}")
+    length = r.getheader("Content-Length")
+    total = int(length) if length is not None and not gunzip else None
+    fd, tmp = tempfile.mkstemp(dir=fp.parent, prefix=fp.name + ".", suffix=".tmp")
+    try:
+      with os.fdopen(fd, "wb") as f:
+        src: Any = gzip.GzipFile(fileobj=r) if gunzip else r
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc=url, disable=not total or not sys.stderr.isatty())
+        while chunk := src.read(1 << 16):
+          f.write(chunk)
+          bar.update(len(chunk))
+        bar.close()
+      if total is not None and (got := os.stat(tmp).st_size) != total: raise RuntimeError(f"fetch {url}: got {got} of {total} bytes")
+      os.replace(tmp, fp)
+    except BaseException:
+      with contextlib.suppress(OSError): os.unlink(tmp)
+      raise
+  return fp

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
-from tinygrad.helpers import prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES
+from tinygrad.helpers import TRAINING, prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
 
 class AxisError(IndexError, ValueError):
@@ -63,7 +63,14 @@ class _IndexPlan:
   tensor_idx: list[tuple[int, int, Any]]  # (input dim, position in out_shape, index)
   adv_pos: list[int]                      # positions in idx of ints and tensor indices (numpy's placement rule)
 
-class _DTypeCasts:
+class _TensorType(type):
+  # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch
+  @property
+  def training(cls) -> bool: return bool(TRAINING.value)
+  @training.setter
+  def training(cls, v: bool) -> None: TRAINING.value = int(v)
+
+class _DTypeCasts(metaclass=_TensorType):
   """The cast shorthands; in a base class so that, inside Tensor's body, `int`/`float`/`bool` still name the builtins."""
   __slots__ = ()
   def cast(self, dtype: DType | str) -> Tensor: raise NotImplementedError
@@ -95,7 +102,6 @@ all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 class Tensor(_DTypeCasts):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
-  training: bool = False
   no_grad: bool = False
   _seed: int = int(time.time())
   _rng_counter: int = 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops
-from tinygrad.helpers import CAPTURING, DEBUG
+from tinygrad.helpers import CAPTURING, JIT, DEBUG
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.buffers import buffer_of
@@ -46,7 +46,7 @@ class TinyJit(Generic[R]):
     inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)])
     if inputs: Tensor.realize(*inputs)
     signature = [(t.shape, t.dtype, t.device) for t in inputs]
-    if not CAPTURING or self.cnt == 0:
+    if not CAPTURING or not JIT or self.cnt == 0:
       self.cnt += 1
       return self._run_and_realize(args, kwargs)
     if self.cnt == 1:
@@ -64,7 +64,7 @@ class TinyJit(Generic[R]):
     swap = {id(old): _buffer(t) for old, t in zip(self.in_bufs, inputs)}
     for step in self.steps:
       bufs = [swap.get(id(b), b) for b in step.bufs]
-      _realize.ExecStep(step.runner, bufs).run()
+      _realize.ExecStep(step.runner, bufs).run(jit=True)
     self.cnt += 1
     return self.ret
 

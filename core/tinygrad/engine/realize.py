@@ -3,9 +3,9 @@ from __future__ import annotations
 import time
 from typing import Any
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, colored
+from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, colored, ansilen, GlobalCounters
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer
 from tinygrad.engine.buffers import buffer_of
@@ -65,13 +65,39 @@ def _copy(dest: Buffer, src: Buffer) -> None:
 class ExecStep:
   """One runnable step: a CompiledRunner or a copy, bound to concrete Buffers (what TinyJit records and replays)."""
   def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer]): self.runner, self.bufs = runner, bufs
-  def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
+  def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False, jit: bool = False) -> float | None:
+    """Run the step, count it in GlobalCounters and, at DEBUG>=2, print its line (timed: it waits for the device then)."""
     for b in self.bufs: b.allocate()
+    wait = wait or DEBUG >= 2
     if self.runner is None:
       st = time.perf_counter()
       _copy(self.bufs[0], self.bufs[1])
-      return time.perf_counter() - st
-    return self.runner(self.bufs, var_vals, wait=wait)
+      et: float | None = time.perf_counter() - st
+      ops, mem, lds = 0, self.bufs[0].nbytes, 2*self.bufs[0].nbytes
+    else:
+      et = self.runner(self.bufs, var_vals, wait=wait)
+      est, vv = self.runner.p.estimates, var_vals or {}
+      ops, mem, lds = sym_infer(est.ops, vv), sym_infer(est.mem, vv), sym_infer(est.lds, vv)
+    GlobalCounters.kernel_count += 1
+    GlobalCounters.global_ops += ops
+    GlobalCounters.global_mem += mem
+    if et is not None and wait: GlobalCounters.time_sum_s += et
+    if DEBUG >= 2: print(self._debug_line(et, ops, mem, lds, jit, var_vals))
+    return et
+  def _debug_line(self, et: float | None, ops: int, mem: int, lds: int, jit: bool, var_vals: dict[UOp, int] | None) -> str:
+    # public tinygrad's DEBUG=2 line: counter, device, name (launch sizes), args, device memory in use, this step's time and
+    # the running total, then the rates: GFLOPS and GB/s of the buffers touched | of the loads and stores issued
+    dev = self.bufs[0].device
+    if self.runner is None: name = colored(f"copy {self.bufs[0].nbytes:8d}, {dev[:7]:>7s} <- {self.bufs[1].device[:7]:7s}", "yellow")
+    else:
+      gl, lc = self.runner.p.launch_dims(var_vals or {})
+      name = colored(self.runner.p.name, "cyan") + f" {list(gl)}" + (f" {list(lc)}" if lc is not None else "")
+    tag = colored(f"*** {dev[:7]:7s} {GlobalCounters.kernel_count:4d}", "magenta" if jit else "green")
+    line = f"{tag} {name}{' '*max(0, 48-ansilen(name))} arg {len(self.bufs):2d} mem {GlobalCounters.mem_used/1e9:6.3f} GB"
+    if et is None: return line
+    ptm = f"{et*1e6:9.2f}us" if et < 1e-3 else f"{et*1e3:9.2f}ms"
+    return line + f" tm {ptm}/{GlobalCounters.time_sum_s*1e3:9.2f}ms ({ops/max(et, 1e-9)*1e-9:7.1f} GFLOPS " \
+                  f"{mem/max(et, 1e-9)*1e-9:6.1f}|{lds/max(et, 1e-9)*1e-9:<6.1f} GB/s)" + (" (jit)" if jit else "")
   @property
   def name(self) -> str: return self.runner.p.name if self.runner is not None else f"copy {self.bufs[1].device} -> {self.bufs[0].device}"
 
@@ -93,10 +119,8 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:
   for step in steps:
-    et = step.run(var_vals, wait=DEBUG >= 2)
+    step.run(var_vals)
     if capturing is not None: capturing.append(step)
-    if DEBUG >= 2:
-      print(f"{colored(step.name, 'green'):40s} bufs [{', '.join(str(b.size) for b in step.bufs)}] {(et or 0)*1e3:8.3f} ms")
 
 def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None) -> None:
   """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""

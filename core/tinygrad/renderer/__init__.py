@@ -2,9 +2,10 @@
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TYPE_CHECKING
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, PtrDType
+from tinygrad.helpers import prod
 if TYPE_CHECKING:
   from tinygrad.uop.upat import PatternMatcher
   from tinygrad.device import Compiler
@@ -62,9 +63,11 @@ class Renderer:
 
 @dataclass
 class Estimates:
-  ops: int = 0
-  lds: int = 0
-  mem: int = 0
+  """What one launch of a kernel does, for GlobalCounters and DEBUG=2's GFLOPS and GB/s: ALU ops, bytes loaded and stored
+  (lds), and bytes of the global buffers it touches (mem). Each is an int or, with symbolic loop bounds, a UOp (sym_infer it)."""
+  ops: int | UOp = 0
+  lds: int | UOp = 0
+  mem: int | UOp = 0
 
 def _ones() -> list[int | UOp]: return [1, 1, 1]
 
@@ -100,9 +103,23 @@ class ProgramSpec:
     outs: list[int] = []
     ins: list[int] = []
     est = Estimates()
+    # address arithmetic is not the kernel's work: the ALU ops under an INDEX's offsets (or a gate) are not counted
+    addressing: set[UOp] = set()
     for u in uops:
+      if u.op is Ops.INDEX:
+        for x in u.src[1:]: addressing.update(x.toposort(gate=lambda n: n not in addressing))
+    # every op counts once per trip of the loops around it and per lane of its vector (MULACC is two ops)
+    mult: int | UOp = 1
+    loops: list[int | UOp] = []
+    for u in uops:
+      if u.op is Ops.RANGE:
+        loops.append(mult)
+        mult = mult * (u.src[0].arg if u.src[0].op is Ops.CONST else u.src[0])
+      elif u.op is Ops.END and loops: mult = loops.pop()
       if u.op is Ops.DEFINE_VAR: dvars.append(u)
-      elif u.op is Ops.DEFINE_GLOBAL: globs.append(u.arg)
+      elif u.op is Ops.DEFINE_GLOBAL:
+        globs.append(u.arg)
+        if isinstance(u.dtype, PtrDType) and u.dtype.size > 0: est.mem += u.dtype.size * u.dtype.base.itemsize
       elif u.op is Ops.SPECIAL:
         axis = int(u.arg[-1])
         size = u.src[0].arg if u.src[0].op is Ops.CONST else u.src[0]
@@ -115,11 +132,15 @@ class ProgramSpec:
       elif u.op is Ops.STORE:
         buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in outs: outs.append(buf.arg)
+        if buf.op is Ops.DEFINE_GLOBAL: est.lds += mult * u.src[1].dtype.itemsize
       elif u.op is Ops.LOAD:
         buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in ins: ins.append(buf.arg)
-        est.mem += u.dtype.itemsize
-      elif u.op in (Ops.ADD, Ops.MUL, Ops.FDIV, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.MAX, Ops.MULACC): est.ops += 1
+        if buf.op is Ops.DEFINE_GLOBAL: est.lds += mult * u.dtype.itemsize
+      elif u.op in GroupOp.ALU and u not in addressing:
+        est.ops += mult * u.dtype.count * (2 if u.op is Ops.MULACC else 1)
+    threads = prod(global_size) * (prod(local_size) if has_local else 1)   # the counts above are per thread
+    est = Estimates(est.ops * threads, est.lds * threads, est.mem)
     source = parts[Ops.SOURCE].arg if Ops.SOURCE in parts else ""
     lib = parts[Ops.BINARY].arg if Ops.BINARY in parts else None
     name = sink.arg if isinstance(sink.arg, str) else "kernel"

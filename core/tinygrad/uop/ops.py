@@ -396,3 +396,13 @@ def resolve(x: UOp | ConstType, default: bool = True) -> bool:
   if not isinstance(x, UOp): return bool(x)
   if x.dtype.scalar() != dtypes.bool: raise TypeError(f"resolve needs a bool UOp, got {x.dtype}")
   return bool(x.vmin) if x.vmin == x.vmax else default
+
+sint = int | UOp   # a size that may be symbolic
+
+def __getattr__(name: str) -> Any:
+  # public tinygrad's import path `from tinygrad.uop.ops import UPat, PatternMatcher, graph_rewrite`: they live in upat.py,
+  # which imports this module, so they are re-exported on first use
+  if name in ("UPat", "PatternMatcher", "graph_rewrite", "RewriteError"):
+    from tinygrad.uop import upat
+    return getattr(upat, name)
+  raise AttributeError(f"module 'tinygrad.uop.ops' has no attribute {name!r}")
