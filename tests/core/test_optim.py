@@ -133,3 +133,63 @@ def test_batchnorm_running_stats_use_the_old_weights():
   np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * (x @ w0.T + b0).mean(0), rtol=1e-5, atol=1e-6)
   assert bn.num_batches_tracked.numpy().tolist() == [1]
   assert not np.allclose(lin.weight.numpy(), w0)
+
+# ---- LARS and Muon (tinygrad's formulation) against numpy ----
+def np_lars(lr, momentum=0.9, wd=1e-4, nesterov=False, classic=True, pre_wd=True, tcoef=0.001, ns=None, params=None, grads=None, steps=STEPS):
+  ps = [p.astype(np.float64) for p in (params or [A0, B0])]
+  bufs = [np.zeros_like(p) for p in ps]
+  for _ in range(steps):
+    gs = (grads or np_grads)(*ps)
+    for i in range(len(ps)):
+      g, t = gs[i], ps[i]
+      r = 1.0
+      if tcoef:
+        r1, r2 = np.linalg.norm(t), np.linalg.norm(g)
+        r = tcoef * r1 / (r2 + wd * r1) if r1 > 0 and r2 > 0 else 1.0
+      if pre_wd and wd: g = g + wd * t
+      if classic: g = g * r * lr
+      if momentum:
+        bufs[i] = momentum * bufs[i] + g
+        g = g + momentum * bufs[i] if nesterov else bufs[i]
+      if ns:
+        m = g.reshape(g.shape[0], -1)
+        x = m / (np.linalg.norm(m) + 1e-7)
+        tall = x.shape[0] > x.shape[1]
+        if tall: x = x.T
+        for _ in range(ns[0]):
+          A = x @ x.T
+          x = ns[1][0] * x + (ns[1][1] * A + ns[1][2] * A @ A) @ x
+        g = (x.T if tall else x).reshape(g.shape) * max(1.0, m.shape[0] / m.shape[1]) ** 0.5
+      if not pre_wd and wd: t = t * (1 - wd * lr)
+      if not classic: g = g * r * lr
+      ps[i] = t - g
+  return ps
+
+from tinygrad.nn.optim import LARS, Muon  # noqa: E402
+LARS_CASES = [
+  ("lars", lambda p: LARS(p, lr=0.1), lambda: np_lars(0.1)),
+  ("lars_nesterov_wd", lambda p: LARS(p, lr=0.1, momentum=0.5, weight_decay=0.01, nesterov=True), lambda: np_lars(0.1, 0.5, 0.01, True)),
+  ("lars_not_classic", lambda p: LARS(p, lr=0.1, classic=False, tcoef=0.01), lambda: np_lars(0.1, classic=False, tcoef=0.01)),
+  ("lars_no_momentum", lambda p: LARS(p, lr=0.1, momentum=0.0, pre_wd=False, weight_decay=0.1),
+   lambda: np_lars(0.1, 0.0, 0.1, pre_wd=False)),
+]
+@pytest.mark.parametrize("name,make,ref", LARS_CASES, ids=[c[0] for c in LARS_CASES])
+def test_lars_matches_numpy(name, make, ref):
+  for g, w in zip(tiny_run(make), ref()): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 2)])
+def test_muon_orthogonalises_like_numpy(shape):
+  rng = np.random.default_rng(0)
+  w0, tgt = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+  def grads(w): return [2 * (w - tgt)]   # loss = sum((w - tgt)^2)
+  w = Tensor(w0.copy(), requires_grad=True)
+  opt = Muon([w], lr=0.05, weight_decay=0.1)
+  for _ in range(3):
+    opt.zero_grad()
+    ((w - Tensor(tgt)) ** 2).sum().backward()
+    opt.step()
+  want = np_lars(0.05, 0.95, 0.1, True, False, False, 0.0, (5, (3.4445, -4.775, 2.0315)), params=[w0], grads=grads, steps=3)[0]
+  np.testing.assert_allclose(w.numpy(), want, rtol=1e-3, atol=1e-4)
+
+def test_lars_ns_needs_coefficients():
+  with pytest.raises(ValueError, match="ns_coefficients"): LARS([Tensor([1.0], requires_grad=True)], ns_steps=5)

@@ -132,6 +132,36 @@ class GroupNorm:
     shape = (1, -1, *[1] * (x.ndim - 2))
     return x * self.weight.reshape(shape) + self.bias.reshape(shape)
 
+class InstanceNorm:
+  """Normalise each (sample, channel) of (N, C, ...) inputs over its spatial dims, then a per-channel scale and shift
+  (tinygrad's default affine=True; torch's InstanceNorm defaults to affine=False)."""
+  def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = True):
+    self.num_features, self.eps = num_features, eps
+    self.weight: Tensor | None = _full((num_features,), 1.0) if affine else None
+    self.bias: Tensor | None = _full((num_features,), 0.0) if affine else None
+  def __call__(self, x: Tensor) -> Tensor:
+    if x.ndim < 2 or x.shape[1] != self.num_features: raise ValueError(f"InstanceNorm({self.num_features}): input shape {x.shape} needs C={self.num_features} at axis 1")
+    x = x.reshape(x.shape[0], self.num_features, -1).layernorm(-1, self.eps).reshape(x.shape)
+    if self.weight is None or self.bias is None: return x
+    shape = (1, -1, *[1] * (x.ndim - 2))
+    return x * self.weight.reshape(shape) + self.bias.reshape(shape)
+
+class LSTMCell:
+  """One LSTM step, torch's layout: gates (i, f, g, o) = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, every weight
+  uniform in +-1/sqrt(hidden_size); returns (h', c'). hc None: zero state."""
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    bound = 1 / math.sqrt(hidden_size)
+    self.weight_ih = _uniform((hidden_size * 4, input_size), bound)
+    self.weight_hh = _uniform((hidden_size * 4, hidden_size), bound)
+    self.bias_ih: Tensor | None = _uniform((hidden_size * 4,), bound) if bias else None
+    self.bias_hh: Tensor | None = _uniform((hidden_size * 4,), bound) if bias else None
+  def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    if hc is None: hc = (Tensor.zeros(x.shape[0], self.weight_hh.shape[1], dtype=x.dtype, device=x.device),) * 2
+    gates = x.linear(self.weight_ih.transpose(), self.bias_ih) + hc[0].linear(self.weight_hh.transpose(), self.bias_hh)
+    i, f, g, o = gates.chunk(4, dim=1)
+    c = f.sigmoid() * hc[1] + i.sigmoid() * g.tanh()
+    return (o.sigmoid() * c.tanh()).contiguous(), c.contiguous()
+
 class Embedding:
   """A lookup table: (…) int indices -> (…, embed_size) rows of weight (glorot-uniform init, like tinygrad)."""
   def __init__(self, vocab_size: int, embed_size: int):
@@ -156,7 +186,7 @@ class Dropout:
     return keep.where(x, 0.0) * (1 / (1 - self.p))
 
 __all__ = ["Linear", "Conv2d", "Conv1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
-           "GroupNorm", "Embedding", "Dropout"]
+           "GroupNorm", "InstanceNorm", "LSTMCell", "Embedding", "Dropout"]
 def __getattr__(name: str) -> Any:
   if name in ("optim", "state"):
     import importlib

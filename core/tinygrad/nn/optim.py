@@ -1,4 +1,5 @@
-"""Optimizers with tinygrad's names, defaults and update formulas: SGD (momentum, nesterov, weight decay), Adam, AdamW, LAMB.
+"""Optimizers with tinygrad's names, defaults and update formulas: SGD (momentum, nesterov, weight decay), LARS, Muon, Adam,
+AdamW, LAMB.
 
 A step builds every new parameter and state value lazily, writes each with `assign`, and realizes them all in one
 `Tensor.realize(...)` so the whole update is scheduled (and fused) together.
@@ -93,6 +94,60 @@ class SGD(Optimizer):
       out.append(t.detach() - self.lr * g)
     return out, self.b
 
+def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps: float = 1e-7) -> Tensor:
+  # the quintic Newton-Schulz iteration that maps a matrix towards the nearest semi-orthogonal one (Muon's update),
+  # run on the wide orientation so X @ X.T is the small product
+  a, b, c = coefs
+  x = g / (g.square().sum().sqrt() + eps)
+  tall = x.shape[0] > x.shape[1]
+  if tall: x = x.transpose()
+  for _ in range(steps):
+    A = x @ x.transpose()
+    x = a * x + (b * A + c * (A @ A)) @ x
+  return x.transpose() if tall else x
+
+class LARS(Optimizer):
+  """Layer-wise adaptive rate scaling over SGD with momentum (tinygrad's formulation and defaults); Muon is this class too.
+
+  r = tcoef*||p|| / (||g|| + wd*||p||) (1 where either norm is 0; 1 when tcoef=0); g += wd*p if pre_wd;
+  classic: g *= r*lr before the momentum, else after it; b = momentum*b + g; g = g + momentum*b if nesterov else b;
+  ns_steps: g = NewtonSchulz(g as a (rows, -1) matrix) * sqrt(max(1, rows/cols)); not pre_wd: p *= 1 - wd*lr; p -= g.
+  """
+  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, ns_steps: int = 0,
+               ns_coefficients: tuple[float, float, float] | None = None, nesterov: bool = False, classic: bool = True, pre_wd: bool = True,
+               tcoef: float = 0.001):
+    super().__init__(params, lr)
+    if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
+    self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
+    self.ns_steps, self.ns_coefficients = ns_steps, ns_coefficients
+    self.b = [_state(p) for p in self.params] if momentum else []
+  def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    out = []
+    for i, (t, g) in enumerate(zip(self.params, grads)):
+      r: Tensor | float = 1.0
+      if self.tcoef != 0:
+        r1, r2 = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
+        r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
+      if self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
+      if self.classic: g = g * r * self.lr
+      if self.momentum:
+        self.b[i].assign(self.momentum * self.b[i] + g)
+        g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
+      if self.ns_steps and self.ns_coefficients is not None:
+        m = g.reshape(g.shape[0], -1)
+        g = _newton_schulz(m, self.ns_steps, self.ns_coefficients).reshape(g.shape) * max(1.0, m.shape[0] / m.shape[1]) ** 0.5
+      p = t.detach() * (1.0 - self.wd * self.lr) if not self.pre_wd and self.wd > 0 else t.detach()
+      if not self.classic: g = g * r * self.lr
+      out.append(p - g)
+    return out, self.b
+
+def Muon(params: list[Tensor], lr: float = 0.02, momentum: float = 0.95, weight_decay: float = 0.0, ns_steps: int = 5,
+         ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
+  """Muon (tinygrad's defaults): nesterov momentum, then the update orthogonalised by `ns_steps` Newton-Schulz iterations,
+  decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer."""
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0)
+
 class LAMB(Optimizer):
   """LAMB (layer-wise adaptive moments); with adam=True it is Adam with decoupled weight decay (tinygrad's Adam/AdamW).
 
@@ -131,4 +186,4 @@ def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 
   """Adam with decoupled weight decay (tinygrad's defaults: weight_decay=0.01)."""
   return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
 
-__all__ = ["Optimizer", "OptimizerGroup", "SGD", "LAMB", "Adam", "AdamW"]
+__all__ = ["Optimizer", "OptimizerGroup", "SGD", "LARS", "Muon", "LAMB", "Adam", "AdamW"]
