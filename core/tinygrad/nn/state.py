@@ -7,7 +7,7 @@ small enough that owning it keeps the core's dependencies at pluggy + numpy.
 from __future__ import annotations
 import json, os, struct
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 
@@ -131,4 +131,121 @@ def safe_load(fn: str | os.PathLike, device: str | None = None) -> dict[str, Ten
     out[name] = t.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else t
   return out
 
-__all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "SAFE_DTYPES"]
+# ---- archives: tar and zip members as uint8 tensors ----
+def _archive_bytes(t: Tensor | str | os.PathLike) -> bytes:
+  return bytes(t.numpy().tobytes()) if isinstance(t, Tensor) else open(t, "rb").read()
+
+def tar_extract(t: Tensor | str | os.PathLike) -> dict[str, Tensor]:
+  """The regular files of a tar archive (a uint8 Tensor of its bytes, or a path), by member name, as uint8 Tensors."""
+  import tarfile, io
+  with tarfile.open(fileobj=io.BytesIO(_archive_bytes(t)), mode="r:*") as tar:
+    return {m.name: Tensor(tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+def zip_extract(t: Tensor | str | os.PathLike) -> dict[str, Tensor]:
+  """The files of a zip archive (a uint8 Tensor of its bytes, or a path), by member name, as uint8 Tensors."""
+  import zipfile, io
+  with zipfile.ZipFile(io.BytesIO(_archive_bytes(t))) as z: return {i.filename: Tensor(z.read(i)) for i in z.infolist() if not i.is_dir()}
+
+# ---- torch's checkpoint formats (zip and legacy), read without torch ----
+# A restricted unpickler: the only globals a checkpoint may name are the ones below (tensor rebuilders, storage types,
+# OrderedDict); any other global -- os.system, builtins.eval, a model class -- is refused, so loading runs no code from the file.
+_TORCH_STORAGES: dict[str, DType] = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
+  "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32, "ShortStorage": dtypes.int16,
+  "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool, "UInt16Storage": dtypes.uint16,
+  "UInt32Storage": dtypes.uint32, "UInt64Storage": dtypes.uint64}
+
+class _TorchStorage:
+  def __init__(self, dtype: DType, data: bytes | None = None): self.dtype, self.data = dtype, data
+
+def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...] | None = None, *args: Any) -> Tensor:
+  import numpy as np
+  from tinygrad.dtype import to_numpy
+  if storage.data is None: return None  # type: ignore[return-value]  # legacy format's first pass: the bytes come after the pickle
+  dt = storage.dtype
+  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else to_numpy(dt).newbyteorder("<")
+  n = len(storage.data) // npdt.itemsize
+  stride = tuple(stride) if stride is not None else tuple(int(np.prod(size[i+1:])) for i in range(len(size)))
+  last = offset + sum((s - 1) * st for s, st in zip(size, stride)) if all(s > 0 for s in size) else offset - 1
+  if offset < 0 or last >= n or any(st < 0 for st in stride):
+    raise ValueError(f"torch_load: tensor of size {tuple(size)}, stride {stride}, offset {offset} reaches past its storage of {n} elements")
+  flat = np.frombuffer(storage.data, dtype=npdt, count=n)
+  arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(size), strides=tuple(st * npdt.itemsize for st in stride))
+  arr = np.ascontiguousarray(arr).astype(npdt.newbyteorder("="))
+  ret = Tensor(arr.reshape(-1)).reshape(tuple(size))
+  return ret.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else ret
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool = True, *args: Any) -> Tensor: return data
+def _rebuild_from_type_v2(func: Callable, new_type: Any, args: tuple, state: Any) -> Any: return func(*args)
+
+_TORCH_GLOBALS: dict[tuple[str, str], Any] = {("collections", "OrderedDict"): OrderedDict,
+  ("torch._utils", "_rebuild_tensor"): _rebuild_tensor, ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+  ("torch._utils", "_rebuild_parameter"): _rebuild_parameter, ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+  ("torch", "Tensor"): Tensor, ("torch.nn.parameter", "Parameter"): Tensor,
+  **{("torch", k): v for k, v in _TORCH_STORAGES.items()}}
+
+def _torch_unpickler(f: Any, load_storage: Callable[[tuple], _TorchStorage]) -> Any:
+  import pickle
+  class Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+      if (module, name) not in _TORCH_GLOBALS:
+        raise pickle.UnpicklingError(f"torch_load: refusing global {module}.{name}: a checkpoint may only name tensor rebuilders, storage "
+                                     f"types and OrderedDict (loading never runs code from the file); save a state_dict of tensors instead")
+      return _TORCH_GLOBALS[(module, name)]
+    def persistent_load(self, pid: Any) -> Any:
+      if not isinstance(pid, tuple) or not pid or pid[0] != "storage": raise pickle.UnpicklingError(f"torch_load: unsupported persistent id {pid!r}")
+      return load_storage(pid)
+  return Unpickler(f)
+
+def _storage_dtype(t: Any) -> DType:
+  if isinstance(t, DType): return t
+  raise TypeError(f"torch_load: storage type {t!r} is not supported; supported: {list(_TORCH_STORAGES)}")
+
+def torch_load(fn: str | os.PathLike) -> Any:
+  """The object torch.save wrote to `fn` (usually a state dict), its tensors as tinygrad Tensors on the default device.
+
+  Reads torch's zip format (torch >= 1.6) and the legacy format (`_use_new_zipfile_serialization=False`) without importing
+  torch; the pickle may only name the globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else is refused."""
+  import pickle, zipfile, io
+  if zipfile.is_zipfile(fn):
+    with zipfile.ZipFile(fn) as z:
+      names = z.namelist()
+      pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
+      if not pkl: raise ValueError(f"{fn}: a zip file without <archive>/data.pkl is not a torch checkpoint")
+      root = pkl[0][:-len("data.pkl")]
+      big = f"{root}byteorder" in names and z.read(f"{root}byteorder").strip() == b"big"
+      def load_zip(pid: tuple) -> _TorchStorage:
+        dt = _storage_dtype(pid[1])
+        data = z.read(f"{root}data/{pid[2]}")
+        if big and dt.itemsize > 1:   # stored big-endian: swap to little, which _rebuild_tensor reads
+          import numpy as np
+          data = np.frombuffer(data, dtype=f">u{dt.itemsize}").astype(f"<u{dt.itemsize}").tobytes()
+        return _TorchStorage(dt, data)
+      return _torch_unpickler(io.BytesIO(z.read(pkl[0])), load_zip).load()
+  with open(fn, "rb") as f:
+    # legacy: magic number, protocol version, system info, the object, the storage keys, then each storage: int64 count + bytes
+    try: magic = pickle.Unpickler(f).load()
+    except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
+    if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
+    for _ in range(2): _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()  # protocol version, sys info: plain data
+    storages: dict[str, _TorchStorage] = {}
+    def load_legacy(pid: tuple) -> _TorchStorage:
+      key = str(pid[2])
+      if key not in storages: storages[key] = _TorchStorage(_storage_dtype(pid[1]))
+      return storages[key]
+    obj = _torch_unpickler(f, load_legacy).load()
+    keys = _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()
+    raw = {}
+    for k in keys:
+      n = struct.unpack("<q", f.read(8))[0]
+      st = storages[str(k)]
+      raw[str(k)] = f.read(n * st.dtype.itemsize)
+      if len(raw[str(k)]) != n * st.dtype.itemsize: raise ValueError(f"{fn}: storage {k} is truncated")
+  # the object was rebuilt before the storages' bytes were read: rebuild again now that they are known
+  if (lost := [k for k in storages if k not in raw]): raise ValueError(f"{fn}: storages {lost} are named but not stored in the file")
+  for k, st in storages.items(): st.data = raw[k]
+  with open(fn, "rb") as f:
+    for _ in range(3): _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()
+    return _torch_unpickler(f, load_legacy).load()
+
+__all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "SAFE_DTYPES",
+           "tar_extract", "zip_extract", "torch_load"]

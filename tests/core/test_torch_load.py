@@ -1,0 +1,100 @@
+"""nn.state.torch_load: files written by torch (zip and legacy formats) read without torch, against torch's values; a
+malicious pickle is refused without running; tar_extract/zip_extract against the archive modules."""
+import collections, io, os, pickle, struct, tarfile, zipfile
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.nn.state import torch_load, tar_extract, zip_extract, load_state_dict, get_state_dict
+from tinygrad import nn
+torch = pytest.importorskip("torch", reason="torch writes the checkpoints these tests read: pip install torch")
+
+def _tensors():
+  g = torch.Generator().manual_seed(0)
+  return collections.OrderedDict(w=torch.randn(3, 4, generator=g), i=torch.arange(5), h=torch.randn(2, 3, generator=g).half(),
+    bf=torch.randn(4, generator=g).bfloat16(), view=torch.randn(4, 6, generator=g)[:, 1:5:2], tr=torch.randn(3, 4, generator=g).t(),
+    b=torch.tensor([True, False]), u8=torch.arange(7, dtype=torch.uint8), i16=torch.arange(-3, 3, dtype=torch.int16),
+    d=torch.randn(2, dtype=torch.float64, generator=g), p=torch.nn.Parameter(torch.randn(2, generator=g)), scalar=torch.tensor(3.5),
+    empty=torch.zeros(0, 3))
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_torch_load_matches_torch(tmp_path, legacy):
+  sd = _tensors()
+  fn = tmp_path / "x.pt"
+  torch.save(sd, fn, _use_new_zipfile_serialization=not legacy)
+  got = torch_load(fn)
+  assert list(got) == list(sd)
+  for k, v in sd.items():
+    ref = v.detach().float().numpy() if v.dtype == torch.bfloat16 else v.detach().numpy()
+    assert isinstance(got[k], Tensor) and got[k].shape == tuple(v.shape), k
+    np.testing.assert_array_equal(got[k].float().numpy() if v.dtype == torch.bfloat16 else got[k].numpy(), ref)
+
+def test_torch_load_a_torch_model_into_ours(tmp_path):
+  tm = torch.nn.Linear(3, 2)
+  torch.save({"model": tm.state_dict(), "epoch": 3}, tmp_path / "ck.pt")
+  ck = torch_load(tmp_path / "ck.pt")
+  assert ck["epoch"] == 3
+  m = nn.Linear(3, 2)
+  load_state_dict(m, ck["model"])
+  x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+  np.testing.assert_allclose(m(Tensor(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+MARK = "tinygrad_torch_load_pwned"
+class _Evil:
+  def __reduce__(self): return (os.system, (f"touch {os.path.join(os.environ.get('TMPDIR', '/tmp'), MARK)}",))
+
+def test_torch_load_refuses_code_in_zip(tmp_path):
+  marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), MARK)
+  if os.path.exists(marker): os.unlink(marker)
+  fn = tmp_path / "evil.pt"
+  torch.save({"w": torch.ones(2)}, fn)
+  with zipfile.ZipFile(fn) as z: members = {n: z.read(n) for n in z.namelist()}
+  root = next(n for n in members if n.endswith("data.pkl"))
+  members[root] = pickle.dumps({"w": _Evil()}, protocol=2)
+  with zipfile.ZipFile(fn, "w") as z:
+    for n, b in members.items(): z.writestr(n, b)
+  with pytest.raises(pickle.UnpicklingError, match="refusing global (posix|os).system"): torch_load(fn)
+  assert not os.path.exists(marker)
+
+def test_torch_load_refuses_code_in_legacy(tmp_path):
+  marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), MARK)
+  fn = tmp_path / "evil_legacy.pt"
+  with open(fn, "wb") as f:
+    for obj in (0x1950a86a20f9469cfc6c, 1001, {"little_endian": True}): pickle.dump(obj, f, protocol=2)
+    pickle.dump({"w": _Evil()}, f, protocol=2)
+    pickle.dump([], f, protocol=2)
+  with pytest.raises(pickle.UnpicklingError, match="refusing global"): torch_load(fn)
+  assert not os.path.exists(marker)
+  with open(tmp_path / "builtins.pt", "wb") as f:   # eval through builtins is refused as well
+    f.write(b"\x80\x02cbuiltins\neval\nq\x00X\x04\x00\x00\x001+1q\x01\x85q\x02Rq\x03.")
+  with zipfile.ZipFile(tmp_path / "b.pt", "w") as z: z.writestr("archive/data.pkl", open(tmp_path / "builtins.pt", "rb").read())
+  with pytest.raises(pickle.UnpicklingError, match="builtins.eval"): torch_load(tmp_path / "b.pt")
+
+def test_torch_load_rejects_out_of_bounds_views(tmp_path):
+  fn = tmp_path / "oob.pt"
+  torch.save({"w": torch.ones(4)}, fn)
+  with zipfile.ZipFile(fn) as z: members = {n: z.read(n) for n in z.namelist()}
+  root = next(n for n in members if n.endswith("data.pkl"))
+  members[root] = members[root].replace(b"K\x04\x85", b"K\x09\x85")   # size (4,) -> (9,) over a 4-element storage
+  with zipfile.ZipFile(fn, "w") as z:
+    for n, b in members.items(): z.writestr(n, b)
+  with pytest.raises(ValueError, match="reaches past its storage"): torch_load(fn)
+
+def test_not_a_checkpoint(tmp_path):
+  (tmp_path / "junk").write_bytes(b"hello")
+  with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(tmp_path / "junk")
+
+def test_tar_and_zip_extract(tmp_path):
+  files = {"a.txt": b"hello", "dir/b.bin": bytes(range(256))}
+  buf = io.BytesIO()
+  with tarfile.open(fileobj=buf, mode="w") as tar:
+    for n, b in files.items():
+      ti = tarfile.TarInfo(n)
+      ti.size = len(b)
+      tar.addfile(ti, io.BytesIO(b))
+  (tmp_path / "x.tar").write_bytes(buf.getvalue())
+  zbuf = io.BytesIO()
+  with zipfile.ZipFile(zbuf, "w") as z:
+    for n, b in files.items(): z.writestr(n, b)
+  for got in (tar_extract(tmp_path / "x.tar"), tar_extract(Tensor(buf.getvalue())), zip_extract(Tensor(zbuf.getvalue()))):
+    assert sorted(got) == sorted(files)
+    for n, b in files.items(): assert got[n].numpy().tobytes() == b
