@@ -186,3 +186,26 @@ def test_runtime_threads_heuristic(cc):
   assert small.threads == 1 and 0 < small.work < CPU_THREAD_WORK
   big = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(1 << 22), "test_kernel")))
   assert big.work > CPU_THREAD_WORK
+
+def test_fork_child_runs_threaded_kernels(cc):
+  # a fork child inherits the runtime's thread pool without its threads: it must start its own, not wait forever
+  import multiprocessing as mp
+  n = 4099
+  a, b = np.random.randn(n).astype(np.float32), np.random.randn(n).astype(np.float32)
+  o = np.zeros(n, np.float32)
+  run(cc, add_kernel(n), o, a, b, threads=4)   # the parent's pool now exists, with live workers
+  np.testing.assert_array_equal(o, a + b)
+  def child(q):
+    o2 = np.zeros(n, np.float32)
+    run(cc, add_kernel(n), o2, a, b, threads=4)
+    q.put(o2.tobytes())
+  ctx = mp.get_context("fork")
+  q = ctx.Queue()
+  p = ctx.Process(target=child, args=(q,))
+  p.start()
+  try: got = q.get(timeout=60)
+  finally:
+    p.join(10)
+    if p.is_alive(): p.kill()
+  np.testing.assert_array_equal(np.frombuffer(got, np.float32), a + b)
+  assert p.exitcode == 0

@@ -4,7 +4,8 @@ Threading: the renderer gives every kernel two trailing int arguments (core_id, 
 is a parallel (GLOBAL/LOOP) loop holding every global store, makes core `i` of `n` run iterations [end*i/n, end*(i+1)/n)
 of it; it exports `<name>_work`, an estimate of the uops the kernel executes (0: not splittable). The runtime uses
 min(CPU_COUNT, work // CPU_THREAD_WORK) threads (at least 1); core 0 runs on the calling thread, the others on a
-persistent pool. ctypes releases the GIL during the call, so the threads run in parallel.
+persistent pool (re-created in a fork child, which inherits none of its threads). ctypes releases the GIL during the call,
+so the threads run in parallel.
 """
 from __future__ import annotations
 import ctypes, os, time, threading, tempfile, functools
@@ -22,6 +23,12 @@ def _get_pool() -> ThreadPoolExecutor:
   with _pool_lock:
     if _pool is None: _pool = ThreadPoolExecutor(max(CPU_COUNT - 1, 1), thread_name_prefix="tinygrad_cpu")
   return _pool
+def _forget_pool_in_child() -> None:
+  # a fork child inherits the pool object but not its worker threads (and maybe a held lock): work submitted there would
+  # wait forever, so the child starts a fresh pool on first use. The parent's threads are not ours to join in the child.
+  global _pool, _pool_lock
+  _pool, _pool_lock = None, threading.Lock()
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 @functools.cache
 def _so_dirs() -> tuple[str, ...]:
