@@ -46,10 +46,11 @@ class Compiler:
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
     from tinygrad.diskcache import diskcache_get, diskcache_put
     key = (self.cachekey, self.version(), src)
-    if (lib := diskcache_get("compile", key)) is not None: return lib
+    if isinstance(lib := diskcache_get("compile", key), bytes): return lib
     lib = self.compile(src)
     if not isinstance(lib, (bytes, bytearray, memoryview)): raise TypeError(f"{type(self).__name__}.compile returned {type(lib).__name__}, not bytes")
-    return diskcache_put("compile", key, bytes(lib))
+    diskcache_put("compile", key, bytes(lib))
+    return bytes(lib)
   def version(self) -> str:
     """The tool's version string; part of the cache key so an upgraded compiler never reuses stale binaries."""
     return ""

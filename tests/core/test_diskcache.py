@@ -1,5 +1,5 @@
 """The sqlite compile cache: concurrency, corruption recovery, CACHELEVEL=0, and Compiler.compile_cached."""
-import os, glob, sqlite3, multiprocessing as mp
+import os, glob, sqlite3, threading, multiprocessing as mp
 import pytest
 from tinygrad import diskcache
 from tinygrad.diskcache import diskcache_get, diskcache_put
@@ -22,10 +22,11 @@ def rows(path, table="t"):
 def test_roundtrip_and_lazy_open(db):
   assert not os.path.exists(db)          # nothing opened at import or reset
   assert diskcache_get("t", "missing") is None
-  assert diskcache_put("t", ("k", 1), {"v": b"\x00\x01"}) == {"v": b"\x00\x01"}
-  assert diskcache_get("t", ("k", 1)) == {"v": b"\x00\x01"}
+  assert diskcache_put("t", ("k", 1), b"\x00\x01") == b"\x00\x01"
+  assert diskcache_put("t", ("j", b"\xff"), {"v": [1, "x", None]}) == {"v": [1, "x", None]}
+  assert diskcache_get("t", ("k", 1)) == b"\x00\x01"
   diskcache.reset()                      # a new connection sees it
-  assert diskcache_get("t", ("k", 1)) == {"v": b"\x00\x01"}
+  assert diskcache_get("t", ("k", 1)) == b"\x00\x01" and diskcache_get("t", ("j", b"\xff")) == {"v": [1, "x", None]}
   assert diskcache.cache_info()["bytes"] > 0 and diskcache.cache_info()["path"] == db
 
 def test_bad_table_name():
@@ -34,7 +35,7 @@ def test_bad_table_name():
 def _writer(path, wid, n):
   os.environ["CACHEDB"] = path
   diskcache.reset()
-  for i in range(n): diskcache_put("t", f"{wid}-{i}", (wid, i))
+  for i in range(n): diskcache_put("t", f"{wid}-{i}", [wid, i])
 
 def test_concurrent_writers(db):
   diskcache_put("t", "warm", 0)   # let both children find an existing WAL database too
@@ -44,10 +45,14 @@ def test_concurrent_writers(db):
   for p in procs: p.join(60)
   assert [p.exitcode for p in procs] == [0, 0]
   diskcache.reset()
-  assert all(diskcache_get("t", f"{w}-{i}") == (w, i) for w in range(2) for i in range(300))
+  assert all(diskcache_get("t", f"{w}-{i}") == [w, i] for w in range(2) for i in range(300))
   assert rows(db) == 601
 
-def test_corrupted_database_moved_aside(db):
+def test_corrupted_database_moved_aside(tmp_path, monkeypatch):
+  # only tinygrad's own file (the default path) is recovered from garbage: a user-named one might be anybody's
+  monkeypatch.delenv("CACHEDB")
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+  db = diskcache.cache_path()
   diskcache_put("t", "k", 1)
   diskcache.reset()
   with open(db, "wb") as f: f.write(b"this is not a database" * 100)
@@ -114,3 +119,157 @@ def test_no_cachekey_or_cachelevel0_skips_cache(db):
     c.compile_cached("k")
     c.compile_cached("k")
   assert c.calls == 2 and not os.path.exists(db)
+
+# ---- nothing read from the file runs code ----
+class _Pwn:
+  def __reduce__(self): return (exec, ("import builtins; builtins._tinygrad_cache_pwned = True",))
+
+def test_crafted_row_runs_no_code(db):
+  import pickle, hashlib, builtins
+  diskcache_put("t", "k", b"innocent")
+  payload = pickle.dumps(_Pwn())
+  conn = sqlite3.connect(db)
+  try:
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+      cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+      fill = {"val": payload, "kind": "bytes", "sha": hashlib.sha256(b"bytes\x00" + payload).hexdigest()}
+      conn.execute(f'UPDATE "{name}" SET ' + ", ".join(f"{c}=?" for c in cols if c != "key"), [fill.get(c, payload) for c in cols if c != "key"])
+    conn.commit()
+  finally: conn.close()
+  diskcache.reset()
+  got = diskcache_get("t", "k")
+  assert not getattr(builtins, "_tinygrad_cache_pwned", False), "a cached row was unpickled and ran code"
+  assert got is None or got == payload   # plain bytes at most, never an object
+
+def test_keys_and_values_are_plain_data():
+  with pytest.raises(TypeError, match="plain data"): diskcache_put("t", object(), b"x")
+  with pytest.raises(TypeError, match="bytes or JSON"): diskcache_put("t", "k", {1, 2})
+  assert diskcache_put("t", ("a", 1, 2.5, None, True, b"\x00"), [1, 2]) == [1, 2]
+  assert diskcache_get("t", ("a", 1, 2.5, None, True, b"\x00")) == [1, 2]
+  assert diskcache_get("t", ["a", 1, 2.5, None, True, b"\x01"]) is None   # the bytes are part of the key
+
+def test_old_pickled_schema_is_ignored(db):
+  import pickle, hashlib, builtins
+  os.makedirs(os.path.dirname(db), exist_ok=True)
+  conn = sqlite3.connect(db)   # a schema-1 cache: pickled rows under sha256(pickle(key))
+  conn.execute('CREATE TABLE "t_v1" (key TEXT PRIMARY KEY, val BLOB)')
+  conn.execute('INSERT INTO "t_v1" VALUES (?, ?)', (hashlib.sha256(pickle.dumps("k", protocol=4)).hexdigest(), pickle.dumps(_Pwn())))
+  conn.commit()
+  conn.close()
+  assert diskcache_get("t", "k") is None and not getattr(builtins, "_tinygrad_cache_pwned", False)
+  diskcache_put("t", "k", b"new")   # the old file is recognised as ours and gains the new table
+  assert diskcache_get("t", "k") == b"new"
+
+# ---- a damaged entry is dropped and recomputed ----
+def _damage(path, table, how):
+  conn = sqlite3.connect(path)
+  try:
+    name = f"{table}_v{diskcache.SCHEMA}"
+    for key, val in conn.execute(f'SELECT key, val FROM "{name}"').fetchall():
+      bad = val[:len(val)//2] if how == "truncate" else bytes([val[0] ^ 0xFF]) + val[1:]
+      conn.execute(f'UPDATE "{name}" SET val=? WHERE key=?', (bad, key))
+    conn.commit()
+  finally: conn.close()
+
+@pytest.mark.parametrize("how", ["flip", "truncate"])
+def test_damaged_entry_is_dropped_and_recompiled(db, how):
+  c = CountingCompiler()
+  assert c.compile_cached("src") == b"BIN:src" and c.calls == 1
+  diskcache.reset()
+  _damage(db, "compile", how)
+  with pytest.warns(RuntimeWarning, match=f"{os.path.basename(db)} is damaged"):
+    assert c.compile_cached("src") == b"BIN:src"
+  assert c.calls == 2
+  assert CountingCompiler().compile_cached("src") == b"BIN:src"   # the recompiled binary replaced the damaged row
+  assert c.calls == 2 and rows(db, "compile") == 1
+
+# ---- a locked database: this entry runs uncached, quickly, and the cache keeps working ----
+def test_locked_database_skips_the_entry_not_the_cache(db):
+  diskcache_put("t", "warm", b"0")
+  busy_ms = diskcache._st.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+  assert busy_ms <= 2000, f"a locked cache would stall each entry {busy_ms} ms"
+  other = sqlite3.connect(db, isolation_level=None)
+  other.execute("BEGIN IMMEDIATE")   # another process's open write transaction
+  other.execute('INSERT OR REPLACE INTO "t_v%d" VALUES (?, ?, ?, ?)' % diskcache.SCHEMA, ("x", "bytes", "0", b""))
+  try:
+    with pytest.warns(RuntimeWarning, match="locked by another process") as w:
+      assert diskcache_put("t", "k1", b"1") == b"1"
+      assert diskcache_put("t", "k2", b"2") == b"2"
+      assert diskcache_get("t", "warm") == b"0"   # readers are not blocked in WAL mode
+    assert len([x for x in w if "locked" in str(x.message)]) == 1, "warned more than once"
+  finally: other.execute("ROLLBACK")
+  other.close()
+  diskcache_put("t", "k3", b"3")
+  assert diskcache_get("t", "k3") == b"3" and diskcache_get("t", "k1") is None
+
+# ---- a file that is not ours is never touched ----
+def _snapshot(d): return {p: open(p, "rb").read() for p in glob.glob(os.path.join(d, "*"))}
+
+def test_foreign_text_file_is_left_alone(tmp_path, monkeypatch):
+  notes = tmp_path / "notes.txt"
+  notes.write_text("my notes, not a database\n" * 50)
+  monkeypatch.setenv("CACHEDB", str(notes))
+  diskcache.reset()
+  before = _snapshot(str(tmp_path))
+  with pytest.warns(RuntimeWarning, match="notes.txt is not a tinygrad cache database"):
+    assert diskcache_put("t", "k", b"1") == b"1"
+  assert diskcache_get("t", "k") is None
+  c = CountingCompiler()
+  c.compile_cached("s")
+  c.compile_cached("s")
+  assert c.calls == 2 and _snapshot(str(tmp_path)) == before
+
+def test_foreign_sqlite_database_is_left_alone(tmp_path, monkeypatch):
+  other = tmp_path / "app.db"
+  conn = sqlite3.connect(other)
+  conn.execute("CREATE TABLE users (name TEXT)")
+  conn.execute("INSERT INTO users VALUES ('ann')")
+  conn.commit()
+  conn.close()
+  monkeypatch.setenv("CACHEDB", str(other))
+  diskcache.reset()
+  before = _snapshot(str(tmp_path))
+  with pytest.warns(RuntimeWarning, match="without tinygrad's cache tables"):
+    assert diskcache_put("t", "k", b"1") == b"1"
+  assert _snapshot(str(tmp_path)) == before
+
+def test_damaged_database_with_our_header_is_recovered(db):
+  for i in range(200): diskcache_put("t", f"k{i}", os.urandom(64))
+  diskcache.reset()
+  size = os.path.getsize(db)
+  with open(db, "r+b") as f:   # the header (our mark) survives, every page after the first is garbage
+    f.seek(4096)
+    f.write(b"\xde\xad" * ((size - 4096) // 2))
+  with pytest.warns(RuntimeWarning, match="moved it to"):
+    diskcache_get("t", "k1")
+  assert glob.glob(db + ".corrupt-*")
+  diskcache_put("t", "k", b"2")
+  assert diskcache_get("t", "k") == b"2"
+
+# ---- fork: a child never inherits the connection or a held lock ----
+def _fork_child(q):
+  diskcache_put("t", "child", b"from child")
+  q.put(diskcache_get("t", "child"))
+
+def test_fork_child_while_another_thread_uses_the_cache(db):
+  diskcache_put("t", "parent", b"p")
+  held, release = threading.Event(), threading.Event()
+  def hold():
+    with diskcache._st.lock:   # another thread in the middle of a cache operation at the moment of fork
+      held.set()
+      release.wait(120)
+  t = threading.Thread(target=hold)
+  t.start()
+  held.wait(10)
+  ctx = mp.get_context("fork")
+  q = ctx.Queue()
+  p = ctx.Process(target=_fork_child, args=(q,))
+  p.start()
+  try: got = q.get(timeout=60)
+  finally:
+    release.set()
+    t.join()
+    p.join(10)
+    if p.is_alive(): p.kill()
+  assert got == b"from child" and p.exitcode == 0
+  assert diskcache_get("t", "parent") == b"p" and diskcache_get("t", "child") == b"from child"   # the parent's connection still works

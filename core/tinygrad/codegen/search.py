@@ -54,8 +54,8 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   from tinygrad.device import Device, Buffer
   from tinygrad.diskcache import diskcache_get, diskcache_put
   dev = Device[device]
-  ckey = (ast, dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width)
-  if IGNORE_BEAM_CACHE.value == 0 and (hit := diskcache_get("beam_search", ckey)) is not None: return hit
+  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width)
+  if IGNORE_BEAM_CACHE.value == 0 and (hit := _opts_from_json(diskcache_get("beam_search", ckey))) is not None: return hit
   ren = dev.renderer
   # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices
   from tinygrad.codegen import PASSES
@@ -101,8 +101,28 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
           t0, t1 = min(t0, _time_prog(r0, bufs, 1)), min(t1, _time_prog(r1, bufs, 1))
         if DEBUG >= 2: print(f"beam: heuristics {t0*1e6:.1f} us, search {t1*1e6:.1f} us")
         if t1 > 0.95 * t0: best = (t0, start)
-  diskcache_put("beam_search", ckey, best[1])
+  diskcache_put("beam_search", ckey, [[o.op.name, o.axis, o.arg] for o in best[1]])
   return best[1]
+
+def ast_key(ast: UOp) -> str:
+  """A stable text key for a kernel: the sha256 of its nodes in toposort order (op, dtype, arg, tag, source positions),
+  so the cache stores no pickled objects."""
+  import hashlib
+  pos: dict[UOp, int] = {}
+  h = hashlib.sha256()
+  for u in ast.toposort():
+    pos[u] = len(pos)
+    h.update(f"{u.op.name}|{u.dtype!r}|{u.arg!r}|{u.tag!r}|{[pos[s] for s in u.src]}\n".encode())
+  return h.hexdigest()
+
+def _opts_from_json(data) -> list[Opt] | None:
+  # a cached result is [[action name, axis, amount], ...]; anything else (another version's row) is a miss
+  if not isinstance(data, list): return None
+  out = []
+  for o in data:
+    if not (isinstance(o, list) and len(o) == 3 and o[0] in OptOps.__members__ and all(type(v) is int for v in o[1:])): return None
+    out.append(Opt(OptOps[o[0]], o[1], o[2]))
+  return out
 
 def _compile(ast: UOp, ren, opts: list[Opt], device: str):
   from tinygrad.engine.realize import CompiledRunner
