@@ -247,5 +247,35 @@ def torch_load(fn: str | os.PathLike) -> Any:
     for _ in range(3): _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()
     return _torch_unpickler(f, load_legacy).load()
 
+# ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
+# dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
+def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, Tensor]]:
+  """(key-value metadata, tensors by name) of a GGUF file (a path, or a uint8 Tensor of its bytes). Quantized tensors are
+  dequantized to float32 on the host; float and int tensors keep their dtype. Shapes are row-major (GGUF's dims reversed)."""
+  try: import gguf
+  except ImportError: raise ImportError("gguf_load needs the gguf package: pip install 'tinygrad-core[gguf]' (or pip install gguf)") from None
+  import numpy as np, tempfile
+  tmp = None
+  if isinstance(t, Tensor):
+    fd, tmp = tempfile.mkstemp(suffix=".gguf")
+    with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
+  try:
+    reader = gguf.GGUFReader(tmp or t)
+    kv = {name: f.contents() for name, f in reader.fields.items() if not name.startswith("GGUF.")}
+    Q = gguf.GGMLQuantizationType
+    plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
+    out: dict[str, Tensor] = {}
+    for rt in reader.tensors:
+      shape = tuple(int(d) for d in reversed(rt.shape.tolist()))
+      if rt.tensor_type in plain: arr = np.array(rt.data).reshape(shape)
+      elif rt.tensor_type == Q.BF16:
+        out[rt.name] = Tensor(np.array(rt.data).view(np.uint16).reshape(-1)).bitcast(dtypes.bfloat16).reshape(shape)
+        continue
+      else: arr = gguf.quants.dequantize(np.array(rt.data), rt.tensor_type).astype(np.float32).reshape(shape)
+      out[rt.name] = Tensor(np.ascontiguousarray(arr).reshape(-1)).reshape(shape)
+    return kv, out
+  finally:
+    if tmp is not None: os.unlink(tmp)
+
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "SAFE_DTYPES",
-           "tar_extract", "zip_extract", "torch_load"]
+           "tar_extract", "zip_extract", "torch_load", "gguf_load"]

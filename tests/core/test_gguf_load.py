@@ -1,0 +1,44 @@
+"""nn.state.gguf_load on tiny GGUF files written by the gguf package (the optional extra it reads them with)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.nn.state import gguf_load
+gguf = pytest.importorskip("gguf", reason="gguf_load uses the optional gguf package: pip install gguf")
+
+def _write(path, tensors, quant=None):
+  w = gguf.GGUFWriter(str(path), "llama")
+  w.add_uint32("llama.context_length", 128)
+  w.add_string("general.name", "tiny")
+  w.add_array("tokenizer.ggml.scores", [0.5, 1.5])
+  for name, arr in tensors.items():
+    if quant is not None and arr.dtype == np.float32:
+      w.add_tensor(name, gguf.quants.quantize(arr, quant), raw_dtype=quant)
+    else: w.add_tensor(name, arr)
+  w.write_header_to_file()
+  w.write_kv_data_to_file()
+  w.write_tensors_to_file()
+  w.close()
+
+def test_gguf_plain_dtypes_and_metadata(tmp_path):
+  rng = np.random.default_rng(0)
+  ts = {"w": rng.standard_normal((3, 5)).astype(np.float32), "h": rng.standard_normal((2, 4)).astype(np.float16),
+        "i": np.arange(6, dtype=np.int32).reshape(2, 3), "v": np.arange(7, dtype=np.int8)}
+  _write(tmp_path / "t.gguf", ts)
+  for src in (tmp_path / "t.gguf", Tensor((tmp_path / "t.gguf").read_bytes())):
+    kv, sd = gguf_load(src)
+    assert kv["llama.context_length"] == 128 and kv["general.name"] == "tiny" and kv["general.architecture"] == "llama"
+    np.testing.assert_allclose(kv["tokenizer.ggml.scores"], [0.5, 1.5])
+    for k, v in ts.items():
+      assert sd[k].shape == v.shape and sd[k].numpy().dtype == v.dtype, k
+      np.testing.assert_array_equal(sd[k].numpy(), v)
+
+@pytest.mark.parametrize("quant", ["Q8_0", "Q4_0"])
+def test_gguf_quantized_dequantizes_like_the_reference(tmp_path, quant):
+  q = getattr(gguf.GGMLQuantizationType, quant)
+  w = np.random.default_rng(1).standard_normal((4, 64)).astype(np.float32)
+  _write(tmp_path / "q.gguf", {"w": w}, quant=q)
+  _, sd = gguf_load(tmp_path / "q.gguf")
+  want = gguf.quants.dequantize(gguf.quants.quantize(w, q), q)
+  assert sd["w"].shape == (4, 64) and sd["w"].dtype == dtypes.float32
+  np.testing.assert_allclose(sd["w"].numpy(), want, rtol=0, atol=0)
+  np.testing.assert_allclose(sd["w"].numpy(), w, atol=0.05 if quant == "Q8_0" else 0.5)   # and it is the weight, quantized
