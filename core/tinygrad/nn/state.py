@@ -260,7 +260,7 @@ def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
     fd, tmp = tempfile.mkstemp(suffix=".gguf")
     with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
   try:
-    reader = gguf.GGUFReader(tmp or t)
+    reader = gguf.GGUFReader(tmp if tmp is not None else os.fspath(t))  # type: ignore[arg-type]
     kv = {name: f.contents() for name, f in reader.fields.items() if not name.startswith("GGUF.")}
     Q = gguf.GGMLQuantizationType
     plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
