@@ -28,7 +28,7 @@ def _need(cc: str) -> None:
   from tinygrad_amd.compiler import find_lld
   try: find_lld()
   except RuntimeError as e: pytest.skip(str(e))
-  if cc == "HIP" and shutil.which("clang") is None: pytest.skip("HIP: clang not installed (and no ROCm hiprtc)")
+  if cc == "HIP" and shutil.which("clang") is None: pytest.skip("HIP: clang not installed (and no ROCm hiprtc): apt-get install clang")
   if cc == "LLVM": pytest.importorskip("llvmlite")
 
 @pytest.mark.parametrize("cc", ["HIP", "LLVM"])

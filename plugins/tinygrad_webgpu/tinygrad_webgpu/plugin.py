@@ -15,7 +15,8 @@ def probe() -> tuple[bool, str]:
   if importlib.util.find_spec("wgpu") is None: return False, "wgpu is not installed (pip install wgpu)"
   if sys.platform.startswith("linux"):
     forced = [f for f in os.environ.get("VK_ICD_FILENAMES", "").split(os.pathsep) if f]
-    if forced and not any(os.path.exists(f) for f in forced): return False, f"VK_ICD_FILENAMES={':'.join(forced)}: no such file"
+    if forced and not any(os.path.exists(f) for f in forced): return False, (f"no Vulkan driver: VK_ICD_FILENAMES={':'.join(forced)}: no such file "
+                                                                              "(unset it for the installed ones; for a CPU one: apt-get install mesa-vulkan-drivers)")
     if not forced and not any(glob.glob(os.path.join(d, "*.json")) for d in ICD_DIRS):
       return False, "no Vulkan driver found (no ICD in /usr/share/vulkan/icd.d); for a CPU one: apt-get install mesa-vulkan-drivers"
   return True, ""
