@@ -13,10 +13,16 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	for p in $(dir $(wildcard plugins/*/pyproject.toml)); do $(VPY) -m pip install -q -e $$p || exit 1; done
 	touch $(STAMP)
 
-.PHONY: setup demo test lines typecheck
+.PHONY: setup system demo test lines typecheck
 setup: $(STAMP)
 
-demo: $(STAMP)
+# the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
+# backends that will be skipped are listed with the command that installs them; nothing runs when all are present.
+# TINYGRAD_NO_SYSTEM_SETUP=1 skips it.
+system:
+	@scripts/setup_system.sh
+
+demo: system $(STAMP)
 	$(VPY) examples/demo.py
 
 lines:
@@ -32,7 +38,7 @@ EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM
 # 2-core machine, plus ~20 s of its plugin tests)
 SUITE_DEVICES := PYTHON,CPU,WEBGPU
 
-test: $(STAMP) lines typecheck
+test: system $(STAMP) lines typecheck
 	SPEC=1 TEST_DEVICES=$(SUITE_DEVICES) $(VPY) -m pytest -n 2 --durations=15 tests $(wildcard plugins/*/tests)
 	SPEC=1 NV_MOCK=1 AMD_MOCK=1 TEST_DEVICES=$(EXTRA_DEVICES) TINYGRAD_CONFORMANCE_QUICK=1 TINYGRAD_CONFORMANCE_SLOW=NV,AMD $(if $(CI_STRICT),REQUIRE_DEVICES=$(EXTRA_DEVICES)) \
 	  $(VPY) -m pytest -n 2 tests/conformance
