@@ -98,10 +98,66 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+# tensors holding an assign that has not run yet: TinyJit realizes them at the end of a call so the write is captured
+# (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
+pending_assigns: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
+  """The movement ops from `top` down to `bottom` (top first), or None when `top` is not a view of `bottom`."""
+  chain: list[UOp] = []
+  while top is not bottom:
+    if top.op not in _MOVEMENT: return None
+    chain.append(top)
+    top = top.src[0]
+  return chain
+_MOVEMENT = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP, Ops.PAD}
+
+def _buffer_under(u: UOp) -> UOp | None:
+  """The BUFFER a realized tensor's graph is (under RESHAPEs), else None."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u if u.op is Ops.BUFFER else None
+
+def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
+  """`base` with the elements that the view `chain` (movement ops, top first) shows replaced by `x`: each op inverted in turn."""
+  if any(n.op is Ops.PAD for n in chain): _unview_mask_check(chain)
+  val, mask = x, None   # mask None: every element of the current shape is written
+  for n in chain:
+    src = n.src[0].shape
+    if n.op is Ops.EXPAND:
+      if src != n.shape:
+        raise ValueError(f"assign: the target is a broadcast (expanded) view, shape {src} -> {n.shape}: several of its elements are one "
+                         "element of the base; assign into the unexpanded tensor, or .contiguous() the view first for a copy of its own")
+      continue
+    if n.op is Ops.SHRINK and mask is None: mask = Tensor.full(val.shape, True, dtype=dtypes.bool, device=val.device)
+    if n.op is Ops.RESHAPE: f: Callable[[Tensor], Tensor] = lambda t: t.reshape(src)
+    elif n.op is Ops.PERMUTE: f = lambda t: t.permute(tuple(sorted(range(len(n.arg)), key=n.arg.__getitem__)))
+    elif n.op is Ops.FLIP: f = lambda t: t.flip(tuple(i for i, fl in enumerate(n.arg) if fl))
+    elif n.op is Ops.SHRINK: f = lambda t: t.pad(tuple((b, s - e) for (b, e), s in zip(n.arg, src)))
+    else: f = lambda t: t.shrink(tuple((b, b + s) for (b, _), s in zip(n.arg, src)))   # PAD: the base has no padded elements
+    val, mask = f(val), (f(mask) if mask is not None else None)
+  return val if mask is None else mask.where(val, base)
+
+def _unview_mask_check(chain: list[UOp]) -> None:
+  # a view through PAD may only write positions that exist in the base: replay the written mask on the host to check
+  import numpy as np
+  m = np.ones(chain[0].shape, dtype=bool)
+  for n in chain:
+    src = n.src[0].shape
+    if n.op is Ops.RESHAPE: m = m.reshape(src)
+    elif n.op is Ops.PERMUTE: m = m.transpose(np.argsort(n.arg))
+    elif n.op is Ops.FLIP: m = np.flip(m, tuple(i for i, f in enumerate(n.arg) if f))
+    elif n.op is Ops.SHRINK: m = np.pad(m, [(b, s - e) for (b, e), s in zip(n.arg, src)])
+    elif n.op is Ops.PAD:
+      inner = tuple(slice(b, b + s) for (b, _), s in zip(n.arg, src))
+      if m.sum() != m[inner].sum():
+        raise ValueError(f"assign: the target view reaches into padding (PAD {n.arg} of shape {src}); only positions of the base tensor can be written")
+      m = m[inner]
 
 class Tensor(_DTypeCasts):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
-  __slots__ = ("uop", "requires_grad", "grad", "__weakref__")
+  # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
+  # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
+  __slots__ = ("uop", "requires_grad", "grad", "_view_of", "_views", "_graph", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
   _rng_counter: int = 0
@@ -111,6 +167,9 @@ class Tensor(_DTypeCasts):
     all_tensors.add(self)
     self.requires_grad: bool | None = requires_grad
     self.grad: Tensor | None = None
+    self._view_of: Tensor | None = None
+    self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
+    self._graph: UOp | None = None
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
@@ -204,11 +263,39 @@ class Tensor(_DTypeCasts):
     base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
     return base.op is Ops.BUFFER and has_buffer(base) and buffer_of(base).is_allocated()
   def realize(self, *lst: Tensor) -> Tensor:
-    """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self."""
+    """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.
+
+    A view with a pending assign first runs the assign (the base's buffer is written), then becomes a copy of its own.
+    The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
     todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and t.numel() > 0]
-    if todo:
-      from tinygrad.engine import realize as engine
-      for t, u in zip(todo, engine.realize_uops([t.uop for t in todo])): t.uop = u
+    if not todo: return self
+    from tinygrad.engine import realize as engine
+    roots: dict[UOp, None] = {}
+    direct: list[Tensor] = []   # tensors whose own graph is realized (the rest are views of an assign: realized after it)
+    again: list[Tensor] = []
+    for t in todo:
+      b = t.uop
+      while b.op in _MOVEMENT: b = b.src[0]
+      if b.op is Ops.ASSIGN and b is not t.uop: roots[b] = None
+      elif t.uop in roots: again.append(t)  # the same (hash-consed) graph as another tensor here: it gets its own buffer
+      else:
+        roots[t.uop] = None
+        direct.append(t)
+    rl = list(roots)
+    results = dict(zip(rl, engine.realize_uops(rl)))
+    for t in direct:
+      if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
+      t._set_uop(results[t.uop])
+      # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
+      if t._view_of is not None and _buffer_under(t.uop) is not _buffer_under(t._view_of.uop): t._detach_view()
+    # every realized assign is now its target's buffer: no live tensor may run it a second time
+    amap = {n: n.src[0] for n in UOp(Ops.SINK, src=tuple(rl)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n.op is Ops.ASSIGN}
+    if amap:
+      for x in list(all_tensors):
+        if x.uop.op is not Ops.BUFFER and not (x.uop.op is Ops.RESHAPE and x.uop.src[0].op is Ops.BUFFER): x.uop = x.uop.substitute(amap)
+    done = {id(t) for t in direct}
+    rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
+    if rest: Tensor.realize(*rest)
     return self
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
@@ -226,8 +313,10 @@ class Tensor(_DTypeCasts):
       from tinygrad.engine.jit import JitError
       raise JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
                      "that value would not change on replay; return the tensor from the jitted function instead")
-    self.realize()
-    base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
+    # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base
+    t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() else self
+    t.realize()
+    base = t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop
     return buffer_of(base).as_buffer()
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
@@ -285,7 +374,10 @@ class Tensor(_DTypeCasts):
     dev = _canon_device(device)
     return self if dev == self.device else Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
   def assign(self, x: Tensor | ConstType | list) -> Tensor:
-    """Write `x` into this tensor (in place into its buffer when it is realized). Returns self."""
+    """Write `x` into this tensor (in place into its buffer when it is realized). Returns self.
+
+    A view (slices, reshape, permute, flip, shrink, a view of a view) writes into the tensor it views: that tensor and every
+    view of it see the new values. A broadcast (expanded) view, or one reaching into padding, cannot be written: an error."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.device != self.device: raise ValueError(f"assign: value is on {x.device}, target on {self.device}; use .to({self.device!r})")
     if x.dtype != self.dtype: raise ValueError(f"assign: value dtype {x.dtype} != target dtype {self.dtype}; cast it first")
@@ -293,10 +385,25 @@ class Tensor(_DTypeCasts):
       try: x = x._broadcast_to(self.shape)
       except ValueError: raise ValueError(f"assign: value shape {x.shape} does not fit target shape {self.shape}") from None
     if x is self or x.uop is self.uop: return self
-    if self._is_realized(): self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop))
-    elif self.uop.op is Ops.ASSIGN: self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], x.uop))
-    else: self.uop = x.uop  # nothing else can see an unrealized tensor's buffer: take the value
+    base = self._view_of
+    if base is None:
+      self._assign_whole(x.uop)
+      return self
+    # a realized base is written through its buffer (a realized view may hold that buffer under another reshape)
+    buf = _buffer_under(base.uop)
+    target = buf if buf is not None else base.uop
+    chain = _movement_chain(self.uop, target)
+    if chain is None: raise RuntimeError(f"assign: this view (shape {self.shape}) lost track of the tensor it views (shape {base.shape}); "
+                                         "assign into that tensor with setitem instead")
+    base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
     return self
+  def _assign_whole(self, v: UOp) -> None:
+    if self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
+    elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
+    else: new = v  # nothing else can see an unrealized tensor's buffer: take the value
+    self._graph = None
+    self._set_uop(new)
+    if new.op is Ops.ASSIGN: pending_assigns[id(self)] = self
 
   # ---- creation ----
   @staticmethod
@@ -462,13 +569,35 @@ class Tensor(_DTypeCasts):
     return self if dt == self.dtype else Tensor(self.uop.bitcast(dt))
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
+  # ---- views ----
+  def _mv(self, u: UOp) -> Tensor:
+    """A movement-op view of this tensor: assigning into it writes into the tensor it views (and every other view sees it)."""
+    ret = Tensor(u)
+    base = self._view_of if self._view_of is not None else self
+    ret._view_of = base
+    if base._views is None: base._views = weakref.WeakValueDictionary()
+    base._views[id(ret)] = ret
+    return ret
+  def _set_uop(self, new: UOp) -> None:
+    """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph)."""
+    old, self.uop = self.uop, new
+    if old is new or not self._views: return
+    for v in list(self._views.values()):
+      if (chain := _movement_chain(v.uop, old)) is None: continue
+      u = new
+      for n in reversed(chain): u = n.replace(src=(u,) + n.src[1:])
+      v.uop = u
+  def _detach_view(self) -> None:
+    if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)
+    self._view_of = None
+
   # ---- broadcasting ----
   def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
     if self.shape == shape: return self
     if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
     padded = (1,) * (len(shape) - self.ndim) + self.shape
     if any(s != t and s != 1 for s, t in zip(padded, shape)): raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
-    return Tensor(self.uop.reshape(padded).expand(shape))
+    return self._mv(self.uop.reshape(padded).expand(shape))
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""
     if isinstance(y, Tensor): return y
@@ -659,6 +788,32 @@ class Tensor(_DTypeCasts):
   def __rshift__(self, x: Any) -> Tensor: return self.rshift(x)
   def __rrshift__(self, x: Any) -> Tensor: return self.rshift(x, True)
   def __invert__(self) -> Tensor: return self.bitwise_not()
+  # in-place operators are assigns (public tinygrad: `x += y` is `x.assign(x + y)`): they write the tensor's buffer, so a
+  # jitted counter `s.c += 1` advances on every replay
+  def __iadd__(self, x: Any) -> Tensor: return self._inplace(self + x, "+=")
+  def __isub__(self, x: Any) -> Tensor: return self._inplace(self - x, "-=")
+  def __imul__(self, x: Any) -> Tensor: return self._inplace(self * x, "*=")
+  def __itruediv__(self, x: Any) -> Tensor: return self._inplace(self / x, "/=")
+  def __ifloordiv__(self, x: Any) -> Tensor: return self._inplace(self // x, "//=")
+  def __imod__(self, x: Any) -> Tensor: return self._inplace(self % x, "%=")
+  def __imatmul__(self, x: Tensor) -> Tensor: return self._inplace(self @ x, "@=")
+  def __ipow__(self, x: Any) -> Tensor: return self._inplace(self ** x, "**=")
+  def __iand__(self, x: Any) -> Tensor: return self._inplace(self & x, "&=")
+  def __ior__(self, x: Any) -> Tensor: return self._inplace(self | x, "|=")
+  def __ixor__(self, x: Any) -> Tensor: return self._inplace(self ^ x, "^=")
+  def __ilshift__(self, x: Any) -> Tensor: return self._inplace(self << x, "<<=")
+  def __irshift__(self, x: Any) -> Tensor: return self._inplace(self >> x, ">>=")
+  def _inplace(self, r: Tensor, op: str) -> Tensor:
+    if r.shape != self.shape:
+      raise ValueError(f"in-place {op}: the result has shape {r.shape} but the tensor has shape {self.shape}; "
+                       f"an in-place op cannot change the shape (use x = x {op[:-1]} y for a new tensor)")
+    if r.dtype != self.dtype:
+      # torch's in-place rule: the result may be cast back unless that changes its kind (float -> int, number -> bool)
+      if (dtypes.is_float(r.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool and r.dtype != dtypes.bool):
+        raise TypeError(f"in-place {op}: result type {r.dtype} can't be cast to the tensor's dtype {self.dtype}; "
+                        f"use x = x {op[:-1]} y for a new tensor, or cast the tensor first")
+      r = r.cast(self.dtype)
+    return self.assign(r)
   def __neg__(self) -> Tensor: return self.neg()
   def __abs__(self) -> Tensor: return self.abs()
 
@@ -1002,7 +1157,7 @@ class Tensor(_DTypeCasts):
       if rest == 0 or self.numel() % rest: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
       new = tuple(self.numel() // rest if s == -1 else s for s in new)
     if prod(new) != self.numel(): raise ValueError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
-    return self if new == self.shape else Tensor(self.uop.reshape(new))
+    return self if new == self.shape else self._mv(self.uop.reshape(new))
   def view(self, shape: Any, *args: int) -> Tensor:
     """Alias of reshape."""
     return self.reshape(shape, *args)
@@ -1012,7 +1167,7 @@ class Tensor(_DTypeCasts):
     if len(o) != self.ndim: raise ValueError(f"permute: order {o} has {len(o)} axes, tensor of shape {self.shape} has {self.ndim}")
     res = tuple(self._resolve_dim(i) for i in o)
     if sorted(res) != list(range(self.ndim)): raise ValueError(f"permute: {o} is not a permutation of the axes of shape {self.shape}")
-    return Tensor(self.uop.permute(res)) if res != tuple(range(self.ndim)) else self
+    return self._mv(self.uop.permute(res)) if res != tuple(range(self.ndim)) else self
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     """Swap two dimensions."""
     order = list(range(self.ndim))
@@ -1062,7 +1217,7 @@ class Tensor(_DTypeCasts):
     if mode != "constant": return self._pad_mode(pairs, mode)
     x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
-    ret = Tensor(x.uop.pad(pos))
+    ret = x._mv(x.uop.pad(pos))
     if value == 0 or all(p == (0, 0) for p in pos): return ret
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
@@ -1090,11 +1245,11 @@ class Tensor(_DTypeCasts):
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
     full = tuple((0, s) if a is None else (int(a[0]), int(a[1])) for a, s in zip(arg, self.shape))
     if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
-    return self if all(r == (0, s) for r, s in zip(full, self.shape)) else Tensor(self.uop.shrink(full))
+    return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
   def flip(self, axis: Any, *args: int) -> Tensor:
     """Reverse the order of elements along the given axes."""
     axes = {self._resolve_dim(a) for a in argfix(axis, *args)}
-    return Tensor(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
+    return self._mv(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
   def repeat(self, repeats: Any, *args: int) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
     reps = argfix(repeats, *args)
@@ -1231,6 +1386,8 @@ class Tensor(_DTypeCasts):
     """Write `v` (broadcast) into self[indices]: basic indices (ints, slices, None, Ellipsis); an assign of a masked where."""
     p = self._index_plan(indices)
     if p.tensor_idx: raise NotImplementedError("setitem with Tensor/list indices is not supported; use mask.where(value, x) and assign")
+    # `x[i] += y` calls x[i].__iadd__ (already an assign into x) and then sets the result back: nothing left to write
+    if isinstance(v, Tensor) and v._view_of is not None and v._view_of is (self._view_of or self) and v.uop is self[indices].uop: return
     vt = self._to_tensor(v).cast(self.dtype)
     try: vt = vt._broadcast_to(tuple(p.out_shape))
     except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None

@@ -59,3 +59,30 @@ def test_jitted_training_step_is_bit_identical():
       l2 = jstep(x, y).numpy()
       assert l1.tobytes() == l2.tobytes()
   assert m1.weight.numpy().tobytes() == m2.weight.numpy().tobytes()
+
+def test_changed_int_argument_is_an_error():
+  @TinyJit
+  def f(a, k): return a * k
+  x = Tensor([1.0, 2.0]).realize()
+  for _ in range(3): assert f(x, 3).tolist() == [3.0, 6.0]   # unchanged: replays
+  with pytest.raises(JitError, match=r"argument 1: captured 3, now 4.*Tensor.*Variable"): f(x, 4)
+
+def test_changed_keyword_and_nested_arguments_are_errors():
+  @TinyJit
+  def f(a, scale=1.0, opts=None): return a * scale + (opts or [0])[0]
+  x = Tensor([1.0]).realize()
+  for _ in range(3): f(x, scale=2.0, opts=[1])
+  with pytest.raises(JitError, match=r"argument 'scale': captured 2.0, now 5.0"): f(x, scale=5.0, opts=[1])
+  with pytest.raises(JitError, match=r"argument 'opts'\[0\]: captured 1, now 2"): f(x, scale=2.0, opts=[2])
+  with pytest.raises(JitError, match=r"argument 'opts'"): f(x, scale=2.0, opts=None)
+  assert f(x, scale=2.0, opts=[1]).tolist() == [3.0]
+
+def test_static_arguments_are_not_checked():
+  seen = []
+  def g(a, tag, n): 
+    seen.append(tag)
+    return a + 1
+  f = TinyJit(g, static=("tag", 2))
+  x = Tensor([1.0]).realize()
+  for i in range(4): assert f(x, tag=f"step {i}", n=i).tolist() == [2.0]
+  assert len(seen) == 2   # replays did not run the Python code

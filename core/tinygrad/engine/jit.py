@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import functools
+import functools, inspect
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops
 from tinygrad.helpers import CAPTURING, JIT, DEBUG
@@ -9,6 +9,12 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.buffers import buffer_of
 
 R = TypeVar("R")
+
+def _same(a: Any, b: Any) -> bool:
+  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN
+  if type(a) is not type(b): return False
+  try: return bool(a == b or a != a and b != b)
+  except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
 
 class JitError(RuntimeError):
   """A jitted function was called in a way its captured kernels cannot replay."""
@@ -20,6 +26,14 @@ def _tensors_in(x: Any) -> list[Any]:
   if isinstance(x, dict): return [t for v in x.values() for t in _tensors_in(v)]
   return []
 
+def _constants_in(x: Any, where: str) -> list[tuple[str, Any]]:
+  """(where, value) of every non-Tensor leaf of an argument: what a capture bakes in (lists, tuples and dicts are walked)."""
+  from tinygrad.tensor import Tensor
+  if isinstance(x, Tensor): return []
+  if isinstance(x, (list, tuple)): return [c for i, v in enumerate(x) for c in _constants_in(v, f"{where}[{i}]")]
+  if isinstance(x, dict): return [c for k, v in x.items() for c in _constants_in(v, f"{where}[{k!r}]")]
+  return [(where, x)]
+
 def _buffer(t: Any) -> Buffer:
   u = t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop
   if u.op is not Ops.BUFFER: raise JitError(f"jit input is not realized into a buffer ({u.op})")
@@ -27,9 +41,20 @@ def _buffer(t: Any) -> Buffer:
 
 class TinyJit(Generic[R]):
   """Decorate a function of Tensors: call 1 runs it normally, call 2 records its kernels, later calls replay them with the
-  new input buffers. Inputs must keep their shapes, dtypes and devices; the function's Python code does not run on replay."""
-  def __init__(self, fxn: Callable[..., R]):
-    self.fxn = fxn
+  new input buffers. Inputs must keep their shapes, dtypes and devices; the function's Python code does not run on replay.
+
+  Any other argument (int, float, str, None, lists of them...) is baked into the capture, so one that differs from the
+  captured call raises JitError: pass a Tensor (or a bound Variable) for a value that changes. `static` names arguments
+  (keyword names or positions) that are known not to change what the function computes: they are not checked, e.g.
+  `TinyJit(step, static=("log_every", 2))` or `@functools.partial(TinyJit, static=("name",))`.
+  Assigns made inside (`x += 1`, `cache[a:b].assign(v)`) are realized at the end of each call, so replays write them too."""
+  def __init__(self, fxn: Callable[..., R], static: tuple[str | int, ...] | list[str | int] = ()):
+    self.fxn, self.static = fxn, set(static)
+    # a position also names its parameter (and a name its position), so either spelling of the call is covered
+    try: params = [n for n, p in inspect.signature(fxn).parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError): params = []
+    self.static |= {params[i] for i in self.static if isinstance(i, int) and i < len(params)} | \
+                   {params.index(n) for n in self.static if isinstance(n, str) and n in params}
     functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
     self.reset()
   def reset(self) -> None:
@@ -38,6 +63,7 @@ class TinyJit(Generic[R]):
     self.steps: list[_realize.ExecStep] = []
     self.in_bufs: list[Buffer] = []
     self.signature: list[tuple] = []
+    self.constants: list[tuple[str, Any]] = []
     self.ret: Any = None
   def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., R]: return functools.partial(self.__call__, obj)  # as a method
 
@@ -46,12 +72,14 @@ class TinyJit(Generic[R]):
     inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)])
     if inputs: Tensor.realize(*inputs)
     signature = [(t.shape, t.dtype, t.device) for t in inputs]
+    constants = [c for i, a in enumerate(args) if i not in self.static for c in _constants_in(a, f"argument {i}")] + \
+                [c for k in sorted(kwargs) if k not in self.static for c in _constants_in(kwargs[k], f"argument {k!r}")]
     if not CAPTURING or not JIT or self.cnt == 0:
       self.cnt += 1
       return self._run_and_realize(args, kwargs)
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
-      self.in_bufs, self.signature = [_buffer(t) for t in inputs], signature
+      self.in_bufs, self.signature, self.constants = [_buffer(t) for t in inputs], signature, constants
       _realize.capturing = []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: self.steps, _realize.capturing = _realize.capturing, None
@@ -61,6 +89,14 @@ class TinyJit(Generic[R]):
     if signature != self.signature:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with inputs {self._fmt(self.signature)} "
                      f"but called with {self._fmt(signature)}; call .reset() to capture again")
+    if constants != self.constants:
+      name = getattr(self.fxn, '__name__', 'function')
+      old, new = dict(self.constants), dict(constants)
+      diff = [f"{w}: captured {old.get(w, '<absent>')!r}, now {new.get(w, '<absent>')!r}" for w in dict.fromkeys(list(old) + list(new))
+              if w not in old or w not in new or not _same(old[w], new[w])]
+      raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
+                     "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
+                     f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
     swap = {id(old): _buffer(t) for old, t in zip(self.in_bufs, inputs)}
     for step in self.steps:
       bufs = [swap.get(id(b), b) for b in step.bufs]
@@ -69,9 +105,11 @@ class TinyJit(Generic[R]):
     return self.ret
 
   def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
-    from tinygrad.tensor import Tensor
+    from tinygrad.tensor import Tensor, pending_assigns
     ret = self.fxn(*args, **kwargs)
-    outs = _tensors_in(ret)
+    # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
+    outs = _tensors_in(ret) + list(pending_assigns.values())
+    pending_assigns.clear()
     if outs: Tensor.realize(*outs)
     return ret
 

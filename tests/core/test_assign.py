@@ -1,0 +1,189 @@
+"""assign into views (the base and every view see the write), in-place operators as assigns, and both inside TinyJit."""
+import operator
+import numpy as np, pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from tinygrad import Tensor, TinyJit, dtypes
+
+HS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# each view: (tinygrad view of t, the same numpy view of a); numpy views write through, like tinygrad's must
+VIEWS = {
+  "shrink": (lambda t: t[1:3, 0:2], lambda a: a[1:3, 0:2]),
+  "row": (lambda t: t[2], lambda a: a[2]),
+  "step": (lambda t: t[::2, 1::2], lambda a: a[::2, 1::2]),
+  "negative_step": (lambda t: t[::-1, ::-2], lambda a: a[::-1, ::-2]),
+  "flip": (lambda t: t.flip(1), lambda a: a[:, ::-1]),
+  "permute": (lambda t: t.T, lambda a: a.T),
+  "reshape": (lambda t: t.reshape(2, 2, 4)[1], lambda a: a.reshape(2, 2, 4)[1]),
+  "view_of_view": (lambda t: t[1:4].T[1:3, ::-1], lambda a: a[1:4].T[1:3, ::-1]),
+  "squeeze_unsqueeze": (lambda t: t[1:2].squeeze(0).unsqueeze(1), lambda a: a[1:2].squeeze(0)[:, None]),
+  "shrink_method": (lambda t: t.shrink(((0, 4), (1, 3))), lambda a: a[0:4, 1:3]),
+}
+
+def _base(realized: bool) -> tuple[Tensor, np.ndarray]:
+  a = np.arange(16, dtype=np.float32).reshape(4, 4)
+  t = Tensor(a.copy())
+  return (t.realize() if realized else t + 0), a
+
+@pytest.mark.parametrize("realized", [True, False], ids=["realized", "lazy"])
+@pytest.mark.parametrize("kind", list(VIEWS))
+def test_assign_into_view_writes_the_base(kind, realized):
+  tv, nv = VIEWS[kind]
+  t, a = _base(realized)
+  other = t[0:4].flip(0)   # another view of the same base: sees the write too
+  v = tv(t)
+  val = np.random.default_rng(0).standard_normal(nv(a).shape).astype(np.float32)
+  v.assign(Tensor(val))
+  nv(a)[...] = val
+  np.testing.assert_array_equal(t.numpy(), a)
+  np.testing.assert_array_equal(v.numpy(), val)
+  np.testing.assert_array_equal(other.numpy(), a[::-1])
+  # a second write through a fresh view after reading: still the same buffer
+  tv(t).assign(Tensor(val * 2))
+  nv(a)[...] = val * 2
+  np.testing.assert_array_equal(t.numpy(), a)
+
+@given(st.data())
+@HS
+def test_assign_into_random_slices_matches_numpy(data):
+  shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+  idx = tuple(slice(data.draw(st.integers(-s, s)), data.draw(st.integers(-s, s)), data.draw(st.sampled_from([1, 2, -1, -2, 3])))
+              for s in shape)
+  a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+  t = Tensor(a.copy()).realize()
+  view = a[idx]
+  if view.size == 0: return
+  val = np.full(view.shape, -1.5, dtype=np.float32) - np.arange(view.size, dtype=np.float32).reshape(view.shape)
+  t[idx].assign(Tensor(val))
+  a[idx] = val
+  np.testing.assert_array_equal(t.numpy(), a)
+
+def test_assign_returns_the_view_with_new_values_before_any_read():
+  t = Tensor.zeros(3, 4).contiguous().realize()
+  v = t[:, 1:3].assign(Tensor.ones(3, 2))
+  assert v.tolist() == [[1.0, 1.0]] * 3
+  assert t.sum().item() == 6.0
+
+def test_assign_into_an_unrealized_constant_base():
+  t = Tensor.zeros(2, 3)     # a broadcast constant, not a buffer: the base itself becomes base-with-region-replaced
+  u = Tensor.zeros(2, 3)     # the same (hash-consed) graph: must not see t's write
+  t[1, 1:].assign(Tensor([4.0, 5.0]))
+  np.testing.assert_array_equal(t.numpy(), [[0, 0, 0], [0, 4, 5]])
+  np.testing.assert_array_equal(u.numpy(), np.zeros((2, 3)))
+
+def test_assign_into_a_realized_view_still_writes_the_base():
+  t = Tensor.zeros(4).contiguous().realize()
+  v = t.reshape(2, 2).realize()   # realized as t's own buffer under another shape
+  v[1].assign(Tensor([3.0, 4.0]))
+  assert t.tolist() == [0.0, 0.0, 3.0, 4.0]
+
+def test_assign_into_broadcast_view_is_an_error():
+  t = Tensor.ones(3).contiguous().realize()
+  with pytest.raises(ValueError, match="broadcast"): t.expand(2, 3).assign(Tensor.zeros(2, 3))
+  with pytest.raises(ValueError, match="broadcast"): t.reshape(1, 3).expand(2, 3)[0].assign(Tensor.zeros(3))
+  assert t.tolist() == [1.0, 1.0, 1.0]
+
+def test_assign_into_padding_is_an_error():
+  t = Tensor.ones(3).contiguous().realize()
+  with pytest.raises(ValueError, match="padding"): t.pad(((1, 1),)).assign(Tensor.zeros(5))
+  t.pad(((1, 1),))[1:4].assign(Tensor([5.0, 6.0, 7.0]))   # the part that exists in the base is writable
+  assert t.tolist() == [5.0, 6.0, 7.0]
+
+def test_assign_into_view_inside_jit_writes_each_replay():
+  cache = Tensor.zeros(6, 3).contiguous().realize()
+  @TinyJit
+  def put(x):
+    cache[2:4].assign(x)
+    return cache.sum(0)
+  ref = np.zeros((6, 3), np.float32)
+  for i in range(5):
+    x = np.full((2, 3), i + 1.0, np.float32) * np.arange(3, dtype=np.float32)
+    out = put(Tensor(x).realize()).numpy()
+    ref[2:4] = x
+    np.testing.assert_array_equal(out, ref.sum(0))
+    np.testing.assert_array_equal(cache.numpy(), ref)
+  assert put.cnt == 5
+
+def test_assign_into_view_inside_jit_without_returning_it():
+  cache = Tensor.zeros(4, 2).contiguous().realize()
+  @TinyJit
+  def put(x): cache[1:2].assign(x.reshape(1, 2))
+  for i in range(4):
+    put(Tensor([i + 1.0, -(i + 1.0)]).realize())
+    assert cache.tolist() == [[0, 0], [i + 1.0, -(i + 1.0)], [0, 0], [0, 0]]
+
+# ---- in-place operators ----
+FLOAT_OPS = ["__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__ifloordiv__"]
+INT_OPS = ["__iadd__", "__isub__", "__imul__", "__ifloordiv__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"]
+NP = {"__iadd__": operator.add, "__isub__": operator.sub, "__imul__": operator.mul, "__itruediv__": operator.truediv,
+      "__ipow__": operator.pow, "__ifloordiv__": operator.floordiv, "__iand__": operator.and_, "__ior__": operator.or_,
+      "__ixor__": operator.xor, "__ilshift__": operator.lshift, "__irshift__": operator.rshift}
+
+@pytest.mark.parametrize("op", FLOAT_OPS)
+def test_inplace_float_operator_writes_the_buffer(op):
+  a, b = np.array([1.5, 2.0, 3.25, 4.0], np.float32), np.array([2.0, 0.5, 1.5, 3.0], np.float32)
+  t = Tensor(a).realize()
+  alias = t.reshape(2, 2)     # shares t's buffer: sees the in-place write, as in torch
+  r = getattr(t, op)(Tensor(b))
+  assert r is t
+  np.testing.assert_allclose(t.numpy(), NP[op](a, b), rtol=1e-6)
+  np.testing.assert_allclose(alias.numpy(), NP[op](a, b).reshape(2, 2), rtol=1e-6)
+
+@pytest.mark.parametrize("op", INT_OPS)
+def test_inplace_int_operator_writes_the_buffer(op):
+  a, b = np.array([5, 12, 7, 9], np.int32), np.array([1, 3, 2, 2], np.int32)
+  t = Tensor(a).realize()
+  alias = t[1:3]
+  getattr(t, op)(Tensor(b))
+  np.testing.assert_array_equal(t.numpy(), NP[op](a, b))
+  np.testing.assert_array_equal(alias.numpy(), NP[op](a, b)[1:3])
+
+def test_inplace_matmul():
+  a, b = np.arange(9, dtype=np.float32).reshape(3, 3), np.eye(3, dtype=np.float32)[::-1].copy()
+  t = Tensor(a).realize()
+  alias = t.T
+  t @= Tensor(b)
+  np.testing.assert_allclose(t.numpy(), a @ b)
+  np.testing.assert_allclose(alias.numpy(), (a @ b).T)
+
+def test_inplace_operator_on_a_slice_writes_the_base():
+  a = np.arange(8, dtype=np.float32)
+  t = Tensor(a.copy()).realize()
+  alias = t[1:7]
+  t[2:6] += 10
+  t[::3] *= 2
+  a[2:6] += 10
+  a[::3] *= 2
+  np.testing.assert_array_equal(alias.numpy(), a[1:7])   # read first: the writes must not wait for t to be read
+  np.testing.assert_array_equal(t.numpy(), a)
+
+def test_inplace_dtype_follows_torch():
+  i = Tensor([1, 2, 3], dtype=dtypes.int32).realize()
+  with pytest.raises(TypeError, match="can't be cast"): i /= 2
+  with pytest.raises(TypeError, match="can't be cast"): i += 1.5
+  with pytest.raises(TypeError, match="can't be cast"): i *= Tensor([0.5, 1.0, 2.0])
+  assert i.tolist() == [1, 2, 3]
+  f = Tensor([1.0, 2.0], dtype=dtypes.float16).realize()
+  f += Tensor([0.5, 0.25], dtype=dtypes.float32)   # float32 result cast back to half, as torch does
+  assert f.dtype == dtypes.float16 and f.tolist() == [1.5, 2.25]
+  b = Tensor([True, False]).realize()
+  b |= Tensor([False, True])
+  assert b.tolist() == [True, True]
+  with pytest.raises(TypeError, match="can't be cast"): b += Tensor([1, 2])
+  with pytest.raises(ValueError, match="cannot change the shape"):
+    s = Tensor.ones(3).contiguous()
+    s += Tensor.ones(2, 3)
+
+def test_jitted_counter_accumulates():
+  class State: pass
+  s = State()
+  s.c = Tensor([0], dtype=dtypes.int32).realize()
+  s.f = Tensor([1.0]).realize()
+  @TinyJit
+  def step(x):
+    s.c += 2
+    s.f *= 1.5
+    return x + 1
+  for _ in range(6): step(Tensor([1.0]).realize())
+  assert s.c.item() == 12
+  np.testing.assert_allclose(s.f.item(), 1.5 ** 6, rtol=1e-6)
