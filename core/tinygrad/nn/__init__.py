@@ -188,7 +188,7 @@ class Dropout:
 __all__ = ["Linear", "Conv2d", "Conv1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
            "GroupNorm", "InstanceNorm", "LSTMCell", "Embedding", "Dropout"]
 def __getattr__(name: str) -> Any:
-  if name in ("optim", "state"):
+  if name in ("optim", "state", "datasets"):
     import importlib
     return importlib.import_module(f"tinygrad.nn.{name}")
   raise AttributeError(f"module 'tinygrad.nn' has no attribute {name!r}")

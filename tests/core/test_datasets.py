@@ -1,0 +1,44 @@
+"""nn.datasets.mnist(): tiny files in MNIST's idx format served from 127.0.0.1, downloaded through helpers.fetch into the cache."""
+import functools, gzip, http.server, struct, threading
+import numpy as np
+import pytest
+from tinygrad import dtypes
+from tinygrad.nn.datasets import mnist
+
+def _idx(arr: np.ndarray) -> bytes:
+  return struct.pack(">I", 0x800 | arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.astype(np.uint8).tobytes()
+
+@pytest.fixture
+def mnist_server(tmp_path):
+  root = tmp_path / "www"
+  root.mkdir()
+  rng = np.random.default_rng(0)
+  data = {"train-images-idx3-ubyte": rng.integers(0, 256, (6, 28, 28)), "train-labels-idx1-ubyte": rng.integers(0, 10, (6,)),
+          "t10k-images-idx3-ubyte": rng.integers(0, 256, (3, 28, 28)), "t10k-labels-idx1-ubyte": rng.integers(0, 10, (3,))}
+  for name, arr in data.items(): (root / f"{name}.gz").write_bytes(gzip.compress(_idx(arr)))
+  handler = type("H", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *a: None})
+  srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+  threading.Thread(target=srv.serve_forever, daemon=True).start()
+  try: yield f"http://127.0.0.1:{srv.server_address[1]}/", data, root
+  finally:
+    srv.shutdown()
+    srv.server_close()
+
+def test_mnist_shapes_values_and_cache(mnist_server, tmp_path, monkeypatch):
+  url, data, root = mnist_server
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  X, Y, Xt, Yt = mnist(base_url=url)
+  assert X.shape == (6, 1, 28, 28) and Y.shape == (6,) and Xt.shape == (3, 1, 28, 28) and Yt.shape == (3,)
+  assert X.dtype == dtypes.uint8 and Y.dtype == dtypes.uint8
+  np.testing.assert_array_equal(X.numpy()[:, 0], data["train-images-idx3-ubyte"])
+  np.testing.assert_array_equal(Yt.numpy(), data["t10k-labels-idx1-ubyte"])
+  cached = tmp_path / "cache" / "tinygrad" / "downloads" / "mnist"
+  assert sorted(p.name for p in cached.iterdir()) == sorted(data)
+  for p in root.iterdir(): p.unlink()     # the server has nothing now: a second call reads the cache
+  np.testing.assert_array_equal(mnist(base_url=url)[1].numpy(), data["train-labels-idx1-ubyte"])
+
+def test_mnist_rejects_a_file_that_is_not_idx(mnist_server, tmp_path, monkeypatch):
+  url, _, root = mnist_server
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  (root / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"<html>not found</html>"))
+  with pytest.raises(ValueError, match="not an MNIST idx file"): mnist(base_url=url)
