@@ -118,13 +118,15 @@ def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_"
 def pairwise(x: Iterable[T]) -> Iterator[tuple[T, T]]: return itertools.pairwise(x)
 
 class Timing(contextlib.ContextDecorator):
-  def __init__(self, prefix: str = "", enabled: bool = True): self.prefix, self.enabled = prefix, enabled
+  """Print the block's wall time in ms after `prefix`; `on_exit(ns)` returns a string appended to the line."""
+  def __init__(self, prefix: str = "", on_exit: Callable[[int], str] | None = None, enabled: bool = True):
+    self.prefix, self.on_exit, self.enabled = prefix, on_exit, enabled
   def __enter__(self) -> Timing:
     self.st = time.perf_counter_ns()
     return self
   def __exit__(self, *exc: Any) -> None:
     self.et = time.perf_counter_ns() - self.st
-    if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms")
+    if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms" + (self.on_exit(self.et) if self.on_exit else ""))
 
 class Profiling(contextlib.ContextDecorator):
   """cProfile the block, then print the `frac` most expensive functions by `sort` (cumtime) with times in ms."""

@@ -103,10 +103,11 @@ def test_colored_and_ansilen():
 
 def test_timing_and_profiling_print(capsys):
   with Timing("took "): sum(range(1000))
+  with Timing("again ", on_exit=lambda ns: f" ({ns >= 0})"): pass
   def work(): return sum(i * i for i in range(20000))
   with Profiling(frac=1.0): work()
   out = capsys.readouterr().out
-  assert out.startswith("took ") and " ms" in out and "work" in out
+  assert out.startswith("took ") and " ms" in out and "work" in out and " ms (True)\n" in out
 
 def test_builtin_tqdm_counts_and_iterates():
   buf = io.StringIO()
