@@ -193,3 +193,29 @@ def test_muon_orthogonalises_like_numpy(shape):
 
 def test_lars_ns_needs_coefficients():
   with pytest.raises(ValueError, match="ns_coefficients"): LARS([Tensor([1.0], requires_grad=True)], ns_steps=5)
+
+def test_optimizer_group_steps_each_like_alone():
+  from tinygrad.nn.optim import OptimizerGroup
+  a, b = Tensor(A0.copy(), requires_grad=True), Tensor(B0.copy(), requires_grad=True)
+  opt = OptimizerGroup(SGD([a], lr=0.05), Muon([b], lr=0.02))
+  assert isinstance(opt[0], SGD) and isinstance(opt[1], LARS) and len(opt) == 2
+  for _ in range(STEPS):
+    opt.zero_grad()
+    (((a * b) ** 2).sum() + (a * Tensor(C)).sum()).backward()
+    opt.step()
+  # the reference: each parameter updated by its own optimizer from the coupled gradients
+  pa, pb = A0.astype(np.float64), B0.astype(np.float64)
+  bufb = np.zeros(3)
+  for _ in range(STEPS):
+    ga, gb = np_grads(pa, pb)
+    pa = pa - 0.05 * ga
+    bufb = 0.95 * bufb + gb
+    g = (gb + 0.95 * bufb).reshape(3, 1)
+    x = g / (np.linalg.norm(g) + 1e-7)
+    x = x.T
+    for _ in range(5):
+      A = x @ x.T
+      x = 3.4445 * x + (-4.775 * A + 2.0315 * A @ A) @ x
+    pb = pb - 0.02 * x.T.reshape(3) * 3 ** 0.5
+  np.testing.assert_allclose(a.numpy(), pa, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(b.numpy(), pb, rtol=1e-3, atol=1e-4)

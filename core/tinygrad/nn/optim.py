@@ -72,6 +72,8 @@ class OptimizerGroup(Optimizer):
   def __init__(self, *optimizers: Optimizer):
     self.optimizers = optimizers
     self.params, self.buffers = dedup([p for o in optimizers for p in o.params]), dedup([b for o in optimizers for b in o.buffers])
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  def __len__(self) -> int: return len(self.optimizers)
   def zero_grad(self) -> None:
     for o in self.optimizers: o.zero_grad()
   def schedule_step(self) -> list[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]
