@@ -159,7 +159,7 @@ def np_lars(lr, momentum=0.9, wd=1e-4, nesterov=False, classic=True, pre_wd=True
         for _ in range(ns[0]):
           A = x @ x.T
           x = ns[1][0] * x + (ns[1][1] * A + ns[1][2] * A @ A) @ x
-        g = (x.T if tall else x).reshape(g.shape) * max(1.0, m.shape[0] / m.shape[1]) ** 0.5
+        g = (x.T if tall else x).reshape(g.shape)
       if not pre_wd and wd: t = t * (1 - wd * lr)
       if not classic: g = g * r * lr
       ps[i] = t - g
@@ -216,6 +216,6 @@ def test_optimizer_group_steps_each_like_alone():
     for _ in range(5):
       A = x @ x.T
       x = 3.4445 * x + (-4.775 * A + 2.0315 * A @ A) @ x
-    pb = pb - 0.02 * x.T.reshape(3) * 3 ** 0.5
+    pb = pb - 0.02 * x.T.reshape(3)
   np.testing.assert_allclose(a.numpy(), pa, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(b.numpy(), pb, rtol=1e-3, atol=1e-4)

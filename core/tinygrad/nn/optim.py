@@ -113,7 +113,7 @@ class LARS(Optimizer):
 
   r = tcoef*||p|| / (||g|| + wd*||p||) (1 where either norm is 0; 1 when tcoef=0); g += wd*p if pre_wd;
   classic: g *= r*lr before the momentum, else after it; b = momentum*b + g; g = g + momentum*b if nesterov else b;
-  ns_steps: g = NewtonSchulz(g as a (rows, -1) matrix) * sqrt(max(1, rows/cols)); not pre_wd: p *= 1 - wd*lr; p -= g.
+  ns_steps: g = NewtonSchulz(g as a (rows, -1) matrix), unscaled as tinygrad's; not pre_wd: p *= 1 - wd*lr; p -= g.
   """
   def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, ns_steps: int = 0,
                ns_coefficients: tuple[float, float, float] | None = None, nesterov: bool = False, classic: bool = True, pre_wd: bool = True,
@@ -137,8 +137,7 @@ class LARS(Optimizer):
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
-        m = g.reshape(g.shape[0], -1)
-        g = _newton_schulz(m, self.ns_steps, self.ns_coefficients).reshape(g.shape) * max(1.0, m.shape[0] / m.shape[1]) ** 0.5
+        g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
       p = t.detach() * (1.0 - self.wd * self.lr) if not self.pre_wd and self.wd > 0 else t.detach()
       if not self.classic: g = g * r * self.lr
       out.append(p - g)
