@@ -160,3 +160,11 @@ def test_fetch_failure_leaves_no_file(http_dir, tmp_path, monkeypatch):
   with pytest.raises(urllib.error.HTTPError): fetch(f"{url}/missing", name="m.bin")
   d = tmp_path / "cache" / "tinygrad" / "downloads"
   assert not list(d.iterdir())
+
+def test_dev_context_picks_the_default_device(monkeypatch):
+  monkeypatch.delenv("DEV", raising=False)
+  reason = Device.default_reason if hasattr(Device, "default_reason") else None
+  try:
+    with Context(DEV="PYTHON"): assert Device._choose_default() == "PYTHON"
+  finally:
+    if reason is not None: Device.default_reason = reason
