@@ -624,8 +624,9 @@ class Tensor(_DTypeCasts):
     a, b = self._broadcasted(x, reverse)
     return a._alu(Ops.ADD, b)
   def sub(self, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
-    """Elementwise self - x."""
+    """Elementwise self - x (bool - bool is an error, as in numpy and torch)."""
     a, b = self._broadcasted(x, reverse)
+    if dtypes.is_bool(a.dtype): raise TypeError("subtracting bool tensors is not supported; use ^ (xor) or logical_not() instead")
     return a._alu(Ops.SUB, b)
   def mul(self, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self * x."""

@@ -321,6 +321,25 @@ pm_shl = PatternMatcher([(UPat(Ops.SHL, src=(UPat.var("x", dtypes.ints), UPat.cv
 pm_shr = PatternMatcher([(UPat(Ops.SHR, src=(UPat.var("x", dtypes.uints), UPat.cvar("c"))),
                           lambda x, c: x // (1 << c.arg) if 0 <= c.arg < x.dtype.itemsize*8 else None)])  # x>>c -> x//2^c (unsigned)
 
+# ---- defined numerics: every renderer computes the same answer as numpy for shifts and bool arithmetic ----
+def _shift_guard(x: UOp, a: UOp, left: bool) -> UOp | None:
+  """x << a and x >> a for an amount outside [0, bits): C and LLVM leave it undefined (LLVM: poison, the store dropped),
+  WGSL masks the amount; numpy and torch give 0 for <<, and for >> the sign fill (0, or -1 for a negative x)."""
+  bits = x.dtype.scalar().itemsize * 8
+  if dtypes.is_bool(x.dtype) or (0 <= a.vmin and a.vmax < bits): return None   # provably in range: as it is
+  fill = (x < 0).where(x.const_like(-1), x.const_like(0)) if not left and not dtypes.is_unsigned(x.dtype) else x.const_like(0)
+  if a.op is Ops.CONST: return fill                                               # constant out of range: the fill
+  ua = a.cast(dtypes.uints[[1, 2, 4, 8].index(a.dtype.scalar().itemsize)].vec(a.dtype.count)) if not dtypes.is_unsigned(a.dtype) else a
+  safe = a & (bits - 1)                                                           # defined on the lane the WHERE drops
+  return (ua < bits).where(x << safe if left else x >> safe, fill)               # negative amounts are huge unsigned
+pm_numerics = PatternMatcher([
+  (UPat(Ops.SHL, src=(UPat.var("x"), UPat.var("a"))), lambda x, a: _shift_guard(x, a, True)),   # x<<a -> a u< bits ? x<<(a&(bits-1)) : 0
+  (UPat(Ops.SHR, src=(UPat.var("x"), UPat.var("a"))), lambda x, a: _shift_guard(x, a, False)),  # x>>a -> a u< bits ? x>>(a&(bits-1)) : sign fill
+  (UPat(Ops.ADD, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # b+c -> b|c (LLVM's add i1 is xor)
+  (UPat(Ops.MUL, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x & y),    # b*c -> b&c
+  (UPat(Ops.MAX, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # max(b,c) -> b|c (i1 true is -1 signed)
+])
+
 # the table for a missing op, and the ops its rules emit (a rule is used only when what it emits is available)
 _LOWERINGS: list[tuple[Ops, PatternMatcher, frozenset[Ops]]] = [
   (Ops.EXP2, pm_exp2, frozenset()), (Ops.LOG2, pm_log2, frozenset()), (Ops.SIN, pm_sin, frozenset()),

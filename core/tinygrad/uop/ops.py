@@ -316,7 +316,8 @@ def _alu_bounds(n: UOp, s: list[tuple[Any, Any]]) -> tuple[Any, Any] | None:
     if op is Ops.AND: return (s[0][0] and s[1][0], s[0][1] and s[1][1])
     if op is Ops.OR: return (s[0][0] or s[1][0], s[0][1] or s[1][1])
     return None
-  if op is Ops.AND and dtypes.is_int(n.dtype) and s[0][0] >= 0 and s[1][0] >= 0: return (0, min(s[0][1], s[1][1]))
+  # two's complement: x & m lies in [0, m] for any x once one side m is non-negative (the shift guard's amount & (bits-1))
+  if op is Ops.AND and dtypes.is_int(n.dtype) and (s[0][0] >= 0 or s[1][0] >= 0): return (0, min(x[1] for x in s if x[0] >= 0))
   if op is Ops.SHL and n.src[1].op is Ops.CONST and 0 <= n.src[1].arg < 63: return (s[0][0] << n.src[1].arg, s[0][1] << n.src[1].arg)
   if op is Ops.SHR and n.src[1].op is Ops.CONST and 0 <= n.src[1].arg < 63: return (s[0][0] >> n.src[1].arg, s[0][1] >> n.src[1].arg)
   if op is Ops.CAST:
@@ -340,7 +341,9 @@ def _log2(x: float) -> float:
   if math.isnan(x) or x < 0: return math.nan
   if x == 0: return -math.inf
   return math.inf if math.isinf(x) else math.log2(x)
-def _shr(a: int, b: int) -> int: return a >> b
+# shifts by an amount outside [0, 64) (a dtype is at most 64 bits): numpy's and torch's answer, 0 for <<, the sign fill for >>
+def _shl(a: int, b: int) -> int: return a << b if 0 <= b < 64 else 0
+def _shr(a: int, b: int) -> int: return a >> b if 0 <= b < 64 else (-1 if a < 0 else 0)
 
 python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.EXP2: _safe(lambda x: 2.0**x if x < 1100 else math.inf, lambda x: False), Ops.LOG2: _log2,
@@ -349,7 +352,7 @@ python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.FDIV: _fdiv, Ops.MAX: max,
   Ops.IDIV: lambda a, b: _c_idiv(a, b) if b != 0 else 0, Ops.MOD: lambda a, b: _c_mod(a, b) if b != 0 else 0,
   Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
-  Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.SHL: operator.lshift, Ops.SHR: _shr,
+  Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.SHL: _shl, Ops.SHR: _shr,
   Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
   Ops.POW: lambda a, b: math.pow(a, b) if not (a < 0 and b != int(b)) else math.nan}
 
