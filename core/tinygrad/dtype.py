@@ -125,7 +125,11 @@ class dtypes:
   def from_py(x: Any) -> DType:
     """The dtype a Python value (or nested list of them) becomes."""
     if x.__class__ is float: return dtypes.default_float
-    if x.__class__ is int: return dtypes.default_int
+    if x.__class__ is int:  # int32 unless the value needs more, as torch and public tinygrad do for lists
+      if dtypes.min(dtypes.default_int) <= x <= dtypes.max(dtypes.default_int): return dtypes.default_int
+      if -2**63 <= x < 2**63: return dtypes.int64
+      if 0 <= x < 2**64: return dtypes.uint64
+      raise OverflowError(f"Python int {x} does not fit int64 or uint64 (the widest int dtypes); use a float dtype for it")
     if x.__class__ is bool: return dtypes.bool
     if isinstance(x, (list, tuple)):
       return max((dtypes.from_py(xi) for xi in x), default=dtypes.default_float)

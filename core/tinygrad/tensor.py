@@ -45,9 +45,24 @@ def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
     raise ValueError(f"ragged nested list: sub-lists have shapes {sorted({s[0] for s in subs})}; every row needs the same shape")
   return (len(data),) + subs[0][0], [v for s in subs for v in s[1]]
 
+def _check_int(v: Any, dtype: DType, fix: str) -> None:
+  """numpy 2's rule: a Python int that does not fit an int dtype is an OverflowError, not a silent wrap."""
+  if dtypes.is_int(dtype) and isinstance(v, int) and not isinstance(v, bool) and not dtypes.min(dtype) <= v <= dtypes.max(dtype):
+    raise OverflowError(f"Python int {v} does not fit {dtype} (valid: {dtypes.min(dtype)}..{dtypes.max(dtype)}); {fix}")
+
 def _pack(vals: list, dtype: DType) -> bytes:
+  for v in vals: _check_int(v, dtype, "pass a wider dtype=, e.g. dtypes.int64")
   if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16(float(v)) for v in vals))
   return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
+
+def _check_shape(op: str, shape: tuple) -> tuple[int, ...]:
+  if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in shape):
+    raise ValueError(f"{op}: invalid shape {shape}; every size must be an int >= 0")
+  return shape
+def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
+  # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning
+  if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals): raise ValueError(f"{op}: {name} must be ints >= 1, got {vals}")
+  return vals
 
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
@@ -179,6 +194,7 @@ class Tensor(_DTypeCasts):
     if data is None: data = []
     if _is_scalar(data):
       dt = dt or dtypes.from_py(data)
+      _check_int(data, dt, "pass a wider dtype=, e.g. dtypes.int64")
       self.uop = UOp.const(dt, data, src=(UOp(Ops.DEVICE, arg=dev),))
     elif isinstance(data, (list, tuple)):
       shape, vals = _flatten_py(data)
@@ -194,6 +210,7 @@ class Tensor(_DTypeCasts):
       from tinygrad.dtype import from_numpy, to_numpy
       shape = tuple(int(s) for s in np.shape(data))
       arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
+      if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
       if dt is not None and dt != src_dt and dt != dtypes.bfloat16: arr, src_dt = arr.astype(to_numpy(dt)), dt
       self.uop = Tensor._from_bytes(arr.tobytes(), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
@@ -409,7 +426,7 @@ class Tensor(_DTypeCasts):
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An allocated, uninitialized tensor."""
-    sh, dt, dev = argfix(*shape), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)
+    sh, dt, dev = _check_shape("empty", argfix(*shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)
     if prod(sh) == 0: return Tensor(Tensor._full_uop(sh, 0, dt, dev), **kwargs)
     u = new_buffer(dev, prod(sh), dt)
     buffer_of(u).allocate()
@@ -418,8 +435,9 @@ class Tensor(_DTypeCasts):
   def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized)."""
     sh = (shape,) if isinstance(shape, int) else tuple(shape)
-    if any(not isinstance(s, int) or s < 0 for s in sh): raise ValueError(f"invalid shape {sh}: sizes must be non-negative ints")
+    _check_shape("full", sh)
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    _check_int(fill_value, dt, "pass a wider dtype=, e.g. dtypes.int64")
     return Tensor(Tensor._full_uop(sh, fill_value, dt, _canon_device(device)), **kwargs)
   @staticmethod
   def zeros(*shape: Any, **kwargs: Any) -> Tensor:
@@ -605,6 +623,7 @@ class Tensor(_DTypeCasts):
       if dtype is None:
         weak = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and isinstance(y, int) and not isinstance(y, bool))
         dtype = self.dtype if weak else dtypes.from_py(y)
+        if weak: _check_int(y, dtype, f"cast the tensor first, e.g. t.cast(dtypes.int64), to compute with {y}")
       return self._const(y, dtype)
     return Tensor(y, device=self.device)
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
@@ -993,7 +1012,11 @@ class Tensor(_DTypeCasts):
     """self + (end - self) * weight."""
     return self + (end - self) * weight
   def pow(self, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
-    """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy)."""
+    """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
+    int constant is a ValueError, as in numpy. With an int tensor exponent the power is computed in float, rounded and cast
+    back, so a negative exponent gives round(b**e) (0 for |b| > 1, as 2**-1 = 0.5 rounds to even) rather than an error."""
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
+      raise ValueError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
       base = self if isinstance(x, int) or dtypes.is_float(self.dtype) else self._float()
@@ -1180,6 +1203,7 @@ class Tensor(_DTypeCasts):
     """Broadcast size-1 dimensions to larger sizes (-1 keeps a size; new leading dimensions may be added)."""
     new = argfix(shape, *args)
     if len(new) < self.ndim: raise ValueError(f"expand: cannot expand shape {self.shape} to {new} (fewer dimensions)")
+    if any(not isinstance(s, int) or s < -1 for s in new): raise ValueError(f"expand: invalid shape {new}; sizes must be ints >= 0, or -1 to keep one")
     cur = (1,) * (len(new) - self.ndim) + self.shape
     return self._broadcast_to(tuple(c if s == -1 else s for c, s in zip(cur, new)))
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -1254,6 +1278,7 @@ class Tensor(_DTypeCasts):
   def repeat(self, repeats: Any, *args: int) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
     reps = argfix(repeats, *args)
+    if any(not isinstance(r, int) or isinstance(r, bool) or r < 0 for r in reps): raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
     if len(reps) < self.ndim: raise ValueError(f"repeat: {reps} has fewer entries than shape {self.shape} has dims")
     base = (1,) * (len(reps) - self.ndim) + self.shape
     x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))
@@ -1505,11 +1530,15 @@ class Tensor(_DTypeCasts):
       if (o - 1) * s >= i + pb: o -= 1
       pads[slot + 1] += max(0, (o - 1) * s + d * (k - 1) + 1 - (i + pb + pa))
     return pads
+  @staticmethod
+  def _window_args(op: str, kernel_size: Any, stride: Any, dilation: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    k_ = _check_positive(op, "kernel_size", tuple(make_tuple(kernel_size, 2)))
+    s_ = _check_positive(op, "stride", tuple(make_tuple(stride if stride is not None else k_, len(k_))))
+    return k_, s_, _check_positive(op, "dilation", tuple(make_tuple(dilation, len(k_))))
   def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | tuple[int, ...] = 0, ceil_mode: bool = False) -> Tensor:
     """Max over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size)."""
-    k_ = make_tuple(kernel_size, 2)
-    s_, d_ = make_tuple(stride if stride is not None else k_, len(k_)), make_tuple(dilation, len(k_))
+    k_, s_, d_ = Tensor._window_args("max_pool2d", kernel_size, stride, dilation)
     pads = Tensor._pool_pads(padding, len(k_))
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
@@ -1517,8 +1546,7 @@ class Tensor(_DTypeCasts):
   def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """Mean over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size)."""
-    k_ = make_tuple(kernel_size, 2)
-    s_, d_ = make_tuple(stride if stride is not None else k_, len(k_)), make_tuple(dilation, len(k_))
+    k_, s_, d_ = Tensor._window_args("avg_pool2d", kernel_size, stride, dilation)
     pads = Tensor._pool_pads(padding, len(k_))
     axes = tuple(range(-len(k_), 0))
     full = self._ceil_pads(k_, s_, d_, pads) if ceil_mode else pads
@@ -1534,9 +1562,12 @@ class Tensor(_DTypeCasts):
     """Convolution (cross-correlation) over the spatial dims: input (N, Cin, *spatial), weight (Cout, Cin/groups, *kernel)."""
     if self.ndim != weight.ndim or self.ndim < 3: raise ValueError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims (>= 3)")
     (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
+    _check_positive("conv2d", "groups", (groups,))
     if groups * cin != cin_: raise ValueError(f"conv2d: input channels {cin_} != groups ({groups}) * weight in-channels ({cin}) for input {self.shape}, weight {weight.shape}")
     if cout % groups: raise ValueError(f"conv2d: out channels {cout} not divisible by groups {groups}")
     nd = len(hw)
+    _check_positive("conv2d", "stride", tuple(make_tuple(stride, nd)))
+    _check_positive("conv2d", "dilation", tuple(make_tuple(dilation, nd)))
     x = self.pad(Tensor._pool_pads(padding, nd))._pool(hw, stride, dilation)  # (bs, cin_, *out, *hw)
     rcout, oyx = cout // groups, x.shape[2:2 + nd]
     x = x.reshape(bs, groups, cin, 1, *oyx, *hw).expand(bs, groups, cin, rcout, *oyx, *hw)

@@ -42,6 +42,11 @@ def test_shift_int32_by_40_repro(dev):
   # the report: LLVM returned a freed tensor's data (the shl was poison and the store dropped)
   assert (Tensor([3] * 4, dtype=dtypes.int32, device=dev) << 40).tolist() == [0] * 4
   assert (Tensor([-3] * 4, dtype=dtypes.int32, device=dev) >> 40).tolist() == [-1] * 4
+  # scalar (not SIMD) code: x86's scalar shift masks the amount to 5 bits (3 << 40 was 768), the vector one saturates
+  i32, i64 = dtypes.int32, dtypes.int64
+  assert (Tensor([3], dtype=i32, device=dev) << Tensor([40], dtype=i32, device=dev)).tolist() == [0]
+  assert (Tensor([3, 3, 3], dtype=i32, device=dev) << Tensor([40, 33, -1], dtype=i32, device=dev)).tolist() == [0, 0, 0]
+  assert (Tensor([-3, 5, 7], dtype=i64, device=dev) >> Tensor([70, 64, -1], dtype=i64, device=dev)).tolist() == [-1, 0, 0]
 
 def test_shift_constant_fold():
   # both operands constant: folded in Python (exec_alu), same answer
@@ -91,3 +96,78 @@ def test_shift_guard_rendered(mod, cls):
     assert shift.src[1].op is Ops.AND and {m.arg for m in (mask.src if mask.op is Ops.VECTORIZE else (mask,))} == {31}, prg.src
     assert any(u.op is Ops.WHERE and shift in u.src for u in prg.uops), prg.src
     assert "31" in prg.src and "32" in prg.src, prg.src
+
+# ---- numpy input in a non-native byte order is converted on the way in ----
+@pytest.mark.parametrize("npdt", [">i4", ">u2", ">f4", ">f8", ">i8", "<i4"])
+def test_numpy_byte_order(npdt):
+  a = np.array([1, 256, 3, 65535 if "u" in npdt else -2], npdt)
+  np.testing.assert_equal(Tensor(a, device="PYTHON").numpy(), a)
+  np.testing.assert_equal(Tensor(a, device="PYTHON", dtype=dtypes.float32).numpy(), a.astype(np.float32))
+  np.testing.assert_equal(Tensor(a[::-1], device="PYTHON").numpy(), a[::-1])
+  np.testing.assert_equal(Tensor(a[1], device="PYTHON").numpy(), a[1])  # a numpy scalar in that byte order
+
+# ---- Python ints past int32: int64 (uint64 past int64), OverflowError past that or past an explicit dtype (numpy 2) ----
+@pytest.mark.parametrize("data,want", [([2**40], dtypes.int64), ([2**31], dtypes.int64), ([-2**31 - 1, 1], dtypes.int64), ([1, 2**31 - 1], dtypes.int32),
+                                       (2**40, dtypes.int64), ([2**63], dtypes.uint64), ([[1], [2**40]], dtypes.int64), (-2**63, dtypes.int64)])
+def test_python_int_picks_a_dtype_that_holds_it(data, want):
+  t = Tensor(data, device="PYTHON")
+  assert t.dtype == want
+  np.testing.assert_equal(t.numpy(), np.array(data, dtype=to_numpy(want)))
+
+@pytest.mark.parametrize("data,dt", [([2**64], None), ([-1, 2**63], None), (2**70, None), ([300], dtypes.uint8), ([-1], dtypes.uint32),
+                                     ([2**31], dtypes.int32), (128, dtypes.int8)])
+def test_python_int_overflow_raises(data, dt):
+  with pytest.raises(OverflowError, match="does not fit"): Tensor(data, dtype=dt, device="PYTHON")
+  if dt is not None:  # numpy 2 refuses the same
+    with pytest.raises(OverflowError): np.array(data, dtype=to_numpy(dt))
+
+def test_full_int_overflow_raises():
+  with pytest.raises(OverflowError, match="does not fit"): Tensor.full((2,), 300, dtype=dtypes.uint8, device="PYTHON")
+  assert Tensor.full((2,), 2**40, device="PYTHON").dtype == dtypes.int64
+
+def test_scalar_operand_overflow_raises():
+  # numpy 2 (NEP 50) and torch refuse a Python int that does not fit the tensor's int dtype instead of wrapping it
+  t = Tensor([1, 2], dtype=dtypes.int32, device="PYTHON")
+  for op in (lambda: t + 2**40, lambda: 2**40 * t, lambda: t - 2**31):
+    with pytest.raises(OverflowError, match="does not fit"): op()
+  with pytest.raises(OverflowError): np.array([1, 2], np.int32) + 2**40
+  assert (t.cast(dtypes.int64) + 2**40).tolist() == [2**40 + 1, 2**40 + 2]
+  assert (t + (2**31 - 1)).dtype == dtypes.int32
+
+# ---- int ** negative int: numpy raises ----
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.uint8, dtypes.int64], ids=str)
+def test_int_pow_negative_int_raises(dt):
+  t = Tensor([2, 3], dtype=dt, device="PYTHON")
+  with pytest.raises(ValueError, match="negative integer powers"): t ** -1
+  with pytest.raises((ValueError, OverflowError)): np.array([2, 3], to_numpy(dt)) ** -1   # uint8: numpy 2 refuses -1 first
+  np.testing.assert_allclose((t ** -1.0).numpy(), np.array([2, 3], to_numpy(dt)) ** -1.0, rtol=1e-6)  # a float exponent: float
+  assert (t ** 2).tolist() == [4, 9] and (Tensor([2.0, 4.0], device="PYTHON") ** -1).tolist() == [0.5, 0.25]
+
+# ---- bad sizes, strides, kernels: one ValueError naming the argument and the valid range ----
+_X, _W = (1, 1, 4, 4), (1, 1, 2, 2)
+BAD_INPUT = [
+  ("empty", lambda: Tensor.empty(-1, device="PYTHON"), "empty: invalid shape"),
+  ("empty2", lambda: Tensor.empty(2, -3, device="PYTHON"), r"int >= 0"),
+  ("zeros", lambda: Tensor.zeros(-1, device="PYTHON"), "invalid shape"),
+  ("ones", lambda: Tensor.ones(3, -2, device="PYTHON"), "invalid shape"),
+  ("full", lambda: Tensor.full((2, -1), 1.0, device="PYTHON"), "invalid shape"),
+  ("conv_stride", lambda: Tensor.ones(*_X, device="PYTHON").conv2d(Tensor.ones(*_W, device="PYTHON"), stride=0), "conv2d: stride must be ints >= 1"),
+  ("conv_stride_neg", lambda: Tensor.ones(*_X, device="PYTHON").conv2d(Tensor.ones(*_W, device="PYTHON"), stride=(1, -1)), "stride"),
+  ("conv_dilation", lambda: Tensor.ones(*_X, device="PYTHON").conv2d(Tensor.ones(*_W, device="PYTHON"), dilation=0), "conv2d: dilation"),
+  ("conv_groups", lambda: Tensor.ones(*_X, device="PYTHON").conv2d(Tensor.ones(*_W, device="PYTHON"), groups=0), "conv2d: groups"),
+  ("max_pool_kernel", lambda: Tensor.ones(*_X, device="PYTHON").max_pool2d(kernel_size=0), "max_pool2d: kernel_size must be ints >= 1"),
+  ("max_pool_stride", lambda: Tensor.ones(*_X, device="PYTHON").max_pool2d(stride=0, ceil_mode=True), "max_pool2d: stride"),
+  ("avg_pool_dilation", lambda: Tensor.ones(*_X, device="PYTHON").avg_pool2d(dilation=0), "avg_pool2d: dilation must be ints >= 1"),
+  ("avg_pool_kernel", lambda: Tensor.ones(*_X, device="PYTHON").avg_pool2d(kernel_size=(2, 0)), "avg_pool2d: kernel_size"),
+  ("repeat", lambda: Tensor.ones(2, device="PYTHON").repeat(-1), "repeat: repeats must be ints >= 0"),
+  ("expand", lambda: Tensor.ones(1, device="PYTHON").expand(-2), "expand: invalid shape"),
+  ("reshape", lambda: Tensor.ones(4, device="PYTHON").reshape(-1, -1), "only one dimension can be -1"),
+]
+
+@pytest.mark.parametrize("name,fn,msg", BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
+def test_bad_input_is_a_clear_value_error(name, fn, msg):
+  with pytest.raises(ValueError, match=msg): fn()
+
+def test_zero_repeats_and_sizes_are_fine():
+  assert Tensor.ones(2, device="PYTHON").repeat(0).shape == (0,) and Tensor.empty(0, 3, device="PYTHON").shape == (0, 3)
+  np.testing.assert_equal(Tensor.ones(2, device="PYTHON").expand(3, -1).numpy(), np.ones((3, 2)))
