@@ -66,6 +66,9 @@ DEV = ContextVar("DEV", "")                  # the default device, "NV", "CPU:LL
 DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
 OSX = platform.system() == "Darwin"
 CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
+# 1: tensor indices (getitem, gather, one_hot, Embedding) are checked against the dimension size and an out-of-range one
+# raises IndexError; this realizes the index tensor (a device sync). Off (default, as public tinygrad): out-of-range reads give 0
+CHECK_OOB = ContextVar("CHECK_OOB", 0)
 
 # ---- small generic helpers ----
 def prod(x: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a*b, x, start)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
-from tinygrad.helpers import TRAINING, prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES
+from tinygrad.helpers import TRAINING, prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES, CHECK_OOB
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
 
 class AxisError(IndexError, ValueError):
@@ -63,6 +63,13 @@ def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
   # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning
   if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals): raise ValueError(f"{op}: {name} must be ints >= 1, got {vals}")
   return vals
+
+def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) -> None:
+  """With CHECK_OOB=1: an IndexError for the first index outside [-n, n) (or [0, n)); realizes `idx`."""
+  if not CHECK_OOB or idx.numel() == 0: return
+  lo = -n if allow_negative and not dtypes.is_unsigned(idx.dtype) else 0
+  bad = [v for v in idx.flatten().tolist() if not lo <= v < n]
+  if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
@@ -1391,6 +1398,7 @@ class Tensor(_DTypeCasts):
       t = i if isinstance(i, Tensor) else Tensor(i, device=self.device)
       if not dtypes.is_int(t.dtype): raise IndexError(f"tensor indices must be ints, got {t.dtype} (boolean masks are not supported: their shape depends on the data)")
       n = self.shape[dd]
+      _check_oob("index", t, n, dd, True)
       ts.append((pos, (t < 0).where(t + n, t) if not dtypes.is_unsigned(t.dtype) else t, n))
     bshape = _broadcast_shape(*(t.shape for _, t, _ in ts))
     nb, nx = len(bshape), x.ndim
@@ -1433,6 +1441,7 @@ class Tensor(_DTypeCasts):
     if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
       raise ValueError(f"gather: index shape {index.shape} is larger than input shape {self.shape} outside dim {d}")
     n = self.shape[d]
+    _check_oob("gather", index, n, d, False)
     x = self.shrink([None if i == d else (0, s) for i, s in enumerate(index.shape)])
     xe = x.unsqueeze(-1).transpose(d, -1).expand(*index.shape, n)
     mask = index.unsqueeze(-1) == Tensor.arange(n, device=self.device)
@@ -1440,6 +1449,7 @@ class Tensor(_DTypeCasts):
   def one_hot(self, num_classes: int = -1) -> Tensor:
     """int32 one-hot encoding along a new last dimension (num_classes=-1 computes max+1, which realizes)."""
     if num_classes == -1: num_classes = int(self.max().item()) + 1
+    _check_oob("one_hot", self, num_classes, self.ndim, False)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
   def _tri(self, diagonal: int, upper: bool) -> Tensor:
     r, c = self.shape[-2], self.shape[-1]

@@ -171,3 +171,33 @@ def test_bad_input_is_a_clear_value_error(name, fn, msg):
 def test_zero_repeats_and_sizes_are_fine():
   assert Tensor.ones(2, device="PYTHON").repeat(0).shape == (0,) and Tensor.empty(0, 3, device="PYTHON").shape == (0, 3)
   np.testing.assert_equal(Tensor.ones(2, device="PYTHON").expand(3, -1).numpy(), np.ones((3, 2)))
+
+# ---- CHECK_OOB=1: an out-of-range index tensor raises IndexError naming the value and the size (off: reads give 0) ----
+def test_out_of_range_index_default_reads_zero():
+  t = Tensor([[1, 2], [3, 4]], device="PYTHON")
+  assert t[Tensor([5], device="PYTHON")].tolist() == [[0, 0]]   # public tinygrad's default: no check, a masked read
+
+@pytest.mark.parametrize("name,fn,msg", [
+  ("getitem", lambda t: t[Tensor([5], device="PYTHON")], "index 5 is out of bounds for axis 0 with size 2"),
+  ("getitem_neg", lambda t: t[Tensor([-3], device="PYTHON")], "index -3 is out of bounds for axis 0 with size 2"),
+  ("getitem_axis1", lambda t: t[:, [0, 2]], "index 2 is out of bounds for axis 1 with size 2"),
+  ("gather", lambda t: t.gather(1, Tensor([[0], [2]], device="PYTHON")), "gather: index 2 is out of bounds for axis 1 with size 2"),
+  ("gather_neg", lambda t: t.gather(0, Tensor([[-1, 0]], device="PYTHON")), "gather: index -1"),
+  ("one_hot", lambda t: Tensor([0, 3], device="PYTHON").one_hot(3), "one_hot: index 3 is out of bounds"),
+])
+def test_check_oob_raises(name, fn, msg):
+  from tinygrad import Context
+  t = Tensor([[1, 2], [3, 4]], device="PYTHON")
+  with Context(CHECK_OOB=1):
+    with pytest.raises(IndexError, match=msg): fn(t)
+    # in range: the same answers as numpy
+    np.testing.assert_equal(t[Tensor([1, -2, 0], device="PYTHON")].numpy(), np.array([[1, 2], [3, 4]])[[1, -2, 0]])
+    np.testing.assert_equal(t.gather(1, Tensor([[1], [0]], device="PYTHON")).numpy(), [[2], [3]])
+
+def test_check_oob_embedding():
+  from tinygrad import Context
+  from tinygrad.nn import Embedding
+  emb = Embedding(4, 2)
+  with Context(CHECK_OOB=1):
+    with pytest.raises(IndexError, match="Embedding: index 4"): emb(Tensor([[1, 4]]))
+    assert emb(Tensor([[1, 3]])).shape == (1, 2, 2)

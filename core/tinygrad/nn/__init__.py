@@ -7,7 +7,7 @@ would otherwise be one graph node and share one gradient.
 from __future__ import annotations
 import math
 from typing import Any
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, _check_oob
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, make_tuple
 
@@ -169,6 +169,7 @@ class Embedding:
     self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
   def __call__(self, idx: Tensor) -> Tensor:
     # compare against arange and sum: a gather built from broadcasts, differentiable through WHERE
+    _check_oob("Embedding", idx, self.vocab_sz, idx.ndim, False)
     big = (*idx.shape, self.vocab_sz, self.embed_sz)
     arange = Tensor.arange(self.vocab_sz, device=idx.device).reshape(*[1] * idx.ndim, self.vocab_sz, 1).expand(*big)
     hit = idx.reshape(*idx.shape, 1, 1).expand(*big) == arange
