@@ -1,5 +1,23 @@
 """tinygrad: a small tensor compiler core; device backends are separately installed plugins."""
+import os, re, sys
 from typing import Any
+
+def _other_tinygrad() -> str | None:
+  """Where public tinygrad (distribution `tinygrad`, the same import name as ours) is installed on sys.path, else None.
+  A scan of each path folder's names, not importlib.metadata (~10 ms to import): this runs at every import."""
+  for p in sys.path:
+    try: names = os.listdir(p or ".")
+    except OSError: continue
+    for n in names:
+      if n.startswith("tinygrad") and _DIST_INFO.match(n): return os.path.join(p, n)
+  return None
+_DIST_INFO = re.compile(r"tinygrad-[^-]+\.(dist|egg)-info$|tinygrad\.egg-info$", re.I)
+
+if (_other := _other_tinygrad()) is not None:
+  import warnings
+  warnings.warn(f"two distributions provide the import name 'tinygrad' here: tinygrad-core (this one) and public tinygrad ({_other}); "
+                "whichever installed last owns the files. Fix: pip uninstall tinygrad (then pip install --force-reinstall tinygrad-core)",
+                stacklevel=2)
 from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
