@@ -5,10 +5,13 @@ Exit status 0 when the default device computes (Tensor([1,2,3])*2).tolist() == [
 from __future__ import annotations
 import sys, json, argparse, platform
 from typing import Any, TYPE_CHECKING
+from tinygrad.helpers import CapturedStderr
 if TYPE_CHECKING:
   from tinygrad.device import CompilerPair
 
 EXPECTED = [2, 4, 6]
+
+def _said(noise: CapturedStderr) -> str: return f" (stderr: {'; '.join(noise.lines()[:3])})" if noise.lines() else ""
 
 def _version(dist: str) -> str:
   from importlib import metadata
@@ -57,8 +60,9 @@ def collect(check: bool = True) -> dict[str, Any]:
   reg = plugins.registry()
   report: dict[str, Any] = {"core": {"version": _version("tinygrad-core"), "api_version": plugins.API_VERSION}, "default_device": None,
                             "default_error": None, "default_ok": False, "plugins": [], "devices": []}
-  try: report["default_device"] = Device.DEFAULT
-  except Exception as e: report["default_error"] = f"{type(e).__name__}: {e}"
+  try:
+    with CapturedStderr() as noise: report["default_device"] = Device.DEFAULT
+  except Exception as e: report["default_error"] = f"{type(e).__name__}: {e}{_said(noise)}"
   report["default_reason"] = list(Device.default_reason)
   dbase, _, dchoice = Device.parse(report["default_device"]) if report["default_device"] else (None, 0, None)
   for p in reg.plugins:
@@ -74,19 +78,24 @@ def collect(check: bool = True) -> dict[str, Any]:
     except Exception as e:
       d.update(status="failed", reason=str(e))
       continue
-    ok, why = plugins.probe(entry)
+    # a probe or a device open may load C libraries that print to fd 2 (the Vulkan loader, drivers): kept out of the
+    # listing's stderr, and shown in the listing's own text when it explains a failure
+    with CapturedStderr() as noise: ok, why = plugins.probe(entry)
     if not ok:
+      why += _said(noise)
       d.update(status="unavailable", reason=why)
       cset, err = plugins.compile_only_pairs(entry)
       if err is not None: d["compilers"].append(_pair_entry(name, None, None, False, f"cannot list compilers: {err}"))
       for i, pair in enumerate(cset.cset if cset is not None else []):
         c = _pair_entry(name, pair, cset.ctrl_var, i == 0, None)
-        if check: c.update(compile_check(pair))
+        if check:
+          with CapturedStderr(): c.update(compile_check(pair))
         d["compilers"].append(c)
       continue
-    try: dev = Device[name]
+    try:
+      with CapturedStderr() as noise: dev = Device[name]
     except Exception as e:
-      d.update(status="failed", reason=f"{type(e).__name__}: {e}")
+      d.update(status="failed", reason=f"{type(e).__name__}: {e}{_said(noise)}")
       continue
     d["description"] = getattr(dev, "description", None)   # optional: what the device runs on (a WebGPU adapter's name)
     set_var = dev.compilers.ctrl_var if dev.compilers is not None else None
@@ -95,11 +104,13 @@ def collect(check: bool = True) -> dict[str, Any]:
     for pair in pairs:
       pname = pair.name if pair is not None else ""
       c = _pair_entry(name, pair, set_var, pname == default_pair, dev.compiler_errors.get(pname))
-      if check and c["error"] is None: c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
+      if check and c["error"] is None:
+        with CapturedStderr() as noise: c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
+        if not c["ok"] and c["error"]: c["error"] += _said(noise)
       d["compilers"].append(c)
   if report["default_device"] and check:
     dd = report["default_device"]
-    report["default_ok"] = health_check(dd)["ok"]
+    with CapturedStderr(): report["default_ok"] = health_check(dd)["ok"]
   return report
 
 def doctor(report: dict[str, Any]) -> dict[str, Any]:

@@ -150,6 +150,25 @@ class Profiling(contextlib.ContextDecorator):
       _, ncalls, tottime, cumtime, _ = stats.stats[fcn]  # type: ignore[attr-defined]
       print(f"n:{ncalls:8d}  tm:{tottime*self.time_scale:7.2f}ms  tot:{cumtime*self.time_scale:7.2f}ms  {fcn[2]} {fcn[0]}:{fcn[1]}")
 
+class CapturedStderr:
+  """`with CapturedStderr() as c:` sends file descriptor 2 to a temp file and restores it: a C library's warnings (the
+  Vulkan loader's "XDG_RUNTIME_DIR is invalid", driver banners) printed while a device is probed or opened go to `c.text`
+  instead of the user's terminal, so a caller can show them where they explain a failure."""
+  def __init__(self): self.text = ""
+  def __enter__(self) -> CapturedStderr:
+    sys.stderr.flush()
+    self._tmp, self._saved = tempfile.TemporaryFile(mode="w+b"), os.dup(2)
+    os.dup2(self._tmp.fileno(), 2)
+    return self
+  def __exit__(self, *exc: Any) -> None:
+    sys.stderr.flush()
+    os.dup2(self._saved, 2)
+    os.close(self._saved)
+    self._tmp.seek(0)
+    self.text = self._tmp.read().decode(errors="replace")
+    self._tmp.close()
+  def lines(self) -> list[str]: return list(dict.fromkeys(ln.strip() for ln in self.text.splitlines() if ln.strip()))
+
 class GlobalCounters:
   """Running totals of what the realize engine ran: kernels (and copies), their estimated ALU ops and bytes touched, their
   measured time (only when timed: DEBUG>=2), and the bytes allocated on devices now. `reset()` zeroes all but mem_used."""

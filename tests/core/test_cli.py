@@ -127,3 +127,19 @@ def test_real_process_builtin_only(tmp_path):
   assert r.returncode == 0, r.stderr
   assert rep["default_device"] == "PYTHON" and rep["default_ok"]
   assert not os.path.exists(tmp_path / "c.db")   # health checks run with CACHELEVEL=0
+
+def test_listing_keeps_library_stderr_noise_out():
+  # the Vulkan loader prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment." (twice) when WEBGPU is
+  # probed and opened without XDG_RUNTIME_DIR; a C library's fd-2 chatter during a probe never reaches the listing's stderr
+  import subprocess, sys, os
+  env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+  r = subprocess.run([sys.executable, "-m", "tinygrad"], capture_output=True, text=True, env=env, timeout=300)
+  assert r.returncode == 0 and "XDG_RUNTIME_DIR" not in r.stderr and "error:" not in r.stderr, r.stderr
+
+def test_captured_stderr_holds_fd2_writes_and_restores():
+  import os
+  from tinygrad.helpers import CapturedStderr
+  with CapturedStderr() as c: os.write(2, b"error: from C\nerror: from C\nsecond\n")
+  assert c.text == "error: from C\nerror: from C\nsecond\n" and c.lines() == ["error: from C", "second"]
+  with CapturedStderr() as c2: pass
+  assert c2.text == "" and os.fstat(2)   # fd 2 is back and usable

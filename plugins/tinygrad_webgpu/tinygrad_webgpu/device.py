@@ -4,10 +4,10 @@ Kernels and copies are recorded into one pending command encoder and submitted t
 (copy-out), when a caller waits (timing, `synchronize`), or after WEBGPU_BATCH (default 64) kernels.
 """
 from __future__ import annotations
-import functools
+import functools, sys
 from typing import Any
 from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
-from tinygrad.helpers import getenv
+from tinygrad.helpers import getenv, CapturedStderr, DEBUG
 from tinygrad_webgpu.renderer import WGSLRenderer
 from tinygrad_webgpu.allocator import WebGPUAllocator
 from tinygrad_webgpu.runtime import WebGPUProgram
@@ -24,15 +24,20 @@ _LLVMPIPE_LOOP_BUDGET = 32768
 
 class WebGPUDevice(Compiled):
   def __init__(self, device: str = "WEBGPU"):
-    import wgpu
-    self.wgpu = wgpu
     index = int(device.split(":")[1]) if ":" in device else 0
-    if index == 0: adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    else:
-      adapters = wgpu.gpu.enumerate_adapters_sync()
-      if index >= len(adapters): raise DeviceError(f"{device}: only {len(adapters)} WebGPU adapter(s) here")
+    # the Vulkan loader and drivers print to fd 2 while adapters are found (twice "XDG_RUNTIME_DIR is invalid" when it is
+    # unset): kept out of the user's terminal, shown with DEBUG>=1 or in the error when no adapter comes of it
+    with CapturedStderr() as noise:
+      import wgpu
+      if index == 0: adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+      else: adapters = wgpu.gpu.enumerate_adapters_sync()
+    self.wgpu = wgpu
+    if DEBUG >= 1 and noise.text: print(noise.text, end="", file=sys.stderr)
+    said = f" (the driver said: {'; '.join(noise.lines()[:3])})" if noise.lines() else ""
+    if index != 0:
+      if index >= len(adapters): raise DeviceError(f"{device}: only {len(adapters)} WebGPU adapter(s) here{said}")
       adapter = adapters[index]
-    if adapter is None: raise DeviceError(f"{device}: wgpu found no adapter (is a Vulkan/Metal/D3D12 driver installed?)")
+    if adapter is None: raise DeviceError(f"{device}: wgpu found no adapter (is a Vulkan/Metal/D3D12 driver installed?){said}")
     self.adapter = adapter
     info = adapter.info
     self.description = f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
