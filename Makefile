@@ -13,7 +13,7 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	for p in $(dir $(wildcard plugins/*/pyproject.toml)); do $(VPY) -m pip install -q -e $$p || exit 1; done
 	touch $(STAMP)
 
-.PHONY: setup system demo test lines typecheck
+.PHONY: setup system demo test lines typecheck dist dist-test
 setup: $(STAMP)
 
 # the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
@@ -24,6 +24,16 @@ system:
 
 demo: system $(STAMP)
 	$(VPY) examples/demo.py
+
+# a wheel and an sdist of the core and of every plugin, in dist/ (setuptools from the venv: no build isolation, no network)
+dist: $(STAMP)
+	rm -rf dist
+	$(VPY) -m build -q --no-isolation --outdir dist .
+	for p in $(dir $(wildcard plugins/*/pyproject.toml)); do $(VPY) -m build -q --no-isolation --outdir dist $$p || exit 1; done
+
+# the core and tinygrad-cpu installed from wheels into a fresh venv, run from a temp folder (also part of make test)
+dist-test: $(STAMP)
+	$(VPY) -m pytest -q tests/test_dist.py
 
 lines:
 	$(PY) scripts/linecount.py
