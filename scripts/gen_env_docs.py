@@ -4,7 +4,7 @@
 Flags come from the declarations themselves: `NAME = ContextVar("NAME", default)  # meaning` (core/tinygrad/helpers.py and
 any module), `getenv("NAME", default)` and `os.environ.get("NAME", default)` anywhere in core/ and plugins/, the root
 conftest.py, and `${NAME:-default}` in scripts/setup_system.sh. The meaning is the declaring line's trailing comment; a
-variable read without one gets it from MEANING below (the generator fails, naming it, when neither exists).
+module-level declaration without one takes the comment lines just above it; a variable read with neither gets it from MEANING below (the generator fails, naming it, when neither exists).
   python3 scripts/gen_env_docs.py          rewrite the table
   python3 scripts/gen_env_docs.py --check  exit 1 when the guide is out of date (tests/core/test_guide.py runs this)
 """
@@ -73,13 +73,18 @@ def collect() -> dict[str, tuple[str, str, str]]:
     old = found.get(name)
     if old is None or (not old[2] and meaning): found[name] = (default if old is None or not old[0] else old[0], where, meaning)
   for f in files:
+    above: list[str] = []   # the comment lines just above: the meaning of a declaration without a trailing one
     for line in open(f, encoding="utf-8"):
+      if line.strip().startswith("#"):
+        above.append(line.strip().lstrip("#").strip())
+        continue
       for rx in DECL:
         for m in rx.finditer(line):
-          name, default, comment = m.group(1), (m.group(2) or "").strip(), (m.group(3) or "").strip()
+          name, default, comment = m.group(1), (m.group(2) or "").strip(), (m.group(3) or "").strip() or (" ".join(above) if line[:1].isalpha() else "")
           if rx.pattern.endswith('_CC)"\\)()()'): default, comment = "", "which compiler the device uses, by name (`python -m tinygrad` lists them); an unknown name is an error listing the valid ones"
           if default.count("(") != default.count(")"): default = "computed"   # a call: the meaning says what it is
           add(name, default, _where(f), comment)
+      above = []
   for line in open(os.path.join(ROOT, "scripts", "setup_system.sh"), encoding="utf-8"):
     for m in SH.finditer(line): add(m.group(1), m.group(2), "scripts", "")
   missing = [n for n, (_, _, mean) in found.items() if not mean and n not in MEANING]
