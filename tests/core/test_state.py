@@ -1,5 +1,5 @@
 """State dicts and safetensors: names, round trips (every dtype, bfloat16 included), strict-loading errors, the byte format."""
-import json, struct, importlib.util
+import json, os, stat, struct, importlib.util
 from collections import namedtuple
 import numpy as np
 import pytest
@@ -165,3 +165,117 @@ def test_cross_check_with_safetensors_package(tmp_path):
   safe_save({k: Tensor(a) for k, a in arrays.items()}, tmp_path / "ours.safetensors")
   theirs = load_file(str(tmp_path / "ours.safetensors"))
   for k, a in arrays.items(): np.testing.assert_array_equal(theirs[k], a)
+
+# ---- safe_save writes through a private temporary file ----
+def test_safe_save_does_not_follow_a_planted_tmp_symlink(tmp_path):
+  victim = tmp_path / "victim.txt"
+  victim.write_text("precious")
+  fn = tmp_path / "m.safetensors"
+  (tmp_path / "m.safetensors.tmp").symlink_to(victim)
+  safe_save({"w": Tensor([1.0, 2.0])}, fn)
+  assert victim.read_text() == "precious"
+  np.testing.assert_array_equal(safe_load(fn)["w"].numpy(), np.array([1.0, 2.0], np.float32))
+
+def test_safe_save_does_not_depend_on_a_fixed_temp_name(tmp_path):
+  fn = tmp_path / "m.safetensors"
+  (tmp_path / "m.safetensors.tmp").mkdir()   # whatever another process left at the old fixed name
+  safe_save({"w": Tensor([3.0])}, fn)
+  assert safe_load(fn)["w"].tolist() == [3.0]
+
+def _save_many(fn, k, n):
+  for i in range(n): safe_save({"w": Tensor(np.full(1000, k * 1000 + i, np.float32))}, fn)
+
+def test_safe_save_concurrent_savers_of_one_path(tmp_path):
+  import multiprocessing as mp
+  fn = str(tmp_path / "m.safetensors")
+  ctx = mp.get_context("fork")
+  procs = [ctx.Process(target=_save_many, args=(fn, k, 40)) for k in range(2)]
+  for p in procs: p.start()
+  for p in procs: p.join(120)
+  assert [p.exitcode for p in procs] == [0, 0]
+  w = safe_load(fn)["w"].numpy()
+  assert w[0] in (39.0, 1039.0) and (w == w[0]).all()   # one saver's last file, whole
+  assert sorted(os.listdir(tmp_path)) == ["m.safetensors"]
+
+def test_safe_save_failure_leaves_no_temp_file(tmp_path, monkeypatch):
+  fn = tmp_path / "m.safetensors"
+  def boom(*a): raise OSError("disk full")
+  monkeypatch.setattr(os, "replace", boom)
+  with pytest.raises(OSError, match="disk full"): safe_save({"w": Tensor([1.0])}, fn)
+  assert os.listdir(tmp_path) == []
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_safe_save_file_mode_follows_umask(tmp_path, umask):
+  old = os.umask(umask)
+  try: safe_save({"w": Tensor([1.0])}, tmp_path / "m.safetensors")
+  finally: os.umask(old)
+  assert stat.S_IMODE(os.stat(tmp_path / "m.safetensors").st_mode) == 0o666 & ~umask
+  os.chmod(tmp_path / "m.safetensors", 0o640)   # overwriting keeps the existing file's mode, as open() does
+  safe_save({"w": Tensor([2.0])}, tmp_path / "m.safetensors")
+  assert stat.S_IMODE(os.stat(tmp_path / "m.safetensors").st_mode) == 0o640
+
+def test_safe_save_refuses_the_metadata_name(tmp_path):
+  with pytest.raises(ValueError, match="__metadata__"): safe_save({"__metadata__": Tensor([1.0]), "w": Tensor([2.0])}, tmp_path / "m.safetensors")
+  assert not (tmp_path / "m.safetensors").exists()
+
+def test_safe_save_aligns_mixed_dtypes(tmp_path):
+  # a byte tensor before a float one: the float must not start at an odd offset, and the reader of record agrees
+  a, b, c = np.arange(3, dtype=np.uint8), np.arange(2, dtype=np.float32), np.arange(3, dtype=np.int16)
+  fn = tmp_path / "m.safetensors"
+  safe_save({"a": Tensor(a), "b": Tensor(b), "c": Tensor(c)}, fn)
+  header = safe_load_metadata(fn)
+  for k, isz in (("a", 1), ("b", 4), ("c", 2)): assert header[k]["data_offsets"][0] % isz == 0, header
+  back = safe_load(fn)
+  assert list(back) == ["a", "b", "c"]
+  for k, ref in (("a", a), ("b", b), ("c", c)): np.testing.assert_array_equal(back[k].numpy(), ref)
+  if HAVE_ST:
+    from safetensors.numpy import load_file
+    theirs = load_file(str(fn))
+    for k, ref in (("a", a), ("b", b), ("c", c)): np.testing.assert_array_equal(theirs[k], ref)
+
+# ---- malformed headers: one ValueError naming the file and the entry ----
+def _raw_file(path, header_text: str, data: bytes = b"\0" * 64):
+  h = header_text.encode()
+  path.write_bytes(struct.pack("<Q", len(h)) + h + data)
+  return path
+
+F32 = lambda offs, shape=(2,): {"dtype": "F32", "shape": list(shape), "data_offsets": offs}
+MALFORMED = {
+  "list": ("[1, 2]", "JSON object"),
+  "string": ('"hello"', "JSON object"),
+  "entry_not_object": (json.dumps({"w": [1, 2]}), "'w' must be an object"),
+  "no_dtype": (json.dumps({"w": {"shape": [2], "data_offsets": [0, 8]}}), "'w' lacks dtype"),
+  "no_offsets": (json.dumps({"w": {"dtype": "F32", "shape": [2]}}), "'w' lacks data_offsets"),
+  "unknown_dtype": (json.dumps({"w": {"dtype": "F128", "shape": [2], "data_offsets": [0, 8]}}), "'w' has dtype 'F128'"),
+  "list_dtype": (json.dumps({"w": {"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]}}), "'w' has dtype"),
+  "string_offsets": (json.dumps({"w": F32(["0", "8"])}), "'w' has data_offsets"),
+  "float_offsets": (json.dumps({"w": F32([0.0, 8.0])}), "'w' has data_offsets"),
+  "negative_offsets": (json.dumps({"w": F32([-8, 0])}), "'w' has data_offsets"),
+  "three_offsets": (json.dumps({"w": F32([0, 8, 16])}), "'w' has data_offsets"),
+  "reversed_offsets": (json.dumps({"w": F32([8, 0])}), "'w' has data_offsets"),
+  "bool_shape": (json.dumps({"w": F32([0, 4], (True,))}), "'w' has shape"),
+  "negative_shape": (json.dumps({"w": F32([0, 8], (-2,))}), "'w' has shape"),
+  "past_the_file": (json.dumps({"w": F32([64, 72])}), "'w' has offsets 64..72 past the end"),
+  "size_mismatch": (json.dumps({"w": F32([0, 12])}), "'w' has offsets 0..12 .* needs 8 bytes"),
+  "overlap": (json.dumps({"a": F32([0, 8]), "b": F32([4, 12])}), "'a' and 'b' overlap"),
+  "unaligned": (json.dumps({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "b": F32([1, 9])}), "'b' starts at 1.*unaligned"),
+  "duplicate": ('{"w": %s, "w": %s}' % (json.dumps(F32([0, 8])), json.dumps(F32([8, 16]))), "'w' appears twice"),
+  "metadata_not_object": (json.dumps({"__metadata__": ["x"], "w": F32([0, 8])}), "'__metadata__' must map str to str"),
+}
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_safetensors_malformed_header(tmp_path, case):
+  text, why = MALFORMED[case]
+  fn = _raw_file(tmp_path / f"{case}.safetensors", text)
+  for reader in (safe_load, safe_load_metadata):
+    with pytest.raises(ValueError, match=f"{case}.safetensors: corrupt safetensors header: .*{why}"): reader(fn)
+
+def test_safetensors_wellformed_edge_cases_load(tmp_path):
+  # what the checks must still accept: empty tensors anywhere, gaps-free order different from the header's, no entries
+  text = json.dumps({"e": F32([3, 3], (0,)), "b": F32([8, 16]), "a": F32([0, 8])})
+  data = np.arange(4, dtype="<f4").tobytes()
+  sd = safe_load(_raw_file(tmp_path / "ok.safetensors", text, data))
+  assert list(sd) == ["e", "b", "a"] and sd["e"].shape == (0,)
+  np.testing.assert_array_equal(sd["a"].numpy(), [0, 1])
+  np.testing.assert_array_equal(sd["b"].numpy(), [2, 3])
+  assert safe_load(_raw_file(tmp_path / "none.safetensors", "{}", b"")) == {}

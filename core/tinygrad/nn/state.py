@@ -5,7 +5,7 @@ optional "__metadata__": {str: str}), then the raw little-endian data; offsets c
 small enough that owning it keeps the core's dependencies at pluggy + numpy.
 """
 from __future__ import annotations
-import json, os, struct
+import json, math, os, struct, tempfile
 from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
@@ -76,25 +76,92 @@ def _raw_bytes(t: Tensor) -> bytes:
   if t.dtype == dtypes.bfloat16: return t.bitcast(dtypes.uint16).numpy().astype("<u2").tobytes()
   return t.numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
 
+def _umask() -> int:
+  mask = os.umask(0o022)   # the only portable read of the umask is to set it: put it straight back
+  os.umask(mask)
+  return mask
+
 def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[str, Any] | None = None) -> None:
-  """Write `tensors` to `fn` in the safetensors format (with optional string `metadata`)."""
-  header: dict[str, Any] = {}
-  blobs, off = [], 0
+  """Write `tensors` to `fn` in the safetensors format (with optional string `metadata`).
+
+  The file is written to a fresh temporary file in the same directory and renamed over `fn`, so a failed save leaves
+  neither a half file nor a temporary one, and concurrent saves to one path each land whole (the last one wins)."""
+  if "__metadata__" in tensors: raise ValueError("safe_save: a tensor may not be named '__metadata__' (the format's metadata key); rename it")
+  raws: dict[str, bytes] = {}
   for name, t in tensors.items():
+    if not isinstance(name, str): raise TypeError(f"safe_save: tensor names are str, got {name!r}")
     if t.dtype not in _SAFE_NAMES: raise TypeError(f"safe_save: {name} has dtype {t.dtype}, which safetensors cannot store; valid: {list(SAFE_DTYPES)}")
-    raw = _raw_bytes(t)
-    header[name] = {"dtype": _SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-    blobs.append(raw)
-    off += len(raw)
+    raws[name] = _raw_bytes(t)
+  # every tensor starts at a multiple of its item size with no gaps (readers reject both): dict order when that holds,
+  # else the largest items first, as the reference writer lays them out
+  order = list(tensors)
+  if any(sum(len(raws[n]) for n in order[:i]) % tensors[k].dtype.itemsize for i, k in enumerate(order)):
+    order.sort(key=lambda n: -tensors[n].dtype.itemsize)
+  offs, off = {}, 0
+  for n in order:
+    offs[n] = [off, off + len(raws[n])]
+    off += len(raws[n])
+  header: dict[str, Any] = {n: {"dtype": _SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": offs[n]} for n, t in tensors.items()}
   if metadata: header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
   hj = json.dumps(header, separators=(",", ":")).encode()
   hj += b" " * (-(8 + len(hj)) % 8)   # the data starts 8-byte aligned, as the reference writer does
-  tmp = f"{os.fspath(fn)}.tmp"
-  with open(tmp, "wb") as f:      # written aside and renamed: a failed save leaves no half file
-    f.write(struct.pack("<Q", len(hj)))
-    f.write(hj)
-    for b in blobs: f.write(b)
-  os.replace(tmp, fn)
+  path = os.fspath(fn)
+  try: mode = os.stat(path).st_mode & 0o777   # overwriting keeps the file's mode, as open() would
+  except FileNotFoundError: mode = 0o666 & ~_umask()
+  # mkstemp: a fresh name (O_EXCL, so a planted symlink is never followed) that no other saver shares
+  fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(struct.pack("<Q", len(hj)))
+      f.write(hj)
+      for n in order: f.write(raws[n])
+      f.flush()
+      os.fchmod(f.fileno(), mode)   # mkstemp creates 0o600
+    os.replace(tmp, path)
+  except BaseException:
+    try: os.unlink(tmp)
+    except FileNotFoundError: pass
+    raise
+
+def _no_duplicates(fn: Any):
+  def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+      if k in out: raise ValueError(f"{fn}: corrupt safetensors header: the name {k!r} appears twice")
+      out[k] = v
+    return out
+  return hook
+
+def _is_int(x: Any) -> bool: return type(x) is int
+
+def _check_header(header: Any, fn: Any, data_size: int) -> None:
+  """One ValueError naming the file and the entry for anything a writer could not have meant."""
+  if not isinstance(header, dict): raise ValueError(f"{fn}: corrupt safetensors header: a JSON object is needed, got {type(header).__name__}")
+  spans = []
+  for name, info in header.items():
+    bad = lambda why: ValueError(f"{fn}: corrupt safetensors header: entry {name!r} {why}")
+    if name == "__metadata__":
+      if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()): raise bad("must map str to str")
+      continue
+    if not isinstance(info, dict): raise bad(f"must be an object, got {type(info).__name__}")
+    missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+    if missing: raise bad(f"lacks {', '.join(missing)}")
+    if not isinstance(info["dtype"], str) or info["dtype"] not in SAFE_DTYPES: raise bad(f"has dtype {info['dtype']!r}; supported: {list(SAFE_DTYPES)}")
+    shape, offs = info["shape"], info["data_offsets"]
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape): raise bad(f"has shape {shape!r}, not a list of non-negative integers")
+    if not (isinstance(offs, list) and len(offs) == 2 and all(_is_int(o) and o >= 0 for o in offs) and offs[0] <= offs[1]):
+      raise bad(f"has data_offsets {offs!r}, not [begin, end] non-negative integers with begin <= end")
+    b, e = offs
+    isz = SAFE_DTYPES[info["dtype"]].itemsize
+    need = math.prod(shape) * isz
+    if e - b != need: raise bad(f"has offsets {b}..{e} ({e-b} bytes) but shape {shape} of {info['dtype']} needs {need} bytes")
+    if e > data_size: raise bad(f"has offsets {b}..{e} past the end of the data ({data_size} bytes)")
+    if b == e: continue   # an empty tensor occupies nothing
+    if b % isz: raise bad(f"starts at {b}, not a multiple of its item size {isz} (unaligned)")
+    spans.append((b, e, name))
+  spans.sort()
+  for (_, e0, n0), (b1, _, n1) in zip(spans, spans[1:]):
+    if b1 < e0: raise ValueError(f"{fn}: corrupt safetensors header: entries {n0!r} and {n1!r} overlap")
 
 def _read_header(f: Any, fn: Any) -> tuple[dict[str, Any], int]:
   head = f.read(8)
@@ -102,16 +169,19 @@ def _read_header(f: Any, fn: Any) -> tuple[dict[str, Any], int]:
   n = struct.unpack("<Q", head)[0]
   size = os.fstat(f.fileno()).st_size
   if n > size - 8: raise ValueError(f"{fn}: not a safetensors file (header length {n} > file size {size})")
-  try: header = json.loads(f.read(n))
+  try: header = json.loads(f.read(n), object_pairs_hook=_no_duplicates(fn))
   except ValueError as e: raise ValueError(f"{fn}: corrupt safetensors header: {e}") from None
+  _check_header(header, fn, size - 8 - n)
   return header, 8 + n
 
 def safe_load_metadata(fn: str | os.PathLike) -> dict[str, Any]:
-  """The JSON header of a safetensors file: {name: {"dtype", "shape", "data_offsets"}, "__metadata__": {...}}."""
+  """The JSON header of a safetensors file: {name: {"dtype", "shape", "data_offsets"}, "__metadata__": {...}}; a
+  malformed header raises one ValueError naming the file and the entry."""
   with open(fn, "rb") as f: return _read_header(f, fn)[0]
 
 def safe_load(fn: str | os.PathLike, device: str | None = None) -> dict[str, Tensor]:
-  """The tensors of a safetensors file, by name, on `device` (the default device when None)."""
+  """The tensors of a safetensors file, by name, on `device` (the default device when None); a malformed header raises
+  one ValueError naming the file and the entry."""
   import numpy as np
   from tinygrad.dtype import to_numpy
   with open(fn, "rb") as f:
@@ -120,13 +190,10 @@ def safe_load(fn: str | os.PathLike, device: str | None = None) -> dict[str, Ten
   out: dict[str, Tensor] = {}
   for name, info in header.items():
     if name == "__metadata__": continue
-    if info["dtype"] not in SAFE_DTYPES: raise TypeError(f"{fn}: tensor {name} has dtype {info['dtype']}; supported: {list(SAFE_DTYPES)}")
     dt, shape = SAFE_DTYPES[info["dtype"]], tuple(info["shape"])
-    b, e = info["data_offsets"]
+    b, _ = info["data_offsets"]
     npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else to_numpy(dt).newbyteorder("<")
-    if e - b != int(np.prod(shape)) * npdt.itemsize or e > len(data):
-      raise ValueError(f"{fn}: tensor {name} has offsets {b}..{e} but needs {int(np.prod(shape)) * npdt.itemsize} bytes (data is {len(data)} bytes)")
-    arr = np.frombuffer(data, dtype=npdt, count=int(np.prod(shape)), offset=b).reshape(shape)
+    arr = np.frombuffer(data, dtype=npdt, count=math.prod(shape), offset=b).reshape(shape)
     t = Tensor(arr.astype(npdt.newbyteorder("=")).reshape(-1), device=device).reshape(shape)
     out[name] = t.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else t
   return out
