@@ -220,3 +220,21 @@ def test_hip_compiler_order_and_override(monkeypatch):
   monkeypatch.delenv("AMD_HIPCC")
   with pytest.raises(RuntimeError, match="no HIP C compiler for gfx90a: hiprtc: hiprtc is not here; comgr: comgr is not here; clang: clang is not here"):
     c.HIPCompiler("gfx90a")
+
+def test_rocm_libraries_are_never_loaded_from_the_current_directory(tmp_path, monkeypatch):
+  # a relative ROCM_PATH or LD_LIBRARY_PATH entry names the cwd: a library planted there must not be picked
+  from tinygrad_amd.compiler import library_candidates
+  from tinygrad_amd.runtime import find_libhip
+  (tmp_path / "rocm" / "lib").mkdir(parents=True)
+  (tmp_path / "rel").mkdir()
+  for f in (tmp_path / "rocm" / "lib" / "libhiprtc.so.6", tmp_path / "rocm" / "lib" / "libamdhip64.so", tmp_path / "rel" / "libamdhip64.so"):
+    f.write_bytes(b"not a library")
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv("ROCM_PATH", "rocm")
+  monkeypatch.setenv("LD_LIBRARY_PATH", "rel::.")
+  in_cwd = lambda p: p is not None and "/" in p and os.path.realpath(p).startswith(str(tmp_path))
+  assert not [p for p in library_candidates("hiprtc") if in_cwd(p)]
+  assert not in_cwd(find_libhip()), f"picked the cwd's {find_libhip()}"
+  monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))   # an absolute ROCM_PATH is the user's explicit choice
+  assert str(tmp_path / "rocm" / "lib" / "libhiprtc.so.6") in library_candidates("hiprtc")
+  assert find_libhip() == str(tmp_path / "rocm" / "lib" / "libamdhip64.so")

@@ -145,8 +145,8 @@ class HIPClangCompiler(AMDCompiler):
 
 def library_candidates(name: str) -> list[str]:
   """Where lib<name>.so may be: $ROCM_PATH/lib (newest version first), then the system's library path."""
-  rocm = os.environ.get("ROCM_PATH", "/opt/rocm")
-  out = sorted(glob.glob(os.path.join(rocm, "lib", f"lib{name}.so*")), reverse=True)
+  from tinygrad_amd.runtime import rocm_path
+  out = sorted(glob.glob(os.path.join(rocm_path(), "lib", f"lib{name}.so*")), reverse=True)
   if (sysl := ctypes.util.find_library(name)): out.append(sysl)
   return out
 

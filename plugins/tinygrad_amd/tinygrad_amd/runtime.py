@@ -33,9 +33,15 @@ HIP_ERROR_OUT_OF_MEMORY, HIP_ERROR_NO_DEVICE = 2, 100
 HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE, HIP_LAUNCH_PARAM_END = 1, 2, 3
 PROPS_SIZE = 8192   # bigger than any version's hipDeviceProp_t
 
+def rocm_path() -> str:
+  """$ROCM_PATH when it is an absolute path, else /opt/rocm (a relative one would load libraries from the cwd)."""
+  p = os.environ.get("ROCM_PATH", "")
+  return p if os.path.isabs(p) else "/opt/rocm"
+
 def find_libhip() -> str | None:
   """Path of libamdhip64, without loading it ($ROCM_PATH/lib, LD_LIBRARY_PATH, /opt/rocm*, then ldconfig)."""
-  dirs = [os.path.join(os.environ.get("ROCM_PATH", "/opt/rocm"), "lib")] + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+  # absolute directories only: a relative (or empty) entry names whatever the current directory holds
+  dirs = [os.path.join(rocm_path(), "lib")] + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isabs(d)]
   for p in [os.path.join(d, n) for d in dirs for n in ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5")]:
     if os.path.exists(p): return p
   found = sorted(glob.glob("/opt/rocm*/lib/libamdhip64.so*"), reverse=True)

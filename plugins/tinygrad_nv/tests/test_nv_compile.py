@@ -86,3 +86,37 @@ def test_tensor_core_kernels_render_and_compile(arch):
   if shutil.which("ptxas") is not None:
     from tinygrad_nv.compiler import PTXCompiler
     assert all(PTXCompiler(arch).compile(p.src)[:4] == b"\x7fELF" for p in progs[1::2])
+
+def test_nvrtc_is_never_loaded_from_the_current_directory(tmp_path, monkeypatch):
+  # `python -m tinygrad` puts '' (the cwd) on sys.path: a library planted there must not be dlopen-ed
+  import ctypes, sys
+  from tinygrad_nv import compiler
+  cwd, site = tmp_path / "cwd", tmp_path / "venv" / "lib" / "site-packages"
+  for base in (cwd, cwd / "rel", site):
+    (base / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (base / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").write_bytes(b"not a library")
+  monkeypatch.chdir(cwd)
+  monkeypatch.setattr(sys, "path", ["", ".", "rel", str(site)] + sys.path)
+  monkeypatch.setenv("CUDA_PATH", "rel")
+  loaded = []
+  def fake_cdll(path, *a, **k):
+    loaded.append(str(path))
+    raise OSError(f"{path}: mocked")
+  monkeypatch.setattr(ctypes, "CDLL", fake_cdll)
+  compiler.load_nvrtc.cache_clear()
+  try:
+    with pytest.raises(RuntimeError, match="NVRTC not found"): compiler.load_nvrtc()
+  finally: compiler.load_nvrtc.cache_clear()
+  planted = [p for p in loaded if not os.path.isabs(p) or os.path.realpath(p).startswith(str(cwd))]
+  assert not planted, f"tried to load from the current directory: {planted}"
+  assert str(site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13") in loaded   # installed wheels are still found
+  assert os.path.join("/usr/local/cuda", "lib64", "libnvrtc.so") in loaded     # a relative CUDA_PATH is ignored
+
+def test_libcuda_search_skips_relative_library_path(tmp_path, monkeypatch):
+  from tinygrad_nv.runtime import find_libcuda
+  (tmp_path / "rel").mkdir()
+  (tmp_path / "rel" / "libcuda.so.1").write_bytes(b"not a library")
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv("LD_LIBRARY_PATH", "rel::.")
+  found = find_libcuda()
+  assert found is None or os.path.realpath(found) != str(tmp_path / "rel" / "libcuda.so.1"), f"picked the cwd's {found}"

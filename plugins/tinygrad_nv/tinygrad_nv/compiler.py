@@ -26,13 +26,23 @@ class NVCompiler(Compiler):
 
 # ---- NVRTC (ctypes on the library from the nvidia-cuda-nvrtc wheel, or the system's) ----
 
+def site_dirs() -> list[str]:
+  """The installed-package directories on sys.path: absolute site-/dist-packages entries only. The empty entry and
+  relative ones mean the current directory, where anyone may have put a `nvidia/.../libnvrtc.so` to be loaded."""
+  return [p for p in dict.fromkeys(sys.path) if os.path.isabs(p) and os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages")]
+
+def cuda_path() -> str:
+  """$CUDA_PATH when it is an absolute path, else /usr/local/cuda (a relative one would load tools from the cwd)."""
+  p = os.environ.get("CUDA_PATH", "")
+  return p if os.path.isabs(p) else "/usr/local/cuda"
+
 def _nvrtc_candidates() -> list[str]:
   out: list[str] = []
-  for base in sys.path:   # the wheels: nvidia/cu13/lib (13.x) and nvidia/cuda_nvrtc/lib (12.x), newest first
+  for base in site_dirs():   # the wheels: nvidia/cu13/lib (13.x) and nvidia/cuda_nvrtc/lib (12.x), newest first
     for pat in ("nvidia/cu13/lib/libnvrtc.so.*", "nvidia/cuda_nvrtc/lib/libnvrtc.so.*"):
-      out += sorted((p for p in glob.glob(os.path.join(base or ".", pat)) if "builtins" not in p and ".alt." not in p), reverse=True)
+      out += sorted((p for p in glob.glob(os.path.join(base, pat)) if "builtins" not in p and ".alt." not in p), reverse=True)
   if (sysl := ctypes.util.find_library("nvrtc")): out.append(sysl)
-  return out + [os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "lib64", "libnvrtc.so")]
+  return out + [os.path.join(cuda_path(), "lib64", "libnvrtc.so")]
 
 @functools.cache
 def load_nvrtc() -> Any:
@@ -81,7 +91,7 @@ class NVRTCCompiler(NVCompiler):
 # ---- command-line tools ----
 
 def _tool(name: str) -> str:
-  path = shutil.which(name) or next((p for p in [os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "bin", name)] if os.path.exists(p)), None)
+  path = shutil.which(name) or next((p for p in [os.path.join(cuda_path(), "bin", name)] if os.path.exists(p)), None)
   if path is None: raise RuntimeError(f"{name} not found on PATH or in $CUDA_PATH/bin; install the CUDA toolkit")
   return path
 
