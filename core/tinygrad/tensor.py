@@ -752,16 +752,21 @@ class Tensor(_DTypeCasts):
     return mask.where(value, self)
 
   # ---- comparisons (bool results) ----
+  def _cmp_widen(self, x: Any) -> Tensor:
+    # a Python int past this int dtype compares exactly, as numpy 2 does (t < 2**40 is True): compare in a dtype that holds both
+    if dtypes.is_int(self.dtype) and isinstance(x, int) and not isinstance(x, bool) and not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):
+      return self.cast(least_upper_dtype(self.dtype, dtypes.from_py(x)))
+    return self
   def _cmp(self, op: Ops, x: Any, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
+    a, b = self._cmp_widen(x)._broadcasted(x, reverse)
     return a._alu(op, b)
   def __lt__(self, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x)
   def __gt__(self, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
   def __le__(self, x: Any) -> Tensor:
-    a, b = self._broadcasted(x)
+    a, b = self._cmp_widen(x)._broadcasted(x)
     return (a < b) | (a == b) if dtypes.is_float(a.dtype) else (b < a).logical_not()
   def __ge__(self, x: Any) -> Tensor:
-    a, b = self._broadcasted(x)
+    a, b = self._cmp_widen(x)._broadcasted(x)
     return (b < a) | (a == b) if dtypes.is_float(a.dtype) else (a < b).logical_not()
   def __eq__(self, x: Any) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
   def __ne__(self, x: Any) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]

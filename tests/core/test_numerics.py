@@ -204,3 +204,14 @@ def test_check_oob_embedding():
   with Context(CHECK_OOB=1):
     with pytest.raises(IndexError, match="Embedding: index 4"): emb(Tensor([[1, 4]]))
     assert emb(Tensor([[1, 3]])).shape == (1, 2, 2)
+
+def test_compare_with_int_past_the_dtype_is_exact():
+  # numpy 2 compares a Python int that does not fit the array's dtype exactly (no wrap, no error); so do we
+  a = np.array([1, -5, 200], np.int32)
+  t = Tensor(a, device="PYTHON")
+  for v in (2**40, -2**40, 2**31):
+    for op in (lambda x, y: x < y, lambda x, y: x > y, lambda x, y: x <= y, lambda x, y: x >= y, lambda x, y: x == y, lambda x, y: x != y):
+      np.testing.assert_equal(op(t, v).numpy(), op(a, v))
+  u = np.array([0, 7, 255], np.uint8)
+  np.testing.assert_equal((Tensor(u, device="PYTHON") == -1).numpy(), u == -1)
+  np.testing.assert_equal((Tensor(u, device="PYTHON") > -1).numpy(), u > -1)
