@@ -10,7 +10,7 @@ PROD (REDUCE_AXIS MUL) uses prod/x like tinygrad: where an input is 0 its gradie
 from __future__ import annotations
 import math, weakref, contextlib, gc
 from typing import TYPE_CHECKING, Any, cast
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import dtypes, sum_acc_dtype
@@ -149,16 +149,18 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   if gradient is None and t.shape != (): raise ValueError(f"gradient of a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
   _check_float(t, "the output")
   for x in targets: _check_float(x, "a target")
-  root_grad = const_like(t.uop, 1.0) if gradient is None else gradient.uop
+  ex = _Realized(_live_tensors())
+  sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
+  root_grad = const_like(sink.src[0], 1.0) if gradient is None else gradient.uop
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
-  grads = compute_gradient(t.uop, root_grad, {x.uop for x in targets})
+  grads = compute_gradient(sink.src[0], root_grad, set(sink.src[1:]))
   ret = []
-  for x in targets:
-    g = grads.get(x.uop)
+  for x, u in zip(targets, sink.src[1:]):
+    g = grads.get(u)
     if g is None:
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0)
-    ret.append(_wrap(g))
+    ret.append(_wrap(ex.unexpand(g)))
   return ret
 
 def _live_tensors() -> list[Tensor]:
@@ -169,22 +171,51 @@ def _live_tensors() -> list[Tensor]:
   T = tensor_mod.Tensor
   return [o for o in gc.get_objects() if type(o) is T]
 
-def _grad_tensors(t: Tensor) -> list[Tensor]:
-  """Every live tensor with requires_grad whose node is in t's graph."""
-  nodes = t.uop.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
-  return [x for x in _live_tensors() if x.requires_grad and x.uop in nodes]
+def _is_const(u: UOp) -> bool:
+  while u.op in GroupOp.Movement: u = u.src[0]
+  return u.op is Ops.CONST
+
+class _Realized:
+  """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
+  behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
+  graphs stay apart) and the gradient passes through it to the tensors it was computed from."""
+  def __init__(self, live: list[Tensor]):
+    self.graphs = {x.uop: g for x in live if (g := getattr(x, "_graph", None)) is not None}
+    self.wrap: dict[UOp, UOp] = {}
+  def _stand_in(self, r: UOp) -> UOp:
+    if r not in self.wrap:
+      self.wrap[r] = r   # (a graph that reads its own result, through an assign: stops there)
+      self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(self.graphs[r]),), tag=("realized", r))
+    return self.wrap[r]
+  def expand(self, u: UOp) -> UOp:
+    subs = {n: self._stand_in(n) for n in u.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN)) if n in self.graphs}
+    return u.substitute(subs) if subs else u
+  def unexpand(self, u: UOp) -> UOp:
+    back = {w: r for r, w in self.wrap.items() if w is not r}
+    return u.substitute(back) if back else u
+
+def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
+  """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
+  None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out."""
+  cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and not _is_const(x.uop)]
+  sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
+  root, nodes = sink.src[0], sink.src[0].toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
+  return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if u in nodes]
 
 def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
-  """Set (or add to) `.grad` of every tensor with requires_grad that `t` depends on; `t` must be a scalar unless `gradient` is given."""
+  """Set (or add to) `.grad` of every tensor that `t` depends on and whose requires_grad is not False; `t` must be a scalar
+  unless `gradient` is given. Works after `t` (or anything in its graph) was realized: realized tensors keep their graph."""
   if gradient is None and t.shape != (): raise ValueError(f"backward on a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
   _check_float(t, "the output")
-  need = [x for x in _grad_tensors(t) if dtypes.is_float(x.dtype)]
+  ex = _Realized(_live_tensors())
+  root, need = _grad_tensors(t, [x for x in _live_tensors() if x is not t], ex)
   if not need: return t
-  root_grad = const_like(t.uop, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
-  grads = compute_gradient(t.uop, root_grad, {x.uop for x in need})
-  for x in need:
-    g = grads.get(x.uop)
+  root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
+  grads = compute_gradient(root, root_grad, {u for _, u in need})
+  for x, u in need:
+    g = grads.get(u)
     if g is None: continue
+    g = ex.unexpand(g)   # the gradient reads the realized buffers, not a recomputation of their graphs
     if x.grad is None: x.grad = _wrap(g)
     else:
       if x.grad.shape != x.shape: raise RuntimeError(f"existing grad shape {x.grad.shape} != tensor shape {x.shape}")

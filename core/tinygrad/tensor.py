@@ -337,8 +337,11 @@ class Tensor(_DTypeCasts):
       from tinygrad.engine.jit import JitError
       raise JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
                      "that value would not change on replay; return the tensor from the jitted function instead")
-    # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base
-    t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() else self
+    # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
+    # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
+    b = self.uop
+    while b.op in _MOVEMENT: b = b.src[0]
+    t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
     base = t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop
     return buffer_of(base).as_buffer()

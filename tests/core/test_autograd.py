@@ -315,7 +315,7 @@ def test_tensor_nonscalar_needs_gradient():
 def test_tensor_no_requires_grad_untouched():
   Tensor = _bind()
   x = Tensor([1.0, 2.0], requires_grad=True)
-  c = Tensor([5.0, 6.0])
+  c = Tensor([5.0, 6.0], requires_grad=False)   # only False opts out: the default (None) gets a gradient, like tinygrad
   (x * c).sum().backward()
   assert c.grad is None
   np.testing.assert_allclose(x.grad.numpy(), [5.0, 6.0])
@@ -407,3 +407,53 @@ def test_tensor_op_gradients(name, ft, fn, shapes):
   np.testing.assert_allclose(out.numpy(), ref, atol=1e-6, rtol=1e-6)
   for i, g in enumerate(grads):
     np.testing.assert_allclose(g.numpy(), numeric_grad(fn, arrays, w, i), atol=1e-5, rtol=1e-4, err_msg=f"{name}: input {i}")
+
+# ---- backward after realizing, and the default requires_grad (public tinygrad's semantics) ----
+def _mlp_ref(a: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+  h = np.maximum(a @ w, 0)
+  return float((h * h).sum()), a.T @ (2 * h * (a @ w > 0))
+
+@needs_tensor
+@pytest.mark.parametrize("read", ["item", "realize", "numpy", "hidden_realized"])
+def test_backward_after_reading_the_loss_keeps_the_graph(read):
+  Tensor = _bind()
+  rng = np.random.default_rng(1)
+  a, w = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 2)).astype(np.float32)
+  tw = Tensor(w, requires_grad=True)
+  h = (Tensor(a) @ tw).relu()
+  if read == "hidden_realized": h.realize()   # an intermediate realized too: the gradient still flows through it
+  loss = (h * h).sum()
+  if read == "item": val = loss.item()
+  elif read == "numpy": val = float(loss.numpy())
+  else: val = float(loss.realize().numpy())
+  ref_loss, ref_grad = _mlp_ref(a, w)
+  np.testing.assert_allclose(val, ref_loss, rtol=1e-5)
+  loss.backward()
+  assert tw.grad is not None
+  np.testing.assert_allclose(tw.grad.numpy(), ref_grad, rtol=1e-4, atol=1e-5)
+  # gradient() as well
+  np.testing.assert_allclose(loss.gradient(tw)[0].numpy(), ref_grad, rtol=1e-4, atol=1e-5)
+
+@needs_tensor
+def test_tensors_realized_from_equal_graphs_get_their_own_gradients():
+  Tensor = _bind()
+  w1, w2 = Tensor.ones(3).contiguous().realize(), Tensor.ones(3).contiguous().realize()   # one (hash-consed) graph each
+  (w1 * Tensor([1.0, 2.0, 3.0]) + w2 * Tensor([10.0, 20.0, 30.0])).sum().backward()
+  assert w1.grad.tolist() == [1.0, 2.0, 3.0] and w2.grad.tolist() == [10.0, 20.0, 30.0]
+
+@needs_tensor
+def test_linear_weights_get_grads_without_an_optimizer():
+  Tensor = _bind()
+  from tinygrad import nn
+  rng = np.random.default_rng(2)
+  a = rng.standard_normal((4, 3)).astype(np.float32)
+  lin = nn.Linear(3, 2)
+  frozen = Tensor(rng.standard_normal((4, 2)).astype(np.float32), requires_grad=False)
+  out = lin(Tensor(a)) * frozen
+  out.sum().backward()
+  np.testing.assert_allclose(lin.weight.grad.numpy(), frozen.numpy().T @ a, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(lin.bias.grad.numpy(), frozen.numpy().sum(0), rtol=1e-5)
+  assert frozen.grad is None
+  d = Tensor(a)
+  (lin(d.detach()).sum()).backward()
+  assert d.grad is None   # only reached through detach()
