@@ -7,7 +7,7 @@ C semantics (IDIV/MOD truncate toward zero, wraparound at the width): rules that
 check with `_nowrap` that its bounds are exact, i.e. no wraparound happened.
 """
 from __future__ import annotations
-import math, functools, operator
+import math, functools, operator, weakref
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, exec_alu
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
@@ -114,11 +114,18 @@ def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
     out[v] = (max(old[0], int(lo[0])), min(old[1], int(lo[1])))
   return out
 _PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL}
+_pure_memo: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+def _pure(x: UOp) -> bool:
+  # memoised per node (UOps are immutable): a chain of n WHEREs costs O(n) here, not a toposort of the subgraph per WHERE
+  if (r := _pure_memo.get(x)) is not None: return r
+  for n in x.toposort(gate=lambda n: n not in _pure_memo):
+    if n not in _pure_memo: _pure_memo[n] = n.op in _PURE and all(_pure_memo[s] for s in n.src)
+  return _pure_memo[x]
 def _under_gate(x: UOp, gate: UOp, value: bool) -> UOp | None:
-  # arithmetic only: a LOAD under a WHERE still executes, so its own gate must stay even where the WHERE makes it redundant
-  if any(n.op not in _PURE for n in x.toposort()): return None
+  # the cheap test first: most gates (float compares, a relu's x>0) bound no variable, so there is nothing to narrow
   bounds = {v: b for v, b in _gate_bounds(gate, value).items() if b != (v.vmin, v.vmax) and b[0] <= b[1]}
-  if not bounds: return None
+  # arithmetic only: a LOAD under a WHERE still executes, so its own gate must stay even where the WHERE makes it redundant
+  if not bounds or not _pure(x): return None
   sub = {v: UOp.variable(f"{v.render()}@[{lo},{hi}]", lo, hi, v.dtype) for v, (lo, hi) in bounds.items()}
   ret = graph_rewrite(x.substitute(sub), sym, name="gate").substitute({nv: v for v, nv in sub.items()})
   return ret if ret is not x else None
