@@ -71,6 +71,11 @@ def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) ->
   bad = [v for v in idx.flatten().tolist() if not lo <= v < n]
   if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
+_CHUNK = 1 << 16   # the most elements one accumulator of a split reduce sums (Tensor._split_reduce)
+def _round_to(x: float, dt: DType) -> float:
+  # a Python float rounded to the nearest value of float dtype `dt` (what numpy's fill computes its start and delta in)
+  if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16(x) << 16))[0]
+  return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
 @dataclass
@@ -462,17 +467,35 @@ class Tensor(_DTypeCasts):
     """Values from `start` up to (not including) `stop` by `step`, like numpy.arange (int32 unless an argument is a float)."""
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange: step must not be 0")
+    given = kwargs.get("dtype") is not None
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else \
       (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     kwargs.pop("dtype", None)
     n = max(0, math.ceil((stop - start) / step))
     dev = kwargs.pop("device", None)
     if n == 0: return Tensor.full((0,), 0, dtype=dt, device=dev, **kwargs)
-    idx = Tensor.full((n,), 1, dtype=dtypes.int32, device=dev).cumsum() - 1
-    if all(isinstance(x, int) for x in (start, step)) and not dtypes.is_float(dt): ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
-    else: ret = (idx.cast(least_upper_float(dt)) * step + start).cast(dt)
+    ints = all(isinstance(x, int) for x in (start, step)) and not dtypes.is_float(dt)
+    # int64 where an index or a value leaves int32 (default dtype only: a given dtype is kept)
+    wide = n > dtypes.max(dtypes.int32) or (ints and not -2**31 <= start + (n-1)*step < 2**31)
+    if wide and not given and ints: dt = dtypes.int64
+    idx = Tensor._arange_index(n, dtypes.int64 if wide else dtypes.int32, dev)
+    if ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
+    else:
+      # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type
+      fdt = least_upper_float(dt)
+      f0 = _round_to(start, fdt)
+      ret = (idx.cast(fdt) * _round_to(_round_to(start + step, fdt) - f0, fdt) + f0).cast(dt)
     if kwargs: ret.requires_grad = kwargs.get("requires_grad")
     return ret
+  @staticmethod
+  def _arange_index(n: int, dt: DType, dev: str | None) -> Tensor:
+    # 0..n-1: small sizes as a blocked cumsum (it fuses into its user), larger ones as one elementwise kernel from two
+    # realized index tables (i = a*B + b), since a cumsum costs each element a reduce over its block
+    if n <= 1 << 14: return (Tensor.full((n,), 1, dtype=dtypes.int32, device=dev).cumsum() - 1).cast(dt)
+    b = 1 << 14
+    a = ceildiv(n, b)
+    hi, lo = Tensor._arange_index(a, dt, dev).contiguous(), Tensor._arange_index(b, dt, dev).contiguous()
+    return (hi.reshape(a, 1) * b + lo.reshape(1, b)).reshape(a * b).shrink(((0, n),))
   @staticmethod
   def linspace(start: int | float, stop: int | float, steps: int, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
@@ -1075,15 +1098,23 @@ class Tensor(_DTypeCasts):
     split = self._split_reduce(op, axes)
     return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)
   def _split_reduce(self, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
-    # a reduce of R >= 2**15 elements to few outputs is one long serial loop: reduce (k, R/k) chunks first (k outputs run
-    # in parallel: threads, or GPU work-groups), then the k partial results; None when it does not apply
+    # a reduce of R elements runs as chunks, each summed by one accumulator, then a reduce of the chunk results (itself
+    # split again when needed): chunks of at most _CHUNK keep float32 sums at numpy's pairwise accuracy (one accumulator
+    # stalls at 2**24: ones(30000001).sum() gave 16777216), and k >= 8 chunks of a big reduce to few outputs run in
+    # parallel (threads, GPU work-groups). None when a plain reduce is fine
     red = prod(self.shape[a] for a in axes)
-    if not SPLIT_REDUCEOP or red < 1 << 15 or self.numel() // red > 16: return None
-    k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and red // d >= 256), 0)
-    if not k: return None
+    if not SPLIT_REDUCEOP or red <= _CHUNK and (red < 1 << 15 or self.numel() // red > 16): return None
+    # prefer an exact split (no padding: the loads stay unmasked): k parallel chunks, else a chunk size dividing R
+    k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and 256 <= red // d <= _CHUNK), 0)
+    c = red // k if k else next((d for d in range(_CHUNK, _CHUNK // 4, -1) if red % d == 0), _CHUNK)
+    m = ceildiv(red, c)
     kept = tuple(i for i in range(self.ndim) if i not in axes)
-    x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), k, red // k)
-    return Tensor(Tensor(x.uop.r(op, (x.ndim-1,))).contiguous().uop.r(op, (x.ndim-2,)))
+    x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), red)
+    if m * c != red:
+      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
+      x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
+    x = x.reshape(*(self.shape[i] for i in kept), m, c)
+    return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
   def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
     """Sum over `axis` (all when None). Ints and bools accumulate in at least int32/uint32; float16/bfloat16 accumulate in float32
     and return their own dtype, as tinygrad does."""

@@ -9,7 +9,7 @@ check with `_nowrap` that its bounds are exact, i.e. no wraparound happened.
 from __future__ import annotations
 import math, functools, operator, weakref
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, exec_alu
+from tinygrad.uop.ops import UOp, exec_alu, AxisType
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import EGRAPH
@@ -136,6 +136,17 @@ def _index_gate(i: UOp, buf: UOp, idx: UOp, g: UOp) -> UOp | None:
   nidx = _under_gate(idx, g, True)
   return None if nidx is None else buf.index(nidx, g).replace(dtype=i.dtype)
 
+def _reduce_invariant(r: UOp) -> UOp | None:
+  # a reduce over a range its value does not depend on (an expanded axis) needs no loop: sum -> x*n, max -> x. Besides
+  # the time, n copies of x summed one by one in float32 stall at 2**24 where x*n is correctly rounded
+  if r.arg not in (Ops.ADD, Ops.MAX): return None
+  deps = r.src[0].toposort()
+  free = [x for x in r.src[1:] if x not in deps and x.op is Ops.RANGE and x.arg[1] is AxisType.REDUCE and x.src[0].op is Ops.CONST]
+  if not free: return None
+  rest = tuple(x for x in r.src[1:] if x not in free)
+  v = UOp(Ops.REDUCE, r.dtype, (r.src[0],) + rest, r.arg) if rest else r.src[0]
+  return v * v.const_like(math.prod(x.src[0].arg for x in free)) if r.arg is Ops.ADD else v
+
 def _cast_roundtrip(n: UOp, w: UOp, x: UOp) -> UOp | None:
   ok = n.dtype == x.dtype and dtypes.is_int(x.dtype) and dtypes.is_int(w.dtype) and dtypes.min(w.dtype) <= dtypes.min(x.dtype) \
     and dtypes.max(x.dtype) <= dtypes.max(w.dtype)
@@ -234,6 +245,7 @@ sym = symbolic + PatternMatcher([
   (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"), UPat.var("g")), name="i"), _index_gate),  # buf[f(v) if g] with v narrowed by g
   ((XI < C1) & (XI < C2), lambda x, c1, c2: x < min(c1.arg, c2.arg)),                          # x<a & x<b -> x<min(a,b)
   (UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(X,), name="w"),), name="n"), _cast_roundtrip),      # T(W(x:T)) -> x (W holds every T)
+  (UPat(Ops.REDUCE, name="r"), _reduce_invariant),                                              # sum_r x -> x*n, max_r x -> x (x free of r)
 ])
 
 # rules the e-graph adds: reorderings greedy rewriting must not use (they loop), saturation explores them under its budget

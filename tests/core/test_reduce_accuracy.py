@@ -1,0 +1,85 @@
+"""Large reductions keep numpy's accuracy: float32 sums are split into chunks (one accumulator never sums more than
+tensor._CHUNK elements), and a reduce over an expanded axis is x*n (no loop, no count that wraps past 2**32)."""
+import numpy as np, pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor
+
+def _rel(got: float, want: float) -> float: return abs(got - want) / max(abs(want), 1e-30)
+
+def _check(t: Tensor, ref: np.ndarray, ops=("sum", "mean", "max", "min")):
+  for op in ops:
+    got, want = getattr(t, op)().item(), float(getattr(ref.astype(np.float64), op)())
+    assert _rel(got, want) <= 1e-5, f"{op} over {ref.size} elements: {got} vs numpy float64 {want}"
+
+@settings(max_examples=6)
+@given(n=st.integers(1, 50_000_000), kind=st.sampled_from(["uniform", "ones", "normal"]), seed=st.integers(0, 2**16))
+def test_float32_reductions_match_numpy_float64(n: int, kind: str, seed: int):
+  rng = np.random.default_rng(seed)
+  a = {"uniform": lambda: rng.random(n, dtype=np.float32), "ones": lambda: np.ones(n, np.float32),
+       "normal": lambda: (rng.standard_normal(n, dtype=np.float32) + 3)}[kind]()
+  _check(Tensor(a), a)
+
+@pytest.mark.parametrize("n", [2**24 + 1, 30_000_001, 2**25 + 3])
+def test_sum_past_float32_integer_range(n: int):
+  # one float32 accumulator stalls at 2**24: ones(30000001).sum() was 16777216 and the mean 0.559
+  assert _rel(Tensor.ones(n).sum().item(), n) <= 1e-7
+  assert _rel(Tensor.ones(n).mean().item(), 1.0) <= 1e-7
+
+@pytest.mark.parametrize("x", [1.0, -2.5, 0.1])
+def test_reduce_expanded_past_2_32(x: float):
+  t = Tensor([x]).expand(2**33)
+  assert _rel(t.sum().item(), x * 2**33) <= 1e-6 and _rel(t.mean().item(), x) <= 1e-6
+  assert t.max().item() == t.min().item() == np.float32(x)
+
+def test_reduce_2d_expanded_past_2_32():
+  a = np.random.default_rng(1).random(2**17, dtype=np.float32)
+  t = Tensor(a).reshape(2**17, 1).expand(2**17, 2**16)
+  assert _rel(t.sum().item(), a.astype(np.float64).sum() * 2**16) <= 1e-5
+  assert _rel(t.mean().item(), a.astype(np.float64).mean()) <= 1e-5
+  assert t.max().item() == a.max() and t.min().item() == a.min()
+  np.testing.assert_allclose(t.sum(axis=1).numpy(), a.astype(np.float64) * 2**16, rtol=1e-6)
+
+def test_var_std_large():
+  a = np.random.default_rng(2).random(20_000_001, dtype=np.float32) + 100
+  t = Tensor(a)
+  assert _rel(t.var().item(), a.astype(np.float64).var(ddof=1)) <= 1e-4
+  assert _rel(t.std().item(), a.astype(np.float64).std(ddof=1)) <= 1e-4
+
+def test_reduce_axis_of_many_rows_large():
+  # many outputs, each a long reduce: also chunked
+  a = np.random.default_rng(3).random((4, 5_000_001), dtype=np.float32)
+  np.testing.assert_allclose(Tensor(a).sum(axis=1).numpy(), a.astype(np.float64).sum(axis=1), rtol=1e-5)
+  np.testing.assert_allclose(Tensor(a.T.copy()).sum(axis=0).numpy(), a.astype(np.float64).sum(axis=1), rtol=1e-5)
+
+@settings(max_examples=3)
+@given(n=st.integers(1, 70_000), seed=st.integers(0, 2**16))
+def test_reductions_on_python_device(n: int, seed: int):
+  a = np.random.default_rng(seed).random(n, dtype=np.float32)
+  _check(Tensor(a, device="PYTHON"), a, ("sum", "max"))
+
+# ---- arange: one elementwise kernel from the index, numpy's values ----
+@pytest.mark.parametrize("args", [(10,), (2, 20, 3), (10, 0, -1), (5, -7, -3), (5, 5), (5, 0), (0, 10, -1), (20000,), (100000, 0, -3),
+                                  (-70001, 3, 7)])
+def test_arange_ints_match_numpy(args):
+  got = Tensor.arange(*args)
+  np.testing.assert_array_equal(got.numpy(), np.arange(*args, dtype=np.int32))
+  assert got.numpy().dtype == np.int32
+
+@pytest.mark.parametrize("args", [(0.5, 10.3, 0.7), (-3.0, 4.5, 0.1), (1, -2, -0.3), (0.1, 3000.0, 0.1), (2.0, 1.0, 0.5),
+                                  (-1e4, 1e4, 0.37), (0, 40000.0, 1.5)])
+def test_arange_floats_match_numpy(args):
+  # numpy's float32 fill: start + i*delta in float32 with delta = f32(start+step) - f32(start)
+  np.testing.assert_allclose(Tensor.arange(*args).numpy(), np.arange(*args, dtype=np.float32), rtol=1e-6, atol=1e-6)
+
+def test_arange_values_past_int32_are_int64():
+  got = Tensor.arange(2**31 - 2, 2**31 + 3)
+  assert got.numpy().dtype == np.int64 and got.tolist() == list(range(2**31 - 2, 2**31 + 3))
+
+def test_arange_large():
+  n = 2**27
+  t = Tensor.arange(n).realize()
+  assert [t[i].item() for i in (0, 1, 12345, 2**24 + 1, n - 1)] == [0, 1, 12345, 2**24 + 1, n - 1]
+  assert t.sum(dtype="int64").item() == n * (n - 1) // 2
+  f = Tensor.arange(0.0, n / 4, 0.25).realize()
+  ref = np.arange(0.0, n / 4, 0.25, dtype=np.float32)
+  assert [f[i].item() for i in (3, 2**20 + 1, n - 1)] == [ref[i] for i in (3, 2**20 + 1, n - 1)]
