@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16
+from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, sum_acc_dtype, float_to_bf16, INVERSE_DTYPES_DICT
 from tinygrad.helpers import TRAINING, prod, argfix, make_tuple, flatten, ceildiv, all_int, SPLIT_REDUCEOP, MATMUL_PACK, MATMUL_PACK_BYTES, CHECK_OOB
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
 
@@ -76,6 +76,8 @@ def _round_to(x: float, dt: DType) -> float:
   # a Python float rounded to the nearest value of float dtype `dt` (what numpy's fill computes its start and delta in)
   if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16(x) << 16))[0]
   return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
+def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half
+
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
 @dataclass
@@ -187,7 +189,6 @@ class Tensor(_DTypeCasts):
   __slots__ = ("uop", "requires_grad", "grad", "_view_of", "_views", "_graph", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
-  _rng_counter: int = 0
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dt = to_dtype(dtype) if dtype is not None else None
@@ -528,55 +529,166 @@ class Tensor(_DTypeCasts):
     """An uninitialized tensor shaped like this one."""
     return Tensor.empty(self.shape, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
 
-  # ---- random (generated on the host from the seed and a per-call counter, then copied in: deterministic) ----
+  # ---- random: threefry2x32-20 run as kernels on the tensor's device, keyed by the seed, counted per device ----
+  # Each device holds a realized uint32 state [key0, key1, calls]. A random call snapshots it and bumps `calls` in place
+  # (one schedule: the scheduler orders the snapshot's read before the assign's write), then hashes the counter block
+  # (element index, calls) under the key. Under TinyJit the snapshot and the bump are captured kernels, so every replay
+  # draws fresh numbers; manual_seed rewrites the same buffers, so it also reaches captured jits.
+  _rng_state: dict[str, Tensor] = {}
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
-    """Seed the random generator; the sequence of random tensors after this is reproducible."""
-    Tensor._seed, Tensor._rng_counter = seed, 0
+    """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
+    Tensor._seed = seed
+    for dev, st in Tensor._rng_state.items(): st.assign(Tensor._rng_init(dev)).realize()
   @staticmethod
-  def _host_random(kind: str, shape: tuple[int, ...], dtype: DType, device: str | None, **kw: Any) -> Tensor:
-    import numpy as np
-    from tinygrad.dtype import to_numpy
-    rng = np.random.default_rng([Tensor._seed, Tensor._rng_counter])
-    Tensor._rng_counter += 1
-    if kind == "randint":
-      arr = rng.integers(kw["low"], kw["high"], size=shape, dtype=np.int64).astype(to_numpy(dtype))
-      return Tensor(arr, device=device)
-    gen_dt = np.float64 if dtype == dtypes.float64 else np.float32
-    arr = rng.random(size=shape, dtype=gen_dt) if kind == "rand" else rng.standard_normal(size=shape, dtype=gen_dt)
-    return Tensor(arr, device=device, dtype=dtype)
+  def _rng_init(dev: str) -> Tensor:
+    return Tensor([Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF, 0], dtype=dtypes.uint32, device=dev)
+  @staticmethod
+  def _iota(n: int, dev: str) -> Tensor:
+    """0..n-1 as uint32 from base-256 digits (tiny uploaded aranges, broadcast and summed): no O(n) scan, no host n-array."""
+    digits = max(1, math.ceil(math.log(max(n, 2), 256) - 1e-9))
+    base = Tensor(list(range(256)), dtype=dtypes.uint32, device=dev)
+    ret = None
+    for k in range(digits):
+      d = base.reshape(*[1] * k, 256, *[1] * (digits - k - 1)) * (256 ** (digits - k - 1))
+      ret = d if ret is None else ret + d
+    assert ret is not None
+    return ret.expand((256,) * digits).flatten().shrink(((0, n),))
+  @staticmethod
+  def _threefry2x32(c0: Tensor, c1: Tensor, k0: Tensor, k1: Tensor) -> tuple[Tensor, Tensor]:
+    """Random123's threefry2x32 with 20 rounds on uint32 tensors (counter block (c0, c1), key (k0, k1)) -> 2 output words."""
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
+    x0, x1 = c0 + k0, c1 + k1
+    for i in range(20):
+      r = (13, 15, 26, 6, 17, 29, 16, 24)[i % 8]   # the rotation constants R_32x2
+      x0 = x0 + x1
+      x1 = ((x1 << r) | (x1 >> (32 - r))) ^ x0
+      if i % 4 == 3:   # key injection every 4 rounds
+        s = i // 4 + 1
+        x0, x1 = x0 + ks[s % 3], x1 + ks[(s + 1) % 3] + s
+    return x0, x1
+  @staticmethod
+  def _random_bits(shape: tuple[int, ...], device: str | None) -> tuple[Tensor, Tensor]:
+    """Two independent uint32 words per element of `shape` (numel > 0), advancing the device's counter by one call."""
+    dev, num = _canon_device(device), prod(shape)
+    if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
+    if (st := Tensor._rng_state.get(dev)) is None: st = Tensor._rng_state[dev] = Tensor._rng_init(dev)
+    snap = st.contiguous()
+    st.assign(st + Tensor.ones(1, dtype=dtypes.uint32, device=dev).pad(((2, 0),)))
+    Tensor.realize(snap, st)
+    k0, k1, calls = (snap.shrink(((i, i + 1),)) for i in range(3))
+    x0, x1 = Tensor._threefry2x32(Tensor._iota(num, dev), calls, k0, k1)
+    return x0.reshape(shape), x1.reshape(shape)
+  @staticmethod
+  def _uniform_bits(x0: Tensor, x1: Tensor, dtype: DType) -> Tensor:
+    """Bits -> [0, 1): float64 from 52 bits (26 of each word, exact sum); other floats by mantissa fill in float32 with only
+    as many bits as the target keeps (float32 23, float16 10, bfloat16 7), so the cast is exact and never rounds up to 1."""
+    if dtype == dtypes.float64: return (x0 >> 6).cast(dtypes.float64) * 2.0**-26 + (x1 >> 6).cast(dtypes.float64) * 2.0**-52
+    m = {dtypes.float16: 10, dtypes.bfloat16: 7}.get(dtype, 23)
+    return (((x0 >> (32 - m)) << (23 - m)) | 0x3F800000).bitcast(dtypes.float32).sub(1.0).cast(dtype)
+  @staticmethod
+  def _random_dtype(name: str, dtype: DType | str | None, kind: str = "float") -> DType:
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    ok, valid = (dtypes.is_float, dtypes.floats) if kind == "float" else (dtypes.is_int, dtypes.ints)
+    if not ok(dt): raise ValueError(f"{name} needs {'a float' if kind == 'float' else 'an int'} dtype, got {_dtname(dt)}; valid: {', '.join(map(_dtname, valid))}")
+    return dt
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
-    """Uniform random values in [0, 1)."""
-    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if not dtypes.is_float(dt): raise ValueError(f"rand needs a float dtype, got {dt}")
-    ret = Tensor._host_random("rand", argfix(*shape), dt, device)
+    """Uniform random values in [0, 1), generated on `device` (threefry2x32; see manual_seed)."""
+    sh, dt = argfix(*shape), Tensor._random_dtype("rand", dtype)
+    ret = Tensor.zeros(sh, dtype=dt, device=device) if prod(sh) == 0 else Tensor._uniform_bits(*Tensor._random_bits(sh, device), dt)
     ret.requires_grad = kwargs.get("requires_grad")
     return ret
   @staticmethod
   def randn(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
-    """Standard normal random values."""
-    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if not dtypes.is_float(dt): raise ValueError(f"randn needs a float dtype, got {dt}")
-    ret = Tensor._host_random("randn", argfix(*shape), dt, device)
+    """Standard normal random values (Box-Muller on two uniforms per element, in float32; float64 in float64)."""
+    sh, dt = argfix(*shape), Tensor._random_dtype("randn", dtype)
+    if prod(sh) == 0: ret = Tensor.zeros(sh, dtype=dt, device=device)
+    else:
+      x0, x1 = Tensor._random_bits(sh, device)
+      cdt = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
+      # 1 - u is in (0, 1]: the log stays finite (|z| <= 5.8 in float32)
+      u1, u2 = (1.0 - (x0 >> 8).cast(cdt) * 2.0**-24), (x1 >> 8).cast(cdt) * 2.0**-24
+      ret = ((-2.0 * u1.log()).sqrt() * (u2 * (2 * math.pi)).cos()).cast(dt)
     ret.requires_grad = kwargs.get("requires_grad")
     return ret
   @staticmethod
   def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
-    """Random integers in [low, high)."""
+    """Random integers in [low, high): the high word of bits * (high - low) (bias below (high-low)/2**32), or for a range
+    above 2**32 (64-bit dtypes) the 64-bit bits modulo the range (bias below range/2**64)."""
+    if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"randint: low and high must be ints, got {low!r}, {high!r}")
     if high <= low: raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    dt = to_dtype(dtype)
-    if not dtypes.is_int(dt): raise ValueError(f"randint needs an int dtype, got {dt}")
-    return Tensor._host_random("randint", argfix(*shape), dt, device, low=low, high=high)
+    dt, sh = Tensor._random_dtype("randint", dtype, "int"), argfix(*shape)
+    if low < dtypes.min(dt) or high - 1 > dtypes.max(dt):  # type: ignore[operator]
+      raise ValueError(f"randint: [{low}, {high}) does not fit {_dtname(dt)} ([{dtypes.min(dt)}, {dtypes.max(dt)}]); use a wider dtype")
+    if prod(sh) == 0: return Tensor.zeros(sh, dtype=dt, device=device)
+    x0, x1 = Tensor._random_bits(sh, device)
+    r = high - low
+    if r > 2**32: v = ((x1.cast(dtypes.uint64) << 32) | x0.cast(dtypes.uint64)) % r
+    else:   # mulhi32(x0, r) from 16-bit limbs: every partial product fits uint32
+      al, ah, bl, bh = x0 & 0xFFFF, x0 >> 16, r & 0xFFFF, r >> 16
+      mid = ((al * bl) >> 16) + ((al * bh) & 0xFFFF) + ((ah * bl) & 0xFFFF)
+      v = ah * bh + ((al * bh) >> 16) + ((ah * bl) >> 16) + (mid >> 16)
+    udt, sdt = (dtypes.uint64, dtypes.int64) if dt.itemsize == 8 else (dtypes.uint32, dtypes.int32)
+    w = v.cast(udt) + low % 2**(8 * udt.itemsize)   # unsigned adds wrap: exact modulo 2**bits, and the result fits dt
+    return w.cast(dt) if dtypes.is_unsigned(dt) else w.bitcast(sdt).cast(dt)
+  @staticmethod
+  def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
+    """A random permutation of 0..n-1: the rank of each index's random key (ties by index), as n x n kernels (for modest n)."""
+    dt = Tensor._random_dtype("randperm", dtype, "int")
+    if n < 0: raise ValueError(f"randperm: n must be >= 0, got {n}")
+    if n == 0: return Tensor.zeros(0, dtype=dt, device=device)
+    keys = Tensor._random_bits((n,), device)[0]
+    return Tensor._rank_select(keys.unsqueeze(0), n)[0].cast(dt)
+  @staticmethod
+  def _rank_select(keys: Tensor, k: int) -> Tensor:
+    """For each row of `keys` (b, n), the indices of its k largest keys, largest first (equal keys: lower index first)."""
+    n, dev = keys.shape[-1], keys.device
+    ar = Tensor._iota(n, dev).cast(dtypes.int32)
+    ki, kj = keys.unsqueeze(-1), keys.unsqueeze(-2)
+    before = (kj > ki) | ((kj == ki) & (ar.unsqueeze(0) < ar.unsqueeze(1)))   # [.., i, j]: j ranks ahead of i
+    rank = before.cast(dtypes.int32).sum(-1)                                     # (b, n): a permutation of 0..n-1 per row
+    hit = rank.unsqueeze(-2) == ar.shrink(((0, k),)).unsqueeze(-1)               # (b, k, n): index i has rank r
+    return hit.where(ar, 0).sum(-1)
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    """Indices (int32) drawn from the categories weighted by this 1-d (n,) or 2-d (b, n) tensor, like torch.multinomial:
+    with replacement by searching the normalized cumulative sum, without it by the largest log(u)/w keys (exponential races,
+    the same law as drawing one by one); zero-weight categories come only after every positive one."""
+    if self.ndim not in (1, 2): raise ValueError(f"multinomial needs 1-d or 2-d weights, got shape {self.shape}")
+    if num_samples < 1: raise ValueError(f"multinomial: num_samples must be >= 1, got {num_samples}")
+    w = (self.unsqueeze(0) if self.ndim == 1 else self)._float()
+    b, n = w.shape
+    if n == 0: raise ValueError("multinomial: the weights have no categories (shape {self.shape})")
+    if not replacement and num_samples > n:
+      raise ValueError(f"multinomial without replacement: num_samples ({num_samples}) > number of categories ({n}); use replacement=True")
+    if replacement:
+      cdf = w.cumsum(1)
+      cdf = cdf / cdf.shrink((None, (n - 1, n)))
+      u = Tensor.rand(b, num_samples, 1, device=self.device, dtype=cdf.dtype)
+      ret = (cdf.unsqueeze(1) <= u).cast(dtypes.int32).sum(2).minimum(n - 1)
+    else:
+      u = 1.0 - Tensor.rand(b, n, device=self.device, dtype=w.dtype)   # (0, 1]
+      ret = Tensor._rank_select((w > 0).where(u.log() / w, -math.inf), num_samples)
+    return ret[0] if self.ndim == 1 else ret
+  def dropout(self, p: float = 0.5) -> Tensor:
+    """While Tensor.training, zero each element with probability p and scale the rest by 1/(1-p); else the tensor itself."""
+    if not 0 <= p < 1: raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    if not Tensor.training or p == 0: return self
+    return (Tensor.rand(*self.shape, device=self.device) >= p).where(self, 0) * (1 / (1 - p))
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
     """Uniform random values in [low, high)."""
-    dt = kwargs.pop("dtype", None) or dtypes.default_float
-    return (Tensor.rand(*shape, **kwargs) * (high - low) + low).cast(dt)
+    dt, rg = kwargs.pop("dtype", None) or dtypes.default_float, kwargs.pop("requires_grad", None)
+    ret = (Tensor.rand(*shape, **kwargs) * (high - low) + low).cast(dt)
+    ret.requires_grad = rg
+    return ret
   @staticmethod
   def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, **kwargs: Any) -> Tensor:
     """Normal random values with `mean` and `std`."""
-    return Tensor.randn(*shape, **kwargs) * std + mean
+    rg = kwargs.pop("requires_grad", None)
+    ret = Tensor.randn(*shape, **kwargs) * std + mean
+    ret.requires_grad = rg
+    return ret
   @staticmethod
   def scaled_uniform(*shape: Any, **kwargs: Any) -> Tensor:
     """Uniform in [-1, 1) scaled by 1/sqrt(numel)."""

@@ -182,9 +182,7 @@ class Dropout:
     self.p = p
   def __call__(self, x: Tensor) -> Tensor:
     if not Tensor.training or self.p == 0: return x
-    if self.p == 1: return x * 0
-    keep = Tensor.rand(*x.shape, device=x.device) >= self.p
-    return keep.where(x, 0.0) * (1 / (1 - self.p))
+    return x * 0 if self.p == 1 else x.dropout(self.p)
 
 __all__ = ["Linear", "Conv2d", "Conv1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
            "GroupNorm", "InstanceNorm", "LSTMCell", "Embedding", "Dropout"]

@@ -1,0 +1,314 @@
+"""Random numbers: threefry2x32 run as kernels on the tensor's device, a per-device counter that TinyJit replays advance,
+manual_seed reproducibility across devices, and the distributions (chi-squared / moments against fixed critical values)."""
+import math
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor, TinyJit, dtypes, nn
+from tinygrad.uop import Ops
+
+DEVICES = ("CPU", "PYTHON")
+
+def chi2_crit(df: int, z: float = 3.719) -> float:
+  """Upper critical value of chi-squared with df degrees of freedom at p=1e-4 (z = 3.719), by Wilson-Hilferty (slightly above
+  the exact value, e.g. 34.1 vs 33.7 for df=9): no scipy in the venv."""
+  return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+def chi2(counts: np.ndarray, probs: np.ndarray) -> float:
+  exp = probs * counts.sum()
+  return float(((counts - exp) ** 2 / exp).sum())
+
+def uniform_chi2(x: np.ndarray, bins: int) -> float:
+  return chi2(np.histogram(x, bins=bins, range=(0, 1))[0].astype(np.float64), np.full(bins, 1 / bins))
+
+# ---- the block function: Random123's known answers ----
+# threefry2x32 with 20 rounds, (ctr0 ctr1 key0 key1 -> out0 out1), from Random123's kat_vectors
+# (D. E. Shaw Research, Random123 1.x, examples/kat_vectors; mirrored at github.com/girving/random123/blob/master/examples/kat_vectors)
+THREEFRY2X32_20_KAT = [
+  ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x6b200159, 0x99ba4efe)),
+  ((0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), (0x1cb996fc, 0xbb002be7)),
+  ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xc4923a9c, 0x483df7a0)),
+]
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threefry2x32_20_known_answers(device):
+  words = [[v[i] for v, _ in THREEFRY2X32_20_KAT] for i in range(4)]
+  x0, x1 = Tensor._threefry2x32(*(Tensor(w, dtype=dtypes.uint32, device=device) for w in words))
+  assert list(zip(x0.tolist(), x1.tolist())) == [e for _, e in THREEFRY2X32_20_KAT]
+
+# ---- on the device, as kernels ----
+def test_large_rand_is_kernels_only(monkeypatch):
+  def no_host(*a, **k): raise AssertionError("random numbers generated on the host with numpy")
+  monkeypatch.setattr(np.random, "default_rng", no_host)
+  x = Tensor.rand(2**24)
+  assert not x._is_realized()   # lazy: nothing generated or uploaded yet
+  sched = x.schedule()
+  assert len(sched) == 1 and sched[0].ast.op is Ops.SINK   # one kernel, no copy from the host
+  assert all(b.arg <= 256 for b in sched[0].bufs[1:])      # its inputs: the digit table and the 3-word state snapshot
+  v = x.numpy()
+  assert v.min() >= 0 and v.max() < 1 and abs(v.mean() - 0.5) < 1e-3
+
+def test_counter_read_ordered_before_its_write():
+  # the snapshot of a realized buffer and an assign to it in one schedule: the read runs first, whatever the argument order
+  for flip in (False, True):
+    s = Tensor([1, 2, 3], dtype=dtypes.uint32).realize()
+    snap = s.contiguous()
+    s.assign(s + 10)
+    Tensor.realize(*((s, snap) if flip else (snap, s)))
+    assert snap.tolist() == [1, 2, 3] and s.tolist() == [11, 12, 13]
+
+def test_counter_advances_once_per_call():
+  Tensor.manual_seed(0)
+  a, b, c = Tensor.rand(5), Tensor.rand(5), Tensor.randn(3)
+  dev = a.device
+  assert Tensor._rng_state[dev].tolist() == [0, 0, 3]
+  # realizing out of order gives the values of the call order
+  cv, bv, av = c.numpy(), b.numpy(), a.numpy()
+  Tensor.manual_seed(0)
+  np.testing.assert_equal(Tensor.rand(5).numpy(), av)
+  np.testing.assert_equal(Tensor.rand(5).numpy(), bv)
+  np.testing.assert_equal(Tensor.randn(3).numpy(), cv)
+
+# ---- TinyJit replays draw fresh numbers ----
+JITTED = {
+  "rand": lambda: Tensor.rand(16).realize(),
+  "randn": lambda: Tensor.randn(16).realize(),
+  "randint": lambda: Tensor.randint(16, high=1000).realize(),
+  "dropout": lambda: Tensor.ones(64).dropout(0.5).realize(),
+  "randperm": lambda: Tensor.randperm(12).realize(),
+  "multinomial": lambda: Tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).multinomial(6).realize(),
+}
+
+@pytest.mark.parametrize("name", list(JITTED))
+def test_jit_replays_draw_fresh_numbers(name):
+  fn = TinyJit(JITTED[name])
+  with Tensor.train():
+    outs = [fn().numpy().tobytes() for _ in range(7)]   # call 1 runs, 2 captures, 3..7 replay
+  assert fn.cnt == 7 and len(set(outs)) == 7, f"{name}: repeated values across jit calls"
+
+def test_manual_seed_reaches_a_captured_jit():
+  fn = TinyJit(lambda: Tensor.rand(8).realize())
+  for _ in range(3): fn()
+  Tensor.manual_seed(11)
+  replayed = [fn().numpy() for _ in range(2)]
+  Tensor.manual_seed(11)
+  np.testing.assert_equal(replayed[0], Tensor.rand(8).numpy())
+  np.testing.assert_equal(replayed[1], Tensor.rand(8).numpy())
+
+# ---- manual_seed reproduces runs, on every device ----
+def _draws(device: str) -> list[np.ndarray]:
+  return [Tensor.rand(3, 5, device=device).numpy(), Tensor.randn(7, device=device).numpy(),
+          Tensor.randint(9, low=-4, high=40, device=device).numpy(), Tensor.rand(4, dtype=dtypes.float64, device=device).numpy(),
+          Tensor.randperm(6, device=device).numpy()]
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_same_seed_same_tensors(device):
+  Tensor.manual_seed(1234)
+  a = _draws(device)
+  Tensor.manual_seed(1234)
+  b = _draws(device)
+  for x, y in zip(a, b): np.testing.assert_equal(x, y)
+  Tensor.manual_seed(1235)
+  c = _draws(device)
+  assert not any(np.array_equal(x, y) for x, y in zip(a[:4], c[:4]))
+  assert not np.array_equal(a[0], a[0].ravel()[::-1].reshape(a[0].shape))  # draws within a call differ too
+
+def test_same_seed_same_numbers_on_every_device():
+  Tensor.manual_seed(7)
+  cpu = _draws("CPU")
+  Tensor.manual_seed(7)
+  py = _draws("PYTHON")
+  for i, (x, y) in enumerate(zip(cpu, py)):
+    if i == 1: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)   # randn: log/sqrt/cos may differ in the last ulp
+    else: np.testing.assert_equal(x, y)
+
+def test_seeds_above_32_bits_use_both_key_words():
+  Tensor.manual_seed(5)
+  a = Tensor.rand(8).numpy()
+  Tensor.manual_seed(5 + 2**32)
+  assert not np.array_equal(a, Tensor.rand(8).numpy())
+
+# ---- distributions ----
+def test_rand_chi_squared():
+  Tensor.manual_seed(100)
+  x = Tensor.rand(200_000).numpy()
+  assert uniform_chi2(x, 100) < chi2_crit(99)
+  # the same test rejects a slightly wrong generator (u**1.02), so the threshold has power
+  assert uniform_chi2(x ** 1.02, 100) > chi2_crit(99)
+  # pairs of neighbours are independent: a 10x10 grid of (x[2i], x[2i+1])
+  g = np.histogram2d(x[0::2], x[1::2], bins=10, range=((0, 1), (0, 1)))[0].ravel()
+  assert chi2(g, np.full(100, 0.01)) < chi2_crit(99)
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64])
+def test_rand_stays_in_unit_interval(dtype):
+  # a float32 uniform cast to half rounds its top 2**-12 up to 1.0 (bfloat16: 2**-9): 200k draws would hit it ~50 times
+  Tensor.manual_seed(3)
+  x = Tensor.rand(200_000, dtype=dtype).numpy().astype(np.float64)
+  assert x.min() >= 0 and x.max() < 1
+  assert uniform_chi2(x, 16) < chi2_crit(15)
+
+def test_rand_float64_uses_52_bits():
+  Tensor.manual_seed(4)
+  x = Tensor.rand(4096, dtype=dtypes.float64).numpy()
+  frac = x * 2**26 - np.floor(x * 2**26)   # bits below float32's reach are filled
+  assert (frac != 0).mean() > 0.99 and len(np.unique(x)) == len(x)
+
+def test_randn_moments():
+  Tensor.manual_seed(5)
+  n = 200_000
+  x = Tensor.randn(n).numpy().astype(np.float64)
+  m, v = x.mean(), x.var()
+  skew, kurt = ((x - m) ** 3).mean() / v ** 1.5, ((x - m) ** 4).mean() / v ** 2 - 3
+  # 5 standard errors each: sqrt(1/n), sqrt(2/n), sqrt(6/n), sqrt(24/n)
+  assert abs(m) < 5 * math.sqrt(1 / n) and abs(v - 1) < 5 * math.sqrt(2 / n)
+  assert abs(skew) < 5 * math.sqrt(6 / n) and abs(kurt) < 5 * math.sqrt(24 / n), (skew, kurt)
+  # the shape, not only the moments: counts in 10 equiprobable bins of the normal law
+  edges = np.array([-1.2816, -0.8416, -0.5244, -0.2533, 0.0, 0.2533, 0.5244, 0.8416, 1.2816])
+  counts = np.bincount(np.searchsorted(edges, x), minlength=10).astype(np.float64)
+  assert chi2(counts, np.full(10, 0.1)) < chi2_crit(9)
+
+@pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.bfloat16, dtypes.float64])
+def test_randn_other_dtypes(dtype):
+  x = Tensor.randn(20_000, dtype=dtype)
+  v = x.numpy().astype(np.float64)
+  assert x.dtype == dtype and np.isfinite(v).all() and abs(v.mean()) < 0.05 and abs(v.std() - 1) < 0.05
+
+@pytest.mark.parametrize("low,high", [(0, 10), (-3, 4), (5, 105), (0, 1)])
+def test_randint_chi_squared(low, high):
+  Tensor.manual_seed(6)
+  x = Tensor.randint(100_000, low=low, high=high).numpy()
+  assert x.dtype == np.int32 and x.min() >= low and x.max() < high
+  if high - low > 1:
+    counts = np.bincount(x - low, minlength=high - low).astype(np.float64)
+    assert chi2(counts, np.full(high - low, 1 / (high - low))) < chi2_crit(high - low - 1)
+
+@pytest.mark.parametrize("low,high,dtype", [(-2**31, 2**31 - 1, dtypes.int32), (0, 2**32, dtypes.uint32),
+                                            (-2**40, 2**40, dtypes.int64), (0, 2**64 - 1, dtypes.uint64), (-100, 100, dtypes.int8)])
+def test_randint_wide_ranges(low, high, dtype):
+  x = Tensor.randint(50_000, low=low, high=high, dtype=dtype).numpy()
+  assert x.dtype == np.dtype(dtype.fmt) and int(x.min()) >= low and int(x.max()) < high
+  # the top bits are uniform: 16 equal slices of the range
+  slot = ((x.astype(object) - low) * 16 // (high - low)).astype(np.int64)
+  r = high - low   # a small range splits into unequal slices: their exact sizes
+  probs = np.bincount(np.arange(r) * 16 // r, minlength=16) / r if r < 2**20 else np.full(16, 1 / 16)
+  assert chi2(np.bincount(slot, minlength=16).astype(np.float64), probs) < chi2_crit(15)
+
+@given(st.integers(-1000, 1000), st.integers(1, 2000))
+@settings(max_examples=8)
+def test_randint_in_range(low, span):
+  x = Tensor.randint(257, low=low, high=low + span).numpy()
+  assert x.min() >= low and x.max() < low + span
+
+def test_randint_errors():
+  with pytest.raises(ValueError, match="greater than low"): Tensor.randint(3, low=5, high=5)
+  with pytest.raises(ValueError, match="does not fit int8"): Tensor.randint(3, low=0, high=300, dtype=dtypes.int8)
+  with pytest.raises(ValueError, match="needs an int dtype"): Tensor.randint(3, dtype=dtypes.float32)
+  with pytest.raises(ValueError, match="needs a float dtype"): Tensor.rand(3, dtype=dtypes.int32)
+
+# ---- shapes ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_shapes(device):
+  for shape in [(0,), (0, 3), (3, 0, 2), (), (1,), (7, 3), (5, 1, 3)]:
+    for t in (Tensor.rand(*shape, device=device), Tensor.randn(shape, device=device), Tensor.randint(*shape, high=5, device=device)):
+      assert t.shape == shape and t.numpy().shape == shape
+  assert isinstance(Tensor.rand(device=device).item(), float)
+  for t in (Tensor.rand(2, 3, requires_grad=True), Tensor.randn(2, requires_grad=True), Tensor.uniform(2, requires_grad=True),
+            Tensor.normal(2, requires_grad=True), Tensor.kaiming_uniform(2, 3, requires_grad=True)):
+    assert t.requires_grad is True
+
+def test_initialisers_use_the_device_generator():
+  Tensor.manual_seed(8)
+  u = Tensor.uniform(1000, low=-2, high=3).numpy()
+  assert u.min() >= -2 and u.max() < 3 and abs(u.mean() - 0.5) < 0.2
+  Tensor.manual_seed(8)
+  np.testing.assert_allclose(Tensor.uniform(1000, low=-2, high=3).numpy(), u)   # same seed, same draw
+  w = Tensor.kaiming_uniform(64, 128).numpy()
+  bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + 0.01 ** 2)) / math.sqrt(128)
+  assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+  assert abs(Tensor.kaiming_normal(256, 256).numpy().std() - math.sqrt(2.0 / (1 + 0.01 ** 2)) / 16) < 0.01
+  g = Tensor.glorot_uniform(30, 20).numpy()
+  assert np.abs(g).max() <= (6 / 50) ** 0.5
+  x = Tensor.ones(3, 4, dtype=dtypes.float16)
+  assert x.rand_like().dtype == dtypes.float16 and x.randn_like().shape == (3, 4)
+  assert Tensor.ones(2, 3, dtype=dtypes.int16).rand_like().dtype == dtypes.float32   # an int tensor's: the default float
+  assert Tensor.randn(4, dtype=dtypes.bfloat16).dtype == dtypes.bfloat16 and Tensor.normal(2, mean=1, std=2).shape == (2,)
+  Tensor.manual_seed(9)
+  a = nn.Linear(4, 3).weight.numpy()
+  Tensor.manual_seed(9)
+  np.testing.assert_equal(nn.Linear(4, 3).weight.numpy(), a)
+
+# ---- dropout ----
+def test_dropout_rate_and_scale():
+  x = Tensor.ones(100_000)
+  assert x.dropout(0.3) is x   # not training: identity
+  with Tensor.train():
+    assert x.dropout(0.0) is x
+    out = x.dropout(0.3).numpy()
+  kept = out != 0
+  n = out.size
+  assert abs((~kept).mean() - 0.3) < 5 * math.sqrt(0.3 * 0.7 / n)
+  np.testing.assert_allclose(out[kept], 1 / 0.7, rtol=1e-6)
+  with Tensor.train():
+    assert abs(Tensor.full((20_000,), 2.0).dropout(0.5).numpy().mean() - 2.0) < 0.1   # the expectation is kept
+  for p in (1.0, -0.1, 1.5):
+    with pytest.raises(ValueError, match=r"\[0, 1\)"): x.dropout(p)
+
+def test_dropout_gradient_follows_the_mask():
+  x = Tensor.ones(1000, requires_grad=True)
+  with Tensor.train():
+    y = x.dropout(0.5)
+    y.sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), y.numpy())
+
+# ---- multinomial ----
+def test_multinomial_with_replacement_frequencies():
+  Tensor.manual_seed(10)
+  w = np.array([1.0, 0.0, 2.0, 3.0, 4.0, 0.0], np.float32)
+  s = Tensor(w).multinomial(50_000, replacement=True).numpy()
+  assert s.shape == (50_000,) and s.dtype == np.int32
+  counts = np.bincount(s, minlength=6).astype(np.float64)
+  assert counts[1] == 0 and counts[5] == 0   # zero weights are never drawn
+  nz = w > 0
+  assert chi2(counts[nz], w[nz] / w.sum()) < chi2_crit(3)
+
+def test_multinomial_2d_rows_use_their_own_weights():
+  w = Tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+  s = w.multinomial(8, replacement=True).numpy()
+  assert s.shape == (3, 8) and (s[0] == 2).all() and (s[1] == 0).all() and set(s[2]) <= {0, 1, 2}
+  nr = w.multinomial(3).numpy()
+  assert nr.shape == (3, 3) and all(sorted(r) == [0, 1, 2] for r in nr) and nr[0][0] == 2 and nr[1][0] == 0
+
+def test_multinomial_without_replacement_matches_sequential_draws():
+  # the law of drawing one at a time without replacement: P(first=i) = w_i/W, P(second=j) = sum_i w_i/W * w_j/(W - w_i)
+  Tensor.manual_seed(12)
+  w = np.array([1.0, 2.0, 3.0, 4.0])
+  rows = 20_000
+  s = Tensor(np.tile(w.astype(np.float32), (rows, 1))).multinomial(2).numpy()
+  assert (s[:, 0] != s[:, 1]).all()
+  p1 = w / w.sum()
+  p2 = np.array([sum(w[i] / w.sum() * w[j] / (w.sum() - w[i]) for i in range(4) if i != j) for j in range(4)])
+  assert chi2(np.bincount(s[:, 0], minlength=4).astype(np.float64), p1) < chi2_crit(3)
+  assert chi2(np.bincount(s[:, 1], minlength=4).astype(np.float64), p2) < chi2_crit(3)
+  full = Tensor([5.0, 0.0, 1.0]).multinomial(3).numpy()
+  assert sorted(full) == [0, 1, 2] and full[2] == 1   # the zero-weight category comes last
+
+def test_multinomial_errors():
+  with pytest.raises(ValueError, match="num_samples"): Tensor([1.0, 2.0]).multinomial(3)
+  with pytest.raises(ValueError, match="1-d or 2-d"): Tensor.ones(2, 2, 2).multinomial(1)
+  with pytest.raises(ValueError, match="num_samples must be >= 1"): Tensor([1.0]).multinomial(0)
+
+# ---- randperm ----
+@pytest.mark.parametrize("device,n", [("CPU", 1), ("CPU", 7), ("CPU", 300), ("PYTHON", 33)])
+def test_randperm_is_a_permutation(device, n):
+  p = Tensor.randperm(n, device=device)
+  assert p.dtype == dtypes.int32 and p.device == device
+  assert sorted(p.tolist()) == list(range(n))
+  if n > 5: assert p.tolist() != Tensor.randperm(n, device=device).tolist()
+
+def test_randperm_positions_are_uniform():
+  Tensor.manual_seed(13)
+  firsts = np.stack([Tensor.randperm(5).numpy() for _ in range(400)])
+  for pos in (0, 4):
+    assert chi2(np.bincount(firsts[:, pos], minlength=5).astype(np.float64), np.full(5, 0.2)) < chi2_crit(4)
+  assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
+  with pytest.raises(ValueError, match="int dtype"): Tensor.randperm(4, dtype=dtypes.float32)
