@@ -533,7 +533,8 @@ class Tensor(_DTypeCasts):
   # Each device holds a realized uint32 state [key0, key1, calls]. A random call snapshots it and bumps `calls` in place
   # (one schedule: the scheduler orders the snapshot's read before the assign's write), then hashes the counter block
   # (element index, calls) under the key. Under TinyJit the snapshot and the bump are captured kernels, so every replay
-  # draws fresh numbers; manual_seed rewrites the same buffers, so it also reaches captured jits.
+  # draws fresh numbers; manual_seed rewrites the same buffers, so it also reaches captured jits. The snapshot and the bump
+  # run when the random tensor is built (two 3-element kernels), so the numbers follow call order, not realize order.
   _rng_state: dict[str, Tensor] = {}
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
@@ -548,11 +549,7 @@ class Tensor(_DTypeCasts):
     """0..n-1 as uint32 from base-256 digits (tiny uploaded aranges, broadcast and summed): no O(n) scan, no host n-array."""
     digits = max(1, math.ceil(math.log(max(n, 2), 256) - 1e-9))
     base = Tensor(list(range(256)), dtype=dtypes.uint32, device=dev)
-    ret = None
-    for k in range(digits):
-      d = base.reshape(*[1] * k, 256, *[1] * (digits - k - 1)) * (256 ** (digits - k - 1))
-      ret = d if ret is None else ret + d
-    assert ret is not None
+    ret = functools.reduce(Tensor.add, (base.reshape(*[1] * k, 256, *[1] * (digits - k - 1)) * (256 ** (digits - k - 1)) for k in range(digits)))
     return ret.expand((256,) * digits).flatten().shrink(((0, n),))
   @staticmethod
   def _threefry2x32(c0: Tensor, c1: Tensor, k0: Tensor, k1: Tensor) -> tuple[Tensor, Tensor]:
