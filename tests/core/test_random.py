@@ -254,7 +254,7 @@ def test_dropout_rate_and_scale():
     with pytest.raises(ValueError, match=r"\[0, 1\)"): x.dropout(p)
 
 def test_dropout_gradient_follows_the_mask():
-  x = Tensor.ones(1000, requires_grad=True)
+  x = Tensor(np.ones(1000, np.float32), requires_grad=True)
   with Tensor.train():
     y = x.dropout(0.5)
     y.sum().backward()
