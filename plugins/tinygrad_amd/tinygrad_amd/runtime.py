@@ -35,7 +35,7 @@ PROPS_SIZE = 8192   # bigger than any version's hipDeviceProp_t
 
 def rocm_path() -> str:
   """$ROCM_PATH when it is an absolute path, else /opt/rocm (a relative one would load libraries from the cwd)."""
-  p = os.environ.get("ROCM_PATH", "")
+  p = os.environ.get("ROCM_PATH", "/opt/rocm")
   return p if os.path.isabs(p) else "/opt/rocm"
 
 def find_libhip() -> str | None:

@@ -33,7 +33,7 @@ def site_dirs() -> list[str]:
 
 def cuda_path() -> str:
   """$CUDA_PATH when it is an absolute path, else /usr/local/cuda (a relative one would load tools from the cwd)."""
-  p = os.environ.get("CUDA_PATH", "")
+  p = os.environ.get("CUDA_PATH", "/usr/local/cuda")
   return p if os.path.isabs(p) else "/usr/local/cuda"
 
 def _nvrtc_candidates() -> list[str]:

@@ -42,7 +42,8 @@ LIBCUDA_PATHS = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.s
 
 def find_libcuda() -> str | None:
   """Path of the driver library, without loading it (LD_LIBRARY_PATH, the usual places, then ldconfig)."""
-  dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isabs(d)]   # relative: the cwd's, not the system's
+  # a relative (or empty) entry names whatever the current directory holds: absolute directories only
+  dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isabs(d)]
   for p in [os.path.join(d, "libcuda.so.1") for d in dirs] + LIBCUDA_PATHS:
     if os.path.exists(p): return p
   return ctypes.util.find_library("cuda")
