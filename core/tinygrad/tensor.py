@@ -78,6 +78,10 @@ def _round_to(x: float, dt: DType) -> float:
   return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
 def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half
 
+def _const_view(u: UOp) -> bool:
+  while u.op in _MOVEMENT: u = u.src[0]
+  return u.op is Ops.CONST
+
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
 @dataclass
@@ -186,14 +190,14 @@ class Tensor(_DTypeCasts):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
-  __slots__ = ("uop", "requires_grad", "grad", "_view_of", "_views", "_graph", "__weakref__")
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dt = to_dtype(dtype) if dtype is not None else None
     all_tensors.add(self)
-    self.requires_grad: bool | None = requires_grad
+    self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
@@ -202,6 +206,7 @@ class Tensor(_DTypeCasts):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
       self.uop: UOp = data
+      self.requires_grad = requires_grad
       return
     dev = _canon_device(device)
     if data is None: data = []
@@ -229,6 +234,19 @@ class Tensor(_DTypeCasts):
       self.uop = Tensor._from_bytes(arr.tobytes(), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, numpy array, UOp")
+    self.requires_grad = requires_grad
+
+  @property
+  def requires_grad(self) -> bool | None:
+    """True: backward() gives this tensor a `.grad`; None (the default): it does too when it is in the graph (as upstream),
+    unless it is a broadcast constant; False: never."""
+    return self._requires_grad
+  @requires_grad.setter
+  def requires_grad(self, value: bool | None) -> None:
+    self._requires_grad = value
+    # a broadcast constant is one hash-consed node shared by every equal constant (Tensor(3.0), Tensor.ones(4)): a tensor
+    # that is to get a gradient gets a buffer of its own, or its gradient would be lost or mixed with another's
+    if value and self.numel() > 0 and _const_view(self.uop): self._set_uop(Tensor(self.uop).contiguous().realize().uop)
 
   # ---- construction helpers ----
   @staticmethod

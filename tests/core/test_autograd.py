@@ -457,3 +457,21 @@ def test_linear_weights_get_grads_without_an_optimizer():
   d = Tensor(a)
   (lin(d.detach()).sum()).backward()
   assert d.grad is None   # only reached through detach()
+
+@needs_tensor
+def test_constant_tensors_with_requires_grad_get_their_own_gradients():
+  # Tensor(3.0), Tensor.ones/zeros/full are broadcast constants, one hash-consed node per value: before, a constant with
+  # requires_grad=True got .grad None after backward (silently untrained), and two equal ones would share a node
+  Tensor = _bind()
+  x = Tensor(3.0, requires_grad=True)
+  (x * x).backward()
+  assert x.grad is not None and x.grad.item() == 6.0
+  a, b = Tensor.ones(4, requires_grad=True), Tensor.ones(4, requires_grad=True)
+  (a * 2 + b * 3).sum().backward()
+  assert a.grad.tolist() == [2.0] * 4 and b.grad.tolist() == [3.0] * 4
+  y = Tensor.full((2, 3), 2.0)
+  y.requires_grad = True   # set after construction: the same
+  (y * y).sum().backward()
+  np.testing.assert_array_equal(y.grad.numpy(), np.full((2, 3), 4.0, np.float32))
+  np.testing.assert_array_equal(y.numpy(), np.full((2, 3), 2.0, np.float32))
+  assert Tensor.zeros(0, 3, requires_grad=True).shape == (0, 3)
