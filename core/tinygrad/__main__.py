@@ -3,7 +3,7 @@
 Exit status 0 when the default device computes (Tensor([1,2,3])*2).tolist() == [2, 4, 6], else 1.
 """
 from __future__ import annotations
-import sys, json, argparse, platform
+import os, sys, json, argparse, platform
 from typing import Any, TYPE_CHECKING
 from tinygrad.helpers import CapturedStderr
 if TYPE_CHECKING:
@@ -158,9 +158,14 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--no-check", action="store_true", help="skip the health checks (no kernels run)")
   args = ap.parse_args(argv)
   report = collect(check=not args.no_check)
-  if args.command == "doctor": doctor(report)
-  if args.json: print(json.dumps(report, indent=2, default=str))
-  else: _print(report)
+  try:
+    if args.command == "doctor": doctor(report)
+    if args.json: print(json.dumps(report, indent=2, default=str))
+    else: _print(report)
+    sys.stdout.flush()
+  except BrokenPipeError:   # the reader went away (`python -m tinygrad | head`): no traceback, and a quiet flush at exit
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 1
   return 0 if report["default_ok"] or (args.no_check and report["default_device"]) else 1
 
 if __name__ == "__main__": sys.exit(main())

@@ -143,3 +143,11 @@ def test_captured_stderr_holds_fd2_writes_and_restores():
   assert c.text == "error: from C\nerror: from C\nsecond\n" and c.lines() == ["error: from C", "second"]
   with CapturedStderr() as c2: pass
   assert c2.text == "" and os.fstat(2)   # fd 2 is back and usable
+
+def test_listing_into_a_closed_pipe_is_quiet():
+  # `python -m tinygrad | head -1`: the reader goes away before the listing is printed; no BrokenPipeError traceback
+  p = subprocess.Popen([sys.executable, "-m", "tinygrad", "--no-check"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  assert p.stdout is not None and p.stderr is not None
+  p.stdout.close()   # before the child writes anything
+  err = p.stderr.read().decode()
+  assert p.wait(timeout=120) == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
