@@ -353,6 +353,10 @@ class _Device:
     if key not in self._opened: self._opened[key] = self._open(key)
     return self._opened[key]
 
+  def opened(self, name: str) -> Compiled | None:
+    """The device if it is open now, else None (opens nothing)."""
+    return self._opened.get(self.canonicalize(name))
+
   def _unknown(self, base: str) -> DeviceError:
     import difflib
     from tinygrad.plugins import registry

@@ -553,12 +553,24 @@ class Tensor(_DTypeCasts):
   # (element index, calls) under the key. Under TinyJit the snapshot and the bump are captured kernels, so every replay
   # draws fresh numbers; manual_seed rewrites the same buffers, so it also reaches captured jits. The snapshot and the bump
   # run when the random tensor is built (two 3-element kernels), so the numbers follow call order, not realize order.
-  _rng_state: dict[str, Tensor] = {}
+  # (a state lives in a buffer of the opened device it was made on: after Device.reset() that device is gone, and a state
+  # of it is dropped, never assigned: a reopened WEBGPU rejects the old device's buffers)
+  _rng_states: dict[str, tuple[Any, Tensor]] = {}
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
     """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
+    from tinygrad.device import Device
     Tensor._seed = seed
-    for dev, st in Tensor._rng_state.items(): st.assign(Tensor._rng_init(dev)).realize()
+    for dev, (opened, st) in list(Tensor._rng_states.items()):
+      if Device.opened(dev) is opened: st.assign(Tensor._rng_init(dev)).realize()
+      else: del Tensor._rng_states[dev]
+  @staticmethod
+  def _rng_state(dev: str) -> Tensor:
+    """The device's generator state (made on first use, and again when the device was reopened)."""
+    from tinygrad.device import Device
+    opened = Device[dev]
+    if (ent := Tensor._rng_states.get(dev)) is None or ent[0] is not opened: ent = Tensor._rng_states[dev] = (opened, Tensor._rng_init(dev))
+    return ent[1]
   @staticmethod
   def _rng_init(dev: str) -> Tensor:
     return Tensor([Tensor._seed & 0xFFFFFFFF, (Tensor._seed >> 32) & 0xFFFFFFFF, 0], dtype=dtypes.uint32, device=dev)
@@ -587,7 +599,7 @@ class Tensor(_DTypeCasts):
     """Two independent uint32 words per element of `shape` (numel > 0), advancing the device's counter by one call."""
     dev, num = _canon_device(device), prod(shape)
     if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
-    if (st := Tensor._rng_state.get(dev)) is None: st = Tensor._rng_state[dev] = Tensor._rng_init(dev)
+    st = Tensor._rng_state(dev)
     snap = st.contiguous()
     st.assign(st + Tensor.ones(1, dtype=dtypes.uint32, device=dev).pad(((2, 0),)))
     Tensor.realize(snap, st)
