@@ -171,7 +171,8 @@ def _live_tensors() -> list[Tensor]:
   T = tensor_mod.Tensor
   return [o for o in gc.get_objects() if type(o) is T]
 
-def _is_const(u: UOp) -> bool:
+def is_const(u: UOp) -> bool:
+  """A broadcast constant (CONST under movement ops): one hash-consed node per value, so autograd leaves it out."""
   while u.op in GroupOp.Movement: u = u.src[0]
   return u.op is Ops.CONST
 
@@ -197,7 +198,7 @@ class _Realized:
 def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out."""
-  cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and not _is_const(x.uop)]
+  cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and not is_const(x.uop)]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
   return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if u in nodes]

@@ -78,10 +78,6 @@ def _round_to(x: float, dt: DType) -> float:
   return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
 def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half
 
-def _const_view(u: UOp) -> bool:
-  while u.op in _MOVEMENT: u = u.src[0]
-  return u.op is Ops.CONST
-
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
 
 @dataclass
@@ -246,7 +242,9 @@ class Tensor(_DTypeCasts):
     self._requires_grad = value
     # a broadcast constant is one hash-consed node shared by every equal constant (Tensor(3.0), Tensor.ones(4)): a tensor
     # that is to get a gradient gets a buffer of its own, or its gradient would be lost or mixed with another's
-    if value and self.numel() > 0 and _const_view(self.uop): self._set_uop(Tensor(self.uop).contiguous().realize().uop)
+    if value and self.numel() > 0:
+      from tinygrad.gradient import is_const   # the very test autograd uses to leave constants out
+      if is_const(self.uop): self._set_uop(Tensor(self.uop).contiguous().realize().uop)
 
   # ---- construction helpers ----
   @staticmethod
