@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH_CPU ?= 2.13.0+cpu
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -11,6 +12,10 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e ".[test]"
 	for p in $(dir $(wildcard plugins/*/pyproject.toml)); do $(VPY) -m pip install -q -e $$p || exit 1; done
+	# torch, the tests' reference, as the CPU wheel (PyPI's default one pulls the CUDA stack, gigabytes this never uses):
+	# without it the torch-reference tests skip naming torch, and fail under CI_STRICT=1
+	$(VPY) -m pip install -q "torch==$(TORCH_CPU)" || $(VPY) -m pip install -q "torch==$(TORCH_CPU)" --index-url https://download.pytorch.org/whl/cpu \
+	  || echo "torch $(TORCH_CPU) could not be installed: the torch-reference tests will skip (pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 	touch $(STAMP)
 
 .PHONY: setup system demo test lines typecheck dist dist-test

@@ -53,3 +53,14 @@ def test_tool_missing_message_is_the_last_one_and_names_the_package():
   many = "hiprtc: hiprtc not found (no libhiprtc.so); install ROCm; comgr: amd_comgr not found (none); install it: apt-get install libamd-comgr2 (Debian), or ROCm"
   assert root.tool_missing(many) == "amd_comgr not found (none); install it: apt-get install libamd-comgr2"
   assert root.tool_missing("AssertionError: wrong result [2, 4, 7]") is None
+
+def test_ci_strict_turns_a_missing_package_skip_into_a_failure():
+  # a module-level importorskip of a package `make setup` installs (torch, the reference) skips on a machine without it,
+  # and fails under CI_STRICT=1, so a CI run never passes with the reference tests silently skipped
+  fd, t = tempfile.mkstemp(prefix="test_tmp_needs_pkg_", suffix=".py", dir=os.path.dirname(__file__))  # under the root conftest
+  try:
+    with os.fdopen(fd, "w") as f: f.write('import pytest\npytest.importorskip("no_such_pkg_zz", reason="the reference: pip install no_such_pkg_zz")\ndef test_x(): pass\n')
+    loose, strict = _run([t]), _run([t], CI_STRICT="1")
+  finally: os.unlink(t)
+  assert loose.returncode in (0, 5) and "SKIPPED" in loose.stdout and "pip install no_such_pkg_zz" in loose.stdout, loose.stdout[-2000:]
+  assert strict.returncode not in (0, 5) and "CI_STRICT=1: a package the tests need is missing" in strict.stdout, strict.stdout[-2000:]
