@@ -7,7 +7,8 @@ would otherwise be one graph node and share one gradient.
 from __future__ import annotations
 import math
 from typing import Any
-from tinygrad.tensor import Tensor, _check_oob
+from tinygrad.tensor import Tensor
+from tinygrad.mixin.indexing import _check_oob
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, make_tuple
 

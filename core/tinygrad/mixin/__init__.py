@@ -1,0 +1,13 @@
+"""The Tensor class is assembled from these mixins, one per concern; tensor.py keeps construction, realization, autograd,
+assign and views. Each module sees the assembled class as its `Tensor` name (bound by tensor.py once the class exists),
+and its methods annotate `self: Tensor` so mypy checks them against the whole class (a self type that is a subclass of
+the mixin is what mypy's `misc` check objects to: each mixin module turns that code off in its first line).
+
+random.py      random numbers (threefry2x32-20 on the device), dropout, multinomial, randperm, initialisers
+elementwise.py arithmetic, bitwise, comparisons, Python operators, unary math and activations
+reduce.py      reductions, softmax/logsumexp, cumulative ops
+movement.py    reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split
+indexing.py    __getitem__/__setitem__, gather, one_hot, triu/tril
+nn.py          dot/matmul, linear, layernorm, pooling, convolution
+common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
+"""

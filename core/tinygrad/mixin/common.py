@@ -1,0 +1,60 @@
+"""What the Tensor module and its mixins share: argument checks, broadcasting, host-side packing, error types."""
+from __future__ import annotations
+import struct
+from typing import Any
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes, float_to_bf16, INVERSE_DTYPES_DICT
+
+class AxisError(IndexError, ValueError):
+  """An axis outside a tensor's dimensions (caught by `except IndexError` and `except ValueError`, like numpy's AxisError)."""
+
+def _canon_device(device: str | None) -> str:
+  from tinygrad.device import Device
+  return Device.DEFAULT if device is None else Device.canonicalize(device)
+
+def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  nd = max(len(s) for s in shapes)
+  padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
+  out = []
+  for dims in zip(*padded):
+    sizes = {d for d in dims if d != 1}
+    if len(sizes) > 1: raise ValueError(f"cannot broadcast shapes {' and '.join(str(tuple(s)) for s in shapes)}")
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
+  """(shape, flat values) of a nested list/tuple; a ragged list is an error."""
+  if not isinstance(data, (list, tuple)): return (), [data]
+  if len(data) == 0: return (0,), []
+  subs = [_flatten_py(d) for d in data]
+  if not all(s[0] == subs[0][0] for s in subs):
+    raise ValueError(f"ragged nested list: sub-lists have shapes {sorted({s[0] for s in subs})}; every row needs the same shape")
+  return (len(data),) + subs[0][0], [v for s in subs for v in s[1]]
+
+def _check_int(v: Any, dtype: DType, fix: str) -> None:
+  """numpy 2's rule: a Python int that does not fit an int dtype is an OverflowError, not a silent wrap."""
+  if dtypes.is_int(dtype) and isinstance(v, int) and not isinstance(v, bool) and not dtypes.min(dtype) <= v <= dtypes.max(dtype):
+    raise OverflowError(f"Python int {v} does not fit {dtype} (valid: {dtypes.min(dtype)}..{dtypes.max(dtype)}); {fix}")
+
+def _pack(vals: list, dtype: DType) -> bytes:
+  for v in vals: _check_int(v, dtype, "pass a wider dtype=, e.g. dtypes.int64")
+  if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16(float(v)) for v in vals))
+  return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
+
+def _check_shape(op: str, shape: tuple) -> tuple[int, ...]:
+  if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in shape):
+    raise ValueError(f"{op}: invalid shape {shape}; every size must be an int >= 0")
+  return shape
+def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
+  # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning
+  if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals): raise ValueError(f"{op}: {name} must be ints >= 1, got {vals}")
+  return vals
+
+_CHUNK = 1 << 16   # the most elements one accumulator of a split reduce sums (Tensor._split_reduce)
+def _round_to(x: float, dt: DType) -> float:
+  # a Python float rounded to the nearest value of float dtype `dt` (what numpy's fill computes its start and delta in)
+  if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16(x) << 16))[0]
+  return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
+def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half
+
+def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)

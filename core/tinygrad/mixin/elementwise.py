@@ -1,0 +1,421 @@
+# mypy: disable-error-code="misc"
+"""Tensor methods, elementwise ops: arithmetic, bitwise, comparisons, Python operators, unary math and activations."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING, Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
+from tinygrad.mixin.common import _broadcast_shape
+if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+
+class ElementwiseMixin:
+  # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
+  # ---- elementwise binary ----
+  def add(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise self + x (with broadcasting and dtype promotion)."""
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(Ops.ADD, b)
+  def sub(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise self - x (bool - bool is an error, as in numpy and torch)."""
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_bool(a.dtype): raise TypeError("subtracting bool tensors is not supported; use ^ (xor) or logical_not() instead")
+    return a._alu(Ops.SUB, b)
+  def mul(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise self * x."""
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(Ops.MUL, b)
+  def div(self: Tensor, x: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+    """Elementwise true division (ints promote to float); rounding_mode "trunc" or "floor" rounds the quotient."""
+    if rounding_mode == "floor": return self._floordiv(x, reverse)
+    if rounding_mode == "trunc":
+      a, b = self._broadcasted(x, reverse)
+      return a._int_divmod(b)[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
+    if rounding_mode is not None: raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = self._broadcasted(x, reverse)
+    fdt = least_upper_float(a.dtype)
+    return a.cast(fdt)._alu(Ops.FDIV, b.cast(fdt))
+  def _int_divmod(self: Tensor, y: Tensor, yval: Any = None) -> tuple[Tensor, Tensor]:
+    """C (truncating) quotient and remainder of ints; x/0 gives 0 and MIN/-1 wraps, as numpy (and no trap on the device)."""
+    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype) or (isinstance(yval, int) and yval not in (0, -1)):
+      return self._alu(Ops.IDIV, y), self._alu(Ops.MOD, y)
+    bad = (y == 0) | (y == -1)
+    ys = bad.where(1, y)
+    q, r = self._alu(Ops.IDIV, ys), self._alu(Ops.MOD, ys)
+    return (y == 0).where(0, (y == -1).where(-self, q)), r
+  def idiv(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Integer division rounding toward zero (C semantics)."""
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): raise TypeError(f"idiv needs int tensors, got {a.dtype}")
+    return a._int_divmod(b, None if reverse else x)[0]
+  def _floordiv(self: Tensor, x: Any, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
+    q, r = a._int_divmod(b, None if reverse else x)
+    if dtypes.is_unsigned(a.dtype): return q
+    # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
+    return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+  def mod(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign)."""
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): return a - b * (a / b).floor()
+    if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
+    r = a._int_divmod(b, None if reverse else x)[1]
+    if dtypes.is_unsigned(a.dtype): return r
+    return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
+  def _bitwise(self: Tensor, op: Ops, x: Any, reverse: bool, name: str) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): raise TypeError(f"{name} needs int or bool tensors, got {a.dtype}")
+    return a._alu(op, b)
+  def bitwise_and(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise bitwise/logical and (ints and bools)."""
+    return self._bitwise(Ops.AND, x, reverse, "bitwise and")
+  def bitwise_or(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise bitwise/logical or (ints and bools)."""
+    return self._bitwise(Ops.OR, x, reverse, "bitwise or")
+  def xor(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise bitwise/logical xor (ints and bools)."""
+    return self._bitwise(Ops.XOR, x, reverse, "bitwise xor")
+  def bitwise_not(self: Tensor) -> Tensor:
+    """Elementwise ~x: bit inversion for ints, logical not for bools."""
+    if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs int or bool tensors, got {self.dtype}")
+    return self.logical_not() if dtypes.is_bool(self.dtype) else self.xor(-1 if not dtypes.is_unsigned(self.dtype) else dtypes.max(self.dtype))
+  def lshift(self: Tensor, x: Tensor | int, reverse: bool = False) -> Tensor:
+    """Elementwise shift left (ints)."""
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): raise TypeError(f"shift needs int tensors, got {a.dtype}")
+    return a._alu(Ops.SHL, b)
+  def rshift(self: Tensor, x: Tensor | int, reverse: bool = False) -> Tensor:
+    """Elementwise shift right (ints; arithmetic for signed)."""
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): raise TypeError(f"shift needs int tensors, got {a.dtype}")
+    return a._alu(Ops.SHR, b)
+  def _inverse(self: Tensor) -> Tensor:
+    # an order-reversing map: min(x) = inverse(max(inverse(x)))
+    if dtypes.is_float(self.dtype): return -self
+    return self.logical_not() if dtypes.is_bool(self.dtype) else self.bitwise_not()
+  def maximum(self: Tensor, x: Tensor | ConstType) -> Tensor:
+    """Elementwise maximum."""
+    a, b = self._broadcasted(x)
+    return a._alu(Ops.MAX, b)
+  def minimum(self: Tensor, x: Tensor | ConstType) -> Tensor:
+    """Elementwise minimum."""
+    a, b = self._broadcasted(x)
+    return a._inverse().maximum(b._inverse())._inverse()
+  def where(self: Tensor, x: Tensor | ConstType, y: Tensor | ConstType) -> Tensor:
+    """Elementwise `x if self else y` (self is the condition; all three broadcast together)."""
+    if isinstance(x, Tensor): x_, y_ = x._broadcasted(y)
+    elif isinstance(y, Tensor): y_, x_ = y._broadcasted(x)
+    else:
+      dt = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
+      x_, y_ = self._const(x, dt), self._const(y, dt)
+    cond = self.cast(dtypes.bool)
+    shape = _broadcast_shape(cond.shape, x_.shape, y_.shape)
+    cond, x_, y_ = cond._broadcast_to(shape), x_._broadcast_to(shape), y_._broadcast_to(shape)
+    return Tensor(UOp(Ops.WHERE, x_.dtype, (cond.uop, x_.uop, y_.uop)))
+  def masked_fill(self: Tensor, mask: Tensor, value: Tensor | ConstType) -> Tensor:
+    """`value` where mask is True, else self."""
+    return mask.where(value, self)
+
+  # ---- comparisons (bool results) ----
+  def _cmp_widen(self: Tensor, x: Any) -> Tensor:
+    # a Python int past this int dtype compares exactly, as numpy 2 does (t < 2**40 is True): compare in a dtype that holds both
+    if dtypes.is_int(self.dtype) and isinstance(x, int) and not isinstance(x, bool) and not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):
+      return self.cast(least_upper_dtype(self.dtype, dtypes.from_py(x)))
+    return self
+  def _cmp(self: Tensor, op: Ops, x: Any, reverse: bool = False) -> Tensor:
+    a, b = self._cmp_widen(x)._broadcasted(x, reverse)
+    return a._alu(op, b)
+  def __lt__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x)
+  def __gt__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
+  def __le__(self: Tensor, x: Any) -> Tensor:
+    a, b = self._cmp_widen(x)._broadcasted(x)
+    return (a < b) | (a == b) if dtypes.is_float(a.dtype) else (b < a).logical_not()
+  def __ge__(self: Tensor, x: Any) -> Tensor:
+    a, b = self._cmp_widen(x)._broadcasted(x)
+    return (b < a) | (a == b) if dtypes.is_float(a.dtype) else (a < b).logical_not()
+  def __eq__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  def eq(self: Tensor, x: Tensor | ConstType) -> Tensor:
+    """Elementwise ==."""
+    return self._cmp(Ops.CMPEQ, x)
+  def ne(self: Tensor, x: Tensor | ConstType) -> Tensor:
+    """Elementwise !=."""
+    return self._cmp(Ops.CMPNE, x)
+  def logical_not(self: Tensor) -> Tensor:
+    """Elementwise not (True where the value is zero/False)."""
+    return self._alu(Ops.CMPNE, self._const(True, dtypes.bool, self.shape)) if dtypes.is_bool(self.dtype) else (self == 0)
+  def isnan(self: Tensor) -> Tensor:
+    """True where the value is NaN."""
+    return self != self if dtypes.is_float(self.dtype) else self._const(False, dtypes.bool, self.shape)
+  def isinf(self: Tensor, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    """True where the value is +inf (detect_positive) or -inf (detect_negative)."""
+    if not dtypes.is_float(self.dtype): return self._const(False, dtypes.bool, self.shape)
+    pos, neg = self == math.inf, self == -math.inf
+    if detect_positive and detect_negative: return pos | neg
+    return pos if detect_positive else neg if detect_negative else self._const(False, dtypes.bool, self.shape)
+  def isfinite(self: Tensor) -> Tensor:
+    """True where the value is neither inf nor NaN."""
+    return (self.isinf() | self.isnan()).logical_not()
+
+  # ---- python operators ----
+  def __add__(self: Tensor, x: Any) -> Tensor: return self.add(x)
+  def __radd__(self: Tensor, x: Any) -> Tensor: return self.add(x, True)
+  def __sub__(self: Tensor, x: Any) -> Tensor: return self.sub(x)
+  def __rsub__(self: Tensor, x: Any) -> Tensor: return self.sub(x, True)
+  def __mul__(self: Tensor, x: Any) -> Tensor: return self.mul(x)
+  def __rmul__(self: Tensor, x: Any) -> Tensor: return self.mul(x, True)
+  def __truediv__(self: Tensor, x: Any) -> Tensor: return self.div(x)
+  def __rtruediv__(self: Tensor, x: Any) -> Tensor: return self.div(x, True)
+  def __floordiv__(self: Tensor, x: Any) -> Tensor: return self._floordiv(x)
+  def __rfloordiv__(self: Tensor, x: Any) -> Tensor: return self._floordiv(x, True)
+  def __mod__(self: Tensor, x: Any) -> Tensor: return self.mod(x)
+  def __rmod__(self: Tensor, x: Any) -> Tensor: return self.mod(x, True)
+  def __pow__(self: Tensor, x: Any) -> Tensor: return self.pow(x)
+  def __rpow__(self: Tensor, x: Any) -> Tensor: return self.pow(x, True)
+  def __matmul__(self: Tensor, x: Tensor) -> Tensor: return self.matmul(x)
+  def __rmatmul__(self: Tensor, x: Tensor) -> Tensor: return self._to_tensor(x).matmul(self)
+  def __and__(self: Tensor, x: Any) -> Tensor: return self.bitwise_and(x)
+  def __rand__(self: Tensor, x: Any) -> Tensor: return self.bitwise_and(x, True)
+  def __or__(self: Tensor, x: Any) -> Tensor: return self.bitwise_or(x)
+  def __ror__(self: Tensor, x: Any) -> Tensor: return self.bitwise_or(x, True)
+  def __xor__(self: Tensor, x: Any) -> Tensor: return self.xor(x)
+  def __rxor__(self: Tensor, x: Any) -> Tensor: return self.xor(x, True)
+  def __lshift__(self: Tensor, x: Any) -> Tensor: return self.lshift(x)
+  def __rlshift__(self: Tensor, x: Any) -> Tensor: return self.lshift(x, True)
+  def __rshift__(self: Tensor, x: Any) -> Tensor: return self.rshift(x)
+  def __rrshift__(self: Tensor, x: Any) -> Tensor: return self.rshift(x, True)
+  def __invert__(self: Tensor) -> Tensor: return self.bitwise_not()
+  # in-place operators are assigns (public tinygrad: `x += y` is `x.assign(x + y)`): they write the tensor's buffer, so a
+  # jitted counter `s.c += 1` advances on every replay
+  def __iadd__(self: Tensor, x: Any) -> Tensor: return self._inplace(self + x, "+=")
+  def __isub__(self: Tensor, x: Any) -> Tensor: return self._inplace(self - x, "-=")
+  def __imul__(self: Tensor, x: Any) -> Tensor: return self._inplace(self * x, "*=")
+  def __itruediv__(self: Tensor, x: Any) -> Tensor: return self._inplace(self / x, "/=")
+  def __ifloordiv__(self: Tensor, x: Any) -> Tensor: return self._inplace(self // x, "//=")
+  def __imod__(self: Tensor, x: Any) -> Tensor: return self._inplace(self % x, "%=")
+  def __imatmul__(self: Tensor, x: Tensor) -> Tensor: return self._inplace(self @ x, "@=")
+  def __ipow__(self: Tensor, x: Any) -> Tensor: return self._inplace(self ** x, "**=")
+  def __iand__(self: Tensor, x: Any) -> Tensor: return self._inplace(self & x, "&=")
+  def __ior__(self: Tensor, x: Any) -> Tensor: return self._inplace(self | x, "|=")
+  def __ixor__(self: Tensor, x: Any) -> Tensor: return self._inplace(self ^ x, "^=")
+  def __ilshift__(self: Tensor, x: Any) -> Tensor: return self._inplace(self << x, "<<=")
+  def __irshift__(self: Tensor, x: Any) -> Tensor: return self._inplace(self >> x, ">>=")
+  def _inplace(self: Tensor, r: Tensor, op: str) -> Tensor:
+    if r.shape != self.shape:
+      raise ValueError(f"in-place {op}: the result has shape {r.shape} but the tensor has shape {self.shape}; "
+                       f"an in-place op cannot change the shape (use x = x {op[:-1]} y for a new tensor)")
+    if r.dtype != self.dtype:
+      # torch's in-place rule: the result may be cast back unless that changes its kind (float -> int, number -> bool)
+      if (dtypes.is_float(r.dtype) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool and r.dtype != dtypes.bool):
+        raise TypeError(f"in-place {op}: result type {r.dtype} can't be cast to the tensor's dtype {self.dtype}; "
+                        f"use x = x {op[:-1]} y for a new tensor, or cast the tensor first")
+      r = r.cast(self.dtype)
+    return self.assign(r)
+  def __neg__(self: Tensor) -> Tensor: return self.neg()
+  def __abs__(self: Tensor) -> Tensor: return self.abs()
+
+  # ---- elementwise unary ----
+  def neg(self: Tensor) -> Tensor:
+    """Elementwise -x (logical not for bools)."""
+    return self.logical_not() if dtypes.is_bool(self.dtype) else Tensor(UOp(Ops.NEG, self.dtype, (self.uop,)))
+  def abs(self: Tensor) -> Tensor:
+    """Elementwise |x|."""
+    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self
+    return (self <= 0).where(-self, self) if not dtypes.is_float(self.dtype) else (self <= 0).where(0 - self, self)
+  def sign(self: Tensor) -> Tensor:
+    """Elementwise -1, 0 or 1 (NaN stays NaN)."""
+    ret = (self != 0).where((self < 0).where(self._const(-1 if not dtypes.is_unsigned(self.dtype) else 0), self._const(1)), self._const(0))
+    return ret + self * 0 if dtypes.is_float(self.dtype) else ret
+  def _unary(self: Tensor, op: Ops) -> Tensor:
+    x = self._float()
+    return Tensor(UOp(op, x.dtype, (x.uop,)))
+  def exp2(self: Tensor) -> Tensor:
+    """Elementwise 2**x."""
+    return self._unary(Ops.EXP2)
+  def log2(self: Tensor) -> Tensor:
+    """Elementwise base-2 logarithm."""
+    return self._unary(Ops.LOG2)
+  def exp(self: Tensor) -> Tensor:
+    """Elementwise e**x: 2**(r/ln2) * 2**n with n = round(x/ln2) and r = x - n*ln2 in two parts (Cody-Waite), so the
+    rounding of x/ln2 does not cost accuracy for large x. 2**n is exact: built in the exponent field (kept normal), then
+    one multiply by 2**-64 or 2 that rounds once where the result is subnormal or overflows (one exp2, not three: an exp2
+    decomposed from arithmetic, as on the CPU, costs ~40 ops). float16/bfloat16 compute in float32."""
+    x = self._float()
+    if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
+    f64 = x.dtype == dtypes.float64
+    # ln2 split so that n*hi is exact (n has at most 11 bits for float64, 8 for float32); past the clamp e**x rounds to 0
+    # (below half the smallest subnormal) or overflows, as it does at the clamp itself
+    (lo_lim, hi_lim), hi, lo = ((-746.0, 710.0), 0.6931471803691238, 1.9082149292705877e-10) if f64 else \
+                                ((-104.0, 89.0), 0.693145751953125, 1.428606765330187e-06)
+    xc = (x > hi_lim).where(hi_lim, (x < lo_lim).where(lo_lim, x))  # keeps NaN; +-inf end at inf / 0
+    n = (xc * (1 / math.log(2)) + 0.5).floor()
+    r = (xc - n * hi) - n * lo
+    bias, mb, idt = (1023, 52, dtypes.int64) if f64 else (127, 23, dtypes.int32)
+    small, big = n < 1 - bias, n > bias
+    e = small.where(n + 64, big.where(n - 1, n))
+    p2 = ((xc.ne(xc).where(0, e).cast(idt) + bias) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
+    # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
+    poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
+    for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
+    return poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0))
+  def log(self: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+    return self.log2() * math.log(2)
+  def sqrt(self: Tensor) -> Tensor:
+    """Elementwise square root."""
+    return self._unary(Ops.SQRT)
+  def rsqrt(self: Tensor) -> Tensor:
+    """Elementwise 1/sqrt(x)."""
+    return self.sqrt().reciprocal()
+  def reciprocal(self: Tensor) -> Tensor:
+    """Elementwise 1/x."""
+    return self._unary(Ops.RECIPROCAL)
+  def sin(self: Tensor) -> Tensor:
+    """Elementwise sine."""
+    return self._unary(Ops.SIN)
+  def cos(self: Tensor) -> Tensor:
+    """Elementwise cosine from SIN of exactly representable arguments (pi/2 - x would round away accuracy for large x):
+    sin(2x) / (2 sin x) in general, 1 - 2 sin(x/2)**2 near 0 and where 2x overflows."""
+    x = self._float()
+    half = x * 0.5
+    via_half = 1 - 2 * half.sin().square()
+    via_double = (x * 2).sin() / (2 * x.sin())
+    big = {dtypes.float16: 32752.0, dtypes.bfloat16: 1.69e38, dtypes.float32: 1.7e38}.get(x.dtype, 8.9e307)  # about max/2
+    return ((x.abs() < 0.5) | (x.abs() > big)).where(via_half, via_double)
+  def tan(self: Tensor) -> Tensor:
+    """Elementwise tangent."""
+    return self.sin() / self.cos()
+  def square(self: Tensor) -> Tensor:
+    """Elementwise x*x."""
+    return self * self
+  def trunc(self: Tensor) -> Tensor:
+    """Elementwise rounding toward zero."""
+    return Tensor(UOp(Ops.TRUNC, self.dtype, (self.uop,))) if dtypes.is_float(self.dtype) else self
+  def floor(self: Tensor) -> Tensor:
+    """Elementwise rounding down."""
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    return (t > self).where(t - 1, t)
+  def ceil(self: Tensor) -> Tensor:
+    """Elementwise rounding up."""
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    return (t < self).where(t + 1, t)
+  def round(self: Tensor) -> Tensor:
+    """Elementwise rounding to the nearest integer, halves to even (like numpy)."""
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    frac = self - t                                       # exact, same sign as x
+    odd = (t - (t * 0.5).trunc() * 2) != 0
+    up = (frac.abs() > 0.5) | ((frac.abs() == 0.5) & odd)
+    return up.where((self < 0).where(t - 1, t + 1), t)
+  def relu(self: Tensor) -> Tensor:
+    """max(x, 0) (NaN -> 0, like tinygrad)."""
+    return (self > 0).where(self, 0)
+  def relu6(self: Tensor) -> Tensor:
+    """min(max(x, 0), 6)."""
+    return self.relu() - (self - 6).relu()
+  def sigmoid(self: Tensor) -> Tensor:
+    """1 / (1 + e**-x)."""
+    return (1 + (self._float() * (-1 / math.log(2))).exp2()).reciprocal()
+  def hardsigmoid(self: Tensor, alpha: float = 1/6, beta: float = 0.5) -> Tensor:
+    """clip(alpha*x + beta, 0, 1)."""
+    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def tanh(self: Tensor) -> Tensor:
+    """Hyperbolic tangent: 2*sigmoid(2x) - 1."""
+    return 2.0 * (2.0 * self._float()).sigmoid() - 1.0
+  def sinh(self: Tensor) -> Tensor:
+    """Hyperbolic sine."""
+    return (self.exp() - self.neg().exp()) / 2
+  def cosh(self: Tensor) -> Tensor:
+    """Hyperbolic cosine."""
+    return (self.exp() + self.neg().exp()) / 2
+  def gelu(self: Tensor) -> Tensor:
+    """GELU, tanh approximation."""
+    x = self._float()
+    return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+  def quick_gelu(self: Tensor) -> Tensor:
+    """x * sigmoid(1.702 x)."""
+    return self * (self * 1.702).sigmoid()
+  def silu(self: Tensor) -> Tensor:
+    """x * sigmoid(x) (swish)."""
+    return self * self.sigmoid()
+  def swish(self: Tensor) -> Tensor:
+    """x * sigmoid(x)."""
+    return self.silu()
+  def softplus(self: Tensor, beta: float = 1.0) -> Tensor:
+    """log(1 + e**(beta x)) / beta, computed without overflow."""
+    bx = self._float() * beta
+    return (bx.relu() + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
+  def mish(self: Tensor) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return self * self.softplus().tanh()
+  def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha*(e**x - 1) otherwise."""
+    return self.relu() - alpha * (1 - self.exp()).relu()
+  def celu(self: Tensor, alpha: float = 1.0) -> Tensor:
+    """max(0, x) + min(0, alpha*(e**(x/alpha) - 1))."""
+    return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def selu(self: Tensor, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor:
+    """gamma * (x if x > 0 else alpha*(e**x - 1))."""
+    return gamma * (self >= 0).where(self, alpha * (self.exp() - 1))
+  def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
+    """x for x >= 0, neg_slope*x otherwise."""
+    return (self < 0).where(self * neg_slope, self)
+  def hardtanh(self: Tensor, min_val: float = -1, max_val: float = 1) -> Tensor:
+    """clip(x, min_val, max_val)."""
+    return self.clip(min_val, max_val)
+  def hardswish(self: Tensor) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return self * (self + 3).relu6() * (1 / 6)
+  def softsign(self: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return self / (1 + self.abs())
+  def erf(self: Tensor) -> Tensor:
+    """The error function (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7)."""
+    x = self._float()
+    t = 1.0 / (1.0 + 0.3275911 * x.abs())
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return x.sign() * (1.0 - poly * (-x * x).exp())
+  def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
+    """Elementwise clamp into [min_, max_] (either bound may be None)."""
+    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ and max_")
+    ret = self.maximum(min_) if min_ is not None else self
+    return ret.minimum(max_) if max_ is not None else ret
+  def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
+    """Alias of clip."""
+    return self.clip(min_, max_)
+  def lerp(self: Tensor, end: Tensor | ConstType, weight: Tensor | ConstType) -> Tensor:
+    """self + (end - self) * weight."""
+    return self + (end - self) * weight
+  def pow(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
+    int constant is a ValueError, as in numpy. With an int tensor exponent the power is computed in float, rounded and cast
+    back, so a negative exponent gives round(b**e) (0 for |b| > 1, as 2**-1 = 0.5 rounds to even) rather than an error."""
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
+      raise ValueError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
+    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
+      n = int(x)
+      base = self if isinstance(x, int) or dtypes.is_float(self.dtype) else self._float()
+      if n >= 0 and (dtypes.is_int(base.dtype) or n <= 16): return base._pow_int(n)
+      if n < 0 and dtypes.is_float(base.dtype) and -n <= 16: return base._pow_int(-n).reciprocal()
+    if not reverse and isinstance(x, float) and x == 0.5: return self.sqrt()
+    b, e = self._broadcasted(x, reverse)
+    if not dtypes.is_float(b.dtype): return Tensor._pow_float(b._float(), e._float()).round().cast(b.dtype)
+    return Tensor._pow_float(b, e)
+  def _pow_int(self: Tensor, n: int) -> Tensor:
+    ret, base = None, self
+    while n:  # square-and-multiply
+      if n & 1: ret = base if ret is None else ret * base
+      n >>= 1
+      if n: base = base * base
+    return ret if ret is not None else self.ones_like()
+  @staticmethod
+  def _pow_float(b: Tensor, e: Tensor) -> Tensor:
+    r = (e * b.abs().log2()).exp2()
+    e_int, odd = e.trunc() == e, (e - (e * 0.5).trunc() * 2) != 0
+    r = (b < 0).where(e_int.where(odd.where(-r, r), math.nan), r)
+    return ((e == 0) | (b == 1)).where(1.0, r)

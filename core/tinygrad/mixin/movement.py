@@ -1,0 +1,166 @@
+# mypy: disable-error-code="misc"
+"""Tensor methods, movement ops: reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split."""
+from __future__ import annotations
+import math
+import functools
+import itertools
+from typing import TYPE_CHECKING, Any, Sequence, cast
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
+from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
+if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+
+class MovementMixin:
+  # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
+  # ---- movement ----
+  def reshape(self: Tensor, shape: Any, *args: int) -> Tensor:
+    """The same elements (row-major) in a new shape; one dimension may be -1 (inferred), None keeps that dimension."""
+    new = tuple(self.shape[i] if s is None else s for i, s in enumerate(argfix(shape, *args)))
+    if not all_int(new): raise ValueError(f"reshape from {self.shape} to {new}: sizes must be ints")
+    if sum(s == -1 for s in new) > 1: raise ValueError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
+    if any(s < -1 for s in new): raise ValueError(f"reshape from {self.shape} to {new}: negative size")
+    if -1 in new:
+      rest = prod(s for s in new if s != -1)
+      if rest == 0 or self.numel() % rest: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
+      new = tuple(self.numel() // rest if s == -1 else s for s in new)
+    if prod(new) != self.numel(): raise ValueError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
+    return self if new == self.shape else self._mv(self.uop.reshape(new))
+  def view(self: Tensor, shape: Any, *args: int) -> Tensor:
+    """Alias of reshape."""
+    return self.reshape(shape, *args)
+  def permute(self: Tensor, order: Any, *args: int) -> Tensor:
+    """Reorder the dimensions: result dim i is input dim order[i]."""
+    o = argfix(order, *args)
+    if len(o) != self.ndim: raise ValueError(f"permute: order {o} has {len(o)} axes, tensor of shape {self.shape} has {self.ndim}")
+    res = tuple(self._resolve_dim(i) for i in o)
+    if sorted(res) != list(range(self.ndim)): raise ValueError(f"permute: {o} is not a permutation of the axes of shape {self.shape}")
+    return self._mv(self.uop.permute(res)) if res != tuple(range(self.ndim)) else self
+  def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
+    """Swap two dimensions."""
+    order = list(range(self.ndim))
+    a, b = self._resolve_dim(dim0), self._resolve_dim(dim1)
+    if self.ndim == 0: return self
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+  def expand(self: Tensor, shape: Any, *args: int) -> Tensor:
+    """Broadcast size-1 dimensions to larger sizes (-1 keeps a size; new leading dimensions may be added)."""
+    new = argfix(shape, *args)
+    if len(new) < self.ndim: raise ValueError(f"expand: cannot expand shape {self.shape} to {new} (fewer dimensions)")
+    if any(not isinstance(s, int) or s < -1 for s in new): raise ValueError(f"expand: invalid shape {new}; sizes must be ints >= 0, or -1 to keep one")
+    cur = (1,) * (len(new) - self.ndim) + self.shape
+    return self._broadcast_to(tuple(c if s == -1 else s for c, s in zip(cur, new)))
+  def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions start_dim..end_dim into one."""
+    if self.ndim == 0: return self.reshape(1)
+    s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
+    return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
+  def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Split dimension `dim` into `sizes` (one may be -1)."""
+    d = self._resolve_dim(dim)
+    return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d+1:])
+  def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Remove size-1 dimensions (all, or the given ones; a given dimension whose size is not 1 is kept, like torch)."""
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    dims = {self._resolve_dim(d) for d in ((dim,) if isinstance(dim, int) else dim)}
+    if self.ndim == 0: return self
+    return self.reshape(tuple(s for i, s in enumerate(self.shape) if i not in dims or s != 1))
+  def unsqueeze(self: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at `dim`."""
+    d = self._resolve_dim(dim, extra=True)
+    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+  def _pad_arg(self: Tensor, padding: Any) -> list[tuple[int, int]]:
+    if all(isinstance(p, int) for p in padding):  # flat, torch order: (last_before, last_after, prev_before, prev_after, ...)
+      if len(padding) % 2 or len(padding) // 2 > self.ndim:
+        raise ValueError(f"pad: flat padding {tuple(padding)} needs an even length of at most {2*self.ndim} for shape {self.shape}")
+      pairs = [(0, 0)] * self.ndim
+      for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (padding[2*k], padding[2*k+1])
+      return pairs
+    if len(padding) != self.ndim: raise ValueError(f"pad: padding {tuple(padding)} has {len(padding)} entries, shape {self.shape} has {self.ndim} dims")
+    return [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
+  def pad(self: Tensor, padding: Any, mode: str = "constant", value: ConstType = 0.0) -> Tensor:
+    """Pad each dimension: ((before, after) or None per axis) or a flat torch-style tuple starting at the last axis.
+    Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular."""
+    pairs = self._pad_arg(padding)
+    if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"pad: unknown mode {mode!r}; valid: constant, reflect, replicate, circular")
+    if mode != "constant": return self._pad_mode(pairs, mode)
+    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
+    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    ret = x._mv(x.uop.pad(pos))
+    if value == 0 or all(p == (0, 0) for p in pos): return ret
+    if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
+    mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
+    return mask.where(ret, self._const(value, self.dtype))
+  def _pad_mode(self: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:
+    x = self
+    for d, (b, a) in enumerate(pairs):
+      if b < 0 or a < 0: raise ValueError(f"pad: mode {mode!r} needs non-negative padding, got {pairs}")
+      n = x.shape[d]
+      if mode == "reflect" and (b >= n or a >= n): raise ValueError(f"pad: reflect padding {(b, a)} must be smaller than the size {n} of axis {d}")
+      if mode == "circular" and (b > n or a > n): raise ValueError(f"pad: circular padding {(b, a)} must be at most the size {n} of axis {d}")
+      def take(lo: int, hi: int) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
+      parts = []
+      if b:
+        parts.append({"reflect": lambda: take(1, b+1).flip(d), "replicate": lambda: take(0, 1).repeat([b if i == d else 1 for i in range(x.ndim)]),
+                      "circular": lambda: take(n-b, n)}[mode]())
+      parts.append(x)
+      if a:
+        parts.append({"reflect": lambda: take(n-1-a, n-1).flip(d), "replicate": lambda: take(n-1, n).repeat([a if i == d else 1 for i in range(x.ndim)]),
+                      "circular": lambda: take(0, a)}[mode]())
+      x = parts[0].cat(*parts[1:], dim=d) if len(parts) > 1 else x
+    return x
+  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+    """Keep [start, end) of each dimension (None keeps all of it)."""
+    if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
+    full = tuple((0, s) if a is None else (int(a[0]), int(a[1])) for a, s in zip(arg, self.shape))
+    if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
+    return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
+  def flip(self: Tensor, axis: Any, *args: int) -> Tensor:
+    """Reverse the order of elements along the given axes."""
+    axes = {self._resolve_dim(a) for a in argfix(axis, *args)}
+    return self._mv(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
+  def repeat(self: Tensor, repeats: Any, *args: int) -> Tensor:
+    """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
+    reps = argfix(repeats, *args)
+    if any(not isinstance(r, int) or isinstance(r, bool) or r < 0 for r in reps): raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
+    if len(reps) < self.ndim: raise ValueError(f"repeat: {reps} has fewer entries than shape {self.shape} has dims")
+    base = (1,) * (len(reps) - self.ndim) + self.shape
+    x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))
+    return x.reshape(tuple(r * s for r, s in zip(reps, base)))
+  def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
+    """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)` or `Tensor.cat(a, b)`)."""
+    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
+    first = ts[0]
+    d = first._resolve_dim(dim)
+    for t in ts[1:]:
+      if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
+        raise ValueError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
+    dt = least_upper_dtype(*(t.dtype for t in ts))
+    total, off, parts = sum(t.shape[d] for t in ts), 0, []
+    for t in ts:
+      parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]))
+      off += t.shape[d]
+    return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)
+  def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
+    """Stack same-shaped tensors along a new dimension `dim`."""
+    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
+    for t in ts[1:]:
+      if t.shape != ts[0].shape: raise ValueError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
+    d = ts[0]._resolve_dim(dim, extra=True)
+    return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
+  def split(self: Tensor, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Split along `dim` into chunks of `sizes` (an int: equal chunks, the last may be smaller)."""
+    d = self._resolve_dim(dim)
+    n = self.shape[d]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split: size must be positive, got {sizes}")
+      sz = [min(sizes, n - i) for i in range(0, max(1, n), sizes)]
+    else:
+      sz = list(sizes)
+      if sum(sz) != n: raise ValueError(f"split: sizes {sz} sum to {sum(sz)}, but dim {d} of shape {self.shape} has {n}")
+    offs = list(itertools.accumulate(sz, initial=0))
+    return tuple(self.shrink([(offs[k], offs[k+1]) if i == d else None for i in range(self.ndim)]) for k in range(len(sz)))
+  def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+    """Split into `chunks` nearly equal pieces along `dim`."""
+    if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    d = self._resolve_dim(dim)
+    return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))

@@ -1,0 +1,149 @@
+# mypy: disable-error-code="misc"
+"""Tensor methods, reductions (sum/max/mean/var/argmax/logsumexp/softmax) and cumulative ops."""
+from __future__ import annotations
+from typing import TYPE_CHECKING, Callable, Sequence
+from tinygrad.uop import Ops
+from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
+from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP
+from tinygrad.mixin.common import AxisError, _CHUNK
+if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+
+class ReduceMixin:
+  # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
+  # ---- reductions ----
+  def _resolve_dim(self: Tensor, dim: int, extra: bool = False) -> int:
+    total = self.ndim + int(extra)
+    lo, hi = -max(1, total), max(1, total) - 1
+    if not isinstance(dim, int) or not lo <= dim <= hi: raise AxisError(f"axis {dim} is out of range for a tensor of shape {self.shape} (valid: {lo}..{hi})")
+    return dim + total if dim < 0 else dim
+  def _axes(self: Tensor, axis: int | Sequence[int] | None) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = tuple(self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis))
+    if len(set(axes)) != len(axes): raise ValueError(f"repeated axis in {axis} for a tensor of shape {self.shape}")
+    return tuple(a for a in axes if self.ndim)
+  def _reduce(self: Tensor, op: Ops, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    axes = self._axes(axis)
+    new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape)) if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes)
+    if any(self.shape[a] == 0 for a in axes):
+      identity = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
+      return self._const(identity, shape=new_shape)
+    split = self._split_reduce(op, axes)
+    return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)
+  def _split_reduce(self: Tensor, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
+    # a reduce of R elements runs as chunks, each summed by one accumulator, then a reduce of the chunk results (itself
+    # split again when needed): chunks of at most _CHUNK keep float32 sums at numpy's pairwise accuracy (one accumulator
+    # stalls at 2**24: ones(30000001).sum() gave 16777216), and k >= 8 chunks of a big reduce to few outputs run in
+    # parallel (threads, GPU work-groups). None when a plain reduce is fine
+    red = prod(self.shape[a] for a in axes)
+    if not SPLIT_REDUCEOP or red <= _CHUNK and (red < 1 << 15 or self.numel() // red > 16): return None
+    # prefer an exact split (no padding: the loads stay unmasked): k parallel chunks, else a chunk size dividing R
+    k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and 256 <= red // d <= _CHUNK), 0)
+    c = red // k if k else next((d for d in range(_CHUNK, _CHUNK // 4, -1) if red % d == 0), _CHUNK)
+    m = ceildiv(red, c)
+    kept = tuple(i for i in range(self.ndim) if i not in axes)
+    x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), red)
+    if m * c != red:
+      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
+      x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
+    x = x.reshape(*(self.shape[i] for i in kept), m, c)
+    return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
+  def sum(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    """Sum over `axis` (all when None). Ints and bools accumulate in at least int32/uint32; float16/bfloat16 accumulate in float32
+    and return their own dtype, as tinygrad does."""
+    acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
+    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
+  def prod(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    """Product over `axis` (in this tensor's dtype unless `dtype` is given)."""
+    return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
+  def max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Maximum over `axis`."""
+    return self._reduce(Ops.MAX, axis, keepdim)
+  def min(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Minimum over `axis`."""
+    return self._inverse().max(axis, keepdim)._inverse()
+  def any(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """True where any element along `axis` is nonzero."""
+    return self.bool().max(axis, keepdim)
+  def all(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """True where every element along `axis` is nonzero."""
+    return self.logical_not().any(axis, keepdim).logical_not()
+  def _count(self: Tensor, axis: int | Sequence[int] | None) -> int: return prod(self.shape[a] for a in self._axes(axis))
+  def mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Arithmetic mean over `axis` (ints give float32; an empty reduction gives NaN)."""
+    out_dt = self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
+    return (self.cast(sum_acc_dtype(self.dtype)).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
+  def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
+    squares = (self - self.mean(axis, keepdim=True)).square()
+    return squares.sum(axis, keepdim) / max(0, self._count(axis) - correction)
+  def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """Standard deviation over `axis`."""
+    return self.var(axis, keepdim, correction).sqrt()
+  def var_mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(var, mean) over `axis`."""
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(std, mean) over `axis`."""
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  def argmax(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index (int32) of the first maximum along `axis` (of the flattened tensor when None); NaN counts as the maximum."""
+    if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
+    ax = self._resolve_dim(axis)
+    n = self.shape[ax]
+    if n == 0: raise ValueError(f"argmax of an empty axis {ax} (shape {self.shape})")
+    hit = self == self.max(ax, keepdim=True)
+    if dtypes.is_float(self.dtype): hit = hit | self.isnan()
+    # count down from n so the max picks the first hit
+    rev = Tensor.arange(n, 0, -1, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
+    return (n - hit.where(rev, 0).max(ax, keepdim)).cast(dtypes.int32)
+  def argmin(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index (int32) of the first minimum along `axis`."""
+    return self._inverse().argmax(axis, keepdim)
+  def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over `axis`, computed stably."""
+    m = self.max(axis, keepdim=True)
+    m = m.isinf().where(0, m)
+    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
+    return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
+  def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along `axis`."""
+    x = self.cast(dtype) if dtype is not None else self
+    e = (x - x.max(axis, keepdim=True)).exp()
+    return e / e.sum(axis, keepdim=True)
+  def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """log(softmax(x)) along `axis`, computed stably."""
+    x = self.cast(dtype) if dtype is not None else self
+    ss = x - x.max(axis, keepdim=True)
+    return ss - ss.exp().sum(axis, keepdim=True).log()
+
+  # ---- cumulative ----
+  def _cumalu(self: Tensor, axis: int, op: Ops) -> Tensor:
+    ax = self._resolve_dim(axis)
+    if self.ndim == 0: return self
+    x = self.transpose(ax, -1)
+    n = x.shape[-1]
+    ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
+    combine: Callable[[Tensor, Tensor], Tensor] = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
+    reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
+    pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
+    if n == 0: ret = reduce(x.unsqueeze(-1), -1)
+    elif n > 256:
+      # blocks of 256: scan inside each block, then add the scan of the block totals shifted by one block
+      nb = ceildiv(n, 256)
+      blocks = x.pad(pre + [(0, nb*256 - n)], value=ident).reshape(*x.shape[:-1], nb, 256)._cumalu(-1, op)
+      totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
+      carry = totals.pad(pre + [(1, -1)], value=ident)._cumalu(-1, op)
+      ret = combine(blocks, carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
+    else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
+    return ret.transpose(ax, -1)
+  def cumsum(self: Tensor, axis: int = 0) -> Tensor:
+    """Running sum along `axis` (ints accumulate in at least int32)."""
+    return self._cumalu(axis, Ops.ADD)
+  def cumprod(self: Tensor, axis: int = 0) -> Tensor:
+    """Running product along `axis`."""
+    return self._cumalu(axis, Ops.MUL)
+  def cummax(self: Tensor, axis: int = 0) -> Tensor:
+    """Running maximum along `axis`."""
+    return self._cumalu(axis, Ops.MAX)
