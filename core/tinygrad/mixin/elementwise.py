@@ -419,3 +419,125 @@ class ElementwiseMixin:
     e_int, odd = e.trunc() == e, (e - (e * 0.5).trunc() * 2) != 0
     r = (b < 0).where(e_int.where(odd.where(-r, r), math.nan), r)
     return ((e == 0) | (b == 1)).where(1.0, r)
+
+  # ---- inverse trigonometric and hyperbolic, logs, remainders ----
+  # Each reduces its argument to a range where a short series is exact to the dtype (float16/bfloat16 compute in float32),
+  # and every branch that `where` does not pick is fed a harmless value, so its gradient (times 0) cannot be NaN.
+  def _f32up(self: Tensor) -> Tensor:
+    x = self._float()
+    return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+  def _series(self: Tensor, coeffs: list[float]) -> Tensor:
+    # sum c_k z^k by Horner (z = self)
+    ret = self * 0 + coeffs[-1]
+    for c in reversed(coeffs[:-1]): ret = ret * self + c
+    return ret
+  def _log1p(self: Tensor) -> Tensor:
+    # log(1+y) without losing y's digits near 0: log(u) * y/(u-1) with u = 1+y rounded (Goldberg), y itself where u is 1
+    u = 1 + self
+    one = u == 1
+    us = one.where(2.0, u)
+    ret = one.where(self, us.log() * (self / (us - 1)))
+    return (self == math.inf).where(self, ret)
+  def _atan01(self: Tensor) -> Tensor:
+    # atan on [0, inf]: three ranges meeting at tan(pi/8) and tan(3pi/8), each mapped into |t| <= tan(pi/8), then the series
+    a, f64 = self, self.dtype == dtypes.float64
+    big, mid = a > 2.414213562373095, a > 0.41421356237309503
+    t = big.where(-1 / big.where(a, 1.0), mid.where((a - 1) / (a + 1), a))
+    n = 20 if f64 else 9   # 0.172**n / (2n+1) below half an ulp
+    r = t + t * (t * t)._series([(-1) ** k / (2 * k + 1) for k in range(1, n + 1)]) * (t * t)
+    return big.where(a.full_like(math.pi / 2), mid.where(a.full_like(math.pi / 4), 0.0)) + r
+  def atan(self: Tensor) -> Tensor:
+    """Elementwise arctangent, accurate to about an ulp over the whole line (argument reduction at tan(pi/8), tan(3pi/8))."""
+    x = self._f32up()
+    r = x.abs()._atan01()
+    return (x < 0).where(-r, r).cast(self._float().dtype)
+  def _asin01(self: Tensor) -> Tensor:
+    # asin on [0, 1]: the series for a <= 1/2, else pi/2 - 2 asin(sqrt((1-a)/2)) (no cancellation near 1); NaN past 1
+    a, f64 = self, self.dtype == dtypes.float64
+    coeffs = [math.comb(2 * k, k) / (4 ** k * (2 * k + 1)) for k in range(1, (25 if f64 else 11) + 1)]
+    def small(s: Tensor) -> Tensor: return s + s * (s * s)._series(coeffs) * (s * s)
+    hi = a > 0.5
+    s = hi.where((1 - a) * 0.5, 0.0).sqrt()
+    return hi.where(math.pi / 2 - 2 * small(s), small(hi.where(0.0, a)))
+  def asin(self: Tensor) -> Tensor:
+    """Elementwise arcsine on [-1, 1] (NaN outside, as torch); accurate to about an ulp, also near +-1."""
+    x = self._f32up()
+    r = x.abs()._asin01()
+    return (x < 0).where(-r, r).cast(self._float().dtype)
+  def acos(self: Tensor) -> Tensor:
+    """Elementwise arccosine on [-1, 1] (NaN outside): 2 asin(sqrt((1-x)/2)) near 1 and pi - that near -1, so small results
+    keep their digits."""
+    x = self._f32up()
+    hi, lo = x > 0.5, x < -0.5
+    s = hi.where((1 - x) * 0.5, lo.where((1 + x) * 0.5, 0.0)).sqrt()._asin01() * 2
+    mid = math.pi / 2 - (hi | lo).where(0.0, x).abs()._asin01() * (hi | lo).where(1.0, x.sign())
+    return hi.where(s, lo.where(math.pi - s, mid)).cast(self._float().dtype)
+  def _big(self: Tensor) -> float:
+    # above this, x**2 + 1 rounds to x**2 and sqrt(x**2 +- 1) is x: asinh/acosh are log(2x)
+    return {dtypes.float64: 2.0 ** 28}.get(self.dtype, 2.0 ** 13)
+  def asinh(self: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic sine: log1p(a + a^2/(1 + sqrt(1 + a^2))) with a = |x| (exact near 0), log(a) + ln 2
+    for large a (no overflow)."""
+    x = self._f32up()
+    a = x.abs()
+    big = a > x._big()
+    s = big.where(1.0, a)
+    r = big.where(big.where(a, 1.0).log() + math.log(2), (s + s * s / (1 + (s * s + 1).sqrt()))._log1p())
+    return (x < 0).where(-r, r).cast(self._float().dtype)
+  def acosh(self: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic cosine on [1, inf) (NaN below 1): log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact
+    near 1), log(x) + ln 2 for large x."""
+    x = self._f32up()
+    big = x > x._big()
+    t = big.where(0.0, x - 1)
+    r = big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p())
+    return (x < 1).where(math.nan, r).cast(self._float().dtype)   # t (t+2) is positive again below -1
+  def atanh(self: Tensor) -> Tensor:
+    """Elementwise inverse hyperbolic tangent on [-1, 1] (+-inf at +-1, NaN outside): log1p(2a/(1-a))/2 with a = |x|."""
+    x = self._f32up()
+    a = x.abs()
+    r = (2 * a / (1 - a))._log1p() * 0.5
+    return (x < 0).where(-r, r).cast(self._float().dtype)
+  def log10(self: Tensor) -> Tensor:
+    """Elementwise base-10 logarithm."""
+    return self.log2() * math.log10(2)
+  def fmod(self: Tensor, x: Tensor | ConstType) -> Tensor:
+    """Elementwise C remainder (torch.fmod): the result has the dividend's sign (Tensor.mod, %, has the divisor's). Ints use
+    the truncating remainder (x fmod 0 is 0, as for %); floats give NaN for y = 0 or infinite x, and x for infinite y."""
+    a, b = self._broadcasted(x)
+    if not dtypes.is_float(a.dtype):
+      if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
+      return a._int_divmod(b, x)[1]
+    r = a - b * (a / b).trunc()
+    # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
+    ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
+    r = (r * sa < 0).where(r + sa * ab, r)
+    r = ((r.abs() >= ab) & (r.abs() != 0)).where(r - sa * ab, r)
+    return (b.isinf() & a.isfinite()).where(a, r)
+  def copysign(self: Tensor, other: Tensor | ConstType) -> Tensor:
+    """Elementwise |self| with the sign of `other` (-0.0 counts as negative); the result dtype follows broadcasting, as in
+    tinygrad (torch always returns a float)."""
+    a, b = self._broadcasted(other)
+    if not dtypes.is_float(b.dtype): return (b < 0).where(-a.abs(), a.abs())
+    ret = ((b < 0) | ((b == 0) & (b.reciprocal() < 0))).where(-a.abs(), a.abs())
+    # minus a +0 made from `other`: it stays in the graph (a zero gradient, as torch) and a -0.0 result keeps its sign
+    return ret - (b.isinf() | b.isnan()).where(0.0, b * 0).abs()
+  def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:
+    """Elementwise log(exp(self) + exp(other)), stable for large inputs: max + log1p(exp(min - max)); infinities of one sign
+    give that infinity, and ties split the gradient evenly."""
+    a, b = self._broadcasted(other)
+    a, b = a._f32up(), b._f32up()
+    hi, lo = a.maximum(b), a.minimum(b)
+    ret = hi + (hi == lo).where(0.0, lo - hi).exp()._log1p()
+    return (a.isnan() | b.isnan()).where(math.nan, ret).cast(self._broadcasted(other)[0]._float().dtype)
+  def isclose(self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """True where |self - other| <= atol + rtol * |other| (torch.isclose); infinities are close only to themselves, NaN only
+    to NaN with equal_nan."""
+    a, b = self._broadcasted(other)
+    if not dtypes.is_float(a.dtype): a, b = a._float(), b._float()
+    close = a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs())
+    close = close | ((a.isinf() | b.isinf()) & (a == b))
+    return close | (a.isnan() & b.isnan()) if equal_nan else close
+  def allclose(self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True (a Python bool) when every element is close (isclose); realizes the comparison."""
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())

