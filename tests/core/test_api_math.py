@@ -126,3 +126,38 @@ def test_allclose_returns_a_python_bool():
   assert r is True and Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.1])) is False
   assert Tensor([math.nan]).allclose(Tensor([math.nan])) is False and Tensor([math.nan]).allclose(Tensor([math.nan]), equal_nan=True) is True
   assert Tensor.zeros(0).allclose(Tensor.zeros(0)) is True
+
+# ---- cumulative: logcumsumexp, cummax, cummin ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,axis", [((0,), 0), ((1,), 0), ((5,), 0), ((3, 7), 1), ((4, 3, 2), -3), ((2, 0), 0)])
+def test_logcumsumexp_matches_torch(shape, axis, dev):
+  check_fwd_bwd(lambda t: t.logcumsumexp(axis), lambda p: torch.logcumsumexp(p, axis), rnd(*shape) * 3, dev=dev)
+
+def test_logcumsumexp_is_stable_for_large_values_and_long_axes():
+  # a later large value must not flush the earlier small prefixes (one global max would give -inf there)
+  x = np.array([0.0, 1000.0, -1000.0, 1000.0, -math.inf], dtype=np.float32)
+  close(Tensor(x).logcumsumexp().numpy(), torch.logcumsumexp(torch.tensor(x), 0).numpy(), atol=0, rtol=1e-6)
+  assert Tensor([-math.inf, -math.inf, 2.0]).logcumsumexp().tolist()[:2] == [-math.inf, -math.inf]
+  y = rnd(2, 1000, seed=4) * 50   # more than one block of 256
+  check_fwd_bwd(lambda t: t.logcumsumexp(1), lambda p: torch.logcumsumexp(p, 1), y, atol=1e-4, rtol=1e-5)
+  assert Tensor(3.0).logcumsumexp().item() == 3.0 and Tensor([1, 2], dtype=dtypes.int32).logcumsumexp().dtype == dtypes.float32
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("shape,axis", [((0,), 0), ((1,), 0), ((7,), 0), ((3, 5), 1), ((4, 3), 0)])
+def test_cummax_cummin_return_values_and_indices_like_torch(op, shape, axis, dev):
+  x = np.round(rnd(*shape, seed=5) * 2)   # rounded: ties, where torch picks the last position
+  v, i = getattr(Tensor(x, device=dev), op)(axis)
+  rv, ri = getattr(torch, op)(torch.tensor(x), axis)
+  close(v.numpy(), rv.numpy(), 0, 0)
+  assert i.dtype == dtypes.int32 and i.tolist() == ri.tolist()
+  check_fwd_bwd(lambda t: getattr(t, op)(axis)[0], lambda p: getattr(torch, op)(p, axis)[0], rnd(*shape, seed=6), dev=dev)
+
+def test_cummax_cummin_of_ints_and_scalars():
+  x = np.array([3, -1, 4, 4, -5, 9, 2], dtype=np.int32)
+  for op in ("cummax", "cummin"):
+    v, i = getattr(Tensor(x), op)()
+    rv, ri = getattr(torch, op)(torch.tensor(x), 0)
+    assert v.tolist() == rv.tolist() and i.tolist() == ri.tolist() and v.dtype == dtypes.int32
+  v, i = Tensor(2.5).cummin()
+  assert v.item() == 2.5 and i.item() == 0 and i.shape == ()

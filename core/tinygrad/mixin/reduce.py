@@ -1,6 +1,7 @@
 # mypy: disable-error-code="misc"
 """Tensor methods, reductions (sum/max/mean/var/argmax/logsumexp/softmax) and cumulative ops."""
 from __future__ import annotations
+import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
@@ -144,6 +145,43 @@ class ReduceMixin:
   def cumprod(self: Tensor, axis: int = 0) -> Tensor:
     """Running product along `axis`."""
     return self._cumalu(axis, Ops.MUL)
-  def cummax(self: Tensor, axis: int = 0) -> Tensor:
-    """Running maximum along `axis`."""
-    return self._cumalu(axis, Ops.MAX)
+  def cummax(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32) is the last
+    position at or before i holding the running max (torch's choice on ties)."""
+    ax = self._resolve_dim(axis)
+    if self.ndim == 0: return self, self._const(0, dtypes.int32)
+    values = self._cumalu(ax, Ops.MAX)
+    # the last j <= i with x_j == max(x_0..x_i) is the last j <= i where x_j equals its own running max
+    n = self.shape[ax]
+    pos = Tensor.arange(n, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
+    return values, (self == values).where(pos, 0)._cumalu(ax, Ops.MAX).cast(dtypes.int32)
+  def cummin(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the running minimum along `axis` (indices as cummax)."""
+    values, indices = self._inverse().cummax(axis)
+    return values._inverse(), indices
+  def _logcumsumexp_small(self: Tensor) -> Tensor:
+    # along the last axis (n <= 256): m_i + log sum_{j<=i} exp(x_j - m_i), m the running max (0 where infinite)
+    n = self.shape[-1]
+    m = self._cumalu(-1, Ops.MAX)
+    m = m.isinf().where(0, m)
+    idx = Tensor.arange(n, device=self.device)
+    lower = idx.reshape(1, n) <= idx.reshape(n, 1)   # [i, j]: j <= i
+    return lower.where(self.unsqueeze(-2) - m.unsqueeze(-1), -math.inf).exp().sum(-1).log() + m
+  def logcumsumexp(self: Tensor, axis: int = 0) -> Tensor:
+    """log(cumsum(exp(x))) along `axis`, stable: each prefix is shifted by its own running max (exp never overflows, early
+    small terms are not flushed by a later large one). Blocks of 256 are scanned pairwise, then combined with logaddexp."""
+    ax = self._resolve_dim(axis)
+    x = self._float()
+    if self.ndim == 0: return x
+    x = x.transpose(ax, -1)
+    n = x.shape[-1]
+    pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
+    if n == 0: ret = x
+    elif n <= 256: ret = x._logcumsumexp_small()
+    else:
+      nb = ceildiv(n, 256)
+      blocks = x.pad(pre + [(0, nb * 256 - n)], value=-math.inf).reshape(*x.shape[:-1], nb, 256)._logcumsumexp_small()
+      totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
+      carry = totals.pad(pre + [(1, -1)], value=-math.inf).logcumsumexp(-1)   # everything before each block
+      ret = blocks.logaddexp(carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb * 256).shrink(tuple(pre + [(0, n)]))
+    return ret.transpose(ax, -1)
