@@ -36,7 +36,10 @@ class Compiler:
   Subclasses implement `compile` (raising `CompileError` with the tool's diagnostics and the source on failure) and,
   when a tool version changes its output, `version` (cache it: it is called for every cache lookup).
   `cachekey` names this compiler's entries in the disk cache; None disables caching for it.
+  `parallel_safe`: `compile` may run on several threads at once (and releases the GIL while it works), so a schedule's
+  new kernels compile in parallel (PARALLEL_COMPILE threads); False: one after another on the calling thread.
   """
+  parallel_safe: bool = False
   def __init__(self, cachekey: str | None = None): self.cachekey = cachekey
   def compile(self, src: str) -> bytes:
     """The binary for `src`. The default is the source's UTF-8 bytes (for runtimes that load source)."""

@@ -51,6 +51,10 @@ BEAM = ContextVar("BEAM", 0)                 # beam search width
 BEAM_TIMEOUT = ContextVar("BEAM_TIMEOUT", 60)  # seconds one kernel's beam search may take (the best so far wins)
 BEAM_MAX_CANDIDATES = ContextVar("BEAM_MAX_CANDIDATES", 64)  # candidates timed per beam step
 BEAM_THREADS = ContextVar("BEAM_THREADS", 2)  # threads compiling beam candidates in parallel
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1   # cores this process may use
+# threads compiling a schedule's new kernels while the next ones are rendered (compilers marked parallel_safe); 0: one
+# after another on the calling thread
+PARALLEL_COMPILE = ContextVar("PARALLEL_COMPILE", min(8, CPUS))
 IGNORE_BEAM_CACHE = ContextVar("IGNORE_BEAM_CACHE", 0)  # 1: search again even when the disk cache has this kernel's result
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)   # a big reduce to few outputs runs as two kernels (the first one parallel)
 MATMUL_PACK = ContextVar("MATMUL_PACK", 1)   # a matmul whose right operand is big is preceded by a copy into panels (renderer.matmul_pack)

@@ -89,8 +89,8 @@ def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list
     for i, u in enumerate(uops): print(f"{i:4d} {u.op!s:20s} {u.dtype!r:30s} {u.arg!r}")
   return uops
 
-def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
-  """Render (and compile, when the renderer has a compiler) a kernel AST for `ren`."""
+def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile: bool = True) -> ProgramSpec:
+  """Render (and, when `compile` and the renderer has a compiler, compile) a kernel AST for `ren`; uncompiled, `lib` is None."""
   if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
   name = ast.arg if isinstance(ast.arg, str) else "kernel"
   prg = UOp(Ops.PROGRAM, src=(ast, UOp(Ops.DEVICE, arg=ren.device)))
@@ -98,6 +98,6 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> Progr
   prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))
   src = ren.render(uops, name)
   prg = prg.replace(src=prg.src + (UOp(Ops.SOURCE, arg=src),))
-  if ren.compiler is not None: prg = prg.replace(src=prg.src + (UOp(Ops.BINARY, arg=ren.compiler.compile_cached(src)),))
+  if compile and ren.compiler is not None: prg = prg.replace(src=prg.src + (UOp(Ops.BINARY, arg=ren.compiler.compile_cached(src)),))
   if DEBUG >= 4: print(src)
   return ProgramSpec.from_uop(prg)

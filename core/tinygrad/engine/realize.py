@@ -1,13 +1,14 @@
 """Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
 from __future__ import annotations
-import time
+import os, time, threading
+from concurrent.futures import ThreadPoolExecutor, Future
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, colored, ansilen, GlobalCounters
+from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters
 from tinygrad.renderer import ProgramSpec
-from tinygrad.device import Device, Buffer
+from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
 from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan
 
@@ -15,15 +16,39 @@ class CompiledRunner:
   """A ProgramSpec compiled (if needed) and loaded on `device` (default: the renderer's device); call it with Buffers.
 
   `device` must be the exact device the buffers live on ("NV:PTX", "CPU:1"): each opened device has its own queue, and
-  a kernel queued on another instance than its buffers' copies races with them."""
-  def __init__(self, p: ProgramSpec, device: str | None = None):
+  a kernel queued on another instance than its buffers' copies races with them.
+  Given a `pool`, the compile runs there in the background and `ready()` waits for it and loads the program."""
+  def __init__(self, p: ProgramSpec, device: str | None = None, pool: ThreadPoolExecutor | None = None):
     self.p, self.dev = p, Device[device or p.device]
-    if p.lib is not None: self.lib = p.lib
-    elif self.dev.compiler is not None: self.lib = self.dev.compiler.compile_cached(p.src)
-    else: self.lib = p.src.encode()   # source is the binary (PYTHON, WGSL, Metal source)
     if self.dev.runtime is None: raise RuntimeError(f"device {p.device} has no runtime to load kernels")
-    self._prg = self.dev.runtime(p.function_name, self.lib)
+    self._runtime = self.dev.runtime
+    self._prg: Any = None
+    self._lib: Future[bytes] | None = None
+    if p.lib is not None: self.lib = p.lib
+    elif self.dev.compiler is None: self.lib = p.src.encode()   # source is the binary (PYTHON, WGSL, Metal source)
+    elif pool is not None:
+      self._lib = pool.submit(self._compile)
+      return
+    else: self.lib = self._compile()
+    self._prg = self._runtime(p.function_name, self.lib)
+  def _compile(self) -> bytes:
+    assert self.dev.compiler is not None
+    try: return self.dev.compiler.compile_cached(self.p.src)
+    except CompileError as e: raise CompileError(f"kernel {self.p.name}: {e.diagnostics}", e.src) from e   # which kernel failed
+  def ready(self) -> CompiledRunner:
+    """Wait for a background compile and load the program; its error (a CompileError naming the kernel) is raised here,
+    and a runner that failed is dropped from the method cache, so a later realize compiles it again."""
+    if self._prg is None and self._lib is not None:
+      try:
+        self.lib = self._lib.result()
+        self._prg = self._runtime(self.p.function_name, self.lib)
+      except BaseException:
+        for k in [k for k, r in method_cache.items() if r is self]: del method_cache[k]
+        raise
+      self._lib = None
+    return self
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
+    if self._prg is None: self.ready()
     vv = var_vals or {}
     gl, lc = self.p.launch_dims(vv)
     return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
@@ -34,7 +59,27 @@ method_cache: dict[tuple, CompiledRunner] = {}
 # optimized one (MATMUL_PACK and INDEX64 change the kernel AST itself)
 _CODEGEN_VARS = (NOOPT, BEAM, USE_TC, OPTS)
 
-def get_runner(device: str, ast: UOp) -> CompiledRunner:
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+def _compile_pool(dev: Any) -> ThreadPoolExecutor | None:
+  """The threads compiling new kernels in the background (PARALLEL_COMPILE of them), or None: compile on this thread."""
+  global _pool
+  n = PARALLEL_COMPILE.value
+  if n <= 0 or not getattr(dev.compiler, "parallel_safe", False): return None
+  with _pool_lock:
+    if _pool is None or _pool._max_workers != n:
+      if _pool is not None: _pool.shutdown(wait=False)
+      _pool = ThreadPoolExecutor(n, thread_name_prefix="tinygrad_compile")
+    return _pool
+def _forget_pool_in_child() -> None:
+  # a fork child inherits the pool object but not its threads: it starts a new one on first use
+  global _pool, _pool_lock
+  _pool, _pool_lock = None, threading.Lock()
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
+  """The runner of kernel `ast` on `device`, from the method cache or rendered now; `wait=False`: its compile may still
+  run in the background (call `ready()` before use)."""
   dev = Device[device]
   key = (dev.device, dev.compiler_name, ast, tuple(v.value for v in _CODEGEN_VARS))
   if (ret := method_cache.get(key)) is None:
@@ -44,8 +89,9 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
     if BEAM.value >= 1 and any(u.op is Ops.RANGE for u in ast.toposort()):   # BEAM=n: search the actions on the device
       from tinygrad.codegen.search import beam_search
       opts = beam_search(ast, device, BEAM.value)
-    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer, opts), device)
-  return ret
+    pool = None if wait else _compile_pool(dev)
+    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer, opts, compile=False), device, pool)
+  return ret if not wait else ret.ready()
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:
   supported = dev.renderer.supported_dtypes
@@ -105,16 +151,25 @@ class ExecStep:
 capturing: list[ExecStep] | None = None
 
 def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None) -> list[ExecStep]:
-  """Bind each ExecItem to Buffers (through the memory plan) and a compiled runner."""
+  """Bind each ExecItem to Buffers (through the memory plan) and a compiled runner. New kernels compile in background
+  threads while the next ones render (PARALLEL_COMPILE); they are waited for and loaded in schedule order, so the first
+  failing kernel's error is the one raised, as when they compile one after another."""
   plan = plan or {}
   steps = []
-  for ei in schedule:
-    bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
-    if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs))
-    else:
-      devs = {b.device for b in bufs}
-      if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
-      steps.append(ExecStep(get_runner(bufs[0].device, ei.ast), bufs))
+  try:
+    for ei in schedule:
+      bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
+      if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs))
+      else:
+        devs = {b.device for b in bufs}
+        if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
+        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False), bufs))
+  except BaseException:
+    for s in steps:   # an earlier kernel's compile error comes first, as it would one kernel at a time
+      if s.runner is not None: s.runner.ready()
+    raise
+  for s in steps:
+    if s.runner is not None: s.runner.ready()
   return steps
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:

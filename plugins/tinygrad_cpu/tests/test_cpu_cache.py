@@ -1,4 +1,4 @@
-"""The compile cache on the CPU device, end to end: a damaged cached program is recompiled, never loaded."""
+"""The compile cache on the CPU device, end to end: it holds machine code that a new process loads without compiling,\nkeyed by the host CPU's features; a damaged cached program is recompiled, never loaded."""
 import os, sys, shutil, sqlite3, subprocess
 import numpy as np
 import pytest
@@ -9,10 +9,9 @@ def _run(db, cc):
   env = {**os.environ, "CACHEDB": str(db), "CPU_CC": cc, "DEV": "CPU", "CACHELEVEL": "1"}
   return subprocess.run([sys.executable, "-W", "always", "-c", RUN], capture_output=True, text=True, env=env, timeout=300)
 
-@pytest.mark.parametrize("cc", ["LLVM", "GCC"])
+@pytest.mark.parametrize("cc", ["LLVM", "CLANG", "GCC"])
 def test_damaged_cached_program_is_recompiled(tmp_path, cc):
-  if cc == "LLVM": pytest.importorskip("llvmlite", reason="llvmlite is not installed (pip install llvmlite)")
-  if cc == "GCC" and shutil.which("gcc") is None: pytest.skip("gcc not found on PATH (apt-get install gcc)")
+  _cc_available(cc)
   db = tmp_path / "cache.db"
   first = _run(db, cc)
   assert first.returncode == 0, first.stderr
@@ -29,3 +28,68 @@ def test_damaged_cached_program_is_recompiled(tmp_path, cc):
   want = float((np.arange(1000, dtype=np.float32) * 3 + 1).sum())
   assert float(first.stdout.split()[-1]) == float(second.stdout.split()[-1]) == want
   assert "damaged" in second.stderr and str(db) in second.stderr
+
+# the second process counts compiles, and any LLVM code generation (parsing bitcode, emitting an object) is an error
+WARM = """
+import llvmlite.binding as llvm
+from tinygrad_cpu import compiler
+calls = []
+for cls in (compiler.LLVMCompiler, compiler.CCompiler):
+  orig = cls.compile
+  cls.compile = lambda self, src, orig=orig: calls.append(src) or orig(self, src)
+def no_codegen(*a, **kw): raise AssertionError("LLVM generated code for a cached kernel")
+llvm.parse_bitcode = no_codegen
+llvm.TargetMachine.emit_object = no_codegen
+""" + RUN + "\nprint('compiles', len(calls))"
+
+def _cc_available(cc):
+  if cc == "LLVM": pytest.importorskip("llvmlite", reason="llvmlite is not installed (pip install llvmlite)")
+  elif shutil.which(cc.lower()) is None: pytest.skip(f"{cc.lower()} not found on PATH (apt-get install {cc.lower()})")
+
+@pytest.mark.parametrize("cc", ["LLVM", "CLANG", "GCC"])
+def test_cache_holds_machine_code(tmp_path, cc):
+  _cc_available(cc)
+  db = tmp_path / "cache.db"
+  first = _run(db, cc)
+  assert first.returncode == 0, first.stderr
+  conn = sqlite3.connect(db)
+  vals = [v for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'compile%'")
+          for (v,) in conn.execute(f'SELECT val FROM "{t}"')]
+  conn.close()
+  # ELF machine code for this host: a relocatable object (LLVM, loaded by MCJIT's linker) or a shared object (C)
+  assert vals and all(v[:4] == b"\x7fELF" and int.from_bytes(v[16:18], "little") == (1 if cc == "LLVM" else 3) for v in vals)
+  env = {**os.environ, "CACHEDB": str(db), "CPU_CC": cc, "DEV": "CPU", "CACHELEVEL": "1"}
+  second = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, env=env, timeout=300)
+  assert second.returncode == 0, second.stderr
+  want = float((np.arange(1000, dtype=np.float32) * 3 + 1).sum())
+  assert float(second.stdout.split()[-3]) == want and second.stdout.split()[-2:] == ["compiles", "0"]
+
+def _counted(comp, calls):
+  orig = comp.compile
+  comp.compile = lambda src: calls.append(src) or orig(src)
+  return comp
+
+@pytest.mark.parametrize("cc", ["LLVM", "CLANG", "GCC"])
+def test_other_cpu_features_miss_the_cache(tmp_path, monkeypatch, cc):
+  # a cache copied to a CPU with other features must miss (its code could use instructions this CPU lacks)
+  _cc_available(cc)
+  from tinygrad import diskcache
+  from tinygrad_cpu import compiler
+  from tinygrad_cpu.renderer import ClangRenderer, LLVMRenderer
+  from _cpu_kernels import add_kernel
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+  diskcache.reset()
+  make = {"LLVM": compiler.LLVMCompiler, "CLANG": compiler.ClangCompiler, "GCC": compiler.GCCCompiler}[cc]
+  src = (LLVMRenderer() if cc == "LLVM" else ClangRenderer()).render(add_kernel(16), "k")
+  calls: list[str] = []
+  try:
+    _counted(make(), calls).compile_cached(src)
+    _counted(make(), calls).compile_cached(src)
+    assert len(calls) == 1, "the second compiler on the same host should hit the cache"
+    if cc == "LLVM":
+      triple, cpu, features = compiler.llvm_host()
+      monkeypatch.setattr(compiler, "llvm_host", lambda: (triple, cpu, features.replace("+sse2", "-sse2") + ",-avx512f"))
+    else: monkeypatch.setattr(compiler, "_host_cpu", lambda: "another-cpu")
+    _counted(make(), calls).compile_cached(src)
+    assert len(calls) == 2, "a compiler for other CPU features reused this CPU's machine code"
+  finally: diskcache.reset()

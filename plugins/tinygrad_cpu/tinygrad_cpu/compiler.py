@@ -1,6 +1,6 @@
-"""CPU compilers: C -> shared object with clang or gcc, and LLVM IR -> optimized bitcode with llvmlite (JIT-loaded by the runtime)."""
+"""CPU compilers: C -> shared object with clang or gcc, and LLVM IR -> a relocatable object with llvmlite (linked into memory by the runtime)."""
 from __future__ import annotations
-import os, shutil, subprocess, tempfile, functools, hashlib
+import os, shutil, subprocess, tempfile, functools, hashlib, threading
 from typing import Any
 from tinygrad.device import Compiler, CompileError
 
@@ -18,6 +18,7 @@ class CCompiler(Compiler):
   """C source -> the bytes of a shared object, compiled by `tool` in a temporary directory that is always removed."""
   tool = "cc"
   install_hint = "apt-get install gcc"
+  parallel_safe = True   # each compile is its own process in its own temporary directory
   # -fwrapv: signed ints wrap (the IR's semantics); -ffp-contract=off: no fused a*b+c, so results match numpy;
   # -fno-math-errno: __builtin_sqrtf becomes one instruction; -lm: exp2/log2/sin builtins may call libm
   args: tuple[str, ...] = ("-O2", "-march=native", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-lm")
@@ -36,11 +37,14 @@ class CCompiler(Compiler):
       r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True)
       if r.returncode != 0: raise CompileError(f"{self.tool} failed (exit {r.returncode}):\n{r.stderr.decode(errors='replace').strip()}", src)
       with open(out, "rb") as f: return f.read()
-  def disassemble(self, lib: bytes) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".so") as f:
-      f.write(lib)
-      f.flush()
-      return subprocess.run(["objdump", "-d", f.name], capture_output=True, text=True).stdout
+  def disassemble(self, lib: bytes) -> str: return _objdump(lib)
+
+def _objdump(lib: bytes) -> str:
+  if shutil.which("objdump") is None: raise RuntimeError("objdump not found; install it with `apt-get install binutils`")
+  with tempfile.NamedTemporaryFile(suffix=".o") as f:
+    f.write(lib)
+    f.flush()
+    return subprocess.run(["objdump", "-d", f.name], capture_output=True, text=True).stdout
 
 class ClangCompiler(CCompiler):
   tool = "clang"
@@ -50,41 +54,56 @@ class GCCCompiler(CCompiler):
   tool = "gcc"
   install_hint = "apt-get install gcc"
 
-def llvm_target_machine() -> Any:
-  """A new TargetMachine for the host (llvmlite is imported here, on first use, never at plugin load). Not shared: an MCJIT
-  engine takes ownership of the one it is given and frees it with itself."""
+_llvm_init_lock = threading.Lock()
+@functools.cache
+def llvm_host() -> tuple[str, str, str]:
+  """(triple, cpu name, cpu features) the host's machine code is built for (llvmlite imported here, on first use)."""
   import llvmlite.binding as llvm
-  llvm.initialize_native_target()
-  llvm.initialize_native_asmprinter()
-  target = llvm.Target.from_triple(llvm.get_process_triple())
-  return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2,
-                                      reloc="pic", codemodel="jitdefault")
+  with _llvm_init_lock:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+  return llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+def llvm_target_machine(opt: int = 2) -> Any:
+  """A new TargetMachine for the host. Not shared: an MCJIT engine takes ownership of the one it is given and frees it with
+  itself, and one compiling thread's machine is not another's."""
+  import llvmlite.binding as llvm
+  triple, cpu, features = llvm_host()
+  return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="jitdefault")
 
 class LLVMCompiler(Compiler):
-  """LLVM IR -> verified, O2-optimized LLVM bitcode for the host CPU; the runtime JIT-compiles it with MCJIT.
+  """LLVM IR -> verified, optimized machine code for the host CPU: a relocatable ELF object the runtime links into memory
+  with MCJIT's loader (no codegen at load, no system linker), so a cached kernel loads in ~1 ms instead of running LLVM's
+  backend again in every new process.
 
-  Why bitcode and not an object or shared object: llvmlite can emit an object file, but loading one needs either the
-  system linker (the dependency this pair exists to avoid) or our own ELF relocation loader. Bitcode keeps the
-  optimization pipeline cacheable on disk; machine code is generated when the runtime loads it (MCJIT). Measured for a
-  1024-element add on a loaded 16-core host (tests/bench_cpu_compile.py): compile ~35 ms + load ~50 ms (codegen), vs
-  clang ~400 ms and gcc ~200 ms (process start + link) whose load is ~0.2 ms. So LLVM wins cold; C wins once cached.
+  Thread-safe: each call parses into its own LLVMContext and each thread has its own TargetMachine, so a schedule's
+  kernels compile in parallel (llvmlite calls LLVM through ctypes, which releases the GIL).
+  `opt` is the middle end's speed level (the pass pipeline); the backend runs at `codegen_opt` (see bench/compile.py
+  for the figures behind the defaults).
   """
-  def __init__(self, opt: int = 2) -> None:
+  parallel_safe = True
+  def __init__(self, opt: int = 2, codegen_opt: int = 2) -> None:
     import llvmlite.binding as llvm
-    self.llvm, self.opt = llvm, opt
-    self.tm = llvm_target_machine()
-    super().__init__(cachekey=f"compile_cpu_llvm_O{opt}_{self.tm.triple}_{_host_cpu()}")
+    self.llvm, self.opt, self.codegen_opt = llvm, opt, codegen_opt
+    self._local = threading.local()
+    triple, cpu, features = llvm_host()
+    # the code is built for this cpu and these features: a cache copied to another CPU misses instead of faulting
+    host = hashlib.sha256(f"{triple}|{cpu}|{features}".encode()).hexdigest()[:16]
+    super().__init__(cachekey=f"compile_cpu_llvm_obj_O{opt}_c{codegen_opt}_{triple}_{cpu}_{host}")
+  @property
+  def tm(self) -> Any:
+    if (tm := getattr(self._local, "tm", None)) is None: tm = self._local.tm = llvm_target_machine(self.codegen_opt)
+    return tm
   def version(self) -> str: return ".".join(map(str, self.llvm.llvm_version_info))
   def compile(self, src: str) -> bytes:
-    llvm = self.llvm
+    llvm, tm = self.llvm, self.tm
+    ctx = llvm.create_context()   # LLVM contexts are not thread-safe: one per compile
     try:
-      mod = llvm.parse_assembly(src)
+      mod = llvm.parse_assembly(src, context=ctx)
       mod.verify()
     except RuntimeError as e: raise CompileError(f"LLVM rejected the IR: {e}", src) from e
-    mod.triple, mod.data_layout = self.tm.triple, str(self.tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=self.opt)
-    pb = llvm.create_pass_builder(self.tm, pto)
+    mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=self.opt))
     pb.getModulePassManager().run(mod, pb)
-    return mod.as_bitcode()
-  def disassemble(self, lib: bytes) -> str:
-    return str(self.tm.emit_assembly(self.llvm.parse_bitcode(lib)))
+    return bytes(tm.emit_object(mod))
+  def disassemble(self, lib: bytes) -> str: return _objdump(lib)

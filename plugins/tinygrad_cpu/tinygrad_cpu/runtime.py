@@ -1,4 +1,5 @@
-"""CPU runtime: load a compiled kernel (a shared object via dlopen, or LLVM bitcode via MCJIT) and call it, split across threads.
+"""CPU runtime: load a compiled kernel (a shared object via dlopen, or a relocatable object via MCJIT's loader) and call
+it, split across threads.
 
 Threading: the renderer gives every kernel two trailing int arguments (core_id, core_count) and, when its outermost loop
 is a parallel (GLOBAL/LOOP) loop holding every global store, makes core `i` of `n` run iterations [end*i/n, end*(i+1)/n)
@@ -38,12 +39,14 @@ def _addr(buf: Any) -> int:
   return buf if isinstance(buf, int) else buf.addr
 
 class CPUProgram:
-  """A loaded CPU kernel: `CPUProgram(name, lib)(*bufs, vals=(...), wait=False)`; `lib` is an ELF shared object or LLVM bitcode."""
+  """A loaded CPU kernel: `CPUProgram(name, lib)(*bufs, vals=(...), wait=False)`; `lib` is an ELF shared object (the C
+  compilers') or an ELF relocatable object (LLVMCompiler's)."""
   def __init__(self, name: str, lib: bytes):
     self.name = name
-    if lib[:4] == b"\x7fELF": self._load_so(lib)
-    elif lib[:4] == b"BC\xc0\xde": self._load_bitcode(lib)
-    else: raise ValueError(f"CPU kernel {name}: binary is neither an ELF shared object nor LLVM bitcode (starts {lib[:4]!r})")
+    elf_type = int.from_bytes(lib[16:18], "little" if lib[5:6] == b"\x01" else "big") if lib[:4] == b"\x7fELF" and len(lib) >= 64 else 0
+    if elf_type == 3: self._load_so(lib)         # ET_DYN
+    elif elf_type == 1: self._load_object(lib)   # ET_REL
+    else: raise ValueError(f"CPU kernel {name}: binary is neither an ELF shared object nor an ELF relocatable object (starts {lib[:20]!r})")
     self.threads = 1 if self.work == 0 else max(1, min(CPU_COUNT, self.work // CPU_THREAD_WORK))
 
   def _load_so(self, lib: bytes) -> None:
@@ -67,15 +70,18 @@ class CPUProgram:
     self.fxn.restype = None
     self.work = ctypes.c_longlong.in_dll(self._lib, f"{self.name}_work").value
 
-  def _load_bitcode(self, lib: bytes) -> None:
+  def _load_object(self, lib: bytes) -> None:
     import llvmlite.binding as llvm
     from tinygrad_cpu.compiler import llvm_target_machine
-    # one engine per kernel owns its machine code: keep it alive as long as this program
-    self._engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(lib), llvm_target_machine())
+    # an engine over an empty module, given the object: MCJIT's RuntimeDyld relocates it into memory (libm calls resolve
+    # against this process's symbols); no codegen runs. One engine per kernel owns its code: kept alive with this program
+    self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine())
+    self._engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
     self._engine.finalize_object()
     self.fxn_addr = self._engine.get_function_address(self.name)
-    if not self.fxn_addr: raise RuntimeError(f"LLVM kernel {self.name} not found in its module")
-    self.work = ctypes.c_longlong.from_address(self._engine.get_global_value_address(f"{self.name}_work")).value
+    work_addr = self._engine.get_global_value_address(f"{self.name}_work")
+    if not self.fxn_addr or not work_addr: raise RuntimeError(f"LLVM kernel {self.name} (or {self.name}_work) not found in its code")
+    self.work = ctypes.c_longlong.from_address(work_addr).value
     self.fxn = None   # typed on first call, when the argument counts are known
 
   def __call__(self, *bufs: Any, global_size: Any = None, local_size: Any = None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
