@@ -8,6 +8,7 @@ elementwise.py arithmetic, bitwise, comparisons, Python operators, unary math an
 reduce.py      reductions, softmax/logsumexp, cumulative ops
 movement.py    reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split
 indexing.py    __getitem__/__setitem__, gather, one_hot, triu/tril
-nn.py          dot/matmul, linear, layernorm, pooling, convolution
+nn.py          dot/matmul, linear, norms, pooling/unpooling, convolution and its transpose, attention, interpolate
+loss.py        losses: cross entropy (indices or probabilities), NLL, binary cross entropy (probabilities or logits)
 common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
 """

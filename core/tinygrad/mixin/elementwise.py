@@ -333,9 +333,11 @@ class ElementwiseMixin:
   def cosh(self: Tensor) -> Tensor:
     """Hyperbolic cosine."""
     return (self.exp() + self.neg().exp()) / 2
-  def gelu(self: Tensor) -> Tensor:
-    """GELU, tanh approximation."""
+  def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
+    """GELU: "tanh" (public tinygrad's default) the tanh approximation, "none" (torch's default) the exact x * Phi(x) by erf."""
     x = self._float()
+    if approximate == "none": return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
+    if approximate != "tanh": raise RuntimeError(f"gelu: approximate {approximate!r} is not one of 'tanh', 'none'")   # torch: RuntimeError
     return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
   def quick_gelu(self: Tensor) -> Tensor:
     """x * sigmoid(1.702 x)."""

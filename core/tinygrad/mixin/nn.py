@@ -1,12 +1,16 @@
 # mypy: disable-error-code="misc"
-"""Tensor methods, linear algebra and nn functions: dot/matmul, linear, layernorm, pooling, convolution."""
+"""Tensor methods, linear algebra and nn functions: dot/matmul, linear, norms, pooling and unpooling, convolution and its
+transpose, attention, interpolation, and the activations the losses build on (logsigmoid, softmin)."""
 from __future__ import annotations
-import functools
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+import functools, math
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
-from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, MATMUL_PACK, MATMUL_PACK_BYTES
+from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES
 from tinygrad.mixin.common import _broadcast_shape, _check_positive
+from tinygrad.mixin.indexing import _check_oob
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+_Win = int | tuple[int, ...]   # a window argument: one int for every spatial dim, or one per dim
 
 def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
   """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place)."""
@@ -102,14 +106,57 @@ class NNMixin:
     k_ = _check_positive(op, "kernel_size", tuple(make_tuple(kernel_size, 2)))
     s_ = _check_positive(op, "stride", tuple(make_tuple(stride if stride is not None else k_, len(k_))))
     return k_, s_, _check_positive(op, "dilation", tuple(make_tuple(dilation, len(k_))))
-  def max_pool2d(self: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
-                 padding: int | tuple[int, ...] = 0, ceil_mode: bool = False) -> Tensor:
-    """Max over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size)."""
+  @overload
+  def max_pool2d(self: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0, ceil_mode: bool = False,
+                 return_indices: Literal[False] = False) -> Tensor: ...
+  @overload
+  def max_pool2d(self: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0, ceil_mode: bool = False, *,
+                 return_indices: Literal[True]) -> tuple[Tensor, Tensor]: ...
+  def max_pool2d(self: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0, ceil_mode: bool = False,
+                 return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size). return_indices:
+    also the int64 flat index (within each plane of the last len(kernel_size) input dims) of the max, as torch: the first
+    one in window order where several are equal, a NaN where the window has one."""
     k_, s_, d_ = Tensor._window_args("max_pool2d", kernel_size, stride, dilation)
     pads = Tensor._pool_pads(padding, len(k_))
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
+    axes = tuple(range(-len(k_), 0))
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
-    return x.max(tuple(range(-len(k_), 0)))
+    ret = x.max(axes)
+    if not return_indices: return ret
+    # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum
+    plane = self.shape[-len(k_):]
+    P = prod(plane)
+    idx = Tensor.arange(P, 0, -1, dtype=dtypes.int64, device=self.device).reshape(plane).pad(pads, value=dtypes.min(dtypes.int64))._pool(k_, s_, d_)
+    hit = x == ret.reshape(*ret.shape, *[1] * len(k_))
+    if dtypes.is_float(self.dtype): hit = hit | x.isnan()
+    return ret, (P - hit.where(idx, 0).max(axes)).cast(dtypes.int64)
+  def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0,
+                   output_size: Sequence[int] | None = None) -> Tensor:
+    """The partial inverse of max_pool2d: each value of self (N, C, *spatial) put at its flat index (from max_pool2d's
+    return_indices) in a zero (N, C, *output) plane; output_size (the spatial dims, or the whole shape) settles the size
+    when several fit, else it is (in - 1)*stride - pad_before - pad_after + dilation*(kernel - 1) + 1. Indices met more
+    than once (overlapping windows) take the mean of their values, and each of them gets the whole gradient, as torch."""
+    if self.ndim < 3: raise ValueError(f"max_unpool2d: input {self.shape} needs (N, C, *spatial)")
+    if indices.shape != self.shape: raise ValueError(f"max_unpool2d: indices {indices.shape} must have the input's shape {self.shape}")
+    if not dtypes.is_int(indices.dtype): raise TypeError(f"max_unpool2d: indices need an int dtype, got {indices.dtype}")
+    (bs, c), sp = self.shape[:2], self.shape[2:]
+    nd = len(sp)
+    k_ = _check_positive("max_unpool2d", "kernel_size", tuple(make_tuple(kernel_size, nd)))
+    s_ = _check_positive("max_unpool2d", "stride", tuple(make_tuple(stride if stride is not None else k_, nd)))
+    d_ = _check_positive("max_unpool2d", "dilation", tuple(make_tuple(dilation, nd)))
+    if len(k_) != nd: raise ValueError(f"max_unpool2d: kernel_size {k_} needs one size per spatial dim of {self.shape}")
+    if output_size is None:
+      pads = Tensor._pool_pads(padding, nd)   # last dim first
+      out = tuple((i - 1) * s - pads[2*(nd-1-j)] - pads[2*(nd-1-j)+1] + d * (k - 1) + 1 for j, (i, k, s, d) in enumerate(zip(sp, k_, s_, d_)))
+    else: out = tuple(output_size)[-nd:]
+    n_out = prod(out)
+    _check_oob("max_unpool2d", indices, n_out, 2, False)
+    hit = indices.reshape(bs, c, prod(sp), 1) == Tensor.arange(n_out, device=self.device)
+    total, count = hit.where(self.reshape(bs, c, prod(sp), 1), 0).sum(2), hit.sum(2)
+    # total - total*(count-1)/count is the mean, while the subtracted part is held out of the gradient
+    ret = total - (total * (count - 1) / count.maximum(1)).detach()
+    return ret.cast(self.dtype).reshape(bs, c, *out)
   def avg_pool2d(self: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """Mean over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size)."""
@@ -142,3 +189,127 @@ class NNMixin:
     w = weight.reshape(1, groups, rcout, *[1] * nd, cin, *hw)
     ret = (x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype).reshape(bs, cout, *oyx)
     return ret if bias is None else ret + bias.reshape(1, -1, *[1] * nd)
+  def conv_transpose2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: _Win = 1, dilation: _Win = 1,
+                       padding: _Win = 0, output_padding: _Win = 0) -> Tensor:
+    """Transposed convolution over the spatial dims (any number, like conv2d): input (N, Cin, *spatial), weight
+    (Cin, Cout/groups, *kernel) as torch. The input is spread out by the stride (stride-1 zeros between elements) and
+    convolved with the flipped kernel, padded by dilation*(kernel-1) - padding (output_padding more at the end)."""
+    if self.ndim != weight.ndim or self.ndim < 3: raise ValueError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} need the same number of dims (>= 3)")
+    (bs, cin), hw = self.shape[:2], weight.shape[2:]
+    nd = len(hw)
+    _check_positive("conv_transpose2d", "groups", (groups,))
+    if weight.shape[0] != cin: raise ValueError(f"conv_transpose2d: input channels {cin} != weight.shape[0] {weight.shape[0]} for input {self.shape}, weight {weight.shape}")
+    if cin % groups: raise ValueError(f"conv_transpose2d: input channels {cin} not divisible by groups {groups}")
+    s_ = _check_positive("conv_transpose2d", "stride", tuple(make_tuple(stride, nd)))
+    d_ = _check_positive("conv_transpose2d", "dilation", tuple(make_tuple(dilation, nd)))
+    op_ = tuple(make_tuple(output_padding, nd))
+    if any(not 0 <= o < max(s, d) for o, s, d in zip(op_, s_, d_)):   # torch raises RuntimeError
+      raise RuntimeError(f"conv_transpose2d: output_padding {op_} must be >= 0 and smaller than the stride {s_} or the dilation {d_}")
+    pads = Tensor._pool_pads(padding, nd)   # last dim first
+    x = self
+    if any(s > 1 for s in s_):
+      # (.., i) -> (.., i, 1) -> pad to (.., i, s) -> (.., i*s) -> cut the trailing s-1 zeros
+      x = x.reshape(bs, cin, *flatten((i, 1) for i in x.shape[2:])).pad([None, None, *flatten((None, (0, s - 1)) for s in s_)])
+      x = x.reshape(bs, cin, *[i * s for i, s in zip(self.shape[2:], s_)]).shrink([None, None, *[(0, (i - 1) * s + 1) for i, s in zip(self.shape[2:], s_)]])
+    # weight (cin, cout/g, *k) -> (g, cin/g, cout/g, *k) -> (g, cout/g, cin/g, *k), kernel flipped: (cout, cin/g, *k)
+    w = weight.reshape(groups, cin // groups, *weight.shape[1:]).transpose(1, 2).flip(*range(3, 3 + nd))
+    w = w.reshape(groups * weight.shape[1], cin // groups, *hw)
+    cpads = flatten((d * (k - 1) - pads[2*j], d * (k - 1) - pads[2*j+1] + o) for j, (k, d, o) in enumerate(zip(reversed(hw), reversed(d_), reversed(op_))))
+    return x.conv2d(w, bias, groups=groups, dilation=d_, padding=tuple(cpads))
+
+  # ---- attention, interpolation ----
+  def scaled_dot_product_attention(self: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False, enable_gqa: bool = False, *, scale: float | None = None) -> Tensor:
+    """softmax(self @ key^T * scale + mask) @ value, self the query (..., L, E), key (..., S, E), value (..., S, Ev); scale
+    defaults to 1/sqrt(E). attn_mask: bool (True attends) or float (added); is_causal: the lower-triangular (L, S) mask.
+    A row with nothing to attend to gives zeros, as torch. enable_gqa: key/value heads (dim -3) are repeated to the query's.
+    dropout_p goes through Tensor.dropout (so only while Tensor.training)."""
+    if min(self.ndim, key.ndim, value.ndim) < 2: raise ValueError(f"scaled_dot_product_attention: query {self.shape}, key {key.shape}, value {value.shape} need >= 2 dims")
+    if not 0 <= dropout_p <= 1: raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
+    if is_causal and attn_mask is not None: raise RuntimeError("scaled_dot_product_attention: attn_mask cannot be given with is_causal=True; pass one of them")
+    if enable_gqa and self.ndim >= 3:
+      hq, hk, hv = self.shape[-3], key.shape[-3], value.shape[-3]
+      if hk == 0 or hv == 0 or hq % hk or hq % hv: raise RuntimeError(f"scaled_dot_product_attention: key/value heads {hk}/{hv} must divide the query heads {hq} (enable_gqa)")
+      key, value = key._repeat_heads(hq // hk), value._repeat_heads(hq // hv)
+    L, S = self.shape[-2], key.shape[-2]
+    qk = self.matmul(key.transpose(-2, -1), dtype=least_upper_dtype(self.dtype, key.dtype, dtypes.float32))
+    qk = qk * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
+    if is_causal: attn_mask = Tensor.arange(S, device=self.device) <= Tensor.arange(L, device=self.device).reshape(L, 1)
+    if attn_mask is not None: qk = attn_mask.where(qk, -math.inf) if attn_mask.dtype == dtypes.bool else qk + attn_mask
+    qk = qk.cast(self.dtype)
+    if attn_mask is None: p = qk.softmax(-1)
+    else:
+      # a row masked everywhere: softmax of zeros instead (no NaN, no gradient), then zeros out
+      dead = qk.max(-1, keepdim=True) == -math.inf
+      p = dead.where(0, dead.where(0, qk).softmax(-1))
+    p = p * 0 if dropout_p == 1 and Tensor.training else p.dropout(dropout_p)   # Tensor.dropout takes p < 1
+    return p @ value
+  def _repeat_heads(self: Tensor, r: int) -> Tensor:
+    # (..., H, S, E) -> (..., H*r, S, E), each head r times in a row (torch's repeat_interleave on dim -3)
+    if r == 1: return self
+    *pre, h, s, e = self.shape
+    return self.unsqueeze(-3).expand(*pre, h, r, s, e).reshape(*pre, h * r, s, e)
+  def interpolate(self: Tensor, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
+    """Resize the last len(size) dims to `size` (any leading dims), as torch's F.interpolate: mode "nearest" (torch's
+    default), "nearest-exact", or "linear" (bilinear/trilinear by the number of dims). Positions are computed in float32
+    as torch does; align_corners (linear only) maps the corner pixels onto each other."""
+    if not isinstance(size, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in size) or not 0 < len(size) <= self.ndim:
+      raise ValueError(f"interpolate: size {size!r} must be a tuple of 1..{self.ndim} ints >= 1 (one per trailing dim of {self.shape})")
+    if mode not in ("nearest", "nearest-exact", "linear"): raise ValueError(f"interpolate: mode {mode!r} is not one of nearest, nearest-exact, linear (bilinear/trilinear: linear)")
+    if align_corners and mode != "linear": raise ValueError(f"interpolate: align_corners is only for mode 'linear', not {mode!r}")
+    x = self
+    for j, out in enumerate(size):
+      ax = self.ndim - len(size) + j
+      n = self.shape[ax]
+      if out == n: continue   # the identity, in every mode
+      if n == 0: raise ValueError(f"interpolate: cannot resize the empty axis {ax} of {self.shape} to {out}")
+      pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
+      if mode == "linear":
+        if align_corners: src = pos * ((n - 1) / (out - 1) if out > 1 else 0.0)
+        else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
+        lo = src.floor().cast(dtypes.int32).minimum(n - 1)
+        a, b = x._take_along(ax, lo), x._take_along(ax, (lo + 1).minimum(n - 1))
+        frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)])
+        x = a + (b - a) * frac.cast(a.dtype)
+      else:
+        src = (pos + 0.5) * (n / out) if mode == "nearest-exact" else pos * (n / out)
+        x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
+    return x if x.dtype == self.dtype else x.cast(self.dtype)
+
+  def _take_along(self: Tensor, ax: int, idx: Tensor) -> Tensor:
+    # the rows idx (1-d) of axis ax: a gather with idx broadcast over the other dims
+    return self.gather(ax, idx.reshape([idx.shape[0] if i == ax else 1 for i in range(self.ndim)]).expand(
+      [idx.shape[0] if i == ax else s for i, s in enumerate(self.shape)]))
+
+  # ---- activations and normalisations ----
+  def logsigmoid(self: Tensor) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log(1 + e**-|x|), without overflow and with the gradient 1/2 at 0."""
+    x = self._float()
+    pos = x > 0
+    m, n = pos.where(x, 0), pos.where(0, x)   # max(x, 0) and min(x, 0), each with the gradient of its own side
+    return n - (1 + (n - m).exp()).log()
+  def softmin(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    """softmax(-x) along `axis`."""
+    return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
+  def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p: > 0, inf, or 0 for the count of nonzeros)."""
+    if p < 0 or math.isnan(p): raise ValueError(f"normalize: p must be >= 0 (or inf), got {p}")
+    x = self._float()
+    d = x._resolve_dim(dim)
+    a = x * x.sign()   # |x| with torch's gradient 0 at 0 (Tensor.abs gives -1 there)
+    if p == math.inf: norm = a.max(d, keepdim=True)
+    elif p == 0: norm = (x != 0).sum(d, keepdim=True).cast(x.dtype)
+    else:
+      s = (x * x if p == 2 else a if p == 1 else a.pow(p)).sum(d, keepdim=True)
+      big = s.detach().pow(1 / p) >= eps
+      norm = big.where(big.where(s, 1).pow(1 / p), eps)   # the root only of sums away from 0: its gradient there is inf
+    return x / norm.maximum(eps)
+  def batchnorm(self: Tensor, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis: int | Sequence[int] = 1) -> Tensor:
+    """(x - mean) * weight * invstd + bias, the statistics given per channel of `axis` (public tinygrad's functional form;
+    an invstd with fewer dims than `axis` broadcasts as it is)."""
+    axes = tuple(self._resolve_dim(a) for a in argfix(axis))
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    x = x * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+    return x if bias is None else x + bias.reshape(shape)

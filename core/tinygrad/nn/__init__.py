@@ -61,6 +61,28 @@ def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride: int = 
   """A 1-D convolution over (N, C, L) inputs: Conv2d with a one-element kernel size."""
   return Conv2d(in_channels, out_channels, (kernel_size,), stride, padding, dilation, groups, bias)
 
+class ConvTranspose2d(Conv2d):
+  """2-D (or n-D, by the length of kernel_size) transposed convolution; weight (in, out/groups, *kernel_size) as torch,
+  and torch's init (its fan-in is out/groups * prod(kernel_size)). Arguments in public tinygrad's order (dilation before
+  groups, unlike torch's)."""
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] = 1,
+               padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, ...] = 1,
+               groups: int = 1, bias: bool = True):
+    if isinstance(padding, str): raise ValueError(f"ConvTranspose2d: padding {padding!r} must be an int or a tuple (no 'same'/'valid', as torch)")
+    super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+    bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
+    self.weight = _uniform((in_channels, out_channels // groups, *self.kernel_size), bound)
+    self.bias = _uniform((out_channels,), bound) if bias else None
+    self.output_padding = output_padding
+  def __call__(self, x: Tensor) -> Tensor:
+    return x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding,
+                              output_padding=self.output_padding)
+
+def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0, output_padding: int = 0,
+                    dilation: int = 1, groups: int = 1, bias: bool = True) -> ConvTranspose2d:
+  """A 1-D transposed convolution over (N, C, L) inputs: ConvTranspose2d with a one-element kernel size."""
+  return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)
+
 class BatchNorm:
   """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.
 
@@ -185,7 +207,7 @@ class Dropout:
     if not Tensor.training or self.p == 0: return x
     return x * 0 if self.p == 1 else x.dropout(self.p)
 
-__all__ = ["Linear", "Conv2d", "Conv1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
+__all__ = ["Linear", "Conv2d", "Conv1d", "ConvTranspose2d", "ConvTranspose1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
            "GroupNorm", "InstanceNorm", "LSTMCell", "Embedding", "Dropout"]
 def __getattr__(name: str) -> Any:
   if name in ("optim", "state", "datasets"):

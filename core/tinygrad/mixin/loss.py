@@ -1,0 +1,94 @@
+# mypy: disable-error-code="misc"
+"""Tensor methods, losses: cross entropy (class indices or probabilities), NLL, binary cross entropy (on probabilities
+or logits). `self` is the prediction, `Y` the target; reduction is one of "none", "sum", "mean" as in torch."""
+from __future__ import annotations
+from typing import TYPE_CHECKING
+from tinygrad.dtype import dtypes
+if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+_REDUCTIONS = ("none", "sum", "mean")
+
+def _check_reduction(op: str, reduction: str) -> str:
+  if reduction not in _REDUCTIONS: raise ValueError(f"{op}: reduction {reduction!r} is not one of {', '.join(_REDUCTIONS)}")
+  return reduction
+
+def _check_smoothing(op: str, label_smoothing: float) -> float:
+  # torch raises RuntimeError here
+  if not 0.0 <= label_smoothing <= 1.0: raise RuntimeError(f"{op}: label_smoothing must be in [0.0, 1.0], got {label_smoothing}")
+  return label_smoothing
+
+def _check_labels(op: str, Y: Tensor) -> None:
+  if not dtypes.is_int(Y.dtype): raise TypeError(f"{op}: class-index targets need an int dtype, got {Y.dtype}; pass probabilities of the input's shape instead")
+
+
+class LossMixin:
+  # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
+  def _reduce_loss(self: Tensor, op: str, reduction: str) -> Tensor:
+    r = _check_reduction(op, reduction)
+    return self if r == "none" else self.sum() if r == "sum" else self.mean()
+  def _one_hot_at(self: Tensor, n: int, dim: int) -> Tensor:
+    """A bool one-hot of int labels along a new axis `dim` with n classes (labels outside 0..n-1 give an all-False row)."""
+    ar = Tensor.arange(n, device=self.device).reshape(n, *[1] * (self.ndim - dim))
+    return self.unsqueeze(dim) == ar
+
+  def binary_crossentropy(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor:
+    """-(Y log p + (1-Y) log(1-p)) with p = self (probabilities in [0, 1]); each log is clamped at -100 as torch's BCELoss,
+    so p = 0 or 1 gives a finite loss."""
+    _check_reduction("binary_crossentropy", reduction)
+    loss = -(Y * self.log().maximum(-100) + (1 - Y) * (1 - self).log().maximum(-100))
+    return loss._reduce_loss("binary_crossentropy", reduction)
+  def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross entropy on logits (self), computed stably through logsigmoid; pos_weight scales the positive term."""
+    _check_reduction("binary_crossentropy_logits", reduction)
+    pos = Y * self.logsigmoid()
+    loss = -((pos if pos_weight is None else pos_weight * pos) + (1 - Y) * (-self).logsigmoid())
+    return loss._reduce_loss("binary_crossentropy_logits", reduction)
+
+  def sparse_categorical_crossentropy(self: Tensor, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0,
+                                      reduction: str = "mean") -> Tensor:
+    """Cross entropy of logits (classes on the LAST axis, unlike torch) against int labels Y (self.shape[:-1]); labels equal
+    to ignore_index add nothing and are left out of the mean. label_smoothing mixes in the uniform distribution as torch."""
+    op = "sparse_categorical_crossentropy"
+    _check_reduction(op, reduction)
+    _check_smoothing(op, label_smoothing)
+    _check_labels(op, Y)
+    if Y.shape != self.shape[:-1]: raise ValueError(f"{op}: labels of shape {Y.shape} do not match logits {self.shape} without the class (last) axis")
+    logp, keep = self.log_softmax(-1), Y != ignore_index
+    nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
+    loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1), 0)
+    if reduction == "mean": return loss.sum() / keep.sum()
+    return loss.sum() if reduction == "sum" else loss
+
+  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of logits (classes on axis 1, or 0 for a 1-d input, as torch) against class indices (an int Y of the
+    input's shape without the class axis) or class probabilities (a float Y of the input's shape)."""
+    op = "cross_entropy"
+    _check_reduction(op, reduction)
+    _check_smoothing(op, label_smoothing)
+    cdim = 0 if self.ndim == 1 else 1
+    n = self.shape[cdim]
+    if Y.shape != self.shape:
+      _check_labels(op, Y)
+      if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:
+        raise ValueError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
+      Y = Y._one_hot_at(n, cdim).where(1.0, 0.0)
+    elif not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
+    Y = Y * (1 - label_smoothing) + label_smoothing / n
+    return (-(self.log_softmax(cdim) * Y).sum(cdim))._reduce_loss(op, reduction)
+
+  def nll_loss(self: Tensor, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of log-probabilities (classes on axis 1, or 0 for a 1-d input) at int labels Y; `weight`
+    (one per class) scales each term and the mean divides by the summed weights of the labels kept, as torch."""
+    op = "nll_loss"
+    _check_reduction(op, reduction)
+    _check_labels(op, Y)
+    cdim = 0 if self.ndim == 1 else 1
+    n = self.shape[cdim]
+    if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ValueError(f"{op}: target shape {Y.shape} does not match input {self.shape} without axis {cdim}")
+    if weight is not None and weight.shape != (n,): raise ValueError(f"{op}: weight of shape {weight.shape} needs one value per class ({n},)")
+    hit = Y._one_hot_at(n, cdim)  # an ignored label outside 0..n-1 just matches no class
+    w = hit.where(self._const(1.0, shape=()) if weight is None else weight.reshape(n, *[1] * (Y.ndim - cdim)), 0.0).sum(cdim)
+    if ignore_index is not None: w = (Y != ignore_index).where(w, 0.0)
+    nll = -(hit.where(self, 0).sum(cdim) * w)
+    if reduction == "mean": return nll.sum() / w.sum()
+    return nll.sum() if reduction == "sum" else nll

@@ -1,0 +1,342 @@
+"""The API's nn functions and losses against torch, forward and backward (inputs and weights): losses, attention,
+transposed convolution, interpolate, max pooling with indices and unpooling, batchnorm, gelu, logsigmoid, softmin,
+normalize. On the CPU and (small cases) the PYTHON device."""
+import math
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from tinygrad import Tensor, nn
+torch = pytest.importorskip("torch", reason="torch (CPU) is the test reference: pip install torch")
+F = torch.nn.functional
+
+HS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DEVS = ["CPU", "PYTHON"]
+
+def rnd(*shape, seed=0, scale=1.0): return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+def close(a, b, atol=1e-5, rtol=1e-4, what=""): np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=atol, rtol=rtol, err_msg=what)
+
+def compare(dev, ours, theirs, *args, atol=1e-5, rtol=1e-4, gatol=None):
+  """Run ours(*tinygrad tensors) and theirs(*torch tensors) on the same values (float numpy arrays get gradients, other
+  values pass as they are), then backward with the same random upstream gradient; outputs and gradients must match."""
+  ts = [Tensor(a, device=dev, requires_grad=True) if isinstance(a, np.ndarray) and a.dtype == np.float32 else
+        Tensor(a, device=dev) if isinstance(a, np.ndarray) else a for a in args]
+  ps = [torch.tensor(a, requires_grad=a.dtype == np.float32) if isinstance(a, np.ndarray) else a for a in args]
+  y, ty = ours(*ts), theirs(*ps)
+  up = rnd(*ty.shape, seed=7)
+  if ty.requires_grad:
+    ty.backward(torch.tensor(up))
+    (y * Tensor(up, device=dev)).sum().backward()   # before reading y: the graph is built once
+  close(y.numpy(), ty.detach().numpy(), atol=atol, rtol=rtol, what="forward")
+  assert y.shape == tuple(ty.shape)
+  for i, (t, p) in enumerate(zip(ts, ps)):
+    if isinstance(p, torch.Tensor) and p.grad is not None:   # (detached in theirs: a target, a mask)
+      close(t.grad.numpy() if t.grad is not None else np.zeros(p.shape), p.grad.numpy(), atol=gatol or atol * 10, rtol=rtol * 10, what=f"grad of argument {i}")
+
+# ---- losses ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(3, 5), (1, 1), (4, 3, 2), (5,)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_class_indices_like_torch(dev, shape, reduction):
+  x = rnd(*shape)
+  cdim = 0 if len(shape) == 1 else 1
+  y = np.random.default_rng(1).integers(0, shape[cdim], size=shape[:cdim] + shape[cdim + 1:]).astype(np.int64)
+  for ls in (0.0, 0.3):
+    compare(dev, lambda a, b: a.cross_entropy(b, reduction=reduction, label_smoothing=ls),
+            lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=ls), x, y)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3), (4,)])
+def test_cross_entropy_probabilities_like_torch(dev, shape):
+  x, y = rnd(*shape), np.abs(rnd(*shape, seed=2))
+  cdim = 0 if len(shape) == 1 else 1
+  y = (y / y.sum(cdim, keepdims=True)).astype(np.float32)
+  for reduction in ("mean", "sum", "none"):
+    compare(dev, lambda a, b: a.cross_entropy(b.detach(), reduction=reduction, label_smoothing=0.2),
+            lambda a, b: F.cross_entropy(a, b.detach(), reduction=reduction, label_smoothing=0.2), x, y)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(6, 4), (1, 1), (2, 3, 5)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_sparse_categorical_crossentropy_like_torch(dev, shape, reduction):
+  # classes on the last axis (tinygrad's), torch's on axis 1; labels -1 are ignored (the default ignore_index)
+  x = rnd(*shape)
+  y = np.random.default_rng(3).integers(-1, shape[-1], size=shape[:-1]).astype(np.int64)
+  y.flat[0] = 0   # at least one kept label, so the mean is defined
+  for ls in (0.0, 0.25):
+    compare(dev, lambda a, b: a.sparse_categorical_crossentropy(b, label_smoothing=ls, reduction=reduction),
+            lambda a, b: F.cross_entropy(a.movedim(-1, 1) if a.ndim > 1 else a, b, ignore_index=-1, label_smoothing=ls, reduction=reduction), x, y)
+
+def test_sparse_categorical_crossentropy_other_ignore_index():
+  x, y = rnd(5, 3), np.array([0, 2, 2, 1, 2], dtype=np.int64)
+  compare("CPU", lambda a, b: a.sparse_categorical_crossentropy(b, ignore_index=2), lambda a, b: F.cross_entropy(a, b, ignore_index=2), x, y)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(5, 4), (1, 1), (3, 4, 2), (6,)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_like_torch(dev, shape, reduction):
+  cdim = 0 if len(shape) == 1 else 1
+  x, w = rnd(*shape), np.abs(rnd(shape[cdim], seed=4)) + 0.1
+  y = np.random.default_rng(5).integers(0, shape[cdim], size=shape[:cdim] + shape[cdim + 1:]).astype(np.int64)
+  compare(dev, lambda a, b: a.nll_loss(b, reduction=reduction), lambda a, b: F.nll_loss(a, b, reduction=reduction), x, y)
+  compare(dev, lambda a, b, c: a.nll_loss(b, weight=c, reduction=reduction), lambda a, b, c: F.nll_loss(a, b, weight=c.detach(), reduction=reduction), x, y, w)
+  if y.size > 1:
+    y2 = y.copy()
+    y2.flat[1] = 100   # an ignored label need not be a class
+    compare(dev, lambda a, b, c: a.nll_loss(b, weight=c, ignore_index=100, reduction=reduction),
+            lambda a, b, c: F.nll_loss(a, b, weight=c.detach(), ignore_index=100, reduction=reduction), x, y2, w)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(7,), (1,), (3, 4)])
+def test_binary_crossentropy_like_torch(dev, shape):
+  p, y = 1 / (1 + np.exp(-rnd(*shape))), (rnd(*shape, seed=1) > 0).astype(np.float32)
+  for reduction in ("mean", "sum", "none"):
+    compare(dev, lambda a, b: a.binary_crossentropy(b.detach(), reduction), lambda a, b: F.binary_cross_entropy(a, b.detach(), reduction=reduction),
+            p.astype(np.float32), y)
+
+def test_binary_crossentropy_clamps_the_log_as_torch():
+  p, y = np.array([0.0, 1.0, 0.5], dtype=np.float32), np.array([1.0, 0.0, 1.0], dtype=np.float32)
+  close(Tensor(p).binary_crossentropy(Tensor(y), "none").numpy(), F.binary_cross_entropy(torch.tensor(p), torch.tensor(y), reduction="none").numpy())
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(7,), (1,), (3, 4)])
+def test_binary_crossentropy_logits_like_torch(dev, shape):
+  x, y = rnd(*shape, scale=3.0), (rnd(*shape, seed=1) > 0).astype(np.float32)
+  x.flat[0] = 40.0   # large logits stay finite
+  pw = np.abs(rnd(shape[-1], seed=2)) + 0.5
+  for reduction in ("mean", "sum", "none"):
+    compare(dev, lambda a, b: a.binary_crossentropy_logits(b.detach(), reduction),
+            lambda a, b: F.binary_cross_entropy_with_logits(a, b.detach(), reduction=reduction), x, y)
+    compare(dev, lambda a, b, c: a.binary_crossentropy_logits(b.detach(), reduction, pos_weight=c),
+            lambda a, b, c: F.binary_cross_entropy_with_logits(a, b.detach(), reduction=reduction, pos_weight=c.detach()), x, y, pw)
+
+def test_loss_arguments_are_checked_like_torch():
+  x, y = Tensor(rnd(3, 4)), Tensor([0, 1, 2])
+  for f in (lambda: x.cross_entropy(y, reduction="avg"), lambda: x.nll_loss(y, reduction="avg"), lambda: x.sparse_categorical_crossentropy(Tensor([0, 1, 2]), reduction="x"),
+            lambda: x.sigmoid().binary_crossentropy(x, reduction="x"), lambda: x.binary_crossentropy_logits(x, reduction="x")):
+    with pytest.raises(ValueError, match="reduction 'avg'|reduction 'x'"): f()
+  with pytest.raises(RuntimeError, match="label_smoothing"): x.cross_entropy(y, label_smoothing=1.5)
+  with pytest.raises(RuntimeError, match="label_smoothing"): x.sparse_categorical_crossentropy(Tensor([0, 1, 2]), label_smoothing=-0.1)
+  with pytest.raises(ValueError, match="target shape"): x.cross_entropy(Tensor([0, 1]))
+  with pytest.raises(TypeError, match="int dtype"): x.nll_loss(Tensor([0.0, 1.0, 2.0]))
+
+# ---- activations, normalisations ----
+@pytest.mark.parametrize("dev", DEVS)
+def test_gelu_both_forms_like_torch(dev):
+  x = np.concatenate([rnd(20, scale=3.0), np.array([0.0, -8.0, 8.0], dtype=np.float32)])
+  compare(dev, lambda a: a.gelu(), lambda a: F.gelu(a, approximate="tanh"), x)   # public tinygrad's default is the tanh form
+  compare(dev, lambda a: a.gelu(approximate="tanh"), lambda a: F.gelu(a, approximate="tanh"), x)
+  compare(dev, lambda a: a.gelu(approximate="none"), lambda a: F.gelu(a), x, atol=2e-6)
+  with pytest.raises(RuntimeError, match="approximate"): Tensor(x).gelu(approximate="erf")
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_logsigmoid_like_torch(dev):
+  x = np.array([-100.0, -30.0, -2.5, -1e-3, 0.0, 1e-3, 2.5, 30.0, 100.0], dtype=np.float32)   # 0: the gradient is 1/2
+  compare(dev, lambda a: a.logsigmoid(), F.logsigmoid, x)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,axis", [((3, 5), -1), ((3, 5), 0), ((1,), 0), ((2, 3, 4), 1)])
+def test_softmin_like_torch(dev, shape, axis):
+  compare(dev, lambda a: a.softmin(axis), lambda a: F.softmin(a, dim=axis), rnd(*shape))
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, math.inf, 0.0])
+def test_normalize_like_torch(dev, p):
+  x = rnd(4, 3, 2)
+  x[1, :, 0] = 0.0   # a zero vector: divided by eps, with finite gradients
+  compare(dev, lambda a: a.normalize(p=p), lambda a: F.normalize(a, p=p), x, atol=1e-5, gatol=1e-3)
+  compare(dev, lambda a: a.normalize(p=p, dim=-1, eps=0.5), lambda a: F.normalize(a, p=p, dim=-1, eps=0.5), x)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 5), (1, 2, 3, 3)])
+def test_batchnorm_functional_like_torch(dev, shape):
+  c = shape[1]
+  x, w, b, m, v = rnd(*shape), rnd(c, seed=1), rnd(c, seed=2), rnd(c, seed=3), np.abs(rnd(c, seed=4)) + 0.5
+  compare(dev, lambda x_, w_, b_, m_, v_: x_.batchnorm(w_, b_, m_, (v_ + 1e-5).rsqrt()),
+          lambda x_, w_, b_, m_, v_: F.batch_norm(x_, m_.detach(), v_.detach(), w_, b_, training=False, eps=1e-5), x, w, b, m, v)
+  compare(dev, lambda x_, m_, v_: x_.batchnorm(None, None, m_, (v_ + 1e-5).rsqrt()),
+          lambda x_, m_, v_: F.batch_norm(x_, m_.detach(), v_.detach(), training=False, eps=1e-5), x, m, v)
+
+# ---- attention ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5, 6, 3), (1, 1, 1, 1, 1, 1), (2, 1, 5, 3, 4, 4)])   # (B, H, L, S, E, Ev)
+def test_scaled_dot_product_attention_like_torch(dev, shape):
+  B, H, L, S, E, Ev = shape
+  q, k, v = rnd(B, H, L, E), rnd(B, H, S, E, seed=1), rnd(B, H, S, Ev, seed=2)
+  compare(dev, lambda a, b, c: a.scaled_dot_product_attention(b, c), F.scaled_dot_product_attention, q, k, v)
+  compare(dev, lambda a, b, c: a.scaled_dot_product_attention(b, c, is_causal=True), lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), q, k, v)
+  compare(dev, lambda a, b, c: a.scaled_dot_product_attention(b, c, scale=0.3), lambda a, b, c: F.scaled_dot_product_attention(a, b, c, scale=0.3), q, k, v)
+  fmask = rnd(L, S, seed=3)
+  compare(dev, lambda a, b, c, m: a.scaled_dot_product_attention(b, c, attn_mask=m.detach()),
+          lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m.detach()), q, k, v, fmask)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_attention_bool_mask_and_fully_masked_rows_like_torch(dev):
+  q, k, v = rnd(2, 2, 4, 3), rnd(2, 2, 5, 3, seed=1), rnd(2, 2, 5, 3, seed=2)
+  mask = rnd(2, 1, 4, 5, seed=3) > 0
+  mask[0, 0, 1] = False   # nothing to attend to: zeros out and no NaN in the gradients, as torch
+  compare(dev, lambda a, b, c, m: a.scaled_dot_product_attention(b, c, attn_mask=m), lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m),
+          q, k, v, mask)
+  fmask = np.where(mask, 0.0, -np.inf).astype(np.float32)
+  compare(dev, lambda a, b, c, m: a.scaled_dot_product_attention(b, c, attn_mask=m.detach()),
+          lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m.detach()), q, k, v, fmask)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_attention_grouped_query_like_torch(dev):
+  q, k, v = rnd(2, 6, 3, 4), rnd(2, 2, 5, 4, seed=1), rnd(2, 2, 5, 3, seed=2)
+  compare(dev, lambda a, b, c: a.scaled_dot_product_attention(b, c, enable_gqa=True), lambda a, b, c: F.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+          q, k, v)
+  with pytest.raises(RuntimeError, match="divide"): Tensor(q).scaled_dot_product_attention(Tensor(rnd(2, 4, 5, 4)), Tensor(rnd(2, 4, 5, 3)), enable_gqa=True)
+  with pytest.raises(RuntimeError, match="is_causal"): Tensor(q).scaled_dot_product_attention(Tensor(q), Tensor(q), attn_mask=Tensor(q), is_causal=True)
+
+def test_attention_dropout_goes_through_tensor_dropout():
+  q, k, v = (Tensor(rnd(1, 2, 4, 3, seed=s)) for s in range(3))
+  plain = q.scaled_dot_product_attention(k, v).numpy()
+  close(q.scaled_dot_product_attention(k, v, dropout_p=0.5).numpy(), plain)   # not training: no dropout, as Tensor.dropout
+  with Tensor.train():
+    Tensor.manual_seed(3)
+    got = q.scaled_dot_product_attention(k, v, dropout_p=0.5).numpy()
+    Tensor.manual_seed(3)
+    want = ((q @ k.transpose(-2, -1)) / math.sqrt(3)).softmax(-1).dropout(0.5) @ v
+    close(got, want.numpy())
+    assert not np.allclose(got, plain)
+    close(q.scaled_dot_product_attention(k, v, dropout_p=1.0).numpy(), np.zeros_like(plain))
+
+# ---- transposed convolution ----
+def _ct_case(nd, bs, cin_g, cout_g, groups, k, s, d, p, op, i, seed=0):
+  x = rnd(bs, cin_g * groups, *[i] * nd, seed=seed)
+  w, b = rnd(cin_g * groups, cout_g, *[k] * nd, seed=seed + 1), rnd(cout_g * groups, seed=seed + 2)
+  fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+  return x, w, b, fn
+
+@HS
+@given(nd=st.sampled_from([1, 2]), bs=st.integers(1, 2), cin_g=st.integers(1, 3), cout_g=st.integers(1, 3), groups=st.integers(1, 2),
+       k=st.integers(1, 3), s=st.integers(1, 3), d=st.integers(1, 2), p=st.integers(0, 2), i=st.integers(1, 4), data=st.data())
+def test_conv_transpose_like_torch(nd, bs, cin_g, cout_g, groups, k, s, d, p, i, data):
+  op = data.draw(st.integers(0, max(s, d) - 1))
+  if (i - 1) * s - 2 * p + d * (k - 1) + op + 1 <= 0: return   # no output: torch raises too
+  x, w, b, fn = _ct_case(nd, bs, cin_g, cout_g, groups, k, s, d, p, op, i)
+  compare("CPU", lambda x_, w_, b_: x_.conv_transpose2d(w_, b_, groups=groups, stride=s, dilation=d, padding=p, output_padding=op),
+          lambda x_, w_, b_: fn(x_, w_, b_, stride=s, padding=p, output_padding=op, groups=groups, dilation=d), x, w, b, atol=1e-4)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("case", [dict(nd=2, groups=2, k=3, s=2, d=1, p=1, op=1, i=3), dict(nd=1, groups=1, k=1, s=1, d=1, p=0, op=0, i=1),
+                                  dict(nd=3, groups=1, k=2, s=2, d=1, p=0, op=1, i=2), dict(nd=2, groups=1, k=2, s=1, d=2, p=1, op=1, i=3)])
+def test_conv_transpose_fixed_cases_like_torch(dev, case):
+  x, w, b, fn = _ct_case(case["nd"], 1, 2, 3, case["groups"], case["k"], case["s"], case["d"], case["p"], case["op"], case["i"])
+  kw = dict(stride=case["s"], padding=case["p"], output_padding=case["op"], groups=case["groups"], dilation=case["d"])
+  compare(dev, lambda x_, w_, b_: x_.conv_transpose2d(w_, b_, **kw), lambda x_, w_, b_: fn(x_, w_, b_, **kw), x, w, b, atol=1e-4)
+
+def test_conv_transpose_asymmetric_arguments_like_torch():
+  x, w = rnd(2, 3, 4, 5), rnd(3, 2, 2, 3, seed=1)
+  kw = dict(stride=(2, 1), padding=(1, 0), output_padding=(1, 0), dilation=(1, 2))
+  compare("CPU", lambda x_, w_: x_.conv_transpose2d(w_, **kw), lambda x_, w_: F.conv_transpose2d(x_, w_, **kw), x, w, atol=1e-4)
+
+def test_conv_transpose_checks_arguments():
+  x, w = Tensor(rnd(1, 2, 3, 3)), Tensor(rnd(2, 3, 2, 2))
+  with pytest.raises(RuntimeError, match="output_padding"): x.conv_transpose2d(w, output_padding=1)
+  with pytest.raises(ValueError, match="input channels"): x.conv_transpose2d(Tensor(rnd(3, 3, 2, 2)))
+  with pytest.raises(ValueError, match="groups"): x.conv_transpose2d(w, groups=3)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_conv_transpose_layers_like_torch(dev):
+  for ours, theirs, x in [(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), torch.nn.ConvTranspose2d(4, 6, 3, 2, 1, 1, groups=2),
+                           rnd(2, 4, 3, 2)),
+                          (nn.ConvTranspose1d(2, 3, 2, stride=3, dilation=2, bias=False), torch.nn.ConvTranspose1d(2, 3, 2, 3, dilation=2, bias=False), rnd(1, 2, 4))]:
+    assert ours.weight.shape == tuple(theirs.weight.shape)
+    bound = 1 / math.sqrt(theirs.weight.shape[1] * math.prod(theirs.weight.shape[2:]))   # torch's fan-in
+    assert np.abs(ours.weight.numpy()).max() <= bound
+    with torch.no_grad():
+      theirs.weight[:] = torch.tensor(ours.weight.numpy())
+      if ours.bias is not None: theirs.bias[:] = torch.tensor(ours.bias.numpy())
+    ours.weight, ours.bias = ours.weight.to(dev), ours.bias.to(dev) if ours.bias is not None else None
+    close(ours(Tensor(x, device=dev)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-5)
+  with pytest.raises(ValueError, match="padding"): nn.ConvTranspose2d(1, 1, 3, padding="same")
+
+# ---- interpolate ----
+_TORCH_MODE = {("linear", 1): "linear", ("linear", 2): "bilinear", ("linear", 3): "trilinear"}
+@HS
+@given(nd=st.integers(1, 3), mode=st.sampled_from(["nearest", "nearest-exact", "linear"]), align=st.booleans(), data=st.data())
+def test_interpolate_like_torch(nd, mode, align, data):
+  if mode != "linear": align = False
+  shape = data.draw(st.lists(st.integers(1, 6), min_size=nd, max_size=nd))
+  size = tuple(data.draw(st.lists(st.integers(1, 9), min_size=nd, max_size=nd)))
+  x = rnd(2, 3, *shape)
+  tm = _TORCH_MODE.get((mode, nd), mode)
+  compare("CPU", lambda a: a.interpolate(size, mode=mode, align_corners=align),
+          lambda a: F.interpolate(a, size=size, mode=tm, **({"align_corners": align} if mode == "linear" else {})), x, atol=1e-5)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("mode,align", [("nearest", False), ("nearest-exact", False), ("linear", False), ("linear", True)])
+def test_interpolate_2d_up_and_down_like_torch(dev, mode, align):
+  x = rnd(1, 2, 3, 5)
+  for size in [(7, 2), (1, 1), (3, 10)]:
+    compare(dev, lambda a: a.interpolate(size, mode=mode, align_corners=align),
+            lambda a: F.interpolate(a, size=size, mode="bilinear" if mode == "linear" else mode, **({"align_corners": align} if mode == "linear" else {})), x)
+
+def test_interpolate_any_leading_dims_and_checks():
+  x = rnd(5, 4)
+  close(Tensor(x).interpolate((3,), mode="linear").numpy(), F.interpolate(torch.tensor(x)[None], size=(3,), mode="linear")[0].numpy())
+  with pytest.raises(ValueError, match="mode 'bicubic'"): Tensor(x).interpolate((3, 3), mode="bicubic")
+  with pytest.raises(ValueError, match="align_corners"): Tensor(x).interpolate((3,), mode="nearest", align_corners=True)
+  with pytest.raises(ValueError, match="size"): Tensor(x).interpolate((1, 2, 3))
+  with pytest.raises(ValueError, match="size"): Tensor(x).interpolate((0,))   # torch: sizes > 0
+
+# ---- max pooling with indices, unpooling ----
+@HS
+@given(nd=st.integers(1, 3), k=st.integers(1, 3), s=st.integers(1, 3), d=st.integers(1, 2), ceil=st.booleans(), data=st.data())
+def test_max_pool_indices_like_torch(nd, k, s, d, ceil, data):
+  p = data.draw(st.integers(0, k // 2))
+  shape = data.draw(st.lists(st.integers(d * (k - 1) + 1, 6), min_size=nd, max_size=nd))
+  x = rnd(2, 2, *shape)
+  fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
+  tv, ti = fn(torch.tensor(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
+  v, i = Tensor(x).max_pool2d((k,) * nd, s, d, p, ceil_mode=ceil, return_indices=True)
+  assert i.dtype.name in ("long", "int64") and i.shape == tuple(ti.shape)
+  np.testing.assert_array_equal(i.numpy(), ti.numpy())
+  close(v.numpy(), tv.numpy())
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_max_pool_indices_ties_take_the_first_like_torch(dev):
+  x = np.array([[[[1, 1, 0], [1, 1, 0], [2, 2, 2]]]], dtype=np.float32)
+  tv, ti = F.max_pool2d(torch.tensor(x), 2, 1, return_indices=True)
+  v, i = Tensor(x, device=dev).max_pool2d(2, 1, return_indices=True)
+  np.testing.assert_array_equal(i.numpy(), ti.numpy())
+  close(v.numpy(), tv.numpy())
+  compare(dev, lambda a: a.max_pool2d(2, 1, padding=1, return_indices=True)[0], lambda a: F.max_pool2d(a, 2, 1, padding=1), rnd(1, 2, 3, 4))
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("k,s,p,shape", [(2, 2, 0, (4, 6)), (2, 2, 0, (5, 5)), (3, 2, 1, (5, 5)), (3, 1, 1, (3, 4)), (1, 1, 0, (1, 1))])
+def test_max_unpool2d_like_torch(dev, k, s, p, shape):
+  # (3, 1, 1): overlapping windows pick the same input more than once; each copy gets the whole gradient, as torch
+  x = rnd(2, 3, *shape)
+  tv, ti = F.max_pool2d(torch.tensor(x), k, s, p, return_indices=True)
+  if shape != (5, 5) or p:   # (5, 5) pooled by 2 unpools to (4, 4) by default: index 24 would be outside (torch raises)
+    compare(dev, lambda a, i: a.max_unpool2d(i, k, s, padding=p), lambda a, i: F.max_unpool2d(a, i, k, s, p), tv.numpy(), ti.numpy())
+  # output_size: the pooled input's own size (torch's use), which can be larger than the default by up to stride-1
+  compare(dev, lambda a, i: a.max_unpool2d(i, k, s, padding=p, output_size=shape), lambda a, i: F.max_unpool2d(a, i, k, s, p, output_size=shape),
+          tv.numpy(), ti.numpy())
+
+def test_max_unpool2d_checks_arguments():
+  x = Tensor(rnd(1, 1, 2, 2))
+  with pytest.raises(ValueError, match="indices"): x.max_unpool2d(Tensor([[0, 1]]))
+  with pytest.raises(TypeError, match="int dtype"): x.max_unpool2d(x)
+
+# ---- empty inputs ----
+@pytest.mark.parametrize("dev", DEVS)
+def test_empty_inputs_like_torch(dev):
+  x, y = np.zeros((0, 4), np.float32), np.zeros((0,), np.int64)
+  for r in ("sum", "none", "mean"):   # an empty mean is NaN in both
+    compare(dev, lambda a, b: a.cross_entropy(b, reduction=r), lambda a, b: F.cross_entropy(a, b, reduction=r), x, y)
+    compare(dev, lambda a, b: a.nll_loss(b, reduction=r), lambda a, b: F.nll_loss(a, b, reduction=r), x, y)
+  compare(dev, lambda a, b: a.sparse_categorical_crossentropy(b, reduction="sum"), lambda a, b: F.cross_entropy(a, b, reduction="sum"), x, y)
+  q, k = np.zeros((1, 2, 0, 3), np.float32), rnd(1, 2, 4, 3)
+  compare(dev, lambda a, b: a.scaled_dot_product_attention(b, b), lambda a, b: F.scaled_dot_product_attention(a, b, b), q, k)
+  compare(dev, lambda a, b: a.scaled_dot_product_attention(b, b), lambda a, b: F.scaled_dot_product_attention(a, b, b), k, q)   # S = 0: zeros
+  compare(dev, lambda a, w: a.conv_transpose2d(w, stride=2), lambda a, w: F.conv_transpose2d(a, w, stride=2), np.zeros((0, 2, 3, 3), np.float32), rnd(2, 3, 2, 2))
+  compare(dev, lambda a: a.interpolate((5,), mode="linear"), lambda a: F.interpolate(a, size=(5,), mode="linear"), np.zeros((0, 1, 3), np.float32))
+  tv, ti = F.max_pool2d(torch.zeros(0, 1, 4, 4), 2, return_indices=True)
+  v, i = Tensor(np.zeros((0, 1, 4, 4), np.float32), device=dev).max_pool2d(2, return_indices=True)
+  assert v.shape == i.shape == tuple(tv.shape)
+  compare(dev, lambda a, i_: a.max_unpool2d(i_, 2), lambda a, i_: F.max_unpool2d(a, i_, 2), tv.numpy(), ti.numpy())
+  compare(dev, lambda a: a.normalize(), F.normalize, np.zeros((0, 3), np.float32))
+  compare(dev, lambda a: a.logsigmoid(), F.logsigmoid, np.zeros((0,), np.float32))
