@@ -475,3 +475,15 @@ def test_constant_tensors_with_requires_grad_get_their_own_gradients():
   np.testing.assert_array_equal(y.grad.numpy(), np.full((2, 3), 4.0, np.float32))
   np.testing.assert_array_equal(y.numpy(), np.full((2, 3), 2.0, np.float32))
   assert Tensor.zeros(0, 3, requires_grad=True).shape == (0, 3)
+
+def test_abs_gradient_at_zero_is_zero_like_torch():
+  # d|x|/dx at 0 (either sign) is sign(0) = 0 as torch's; the where(x <= 0, -x, x) form gave -1 there, and abs(-0.0) is +0
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  vals = [float("nan"), 1.0, -0.0, 0.0, -2.0, float("-inf")]
+  x, tx = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+  y, ty = x.abs(), tx.abs()
+  y.sum().backward(); ty.sum().backward()
+  np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+  assert not np.signbit(y.numpy()[2])
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())

@@ -250,8 +250,17 @@ def test_dropout_rate_and_scale():
   np.testing.assert_allclose(out[kept], 1 / 0.7, rtol=1e-6)
   with Tensor.train():
     assert abs(Tensor.full((20_000,), 2.0).dropout(0.5).numpy().mean() - 2.0) < 0.1   # the expectation is kept
-  for p in (1.0, -0.1, 1.5):
-    with pytest.raises(ValueError, match=r"\[0, 1\)"): x.dropout(p)
+  for p in (-0.1, 1.5):
+    with pytest.raises(ValueError, match=r"\[0, 1\]"): x.dropout(p)
+
+def test_dropout_of_everything_is_x_times_zero_like_torch():
+  # p=1 drops every element: torch computes x * 0 (NaN stays NaN) with a zero gradient; it used to raise here
+  x = Tensor([float("nan"), 1.0, -2.0], requires_grad=True)
+  with Tensor.train():
+    y = x.dropout(1.0)
+    y.sum().backward()
+  np.testing.assert_array_equal(y.numpy(), [np.nan, 0, 0])
+  np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0])
 
 def test_dropout_gradient_follows_the_mask():
   x = Tensor(np.ones(1000, np.float32), requires_grad=True)

@@ -224,7 +224,10 @@ class ElementwiseMixin:
   def abs(self: Tensor) -> Tensor:
     """Elementwise |x|."""
     if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self
-    return (self <= 0).where(-self, self) if not dtypes.is_float(self.dtype) else (self <= 0).where(0 - self, self)
+    if not dtypes.is_float(self.dtype): return (self < 0).where(-self, self)
+    # zero (either sign) and NaN take a detached branch, so the gradient there is 0 as torch's; d*d is +0 for -0.0, NaN for NaN
+    d = self.detach()
+    return (self > 0).where(self, (self < 0).where(0 - self, d * d))
   def sign(self: Tensor) -> Tensor:
     """Elementwise -1, 0 or 1 (NaN stays NaN)."""
     ret = (self != 0).where((self < 0).where(self._const(-1 if not dtypes.is_unsigned(self.dtype) else 0), self._const(1)), self._const(0))

@@ -242,7 +242,7 @@ class NNMixin:
       # a row masked everywhere: softmax of zeros instead (no NaN, no gradient), then zeros out
       dead = qk.max(-1, keepdim=True) == -math.inf
       p = dead.where(0, dead.where(0, qk).softmax(-1))
-    p = p * 0 if dropout_p == 1 and Tensor.training else p.dropout(dropout_p)   # Tensor.dropout takes p < 1
+    p = p.dropout(dropout_p)
     return p @ value
   def _repeat_heads(self: Tensor, r: int) -> Tensor:
     # (..., H, S, E) -> (..., H*r, S, E), each head r times in a row (torch's repeat_interleave on dim -3)

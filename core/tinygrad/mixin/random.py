@@ -164,8 +164,9 @@ class RandomMixin:
     return ret[0] if self.ndim == 1 else ret
   def dropout(self: Tensor, p: float = 0.5) -> Tensor:
     """While Tensor.training, zero each element with probability p and scale the rest by 1/(1-p); else the tensor itself."""
-    if not 0 <= p < 1: raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not Tensor.training or p == 0: return self
+    if p == 1: return self * 0   # everything dropped (torch: x * 0, so NaN stays NaN; the gradient is 0)
     return (Tensor.rand(*self.shape, device=self.device) >= p).where(self, 0) * (1 / (1 - p))
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
