@@ -2,6 +2,7 @@
 max-pooling, into a linear classifier, for 1x28x28 inputs; and its training step (Adam, a TinyJit step). Runs unmodified on
 our tinygrad and on public tinygrad."""
 from tinygrad import Tensor
+from tinygrad.helpers import Context
 import tinygrad.nn as nn
 
 class Model:
@@ -17,9 +18,9 @@ def cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
 
 def make_train_step(model: Model, opt):
   """One training step as beautiful_mnist writes it: zero_grad, backward, the loss realized with the optimizer's update in
-  one schedule, in training mode; wrap it in TinyJit to capture it."""
+  one schedule, in training mode (Context(TRAINING=1)); wrap it in TinyJit to capture it."""
   def step(x: Tensor, y: Tensor) -> Tensor:
-    with Tensor.train():
+    with Context(TRAINING=1):   # public tinygrad's training switch (0.14 has no Tensor.train)
       opt.zero_grad()
       loss = cross_entropy(model(x), y).backward()
       return loss.realize(*opt.schedule_step())

@@ -10,6 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from workloads import example, tinygrad_weights, torch_state, allclose_check   # noqa: E402
 from tinygrad import Tensor   # noqa: E402
+from tinygrad.helpers import Context   # noqa: E402
 
 def _weights(model, tmp_path) -> dict:
   """Random weights (batchnorm statistics and affines too) saved from `model` and loaded back as torch tensors."""
@@ -47,7 +48,7 @@ def test_cnn_forward_matches_torch_in_both_modes(tmp_path):
   ref = example("models/torch_ref.py")
   with torch.no_grad():
     _close(model(Tensor(x)).numpy(), ref.cnn({k: v.clone() for k, v in p.items()}, torch.from_numpy(x), training=False))
-    with Tensor.train(): _close(model(Tensor(x)).numpy(), ref.cnn({k: v.clone() for k, v in p.items()}, torch.from_numpy(x), training=True))
+    with Context(TRAINING=1): _close(model(Tensor(x)).numpy(), ref.cnn({k: v.clone() for k, v in p.items()}, torch.from_numpy(x), training=True))
 
 def test_cnn_training_step_loss_and_grads_match_torch(tmp_path):
   from tinygrad.nn.optim import Adam
@@ -76,13 +77,14 @@ def test_cnn_training_step_loss_and_grads_match_torch(tmp_path):
   for k in graded: _close(sd[k].numpy(), tp[k])
 
 def test_models_bench_quick_runs_and_checks_against_torch(tmp_path):
-  """bench/models.py --quick, ours against torch: every row runs, a cold and a warm process, and its outputs match torch's."""
+  """bench/models.py --quick, ours against torch, on one row (the models themselves are checked above): prepare, torch, a
+  cold and a warm process of ours, outputs checked against torch's, the JSON written."""
   out = tmp_path / "models.json"
   r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "models.py"), "--quick", "--frameworks", "ours,torch", "--runs", "1",
-                      "--only", "resnet18_b1,cnn_train,vit_ti16", "--json", str(out)], capture_output=True, text=True, timeout=900)
+                      "--only", "resnet18_b1", "--json", str(out)], capture_output=True, text=True, timeout=900)
   assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
   rows = {row["key"]: row for row in json.loads(out.read_text())["rows"]}
-  assert set(rows) == {"resnet18_b1", "cnn_train", "vit_ti16"}
+  assert set(rows) == {"resnet18_b1"}
   for key, row in rows.items():
     ours = row["results"]["ours"]
     assert ours["check"] == "ok" and row["results"]["torch"]["check"] == "ok", (key, ours["check"])
