@@ -3,11 +3,11 @@
 from __future__ import annotations
 import math, time, weakref
 from typing import Any, Callable, Iterator
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
-from tinygrad.helpers import TRAINING, prod, argfix, ceildiv
-from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer
+from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
+from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, nn, loss
@@ -62,9 +62,8 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
 _MOVEMENT = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP, Ops.PAD}
 
 def _buffer_under(u: UOp) -> UOp | None:
-  """The BUFFER a realized tensor's graph is (under RESHAPEs), else None."""
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u if u.op is Ops.BUFFER else None
+  """The BUFFER a realized tensor's graph is (under RESHAPEs; a symbolic shape's prefix shrink), else None."""
+  return base_buffer(u)
 
 def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   """`base` with the elements that the view `chain` (movement ops, top first) shows replaced by `x`: each op inverted in turn."""
@@ -163,7 +162,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._requires_grad = value
     # a broadcast constant is one hash-consed node shared by every equal constant (Tensor(3.0), Tensor.ones(4)): a tensor
     # that is to get a gradient gets a buffer of its own, or its gradient would be lost or mixed with another's
-    if value and self.numel() > 0:
+    if value and smax(self.numel()) > 0:
       from tinygrad.gradient import is_const   # the very test autograd uses to leave constants out
       if is_const(self.uop): self._set_uop(Tensor(self.uop).contiguous().realize().uop)
 
@@ -227,14 +226,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   # ---- realization ----
   def _is_realized(self) -> bool:
-    base = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
-    return base.op is Ops.BUFFER and has_buffer(base) and buffer_of(base).is_allocated()
+    base = base_buffer(self.uop)
+    return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.
 
     A view with a pending assign first runs the assign (the base's buffer is written), then becomes a copy of its own.
     The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
-    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and t.numel() > 0]
+    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and smax(t.numel()) > 0]
     if not todo: return self
     from tinygrad.engine import realize as engine
     roots: dict[UOp, None] = {}
@@ -259,7 +258,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     amap = {n: n.src[0] for n in UOp(Ops.SINK, src=tuple(rl)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n.op is Ops.ASSIGN}
     if amap:
       for x in list(all_tensors):
-        if x.uop.op is not Ops.BUFFER and not (x.uop.op is Ops.RESHAPE and x.uop.src[0].op is Ops.BUFFER): x.uop = x.uop.substitute(amap)
+        if base_buffer(x.uop) is None: x.uop = x.uop.substitute(amap)
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
@@ -269,11 +268,17 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     import numpy as np
     from tinygrad.dtype import to_numpy
     npdt = np.float32 if self.dtype == dtypes.bfloat16 else to_numpy(self.dtype)
-    if self.numel() == 0: return np.zeros(self.shape, dtype=npdt)
+    shape = self._concrete_shape()
+    if prod(shape) == 0: return np.zeros(shape, dtype=npdt)
     raw = self._host_bytes()
     if self.dtype == dtypes.bfloat16: arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     else: arr = np.frombuffer(raw, dtype=npdt).copy()
-    return arr.reshape(self.shape)
+    return arr[:prod(shape)].reshape(shape)   # a symbolic shape's buffer holds its largest size
+  def _concrete_shape(self) -> tuple[int, ...]:
+    # the shape with its bound variables' values (a symbolic shape is only readable once bound)
+    if all_int(self.shape): return self.shape
+    try: return tuple(sym_infer(s, {}) for s in self.shape)
+    except KeyError as e: raise ValueError(f"the shape {self.shape} has an unbound variable ({e}): bind it to read the data") from None
   def _host_bytes(self) -> memoryview:
     from tinygrad.engine import realize as engine
     if engine.capturing is not None:
@@ -286,11 +291,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     while b.op in _MOVEMENT: b = b.src[0]
     t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
-    base = t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop
+    base = base_buffer(t.uop)
+    if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")
     return buffer_of(base).as_buffer()
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
-    if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or self.numel() == 0: return self.numpy().tolist()
+    if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or not all_int(self.shape) or self.numel() == 0: return self.numpy().tolist()
     # through memoryview, without numpy: keeps a first result from paying numpy's import
     flat = self._host_bytes().cast(self.dtype.fmt).tolist()  # type: ignore[call-overload]
     if not self.shape: return flat[0]
@@ -380,15 +386,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An allocated, uninitialized tensor."""
     sh, dt, dev = _check_shape("empty", argfix(*shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)
-    if prod(sh) == 0: return Tensor(Tensor._full_uop(sh, 0, dt, dev), **kwargs)
-    u = new_buffer(dev, prod(sh), dt)
+    if smax(prod(sh)) == 0: return Tensor(Tensor._full_uop(sh, 0, dt, dev), **kwargs)
+    u = new_buffer(dev, smax(prod(sh)), dt)   # a symbolic shape gets room for its largest size
     buffer_of(u).allocate()
-    return Tensor(u.reshape(sh), **kwargs)
+    from tinygrad.engine.schedule import buffer_view
+    return Tensor(buffer_view(u, sh), **kwargs)
   @staticmethod
   def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized)."""
-    sh = (shape,) if isinstance(shape, int) else tuple(shape)
-    _check_shape("full", sh)
+    sh = _check_shape("full", (shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     _check_int(fill_value, dt, "pass a wider dtype=, e.g. dtypes.int64")
     return Tensor(Tensor._full_uop(sh, fill_value, dt, _canon_device(device)), **kwargs)
@@ -510,6 +516,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""
     if isinstance(y, Tensor): return y
+    if isinstance(y, UOp) and (y.op is Ops.BIND or y.op in GroupOp.ALU) and sym_vars(y):
+      # a symbolic int (a bound variable's expression, a mean's count) as a scalar on this device: 0 + the value, so the
+      # node has a device; the kernel reads the variable, its argument
+      dt = dtype or (self.dtype if dtypes.is_float(self.dtype) else dtypes.default_int)
+      v = ssimplify(y)
+      if isinstance(v, int): return self._const(v, dt)
+      return Tensor(Tensor._full_uop((), 0, dt, self.device) + v.cast(dt))
+    if isinstance(y, UOp) and y.op is Ops.DEFINE_VAR: raise ValueError(f"variable {y.arg[0]} used as a value must be bound: use .bind(value)")
     if _is_scalar(y):
       if dtype is None:
         weak = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and isinstance(y, int) and not isinstance(y, bool))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.ops import UOp, AxisType, smax
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG, SPEC
@@ -12,6 +12,8 @@ from tinygrad.codegen.opt import Opt, OptOps, optimize
 from tinygrad.codegen.tc import tensor_cores
 from tinygrad.codegen.gpuopt import lower_groups
 from tinygrad.codegen.vectorize import vectorize
+
+def _rsize(r: UOp) -> int | UOp: return r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0]   # a range's size (symbolic: a UOp)
 
 def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   """GPU-style launch: the global loops become SPECIAL launch indices (at most 3; leading ones are merged)."""
@@ -25,20 +27,23 @@ def global_to_special(sink: UOp, ren: Renderer) -> UOp:
   groups: list[list[UOp]] = [granges[:len(granges)-2], granges[-2:-1], granges[-1:]] if len(granges) > 3 else [[r] for r in granges]
   groups = [g for g in groups if g]
   gmax = ren.global_max or ()
-  def fits(grps: list[list[UOp]]) -> bool:
-    return all(dim >= len(gmax) or prod(r.src[0].arg for r in g) <= gmax[dim] for dim, g in enumerate(reversed(grps)))
+  def fits(grps: list[list[UOp]]) -> bool:   # a symbolic size must fit at its largest value
+    return all(dim >= len(gmax) or smax(prod(_rsize(r) for r in g)) <= gmax[dim] for dim, g in enumerate(reversed(grps)))
   # a launch axis past the device's limit (y, z are often 65535): merge everything into x, which is the largest
   if not fits(groups): groups = [granges]
-  if not fits(groups): raise RuntimeError(f"kernel needs {prod(r.src[0].arg for r in granges)} launch indices; {ren.device} allows {gmax[0]} on x")
+  if not fits(groups): raise RuntimeError(f"kernel needs {smax(prod(_rsize(r) for r in granges))} launch indices; {ren.device} allows {gmax[0]} on x")
   sub: dict[UOp, UOp] = {}
   for dim, grp in enumerate(reversed(groups)):
-    sizes = [r.src[0].arg for r in grp]
-    special = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, prod(sizes)),), f"gidx{dim}")
-    acc = 1
+    sizes = [_rsize(r) for r in grp]
+    total = prod(sizes)
+    # a symbolic launch size is an expression of the kernel's variables, evaluated at launch (ProgramSpec.launch_dims)
+    special = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, total) if isinstance(total, int) else total.cast(dtypes.index),), f"gidx{dim}")
+    acc: int | UOp = 1
     for r, sz in zip(reversed(grp), reversed(sizes)):
       # launch indices are int32 on every GPU; an int64 range (codegen/index64.py) gets its value cast up
-      sub[r] = ((special // acc if acc != 1 else special) % sz if len(grp) > 1 else special).cast(r.dtype)
-      acc *= sz
+      sp = special.cast(r.dtype)
+      sub[r] = ((sp // acc if not isinstance(acc, int) or acc != 1 else sp) % sz if len(grp) > 1 else sp)
+      acc = acc * sz
   return sink.substitute(sub)
 
 def _symbolic() -> PatternMatcher:

@@ -6,7 +6,8 @@ from tinygrad.uop import Ops
 from tinygrad.helpers import CAPTURING, JIT, DEBUG
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
-from tinygrad.engine.buffers import buffer_of
+from tinygrad.engine.buffers import buffer_of, base_buffer
+from tinygrad.uop.ops import UOp, sym_vars
 
 R = TypeVar("R")
 
@@ -26,17 +27,28 @@ def _tensors_in(x: Any) -> list[Any]:
   if isinstance(x, dict): return [t for v in x.values() for t in _tensors_in(v)]
   return []
 
+def _binds_in(x: Any) -> list[UOp]:
+  """The bound Variables (BIND UOps) among an argument's leaves: inputs of the capture, like tensors."""
+  if isinstance(x, UOp): return [x] if x.op is Ops.BIND else []
+  if isinstance(x, (list, tuple)): return [b for v in x for b in _binds_in(v)]
+  if isinstance(x, dict): return [b for v in x.values() for b in _binds_in(v)]
+  return []
+
+def _unbound(shape: tuple) -> tuple:
+  # a shape as the capture sees it: variables, not their values (a replay may bind new ones)
+  return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
+
 def _constants_in(x: Any, where: str) -> list[tuple[str, Any]]:
   """(where, value) of every non-Tensor leaf of an argument: what a capture bakes in (lists, tuples and dicts are walked)."""
   from tinygrad.tensor import Tensor
-  if isinstance(x, Tensor): return []
+  if isinstance(x, Tensor) or isinstance(x, UOp) and x.op is Ops.BIND: return []
   if isinstance(x, (list, tuple)): return [c for i, v in enumerate(x) for c in _constants_in(v, f"{where}[{i}]")]
   if isinstance(x, dict): return [c for k, v in x.items() for c in _constants_in(v, f"{where}[{k!r}]")]
   return [(where, x)]
 
 def _buffer(t: Any) -> Buffer:
-  u = t.uop.src[0] if t.uop.op is Ops.RESHAPE else t.uop
-  if u.op is not Ops.BUFFER: raise JitError(f"jit input is not realized into a buffer ({u.op})")
+  u = base_buffer(t.uop)
+  if u is None: raise JitError(f"jit input is not realized into a buffer ({t.uop.op})")
   return buffer_of(u)
 
 class TinyJit(Generic[R]):
@@ -71,7 +83,13 @@ class TinyJit(Generic[R]):
     from tinygrad.tensor import Tensor
     inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)])
     if inputs: Tensor.realize(*inputs)
-    signature = [(t.shape, t.dtype, t.device) for t in inputs]
+    # bound variables are inputs: the arguments' and those in the input tensors' shapes
+    binds = _binds_in(list(args) + [kwargs[k] for k in sorted(kwargs)]) + [b for t in inputs for b in sym_vars(t.shape)]
+    var_vals: dict[UOp, int] = {}
+    for b in binds:
+      v, val = b.unbind()
+      if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
+    signature = [(_unbound(t.shape), t.dtype, t.device) for t in inputs] + [("var",) + v.arg for v in var_vals]
     constants = [c for i, a in enumerate(args) if i not in self.static for c in _constants_in(a, f"argument {i}")] + \
                 [c for k in sorted(kwargs) if k not in self.static for c in _constants_in(kwargs[k], f"argument {k!r}")]
     if not CAPTURING or not JIT or self.cnt == 0:
@@ -100,7 +118,8 @@ class TinyJit(Generic[R]):
     swap = {id(old): _buffer(t) for old, t in zip(self.in_bufs, inputs)}
     for step in self.steps:
       bufs = [swap.get(id(b), b) for b in step.bufs]
-      _realize.ExecStep(step.runner, bufs).run(jit=True)
+      # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)
+      _realize.ExecStep(step.runner, bufs).run({**step.var_vals, **var_vals} if var_vals else step.var_vals, jit=True)
     self.cnt += 1
     return self.ret
 
@@ -114,4 +133,9 @@ class TinyJit(Generic[R]):
     return ret
 
   @staticmethod
-  def _fmt(sig: list[tuple]) -> str: return "[" + ", ".join(f"{s} {d} {dev}" for s, d, dev in sig) + "]"
+  def _fmt(sig: list[tuple]) -> str:
+    def one(e: tuple) -> str:
+      if e[0] == "var": return f"Variable {e[1]} in [{e[2]}, {e[3]}]"
+      shape = "(" + ", ".join(x.render() if isinstance(x, UOp) else str(x) for x in e[0]) + ("," if len(e[0]) == 1 else "") + ")"
+      return f"{shape} {e[1]} {e[2]}"
+    return "[" + ", ".join(one(e) for e in sig) + "]"

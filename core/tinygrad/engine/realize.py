@@ -50,6 +50,8 @@ class CompiledRunner:
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
     if self._prg is None: self.ready()
     vv = var_vals or {}
+    missing = [v.arg[0] for v in self.p.vars if v not in vv]
+    if missing: raise ValueError(f"kernel {self.p.name} needs values for its variables {missing}; bind them (Variable(...).bind(value))")
     gl, lc = self.p.launch_dims(vv)
     return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
 
@@ -110,9 +112,12 @@ def _copy(dest: Buffer, src: Buffer) -> None:
 
 class ExecStep:
   """One runnable step: a CompiledRunner or a copy, bound to concrete Buffers (what TinyJit records and replays)."""
-  def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer]): self.runner, self.bufs = runner, bufs
+  def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None):
+    # var_vals: the values of the kernel's variables this step was scheduled with (a TinyJit replay passes new ones)
+    self.runner, self.bufs, self.var_vals = runner, bufs, var_vals or {}
   def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False, jit: bool = False) -> float | None:
     """Run the step, count it in GlobalCounters and, at DEBUG>=2, print its line (timed: it waits for the device then)."""
+    if var_vals is None: var_vals = self.var_vals
     for b in self.bufs: b.allocate()
     wait = wait or DEBUG >= 2
     if self.runner is None:
@@ -163,7 +168,7 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
       else:
         devs = {b.device for b in bufs}
         if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
-        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False), bufs))
+        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False), bufs, ei.var_vals))
   except BaseException:
     for s in steps:   # an earlier kernel's compile error comes first, as it would one kernel at a time
       if s.runner is not None: s.runner.ready()
@@ -173,6 +178,7 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
   return steps
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:
+  """Run each step with `var_vals` (None: the values each step was scheduled with)."""
   for step in steps:
     step.run(var_vals)
     if capturing is not None: capturing.append(step)

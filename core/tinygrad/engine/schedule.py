@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.ops import UOp, AxisType, sint, smax
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG
-from tinygrad.engine.buffers import new_buffer
+from tinygrad.engine.buffers import new_buffer, base_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
 @dataclass
@@ -20,18 +20,35 @@ class ExecItem:
   ast: UOp
   bufs: list[UOp]
   metadata: dict[str, Any] = field(default_factory=dict)
+  var_vals: dict[UOp, int] = field(default_factory=dict)   # the values of the kernel's variables (DEFINE_VAR -> int)
 
-def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
-  out, acc = [], 1
+def strides_for(shape: tuple[sint, ...]) -> tuple[sint, ...]:
+  out: list[sint] = []
+  acc: sint = 1
   for s in reversed(shape):
-    out.append(acc if s != 1 else 0)
-    acc *= s
+    out.append(acc if not (isinstance(s, int) and s == 1) else 0)
+    acc = acc * s
   return tuple(reversed(out))
 
-def _base_buffer(u: UOp) -> UOp | None:
-  """The BUFFER under a chain of RESHAPEs that keep it contiguous, else None."""
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u if u.op is Ops.BUFFER else None
+_base_buffer = base_buffer   # the BUFFER under RESHAPEs (and a symbolic tensor's prefix SHRINK), else None
+def buffer_view(buf: UOp, shape: tuple[sint, ...]) -> UOp:
+  """A BUFFER seen as a tensor of `shape`: reshaped, after a prefix shrink when the size is symbolic (the buffer holds the largest)."""
+  n = 1
+  for s in shape: n = n * s
+  return (buf if isinstance(n, int) else buf.shrink(((0, n),))).reshape(shape)
+
+def _i64(x: sint) -> sint:
+  """A size as kernel index arithmetic: an int, or the expression retyped to int64 (its variables cast), like the indices."""
+  if not isinstance(x, UOp) or x.dtype == dtypes.int64: return x
+  done: dict[UOp, UOp] = {}
+  for n in x.toposort():
+    if n.op is Ops.CONST: done[n] = UOp.const(dtypes.int64 if dtypes.is_int(n.dtype) else n.dtype, n.arg)
+    elif n.op is Ops.DEFINE_VAR: done[n] = n.cast(dtypes.int64)
+    elif n.op in GroupOp.ALU:
+      dt = n.dtype if dtypes.is_bool(n.dtype) else dtypes.int64
+      done[n] = UOp(n.op, dt, tuple(done[s] for s in n.src), n.arg)
+    else: raise ValueError(f"a symbolic size may only hold variables and arithmetic, got {n.op} in {x.render()}")
+  return done[x]
 
 # ---- which nodes become kernel outputs ----
 def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
@@ -94,9 +111,9 @@ class KernelBuilder:
     self.reads: set[UOp] = set()      # BUFFERs read as they were before this schedule
     self.deps: set[UOp] = set()       # realized nodes of this schedule that this kernel reads
 
-  def new_range(self, size: int, kind: AxisType) -> UOp:
+  def new_range(self, size: sint, kind: AxisType) -> UOp:
     self.axis += 1
-    return UOp.range(size, self.axis-1, kind, dtypes.int64)   # int64 while building: nothing wraps (codegen/index64.py)
+    return UOp.range(_i64(size), self.axis-1, kind, dtypes.int64)   # int64 while building: nothing wraps (codegen/index64.py)
 
   def define(self, buf: UOp) -> UOp:
     if buf not in self.defines:
@@ -133,25 +150,25 @@ class KernelBuilder:
       for i, p in enumerate(arg): out[p] = ix[i]
       return tuple(out), g
     if op is Ops.EXPAND: return tuple(UOp.const(dtypes.int64, 0) if s == 1 and n != 1 else i for i, s, n in zip(ix, src_shape, node.shape)), g
-    if op is Ops.SHRINK: return tuple(i + b if b else i for i, (b, _) in zip(ix, arg)), g
-    if op is Ops.FLIP: return tuple((s-1) - i if f else i for i, s, f in zip(ix, src_shape, arg)), g
+    if op is Ops.SHRINK: return tuple(i + _i64(b) if _nz(b) else i for i, (b, _) in zip(ix, arg)), g
+    if op is Ops.FLIP: return tuple((_i64(s)-1) - i if f else i for i, s, f in zip(ix, src_shape, arg)), g
     if op is Ops.PAD:
       valid = self._pad_valid(node, ix)
-      return tuple(i - b if b else i for i, (b, _) in zip(ix, arg)), (valid if g is None else (g & valid) if valid is not None else g)
+      return tuple(i - _i64(b) if _nz(b) else i for i, (b, _) in zip(ix, arg)), (valid if g is None else (g & valid) if valid is not None else g)
     raise RuntimeError(f"not a movement op: {op}")
 
   def _pad_valid(self, node: UOp, ix: tuple[UOp, ...]) -> UOp | None:
     conds = []
     for i, s, (b, a) in zip(ix, node.src[0].shape, node.arg):
-      if b: conds.append(i >= b)
-      if a: conds.append(i < b + s)
+      if _nz(b): conds.append(i >= _i64(b))
+      if _nz(a): conds.append(i < _i64(b + s))
     if not conds: return None
     v = conds[0]
     for c in conds[1:]: v = v & c
     return v
 
   def _deps(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None) -> list[tuple[UOp, tuple[UOp, ...], UOp | None]]:
-    if node in self.realizes and node is not self.root or node.op in (Ops.BUFFER, Ops.CONST): return []
+    if node in self.realizes and node is not self.root or node.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR): return []
     if node.op in GroupOp.Movement:
       six, sg = self._source_index(node, ix, g)
       return [(node.src[0], six, sg)]
@@ -172,6 +189,7 @@ class KernelBuilder:
 
   def _build(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None, srcs: list[UOp]) -> UOp:
     if node.op is Ops.CONST: return UOp.const(node.dtype, node.arg)
+    if node.op is Ops.DEFINE_VAR: return node   # a symbolic size used as a value (a mean's count): the kernel's argument
     if node.op is Ops.BUFFER:
       self.reads.add(node)
       return self.load(node, node.shape, ix, g)
@@ -200,33 +218,76 @@ class KernelBuilder:
     store = out.index(_flat_index(idx, shape)).store(val)
     return narrow_indices(UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store)))
 
-def _flat_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
-  terms = [i * st if st != 1 else i for i, st in zip(idx, strides_for(shape)) if st != 0]
+def _nz(x: sint) -> bool: return isinstance(x, UOp) or x != 0
+
+def _flat_index(idx: tuple[UOp, ...], shape: tuple[sint, ...]) -> UOp:
+  terms = [i * st if not isinstance(st, int) or st != 1 else i for i, st in zip(idx, strides_for(tuple(_i64(s) for s in shape)))
+           if not isinstance(st, int) or st != 0]
   if not terms: return UOp.const(dtypes.int64, 0)
   out = terms[0]
   for t in terms[1:]: out = out + t
   return out
 
-def _unflat_index(flat: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
-  out, acc = [], 1
-  for s in reversed(shape):
-    if s == 1: out.append(UOp.const(dtypes.int64, 0))
+def _unflat_index(flat: UOp, shape: tuple[sint, ...]) -> tuple[UOp, ...]:
+  out: list[UOp] = []
+  acc: sint = 1
+  shape = tuple(_i64(s) for s in shape)
+  for k in reversed(range(len(shape))):
+    s = shape[k]
+    if isinstance(s, int) and s == 1: out.append(UOp.const(dtypes.int64, 0))
     else:
-      q = flat // acc if acc != 1 else flat
-      out.append(q % s if acc * s != prod(shape) else q)
-    acc *= s
+      q = flat // acc if not isinstance(acc, int) or acc != 1 else flat
+      # the outermost dimension that is not 1 needs no modulo
+      out.append(q if all(isinstance(x, int) and x == 1 for x in shape[:k]) else q % s)
+    acc = acc * s
   return tuple(reversed(out))
 
-def _kernel_name(shape: tuple[int, ...], store: UOp) -> str:
+def _size_name(s: Any) -> str:
+  # a kernel name is a function name in the source: a symbolic size shows as its variables' names
+  return str(s) if isinstance(s, int) else "_".join(n.arg[0] for n in s.toposort() if n.op is Ops.DEFINE_VAR) or "n"
+def _kernel_name(shape: tuple[sint, ...], store: UOp) -> str:
   reduces = [u for u in store.toposort() if u.op is Ops.REDUCE]
-  rsizes = [r.src[0].arg for u in reduces for r in u.src[1:]]
+  rsizes = [r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0] for u in reduces for r in u.src[1:]]
   prefix = "r" if reduces else "E"
-  return "_".join([prefix] + [str(s) for s in shape if s != 1] + ([str(s) for s in rsizes] if rsizes else [])) or prefix
+  return "_".join([prefix] + [_size_name(s) for s in shape if not (isinstance(s, int) and s == 1)] + [_size_name(s) for s in rsizes]) or prefix
 
 # ---- the whole schedule ----
 # ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
 SCHEDULE_CACHE_SIZE = 512
 _schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]]]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
+
+def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
+  if isinstance(a, UOp): return a.substitute(sub)
+  if isinstance(a, tuple): return tuple(_map_arg(x, sub) for x in a)
+  return a
+
+def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
+  """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
+  kernels and the schedule cache see variables only, so one schedule and one compile serve every value."""
+  topo = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+  binds: dict[UOp, UOp] = {}
+  var_vals: dict[UOp, int] = {}
+  for n in topo:
+    args = n.arg if n.op in GroupOp.Movement else ()
+    for b in ([n] if n.op is Ops.BIND else []) + list(_binds_in(args)):
+      v, val = b.unbind()
+      if var_vals.setdefault(v, val) != val:
+        raise ValueError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
+      binds[b] = v
+  if not binds: return roots, var_vals
+  done: dict[UOp, UOp] = {}
+  for n in topo:
+    if n in binds: done[n] = binds[n]
+    elif n.op is Ops.BUFFER: done[n] = n
+    else:
+      new_arg = _map_arg(n.arg, binds) if n.op in GroupOp.Movement else n.arg
+      new_src = tuple(done[x] for x in n.src)
+      done[n] = n if new_src == n.src and new_arg is n.arg else UOp(n.op, n.dtype, new_src, new_arg, n.tag)
+  return [done[r] for r in roots], var_vals
+
+def _binds_in(a: Any) -> dict[UOp, None]:
+  from tinygrad.uop.ops import sym_vars
+  return sym_vars(a)
 
 def _structure(roots: list[UOp]) -> tuple[UOp, list[UOp]]:
   """The graph with each input BUFFER replaced by a placeholder numbered by first use, and the inputs in that order."""
@@ -235,29 +296,33 @@ def _structure(roots: list[UOp]) -> tuple[UOp, list[UOp]]:
   return UOp(Ops.SINK, src=tuple(roots)).substitute(subs), inputs
 
 def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (reshaped to its shape) for each root.
+  """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (viewed in its shape) for each root.
 
   Cached by graph structure: the ASTs are reused and only the buffers are fresh, so a loop that builds the same graph
-  again skips scheduling. Any change of shape, dtype, device or op gives a different key."""
-  key, inputs = _structure(roots)
+  again skips scheduling. Any change of shape, dtype, device or op gives a different key; a bound variable's value does
+  not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`)."""
+  uroots, var_vals = unbind_graph(roots)
+  key, inputs = _structure(uroots)
   hit = _schedule_cache.get(key)
   if hit is None:
-    schedule, results = _create_schedule(roots)
+    schedule, results = _create_schedule(uroots)
     pos = {b: i for i, b in enumerate(inputs)}
     created: dict[UOp, int] = {}
     def ref(b: UOp) -> tuple[bool, int]:
       if b in pos: return (True, pos[b])
       return (False, created.setdefault(b, len(created)))
     items = [(ei.ast, [ref(b) for b in ei.bufs]) for ei in schedule]
-    outs = [ref(results[r].src[0] if results[r].op is Ops.RESHAPE else results[r]) for r in roots]
+    outs = [ref(results[r]) for r in uroots]
     news = sorted(created, key=created.__getitem__)
     if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
     _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
-    return schedule, results
+    for ei in schedule: ei.var_vals = var_vals
+    return schedule, {root: buffer_view(results[u], root.shape) for root, u in zip(roots, uroots)}
   items, outs, news_spec = hit
   fresh = [new_buffer(dev, size, dt) for dev, size, dt in news_spec]
   def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
-  return [ExecItem(ast, [get(r) for r in refs]) for ast, refs in items], {root: get(o).reshape(root.shape) for root, o in zip(roots, outs)}
+  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals) for ast, refs in items], \
+    {root: buffer_view(get(o), root.shape) for root, o in zip(roots, outs)}
 
 def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realizes = find_realizes(roots)
@@ -270,13 +335,13 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       if target is None: raise ValueError("assign target must be a realized, contiguous tensor")
       buffer_map[n] = target
     elif n.op is Ops.COPY:
-      buffer_map[n] = new_buffer(n.src[1].arg, n.size, n.dtype)
+      buffer_map[n] = new_buffer(n.src[1].arg, smax(n.size), n.dtype)
       src_base = _base_buffer(n.src[0])
       src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
       items[n] = (ExecItem(n, [buffer_map[n], src_buf]), {src_base} if src_base is not None else set(),
                   set() if src_base is not None else {n.src[0]})
       continue
-    else: buffer_map[n] = new_buffer(n.device, n.size, n.dtype)
+    else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
     if n.size == 0: continue  # nothing to compute for an empty tensor
     kb = KernelBuilder(realizes, buffer_map)
     ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
@@ -286,7 +351,7 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   results: dict[UOp, UOp] = {}
   for r in roots:
     base = _base_buffer(r)
-    results[r] = (base if base is not None else buffer_map[r]).reshape(r.shape)
+    results[r] = base if base is not None else buffer_map[r]
   return schedule, results
 
 def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: dict[UOp, UOp]) -> list[ExecItem]:

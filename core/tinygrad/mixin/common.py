@@ -2,7 +2,7 @@
 from __future__ import annotations
 import struct
 from typing import Any
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, ssimplify
 from tinygrad.dtype import DType, dtypes, float_to_bf16, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
@@ -41,10 +41,12 @@ def _pack(vals: list, dtype: DType) -> bytes:
   if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16(float(v)) for v in vals))
   return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
 
-def _check_shape(op: str, shape: tuple) -> tuple[int, ...]:
-  if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in shape):
-    raise ValueError(f"{op}: invalid shape {shape}; every size must be an int >= 0")
-  return shape
+def _check_shape(op: str, shape: tuple) -> tuple:
+  # a size is an int >= 0 or a symbolic int (an expression of bound variables) that is >= 0 for every value
+  if any(isinstance(s, UOp) and (s.dtype == dtypes.void or not dtypes.is_int(s.dtype) or s.vmin < 0) or
+         not isinstance(s, UOp) and (not isinstance(s, int) or isinstance(s, bool) or s < 0) for s in shape):
+    raise ValueError(f"{op}: invalid shape {shape}; every size must be an int >= 0 (or a bound Variable's expression that is)")
+  return tuple(ssimplify(s) for s in shape)
 def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
   # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning
   if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals): raise ValueError(f"{op}: {name} must be ints >= 1, got {vals}")

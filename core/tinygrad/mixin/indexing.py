@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType
 from tinygrad.helpers import flatten, CHECK_OOB
 from tinygrad.mixin.common import _broadcast_shape
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -29,6 +30,24 @@ def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) ->
   if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
 
+def _symbolic_index(i: Any, n: sint, d: int) -> tuple[sint, sint]:
+  """(start, length) of an int, a bound variable, or a slice of step 1 whose bounds or dimension are symbolic: with
+  variables there is no clamping, so the bounds must hold for every value the variables may take."""
+  if isinstance(i, slice):
+    if i.step not in (None, 1): raise IndexError(f"a slice with symbolic bounds or size needs step 1, got {i.step} (axis {d})")
+    start, stop = (0 if i.start is None else i.start), (n if i.stop is None else i.stop)
+  else: start, stop = i, i + 1
+  if isinstance(start, int) and start < 0: start = start + n
+  if isinstance(stop, int) and stop < 0: stop = stop + n
+  start, stop = ssimplify(start), ssimplify(stop)
+  if not (sint_le(0, start) and sint_le(start, stop) and sint_le(stop, n)):
+    shown = f"{_r(i.start)}:{_r(i.stop)}" if isinstance(i, slice) else _r(i)
+    raise IndexError(f"index {shown} (as [{_r(start)}, {_r(stop)}), variables over their whole range) is out of bounds for axis {d} with size {n} for some value of its variables: "
+                     "narrow the Variable's [min, max] range so every value stays in bounds")
+  return start, ssimplify(stop - start)
+
+def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
+
 class IndexingMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- indexing ----
@@ -36,7 +55,7 @@ class IndexingMixin:
     idx = list(indices) if isinstance(indices, tuple) else [indices]
     for i in idx:
       if isinstance(i, bool): raise IndexError("boolean scalar indices are not supported; index with ints, slices, None, ... or int Tensors")
-      if not (i is None or i is Ellipsis or isinstance(i, (int, slice, Tensor, list)) or hasattr(i, "dtype")):
+      if not (i is None or i is Ellipsis or isinstance(i, (int, slice, Tensor, list, UOp)) or hasattr(i, "dtype")):
         raise IndexError(f"unsupported index {i!r} ({type(i).__name__}); valid: int, slice, None, Ellipsis, int Tensor, list of ints")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(i is not None and i is not Ellipsis for i in idx)
@@ -58,6 +77,17 @@ class IndexingMixin:
         out_pos += 1
         continue
       n = self.shape[d]
+      if isinstance(i, UOp) or isinstance(n, UOp) and isinstance(i, (int, slice)) or \
+         isinstance(i, slice) and any(isinstance(x, UOp) for x in (i.start, i.stop, i.step)):
+        start, length = _symbolic_index(i, n, d)
+        shrinks.append((start, ssimplify(start + length)))
+        if isinstance(i, slice): out_shape.append(length)
+        else: adv_pos.append(k)
+        out_pos += isinstance(i, slice)
+        steps.append(1)
+        lens.append(length)
+        d += 1
+        continue
       if isinstance(i, int):
         if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
         start, step, length = i + n if i < 0 else i, 1, 1

@@ -7,7 +7,15 @@ import itertools
 from typing import TYPE_CHECKING, Any, Sequence, cast
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
+
+def _size_arg(x: Any) -> sint:
+  # a size or offset from the user: an int (numpy ints too) or a symbolic int (a bound Variable, an expression of it)
+  return ssimplify(x) if isinstance(x, UOp) else int(x)
+def _symbolic_err(op: str, what: str, shape: tuple) -> ValueError:
+  return ValueError(f"{op}: {what} for shape {shape} does not hold for every value of its variables (in their [min, max] ranges); "
+                    "narrow the Variable's range so it holds for all of them")
 
 
 class MovementMixin:
@@ -15,8 +23,9 @@ class MovementMixin:
   # ---- movement ----
   def reshape(self: Tensor, shape: Any, *args: int) -> Tensor:
     """The same elements (row-major) in a new shape; one dimension may be -1 (inferred), None keeps that dimension."""
-    new = tuple(self.shape[i] if s is None else s for i, s in enumerate(argfix(shape, *args)))
-    if not all_int(new): raise ValueError(f"reshape from {self.shape} to {new}: sizes must be ints")
+    new = tuple(self.shape[i] if s is None else ssimplify(s) if isinstance(s, UOp) else s for i, s in enumerate(argfix(shape, *args)))
+    if not all(isinstance(s, (int, UOp)) for s in new): raise ValueError(f"reshape from {self.shape} to {new}: sizes must be ints")
+    if not all_int(new + self.shape): return self._reshape_symbolic(new)
     if sum(s == -1 for s in new) > 1: raise ValueError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
     if any(s < -1 for s in new): raise ValueError(f"reshape from {self.shape} to {new}: negative size")
     if -1 in new:
@@ -24,6 +33,17 @@ class MovementMixin:
       if rest == 0 or self.numel() % rest: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
       new = tuple(self.numel() // rest if s == -1 else s for s in new)
     if prod(new) != self.numel(): raise ValueError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
+    return self if new == self.shape else self._mv(self.uop.reshape(new))
+  def _reshape_symbolic(self: Tensor, new: tuple[sint, ...]) -> Tensor:
+    # sizes with variables: -1 is inferred by dividing the element counts, and the counts must agree for every value
+    if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ValueError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
+    if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and s.vmin < 0 for s in new): raise ValueError(f"reshape from {self.shape} to {new}: negative size")
+    if any(isinstance(s, int) and s == -1 for s in new):
+      rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
+      if isinstance(rest, int) and rest == 0: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
+      new = tuple(ssimplify(self.numel() // rest) if isinstance(s, int) and s == -1 else s for s in new)
+    if ssimplify(prod(new) - self.numel()) != 0:
+      raise ValueError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
     return self if new == self.shape else self._mv(self.uop.reshape(new))
   def view(self: Tensor, shape: Any, *args: int) -> Tensor:
     """Alias of reshape."""
@@ -46,7 +66,9 @@ class MovementMixin:
     """Broadcast size-1 dimensions to larger sizes (-1 keeps a size; new leading dimensions may be added)."""
     new = argfix(shape, *args)
     if len(new) < self.ndim: raise ValueError(f"expand: cannot expand shape {self.shape} to {new} (fewer dimensions)")
-    if any(not isinstance(s, int) or s < -1 for s in new): raise ValueError(f"expand: invalid shape {new}; sizes must be ints >= 0, or -1 to keep one")
+    new = tuple(ssimplify(s) if isinstance(s, UOp) else s for s in new)
+    if any(not isinstance(s, (int, UOp)) or isinstance(s, int) and s < -1 for s in new):
+      raise ValueError(f"expand: invalid shape {new}; sizes must be ints >= 0, or -1 to keep one")
     cur = (1,) * (len(new) - self.ndim) + self.shape
     return self._broadcast_to(tuple(c if s == -1 else s for c, s in zip(cur, new)))
   def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -76,15 +98,18 @@ class MovementMixin:
       for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (padding[2*k], padding[2*k+1])
       return pairs
     if len(padding) != self.ndim: raise ValueError(f"pad: padding {tuple(padding)} has {len(padding)} entries, shape {self.shape} has {self.ndim} dims")
-    return [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
+    return [(0, 0) if p is None else (_size_arg(p[0]), _size_arg(p[1])) for p in padding]
   def pad(self: Tensor, padding: Any, mode: str = "constant", value: ConstType = 0.0) -> Tensor:
     """Pad each dimension: ((before, after) or None per axis) or a flat torch-style tuple starting at the last axis.
     Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular."""
     pairs = self._pad_arg(padding)
+    if any(isinstance(p, UOp) and p.vmin < 0 for pr in pairs for p in pr): raise _symbolic_err("pad", f"padding {pairs} >= 0", self.shape)
+    if mode != "constant" and not all_int(flatten(pairs)): raise ValueError(f"pad: mode {mode!r} needs int padding, got {pairs}")
     if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"pad: unknown mode {mode!r}; valid: constant, reflect, replicate, circular")
     if mode != "constant": return self._pad_mode(pairs, mode)
-    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
-    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    def neg(p: sint) -> sint: return min(p, 0) if isinstance(p, int) else 0   # a symbolic amount is >= 0 (checked above)
+    x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
+    pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
     ret = x._mv(x.uop.pad(pos))
     if value == 0 or all(p == (0, 0) for p in pos): return ret
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
@@ -111,8 +136,11 @@ class MovementMixin:
   def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
-    full = tuple((0, s) if a is None else (int(a[0]), int(a[1])) for a, s in zip(arg, self.shape))
-    if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
+    full = tuple((0, s) if a is None else (_size_arg(a[0]), _size_arg(a[1])) for a, s in zip(arg, self.shape))
+    if all_int(flatten(full) + list(self.shape)):
+      if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
+    elif any(not (sint_le(0, b) and sint_le(b, e) and sint_le(e, s)) for (b, e), s in zip(full, self.shape)):
+      raise _symbolic_err("shrink", f"{full} within bounds", self.shape)
     return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
   def flip(self: Tensor, axis: Any, *args: int) -> Tensor:
     """Reverse the order of elements along the given axes."""

@@ -5,7 +5,7 @@ import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
-from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP
+from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, _CHUNK
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -36,6 +36,7 @@ class ReduceMixin:
     # split again when needed): chunks of at most _CHUNK keep float32 sums at numpy's pairwise accuracy (one accumulator
     # stalls at 2**24: ones(30000001).sum() gave 16777216), and k >= 8 chunks of a big reduce to few outputs run in
     # parallel (threads, GPU work-groups). None when a plain reduce is fine
+    if not all_int(self.shape): return None   # a symbolic size has no fixed chunking: one reduce (one kernel serves every value)
     red = prod(self.shape[a] for a in axes)
     if not SPLIT_REDUCEOP or red <= _CHUNK and (red < 1 << 15 or self.numel() // red > 16): return None
     # prefer an exact split (no padding: the loads stay unmasked): k parallel chunks, else a chunk size dividing R

@@ -13,6 +13,7 @@ class Ops(FastEnum):
   CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto()      # realize boundary / stop gradient / write into a buffer
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()  # movement, arg = new shape / order / ...
   REDUCE_AXIS = auto()                                       # arg = (Ops.ADD|MUL|MAX, axes)
+  BIND = auto()                                              # a DEFINE_VAR with its value (src: var, CONST): a size in a tensor shape
   KERNEL = auto()                                            # a scheduled kernel
   # ---- kernel level ----
   SINK = auto()                                              # groups roots

@@ -1,6 +1,6 @@
 """UOp: the immutable, hash-consed node of every graph in tinygrad (tensor graphs, kernels, programs)."""
 from __future__ import annotations
-import math, weakref, functools, operator
+import math, weakref, functools, operator, re, keyword
 from enum import Enum, auto
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
@@ -109,6 +109,27 @@ class UOp(metaclass=UOpMetaClass):
     """A symbolic integer variable with inclusive bounds."""
     if min_val > max_val: raise ValueError(f"variable {name}: min {min_val} > max {max_val}")
     return UOp(Ops.DEFINE_VAR, dtype, arg=(name, min_val, max_val))
+  def bind(self, val: int) -> UOp:
+    """This variable with a value: a BIND, usable in Tensor shapes (the value is checked against the variable's bounds)."""
+    if self.op is not Ops.DEFINE_VAR: raise TypeError(f"bind needs a variable (DEFINE_VAR), got {self.op}")
+    name, lo, hi = self.arg
+    if not isinstance(val, int) or isinstance(val, bool): raise TypeError(f"variable {name}: bind needs an int, got {type(val).__name__} {val!r}")
+    if not lo <= val <= hi: raise ValueError(f"variable {name}: value {val} is outside its range [{lo}, {hi}]; bind a value in range or widen it")
+    return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, val)))
+  def unbind(self) -> tuple[UOp, int]:
+    """(variable, value) of a BIND."""
+    if self.op is not Ops.BIND: raise TypeError(f"unbind needs a bound variable (BIND), got {self.op}")
+    return self.src[0], self.src[1].arg
+  @property
+  def val(self) -> int:
+    """The value of a bound variable."""
+    return self.unbind()[1]
+  @property
+  def expr(self) -> str:
+    """The name of a variable (bound or not)."""
+    v = self.src[0] if self.op is Ops.BIND else self
+    if v.op is not Ops.DEFINE_VAR: raise TypeError(f"expr needs a variable, got {self.op}")
+    return v.arg[0]
   @staticmethod
   def range(end: int | UOp, axis: int, kind: AxisType = AxisType.LOOP, dtype: DType = dtypes.index) -> UOp:
     return UOp(Ops.RANGE, dtype, (UOp.const(dtype, end) if isinstance(end, int) else end,), (axis, kind))
@@ -252,11 +273,11 @@ def _device(n: UOp) -> str | None:
 def _shape(n: UOp) -> tuple[int, ...]:
   op, arg = n.op, n.arg
   if op is Ops.BUFFER: return (arg,)
-  if op in (Ops.CONST, Ops.DEFINE_VAR): return ()
+  if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
   if op in (Ops.RESHAPE, Ops.EXPAND): return arg
   if op is Ops.PERMUTE: return tuple(n.src[0].shape[i] for i in arg)
-  if op is Ops.PAD: return tuple(s+b+a for s, (b, a) in zip(n.src[0].shape, arg))
-  if op is Ops.SHRINK: return tuple(e-b for b, e in arg)
+  if op is Ops.PAD: return tuple(ssimplify(s+b+a) for s, (b, a) in zip(n.src[0].shape, arg))
+  if op is Ops.SHRINK: return tuple(ssimplify(e-b) for b, e in arg)
   if op is Ops.REDUCE_AXIS: return tuple(1 if i in arg[1] else s for i, s in enumerate(n.src[0].shape))
   if op is Ops.ASSIGN: return n.src[0].shape
   if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL): return ()
@@ -269,6 +290,7 @@ def _bounds(n: UOp) -> tuple[ConstType, ConstType]:
   dt = n.dtype.scalar()
   if n.op is Ops.CONST: return (n.arg, n.arg)
   if n.op is Ops.DEFINE_VAR: return (n.arg[1], n.arg[2])
+  if n.op is Ops.BIND: return n.src[0]._min_max   # a shape must hold for every value the variable may take
   if n.op in (Ops.RANGE, Ops.SPECIAL): return (0, n.src[0].vmax - 1)
   if isinstance(n.dtype, PtrDType) or dt == dtypes.void: return (0, 0)
   full = (dtypes.min(dt), dtypes.max(dt))
@@ -368,12 +390,13 @@ def sym_infer(expr: UOp | int, var_vals: dict[UOp, int] | dict[str, int]) -> int
   """The integer value of `expr` with its variables set (keys are DEFINE_VAR UOps or their names)."""
   if isinstance(expr, int): return expr
   vals: dict[UOp, Any] = {}
-  for n in expr.toposort():
+  for n in expr.toposort(gate=lambda x: x.op is not Ops.BIND):   # a BIND is a value: its variable needs none
     if n.op is Ops.CONST: vals[n] = n.arg
     elif n.op is Ops.DEFINE_VAR:
       key: Any = n if n in var_vals else n.arg[0]
       if key not in var_vals: raise KeyError(f"no value for variable {n.arg[0]}")
       vals[n] = var_vals[key]  # type: ignore[index]
+    elif n.op is Ops.BIND: vals[n] = var_vals.get(n.src[0], var_vals.get(n.src[0].arg[0], n.src[1].arg))  # type: ignore[call-overload]
     elif n.op in GroupOp.ALU: vals[n] = exec_alu(n.op, n.dtype, [vals[s] for s in n.src])
     elif n.op is Ops.CAST: vals[n] = dtypes.as_const(vals[n.src[0]], n.dtype)
     else: raise ValueError(f"cannot infer the value of {n.op}")
@@ -385,6 +408,7 @@ _infix = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.FDIV: "/
 def _render_one(n: UOp, s: list[str]) -> str:
   if n.op is Ops.CONST: return repr(n.arg) if not isinstance(n.arg, bool) else str(n.arg)
   if n.op is Ops.DEFINE_VAR: return n.arg[0]
+  if n.op is Ops.BIND: return s[0]
   if n.op is Ops.RANGE: return f"r{n.arg[0]}"
   if n.op is Ops.SPECIAL: return str(n.arg)
   if n.op in _infix: return f"({s[0]}{_infix[n.op]}{s[1]})"
@@ -401,6 +425,38 @@ def resolve(x: UOp | ConstType, default: bool = True) -> bool:
   return bool(x.vmin) if x.vmin == x.vmax else default
 
 sint = int | UOp   # a size that may be symbolic
+
+def ssimplify(x: sint) -> sint:
+  """A size in canonical form: an int, or a simplified expression of variables (equal sizes become the same UOp)."""
+  if not isinstance(x, UOp): return x
+  ret = x.simplify()
+  return int(ret.arg) if ret.op is Ops.CONST else ret
+def sint_le(a: sint, b: sint) -> bool:
+  """a <= b for every value the variables in a and b may take (False where that is not provable)."""
+  if not isinstance(a, UOp) and not isinstance(b, UOp): return a <= b
+  d = ssimplify(b - a)  # type: ignore[operator]
+  return (d.vmin if isinstance(d, UOp) else d) >= 0
+def smax(x: sint) -> int:
+  """The largest value a size may take."""
+  return int(x.vmax) if isinstance(x, UOp) else x
+def sym_vars(x: Any) -> dict[UOp, None]:
+  """The BINDs (bound variables) in a size, a shape, or a nested tuple of them, in order."""
+  if isinstance(x, UOp): return {n: None for n in x.toposort(gate=lambda y: y.op is not Ops.BIND) if n.op is Ops.BIND}
+  if isinstance(x, (tuple, list)): return {n: None for y in x for n in sym_vars(y)}
+  return {}
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+def Variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.index) -> UOp:
+  """A symbolic integer in [min_val, max_val] for Tensor shapes and kernels: `Variable("start_pos", 1, 1023).bind(pos)`.
+  The name reaches kernel source as an argument name, so it must be a plain identifier."""
+  if not isinstance(name, str) or not _IDENT.fullmatch(name) or keyword.iskeyword(name):
+    raise ValueError(f"Variable name {name!r} is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*, not a keyword): it becomes a kernel argument name")
+  for what, v in (("min", min_val), ("max", max_val)):
+    if not isinstance(v, int) or isinstance(v, bool): raise TypeError(f"Variable {name}: {what} must be an int, got {v!r}")
+  if not dtypes.is_int(dtype): raise TypeError(f"Variable {name}: dtype must be an int dtype, got {dtype}")
+  if not dtypes.min(dtype) <= min_val <= max_val <= dtypes.max(dtype):
+    raise ValueError(f"Variable {name}: range [{min_val}, {max_val}] must be non-empty and fit {dtype} ({dtypes.min(dtype)}..{dtypes.max(dtype)})")
+  return UOp.variable(name, min_val, max_val, dtype)
 
 def __getattr__(name: str) -> Any:
   # public tinygrad's import path `from tinygrad.uop.ops import UPat, PatternMatcher, graph_rewrite`: they live in upat.py,

@@ -1,0 +1,186 @@
+"""Symbolic shapes: bound Variables in Tensor shapes, kernels that take them as arguments (one compile for every value in
+range), and TinyJit replays with new values (the KV-cache decode), checked against numpy on CPU and PYTHON."""
+import numpy as np, pytest
+from tinygrad import Tensor, TinyJit, Variable, Device
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import sym_infer
+from tinygrad.engine.jit import JitError
+import tinygrad.codegen as codegen_mod
+
+DEVICES = ["CPU", "PYTHON"]
+
+@pytest.fixture
+def compiles(monkeypatch):
+  """Counts kernels compiled (get_program calls) while the test runs."""
+  n = {"n": 0}
+  orig = codegen_mod.get_program
+  def counting(*a, **k):
+    n["n"] += 1
+    return orig(*a, **k)
+  monkeypatch.setattr(codegen_mod, "get_program", counting)
+  return n
+
+def _data(*shape, seed=0): return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+# ---- Variable ----
+def test_variable_bind_unbind_and_sym_infer():
+  v = Variable("start_pos", 1, 10)
+  b = v.bind(3)
+  assert b.unbind() == (v, 3) and b.val == 3 and b.expr == "start_pos"
+  assert sym_infer(b * 2 + 1, {}) == 7 and sym_infer(v * 2 + 1, {v: 4}) == 9 and sym_infer(v + 1, {"start_pos": 5}) == 6
+  assert (b + 1).vmin == 2 and (b + 1).vmax == 11   # bounds are the variable's range, not the value
+  assert Variable("start_pos", 1, 10) is v           # hash-consed: the same variable every step
+
+@pytest.mark.parametrize("val", [0, 11, -5])
+def test_bind_out_of_range_raises(val):
+  with pytest.raises(ValueError, match=rf"value {val} is outside its range \[1, 10\]"): Variable("v", 1, 10).bind(val)
+
+@pytest.mark.parametrize("name", ["a b", "x;int y", "1abc", "", "for", "v-1", "ä"])
+def test_variable_name_must_be_an_identifier(name):
+  with pytest.raises(ValueError, match="not a plain identifier"): Variable(name, 0, 4)
+
+# ---- movement and reduces against numpy, one compile for every value ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_shrink_sum_softmax_one_compile(device, compiles):
+  xn = _data(4, 9)
+  x = Tensor(xn, device=device).realize()
+  counts = []
+  for val in (1, 4, 9, 6):
+    v = Variable("n", 1, 9).bind(val)
+    before = compiles["n"]
+    y = x.shrink((None, (0, v)))
+    assert y.shape[1] is v
+    np.testing.assert_allclose(y.numpy(), xn[:, :val], rtol=1e-6)
+    np.testing.assert_allclose(y.sum(1).numpy(), xn[:, :val].sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y.max(1).numpy(), xn[:, :val].max(1), rtol=1e-6)
+    np.testing.assert_allclose(y.mean(1).numpy(), xn[:, :val].mean(1), rtol=1e-5, atol=1e-6)
+    e = np.exp(xn[:, :val] - xn[:, :val].max(1, keepdims=True))
+    np.testing.assert_allclose(y.softmax(1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    counts.append(compiles["n"] - before)
+  assert counts[0] > 0 and counts[1:] == [0] * 3, f"kernels compiled per value: {counts} (one compile must serve every value)"
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_slicing_with_bound_variables(device):
+  xn = _data(5, 7)
+  x = Tensor(xn, device=device).realize()
+  for val in (0, 3, 5):
+    v = Variable("i", 0, 5).bind(val)
+    np.testing.assert_allclose(x[:, v:v+2].numpy(), xn[:, val:val+2])
+    np.testing.assert_allclose(x[:v].numpy(), xn[:val])
+    np.testing.assert_allclose((x[1:3, v:v+1] * 2).numpy(), xn[1:3, val:val+1] * 2)
+    if val < 5: np.testing.assert_allclose(x[Variable("j", 0, 4).bind(val)].numpy(), xn[val])
+
+def test_slice_out_of_bounds_for_some_value_raises():
+  x = Tensor.ones(4, 6).contiguous()
+  with pytest.raises(IndexError, match="for some value of its variables"): x[:, :Variable("i", 1, 7).bind(2)]
+  with pytest.raises(ValueError, match="does not hold for every value"): x.shrink((None, (0, Variable("i", 1, 7).bind(2))))
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reshape_and_pad_symbolic(device, compiles):
+  xn = _data(6, 4)
+  x = Tensor(xn, device=device).realize()
+  counts = []
+  for val in (2, 5, 3):
+    v = Variable("n", 1, 6).bind(val)
+    before = compiles["n"]
+    y = x[:v]                                    # (v, 4)
+    np.testing.assert_allclose(y.reshape(v * 4).numpy(), xn[:val].reshape(-1))
+    np.testing.assert_allclose(y.reshape(-1, 2).numpy(), xn[:val].reshape(-1, 2))
+    np.testing.assert_allclose(y.reshape(v, 2, 2).sum(2).numpy(), xn[:val].reshape(val, 2, 2).sum(2), rtol=1e-6)
+    # padding a symbolic axis back to a fixed size: the result shape is concrete again
+    p = y.pad(((0, 6 - v), (1, 0)))
+    assert p.shape == (6, 5)
+    np.testing.assert_allclose(p.numpy(), np.pad(xn[:val], ((0, 6 - val), (1, 0))))
+    counts.append(compiles["n"] - before)
+  assert counts[0] > 0 and counts[1:] == [0, 0], f"kernels compiled per value: {counts}"
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_symbolic_free_and_contracted_dims(device, compiles):
+  an, bn = _data(8, 5, seed=1), _data(5, 8, seed=2)
+  a, b = Tensor(an, device=device).realize(), Tensor(bn, device=device).realize()
+  counts = []
+  for val in (1, 8, 3):
+    v = Variable("k", 1, 8).bind(val)
+    before = compiles["n"]
+    np.testing.assert_allclose((a[:v] @ b).numpy(), an[:val] @ bn, rtol=1e-5, atol=1e-5)                  # free dim
+    np.testing.assert_allclose((b[:, :v] @ a[:v]).numpy(), bn[:, :val] @ an[:val], rtol=1e-5, atol=1e-5)  # contracted dim
+    counts.append(compiles["n"] - before)
+  assert counts[0] > 0 and counts[1:] == [0, 0], f"kernels compiled per value: {counts}"
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_full_and_zeros_of_symbolic_shape(device):
+  for val in (1, 4):
+    v = Variable("n", 1, 4).bind(val)
+    np.testing.assert_allclose(Tensor.full((2, v), 3.0, device=device).numpy(), np.full((2, val), 3.0))
+    np.testing.assert_allclose((Tensor.zeros(v, 3, device=device) + 1).sum(0).numpy(), np.full(3, val, dtype=np.float32))
+    assert Tensor.empty(v, 2, device=device).shape[0] is v
+
+def test_shape_reports_symbolic_ints_and_tolist_once_bound():
+  v = Variable("n", 1, 5).bind(2)
+  t = Tensor([[1, 2, 3, 4, 5]] * 2)[:, :v]
+  assert t.shape[0] == 2 and t.shape[1] is v
+  assert t.tolist() == [[1, 2], [1, 2]]
+
+# ---- the KV cache under TinyJit ----
+MAX = 32
+def _attend(cache: Tensor, x: Tensor, pos) -> Tensor:
+  cache[:, :, pos:pos+1].assign(x)              # (2, B, T, D): write this position
+  keys, values = cache[0, :, :pos+1], cache[1, :, :pos+1]
+  q = x[0] * 0.5                                # (B, 1, D)
+  att = (q @ keys.transpose(-1, -2) / 2).softmax(-1)
+  return (att @ values).realize()
+
+def _decode(device: str, jit: bool, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
+  cache = Tensor.zeros(2, 2, MAX, 4, device=device).contiguous().realize()
+  f = TinyJit(_attend) if jit else _attend
+  outs = []
+  for pos in range(steps):
+    x = Tensor(_data(2, 2, 1, 4, seed=pos), device=device).realize()
+    outs.append(f(cache, x, Variable("start_pos", 0, MAX - 1).bind(pos)).numpy())
+  return np.stack(outs), cache.numpy()
+
+def _decode_numpy(steps: int = 30) -> np.ndarray:
+  cache, outs = np.zeros((2, 2, MAX, 4), np.float32), []
+  for pos in range(steps):
+    x = _data(2, 2, 1, 4, seed=pos)
+    cache[:, :, pos:pos+1] = x
+    s = (x[0] * 0.5) @ cache[0, :, :pos+1].transpose(0, 2, 1) / 2
+    e = np.exp(s - s.max(-1, keepdims=True))
+    outs.append((e / e.sum(-1, keepdims=True)) @ cache[1, :, :pos+1])
+  return np.stack(outs)
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kv_cache_decode_under_jit_matches_unjitted(device, compiles):
+  plain, cache_plain = _decode(device, jit=False)
+  np.testing.assert_allclose(plain, _decode_numpy(), rtol=1e-5, atol=1e-6)
+  before = compiles["n"]
+  jitted, cache_jit = _decode(device, jit=True)
+  assert compiles["n"] == before, "the jitted decode compiled new kernels: the variable's value must not be in the kernel key"
+  np.testing.assert_array_equal(jitted, plain)
+  np.testing.assert_array_equal(cache_jit, cache_plain)
+
+def test_jit_replays_with_new_values_and_checks_variables():
+  @TinyJit
+  def f(x, v): return (x[:v].sum(0) * 1).realize()
+  xn = _data(6, 3)
+  x = Tensor(xn).realize()
+  for val in (2, 3, 6, 1, 4):
+    np.testing.assert_allclose(f(x, Variable("n", 1, 6).bind(val)).numpy(), xn[:val].sum(0), rtol=1e-5, atol=1e-6)
+  assert f.cnt == 5
+  with pytest.raises(JitError, match="captured with inputs"): f(x, Variable("n", 1, 5).bind(2))   # another variable
+  with pytest.raises(ValueError, match="outside its range"): f(x, Variable("n", 1, 6).bind(7))
+
+def test_jit_plain_int_that_changes_is_still_an_error():
+  @TinyJit
+  def f(x, n): return (x[:n] + 1).realize()
+  x = Tensor.ones(6).contiguous().realize()
+  for _ in range(3): f(x, 2)
+  with pytest.raises(JitError, match="non-Tensor arguments"): f(x, 3)
+
+def test_kernel_takes_the_variable_as_an_argument():
+  x = Tensor.ones(4, 8).contiguous().realize()
+  v = Variable("n", 1, 8).bind(5)
+  sched = x[:, :v].sum(1).schedule()
+  assert sched[-1].var_vals == {v.src[0]: 5}
+  assert any(u.op is Ops.DEFINE_VAR for u in sched[-1].ast.toposort()) and not any(u.op is Ops.BIND for u in sched[-1].ast.toposort())
+  assert Device["CPU"] is not None
