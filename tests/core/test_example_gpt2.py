@@ -1,0 +1,98 @@
+"""examples/gpt2.py against a GPT-2 written here in torch: the same random weights (a safetensors file with GPT-2's Hugging Face
+names and Conv1D layout), greedy decoding, the same tokens, with the example's KV cache and jitted one-token step."""
+from __future__ import annotations
+import importlib.util, os, pathlib, tempfile
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.nn.state import safe_save
+
+torch = pytest.importorskip("torch", reason="the GPT-2 reference is torch: pip install torch")
+F = torch.nn.functional
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "gpt2.py"
+
+def load_example():
+  spec = importlib.util.spec_from_file_location("example_gpt2", EXAMPLE)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)  # type: ignore[union-attr]
+  return mod
+
+@pytest.fixture
+def public_api(monkeypatch):
+  # scaled_dot_product_attention is public tinygrad's API, being added to tinygrad-core: a stand-in only until it is there
+  if not hasattr(Tensor, "scaled_dot_product_attention"):
+    def sdpa(q, k, v, attn_mask=None):
+      w = q @ k.transpose(-2, -1) / np.sqrt(q.shape[-1])
+      return (w if attn_mask is None else w + attn_mask).softmax(-1) @ v
+    monkeypatch.setattr(Tensor, "scaled_dot_product_attention", sdpa, raising=False)
+
+def random_gpt2(cfg: dict, seed: int = 0) -> dict[str, np.ndarray]:
+  """GPT-2 weights by Hugging Face name, Conv1D weights (in, out), plus the causal-mask buffer the checkpoints carry."""
+  rng, d, v, L = np.random.default_rng(seed), cfg["dim"], cfg["vocab_size"], cfg["max_seq_len"]
+  n = lambda *s, std=0.02: (rng.standard_normal(s) * std).astype(np.float32)
+  sd = {"wte.weight": n(v, d, std=0.2), "wpe.weight": n(L, d, std=0.5), "ln_f.weight": 1 + n(d, std=0.1), "ln_f.bias": n(d)}
+  for i in range(cfg["n_layers"]):
+    p = f"h.{i}."
+    sd |= {p+"ln_1.weight": 1 + n(d, std=0.1), p+"ln_1.bias": n(d), p+"ln_2.weight": 1 + n(d, std=0.1), p+"ln_2.bias": n(d),
+           p+"attn.c_attn.weight": n(d, 3*d, std=0.2), p+"attn.c_attn.bias": n(3*d), p+"attn.c_proj.weight": n(d, d, std=0.1),
+           p+"attn.c_proj.bias": n(d), p+"mlp.c_fc.weight": n(d, 4*d, std=0.1), p+"mlp.c_fc.bias": n(4*d),
+           p+"mlp.c_proj.weight": n(4*d, d, std=0.05), p+"mlp.c_proj.bias": n(d),
+           p+"attn.bias": np.tril(np.ones((L, L), np.float32))[None, None]}
+  return sd
+
+def torch_greedy(sd: dict[str, np.ndarray], cfg: dict, prompt: list[int], count: int) -> list[int]:
+  """GPT-2 in torch, the whole sequence recomputed per token (no cache), greedy."""
+  W = {k: torch.from_numpy(v) for k, v in sd.items()}
+  d, nh, eps = cfg["dim"], cfg["n_heads"], cfg["norm_eps"]
+  def ln(x, p): return F.layer_norm(x, (d,), W[p+".weight"], W[p+".bias"], eps)
+  def conv1d(x, p): return x @ W[p+".weight"] + W[p+".bias"]
+  toks = list(prompt)
+  with torch.no_grad():
+    for _ in range(count):
+      T = len(toks)
+      x = W["wte.weight"][torch.tensor(toks)] + W["wpe.weight"][:T]
+      for i in range(cfg["n_layers"]):
+        p = f"h.{i}."
+        q, k, v = conv1d(ln(x, p+"ln_1"), p+"attn.c_attn").split(d, -1)
+        q, k, v = (t.reshape(T, nh, d // nh).transpose(0, 1) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(0, 1).reshape(T, d)
+        x = x + conv1d(a, p+"attn.c_proj")
+        x = x + conv1d(F.gelu(conv1d(ln(x, p+"ln_2"), p+"mlp.c_fc"), approximate="tanh"), p+"mlp.c_proj")
+      logits = ln(x[-1], "ln_f") @ W["wte.weight"].T
+      toks.append(int(logits.argmax()))
+  return toks
+
+def write_safetensors(sd: dict[str, np.ndarray]) -> str:
+  fd, path = tempfile.mkstemp(suffix=".safetensors")
+  os.close(fd)
+  safe_save({k: Tensor(v) for k, v in sd.items()}, path)
+  return path
+
+# every new position compiles its attention kernels again until the decode step is jitted over a Variable position
+COUNT = 5
+
+def test_gpt2_greedy_tokens_match_torch(public_api):
+  ex, prompt = load_example(), [3, 141, 59, 26, 5]
+  cfg = ex.MODEL_PARAMS["tiny"]
+  sd = random_gpt2(cfg)
+  path = write_safetensors(sd)
+  try: got = ex.GPT2.build("tiny", path).generate(prompt, COUNT)
+  finally: os.unlink(path)
+  want = torch_greedy(sd, cfg, prompt, COUNT)
+  assert got == want
+  assert len(set(want[len(prompt):])) > 3, "the reference decodes a constant: the check would not see a wrong model"
+
+def test_gpt2_weights_are_transposed_conv1d(public_api):
+  # a square Conv1D weight loads without a shape error either way: the transpose must still happen (c_proj is (d, d))
+  ex = load_example()
+  cfg = ex.MODEL_PARAMS["tiny"]
+  sd = random_gpt2(cfg, seed=1)
+  path = write_safetensors(sd)
+  try: model = ex.GPT2.build("tiny", path).model
+  finally: os.unlink(path)
+  np.testing.assert_array_equal(model.h[0].attn.c_proj.weight.numpy(), sd["h.0.attn.c_proj.weight"].T)
+  np.testing.assert_array_equal(model.lm_head.weight.numpy(), sd["wte.weight"])
+
+def test_gpt2_prompt_past_context_raises(public_api):
+  ex = load_example()
+  with pytest.raises(ValueError, match="MAX_CONTEXT"): ex.GPT2.build("tiny").generate([1] * ex.MAX_CONTEXT, 1)
