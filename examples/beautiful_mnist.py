@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """MNIST in the style of public tinygrad's examples/beautiful_mnist.py: a Conv/BatchNorm/MaxPool model, Adam, one TinyJit'd
-train step under Tensor.train() drawing its own random batch, sparse_categorical_crossentropy.
+train step in training mode (Context(TRAINING=1)) drawing its own random batch, sparse_categorical_crossentropy.
 
 Data: nn.datasets.mnist() when its four files are already in the cache directory (nothing is downloaded here), else a small
 generated MNIST-shaped set (uint8 28x28 images whose class is where a bright block sits, plus noise); SYNTH=1 forces it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 import numpy as np
-from tinygrad import Tensor, TinyJit, nn, GlobalCounters
+from tinygrad import Tensor, TinyJit, nn, GlobalCounters, Context
 from tinygrad.helpers import getenv, trange
 from tinygrad.nn.datasets import mnist
 
@@ -54,7 +54,7 @@ def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, step
   opt = nn.optim.Adam(nn.state.get_parameters(model))
 
   @TinyJit
-  @Tensor.train()
+  @Context(TRAINING=1)   # BatchNorm's batch statistics (public tinygrad 0.14 spells Tensor.train() this way)
   def train_step() -> Tensor:
     opt.zero_grad()
     samples = Tensor.randint(bs, high=X_train.shape[0])
