@@ -96,3 +96,17 @@ def test_gpt2_weights_are_transposed_conv1d(public_api):
 def test_gpt2_prompt_past_context_raises(public_api):
   ex = load_example()
   with pytest.raises(ValueError, match="MAX_CONTEXT"): ex.GPT2.build("tiny").generate([1] * ex.MAX_CONTEXT, 1)
+
+def test_gpt2_decode_bench_torch_side_is_gpt2(tmp_path):
+  # the bench's torch row (a KV-cache decode) must decode what the uncached reference here does, over the bench's own weights
+  spec = importlib.util.spec_from_file_location("bench_gpt2_decode", EXAMPLE.parents[1] / "bench" / "workloads" / "gpt2_decode.py")
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)  # type: ignore[union-attr]
+  c = dict(bench.QUICK["gpt2_decode_tiny"], data=str(tmp_path))
+  bench.prepare(c)
+  call = bench.build("torch", c)
+  outs = [call() for _ in range(12)]
+  sd = bench.read_safetensors(str(tmp_path / "weights.safetensors"))
+  want = torch_greedy(sd, dict(c, norm_eps=1e-5), bench.PROMPT, 12)[len(bench.PROMPT):]
+  assert [int(o["token"][0]) for o in outs] == want
+  assert bench.check(outs, outs, c) is None and bench.check(outs[:-1] + [{"token": outs[-1]["token"] + 1}], outs, c) is not None
