@@ -2,7 +2,6 @@
 from __future__ import annotations
 import importlib.util, pathlib
 import numpy as np
-import pytest
 from tinygrad import Tensor, dtypes
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "beautiful_mnist.py"
@@ -13,21 +12,13 @@ def load_example():
   spec.loader.exec_module(mod)  # type: ignore[union-attr]
   return mod
 
-@pytest.fixture
-def public_api(monkeypatch):
-  # sparse_categorical_crossentropy is public tinygrad's API, being added to tinygrad-core: a stand-in only until it is there
-  if not hasattr(Tensor, "sparse_categorical_crossentropy"):
-    def scce(self, Y):
-      return -(self.log_softmax(-1) * Y.cast("int32").one_hot(self.shape[-1])).sum(-1).mean()
-    monkeypatch.setattr(Tensor, "sparse_categorical_crossentropy", scce, raising=False)
-
 def test_generated_mnist_has_mnist_shapes():
   X_train, Y_train, X_test, Y_test = load_example().generated_mnist(64, 16)
   assert (X_train.shape, X_test.shape, Y_train.shape, Y_test.shape) == ((64, 1, 28, 28), (16, 1, 28, 28), (64,), (16,))
   assert X_train.dtype == Y_train.dtype == dtypes.uint8
   assert set(np.unique(Y_train.numpy())) <= set(range(10))
 
-def test_beautiful_mnist_loss_falls(public_api):
+def test_beautiful_mnist_loss_falls():
   ex = load_example()
   Tensor.manual_seed(0)
   losses = ex.train(*ex.generated_mnist(256, 32), steps=8, bs=32)

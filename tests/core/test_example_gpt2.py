@@ -17,15 +17,6 @@ def load_example():
   spec.loader.exec_module(mod)  # type: ignore[union-attr]
   return mod
 
-@pytest.fixture
-def public_api(monkeypatch):
-  # scaled_dot_product_attention is public tinygrad's API, being added to tinygrad-core: a stand-in only until it is there
-  if not hasattr(Tensor, "scaled_dot_product_attention"):
-    def sdpa(q, k, v, attn_mask=None):
-      w = q @ k.transpose(-2, -1) / np.sqrt(q.shape[-1])
-      return (w if attn_mask is None else w + attn_mask).softmax(-1) @ v
-    monkeypatch.setattr(Tensor, "scaled_dot_product_attention", sdpa, raising=False)
-
 def random_gpt2(cfg: dict, seed: int = 0) -> dict[str, np.ndarray]:
   """GPT-2 weights by Hugging Face name, Conv1D weights (in, out), plus the causal-mask buffer the checkpoints carry."""
   rng, d, v, L = np.random.default_rng(seed), cfg["dim"], cfg["vocab_size"], cfg["max_seq_len"]
@@ -71,7 +62,7 @@ def write_safetensors(sd: dict[str, np.ndarray]) -> str:
 # every new position compiles its attention kernels again until the decode step is jitted over a Variable position
 COUNT = 5
 
-def test_gpt2_greedy_tokens_match_torch(public_api):
+def test_gpt2_greedy_tokens_match_torch():
   ex, prompt = load_example(), [3, 141, 59, 26, 5]
   cfg = ex.MODEL_PARAMS["tiny"]
   sd = random_gpt2(cfg)
@@ -82,7 +73,7 @@ def test_gpt2_greedy_tokens_match_torch(public_api):
   assert got == want
   assert len(set(want[len(prompt):])) > 3, "the reference decodes a constant: the check would not see a wrong model"
 
-def test_gpt2_weights_are_transposed_conv1d(public_api):
+def test_gpt2_weights_are_transposed_conv1d():
   # a square Conv1D weight loads without a shape error either way: the transpose must still happen (c_proj is (d, d))
   ex = load_example()
   cfg = ex.MODEL_PARAMS["tiny"]
@@ -93,7 +84,7 @@ def test_gpt2_weights_are_transposed_conv1d(public_api):
   np.testing.assert_array_equal(model.h[0].attn.c_proj.weight.numpy(), sd["h.0.attn.c_proj.weight"].T)
   np.testing.assert_array_equal(model.lm_head.weight.numpy(), sd["wte.weight"])
 
-def test_gpt2_prompt_past_context_raises(public_api):
+def test_gpt2_prompt_past_context_raises():
   ex = load_example()
   with pytest.raises(ValueError, match="MAX_CONTEXT"): ex.GPT2.build("tiny").generate([1] * ex.MAX_CONTEXT, 1)
 
