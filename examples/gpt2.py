@@ -11,9 +11,7 @@ token ids out: --prompt-ids 1,2,3 (text with --prompt needs tiktoken installed; 
 """
 from __future__ import annotations
 import argparse, time
-from tinygrad import Tensor, TinyJit, Device, getenv
-try: from tinygrad import Variable
-except ImportError: Variable = None  # tinygrad-core before symbolic shapes: every step runs without the JIT
+from tinygrad import Tensor, TinyJit, Device, Variable, getenv
 from tinygrad.nn import Embedding, Linear, LayerNorm
 from tinygrad.nn.state import safe_load, load_state_dict
 
@@ -78,7 +76,7 @@ class Transformer:
     return ret.flatten().realize()
 
   def __call__(self, tokens: Tensor, start_pos: int, temperature: float = 0.0) -> Tensor:
-    if tokens.shape[1] == 1 and start_pos > 0 and Variable is not None and getenv("JIT", 1):
+    if tokens.shape[1] == 1 and start_pos > 0 and getenv("JIT", 1):
       return self.forward_jit(tokens, Variable("start_pos", 1, MAX_CONTEXT-1).bind(start_pos), temperature)
     if start_pos > 0 and tokens.shape[1] > 1: raise ValueError(f"a prompt of {tokens.shape[1]} tokens must start at position 0, not {start_pos}")
     return self.forward(tokens, start_pos, temperature)
