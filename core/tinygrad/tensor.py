@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, time, weakref
 from typing import Any, Callable, Iterator
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars
+from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
@@ -392,7 +392,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.engine.schedule import buffer_view
     return Tensor(buffer_view(u, sh), **kwargs)
   @staticmethod
-  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized)."""
     sh = _check_shape("full", (shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
@@ -507,7 +507,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._view_of = None
 
   # ---- broadcasting ----
-  def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+  def _broadcast_to(self, shape: tuple[sint, ...]) -> Tensor:
     if self.shape == shape: return self
     if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
     padded = (1,) * (len(shape) - self.ndim) + self.shape

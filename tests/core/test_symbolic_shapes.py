@@ -184,3 +184,68 @@ def test_kernel_takes_the_variable_as_an_argument():
   assert sched[-1].var_vals == {v.src[0]: 5}
   assert any(u.op is Ops.DEFINE_VAR for u in sched[-1].ast.toposort()) and not any(u.op is Ops.BIND for u in sched[-1].ast.toposort())
   assert Device["CPU"] is not None
+
+# ---- every renderer takes the variable as an argument; the GPU ones launch a symbolic grid ----
+def _symbolic_ast():
+  x = Tensor.ones(4, 64, device="PYTHON").contiguous().realize()
+  v = Variable("n", 1, 64).bind(5)
+  return next(ei.ast for ei in (x[:, :v] * 2).schedule() if ei.ast.op is Ops.SINK), v.src[0]
+
+def _renderers():
+  out = []
+  for mod, names in (("tinygrad_cpu.renderer", ("ClangRenderer", "LLVMRenderer")), ("tinygrad_nv.renderer", ("CUDARenderer", "PTXRenderer")),
+                     ("tinygrad_amd.renderer", ("HIPRenderer", "AMDLLVMRenderer")), ("tinygrad_metal.renderer", ("MetalRenderer",)),
+                     ("tinygrad_webgpu.renderer", ("WGSLRenderer",))):
+    out += [pytest.param(mod, n, id=n) for n in names]
+  return out
+
+@pytest.mark.parametrize("mod,name", _renderers())
+def test_every_renderer_passes_the_variable(mod, name):
+  cls = getattr(pytest.importorskip(mod, reason=f"the {mod.split('.')[0]} plugin is not installed: pip install ./plugins/{mod.split('.')[0]}"), name)
+  ast, var = _symbolic_ast()
+  p = codegen_mod.get_program(ast, cls(), compile=False)
+  assert p.vars == [var] and "n" in p.src
+  if cls.has_local:   # a GPU launch: the grid is evaluated from the variable's value at launch
+    threads = [prod_(gl) * prod_(lc or (1,)) for gl, lc in (p.launch_dims({var: val}) for val in (5, 64))]
+    assert threads[0] < threads[1], (p.global_size, threads)
+
+def prod_(xs) -> int:
+  out = 1
+  for x in xs: out *= x
+  return out
+
+_EMU_SCRIPT = """
+import numpy as np
+from tinygrad import Tensor, TinyJit, Variable
+x = Tensor(np.arange(4*40, dtype=np.float32).reshape(4, 40) / 7).realize()
+@TinyJit
+def f(x, v): return (x[:, :v].softmax(1) * v + x[:, :v].sum(1, keepdim=True)).sum(0).realize()
+out = [f(x, Variable("n", 1, 40).bind(k)).numpy().sum() for k in (3, 17, 40, 9)]
+print(repr([float(o) for o in out]))
+"""
+
+@pytest.mark.parametrize("emu", ["NV", "AMD", "METAL"])
+def test_symbolic_kernels_under_gpu_emulation(emu):
+  import subprocess, sys, os
+  env = {**os.environ, "DEV": "PYTHON", "EMULATE": emu}
+  r = subprocess.run([sys.executable, "-c", _EMU_SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stderr[-3000:]
+  got = eval(r.stdout.strip().splitlines()[-1])
+  xn = np.arange(4*40, dtype=np.float32).reshape(4, 40) / 7
+  ref = []
+  for k in (3, 17, 40, 9):
+    y = xn[:, :k]
+    e = np.exp(y - y.max(1, keepdims=True))
+    ref.append(float((e / e.sum(1, keepdims=True) * k + y.sum(1, keepdims=True)).sum(0).sum()))
+  np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+def test_jit_output_of_symbolic_shape_reports_the_new_values():
+  # a replay's returned tensor is the captured one with this call's buffer contents: its shape must follow the new value
+  @TinyJit
+  def g(x, v): return (x[:v] * 2).realize()
+  xn = _data(6, 3)
+  x = Tensor(xn).realize()
+  for val in (2, 5, 6, 1, 3):
+    out = g(x, Variable("n", 1, 6).bind(val))
+    assert out.shape[0].val == val
+    np.testing.assert_allclose(out.numpy(), xn[:val] * 2)

@@ -120,6 +120,11 @@ class TinyJit(Generic[R]):
       bufs = [swap.get(id(b), b) for b in step.bufs]
       # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)
       _realize.ExecStep(step.runner, bufs).run({**step.var_vals, **var_vals} if var_vals else step.var_vals, jit=True)
+    if var_vals:
+      # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
+      from tinygrad.engine.schedule import rebind_graph
+      for t in _tensors_in(self.ret):
+        if sym_vars(t.shape): t._set_uop(rebind_graph(t.uop, var_vals))
     self.cnt += 1
     return self.ret
 

@@ -261,29 +261,39 @@ def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
   if isinstance(a, tuple): return tuple(_map_arg(x, sub) for x in a)
   return a
 
-def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
-  """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
-  kernels and the schedule cache see variables only, so one schedule and one compile serve every value."""
-  topo = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
-  binds: dict[UOp, UOp] = {}
-  var_vals: dict[UOp, int] = {}
-  for n in topo:
-    args = n.arg if n.op in GroupOp.Movement else ()
-    for b in ([n] if n.op is Ops.BIND else []) + list(_binds_in(args)):
-      v, val = b.unbind()
-      if var_vals.setdefault(v, val) != val:
-        raise ValueError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
-      binds[b] = v
-  if not binds: return roots, var_vals
+def _graph_binds(topo: dict[UOp, None]) -> dict[UOp, None]:
+  # the BINDs of a tensor graph: in movement ops' args (symbolic shapes) and as nodes (symbolic values)
+  return {b: None for n in topo for b in ([n] if n.op is Ops.BIND else []) + list(_binds_in(n.arg if n.op in GroupOp.Movement else ()))}
+
+def _replace_binds(roots: list[UOp], topo: dict[UOp, None], binds: dict[UOp, UOp]) -> list[UOp]:
   done: dict[UOp, UOp] = {}
   for n in topo:
     if n in binds: done[n] = binds[n]
     elif n.op is Ops.BUFFER: done[n] = n
     else:
       new_arg = _map_arg(n.arg, binds) if n.op in GroupOp.Movement else n.arg
-      new_src = tuple(done[x] for x in n.src)
-      done[n] = n if new_src == n.src and new_arg is n.arg else UOp(n.op, n.dtype, new_src, new_arg, n.tag)
-  return [done[r] for r in roots], var_vals
+      done[n] = UOp(n.op, n.dtype, tuple(done[x] for x in n.src), new_arg, n.tag)
+  return [done[r] for r in roots]
+
+def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
+  """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
+  kernels and the schedule cache see variables only, so one schedule and one compile serve every value."""
+  topo = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+  binds: dict[UOp, UOp] = {}
+  var_vals: dict[UOp, int] = {}
+  for b in _graph_binds(topo):
+    v, val = b.unbind()
+    if var_vals.setdefault(v, val) != val:
+      raise ValueError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
+    binds[b] = v
+  return (_replace_binds(roots, topo, binds) if binds else roots), var_vals
+
+def rebind_graph(root: UOp, var_vals: dict[UOp, int]) -> UOp:
+  """`root` with each of its bound variables that is in `var_vals` bound to that value instead (a TinyJit replay's
+  outputs then report the shapes of this call)."""
+  topo = root.toposort(gate=lambda x: x.op is not Ops.BUFFER)
+  binds = {b: b.src[0].bind(var_vals[b.src[0]]) for b in _graph_binds(topo) if b.src[0] in var_vals}
+  return _replace_binds([root], topo, binds)[0] if binds else root
 
 def _binds_in(a: Any) -> dict[UOp, None]:
   from tinygrad.uop.ops import sym_vars

@@ -14,10 +14,10 @@ class _IndexPlan:
   """Basic indexing as movement ops: flip `flips`, shrink, take every step-th, reshape to out_shape; tensor indices come after."""
   idx: list[Any]
   flips: list[int]
-  shrinks: list[tuple[int, int]]
+  shrinks: list[tuple[sint, sint]]
   steps: list[int]
-  lens: list[int]
-  out_shape: list[int]
+  lens: list[sint]
+  out_shape: list[sint]
   tensor_idx: list[tuple[int, int, Any]]  # (input dim, position in out_shape, index)
   adv_pos: list[int]                      # positions in idx of ints and tensor indices (numpy's placement rule)
 
@@ -64,10 +64,10 @@ class IndexingMixin:
     idx = idx[:ell] + [slice(None)] * (self.ndim - consumed) + idx[ell+1:]
     # basic indexing: flip negative steps, shrink, stride, then drop int dims and add None dims
     flips: list[int] = []
-    shrinks: list[tuple[int, int]] = []
+    shrinks: list[tuple[sint, sint]] = []
     steps: list[int] = []
-    lens: list[int] = []
-    out_shape: list[int] = []
+    lens: list[sint] = []
+    out_shape: list[sint] = []
     tensor_idx: list[tuple[int, int, Any]] = []
     adv_pos: list[int] = []
     d, out_pos = 0, 0

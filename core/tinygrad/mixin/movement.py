@@ -133,7 +133,7 @@ class MovementMixin:
                       "circular": lambda: take(0, a)}[mode]())
       x = parts[0].cat(*parts[1:], dim=d) if len(parts) > 1 else x
     return x
-  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+  def shrink(self: Tensor, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
     full = tuple((0, s) if a is None else (_size_arg(a[0]), _size_arg(a[1])) for a, s in zip(arg, self.shape))

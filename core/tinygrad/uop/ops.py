@@ -254,11 +254,11 @@ class UOp(metaclass=UOpMetaClass):
     if (dev := self.__dict__["_device"]) is None: raise ValueError(f"{self.op} has no device")
     return dev
   # tensor-level movement constructors (no-ops return self)
-  def reshape(self, shape: tuple[int, ...]) -> UOp: return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+  def reshape(self, shape: tuple[sint, ...]) -> UOp: return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
   def permute(self, order: tuple[int, ...]) -> UOp: return self if tuple(order) == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(order))
-  def expand(self, shape: tuple[int, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), tuple(shape))
-  def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp: return self if all(p == (0, 0) for p in arg) else UOp(Ops.PAD, self.dtype, (self,), tuple(arg))
-  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
+  def expand(self, shape: tuple[sint, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), tuple(shape))
+  def pad(self, arg: tuple[tuple[sint, sint], ...]) -> UOp: return self if all(p == (0, 0) for p in arg) else UOp(Ops.PAD, self.dtype, (self,), tuple(arg))
+  def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> UOp:
     return self if all(s == (0, n) for s, n in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), tuple(arg))
   def flip(self, axes: tuple[bool, ...]) -> UOp: return self if not any(axes) else UOp(Ops.FLIP, self.dtype, (self,), tuple(axes))
   def r(self, op: Ops, axes: tuple[int, ...]) -> UOp:
@@ -270,7 +270,7 @@ def _device(n: UOp) -> str | None:
   if n.op is Ops.COPY: return n.src[1].arg
   return next((d for s in n.src if (d := s.__dict__["_device"]) is not None), None)
 
-def _shape(n: UOp) -> tuple[int, ...]:
+def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   op, arg = n.op, n.arg
   if op is Ops.BUFFER: return (arg,)
   if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
