@@ -249,3 +249,15 @@ def test_jit_output_of_symbolic_shape_reports_the_new_values():
     out = g(x, Variable("n", 1, 6).bind(val))
     assert out.shape[0].val == val
     np.testing.assert_allclose(out.numpy(), xn[:val] * 2)
+
+def test_optimizer_never_upcasts_or_unrolls_a_symbolic_axis():
+  from tinygrad.codegen.opt import Opt, OptOps, apply_opt, kernel_ranges, KernelOptError
+  x = Tensor.ones(8, 64).contiguous().realize()
+  v = Variable("n", 1, 64).bind(16)
+  ast = next(ei.ast for ei in x[:, :v].sum(1).schedule() if ei.ast.op is Ops.SINK)
+  glob, red = kernel_ranges(ast)
+  assert red and red[0].src[0].op is not Ops.CONST   # the reduce runs to the variable
+  with pytest.raises(KernelOptError, match="must be >1 and divide the size"): apply_opt(ast, Opt(OptOps.UNROLL, 0, 4))
+  y = Tensor.ones(64).contiguous().realize()[:v] + 1
+  ast2 = next(ei.ast for ei in y.schedule() if ei.ast.op is Ops.SINK)
+  with pytest.raises(KernelOptError, match="must be >1 and divide the size"): apply_opt(ast2, Opt(OptOps.UPCAST, 0, 4))
