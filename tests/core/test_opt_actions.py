@@ -78,3 +78,20 @@ def test_padto_divisible_is_rejected_and_swap_reorders():
   assert [r.src[0].arg for r in glob] == [3, 8, 2]
   glob, _ = kernel_ranges(apply_opts(ast, [Opt(OptOps.PADTO, 1, 4)]))
   assert [r.src[0].arg for r in glob] == [8, 8]
+
+def test_optimize_reuses_the_actions_the_heuristics_applied():
+  # hand_coded_opts applies each action to choose the next; optimize then applies the chosen list to the same kernel:
+  # those repeats are cache hits of the pure (kernel, action) -> kernel map, and the kernel is the one a fresh apply builds
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  from tinygrad.codegen import opt as optmod
+  ren = Device[_dev("CPU")].renderer
+  ast = graph_rewrite(_mm_ast(16, 32, 16), sym)
+  optmod._apply_cpu_opt.cache_clear()
+  chosen = optmod.heuristic_opts(ast, ren)
+  assert chosen and all(o.op not in optmod.GPU_OPS for o in chosen)
+  misses = optmod._apply_cpu_opt.cache_info().misses
+  got = optmod.optimize(ast, ren)
+  assert optmod._apply_cpu_opt.cache_info().misses == misses
+  optmod._apply_cpu_opt.cache_clear()
+  assert got is apply_opts(ast, chosen)

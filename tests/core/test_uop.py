@@ -91,6 +91,19 @@ class TestGraph:
     x = chain(50_000)
     y = x.substitute({var("chain_x", 0, 10): var("chain_y", 0, 10)})
     assert y is not x and var("chain_y", 0, 10) in y.toposort() and var("chain_x", 0, 10) not in y.toposort()
+  @given(st.lists(st.tuples(st.sampled_from([Ops.ADD, Ops.MUL, Ops.MAX]), st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=30),
+         st.integers(0, 30))
+  @settings(max_examples=60)
+  def test_substitute_each_is_substitute_per_value(self, ops, pick):
+    # a random DAG over two variables: substitute_each(x, vals) is one substitute({x: v}) per value, node for node
+    nodes = [var("a", 0, 10), var("b", 0, 10)]
+    for op, i, j in ops: nodes.append(nodes[i % len(nodes)].alu(op, nodes[j % len(nodes)]))
+    g, x = UOp.sink(nodes[-1], nodes[len(nodes) // 2]), nodes[pick % len(nodes)]
+    vals = [var("c", 0, 10), UOp.const(dtypes.index, 3), x + 1]
+    assert g.substitute_each(x, vals) == [g.substitute({x: v}) for v in vals]
+  def test_substitute_each_of_an_absent_node_keeps_the_graph(self):
+    a, b = var("a", 0, 10), var("b", 0, 10)
+    assert (a + 1).substitute_each(b, [a, b * 2]) == [a + 1, a + 1]
   def test_render(self):
     x, y = var("x", 0, 10), var("y", 0, 10)
     assert ((x * 4 + y) // 4).render() == "(((x*4)+y)//4)"

@@ -4,6 +4,7 @@ An action names an axis by its position among the kernel's ranges (globals first
 Every action is validated: an invalid one raises KernelOptError and never changes the kernel.
 """
 from __future__ import annotations
+import functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops
@@ -63,11 +64,18 @@ def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:
   if opt.op in GPU_OPS:   # validated against the renderer's blocks and shared memory
     from tinygrad.codegen.gpuopt import apply_gpu_opt
     return apply_gpu_opt(sink, opt, ren)
+  return _apply_cpu_opt(sink, opt)
+
+# the heuristics apply their actions one by one to choose the next, then optimize applies the chosen list to the same
+# kernel again: the CPU actions are pure functions of (hash-consed kernel, action), so the repeat is a cache hit
+@functools.lru_cache(maxsize=32)
+def _apply_cpu_opt(sink: UOp, opt: Opt) -> UOp:
   glob, red = kernel_ranges(sink)
   if opt.op is OptOps.UPCAST:
     r = nth_axis(glob, opt.axis, "UPCAST")
     _, lanes = _split(r, opt.arg)
-    stores = [s2 for s in sink.src for s2 in ([s.substitute({r: ln}) for ln in lanes] if r in s.toposort() else [s])]
+    # a store that does not use the axis is kept once, one that does becomes one store per lane
+    stores = [s2 for s in sink.src for s2 in dict.fromkeys(s.substitute_each(r, lanes))]
     return UOp(Ops.SINK, dtypes.void, tuple(stores), sink.arg)
   if opt.op is OptOps.UNROLL:
     r = nth_axis(red, opt.axis, "UNROLL", "reduce")
@@ -75,7 +83,7 @@ def apply_opt(sink: UOp, opt: Opt, ren: Renderer | None = None) -> UOp:
     sub: dict[UOp, UOp] = {}
     for u in sink.toposort():
       if u.op is Ops.REDUCE and r in u.src[1:]:
-        vals = [u.src[0].substitute({r: ln}) for ln in lanes]
+        vals = u.src[0].substitute_each(r, lanes)
         acc = vals[0]
         for v in vals[1:]: acc = UOp(u.arg, acc.dtype, (acc, v))
         rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))

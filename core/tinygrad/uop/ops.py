@@ -83,6 +83,19 @@ class UOp(metaclass=UOpMetaClass):
     for node in self.toposort():
       done[node] = dvars[node] if node in dvars else _rebuild(node, tuple(done[s] for s in node.src))
     return done[self]
+  def substitute_each(self, x: UOp, vals: Sequence[UOp]) -> list[UOp]:
+    """[self.substitute({x: v}) for v in vals], walking the graph once: each value rebuilds only the nodes above `x`."""
+    above: dict[UOp, None] = {x: None}   # x and the nodes that depend on it, sources first
+    for n in self.toposort():
+      if any(s in above for s in n.src): above[n] = None
+    if self not in above: return [self for _ in vals]
+    order = list(above)[1:]
+    out = []
+    for v in vals:
+      done: dict[UOp, UOp] = {x: v}
+      for n in order: done[n] = _rebuild(n, tuple(done.get(s, s) for s in n.src))
+      out.append(done[self])
+    return out
   def simplify(self) -> UOp:
     """This expression rewritten by the symbolic simplifier (e-graph when EGRAPH=1)."""
     from tinygrad.uop.symbolic import simplify

@@ -16,12 +16,14 @@ class UPat:
   src: a tuple (sources in order), a list (sources in any order: commutative), or one UPat (every source matches it).
   name: capture the matched node under this name. allow_any_len: src is a prefix.
   """
-  __slots__ = ("op", "dtype", "arg", "name", "src", "allow_any_len", "custom_early_reject", "early_reject", "location")
+  __slots__ = ("op", "dtype", "arg", "name", "src", "allow_any_len", "custom_early_reject", "early_reject", "location", "dtype_set")
   def __init__(self, op: Ops | Iterable[Ops] | None = None, dtype: DType | Iterable[DType] | None = None,
                src: UPat | tuple[UPat, ...] | list[UPat] | None = None, arg: Any = None, name: str | None = None,
                allow_any_len: bool = False, custom_early_reject: set[Ops] | None = None):
     self.op: tuple[Ops, ...] | None = None if op is None else ((op,) if isinstance(op, Ops) else tuple(op))
     self.dtype: tuple[DType, ...] | None = None if dtype is None else ((dtype,) if isinstance(dtype, DType) else tuple(dtype))
+    # match tests membership in a set: one hash instead of a Python-level DType.__eq__ per listed dtype
+    self.dtype_set: frozenset[DType] | None = None if self.dtype is None else frozenset(self.dtype)
     self.arg, self.name, self.allow_any_len = arg, name, allow_any_len
     # src is stored as a list of alternative source tuples; a lone UPat means "all sources match it"
     self.src: list[tuple[UPat, ...]] | UPat | None
@@ -81,7 +83,7 @@ class UPat:
 
   def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
     """Every way `uop` matches this pattern, each a dict of captures extending `store`."""
-    if (self.op is not None and uop.op not in self.op) or (self.dtype is not None and uop.dtype not in self.dtype and uop.dtype.scalar() not in self.dtype) \
+    if (self.op is not None and uop.op not in self.op) or (self.dtype_set is not None and uop.dtype not in self.dtype_set and uop.dtype.scalar() not in self.dtype_set) \
        or (self.arg is not None and self.arg != uop.arg): return []
     if self.name is not None:
       prev = store.get(self.name)
