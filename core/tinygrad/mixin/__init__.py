@@ -10,5 +10,6 @@ movement.py    reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/sp
 indexing.py    __getitem__/__setitem__, gather, one_hot, triu/tril
 nn.py          dot/matmul, linear, norms, pooling/unpooling, convolution and its transpose, attention, interpolate
 loss.py        losses: cross entropy (indices or probabilities), NLL, binary cross entropy (probabilities or logits)
+linalg.py      einsum, diag/diagonal, qr (Householder), svd (one-sided Jacobi)
 common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
 """
