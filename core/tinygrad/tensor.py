@@ -349,6 +349,42 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """This tensor on `device` (a COPY when it differs)."""
     dev = _canon_device(device)
     return self if dev == self.device else Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
+  def to_(self, device: str | None) -> Tensor:
+    """Move this tensor (and its .grad) to `device` in place; it no longer writes into a tensor it was a view of. Returns self."""
+    dev = _canon_device(device)
+    if dev == self.device: return self
+    def mv(u: UOp) -> UOp: return UOp(Ops.COPY, u.dtype, (u, UOp(Ops.DEVICE, arg=dev)))
+    if self.grad is not None: self.grad = self.grad.to(dev)
+    self._detach_view()
+    was_realized, graph = self._is_realized(), self._graph
+    self._set_uop(mv(self.uop))
+    if was_realized: self.realize()   # moved now: a realized tensor stays realized (and a later realize keeps the graph below)
+    if graph is not None: self._graph = mv(graph)   # backward still reaches the tensors it was computed from
+    return self
+  @property
+  def is_param(self) -> bool:
+    """Whether an optimizer trains this tensor (public tinygrad's name for requires_grad not False; default True): False marks
+    a buffer (running statistics, counters) that optimizers keep apart and never update."""
+    return self.requires_grad is not False
+  @is_param.setter
+  def is_param(self, value: bool) -> None: self.requires_grad = bool(value)
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Set is_param in place (True: requires_grad=True, False: requires_grad=False). Returns self."""
+    self.is_param = is_param
+    return self
+  def size(self, dim: int | None = None) -> int | tuple[int, ...]:
+    """torch's size(): the shape, or the size of dimension `dim` (negative counts from the end)."""
+    return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
+  @staticmethod
+  def from_blob(ptr: int, shape: tuple[int, ...] | int, dtype: DType | str | None = None, device: str | None = None, **kwargs: Any) -> Tensor:
+    """A tensor holding the prod(shape) elements of `dtype` (float32 by default) at host address `ptr`. Unlike public
+    tinygrad, which wraps the memory without a copy (the pointer must outlive the tensor), the data is copied at the call:
+    later writes to the memory are not seen, and freeing it afterwards is safe."""
+    import ctypes
+    sh, dt = _check_shape("from_blob", (shape,) if isinstance(shape, int) else tuple(shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr <= 0: raise ValueError(f"from_blob: ptr must be a host address (an int > 0), got {ptr!r}")
+    raw = ctypes.string_at(ptr, prod(sh) * dt.itemsize)
+    return Tensor(Tensor._from_bytes(raw, sh, dt, _canon_device(device)) if prod(sh) else Tensor._full_uop(sh, 0, dt, _canon_device(device)), **kwargs)
   def assign(self, x: Tensor | ConstType | list) -> Tensor:
     """Write `x` into this tensor (in place into its buffer when it is realized). Returns self.
 

@@ -266,3 +266,55 @@ def test_svd_of_a_rank_deficient_matrix_keeps_orthogonal_factors():
 def test_qr_and_svd_reject_vectors():
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).qr()
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).svd()
+
+# ---- misc Tensor methods ----
+@pytest.mark.parametrize("dev", DEVS)
+def test_to_moves_in_place_with_grad_and_graph(dev):
+  other = "PYTHON" if dev == "CPU" else "CPU"
+  x = Tensor([1.0, 2.0], device=dev, requires_grad=True)
+  y = (x * 2).realize()
+  assert y.to_(other) is y and y.device == other and y.tolist() == [2.0, 4.0]
+  y.sum().backward()
+  assert x.grad.tolist() == [2.0, 2.0]   # backward after the move still reaches y's inputs
+  w = Tensor([1.0, 2.0], device=dev, requires_grad=True).realize()
+  w.grad = Tensor([1.0, 1.0], device=dev)
+  w.to_(other)
+  assert w.grad.device == other and w.to_(other) is w
+  (w * 3).sum().backward()
+  assert w.grad.tolist() == [4.0, 4.0] and w.grad.device == other
+
+def test_to_of_a_view_stops_writing_into_its_base():
+  base = Tensor([1.0, 2.0, 3.0], device="CPU").realize()
+  v = base[1:]
+  v.to_("PYTHON")
+  v.assign(Tensor([7.0, 8.0], device="PYTHON"))
+  assert base.tolist() == [1.0, 2.0, 3.0] and v.tolist() == [7.0, 8.0]
+
+def test_is_param_marks_what_an_optimizer_trains():
+  from tinygrad.nn.optim import SGD
+  w, buf = Tensor([1.0, 2.0]), Tensor([5.0, 5.0]).is_param_(False)
+  assert w.is_param and not buf.is_param and buf.requires_grad is False
+  opt = SGD([w, buf], lr=0.5)
+  assert opt.params == [w] and opt.buffers == [buf]
+  (w * buf).sum().backward()
+  opt.step()
+  assert w.tolist() == [-1.5, -0.5] and buf.tolist() == [5.0, 5.0]
+  t = Tensor([3.0])
+  t.is_param = False
+  assert t.requires_grad is False and t.is_param_() is t and t.requires_grad is True
+
+def test_size_is_torchs():
+  t = Tensor.ones(2, 3, 0)
+  assert t.size() == (2, 3, 0) == tuple(torch.ones(2, 3, 0).size()) and t.size(1) == 3 and t.size(-3) == 2 and Tensor(1.0).size() == ()
+  with pytest.raises(IndexError): t.size(3)
+
+def test_from_blob_copies_host_memory():
+  a = np.arange(6, dtype=np.int32)
+  t = Tensor.from_blob(a.ctypes.data, (2, 3), dtype=dtypes.int32)
+  a[0] = 99   # copied at the call: a later write is not seen
+  assert t.tolist() == [[0, 1, 2], [3, 4, 5]] and t.dtype == dtypes.int32
+  buf = (ctypes.c_float * 4)(1.5, 2.5, 3.5, 4.5)
+  assert Tensor.from_blob(ctypes.addressof(buf), 4, device="PYTHON").tolist() == [1.5, 2.5, 3.5, 4.5]
+  assert Tensor.from_blob(ctypes.addressof(buf), (0, 2)).shape == (0, 2)
+  with pytest.raises(ValueError, match="host address"): Tensor.from_blob(0, (2,))
+  with pytest.raises(ValueError, match="invalid shape"): Tensor.from_blob(ctypes.addressof(buf), (-1,))
