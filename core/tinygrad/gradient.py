@@ -64,6 +64,11 @@ def _pow_grad(ret: UOp, x: UOp, y: UOp, g: UOp) -> tuple[UOp, UOp]:
   dy = g * ret * x.log2() * const_like(x, math.log(2))
   return dx, dy
 
+# Tensor.contiguous_backward is a DETACH with this tag: an identity in the forward pass (the scheduler passes DETACH
+# through), while its gradient passes, made contiguous; an untagged DETACH stops gradients
+CONTIGUOUS_BACKWARD = "contiguous_backward"
+def _walks(n: UOp) -> bool: return not (n.op is Ops.ASSIGN or (n.op is Ops.DETACH and n.tag != CONTIGUOUS_BACKWARD))
+
 _nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.TRUNC, Ops.BITCAST)
 
 # each rule: (node, ctx = incoming gradient) -> one gradient (or None) per source of the node
@@ -92,7 +97,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(ret.arg),)),                                                 # flip back
   (UPat(Ops.REDUCE_AXIS, name="ret"), lambda ctx, ret: _reduce_grad(ctx, ret)),                              # sum/max/prod, below
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),                                                                          # identity
-  (UPat(Ops.DETACH), lambda: (None,)),                                                                                 # stops gradients
+  (UPat(Ops.DETACH, name="ret"), lambda ctx, ret: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),) if ret.tag == CONTIGUOUS_BACKWARD else (None,)),  # stops (or contiguous)
   (UPat(Ops.ASSIGN), lambda: (None, None)),                                                                            # writes are not differentiated
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, UOp(Ops.DEVICE, arg=_device(ret.src[0])))), None)),  # copy back
 ])
@@ -107,7 +112,7 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
 
 def _toposort_for_grad(root: UOp, targets: set[UOp]) -> list[UOp]:
   """The nodes between `root` and `targets` (DETACH and ASSIGN cut the walk), sources first."""
-  topo = root.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
+  topo = root.toposort(gate=_walks)
   on_path: set[UOp] = set()
   for n in topo:
     if n in targets or any(s in on_path for s in n.src): on_path.add(n)
@@ -189,7 +194,7 @@ class _Realized:
       self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(self.graphs[r]),), tag=("realized", r))
     return self.wrap[r]
   def expand(self, u: UOp) -> UOp:
-    subs = {n: self._stand_in(n) for n in u.toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN)) if n in self.graphs}
+    subs = {n: self._stand_in(n) for n in u.toposort(gate=_walks) if n in self.graphs}
     return u.substitute(subs) if subs else u
   def unexpand(self, u: UOp) -> UOp:
     back = {w: r for r, w in self.wrap.items() if w is not r}
@@ -200,7 +205,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out."""
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and not is_const(x.uop)]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
-  root, nodes = sink.src[0], sink.src[0].toposort(gate=lambda n: n.op not in (Ops.DETACH, Ops.ASSIGN))
+  root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if u in nodes]
 
 def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:

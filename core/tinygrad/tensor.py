@@ -339,6 +339,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def contiguous(self) -> Tensor:
     """A tensor that is realized into its own buffer when computed (a kernel boundary)."""
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def contiguous_backward(self) -> Tensor:
+    """The same tensor in the forward pass (no kernel); in the backward pass its gradient is made contiguous (a kernel
+    boundary), as public tinygrad's CONTIGUOUS_BACKWARD: a DETACH tagged so that autograd passes through it."""
+    from tinygrad.gradient import CONTIGUOUS_BACKWARD
+    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,), tag=CONTIGUOUS_BACKWARD))
   def detach(self) -> Tensor:
     """The same values, with gradients stopped."""
     return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)), requires_grad=False)

@@ -318,3 +318,18 @@ def test_from_blob_copies_host_memory():
   assert Tensor.from_blob(ctypes.addressof(buf), (0, 2)).shape == (0, 2)
   with pytest.raises(ValueError, match="host address"): Tensor.from_blob(0, (2,))
   with pytest.raises(ValueError, match="invalid shape"): Tensor.from_blob(ctypes.addressof(buf), (-1,))
+
+def test_contiguous_backward_is_identity_forward_and_contiguous_in_the_gradient():
+  from tinygrad.uop import Ops
+  a = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  y = (a * 2).contiguous_backward()
+  assert y.tolist() == [2.0, 4.0, 6.0] and len((y + 1).schedule()) == len((a * 2 + 1).schedule()) == 1   # no kernel of its own
+  (g,) = (y * y).sum().gradient(a)
+  (g0,) = ((a * 2) * (a * 2)).sum().gradient(a)
+  assert any(n.op is Ops.CONTIGUOUS for n in g.uop.toposort()) and not any(n.op is Ops.CONTIGUOUS for n in g0.uop.toposort())
+  close(g.numpy(), g0.numpy(), 0, 0)
+  (y * y).sum().backward()
+  assert a.grad.tolist() == [8.0, 16.0, 24.0]
+  c = Tensor([1.0, 2.0], requires_grad=True)
+  ((c * 3).detach() * c).sum().backward()
+  assert c.grad.tolist() == [3.0, 6.0]   # a plain detach still stops the gradient
