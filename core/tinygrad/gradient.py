@@ -127,6 +127,12 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   for node in reversed(path):
     g = grads.get(node)
     if g is None or not any(s in on_path for s in node.src): continue
+    if node.op is Ops.REDUCE_AXIS and isinstance(node.tag, tuple) and node.tag[:1] == ("conv",):
+      from tinygrad.mixin.nn import conv_backward   # a conv's gradients are convs too (conv2d tags its reduce)
+      if (direct := conv_backward(node, g)) is not None:
+        for s, sg in direct:
+          if s in on_path: grads[s] = grads[s] + sg if s in grads else sg
+        continue
     src_grads = cast(tuple | None, pm_gradient.rewrite(node, ctx=g))   # gradient rules return a tuple, not a UOp
     if src_grads is None: raise RuntimeError(f"no gradient rule for {node.op} (dtype {node.dtype}, shape {node.shape})")
     for s, sg in zip(node.src, src_grads):

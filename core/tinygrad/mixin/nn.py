@@ -4,11 +4,14 @@ transpose, attention, interpolation, and the activations the losses build on (lo
 from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
-from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES
+from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT
 from tinygrad.mixin.common import _broadcast_shape, _check_positive
 from tinygrad.mixin.indexing import _check_oob
-if TYPE_CHECKING: from tinygrad.tensor import Tensor
+if TYPE_CHECKING:
+  from tinygrad.tensor import Tensor
+  from tinygrad.uop.ops import UOp
 
 _Win = int | tuple[int, ...]   # a window argument: one int for every spatial dim, or one per dim
 
@@ -21,6 +24,57 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
   while p > 4 and n % p: p //= 2   # narrower panels where n is not a multiple of the widest (1000: 8)
   return p if p > 1 and n % p == 0 and n > p else 0
 
+
+def _movement_base(u: UOp, shape: tuple[int, ...]) -> UOp | None:
+  # the first node of `shape` under u's movement ops (the conv's window view of its input, or the weight's reshape)
+  while u.shape != shape:
+    if u.op not in GroupOp.Movement and u.op is not Ops.CONTIGUOUS: return None   # (the flattened form's copy)
+    u = u.src[0]
+  return u
+
+def _conv_flat(sp: tuple, o_: tuple, s_: tuple) -> bool:
+  # the flattened form (conv2d) for 2-d stride-1 convs whose dropped columns are at most a third of the work
+  return bool(CONV_FLAT) and len(sp) == 2 and all(s == 1 for s in s_) and all_int(sp) and 2 * sp[1] <= 3 * o_[1]
+
+def _conv_unflat(y: Tensor, sp: tuple, o_: tuple) -> Tensor:
+  # (bs, c, P) of the flattened form -> (bs, c, oh, ow): rows of Wp values, each cut to its ow valid columns
+  if y.ndim != 3 or len(o_) != 2: return y
+  bs, c, _ = y.shape
+  return y.shrink(((0, bs), (0, c), (0, o_[0] * sp[1]))).reshape(bs, c, o_[0], sp[1]).shrink(((0, bs), (0, c), (0, o_[0]), (0, o_[1])))
+
+def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
+  """The gradients of a conv's tagged reduce (conv2d) as [(padded input, d input), (weight, d weight)], each one conv:
+  d input is the transposed conv (dy dilated by the stride and padded by the kernel, the weight flipped with in/out
+  channels swapped), d weight the conv of the input with dy over the batch (batch and channels swapped, stride and
+  dilation exchanged). None when the product is not the conv's (the generic gradient runs)."""
+  from tinygrad.tensor import Tensor
+  _, xshape, wshape, s_, d_, groups, flat = red.tag
+  a, b = red.src[0].src
+  xb, wb = _movement_base(a, xshape), _movement_base(b, wshape)
+  if xb is None or wb is None: xb, wb = _movement_base(b, xshape), _movement_base(a, wshape)
+  if xb is None or wb is None: return None
+  (bs, cin_), sp, (cout, cin), hw = xshape[:2], xshape[2:], wshape[:2], wshape[2:]
+  nd, rc = len(hw), cout // groups
+  o_ = [(i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_)]
+  X, W, dy = Tensor(xb, requires_grad=False), Tensor(wb, requires_grad=False), Tensor(g, requires_grad=False)
+  dy = _conv_unflat(dy.reshape(bs, cout, -1), sp, o_) if flat else dy.reshape(bs, cout, *o_)
+  sdims = tuple(range(2, 2 + nd))
+  # dy dilated: each spatial axis (o) -> (o, s) with zeros after each value, cut to (o-1)*s+1
+  dyd = dy
+  for j, (o, s) in enumerate(zip(o_, s_)):
+    if s == 1: continue
+    ax = 2 + j
+    dyd = dyd.reshape(*dyd.shape[:ax + 1], 1, *dyd.shape[ax + 1:]).pad([(0, 0)] * (ax + 1) + [(0, s - 1)] + [(0, 0)] * (nd - 1 - j))
+    dyd = dyd.reshape(*dyd.shape[:ax], o * s, *dyd.shape[ax + 2:]).shrink([(0, n) for n in dyd.shape[:ax]] + [(0, (o - 1) * s + 1)] +
+                                                                          [(0, n) for n in dyd.shape[ax + 2:]])
+  pads = flatten((d * (k - 1), i - (o - 1) * s - 1) for i, o, s, d, k in reversed(list(zip(sp, o_, s_, d_, hw))))
+  wt = W.reshape(groups, rc, cin, *hw).permute(0, 2, 1, *[3 + j for j in range(nd)]).reshape(cin_, rc, *hw).flip(sdims)
+  dx = dyd.conv2d(wt, groups=groups, dilation=d_, padding=pads)
+  xt = X.reshape(bs, groups, cin, *sp).permute(2, 1, 0, *[3 + j for j in range(nd)]).reshape(cin, groups * bs, *sp)
+  dyt = dy.reshape(bs, groups, rc, *o_).permute(1, 2, 0, *[3 + j for j in range(nd)]).reshape(cout, bs, *o_)
+  dw = xt.conv2d(dyt, groups=groups, stride=d_, dilation=s_)   # (cin, cout, >= kernel)
+  dw = dw.shrink([(0, cin), (0, cout)] + [(0, k) for k in hw]).reshape(cin, groups, rc, *hw).permute(1, 2, 0, *[3 + j for j in range(nd)])
+  return [(xb, dx.uop.cast(xb.dtype)), (wb, dw.reshape(wshape).uop.cast(wb.dtype))]
 
 class NNMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -182,13 +236,40 @@ class NNMixin:
     nd = len(hw)
     _check_positive("conv2d", "stride", tuple(make_tuple(stride, nd)))
     _check_positive("conv2d", "dilation", tuple(make_tuple(dilation, nd)))
-    x = self.pad(Tensor._pool_pads(padding, nd))._pool(hw, stride, dilation)  # (bs, cin_, *out, *hw)
-    rcout, oyx = cout // groups, x.shape[2:2 + nd]
-    x = x.reshape(bs, groups, cin, 1, *oyx, *hw).expand(bs, groups, cin, rcout, *oyx, *hw)
-    x = x.permute(0, 1, 3, *[4 + j for j in range(nd)], 2, *[4 + nd + j for j in range(nd)])  # (bs, groups, rcout, *out, cin, *hw)
-    w = weight.reshape(1, groups, rcout, *[1] * nd, cin, *hw)
-    ret = (x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype).reshape(bs, cout, *oyx)
-    return ret if bias is None else ret + bias.reshape(1, -1, *[1] * nd)
+    s_, d_, pads = tuple(make_tuple(stride, nd)), tuple(make_tuple(dilation, nd)), Tensor._pool_pads(padding, nd)
+    xp, rcout = self.pad(pads), cout // groups
+    sp, copy = xp.shape[2:], prod(hw) * rcout >= CONV_PAD_COPY
+    o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_))
+    if _conv_flat(sp, o_, s_) and copy:
+      # stride 1: the conv runs over the flattened padded image, output p reads input p + ky*dy*Wp + kx*dx, so every load
+      # is affine with stride 1 in p and one long pixel axis (a multiple of 16) is vectorized whatever the width; columns
+      # p%Wp >= ow are computed and dropped (Wp/ow of the work). The copy holds the zero border and a tail past the end
+      P = ceildiv(o_[0] * sp[1], 16) * 16
+      L = P + d_[0] * (hw[0] - 1) * sp[1] + d_[1] * (hw[1] - 1)
+      flat = xp.reshape(bs, cin_, sp[0] * sp[1])
+      flat = flat.pad(((0, 0), (0, 0), (0, L - flat.shape[2]))).contiguous() if any(pads) or L > flat.shape[2] else flat
+      v = flat._pool((hw[1],), 1, d_[1]).permute(0, 1, 3, 2)._pool((hw[0],), 1, d_[0] * sp[1])   # (bs, cin_, kw, P, kh)
+      x, pix = v.permute(0, 1, 3, 4, 2), (P,)   # (bs, cin_, P, kh, kw)
+    else:
+      # the padded input copied once: the conv's loads then have no per-lane border gates (they stay vector loads) and an
+      # elementwise producer (the last layer's bn/relu) runs once per input element, not once per (cout, kh, kw) too
+      if any(pads) and copy: xp = xp.contiguous()
+      x, pix = xp._pool(hw, s_, d_), o_   # (bs, cin_, *out, *hw)
+    np_ = len(pix)
+    x = x.reshape(bs, groups, cin, 1, *pix, *hw).expand(bs, groups, cin, rcout, *pix, *hw)
+    x = x.permute(0, 1, 3, *[4 + j for j in range(np_)], 2, *[4 + np_ + j for j in range(nd)])  # (bs, groups, rcout, *pix, cin, *hw)
+    w = weight.reshape(1, groups, rcout, *[1] * np_, cin, *hw)
+    ret = (x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype)
+    u = ret.uop
+    if u.op is Ops.RESHAPE and u.src[0].op is Ops.REDUCE_AXIS and u.src[0].src[0].op is Ops.MUL:
+      # tagged so autograd takes conv_backward's convs instead of differentiating the window view (a 4x4 reduce with div/mod
+      # indices); one reduce straight off the product only: a cast or split reduce keeps the generic gradient
+      ret = Tensor(u.replace(src=(u.src[0].replace(tag=("conv", tuple(xp.shape), tuple(weight.shape), s_, d_, groups, len(pix) != nd)),)))
+    ret = ret.reshape(bs, cout, *pix)
+    if bias is not None: ret = ret + bias.reshape(1, -1, *[1] * np_)
+    # the flattened form is realized as it is (else the scheduler folds the cut into the kernel's ranges and undoes it);
+    # what follows (bn, relu, the next conv's padded copy) reads the valid columns of it
+    return _conv_unflat(ret.contiguous(), sp, o_) if np_ != nd else ret
   def conv_transpose2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: _Win = 1, dilation: _Win = 1,
                        padding: _Win = 0, output_padding: _Win = 0) -> Tensor:
     """Transposed convolution over the spatial dims (any number, like conv2d): input (N, Cin, *spatial), weight

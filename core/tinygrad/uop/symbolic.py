@@ -78,6 +78,31 @@ def _divmod_fold(d: UOp, x: UOp, c: UOp) -> UOp | None:
   if klo != khi: return None
   return qs + klo if d.op is Ops.IDIV else r + (-klo * cv)
 
+def _coeff(t: UOp) -> tuple[int, UOp | None]:
+  # an addend as (integer factor, the rest): 3 -> (3, None), y*5 -> (5, y), y -> (1, y)
+  if t.op is Ops.CONST: return t.arg, None
+  if t.op is Ops.MUL and t.src[1].op is Ops.CONST: return t.src[1].arg, t.src[0]
+  return 1, t
+def _divmod_coeffs(d: UOp, x: UOp, c: UOp) -> UOp | None:
+  # x >= 0 written x = q*c + r, r's factors reduced mod c where |factor| >= c and its constant chosen so 0 <= min(r) < c:
+  # x//c -> q + r//c, x%c -> r%c. A sliding window's index (kh*(W+2)+ox)%(W+1) becomes (kh+ox)%(W+1), which the bounds
+  # then fold to kh+ox: the conv's loads turn affine
+  cv = c.arg
+  if cv <= 1 or x.vmin < 0 or not _nowrap(x): return None
+  parts = [_coeff(t) for t in _terms(x)]
+  const = sum(f for f, b in parts if b is None)
+  red = [(f if -cv < f < cv else f % cv, b) for f, b in parts if b is not None]
+  ts = [b if f == 1 else b * f for f, b in red if f != 0]
+  r0 = _sum(ts) if ts else x.const_like(0)
+  lo = r0.vmin + const
+  rc = const - cv * (lo // cv)
+  if rc == const and all(f == f2 for (f, b), (f2, _) in zip([p for p in parts if p[1] is not None], red)): return None
+  r = r0 + rc if rc else r0
+  if r.vmin < 0 or not _nowrap(r): return None
+  if d.op is Ops.MOD: return r % cv
+  qs = [b if (f - f2) // cv == 1 else b * ((f - f2) // cv) for (f, b), (f2, _) in zip([p for p in parts if p[1] is not None], red) if f != f2]
+  q = _sum(qs) + (const - rc) // cv if qs else x.const_like((const - rc) // cv)
+  return q + r // cv
 def _mod_by_bounds(x: UOp, c: UOp) -> UOp | None:
   return x if c.arg > 0 and -c.arg < x.vmin and x.vmax < c.arg else None
 def _div_neg(x: UOp, c: UOp) -> UOp | None:
@@ -225,6 +250,8 @@ symbolic = symbolic_simple + PatternMatcher([
   ((XI % C1) % C2, lambda x, c1, c2: x % c2 if _pos_multiple(c1, c2) else None),               # (x%(a*b))%b -> x%b
   (UPat(Ops.IDIV, ints, (X, C), name="d"), _divmod_fold),                                      # (x*c+y)//c -> x+y//c when signs allow
   (UPat(Ops.MOD, ints, (X, C), name="d"), _divmod_fold),                                       # (x*c+y)%c -> y%c when signs allow
+  (UPat(Ops.IDIV, ints, (X, C), name="d"), _divmod_coeffs),                                    # (x*(a*c+b)+y)//c -> x*a+(x*b+y)//c (x, y>=0)
+  (UPat(Ops.MOD, ints, (X, C), name="d"), _divmod_coeffs),                                     # (x*(a*c+b)+y)%c -> (x*b+y)%c (x, y>=0)
   (XI % C + (XI // C) * C, lambda x, c: x),                                                    # x%c+(x//c)*c -> x
   ((YI + XI % C) + (XI // C) * C, lambda y, x, c: y + x),                                      # (y+x%c)+(x//c)*c -> y+x
   ((YI + (XI // C) * C) + XI % C, lambda y, x, c: y + x),                                      # (y+(x//c)*c)+x%c -> y+x

@@ -1,0 +1,89 @@
+"""Convolution paths against torch, forward and both gradients (the convs conv_backward builds), on odd shapes: stride,
+padding, dilation, groups, 1x1, 7x7, batch 1 and 3, in the flattened stride-1 form and the per-row form (CONV_FLAT=0);
+and the kernels they schedule: affine loads (no div/mod left in an operand's index), reduces over (cin, kh, kw)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.uop.upat import graph_rewrite
+from tinygrad.uop.symbolic import sym
+torch = pytest.importorskip("torch", reason="the torch reference: pip install torch")
+
+# batch, cin, cout, (h, w), kernel, stride, padding, dilation, groups
+CASES = [(1, 3, 4, (9, 10), (3, 3), 1, 1, 1, 1), (3, 4, 6, (10, 7), (3, 3), 2, 1, 1, 2), (2, 4, 4, (11, 11), (3, 3), 2, 2, 2, 4),
+         (1, 2, 3, (8, 8), (1, 1), 1, 0, 1, 1), (3, 4, 6, (9, 9), (1, 1), 2, 0, 1, 1), (2, 3, 5, (15, 13), (7, 7), 2, 3, 1, 1),
+         (1, 4, 4, (9, 9), (3, 3), 3, 0, 2, 1), (3, 6, 4, (7, 8), (2, 3), 1, (1, 0), 1, 2), (1, 3, 8, (12, 12), (4, 4), 4, 0, 1, 1),
+         (3, 8, 8, (6, 6), (3, 3), 1, 1, 1, 8), (1, 5, 7, (6, 9), (5, 5), 1, 2, 1, 1), (3, 2, 4, (10, 10), (3, 3), 1, 2, 2, 1)]
+
+def _check(bs, cin, cout, hw, k, s, p, d, g):
+  rng = np.random.default_rng(0)
+  xn = rng.standard_normal((bs, cin, *hw)).astype(np.float32)
+  wn = rng.standard_normal((cout, cin // g, *k)).astype(np.float32)
+  bn = rng.standard_normal(cout).astype(np.float32)
+  xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (xn, wn, bn))
+  yt = torch.nn.functional.conv2d(xt, wt, bt, stride=s, padding=p, dilation=d, groups=g)
+  gn = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+  (yt * torch.tensor(gn)).sum().backward()
+  x, w, b = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True), Tensor(bn, requires_grad=True)
+  y = x.conv2d(w, b, stride=s, padding=p, dilation=d, groups=g)
+  (y * Tensor(gn)).sum().backward()
+  for name, ours, ref in (("output", y, yt), ("input grad", x.grad, xt.grad), ("weight grad", w.grad, wt.grad), ("bias grad", b.grad, bt.grad)):
+    np.testing.assert_allclose(ours.numpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-4, err_msg=f"{name} of conv {bs, cin, cout, hw, k, s, p, d, g}")
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+@pytest.mark.parametrize("flat", [1, 0])
+def test_conv_and_grads_match_torch(case, flat):
+  with Context(CONV_FLAT=flat): _check(*case)
+
+@pytest.mark.parametrize("pad_copy", [0, 10**6])
+def test_conv_with_and_without_padded_copy(pad_copy):
+  # the padded input as a copy (border gates gone) or read in place (border gates in the conv's loads)
+  with Context(CONV_PAD_COPY=pad_copy):
+    for case in CASES[:3]: _check(*case)
+
+def test_conv_grad_of_grad():
+  # conv_backward's convs are tagged convs too: a second derivative goes through them
+  rng = np.random.default_rng(1)
+  xn, wn = rng.standard_normal((2, 3, 7, 7)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  gx, = (x.conv2d(w, padding=1) ** 2).sum().gradient(x)
+  ggw, = (gx * gx).sum().gradient(w)
+  xt, wt = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  gxt, = torch.autograd.grad((torch.nn.functional.conv2d(xt, wt, padding=1) ** 2).sum(), xt, create_graph=True)
+  ggwt, = torch.autograd.grad((gxt * gxt).sum(), wt)
+  np.testing.assert_allclose(ggw.numpy(), ggwt.numpy(), rtol=1e-3, atol=1e-3)
+
+def _kernels(t: Tensor) -> list:
+  return [graph_rewrite(ei.ast, sym) for ei in t.schedule() if ei.ast.op is Ops.SINK]
+
+def _reduce_kernel_loads(t: Tensor) -> list[tuple[int, object]]:
+  # (reduce size, index) of every load of every reduce kernel
+  out = []
+  for k in _kernels(t):
+    reds = [u for u in k.toposort() if u.op is Ops.REDUCE]
+    if not reds: continue
+    size = int(np.prod([r.src[0].arg for r in reds[0].src[1:]]))
+    out += [(size, u.src[0].src[1]) for u in k.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+  return out
+
+@pytest.mark.parametrize("which", ["forward", "input grad", "weight grad"])
+def test_conv_kernels_index_affinely(which):
+  # a 3x3 conv and its gradients read their operands through affine indices (the heuristics vectorize and tile those):
+  # the window view's div/mod fold away, and the input grad is a 3x3 conv again, not a 4x4 reduce over the pooled view
+  x, w = Tensor.empty(1, 16, 12, 12, requires_grad=True), Tensor.empty(16, 16, 3, 3, requires_grad=True)
+  y = x.conv2d(w, padding=1)
+  t = y if which == "forward" else y.gradient(x if which == "input grad" else w, gradient=Tensor.empty(*y.shape))[0]
+  loads = _reduce_kernel_loads(t)
+  assert loads, f"no reduce kernel for the conv's {which}"
+  for size, idx in loads:
+    bad = [u.op for u in idx.toposort() if u.op in (Ops.IDIV, Ops.MOD)]
+    assert not bad, f"{which}: a load indexes with {bad}: {idx.render()}"
+  if which != "weight grad": assert {s for s, _ in loads} == {16 * 3 * 3}
+
+def test_conv_kernel_count():
+  # a padded conv with bias and relu: the padded copy, the flattened conv (bias fused), the relu reading its valid columns;
+  # in the per-row form the padded copy and the conv with bias and relu fused
+  x, w, b = Tensor.empty(1, 8, 14, 14), Tensor.empty(8, 8, 3, 3), Tensor.empty(8)
+  assert len(_kernels(x.conv2d(w, b, padding=1).relu())) == 3
+  with Context(CONV_FLAT=0): assert len(_kernels(x.conv2d(w, b, padding=1).relu())) == 2
