@@ -10,7 +10,7 @@ from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
-from tinygrad.mixin import random, elementwise, reduce, movement, indexing, nn, loss, linalg
+from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg
 
 class _TensorType(type):
   # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch
@@ -102,7 +102,7 @@ def _unview_mask_check(chain: list[UOp]) -> None:
       m = m[inner]
 
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
-             nn.NNMixin, loss.LossMixin, linalg.LinalgMixin):
+             sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
@@ -584,4 +584,4 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _alu(self, op: Ops, *src: Tensor) -> Tensor: return Tensor(self.uop.alu(op, *(s.uop for s in src)))
 
 # the mixins build Tensors: each module's `Tensor` name is bound to the class here, once it exists
-for _m in (random, elementwise, reduce, movement, indexing, nn, loss, linalg): setattr(_m, "Tensor", Tensor)
+for _m in (random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg): setattr(_m, "Tensor", Tensor)

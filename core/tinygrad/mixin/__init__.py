@@ -6,8 +6,9 @@ the mixin is what mypy's `misc` check objects to: each mixin module turns that c
 random.py      random numbers (threefry2x32-20 on the device), dropout, multinomial, randperm, initialisers
 elementwise.py arithmetic, bitwise, comparisons, Python operators, unary math and activations
 reduce.py      reductions, softmax/logsumexp, cumulative ops
-movement.py    reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split
-indexing.py    __getitem__/__setitem__, gather, one_hot, triu/tril
+movement.py    reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split, roll, unfold, repeat_interleave, meshgrid
+indexing.py    __getitem__/__setitem__, gather, scatter/scatter_reduce, masked_select/nonzero, one_hot, triu/tril
+sorting.py     sort, argsort, topk (rank counting or a bitonic network, as Tensor ops)
 nn.py          dot/matmul, linear, norms, pooling/unpooling, convolution and its transpose, attention, interpolate
 loss.py        losses: cross entropy (indices or probabilities), NLL, binary cross entropy (probabilities or logits)
 linalg.py      einsum, diag/diagonal, qr (Householder), svd (one-sided Jacobi)

@@ -1,10 +1,11 @@
 # mypy: disable-error-code="misc"
-"""Tensor methods, indexing: __getitem__/__setitem__ (basic and advanced), gather, one_hot, triu/tril."""
+"""Tensor methods, indexing: __getitem__/__setitem__ (basic, advanced, bool masks), gather, scatter/scatter_reduce,
+masked_select/nonzero, one_hot, triu/tril."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType
-from tinygrad.helpers import flatten, CHECK_OOB
-from tinygrad.mixin.common import _broadcast_shape
+from tinygrad.helpers import flatten, prod, CHECK_OOB
+from tinygrad.mixin.common import _broadcast_shape, _flatten_py
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
@@ -112,51 +113,90 @@ class IndexingMixin:
       lens.append(length)
       d += 1
     return _IndexPlan(idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos)
-  def __getitem__(self: Tensor, indices: Any) -> Tensor:
-    """numpy-style indexing: ints, slices (any step), None, Ellipsis, and int Tensor/list indices (lazy: masks and a sum)."""
-    p = self._index_plan(indices)
-    idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos = p.idx, p.flips, p.shrinks, p.steps, p.lens, p.out_shape, p.tensor_idx, p.adv_pos
-    x = self.flip(flips) if flips else self
-    x = x.shrink(shrinks)
-    if any(s > 1 for s in steps):
-      x = x.pad([(0, ln * s - (e - b)) for (b, e), s, ln in zip(shrinks, steps, lens)])
-      x = x.reshape(flatten((ln, s) for ln, s in zip(lens, steps)))
-      x = x.shrink(flatten(((0, ln), (0, 1)) for ln in lens)).reshape(lens)
-    x = x.reshape(out_shape)
-    if not tensor_idx: return x
-    # advanced indexing: one-hot masks over the indexed dims, a where and a sum (stays lazy, fuses)
+  def _bool_indices(self: Tensor, indices: Any) -> Any:
+    """numpy's rule: a bool mask index stands for the int indices of its True elements (its nonzero()), consuming as many
+    dims as it has; this realizes the mask to count them. Other indices are returned as they are."""
+    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    def as_mask(i: Any) -> Tensor | None:
+      if isinstance(i, Tensor): return i if i.dtype == dtypes.bool else None
+      if isinstance(i, list) and i and all(isinstance(v, bool) for v in _flatten_py(i)[1]): return Tensor(i, dtype=dtypes.bool, device=self.device)
+      return None
+    masks = [as_mask(i) for i in idx]
+    if all(m is None for m in masks): return indices
+    consumed = sum(m.ndim if m is not None else int(i is not None and i is not Ellipsis) for i, m in zip(idx, masks))
+    if consumed > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {consumed} dims indexed")
+    out: list[Any] = []
+    d = 0
+    for i, m in zip(idx, masks):
+      if m is None:
+        out.append(i)
+        d += self.ndim - consumed if i is Ellipsis else int(i is not None)
+        continue
+      if m.ndim == 0: raise IndexError("boolean scalar indices are not supported; index with ints, slices, None, ... or Tensors")
+      if m.shape != self.shape[d:d+m.ndim]:
+        raise IndexError(f"boolean index of shape {m.shape} does not match the indexed dims {self.shape[d:d+m.ndim]} (dims {d}..{d+m.ndim-1} of {self.shape})")
+      out.extend(m.nonzero(as_tuple=True))
+      d += m.ndim
+    return tuple(out)
+  def _adv_plan(self: Tensor, p: _IndexPlan) -> tuple[Tensor, int, tuple[int, ...], list[int] | None]:
+    """Advanced indexing over the basic view (shape p.out_shape): the one-hot mask (broadcast index shape + view shape) of
+    the positions each index picks, the number of broadcast dims, the view axes the indices consume, and the order that
+    moves the broadcast dims to where numpy puts them (None: they stay first)."""
     ts = []
-    for dd, pos, i in tensor_idx:
-      t = i if isinstance(i, Tensor) else Tensor(i, device=self.device)
-      if not dtypes.is_int(t.dtype): raise IndexError(f"tensor indices must be ints, got {t.dtype} (boolean masks are not supported: their shape depends on the data)")
+    for dd, pos, i in p.tensor_idx:
       n = self.shape[dd]
+      if isinstance(i, list):
+        vals = _flatten_py(i)[1]
+        bad = [v for v in vals if not isinstance(v, int) or not -n <= v < n]
+        if bad: raise IndexError(f"index {bad[0]!r} is out of bounds for axis {dd} with size {n} (valid: {-n}..{n-1})")
+        t = Tensor(i, device=self.device, dtype=dtypes.int32 if not vals else None)
+      else: t = i if isinstance(i, Tensor) else Tensor(i, device=self.device)
+      if not dtypes.is_int(t.dtype): raise IndexError(f"tensor indices must be ints or bools, got {t.dtype}")
       _check_oob("index", t, n, dd, True)
       ts.append((pos, (t < 0).where(t + n, t) if not dtypes.is_unsigned(t.dtype) else t, n))
     bshape = _broadcast_shape(*(t.shape for _, t, _ in ts))
-    nb, nx = len(bshape), x.ndim
+    nb, nx = len(bshape), len(p.out_shape)
     mask: Tensor | None = None
     for pos, t, n in ts:
       m = t._broadcast_to(bshape).reshape(bshape + (1,) * nx) == \
         Tensor.arange(n, device=self.device).reshape((1,) * nb + tuple(n if j == pos else 1 for j in range(nx)))
       mask = m if mask is None else mask & m
     assert mask is not None
-    xe = x.reshape((1,) * nb + x.shape)
-    ret = mask.where(xe, xe._const(0, shape=())).sum(tuple(nb + pos for pos, _, _ in ts), dtype=self.dtype)
     # numpy: advanced indices next to each other put the broadcast dims where they were; otherwise first
-    if adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos))):
-      first = sum(1 for i in idx[:adv_pos[0]] if i is None or isinstance(i, slice))
-      order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, ret.ndim))
-      ret = ret.permute(order)
-    return ret
+    order = None
+    if p.adv_pos == list(range(p.adv_pos[0], p.adv_pos[0] + len(p.adv_pos))):
+      first = sum(1 for i in p.idx[:p.adv_pos[0]] if i is None or isinstance(i, slice))
+      order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + nx - len(ts)))
+    return mask, nb, tuple(pos for pos, _, _ in ts), order
+  def __getitem__(self: Tensor, indices: Any) -> Tensor:
+    """numpy-style indexing: ints, slices (any step), None, Ellipsis, int Tensor/list indices (lazy: one-hot masks and a
+    sum) and bool masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
+    if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and self.ndim:
+      return self.masked_select(indices)   # t[t > 0]: the common whole-shape mask in one pass
+    p = self._index_plan(self._bool_indices(indices))
+    x = self.flip(p.flips) if p.flips else self
+    x = x.shrink(p.shrinks)
+    if any(s > 1 for s in p.steps):
+      x = x.pad([(0, ln * s - (e - b)) for (b, e), s, ln in zip(p.shrinks, p.steps, p.lens)])
+      x = x.reshape(flatten((ln, s) for ln, s in zip(p.lens, p.steps)))
+      x = x.shrink(flatten(((0, ln), (0, 1)) for ln in p.lens)).reshape(p.lens)
+    x = x.reshape(p.out_shape)
+    if not p.tensor_idx: return x
+    mask, nb, axes, order = self._adv_plan(p)
+    xe = x.reshape((1,) * nb + x.shape)
+    ret = mask.where(xe, xe._const(0, shape=())).sum(tuple(nb + a for a in axes), dtype=self.dtype)
+    return ret.permute(order) if order is not None else ret
   def __setitem__(self: Tensor, indices: Any, v: Tensor | ConstType) -> None:
-    """Write `v` (broadcast) into self[indices]: basic indices (ints, slices, None, Ellipsis); an assign of a masked where."""
-    p = self._index_plan(indices)
-    if p.tensor_idx: raise NotImplementedError("setitem with Tensor/list indices is not supported; use mask.where(value, x) and assign")
-    # `x[i] += y` calls x[i].__iadd__ (already an assign into x) and then sets the result back: nothing left to write
-    if isinstance(v, Tensor) and v._view_of is not None and v._view_of is (self._view_of or self) and v.uop is self[indices].uop: return
+    """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
+    indices (where an index repeats, the last write wins, as in numpy) and bool masks (a whole-shape mask with a value of
+    one element stays lazy; others realize, as nonzero() does)."""
     vt = self._to_tensor(v).cast(self.dtype)
-    try: vt = vt._broadcast_to(tuple(p.out_shape))
-    except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None
+    if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and vt.numel() == 1:
+      self.assign(indices.where(vt.reshape(()), self))
+      return
+    p = self._index_plan(self._bool_indices(indices))
+    # `x[i] += y` calls x[i].__iadd__ (already an assign into x) and then sets the result back: nothing left to write
+    if not p.tensor_idx and isinstance(v, Tensor) and v._view_of is not None and v._view_of is (self._view_of or self) and v.uop is self[indices].uop: return
     def scatter(x: Tensor) -> Tensor:  # the inverse of the basic-indexing movement ops: back to self's shape, zeros elsewhere
       x = x.reshape(p.lens)
       if any(s > 1 for s in p.steps):
@@ -164,8 +204,27 @@ class IndexingMixin:
         x = x.reshape([ln * s for ln, s in zip(p.lens, p.steps)]).shrink([(0, e - b) for b, e in p.shrinks])
       x = x.pad([(b, n - e) for (b, e), n in zip(p.shrinks, self.shape)])
       return x.flip(p.flips) if p.flips else x
-    mask = scatter(Tensor.full(tuple(p.out_shape), True, dtype=dtypes.bool, device=self.device))
-    self.assign(mask.where(scatter(vt), self))
+    if not p.tensor_idx:
+      try: vt = vt._broadcast_to(tuple(p.out_shape))
+      except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None
+      self.assign(scatter(Tensor.full(tuple(p.out_shape), True, dtype=dtypes.bool, device=self.device)).where(scatter(vt), self))
+      return
+    # advanced: bring v to (broadcast dims + the basic view's shape), then per view position take the last index that hits it
+    mask, nb, axes, order = self._adv_plan(p)
+    bshape, nx = mask.shape[:nb], len(p.out_shape)
+    rest = tuple(s for j, s in enumerate(p.out_shape) if j not in axes)
+    full = bshape + rest
+    shape = tuple(full[o] for o in order) if order is not None else full
+    try: vt = vt._broadcast_to(shape)
+    except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {shape}") from None
+    if order is not None: vt = vt.permute([order.index(j) for j in range(len(order))])
+    vt = vt.reshape(bshape + tuple(1 if j in axes else s for j, s in enumerate(p.out_shape)))
+    nbf = prod(bshape)
+    mask, vt = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape)), vt.reshape((nbf,) + vt.shape[nb:])
+    bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
+    last = mask.where(bid, 0).max(0)   # 0 where no index hits the position
+    vals = (mask & (bid == last)).where(vt, vt._const(0, shape=())).sum(0, dtype=self.dtype)
+    self.assign(scatter(last > 0).where(scatter(vals), self))
   def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (index may be smaller than self in other dims)."""
     d = self._resolve_dim(dim)
@@ -178,6 +237,95 @@ class IndexingMixin:
     xe = x.unsqueeze(-1).transpose(d, -1).expand(*index.shape, n)
     mask = index.unsqueeze(-1) == Tensor.arange(n, device=self.device)
     return mask.where(xe, xe._const(0, shape=())).sum(-1, dtype=self.dtype)
+  # ---- scatter: the inverse of gather, as one-hot masks over the scattered dim and a reduce (lazy, no host work) ----
+  def _pre_scatter(self: Tensor, op: str, dim: int, index: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
+    """(src, mask) of shape self.shape + (index.shape[dim],): mask[..., k, ..., j] says src's j-th element along dim goes
+    to position k; reducing the last axis gives the scattered result."""
+    if not dtypes.is_int(index.dtype): raise RuntimeError(f"{op}: index must be an int tensor, got {index.dtype}")
+    if not index.ndim == src.ndim == self.ndim:
+      raise RuntimeError(f"{op}: index {index.shape}, src {src.shape} and self {self.shape} need the same number of dims")
+    d = self._resolve_dim(dim)
+    if any(i > s or (k != d and i > t) for k, (i, s, t) in enumerate(zip(index.shape, src.shape, self.shape))):
+      raise RuntimeError(f"{op}: index shape {index.shape} must be <= src shape {src.shape} in every dim and <= self shape {self.shape} outside dim {d}")
+    if src.dtype != self.dtype: raise RuntimeError(f"{op}: src dtype {src.dtype} != self dtype {self.dtype}; cast one of them")
+    n = self.shape[d]
+    _check_oob(op, index, n, d, False)
+    src = src.shrink([(0, s) for s in index.shape])
+    src = src.unsqueeze(-1).expand(*index.shape, n).transpose(d, -1)
+    mask = (index.unsqueeze(-1) == Tensor.arange(n, device=self.device)).transpose(d, -1)
+    pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))] + [None]
+    return src.pad(pads), mask.pad(pads)
+  def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
+    """out[..., index[..., j, ...], ...] = src[..., j, ...] along `dim` (torch's scatter; src a Tensor or a number).
+    Where an index repeats, the last src element wins (torch leaves that order undefined). reduce='add' or 'multiply'
+    combines with self instead (scatter_reduce 'sum'/'prod' with include_self=True)."""
+    if reduce not in (None, "add", "multiply"): raise TypeError(f"scatter: reduce={reduce!r}; valid: None, 'add', 'multiply'")
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod", include_self=True)
+    if self.ndim == 0: return self.reshape(1).scatter(0, index.reshape(1), src.reshape(1)).reshape(())
+    src, mask = self._pre_scatter("scatter", dim, index, src)
+    m = mask.shape[-1]
+    pos = Tensor.arange(1, m + 1, device=self.device)
+    last = mask.where(pos, 0).max(-1, keepdim=True)   # the last j that writes each position (0: none)
+    val = (mask & (pos == last)).where(src, src._const(0, shape=())).sum(-1, dtype=self.dtype)
+    return (last.squeeze(-1) > 0).where(val, self)
+  def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    """Reduce src's elements into self at `index` along `dim` (torch's scatter_reduce): reduce is 'sum', 'prod', 'mean',
+    'amax' or 'amin'; include_self=False leaves self's values out where an index hits (they stay where none does).
+    Integer 'mean' rounds down, as torch; gradients as torch (amax/amin split among tied values, self's included)."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+      raise RuntimeError(f"scatter_reduce: reduce={reduce!r}; valid: 'sum', 'prod', 'mean', 'amax', 'amin'")
+    if reduce == "amin": return self._inverse().scatter_reduce(dim, index, src._inverse(), "amax", include_self)._inverse()
+    if self.ndim == 0: return self.reshape(1).scatter_reduce(0, index.reshape(1), src.reshape(1), reduce, include_self).reshape(())
+    src, mask = self._pre_scatter("scatter_reduce", dim, index, src)
+    hit = mask.any(-1)
+    if reduce == "amax":
+      cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
+      if include_self: return cand.cat(self.unsqueeze(-1), dim=-1).max(-1)   # self joins the max: ties share the gradient
+      return hit.where(cand.max(-1), self)
+    if reduce == "prod":
+      r = mask.where(src, src._const(1, shape=())).prod(-1)
+      return r * self if include_self else hit.where(r, self)
+    acc = mask.where(src, src._const(0, shape=())).sum(-1).cast(self.dtype)
+    if reduce == "sum": return acc + self if include_self else hit.where(acc, self)
+    count = mask.sum(-1) + int(include_self)
+    total = acc + self if include_self else acc
+    mean = total // count.maximum(1).cast(self.dtype) if dtypes.is_int(self.dtype) else total / count.maximum(1).cast(self.dtype)
+    return mean.cast(self.dtype) if include_self else hit.where(mean.cast(self.dtype), self)
+
+  # ---- data-dependent selection (realizes to learn the size unless size= is given) ----
+  def masked_select(self: Tensor, mask: Tensor, size: int | None = None, fill_value: ConstType = 0) -> Tensor:
+    """The elements of self (row-major) where `mask` (a bool Tensor, broadcast with self) is True, as a 1-D tensor.
+    Without `size` the result's length is the number of Trues, so this realizes the mask to count them (a host sync, not
+    jittable); with a static `size` it stays lazy: the first `size` selected elements, padded with `fill_value`.
+    Costs O(numel * size): each output slot is a one-hot sum over the input."""
+    if not isinstance(mask, Tensor) or mask.dtype != dtypes.bool: raise RuntimeError(f"masked_select: mask must be a bool Tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if size is not None and (not isinstance(size, int) or size < 0): raise ValueError(f"masked_select: size must be an int >= 0 or None, got {size!r}")
+    shape = _broadcast_shape(self.shape, mask.shape)
+    x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
+    count = m.cast(dtypes.int32).sum()
+    k = int(count.item()) if size is None else size
+    slot = m.cast(dtypes.int32).cumsum(0) - 1   # the output slot of each selected element
+    hit = m & (slot == Tensor.arange(k, device=self.device).unsqueeze(-1))
+    out = hit.where(x, x._const(0, shape=())).sum(-1, dtype=self.dtype)
+    return out if size is None else (Tensor.arange(k, device=self.device) < count).where(out, out._const(fill_value, shape=()))
+  def nonzero(self: Tensor, as_tuple: bool = False, size: int | None = None, fill_value: int = 0) -> Tensor | tuple[Tensor, ...]:
+    """The indices (int32, row-major order) of the nonzero elements (NaN counts as nonzero): shape (count, ndim), or with
+    as_tuple=True one 1-D tensor per dim (the form that indexes: t[t.nonzero(as_tuple=True)]). Without `size` this
+    realizes to count them (a host sync, not jittable); with a static `size` it stays lazy, rows past the count are
+    `fill_value`. Costs O(numel * count) (see masked_select)."""
+    x = self.reshape(1) if self.ndim == 0 else self
+    m = (x != 0).flatten()
+    k = int(m.cast(dtypes.int32).sum().item()) if size is None else size
+    flat = Tensor.arange(m.numel(), device=self.device).masked_select(m, size=k, fill_value=-1)
+    coords, stride = [], m.numel()
+    for s in x.shape:
+      stride //= max(s, 1)
+      coords.append((flat // max(stride, 1)) % max(s, 1))
+    if size is not None: coords = [(flat >= 0).where(c, fill_value) for c in coords]
+    if as_tuple: return tuple(coords)
+    if self.ndim == 0: return Tensor.zeros(k, 0, dtype=dtypes.int32, device=self.device)
+    return Tensor.stack(*coords, dim=1)
   def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
     """int32 one-hot encoding along a new last dimension (num_classes=-1 computes max+1, which realizes)."""
     if num_classes == -1: num_classes = int(self.max().item()) + 1

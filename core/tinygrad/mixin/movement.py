@@ -1,5 +1,6 @@
 # mypy: disable-error-code="misc"
-"""Tensor methods, movement ops: reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split."""
+"""Tensor methods, movement ops: reshape, permute, expand, pad, shrink, flip, repeat, cat/stack/split, pad_to/shrink_to,
+roll, unfold, repeat_interleave, meshgrid."""
 from __future__ import annotations
 import math
 import functools
@@ -192,3 +193,69 @@ class MovementMixin:
     if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     d = self._resolve_dim(dim)
     return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))
+
+  # ---- shifts, windows, repeats, grids ----
+  def pad_to(self: Tensor, shape: Any, *args: int | None) -> Tensor:
+    """Pad at the end of each dim to `shape` (None keeps a dim)."""
+    new = argfix(shape, *args)
+    if len(new) != self.ndim: raise ValueError(f"pad_to: shape {new} has {len(new)} dims, tensor of shape {self.shape} has {self.ndim}")
+    if any(s is not None and s < c for s, c in zip(new, self.shape)): raise ValueError(f"pad_to: {new} is smaller than {self.shape} somewhere; use shrink_to")
+    return self.pad(tuple(None if s is None else (0, s - c) for s, c in zip(new, self.shape)))
+  def shrink_to(self: Tensor, shape: Any, *args: int | None) -> Tensor:
+    """Keep the first `shape[i]` elements of each dim (None keeps a dim)."""
+    new = argfix(shape, *args)
+    if len(new) != self.ndim: raise ValueError(f"shrink_to: shape {new} has {len(new)} dims, tensor of shape {self.shape} has {self.ndim}")
+    if any(s is not None and not 0 <= s <= c for s, c in zip(new, self.shape)): raise ValueError(f"shrink_to: {new} is larger than {self.shape} somewhere; use pad_to")
+    return self.shrink(tuple(None if s is None else (0, s) for s in new))
+  def roll(self: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """Shift elements along `dims` by `shifts`, wrapping around (torch.roll); dims=None rolls the flattened tensor."""
+    if dims is None:
+      if not isinstance(shifts, int): raise ValueError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+      return self.flatten().roll(shifts, 0).reshape(self.shape)
+    sh, ds = ((shifts,) if isinstance(shifts, int) else tuple(shifts)), ((dims,) if isinstance(dims, int) else tuple(dims))
+    if len(sh) != len(ds): raise ValueError(f"roll: shifts {sh} and dims {ds} need the same length")
+    x = self.reshape(1) if self.ndim == 0 else self
+    for s, dim in zip(sh, ds):
+      d = x._resolve_dim(dim)
+      n = x.shape[d]
+      if n == 0 or s % n == 0: continue
+      s %= n
+      x = x.shrink([(n - s, n) if i == d else None for i in range(x.ndim)]).cat(x.shrink([(0, n - s) if i == d else None for i in range(x.ndim)]), dim=d)
+    return x.reshape(self.shape)
+  def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """torch's Tensor.unfold: the windows of `size` elements every `step` along `dimension`, that dim becoming the window
+    count (n - size) // step + 1 and a new last dim of `size`."""
+    if self.ndim == 0: return self.reshape(1).unfold(0, size, step).reshape(size)
+    d = self._resolve_dim(dimension)
+    n = self.shape[d]
+    if not isinstance(size, int) or not 0 <= size <= n: raise RuntimeError(f"unfold: size {size!r} must be in 0..{n} (the size of dim {d})")
+    if not isinstance(step, int) or step <= 0: raise RuntimeError(f"unfold: step {step!r} must be an int > 0")
+    return self.transpose(d, -1)._pool((size,), step).transpose(d, -2)
+  def repeat_interleave(self: Tensor, repeats: int | Sequence[int] | Tensor, dim: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along `dim` (the flattened tensor when None). Per-element repeats (a list or a
+    1-D Tensor, which realizes to read them) index with the repeated positions."""
+    x, d = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+    if x.ndim == 0: x = x.reshape(1)
+    given: Any = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    reps: list[int] = [given] if isinstance(given, int) else list(given)
+    if len(reps) == 1 and x.shape[d] != 1: reps = reps * x.shape[d]
+    if any(not isinstance(r, int) or r < 0 for r in reps): raise ValueError(f"repeat_interleave: repeats must be ints >= 0, got {repeats!r}")
+    if len(reps) != x.shape[d]: raise ValueError(f"repeat_interleave: {len(reps)} repeats for dim {d} of size {x.shape[d]}")
+    shp = x.shape
+    if len(set(reps)) <= 1:
+      r = reps[0] if reps else 0
+      return x.unsqueeze(d + 1).expand(*shp[:d+1], r, *shp[d+1:]).reshape(*shp[:d], shp[d] * r, *shp[d+1:])
+    idx: list[Any] = [slice(None)] * d + [[i for i, r in enumerate(reps) for _ in range(r)]]
+    return x[tuple(idx)]
+  def meshgrid(self: Tensor | Sequence[Tensor], *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D tensors (`Tensor.meshgrid(x, y)` or `x.meshgrid(y)`): indexing='ij' gives shape
+    (len(x), len(y), ...), 'xy' swaps the first two dims (numpy's default)."""
+    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
+    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid: indexing={indexing!r}; valid: 'ij', 'xy'")
+    if any(t.ndim > 1 for t in ts): raise ValueError(f"meshgrid: tensors must be 0-D or 1-D, got shapes {[t.shape for t in ts]}")
+    ts = [t.reshape(-1) for t in ts]
+    axes = list(range(len(ts)))
+    if indexing == "xy" and len(ts) >= 2: axes[0], axes[1] = 1, 0
+    shape = [0] * len(ts)
+    for t, a in zip(ts, axes): shape[a] = t.shape[0]
+    return tuple(t.reshape([t.shape[0] if i == a else 1 for i in range(len(ts))]).expand(shape) for t, a in zip(ts, axes))

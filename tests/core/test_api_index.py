@@ -1,0 +1,378 @@
+"""The Tensor API's indexing and data-dependent ops against torch (forward and backward) and numpy: scatter/scatter_reduce,
+masked_select/nonzero, sort/argsort/topk, roll/unfold/repeat_interleave/meshgrid/pad_to/shrink_to, advanced and bool-mask
+getitem/setitem. PYTHON cases are small: it interprets every kernel."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor, TinyJit, dtypes
+import tinygrad.mixin.sorting as sorting
+
+torch = pytest.importorskip("torch", reason="the torch reference: pip install torch (make setup installs it)")
+DEVS = ["CPU", "PYTHON"]
+
+def close(a, b, atol=1e-5):
+  b = b.detach().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
+  np.testing.assert_allclose(a.numpy(), b, atol=atol, rtol=1e-5, equal_nan=True)
+  assert a.shape == tuple(b.shape)
+
+def leaves(a, dev):
+  return Tensor(a, device=dev, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+def backward_both(out, tout, seed=0):
+  # a random cotangent so every output element's gradient path is checked
+  w = np.random.default_rng(seed).standard_normal(tout.shape).astype(np.float32)
+  (out * Tensor(w, device=out.device)).sum().backward()
+  (tout * torch.tensor(w)).sum().backward()
+
+# ---- scatter / scatter_reduce ----
+def unique_index(rng, shape, n, dim):
+  # per line along dim, distinct targets: torch's scatter (and its gradient) is only defined without repeats
+  moved = list(shape)
+  m = moved.pop(dim)
+  lines = [rng.permutation(n)[:m] for _ in range(int(np.prod(moved)))]
+  return np.moveaxis(np.array(lines, dtype=np.int64).reshape(*moved, m), -1, dim)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,ishape,dim", [((3, 5), (2, 5), 0), ((4, 7), (4, 3), 1), ((1,), (1,), 0), ((2, 3, 5), (2, 2, 3), 1), ((3, 4), (0, 4), 0)])
+def test_scatter_matches_torch(dev, shape, ishape, dim):
+  if dev == "PYTHON" and len(shape) > 2: pytest.skip("kept small on the interpreter")
+  rng = np.random.default_rng(1)
+  a, s = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(ishape).astype(np.float32)
+  idx = unique_index(rng, ishape, shape[dim], dim)
+  x, tx = leaves(a, dev)
+  src, tsrc = leaves(s, dev)
+  out, tout = x.scatter(dim, Tensor(idx, device=dev), src), tx.scatter(dim, torch.tensor(idx), tsrc)
+  close(out, tout)
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+  if s.size: close(src.grad, tsrc.grad)   # (an empty leaf gets no .grad)
+
+def test_scatter_repeated_index_keeps_the_last():
+  out = Tensor.zeros(3).scatter(0, Tensor([1, 1, 2, 1]), Tensor([1.0, 2.0, 3.0, 4.0]))
+  assert out.tolist() == [0.0, 4.0, 3.0]
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_scalar_and_reduce(reduce):
+  a = np.full((2, 4), 2.0, np.float32)
+  idx = np.array([[2, 2], [3, 0]])
+  close(Tensor(a).scatter(1, Tensor(idx), 1.5, reduce=reduce), torch.tensor(a).scatter(1, torch.tensor(idx), 1.5, reduce=reduce))
+  close(Tensor(a).scatter(1, Tensor(idx), 7.0), torch.tensor(a).scatter(1, torch.tensor(idx), 7.0))
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_torch(reduce, include_self):
+  rng = np.random.default_rng(2)
+  # values away from 0 (prod's gradient divides by them) and without ties (amax/amin split a tie's gradient)
+  a = (rng.permutation(15).reshape(3, 5) + 1).astype(np.float32) / 4
+  s = ((rng.permutation(30).reshape(6, 5) + 20) / 8 * np.where(rng.random((6, 5)) < 0.5, -1, 1)).astype(np.float32)   # torch: src.shape == index.shape for a gradient
+  idx = rng.integers(0, 3, (6, 5))
+  x, tx = leaves(a, "CPU")
+  src, tsrc = leaves(s, "CPU")
+  out = x.scatter_reduce(0, Tensor(idx), src, reduce, include_self=include_self)
+  tout = tx.scatter_reduce(0, torch.tensor(idx), tsrc, reduce, include_self=include_self)
+  close(out, tout, atol=1e-4)
+  backward_both(out, tout)
+  close(x.grad, tx.grad, atol=1e-4)
+  close(src.grad, tsrc.grad, atol=1e-4)
+
+def test_scatter_reduce_amax_tie_splits_gradient_like_torch():
+  x, tx = leaves(np.array([1.0, 5.0], np.float32), "CPU")
+  src, tsrc = leaves(np.array([5.0, 5.0, 2.0], np.float32), "CPU")
+  idx = [1, 1, 0]
+  out, tout = x.scatter_reduce(0, Tensor(idx), src, "amax"), tx.scatter_reduce(0, torch.tensor(idx), tsrc, "amax")
+  close(out, tout)
+  out.sum().backward()
+  tout.sum().backward()
+  close(x.grad, tx.grad)
+  close(src.grad, tsrc.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_scatter_reduce_int_mean_rounds_down(dev):
+  idx, s = [0, 1, 1], [7, -7, 3]
+  for inc in (True, False):
+    out = Tensor.zeros(3, dtype=dtypes.int64, device=dev).scatter_reduce(0, Tensor(idx, device=dev), Tensor(s, dtype=dtypes.int64, device=dev), "mean", include_self=inc)
+    assert out.tolist() == torch.zeros(3, dtype=torch.long).scatter_reduce(0, torch.tensor(idx), torch.tensor(s), "mean", include_self=inc).tolist()
+
+def test_scatter_errors():
+  x = Tensor.zeros(3, 4)
+  with pytest.raises(RuntimeError, match="dtype"): x.scatter(0, Tensor([[0]]), Tensor([[1]]))
+  with pytest.raises(RuntimeError, match="same number of dims"): x.scatter(0, Tensor([0]), Tensor([1.0]))
+  with pytest.raises(RuntimeError, match="int tensor"): x.scatter(0, Tensor([[0.0]]), Tensor([[1.0]]))
+  with pytest.raises(RuntimeError, match="index shape"): x.scatter(1, Tensor([[0]] * 4), Tensor([[1.0]] * 4))
+  with pytest.raises(TypeError, match="valid: None, 'add', 'multiply'"): x.scatter(0, Tensor([[0]]), 1.0, reduce="max")
+  with pytest.raises(RuntimeError, match="valid: 'sum'"): x.scatter_reduce(0, Tensor([[0]]), Tensor([[1.0]]), "max")
+
+# ---- masked_select / nonzero ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,mshape", [((3, 5), (3, 5)), ((2, 3), (3,)), ((7,), (7,)), ((0, 3), (0, 3)), ((1,), (1,))])
+def test_masked_select_matches_torch(dev, shape, mshape):
+  rng = np.random.default_rng(3)
+  a, m = rng.standard_normal(shape).astype(np.float32), rng.random(mshape) < 0.5
+  x, tx = leaves(a, dev)
+  out, tout = x.masked_select(Tensor(m, device=dev)), tx.masked_select(torch.tensor(m))
+  close(out, tout)
+  if tout.numel():
+    backward_both(out, tout)
+    close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_masked_select_static_size_pads_and_truncates(dev):
+  x, m = Tensor([1, 2, 3, 4, 5], device=dev), Tensor([True, False, True, False, True], device=dev)
+  assert x.masked_select(m, size=5, fill_value=-1).tolist() == [1, 3, 5, -1, -1]
+  assert x.masked_select(m, size=2).tolist() == [1, 3]
+
+def test_masked_select_with_size_is_jittable():
+  @TinyJit
+  def f(x: Tensor, m: Tensor) -> Tensor: return x.masked_select(m, size=4, fill_value=0).realize()
+  rng = np.random.default_rng(4)
+  for _ in range(4):
+    a, m = rng.standard_normal(6).astype(np.float32), rng.random(6) < 0.5
+    want = np.concatenate([a[m], np.zeros(6)])[:4]
+    np.testing.assert_allclose(f(Tensor(a), Tensor(m)).numpy(), want, rtol=1e-6)
+
+def test_masked_select_errors():
+  with pytest.raises(RuntimeError, match="bool"): Tensor([1, 2]).masked_select(Tensor([1, 0]))
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (2, 1, 3), (0, 2), ()])
+def test_nonzero_matches_torch(dev, shape):
+  a = (np.random.default_rng(5).random(shape) < 0.5).astype(np.float32)
+  if a.size > 1: a.flat[-1] = np.nan   # NaN is nonzero
+  t, tt = Tensor(a, device=dev), torch.tensor(a)
+  assert t.nonzero().tolist() == tt.nonzero().tolist() and t.nonzero().shape == tuple(tt.nonzero().shape)
+  for mine, ref in zip(t.nonzero(as_tuple=True), tt.nonzero(as_tuple=True)): assert mine.tolist() == ref.tolist()
+  assert t.nonzero().dtype == dtypes.int32
+
+def test_nonzero_static_size():
+  t = Tensor([[0, 3], [4, 0]])
+  assert t.nonzero(size=3, fill_value=-1).tolist() == [[0, 1], [1, 0], [-1, -1]]
+  assert [c.tolist() for c in t.nonzero(as_tuple=True, size=1)] == [[0], [1]]
+
+# ---- sort / argsort / topk ----
+@pytest.fixture(params=["rank", "bitonic"])
+def sort_method(request, monkeypatch):
+  # the bitonic network normally starts past _RANK_SORT_MAX elements: forced here so small cases check it too
+  if request.param == "bitonic": monkeypatch.setattr(sorting, "_RANK_SORT_MAX", 1)
+  return request.param
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,dim", [((7,), 0), ((3, 6), 1), ((5, 3), 0), ((2, 1), 1), ((0, 4), 1), ((1,), 0), ((2, 3, 9), 2)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_matches_torch_stable(dev, shape, dim, descending, sort_method):
+  if dev == "PYTHON" and (len(shape) > 2 or sort_method == "bitonic" and descending): pytest.skip("kept small on the interpreter")
+  rng = np.random.default_rng(6)
+  a = rng.integers(-2, 3, shape).astype(np.float32)   # many ties: stability is checked
+  if a.size > 4: a.flat[1], a.flat[3] = np.nan, np.nan
+  x, tx = leaves(a, dev)
+  (v, i), (tv, ti) = x.sort(dim, descending), tx.sort(dim=dim, descending=descending, stable=True)
+  close(v, tv)
+  assert i.tolist() == ti.tolist() and i.dtype == dtypes.int32
+  if tv.numel():
+    backward_both(v, tv)
+    close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.bool, dtypes.uint8, dtypes.float16])
+def test_sort_dtypes(dtype, sort_method):
+  a = np.random.default_rng(7).integers(0, 4 if dtype != dtypes.bool else 2, 11)
+  v, i = Tensor(a, dtype=dtype).sort(descending=True)
+  want = torch.tensor(a).sort(descending=True, stable=True)
+  assert v.dtype == dtype and v.numpy().astype(np.int64).tolist() == want.values.tolist() and i.tolist() == want.indices.tolist()
+
+def test_sort_bitonic_past_the_rank_limit():
+  a = np.random.default_rng(8).standard_normal((2, sorting._RANK_SORT_MAX + 3)).astype(np.float32)
+  v, i = Tensor(a).sort(-1)
+  Tensor.realize(v, i)
+  np.testing.assert_array_equal(v.numpy(), np.sort(a, -1))
+  np.testing.assert_array_equal(i.numpy(), np.argsort(a, -1, kind="stable"))
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("k,largest", [(3, True), (2, False), (0, True), (6, True)])
+def test_topk_matches_torch(dev, k, largest):
+  a = np.random.default_rng(9).permutation(12).reshape(2, 6).astype(np.float32)
+  x, tx = leaves(a, dev)
+  (v, i), (tv, ti) = x.topk(k, largest=largest), tx.topk(k, largest=largest)
+  close(v, tv)
+  assert i.tolist() == ti.tolist()
+  if k:
+    backward_both(v, tv)
+    close(x.grad, tx.grad)
+
+def test_topk_and_argsort_ties_keep_order():
+  t = Tensor([1, 3, 2, 3, 1])
+  assert t.topk(3)[1].tolist() == [1, 3, 2] and t.argsort().tolist() == [0, 4, 2, 1, 3] and t.argsort(descending=True).tolist() == [1, 3, 2, 0, 4]
+  with pytest.raises(ValueError, match="out of range"): t.topk(6)
+
+# ---- roll / unfold / repeat_interleave / meshgrid / pad_to / shrink_to ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,shifts,dims", [((5,), 2, 0), ((3, 4), (1, -5), (0, 1)), ((3, 4), 7, None), ((0, 3), 1, 0), ((1,), 3, 0), ((2, 3), -1, -1)])
+def test_roll_matches_torch(dev, shape, shifts, dims):
+  a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+  x, tx = leaves(a, dev)
+  out, tout = x.roll(shifts, dims), tx.roll(shifts, dims)
+  close(out, tout)
+  if tout.numel():
+    backward_both(out, tout)
+    close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,dim,size,step", [((7,), 0, 2, 2), ((7,), 0, 3, 1), ((3, 5), 1, 5, 1), ((4, 5), 0, 2, 3), ((5,), 0, 0, 1), ((2, 1), 1, 1, 1)])
+def test_unfold_matches_torch(dev, shape, dim, size, step):
+  a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+  x, tx = leaves(a, dev)
+  out, tout = x.unfold(dim, size, step), tx.unfold(dim, size, step)
+  close(out, tout)
+  if tout.numel():
+    backward_both(out, tout)
+    close(x.grad, tx.grad)
+
+def test_unfold_errors():
+  with pytest.raises(RuntimeError, match="size"): Tensor.zeros(3).unfold(0, 4, 1)
+  with pytest.raises(RuntimeError, match="step"): Tensor.zeros(3).unfold(0, 1, 0)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,repeats,dim", [((3,), 2, None), ((2, 3), 3, 1), ((2, 3), [1, 0, 2], 1), ((2, 3), "tensor", 0), ((4,), 0, 0), ((1, 2), 1, None)])
+def test_repeat_interleave_matches_torch(dev, shape, repeats, dim):
+  a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+  x, tx = leaves(a, dev)
+  if repeats == "tensor": mine, ref = Tensor([2, 1], device=dev), torch.tensor([2, 1])
+  elif isinstance(repeats, list): mine, ref = repeats, torch.tensor(repeats)
+  else: mine, ref = repeats, repeats
+  out, tout = x.repeat_interleave(mine, dim), tx.repeat_interleave(ref, dim)
+  close(out, tout)
+  if tout.numel():
+    backward_both(out, tout)
+    close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+@pytest.mark.parametrize("sizes", [(3,), (2, 3), (2, 1, 4), (0, 2)])
+def test_meshgrid_matches_torch(indexing, sizes):
+  arrs = [np.arange(n, dtype=np.float32) + 10 * k for k, n in enumerate(sizes)]
+  mine, ref = Tensor.meshgrid(*[Tensor(a) for a in arrs], indexing=indexing), torch.meshgrid(*[torch.tensor(a) for a in arrs], indexing=indexing)
+  assert len(mine) == len(ref)
+  for m, r in zip(mine, ref): close(m, r)
+  if len(arrs) > 1:
+    assert [m.shape for m in Tensor(arrs[0]).meshgrid(Tensor(arrs[1]), indexing=indexing)] == [tuple(r.shape) for r in ref[:2]] or len(arrs) > 2
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_pad_to_shrink_to(dev):
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  x, tx = leaves(a, dev)
+  out = x.pad_to(4, None)
+  close(out, np.pad(a, ((0, 2), (0, 0))))
+  assert x.shrink_to(None, 2).tolist() == [[0.0, 1.0], [3.0, 4.0]] and x.pad_to((2, 5)).shrink_to(2, 3).tolist() == a.tolist()
+  out.sum().backward()
+  close(x.grad, np.ones_like(a))
+  with pytest.raises(ValueError, match="shrink_to"): x.pad_to(1, 3)
+  with pytest.raises(ValueError, match="pad_to"): x.shrink_to(3, 3)
+  with pytest.raises(ValueError, match="dims"): x.pad_to(3)
+
+# ---- advanced indexing ----
+SHAPE = (4, 3, 5)
+def index_item(draw, n):
+  kind = draw(st.sampled_from(["int", "slice", "list", "none", "nested"]))
+  if kind == "int": return draw(st.integers(-n, n - 1))
+  if kind == "slice": return slice(draw(st.one_of(st.none(), st.integers(-n - 1, n + 1))), draw(st.one_of(st.none(), st.integers(-n - 1, n + 1))),
+                                   draw(st.sampled_from([None, 1, 2, -1, -2])))
+  if kind == "none": return None
+  if kind == "list": return draw(st.lists(st.integers(-n, n - 1), min_size=0, max_size=3))
+  return [[draw(st.integers(-n, n - 1))] for _ in range(2)]   # a 2-D index: broadcasts against the 1-D ones
+
+@st.composite
+def index_tuples(draw):
+  items, d = [], 0
+  while d < len(SHAPE) and draw(st.booleans()):
+    it = index_item(draw, SHAPE[d])
+    items.append(it)
+    d += it is not None
+  if draw(st.booleans()): items.insert(draw(st.integers(0, len(items))), Ellipsis)
+  lists = [i for i in items if isinstance(i, list)]
+  # numpy needs the list indices to broadcast: keep 1-D ones of one length
+  lens = {len(i) for i in lists if not (i and isinstance(i[0], list))}
+  if len(lens) > 1: items = [i[:1] if isinstance(i, list) and not (i and isinstance(i[0], list)) else i for i in items]
+  return tuple(items)
+
+@settings(max_examples=60)
+@given(index_tuples())
+def test_getitem_matches_numpy(idx):
+  a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
+  try: want = a[idx]
+  except IndexError:
+    with pytest.raises(IndexError): Tensor(a)[idx]
+    return
+  got = Tensor(a)[idx]
+  assert got.shape == want.shape
+  np.testing.assert_array_equal(got.numpy(), want)
+
+@settings(max_examples=40)
+@given(index_tuples(), st.booleans())
+def test_setitem_matches_numpy(idx, scalar):
+  a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
+  want = a.copy()
+  try: shape = want[idx].shape
+  except IndexError: return
+  v = 99.0 if scalar else np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1000
+  want[idx] = v   # numpy: where an index repeats, the last write wins
+  t = Tensor(a.copy())
+  t[idx] = v if scalar else Tensor(v)
+  np.testing.assert_array_equal(t.numpy(), want)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("idx", [([0, 1], [0, 2]), (slice(None), [0, 2]), ([0, 1], slice(None), [1, 1]), (Ellipsis, [-1, 0]), ([[1], [0]], 0, [2, 4])])
+def test_advanced_getitem_gradient_matches_torch(dev, idx):
+  a = np.arange(np.prod(SHAPE[:2]) * 5, dtype=np.float32).reshape(SHAPE[0], SHAPE[1], 5)
+  x, tx = leaves(a, dev)
+  tidx = tuple(torch.tensor(i) if isinstance(i, list) else i for i in idx)
+  out, tout = x[idx], tx[tidx]
+  close(out, tout)
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_bool_mask_getitem_matches_numpy(dev):
+  a = np.random.default_rng(10).standard_normal((3, 4)).astype(np.float32)
+  t = Tensor(a, device=dev)
+  np.testing.assert_array_equal(t[t > 0].numpy(), a[a > 0])
+  m = a[:, 0] > 0
+  np.testing.assert_array_equal(t[Tensor(m, device=dev)].numpy(), a[m])
+  np.testing.assert_array_equal(t[:, [True, False, True, True]].numpy(), a[:, [True, False, True, True]])
+  np.testing.assert_array_equal(t[Tensor(m, device=dev), 1:].numpy(), a[m, 1:])
+  x, tx = leaves(a, dev)
+  out, tout = x[x > 0], tx[tx > 0]
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_bool_mask_setitem_matches_numpy(dev):
+  a = np.random.default_rng(11).standard_normal((3, 4)).astype(np.float32)
+  want, t = a.copy(), Tensor(a.copy(), device=dev)
+  want[want > 0] = 0.0
+  t[t > 0] = 0.0
+  np.testing.assert_array_equal(t.numpy(), want)
+  m = a[:, 1] > 0
+  want[m] = np.arange(4, dtype=np.float32)
+  t[Tensor(m, device=dev)] = Tensor(np.arange(4, dtype=np.float32), device=dev)
+  np.testing.assert_array_equal(t.numpy(), want)
+
+def test_advanced_setitem_inplace_op_and_view():
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  want, t = a.copy(), Tensor(a.copy())
+  want[[0, 2], 1:] += 5
+  t[[0, 2], 1:] += 5
+  np.testing.assert_array_equal(t.numpy(), want)
+  base = Tensor(a.copy())
+  view = base[1:]
+  view[[1, 0], [3, 3]] = -1.0
+  want = a.copy()
+  want[1:][[1, 0], [3, 3]] = -1.0
+  np.testing.assert_array_equal(base.numpy(), want)
+
+def test_index_errors():
+  t = Tensor.zeros(2, 3)
+  with pytest.raises(IndexError, match="out of bounds"): t[[0, 2]]
+  with pytest.raises(IndexError, match="out of bounds"): t[:, [-4]]
+  with pytest.raises(IndexError, match="out of bounds"): t[2]
+  with pytest.raises(IndexError, match="too many indices"): t[0, 0, 0]
+  with pytest.raises(IndexError, match="too many indices"): t[Tensor([[True] * 3] * 2), 0]
+  with pytest.raises(IndexError, match="does not match"): t[Tensor([True, False, True])]
+  with pytest.raises(IndexError, match="ints or bools"): t[Tensor([0.0])]
+  with pytest.raises(ValueError, match="does not fit"): t[[0, 1], [0, 1]] = Tensor([1.0, 2.0, 3.0])
