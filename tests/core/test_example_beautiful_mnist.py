@@ -1,16 +1,10 @@
 """examples/beautiful_mnist.py trains: a few tiny jitted steps on the generated MNIST-shaped set and the loss falls."""
 from __future__ import annotations
-import importlib.util, pathlib
 import numpy as np
 from tinygrad import Tensor, dtypes
+from pathimport import load_file
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "beautiful_mnist.py"
-
-def load_example():
-  spec = importlib.util.spec_from_file_location("example_beautiful_mnist", EXAMPLE)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)  # type: ignore[union-attr]
-  return mod
+def load_example(): return load_file("examples/beautiful_mnist.py", "example_beautiful_mnist")
 
 def test_generated_mnist_has_mnist_shapes():
   X_train, Y_train, X_test, Y_test = load_example().generated_mnist(64, 16)

@@ -1,21 +1,17 @@
 """examples/gpt2.py against a GPT-2 written here in torch: the same random weights (a safetensors file with GPT-2's Hugging Face
 names and Conv1D layout), greedy decoding, the same tokens, with the example's KV cache and jitted one-token step."""
 from __future__ import annotations
-import importlib.util, os, pathlib, tempfile
+import os, tempfile
 import numpy as np
 import pytest
 from tinygrad import Tensor
 from tinygrad.nn.state import safe_save
+from pathimport import load_file
 
 torch = pytest.importorskip("torch", reason="the GPT-2 reference is torch: pip install torch")
 F = torch.nn.functional
-EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "gpt2.py"
 
-def load_example():
-  spec = importlib.util.spec_from_file_location("example_gpt2", EXAMPLE)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)  # type: ignore[union-attr]
-  return mod
+def load_example(): return load_file("examples/gpt2.py", "example_gpt2")
 
 def random_gpt2(cfg: dict, seed: int = 0) -> dict[str, np.ndarray]:
   """GPT-2 weights by Hugging Face name, Conv1D weights (in, out), plus the causal-mask buffer the checkpoints carry."""
@@ -93,9 +89,7 @@ def test_gpt2_prompt_past_context_raises():
 
 def test_gpt2_decode_bench_torch_side_is_gpt2(tmp_path):
   # the bench's torch row (a KV-cache decode) must decode what the uncached reference here does, over the bench's own weights
-  spec = importlib.util.spec_from_file_location("bench_gpt2_decode", EXAMPLE.parents[1] / "bench" / "workloads" / "gpt2_decode.py")
-  bench = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(bench)  # type: ignore[union-attr]
+  bench = load_file("bench/workloads/gpt2_decode.py", "bench_gpt2_decode")
   c = dict(bench.QUICK["gpt2_decode_tiny"], data=str(tmp_path))
   bench.prepare(c)
   call = bench.build("torch", c)

@@ -1,19 +1,15 @@
 """End to end: the demo model reaches its stated accuracy on the default device within a CI time bound."""
-import importlib.util, os, time
+import time
 import numpy as np
 import pytest
 from tinygrad.tensor import Tensor
 from tinygrad.device import Device
+from pathimport import load_file
 
-DEMO = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "demo.py")
 # measured: ~12 s for the 25 steps on the PYTHON device (2 shared cores), ~1.8 s on CPU (CLANG, TinyJit); room for slow CI
 TIME_BOUND_S = 180
 
-def load_demo():
-  spec = importlib.util.spec_from_file_location("tinygrad_demo", DEMO)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
+def load_demo(): return load_file("examples/demo.py", "tinygrad_demo")
 
 def test_demo_reaches_target_accuracy():
   demo = load_demo()
