@@ -55,7 +55,7 @@ def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
   if xb is None or wb is None: return None
   (bs, cin_), sp, (cout, cin), hw = xshape[:2], xshape[2:], wshape[:2], wshape[2:]
   nd, rc = len(hw), cout // groups
-  o_ = [(i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_)]
+  o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_))
   X, W, dy = Tensor(xb, requires_grad=False), Tensor(wb, requires_grad=False), Tensor(g, requires_grad=False)
   dy = _conv_unflat(dy.reshape(bs, cout, -1), sp, o_) if flat else dy.reshape(bs, cout, *o_)
   sdims = tuple(range(2, 2 + nd))
@@ -69,7 +69,7 @@ def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
                                                                           [(0, n) for n in dyd.shape[ax + 2:]])
   pads = flatten((d * (k - 1), i - (o - 1) * s - 1) for i, o, s, d, k in reversed(list(zip(sp, o_, s_, d_, hw))))
   wt = W.reshape(groups, rc, cin, *hw).permute(0, 2, 1, *[3 + j for j in range(nd)]).reshape(cin_, rc, *hw).flip(sdims)
-  dx = dyd.conv2d(wt, groups=groups, dilation=d_, padding=pads)
+  dx = dyd.conv2d(wt, groups=groups, dilation=d_, padding=tuple(pads))
   xt = X.reshape(bs, groups, cin, *sp).permute(2, 1, 0, *[3 + j for j in range(nd)]).reshape(cin, groups * bs, *sp)
   dyt = dy.reshape(bs, groups, rc, *o_).permute(1, 2, 0, *[3 + j for j in range(nd)]).reshape(cout, bs, *o_)
   dw = xt.conv2d(dyt, groups=groups, stride=d_, dilation=s_)   # (cin, cout, >= kernel)
@@ -240,6 +240,7 @@ class NNMixin:
     xp, rcout = self.pad(pads), cout // groups
     sp, copy = xp.shape[2:], prod(hw) * rcout >= CONV_PAD_COPY
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_))
+    pix: tuple[int, ...]   # the output pixel axes: the flattened padded image's (one), else the output's
     if _conv_flat(sp, o_, s_) and copy:
       # stride 1: the conv runs over the flattened padded image, output p reads input p + ky*dy*Wp + kx*dx, so every load
       # is affine with stride 1 in p and one long pixel axis (a multiple of 16) is vectorized whatever the width; columns

@@ -8,6 +8,7 @@ check with `_nowrap` that its bounds are exact, i.e. no wraparound happened.
 """
 from __future__ import annotations
 import math, functools, operator, weakref
+from typing import cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, exec_alu, AxisType
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
@@ -101,7 +102,7 @@ def _divmod_coeffs(d: UOp, x: UOp, c: UOp) -> UOp | None:
   if r.vmin < 0 or not _nowrap(r): return None
   if d.op is Ops.MOD: return r % cv
   qs = [b if (f - f2) // cv == 1 else b * ((f - f2) // cv) for (f, b), (f2, _) in zip([p for p in parts if p[1] is not None], red) if f != f2]
-  q = _sum(qs) + (const - rc) // cv if qs else x.const_like((const - rc) // cv)
+  q = _sum(cast(list[UOp], qs)) + (const - rc) // cv if qs else x.const_like((const - rc) // cv)   # b is never None here (red's)
   return q + r // cv
 def _mod_by_bounds(x: UOp, c: UOp) -> UOp | None:
   return x if c.arg > 0 and -c.arg < x.vmin and x.vmax < c.arg else None
