@@ -18,7 +18,7 @@ if (_other := _other_tinygrad()) is not None:
   warnings.warn(f"two distributions provide the import name 'tinygrad' here: tinygrad-core (this one) and public tinygrad ({_other}); "
                 "whichever installed last owns the files. Fix: pip uninstall tinygrad (then pip install --force-reinstall tinygrad-core)",
                 stacklevel=2)
-from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters
+from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters, fetch
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
@@ -36,4 +36,4 @@ def __getattr__(name: str) -> Any:
     return nn
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn", "UOp", "GlobalCounters", "Variable"]
+__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn", "UOp", "GlobalCounters", "Variable", "fetch"]

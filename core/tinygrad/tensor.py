@@ -41,6 +41,9 @@ class _DTypeCasts(metaclass=_TensorType):
   def long(self) -> Tensor:
     """Cast to int64."""
     return self.cast(dtypes.int64)
+  def short(self) -> Tensor:
+    """Cast to int16."""
+    return self.cast(dtypes.int16)
   def bool(self) -> Tensor:
     """Cast to bool (nonzero -> True)."""
     return self.cast(dtypes.bool)

@@ -9,7 +9,8 @@ from tinygrad.helpers import _TinyTqdm
 
 def test_top_level_names():
   import tinygrad
-  for n in ("UOp", "GlobalCounters", "Device", "TinyJit", "Context", "dtypes", "nn", "Tensor"): assert hasattr(tinygrad, n), n
+  for n in ("UOp", "GlobalCounters", "Device", "TinyJit", "Context", "dtypes", "nn", "Tensor", "Variable", "fetch"): assert hasattr(tinygrad, n), n
+  assert tinygrad.fetch is fetch
   from tinygrad.uop.ops import UOp as U2, Ops, UPat, PatternMatcher, graph_rewrite  # noqa: F401
   from tinygrad.uop.upat import UPat as U3, graph_rewrite as g3
   assert U2 is UOp and UPat is U3 and graph_rewrite is g3
@@ -19,6 +20,12 @@ def test_top_level_names():
   assert J is TinyJit and D is Device and dt2 is dtypes
   from tinygrad.helpers import prod, flatten, dedup, argfix, make_tuple, round_up, DEBUG  # noqa: F401
   assert isinstance(OSX, bool) and WINO.value in (0, 1) and JIT.value in (0, 1, 2) and isinstance(DEV.value, str)
+
+def test_short_and_bitwise_xor_are_public_tinygrads_names():
+  x = Tensor([5, -3, 300], dtype=dtypes.int32)
+  assert x.short().dtype == dtypes.int16 and x.short().tolist() == [5, -3, 300]
+  np.testing.assert_array_equal(x.bitwise_xor(6).numpy(), np.array([5, -3, 300]) ^ 6)
+  np.testing.assert_array_equal(Tensor([True, False]).bitwise_xor(True).numpy(), [False, True])
 
 def test_dtype_repr_is_python():
   for d in dtypes.all + (dtypes.void,): assert eval(repr(d), {"dtypes": dtypes}) is d

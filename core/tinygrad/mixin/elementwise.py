@@ -78,6 +78,9 @@ class ElementwiseMixin:
   def xor(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise bitwise/logical xor (ints and bools)."""
     return self._bitwise(Ops.XOR, x, reverse, "bitwise xor")
+  def bitwise_xor(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """Elementwise bitwise/logical xor (torch's name for xor)."""
+    return self.xor(x, reverse)
   def bitwise_not(self: Tensor) -> Tensor:
     """Elementwise ~x: bit inversion for ints, logical not for bools."""
     if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs int or bool tensors, got {self.dtype}")
