@@ -13,7 +13,6 @@ class Ops(FastEnum):
   CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto()      # realize boundary / stop gradient / write into a buffer
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()  # movement, arg = new shape / order / ...
   REDUCE_AXIS = auto()                                       # arg = (Ops.ADD|MUL|MAX, axes)
-  BIND = auto()                                              # a DEFINE_VAR with its value (src: var, CONST): a size in a tensor shape
   KERNEL = auto()                                            # a scheduled kernel
   # ---- kernel level ----
   SINK = auto()                                              # groups roots
@@ -37,6 +36,9 @@ class Ops(FastEnum):
   WHERE = auto(); MULACC = auto()
   # ---- program level ----
   PROGRAM = auto(); LINEAR = auto(); SOURCE = auto(); BINARY = auto()
+  # ---- tensor level, added later: last, so every other op keeps its value (the kernel corpora pickled in plugins/*/tests/data
+  # store ops by value) ----
+  BIND = auto()                                              # a DEFINE_VAR with its value (src: var, CONST): a size in a tensor shape
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
