@@ -107,6 +107,27 @@ def _check_same_values(e: UOp, s: UOp, seed: int):
     # bounds of the simplified expression hold at the point
     assert s.vmin <= _eval(s, vals) <= s.vmax
 
+def test_divmod_rules_do_not_rewrite_each_other_forever():
+  # found by the hypothesis tests hanging CI: x%8 with min(x) = 16 was shifted to (x-16)%8 by the coefficient rule and the
+  # constant -16 dropped again by _divmod_fold, forever. An alarm turns a non-terminating rewrite into a failure, not a hang
+  import signal
+  def _timeout(*_): raise TimeoutError("simplify did not terminate within 20 s")
+  old = signal.signal(signal.SIGALRM, _timeout)
+  a, b = UOp.variable("a", -10, 10, dtypes.int), UOp.variable("b", -10, 10, dtypes.int)
+  c = lambda v: UOp.const(dtypes.int, v)
+  exprs_ = [((a < 0).where(b, a) * 2).maximum(c(36) + (c(10) < b).where(c(11), b * 2)) % c(-8),
+            ((a < 0).where(b, a) * 2).maximum(b * 2 + 36) // c(8)]
+  try:
+    for e in exprs_:
+      for eg in (0, 1):
+        signal.alarm(20)
+        with Context(EGRAPH=eg, EGRAPH_BUDGET=400): s = simplify(e)
+        signal.alarm(0)
+        _check_same_values(e, s, 0)
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exprs(), st.integers(0, 2**31))
 def test_values_greedy(e, seed):

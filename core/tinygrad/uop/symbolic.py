@@ -97,7 +97,9 @@ def _divmod_coeffs(d: UOp, x: UOp, c: UOp) -> UOp | None:
   r0 = _sum(ts) if ts else x.const_like(0)
   lo = r0.vmin + const
   rc = const - cv * (lo // cv)
-  if rc == const and all(f == f2 for (f, b), (f2, _) in zip([p for p in parts if p[1] is not None], red)): return None
+  # no factor reduced: only the constant may move, and a move by a multiple of c when the constant already is one is what
+  # _divmod_fold undoes (it drops constant multiples of c), so the two rules would rewrite max(..)%8 <-> (max(..)-16)%8 forever
+  if all(f == f2 for (f, b), (f2, _) in zip([p for p in parts if p[1] is not None], red)) and (rc == const or const % cv == 0): return None
   r = r0 + rc if rc else r0
   if r.vmin < 0 or not _nowrap(r): return None
   if d.op is Ops.MOD: return r % cv
