@@ -122,3 +122,29 @@ def torch_state(path: str) -> dict[str, Any]:
   return {k: torch.from_numpy(v.astype(np.int64) if v.dtype.kind in "iu" else v) for k, v in read_safetensors(path).items()}
 
 Call = Callable[[], dict[str, np.ndarray]]
+
+def image_prepare(c: dict[str, Any], make_model: Callable[[dict[str, Any]], Any]) -> None:
+  """An image classifier's prepare: the model's random weights and a (bs, 3, size, size) input, seeded by c["seed"]."""
+  from tinygrad import Tensor
+  Tensor.manual_seed(c["seed"])
+  tinygrad_weights(make_model(c), os.path.join(c["data"], "weights.safetensors"))
+  np.save(os.path.join(c["data"], "x.npy"), np.random.default_rng(c["seed"]).standard_normal((c["bs"], 3, c["size"], c["size"]), dtype=np.float32))
+
+def image_build(framework: str, c: dict[str, Any], make_model: Callable[[dict[str, Any]], Any], torch_forward: Callable[..., Any]) -> Call:
+  """An image classifier's build: {"logits"} of one inference, jitted on the tinygrads; on torch
+  `torch_forward(torch_ref_module, state, x)` over the same weights (examples/models/torch_ref.py)."""
+  x = np.load(os.path.join(c["data"], "x.npy"), allow_pickle=False)
+  weights = os.path.join(c["data"], "weights.safetensors")
+  if framework == "torch":
+    import torch
+    ref, p, xt = example("models/torch_ref.py"), torch_state(weights), torch.from_numpy(x)
+    def call_torch() -> dict[str, np.ndarray]:
+      with torch.no_grad(): return {"logits": torch_forward(ref, p, xt).numpy()}
+    return call_torch
+  from tinygrad import Tensor
+  from tinygrad.engine.jit import TinyJit
+  model = make_model(c)
+  tinygrad_load(model, weights)
+  run = TinyJit(lambda t: model(t).realize())
+  xg = Tensor(x).realize()
+  return lambda: {"logits": run(xg).numpy()}

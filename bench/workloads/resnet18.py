@@ -1,9 +1,7 @@
 """ResNet-18 inference (examples/models/resnet.py, torchvision's layout), random weights with random batchnorm statistics,
 jitted on the tinygrads; torch: the same weights through examples/models/torch_ref.py."""
 from __future__ import annotations
-import os
-import numpy as np
-from workloads import FRAMEWORKS_ALL, Call, example, tinygrad_load, tinygrad_weights, torch_state
+from workloads import FRAMEWORKS_ALL, Call, example, image_build, image_prepare
 
 _BASE = dict(depth=18, width=64, size=224, classes=1000, seed=0)
 ROWS = {"resnet18_b1": dict(_BASE, title="ResNet-18 inference, batch 1, 224x224", bs=1),
@@ -13,25 +11,9 @@ QUICK = {"resnet18_b1": dict(_BASE, title="ResNet-18 (width 8) inference, batch 
 FRAMEWORKS = FRAMEWORKS_ALL
 TOL = (1e-3, 1e-3)
 
-def prepare(c: dict) -> None:
-  from tinygrad import Tensor
-  Tensor.manual_seed(c["seed"])
-  tinygrad_weights(example("models/resnet.py").ResNet(c["depth"], c["classes"], c["width"]), os.path.join(c["data"], "weights.safetensors"))
-  np.save(os.path.join(c["data"], "x.npy"), np.random.default_rng(c["seed"]).standard_normal((c["bs"], 3, c["size"], c["size"]), dtype=np.float32))
+def _model(c: dict):
+  return example("models/resnet.py").ResNet(c["depth"], c["classes"], c["width"])
 
-def build(framework: str, c: dict) -> Call:
-  x = np.load(os.path.join(c["data"], "x.npy"), allow_pickle=False)
-  weights = os.path.join(c["data"], "weights.safetensors")
-  if framework == "torch":
-    import torch
-    ref, p, xt = example("models/torch_ref.py"), torch_state(weights), torch.from_numpy(x)
-    def call_torch() -> dict[str, np.ndarray]:
-      with torch.no_grad(): return {"logits": ref.resnet(p, xt, c["depth"]).numpy()}
-    return call_torch
-  from tinygrad import Tensor
-  from tinygrad.engine.jit import TinyJit
-  model = example("models/resnet.py").ResNet(c["depth"], c["classes"], c["width"])
-  tinygrad_load(model, weights)
-  run = TinyJit(lambda t: model(t).realize())
-  xg = Tensor(x).realize()
-  return lambda: {"logits": run(xg).numpy()}
+def prepare(c: dict) -> None: image_prepare(c, _model)
+
+def build(framework: str, c: dict) -> Call: return image_build(framework, c, _model, lambda ref, p, x: ref.resnet(p, x, c["depth"]))
