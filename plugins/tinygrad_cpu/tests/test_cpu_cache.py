@@ -4,10 +4,14 @@ import numpy as np
 import pytest
 
 RUN = "from tinygrad import Tensor; print((Tensor.arange(1000).float()*3+1).sum().item())"
+WANT = float((np.arange(1000, dtype=np.float32) * 3 + 1).sum())
 
-def _run(db, cc):
+def _run(db, cc, code=RUN):
   env = {**os.environ, "CACHEDB": str(db), "CPU_CC": cc, "DEV": "CPU", "CACHELEVEL": "1"}
-  return subprocess.run([sys.executable, "-W", "always", "-c", RUN], capture_output=True, text=True, env=env, timeout=300)
+  return subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+def _cache_tables(conn):
+  return [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'compile%'")]
 
 @pytest.mark.parametrize("cc", ["LLVM", "CLANG", "GCC"])
 def test_damaged_cached_program_is_recompiled(tmp_path, cc):
@@ -16,7 +20,7 @@ def test_damaged_cached_program_is_recompiled(tmp_path, cc):
   first = _run(db, cc)
   assert first.returncode == 0, first.stderr
   conn = sqlite3.connect(db)   # flip one byte in the middle of every cached program; the database itself stays intact
-  tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'compile%'")]
+  tables = _cache_tables(conn)
   assert tables, "nothing was cached"
   for t in tables:
     for key, val in conn.execute(f'SELECT key, val FROM "{t}"').fetchall():
@@ -25,8 +29,7 @@ def test_damaged_cached_program_is_recompiled(tmp_path, cc):
   conn.close()
   second = _run(db, cc)
   assert second.returncode == 0, second.stderr
-  want = float((np.arange(1000, dtype=np.float32) * 3 + 1).sum())
-  assert float(first.stdout.split()[-1]) == float(second.stdout.split()[-1]) == want
+  assert float(first.stdout.split()[-1]) == float(second.stdout.split()[-1]) == WANT
   assert "damaged" in second.stderr and str(db) in second.stderr
 
 # the second process counts compiles, and any LLVM code generation (parsing bitcode, emitting an object) is an error
@@ -53,16 +56,13 @@ def test_cache_holds_machine_code(tmp_path, cc):
   first = _run(db, cc)
   assert first.returncode == 0, first.stderr
   conn = sqlite3.connect(db)
-  vals = [v for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'compile%'")
-          for (v,) in conn.execute(f'SELECT val FROM "{t}"')]
+  vals = [v for t in _cache_tables(conn) for (v,) in conn.execute(f'SELECT val FROM "{t}"')]
   conn.close()
   # ELF machine code for this host: a relocatable object (LLVM, loaded by MCJIT's linker) or a shared object (C)
   assert vals and all(v[:4] == b"\x7fELF" and int.from_bytes(v[16:18], "little") == (1 if cc == "LLVM" else 3) for v in vals)
-  env = {**os.environ, "CACHEDB": str(db), "CPU_CC": cc, "DEV": "CPU", "CACHELEVEL": "1"}
-  second = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, env=env, timeout=300)
+  second = _run(db, cc, WARM)
   assert second.returncode == 0, second.stderr
-  want = float((np.arange(1000, dtype=np.float32) * 3 + 1).sum())
-  assert float(second.stdout.split()[-3]) == want and second.stdout.split()[-2:] == ["compiles", "0"]
+  assert float(second.stdout.split()[-3]) == WANT and second.stdout.split()[-2:] == ["compiles", "0"]
 
 def _counted(comp, calls):
   orig = comp.compile
