@@ -20,3 +20,15 @@ def forced(monkeypatch):
     return applied
   yield use
   method_cache.clear()
+
+@pytest.fixture
+def count_calls(monkeypatch):
+  """count_calls(obj, "name") -> a dict whose "n" counts the calls of obj.name while the test runs (each still runs)."""
+  def patch(obj, name: str) -> dict:
+    n, orig = {"n": 0}, getattr(obj, name)
+    def counting(*args, **kwargs):
+      n["n"] += 1
+      return orig(*args, **kwargs)
+    monkeypatch.setattr(obj, name, counting)
+    return n
+  return patch

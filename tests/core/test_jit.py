@@ -5,15 +5,10 @@ from tinygrad.engine.jit import JitError
 import tinygrad.engine.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
 
-def test_replay_matches_and_does_not_schedule(monkeypatch):
+def test_replay_matches_and_does_not_schedule(count_calls):
   @TinyJit
   def f(a, b): return (a * b + 1).sum(0)
-  calls = {"n": 0}
-  orig = realize_mod.create_schedule
-  def counting(*args, **kwargs):
-    calls["n"] += 1
-    return orig(*args, **kwargs)
-  monkeypatch.setattr(realize_mod, "create_schedule", counting)
+  calls = count_calls(realize_mod, "create_schedule")
   for i in range(5):
     a, b = Tensor.rand(4, 3).realize(), Tensor.rand(4, 3).realize()
     before = calls["n"]

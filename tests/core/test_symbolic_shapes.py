@@ -10,15 +10,9 @@ import tinygrad.codegen as codegen_mod
 DEVICES = ["CPU", "PYTHON"]
 
 @pytest.fixture
-def compiles(monkeypatch):
+def compiles(count_calls):
   """Counts kernels compiled (get_program calls) while the test runs."""
-  n = {"n": 0}
-  orig = codegen_mod.get_program
-  def counting(*a, **k):
-    n["n"] += 1
-    return orig(*a, **k)
-  monkeypatch.setattr(codegen_mod, "get_program", counting)
-  return n
+  return count_calls(codegen_mod, "get_program")
 
 def _data(*shape, seed=0): return np.random.RandomState(seed).randn(*shape).astype(np.float32)
 
