@@ -8,11 +8,10 @@ group). Every result is checked against torch's in every run (a wrong fast conv 
 
 --quick: batch 1 ResNet shapes, one MobileNet pair, the MNIST convs at batch 16 and ViT (a smoke run)."""
 from __future__ import annotations
-import argparse, json, os, sys, time, statistics
+import argparse, json, os, sys
 import numpy as np
-HERE = os.path.dirname(os.path.abspath(__file__))
-try: import tinygrad  # noqa: F401
-except ImportError: sys.path.insert(0, os.path.join(HERE, "..", "core"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import median_s   # (puts core/ on sys.path, as for every bench script)
 from tinygrad import Tensor
 
 # name, batch, cin, cout, input size, kernel, stride, padding, groups
@@ -34,12 +33,7 @@ def shapes(quick: bool) -> list[tuple[str, int, int, int, int, int, int, int, in
 
 def med(f, runs: int) -> float:
   f()   # compile and warm up
-  ts = []
-  for _ in range(runs):
-    st = time.perf_counter()
-    f()
-    ts.append(time.perf_counter() - st)
-  return statistics.median(ts)
+  return median_s(f, runs)
 
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
