@@ -219,8 +219,9 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   unless `gradient` is given. Works after `t` (or anything in its graph) was realized: realized tensors keep their graph."""
   if gradient is None and t.shape != (): raise ValueError(f"backward on a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
   _check_float(t, "the output")
-  ex = _Realized(_live_tensors())
-  root, need = _grad_tensors(t, [x for x in _live_tensors() if x is not t], ex)
+  live = _live_tensors()   # one scan of the heap (gc.get_objects) serves both
+  ex = _Realized(live)
+  root, need = _grad_tensors(t, [x for x in live if x is not t], ex)
   if not need: return t
   root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {u for _, u in need})
