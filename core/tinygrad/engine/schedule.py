@@ -30,7 +30,6 @@ def strides_for(shape: tuple[sint, ...]) -> tuple[sint, ...]:
     acc = acc * s
   return tuple(reversed(out))
 
-_base_buffer = base_buffer   # the BUFFER under RESHAPEs (and a symbolic tensor's prefix SHRINK), else None
 def buffer_view(buf: UOp, shape: tuple[sint, ...]) -> UOp:
   """A BUFFER seen as a tensor of `shape`: reshaped, after a prefix shrink when the size is symbolic (the buffer holds the largest)."""
   n = 1
@@ -59,19 +58,19 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     for s in dict.fromkeys(n.src): consumers[s].append(n)
   realizes: dict[UOp, None] = {}
   for r in roots:
-    if _base_buffer(r) is None: realizes[r] = None
+    if base_buffer(r) is None: realizes[r] = None
   for n in nodes:
     if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN): realizes[n] = None
-    if n.op is Ops.COPY and _base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
+    if n.op is Ops.COPY and base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
   for n in reversed(nodes):
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes): realizes[n] = None
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
-  targets = {_base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
+  targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
   for a in (n for n in nodes if n.op is Ops.ASSIGN):
-    own = _base_buffer(a.src[0])
+    own = base_buffer(a.src[0])
     reads = a.src[1].toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER)
     if any(b in targets and b is not own for b in reads): realizes[a.src[1]] = None
   for r in list(realizes):
@@ -341,12 +340,12 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
   for n in order:
     if n.op is Ops.ASSIGN:
-      target = _base_buffer(n.src[0])
+      target = base_buffer(n.src[0])
       if target is None: raise ValueError("assign target must be a realized, contiguous tensor")
       buffer_map[n] = target
     elif n.op is Ops.COPY:
       buffer_map[n] = new_buffer(n.src[1].arg, smax(n.size), n.dtype)
-      src_base = _base_buffer(n.src[0])
+      src_base = base_buffer(n.src[0])
       src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
       items[n] = (ExecItem(n, [buffer_map[n], src_buf]), {src_base} if src_base is not None else set(),
                   set() if src_base is not None else {n.src[0]})
@@ -360,7 +359,7 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")
   results: dict[UOp, UOp] = {}
   for r in roots:
-    base = _base_buffer(r)
+    base = base_buffer(r)
     results[r] = base if base is not None else buffer_map[r]
   return schedule, results
 
