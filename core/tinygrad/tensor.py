@@ -58,15 +58,10 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
   """The movement ops from `top` down to `bottom` (top first), or None when `top` is not a view of `bottom`."""
   chain: list[UOp] = []
   while top is not bottom:
-    if top.op not in _MOVEMENT: return None
+    if top.op not in GroupOp.Movement: return None
     chain.append(top)
     top = top.src[0]
   return chain
-_MOVEMENT = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP, Ops.PAD}
-
-def _buffer_under(u: UOp) -> UOp | None:
-  """The BUFFER a realized tensor's graph is (under RESHAPEs; a symbolic shape's prefix shrink), else None."""
-  return base_buffer(u)
 
 def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   """`base` with the elements that the view `chain` (movement ops, top first) shows replaced by `x`: each op inverted in turn."""
@@ -244,7 +239,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     again: list[Tensor] = []
     for t in todo:
       b = t.uop
-      while b.op in _MOVEMENT: b = b.src[0]
+      while b.op in GroupOp.Movement: b = b.src[0]
       if b.op is Ops.ASSIGN and b is not t.uop: roots[b] = None
       elif t.uop in roots: again.append(t)  # the same (hash-consed) graph as another tensor here: it gets its own buffer
       else:
@@ -256,7 +251,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
       t._set_uop(results[t.uop])
       # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
-      if t._view_of is not None and _buffer_under(t.uop) is not _buffer_under(t._view_of.uop): t._detach_view()
+      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): t._detach_view()
     # every realized assign is now its target's buffer: no live tensor may run it a second time
     amap = {n: n.src[0] for n in UOp(Ops.SINK, src=tuple(rl)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n.op is Ops.ASSIGN}
     if amap:
@@ -291,7 +286,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
     # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
     b = self.uop
-    while b.op in _MOVEMENT: b = b.src[0]
+    while b.op in GroupOp.Movement: b = b.src[0]
     t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
     base = base_buffer(t.uop)
@@ -410,7 +405,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self._assign_whole(x.uop)
       return self
     # a realized base is written through its buffer (a realized view may hold that buffer under another reshape)
-    buf = _buffer_under(base.uop)
+    buf = base_buffer(base.uop)
     target = buf if buf is not None else base.uop
     chain = _movement_chain(self.uop, target)
     if chain is None: raise RuntimeError(f"assign: this view (shape {self.shape}) lost track of the tensor it views (shape {base.shape}); "
