@@ -3,7 +3,7 @@ masked_select/nonzero, sort/argsort/topk, roll/unfold/repeat_interleave/meshgrid
 getitem/setitem. PYTHON cases are small: it interprets every kernel."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from tinygrad import Tensor, TinyJit, dtypes
 import tinygrad.mixin.sorting as sorting
 
@@ -291,8 +291,10 @@ def index_tuples(draw):
   if len(lens) > 1: items = [i[:1] if isinstance(i, list) and not (i and isinstance(i[0], list)) else i for i in items]
   return tuple(items)
 
+# an Ellipsis that stands for no dim still separates advanced indices: numpy puts their broadcast dims first (found by CI)
 @settings(max_examples=60)
 @given(index_tuples())
+@example((slice(None), [[0], [0]], Ellipsis, 0))
 def test_getitem_matches_numpy(idx):
   a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
   try: want = a[idx]
@@ -305,6 +307,7 @@ def test_getitem_matches_numpy(idx):
 
 @settings(max_examples=40)
 @given(index_tuples(), st.booleans())
+@example((slice(None), [[0], [0]], Ellipsis, 0), False)
 def test_setitem_matches_numpy(idx, scalar):
   a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
   want = a.copy()

@@ -21,6 +21,8 @@ class _IndexPlan:
   out_shape: list[sint]
   tensor_idx: list[tuple[int, int, Any]]  # (input dim, position in out_shape, index)
   adv_pos: list[int]                      # positions in idx of ints and tensor indices (numpy's placement rule)
+  adv_adjacent: bool                      # those indices sit next to each other in the index as written (an Ellipsis
+                                          # or None between them separates them, even an Ellipsis that stands for no dim)
 
 
 def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) -> None:
@@ -62,6 +64,8 @@ class IndexingMixin:
     consumed = sum(i is not None and i is not Ellipsis for i in idx)
     if consumed > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {consumed} given")
     ell = next((k for k, i in enumerate(idx) if i is Ellipsis), len(idx))
+    written = [k for k, i in enumerate(idx) if i is not None and i is not Ellipsis and not isinstance(i, slice)]
+    adjacent = written == list(range(written[0], written[0] + len(written))) if written else True
     idx = idx[:ell] + [slice(None)] * (self.ndim - consumed) + idx[ell+1:]
     # basic indexing: flip negative steps, shrink, stride, then drop int dims and add None dims
     flips: list[int] = []
@@ -112,7 +116,7 @@ class IndexingMixin:
       steps.append(step)
       lens.append(length)
       d += 1
-    return _IndexPlan(idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos)
+    return _IndexPlan(idx, flips, shrinks, steps, lens, out_shape, tensor_idx, adv_pos, adjacent)
   def _bool_indices(self: Tensor, indices: Any) -> Any:
     """numpy's rule: a bool mask index stands for the int indices of its True elements (its nonzero()), consuming as many
     dims as it has; this realizes the mask to count them. Other indices are returned as they are."""
@@ -164,7 +168,7 @@ class IndexingMixin:
     assert mask is not None
     # numpy: advanced indices next to each other put the broadcast dims where they were; otherwise first
     order = None
-    if p.adv_pos == list(range(p.adv_pos[0], p.adv_pos[0] + len(p.adv_pos))):
+    if p.adv_adjacent:
       first = sum(1 for i in p.idx[:p.adv_pos[0]] if i is None or isinstance(i, slice))
       order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + nx - len(ts)))
     return mask, nb, tuple(pos for pos, _, _ in ts), order
