@@ -1,7 +1,7 @@
 """Parallel compile: a schedule's new kernels compile on PARALLEL_COMPILE threads (compilers marked parallel_safe) while the
 next ones render; results, execution order and the error raised (the first failing kernel's, naming it) are those of
 compiling one kernel after another (PARALLEL_COMPILE=0)."""
-import threading
+import threading, time
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
@@ -79,3 +79,20 @@ def test_failed_background_compile_is_not_cached(python_compiler):
   with Context(PARALLEL_COMPILE=2), pytest.raises(CompileError): t.realize()
   python_compiler(RecordingCompiler())             # the cause is gone: the same kernel compiles again and runs
   with Context(PARALLEL_COMPILE=2): assert t.tolist() == [7.0, 12.0, 17.0]
+
+class SlowFailingCompiler(RecordingCompiler):
+  """Every compile takes a while and fails: the first error is raised while later kernels are still compiling."""
+  def compile(self, src: str) -> bytes:
+    time.sleep(0.05)
+    with self.lock: self.calls.append((threading.current_thread().name, src))
+    raise CompileError("injected failure", src)
+
+def test_failed_parallel_compile_leaves_no_compile_running(python_compiler):
+  # once the error is raised, every compile of that schedule has ended: none keeps running in the background, where it
+  # would use whichever compiler the device has by then (the next test's, here) and count into its record
+  comp = python_compiler(SlowFailingCompiler())
+  with Context(PARALLEL_COMPILE=2), pytest.raises(CompileError): Tensor.realize(*_model(13))
+  n = len(comp.calls)
+  nxt = python_compiler(RecordingCompiler())
+  time.sleep(0.5)
+  assert len(comp.calls) == n == 4 and nxt.calls == []

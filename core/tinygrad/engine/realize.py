@@ -21,7 +21,8 @@ class CompiledRunner:
   def __init__(self, p: ProgramSpec, device: str | None = None, pool: ThreadPoolExecutor | None = None):
     self.p, self.dev = p, Device[device or p.device]
     if self.dev.runtime is None: raise RuntimeError(f"device {p.device} has no runtime to load kernels")
-    self._runtime = self.dev.runtime
+    # the compiler as it is now: a compile still running in the background must not pick up one swapped in later
+    self._runtime, self._compiler = self.dev.runtime, self.dev.compiler
     self._prg: Any = None
     self._lib: Future[bytes] | None = None
     if p.lib is not None: self.lib = p.lib
@@ -32,8 +33,8 @@ class CompiledRunner:
     else: self.lib = self._compile()
     self._prg = self._runtime(p.function_name, self.lib)
   def _compile(self) -> bytes:
-    assert self.dev.compiler is not None
-    try: return self.dev.compiler.compile_cached(self.p.src)
+    assert self._compiler is not None
+    try: return self._compiler.compile_cached(self.p.src)
     except CompileError as e: raise CompileError(f"kernel {self.p.name}: {e.diagnostics}", e.src) from e   # which kernel failed
   def ready(self) -> CompiledRunner:
     """Wait for a background compile and load the program; its error (a CompileError naming the kernel) is raised here,
@@ -170,12 +171,20 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
         if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
         steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False), bufs, ei.var_vals))
   except BaseException:
-    for s in steps:   # an earlier kernel's compile error comes first, as it would one kernel at a time
-      if s.runner is not None: s.runner.ready()
+    if (err := _wait_all(steps)) is not None: raise err   # an earlier kernel's compile error comes first, as one at a time
     raise
-  for s in steps:
-    if s.runner is not None: s.runner.ready()
+  if (err := _wait_all(steps)) is not None: raise err
   return steps
+
+def _wait_all(steps: list[ExecStep]) -> BaseException | None:
+  """Wait for every step's compile (none is left running in the background after an error) and load it; the first
+  error in schedule order, or None."""
+  first: BaseException | None = None
+  for s in steps:
+    if s.runner is None: continue
+    try: s.runner.ready()
+    except BaseException as e: first = first or e
+  return first
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:
   """Run each step with `var_vals` (None: the values each step was scheduled with)."""
