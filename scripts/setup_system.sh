@@ -10,12 +10,16 @@ set -uo pipefail
 [ "${TINYGRAD_NO_SYSTEM_SETUP:-0}" != "0" ] && { echo "system setup: skipped (TINYGRAD_NO_SYSTEM_SETUP=${TINYGRAD_NO_SYSTEM_SETUP})"; exit 0; }
 
 # package | what uses it | the check that it is present (a command, or a file glob)
-# other issues add rows here: pocl-opencl-icd (the CL plugin, check /etc/OpenCL/vendors/pocl.icd), openmpi-bin (multi-process, check mpirun)
 PACKAGES=(
   "clang|CPU:CLANG, AMD's HIP C (clang), Metal's syntax check (clang++)|cmd:clang"
   "lld|AMD:LLVM and AMD HIP C (links the GPU code objects)|cmd:ld.lld"
   "mesa-vulkan-drivers|WEBGPU on the CPU (lavapipe Vulkan driver)|glob:/usr/share/vulkan/icd.d/lvp_icd*.json"
   "libamd-comgr2|AMD:COMGR (AMD's HIP C compiler library, ROCm 5.2; a 13 MB download)|glob:/usr/lib/*/libamd_comgr.so.2"
+  "pocl-opencl-icd|CL (the OpenCL plugin on POCL, the CPU's OpenCL driver)|glob:/etc/OpenCL/vendors/pocl.icd"
+  "openmpi-bin|multi-process data parallelism (mpirun)|cmd:mpirun"
+  "libopenmpi-dev|mpi4py's build (mpicc, MPI headers)|cmd:mpicc"
+  "chromium|the VIZ page's browser tests (headless)|cmd:chromium"
+  "chromium-driver|the VIZ page's browser tests (chromedriver)|cmd:chromedriver"
 )
 
 present() {   # present "cmd:NAME" | "glob:PATTERN"

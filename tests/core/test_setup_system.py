@@ -18,19 +18,20 @@ def _run(tools: tuple[str, ...], files: tuple[str, ...] = (), **env: str) -> str
     assert r.returncode == 0, r.stdout + r.stderr   # never fails the build: a missing tool only means skips
     return r.stdout
 
-ALL = ("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "/usr/lib/x86_64-linux-gnu/libamd_comgr.so.2")
+ALL = ("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "/usr/lib/x86_64-linux-gnu/libamd_comgr.so.2", "/etc/OpenCL/vendors/pocl.icd")
+MPI_VIZ = ("mpirun", "mpicc", "chromium", "chromedriver")   # commands only the multi-process and VIZ tests need
 
 def test_nothing_runs_when_everything_is_present():
-  out = _run(("clang", "ld.lld", "apt-get"), ALL, SETUP_DRY_RUN="1")
+  out = _run(("clang", "ld.lld", "apt-get", *MPI_VIZ), ALL, SETUP_DRY_RUN="1")
   assert out.startswith("system setup: all present") and "install" not in out
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the install branch needs root")
 def test_root_with_apt_installs_only_what_is_missing():
-  out = _run(("clang", "apt-get"), ALL[:1], SETUP_DRY_RUN="1")
-  assert out.strip() == "system setup: would install: lld libamd-comgr2"
+  out = _run(("clang", "apt-get", "mpirun", "mpicc"), ALL[:1], SETUP_DRY_RUN="1")
+  assert out.strip() == "system setup: would install: lld libamd-comgr2 pocl-opencl-icd chromium chromium-driver"
 
 def test_without_apt_it_lists_skipped_backends_and_the_command():
-  out = _run(("clang",), ALL[1:])
+  out = _run(("clang", *MPI_VIZ), ALL[1:])
   assert "nothing installed" in out and "AMD:LLVM" in out and "WEBGPU" in out and "CPU:CLANG" not in out
   assert "to install them: apt-get update && apt-get install -y lld mesa-vulkan-drivers" in out
 
