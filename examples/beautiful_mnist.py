@@ -6,12 +6,14 @@ Data: nn.datasets.mnist() when its four files are already in the cache directory
 generated MNIST-shaped set (uint8 28x28 images whose class is where a bright block sits, plus noise); SYNTH=1 forces it.
 
   STEPS=70 BS=512 python examples/beautiful_mnist.py      # STEPS=4 BS=16 for a tiny run; FASHION=1 for Fashion-MNIST
+  mpirun -n 2 python examples/beautiful_mnist.py         # data parallel over 2 processes: each rank BS/2 of every batch
 """
 from __future__ import annotations
 import os
 from typing import Callable
 import numpy as np
 from tinygrad import Tensor, TinyJit, nn, GlobalCounters, Context
+from tinygrad import distributed as dist
 from tinygrad.helpers import getenv, trange
 from tinygrad.nn.datasets import mnist
 
@@ -52,6 +54,15 @@ def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, step
   """Train a fresh Model for `steps` steps of batch `bs`; the losses, one per step."""
   model = Model()
   opt = nn.optim.Adam(nn.state.get_parameters(model))
+  # under mpirun -n N (tinygrad.distributed over MPI): each rank draws its own bs/N samples of every batch, the wrapped
+  # optimizer starts every rank from rank 0's weights and averages the gradients over the ranks (inside the jitted step),
+  # so the ranks step together as one process on the batch of bs would
+  if dist.launched():
+    dist.init()
+    if bs % dist.world_size(): raise ValueError(f"BS={bs} must divide among the {dist.world_size()} ranks")
+    bs //= dist.world_size()
+    Tensor.manual_seed(getenv("SEED", 0) * 1000 + dist.rank())
+    opt = dist.DistributedOptimizer(opt)
 
   @TinyJit
   @Context(TRAINING=1)   # BatchNorm's batch statistics (public tinygrad 0.14 spells Tensor.train() this way)

@@ -75,6 +75,8 @@ CI = os.getenv("CI", "") != ""               # running under continuous integrat
 # 1: tensor indices (getitem, gather, one_hot, Embedding) are checked against the dimension size and an out-of-range one
 # raises IndexError; this realizes the index tensor (a device sync). Off (default, as public tinygrad): out-of-range reads give 0
 CHECK_OOB = ContextVar("CHECK_OOB", 0)
+# seconds a tinygrad.distributed collective may wait for the other ranks before it aborts the job (a rank died or hangs)
+DIST_TIMEOUT = ContextVar("TINYGRAD_DIST_TIMEOUT", 300.0)
 
 # ---- small generic helpers ----
 def prod(x: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a*b, x, start)

@@ -1,0 +1,278 @@
+"""Multi-process data parallelism: `mpirun -n N python train.py` starts N processes (ranks); each trains on its part of
+the batch and the gradients are averaged over the ranks, so every rank takes the same step as one process on the whole
+batch would. Collectives run through a Backend: MPI (mpi4py over OpenMPI, `pip install tinygrad-core[mpi]`) is the one
+built; MPI's own host files take it across machines.
+
+  from tinygrad import distributed as dist
+  dist.init()                                        # idempotent; without mpirun a world of one
+  dist.rank(), dist.world_size()                     # torch.distributed's get_rank()/get_world_size() are aliases
+  y = dist.all_reduce(x, op="sum")                   # a new Tensor on x's device; "sum", "mean", "max", "min"
+  opt = dist.DistributedOptimizer(nn.optim.Adam(params))  # rank 0's weights to all; step() first averages the grads
+  # or, by hand, after backward(): dist.all_reduce_grads(params)   (one collective per dtype, on one flat buffer)
+
+A collective is a step of the realize engine, like a kernel: inside a TinyJit it is captured and replayed.
+A rank that dies must not leave the others waiting forever (MPI's default): a collective that has not finished after
+TINYGRAD_DIST_TIMEOUT seconds prints which one and MPI_Abort()s every rank, and after init() an uncaught exception on
+one rank aborts the job (mpirun itself ends it when a rank exits with an error code).
+
+Another engine plugs in as a Backend subclass registered in BACKENDS and chosen with init(name): its all_reduce,
+broadcast and barrier get device Buffers, so NCCL on NV GPUs would pass the buffers' device pointers and the device's
+stream to ncclAllReduce/ncclBroadcast (no host copy; the rank's GPU picked from the launcher's local rank), where the
+MPI backend here reads and writes them through host memory.
+"""
+from __future__ import annotations
+import os, sys, time, threading, contextlib
+from typing import Any, Callable, ClassVar, Iterator
+from tinygrad.dtype import DType, dtypes, to_numpy
+from tinygrad.helpers import DIST_TIMEOUT, prod
+from tinygrad.device import Buffer, Device
+from tinygrad.renderer import ProgramSpec, Estimates
+from tinygrad.tensor import Tensor
+from tinygrad.engine import realize as _realize
+from tinygrad.engine.buffers import buffer_of, base_buffer
+
+REDUCE_OPS = ("sum", "mean", "max", "min")
+# variables through which launchers tell a process its rank: OpenMPI, MPICH/Hydra (PMI), PMIx
+LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+
+class Backend:
+  """A collective engine between the processes of one job: one instance per process, `rank` in [0, `world_size`).
+  Every rank calls the same collectives in the same order with buffers of the same size and dtype."""
+  name: ClassVar[str] = ""
+  rank: int = 0
+  world_size: int = 1
+  def all_reduce(self, out: Buffer, inp: Buffer, op: str) -> None:
+    """out = `op` ("sum", "max", "min") over every rank's `inp` (same size and dtype; out may be inp: in place)."""
+    raise NotImplementedError
+  def broadcast(self, out: Buffer, inp: Buffer, src: int) -> None:
+    """out = rank `src`'s `inp` on every rank."""
+    raise NotImplementedError
+  def barrier(self) -> None:
+    """Return when every rank has called barrier()."""
+    raise NotImplementedError
+  def abort(self, code: int) -> None:
+    """End every rank of the job now with exit code `code` (after a rank failed or a collective timed out)."""
+    os._exit(code)
+
+def _host_view(buf: Buffer) -> tuple[Any, bool]:
+  # the buffer's bytes as a numpy array, and whether that array IS the buffer's memory (writing it writes the buffer)
+  import numpy as np
+  Device[buf.device].synchronize()
+  return np.frombuffer(buf.as_buffer(), dtype=to_numpy(buf.dtype)), hasattr(buf.allocator, "_as_buffer")
+
+class MPIBackend(Backend):
+  """MPI through mpi4py: COMM_WORLD of the job mpirun started (a world of one without mpirun)."""
+  name = "mpi"
+  def __init__(self) -> None:
+    try:
+      from mpi4py import MPI
+    except (ImportError, RuntimeError, OSError) as e:
+      raise ImportError(f"tinygrad.distributed's MPI backend needs mpi4py and an MPI library ({e}): pip install tinygrad-core[mpi] "
+                        "(mpi4py), and OpenMPI: apt-get install openmpi-bin libopenmpi-dev") from e
+    self.MPI, self.comm = MPI, MPI.COMM_WORLD
+    self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
+    self.ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+  def all_reduce(self, out: Buffer, inp: Buffer, op: str) -> None:
+    src, src_direct = _host_view(inp)
+    if out is inp:
+      self.comm.Allreduce(self.MPI.IN_PLACE, src, op=self.ops[op])
+      if not src_direct: out.copyin(memoryview(src).cast("B"))
+      return
+    dst, direct = _host_view(out)
+    if not direct or dst.flags.writeable is False:
+      import numpy as np
+      dst, direct = np.empty_like(src), False
+    self.comm.Allreduce(src, dst, op=self.ops[op])
+    if not direct: out.copyin(memoryview(dst).cast("B"))
+  def broadcast(self, out: Buffer, inp: Buffer, src: int) -> None:
+    data, _ = _host_view(inp)
+    import numpy as np
+    arr = data.copy() if self.rank == src else np.empty_like(data)
+    self.comm.Bcast(arr, root=src)
+    out.copyin(memoryview(arr).cast("B"))
+  def barrier(self) -> None: self.comm.Barrier()
+  def abort(self, code: int) -> None: self.comm.Abort(code)
+
+BACKENDS: dict[str, Callable[[], Backend]] = {"mpi": MPIBackend}
+
+class _Watchdog:
+  """One thread per process: when the collective in progress outlives TINYGRAD_DIST_TIMEOUT it says which one and aborts
+  the job (the collective itself blocks in MPI, which offers no timeout; the abort is MPI's way to end every rank)."""
+  def __init__(self, backend: Backend):
+    self.backend, self.cv = backend, threading.Condition()
+    self.what: str | None = None
+    self.deadline, self.timeout = 0.0, 0.0
+    threading.Thread(target=self._run, name="tinygrad-dist-watchdog", daemon=True).start()
+  @contextlib.contextmanager
+  def guard(self, what: str) -> Iterator[None]:
+    with self.cv:
+      self.what, self.timeout = what, float(DIST_TIMEOUT.value)
+      self.deadline = time.monotonic() + self.timeout
+      self.cv.notify()
+    try: yield
+    finally:
+      with self.cv: self.what = None
+  def _run(self) -> None:
+    with self.cv:
+      while True:
+        if self.what is None:
+          self.cv.wait()
+          continue
+        if (left := self.deadline - time.monotonic()) > 0:
+          self.cv.wait(left)
+          continue
+        b = self.backend
+        sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: {self.what} did not finish within "
+                         f"TINYGRAD_DIST_TIMEOUT={self.timeout:g} s: another rank died, hangs, or runs different collectives; "
+                         "aborting every rank (raise TINYGRAD_DIST_TIMEOUT if a rank is just slow)\n")
+        sys.stderr.flush()
+        b.abort(1)
+
+_backend: Backend | None = None
+_watchdog: _Watchdog | None = None
+
+def launched() -> bool:
+  """True when this process was started by an MPI launcher (mpirun/mpiexec/srun), i.e. it is one rank of a job."""
+  return any(v in os.environ for v in LAUNCHER_VARS)
+
+def is_initialized() -> bool: return _backend is not None
+
+def init(backend: str = "mpi") -> None:
+  """Join the job (idempotent). `backend`: one of BACKENDS ("mpi"). After it, an uncaught exception on this rank aborts
+  every rank, rather than leaving them waiting in a collective for this one."""
+  global _backend, _watchdog
+  if backend not in BACKENDS: raise ValueError(f"unknown distributed backend {backend!r}; valid: {', '.join(BACKENDS)}")
+  if _backend is not None:
+    if _backend.name != backend: raise RuntimeError(f"tinygrad.distributed is already initialized with backend {_backend.name!r}, not {backend!r}")
+    return
+  b = BACKENDS[backend]()
+  _backend, _watchdog = b, _Watchdog(b)
+  if b.world_size > 1:
+    prev = sys.excepthook
+    def abort_on_uncaught(tp: Any, value: Any, tb: Any) -> None:
+      prev(tp, value, tb)
+      sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size} raised {tp.__name__}; aborting every rank\n")
+      sys.stderr.flush()
+      b.abort(1)
+    sys.excepthook = abort_on_uncaught
+
+def _get() -> Backend:
+  if _backend is None: raise RuntimeError("tinygrad.distributed is not initialized: call tinygrad.distributed.init() first")
+  return _backend
+
+def rank() -> int:
+  """This process's rank in [0, world_size())."""
+  return _get().rank
+def world_size() -> int:
+  """The number of processes (ranks) in the job."""
+  return _get().world_size
+get_rank, get_world_size = rank, world_size   # torch.distributed's names
+
+class _Collective(_realize.CompiledRunner):
+  """A collective as a runner of the realize engine (no program: a host function of the step's buffers), so TinyJit
+  captures it between the kernels that produce its input and those that read its output, and replays it."""
+  def __init__(self, name: str, fxn: Callable[..., None], device: str, nbytes: int):  # pylint: disable=super-init-not-called
+    self.p = ProgramSpec(name, "", device, estimates=Estimates(mem=2*nbytes, lds=2*nbytes))
+    self.fxn = fxn
+  def ready(self) -> _Collective: return self
+  def __call__(self, bufs: list[Buffer], var_vals: dict | None = None, wait: bool = False) -> float | None:
+    st = time.perf_counter()
+    assert _watchdog is not None
+    with _watchdog.guard(f"{self.p.name} of {bufs[0].nbytes} bytes of {bufs[0].dtype}"): self.fxn(*bufs)
+    return time.perf_counter() - st if wait else None
+
+def _realized_buffer(t: Tensor, what: str) -> Buffer:
+  if isinstance(t.device, tuple): raise ValueError(f"{what} of a tensor on several devices {t.device}: gather it with .to(device) first")
+  x = t.contiguous().realize()
+  base = base_buffer(x.uop)
+  if base is None: raise RuntimeError(f"{what}: realize left {x.uop.op}, not a buffer")
+  return buffer_of(base)
+
+def _run(name: str, t: Tensor, fxn: Callable[[Buffer, Buffer], None]) -> Tensor:
+  # the collective's output is a fresh buffer written by one engine step that reads t's realized buffer
+  inp = _realized_buffer(t, name)
+  out = Tensor.empty(*t.shape, dtype=t.dtype, device=t.device)
+  ob_uop = base_buffer(out.uop)   # (empty is already a buffer; .contiguous() would copy it)
+  assert ob_uop is not None
+  ob = buffer_of(ob_uop)
+  _realize.run_steps([_realize.ExecStep(_Collective(name, fxn, str(t.device), ob.nbytes), [ob, inp])])
+  return out
+
+def _mpi_dtype(t: Tensor, what: str) -> DType | None:
+  # the dtype the collective moves t in: half floats go as float32 (MPI has no 16-bit float), bools are refused
+  if t.dtype == dtypes.bool: raise TypeError(f"{what} of a bool tensor is not supported; cast it first, e.g. t.int()")
+  return dtypes.float32 if t.dtype in (dtypes.float16, dtypes.bfloat16) else None
+
+def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
+  """A new Tensor on `tensor`'s device: `op` over every rank's `tensor` ("sum", "mean", "max" or "min"; "mean" needs a
+  float dtype). Every rank must call it, in the same order, with the same shape and dtype."""
+  if op not in REDUCE_OPS: raise ValueError(f"unknown all_reduce op {op!r}; valid: {', '.join(REDUCE_OPS)}")
+  if op == "mean" and not dtypes.is_float(tensor.dtype):
+    raise TypeError(f"all_reduce op='mean' of a {tensor.dtype} tensor would truncate; use op='sum' or cast to a float dtype first")
+  b = _get()
+  if (wide := _mpi_dtype(tensor, "all_reduce")) is not None: return all_reduce(tensor.cast(wide), op).cast(tensor.dtype)
+  if prod(tensor.shape) == 0: return Tensor.empty(*tensor.shape, dtype=tensor.dtype, device=tensor.device)
+  ret = _run(f"all_reduce_{op}", tensor, lambda out, inp: b.all_reduce(out, inp, "sum" if op == "mean" else op))
+  return ret / b.world_size if op == "mean" else ret
+
+def broadcast(tensor: Tensor, src: int = 0) -> Tensor:
+  """A new Tensor on `tensor`'s device holding rank `src`'s `tensor` (every rank calls it with the same shape and dtype)."""
+  b = _get()
+  if not 0 <= src < b.world_size: raise ValueError(f"broadcast src={src} is not a rank; valid: 0..{b.world_size - 1}")
+  if (wide := _mpi_dtype(tensor, "broadcast")) is not None: return broadcast(tensor.cast(wide), src).cast(tensor.dtype)
+  if prod(tensor.shape) == 0: return Tensor.empty(*tensor.shape, dtype=tensor.dtype, device=tensor.device)
+  return _run("broadcast", tensor, lambda out, inp: b.broadcast(out, inp, src))
+
+def barrier() -> None:
+  """Return when every rank has reached barrier() (bounded by TINYGRAD_DIST_TIMEOUT, like every collective)."""
+  b = _get()
+  assert _watchdog is not None
+  with _watchdog.guard("barrier"): b.barrier()
+
+def _by_dtype(ts: list[Tensor]) -> dict[tuple[Any, DType], list[int]]:
+  groups: dict[tuple[Any, DType], list[int]] = {}
+  for i, t in enumerate(ts): groups.setdefault((t.device, t.dtype), []).append(i)
+  return groups
+
+def _flat_collective(ts: list[Tensor], fxn: Callable[[Tensor], Tensor]) -> list[Tensor]:
+  # one collective per (device, dtype): the tensors are packed into one flat buffer and unpacked as views of the result
+  ret: list[Tensor] = list(ts)
+  for idx in _by_dtype(ts).values():
+    parts = [ts[i].flatten() for i in idx]
+    red = fxn(parts[0].cat(*parts[1:]) if len(parts) > 1 else parts[0])
+    off = 0
+    for i in idx:
+      n = ts[i].numel()
+      ret[i] = red[off:off+n].reshape(ts[i].shape)
+      off += n
+  return ret
+
+def all_reduce_grads(params: list[Tensor], op: str = "mean") -> None:
+  """After backward(): each parameter's .grad becomes `op` (default "mean") over the ranks, so with each rank's loss the
+  mean over its equal part of the batch, the step is the one for the mean over the whole batch. The gradients of one
+  dtype travel in one flat buffer (one collective, not one per parameter)."""
+  missing = [i for i, p in enumerate(params) if p.grad is None]
+  if missing: raise RuntimeError(f"parameter(s) {missing} of {len(params)} have no .grad: call loss.backward() before all_reduce_grads()")
+  grads = [p.grad for p in params if p.grad is not None]
+  for p, g in zip(params, _flat_collective(grads, lambda x: all_reduce(x, op))): p.grad = g
+
+def broadcast_params(params: list[Tensor], src: int = 0) -> None:
+  """Give every rank rank `src`'s values of `params` (assigned in place; one collective per dtype), e.g. the initial
+  weights, so that ranks whose random initialisations differ start equal."""
+  for p, v in zip(params, _flat_collective(params, lambda x: broadcast(x.detach(), src))): p.assign(v)
+  Tensor.realize(*params)
+
+class DistributedOptimizer:
+  """Data parallelism around an optimizer: at construction every rank takes rank 0's parameters and buffers; each
+  step first averages the gradients over the ranks (all_reduce_grads), then steps the wrapped optimizer. BatchNorm's
+  running statistics (buffers) stay per rank after that, as torch's DistributedDataParallel with broadcast_buffers=False."""
+  def __init__(self, optimizer: Any, op: str = "mean"):
+    self.optimizer, self.op = optimizer, op
+    broadcast_params(optimizer.params + optimizer.buffers)
+  def __getattr__(self, name: str) -> Any: return getattr(self.optimizer, name)   # lr, params, buffers ...
+  def zero_grad(self) -> None: self.optimizer.zero_grad()
+  def schedule_step(self) -> list[Tensor]:
+    """Average the gradients over the ranks, then the wrapped optimizer's schedule_step()."""
+    all_reduce_grads(self.optimizer.params, self.op)
+    return self.optimizer.schedule_step()
+  def step(self) -> None: Tensor.realize(*self.schedule_step())
