@@ -97,36 +97,30 @@ BACKENDS: dict[str, Callable[[], Backend]] = {"mpi": MPIBackend}
 
 class _Watchdog:
   """One thread per process: when the collective in progress outlives TINYGRAD_DIST_TIMEOUT it says which one and aborts
-  the job (the collective itself blocks in MPI, which offers no timeout; the abort is MPI's way to end every rank)."""
+  the job (the collective itself blocks in MPI, which offers no timeout; the abort is MPI's way to end every rank).
+  The thread polls a few times a second: a collective only swaps one tuple (a lock and a wake-up cost ~1 ms each on a
+  busy machine, more than a small all-reduce)."""
+  POLL_S = 0.25
   def __init__(self, backend: Backend):
-    self.backend, self.cv = backend, threading.Condition()
-    self.what: str | None = None
-    self.deadline, self.timeout = 0.0, 0.0
+    self.backend = backend
+    self.current: tuple[str, float, float] | None = None   # (what, timeout, deadline) of the collective in progress
     threading.Thread(target=self._run, name="tinygrad-dist-watchdog", daemon=True).start()
   @contextlib.contextmanager
   def guard(self, what: str) -> Iterator[None]:
-    with self.cv:
-      self.what, self.timeout = what, float(DIST_TIMEOUT.value)
-      self.deadline = time.monotonic() + self.timeout
-      self.cv.notify()
+    timeout = float(DIST_TIMEOUT.value)
+    self.current = (what, timeout, time.monotonic() + timeout)
     try: yield
-    finally:
-      with self.cv: self.what = None
+    finally: self.current = None
   def _run(self) -> None:
-    with self.cv:
-      while True:
-        if self.what is None:
-          self.cv.wait()
-          continue
-        if (left := self.deadline - time.monotonic()) > 0:
-          self.cv.wait(left)
-          continue
-        b = self.backend
-        sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: {self.what} did not finish within "
-                         f"TINYGRAD_DIST_TIMEOUT={self.timeout:g} s: another rank died, hangs, or runs different collectives; "
-                         "aborting every rank (raise TINYGRAD_DIST_TIMEOUT if a rank is just slow)\n")
-        sys.stderr.flush()
-        b.abort(1)
+    while True:
+      time.sleep(self.POLL_S)
+      if (cur := self.current) is None or time.monotonic() < cur[2]: continue
+      b = self.backend
+      sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: {cur[0]} did not finish within "
+                       f"TINYGRAD_DIST_TIMEOUT={cur[1]:g} s: another rank died, hangs, or runs different collectives; "
+                       "aborting every rank (raise TINYGRAD_DIST_TIMEOUT if a rank is just slow)\n")
+      sys.stderr.flush()
+      b.abort(1)
 
 _backend: Backend | None = None
 _watchdog: _Watchdog | None = None
@@ -160,6 +154,10 @@ def _get() -> Backend:
   if _backend is None: raise RuntimeError("tinygrad.distributed is not initialized: call tinygrad.distributed.init() first")
   return _backend
 
+def backend() -> Backend:
+  """The Backend this process joined the job with (init() first)."""
+  return _get()
+
 def rank() -> int:
   """This process's rank in [0, world_size())."""
   return _get().rank
@@ -183,6 +181,9 @@ class _Collective(_realize.CompiledRunner):
 
 def _realized_buffer(t: Tensor, what: str) -> Buffer:
   if isinstance(t.device, tuple): raise ValueError(f"{what} of a tensor on several devices {t.device}: gather it with .to(device) first")
+  # a realized tensor that is its whole buffer is read as it is (a copy kernel would cost more than a small collective)
+  base = base_buffer(t.uop)
+  if t._is_realized() and base is not None and base.arg == t.numel(): return buffer_of(base)
   x = t.contiguous().realize()
   base = base_buffer(x.uop)
   if base is None: raise RuntimeError(f"{what}: realize left {x.uop.op}, not a buffer")
