@@ -42,7 +42,7 @@ class Backend:
   rank: int = 0
   world_size: int = 1
   def all_reduce(self, out: Buffer, inp: Buffer, op: str) -> None:
-    """out = `op` ("sum", "max", "min") over every rank's `inp` (same size and dtype; out may be inp: in place)."""
+    """out = `op` ("sum", "max", "min") over every rank's `inp` (two buffers of one size and dtype, on one device)."""
     raise NotImplementedError
   def broadcast(self, out: Buffer, inp: Buffer, src: int) -> None:
     """out = rank `src`'s `inp` on every rank."""
@@ -54,11 +54,19 @@ class Backend:
     """End every rank of the job now with exit code `code` (after a rank failed or a collective timed out)."""
     os._exit(code)
 
-def _host_view(buf: Buffer) -> tuple[Any, bool]:
-  # the buffer's bytes as a numpy array, and whether that array IS the buffer's memory (writing it writes the buffer)
+def _host_view(buf: Buffer) -> Any:
+  # the buffer's bytes as a numpy array (the buffer's own memory where the allocator offers a host view, else a copy)
   import numpy as np
   Device[buf.device].synchronize()
-  return np.frombuffer(buf.as_buffer(), dtype=to_numpy(buf.dtype)), hasattr(buf.allocator, "_as_buffer")
+  return np.frombuffer(buf.as_buffer(), dtype=to_numpy(buf.dtype))
+
+def _host_out(buf: Buffer) -> tuple[Any, bool]:
+  # a host array to receive into, and whether it IS the buffer's memory (else it is copied in afterwards)
+  import numpy as np
+  if hasattr(buf.allocator, "_as_buffer"):
+    arr = _host_view(buf)
+    if arr.flags.writeable: return arr, True
+  return np.empty(buf.size, dtype=to_numpy(buf.dtype)), False
 
 class MPIBackend(Backend):
   """MPI through mpi4py: COMM_WORLD of the job mpirun started (a world of one without mpirun)."""
@@ -73,23 +81,14 @@ class MPIBackend(Backend):
     self.rank, self.world_size = self.comm.Get_rank(), self.comm.Get_size()
     self.ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
   def all_reduce(self, out: Buffer, inp: Buffer, op: str) -> None:
-    src, src_direct = _host_view(inp)
-    if out is inp:
-      self.comm.Allreduce(self.MPI.IN_PLACE, src, op=self.ops[op])
-      if not src_direct: out.copyin(memoryview(src).cast("B"))
-      return
-    dst, direct = _host_view(out)
-    if not direct or dst.flags.writeable is False:
-      import numpy as np
-      dst, direct = np.empty_like(src), False
-    self.comm.Allreduce(src, dst, op=self.ops[op])
+    dst, direct = _host_out(out)
+    self.comm.Allreduce(_host_view(inp), dst, op=self.ops[op])
     if not direct: out.copyin(memoryview(dst).cast("B"))
   def broadcast(self, out: Buffer, inp: Buffer, src: int) -> None:
-    data, _ = _host_view(inp)
-    import numpy as np
-    arr = data.copy() if self.rank == src else np.empty_like(data)
-    self.comm.Bcast(arr, root=src)
-    out.copyin(memoryview(arr).cast("B"))
+    dst, direct = _host_out(out)
+    if self.rank == src: dst[:] = _host_view(inp)
+    self.comm.Bcast(dst, root=src)
+    if not direct: out.copyin(memoryview(dst).cast("B"))
   def barrier(self) -> None: self.comm.Barrier()
   def abort(self, code: int) -> None: self.comm.Abort(code)
 

@@ -4,10 +4,10 @@ collectives: all_reduce/broadcast of known per-rank values, and data-parallel SG
 and Adam (DistributedOptimizer) of an MLP on this rank's half of the batch; the rank writes OUT_DIR/rank<r>.json, which
 the test compares with numpy and with train() run in one process on the whole batch.
 and runs examples/beautiful_mnist.py's train() (its mpirun block) with a small model.
-raise / hang: rank 1 fails (an exception, a stall) before a collective that rank 0 waits in.
+raise / kill / hang: rank 1 fails (an exception, SIGKILL, a stall) before a collective that rank 0 waits in.
 """
 from __future__ import annotations
-import json, os, sys, time
+import json, os, signal, sys, time
 import numpy as np
 
 SIZES = (0, 1, 7, 1001)   # empty, one element, odd lengths
@@ -108,6 +108,7 @@ def failing(mode: str) -> None:
   if dist.rank() == 1:
     print("rank 1 fails now", flush=True)
     if mode == "raise": raise RuntimeError("rank 1 failed on purpose")
+    if mode == "kill": os.kill(os.getpid(), signal.SIGKILL)   # as the OOM killer would
     time.sleep(600)   # hang: never reaches the collective below
   dist.all_reduce(Tensor.ones(4)).numpy()
   print(f"rank {dist.rank()} finished after a peer failed: {x}", flush=True)

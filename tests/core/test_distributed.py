@@ -73,6 +73,14 @@ def test_a_rank_that_raises_ends_the_job(tmp_path):
   assert "finished after a peer failed" not in out
   assert time.monotonic() - st < 60   # the excepthook's abort, not the collective timeout
 
+def test_a_rank_that_is_killed_ends_the_job(tmp_path):
+  st = time.monotonic()
+  r = mpirun(["kill"], timeout=120, TINYGRAD_DIST_TIMEOUT="60")
+  out = r.stdout + r.stderr
+  assert r.returncode != 0 and "exited on signal 9" in out, out[-3000:]   # mpirun's own abort
+  assert "finished after a peer failed" not in out
+  assert time.monotonic() - st < 60
+
 def test_a_rank_that_hangs_times_out_the_others(tmp_path):
   st = time.monotonic()
   r = mpirun(["hang"], timeout=120, TINYGRAD_DIST_TIMEOUT="3")
