@@ -87,3 +87,45 @@ def test_conv_kernel_count():
   x, w, b = Tensor.empty(1, 8, 14, 14), Tensor.empty(8, 8, 3, 3), Tensor.empty(8)
   assert len(_kernels(x.conv2d(w, b, padding=1).relu())) == 3
   with Context(CONV_FLAT=0): assert len(_kernels(x.conv2d(w, b, padding=1).relu())) == 2
+
+def _reduce_counts(t: Tensor) -> list[int]:
+  return [sum(1 for u in k.toposort() if u.op is Ops.REDUCE) for k in _kernels(t)]
+
+def test_reduce_under_pad_is_its_own_kernel():
+  # a reduce whose value is padded (the next conv's flattened padded copy of a conv's bn/relu output) runs on its own:
+  # inlined, every padded lane ran it gated, with the pad's offset and the flattening's div/mod in every step (9 s a kernel)
+  a = np.arange(24, dtype=np.float32).reshape(4, 6)
+  t = Tensor(a).sum(1).relu().pad(((1, 2),)).reshape(7, 1).pad(((0, 0), (1, 0))).contiguous()
+  assert sorted(_reduce_counts(t)) == [0, 1]
+  np.testing.assert_equal(t.numpy(), np.pad(np.pad(a.sum(1), (1, 2)).reshape(7, 1), ((0, 0), (1, 0))))
+
+def test_expanded_elementwise_producer_is_realized():
+  # an elementwise chain broadcast into a reduce (dy of a conv's weight gradient, made by the bn/relu/pool backward) is
+  # computed once into a buffer, not once per step of the reduce; a single op (a cast, a scale) stays fused
+  rng = np.random.default_rng(0)
+  an, bn, wn = (rng.standard_normal(s).astype(np.float32) for s in ((5, 8), (5, 8), (16, 8)))
+  a, b, w = Tensor(an), Tensor(bn), Tensor(wn)
+  t = ((a * b + 1).relu().reshape(5, 1, 8) * w.reshape(1, 16, 8)).sum(-1)
+  assert sorted(_reduce_counts(t)) == [0, 1]
+  np.testing.assert_allclose(t.numpy(), np.maximum(an * bn + 1, 0) @ wn.T, rtol=1e-5, atol=1e-5)
+  assert len(_kernels(((a * 2).reshape(5, 1, 8) * w.reshape(1, 16, 8)).sum(-1))) == 1
+
+def test_conv_bn_relu_pool_stack_trains_like_torch():
+  # a training step's gradients through conv -> batchnorm (batch statistics) -> relu -> max-pool -> stride-2 conv -> conv:
+  # the realize rules above split its kernels differently; the values must stay torch's
+  rng = np.random.default_rng(2)
+  xn = rng.standard_normal((3, 3, 13, 13)).astype(np.float32)
+  w1, w2, w3 = (rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((8, 3, 3, 3), (6, 8, 3, 3), (5, 6, 1, 1)))
+  def run(T, conv, x, ws):
+    y = conv(x, ws[0], padding=1)
+    m = y.mean((0, 2, 3), keepdims=True) if T is torch else y.mean((0, 2, 3), keepdim=True)
+    v = ((y - m) ** 2).mean((0, 2, 3), keepdims=True) if T is torch else ((y - m) ** 2).mean((0, 2, 3), keepdim=True)
+    y = ((y - m) / (v + 1e-5).sqrt()).relu()
+    y = torch.nn.functional.max_pool2d(y, 2) if T is torch else y.max_pool2d(2)
+    y = conv(conv(y, ws[1], stride=2, padding=1).relu(), ws[2])
+    return (y * y).sum()
+  xt, *wt = (torch.tensor(a, requires_grad=True) for a in (xn, w1, w2, w3))
+  run(torch, torch.nn.functional.conv2d, xt, wt).backward()
+  x, *ws = (Tensor(a, requires_grad=True) for a in (xn, w1, w2, w3))
+  run(Tensor, Tensor.conv2d, x, ws).backward()
+  for ours, ref in zip([x, *ws], [xt, *wt]): np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), rtol=1e-3, atol=1e-3)

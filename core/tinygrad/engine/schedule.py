@@ -10,7 +10,7 @@ from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, sint, smax
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, DEBUG
+from tinygrad.helpers import prod, all_int, DEBUG
 from tinygrad.engine.buffers import new_buffer, base_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
@@ -66,6 +66,7 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes): realizes[n] = None
+    if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
   targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
@@ -82,16 +83,43 @@ def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
     if n.op in (Ops.IDIV, Ops.MOD) and dtypes.is_int(n.dtype) and n not in realizes: return True
   return False
 
+EXPANDED_ALU = 2   # ALU ops from which an elementwise producer broadcast into a reduce is realized instead of recomputed
+
+def _alu_cost(u: UOp, realizes: dict[UOp, None]) -> int:
+  return sum(1 for n in u.toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER) if n.op in GroupOp.ALU and n not in realizes)
+
+def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
+  """The elementwise producers that reach reduce r through an EXPAND (by 4x or more) and cost EXPANDED_ALU ALU ops or
+  more: inlined, each would run once per step of the reduce loop instead of once per element (a conv's weight gradient
+  broadcasts dy, with the batchnorm/relu/max-pool backward chain that makes it, over cin x kh x kw: 800x the work)."""
+  out: list[UOp] = []
+  stack, seen = [(r.src[0], False)], set()
+  while stack:
+    u, ex = stack.pop()
+    if (u, ex) in seen or u in realizes or u.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): continue
+    seen.add((u, ex))
+    if ex and u.op in GroupOp.ALU and _alu_cost(u, realizes) >= EXPANDED_ALU:
+      out.append(u)
+      continue
+    if u.op is Ops.EXPAND:
+      a, b = u.src[0].shape, u.shape
+      ex = ex or not (all_int(a) and all_int(b)) or prod(b) >= 4 * prod(a)
+    if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
+    stack.extend((s, ex) for s in u.src)
+  return out
+
 def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
   """A reduce gets its own kernel when inlining would compute it more than once: its value reaches an EXPAND (recomputed
-  per expanded element) or more than one kernel (recomputed per kernel). Decided consumers-first, so `realizes` is final above r."""
+  per expanded element) or more than one kernel (recomputed per kernel); or a PAD: the padded lanes would run the reduce
+  gated, with the pad's offset (and any reshape after it: the flattened conv input's copy, div/mod) in every step's
+  index, 100x slower than the reduce on its own. Decided consumers-first, so `realizes` is final above r."""
   reached: set[UOp] = set()
   stack, seen = list(consumers[r]), set()
   while stack:
     c = stack.pop()
     if c in seen: continue
     seen.add(c)
-    if c.op is Ops.EXPAND: return True
+    if c.op in (Ops.EXPAND, Ops.PAD): return True
     if c in realizes:
       reached.add(c)
       if len(reached) > 1: return True
