@@ -36,6 +36,21 @@ def _check(bs, cin, cout, hw, k, s, p, d, g):
 def test_conv_and_grads_match_torch(case, flat):
   with Context(CONV_FLAT=flat): _check(*case)
 
+def test_strided_conv_without_space_to_depth():
+  # CONV_S2D=0: the strided convs read their input with stride-s loads, as before the phase form
+  with Context(CONV_S2D=0):
+    for case in (c for c in CASES if c[5] != 1): _check(*case)
+
+def test_strided_conv_is_a_vectorized_stride1_conv():
+  # a stride-2 conv runs over the input's phases as a stride-1 conv: its reduce kernel's pixel axis is upcast by the vector
+  # width (its loads run along memory) where the strided loads left the heuristics a 2-wide upcast of nothing contiguous
+  from tinygrad.codegen.opt import hand_coded_opts, OptOps
+  x, w = Tensor.empty(1, 16, 28, 28), Tensor.empty(32, 16, 3, 3)
+  ks = [k for k in _kernels(x.conv2d(w, stride=2, padding=1)) if any(u.op is Ops.REDUCE for u in k.toposort())]
+  assert len(ks) == 1
+  opts = hand_coded_opts(ks[0], Device[Device.DEFAULT].renderer)
+  assert any(o.op is OptOps.UPCAST and o.arg >= 4 for o in opts), opts
+
 @pytest.mark.parametrize("pad_copy", [0, 10**6])
 def test_conv_with_and_without_padded_copy(pad_copy):
   # the padded input as a copy (border gates gone) or read in place (border gates in the conv's loads)
