@@ -22,6 +22,10 @@ from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters, fetch
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
+from tinygrad.helpers import VIZ as _VIZ, PROFILE as _PROFILE
+if _VIZ.value or _PROFILE.value:
+  from tinygrad.viz import from_env as _viz_from_env
+  _viz_from_env()
 
 def __getattr__(name: str) -> Any:
   # Device comes from the plugin registry: imported on first use so `import tinygrad` stays cheap

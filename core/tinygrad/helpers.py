@@ -78,6 +78,13 @@ CI = os.getenv("CI", "") != ""               # running under continuous integrat
 CHECK_OOB = ContextVar("CHECK_OOB", 0)
 # seconds a tinygrad.distributed collective may wait for the other ranks before it aborts the job (a rank died or hangs)
 DIST_TIMEOUT = ContextVar("TINYGRAD_DIST_TIMEOUT", 300.0)
+# VIZ=1 records every rewrite pass and kernel (tinygrad.viz) and serves the record at exit; PROFILE=1 writes a Chrome
+# trace-event timeline of schedule, compile, run and copy events (tinygrad.viz.profile). Both are read at import.
+VIZ = ContextVar("VIZ", 0)                   # 1: record every rewrite pass and kernel, and serve the record as a page at exit
+VIZ_PORT = ContextVar("VIZ_PORT", 8000)      # where VIZ=1 serves its page at exit (the next free port when taken)
+VIZ_MAX_STEPS = ContextVar("VIZ_MAX_STEPS", 20000)  # rewrite steps a VIZ record keeps; later ones are counted, not kept
+PROFILE = ContextVar("PROFILE", 0)           # 1: write a Chrome trace-event timeline of schedule, compile, run and copy events
+PROFILE_PATH = ContextVar("PROFILE_PATH", "")  # where PROFILE=1 writes its trace (default: a new file in the temp dir)
 
 # ---- small generic helpers ----
 def prod(x: Iterable[Any], start: Any = 1) -> Any: return functools.reduce(lambda a, b: a*b, x, start)

@@ -4,6 +4,7 @@ from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, smax
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
+from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG, SPEC
 from tinygrad.renderer import Renderer, ProgramSpec
@@ -84,7 +85,12 @@ PASSES: list[Pass] = [
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:
   """The kernel after every pass, linearized."""
   sink = ast
-  for _name, fxn in PASSES: sink = fxn(sink, ren, opts)
+  for name, fxn in PASSES:
+    if (rec := _upat.TRACER) is None: sink = fxn(sink, ren, opts)
+    else:   # VIZ: each pass is a step of the kernel, with the rewrites it ran inside it
+      i = rec.open(name, "pass", sink)
+      try: sink = fxn(sink, ren, opts)
+      finally: rec.close(i, sink)
   # a buffer whose every use folded away (a load under an always-false gate) stays a parameter: the runtime passes it
   kept = set(sink.toposort())
   lost = tuple(u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in kept)
@@ -99,10 +105,18 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile:
   if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
   name = ast.arg if isinstance(ast.arg, str) else "kernel"
   prg = UOp(Ops.PROGRAM, src=(ast, UOp(Ops.DEVICE, arg=ren.device)))
-  uops = full_rewrite(ast, ren, opts)
+  k = rec.begin_kernel(name, ren.device, type(ren).__name__, ast) if (rec := _upat.TRACER) is not None else None
+  uops: list[UOp] = []
+  src = ""
+  try:
+    uops = full_rewrite(ast, ren, opts)
+    src = ren.render(uops, name)
+  finally:
+    if rec is not None: rec.end_kernel(k, uops, src)
   prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))
-  src = ren.render(uops, name)
   prg = prg.replace(src=prg.src + (UOp(Ops.SOURCE, arg=src),))
   if compile and ren.compiler is not None: prg = prg.replace(src=prg.src + (UOp(Ops.BINARY, arg=ren.compiler.compile_cached(src)),))
   if DEBUG >= 4: print(src)
-  return ProgramSpec.from_uop(prg)
+  spec = ProgramSpec.from_uop(prg)
+  if rec is not None: rec.name_kernel(k, spec.name)
+  return spec

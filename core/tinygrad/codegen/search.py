@@ -12,6 +12,8 @@ import time, itertools
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
+from tinygrad.uop import upat as _upat
+from tinygrad.viz import profile as _prof
 from tinygrad.dtype import PtrDType
 from tinygrad.helpers import DEBUG, BEAM_TIMEOUT, BEAM_MAX_CANDIDATES, BEAM_THREADS, IGNORE_BEAM_CACHE
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, heuristic_opts, kernel_ranges
@@ -51,6 +53,15 @@ def _time_prog(runner, bufs, runs: int = 3, cutoff: float = float("inf")) -> flo
 def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   """The fastest actions found for `ast` on `device` (see the module docstring); None: the heuristics decide (a kernel
   with symbolic sizes)."""
+  # a VIZ record keeps the kernel's own passes, not those of every candidate timed here
+  if (rec := _upat.TRACER) is not None:
+    with rec.lock: rec.suspended += 1
+  try: return _beam_search(ast, device, width)
+  finally:
+    if rec is not None:
+      with rec.lock: rec.suspended -= 1
+
+def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   from tinygrad.device import Device, Buffer
   from tinygrad.diskcache import diskcache_get, diskcache_put
   dev = Device[device]
@@ -76,7 +87,9 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
       out: list[tuple[float, list[Opt]]] = []
       for r, o in zip(progs, todo):
         best_t = min([t for t, _ in out] + [t for t, _ in beam], default=float("inf"))
+        t0 = time.perf_counter()
         out.append((_time_prog(r, bufs, cutoff=best_t) if r is not None and not late() else float("inf"), list(o)))
+        if (prof := _prof.PROFILER) is not None: prof.span("beam candidate", "beam", t0, time.perf_counter(), opts=str(list(o)), us=out[-1][0]*1e6)
       return out
     # the heuristics' choice is the start (no actions at all costs seconds on a big kernel and never wins on a CPU)
     beam: list[tuple[float, list[Opt]]] = []

@@ -6,6 +6,7 @@ from tinygrad.uop import Ops
 from tinygrad.helpers import CAPTURING, JIT, DEBUG
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
+from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer
 from tinygrad.uop.ops import UOp, sym_vars
 
@@ -116,10 +117,11 @@ class TinyJit(Generic[R]):
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
     swap = {id(old): _buffer(t) for old, t in zip(self.in_bufs, inputs)}
-    for step in self.steps:
-      bufs = [swap.get(id(b), b) for b in step.bufs]
-      # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)
-      _realize.ExecStep(step.runner, bufs).run({**step.var_vals, **var_vals} if var_vals else step.var_vals, jit=True)
+    with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)):
+      for step in self.steps:
+        bufs = [swap.get(id(b), b) for b in step.bufs]
+        # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)
+        _realize.ExecStep(step.runner, bufs).run({**step.var_vals, **var_vals} if var_vals else step.var_vals, jit=True)
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
       from tinygrad.engine.schedule import rebind_graph

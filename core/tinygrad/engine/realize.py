@@ -11,6 +11,8 @@ from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
 from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan
+from tinygrad.uop import upat as _upat
+from tinygrad.viz import profile as _prof
 
 class CompiledRunner:
   """A ProgramSpec compiled (if needed) and loaded on `device` (default: the renderer's device); call it with Buffers.
@@ -34,8 +36,12 @@ class CompiledRunner:
     self._prg = self._runtime(p.function_name, self.lib)
   def _compile(self) -> bytes:
     assert self._compiler is not None
-    try: return self._compiler.compile_cached(self.p.src)
+    st = time.perf_counter()
+    try: lib = self._compiler.compile_cached(self.p.src)
     except CompileError as e: raise CompileError(f"kernel {self.p.name}: {e.diagnostics}", e.src) from e   # which kernel failed
+    if (prof := _prof.PROFILER) is not None: prof.span(f"compile {self.p.name}", "compile", st, time.perf_counter(), bytes=len(lib))
+    if (rec := _upat.TRACER) is not None: rec.binary(self.p.src, len(lib))
+    return lib
   def ready(self) -> CompiledRunner:
     """Wait for a background compile and load the program; its error (a CompileError naming the kernel) is raised here,
     and a runner that failed is dropped from the method cache, so a later realize compiles it again."""
@@ -93,7 +99,10 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
       from tinygrad.codegen.search import beam_search
       opts = beam_search(ast, device, BEAM.value)
     pool = None if wait else _compile_pool(dev)
-    method_cache[key] = ret = CompiledRunner(get_program(ast, dev.renderer, opts, compile=False), device, pool)
+    st = time.perf_counter()
+    spec = get_program(ast, dev.renderer, opts, compile=False)
+    if (prof := _prof.PROFILER) is not None: prof.span(f"codegen {spec.name}", "codegen", st, time.perf_counter())
+    method_cache[key] = ret = CompiledRunner(spec, device, pool)
   return ret if not wait else ret.ready()
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:
@@ -120,9 +129,10 @@ class ExecStep:
     """Run the step, count it in GlobalCounters and, at DEBUG>=2, print its line (timed: it waits for the device then)."""
     if var_vals is None: var_vals = self.var_vals
     for b in self.bufs: b.allocate()
-    wait = wait or DEBUG >= 2
+    prof = _prof.PROFILER
+    wait = wait or DEBUG >= 2 or prof is not None   # a profiled step is timed like DEBUG=2's
+    st = time.perf_counter()
     if self.runner is None:
-      st = time.perf_counter()
       _copy(self.bufs[0], self.bufs[1])
       et: float | None = time.perf_counter() - st
       ops, mem, lds = 0, self.bufs[0].nbytes, 2*self.bufs[0].nbytes
@@ -130,6 +140,12 @@ class ExecStep:
       et = self.runner(self.bufs, var_vals, wait=wait)
       est, vv = self.runner.p.estimates, var_vals or {}
       ops, mem, lds = sym_infer(est.ops, vv), sym_infer(est.mem, vv), sym_infer(est.lds, vv)
+    if prof is not None and et is not None:
+      # the device's own span when its runtime reports one (the optional `last_span`), else the host's around the call
+      span = getattr(self.runner._prg, "last_span", None) if self.runner is not None else None
+      start, end = span if span is not None else (st, st + et)
+      prof.span(self.name, "kernel" if self.runner is not None else "copy", start, end, self.bufs[0].device,
+                jit=jit, ops=ops, bytes=mem, **{v.arg[0]: val for v, val in (var_vals or {}).items()})
     GlobalCounters.kernel_count += 1
     GlobalCounters.global_ops += ops
     GlobalCounters.global_mem += mem
@@ -199,7 +215,9 @@ def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, v
 
 def realize_uops(uops: list[UOp]) -> list[UOp]:
   """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape."""
+  st = time.perf_counter()
   schedule, results = create_schedule(uops)
+  if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
   keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
   run_schedule(schedule, memory_plan(schedule, keep))
   return [results[u] for u in uops]

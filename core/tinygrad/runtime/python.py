@@ -150,6 +150,7 @@ class PythonProgram:
   """Runs serialised uops over all launch lanes at once."""
   def __init__(self, name: str, lib: bytes):
     self.name = name
+    self.last_span: tuple[float, float] | None = None
     self.uops = deserialize(lib.decode())
     # loop structure: RANGE index -> END index and back
     self.end_of: dict[int, int] = {}
@@ -229,7 +230,9 @@ class PythonProgram:
         elif op is Ops.NOOP: values[pc] = v[0]
         else: raise NotImplementedError(f"PYTHON device cannot run {op}")
         pc += 1
-    return time.perf_counter() - st if wait else None
+    if not wait: return None
+    self.last_span = (st, time.perf_counter())   # PROFILE's span of this run (the optional runtime hook, docs/plugins.md)
+    return self.last_span[1] - st
 
   @staticmethod
   def _addr(ptr, lanes: int, group, lane):

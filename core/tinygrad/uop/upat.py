@@ -6,6 +6,9 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, _rebuild
 from tinygrad.dtype import DType, dtypes, ConstType
 
+# the VIZ recorder (tinygrad.viz.record.Recorder) while one is installed; None otherwise, so recording costs a global read
+TRACER: Any = None
+
 class RewriteError(RuntimeError):
   """A rewrite rule raised: names the rule (file:line) and the node it failed on."""
 
@@ -150,7 +153,9 @@ class PatternMatcher:
         except RewriteError: raise
         except Exception as e:
           raise RewriteError(f"rewrite rule at {_location(fxn)} raised {type(e).__name__}: {e}\n  on node: {uop!r}\n  expr: {_safe_render(uop)}") from e
-        if ret is not None and ret is not uop: return ret
+        if ret is not None and ret is not uop:
+          if TRACER is not None: TRACER.match(fxn, uop, ret)
+          return ret
     return None
 
 def _safe_render(u: UOp) -> str:
@@ -161,7 +166,12 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   """Rewrite the graph under `sink` with `pm` to a fixed point (memoised, iterative: no recursion limit).
 
   bottom_up=False: sources are rewritten first, then the node. bottom_up=True: the node is rewritten before its sources.
+  `name` labels the pass in a VIZ record.
   """
+  if TRACER is not None: return TRACER.rewrite(name, sink, lambda: _rewrite_fixed_point(sink, pm, ctx, bottom_up))
+  return _rewrite_fixed_point(sink, pm, ctx, bottom_up)
+
+def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool) -> UOp:
   replace: dict[UOp, UOp] = {}
   # stack entries: (original node, stage, working node)
   stack: list[tuple[UOp, int, UOp]] = [(sink, 0, sink)]

@@ -43,6 +43,7 @@ class CPUProgram:
   compilers') or an ELF relocatable object (LLVMCompiler's)."""
   def __init__(self, name: str, lib: bytes):
     self.name = name
+    self.last_span: tuple[float, float] | None = None
     elf_type = int.from_bytes(lib[16:18], "little" if lib[5:6] == b"\x01" else "big") if lib[:4] == b"\x7fELF" and len(lib) >= 64 else 0
     if elf_type == 3: self._load_so(lib)         # ET_DYN
     elif elf_type == 1: self._load_object(lib)   # ET_REL
@@ -96,4 +97,6 @@ class CPUProgram:
       futs = [_get_pool().submit(fxn, *[*args, ctypes.c_int(i), ctypes.c_int(n)]) for i in range(1, n)]
       fxn(*args, ctypes.c_int(0), ctypes.c_int(n))
       for f in futs: f.result()
-    return time.perf_counter() - st if wait else None
+    if not wait: return None
+    self.last_span = (st, time.perf_counter())   # PROFILE's span of this run (the optional runtime hook, docs/plugins.md)
+    return self.last_span[1] - st

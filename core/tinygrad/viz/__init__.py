@@ -1,0 +1,35 @@
+"""Seeing the compiler work. VIZ=1: record every rewrite pass and kernel (record.py) and show them in a local web page
+(serve.py; `python -m tinygrad.viz [trace]`). PROFILE=1: a Chrome trace-event timeline (profile.py).
+
+`from_env()` runs at `import tinygrad`: it installs what the environment asks for and, at exit, writes the files and
+prints where they are (VIZ=1 then serves the page when stdout is a terminal; else it prints the command that does)."""
+from __future__ import annotations
+import atexit, sys
+
+def _viz_at_exit(rec: object) -> None:
+  from tinygrad.viz.record import Recorder
+  assert isinstance(rec, Recorder)
+  rec.uninstall()
+  path = rec.save()
+  print(f"VIZ: {len(rec.kernels)} kernels, {len(rec.steps)} rewrite steps recorded in {path}", file=sys.stderr)
+  if sys.stdout.isatty():
+    from tinygrad.viz.serve import serve_forever
+    serve_forever(path)
+  else: print(f"VIZ: to see it: python -m tinygrad.viz {path}", file=sys.stderr)
+
+def _profile_at_exit(prof: object) -> None:
+  from tinygrad.viz.profile import Profiler
+  from tinygrad.helpers import PROFILE_PATH
+  assert isinstance(prof, Profiler)
+  prof.uninstall()
+  path = prof.save(PROFILE_PATH.value or None)
+  print(f"PROFILE: {len(prof.events)} events written to {path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+
+def from_env() -> None:
+  from tinygrad.helpers import VIZ, PROFILE
+  if VIZ.value:
+    from tinygrad.viz.record import Recorder
+    atexit.register(_viz_at_exit, Recorder().install())
+  if PROFILE.value:
+    from tinygrad.viz.profile import Profiler
+    atexit.register(_profile_at_exit, Profiler().install())

@@ -1,0 +1,160 @@
+"""The VIZ record: every graph_rewrite call and codegen pass (its name, input and output graph, time, and each rule that
+fired with the rule's file:line), and every kernel (AST, passes, linearized uops, source, compiled size).
+
+Installed as `tinygrad.uop.upat.TRACER` (VIZ=1 at import, or `with Recorder() as rec:`); while it is None, which is the
+default, graph_rewrite and PatternMatcher.rewrite pay one read of a module global and nothing else. Graphs are stored once
+per node: UOps are hash-consed, so a node shared by the input and output of many passes is one row of `nodes`."""
+from __future__ import annotations
+import inspect, json, os, tempfile, threading, time
+from typing import Any, Callable
+from tinygrad.uop.ops import UOp
+from tinygrad.helpers import VIZ_MAX_STEPS
+
+TRACE_VERSION = 1
+ARG_CHARS = 160   # a node's arg as text is cut here (a kernel's source as an arg would dwarf the graph)
+
+def _rule_source(fxn: Callable) -> tuple[str, str]:
+  """A rule's 'file:line' and its source text (the lambda's whole line, or the function)."""
+  code = getattr(fxn, "__code__", None)
+  if code is None: return repr(fxn), ""
+  loc = f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}"
+  try: lines, _ = inspect.getsourcelines(fxn)
+  except (OSError, TypeError): return loc, ""
+  return loc, "".join(lines[:40])
+
+class Recorder:
+  """Collects the compiler's work while installed (a context manager, or `install()`/`uninstall()`); `to_json()` is the
+  trace that `tinygrad.viz.serve` shows. Thread-safe: background compiles report their binaries from other threads."""
+  def __init__(self, max_steps: int | None = None):
+    self.max_steps = VIZ_MAX_STEPS.value if max_steps is None else max_steps
+    self.nodes: dict[UOp, int] = {}
+    self.node_rows: list[list[Any]] = []
+    self.rules: dict[Callable, int] = {}
+    self.rule_rows: list[dict[str, str]] = []
+    self.steps: list[dict[str, Any]] = []
+    self.kernels: list[dict[str, Any]] = []
+    self.by_source: dict[str, int] = {}
+    self.dropped = 0      # steps past max_steps: counted so the page can say the record is partial
+    self.suspended = 0    # >0 while BEAM times candidates: their passes are not the kernel's
+    self.lock = threading.RLock()
+    self.local = threading.local()   # per thread: the stack of open steps and the kernel being built
+    self._prev: Any = None
+
+  # ---- installation ----
+  def install(self) -> Recorder:
+    from tinygrad.uop import upat
+    self._prev, upat.TRACER = upat.TRACER, self
+    return self
+  def uninstall(self) -> None:
+    from tinygrad.uop import upat
+    upat.TRACER = self._prev
+  def __enter__(self) -> Recorder: return self.install()
+  def __exit__(self, *exc: Any) -> None: self.uninstall()
+
+  # ---- graphs ----
+  def node(self, u: UOp) -> int:
+    """The id of `u` in the node table, adding it and every node under it that is not there yet."""
+    with self.lock:
+      if (i := self.nodes.get(u)) is not None: return i
+      for n in u.toposort():
+        if n in self.nodes: continue
+        arg = n.arg if isinstance(n.arg, (int, float, bool, str, type(None))) else repr(n.arg)
+        if isinstance(arg, str) and len(arg) > ARG_CHARS: arg = arg[:ARG_CHARS] + "..."
+        if isinstance(arg, float) and arg != arg or arg in (float("inf"), float("-inf")): arg = repr(arg)   # JSON has no nan/inf
+        self.nodes[n] = len(self.node_rows)
+        self.node_rows.append([n.op.name, str(n.dtype), arg, [self.nodes[s] for s in n.src]] + ([repr(n.tag)] if n.tag is not None else []))
+      return self.nodes[u]
+
+  # ---- steps: rewrites and passes ----
+  def _stack(self) -> list[int]:
+    if not hasattr(self.local, "stack"): self.local.stack, self.local.kernel = [], None
+    return self.local.stack
+  def open(self, name: str, kind: str, before: UOp) -> int | None:
+    """Start a step; returns its index, or None when it is not kept (suspended, or past max_steps)."""
+    if self.suspended: return None
+    stack = self._stack()
+    with self.lock:
+      if len(self.steps) >= self.max_steps:
+        self.dropped += 1
+        return None
+      i = len(self.steps)
+      self.steps.append({"name": name, "kind": kind, "parent": stack[-1] if stack else None, "kernel": self.local.kernel,
+                         "in": self.node(before), "out": None, "ms": 0.0, "matches": [], "t0": time.perf_counter()})
+    stack.append(i)
+    return i
+  def close(self, i: int | None, after: UOp | None) -> None:
+    if i is None: return
+    st = self.steps[i]
+    st["ms"] = (time.perf_counter() - st.pop("t0")) * 1e3
+    st["out"] = self.node(after) if after is not None else None
+    stack = self._stack()
+    if stack and stack[-1] == i: stack.pop()
+  def rewrite(self, name: str | None, sink: UOp, run: Callable[[], UOp]) -> UOp:
+    """One graph_rewrite call, recorded around `run` (the rewrite itself)."""
+    i = self.open(name or "graph_rewrite", "rewrite", sink)
+    out = None
+    try: out = run()
+    finally: self.close(i, out)
+    return out
+  def match(self, fxn: Callable, before: UOp, after: UOp) -> None:
+    """A rule fired: attributed to the innermost open step of this thread (none open: not recorded)."""
+    stack = self._stack()
+    if not stack or self.suspended: return
+    with self.lock:
+      if (r := self.rules.get(fxn)) is None:
+        loc, src = _rule_source(fxn)
+        self.rules[fxn] = r = len(self.rule_rows)
+        self.rule_rows.append({"loc": loc, "src": src})
+      self.steps[stack[-1]]["matches"].append([r, self.node(before), self.node(after)])
+
+  # ---- kernels ----
+  def begin_kernel(self, name: str, device: str, renderer: str, ast: UOp) -> int | None:
+    if self.suspended: return None
+    self._stack()
+    with self.lock:
+      k = len(self.kernels)
+      self.kernels.append({"name": name, "device": device, "renderer": renderer, "ast": self.node(ast), "uops": [],
+                           "source": "", "binary_bytes": None, "steps": []})
+    self.local.kernel = k
+    return k
+  def end_kernel(self, k: int | None, uops: list[UOp], source: str) -> None:
+    if k is None: return
+    self.local.kernel = None
+    with self.lock:
+      kd = self.kernels[k]
+      kd["steps"] = [i for i, s in enumerate(self.steps) if s["kernel"] == k and s["parent"] is None]
+      kd["uops"] = [f"{i:4d} {u.op.name:16s} {str(u.dtype):24s} {u.arg!r}"[:200] for i, u in enumerate(uops)]
+      kd["source"] = source
+      self.by_source.setdefault(source, k)
+  def name_kernel(self, k: int | None, name: str) -> None:
+    if k is not None: self.kernels[k]["name"] = name   # the ProgramSpec's name (what DEBUG=2 prints), known after rendering
+  def binary(self, source: str, nbytes: int) -> None:
+    """A kernel's compiled size, reported when its compile (maybe on a background thread) finishes."""
+    with self.lock:
+      if (k := self.by_source.get(source)) is not None: self.kernels[k]["binary_bytes"] = nbytes
+
+  # ---- output ----
+  def to_json(self) -> dict[str, Any]:
+    with self.lock:
+      steps = [{k: v for k, v in s.items() if k != "t0"} for s in self.steps]
+      return {"version": TRACE_VERSION, "nodes": self.node_rows, "rules": self.rule_rows, "steps": steps, "kernels": self.kernels,
+              "dropped_steps": self.dropped}
+  def save(self, path: str | None = None) -> str:
+    """Write the trace as JSON (a unique temp file renamed into place); returns the path."""
+    if path is None:
+      from tinygrad.helpers import cache_dir
+      os.makedirs(d := os.path.join(cache_dir(), "viz"), exist_ok=True)
+      path = os.path.join(d, f"trace_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.json")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".viz_", suffix=".json")
+    try:
+      with os.fdopen(fd, "w") as f: json.dump(self.to_json(), f)
+      os.replace(tmp, path)
+    except BaseException:
+      if os.path.exists(tmp): os.unlink(tmp)
+      raise
+    return path
+
+def current() -> Recorder | None:
+  """The installed recorder, if any."""
+  from tinygrad.uop import upat
+  return upat.TRACER

@@ -1,0 +1,68 @@
+"""The VIZ page: a small HTTP server on 127.0.0.1 serving a recorded trace and the page that draws it (static/, our own
+SVG drawing: no library, no CDN).
+
+  python -m tinygrad.viz [TRACE.json] [--port N] [--host 127.0.0.1]
+
+Without a trace it serves the newest one VIZ=1 wrote (in the cache directory's viz/ folder)."""
+from __future__ import annotations
+import argparse, glob, os, sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+from typing import Any
+
+STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
+         "/viz.js": ("viz.js", "text/javascript; charset=utf-8"), "/viz.css": ("viz.css", "text/css; charset=utf-8")}
+
+def make_server(trace_path: str, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+  """A server for `trace_path` (not started: call serve_forever, or run it on a thread); port 0 picks a free one
+  (`server.server_address[1]`)."""
+  if not os.path.isfile(trace_path): raise FileNotFoundError(f"no VIZ trace at {trace_path}")
+  class Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+      path = self.path.split("?", 1)[0]
+      if path == "/trace.json": self._send(trace_path, "application/json")
+      elif path in FILES: self._send(os.path.join(STATIC, FILES[path][0]), FILES[path][1])
+      else: self.send_error(404, "not found")
+    def _send(self, fn: str, ctype: str) -> None:
+      with open(fn, "rb") as f: body = f.read()
+      self.send_response(200)
+      self.send_header("Content-Type", ctype)
+      self.send_header("Content-Length", str(len(body)))
+      self.send_header("Cache-Control", "no-store")
+      self.end_headers()
+      self.wfile.write(body)
+    def log_message(self, *args: Any) -> None: pass   # quiet: the page polls nothing, errors reach the browser
+  return ThreadingHTTPServer((host, port), Handler)
+
+def _bind(trace_path: str, port: int, host: str) -> ThreadingHTTPServer:
+  # the asked-for port, else the next ones, else any free port
+  for p in [*range(port, port + 10), 0] if port else [0]:
+    try: return make_server(trace_path, p, host)
+    except OSError: continue
+  raise OSError(f"no free port to serve VIZ on {host}")
+
+def serve_forever(trace_path: str, port: int | None = None, host: str = "127.0.0.1") -> None:
+  from tinygrad.helpers import VIZ_PORT
+  srv = _bind(trace_path, VIZ_PORT.value if port is None else port, host)
+  print(f"VIZ: serving {trace_path} on http://{host}:{srv.server_address[1]}/ (Ctrl-C stops)", file=sys.stderr)
+  try: srv.serve_forever()
+  except KeyboardInterrupt: pass
+  finally: srv.server_close()
+
+def newest_trace() -> str | None:
+  from tinygrad.helpers import cache_dir
+  found = sorted(glob.glob(os.path.join(cache_dir(), "viz", "trace_*.json")), key=os.path.getmtime)
+  return found[-1] if found else None
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(prog="python -m tinygrad.viz", description="Serve a VIZ=1 trace as a web page on this machine.")
+  ap.add_argument("trace", nargs="?", help="a trace written by VIZ=1 (default: the newest one)")
+  ap.add_argument("--port", type=int, default=None, help="port (default VIZ_PORT, 8000; the next free one when taken)")
+  ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+  args = ap.parse_args(argv)
+  path = args.trace or newest_trace()
+  if path is None:
+    print("no VIZ trace found: run a program with VIZ=1 first, or give the trace's path", file=sys.stderr)
+    return 2
+  serve_forever(path, args.port, args.host)
+  return 0
