@@ -196,3 +196,15 @@ def test_profiler_records_jit_replays_and_copies():
     Tensor([1.0, 2.0]).to("PYTHON").realize()
   cats = [e["cat"] for e in p.to_json()["traceEvents"] if e["ph"] == "X"]
   assert cats.count("jit") == 2 and "copy" in cats
+
+def test_beam_candidates_are_timeline_events_not_recorded_kernels(tmp_path):
+  # BEAM times many candidate programs of one kernel: PROFILE shows each, VIZ keeps only the kernel that is built
+  prog = ("import json, sys\nfrom tinygrad import Tensor\nfrom tinygrad.viz.record import Recorder\nfrom tinygrad.viz.profile import Profiler\n"
+          "with Recorder() as rec, Profiler() as prof: (Tensor.arange(48).reshape(6, 8).float() * 3).sum(1).numpy()\n"
+          "evs = [e for e in prof.to_json()['traceEvents'] if e['ph'] == 'X']\n"
+          "print(json.dumps([sum(e['cat'] == 'beam' for e in evs), len(rec.kernels), sum(e['cat'] == 'kernel' for e in evs)]))\n")
+  env = {**os.environ, "BEAM": "1", "BEAM_TIMEOUT": "20", "IGNORE_BEAM_CACHE": "1", "CACHEDB": str(tmp_path / "cache.db")}
+  r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0, r.stderr
+  beam, kernels, runs = json.loads(r.stdout.strip().splitlines()[-1])
+  assert beam >= 2 and kernels == runs
