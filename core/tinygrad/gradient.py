@@ -39,7 +39,7 @@ def _device(u: UOp) -> str:
 
 def const_like(x: UOp, v: Any) -> UOp:
   """A tensor-level constant `v` with the dtype, device and shape of tensor node `x`."""
-  c = UOp.const(x.dtype, v, src=(UOp(Ops.DEVICE, arg=_device(x)),))
+  c = UOp.const(x.dtype, v, src=(UOp(Ops.DEVICE, arg=x.device if x.op is Ops.MULTI else _device(x)),))
   return c.reshape((1,)*len(x.shape)).expand(x.shape)
 
 def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
@@ -99,8 +99,25 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),                                                                          # identity
   (UPat(Ops.DETACH, name="ret"), lambda ctx, ret: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),) if ret.tag == CONTIGUOUS_BACKWARD else (None,)),  # stops (or contiguous)
   (UPat(Ops.ASSIGN), lambda: (None, None)),                                                                            # writes are not differentiated
+  (UPat(Ops.MULTI, name="ret"), lambda ctx, ret: _multi_grad(ctx, ret)),                                            # to each shard its part
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, UOp(Ops.DEVICE, arg=_device(ret.src[0])))), None)),  # copy back
 ])
+
+def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
+  # a gradient of a replicated tensor is kept as partial sums, one per device, that add up to it (tinygrad/multi.py):
+  # an incoming gradient goes to the first replica only, and a replicated target's gradient is the all-reduce of its parts
+  from tinygrad.multi import to_layout
+  g = to_layout(ctx, cast(tuple, ret.device), ret.arg)
+  return (g.src[0],) + (None,) * (len(ret.src) - 1) if ret.arg is None else g.src
+
+def _flat(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
+def _target_grad(u: UOp, grads: dict[UOp, UOp]) -> UOp | None:
+  """The gradient of target `u` from `grads` (its shards' for a multi-device target); None when it gets none."""
+  if u.op is not Ops.MULTI: return grads.get(u)
+  if not any(s in grads for s in u.src): return None
+  from tinygrad.multi import multi, all_reduce
+  parts = [grads[s] if s in grads else const_like(s, 0.0) for s in u.src]
+  return multi(parts, u.arg) if u.arg is not None else multi(all_reduce(Ops.ADD, parts), None)
 
 def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   op, axes = ret.arg
@@ -164,13 +181,13 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
   root_grad = const_like(sink.src[0], 1.0) if gradient is None else gradient.uop
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
-  grads = compute_gradient(sink.src[0], root_grad, set(sink.src[1:]))
+  grads = compute_gradient(sink.src[0], root_grad, {f for u in sink.src[1:] for f in _flat(u)})
   ret = []
   for x, u in zip(targets, sink.src[1:]):
-    g = grads.get(u)
+    g = _target_grad(u, grads)
     if g is None:
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
-      g = const_like(x.uop, 0.0)
+      g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(_wrap(ex.unexpand(g)))
   return ret
 
@@ -184,6 +201,7 @@ def _live_tensors() -> list[Tensor]:
 
 def is_const(u: UOp) -> bool:
   """A broadcast constant (CONST under movement ops): one hash-consed node per value, so autograd leaves it out."""
+  if u.op is Ops.MULTI: return all(is_const(s) for s in u.src)
   while u.op in GroupOp.Movement: u = u.src[0]
   return u.op is Ops.CONST
 
@@ -192,7 +210,7 @@ class _Realized:
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
   graphs stay apart) and the gradient passes through it to the tensors it was computed from."""
   def __init__(self, live: list[Tensor]):
-    self.graphs = {x.uop: g for x in live if (g := getattr(x, "_graph", None)) is not None}
+    self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
     self.wrap: dict[UOp, UOp] = {}
   def _stand_in(self, r: UOp) -> UOp:
     if r not in self.wrap:
@@ -212,7 +230,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and not is_const(x.uop)]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
-  return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if u in nodes]
+  return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
 
 def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   """Set (or add to) `.grad` of every tensor that `t` depends on and whose requires_grad is not False; `t` must be a scalar
@@ -224,9 +242,9 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   root, need = _grad_tensors(t, [x for x in live if x is not t], ex)
   if not need: return t
   root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
-  grads = compute_gradient(root, root_grad, {u for _, u in need})
+  grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
   for x, u in need:
-    g = grads.get(u)
+    g = _target_grad(u, grads)
     if g is None: continue
     g = ex.unexpand(g)   # the gradient reads the realized buffers, not a recomputation of their graphs
     if x.grad is None: x.grad = _wrap(g)

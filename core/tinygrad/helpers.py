@@ -64,6 +64,8 @@ CONV_PAD_COPY = ContextVar("CONV_PAD_COPY", 16)   # a padded conv whose out chan
 CONV_S2D = ContextVar("CONV_S2D", 1)   # strided convs (dilation 1) run as stride-1 convs over the input's phases (space-to-depth); 0: strided loads
 USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto the renderer's tensor cores
 OPTS = ContextVar("OPTS", "")                # forced actions, "LOCAL:0:16,GROUP:0:8": every kernel they fit gets them (tests)
+RING = ContextVar("RING", 1)                 # all-reduce over devices: 0 naive, 1 a ring for big tensors over >2 devices, 2 always a ring
+RING_BYTES = ContextVar("RING_BYTES", 256_000)  # the partial's size from which RING=1 uses the ring
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay)

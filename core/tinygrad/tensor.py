@@ -2,7 +2,7 @@
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
 import math, time, weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
@@ -10,7 +10,7 @@ from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
-from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg
+from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 
 class _TensorType(type):
   # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch
@@ -100,7 +100,7 @@ def _unview_mask_check(chain: list[UOp]) -> None:
       m = m[inner]
 
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
-             sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin):
+             sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
@@ -116,10 +116,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
     self._graph: UOp | None = None
+    if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
+      self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
+      self.requires_grad = requires_grad
+      return
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
-      self.uop: UOp = data
+      self.uop = data
       self.requires_grad = requires_grad
       return
     dev = _canon_device(device)
@@ -190,8 +194,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """The element type."""
     return self.uop.dtype
   @property
-  def device(self) -> str:
-    """The canonical name of the device holding (or that will compute) this tensor."""
+  def device(self) -> Any:
+    """The canonical name of the device holding (or that will compute) this tensor (a str); for a multi-device tensor
+    (shard) the tuple of its devices' names."""
     return self.uop.device
   @property
   def ndim(self) -> int:
@@ -224,6 +229,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   # ---- realization ----
   def _is_realized(self) -> bool:
+    if self.uop.op is Ops.MULTI: return all(Tensor(s)._is_realized() for s in self.uop.src)
     base = base_buffer(self.uop)
     return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
   def realize(self, *lst: Tensor) -> Tensor:
@@ -233,6 +239,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
     todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and smax(t.numel()) > 0]
     if not todo: return self
+    if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)
     from tinygrad.engine import realize as engine
     roots: dict[UOp, None] = {}
     direct: list[Tensor] = []   # tensors whose own graph is realized (the rest are views of an assign: realized after it)
@@ -261,6 +268,16 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
     return self
+  def _realize_multi(self, todo: list[Tensor]) -> Tensor:
+    # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
+    parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
+    Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
+    for t in todo:
+      if t.uop.op is not Ops.MULTI: continue
+      old = t.uop
+      t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
+      if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
+    return self
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
     import numpy as np
@@ -285,6 +302,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                      "that value would not change on replay; return the tensor from the jitted function instead")
     # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
     # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
+    if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op in GroupOp.Movement: b = b.src[0]
     t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
@@ -364,6 +382,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if was_realized: self.realize()   # moved now: a realized tensor stays realized (and a later realize keeps the graph below)
     if graph is not None: self._graph = mv(graph)   # backward still reaches the tensors it was computed from
     return self
+  def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+    """shard() in place (for parameters: an optimizer made afterwards steps the sharded tensor); its .grad follows. Returns self."""
+    from tinygrad.multi import to_layout
+    from tinygrad.mixin.common import _canon_device as canon
+    devs, ax = canon(tuple(devices)), None if axis is None else self._resolve_dim(axis)
+    if self.grad is not None: self.grad = self.grad.shard(devs, ax)
+    self._detach_view()
+    was_realized, graph = self._is_realized(), self._graph
+    self._set_uop(to_layout(self.uop, devs, ax))
+    if was_realized: self.realize()
+    if graph is not None: self._graph = to_layout(graph, devs, ax)
+    return self
   @property
   def is_param(self) -> bool:
     """Whether an optimizer trains this tensor (public tinygrad's name for requires_grad not False; default True): False marks
@@ -404,6 +434,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if base is None:
       self._assign_whole(x.uop)
       return self
+    if base.uop.op is Ops.MULTI:
+      raise NotImplementedError(f"assign into a view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, devices {base.device}) "
+                                "is not supported; assign the whole tensor, e.g. t.assign(t.where(mask, value)) or build the new value with cat")
     # a realized base is written through its buffer (a realized view may hold that buffer under another reshape)
     buf = base_buffer(base.uop)
     target = buf if buf is not None else base.uop
@@ -413,7 +446,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
     return self
   def _assign_whole(self, v: UOp) -> None:
-    if self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
+    if self.uop.op is Ops.MULTI and (self._is_realized() or all(s.op is Ops.ASSIGN for s in self.uop.src)):
+      # per shard: into its buffer (a pending assign's target again)
+      tgt = UOp(Ops.MULTI, self.dtype, tuple(s.src[0] if s.op is Ops.ASSIGN else s for s in self.uop.src), self.uop.arg)
+      new = UOp(Ops.ASSIGN, self.dtype, (tgt, v))
+    elif self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
     elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
     else: new = v  # nothing else can see an unrealized tensor's buffer: take the value
     self._graph = None
@@ -424,6 +461,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An allocated, uninitialized tensor."""
+    if isinstance(device, (tuple, list)):   # one empty tensor per device, replicated
+      from tinygrad.multi import multi
+      return Tensor(multi([Tensor.empty(*shape, device=d, dtype=dtype).uop for d in _canon_device(device)], None), **kwargs)
     sh, dt, dev = _check_shape("empty", argfix(*shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)
     if smax(prod(sh)) == 0: return Tensor(Tensor._full_uop(sh, 0, dt, dev), **kwargs)
     u = new_buffer(dev, smax(prod(sh)), dt)   # a symbolic shape gets room for its largest size
@@ -499,7 +539,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     x = Tensor.ones((k, 1), dtype=dt, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k*k),)).reshape(k, k)
     return x.shrink(((0, n), (0, m_)))
   def full_like(self, fill_value: ConstType, **kwargs: Any) -> Tensor:
-    """A tensor like this one (shape, dtype, device unless given) filled with `fill_value`."""
+    """A tensor like this one (shape, dtype, device unless given) filled with `fill_value`; like a multi-device tensor, it is
+    sharded the same way."""
+    if self.uop.op is Ops.MULTI and "device" not in kwargs:
+      rg = kwargs.pop("requires_grad", None)
+      ret = Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=self.device[0], **kwargs).shard_like(self)
+      ret.requires_grad = rg
+      return ret
     return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
   def zeros_like(self, **kwargs: Any) -> Tensor:
     """Zeros shaped like this tensor."""
@@ -573,7 +619,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x, t = self, self._to_tensor(y)
     if reverse: x, t = t, x
-    if x.device != t.device: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to()")
+    if x.device != t.device: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
     if match_dtype and x.dtype != t.dtype:
       out = least_upper_dtype(x.dtype, t.dtype)
       x, t = x.cast(out), t.cast(out)
@@ -582,4 +628,4 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _alu(self, op: Ops, *src: Tensor) -> Tensor: return Tensor(self.uop.alu(op, *(s.uop for s in src)))
 
 # the mixins build Tensors: each module's `Tensor` name is bound to the class here, once it exists
-for _m in (random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg): setattr(_m, "Tensor", Tensor)
+for _m in (random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding): setattr(_m, "Tensor", Tensor)

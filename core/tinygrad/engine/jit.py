@@ -47,10 +47,18 @@ def _constants_in(x: Any, where: str) -> list[tuple[str, Any]]:
   if isinstance(x, dict): return [c for k, v in x.items() for c in _constants_in(v, f"{where}[{k!r}]")]
   return [(where, x)]
 
-def _buffer(t: Any) -> Buffer:
-  u = base_buffer(t.uop)
-  if u is None: raise JitError(f"jit input is not realized into a buffer ({t.uop.op})")
-  return buffer_of(u)
+def _buffers(t: Any) -> list[Buffer]:
+  """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
+  out = []
+  for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)):
+    u = base_buffer(s)
+    if u is None: raise JitError(f"jit input is not realized into a buffer ({s.op})")
+    out.append(buffer_of(u))
+  return out
+
+def _layout(t: Any) -> tuple:
+  # a multi-device input's sharding (axis and shard shapes) is part of what the capture was made for
+  return (t.uop.arg, tuple(s.shape for s in t.uop.src)) if t.uop.op is Ops.MULTI else ()
 
 class TinyJit(Generic[R]):
   """Decorate a function of Tensors: call 1 runs it normally, call 2 records its kernels, later calls replay them with the
@@ -90,7 +98,7 @@ class TinyJit(Generic[R]):
     for b in binds:
       v, val = b.unbind()
       if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
-    signature = [(_unbound(t.shape), t.dtype, t.device) for t in inputs] + [("var",) + v.arg for v in var_vals]
+    signature = [(_unbound(t.shape), t.dtype, t.device, _layout(t)) for t in inputs] + [("var",) + v.arg for v in var_vals]
     constants = [c for i, a in enumerate(args) if i not in self.static for c in _constants_in(a, f"argument {i}")] + \
                 [c for k in sorted(kwargs) if k not in self.static for c in _constants_in(kwargs[k], f"argument {k!r}")]
     if not CAPTURING or not JIT or self.cnt == 0:
@@ -98,7 +106,7 @@ class TinyJit(Generic[R]):
       return self._run_and_realize(args, kwargs)
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
-      self.in_bufs, self.signature, self.constants = [_buffer(t) for t in inputs], signature, constants
+      self.in_bufs, self.signature, self.constants = [b for t in inputs for b in _buffers(t)], signature, constants
       _realize.capturing = []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: self.steps, _realize.capturing = _realize.capturing, None
@@ -116,7 +124,7 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
-    swap = {id(old): _buffer(t) for old, t in zip(self.in_bufs, inputs)}
+    swap = {id(old): new for old, new in zip(self.in_bufs, [b for t in inputs for b in _buffers(t)])}
     with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)):
       for step in self.steps:
         bufs = [swap.get(id(b), b) for b in step.bufs]

@@ -11,6 +11,7 @@ indexing.py    __getitem__/__setitem__, gather, scatter/scatter_reduce, masked_s
 sorting.py     sort, argsort, topk (rank counting or a bitonic network, as Tensor ops)
 nn.py          dot/matmul, linear, norms, pooling/unpooling, convolution and its transpose, attention, interpolate
 loss.py        losses: cross entropy (indices or probabilities), NLL, binary cross entropy (probabilities or logits)
+sharding.py    shard, shard_, shard_like: multi-device tensors (lowered per device by tinygrad/multi.py)
 linalg.py      einsum, diag/diagonal, qr (Householder), svd (one-sided Jacobi)
 common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
 """

@@ -1,15 +1,24 @@
 """What the Tensor module and its mixins share: argument checks, broadcasting, host-side packing, error types."""
 from __future__ import annotations
 import struct
-from typing import Any
+from typing import Any, overload
 from tinygrad.uop.ops import UOp, ssimplify
 from tinygrad.dtype import DType, dtypes, float_to_bf16, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
   """An axis outside a tensor's dimensions (caught by `except IndexError` and `except ValueError`, like numpy's AxisError)."""
 
-def _canon_device(device: str | None) -> str:
+@overload
+def _canon_device(device: str | None) -> str: ...
+@overload
+def _canon_device(device: tuple[str, ...] | list[str]) -> tuple[str, ...]: ...
+def _canon_device(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[str, ...]:
+  # a tuple (or list) of devices names a multi-device tensor's devices (tinygrad/multi.py): each one canonical
   from tinygrad.device import Device
+  if isinstance(device, (tuple, list)):
+    devs = tuple(Device.canonicalize(d) for d in device)
+    if not devs or len(set(devs)) != len(devs): raise ValueError(f"a multi-device tensor needs distinct devices, got {device!r}")
+    return devs
   return Device.DEFAULT if device is None else Device.canonicalize(device)
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:

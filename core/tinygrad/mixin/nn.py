@@ -19,7 +19,7 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
   """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place)."""
   from tinygrad.device import Device, DeviceError
   if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or k * n * itemsize < MATMUL_PACK_BYTES.value: return 0
-  try: p = Device[device].renderer.matmul_pack // itemsize
+  try: p = Device[device if isinstance(device, str) else device[0]].renderer.matmul_pack // itemsize   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
   while p > 4 and n % p: p //= 2   # narrower panels where n is not a multiple of the widest (1000: 8)
   return p if p > 1 and n % p == 0 and n > p else 0

@@ -62,6 +62,9 @@ class RandomMixin:
   @staticmethod
   def _random_bits(shape: tuple[int, ...], device: str | None) -> tuple[Tensor, Tensor]:
     """Two independent uint32 words per element of `shape` (numel > 0), advancing the device's counter by one call."""
+    if isinstance(device, (tuple, list)):   # sharded: drawn on the first device, replicated (every device the same numbers)
+      x0, x1 = Tensor._random_bits(shape, device[0])
+      return x0.shard(device), x1.shard(device)
     dev, num = _canon_device(device), prod(shape)
     if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
     st = Tensor._rng_state(dev)

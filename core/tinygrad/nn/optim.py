@@ -15,7 +15,9 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   from tinygrad.dtype import to_numpy
   dt = dtype or (t.dtype if dtypes.is_float(t.dtype) and t.dtype not in (dtypes.bfloat16,) else dtypes.float32)
   shape = t.shape if shape is None else shape
-  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=t.device).reshape(shape)
+  multi = isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
+  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=t.device[0] if multi else t.device).reshape(shape)
+  if multi: ret = ret.shard_like(t) if shape == t.shape else ret.shard(t.device)
   ret.requires_grad = False
   return ret
 

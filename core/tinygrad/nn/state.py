@@ -60,7 +60,7 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   for k, v in todo:
     src = state_dict[k]
     if verbose: print(f"load {k} {src.shape} {src.dtype} -> {v.dtype} on {v.device}")
-    src = src.to(v.device)
+    src = src.shard_like(v)   # onto v's device, or sharded the way v is
     v.assign(src.cast(v.dtype) if src.dtype != v.dtype else src)
     if consume: del state_dict[k]
   if realize and todo: Tensor.realize(*[v for _, v in todo])

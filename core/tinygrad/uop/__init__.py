@@ -39,6 +39,7 @@ class Ops(FastEnum):
   # ---- tensor level, added later: last, so every other op keeps its value (the kernel corpora pickled in plugins/*/tests/data
   # store ops by value) ----
   BIND = auto()                                              # a DEFINE_VAR with its value (src: var, CONST): a size in a tensor shape
+  MULTI = auto()                                             # a multi-device tensor: one graph per device (src), arg = sharded axis or None
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}

@@ -26,8 +26,21 @@ class UOpMetaClass(type):
       ret = UOpMetaClass.ucache.get(key)
     except TypeError as e: raise TypeError(f"UOp arg must be hashable, got {arg!r} for {op}") from e
     if ret is not None: return ret
+    # multi-device tensors (tinygrad/multi.py) are lowered as they are built: a node over a MULTI becomes a MULTI of
+    # per-device nodes, so no other graph ever holds one (checked only once a MULTI or a DEVICE tuple exists)
+    if _multi_lower is not None and op is not Ops.MULTI and op is not Ops.SINK and \
+       any(s.op is Ops.MULTI or (s.op is Ops.DEVICE and type(s.arg) is tuple) for s in src):
+      return _multi_lower(op, dtype, src, arg, tag)
+    if op is Ops.MULTI or (op is Ops.DEVICE and type(arg) is tuple): _enable_multi()
     UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg, tag)
     return ret
+
+# set by tinygrad.multi when a MULTI or DEVICE tuple is first built (none is an ordinary single-device program)
+_multi_lower: Callable[..., UOp] | None = None
+def _enable_multi() -> None:
+  global _multi_lower
+  from tinygrad.multi import lower
+  _multi_lower = lower
 
 def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
   return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
@@ -278,8 +291,9 @@ class UOp(metaclass=UOpMetaClass):
     axes = tuple(a for a in sorted(axes) if self.shape[a] != 1)
     return self if not axes else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
 
-def _device(n: UOp) -> str | None:
+def _device(n: UOp) -> Any:
   if n.op is Ops.DEVICE: return n.arg
+  if n.op is Ops.MULTI: return tuple(s.device for s in n.src)
   if n.op is Ops.COPY: return n.src[1].arg
   return next((d for s in n.src if (d := s.__dict__["_device"]) is not None), None)
 
@@ -293,6 +307,9 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   if op is Ops.SHRINK: return tuple(ssimplify(e-b) for b, e in arg)
   if op is Ops.REDUCE_AXIS: return tuple(1 if i in arg[1] else s for i, s in enumerate(n.src[0].shape))
   if op is Ops.ASSIGN: return n.src[0].shape
+  if op is Ops.MULTI:
+    if arg is None: return n.src[0].shape
+    return tuple(sum(s.shape[i] for s in n.src) if i == arg else d for i, d in enumerate(n.src[0].shape))
   if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL): return ()
   srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
   if not srcs: return ()

@@ -1,0 +1,186 @@
+"""Multi-device tensors: a MULTI UOp bundles one tensor-level graph per device (its shards); arg is the sharded axis, or
+None when every device holds the whole tensor (replicated). Its shape is the logical one, its device the tuple of its
+shards' devices.
+
+A MULTI is lowered as it is built (UOpMetaClass calls `lower` for any node with a MULTI or a DEVICE(tuple) source):
+elementwise ops run per shard, movement ops keep or move the sharded axis, a reduce over the sharded axis is an all-reduce
+(a partial reduce per device, COPYs between devices and combining kernels), and whatever moves elements across shards
+first gathers them. So MULTI only ever sits at the top of a graph, the scheduler sees per-device graphs and COPYs, and
+every device plugin gets sharding without writing any of it.
+
+Uneven splits follow tinygrad 0.9's rule (public tinygrad today refuses them): each shard holds ceil(size/n) elements
+of the axis and the last one the remainder; a split that would leave a shard empty is an error."""
+from __future__ import annotations
+import functools
+from typing import Any, Sequence
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import prod, ceildiv, RING, RING_BYTES
+
+# ops applied shard by shard once the operands share one layout
+_ELEMENTWISE = set(GroupOp.ALU) | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH, Ops.ASSIGN}
+
+def shard_bounds(size: int, n: int) -> list[tuple[int, int]]:
+  """The [start, end) of each of `n` shards of an axis of `size`: ceil(size/n) each, the remainder to the last."""
+  sz = ceildiv(size, n)
+  b = [(min(i*sz, size), min((i+1)*sz, size)) for i in range(n)]
+  if any(e <= s for s, e in b):
+    raise ValueError(f"cannot split an axis of size {size} over {n} devices: {sz} per shard (ceil) leaves a shard empty; "
+                     "shard another axis, use fewer devices, or replicate with axis=None")
+  return b
+
+def bounds(m: UOp) -> list[tuple[int, int]]:
+  """The [start, end) of each shard of MULTI `m` along its axis."""
+  out, off = [], 0
+  for s in m.src:
+    out.append((off, off + s.shape[m.arg]))
+    off += s.shape[m.arg]
+  return out
+
+def describe(u: UOp) -> str:
+  if u.op is not Ops.MULTI: return f"on {u.device}"
+  return f"sharded over {u.device} " + ("replicated" if u.arg is None else f"on axis {u.arg} as {[e - b for b, e in bounds(u)]}")
+
+def multi(srcs: Sequence[UOp], axis: int | None) -> UOp: return UOp(Ops.MULTI, srcs[0].dtype, tuple(srcs), axis)
+def _dev(d: str) -> UOp: return UOp(Ops.DEVICE, arg=d)
+def _copy(u: UOp, d: str) -> UOp: return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
+def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
+  return tuple(v if i == axis else (other(s) if callable(other) else other) for i, s in enumerate(shape))
+def _combine(op: Ops, a: UOp, b: UOp) -> UOp: return a.alu(Ops.OR if op is Ops.ADD and a.dtype == dtypes.bool else op, b)
+
+def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
+  """The [lo, hi) range of sharded `m` along its axis, on device `d`: the overlapping pieces of its shards, copied over
+  where they live elsewhere, padded into place and added (a cat)."""
+  ax, parts = m.arg, []
+  for s, (b, e) in zip(m.src, bounds(m)):
+    l2, h2 = max(lo, b), min(hi, e)
+    if l2 >= h2: continue
+    p = s.shrink(_on_axis(s.shape, ax, (l2 - b, h2 - b), lambda n: (0, n)))
+    if s.device != d: p = _copy(p, d)
+    parts.append(p.pad(_on_axis(p.shape, ax, (l2 - lo, hi - h2), (0, 0))))
+  return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
+
+def allgather(m: UOp) -> UOp:
+  """`m` replicated on its devices: each one assembles the whole tensor."""
+  if m.arg is None: return m
+  return multi([_assemble(m, 0, m.shape[m.arg], d) for d in m.device], None)
+
+def to_layout(u: UOp, devs: tuple[str, ...], axis: int | None) -> UOp:
+  """`u` (one device's, or a MULTI) sharded over `devs` on `axis` (None: replicated): COPYs of its pieces."""
+  if u.op is Ops.MULTI and u.device == devs and u.arg == axis: return u
+  if u.op is Ops.MULTI and u.arg is not None:
+    if axis != u.arg: return to_layout(allgather(u), devs, axis)
+    return multi([_assemble(u, b, e, d) for (b, e), d in zip(shard_bounds(u.shape[u.arg], len(devs)), devs)], u.arg)
+  def whole(d: str) -> UOp:   # a copy of the whole tensor to read on d: the replica already there, if any
+    if u.op is not Ops.MULTI: return u
+    return next((s for s in u.src if s.device == d), u.src[0])
+  if axis is None: return multi([_copy(whole(d), d) for d in devs], None)
+  shape = u.shape
+  if not 0 <= axis < len(shape): raise ValueError(f"shard: axis {axis} out of range for shape {shape}")
+  return multi([_copy(whole(d).shrink(_on_axis(shape, axis, be, lambda n: (0, n))), d)
+                for be, d in zip(shard_bounds(shape[axis], len(devs)), devs)], axis)
+
+def _relayout(m: UOp, lead: UOp) -> UOp:
+  """`m` in the layout of `lead` (same devices, shape): sliced locally from a replica, else moved between devices."""
+  if m.arg == lead.arg and (m.arg is None or bounds(m) == bounds(lead)): return m
+  if lead.arg is None: return allgather(m)
+  if m.arg is None: return multi([s.shrink(_on_axis(s.shape, lead.arg, be, lambda n: (0, n))) for s, be in zip(m.src, bounds(lead))], lead.arg)
+  if m.arg != lead.arg: return _relayout(allgather(m), lead)
+  return multi([_assemble(m, b, e, d) for (b, e), d in zip(bounds(lead), lead.device)], lead.arg)
+
+def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list[int]) -> tuple[int, list[int]] | None:
+  """Where the sharded axis goes under a reshape, with each shard's size there; None when the reshape mixes shards."""
+  pre, post, acc = prod(shape[:ax]), prod(shape[ax+1:]), 1
+  for b, d in enumerate(new):
+    if acc == pre:
+      rest = prod(new[b+1:])
+      if all(s * post % rest == 0 for s in sizes): return b, [s * post // rest for s in sizes]
+    acc *= d
+  return None
+
+def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
+  ax = m.arg
+  if ax is None: return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], None)
+  sizes = [e - b for b, e in bounds(m)]
+  full = m.shape[ax]
+  if op is Ops.PERMUTE: return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], arg.index(ax))
+  if (op is Ops.FLIP and not arg[ax]) or (op is Ops.PAD and arg[ax] == (0, 0)): return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], ax)
+  if op is Ops.SHRINK and arg[ax] == (0, full): return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, (0, s.shape[ax]), lambda a: a)) for s in m.src], ax)
+  if op is Ops.EXPAND and arg[ax] == full: return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, s.shape[ax], lambda a: a)) for s in m.src], ax)
+  if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
+    nax, nsz = r
+    return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
+  # anything else moves elements between shards: every device gathers the whole tensor first
+  return _movement(op, allgather(m), arg)
+
+def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
+  """Combine (ADD, MUL or MAX) the equal-shaped `parts`, one per device, so that every device holds the result, bit for bit
+  the same: naive (each device combines copies of all, in device order) or a ring (reduce-scatter then all-gather of
+  n chunks, each device sending 2(n-1)/n of the data instead of n-1 times it) for big tensors over more than two devices."""
+  n, shape = len(parts), parts[0].shape
+  size = prod(shape)
+  devs = [p.device for p in parts]
+  ring = RING.value >= 2 or (RING.value >= 1 and n > 2 and size * parts[0].dtype.itemsize >= RING_BYTES.value)
+  if not ring or size < n:
+    return [functools.reduce(lambda a, b: _combine(op, a, b), [p if j == i else _copy(p, d) for j, p in enumerate(parts)]) for i, d in enumerate(devs)]
+  cb = shard_bounds(size, n)
+  chunks = [[p.reshape((size,)).shrink((be,)) for be in cb] for p in parts]
+  done: list[UOp] = []
+  for c in range(n):   # reduce-scatter: chunk c travels the ring from device c, each device adding its own piece
+    acc = chunks[c][c]
+    for k in range(1, n):
+      d = (c + k) % n
+      acc = _combine(op, _copy(acc, devs[d]), chunks[d][c])
+    done.append(acc)   # finished on device c-1
+  out: list[list[UOp]] = [[] for _ in range(n)]
+  for c, acc in enumerate(done):   # all-gather: the finished chunk travels on round the ring
+    owner = (c - 1) % n
+    out[owner].append(acc)
+    for k in range(1, n):
+      acc = _copy(acc, devs[(owner + k) % n])
+      out[(owner + k) % n].append(acc)
+  # each device's pieces are in chunk order c = 0..n-1 (appended in that order above): pad into place and add
+  return [functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [ch.pad(((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape)
+          for i in range(n)]
+
+def _reduce(m: UOp, arg: tuple) -> UOp:
+  rop, axes = arg
+  parts = [s.r(rop, axes) for s in m.src]
+  if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
+  return multi(all_reduce(rop, parts), None)
+
+def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
+  # the result's layout: the assign target's, else the first sharded operand's; the other operands are brought to it
+  lead = src[0] if op is Ops.ASSIGN and src[0].op is Ops.MULTI else next((m for m in ms if m.arg is not None), ms[0])
+  per: list[list[UOp]] = []
+  for s in src:
+    if s.op is Ops.MULTI: per.append(list(_relayout(s, lead).src))
+    elif s.op is Ops.DEVICE and isinstance(s.arg, tuple): per.append([_dev(d) for d in lead.device])
+    elif _device_of(s) is None: per.append([s] * len(lead.src))   # a device-less scalar (a bound variable)
+    else: raise ValueError(f"{op}: an operand on {s.device} with a tensor {describe(lead)}; move it with .shard(devices) or .to()")
+  return multi([UOp(op, dtype, tuple(p[i] for p in per), arg, tag) for i in range(len(lead.src))], lead.arg)
+
+def _device_of(u: UOp) -> Any:
+  try: return u.device
+  except ValueError: return None
+
+def lower(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any) -> UOp:
+  """The node UOp(op, dtype, src, arg, tag) whose sources include a MULTI (or a DEVICE tuple), built per device."""
+  ms = [s for s in src if s.op is Ops.MULTI]
+  if not ms:   # on a DEVICE tuple only: one node per device, replicated (a constant, an empty buffer, a copy to each)
+    devs = next(s.arg for s in src if s.op is Ops.DEVICE and isinstance(s.arg, tuple))
+    if op is Ops.COPY: return to_layout(src[0], devs, None)
+    return multi([UOp(op, dtype, tuple(_dev(d) if s.op is Ops.DEVICE and isinstance(s.arg, tuple) else s for s in src), arg, tag) for d in devs], None)
+  for m in ms[1:]:
+    if m.device != ms[0].device: raise ValueError(f"{op}: tensors sharded over different devices, {m.device} and {ms[0].device}; .shard() one like the other")
+  m = ms[0]
+  if op is Ops.COPY:
+    target = src[1].arg
+    if target == m.device: return multi([_copy(s, d) for s, d in zip(m.src, target)], m.arg)   # a clone
+    if isinstance(target, tuple): return to_layout(m, target, m.arg)
+    return _copy(next((s for s in m.src if s.device == target), m.src[0]), target) if m.arg is None else _assemble(m, 0, m.shape[m.arg], target)
+  if op in GroupOp.Movement: return _movement(op, m, arg)
+  if op is Ops.REDUCE_AXIS: return _reduce(m, arg)
+  if op in _ELEMENTWISE: return _elementwise(op, dtype, src, arg, tag, ms)
+  raise NotImplementedError(f"{op} is not supported on a tensor {describe(m)}; gather it onto one device first with .to(device)")

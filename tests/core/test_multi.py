@@ -1,0 +1,235 @@
+"""Multi-device tensors (Tensor.shard, tinygrad/multi.py): every op on tensors sharded over two instances of one device
+(CPU:0,CPU:1 and PYTHON:0,PYTHON:1), forward and backward, against torch; uneven splits; all-reduce (naive and ring);
+data-parallel SGD and Adam equal to one device; state dict I/O; the errors."""
+import os, subprocess, sys, pathlib
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, nn, Context
+from tinygrad.uop import Ops
+from tinygrad.nn.state import get_parameters, get_state_dict, load_state_dict, safe_save, safe_load
+
+torch = pytest.importorskip("torch", reason="torch is the reference for the sharded ops' values and gradients: pip install torch")
+
+PAIRS = [("CPU:0", "CPU:1"), ("PYTHON:0", "PYTHON:1")]
+
+@pytest.fixture(params=PAIRS, ids=["CPU", "PYTHON"])
+def devs(request): return request.param
+
+def _rand(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+def test_device_instances_are_distinct():
+  for a, b in PAIRS:
+    assert Device[a] is not Device[b] and Device[a].device != Device[b].device
+
+def test_shard_layout_and_canonical_devices(devs):
+  x = Tensor(_rand(4, 6)).shard(devs, 1)
+  assert x.device == tuple(Device.canonicalize(d) for d in devs) and x.shape == (4, 6)
+  assert [s.shape for s in x.uop.src] == [(4, 3), (4, 3)] and x.uop.arg == 1
+  assert [s.device for s in x.uop.src] == list(x.device)
+  r = Tensor(_rand(4, 6)).shard(devs)
+  assert r.uop.arg is None and [s.shape for s in r.uop.src] == [(4, 6), (4, 6)]
+
+def test_uneven_split_gives_the_remainder_to_the_last_shard(devs):
+  a = _rand(5, 3)
+  x = Tensor(a).shard(devs, 0)
+  assert [s.shape[0] for s in x.uop.src] == [3, 2]
+  np.testing.assert_array_equal(x.numpy(), a)
+  np.testing.assert_allclose((x * 2).sum(0).numpy(), (a * 2).sum(0), rtol=1e-6)
+  with pytest.raises(ValueError, match="leaves a shard empty"): Tensor(_rand(1, 3)).shard(devs, 0)
+
+def test_realize_numpy_tolist_to(devs):
+  a = _rand(4, 2)
+  for axis in (None, 0, 1):
+    x = Tensor(a).shard(devs, axis).realize()
+    assert x._is_realized()
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x.tolist() == a.tolist()
+    g = x.to(devs[1])
+    assert g.device == Device.canonicalize(devs[1])
+    np.testing.assert_array_equal(g.numpy(), a)
+  x = Tensor(a).shard(devs, 0)
+  np.testing.assert_array_equal(x.shard(devs, 1).numpy(), a)   # resharded onto another axis
+  np.testing.assert_array_equal(Tensor(a).to(devs).numpy(), a)  # to() a tuple replicates
+  c = x.clone().realize()
+  assert c.uop.arg == 0 and all(cs is not xs for cs, xs in zip(c.uop.src, x.uop.src))
+
+def _ops(devs):
+  # (name, axis of the sharded input, op on tinygrad, op on torch); each op runs on x (4, 6) and, where it takes one, a second operand
+  w = _rand(6, 5, seed=1)
+  b = _rand(4, 6, seed=2)
+  return [
+    ("add_same_sharding", 0, lambda x: x + Tensor(b).shard(devs, 0), lambda x: x + torch.tensor(b)),
+    ("mul_replicated", 0, lambda x: x * Tensor(b).shard(devs), lambda x: x * torch.tensor(b)),
+    ("sub_other_axis", 0, lambda x: x - Tensor(b).shard(devs, 1), lambda x: x - torch.tensor(b)),
+    ("scalar_and_unary", 1, lambda x: (x * 3 + 1).exp().log().relu(), lambda x: (x * 3 + 1).exp().log().relu()),
+    ("where_cmp", 1, lambda x: (x > 0).where(x, x * 0.5), lambda x: torch.where(x > 0, x, x * 0.5)),
+    ("reshape_keeps_axis", 0, lambda x: x.reshape(4, 2, 3) * 2, lambda x: x.reshape(4, 2, 3) * 2),
+    ("reshape_merges_shards", 1, lambda x: x.reshape(24) * 2, lambda x: x.reshape(24) * 2),
+    ("permute", 0, lambda x: x.permute(1, 0) + 1, lambda x: x.permute(1, 0) + 1),
+    ("expand", 0, lambda x: x.reshape(4, 1, 6).expand(4, 3, 6) * 2, lambda x: x.reshape(4, 1, 6).expand(4, 3, 6) * 2),
+    ("pad_other_axis", 0, lambda x: x.pad(((0, 0), (1, 2))), lambda x: torch.nn.functional.pad(x, (1, 2, 0, 0))),
+    ("pad_sharded_axis", 0, lambda x: x.pad(((1, 2), (0, 0))), lambda x: torch.nn.functional.pad(x, (0, 0, 1, 2))),
+    ("shrink_sharded_axis", 0, lambda x: x[1:3], lambda x: x[1:3]),
+    ("flip_sharded_axis", 0, lambda x: x.flip(0) * 2, lambda x: x.flip(0) * 2),
+    ("index_int_and_step", 1, lambda x: x[2, ::2], lambda x: x[2, ::2]),
+    ("gather", 0, lambda x: x.gather(1, Tensor([[0, 5], [1, 1], [2, 4], [3, 0]]).shard(devs, 0)),
+     lambda x: x.gather(1, torch.tensor([[0, 5], [1, 1], [2, 4], [3, 0]]))),
+    ("sum_sharded_axis", 0, lambda x: x.sum(0), lambda x: x.sum(0)),
+    ("sum_other_axis", 0, lambda x: x.sum(1), lambda x: x.sum(1)),
+    ("sum_all", 1, lambda x: x.sum(), lambda x: x.sum()),
+    ("max_sharded_axis", 1, lambda x: x.max(1), lambda x: x.amax(1)),
+    ("mean_keepdim", 0, lambda x: x.mean(0, keepdim=True), lambda x: x.mean(0, keepdim=True)),
+    ("softmax_sharded_axis", 1, lambda x: x.softmax(1), lambda x: x.softmax(1)),
+    ("matmul_lhs_rows", 0, lambda x: x @ Tensor(w).shard(devs), lambda x: x @ torch.tensor(w)),
+    ("matmul_contracted_axis", 1, lambda x: x @ Tensor(w).shard(devs, 0), lambda x: x @ torch.tensor(w)),
+    ("matmul_rhs_sharded", None, lambda x: x @ Tensor(w).shard(devs, 1), lambda x: x @ torch.tensor(w)),
+    ("cat_sharded_axis", 0, lambda x: Tensor.cat(x, x * 2, dim=0), lambda x: torch.cat([x, x * 2], 0)),
+    ("cat_other_axis", 0, lambda x: Tensor.cat(x, x * 2, dim=1), lambda x: torch.cat([x, x * 2], 1)),
+    ("stack", 1, lambda x: Tensor.stack(x, x + 1, dim=0), lambda x: torch.stack([x, x + 1], 0)),
+  ]
+
+@pytest.mark.parametrize("i", range(27), ids=[o[0] for o in _ops(PAIRS[0])])
+def test_op_forward_and_backward(devs, i):
+  name, axis, f, ft = _ops(devs)[i]
+  a = _rand(4, 6, seed=3)
+  x = Tensor(a, requires_grad=True)
+  xs = x.shard(devs, axis) if axis is not None else x.shard(devs)
+  out = f(xs)
+  assert isinstance(out.device, tuple), f"{name}: the result left the devices ({out.device})"
+  tx = torch.tensor(a, requires_grad=True)
+  tout = ft(tx)
+  np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+  c = _rand(*tout.shape, seed=4)
+  (out * Tensor(c).shard(devs)).sum().backward()
+  (tout * torch.tensor(c)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"{name} (gradient)")
+
+def test_sharded_and_replicated_params_get_full_gradients(devs):
+  a, w = _rand(6, 4), _rand(4, 3, seed=1)
+  X = Tensor(a).shard(devs, 0)
+  W = Tensor(w).shard(devs)   # replicated: each device's part of the gradient is all-reduced
+  W.requires_grad = True
+  V = Tensor(w.T.copy()).shard(devs, 0)   # sharded on its rows
+  V.requires_grad = True
+  ((X @ W).relu() @ V).sum().backward()
+  ta, tw, tv = torch.tensor(a), torch.tensor(w, requires_grad=True), torch.tensor(w.T.copy(), requires_grad=True)
+  ((ta @ tw).relu() @ tv).sum().backward()
+  assert W.grad.uop.arg is None and V.grad.uop.arg == 0
+  np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(V.grad.numpy(), tv.grad.numpy(), rtol=1e-5, atol=1e-5)
+  for s in W.grad.realize().uop.src[1:]: np.testing.assert_array_equal(Tensor(s).numpy(), Tensor(W.grad.uop.src[0]).numpy())
+
+def test_assign_into_sharded_tensor(devs):
+  a, b = _rand(4, 3), _rand(4, 3, seed=1)
+  x = Tensor(a).shard(devs, 0).realize()
+  bufs = list(x.uop.src)
+  x.assign(Tensor(b).shard(devs, 0)).realize()
+  assert list(x.uop.src) == bufs   # written in place, shard by shard
+  np.testing.assert_array_equal(x.numpy(), b)
+  x += 1
+  x.assign(x * 2)   # a second pending assign before realizing
+  np.testing.assert_allclose(x.numpy(), (b + 1) * 2, rtol=1e-6)
+  x.assign(Tensor(a).shard(devs)).realize()   # a replicated value: each shard takes its part
+  np.testing.assert_array_equal(x.numpy(), a)
+  with pytest.raises(NotImplementedError, match="view .* multi-device"): x[1:3].assign(Tensor.zeros(2, 3).shard(devs, 0))
+
+def test_all_reduce_ring_equals_naive_on_three_devices():
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  a = _rand(7, 5)
+  for ring in (0, 2):
+    with Context(RING=ring):
+      s = Tensor(a).shard(devs, 0).sum(0).realize()
+    assert s.uop.arg is None
+    np.testing.assert_allclose(s.numpy(), a.sum(0), rtol=1e-5, atol=1e-6)
+    parts = [Tensor(u).numpy() for u in s.uop.src]
+    for p in parts[1:]: np.testing.assert_array_equal(p, parts[0])   # every replica bit for bit the same
+  with Context(RING=2): np.testing.assert_array_equal(Tensor(a).shard(devs, 1).max(1).numpy(), a.max(1))
+
+def test_errors_name_the_sharding(devs):
+  x = Tensor(_rand(4, 2)).shard(devs, 0)
+  with pytest.raises(ValueError, match="different devices"): (x + Tensor(_rand(4, 2))).realize()
+  with pytest.raises(ValueError, match=r"different devices.*shard_like"): x + Tensor(_rand(4, 2)).shard(("CPU:2", "CPU:3"), 0)
+  from tinygrad.multi import lower
+  with pytest.raises(ValueError, match="sharded over different devices"): lower(Ops.ADD, x.dtype, (x.uop, Tensor(_rand(4, 2)).shard(("CPU:2", "CPU:3"), 0).uop), None, None)
+  with pytest.raises(ValueError, match="distinct devices"): Tensor(_rand(4, 2)).shard((devs[0], devs[0]))
+  from tinygrad.uop.ops import UOp
+  with pytest.raises(NotImplementedError, match=r"Ops.KERNEL is not supported on a tensor sharded over .* on axis 0"): UOp(Ops.KERNEL, src=(x.uop,))
+
+class _MLP:
+  def __init__(self):
+    self.l1, self.l2 = nn.Linear(8, 16), nn.Linear(16, 4)
+  def __call__(self, x: Tensor) -> Tensor: return self.l2(self.l1(x).relu())
+
+def data_parallel_weights(opt_cls, devs, steps=5):
+  """The MLP's weights after `steps` steps of `opt_cls` on one device (devs None) or with the batch sharded over devs."""
+  Tensor.manual_seed(0)
+  m = _MLP()
+  if devs:
+    for p in get_parameters(m): p.shard_(devs)
+  opt = opt_cls(get_parameters(m), lr=0.01)
+  rng = np.random.default_rng(0)
+  with Tensor.train():
+    for _ in range(steps):
+      x, y = Tensor(rng.standard_normal((6, 8)).astype(np.float32)), Tensor(rng.integers(0, 4, 6))
+      if devs: x, y = x.shard(devs, 0), y.shard(devs, 0)
+      opt.zero_grad()
+      m(x).sparse_categorical_crossentropy(y).backward()
+      opt.step()
+  return [p.numpy() for p in get_parameters(m)]
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_data_parallel_training_equals_one_device(devs, opt):
+  cls = getattr(nn.optim, opt)
+  one, two = data_parallel_weights(cls, None), data_parallel_weights(cls, devs)
+  for a, b in zip(one, two): np.testing.assert_allclose(b, a, atol=1e-5, rtol=0)
+
+def test_data_parallel_training_on_the_nv_mocks_two_gpus():
+  pytest.importorskip("tinygrad_nv", reason="the NV plugin (pip install ./plugins/tinygrad_nv) runs its mock driver with NV_MOCK=1")
+  code = ("import sys; sys.path.insert(0, sys.argv[1]); import numpy as np; from tinygrad import nn; from test_multi import data_parallel_weights as w\n"
+          "for o in (nn.optim.SGD, nn.optim.Adam):\n"
+          "  for a, b in zip(w(o, None), w(o, ('NV:0', 'NV:1'))): np.testing.assert_allclose(b, a, atol=1e-5, rtol=0)\n"
+          "print('ok')")
+  env = {**os.environ, "NV_MOCK": "1"}
+  r = subprocess.run([sys.executable, "-c", code, str(pathlib.Path(__file__).parent)], env=env, capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+def test_state_dict_save_gathers_and_load_keeps_sharding(devs, tmp_path):
+  Tensor.manual_seed(1)
+  m = _MLP()
+  ref = {k: v.numpy() for k, v in get_state_dict(m).items()}
+  m.l1.weight.shard_(devs, 0)
+  m.l2.weight.shard_(devs)
+  safe_save(get_state_dict(m), str(tmp_path / "m.safetensors"))
+  loaded = safe_load(str(tmp_path / "m.safetensors"))
+  for k, v in ref.items(): np.testing.assert_array_equal(loaded[k].numpy(), v)
+  m2 = _MLP()
+  m2.l1.weight.shard_(devs, 0)
+  load_state_dict(m2, loaded)
+  assert m2.l1.weight.uop.op is Ops.MULTI and m2.l1.weight.uop.arg == 0
+  for k, v in get_state_dict(m2).items(): np.testing.assert_array_equal(v.numpy(), ref[k])
+
+def test_peer_copy_hook_carries_the_copies_when_the_allocator_has_one(monkeypatch):
+  # the optional plugin hook (docs/plugins.md, section 9): both ends of one allocator class with `_transfer` -> it is called
+  alloc_cls = type(Device["CPU:1"].allocator)
+  calls: list[int] = []
+  def _transfer(self, dest, src, nbytes, src_dev=None, dest_dev=None):
+    calls.append(nbytes)
+    dest_dev.copyin(dest, src_dev._as_buffer(src)[:nbytes])
+  a = _rand(4, 3)
+  host = Tensor(a).shard(("CPU:0", "CPU:1"), 0).sum(0).numpy()   # without the hook: through the host
+  assert not calls
+  monkeypatch.setattr(alloc_cls, "_transfer", _transfer, raising=False)
+  np.testing.assert_array_equal(Tensor(a).shard(("CPU:0", "CPU:1"), 0).sum(0).numpy(), host)
+  assert calls and all(n > 0 for n in calls)
+
+def test_tinyjit_replays_with_sharded_inputs():
+  from tinygrad import TinyJit
+  devs = ("CPU:0", "CPU:1")
+  w = _rand(4, 3, seed=1)
+  W = Tensor(w).shard(devs).realize()
+  f = TinyJit(lambda x: (x @ W).sum(0).realize())
+  for i in range(4):
+    a = _rand(6, 4, seed=10 + i)
+    np.testing.assert_allclose(f(Tensor(a).shard(devs, 0).realize()).numpy(), (a @ w).sum(0), rtol=1e-5, atol=1e-5)
+  assert f.cnt == 4 and f.steps
+  with pytest.raises(Exception, match="captured with inputs"): f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
