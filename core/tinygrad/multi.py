@@ -81,11 +81,17 @@ def to_layout(u: UOp, devs: tuple[str, ...], axis: int | None) -> UOp:
   return multi([_copy(whole(d).shrink(_on_axis(shape, axis, be, lambda n: (0, n))), d)
                 for be, d in zip(shard_bounds(shape[axis], len(devs)), devs)], axis)
 
+def _local_slice(s: UOp, ax: int, b: int, e: int) -> UOp:
+  """[b, e) of axis `ax` of replica `s`, on its device. A broadcast axis (a weight expanded over a sharded batch) is
+  expanded to the shard's size instead of shrunk from the whole: the gradient then sums the shard's rows only."""
+  if s.op is Ops.EXPAND and s.src[0].shape[ax] == 1: return s.src[0].expand(_on_axis(s.shape, ax, e - b, lambda n: n))
+  return s.shrink(_on_axis(s.shape, ax, (b, e), lambda n: (0, n)))
+
 def _relayout(m: UOp, lead: UOp) -> UOp:
   """`m` in the layout of `lead` (same devices, shape): sliced locally from a replica, else moved between devices."""
   if m.arg == lead.arg and (m.arg is None or bounds(m) == bounds(lead)): return m
   if lead.arg is None: return allgather(m)
-  if m.arg is None: return multi([s.shrink(_on_axis(s.shape, lead.arg, be, lambda n: (0, n))) for s, be in zip(m.src, bounds(lead))], lead.arg)
+  if m.arg is None: return multi([_local_slice(s, lead.arg, b, e) for s, (b, e) in zip(m.src, bounds(lead))], lead.arg)
   if m.arg != lead.arg: return _relayout(allgather(m), lead)
   return multi([_assemble(m, b, e, d) for (b, e), d in zip(bounds(lead), lead.device)], lead.arg)
 

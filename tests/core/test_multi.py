@@ -118,6 +118,9 @@ def test_sharded_and_replicated_params_get_full_gradients(devs):
   np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(V.grad.numpy(), tv.grad.numpy(), rtol=1e-5, atol=1e-5)
   for s in W.grad.realize().uop.src[1:]: np.testing.assert_array_equal(Tensor(s).numpy(), Tensor(W.grad.uop.src[0]).numpy())
+  gw, gv = ((X @ W).relu() @ V).sum().gradient(W, V)   # Tensor.gradient: the same, as new tensors
+  np.testing.assert_allclose(gw.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(gv.numpy(), tv.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 def test_assign_into_sharded_tensor(devs):
   a, b = _rand(4, 3), _rand(4, 3, seed=1)
@@ -233,3 +236,10 @@ def test_tinyjit_replays_with_sharded_inputs():
     np.testing.assert_allclose(f(Tensor(a).shard(devs, 0).realize()).numpy(), (a @ w).sum(0), rtol=1e-5, atol=1e-5)
   assert f.cnt == 4 and f.steps
   with pytest.raises(Exception, match="captured with inputs"): f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
+
+def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
+  # a weight broadcast over a sharded batch is expanded to each shard's rows, not expanded to the whole batch and cut:
+  # its gradient then sums only the shard's rows
+  devs = ("CPU:0", "CPU:1")
+  y = Tensor(_rand(6, 4)).shard(devs, 0) * Tensor(_rand(1, 4)).shard(devs)
+  for s in y.uop.src: assert not any(n.op in (Ops.SHRINK, Ops.PAD) for n in s.toposort(gate=lambda n: n.op is not Ops.COPY))
