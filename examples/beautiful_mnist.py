@@ -7,12 +7,13 @@ generated MNIST-shaped set (uint8 28x28 images whose class is where a bright blo
 
   STEPS=70 BS=512 python examples/beautiful_mnist.py      # STEPS=4 BS=16 for a tiny run; FASHION=1 for Fashion-MNIST
   mpirun -n 2 python examples/beautiful_mnist.py         # data parallel over 2 processes: each rank BS/2 of every batch
+  DEVICES=2 python examples/beautiful_mnist.py            # data parallel over 2 devices in one process (CPU:0, CPU:1; DEV=NV: NV:0, NV:1)
 """
 from __future__ import annotations
 import os
 from typing import Callable
 import numpy as np
-from tinygrad import Tensor, TinyJit, nn, GlobalCounters, Context
+from tinygrad import Tensor, TinyJit, nn, GlobalCounters, Context, Device
 from tinygrad import distributed as dist
 from tinygrad.helpers import getenv, trange
 from tinygrad.nn.datasets import mnist
@@ -50,9 +51,18 @@ def load_data() -> tuple[Tensor, Tensor, Tensor, Tensor]:
   if not getenv("SYNTH") and all(os.path.isfile(os.path.join(sub, f)) for f in MNIST_FILES): return mnist(fashion=getenv("FASHION"))
   return generated_mnist()
 
-def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, steps: int, bs: int) -> list[float]:
-  """Train a fresh Model for `steps` steps of batch `bs`; the losses, one per step."""
+def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, steps: int, bs: int, devices: int = 1) -> list[float]:
+  """Train a fresh Model for `steps` steps of batch `bs` (data parallel over `devices` instances of the default device);
+  the losses, one per step."""
   model = Model()
+  # ---- DEVICES=n (Tensor.shard, one process): a copy of the model on every device and each batch split over them along
+  # axis 0; BatchNorm's batch statistics and the replicated weights' gradients are all-reduced by the ops themselves ----
+  GPUS = tuple(f"{Device.DEFAULT}:{i}" for i in range(devices)) if devices > 1 else None
+  if GPUS is not None:
+    for x in nn.state.get_state_dict(model).values(): x.to_(GPUS)
+    X_test, Y_test = X_test.shard(GPUS, axis=0), Y_test.shard(GPUS, axis=0)
+  def shard_batch(X: Tensor, Y: Tensor) -> tuple[Tensor, Tensor]: return (X, Y) if GPUS is None else (X.shard(GPUS, axis=0), Y.shard(GPUS, axis=0))
+  # ----
   opt = nn.optim.Adam(nn.state.get_parameters(model))
   # under mpirun -n N (tinygrad.distributed over MPI): each rank draws its own bs/N samples of every batch, the wrapped
   # optimizer starts every rank from rank 0's weights and averages the gradients over the ranks (inside the jitted step),
@@ -69,7 +79,8 @@ def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, step
   def train_step() -> Tensor:
     opt.zero_grad()
     samples = Tensor.randint(bs, high=X_train.shape[0])
-    loss = model(X_train[samples]).sparse_categorical_crossentropy(Y_train[samples]).backward()
+    X, Y = shard_batch(X_train[samples], Y_train[samples])
+    loss = model(X).sparse_categorical_crossentropy(Y).backward()
     return loss.realize(*opt.schedule_step())
 
   @TinyJit
@@ -84,4 +95,4 @@ def train(X_train: Tensor, Y_train: Tensor, X_test: Tensor, Y_test: Tensor, step
   return losses
 
 if __name__ == "__main__":
-  train(*load_data(), steps=getenv("STEPS", 70), bs=getenv("BS", 512))
+  train(*load_data(), steps=getenv("STEPS", 70), bs=getenv("BS", 512), devices=getenv("DEVICES", 1))

@@ -20,3 +20,14 @@ def test_beautiful_mnist_loss_falls():
   # the first steps sit near ln(10) = 2.3; the jitted replays (step 3 on) must keep training, not replay step 2's loss
   assert np.mean(losses[-3:]) < 0.8 * np.mean(losses[:2]), losses
   assert len(set(losses[2:])) == len(losses[2:]), losses
+
+def test_beautiful_mnist_data_parallel_over_two_devices_matches_one():
+  # DEVICES=2: the model replicated on CPU:0 and CPU:1, each batch split between them; BatchNorm's batch statistics and
+  # the gradients are all-reduced, so the losses are one device's
+  ex = load_example()
+  data = ex.generated_mnist(256, 32)
+  Tensor.manual_seed(0)
+  one = ex.train(*data, steps=2, bs=32)   # (the kernels of the test above)
+  Tensor.manual_seed(0)
+  two = ex.train(*data, steps=2, bs=32, devices=2)
+  np.testing.assert_allclose(two, one, rtol=1e-4, atol=1e-5)
