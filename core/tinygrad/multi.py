@@ -87,12 +87,12 @@ def _local_slice(s: UOp, ax: int, b: int, e: int) -> UOp:
   if s.op is Ops.EXPAND and s.src[0].shape[ax] == 1: return s.src[0].expand(_on_axis(s.shape, ax, e - b, lambda n: n))
   return s.shrink(_on_axis(s.shape, ax, (b, e), lambda n: (0, n)))
 
-def _relayout(m: UOp, lead: UOp) -> UOp:
+def relayout(m: UOp, lead: UOp) -> UOp:
   """`m` in the layout of `lead` (same devices, shape): sliced locally from a replica, else moved between devices."""
   if m.arg == lead.arg and (m.arg is None or bounds(m) == bounds(lead)): return m
   if lead.arg is None: return allgather(m)
   if m.arg is None: return multi([_local_slice(s, lead.arg, b, e) for s, (b, e) in zip(m.src, bounds(lead))], lead.arg)
-  if m.arg != lead.arg: return _relayout(allgather(m), lead)
+  if m.arg != lead.arg: return relayout(allgather(m), lead)
   return multi([_assemble(m, b, e, d) for (b, e), d in zip(bounds(lead), lead.device)], lead.arg)
 
 def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list[int]) -> tuple[int, list[int]] | None:
@@ -161,7 +161,7 @@ def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any
   lead = src[0] if op is Ops.ASSIGN and src[0].op is Ops.MULTI else next((m for m in ms if m.arg is not None), ms[0])
   per: list[list[UOp]] = []
   for s in src:
-    if s.op is Ops.MULTI: per.append(list(_relayout(s, lead).src))
+    if s.op is Ops.MULTI: per.append(list(relayout(s, lead).src))
     elif s.op is Ops.DEVICE and isinstance(s.arg, tuple): per.append([_dev(d) for d in lead.device])
     elif _device_of(s) is None: per.append([s] * len(lead.src))   # a device-less scalar (a bound variable)
     else: raise ValueError(f"{op}: an operand on {s.device} with a tensor {describe(lead)}; move it with .shard(devices) or .to()")

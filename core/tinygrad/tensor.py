@@ -435,8 +435,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self._assign_whole(x.uop)
       return self
     if base.uop.op is Ops.MULTI:
-      raise NotImplementedError(f"assign into a view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, devices {base.device}) "
-                                "is not supported; assign the whole tensor, e.g. t.assign(t.where(mask, value)) or build the new value with cat")
+      base._assign_whole(self._unview_multi(base, x))
+      return self
     # a realized base is written through its buffer (a realized view may hold that buffer under another reshape)
     buf = base_buffer(base.uop)
     target = buf if buf is not None else base.uop
@@ -445,6 +445,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                                          "assign into that tensor with setitem instead")
     base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
     return self
+  def _unview_multi(self, base: Tensor, x: Tensor) -> UOp:
+    # a view of a multi-device tensor whose every shard is a view of the base's shard on its device: each shard of the base
+    # takes the part of x its view shows (x laid out like the view first); a view that gathered shards has no such chains
+    from tinygrad.multi import multi, relayout
+    v = self.uop
+    tgts = [b if (b := base_buffer(s)) is not None else s for s in base.uop.src]
+    chains = [_movement_chain(vs, t) for vs, t in zip(v.src, tgts)] if v.op is Ops.MULTI and len(v.src) == len(tgts) else [None]
+    if any(c is None for c in chains):
+      raise NotImplementedError(f"assign into this view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, {base.device}) "
+                                "moves elements between its shards; assign the whole tensor, e.g. t.assign(t.where(mask, value))")
+    xv = relayout(x.uop, v)
+    parts = [_unview(c, Tensor(xs), Tensor(t)).reshape(bs.shape).uop for c, xs, t, bs in zip(chains, xv.src, tgts, base.uop.src) if c is not None]
+    return multi(parts, base.uop.arg)
   def _assign_whole(self, v: UOp) -> None:
     if self.uop.op is Ops.MULTI and (self._is_realized() or all(s.op is Ops.ASSIGN for s in self.uop.src)):
       # per shard: into its buffer (a pending assign's target again)

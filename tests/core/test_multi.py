@@ -134,7 +134,14 @@ def test_assign_into_sharded_tensor(devs):
   np.testing.assert_allclose(x.numpy(), (b + 1) * 2, rtol=1e-6)
   x.assign(Tensor(a).shard(devs)).realize()   # a replicated value: each shard takes its part
   np.testing.assert_array_equal(x.numpy(), a)
-  with pytest.raises(NotImplementedError, match="view .* multi-device"): x[1:3].assign(Tensor.zeros(2, 3).shard(devs, 0))
+  x[:, 1:3].assign(Tensor.full((4, 2), -1.0).shard(devs, 0)).realize()   # a view that keeps each shard on its device
+  want = a.copy()
+  want[:, 1:3] = -1
+  np.testing.assert_array_equal(x.numpy(), want)
+  x[1:3, 0] = 7.0   # setitem, also across the shards' boundary
+  want[1:3, 0] = 7
+  np.testing.assert_array_equal(x.numpy(), want)
+  with pytest.raises(NotImplementedError, match="moves elements between its shards"): x[1:3].assign(Tensor.zeros(2, 3).shard(devs, 0))
 
 def test_all_reduce_ring_equals_naive_on_three_devices():
   devs = ("CPU:0", "CPU:1", "CPU:2")
