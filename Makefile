@@ -46,8 +46,9 @@ lines:
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py))
 
-# the CPU's other compilers, and NV and AMD on their mock drivers, run the same conformance suite, with fewer examples each
-EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM
+# the CPU's other compilers, NV and AMD on their mock drivers, and CL (OpenCL on POCL: its compiles dominate, so the quick
+# run) run the same conformance suite, with fewer examples each
+EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM,CL
 
 # the suite's main run, every example on each (WEBGPU on llvmpipe: its conformance run measured 1m22s with -n 2 on this
 # 2-core machine, plus ~20 s of its plugin tests)

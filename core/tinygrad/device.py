@@ -325,7 +325,7 @@ class Compiled:
     """Wait until all work queued on the device has finished."""
   def __repr__(self) -> str: return f"<{type(self).__name__} {self.device} compiler={self.compiler_name}>"
 
-FIRST_PARTY = {"CPU": "tinygrad-cpu", "NV": "tinygrad-nv", "AMD": "tinygrad-amd", "METAL": "tinygrad-metal", "WEBGPU": "tinygrad-webgpu"}
+FIRST_PARTY = {"CPU": "tinygrad-cpu", "NV": "tinygrad-nv", "AMD": "tinygrad-amd", "METAL": "tinygrad-metal", "WEBGPU": "tinygrad-webgpu", "CL": "tinygrad-cl"}
 
 class _Device:
   """The device registry: `Device["NV:1"]` opens (once) and returns a device; `Device.DEFAULT` is the default's name."""

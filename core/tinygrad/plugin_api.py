@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
   # renderers
   "Renderer": "tinygrad.renderer", "ProgramSpec": "tinygrad.renderer", "TensorCore": "tinygrad.renderer",
   "CStyleLanguage": "tinygrad.renderer.cstyle", "base_code_for_op": "tinygrad.renderer.cstyle", "base_rewrite": "tinygrad.renderer.cstyle",
-  "thread_work": "tinygrad.renderer.cstyle",
+  "thread_work": "tinygrad.renderer.cstyle", "safe_div": "tinygrad.renderer.cstyle",
   # the IR a renderer reads
   "Ops": "tinygrad.uop", "GroupOp": "tinygrad.uop", "UOp": "tinygrad.uop.ops", "UPat": "tinygrad.uop.upat",
   "PatternMatcher": "tinygrad.uop.upat", "DType": "tinygrad.dtype", "PtrDType": "tinygrad.dtype", "AddrSpace": "tinygrad.dtype",
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
                                Device, compiler_choice)
   from tinygrad.memory import MemoryManager, TLSFAllocator, SubBuffer, Arena
   from tinygrad.renderer import Renderer, ProgramSpec, TensorCore
-  from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work
+  from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work, safe_div
   from tinygrad.uop import Ops, GroupOp
   from tinygrad.uop.ops import UOp
   from tinygrad.uop.upat import UPat, PatternMatcher

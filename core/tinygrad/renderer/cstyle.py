@@ -68,10 +68,15 @@ def _render_bitcast(ctx: CStyleLanguage, x: UOp) -> str:
   return ctx.emulated_floats[dt.scalar()][1].format(ret) if dt.scalar() in ctx.emulated_floats else ret
 
 def _deref(ctx: CStyleLanguage, idx: UOp, dtype: DType) -> str:
-  """The lvalue an INDEX (possibly CAST to a vector pointer) points to."""
-  if idx.op is Ops.CAST: return f"(*(({ctx.render_dtype(idx.dtype.base)}*)({ctx.r[idx.src[0]]})))"
-  buf, off = ctx.r[idx.src[0]], ctx.r[idx.src[1]]
-  if dtype.count > 1 and idx.src[0].dtype.base.count == 1: return f"(*(({ctx.render_dtype(ctx.storage_dtype(dtype))}*)({buf}+{off})))"
+  """The lvalue an INDEX (possibly CAST to a vector pointer) points to; a vector access casts through a pointer that keeps
+  the buffer's address space (OpenCL's `__global`, Metal's `device`: a bare `(float4*)` is another space there)."""
+  if idx.op is Ops.CAST:
+    assert isinstance(idx.dtype, PtrDType)
+    return f"(*(({ctx.render_ptr(idx.dtype.base, idx.dtype.addrspace)}){ctx.r[idx.src[0]]}))"   # the INDEX text is parenthesized
+  bdt, buf, off = idx.src[0].dtype, ctx.r[idx.src[0]], ctx.r[idx.src[1]]
+  if dtype.count > 1 and bdt.base.count == 1:
+    space = bdt.addrspace if isinstance(bdt, PtrDType) else AddrSpace.GLOBAL
+    return f"(*(({ctx.render_ptr(dtype, space)})({buf}+{off})))"
   return f"{buf}[{off}]"
 
 def _gate(idx: UOp) -> UOp | None:
@@ -97,7 +102,8 @@ base_rewrite = PatternMatcher([
   (UPat(Ops.VCONST, name="x"), lambda ctx, x: ctx.render_vectorize([ctx.render_const(v, x.dtype.scalar()) for v in x.arg], x.dtype)),
   (UPat(Ops.DEFINE_VAR, name="x"), lambda x: x.arg[0]),
   (UPat(Ops.INDEX, name="x"), lambda ctx, x: f"({ctx.r[x.src[0]]}+{ctx.r[x.src[1]]})"),
-  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({ctx.render_dtype(x.dtype.base)}*)({ctx.r[x.src[0]]}))" if isinstance(x.dtype, PtrDType) else None),
+  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({ctx.render_ptr(x.dtype.base, x.dtype.addrspace)})({ctx.r[x.src[0]]}))"
+     if isinstance(x.dtype, PtrDType) else None),                                      # a pointer cast keeps its address space
   (UPat(Ops.CAST, name="x"), _render_cast),
   (UPat(Ops.BITCAST, name="x"), _render_bitcast),
   (UPat(Ops.LOAD, name="x"), _render_load),
@@ -121,7 +127,11 @@ _inlinable = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.V
 class CStyleLanguage(Renderer):
   """A C-like kernel renderer. Abilities and syntax are class attributes; `string_rewrite` maps one uop to its text."""
   kernel_prefix: str = ""                 # text before the return type (`extern "C" __global__ `)
-  buffer_prefix: str = ""                 # before a buffer argument's type (`device `)
+  buffer_prefix: str = ""                 # before a buffer argument's type (`device `); addrspace_qualifier[GLOBAL] overrides it
+  # address space -> the qualifier written before the pointee type of every pointer into that space: kernel arguments,
+  # pointer casts, vector loads and stores (`{AddrSpace.GLOBAL: "__global ", AddrSpace.LOCAL: "__local "}` for OpenCL C);
+  # a space missing here has none (GLOBAL falls back to buffer_prefix)
+  addrspace_qualifier: dict[AddrSpace, str] = {}
   buffer_suffix: str = ""                 # after the `*` of a buffer argument (` restrict`)
   arg_int_prefix: str = "const int"       # the type of a DEFINE_VAR argument
   smem_prefix: str = ""                   # before a DEFINE_LOCAL declaration (`__shared__ `)
@@ -144,10 +154,14 @@ class CStyleLanguage(Renderer):
   def storage_dtype(self, dt: DType) -> DType:
     s = self.emulated_floats.get(dt.scalar())
     return s[0].vec(dt.count) if s is not None else dt
+  def space_qualifier(self, space: AddrSpace) -> str:
+    """The source-level qualifier of pointers into `space` (from `addrspace_qualifier`; GLOBAL defaults to buffer_prefix)."""
+    return self.addrspace_qualifier.get(space, self.buffer_prefix if space is AddrSpace.GLOBAL else "")
+  def render_ptr(self, base: DType, space: AddrSpace) -> str:
+    """The pointer type to `base` elements (held in their storage dtype) in `space`: `__global float4*`."""
+    return f"{self.space_qualifier(space)}{self.render_dtype(self.storage_dtype(base))}*"
   def render_dtype(self, dt: DType, mutable: bool = True) -> str:
-    if isinstance(dt, PtrDType):
-      base = self.render_dtype(self.storage_dtype(dt.base))
-      return f"{self.buffer_prefix}{base}*" if dt.addrspace is AddrSpace.GLOBAL else f"{base}*"
+    if isinstance(dt, PtrDType): return self.render_ptr(dt.base, dt.addrspace)
     if dt.count > 1: return self.type_map.get(dt, f"{self.render_dtype(dt.scalar()).replace(' ', '')}{dt.count}")
     return self.type_map.get(dt, dt.name)
   def render_const(self, v: Any, dt: DType) -> str:

@@ -150,11 +150,20 @@ def library_candidates(name: str) -> list[str]:
   if (sysl := ctypes.util.find_library(name)): out.append(sysl)
   return out
 
-def open_library(name: str, fix: str) -> tuple[Any, str]:
-  """(the first lib<name>.so that loads, its path); RuntimeError naming what was tried and `fix`."""
+def _dlmopen(path: str) -> Any:
+  """`path` loaded into a new link-map namespace (glibc dlmopen), with its own copies of the libraries it needs."""
+  libc = ctypes.CDLL(None)
+  libc.dlmopen.restype, libc.dlmopen.argtypes, libc.dlerror.restype = ctypes.c_void_p, [ctypes.c_long, ctypes.c_char_p, ctypes.c_int], ctypes.c_char_p
+  handle = libc.dlmopen(-1, path.encode(), 2)   # LM_ID_NEWLM, RTLD_NOW
+  if not handle: raise OSError((libc.dlerror() or b"dlmopen failed").decode())
+  return ctypes.CDLL(path, handle=handle)
+
+def open_library(name: str, fix: str, isolated: bool = False) -> tuple[Any, str]:
+  """(the first lib<name>.so that loads, its path); RuntimeError naming what was tried and `fix`. `isolated`: in its own
+  link-map namespace where glibc has dlmopen (see load_comgr)."""
   tried = []
   for path in dict.fromkeys(library_candidates(name)):
-    try: return ctypes.CDLL(path), path
+    try: return (_dlmopen(path) if isolated and hasattr(ctypes.CDLL(None), "dlmopen") else ctypes.CDLL(path)), path
     except OSError: tried.append(path)
   raise RuntimeError(f"{name} not found ({', '.join(tried) or f'no lib{name}.so in $ROCM_PATH/lib or the system'}); {fix}")
 
@@ -207,7 +216,9 @@ COMGR_COMPILE_SOURCE_TO_BC, COMGR_CODEGEN_BC_TO_RELOCATABLE, COMGR_LINK_RELOCATA
 @functools.cache
 def load_comgr() -> tuple[Any, str, str, tuple[str, ...]]:
   """(library, its path, "comgr MAJOR.MINOR", the gfx targets it knows); RuntimeError naming what was tried and the fix."""
-  lib, path = open_library("amd_comgr", "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm")
+  # isolated: comgr carries its own clang, whose options it registers into the shared libLLVM; a second clang in the
+  # process (POCL's libclang-cpp, the CL device) registering the same options aborts it ("registered more than once")
+  lib, path = open_library("amd_comgr", "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm", isolated=True)
   major, minor, count = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
   lib.amd_comgr_get_version(ctypes.byref(major), ctypes.byref(minor))
   if lib.amd_comgr_get_isa_count(ctypes.byref(count)) != 0: raise RuntimeError(f"comgr ({path}): amd_comgr_get_isa_count failed")

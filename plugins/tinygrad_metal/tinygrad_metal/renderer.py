@@ -21,40 +21,10 @@ from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewr
 metal_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
   Ops.SQRT: lambda x, dtype: f"sqrt({x})", Ops.TRUNC: lambda x, dtype: f"trunc({x})"}
 
-_space = {AddrSpace.GLOBAL: "device ", AddrSpace.LOCAL: "threadgroup ", AddrSpace.REG: "thread "}
-
-def _vec_ptr(ctx: MetalRenderer, idx: UOp, dtype: DType) -> str | None:
-  """The lvalue of a vector access, with the pointer's address space spelled out (MSL has no generic pointers: a bare
-  `(float4*)` cast is a thread-space pointer and reads the wrong memory, or fails to compile)."""
-  base = idx.src[0] if idx.op is Ops.CAST else idx
-  buf = base.src[0]
-  if dtype.count == 1 or not isinstance(buf.dtype, PtrDType): return None
-  if idx.op is not Ops.CAST and buf.dtype.base.count == dtype.count: return None   # a vector array: plain `buf[i]`
-  ptr = ctx.r[idx.src[0]] if idx.op is Ops.CAST else f"({ctx.r[buf]}+{ctx.r[base.src[1]]})"
-  return f"(*(({_space[buf.dtype.addrspace]}{ctx.render_dtype(dtype)}*){ptr}))"
-
-def _gate(idx: UOp) -> UOp | None:
-  base = idx.src[0] if idx.op is Ops.CAST else idx
-  return base.src[2] if base.op is Ops.INDEX and len(base.src) > 2 else None
-
-def _vec_load(ctx: MetalRenderer, x: UOp) -> str | None:
-  if (val := _vec_ptr(ctx, x.src[0], x.dtype)) is None: return None
-  g = _gate(x.src[0])
-  return val if g is None else f"({ctx.r[g]}?{val}:{ctx.render_const(0, x.dtype)})"
-
-def _vec_store(ctx: MetalRenderer, x: UOp) -> str | None:
-  if (val := _vec_ptr(ctx, x.src[0], x.src[1].dtype)) is None: return None
-  g = _gate(x.src[0])
-  return f"{val} = {ctx.r[x.src[1]]};" if g is None else f"if ({ctx.r[g]}) {val} = {ctx.r[x.src[1]]};"
-
 def _wmma(ctx: MetalRenderer, x: UOp) -> str:
   return f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"
 
 metal_rewrite = PatternMatcher([
-  (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({_space[x.dtype.addrspace]}{ctx.render_dtype(x.dtype.base)}*)({ctx.r[x.src[0]]}))"
-     if isinstance(x.dtype, PtrDType) else None),                                                    # pointer casts keep the space
-  (UPat(Ops.LOAD, name="x"), _vec_load),                                                             # float4 loads through a spaced pointer
-  (UPat(Ops.STORE, name="x"), _vec_store),
   (UPat(Ops.WMMA, name="x"), _wmma),                                                                 # a call to the simdgroup helper
 ]) + base_rewrite
 
@@ -85,7 +55,9 @@ class MetalRenderer(CStyleLanguage):
   # simdgroup_matrix 8x8x8 (codegen/tc.py); the device clears this on GPUs without it (before Apple7, other than Mac2)
   tensor_cores: list[TensorCore] = METAL_TENSOR_CORES
   kernel_prefix = "kernel "
-  buffer_prefix = "device "
+  # MSL has no generic pointers: a bare `(float4*)` cast is a thread-space pointer and reads the wrong memory, or fails
+  # to compile; the core writes these into every pointer (arguments, casts, vector loads and stores)
+  addrspace_qualifier = {AddrSpace.GLOBAL: "device ", AddrSpace.LOCAL: "threadgroup ", AddrSpace.REG: "thread "}
   arg_int_prefix = "constant int&"
   smem_prefix = "threadgroup __attribute__((aligned(16))) "
   barrier = "threadgroup_barrier(mem_flags::mem_threadgroup);"

@@ -1,0 +1,65 @@
+"""Golden tests of the rendered OpenCL C (no OpenCL device needed): launch indices, address spaces on every pointer,
+element-aligned vector types, local memory and barriers, literals, and the dtypes a device's limits allow."""
+from tinygrad import Tensor, dtypes
+from tinygrad.codegen import get_program
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad_cl.renderer import OpenCLRenderer, CLLimits
+
+def src_of(t: Tensor, opts=None, ren: OpenCLRenderer | None = None) -> str:
+  return get_program(t.schedule()[-1].ast, ren or OpenCLRenderer(), opts).src
+
+def test_add_exact():
+  a, b = Tensor.empty(16, device="NULL"), Tensor.empty(16, device="NULL")
+  src = src_of(a + b, [])
+  assert src.split("\n", 1)[1] == """\
+__kernel void E_16(__global float* data0, __global float* data1, __global float* data2) {
+  int gidx0 = ((int)get_global_id(0));
+  float val0 = data1[gidx0];
+  float val1 = data2[gidx0];
+  data0[gidx0] = (val0+val1);
+}
+""", src
+  assert src.startswith("#pragma OPENCL FP_CONTRACT OFF\n")   # no fused a*b+c: results match numpy
+
+def test_vector_access_keeps_global_space_and_element_alignment():
+  x = Tensor.empty(33, device="NULL")
+  src = src_of(x[1:] * 2, [Opt(OptOps.UPCAST, 0, 4)])   # lanes start at element 1: a float4 load off 16-byte alignment
+  assert "typedef float4 float4_u __attribute__((aligned(4)));" in src
+  assert "(*((__global float4_u*)(data1+" in src and "(*((__global float4_u*)(data0+" in src
+  assert "((float4)(2.0f,2.0f,2.0f,2.0f))" in src
+
+def test_local_memory_barrier_and_group_ids():
+  x = Tensor.empty(8, 64, device="NULL")
+  src = src_of(x.sum(axis=1), [Opt(OptOps.GROUPTOP, 0, 16)])
+  for frag in ["((int)get_group_id(0))", "((int)get_local_id(0))", "__local float temp0[16] __attribute__((aligned(16)));",
+               "barrier(CLK_LOCAL_MEM_FENCE);"]:
+    assert frag in src, (frag, src)
+  assert "get_global_id" not in src   # with work-groups, gidx is the group
+
+def test_literals_types_and_bitcast():
+  i = Tensor.empty(4, dtype=dtypes.int64, device="NULL")
+  src = src_of(i * 3000000000 + 1)
+  assert "__global long* data0" in src and "3000000000l" in src and "ll" not in src.replace("__global", "")
+  f = Tensor.empty(4, device="NULL")
+  src = src_of(f.bitcast(dtypes.uint32) + 1)
+  assert "as_uint(" in src and "__global uint* data0" in src
+
+def test_integer_division_is_guarded():
+  a, b = Tensor.empty(4, dtype=dtypes.int32, device="NULL"), Tensor.empty(4, dtype=dtypes.int32, device="NULL")
+  src = src_of(a // b)
+  assert "==0?0:" in src   # x/0 is undefined in OpenCL C (SIGFPE on CPU drivers); the IR says 0
+
+def test_limits_feed_the_renderer():
+  small = OpenCLRenderer(CLLimits(local_max=(64, 32, 16), local_total=64, shared_max=4096))
+  assert small.local_max == (64, 32, 16) and small.shared_max == 4096
+  assert dtypes.float16 not in small.supported_dtypes and dtypes.float64 not in small.supported_dtypes
+  both = OpenCLRenderer(CLLimits(fp16=True, fp64=True))
+  assert {dtypes.float16, dtypes.float64} <= both.supported_dtypes
+  h = Tensor.empty(4, dtype=dtypes.float16, device="NULL")
+  src = src_of(h * 2, ren=both)
+  assert "#pragma OPENCL EXTENSION cl_khr_fp16 : enable" in src and "__global half* data0" in src
+  d = Tensor.empty(4, dtype=dtypes.float64, device="NULL")
+  assert "#pragma OPENCL EXTENSION cl_khr_fp64 : enable" in src_of(d * 2, ren=both)
+  # a renderer travels to compile workers by pickling: the limits go with it
+  import pickle
+  assert pickle.loads(pickle.dumps(small)).limits == small.limits

@@ -1,0 +1,93 @@
+"""OpenCLRenderer: OpenCL C on the core's C-style base. Everything OpenCL-specific is a table or attribute here: address
+space qualifiers (the core writes them into every pointer, vector loads and stores included), work-item functions,
+`__local` memory and barriers, `as_T` bitcasts, `(float4)(...)` vectors, and the limits of the device it renders for.
+
+Launch model (the runtime follows it): a kernel with local (lidx) indices reads gidx as get_group_id and lidx as
+get_local_id and is launched with global = groups*local work-items; one without reads gidx as get_global_id and is
+launched with the driver choosing the work-group (local NULL).
+Numerics: FP_CONTRACT OFF (no fused a*b+c, so results match numpy), and the program is built with
+-cl-fp32-correctly-rounded-divide-sqrt; exp2/log2/sin are left to the core's decompositions (OpenCL's promise only 3-4 ulp).
+"""
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Callable
+from tinygrad.plugin_api import CStyleLanguage, base_code_for_op, safe_div, Ops, UOp, DType, PtrDType, AddrSpace, dtypes
+
+@dataclass(frozen=True)
+class CLLimits:
+  """What one OpenCL device allows, read from its device info (device.py); the defaults are the spec's minimums."""
+  local_max: tuple[int, int, int] = (256, 256, 256)   # CL_DEVICE_MAX_WORK_ITEM_SIZES, each capped by the work-group size
+  local_total: int = 256                              # CL_DEVICE_MAX_WORK_GROUP_SIZE
+  shared_max: int = 16384                             # CL_DEVICE_LOCAL_MEM_SIZE
+  fp16: bool = False                                  # cl_khr_fp16: half arithmetic
+  fp64: bool = False                                  # cl_khr_fp64 (or the __opencl_c_fp64 feature)
+
+_BASE_DTYPES = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
+                          dtypes.int64, dtypes.uint64, dtypes.float32})
+
+cl_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
+  Ops.IDIV: safe_div("/"), Ops.MOD: safe_div("%"),         # x/0 is undefined in OpenCL C (a trap on CPU drivers): 0, as the IR says
+  Ops.SQRT: lambda x, dtype: f"sqrt({x})",                  # correctly rounded with -cl-fp32-correctly-rounded-divide-sqrt
+  Ops.TRUNC: lambda x, dtype: f"trunc({x})"}
+
+class OpenCLRenderer(CStyleLanguage):
+  """OpenCL C 1.2 for the device whose limits are `limits`."""
+  device = "CL"
+  has_local = True
+  has_shared = True
+  global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)   # OpenCL sizes are size_t; the launch indices are int
+  # SIMD lanes of an upcast: arithmetic on float4/int4 (OpenCL's vector compares give -1 and its ?: selects by sign bit,
+  # vector casts need convert_T: those stay scalar)
+  vector_bytes = 16
+  vector_ops = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC})
+  vector_dtypes = frozenset({dtypes.float32, dtypes.int32, dtypes.uint32})
+  kernel_prefix = "__kernel "
+  addrspace_qualifier = {AddrSpace.GLOBAL: "__global ", AddrSpace.LOCAL: "__local "}
+  smem_prefix = "__local "
+  smem_align = " __attribute__((aligned(16)))"
+  barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+  infinity = "INFINITY"
+  nan = "NAN"
+  type_map = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short", dtypes.uint16: "ushort",
+              dtypes.uint32: "uint", dtypes.int64: "long", dtypes.uint64: "ulong", dtypes.float16: "half"}
+  code_for_op = cl_code_for_op
+
+  def __init__(self, limits: CLLimits = CLLimits()):
+    self.limits = limits
+    self.local_max = limits.local_max
+    self.shared_max = limits.shared_max
+    self.supported_dtypes = _BASE_DTYPES | {d for d, ok in ((dtypes.float16, limits.fp16), (dtypes.float64, limits.fp64)) if ok}
+  def __reduce__(self): return type(self), (self.limits,)
+  def __repr__(self) -> str: return f"OpenCLRenderer({self.limits})"
+
+  def render_ptr(self, base: DType, space: AddrSpace) -> str:
+    # vectors through a pointer are aligned like their element (`float4_u`): an upcast's lanes start at any element
+    if base.count > 1: return f"{self.space_qualifier(space)}{self.render_dtype(base)}_u*"
+    return super().render_ptr(base, space)
+  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"(({self.render_dtype(dt)})({','.join(elems)}))"
+  def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}.s{lane:x}"
+  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"as_{to}({x})"
+  def render_const(self, v, dt: DType) -> str:
+    # OpenCL C has no `long long`: 64-bit literals take l/ul
+    if dt.count == 1 and dt in (dtypes.int64, dtypes.uint64):
+      v, suffix = int(v), "l" if dt == dtypes.int64 else "ul"
+      return f"({v+1}{suffix}-1)" if v == dtypes.min(dt) and v < 0 else f"{v}{suffix}"
+    return super().render_const(v, dt)
+
+  def prelude(self, uops: list[UOp]) -> list[str]:
+    used = {u.dtype.scalar() for u in uops} | {u.dtype.base.scalar() for u in uops if isinstance(u.dtype, PtrDType)}
+    ret = ["#pragma OPENCL FP_CONTRACT OFF"]
+    if dtypes.float16 in used: ret.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if dtypes.float64 in used: ret.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    vecs = {u.dtype.base for u in uops if isinstance(u.dtype, PtrDType) and u.dtype.base.count > 1} | \
+           {u.dtype for u in uops if u.op in (Ops.LOAD,) and u.dtype.count > 1} | \
+           {u.src[1].dtype for u in uops if u.op is Ops.STORE and u.src[1].dtype.count > 1}
+    ret += [f"typedef {self.render_dtype(dt)} {self.render_dtype(dt)}_u __attribute__((aligned({dt.scalar().itemsize})));" for dt in sorted(vecs)]
+    return ret
+
+  def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    # gidx is the work-group id when the kernel has local threads, else the global id (the driver picks the work-group)
+    grid = any(u.op is Ops.SPECIAL and u.arg[0] == "l" for u in uops)
+    self.code_for_workitem = {"g": (lambda a: f"((int)get_group_id({a}))") if grid else (lambda a: f"((int)get_global_id({a}))"),
+                              "l": lambda a: f"((int)get_local_id({a}))"}
+    return super().render(uops, name)
