@@ -81,7 +81,8 @@ def test_bool_sub_raises():
 # the guard is a core pass, so every plugin's renderer gets it: check the rendered source of each (no hardware needed)
 RENDERERS = [("tinygrad_nv.renderer", "CUDARenderer"), ("tinygrad_nv.renderer", "PTXRenderer"), ("tinygrad_amd.renderer", "HIPRenderer"),
              ("tinygrad_amd.renderer", "AMDLLVMRenderer"), ("tinygrad_metal.renderer", "MetalRenderer"),
-             ("tinygrad_webgpu.renderer", "WGSLRenderer"), ("tinygrad_cpu.renderer", "ClangRenderer"), ("tinygrad_cpu.renderer", "LLVMRenderer")]
+             ("tinygrad_webgpu.renderer", "WGSLRenderer"), ("tinygrad_cpu.renderer", "ClangRenderer"), ("tinygrad_cpu.renderer", "LLVMRenderer"),
+             ("tinygrad_cl.renderer", "OpenCLRenderer")]
 
 @pytest.mark.parametrize("mod,cls", RENDERERS, ids=[c for _, c in RENDERERS])
 def test_shift_guard_rendered(mod, cls):

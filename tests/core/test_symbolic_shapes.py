@@ -189,7 +189,7 @@ def _renderers():
   out = []
   for mod, names in (("tinygrad_cpu.renderer", ("ClangRenderer", "LLVMRenderer")), ("tinygrad_nv.renderer", ("CUDARenderer", "PTXRenderer")),
                      ("tinygrad_amd.renderer", ("HIPRenderer", "AMDLLVMRenderer")), ("tinygrad_metal.renderer", ("MetalRenderer",)),
-                     ("tinygrad_webgpu.renderer", ("WGSLRenderer",))):
+                     ("tinygrad_webgpu.renderer", ("WGSLRenderer",)), ("tinygrad_cl.renderer", ("OpenCLRenderer",))):
     out += [pytest.param(mod, n, id=n) for n in names]
   return out
 

@@ -52,12 +52,16 @@ def test_integer_division_is_guarded():
 def test_limits_feed_the_renderer():
   small = OpenCLRenderer(CLLimits(local_max=(64, 32, 16), local_total=64, shared_max=4096))
   assert small.local_max == (64, 32, 16) and small.shared_max == 4096
-  assert dtypes.float16 not in small.supported_dtypes and dtypes.float64 not in small.supported_dtypes
+  assert dtypes.float64 not in small.supported_dtypes and {dtypes.float16, dtypes.bfloat16} <= small.supported_dtypes
   both = OpenCLRenderer(CLLimits(fp16=True, fp64=True))
   assert {dtypes.float16, dtypes.float64} <= both.supported_dtypes
   h = Tensor.empty(4, dtype=dtypes.float16, device="NULL")
-  src = src_of(h * 2, ren=both)
-  assert "#pragma OPENCL EXTENSION cl_khr_fp16 : enable" in src and "__global half* data0" in src
+  src = src_of(h * 2, ren=both)   # cl_khr_fp16: native half
+  assert "#pragma OPENCL EXTENSION cl_khr_fp16 : enable" in src and "__global half* data0" in src and "__h2f" not in src
+  src = src_of(h * 2, ren=small)  # without it: 16 bits in memory, float in registers, OpenCL's own conversions
+  assert "cl_khr_fp16" not in src and "__global ushort* data0" in src and "vstore_half_rte" in src and "__f2h(" in src
+  b = Tensor.empty(4, dtype=dtypes.bfloat16, device="NULL")
+  assert "__global ushort* data0" in (src := src_of(b * 2, ren=both)) and "__b2f(" in src and "__f2b(" in src
   d = Tensor.empty(4, dtype=dtypes.float64, device="NULL")
   assert "#pragma OPENCL EXTENSION cl_khr_fp64 : enable" in src_of(d * 2, ren=both)
   # a renderer travels to compile workers by pickling: the limits go with it

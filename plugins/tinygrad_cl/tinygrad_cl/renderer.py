@@ -1,6 +1,7 @@
 """OpenCLRenderer: OpenCL C on the core's C-style base. Everything OpenCL-specific is a table or attribute here: address
 space qualifiers (the core writes them into every pointer, vector loads and stores included), work-item functions,
 `__local` memory and barriers, `as_T` bitcasts, `(float4)(...)` vectors, and the limits of the device it renders for.
+float16 is native half where the device has cl_khr_fp16, else (as bfloat16 always) float in registers, 16 bits in memory.
 
 Launch model (the runtime follows it): a kernel with local (lidx) indices reads gidx as get_group_id and lidx as
 get_local_id and is launched with global = groups*local work-items; one without reads gidx as get_global_id and is
@@ -19,7 +20,7 @@ class CLLimits:
   local_max: tuple[int, int, int] = (256, 256, 256)   # CL_DEVICE_MAX_WORK_ITEM_SIZES, each capped by the work-group size
   local_total: int = 256                              # CL_DEVICE_MAX_WORK_GROUP_SIZE
   shared_max: int = 16384                             # CL_DEVICE_LOCAL_MEM_SIZE
-  fp16: bool = False                                  # cl_khr_fp16: half arithmetic
+  fp16: bool = False                                  # cl_khr_fp16: native half arithmetic (else emulated in float)
   fp64: bool = False                                  # cl_khr_fp64 (or the __opencl_c_fp64 feature)
 
 _BASE_DTYPES = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
@@ -29,6 +30,19 @@ cl_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
   Ops.IDIV: safe_div("/"), Ops.MOD: safe_div("%"),         # x/0 is undefined in OpenCL C (a trap on CPU drivers): 0, as the IR says
   Ops.SQRT: lambda x, dtype: f"sqrt({x})",                  # correctly rounded with -cl-fp32-correctly-rounded-divide-sqrt
   Ops.TRUNC: lambda x, dtype: f"trunc({x})"}
+
+# half without cl_khr_fp16 and bfloat16 everywhere live as their 16 bits (ushort) in memory and as float in registers. The
+# half conversions are OpenCL's own vload_half/vstore_half_rte (core functions: a `half*` is allowed without the extension)
+_h16 = """float __h2f(ushort h) { return vload_half(0, (const __private half*)&h); }
+ushort __f2h(float f) { ushort h; vstore_half_rte(f, 0, (__private half*)&h); return h; }"""
+_bf16 = """float __b2f(ushort b) { return as_float((uint)b << 16); }
+ushort __f2b(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}"""
+_EMULATED = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
+             dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}   # rounded to width after each op
 
 class OpenCLRenderer(CStyleLanguage):
   """OpenCL C 1.2 for the device whose limits are `limits`."""
@@ -56,7 +70,8 @@ class OpenCLRenderer(CStyleLanguage):
     self.limits = limits
     self.local_max = limits.local_max
     self.shared_max = limits.shared_max
-    self.supported_dtypes = _BASE_DTYPES | {d for d, ok in ((dtypes.float16, limits.fp16), (dtypes.float64, limits.fp64)) if ok}
+    self.supported_dtypes = _BASE_DTYPES | {dtypes.float16, dtypes.bfloat16} | ({dtypes.float64} if limits.fp64 else set())
+    self.emulated_floats = {d: v for d, v in _EMULATED.items() if d != dtypes.float16 or not limits.fp16}
   def __reduce__(self): return type(self), (self.limits,)
   def __repr__(self) -> str: return f"OpenCLRenderer({self.limits})"
 
@@ -77,7 +92,8 @@ class OpenCLRenderer(CStyleLanguage):
   def prelude(self, uops: list[UOp]) -> list[str]:
     used = {u.dtype.scalar() for u in uops} | {u.dtype.base.scalar() for u in uops if isinstance(u.dtype, PtrDType)}
     ret = ["#pragma OPENCL FP_CONTRACT OFF"]
-    if dtypes.float16 in used: ret.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if dtypes.float16 in used: ret.append(_h16 if dtypes.float16 in self.emulated_floats else "#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if dtypes.bfloat16 in used: ret.append(_bf16)
     if dtypes.float64 in used: ret.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     vecs = {u.dtype.base for u in uops if isinstance(u.dtype, PtrDType) and u.dtype.base.count > 1} | \
            {u.dtype for u in uops if u.op in (Ops.LOAD,) and u.dtype.count > 1} | \
