@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 class CLAllocator(LRUAllocator):
   """Zero-filled READ_WRITE buffers; freed ones are kept for reuse up to CL_CACHE_BYTES (default 1 GiB)."""
   def __init__(self, dev: CLDevice):
-    super().__init__("", cache_limit=getenv("CL_CACHE_BYTES", 1 << 30))
+    super().__init__("", cache_limit=getenv("CL_CACHE_BYTES", 1 << 30))   # bytes of freed CL buffers kept for reuse
     self.dev = dev
   def _alloc(self, size: int, options: Any) -> Any:
     cl, d = self.dev.cl, self.dev.cl_dev

@@ -9,8 +9,10 @@ def probe() -> tuple[bool, str]:
   """(ok, why not): pyopencl importable and an OpenCL driver registered (an ICD file; OCL_ICD_VENDORS or /etc/OpenCL/vendors).
   No platform is queried: that loads every driver."""
   if importlib.util.find_spec("pyopencl") is None: return False, "pyopencl is not installed (pip install pyopencl)"
-  dirs = [os.environ["OCL_ICD_VENDORS"]] if os.environ.get("OCL_ICD_VENDORS") else list(ICD_DIRS)
-  if os.environ.get("OCL_ICD_FILENAMES") or any(glob.glob(os.path.join(d, "*.icd")) for d in dirs): return True, ""
+  vendors = os.environ.get("OCL_ICD_VENDORS", "")       # the folder of OpenCL driver (*.icd) files (the ICD loader's own variable)
+  forced = os.environ.get("OCL_ICD_FILENAMES", "")       # OpenCL driver libraries to load, besides the registered ones (the ICD loader's)
+  dirs = [vendors] if vendors else list(ICD_DIRS)
+  if forced or any(glob.glob(os.path.join(d, "*.icd")) for d in dirs): return True, ""
   return False, f"no OpenCL driver registered (no *.icd in {', '.join(dirs)}); for a CPU one: apt-get install pocl-opencl-icd"
 
 @hookimpl
