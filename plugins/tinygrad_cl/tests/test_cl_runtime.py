@@ -13,7 +13,8 @@ def test_limits_come_from_the_device(cl):
   assert d.renderer.local_max == tuple(min(s, info.max_work_group_size) for s in info.max_work_item_sizes[:3])
   assert d.renderer.shared_max == info.local_mem_size and d.limits.local_total == info.max_work_group_size
   assert (dtypes.float64 in d.renderer.supported_dtypes) == ("cl_khr_fp64" in info.extensions)
-  assert (dtypes.float16 in d.renderer.supported_dtypes) == ("cl_khr_fp16" in info.extensions)
+  # half is native with cl_khr_fp16, else emulated (float in registers): supported either way
+  assert dtypes.float16 in d.renderer.supported_dtypes and (dtypes.float16 in d.renderer.emulated_floats) == ("cl_khr_fp16" not in info.extensions)
 
 def test_unaligned_vector_lanes(cl):
   x = np.arange(37, dtype=np.float32) * 0.5
