@@ -74,6 +74,13 @@ def test_nested_rewrites_belong_to_their_pass(recorded):
     if s["parent"] is not None:
       assert s["parent"] < i and t["steps"][s["parent"]]["kernel"] == s["kernel"]
 
+def test_spec_checks_under_a_recorder_are_not_rewrites():
+  # SPEC=1 runs type_verify, whose rules answer True/False through PatternMatcher.rewrite: recording must skip them
+  from tinygrad import Context
+  with Context(SPEC=1), Recorder() as rec: out = _program(next(_sizes))
+  assert rec.kernels and all(isinstance(m[2], int) for s in rec.steps for m in s["matches"])
+  assert np.isfinite(out).all()
+
 def test_step_limit_counts_what_it_drops():
   with Recorder(max_steps=5) as rec: _program(5)
   assert len(rec.steps) == 5 and rec.dropped > 0

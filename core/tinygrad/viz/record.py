@@ -86,7 +86,7 @@ class Recorder:
     if i is None: return
     st = self.steps[i]
     st["ms"] = (time.perf_counter() - st.pop("t0")) * 1e3
-    st["out"] = self.node(after) if after is not None else None
+    st["out"] = self.node(after) if isinstance(after, UOp) else None
     stack = self._stack()
     if stack and stack[-1] == i: stack.pop()
   def rewrite(self, name: str | None, sink: UOp, run: Callable[[], UOp]) -> UOp:
@@ -99,7 +99,8 @@ class Recorder:
   def match(self, fxn: Callable, before: UOp, after: UOp) -> None:
     """A rule fired: attributed to the innermost open step of this thread (none open: not recorded)."""
     stack = self._stack()
-    if not stack or self.suspended: return
+    # a spec table's rules answer True/False (PatternMatcher.rewrite used as a predicate): a check, not a rewrite
+    if not stack or self.suspended or not isinstance(after, UOp): return
     with self.lock:
       if (r := self.rules.get(fxn)) is None:
         loc, src = _rule_source(fxn)
