@@ -95,3 +95,19 @@ def test_optimize_reuses_the_actions_the_heuristics_applied():
   assert optmod._apply_cpu_opt.cache_info().misses == misses
   optmod._apply_cpu_opt.cache_clear()
   assert got is apply_opts(ast, chosen)
+
+def test_heuristics_simplify_the_split_they_pick_once(count_calls):
+  # a packed matmul's merged lane axis: split_lanes simplifies its trial split, and the chosen one is applied as it is
+  # (Python codegen time: the rewrite of a whole kernel, ~0.2 s each, was done twice)
+  import tinygrad.uop.upat as upat
+  from tinygrad import Device
+  from tinygrad.uop import Ops
+  from tinygrad.codegen.opt import hand_coded_opts
+  from tinygrad.helpers import Context
+  with Context(MATMUL_PACK=1):
+    asts = [ei.ast for ei in (Tensor.empty(64, 512) @ Tensor.empty(512, 1024)).schedule() if ei.ast.op is Ops.SINK]
+  mm = next(a for a in asts if any(u.op is Ops.REDUCE for u in a.toposort()))
+  n = count_calls(upat, "graph_rewrite")
+  opts = hand_coded_opts(mm, Device[Device.DEFAULT].renderer)
+  assert opts and opts[0].op.name == "UPCAST", opts
+  assert n["n"] == 1, f"{n['n']} whole-kernel rewrites for {opts}"

@@ -196,10 +196,13 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   cur = sink
   from tinygrad.uop.upat import graph_rewrite
   from tinygrad.uop.symbolic import sym
+  tried: dict[Opt, UOp] = {}   # split_lanes' simplified trials, by action: the one it picks is applied next (no second rewrite)
   def add(o: Opt, simplify: bool = False) -> None:
     nonlocal cur
-    cur = apply_opt(cur, o)
-    if simplify: cur = graph_rewrite(cur, sym)   # the strides read below see through the div/mod the split folded
+    if simplify and o in tried and not opts: cur = tried[o]
+    else:
+      cur = apply_opt(cur, o)
+      if simplify: cur = graph_rewrite(cur, sym)   # the strides read below see through the div/mod the split folded
     opts.append(o)
   glob, red = kernel_ranges(cur)
   st, ld = _accesses(cur)
@@ -211,7 +214,9 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # width, after which every index is affine in what is left of the axis (0: none)
     for amt in (a * _divisor(glob[i].src[0].arg, amts) for a in (1, 2, 4)):
       if not amt or glob[i].src[0].arg % amt: break
-      g = kernel_ranges(split := graph_rewrite(apply_opt(cur, Opt(OptOps.UPCAST, i, amt)), sym))[0]
+      o = Opt(OptOps.UPCAST, i, amt)
+      tried[o] = split = graph_rewrite(apply_opt(cur, o), sym)
+      g = kernel_ranges(split)[0]
       if i >= len(g) or g[i].arg[0] != glob[i].arg[0] or all(stride(x, g[i]) is not None for x in sum(_accesses(split), [])): return amt
     return 0
   vec = next((i for i in reversed(range(len(glob))) if st and all(stride(x, glob[i]) == 1 for x in st) and
