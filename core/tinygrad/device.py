@@ -40,15 +40,18 @@ class Compiler:
   new kernels compile in parallel (PARALLEL_COMPILE threads); False: one after another on the calling thread.
   """
   parallel_safe: bool = False
+  # the abilities of the renderer this compiler serves (Renderer.ability_key, set by Compiled): part of the cache key, so
+  # two devices with different limits never share a cached binary
+  target: tuple = ()
   def __init__(self, cachekey: str | None = None): self.cachekey = cachekey
   def compile(self, src: str) -> bytes:
     """The binary for `src`. The default is the source's UTF-8 bytes (for runtimes that load source)."""
     return src.encode()
   def compile_cached(self, src: str) -> bytes:
-    """`compile` through the disk cache, keyed by (cachekey, version(), src). Failures raise and are never cached."""
+    """`compile` through the disk cache, keyed by (cachekey, version(), target, src). Failures raise and are never cached."""
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
     from tinygrad.diskcache import diskcache_get, diskcache_put
-    key = (self.cachekey, self.version(), src)
+    key = (self.cachekey, self.version(), repr(self.target), src)
     if isinstance(lib := diskcache_get("compile", key), bytes): return lib
     lib = self.compile(src)
     if not isinstance(lib, (bytes, bytearray, memoryview)): raise TypeError(f"{type(self).__name__}.compile returned {type(lib).__name__}, not bytes")
@@ -297,13 +300,16 @@ class Compiled:
 
   runtime: `runtime(name, lib) -> program`; a program is called as
     `p(*bufs, global_size=(x,y,z), local_size=(x,y,z) | None, vals=(ints...), wait=False) -> float | None` (seconds when wait).
+  abilities: this device's own limits (Renderer.ABILITIES names: local_max, local_total_max, shared_max, vector_bytes,
+    supported_dtypes ...), read from the hardware; they are set on whichever pair's renderer is selected (also a pair
+    another plugin adds), so the optimizer and the cache keys see them. None: the renderer's defaults.
   Sets `renderer` (with `renderer.compiler`), `compiler`, `compiler_name` (the selected pair), `compiler_pairs` (the
   device's own pairs followed by those other plugins add) and `compiler_errors` (why earlier pairs did not initialise).
   `device` is the canonical name the device was opened as ("CPU", "NV:1", "CPU:LLVM" when a compiler was named).
   """
   computes: bool = True   # False for devices that run nothing (NULL): the health check does not apply
   def __init__(self, device: str, allocator: Allocator, compilers: CompilerSet | None, runtime: Callable[[str, bytes], Any] | None,
-               graph: Any = None):
+               graph: Any = None, abilities: dict[str, Any] | None = None):
     choice = compiler_choice(device)
     self.device = f"{device}:{choice}" if choice else device
     self.allocator, self.compilers, self.runtime, self.graph = allocator, compilers, runtime, graph
@@ -320,6 +326,8 @@ class Compiled:
       if choice: raise CompilerChoiceError(f"device {device} has no compilers, so {device}:{choice} is invalid")
       self.renderer, self.compiler, self.compiler_name = Renderer(), None, ""
     if not self.renderer.device: self.renderer.device = base
+    if abilities: self.renderer.apply_abilities(**abilities)
+    if self.compiler is not None: self.compiler.target = self.renderer.ability_key()
     if DEBUG >= 1: print(f"opened {self.device} with compiler {self.compiler_name or '(none)'}")
   def synchronize(self) -> None:
     """Wait until all work queued on the device has finished."""

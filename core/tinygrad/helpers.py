@@ -41,7 +41,7 @@ class Context(contextlib.ContextDecorator):
     for k, v in self.old.items(): ContextVar._cache[k].value = v
 
 # every flag of the core, declared once with its default
-DEBUG = ContextVar("DEBUG", 0)               # 1: schedule summary, 2: per-kernel timing, 3: uops, 4: source
+DEBUG = ContextVar("DEBUG", 0)               # 1: devices opened, kernels scheduled, 2: a timed line per kernel, 3: failed BEAM candidates, 4: source, 5: linearized uops
 SPEC = ContextVar("SPEC", 0)                 # type_verify every graph against its spec
 EGRAPH = ContextVar("EGRAPH", 0)             # symbolic passes via equality saturation
 EGRAPH_BUDGET = ContextVar("EGRAPH_BUDGET", 2000)  # max e-nodes before saturation stops

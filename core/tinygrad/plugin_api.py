@@ -28,7 +28,10 @@ _LAZY: dict[str, str] = {
   # renderers
   "Renderer": "tinygrad.renderer", "ProgramSpec": "tinygrad.renderer", "TensorCore": "tinygrad.renderer",
   "CStyleLanguage": "tinygrad.renderer.cstyle", "base_code_for_op": "tinygrad.renderer.cstyle", "base_rewrite": "tinygrad.renderer.cstyle",
-  "thread_work": "tinygrad.renderer.cstyle", "safe_div": "tinygrad.renderer.cstyle",
+  "thread_work": "tinygrad.renderer.cstyle", "safe_div": "tinygrad.renderer.cstyle", "MemAccess": "tinygrad.renderer", "mem_access": "tinygrad.renderer",
+  # rendering without hardware: a Tensor's kernels, one kernel for a renderer with given actions, the corpus
+  "kernels": "tinygrad.codegen.kit", "render": "tinygrad.codegen.kit", "corpus": "tinygrad.codegen.kit",
+  "Opt": "tinygrad.codegen.opt", "OptOps": "tinygrad.codegen.opt",
   # the IR a renderer reads
   "Ops": "tinygrad.uop", "GroupOp": "tinygrad.uop", "UOp": "tinygrad.uop.ops", "UPat": "tinygrad.uop.upat",
   "PatternMatcher": "tinygrad.uop.upat", "DType": "tinygrad.dtype", "PtrDType": "tinygrad.dtype", "AddrSpace": "tinygrad.dtype",
@@ -51,7 +54,9 @@ if TYPE_CHECKING:
   from tinygrad.device import (Compiled, CompilerSet, CompilerPair, Compiler, CompileError, DeviceError, Allocator, LRUAllocator, Buffer,
                                Device, compiler_choice)
   from tinygrad.memory import MemoryManager, TLSFAllocator, SubBuffer, Arena
-  from tinygrad.renderer import Renderer, ProgramSpec, TensorCore
+  from tinygrad.renderer import Renderer, ProgramSpec, TensorCore, MemAccess, mem_access
+  from tinygrad.codegen.kit import kernels, render, corpus
+  from tinygrad.codegen.opt import Opt, OptOps
   from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work, safe_div
   from tinygrad.uop import Ops, GroupOp
   from tinygrad.uop.ops import UOp

@@ -36,7 +36,9 @@ def test_guide_names_the_contract():
 API_V1 = {"API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec", "TinygradHooks", "Compiled", "CompilerSet", "CompilerPair",
           "Compiler", "CompileError", "DeviceError", "Allocator", "LRUAllocator", "Buffer", "Device", "compiler_choice", "MemoryManager",
           "TLSFAllocator", "SubBuffer", "Arena", "Renderer", "ProgramSpec", "TensorCore", "CStyleLanguage", "base_code_for_op", "base_rewrite",
-          "thread_work", "safe_div", "Ops", "GroupOp", "UOp", "UPat", "PatternMatcher", "DType", "PtrDType", "AddrSpace", "dtypes", "getenv", "prod", "DEBUG"}
+          "thread_work", "safe_div", "Ops", "GroupOp", "UOp", "UPat", "PatternMatcher", "DType", "PtrDType", "AddrSpace", "dtypes", "getenv", "prod", "DEBUG",
+          # added in version 1 (compatible): memory-access accessors, rendering without hardware
+          "MemAccess", "mem_access", "kernels", "render", "corpus", "Opt", "OptOps"}
 
 def test_plugin_api_is_pinned_per_version():
   import tinygrad.plugin_api as api

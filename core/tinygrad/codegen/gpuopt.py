@@ -47,8 +47,8 @@ def _check_threads(sink: UOp, amt: int, ren: Renderer | None, what: str) -> None
   if amt > ren.local_max[len(trs)]:
     raise KernelOptError(f"{what}: {amt} threads on launch dimension {len(trs)} exceed local_max {ren.local_max}")
   total = prod(r.src[0].arg for r in trs) * amt
-  if total > max(ren.local_max):
-    raise KernelOptError(f"{what}: {total} threads per block exceed the {max(ren.local_max)} this renderer allows")
+  if total > ren.threads_max:
+    raise KernelOptError(f"{what}: {total} threads per block exceed the {ren.threads_max} {ren.device or 'this renderer'} allows (threads_max)")
 
 def _split_size(r: UOp, amt: int, what: str, axis: int) -> int:
   size = r.src[0].arg
@@ -200,8 +200,9 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     other = next(i for i in reversed(skipped) if i != cont)
     ids = [glob[cont].arg[0], glob[other].arg[0]]
     lcl, up = MATMUL_TILE
-    for aid in ids:
-      if (p := _axis(cur, aid)) is not None: add(Opt(OptOps.LOCAL, p, _pow2(_size(kernel_ranges(cur)[0][p]), lcl)))
+    for aid in ids:   # the tile shrinks to the device's threads per block (this renderer instance's limits)
+      room = max(1, ren.threads_max // prod(r.src[0].arg for r in thread_ranges(cur)))
+      if (p := _axis(cur, aid)) is not None: add(Opt(OptOps.LOCAL, p, _pow2(_size(kernel_ranges(cur)[0][p]), min(lcl, room))))
     for aid in ids:
       if (p := _axis(cur, aid)) is not None and not add(Opt(OptOps.UPCAST, p, up)): add(Opt(OptOps.UPCAST, p, 2))
     add(Opt(OptOps.UNROLL, len(kernel_ranges(cur)[1]) - 1, 4))
@@ -209,13 +210,14 @@ def gpu_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   if red and outputs < FEW_OUTPUTS:
     along = next((i for i in reversed(range(len(red))) if any(stride(x, red[i]) == 1 for x in ld)), None)
     # the reduce axis along memory when 8+ threads can share it, else the one the most threads can share
-    by_threads = sorted(reversed(range(len(red))), key=lambda i: -_pow2(_size(red[i]), GROUP_TARGET))
-    rax = along if along is not None and _pow2(_size(red[along]), GROUP_TARGET) >= 8 else by_threads[0]
+    gtarget = min(GROUP_TARGET, ren.threads_max, max(ren.local_max))   # no more threads than this device's work-group holds
+    by_threads = sorted(reversed(range(len(red))), key=lambda i: -_pow2(_size(red[i]), gtarget))
+    rax = along if along is not None and _pow2(_size(red[along]), gtarget) >= 8 else by_threads[0]
     nthreads = 1
     if along is None and cont is not None and (amt := _pow2(sizes[cont], 32)) > 1 and add(Opt(OptOps.LOCAL, cont, amt)): nthreads = amt
     rsize = _size(kernel_ranges(cur)[1][rax])
     # then unroll each thread's loop: more independent loads in flight per thread (8 where it runs 32+ trips)
-    if (amt := _pow2(rsize, GROUP_TARGET // nthreads)) >= 8 and add(Opt(OptOps.GROUP, rax, amt)) and isinstance(rsize, int) and rsize != amt:
+    if (amt := _pow2(rsize, gtarget // nthreads)) >= 8 and add(Opt(OptOps.GROUP, rax, amt)) and isinstance(rsize, int) and rsize != amt:
       if rsize // amt < 32 or not add(Opt(OptOps.UNROLL, rax, 8)): add(Opt(OptOps.UNROLL, rax, 4))
     if opts: return opts
   # the renderer's launch rule (renderer/gpu.py split_launch) cuts the innermost axis into blocks sized for its warp or

@@ -65,7 +65,7 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   from tinygrad.device import Device, Buffer
   from tinygrad.diskcache import diskcache_get, diskcache_put
   dev = Device[device]
-  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width)
+  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width, repr(dev.renderer.ability_key()))
   if IGNORE_BEAM_CACHE.value == 0 and (hit := _opts_from_json(diskcache_get("beam_search", ckey))) is not None: return hit
   ren = dev.renderer
   # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices

@@ -63,3 +63,37 @@ class TestAllocator:
     # succeeds only if the allocator, refused, frees its cache and retries
     assert (Tensor.ones(777, device=device) * 3).numpy().sum() == 3 * 777
     assert refused, "the new buffer never reached _alloc (served from the cache?)"
+
+class TestAllocatorContract:
+  """What docs/plugins.md promises about an allocator, checked directly: size 0, flat byte views, copy semantics, no zeroing."""
+  capability = "allocator contract"
+  def test_size_zero_buffer(self, device):
+    from tinygrad.device import Buffer
+    from tinygrad.dtype import dtypes
+    b = Buffer(device, 0, dtypes.float32).allocate()   # alloc(0) must succeed: empty tensors and views have such buffers
+    b.copyin(memoryview(bytearray(0)))
+    assert bytes(b.copyout(memoryview(bytearray(0)))) == b""
+    b.deallocate()
+  def test_copyin_takes_flat_bytes_and_owns_them(self, device, monkeypatch):
+    a = alloc(device)
+    seen: list[tuple[str, int, int]] = []
+    orig = a.copyin
+    def spy(dest, src):
+      seen.append((src.format, src.ndim, src.nbytes))
+      return orig(dest, src)
+    monkeypatch.setattr(a, "copyin", spy)
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor(host, device=device).realize()
+    assert seen and all(s == ("B", 1, s[2]) for s in seen), f"{type(a).__name__}.copyin got {seen}: the core passes flat 'B' views"
+    host[:] = -1   # the caller's memory may change once copyin returned: the device holds its own copy
+    assert t.numpy().tolist() == [[0, 1, 2], [3, 4, 5]], f"{type(a).__name__}.copyin kept a reference to the host memory"
+  def test_copyout_waits_for_queued_kernels(self, device):
+    # copyout is the only synchronization the core does: a read right after a chain of launches sees their results
+    x = Tensor.ones(1 << 16, device=device).contiguous().realize()
+    for _ in range(4): x = (x * 2 + 1).realize()
+    assert float(x.numpy()[-1]) == 31.0, f"copyout returned before the device's queued kernels finished ({float(x.numpy()[-1])})"
+  def test_reused_memory_is_not_assumed_zero(self, device):
+    # new buffers are not zeroed (an LRU cache hands back old bytes): Tensor.zeros writes its zeros with a kernel
+    for _ in range(3): (Tensor.full((4097,), 7.0, device=device) + 0).realize()
+    gc.collect()
+    assert (Tensor.zeros(4097, device=device).contiguous() + 0).numpy().max() == 0.0

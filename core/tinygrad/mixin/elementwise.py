@@ -10,6 +10,14 @@ from tinygrad.mixin.common import _broadcast_shape
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
+
+def _exp_via_exp2(device: str | tuple[str, ...]) -> bool:
+  """Whether exp on `device` uses its renderer's EXP2 (Renderer.exp_via_exp2, with EXP2 in code_for_op) over a polynomial."""
+  from tinygrad.device import Device, DeviceError
+  try: ren = Device[device if isinstance(device, str) else device[0]].renderer
+  except DeviceError: return False   # an unopenable device: the portable form (realizing it raises the reason)
+  return bool(getattr(ren, "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
+
 class ElementwiseMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- elementwise binary ----
@@ -263,9 +271,11 @@ class ElementwiseMixin:
     small, big = n < 1 - bias, n > bias
     e = small.where(n + 64, big.where(n - 1, n))
     p2 = ((xc.ne(xc).where(0, e).cast(idt) + bias) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
-    # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
-    poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
-    for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
+    if _exp_via_exp2(x.device):   # the renderer's own EXP2 on the reduced argument (|r/ln2| <= 1/2): one instruction on GPUs
+      poly = (r * (1 / math.log(2))).exp2()
+    else:   # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
+      poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
+      for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
     return poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0))
   def log(self: Tensor) -> Tensor:
     """Elementwise natural logarithm."""

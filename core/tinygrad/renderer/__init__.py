@@ -1,7 +1,8 @@
 """Renderer: linearized uops -> source text, plus the abilities of the target; ProgramSpec: everything needed to launch a kernel."""
 from __future__ import annotations
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, TYPE_CHECKING
+from typing import Any, Callable, ClassVar, NamedTuple, TYPE_CHECKING
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import DType, PtrDType
@@ -24,42 +25,133 @@ class TensorCore:
 class Renderer:
   """Turns linearized uops into source code and declares what the target can do.
 
-  Subclasses set the class attributes below and implement `render`. A renderer carries an optional `compiler`: when None,
-  the rendered source itself is the binary the runtime loads (WGSL, Metal source).
+  Subclasses set the class attributes below (the defaults every instance starts from) and implement `render`. A device
+  whose limits are only known at run time (work-group sizes, local memory, vector widths, dtypes) constructs its renderer
+  with them, `Renderer(local_max=(256, 256, 256), shared_max=65536)` or passes `abilities=` to `Compiled.__init__`: they
+  become instance attributes, which the optimizer reads and which are part of the compile- and BEAM-cache keys
+  (`ability_key`), so devices with different limits never share a cached binary. A renderer carries an optional
+  `compiler`: when None, the rendered source itself is the binary the runtime loads (WGSL, Metal source).
+  The reference table of every override point is in docs/plugins.md (section 4).
   """
   device: str = ""
-  suffix: str = ""
-  has_local: bool = False          # GPU-style launch: global ranges become SPECIAL launch indices
-  has_shared: bool = False         # DEFINE_LOCAL (workgroup shared memory) is available
-  has_threads: bool = False        # CPU: the outermost global range may be split across threads
+  """The device name the renderer targets ("CPU"); ProgramSpec.device. Compiled sets it when empty."""
+  has_local: bool = False
+  """GPU-style launch: global ranges become SPECIAL launch indices (gidxN/lidxN/idxN); False: every range is a loop."""
+  has_shared: bool = False
+  """DEFINE_LOCAL (work-group shared memory) is available: the GROUP/GROUPTOP actions and their barriers may be used."""
+  has_threads: bool = False
+  """CPU: the outermost global range may be split across threads (the kernel gets core_id/core_count arguments)."""
   global_max: tuple[int, ...] | None = (0x7FFFFFFF, 65535, 65535)
+  """The most work-groups per launch axis (x, y, z); a kernel past y or z merges its axes into x. None: no limit."""
   local_max: tuple[int, ...] | None = (1024, 1024, 64)
+  """The most threads per work-group on each launch axis (x, y, z). None or empty: no threads in a block (LOCAL/GROUP
+  actions are refused)."""
+  local_total_max: int | None = None
+  """The most threads in one work-group, all axes together (OpenCL's CL_DEVICE_MAX_WORK_GROUP_SIZE, CUDA's
+  maxThreadsPerBlock). None: max(local_max)."""
   shared_max: int = 32768
+  """Bytes of shared (local) memory one work-group may use; the GROUP actions are refused past it."""
   supports_float4: bool = True
+  """Deprecated: it never changed the generated code. Vector code is controlled by vector_bytes, vector_ops and
+  vector_dtypes; a subclass that sets it gets a DeprecationWarning naming them."""
   tensor_cores: list[TensorCore] = []
-  # SIMD: the widest vector in bytes (0: none), and the ops and scalar dtypes the renderer emits on vectors of them
+  """The matrix-multiply-accumulate instructions the renderer emits as WMMA uops (see docs/plugins.md, tensor cores)."""
   vector_bytes: int = 0
+  """SIMD: the widest vector in bytes the renderer emits loads, stores and ALU on; 0: scalar code only."""
   vector_ops: frozenset[Ops] = frozenset()
+  """SIMD: the ALU ops the renderer emits on vectors (the vectorize pass packs only these); empty: no vector ALU."""
   vector_dtypes: frozenset[DType] = frozenset()
-  # CPU register tiling: the hardware's SIMD registers (width in bytes, 0: vector_bytes; how many), and the panel width in
-  # bytes a big matmul's right operand is copied into first (0: never; read by Tensor.dot)
+  """SIMD: the scalar dtypes whose vectors the renderer emits; empty: every dtype."""
   register_bytes: int = 0
+  """CPU register tiling: the width in bytes of one SIMD register; 0: vector_bytes."""
   registers: int = 16
+  """CPU register tiling: how many SIMD registers the matmul tile may hold."""
   matmul_pack: int = 0
+  """Bytes of the panels a big matmul's right operand is copied into first (read by Tensor.dot); 0: never."""
   code_for_op: dict[Ops, Callable[..., str]] = {}
-  extra_matcher: PatternMatcher | None = None   # device-specific rewrites applied just before linearizing
-  pre_matcher: PatternMatcher | None = None     # device-specific rewrites applied to the kernel before optimization
-  supported_dtypes: frozenset[DType] | None = None  # None: every dtype
-  # ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins, documented
-  # by the renderer); the suite checks them inside that domain and reports the limit
+  """ALU op -> function of the operands' text (and `dtype=`) giving the op's text. Its keys are also what the renderer
+  has: an ALU op missing here is decomposed by the core (codegen/decompositions.py) into ops that are present."""
+  extra_matcher: PatternMatcher | None = None
+  """Device-specific rewrites applied to the kernel after the core's decompositions, just before vectorizing and
+  linearizing (device quirks: split launches, devectorize what the language lacks)."""
+  pre_matcher: PatternMatcher | None = None
+  """Device-specific rewrites applied to the kernel AST before the optimizer sees it."""
+  supported_dtypes: frozenset[DType] | None = None
+  """The dtypes kernels may use; the core refuses others with one clear error, the conformance suite tests each. None: all."""
   approx_domain: dict[Ops, float] = {}
+  """ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins,
+  documented by the renderer); the suite checks them inside that domain and reports the limit."""
+  exp_via_exp2: bool = False
+  """Tensor.exp reduces its argument and calls EXP2 (this renderer's, from code_for_op) instead of building e**r as a
+  polynomial: set it when EXP2 is a fast, accurate instruction (GPUs). It takes effect only where EXP2 is in code_for_op."""
   compiler: Compiler | None = None
+  """The Compiler for the rendered source, set by CompilerPair selection; None: the source is the binary."""
+
+  ABILITIES: ClassVar[tuple[str, ...]] = ("has_local", "has_shared", "has_threads", "global_max", "local_max", "local_total_max",
+    "shared_max", "tensor_cores", "vector_bytes", "vector_ops", "vector_dtypes", "register_bytes", "registers", "matmul_pack",
+    "supported_dtypes", "exp_via_exp2")
+  """The attributes a device may set per instance (constructor keywords, `apply_abilities`); the others are the language's."""
+
+  def __init__(self, **abilities: Any) -> None:
+    """A renderer for one device: `abilities` (names from ABILITIES) override the class defaults on this instance."""
+    self.apply_abilities(**abilities)
+  def __init_subclass__(cls, **kw: Any) -> None:
+    super().__init_subclass__(**kw)
+    for old, why in _DEPRECATED.items():
+      if old in cls.__dict__: warnings.warn(f"{cls.__name__}.{old} is deprecated and has no effect: {why}", DeprecationWarning, stacklevel=2)
+  def apply_abilities(self, **abilities: Any) -> Renderer:
+    """Set per-device abilities on this instance (see ABILITIES); an unknown name is a TypeError listing the valid ones."""
+    bad = sorted(set(abilities) - set(self.ABILITIES))
+    if bad: raise TypeError(f"{type(self).__name__}: unknown abilities {bad}; valid: {', '.join(self.ABILITIES)}")
+    for k, v in abilities.items(): setattr(self, k, v)
+    return self
+  def ability_key(self) -> tuple:
+    """This instance's abilities as a hashable, printable value: part of the compile- and BEAM-cache keys."""
+    def norm(v: Any) -> Any:
+      if isinstance(v, (frozenset, set)): return tuple(sorted(map(str, v)))
+      if isinstance(v, (list, tuple)): return tuple(norm(x) for x in v)
+      return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+    return (type(self).__name__,) + tuple((k, norm(getattr(self, k))) for k in self.ABILITIES)
+  @property
+  def threads_max(self) -> int:
+    """The most threads in one work-group: local_total_max, else max(local_max); 0 without threads in a block."""
+    if self.local_total_max is not None: return self.local_total_max
+    return max(self.local_max) if self.local_max else 0
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
-    """Source text of a function called `name` for the linearized `uops` (see docs/ir.md for what each op means)."""
+    """The source text of one kernel function called `name` for the linearized `uops` (docs/ir.md, linearized form).
+    Called once per new kernel by `get_program`, after every codegen pass; the default raises NotImplementedError."""
     raise NotImplementedError(f"{type(self).__name__} does not implement render")
-  def __reduce__(self): return type(self), ()
+  def __reduce__(self): return _rebuild, (type(self), {k: v for k, v in self.__dict__.items() if k in self.ABILITIES})
   def __repr__(self) -> str: return f"{type(self).__name__}()"
+
+def _rebuild(cls: type[Renderer], abilities: dict[str, Any]) -> Renderer: return cls().apply_abilities(**abilities)
+
+# attributes that do nothing; a subclass setting one is warned once, at class creation
+_DEPRECATED = {"supports_float4": "vector code is controlled by vector_bytes, vector_ops and vector_dtypes (vector_bytes = 0: none)",
+               "suffix": "nothing reads it; a compiler's output needs no file suffix"}
+
+class MemAccess(NamedTuple):
+  """The parts of a memory access a renderer needs, by name instead of source position (`mem_access(u)`)."""
+  ptr: UOp                  # the address operand: an INDEX, or a CAST of one to a vector pointer (a vector load/store)
+  buf: UOp                  # the buffer: DEFINE_GLOBAL / DEFINE_LOCAL / DEFINE_REG (`buf.dtype.addrspace` says which)
+  index: UOp | None         # the element offset (an int UOp); None when the pointer is the buffer itself
+  gate: UOp | None          # the bool gate: where false, a LOAD reads 0 and a STORE writes nothing; None: ungated
+  value: UOp | None         # a STORE's value; None for a LOAD or INDEX
+  @property
+  def vector(self) -> PtrDType | None:
+    """The vector pointer dtype a CAST gives the access (`float4*`), or None for a scalar (or same-width) access."""
+    return self.ptr.dtype if self.ptr.op is Ops.CAST and isinstance(self.ptr.dtype, PtrDType) else None
+
+def mem_access(u: UOp) -> MemAccess:
+  """Split a LOAD, STORE, INDEX or CAST-of-INDEX into its buffer, index, gate and stored value (see MemAccess). Extra
+  sources after those (ordering dependencies) are not part of the access. Anything else is a ValueError."""
+  if u.op in (Ops.LOAD, Ops.STORE): ptr, value = u.src[0], (u.src[1] if u.op is Ops.STORE else None)
+  elif u.op in (Ops.INDEX, Ops.CAST): ptr, value = u, None
+  else: raise ValueError(f"mem_access needs a LOAD, STORE, INDEX or CAST of an INDEX, got {u.op}")
+  idx = ptr.src[0] if ptr.op is Ops.CAST else ptr
+  if idx.op is not Ops.INDEX: return MemAccess(ptr, idx, None, None, value)
+  return MemAccess(ptr, idx.src[0], idx.src[1], idx.src[2] if len(idx.src) > 2 else None, value)
 
 @dataclass
 class Estimates:
@@ -73,15 +165,21 @@ def _ones() -> list[int | UOp]: return [1, 1, 1]
 
 @dataclass
 class ProgramSpec:
-  """A rendered (and possibly compiled) kernel, with what is needed to launch it."""
+  """A rendered (and possibly compiled) kernel, with what is needed to launch it.
+
+  The launch convention (CUDA's grid and block): `global_size` counts work-groups per axis (x, y, z) -- the sizes of the
+  gidxN indices -- and `local_size` counts threads per work-group (the lidxN sizes), so axis i runs
+  global_size[i] * local_size[i] threads in all (OpenCL's global work size is that product). A kernel with no thread
+  index inside a work-group (only gidxN/idxN) has `local_size` None: launch one thread per work-group, (1, 1, 1).
+  """
   name: str
   src: str
   device: str
   ast: UOp | None = None
   uops: list[UOp] | None = None
   lib: bytes | None = None
-  global_size: list[int | UOp] = field(default_factory=lambda: _ones())
-  local_size: list[int | UOp] | None = field(default_factory=lambda: _ones())  # None: the runtime picks
+  global_size: list[int | UOp] = field(default_factory=lambda: _ones())   # work-groups per axis (symbolic: sym_infer)
+  local_size: list[int | UOp] | None = field(default_factory=lambda: _ones())  # threads per work-group; None: (1, 1, 1)
   vars: list[UOp] = field(default_factory=list)
   globals: list[int] = field(default_factory=list)
   outs: list[int] = field(default_factory=list)
@@ -130,11 +228,11 @@ class ProgramSpec:
           global_size[axis] = size
           if u.arg[0] == "i": local_size[axis] = 1  # gidx with no local split
       elif u.op is Ops.STORE:
-        buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
+        buf, val = mem_access(u).buf, mem_access(u).value
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in outs: outs.append(buf.arg)
-        if buf.op is Ops.DEFINE_GLOBAL: est.lds += mult * u.src[1].dtype.itemsize
+        if buf.op is Ops.DEFINE_GLOBAL and val is not None: est.lds += mult * val.dtype.itemsize
       elif u.op is Ops.LOAD:
-        buf = u.src[0].src[0] if u.src[0].op is Ops.INDEX else u.src[0]
+        buf = mem_access(u).buf
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in ins: ins.append(buf.arg)
         if buf.op is Ops.DEFINE_GLOBAL: est.lds += mult * u.dtype.itemsize
       elif u.op in GroupOp.ALU and u not in addressing:

@@ -11,7 +11,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, mem_access
 from tinygrad.helpers import prod
 
 def _narrow_int(dt: DType) -> bool: return dtypes.is_int(dt) and dt.scalar().itemsize < 4
@@ -70,31 +70,27 @@ def _render_bitcast(ctx: CStyleLanguage, x: UOp) -> str:
 def _deref(ctx: CStyleLanguage, idx: UOp, dtype: DType) -> str:
   """The lvalue an INDEX (possibly CAST to a vector pointer) points to; a vector access casts through a pointer that keeps
   the buffer's address space (OpenCL's `__global`, Metal's `device`: a bare `(float4*)` is another space there)."""
-  if idx.op is Ops.CAST:
-    assert isinstance(idx.dtype, PtrDType)
-    return f"(*(({ctx.render_ptr(idx.dtype.base, idx.dtype.addrspace)}){ctx.r[idx.src[0]]}))"   # the INDEX text is parenthesized
-  bdt, buf, off = idx.src[0].dtype, ctx.r[idx.src[0]], ctx.r[idx.src[1]]
-  if dtype.count > 1 and bdt.base.count == 1:
-    space = bdt.addrspace if isinstance(bdt, PtrDType) else AddrSpace.GLOBAL
+  m = mem_access(idx)
+  if m.vector is not None: return f"(*(({ctx.render_ptr(m.vector.base, m.vector.addrspace)}){ctx.r[m.ptr.src[0]]}))"   # the INDEX text is parenthesized
+  buf, off = ctx.r[m.buf], ctx.r[m.idx] if m.idx is not None else "0"
+  if dtype.count > 1 and m.buf.dtype.base.count == 1:
+    space = m.buf.dtype.addrspace if isinstance(m.buf.dtype, PtrDType) else AddrSpace.GLOBAL
     return f"(*(({ctx.render_ptr(dtype, space)})({buf}+{off})))"
   return f"{buf}[{off}]"
 
-def _gate(idx: UOp) -> UOp | None:
-  base = idx.src[0] if idx.op is Ops.CAST else idx
-  return base.src[2] if base.op is Ops.INDEX and len(base.src) > 2 else None
-
 def _render_load(ctx: CStyleLanguage, x: UOp) -> str:
-  val = _deref(ctx, x.src[0], x.dtype)
+  m = mem_access(x)
+  val = _deref(ctx, m.ptr, x.dtype)
   if x.dtype.scalar() in ctx.emulated_floats: val = ctx.emulated_floats[x.dtype.scalar()][1].format(val)
-  gate = _gate(x.src[0])
-  return val if gate is None else f"({ctx.r[gate]}?{val}:{ctx.render_const(0, x.dtype)})"
+  return val if m.gate is None else f"({ctx.r[m.gate]}?{val}:{ctx.render_const(0, x.dtype)})"
 
 def _render_store(ctx: CStyleLanguage, x: UOp) -> str:
-  val = ctx.r[x.src[1]]
-  if x.src[1].dtype.scalar() in ctx.emulated_floats: val = ctx.emulated_floats[x.src[1].dtype.scalar()][2].format(val)
-  gate = _gate(x.src[0])
-  st = f"{_deref(ctx, x.src[0], x.src[1].dtype)} = {val};"
-  return st if gate is None else f"if ({ctx.r[gate]}) {st}"
+  m = mem_access(x)
+  assert m.value is not None
+  val = ctx.r[m.value]
+  if m.value.dtype.scalar() in ctx.emulated_floats: val = ctx.emulated_floats[m.value.dtype.scalar()][2].format(val)
+  st = f"{_deref(ctx, m.ptr, m.value.dtype)} = {val};"
+  return st if m.gate is None else f"if ({ctx.r[m.gate]}) {st}"
 
 # uop -> text for one node; `ctx` is the renderer (ctx.r holds the text of every earlier uop)
 base_rewrite = PatternMatcher([
@@ -125,33 +121,61 @@ _prefixes = {Ops.LOAD: "val", Ops.DEFINE_REG: "acc", Ops.DEFINE_LOCAL: "temp", O
 _inlinable = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.VCONST}
 
 class CStyleLanguage(Renderer):
-  """A C-like kernel renderer. Abilities and syntax are class attributes; `string_rewrite` maps one uop to its text."""
-  kernel_prefix: str = ""                 # text before the return type (`extern "C" __global__ `)
-  buffer_prefix: str = ""                 # before a buffer argument's type (`device `); addrspace_qualifier[GLOBAL] overrides it
-  # address space -> the qualifier written before the pointee type of every pointer into that space: kernel arguments,
-  # pointer casts, vector loads and stores (`{AddrSpace.GLOBAL: "__global ", AddrSpace.LOCAL: "__local "}` for OpenCL C);
-  # a space missing here has none (GLOBAL falls back to buffer_prefix)
+  """A C-like kernel renderer. Abilities and syntax are class attributes; `string_rewrite` maps one uop to its text.
+
+  The walk (`render`) names variables, inlines single-use pure values, opens and closes loops, and calls the override
+  points below; a subclass changes attributes, prepends rules to `string_rewrite` and overrides the `render_*` methods.
+  The reference table of every override point is in docs/plugins.md (section 4).
+  """
+  kernel_prefix: str = ""
+  """Text before the kernel's `void` (`extern "C" __global__ `, `__kernel `, `kernel `)."""
+  buffer_prefix: str = ""
+  """Text before a global buffer's pointee type (`device `); addrspace_qualifier[GLOBAL] overrides it."""
   addrspace_qualifier: dict[AddrSpace, str] = {}
-  buffer_suffix: str = ""                 # after the `*` of a buffer argument (` restrict`)
-  arg_int_prefix: str = "const int"       # the type of a DEFINE_VAR argument
-  smem_prefix: str = ""                   # before a DEFINE_LOCAL declaration (`__shared__ `)
+  """Address space -> the qualifier written before the pointee type of every pointer into that space: kernel arguments,
+  pointer casts, vector loads and stores (`{AddrSpace.GLOBAL: "__global ", AddrSpace.LOCAL: "__local "}` for OpenCL C);
+  a space missing here has none (GLOBAL falls back to buffer_prefix)."""
+  buffer_suffix: str = ""
+  """Text after a buffer argument's `*` (` restrict`)."""
+  arg_int_prefix: str = "const int"
+  """The type of a DEFINE_VAR (symbolic int) argument (`constant int&` in Metal)."""
+  smem_prefix: str = ""
+  """Text before a DEFINE_LOCAL declaration in the body (`__shared__ `, `__local `, `threadgroup `)."""
   smem_align: str = ""
-  barrier: str = ""                       # BARRIER text
-  code_for_workitem: dict[str, Callable[[Any], str]] = {}   # "g"/"l"/"i" -> axis -> text of that launch index
+  """Text after a DEFINE_LOCAL declaration's `[size]` (` __attribute__((aligned(16)))`)."""
+  barrier: str = ""
+  """The statement a BARRIER renders to (`__syncthreads();`, `barrier(CLK_LOCAL_MEM_FENCE);`)."""
+  code_for_workitem: dict[str, Callable[[Any], str]] = {}
+  """SPECIAL launch indices: key "g" (work-group index, gidxN), "l" (thread in the work-group, lidxN) or "i" (global
+  thread index where there is no local split, idxN) -> function of the axis (a str "0".."2") giving its text."""
   infinity: str = "INFINITY"
+  """The text of +inf (a float constant); -inf is `(-infinity)`."""
   nan: str = "NAN"
-  type_map: dict[DType, str] = {}         # dtype -> type name where it differs from dtype.name
-  # dtypes held as float in registers and as bits in memory: dtype -> (storage dtype, bits->float, float->bits, round-to-dtype) formats
+  """The text of a NaN float constant."""
+  int_suffix: dict[DType, str] = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}
+  """Integer literal suffix by dtype (C's `ll`/`ull`; Metal's and OpenCL's `l`/`ul`); a dtype not listed has none."""
+  vector_ctor: str = "make_{type}({elems})"
+  """Format of a vector constructor (VECTORIZE, VCONST, vector constants): `{type}` is the rendered vector type, `{elems}`
+  the comma-separated lanes. CUDA's `make_float4(...)` by default; `({type})({elems})` for OpenCL, `{type}({elems})` for Metal."""
+  type_map: dict[DType, str] = {}
+  """DType -> type name where it differs from dtype.name (`dtypes.bool: "_Bool"`); vectors default to name + count (`float4`)."""
   emulated_floats: dict[DType, tuple[DType, str, str, str]] = {}
+  """Dtypes held as float in registers and as bits in memory: dtype -> (storage dtype, bits->float, float->bits,
+  round-to-dtype) `str.format` templates with one `{}` (bfloat16 on a target without it)."""
   code_for_op: dict[Ops, Callable[..., str]] = base_code_for_op
+  """ALU op -> text (see Renderer.code_for_op); base_code_for_op has the C operators, a subclass adds math functions."""
   string_rewrite: PatternMatcher = base_rewrite
-  inline_max_len: int = 80                # longer single-use expressions get their own variable, for readability
+  """uop -> its text, called with ctx=the renderer (ctx.r: the text of every earlier uop); prepend rules to change one op
+  (`my_rules + base_rewrite`). A rule returning None falls through to the next; no match is a NotImplementedError."""
+  inline_max_len: int = 80
+  """A single-use pure expression longer than this gets its own variable instead of being inlined (readability)."""
 
   # ---- types and literals ----
   def compute_dtype(self, dt: DType) -> DType:
-    """The dtype a value is held in registers (emulated floats compute as float32)."""
+    """The dtype a value of `dt` is held in registers (an emulated float computes as float32); default: `dt`."""
     return dtypes.float32.vec(dt.count) if dt.scalar() in self.emulated_floats else dt
   def storage_dtype(self, dt: DType) -> DType:
+    """The dtype a value of `dt` is stored as in memory (an emulated float: its bits' integer dtype); default: `dt`."""
     s = self.emulated_floats.get(dt.scalar())
     return s[0].vec(dt.count) if s is not None else dt
   def space_qualifier(self, space: AddrSpace) -> str:
@@ -161,10 +185,14 @@ class CStyleLanguage(Renderer):
     """The pointer type to `base` elements (held in their storage dtype) in `space`: `__global float4*`."""
     return f"{self.space_qualifier(space)}{self.render_dtype(self.storage_dtype(base))}*"
   def render_dtype(self, dt: DType, mutable: bool = True) -> str:
+    """The type name of `dt`: a pointer is render_ptr's (its address space's qualifier, the storage dtype, `*`), a
+    vector type_map's or name + count; called for declarations, casts and arguments."""
     if isinstance(dt, PtrDType): return self.render_ptr(dt.base, dt.addrspace)
     if dt.count > 1: return self.type_map.get(dt, f"{self.render_dtype(dt.scalar()).replace(' ', '')}{dt.count}")
     return self.type_map.get(dt, dt.name)
   def render_const(self, v: Any, dt: DType) -> str:
+    """The literal for the value `v` of dtype `dt` (CONST): exact float32 literals (hex when needed), `infinity`/`nan`,
+    int_suffix on wide ints, INT_MIN as (-MAX-1), a cast for narrow ints and half floats; a vector via render_vectorize."""
     if dt.count > 1: return self.render_vectorize([self.render_const(v, dt.scalar())] * dt.count, dt)
     if dtypes.is_float(dt):
       cdt = self.compute_dtype(dt)
@@ -179,23 +207,38 @@ class CStyleLanguage(Renderer):
     if dt == dtypes.bool: return "1" if v else "0"
     if dtypes.is_int(dt):
       v = int(v)
-      suffix = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}.get(dt, "")
+      suffix = self.int_suffix.get(dt, "")
       # the literal -2147483648 is unary minus on a too-big positive literal: write INT_MIN as (-MAX-1)
       if v == dtypes.min(dt) and v < 0: return f"({v+1}{suffix}-1)"
       return f"{v}{suffix}" if dt.itemsize >= 4 else f"(({self.render_dtype(dt)}){v})"
     return str(v)
-  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"make_{self.render_dtype(dt)}({','.join(elems)})"
-  def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}.{'xyzw'[lane]}" if dt.count <= 4 else f"{vec}[{lane}]"
-  # through a union compound literal (C99): `*(T*)&x` needs an lvalue, and a bitcast's operand is often an inlined expression
-  def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"((union {{{frm} a; {to} b;}}){{.a = {x}}}).b"
+  def render_vectorize(self, elems: list[str], dt: DType) -> str:
+    """A vector of dtype `dt` from its lanes' text (VECTORIZE, VCONST, vector constants); default: the vector_ctor format."""
+    return self.vector_ctor.format(type=self.render_dtype(dt), elems=",".join(elems))
+  def render_gep(self, vec: str, lane: int, dt: DType) -> str:
+    """Lane `lane` of the vector text `vec` of dtype `dt` (GEP); default `.x`..`.w` up to 4 lanes, else `[lane]`."""
+    return f"{vec}.{'xyzw'[lane]}" if dt.count <= 4 else f"{vec}[{lane}]"
+  def render_bitcast(self, to: str, frm: str, x: str) -> str:
+    """Reinterpret the bits of `x` (type text `frm`) as type `to` (BITCAST); default: a C99 union compound literal,
+    since `*(T*)&x` needs an lvalue and a bitcast's operand is often an inlined expression."""
+    return f"((union {{{frm} a; {to} b;}}){{.a = {x}}}).b"
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
+    """The whole source, called once at the end of `render`: `prelude` lines, then `kernel_prefix void name(args) {`,
+    the indented `body` statements and `}`. `args` are rendered parameters (buffers by slot, then variables, then
+    extra_args); `uops` lets an override reorder or annotate them (Metal's [[buffer(n)]])."""
     return "\n".join(prelude + [f"{self.kernel_prefix}void {name}({', '.join(args)}) {{"] + body + ["}"]) + "\n"
-  def extra_args(self) -> list[str]: return []
-  def prelude(self, uops: list[UOp]) -> list[str]: return []
+  def extra_args(self) -> list[str]:
+    """Parameters appended after the buffers and variables (the CPU's `int core_id, int core_count`); default none."""
+    return []
+  def prelude(self, uops: list[UOp]) -> list[str]:
+    """Lines before the kernel (includes, helper functions, pragmas such as cl_khr_fp16), from the kernel's `uops`;
+    default none."""
+    return []
 
   # ---- the walk ----
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
-    """The kernel function `name` for the linearized `uops`."""
+    """The kernel function `name` for the linearized `uops`: the walk that calls every override point above (override
+    it only for a language that is not C-like)."""
     self.r: dict[UOp, str] = {}
     # uses and loop depths: a single-use pure value is inlined into its user when both sit in the same loop, so the
     # linearizer's hoisting of loop-invariant work stays visible in the source
@@ -259,8 +302,12 @@ class CStyleLanguage(Renderer):
     return self.render_kernel(name, body, args + self.extra_args(), uops, self.prelude(uops))
 
   # ---- splitting the outermost loop across CPU threads ----
-  def split_start(self, end: str, core: str, ty: str) -> str: return f"({ty})(((long long)({end})*({core}))/core_count)"
-  def split_range(self, uops: list[UOp]) -> UOp | None: return split_range(uops) if self.has_threads else None
+  def split_start(self, end: str, core: str, ty: str) -> str:
+    """The first index of thread `core`'s share of a split loop of `end` trips (type text `ty`); used with has_threads."""
+    return f"({ty})(((long long)({end})*({core}))/core_count)"
+  def split_range(self, uops: list[UOp]) -> UOp | None:
+    """The RANGE whose trips are shared among CPU threads (see split_range below) when has_threads, else None."""
+    return split_range(uops) if self.has_threads else None
 
 def split_range(uops: list[UOp]) -> UOp | None:
   """The loop CPU threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
@@ -272,9 +319,7 @@ def split_range(uops: list[UOp]) -> UOp | None:
     elif u.op is Ops.END:
       depth -= 1
       if depth == 0: inside = False
-    elif u.op is Ops.STORE and not inside:
-      idx = u.src[0].src[0] if u.src[0].op is Ops.CAST else u.src[0]
-      if idx.src[0].op is Ops.DEFINE_GLOBAL: return None
+    elif u.op is Ops.STORE and not inside and mem_access(u).buf.op is Ops.DEFINE_GLOBAL: return None
   return first
 
 def thread_work(uops: list[UOp], split: UOp | None) -> int:

@@ -57,11 +57,12 @@ class PythonRenderer(Renderer):
   has_shared = True  # DEFINE_LOCAL is one array per block, BARRIER a no-op in lockstep
   global_max = (2**31-1, 65535, 65535)
   code_for_op = {op: (lambda *a: "") for op in GroupOp.ALU}
-  def __init__(self) -> None:
+  def __init__(self, **abilities: Any) -> None:
     emu = EMULATE.value
     if emu:
-      from tinygrad.runtime.emulate import abilities  # device abilities table
-      for k, v in abilities(emu).items(): setattr(self, k, v)
+      from tinygrad.runtime.emulate import abilities as emulated  # device abilities table
+      abilities = {**emulated(emu), **abilities}
+    super().__init__(**abilities)
   def render(self, uops: list[UOp], name: str = "kernel") -> str: return serialize(uops)
 
 # ---- the interpreter ----

@@ -48,7 +48,6 @@ class MetalRenderer(CStyleLanguage):
   global_max = (2**31 - 1, 65535, 65535)
   local_max = (1024, 1024, 1024)
   shared_max = 32768
-  supports_float4 = True
   # Metal has no 64-bit float
   supported_dtypes = frozenset({dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                                 dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32})
@@ -71,14 +70,9 @@ class MetalRenderer(CStyleLanguage):
   code_for_op = metal_code_for_op
   string_rewrite = metal_rewrite
 
-  def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"{self.render_dtype(dt)}({','.join(elems)})"
+  int_suffix = {dtypes.uint32: "u", dtypes.int64: "l", dtypes.uint64: "ul"}   # MSL has no `long long`
+  vector_ctor = "{type}({elems})"
   def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"as_type<{to}>({x})"
-  def render_const(self, v, dt: DType) -> str:
-    # MSL has no `long long`: 64-bit literals take the l/ul suffix
-    if dt.count == 1 and dt in (dtypes.int64, dtypes.uint64):
-      v, suffix = int(v), "l" if dt == dtypes.int64 else "ul"
-      return f"({v+1}{suffix}-1)" if v == dtypes.min(dt) and v < 0 else f"{v}{suffix}"
-    return super().render_const(v, dt)
 
   def prelude(self, uops: list[UOp]) -> list[str]:
     wmma = {u.arg[0]: wmma_helper(u, self) for u in uops if u.op is Ops.WMMA}

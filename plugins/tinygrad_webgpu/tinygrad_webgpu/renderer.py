@@ -101,7 +101,6 @@ class WGSLRenderer(CStyleLanguage):
   device = "WEBGPU"
   has_local = True              # global loops become launch indices
   has_shared = True             # var<workgroup> arrays and workgroupBarrier()
-  supports_float4 = False
   global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)   # any size: the launch is re-folded (module docstring)
   local_max: tuple[int, ...] | None = (256, 256, 64)   # WebGPU's guaranteed minimums (256 invocations per workgroup)
   shared_max = 16384
