@@ -119,6 +119,14 @@ def test_template_passes_the_conformance_suite(site):
   assert "tinygrad conformance: TEMPLATE: all capabilities pass" in r.stdout, r.stdout[-3000:]
   assert re.search(r"\d+ passed", r.stdout) and " failed" not in r.stdout.splitlines()[-1], r.stdout[-3000:]
 
+def test_template_tests_render_the_corpus_without_its_device(site):
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("TINYGRAD_", "TEMPLATE_", "HYPOTHESIS")) and k not in ("DEV", "PYTHONPATH")}
+  env.update(PYTHONPATH=os.pathsep.join([str(site), str(CORE)]), CACHEDB=str(site / "cache.db"), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+             PYTHONDONTWRITEBYTECODE="1")
+  cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--rootdir", str(site), str(TEMPLATE / "tests")]
+  r = subprocess.run(cmd, env=hermetic_env(env), capture_output=True, text=True, cwd=site, timeout=600)
+  assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
+
 def test_broken_variant_fails_naming_op_and_dtype(site):
   r = conformance(site, "BROKEN", "-k", "int32 and (TestBinary or TestDtypes)")
   assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-2000:]

@@ -66,10 +66,10 @@ def test_mem_access_names_the_parts():
   ld = UOp(Ops.LOAD, dtypes.float, (gated,))
   st = UOp(Ops.STORE, dtypes.void, (plain, ld))
   vec = UOp(Ops.CAST, dtypes.float.vec(4).ptr(4), (plain,))
-  assert (mem_access(ld).buf, mem_access(ld).index, mem_access(ld).gate, mem_access(ld).value) == (buf, i, g, None)
+  assert (mem_access(ld).buf, mem_access(ld).idx, mem_access(ld).gate, mem_access(ld).value) == (buf, i, g, None)
   assert (mem_access(st).ptr, mem_access(st).gate, mem_access(st).value, mem_access(st).vector) == (plain, None, ld, None)
-  assert (mem_access(vec).buf, mem_access(vec).index, mem_access(vec).vector) == (buf, i, dtypes.float.vec(4).ptr(4))
-  assert mem_access(UOp(Ops.LOAD, dtypes.float, (buf,))).index is None
+  assert (mem_access(vec).buf, mem_access(vec).idx, mem_access(vec).vector) == (buf, i, dtypes.float.vec(4).ptr(4))
+  assert mem_access(UOp(Ops.LOAD, dtypes.float, (buf,))).idx is None
   assert buf.dtype.addrspace is AddrSpace.GLOBAL
   with pytest.raises(ValueError, match="mem_access needs a LOAD, STORE"): mem_access(i)
 

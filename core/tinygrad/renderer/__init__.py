@@ -135,7 +135,7 @@ class MemAccess(NamedTuple):
   """The parts of a memory access a renderer needs, by name instead of source position (`mem_access(u)`)."""
   ptr: UOp                  # the address operand: an INDEX, or a CAST of one to a vector pointer (a vector load/store)
   buf: UOp                  # the buffer: DEFINE_GLOBAL / DEFINE_LOCAL / DEFINE_REG (`buf.dtype.addrspace` says which)
-  index: UOp | None         # the element offset (an int UOp); None when the pointer is the buffer itself
+  idx: UOp | None           # the element offset (an int UOp); None when the pointer is the buffer itself
   gate: UOp | None          # the bool gate: where false, a LOAD reads 0 and a STORE writes nothing; None: ungated
   value: UOp | None         # a STORE's value; None for a LOAD or INDEX
   @property
