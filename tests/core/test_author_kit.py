@@ -28,7 +28,8 @@ def test_guide_quotes_every_template_file_verbatim():
 def test_guide_names_the_contract():
   text = GUIDE.read_text()
   for what in ("tinygrad_api_version", "tinygrad_devices", "tinygrad_compilers", "CompilerPair", "ctrl_var", "API_VERSION",
-               "MIN_API_VERSION", "plugin_api", "--tinygrad-device", "MemoryManager", "supported_dtypes", "probe"):
+               "MIN_API_VERSION", "plugin_api", "--tinygrad-device", "MemoryManager", "supported_dtypes", "probe",
+               "mem_access", "abilities=", "local_total_max", "exp_via_exp2", "corpus(", "global_size", "DEBUG", "DeviceSpec.compilers"):
     assert what in text, f"docs/plugins.md does not mention {what}"
 
 # ---- the API surface ----
