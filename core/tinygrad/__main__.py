@@ -3,7 +3,7 @@
 Exit status 0 when the default device computes (Tensor([1,2,3])*2).tolist() == [2, 4, 6], else 1.
 """
 from __future__ import annotations
-import os, sys, json, argparse, platform
+import os, sys, json, argparse, platform, warnings
 from typing import Any, TYPE_CHECKING
 from tinygrad.helpers import CapturedStderr
 if TYPE_CHECKING:
@@ -30,7 +30,8 @@ def health_check(device: str) -> dict[str, Any]:
       got = (Tensor([1, 2, 3], device=device) * 2).tolist()
     if got == EXPECTED: return {"ok": True, "result": got, "error": None}
     return {"ok": False, "result": got, "error": f"wrong result: expected {EXPECTED}, got {got}"}
-  except Exception as e:
+  except KeyboardInterrupt: raise
+  except BaseException as e:   # the device's code runs here: whatever it raises (SystemExit too) is its failure, not the CLI's
     from tinygrad.device import DeviceError
     return {"ok": False, "result": None, "error": str(e) if isinstance(e, DeviceError) else f"{type(e).__name__}: {e}"}
 
@@ -45,7 +46,8 @@ def compile_check(pair: CompilerPair) -> dict[str, Any]:
     prg = get_program(ast, renderer)
     size = len(prg.lib) if prg.lib is not None else len(prg.src)
     return {"ok": True, "result": None, "error": None, "note": f"compiles ({size} bytes); not run: no device"}
-  except Exception as e: return {"ok": False, "result": None, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+  except KeyboardInterrupt: raise
+  except BaseException as e: return {"ok": False, "result": None, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
 
 def _pair_entry(name: str, pair: CompilerPair | None, set_var: str | None, default: bool, error: str | None) -> dict[str, Any]:
   pname = pair.name if pair is not None else ""
@@ -56,7 +58,7 @@ def _pair_entry(name: str, pair: CompilerPair | None, set_var: str | None, defau
 def collect(check: bool = True) -> dict[str, Any]:
   """Everything the listing shows, as plain data (the --json output)."""
   from tinygrad import plugins
-  from tinygrad.device import Device
+  from tinygrad.device import Device, CompilerChoiceWarning
   reg = plugins.registry()
   report: dict[str, Any] = {"core": {"version": _version("tinygrad-core"), "api_version": plugins.API_VERSION}, "default_device": None,
                             "default_error": None, "default_ok": False, "plugins": [], "devices": []}
@@ -105,7 +107,10 @@ def collect(check: bool = True) -> dict[str, Any]:
       pname = pair.name if pair is not None else ""
       c = _pair_entry(name, pair, set_var, pname == default_pair, dev.compiler_errors.get(pname))
       if check and c["error"] is None:
-        with CapturedStderr() as noise: c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
+        # each pair is checked through its device string: that it disagrees with the user's CPU_CC is not news here
+        with CapturedStderr() as noise, warnings.catch_warnings():
+          warnings.simplefilter("ignore", CompilerChoiceWarning)
+          c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
         if not c["ok"] and c["error"]: c["error"] += _said(noise)
       d["compilers"].append(c)
   if report["default_device"] and check:

@@ -5,19 +5,25 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import os, re, sys, contextvars
+import os, re, sys, warnings, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.dtype import DType
-from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, GlobalCounters
+from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, GlobalCounters, env_switch as _env_switch
 from tinygrad.renderer import Renderer
 
 class DeviceError(RuntimeError):
   """A device (or one of its compilers) cannot be found, selected or opened; the message says which and why."""
 
+class DeviceNameError(DeviceError, ValueError):
+  """A device string that is not NAME[:index][:compiler] (ASCII only): a ValueError as well as a DeviceError."""
+
 class CompilerChoiceError(DeviceError):
   """The user's explicit compiler choice (`CPU_CC=`, `CPU_LLVM=1`, `DEV=CPU:LLVM`) is unknown or fails: always fatal."""
+
+class CompilerChoiceWarning(RuntimeWarning):
+  """Two compiler choices disagree (`CPU_CC=LLVM` with `DEV=CPU:CLANG`): the warning names both and which one won."""
 
 # ---- compilers ----
 
@@ -102,10 +108,6 @@ def compiler_choice(device: str) -> str | None:
   dev, choice = _compiler_choice.get()
   return choice if dev == device else None
 
-def _env_switch(var: str | None) -> int | None:
-  v = os.environ.get(var, "").strip() if var else ""
-  if not v: return None
-  return 0 if v.lower() in ("0", "false", "no", "off") else 1
 
 def _init_pair(pair: CompilerPair) -> tuple[Renderer, Compiler | None]:
   renderer = pair.renderer()
@@ -124,10 +126,14 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
   """
   if not pairs: raise DeviceError(f"device {device} offers no compiler pairs")
   names = ", ".join(p.name for p in pairs)
+  set_value = os.environ.get(set_var, "").strip() if set_var else ""
   if choice: forced, how = choice, f"the device string {device}:{choice}"
-  else:
-    forced = os.environ.get(set_var, "").strip() if set_var else ""
-    how = f"{set_var}={forced}"
+  else: forced, how = set_value, f"{set_var}={set_value}"
+  if forced:   # a lower-precedence choice that disagrees is named, so the user learns which one won
+    lost = ([f"{set_var}={set_value}"] if choice and set_value and set_value.upper() != choice.upper() else []) + \
+           [f"{p.ctrl_var}=1" for p in pairs if _env_switch(p.ctrl_var) == 1 and p.name.upper() != forced.upper()]
+    if lost: warnings.warn(f"{' and '.join(lost)} {'conflict' if len(lost) > 1 else 'conflicts'} with {how}; using {forced.upper()} "
+                           f"({'the device string' if choice else set_var} wins)", CompilerChoiceWarning, stacklevel=3)
   if forced:
     match = [p for p in pairs if p.name.upper() == forced.upper()]
     if not match: raise CompilerChoiceError(f"unknown compiler {forced!r} for device {device} (from {how}); valid: {names}")
@@ -344,14 +350,16 @@ class _Device:
 
   @staticmethod
   def parse(name: str) -> tuple[str, int, str | None]:
-    """Split "NAME[:index][:compiler]" into (NAME upper-case, index, compiler upper-case or None)."""
-    parts = name.strip().split(":")
-    base = parts[0].upper()
-    if not base or not re.fullmatch(r"[A-Z0-9_]+", base): raise DeviceError(f"bad device name {name!r}: expected NAME[:index][:compiler]")
+    """Split "NAME[:index][:compiler]" into (NAME upper-case, index, compiler upper-case or None); DeviceNameError if malformed.
+
+    ASCII only: str.isdigit() and int() also accept other scripts' digits ('CPU:١' would be CPU:1, 'CPU:²' breaks int())."""
+    parts = name.strip().split(":") if isinstance(name, str) else [""]
     rest, index = parts[1:], 0
-    if rest and rest[0].isdigit(): index = int(rest.pop(0))
-    if len(rest) > 1 or (rest and not rest[0]): raise DeviceError(f"bad device name {name!r}: expected NAME[:index][:compiler]")
-    return base, index, rest[0].upper() if rest else None
+    if rest and re.fullmatch(r"[0-9]+", rest[0]): index = int(rest.pop(0))
+    if not re.fullmatch(r"[A-Za-z0-9_]+", parts[0]) or len(rest) > 1 or (rest and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest[0])):
+      raise DeviceNameError(f"bad device name {name!r}: expected NAME[:index][:compiler], where NAME is ASCII letters, digits and _, "
+                            "index is ASCII digits and compiler ASCII letters, digits and _ (CPU, NV:1, CPU:LLVM, NV:1:PTX)")
+    return parts[0].upper(), index, rest[0].upper() if rest else None
 
   @staticmethod
   def canonicalize(name: str) -> str:
@@ -386,23 +394,44 @@ class _Device:
       msg += "; plugins that did not load: " + ", ".join(f"{p.name} ({p.dist}): {p.error}" for p in bad)
     return DeviceError(msg)
 
+  def _others(self, base: str, entry: Any) -> list[Any]:
+    # the other providers of `base`, whose users would get this device if the chosen provider were not installed
+    from tinygrad.plugins import registry
+    return [e for e in registry().candidates.get(base, []) if e is not entry]
+
   def _open(self, key: str) -> Compiled:
-    from tinygrad.plugins import registry, probe, load_object
-    base, index, choice = self.parse(key)
+    from tinygrad.plugins import registry
+    base, _, _ = self.parse(key)
     reg = registry()
     if base not in reg.candidates: raise self._unknown(base)
     entry = reg.provider(base)
+    try: return self._open_entry(key, entry)
+    except DeviceError as e:
+      if not (others := self._others(base, entry)): raise
+      # a provider that shadows another one failed: say so, and how to get the other one, rather than leave its users guessing
+      var = f"TINYGRAD_DEVICE_PROVIDER_{base}"
+      alt = "; ".join(f"{o.plugin.dist or o.plugin.name} (priority {o.spec.priority}): {var}={o.plugin.dist or o.plugin.name} selects it" for o in others)
+      raise type(e)(f"{e}; {base} is also provided by {alt}") from e
+
+  def _open_entry(self, key: str, entry: Any) -> Compiled:
+    from tinygrad.plugins import probe, load_object, guarded
+    base, index, choice = self.parse(key)
     who = f"plugin {entry.plugin.name!r} (distribution {entry.plugin.dist or '?'})"
+    if (n := entry.spec.instances) is not None and index >= n:
+      raise DeviceError(f"{base}:{index} does not exist: {who} declares {n} instance{'s' if n > 1 else ''} "
+                        f"({base}{f' .. {base}:{n-1}' if n > 1 else ''})")
     ok, why = probe(entry)
     if not ok: raise DeviceError(f"device {base} from {who} is not available here: {why}")
-    try: cls = load_object(entry.spec.import_path)
-    except Exception as e: raise DeviceError(f"device {base} from {who}: cannot import {entry.spec.import_path}: {type(e).__name__}: {e}") from e
+    cls, err = guarded(load_object, entry.spec.import_path)
+    if err is not None or not callable(cls):
+      raise DeviceError(f"device {base} from {who}: cannot import {entry.spec.import_path}: "
+                        + (f"{type(err).__name__}: {err}" if err is not None else f"{cls!r} is not a class")) from err
     devname = base + (f":{index}" if index else "")
     token = _compiler_choice.set((devname, choice))
-    try: dev = cls(devname)
-    except DeviceError: raise   # already names the device and the cause
-    except Exception as e: raise DeviceError(f"device {key} from {who} failed to open: {type(e).__name__}: {e}") from e
+    try: dev, err = guarded(cls, devname)
     finally: _compiler_choice.reset(token)
+    if isinstance(err, DeviceError): raise err   # already names the device and the cause
+    if err is not None: raise DeviceError(f"device {key} from {who} failed to open: {type(err).__name__}: {err}") from err
     if not isinstance(dev, Compiled): raise DeviceError(f"{entry.spec.import_path} from {who} is not a tinygrad.device.Compiled subclass")
     return dev
 
@@ -425,34 +454,46 @@ class _Device:
       self.default_reason = [f"DEV={dev}"]
       return key
     reasons: list[str] = []
-    for name, why in self._usable(strict=True):
+    broken: list[str] = []   # devices skipped for a fault (not for absent hardware): the fallback is warned about, once
+    for name, why, absent in self._usable(strict=True):
       if why is None:
         self.default_reason = reasons + [f"{name}: highest priority device that opens"]
+        if broken: warnings.warn(f"default device {name}: skipped {'; '.join(broken)}; fix that, or choose a device with DEV=NAME",
+                                 RuntimeWarning, stacklevel=3)
         return name
       reasons.append(f"{name}: {why}")
+      if not absent: broken.append(f"{name} ({why})")
     raise DeviceError("no device works; " + "; ".join(reasons) if reasons else "no devices installed (is tinygrad-core complete?)")
 
-  def _usable(self, strict: bool = False) -> Iterator[tuple[str, str | None]]:
-    # (name, None) for devices that open, (name, why not) otherwise; priority order, never-default devices excluded.
-    # strict: a compiler the user chose explicitly that fails is an error, not a reason to fall back to another device
+  def _usable(self, strict: bool = False) -> Iterator[tuple[str, str | None, bool]]:
+    # (name, None, False) for devices that open, (name, why not, absent) otherwise, absent when the probe says the
+    # hardware is not here; priority order, never-default devices excluded.
+    # strict (choosing the default): a failure is an error, not a reason to fall back to another device, when the user
+    # asked for it (an explicit compiler choice) or when the failing provider shadows another that probes ok here (that
+    # plugin's users would silently get a different device)
     from tinygrad.plugins import registry, probe
-    for entry in registry().devices():
+    reg = registry()
+    for entry in reg.devices():
       if entry.spec.priority < 0: continue
+      name = entry.spec.name
+      shadows = strict and any(probe(o)[0] for o in self._others(name, entry))
       ok, why = probe(entry)
-      if not ok:
-        yield entry.spec.name, f"not available ({why})"
+      if not ok and not shadows:
+        yield name, f"not available ({why})", True
         continue
       try:
-        self[entry.spec.name]
-        yield entry.spec.name, None
+        self[name]
+        yield name, None, False
       except CompilerChoiceError as e:
         if strict: raise
-        yield entry.spec.name, f"failed to open ({e})"
-      except Exception as e: yield entry.spec.name, f"failed to open ({type(e).__name__}: {e})"
+        yield name, f"failed to open ({e})", False
+      except Exception as e:
+        if shadows: raise
+        yield name, f"failed to open ({type(e).__name__}: {e})", False
 
   def get_available_devices(self) -> list[str]:
     """Names of the installed devices that probe ok and open, highest priority first (negative priorities excluded)."""
-    return [name for name, why in self._usable() if why is None]
+    return [name for name, why, _ in self._usable() if why is None]
 
   def reset(self) -> None:
     """Forget opened devices, the default and plugin discovery (for tests)."""

@@ -12,6 +12,13 @@ def getenv(key: str, default: Any = 0) -> Any:
   if val is None: return default
   return type(default)(val)
 
+def env_switch(var: str | None) -> int | None:
+  """The one reading of an on/off switch read from the environment when used (CPU_LLVM, TINYGRAD_PLUGIN_AUTOLOAD):
+  None when unset or empty, 0 for 0/false/no/off (any case), else 1."""
+  v = os.environ.get(var, "").strip() if var else ""
+  if not v: return None
+  return 0 if v.lower() in ("0", "false", "no", "off") else 1
+
 class ContextVar:
   """A flag read once from the environment (its default declared here, once) and overridable with Context(**flags)."""
   _cache: dict[str, ContextVar] = {}

@@ -11,22 +11,43 @@ PYTHON and NULL devices the same way (`tinygrad.runtime.builtin`). Discovery is 
 resettable (`reset()`); it imports only each plugin's small module, never a device's toolchain.
 
 Control variables, read when discovery runs:
-  TINYGRAD_PLUGIN_AUTOLOAD=0            load no entry points, only the core's built-ins
+  TINYGRAD_PLUGIN_AUTOLOAD=0            load no entry points, only the core's built-ins (also false/no/off, as every switch)
   TINYGRAD_PLUGINS_DISABLE=a,b          skip these plugins (entry point name or distribution name)
   TINYGRAD_DEVICE_PROVIDER_<DEV>=dist   when several plugins provide <DEV>, use this one (default: highest priority)
 """
 from __future__ import annotations
 import os, re, sys, importlib, warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, TYPE_CHECKING, cast
+from typing import Any, Callable, TypeVar, TYPE_CHECKING
 import pluggy
+from tinygrad.helpers import env_switch
 if TYPE_CHECKING:
   from tinygrad.device import CompilerPair
+
+T = TypeVar("T")
 
 API_VERSION = 1       # the version of this contract the core implements
 MIN_API_VERSION = 1   # the oldest plugin API version the core still accepts
 ENTRY_POINT_GROUP = "tinygrad.plugins"
 BUILTIN_MODULE = "tinygrad.runtime.builtin"
+# Host devices (CPU, PYTHON, NULL) are virtual: CPU:1 is a second instance on the same host, for multi-device code on one
+# machine. They declare this many instances, so a typo (CPU:99999) is an error rather than a phantom device.
+VIRTUAL_INSTANCES = 64
+
+def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, BaseException | None]:
+  """Call plugin code: (result, None), or (None, what it raised). Anything a plugin raises is its fault and is caught,
+  SystemExit included (a plugin exiting must not end the user's program); KeyboardInterrupt is the user stopping the
+  program and always propagates."""
+  try: return fn(*args, **kwargs), None
+  except KeyboardInterrupt: raise
+  except BaseException as e: return None, e
+
+class PluginError(Exception):
+  """A plugin broke the contract (a hook raised, or returned the wrong thing); the message names the hook and what it did."""
+
+def _what(e: BaseException) -> str: return f"{type(e).__name__}: {e}"
+
+def _hook_ref(x: Any) -> bool: return x is None or callable(x) or (isinstance(x, str) and ":" in x)
 
 hookspec = pluggy.HookspecMarker("tinygrad")
 hookimpl = pluggy.HookimplMarker("tinygrad")
@@ -35,20 +56,38 @@ hookimpl = pluggy.HookimplMarker("tinygrad")
 class DeviceSpec:
   """What a plugin tells the core about one device; nothing here imports the device's code.
 
-  name: the device name users type (`DEV=FOO`), upper-case.
-  priority: order for choosing `Device.DEFAULT` (higher first); a negative priority is never chosen as the default.
+  name: the device name users type (`DEV=FOO`): ASCII letters, digits and _, stored upper-case.
+  priority: an int, order for choosing `Device.DEFAULT` (higher first); a negative priority is never chosen as the default.
   import_path: "module:Class" of the `Compiled` subclass, imported only when the device is opened.
   probe: None, a callable, or "module:function"; called with no arguments it returns (ok, reason) cheaply (check a
     driver file exists, never initialise hardware); reason says why the device is unusable when ok is False.
   compilers: None, a callable, or "module:function"; called with no arguments it returns the device's CompilerSet for
     compile-only use (a default target, no hardware opened), so `python -m tinygrad` can list and check the compilers of
     a device that is unavailable on this machine.
+  instances: None, or how many instances exist (indices 0..instances-1), when that is known without opening the device
+    (host devices declare VIRTUAL_INSTANCES); the core refuses a larger index. None: the device class checks its index.
+  Every field is checked on construction (TypeError/ValueError naming the field and the value).
   """
   name: str
   priority: int
   import_path: str
   probe: str | Callable[[], tuple[bool, str]] | None = None
   compilers: str | Callable[[], Any] | None = None
+  instances: int | None = None
+  def __post_init__(self) -> None:
+    def bad(field: str, want: str, exc: type[Exception] = TypeError) -> Exception:
+      return exc(f"DeviceSpec.{field} must be {want}, got {getattr(self, field)!r}")
+    if not isinstance(self.name, str): raise bad("name", "a str")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", self.name): raise bad("name", "ASCII letters, digits and _ (users type DEV=NAME)", ValueError)
+    object.__setattr__(self, "name", self.name.upper())   # device names are case-insensitive: one spelling everywhere
+    if not isinstance(self.priority, int) or isinstance(self.priority, bool): raise bad("priority", "an int")
+    if not isinstance(self.import_path, str): raise bad("import_path", "a str 'module:Name'")
+    if not re.fullmatch(r"[\w.]+:[\w.]+", self.import_path):
+      raise ValueError(f"DeviceSpec.import_path must look like 'module:Name', got {self.import_path!r}")
+    for f in ("probe", "compilers"):
+      if not _hook_ref(getattr(self, f)): raise bad(f, "None, a callable or a 'module:function' string")
+    if self.instances is not None and (not isinstance(self.instances, int) or isinstance(self.instances, bool) or self.instances < 1):
+      raise bad("instances", "None or an int >= 1")
 
 class TinygradHooks:
   """The plugin contract. Implement any of these as module-level functions decorated with `tinygrad.plugins.hookimpl`."""
@@ -131,26 +170,47 @@ class Registry:
     info.status, info.error, info.exc = status, error, exc
     warnings.warn(f"tinygrad plugin {info.name!r} (distribution {info.dist or '?'}) {error}; skipped", RuntimeWarning, stacklevel=4)
 
+  def info_of(self, obj: Any) -> PluginInfo | None:
+    """The PluginInfo of a registered hooks object (to blame its distribution by name)."""
+    return next((p for p in self.plugins if p.obj is obj), None)
+
+  def _specs(self, obj: Any) -> list[DeviceSpec]:
+    out: list[DeviceSpec] = []
+    for impl in self._impls("tinygrad_devices", obj):
+      got, err = guarded(impl.function)
+      if err is not None: raise PluginError(f"tinygrad_devices() raised {_what(err)}") from err
+      if got is None: continue
+      if not isinstance(got, (list, tuple)): raise PluginError(f"tinygrad_devices() must return a list of DeviceSpec, got {got!r}")
+      for s in got:
+        if not isinstance(s, DeviceSpec): raise PluginError(f"tinygrad_devices() must return DeviceSpec objects, got {s!r}")
+      out.extend(got)
+    return out
+
   def add(self, info: PluginInfo, loader: Callable[[], Any]) -> PluginInfo:
-    """Load one plugin through `loader`, check its API version and hooks, and record its devices; never raises."""
+    """Load one plugin through `loader`, check its API version and hooks, and record its devices; never raises (but
+    KeyboardInterrupt), whatever the plugin's module or hooks raise or return."""
     self.plugins.append(info)
-    try: obj = loader()
-    except Exception as e:
-      self._fail(info, "failed", f"failed to import {info.module}: {type(e).__name__}: {e}", e)
+    obj, err = guarded(loader)
+    if err is not None:
+      self._fail(info, "failed", f"failed to import {info.module}: {_what(err)}", err)
       return info
     info.obj = obj
-    try: self.pm.register(obj, name=f"{info.name}#{len(self.plugins)}")
-    except Exception as e:
-      self._fail(info, "failed", f"hooks do not match the contract: {e}", e)
+    _, err = guarded(self.pm.register, obj, name=f"{info.name}#{len(self.plugins)}")
+    if err is not None:
+      self._fail(info, "failed", f"hooks do not match the contract: {err}", err)
       return info
-    try: version = [int(i.function()) for i in self._impls("tinygrad_api_version", obj)]
-    except Exception as e:
-      self.pm.unregister(obj)
-      self._fail(info, "failed", f"tinygrad_api_version() raised {type(e).__name__}: {e}", e)
-      return info
+    version: list[Any] = []
+    for impl in self._impls("tinygrad_api_version", obj):
+      v, err = guarded(impl.function)
+      if err is None and (not isinstance(v, int) or isinstance(v, bool)): err = TypeError(f"returned {v!r}, not an int")
+      if err is not None:
+        self.pm.unregister(obj)
+        self._fail(info, "failed", f"tinygrad_api_version() raised {_what(err)}", err)
+        return info
+      version.append(v)
     if not version or not MIN_API_VERSION <= version[0] <= API_VERSION:
-      try: info.devices = [s.name.upper() for i in self._impls("tinygrad_devices", obj) for s in (i.function() or [])]
-      except Exception: pass   # only to name its devices in errors; it is refused either way
+      specs, _ = guarded(self._specs, obj)   # only to name its devices in errors; it is refused either way
+      info.devices = [s.name for s in specs or []]
       self.pm.unregister(obj)
       info.api_version = version[0] if version else None
       what = f"declares plugin API version {version[0]}" if version else "does not implement tinygrad_api_version()"
@@ -158,19 +218,17 @@ class Registry:
       self._fail(info, "incompatible", f"{what}, but this tinygrad-core supports API version {supported}; "
                  f"install a release of {info.dist or info.name} made for API {API_VERSION}")
       return info
-    try:
+    def check() -> list[DeviceSpec]:
       self.pm.check_pending()   # a misspelt hook name is an error, not a silently ignored function
-      specs: list[DeviceSpec] = [s for i in self._impls("tinygrad_devices", obj) for s in (i.function() or [])]
-      for s in specs:
-        if not isinstance(getattr(s, "name", None), str) or not isinstance(getattr(s, "import_path", None), str):
-          raise TypeError(f"tinygrad_devices() must return DeviceSpec objects, got {s!r}")
-    except Exception as e:
+      return self._specs(obj)
+    specs, err = guarded(check)
+    if err is not None or specs is None:
       self.pm.unregister(obj)
-      self._fail(info, "failed", f"hook check failed: {type(e).__name__}: {e}", e)
+      self._fail(info, "failed", str(err) if isinstance(err, PluginError) else f"hook check failed: {_what(err) if err else 'no result'}", err)
       return info
-    info.devices = [s.name.upper() for s in specs]
+    info.devices = [s.name for s in specs]
     info.api_version = version[0]
-    for s in specs: self.candidates.setdefault(s.name.upper(), []).append(DeviceEntry(s, info))
+    for s in specs: self.candidates.setdefault(s.name, []).append(DeviceEntry(s, info))
     return info
 
   def devices(self) -> list[DeviceEntry]:
@@ -204,31 +262,45 @@ class Registry:
             _norm(p.dist) in (n, f"tinygrad-{n}") or _norm(p.dist).endswith(f"-{n}"))]
 
   def extra_compilers(self, device: str) -> list[CompilerPair]:
-    """Pairs that plugins add to `device` through tinygrad_compilers, in load order; a hook that raises is skipped."""
+    """Pairs that plugins add to `device` through tinygrad_compilers, in load order. A hook that raises or returns
+    anything but a list of CompilerPair is skipped with a warning naming its plugin and distribution (never the device's)."""
+    from tinygrad.device import CompilerPair
     out: list[CompilerPair] = []
     for impl in self.pm.hook.tinygrad_compilers.get_hookimpls():
-      try: out.extend(cast(list, impl.function(device=device)) or [])
-      except Exception as e:
-        warnings.warn(f"tinygrad plugin {impl.plugin_name!r}: tinygrad_compilers({device!r}) raised {type(e).__name__}: {e}; "
-                      "its pairs are skipped", RuntimeWarning, stacklevel=2)
+      got, err = guarded(impl.function, device=device)
+      if err is not None: why = f"raised {_what(err)}"
+      elif got is None: continue
+      elif not isinstance(got, (list, tuple)): why = f"must return a list of CompilerPair, got {got!r}"
+      elif (bad := [p for p in got if not isinstance(p, CompilerPair) or not isinstance(p.name, str) or not p.name]):
+        why = f"returned {bad[0]!r}, not a CompilerPair" if not isinstance(bad[0], CompilerPair) else f"returned a pair named {bad[0].name!r}"
+      else:
+        out.extend(got)
+        continue
+      info = self.info_of(impl.plugin)
+      who = f"{info.name!r} (distribution {info.dist or '?'})" if info is not None else repr(impl.plugin_name)
+      warnings.warn(f"tinygrad plugin {who}: tinygrad_compilers({device!r}) {why}; its pairs are skipped", RuntimeWarning, stacklevel=3)
     return out
 
+def _call_ref(ref: str | Callable[[], Any]) -> tuple[Any, BaseException | None]:
+  return guarded(lambda: (load_object(ref) if isinstance(ref, str) else ref)())
+
 def probe(entry: DeviceEntry) -> tuple[bool, str]:
-  """Run a device's cheap availability probe: (ok, reason). A probe that raises counts as not ok."""
-  p = entry.spec.probe
-  if p is None: return True, ""
-  try:
-    fn = load_object(p) if isinstance(p, str) else p
-    ok, reason = fn()
-    return bool(ok), str(reason)
-  except Exception as e: return False, f"probe raised {type(e).__name__}: {e}"
+  """Run a device's cheap availability probe: (ok, reason). A probe that raises, or returns anything but a pair, is not ok."""
+  if entry.spec.probe is None: return True, ""
+  got, err = _call_ref(entry.spec.probe)
+  if err is not None: return False, f"probe raised {_what(err)}"
+  if not isinstance(got, (tuple, list)) or len(got) != 2: return False, f"probe returned {got!r}; expected (ok: bool, reason: str)"
+  return bool(got[0]), str(got[1])
 
 def compile_only_pairs(entry: DeviceEntry) -> tuple[Any, str | None]:
   """(CompilerSet or None, error) from the spec's `compilers` hook: the pairs of a device that cannot be opened here."""
-  c = entry.spec.compilers
-  if c is None: return None, None
-  try: return (load_object(c) if isinstance(c, str) else c)(), None
-  except Exception as e: return None, f"{type(e).__name__}: {e}"
+  from tinygrad.device import CompilerSet, CompilerPair
+  if entry.spec.compilers is None: return None, None
+  got, err = _call_ref(entry.spec.compilers)
+  if err is not None: return None, _what(err)
+  if not isinstance(got, CompilerSet) or not all(isinstance(p, CompilerPair) for p in got.cset):
+    return None, f"compilers hook returned {got!r}, not a CompilerSet of CompilerPairs"
+  return got, None
 
 @dataclass(frozen=True)
 class EntryPoint:
@@ -292,10 +364,11 @@ def _discover() -> Registry:
   core = [ep for ep in eps if ep.value == BUILTIN_MODULE]
   reg.add(PluginInfo(core[0].name if core else "builtin", BUILTIN_MODULE, core[0].dist if core else "tinygrad-core",
                      (core[0].version if core else "") or "(source tree)"), lambda: importlib.import_module(BUILTIN_MODULE))
-  autoload = os.environ.get("TINYGRAD_PLUGIN_AUTOLOAD", "1").strip() != "0"
+  autoload = env_switch("TINYGRAD_PLUGIN_AUTOLOAD") != 0   # 0 (or false, no, off): load no plugins but the built-ins (PYTHON, NULL)
   disabled = {_norm(x.strip()) for x in os.environ.get("TINYGRAD_PLUGINS_DISABLE", "").split(",") if x.strip()}
   for ep in sorted((ep for ep in eps if ep.value != BUILTIN_MODULE), key=lambda ep: (ep.name, ep.dist)):
-    if not autoload: reg.plugins.append(PluginInfo(ep.name, ep.value, ep.dist, ep.version, "not loaded", "TINYGRAD_PLUGIN_AUTOLOAD=0"))
+    if not autoload: reg.plugins.append(PluginInfo(ep.name, ep.value, ep.dist, ep.version, "not loaded",
+                                                    f"TINYGRAD_PLUGIN_AUTOLOAD={os.environ['TINYGRAD_PLUGIN_AUTOLOAD'].strip()}"))
     elif _norm(ep.name) in disabled or _norm(ep.dist) in disabled:
       reg.plugins.append(PluginInfo(ep.name, ep.value, ep.dist, ep.version, "disabled", "listed in TINYGRAD_PLUGINS_DISABLE"))
     else: reg.add(PluginInfo(ep.name, ep.value, ep.dist, ep.version), ep.load)

@@ -1,5 +1,5 @@
 """The core's own plugin: registers the built-in PYTHON and NULL devices through the same hooks a third party uses."""
-from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
+from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION, VIRTUAL_INSTANCES
 
 @hookimpl
 def tinygrad_api_version() -> int: return API_VERSION
@@ -7,5 +7,5 @@ def tinygrad_api_version() -> int: return API_VERSION
 @hookimpl
 def tinygrad_devices() -> list[DeviceSpec]:
   # PYTHON runs everything (slowly, exactly): the fallback default. NULL runs nothing (negative priority: never the default).
-  return [DeviceSpec("PYTHON", 0, "tinygrad.runtime.python:PythonDevice"),
-          DeviceSpec("NULL", -1, "tinygrad.runtime.null:NullDevice")]
+  return [DeviceSpec("PYTHON", 0, "tinygrad.runtime.python:PythonDevice", instances=VIRTUAL_INSTANCES),
+          DeviceSpec("NULL", -1, "tinygrad.runtime.null:NullDevice", instances=VIRTUAL_INSTANCES)]
