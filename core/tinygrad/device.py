@@ -411,7 +411,7 @@ class _Device:
       # a provider that shadows another one failed: say so, and how to get the other one, rather than leave its users guessing
       var = f"TINYGRAD_DEVICE_PROVIDER_{base}"
       alt = "; ".join(f"{o.plugin.dist or o.plugin.name} (priority {o.spec.priority}): {var}={o.plugin.dist or o.plugin.name} selects it" for o in others)
-      raise type(e)(f"{e}; {base} is also provided by {alt}") from e
+      raise (CompilerChoiceError if isinstance(e, CompilerChoiceError) else DeviceError)(f"{e}; {base} is also provided by {alt}") from e
 
   def _open_entry(self, key: str, entry: Any) -> Compiled:
     from tinygrad.plugins import probe, load_object, guarded
