@@ -202,10 +202,10 @@ class Registry:
     version: list[Any] = []
     for impl in self._impls("tinygrad_api_version", obj):
       v, err = guarded(impl.function)
-      if err is None and (not isinstance(v, int) or isinstance(v, bool)): err = TypeError(f"returned {v!r}, not an int")
-      if err is not None:
+      why = f"raised {_what(err)}" if err is not None else "" if isinstance(v, int) and not isinstance(v, bool) else f"returned {v!r}, not an int"
+      if why:
         self.pm.unregister(obj)
-        self._fail(info, "failed", f"tinygrad_api_version() raised {_what(err)}", err)
+        self._fail(info, "failed", f"tinygrad_api_version() {why}", err)
         return info
       version.append(v)
     if not version or not MIN_API_VERSION <= version[0] <= API_VERSION:

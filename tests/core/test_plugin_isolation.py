@@ -132,6 +132,13 @@ def test_bad_device_spec_refuses_that_plugin_only(bad_plugin, capsys, ret, shown
   report = listing(capsys)
   assert report["default_device"] == "GOOD" and {d["name"] for d in report["devices"]} == {"GOOD", "PYTHON", "NULL"}
 
+@pytest.mark.parametrize("ret,shown", [("'1'", "tinygrad_api_version() returned '1', not an int"),
+                                       ("1/0", "tinygrad_api_version() raised ZeroDivisionError")])
+def test_bad_api_version_refuses_that_plugin_only(bad_plugin, ret, shown):
+  dist = bad_plugin(f"from tinygrad.plugins import hookimpl\n@hookimpl\ndef tinygrad_api_version(): return {ret}\n", head="")
+  with pytest.warns(RuntimeWarning, match=rf"distribution {dist}\) {re.escape(shown)}"): reg = discover_with()
+  assert status(reg, dist).status == "failed" and Device.DEFAULT == "GOOD"
+
 def test_lower_case_device_name_is_canonical(bad_plugin, capsys):
   dist = bad_plugin(f"@hookimpl\ndef tinygrad_devices(): return [DeviceSpec('lowerdev', 5, '{__name__}:GoodDevice')]\n")
   reg = discover_with()
