@@ -18,7 +18,7 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	  || echo "torch $(TORCH_CPU) could not be installed: the torch-reference tests will skip (pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 	touch $(STAMP)
 
-.PHONY: setup system demo test test-cl lines typecheck dist dist-test
+.PHONY: setup system demo test test-cl test-onnx lines typecheck dist dist-test
 setup: $(STAMP)
 
 # the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
@@ -42,6 +42,11 @@ dist-test: $(STAMP)
 
 lines:
 	$(PY) scripts/linecount.py
+
+# onnx's whole backend test suite through tinygrad.nn.onnx on the CPU (make test runs its quick subset); the excluded tests
+# and why are in tests/onnx/exclusions.txt
+test-onnx: $(STAMP)
+	TINYGRAD_ONNX_FULL=1 $(VPY) -m pytest -n 2 -q -p no:warnings tests/onnx
 
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py))

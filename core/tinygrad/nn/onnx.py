@@ -1,0 +1,920 @@
+"""Run ONNX models on any device: `OnnxRunner(model)({"input": x})["output"]`. The model is parsed with the `onnx` package
+(`pip install tinygrad-core[onnx]`); each node maps onto Tensor methods (the table `onnx_ops`), so the whole graph stays lazy,
+schedules and fuses as one program, and can be wrapped in TinyJit. Inputs that set shapes (Reshape's shape, Slice's starts,
+Pad's pads ...) are read on the host: from initializers and Constants directly, otherwise by realizing them."""
+from __future__ import annotations
+import math, sys, time, argparse, functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+import numpy as np
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import DType, dtypes, from_numpy
+from tinygrad.helpers import DEBUG, prod, flatten
+
+def _onnx() -> Any:
+  try: import onnx
+  except ImportError as e: raise ImportError("tinygrad.nn.onnx parses models with the onnx package: pip install tinygrad-core[onnx]") from e
+  return onnx
+
+# ONNX TensorProto.DataType -> dtype (the ones a device can hold; string, complex, float8 and 4-bit ints are missing)
+_DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64,
+                             9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16}
+_DTYPE_NAMES = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
+                20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2"}
+
+def dtype_of(onnx_type: int) -> DType:
+  """The dtype of an ONNX element type, or a clear error for the ones tinygrad has no dtype for."""
+  if onnx_type in _DTYPES: return _DTYPES[onnx_type]
+  raise NotImplementedError(f"ONNX element type {_DTYPE_NAMES.get(onnx_type, onnx_type)} has no tinygrad dtype; supported: "
+                            f"{', '.join(sorted(d.name for d in _DTYPES.values()))}")
+
+def _to_numpy(t: Any) -> np.ndarray:
+  arr = _onnx().numpy_helper.to_array(t)
+  if arr.dtype.name == "bfloat16": arr = arr.astype(np.float32)   # ml_dtypes' bfloat16: widened here, cast back on the device
+  return arr
+
+def _tensor(arr: np.ndarray, device: str | None, dtype: DType | None = None) -> Tensor:
+  if arr.dtype == object or arr.dtype.kind in "USc": raise NotImplementedError(f"ONNX tensors of {arr.dtype} (strings, complex) are not supported")
+  if arr.dtype.name == "bfloat16": arr, dtype = arr.astype(np.float32), dtypes.bfloat16 if dtype is None else dtype
+  t = Tensor(arr if arr.flags.c_contiguous else arr.copy(), device=device)   # (np.ascontiguousarray makes a 0-d array 1-d)
+  return t.cast(dtype) if dtype is not None and t.dtype != dtype else t
+
+@dataclass
+class _Ctx:
+  """What an op needs besides its inputs and attributes: the opset of its domain, the device, and host values of inputs."""
+  opset: int
+  device: str | None
+  host: dict[int, np.ndarray] = field(default_factory=dict)   # id(Tensor) -> its value, for tensors known on the host
+  keep: list[Tensor] = field(default_factory=list)             # the tensors of `host` (so their ids stay theirs)
+  def val(self, t: Tensor) -> np.ndarray:
+    if id(t) not in self.host: self.set(t, t.numpy())
+    return self.host[id(t)]
+  def ints(self, t: Tensor) -> list[int]: return [int(v) for v in self.val(t).reshape(-1)]
+  def opt_ints(self, t: Tensor | None) -> list[int] | None: return None if t is None else self.ints(t)
+  def set(self, t: Tensor, v: np.ndarray) -> Tensor:
+    self.host[id(t)] = v
+    self.keep.append(t)
+    return t
+  def const(self, v: np.ndarray) -> Tensor: return self.set(_tensor(v, self.device), v)
+
+# ---- helpers shared by the ops ----
+def _axis(a: int, n: int) -> int: return a + n if a < 0 else a
+def _pads_torch(pads: Sequence[int]) -> list[int]:
+  # ONNX [b_1..b_n, e_1..e_n] -> the flat torch order (last dim first, (before, after) each)
+  n = len(pads) // 2
+  return flatten((pads[i], pads[i + n]) for i in reversed(range(n)))
+def _auto_pads(auto_pad: str, ins: Sequence[int], k: Sequence[int], s: Sequence[int], d: Sequence[int], pads: Sequence[int] | None) -> list[int]:
+  n = len(k)
+  if auto_pad in ("NOTSET", ""): return list(pads) if pads is not None else [0] * (2 * n)
+  if auto_pad == "VALID": return [0] * (2 * n)
+  if auto_pad not in ("SAME_UPPER", "SAME_LOWER"): raise ValueError(f"auto_pad {auto_pad!r} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+  tot = [max(0, (math.ceil(i / st) - 1) * st + (kk - 1) * dd + 1 - i) for i, kk, st, dd in zip(ins, k, s, d)]
+  lo = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in tot]
+  return lo + [t - l for t, l in zip(tot, lo)]
+def _bcast(*ts: Tensor) -> list[Tensor]:
+  shape = tuple(np.broadcast_shapes(*[t.shape for t in ts]))
+  return [t.reshape((1,) * (len(shape) - t.ndim) + t.shape).expand(shape) if t.shape != shape else t for t in ts]
+def _reshape_to(t: Tensor, axis: int, ndim: int) -> Tensor:
+  # a per-axis vector (scale, zero point, mean ...) shaped to broadcast along `axis` of an ndim tensor
+  return t.reshape([t.numel() if i == axis else 1 for i in range(ndim)]) if t.ndim == 1 and ndim > 1 else t
+
+# ---- elementwise ----
+def _unary(f: Callable[[Tensor], Tensor]) -> Callable[..., Tensor]: return lambda ctx, x, consumed_inputs=None: f(x)
+def _binary(f: Callable[..., Tensor]) -> Callable[..., Tensor]:
+  # before opset 7 a binary op broadcasts only with broadcast=1, y aligned to x's dims from `axis` (default: the last ones)
+  def op(ctx: _Ctx, x: Tensor, y: Tensor, broadcast: int = 0, axis: int | None = None, consumed_inputs: Any = None, **kw: Any) -> Tensor:
+    if broadcast and axis is not None and y.ndim < x.ndim:
+      ax = _axis(axis, x.ndim)
+      y = y.reshape(*[1] * ax, *y.shape, *[1] * (x.ndim - ax - y.ndim))
+    return f(ctx, x, y, **kw)
+  return op
+def _pow(ctx: _Ctx, x: Tensor, y: Tensor) -> Tensor:
+  if dtypes.is_float(x.dtype): return x.pow(y.cast(x.dtype))
+  return x.cast(dtypes.float64).pow(y.cast(dtypes.float64)).round().cast(x.dtype)
+def _div(ctx: _Ctx, x: Tensor, y: Tensor) -> Tensor: return x.idiv(y) if dtypes.is_int(x.dtype) else x / y
+def _mod(ctx: _Ctx, x: Tensor, y: Tensor, fmod: int = 0) -> Tensor:
+  if fmod: return x.fmod(y) if dtypes.is_float(x.dtype) else x - x.idiv(y) * y
+  return x.mod(y)
+def _variadic(f: Callable[[Tensor, Tensor], Tensor]) -> Callable[..., Tensor]:
+  return lambda ctx, *xs: functools.reduce(f, _bcast(*xs))
+def _prelu_slope(y: Tensor, x: Tensor) -> Tensor:
+  # a per-channel slope (C,) of an (N, C, ...) input that does not broadcast numpy-style (old opsets) aligns to dim 1
+  if y.ndim == 1 and x.ndim >= 2 and y.shape[0] == x.shape[1] != x.shape[-1]: return y.reshape(1, y.shape[0], *[1] * (x.ndim - 2))
+  return y
+def _mean(ctx: _Ctx, *xs: Tensor) -> Tensor: return functools.reduce(Tensor.add, _bcast(*xs)) / len(xs)
+def _clip(ctx: _Ctx, x: Tensor, mn: Tensor | None = None, mx: Tensor | None = None, min: float | None = None, max: float | None = None) -> Tensor:
+  lo, hi = (min, max) if ctx.opset < 11 else (mn, mx)
+  if lo is not None: x = x.maximum(lo.cast(x.dtype) if isinstance(lo, Tensor) else lo)
+  if hi is not None: x = x.minimum(hi.cast(x.dtype) if isinstance(hi, Tensor) else hi)
+  return x
+def _isinf(ctx: _Ctx, x: Tensor, detect_negative: int = 1, detect_positive: int = 1) -> Tensor:
+  return ((x == math.inf) & bool(detect_positive)) | ((x == -math.inf) & bool(detect_negative))
+def _bitshift(ctx: _Ctx, x: Tensor, y: Tensor, direction: str = "") -> Tensor:
+  if direction not in ("LEFT", "RIGHT"): raise ValueError(f"BitShift: direction {direction!r} is not LEFT or RIGHT")
+  return x.lshift(y) if direction == "LEFT" else x.rshift(y)
+def _shrink(ctx: _Ctx, x: Tensor, bias: float = 0.0, lambd: float = 0.5) -> Tensor:
+  return (x < -lambd).where(x + bias, (x > lambd).where(x - bias, 0)).cast(x.dtype)
+def _cast(ctx: _Ctx, x: Tensor, to: int = 1, saturate: int = 1, round_mode: str = "up") -> Tensor:
+  dt = dtype_of(to)
+  return x.cast(dt)
+
+ELEMENTWISE: dict[str, Callable[..., Any]] = {
+  "Abs": _unary(Tensor.abs), "Neg": _unary(Tensor.neg), "Reciprocal": _unary(Tensor.reciprocal), "Sqrt": _unary(Tensor.sqrt),
+  "Exp": _unary(Tensor.exp), "Log": _unary(Tensor.log), "Sin": _unary(Tensor.sin), "Cos": _unary(Tensor.cos), "Tan": _unary(Tensor.tan),
+  "Asin": _unary(Tensor.asin), "Acos": _unary(Tensor.acos), "Atan": _unary(Tensor.atan), "Sinh": _unary(Tensor.sinh), "Cosh": _unary(Tensor.cosh),
+  "Tanh": _unary(Tensor.tanh), "Asinh": _unary(Tensor.asinh), "Acosh": _unary(Tensor.acosh), "Atanh": _unary(Tensor.atanh),
+  "Erf": _unary(Tensor.erf), "Floor": _unary(Tensor.floor), "Ceil": _unary(Tensor.ceil), "Round": _unary(Tensor.round), "Sign": _unary(Tensor.sign),
+  "Relu": _unary(Tensor.relu), "Sigmoid": _unary(Tensor.sigmoid), "Softplus": _unary(Tensor.softplus), "Softsign": _unary(Tensor.softsign),
+  "HardSwish": _unary(Tensor.hardswish), "Mish": _unary(Tensor.mish), "IsNaN": _unary(Tensor.isnan), "Not": _unary(Tensor.logical_not),
+  "BitwiseNot": _unary(Tensor.bitwise_not), "Identity": _unary(lambda x: x),
+  "Elu": lambda ctx, x, alpha=1.0: x.elu(alpha), "Celu": lambda ctx, x, alpha=1.0: x.celu(alpha),
+  "Selu": lambda ctx, x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875: (gamma * (x > 0).where(x, alpha * (x.exp() - 1))).cast(x.dtype),
+  "LeakyRelu": lambda ctx, x, alpha=0.01: x.leaky_relu(alpha), "ThresholdedRelu": lambda ctx, x, alpha=1.0: (x > alpha).where(x, 0).cast(x.dtype),
+  "HardSigmoid": lambda ctx, x, alpha=0.2, beta=0.5: (alpha * x + beta).clip(0, 1).cast(x.dtype),
+  "PRelu": _binary(lambda ctx, x, slope: (x < 0).where(x * _prelu_slope(slope, x), x)), "Gelu": lambda ctx, x, approximate="none": x.gelu(approximate).cast(x.dtype),
+  "Swish": lambda ctx, x, alpha=1.0: x * (x * alpha).sigmoid(), "SwiGLU": lambda ctx, a, b, alpha=1.0: a * (a * alpha).sigmoid() * b, "Shrink": _shrink, "Clip": _clip, "IsInf": _isinf,
+  "Add": _binary(lambda ctx, x, y: x + y), "Sub": _binary(lambda ctx, x, y: x - y), "Mul": _binary(lambda ctx, x, y: x * y), "Div": _binary(_div), "Pow": _binary(_pow), "Mod": _mod,
+  "Sum": _variadic(Tensor.add), "Max": _variadic(Tensor.maximum), "Min": _variadic(Tensor.minimum), "Mean": _mean,
+  "BitShift": _bitshift, "BitwiseAnd": lambda ctx, x, y: x & y, "BitwiseOr": lambda ctx, x, y: x | y, "BitwiseXor": lambda ctx, x, y: x ^ y,
+  "And": lambda ctx, x, y: x & y, "Or": lambda ctx, x, y: x | y, "Xor": lambda ctx, x, y: x ^ y,
+  "Equal": lambda ctx, x, y: x == y, "Less": lambda ctx, x, y: x < y, "LessOrEqual": lambda ctx, x, y: x <= y, "Greater": lambda ctx, x, y: x > y,
+  "GreaterOrEqual": lambda ctx, x, y: x >= y, "Where": lambda ctx, c, x, y: c.where(x, y), "Cast": _cast,
+  "BitCast": lambda ctx, x, to=1: x.cast(dtypes.uint8).bitcast(dtype_of(to)) if x.dtype == dtypes.bool else x.bitcast(dtype_of(to)),
+  "CastLike": lambda ctx, x, like, saturate=1, round_mode="up": x.cast(like.dtype),
+}
+
+# ---- reductions ----
+def _reduce(f: Callable[[Tensor, tuple[int, ...], bool], Tensor], axes_input_from: int) -> Callable[..., Tensor]:
+  # axes are an attribute before opset `axes_input_from` and an optional input from it on
+  def op(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Tensor:
+    ax = ctx.opt_ints(axes_t) if ctx.opset >= axes_input_from else (list(axes) if axes is not None else None)
+    if not ax:
+      if noop_with_empty_axes: return x
+      ax = list(range(x.ndim))
+    return f(x, tuple(_axis(a, x.ndim) for a in ax), bool(keepdims))
+  return op
+def _rmax(x: Tensor, ax: tuple[int, ...], k: bool, lo: bool = False) -> Tensor:
+  if any(x.shape[a] == 0 for a in ax):   # the identity of max (min) over nothing
+    shape = tuple((1 if k else None) if i in ax else s for i, s in enumerate(x.shape))
+    return Tensor.full(tuple(s for s in shape if s is not None), dtypes.max(x.dtype) if lo else dtypes.min(x.dtype), dtype=x.dtype, device=x.device)
+  return x.min(ax, keepdim=k) if lo else x.max(ax, keepdim=k)
+REDUCE: dict[str, Callable[..., Any]] = {
+  "ReduceSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k, dtype=x.dtype), 13), "ReduceMean": _reduce(lambda x, a, k: x.mean(a, keepdim=k), 18),
+  "ReduceMax": _reduce(_rmax, 18), "ReduceMin": _reduce(lambda x, a, k: _rmax(x, a, k, True), 18),
+  "ReduceProd": _reduce(lambda x, a, k: x.prod(a, keepdim=k, dtype=x.dtype), 18),
+  "ReduceL1": _reduce(lambda x, a, k: x.abs().sum(a, keepdim=k, dtype=x.dtype), 18),
+  "ReduceL2": _reduce(lambda x, a, k: (x * x).sum(a, keepdim=k).sqrt().cast(x.dtype), 18),
+  "ReduceSumSquare": _reduce(lambda x, a, k: (x * x).sum(a, keepdim=k, dtype=x.dtype), 18),
+  "ReduceLogSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k).log(), 18),
+  "ReduceLogSumExp": _reduce(lambda x, a, k: x.logsumexp(a, keepdim=k) if x.numel() else x.sum(a, keepdim=k).log(), 18),
+}
+def _argm(lo: bool) -> Callable[..., Tensor]:
+  def op(ctx: _Ctx, x: Tensor, axis: int = 0, keepdims: int = 1, select_last_index: int = 0) -> Tensor:
+    ax = _axis(axis, x.ndim)
+    y = x.flip(ax) if select_last_index else x
+    r = (y.argmin(ax, keepdim=bool(keepdims)) if lo else y.argmax(ax, keepdim=bool(keepdims))).cast(dtypes.int64)
+    return x.shape[ax] - 1 - r if select_last_index else r
+  return op
+def _softmax(kind: str) -> Callable[..., Tensor]:
+  def op(ctx: _Ctx, x: Tensor, axis: int | None = None) -> Tensor:
+    if ctx.opset < 13:   # the input is seen as 2-D: dims before `axis` x dims from it
+      ax = _axis(1 if axis is None else axis, x.ndim)
+      y = x.reshape(prod(x.shape[:ax]), prod(x.shape[ax:]))
+      return op13(y, 1).reshape(x.shape)
+    return op13(x, _axis(-1 if axis is None else axis, x.ndim))
+  def op13(x: Tensor, ax: int) -> Tensor:
+    if kind == "softmax": return x.softmax(ax)
+    if kind == "log_softmax": return x.log_softmax(ax)
+    return x.argmax(ax, keepdim=True).one_hot(x.shape[ax]).squeeze(ax).transpose(ax, -1).cast(x.dtype) if x.ndim > 1 and ax != x.ndim - 1 else \
+      Tensor.arange(x.shape[ax], device=x.device).eq(x.argmax(ax, keepdim=True)).cast(x.dtype)
+  return op
+def _hardmax(ctx: _Ctx, x: Tensor, axis: int | None = None) -> Tensor:
+  def hm(y: Tensor, ax: int) -> Tensor:
+    shape = [y.shape[ax] if i == ax else 1 for i in range(y.ndim)]
+    return (Tensor.arange(y.shape[ax], device=y.device).reshape(shape) == y.argmax(ax, keepdim=True)).cast(y.dtype)
+  if ctx.opset < 13:
+    ax = _axis(1 if axis is None else axis, x.ndim)
+    return hm(x.reshape(prod(x.shape[:ax]), prod(x.shape[ax:])), 1).reshape(x.shape)
+  return hm(x, _axis(-1 if axis is None else axis, x.ndim))
+def _cumsum(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
+  ax = _axis(ctx.ints(axis)[0], x.ndim)
+  y = x.flip(ax) if reverse else x
+  y = y.cumsum(ax).cast(x.dtype)
+  if exclusive: y = y - (x.flip(ax) if reverse else x)
+  return y.flip(ax) if reverse else y
+def _cumprod(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
+  ax = _axis(ctx.ints(axis)[0], x.ndim)
+  y = x.flip(ax) if reverse else x
+  if exclusive: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
+  y = y.cumprod(ax).cast(x.dtype)
+  return y.flip(ax) if reverse else y
+def _topk(ctx: _Ctx, x: Tensor, k: Tensor, axis: int = -1, largest: int = 1, sorted: int = 1) -> tuple[Tensor, Tensor]:
+  v, i = x.topk(ctx.ints(k)[0], _axis(axis, x.ndim), bool(largest), True)
+  return v, i.cast(dtypes.int64)
+REDUCE.update({"ArgMax": _argm(False), "ArgMin": _argm(True), "Softmax": _softmax("softmax"), "LogSoftmax": _softmax("log_softmax"),
+               "Hardmax": _hardmax, "CumSum": _cumsum, "CumProd": _cumprod, "TopK": _topk})
+
+# ---- shapes and movement ----
+def _reshape(ctx: _Ctx, x: Tensor, shape: Tensor, allowzero: int = 0) -> Tensor:
+  s = ctx.ints(shape)
+  return x.reshape([x.shape[i] if v == 0 and not allowzero else v for i, v in enumerate(s)])
+def _squeeze(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None) -> Tensor:
+  ax = ctx.opt_ints(axes_t) if ctx.opset >= 13 else axes
+  if ax is None: return x.reshape([s for s in x.shape if s != 1])
+  drop = {_axis(a, x.ndim) for a in ax}
+  return x.reshape([s for i, s in enumerate(x.shape) if i not in drop])
+def _unsqueeze(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None) -> Tensor:
+  ax = (ctx.opt_ints(axes_t) or []) if ctx.opset >= 13 else list(axes or [])
+  n = x.ndim + len(ax)
+  new, it = {_axis(a, n) for a in ax}, iter(x.shape)
+  return x.reshape([1 if i in new else next(it) for i in range(n)])
+def _flatten(ctx: _Ctx, x: Tensor, axis: int = 1) -> Tensor:
+  ax = _axis(axis, x.ndim)
+  return x.reshape(prod(x.shape[:ax]), prod(x.shape[ax:]))
+def _split(ctx: _Ctx, x: Tensor, split_t: Tensor | None = None, axis: int = 0, split: Sequence[int] | None = None, num_outputs: int | None = None,
+           _nout: int = 1) -> tuple[Tensor, ...]:
+  ax = _axis(axis, x.ndim)
+  sizes = ctx.opt_ints(split_t) if ctx.opset >= 13 else (list(split) if split is not None else None)
+  if not sizes:
+    n = num_outputs or _nout
+    c = math.ceil(x.shape[ax] / n)
+    sizes = [c] * (x.shape[ax] // c) + ([x.shape[ax] % c] if x.shape[ax] % c else [])
+    if len(sizes) < n: sizes = [x.shape[ax] // n] * n   # an even split (ceil gives fewer pieces)
+  return x.split(sizes, ax)
+def _slice(ctx: _Ctx, x: Tensor, starts: Any = None, ends: Any = None, axes_t: Tensor | None = None, steps: Tensor | None = None,
+           **attrs: Any) -> Tensor:
+  # before opset 10 starts, ends and axes are attributes (lists), from it on inputs
+  st: list[int]
+  if ctx.opset < 10: st, en, ax, sp = list(starts or []), list(ends or []), attrs.get("axes"), None
+  else: st, en, ax, sp = ctx.ints(starts), ctx.ints(ends), ctx.opt_ints(axes_t), ctx.opt_ints(steps)
+  ax = list(range(len(st))) if ax is None else [_axis(a, x.ndim) for a in ax]
+  sp = sp or [1] * len(st)
+  sl = [slice(None)] * x.ndim
+  for a, s, e, p in zip(ax, st, en, sp):
+    n = x.shape[a]
+    s, e = s + n if s < 0 else s, e + n if e < 0 else e
+    if p > 0: sl[a] = slice(min(max(s, 0), n), min(max(e, 0), n), p)
+    else:
+      s, e = min(max(s, 0), n - 1), min(max(e, -1), n - 1)
+      sl[a] = slice(s, None if e < 0 else e, p)
+  return x[tuple(sl)]
+def _pad(ctx: _Ctx, x: Tensor, pads_t: Tensor | None = None, value_t: Tensor | None = None, axes_t: Tensor | None = None, mode: str = "constant",
+         pads: Sequence[int] | None = None, paddings: Sequence[int] | None = None, value: float = 0.0) -> Tensor:
+  if ctx.opset < 11: p, v, ax = list(pads if pads is not None else paddings or []), value, None
+  else:
+    p, ax = ctx.opt_ints(pads_t) or [], ctx.opt_ints(axes_t)
+    v = ctx.val(value_t).reshape(-1)[0].item() if value_t is not None else 0
+  ax = list(range(x.ndim)) if ax is None else [_axis(a, x.ndim) for a in ax]
+  full = [(0, 0)] * x.ndim
+  for j, a in enumerate(ax): full[a] = (p[j], p[j + len(ax)])
+  if mode == "constant": return x.pad(full, value=v)
+  if mode == "wrap": mode = "circular"
+  elif mode == "edge": mode = "replicate"
+  elif mode != "reflect": raise ValueError(f"Pad: mode {mode!r} is not one of constant, reflect, edge, wrap")
+  # negative amounts cut first (the modes only extend)
+  cut = [(min(b, 0), min(a, 0)) for b, a in full]
+  if any(c != (0, 0) for c in cut): x = x.pad(cut)
+  return x.pad([(max(b, 0), max(a, 0)) for b, a in full], mode=mode)
+def _expand(ctx: _Ctx, x: Tensor, shape: Tensor) -> Tensor:
+  s = tuple(np.broadcast_shapes(x.shape, tuple(ctx.ints(shape) or [])))
+  return x.reshape((1,) * (len(s) - x.ndim) + x.shape).expand(s)
+def _concat(ctx: _Ctx, *xs: Tensor, axis: int = 0) -> Tensor:
+  ax = _axis(axis, xs[0].ndim)
+  parts = [t for t in xs if t.shape[ax] != 0] or [xs[0]]
+  return parts[0].cat(*parts[1:], dim=ax) if len(parts) > 1 else parts[0]
+def _shape(ctx: _Ctx, x: Tensor, start: int = 0, end: int | None = None) -> Tensor:
+  return ctx.const(np.array(x.shape[slice(start, end)], dtype=np.int64))
+def _constant(ctx: _Ctx, value: Any = None, value_float: float | None = None, value_floats: Sequence[float] | None = None, value_int: int | None = None,
+              value_ints: Sequence[int] | None = None, sparse_value: Any = None, value_string: Any = None, value_strings: Any = None) -> Tensor:
+  if value is not None: return ctx.const(value)
+  if value_float is not None: return ctx.const(np.array(value_float, dtype=np.float32))
+  if value_floats is not None: return ctx.const(np.array(value_floats, dtype=np.float32))
+  if value_int is not None: return ctx.const(np.array(value_int, dtype=np.int64))
+  if value_ints is not None: return ctx.const(np.array(value_ints, dtype=np.int64))
+  raise NotImplementedError("Constant: sparse and string values are not supported")
+def _constant_of_shape(ctx: _Ctx, shape: Tensor, value: np.ndarray | None = None) -> Tensor:
+  v = value if value is not None else np.zeros(1, np.float32)
+  return Tensor.full(tuple(ctx.ints(shape) or []), v.reshape(-1)[0].item(), dtype=from_numpy(v.dtype), device=ctx.device)
+def _range(ctx: _Ctx, start: Tensor, limit: Tensor, delta: Tensor) -> Tensor:
+  s, l, d = (ctx.val(t).reshape(-1)[0].item() for t in (start, limit, delta))
+  n = max(math.ceil((l - s) / d), 0)
+  return (Tensor.arange(n, device=ctx.device, dtype=start.dtype if dtypes.is_int(start.dtype) else dtypes.float32) * d + s).cast(start.dtype) if n else \
+    Tensor.zeros(0, dtype=start.dtype, device=ctx.device)
+def _gather(ctx: _Ctx, x: Tensor, idx: Tensor, axis: int = 0) -> Tensor:
+  ax = _axis(axis, x.ndim)
+  i = (idx < 0).where(idx + x.shape[ax], idx) if not dtypes.is_unsigned(idx.dtype) else idx
+  if idx.ndim == 0: return x._take_along(ax, i.reshape(1)).squeeze(ax) if x.ndim else x
+  flat = x._take_along(ax, i.reshape(-1))
+  return flat.reshape(*x.shape[:ax], *idx.shape, *x.shape[ax + 1:])
+def _gather_elements(ctx: _Ctx, x: Tensor, idx: Tensor, axis: int = 0) -> Tensor:
+  ax = _axis(axis, x.ndim)
+  return x.gather(ax, (idx < 0).where(idx + x.shape[ax], idx))
+def _lin_index(idx: Tensor, dims: Sequence[int]) -> Tensor:
+  # indices (..., k) into dims[:k] -> flat row-major indices (...); negatives count from the end
+  k = idx.shape[-1]
+  dt = Tensor(np.array(dims[:k], dtype=np.int64), device=idx.device)
+  idx = idx.cast(dtypes.int64)
+  idx = (idx < 0).where(idx + dt, idx)
+  strides = [prod(dims[j + 1:k]) for j in range(k)]
+  return (idx * Tensor(np.array(strides, dtype=np.int64), device=idx.device)).sum(-1)
+def _gather_nd(ctx: _Ctx, x: Tensor, idx: Tensor, batch_dims: int = 0) -> Tensor:
+  b, k = batch_dims, idx.shape[-1]
+  B, inner = x.shape[:b], idx.shape[b:-1]
+  nb = prod(B)
+  xr = x.reshape(nb, prod(x.shape[b:b + k]), *x.shape[b + k:])
+  lin = _lin_index(idx.reshape(nb, prod(inner), k), x.shape[b:b + k])
+  out = xr[Tensor.arange(nb, device=x.device).reshape(nb, 1).expand(nb, prod(inner)), lin]
+  return out.reshape(*B, *inner, *x.shape[b + k:])
+_REDUCTIONS = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+def _scatter_elements(ctx: _Ctx, x: Tensor, idx: Tensor, upd: Tensor, axis: int = 0, reduction: str = "none") -> Tensor:
+  ax = _axis(axis, x.ndim)
+  i = (idx < 0).where(idx + x.shape[ax], idx).cast(dtypes.int64)
+  if reduction == "none": return x.scatter(ax, i, upd)
+  if reduction not in _REDUCTIONS: raise ValueError(f"ScatterElements: reduction {reduction!r} is not one of none, add, mul, max, min")
+  return x.scatter_reduce(ax, i, upd, _REDUCTIONS[reduction])
+def _scatter_nd(ctx: _Ctx, x: Tensor, idx: Tensor, upd: Tensor, reduction: str = "none") -> Tensor:
+  k = idx.shape[-1]
+  n, rest = prod(idx.shape[:-1]), x.shape[k:]
+  flat = x.reshape(prod(x.shape[:k]), *rest)
+  lin = _lin_index(idx.reshape(n, k), x.shape).reshape(n, *[1] * len(rest)).expand(n, *rest)
+  u = upd.reshape(n, *rest)
+  if reduction == "none": out = flat.scatter(0, lin, u)
+  elif reduction in _REDUCTIONS: out = flat.scatter_reduce(0, lin, u, _REDUCTIONS[reduction])
+  else: raise ValueError(f"ScatterND: reduction {reduction!r} is not one of none, add, mul, max, min")
+  return out.reshape(x.shape)
+def _tile(ctx: _Ctx, x: Tensor, repeats: Tensor) -> Tensor: return x.repeat(ctx.ints(repeats))
+def _transpose(ctx: _Ctx, x: Tensor, perm: Sequence[int] | None = None) -> Tensor:
+  return x.permute(list(perm) if perm is not None else list(reversed(range(x.ndim))))
+def _depth_to_space(ctx: _Ctx, x: Tensor, blocksize: int = 1, mode: str = "DCR") -> Tensor:
+  b, c, h, w = x.shape
+  bs = blocksize
+  if mode == "DCR": y = x.reshape(b, bs, bs, c // bs**2, h, w).permute(0, 3, 4, 1, 5, 2)
+  else: y = x.reshape(b, c // bs**2, bs, bs, h, w).permute(0, 1, 4, 2, 5, 3)
+  return y.reshape(b, c // bs**2, h * bs, w * bs)
+def _space_to_depth(ctx: _Ctx, x: Tensor, blocksize: int = 1, mode: str = "DCR") -> Tensor:
+  b, c, h, w = x.shape
+  bs = blocksize
+  y = x.reshape(b, c, h // bs, bs, w // bs, bs)
+  y = y.permute(0, 3, 5, 1, 2, 4) if mode == "DCR" else y.permute(0, 1, 3, 5, 2, 4)
+  return y.reshape(b, c * bs * bs, h // bs, w // bs)
+def _one_hot(ctx: _Ctx, idx: Tensor, depth: Tensor, values: Tensor, axis: int = -1) -> Tensor:
+  d = int(ctx.val(depth).reshape(-1)[0])
+  i = idx.cast(dtypes.int64)
+  i = (i < 0).where(i + d, i)
+  ax = _axis(axis, idx.ndim + 1)
+  shape = [d if j == ax else 1 for j in range(idx.ndim + 1)]
+  hit = Tensor.arange(d, device=idx.device, dtype=dtypes.int64).reshape(shape) == i.unsqueeze(ax)
+  return hit.where(values[1], values[0])
+def _trilu(ctx: _Ctx, x: Tensor, k: Tensor | None = None, upper: int = 1) -> Tensor:
+  kk = ctx.ints(k)[0] if k is not None else 0
+  return x.triu(kk) if upper else x.tril(kk)
+def _eye_like(ctx: _Ctx, x: Tensor, dtype: int | None = None, k: int = 0) -> Tensor:
+  n, m = x.shape
+  r = Tensor.arange(n, device=x.device).reshape(n, 1) + k == Tensor.arange(m, device=x.device).reshape(1, m)
+  return r.cast(dtype_of(dtype) if dtype is not None else x.dtype)
+def _nonzero(ctx: _Ctx, x: Tensor) -> Tensor:
+  nz = np.array(np.nonzero(ctx.val(x)), dtype=np.int64)
+  return ctx.const(nz.reshape(x.ndim, -1))
+def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
+  keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
+  src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
+  return src._take_along(ax, Tensor(keep.astype(np.int32), device=x.device)) if len(keep) else src.shrink(tuple((0, 0) if i == ax else None for i in range(src.ndim)))
+def _reverse_sequence(ctx: _Ctx, x: Tensor, lens: Tensor, batch_axis: int = 1, time_axis: int = 0) -> Tensor:
+  T, B = x.shape[time_axis], x.shape[batch_axis]
+  t = Tensor.arange(T, device=x.device, dtype=dtypes.int64).reshape([T if i == time_axis else 1 for i in range(x.ndim)])
+  ln = lens.cast(dtypes.int64).reshape([B if i == batch_axis else 1 for i in range(x.ndim)])
+  idx = (t < ln).where(ln - 1 - t, t).expand(x.shape)
+  return x.gather(time_axis, idx)
+def _center_crop_pad(ctx: _Ctx, x: Tensor, shape: Tensor, axes: Sequence[int] | None = None) -> Tensor:
+  s = ctx.ints(shape) or []
+  ax = [_axis(a, x.ndim) for a in axes] if axes is not None else list(range(x.ndim))
+  full: list[tuple[int, int]] = [(0, 0)] * x.ndim
+  for a, o in zip(ax, s):
+    d = o - x.shape[a]
+    full[a] = (d // 2, d - d // 2) if d >= 0 else (-((-d) // 2), -(-d - (-d) // 2))
+  return x.pad(full)
+def _window(kind: str) -> Callable[..., Tensor]:
+  def op(ctx: _Ctx, size: Tensor, output_datatype: int = 1, periodic: int = 1) -> Tensor:
+    n = int(ctx.val(size).reshape(-1)[0])
+    d = n if periodic else n - 1
+    k = Tensor.arange(n, device=ctx.device, dtype=dtypes.float32) * (2 * math.pi / d)
+    if kind == "hann": w = 0.5 - 0.5 * k.cos()
+    elif kind == "hamming": w = 25 / 46 - (1 - 25 / 46) * k.cos()
+    else: w = 0.42 - 0.5 * k.cos() + 0.08 * (2 * k).cos()
+    return w.cast(dtype_of(output_datatype))
+  return op
+MOVEMENT: dict[str, Callable[..., Any]] = {
+  "Reshape": _reshape, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Flatten": _flatten, "Split": _split, "Slice": _slice, "Pad": _pad,
+  "Expand": _expand, "Concat": _concat, "Shape": _shape, "Size": lambda ctx, x: ctx.const(np.array(x.numel(), dtype=np.int64)),
+  "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
+  "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
+  "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
+}
+
+# ---- linear algebra, convolution, pooling ----
+def _gemm(ctx: _Ctx, a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 1.0, transA: int = 0, transB: int = 0,
+          broadcast: int = 0) -> Tensor:
+  r = (a.T if transA else a) @ (b.T if transB else b)
+  if alpha != 1.0: r = r * alpha
+  if c is not None: r = r + (c * beta if beta != 1.0 else c)
+  return r.cast(a.dtype)
+def _conv_args(x: Tensor, kshape: Sequence[int], auto_pad: str, dilations: Sequence[int] | None, pads: Sequence[int] | None,
+               strides: Sequence[int] | None) -> tuple[list[int], list[int], list[int]]:
+  n = len(kshape)
+  d, s = list(dilations or [1] * n), list(strides or [1] * n)
+  return d, s, _auto_pads(auto_pad, x.shape[2:], kshape, s, d, pads)
+def _conv(ctx: _Ctx, x: Tensor, w: Tensor, b: Tensor | None = None, auto_pad: str = "NOTSET", dilations: Sequence[int] | None = None, group: int = 1,
+          kernel_shape: Sequence[int] | None = None, pads: Sequence[int] | None = None, strides: Sequence[int] | None = None) -> Tensor:
+  d, s, p = _conv_args(x, w.shape[2:], auto_pad, dilations, pads, strides)
+  return x.conv2d(w, b, groups=group, stride=tuple(s), dilation=tuple(d), padding=tuple(_pads_torch(p)))
+def _conv_transpose(ctx: _Ctx, x: Tensor, w: Tensor, b: Tensor | None = None, auto_pad: str = "NOTSET", dilations: Sequence[int] | None = None,
+                    group: int = 1, kernel_shape: Sequence[int] | None = None, output_padding: Sequence[int] | None = None,
+                    output_shape: Sequence[int] | None = None, pads: Sequence[int] | None = None, strides: Sequence[int] | None = None) -> Tensor:
+  k, n = w.shape[2:], w.ndim - 2
+  d, s, op = list(dilations or [1] * n), list(strides or [1] * n), list(output_padding or [0] * n)
+  full = [st * (i - 1) + (kk - 1) * dd + 1 for i, kk, st, dd in zip(x.shape[2:], k, s, d)]   # the output before pads and output_padding
+  if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    out = list(output_shape)[-n:] if output_shape is not None else [i * st for i, st in zip(x.shape[2:], s)]
+    tot = [f + o - t for f, o, t in zip(full, op, out)]
+    lo = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in tot]
+    p = lo + [t - l for t, l in zip(tot, lo)]
+  elif auto_pad == "VALID": p = [0] * (2 * n)
+  else: p = list(pads or [0] * (2 * n))
+  y = x.conv_transpose2d(w, None, groups=group, stride=tuple(s), dilation=tuple(d))
+  y = y.pad([None, None] + [(-p[j], -p[j + n] + op[j]) for j in range(n)])
+  return y if b is None else y + b.reshape(1, -1, *[1] * n)
+def _pool_args(x: Tensor, kernel_shape: Sequence[int], auto_pad: str, dilations: Sequence[int] | None, pads: Sequence[int] | None,
+               strides: Sequence[int] | None) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+  d, s, p = _conv_args(x, kernel_shape, auto_pad, dilations, pads, strides)
+  return tuple(s), tuple(d), _pads_torch(p)
+def _maxpool(ctx: _Ctx, x: Tensor, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: Sequence[int] | None = None, kernel_shape: Sequence[int] = (),
+             pads: Sequence[int] | None = None, storage_order: int = 0, strides: Sequence[int] | None = None, _nout: int = 1) -> Any:
+  s, d, p = _pool_args(x, kernel_shape, auto_pad, dilations, pads, strides)
+  if _nout == 1: return x.max_pool2d(tuple(kernel_shape), s, d, tuple(p), bool(ceil_mode))
+  y, i = x.max_pool2d(tuple(kernel_shape), s, d, tuple(p), bool(ceil_mode), return_indices=True)
+  sp = x.shape[2:]
+  if storage_order:   # column-major index of the plane: h + w*H
+    if len(sp) != 2: raise NotImplementedError(f"MaxPool: storage_order=1 is supported for 2-d pools, not {len(sp)}-d")
+    i = i // sp[1] + (i % sp[1]) * sp[0]
+  nc = Tensor.arange(x.shape[0] * x.shape[1], device=x.device, dtype=dtypes.int64).reshape(x.shape[0], x.shape[1], *[1] * len(sp))
+  return y, i + nc * prod(sp)
+def _avgpool(ctx: _Ctx, x: Tensor, auto_pad: str = "NOTSET", ceil_mode: int = 0, count_include_pad: int = 0, dilations: Sequence[int] | None = None,
+             kernel_shape: Sequence[int] = (), pads: Sequence[int] | None = None, strides: Sequence[int] | None = None) -> Tensor:
+  s, d, p = _pool_args(x, kernel_shape, auto_pad, dilations, pads, strides)
+  return x.avg_pool2d(tuple(kernel_shape), s, d, tuple(p), bool(ceil_mode), bool(count_include_pad))
+def _lppool(ctx: _Ctx, x: Tensor, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilations: Sequence[int] | None = None, kernel_shape: Sequence[int] = (),
+            p: int = 2, pads: Sequence[int] | None = None, strides: Sequence[int] | None = None) -> Tensor:
+  s, d, pp = _pool_args(x, kernel_shape, auto_pad, dilations, pads, strides)
+  if ceil_mode: pp = x._ceil_pads(tuple(kernel_shape), s, d, pp)
+  axes = tuple(range(-len(kernel_shape), 0))
+  return x.abs().pow(p).pad(pp)._pool(tuple(kernel_shape), s, d).sum(axes).pow(1 / p).cast(x.dtype)
+def _max_unpool(ctx: _Ctx, x: Tensor, idx: Tensor, output_shape: Tensor | None = None, kernel_shape: Sequence[int] = (), pads: Sequence[int] | None = None,
+                strides: Sequence[int] | None = None) -> Tensor:
+  n = len(kernel_shape)
+  s, p = list(strides or [1] * n), list(pads or [0] * (2 * n))
+  out = [(i - 1) * st - p[j] - p[j + n] + k for j, (i, k, st) in enumerate(zip(x.shape[2:], kernel_shape, s))]
+  y = x.max_unpool2d(idx % prod(out), tuple(kernel_shape), tuple(s), 1, 0, output_size=tuple(out))
+  # indices are positions in the inferred shape; a bigger output_shape only pads at the end
+  want = ctx.ints(output_shape)[-n:] if output_shape is not None else out
+  return y.pad([None, None] + [(0, w - o) for w, o in zip(want, out)])
+def _global(f: Callable[[Tensor, tuple[int, ...]], Tensor]) -> Callable[..., Tensor]:
+  return lambda ctx, x: f(x, tuple(range(2, x.ndim)))
+def _einsum(ctx: _Ctx, *xs: Tensor, equation: str = "") -> Tensor: return Tensor.einsum(equation, *xs)
+LINALG: dict[str, Callable[..., Any]] = {
+  "MatMul": lambda ctx, a, b: a @ b, "Gemm": _gemm, "Einsum": _einsum, "Conv": _conv, "ConvTranspose": _conv_transpose,
+  "MaxPool": _maxpool, "AveragePool": _avgpool, "LpPool": _lppool, "MaxUnpool": _max_unpool,
+  "GlobalAveragePool": _global(lambda x, a: x.mean(a, keepdim=True)), "GlobalMaxPool": _global(lambda x, a: x.max(a, keepdim=True)),
+  "GlobalLpPool": lambda ctx, x, p=2: x.abs().pow(p).sum(tuple(range(2, x.ndim)), keepdim=True).pow(1 / p).cast(x.dtype),
+}
+
+# ---- normalization, attention, losses ----
+def _batchnorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor, mean: Tensor, var: Tensor, epsilon: float = 1e-5, momentum: float = 0.9,
+               training_mode: int = 0, spatial: int = 1, is_test: int = 0, consumed_inputs: Any = None, _nout: int = 1) -> Any:
+  if training_mode:
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    bm, bv = x.mean(axes), x.var(axes, correction=0)
+    y = x.batchnorm(scale, b, bm, (bv + epsilon).rsqrt())
+    return y, mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
+  return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt()).cast(x.dtype)
+def _instancenorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor, epsilon: float = 1e-5) -> Tensor:
+  axes = tuple(range(2, x.ndim))
+  return x.layernorm(axes, epsilon) * _reshape_to(scale, 1, x.ndim) + _reshape_to(b, 1, x.ndim)
+def _layernorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor | None = None, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1,
+               _nout: int = 1) -> Any:
+  axes = tuple(range(_axis(axis, x.ndim), x.ndim))
+  xf = x.cast(dtypes.float32) if stash_type == 1 and x.dtype != dtypes.float32 else x
+  mean = xf.mean(axes, keepdim=True)
+  inv = ((xf - mean) * (xf - mean)).mean(axes, keepdim=True).add(epsilon).rsqrt()
+  y = ((xf - mean) * inv).cast(x.dtype) * scale
+  if b is not None: y = y + b
+  return (y, mean, inv)[:_nout] if _nout > 1 else y
+def _groupnorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor, epsilon: float = 1e-5, num_groups: int = 1, stash_type: int = 1) -> Tensor:
+  n, c = x.shape[:2]
+  y = x.reshape(n, num_groups, -1).layernorm(-1, epsilon).reshape(x.shape)
+  if ctx.opset < 21: scale, b = scale.repeat_interleave(c // num_groups), b.repeat_interleave(c // num_groups)   # per group before opset 21
+  return y * _reshape_to(scale, 1, x.ndim) + _reshape_to(b, 1, x.ndim)
+def _rmsnorm(ctx: _Ctx, x: Tensor, scale: Tensor, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1) -> Tensor:
+  axes = tuple(range(_axis(axis, x.ndim), x.ndim))
+  xf = x.cast(dtypes.float32) if stash_type == 1 else x
+  return (xf * (xf * xf).mean(axes, keepdim=True).add(epsilon).rsqrt()).cast(x.dtype) * scale
+def _lrn(ctx: _Ctx, x: Tensor, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0, size: int = 1) -> Tensor:
+  sq = (x * x).transpose(1, -1)
+  sq = sq.pad([(0, 0)] * (x.ndim - 1) + [((size - 1) // 2, math.ceil((size - 1) / 2))])._pool((size,)).sum(-1).transpose(1, -1)
+  return x / (bias + alpha / size * sq).pow(beta)
+def _mvn(ctx: _Ctx, x: Tensor, axes: Sequence[int] = (0, 2, 3)) -> Tensor:
+  ax = tuple(_axis(a, x.ndim) for a in axes)
+  y = x - x.mean(ax, keepdim=True)
+  return y / ((y * y).mean(ax, keepdim=True).sqrt() + 1e-9)
+def _lpnorm(ctx: _Ctx, x: Tensor, axis: int = -1, p: int = 2) -> Tensor:
+  ax = _axis(axis, x.ndim)
+  n = x.abs().sum(ax, keepdim=True) if p == 1 else (x * x).sum(ax, keepdim=True).sqrt()
+  return (x / (n == 0).where(1, n)).cast(x.dtype)   # an all-zero slice stays zero
+def _dropout(ctx: _Ctx, x: Tensor, ratio: Tensor | float | None = None, training_mode: Tensor | None = None, seed: int | None = None, is_test: int = 0,
+             _nout: int = 1) -> Any:
+  if training_mode is not None and bool(ctx.val(training_mode).reshape(-1)[0]):
+    raise NotImplementedError("Dropout: training_mode=True draws random masks that cannot match ONNX's; inference only")
+  return (x, Tensor.full(x.shape, True, dtype=dtypes.bool, device=x.device)) if _nout > 1 else x
+def _nll(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str) -> Tensor:
+  t = t.cast(dtypes.int64)
+  keep = (t != ignore_index) if ignore_index is not None else None
+  tt = keep.where(t, 0) if keep is not None else t
+  picked = -x.gather(1, tt.unsqueeze(1)).squeeze(1)
+  wt = w[tt] if w is not None else Tensor.ones(tt.shape, dtype=x.dtype, device=x.device)
+  if keep is not None: wt = keep.where(wt, 0)
+  loss = picked * wt
+  if reduction == "none": return loss
+  if reduction == "sum": return loss.sum()
+  if reduction != "mean": raise ValueError(f"loss: reduction {reduction!r} is not one of none, sum, mean")
+  return loss.sum() / wt.sum()
+def _nll_loss(ctx: _Ctx, x: Tensor, t: Tensor, w: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
+  return _nll(x, t, w, ignore_index, reduction)
+def _sce_loss(ctx: _Ctx, x: Tensor, t: Tensor, w: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean", _nout: int = 1) -> Any:
+  lp = x.log_softmax(1)
+  loss = _nll(lp, t, w, ignore_index, reduction)
+  return (loss, lp) if _nout > 1 else loss
+def _attention(ctx: _Ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, past_k: Tensor | None = None, past_v: Tensor | None = None,
+               nonpad_kv_seqlen: Tensor | None = None, is_causal: int = 0, kv_num_heads: int | None = None, q_num_heads: int | None = None,
+               qk_matmul_output_mode: int = 0, scale: float | None = None, softcap: float = 0.0, softmax_precision: int | None = None,
+               left_window_size: int = -1, right_window_size: int = -1, _nout: int = 1) -> Any:
+  three = q.ndim == 3
+  if three:   # (B, S, H*E) -> (B, H, S, E)
+    if q_num_heads is None or kv_num_heads is None: raise ValueError("Attention: 3-d inputs need the q_num_heads and kv_num_heads attributes")
+    def heads(t: Tensor, h: int) -> Tensor: return t.reshape(t.shape[0], t.shape[1], h, t.shape[2] // h).transpose(1, 2)
+    q, k, v = heads(q, q_num_heads), heads(k, kv_num_heads), heads(v, kv_num_heads)
+  if past_k is not None: k = past_k.cat(k, dim=2)
+  if past_v is not None: v = past_v.cat(v, dim=2)
+  present_k, present_v = k, v
+  L, S = q.shape[2], k.shape[2]
+  i, j = Tensor.arange(L, device=q.device).reshape(L, 1), Tensor.arange(S, device=q.device).reshape(1, S)
+  ninf = Tensor.full((1,), -math.inf, dtype=q.dtype, device=q.device)
+  bias = Tensor.zeros(L, S, dtype=q.dtype, device=q.device)
+  if mask is not None:
+    if mask.shape[-1] < S: mask = mask.pad([None] * (mask.ndim - 1) + [(0, S - mask.shape[-1])], value=False if mask.dtype == dtypes.bool else -math.inf)
+    bias = mask.where(bias, ninf) if mask.dtype == dtypes.bool else bias + mask.cast(q.dtype)
+  # the causal and window frontiers are aligned bottom-right: to the past's length, or per batch to the non-padded length
+  off: Tensor | int = past_k.shape[2] if past_k is not None else 0
+  if past_k is None and nonpad_kv_seqlen is not None: off = (nonpad_kv_seqlen.cast(dtypes.int32) - L).reshape(-1, 1, 1, 1)
+  diff = i + off - j
+  if is_causal: bias = (diff >= 0).where(bias, ninf)
+  if left_window_size >= 0: bias = (diff <= left_window_size).where(bias, ninf)
+  if right_window_size >= 0: bias = (-diff <= right_window_size).where(bias, ninf)
+  if nonpad_kv_seqlen is not None: bias = (Tensor.arange(S, device=q.device).reshape(1, 1, 1, S) < nonpad_kv_seqlen.reshape(-1, 1, 1, 1)).where(bias, ninf)
+  hq = q.shape[1]
+  kr, vr = k._repeat_heads(hq // k.shape[1]), v._repeat_heads(hq // v.shape[1])
+  sc = math.sqrt((1 / math.sqrt(q.shape[-1])) if scale is None else scale)
+  acc = dtypes.float32 if q.dtype in (dtypes.float16, dtypes.bfloat16) else q.dtype   # half inputs: float32 sums, as numpy
+  qk = (q * sc).matmul((kr * sc).transpose(-2, -1), dtype=acc).cast(q.dtype)
+  if softcap: qk = softcap * (qk / softcap).tanh()
+  qkb = qk + bias
+  ft = dtype_of(softmax_precision) if softmax_precision else q.dtype
+  dead = bias.max(-1, keepdim=True) == -math.inf   # a row with nothing to attend to gives zeros
+  p = dead.where(0, dead.where(0, qkb.cast(ft)).softmax(-1)).cast(q.dtype)
+  y = p.matmul(vr, dtype=acc).cast(q.dtype)
+  if three: y = y.transpose(1, 2).reshape(y.shape[0], y.shape[2], -1)
+  outs = (y, present_k, present_v, (qk, qk, qkb, p)[qk_matmul_output_mode].cast(q.dtype))
+  return outs[:_nout] if _nout > 1 else y
+def _rotary(ctx: _Ctx, x: Tensor, cos: Tensor, sin: Tensor, pos: Tensor | None = None, interleaved: int = 0, num_heads: int = 0,
+            rotary_embedding_dim: int = 0) -> Tensor:
+  four = x.ndim == 4
+  if four: y = x.transpose(1, 2)   # (B, H, S, D) -> (B, S, H, D)
+  else:
+    if not num_heads: raise ValueError("RotaryEmbedding: 3-d input needs the num_heads attribute")
+    y = x.reshape(x.shape[0], x.shape[1], num_heads, x.shape[2] // num_heads)
+  d = y.shape[-1]
+  rd = rotary_embedding_dim or d
+  if pos is not None: cos, sin = cos[pos.cast(dtypes.int64)], sin[pos.cast(dtypes.int64)]
+  cos, sin = cos[..., :rd // 2].unsqueeze(2), sin[..., :rd // 2].unsqueeze(2)
+  rot, rest = y[..., :rd], y[..., rd:]
+  if interleaved: x1, x2 = rot[..., 0::2], rot[..., 1::2]
+  else: x1, x2 = rot[..., :rd // 2], rot[..., rd // 2:]
+  o1, o2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+  r = o1.stack(o2, dim=-1).reshape(*o1.shape[:-1], rd) if interleaved else o1.cat(o2, dim=-1)
+  out = r.cat(rest, dim=-1) if rd < d else r
+  return out.transpose(1, 2) if four else out.reshape(x.shape)
+NORM: dict[str, Callable[..., Any]] = {
+  "BatchNormalization": _batchnorm, "InstanceNormalization": _instancenorm, "LayerNormalization": _layernorm, "GroupNormalization": _groupnorm,
+  "RMSNormalization": _rmsnorm, "LRN": _lrn, "MeanVarianceNormalization": _mvn, "LpNormalization": _lpnorm, "Dropout": _dropout,
+  "NegativeLogLikelihoodLoss": _nll_loss, "SoftmaxCrossEntropyLoss": _sce_loss, "Attention": _attention, "RotaryEmbedding": _rotary,
+}
+
+# ---- resize ----
+def _resize_coords(mode: str, out: int, n: int, scale: float, roi: tuple[float, float] | None, device: str | None) -> Tensor:
+  x = Tensor.arange(out, dtype=dtypes.float32, device=device)
+  if mode == "half_pixel": return (x + 0.5) / scale - 0.5
+  if mode == "half_pixel_symmetric":
+    adj = out / (scale * n)
+    return n / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
+  if mode == "pytorch_half_pixel": return (x + 0.5) / scale - 0.5 if out > 1 else x * 0
+  if mode == "align_corners":   # the resized length is scale*n, not its integer part, when scales are given
+    return x * ((n - 1) / (scale * n - 1)) if scale * n > 1 else x * 0
+  if mode == "asymmetric": return x / scale
+  if mode == "tf_crop_and_resize":
+    assert roi is not None
+    s, e = roi
+    return s * (n - 1) + x * ((e - s) * (n - 1) / (out - 1)) if out > 1 else x * 0 + 0.5 * (s + e) * (n - 1)
+  raise ValueError(f"Resize: coordinate_transformation_mode {mode!r} is not one of half_pixel, half_pixel_symmetric, pytorch_half_pixel, "
+                   "align_corners, asymmetric, tf_crop_and_resize")
+def _resize_axis(x: Tensor, ax: int, out: int, scale: float, mode: str, ctm: str, nearest_mode: str, a: float, exclude_outside: int,
+                 roi: tuple[float, float] | None, extrapolation_value: float) -> Tensor:
+  n = x.shape[ax]
+  c = _resize_coords(ctm, out, n, scale, roi, x.device)
+  shape = [out if i == ax else 1 for i in range(x.ndim)]
+  if mode == "nearest":
+    if nearest_mode == "round_prefer_floor": i = (c - 0.5).ceil()
+    elif nearest_mode == "round_prefer_ceil": i = (c + 0.5).floor()
+    elif nearest_mode == "floor": i = c.floor()
+    elif nearest_mode == "ceil": i = c.ceil()
+    else: raise ValueError(f"Resize: nearest_mode {nearest_mode!r} is not one of round_prefer_floor, round_prefer_ceil, floor, ceil")
+    y = x._take_along(ax, i.clip(0, n - 1).cast(dtypes.int32))
+  elif mode in ("linear", "cubic"):
+    lo = c.floor()
+    t = c - lo
+    if mode == "linear": taps = [(lo, 1 - t), (lo + 1, t)]
+    else:
+      def w(d: Tensor) -> Tensor:
+        d = d.abs()
+        return (d <= 1).where(((a + 2) * d - (a + 3)) * d * d + 1, (d < 2).where(((a * d - 5 * a) * d + 8 * a) * d - 4 * a, 0))
+      taps = [(lo - 1, w(t + 1)), (lo, w(t)), (lo + 1, w(1 - t)), (lo + 2, w(2 - t))]
+    if exclude_outside:
+      ws = [((i >= 0) & (i <= n - 1)).where(wt, 0) for i, wt in taps]
+      tot = functools.reduce(Tensor.add, ws)
+      taps = [(i, wt / tot) for (i, _), wt in zip(taps, ws)]
+    xf = x.cast(dtypes.float32) if not dtypes.is_float(x.dtype) else x
+    y = functools.reduce(Tensor.add, [xf._take_along(ax, i.clip(0, n - 1).cast(dtypes.int32)) * wt.reshape(shape).cast(xf.dtype) for i, wt in taps])
+  else: raise ValueError(f"Resize: mode {mode!r} is not one of nearest, linear, cubic")
+  if ctm == "tf_crop_and_resize":
+    inside = ((c >= 0) & (c <= n - 1)).reshape(shape)
+    y = inside.where(y, extrapolation_value)
+  return y.cast(x.dtype) if y.dtype != x.dtype else y
+def _resize(ctx: _Ctx, x: Tensor, roi: Tensor | None = None, scales: Tensor | None = None, sizes: Tensor | None = None, antialias: int = 0,
+            axes: Sequence[int] | None = None, coordinate_transformation_mode: str = "half_pixel", cubic_coeff_a: float = -0.75,
+            exclude_outside: int = 0, extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch", mode: str = "nearest",
+            nearest_mode: str = "round_prefer_floor") -> Tensor:
+  if antialias: raise NotImplementedError("Resize: antialias=1 is not supported (it widens the filter when downscaling); use antialias=0")
+  if ctx.opset == 10: scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "floor"
+  ax = [_axis(a, x.ndim) for a in axes] if axes is not None else list(range(x.ndim))
+  sc = [float(v) for v in ctx.val(scales).reshape(-1)] if scales is not None and scales.numel() else None
+  sz = ctx.ints(sizes) if sizes is not None and sizes.numel() else None
+  ins = [x.shape[a] for a in ax]
+  if sz is not None:
+    if keep_aspect_ratio_policy == "stretch": sc = [o / i for o, i in zip(sz, ins)]
+    else:
+      f = (min if keep_aspect_ratio_policy == "not_larger" else max)(o / i for o, i in zip(sz, ins))
+      sc, sz = [f] * len(ax), [int(f * i + 0.5) for i in ins]
+  elif sc is not None: sz = [int(math.floor(i * s)) for i, s in zip(ins, sc)]
+  else: raise ValueError("Resize: one of scales and sizes must be given")
+  rv = [float(v) for v in ctx.val(roi).reshape(-1)] if roi is not None and roi.numel() else None
+  for j, (a, o, s) in enumerate(zip(ax, sz, sc)):
+    if o == x.shape[a] and s == 1.0 and coordinate_transformation_mode != "tf_crop_and_resize": continue
+    r = (rv[j], rv[j + len(ax)]) if rv is not None else None
+    x = _resize_axis(x, a, o, s, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, r, extrapolation_value)
+  return x
+def _upsample(ctx: _Ctx, x: Tensor, scales_t: Tensor | None = None, mode: str = "nearest", scales: Sequence[float] | None = None) -> Tensor:
+  if scales is None and scales_t is None: raise ValueError("Upsample: needs scales (an attribute before opset 9, an input from it)")
+  sc = list(scales) if scales is not None else [float(v) for v in ctx.val(scales_t).reshape(-1)] if scales_t is not None else []
+  for a, s in enumerate(sc):
+    if s != 1.0:
+      x = _resize_axis(x, a, int(math.floor(x.shape[a] * s)), s, mode, "asymmetric", "floor", -0.75, 0, None, 0.0)
+  return x
+LINALG.update({"Resize": _resize, "Upsample": _upsample})
+
+# ---- quantization ----
+def _qparams(s: Tensor, zp: Tensor | None, x: Tensor, axis: int, block_size: int) -> tuple[Tensor, Tensor | None]:
+  ax = _axis(axis, x.ndim)
+  if block_size and s.ndim > 0: s, zp = s.repeat_interleave(block_size, ax), zp.repeat_interleave(block_size, ax) if zp is not None else None
+  if block_size and s.ndim > 0 and s.shape[ax] != x.shape[ax]:
+    s = s.shrink(tuple((0, x.shape[ax]) if i == ax else None for i in range(s.ndim)))
+    zp = zp.shrink(tuple((0, x.shape[ax]) if i == ax else None for i in range(zp.ndim))) if zp is not None else None
+  return _reshape_to(s, ax, x.ndim), (_reshape_to(zp, ax, x.ndim) if zp is not None else None)
+def _saturate(y: Tensor, dt: DType) -> Tensor:
+  if not dtypes.is_int(dt): raise NotImplementedError(f"QuantizeLinear: output dtype {dt} is not supported (int8, uint8, int16, uint16, int32)")
+  return y.clip(dtypes.min(dt), dtypes.max(dt)).cast(dt)
+def _quantize(ctx: _Ctx, x: Tensor, s: Tensor, zp: Tensor | None = None, axis: int = 1, block_size: int = 0, output_dtype: int = 0, saturate: int = 1,
+              precision: int = 0) -> Tensor:
+  dt = zp.dtype if zp is not None else dtype_of(output_dtype) if output_dtype else dtypes.uint8
+  s, zp = _qparams(s, zp, x, axis, block_size)
+  y = (x.cast(dtypes.float32) / s.cast(dtypes.float32)).round()
+  if zp is not None: y = y + zp.cast(dtypes.float32)
+  return _saturate(y, dt)
+def _dequantize(ctx: _Ctx, x: Tensor, s: Tensor, zp: Tensor | None = None, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:
+  s, zp = _qparams(s, zp, x, axis, block_size)
+  y = x.cast(dtypes.int32) - zp.cast(dtypes.int32) if zp is not None else x
+  return (y.cast(s.dtype) * s).cast(dtype_of(output_dtype) if output_dtype else s.dtype)
+def _dyn_quantize(ctx: _Ctx, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+  lo, hi = x.min().minimum(0), x.max().maximum(0)
+  s = (hi - lo) / 255
+  zp = (-lo / s).round().clip(0, 255).cast(dtypes.uint8)
+  return _saturate((x / s).round() + zp.cast(x.dtype), dtypes.uint8), s, zp
+def _zp_sub(x: Tensor, zp: Tensor | None, axis: int) -> Tensor:
+  y = x.cast(dtypes.int32)
+  return y - _reshape_to(zp.cast(dtypes.int32), axis, x.ndim) if zp is not None else y
+def _matmul_int(ctx: _Ctx, a: Tensor, b: Tensor, azp: Tensor | None = None, bzp: Tensor | None = None) -> Tensor:
+  ai = a.cast(dtypes.int32) - (azp.cast(dtypes.int32).reshape(-1, 1) if azp is not None and azp.ndim == 1 and azp.numel() > 1 else azp.cast(dtypes.int32)
+                               if azp is not None else 0)
+  return ai @ _zp_sub(b, bzp, b.ndim - 1)
+def _conv_int(ctx: _Ctx, x: Tensor, w: Tensor, xzp: Tensor | None = None, wzp: Tensor | None = None, **attrs: Any) -> Tensor:
+  xi = x.cast(dtypes.int32) - (xzp.cast(dtypes.int32) if xzp is not None else 0)
+  return _conv(ctx, xi, _zp_sub(w, wzp, 0), None, **attrs)
+def _qlinear_matmul(ctx: _Ctx, a: Tensor, a_s: Tensor, azp: Tensor, b: Tensor, b_s: Tensor, bzp: Tensor, y_s: Tensor, yzp: Tensor) -> Tensor:
+  af = (a.cast(dtypes.int32) - azp.cast(dtypes.int32)).cast(dtypes.float32) * a_s
+  bf = (b.cast(dtypes.int32) - _reshape_to(bzp, b.ndim - 1, b.ndim).cast(dtypes.int32)).cast(dtypes.float32) * _reshape_to(b_s, b.ndim - 1, b.ndim)
+  return _saturate(((af @ bf) / y_s).round() + yzp.cast(dtypes.float32), yzp.dtype)
+def _qlinear_conv(ctx: _Ctx, x: Tensor, x_s: Tensor, xzp: Tensor, w: Tensor, w_s: Tensor, wzp: Tensor, y_s: Tensor, yzp: Tensor, b: Tensor | None = None,
+                  **attrs: Any) -> Tensor:
+  xf = (x.cast(dtypes.int32) - xzp.cast(dtypes.int32)).cast(dtypes.float32) * x_s
+  wf = _zp_sub(w, wzp, 0).cast(dtypes.float32) * _reshape_to(w_s, 0, w.ndim)
+  y = _conv(ctx, xf, wf, None, **attrs)
+  if b is not None: y = y + (b.cast(dtypes.float32) * x_s * w_s).reshape(1, -1, *[1] * (x.ndim - 2))
+  return _saturate((y / y_s).round() + yzp.cast(dtypes.float32), yzp.dtype)
+QUANT: dict[str, Callable[..., Any]] = {
+  "QuantizeLinear": _quantize, "DequantizeLinear": _dequantize, "DynamicQuantizeLinear": _dyn_quantize, "MatMulInteger": _matmul_int,
+  "ConvInteger": _conv_int, "QLinearMatMul": _qlinear_matmul, "QLinearConv": _qlinear_conv,
+}
+
+# ---- control flow (static conditions only) ----
+def _if(ctx: _Ctx, cond: Tensor, then_branch: Any = None, else_branch: Any = None, _runner: OnnxRunner | None = None, _scope: Any = None) -> Any:
+  assert _runner is not None and _scope is not None
+  g = then_branch if bool(ctx.val(cond).reshape(-1)[0]) else else_branch
+  outs = _runner._run_graph(g, dict(_scope), ctx)
+  return tuple(outs[o.name] for o in g.output)
+
+onnx_ops: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **REDUCE, **MOVEMENT, **LINALG, **NORM, **QUANT, "If": _if}
+# ops that take their host-side settings as attributes before an opset and as inputs from it (names the op's optional inputs)
+_MULTI_OUT = {"Split", "MaxPool", "BatchNormalization", "LayerNormalization", "Dropout", "SoftmaxCrossEntropyLoss", "Attention"}
+
+def _attr(a: Any) -> Any:
+  onnx = _onnx()
+  v = onnx.helper.get_attribute_value(a)
+  if a.type == onnx.AttributeProto.TENSOR: return _to_numpy(v)
+  if isinstance(v, bytes): return v.decode()
+  if a.type == onnx.AttributeProto.STRINGS: return [s.decode() for s in v]
+  return v
+
+class OnnxRunner:
+  """Runs an ONNX model: `OnnxRunner(model)(inputs) -> {output name: Tensor}`. `model` is a path, the file's bytes, an
+  onnx.ModelProto, or a Tensor of the file's bytes. Inputs are Tensors or numpy arrays by graph input name; the outputs
+  are lazy Tensors (nothing runs until they are realized), so a call can be wrapped in TinyJit."""
+  def __init__(self, model: Any, device: str | None = None, debug: int | bool = False):
+    onnx = _onnx()
+    if isinstance(model, Tensor): model = bytes(model.numpy().tobytes())
+    if isinstance(model, (bytes, bytearray)): model = onnx.load_from_string(bytes(model))
+    elif not isinstance(model, onnx.ModelProto): model = onnx.load(str(model))
+    self.model, self.device, self.debug = model, device, int(debug)
+    self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    self.opset = self.opsets.get("", 1)
+    self._check(model.graph)
+    self.initializers = {t.name: self._init_tensor(t) for t in model.graph.initializer}
+    self.host = {n: v for n, (t, v) in self.initializers.items() if v is not None}
+    inits = set(self.initializers)
+    self.inputs = {i.name: i for i in model.graph.input if i.name not in inits}
+    self.outputs = [o.name for o in model.graph.output]
+
+  def _init_tensor(self, t: Any) -> tuple[Tensor, np.ndarray | None]:
+    arr = _to_numpy(t)
+    ten = _tensor(arr, self.device, dtype_of(t.data_type)).realize()
+    # small integer initializers (shapes, axes, pads) stay readable on the host without a device round trip
+    return ten, (arr if arr.dtype.kind in "iub" and arr.size <= 4096 else None)
+
+  def _check(self, g: Any) -> None:
+    bad = []
+    for n in g.node:
+      if n.domain not in ("", "ai.onnx") or n.op_type not in onnx_ops:
+        bad.append(f"{n.op_type} (node {n.name or '<unnamed>'}{', domain ' + n.domain if n.domain else ''})")
+      for a in n.attribute:
+        if a.type == _onnx().AttributeProto.GRAPH: self._check(a.g)
+    if bad: raise NotImplementedError(f"ONNX model (opset {self.opset}) uses operators tinygrad.nn.onnx does not support: {', '.join(bad)}; the supported ones are "
+                                      "the keys of tinygrad.nn.onnx.onnx_ops")
+
+  def _input(self, name: str, v: Any) -> Tensor:
+    spec = self.inputs[name].type
+    if not spec.HasField("tensor_type"): raise NotImplementedError(f"input {name!r}: only tensor inputs are supported (not sequences, maps or optionals)")
+    dt = dtype_of(spec.tensor_type.elem_type)
+    t = v if isinstance(v, Tensor) else _tensor(np.asarray(v), self.device)
+    if t.dtype != dt: t = t.cast(dt)
+    if spec.tensor_type.HasField("shape"):
+      dims = spec.tensor_type.shape.dim
+      want = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+      if len(want) != t.ndim or any(w is not None and w != s for w, s in zip(want, t.shape)):
+        raise ValueError(f"input {name!r} has shape {t.shape}, the model declares {tuple(w if w is not None else d.dim_param or '?' for w, d in zip(want, dims))}")
+    return t
+
+  def __call__(self, inputs: dict[str, Any], debug: int | bool | None = None) -> dict[str, Tensor]:
+    if missing := [n for n in self.inputs if n not in inputs]: raise ValueError(f"OnnxRunner: missing inputs {missing}; the model's inputs: {list(self.inputs)}")
+    if extra := [n for n in inputs if n not in self.inputs]: raise ValueError(f"OnnxRunner: unknown inputs {extra}; the model's inputs: {list(self.inputs)}")
+    ctx = _Ctx(self.opset, self.device)
+    values: dict[str, Tensor] = {}
+    for n, (t, v) in self.initializers.items():
+      values[n] = t
+      if v is not None: ctx.set(t, v)
+    for n, v in inputs.items(): values[n] = self._input(n, v)
+    dbg = self.debug if debug is None else int(debug)
+    self._run_graph(self.model.graph, values, ctx, dbg)
+    return {o: values[o] for o in self.outputs}
+
+  def _run_graph(self, g: Any, values: dict[str, Tensor], ctx: _Ctx, debug: int = 0) -> dict[str, Tensor]:
+    for t in g.initializer:
+      arr = _to_numpy(t)
+      values[t.name] = ctx.set(_tensor(arr, self.device, dtype_of(t.data_type)), arr)
+    for num, n in enumerate(g.node):
+      args = [values[i] if i else None for i in n.input]
+      attrs = {a.name: _attr(a) for a in n.attribute}
+      if n.op_type in _MULTI_OUT: attrs["_nout"] = len(n.output)
+      if n.op_type == "If": attrs.update(_runner=self, _scope=values)
+      fn = onnx_ops[n.op_type]
+      try: ret = fn(ctx, *_positional(n.op_type, ctx.opset, args), **attrs)
+      except Exception as e:
+        raise type(e)(f"ONNX node {num} {n.op_type} ({n.name or '<unnamed>'}, opset {ctx.opset}): {e}") if type(e).__init__ is BaseException.__init__ \
+          or isinstance(e, (ValueError, TypeError, NotImplementedError, RuntimeError)) else e
+      outs = ret if isinstance(ret, tuple) else (ret,)
+      for name, t in zip(n.output, outs):
+        if name: values[name] = t
+      if debug: print(f"{num:4d} {n.op_type:24s} {[a.shape if a is not None else None for a in args]} -> {[o.shape for o in outs]}")
+    return values
+
+def _positional(op: str, opset: int, args: list[Tensor | None]) -> list[Tensor | None]:
+  # inputs that became optional: pass them positionally as they are; trailing missing inputs are simply absent
+  while args and args[-1] is None: args = args[:-1]
+  return args
+
+# ---- the command line: python -m tinygrad.nn.onnx MODEL.onnx ----
+def _random_input(spec: Any, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+  tt = spec.type.tensor_type
+  shape = []
+  for d in tt.shape.dim:
+    if d.HasField("dim_value"): shape.append(d.dim_value)
+    elif d.dim_param in dims: shape.append(dims[d.dim_param])
+    else: raise ValueError(f"input {spec.name!r}: dim {d.dim_param or '?'!r} is symbolic; give it with --dim {d.dim_param or 'NAME'}=VALUE")
+  dt = dtype_of(tt.elem_type)
+  if dtypes.is_float(dt): return rng.standard_normal(shape).astype(np.float32 if dt == dtypes.bfloat16 else np.dtype(dt.fmt or "f"))
+  if dt == dtypes.bool: return rng.integers(0, 2, shape).astype(bool)
+  return rng.integers(0, 10, shape).astype(np.dtype(dt.fmt))
+
+def main(argv: list[str] | None = None) -> int:
+  p = argparse.ArgumentParser(prog="python -m tinygrad.nn.onnx", description="Run an ONNX model on random inputs of its declared shapes.")
+  p.add_argument("model", help="the .onnx file")
+  p.add_argument("--device", default=None, help="device to run on (default: Device.DEFAULT)")
+  p.add_argument("--benchmark", type=int, default=0, metavar="N", help="run N jitted steps and print the steady-state ms per run")
+  p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE", help="a value for a symbolic input dim (repeatable)")
+  p.add_argument("--compare-onnxruntime", action="store_true", help="check the outputs against onnxruntime")
+  p.add_argument("--seed", type=int, default=0)
+  a = p.parse_args(argv)
+  dims = {}
+  for d in a.dim:
+    k, _, v = d.partition("=")
+    if not v.lstrip("-").isdigit(): p.error(f"--dim {d!r}: expected NAME=INT")
+    dims[k] = int(v)
+  runner = OnnxRunner(a.model, device=a.device)
+  rng = np.random.default_rng(a.seed)
+  feeds = {n: _random_input(s, dims, rng) for n, s in runner.inputs.items()}
+  outs = {k: v.numpy() for k, v in runner(feeds).items()}
+  for k, v in outs.items(): print(f"{k}: shape {v.shape} dtype {v.dtype}")
+  if a.benchmark:
+    from tinygrad.engine.jit import TinyJit
+    jf = TinyJit(lambda **kw: {k: v.realize() for k, v in runner(kw).items()})
+    tins = {n: Tensor(v, device=a.device).realize() for n, v in feeds.items()}
+    times = []
+    for _ in range(max(a.benchmark, 3)):
+      st = time.perf_counter()
+      r = jf(**tins)
+      for v in r.values(): v.numpy()
+      times.append((time.perf_counter() - st) * 1e3)
+    print(f"steady-state: {min(times[2:]):.3f} ms per run (min of {len(times) - 2} jitted runs)")
+  if a.compare_onnxruntime:
+    try: import onnxruntime as ort
+    except ImportError:
+      print("onnxruntime is not installed: pip install onnxruntime", file=sys.stderr)
+      return 2
+    sess = ort.InferenceSession(runner.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    bad = 0
+    for k, v in outs.items():
+      ok = np.allclose(v, ref[k], rtol=1e-3, atol=1e-4)
+      err = float(np.max(np.abs(v.astype(np.float64) - ref[k].astype(np.float64)))) if v.size else 0.0
+      print(f"{k}: {'matches' if ok else 'DIFFERS from'} onnxruntime (max abs diff {err:.3g})")
+      bad += not ok
+    return 1 if bad else 0
+  return 0
+
+if __name__ == "__main__": sys.exit(main())

@@ -1,0 +1,118 @@
+"""Models exported by torch.onnx.export run through OnnxRunner and match onnxruntime (rtol 1e-3) on CPU and PYTHON, plus
+the runner's own contract: the model forms it accepts, one error for unsupported operators, TinyJit, and the CLI."""
+import io, warnings
+import numpy as np
+import pytest
+torch = pytest.importorskip("torch", reason="the exported-model tests need torch as the exporter: pip install torch")
+onnx = pytest.importorskip("onnx", reason="OnnxRunner needs onnx: pip install tinygrad-core[onnx]")
+ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime: pip install onnxruntime")
+from tinygrad import Tensor, TinyJit
+from tinygrad.nn.onnx import OnnxRunner, main
+
+def export(m: torch.nn.Module, *args: torch.Tensor, opset: int = 17) -> bytes:
+  f = io.BytesIO()
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    # dynamo=False: the TorchScript exporter (torch 2.13's default, the dynamo one, needs onnxscript); without the fused
+    # fast path (no exporter for aten::_transformer_encoder_layer_fwd) and with is_causal a plain bool (traced, it is a Tensor)
+    fast = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+      with torch.no_grad(): torch.onnx.export(m.eval(), args, f, dynamo=False, opset_version=opset, input_names=[f"x{i}" for i in range(len(args))])
+    finally: torch.backends.mha.set_fastpath_enabled(fast)
+  return f.getvalue()
+
+def ort_run(model: bytes, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+  return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+class DepthwiseSeparable(torch.nn.Module):
+  def __init__(self, c: int = 4, o: int = 6):
+    super().__init__()
+    self.dw, self.pw, self.bn = torch.nn.Conv2d(c, c, 3, padding=1, groups=c), torch.nn.Conv2d(c, o, 1), torch.nn.BatchNorm2d(o)
+  def forward(self, x): return torch.nn.functional.relu6(self.bn(self.pw(self.dw(x))))
+
+class EncoderLayer(torch.nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+  def forward(self, x): return self.layer(x, src_mask=None, is_causal=False)
+
+class UpBlock(torch.nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.up, self.ct = torch.nn.Upsample(scale_factor=2, mode="bilinear"), torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)
+  def forward(self, x): return self.ct(x) + torch.nn.functional.interpolate(self.up(x)[:, :2], scale_factor=1, mode="nearest")
+
+def _with_stats(m: torch.nn.Module) -> torch.nn.Module:
+  # non-trivial running statistics, so batchnorm's folding is exercised
+  for mod in m.modules():
+    if isinstance(mod, torch.nn.BatchNorm2d):
+      mod.running_mean.uniform_(-1, 1)
+      mod.running_var.uniform_(0.5, 2)
+  return m
+
+MODELS = {
+  "cnn_batchnorm": (lambda: _with_stats(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                                            torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                                            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 3))), (1, 3, 8, 8)),
+  "depthwise_separable": (lambda: _with_stats(DepthwiseSeparable()), (2, 4, 6, 6)),
+  "transformer_encoder_layer": (EncoderLayer, (2, 5, 8)),
+  "upsample_convtranspose": (UpBlock, (1, 3, 4, 4)),
+}
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_exported_model_matches_onnxruntime(name: str, device: str):
+  torch.manual_seed(0)
+  make, shape = MODELS[name]
+  m = make()
+  x = torch.randn(*shape)
+  model = export(m, x)
+  ref = ort_run(model, {"x0": x.numpy()})
+  out = list(OnnxRunner(model, device=device)({"x0": x.numpy()}).values())
+  assert len(out) == len(ref)
+  for o, r in zip(out, ref): np.testing.assert_allclose(o.numpy(), r, rtol=1e-3, atol=1e-5)
+
+def _tiny_model(op: str = "Relu") -> "onnx.ModelProto":
+  h = onnx.helper
+  g = h.make_graph([h.make_node("Add", ["x", "w"], ["y"], name="add0"), h.make_node(op, ["y"], ["z"], name="act0")], "tiny",
+                   [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 3])], [h.make_tensor_value_info("z", onnx.TensorProto.FLOAT, ["batch", 3])],
+                   [onnx.numpy_helper.from_array(np.array([1.0, -2.0, 3.0], dtype=np.float32), "w")])
+  return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+@pytest.mark.parametrize("form", ["proto", "bytes", "path", "tensor"])
+def test_runner_accepts_every_model_form(form: str, tmp_path):
+  m = _tiny_model()
+  src = {"proto": lambda: m, "bytes": m.SerializeToString, "tensor": lambda: Tensor(np.frombuffer(m.SerializeToString(), dtype=np.uint8))}
+  if form == "path":
+    p = tmp_path / "tiny.onnx"
+    p.write_bytes(m.SerializeToString())
+    model = str(p)
+  else: model = src[form]()
+  x = np.array([[-1.0, 1.0, -4.0], [0.5, 3.0, -3.5]], dtype=np.float32)
+  np.testing.assert_equal(OnnxRunner(model)({"x": x})["z"].numpy(), np.maximum(x + [1.0, -2.0, 3.0], 0))
+
+def test_unsupported_op_is_one_error_before_compute():
+  with pytest.raises(NotImplementedError, match=r"opset 17.*NoSuchOp \(node act0\)"): OnnxRunner(_tiny_model("NoSuchOp"))
+
+def test_input_shape_mismatch_names_the_input():
+  with pytest.raises(ValueError, match=r"input 'x' has shape \(2, 4\)"): OnnxRunner(_tiny_model())({"x": np.zeros((2, 4), np.float32)})
+
+def test_runner_under_tinyjit_replays_new_inputs():
+  r = OnnxRunner(_tiny_model())
+  f = TinyJit(lambda x: r({"x": x})["z"].realize())
+  for i in range(4):
+    x = np.random.default_rng(i).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(f(Tensor(x)).numpy(), np.maximum(x + [1.0, -2.0, 3.0], 0), rtol=1e-6)
+
+def test_cli_runs_benchmarks_and_compares(tmp_path, capsys):
+  p = tmp_path / "tiny.onnx"
+  p.write_bytes(_tiny_model().SerializeToString())
+  assert main([str(p), "--dim", "batch=2", "--benchmark", "3", "--compare-onnxruntime"]) == 0
+  out = capsys.readouterr().out
+  assert "z: shape (2, 3)" in out and "ms per run" in out and "matches onnxruntime" in out
+
+def test_cli_asks_for_symbolic_dims(tmp_path):
+  p = tmp_path / "tiny.onnx"
+  p.write_bytes(_tiny_model().SerializeToString())
+  with pytest.raises(ValueError, match="--dim batch=VALUE"): main([str(p)])
