@@ -46,7 +46,7 @@ lines:
 # onnx's whole backend test suite through tinygrad.nn.onnx on the CPU (make test runs its quick subset); the excluded tests
 # and why are in tests/onnx/exclusions.txt
 test-onnx: $(STAMP)
-	TINYGRAD_ONNX_FULL=1 $(VPY) -m pytest -n 2 -q -p no:warnings tests/onnx
+	TINYGRAD_ONNX_FULL=1 $(VPY) -m pytest -n 2 -p no:warnings tests/onnx
 
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py))

@@ -216,3 +216,12 @@ def test_compare_with_int_past_the_dtype_is_exact():
   u = np.array([0, 7, 255], np.uint8)
   np.testing.assert_equal((Tensor(u, device="PYTHON") == -1).numpy(), u == -1)
   np.testing.assert_equal((Tensor(u, device="PYTHON") > -1).numpy(), u > -1)
+
+def test_float_mod_by_infinity_matches_torch():
+  torch = pytest.importorskip("torch", reason="the reference for remainder: pip install torch")
+  a = np.array([-4., 4., 0., 3., 3., -1., -1., 5., -5., np.inf, np.nan, 2.5], np.float32)
+  b = np.array([np.inf, np.inf, -np.inf, np.inf, -np.inf, np.inf, -np.inf, -np.inf, -np.inf, 2., np.inf, 1.5], np.float32)
+  want = torch.remainder(torch.tensor(a), torch.tensor(b)).numpy()
+  for dev in ("PYTHON", None):
+    np.testing.assert_array_equal(Tensor(a, device=dev).mod(Tensor(b, device=dev)).numpy(), want)
+    np.testing.assert_array_equal((Tensor(a, device=dev) % float("inf")).numpy(), torch.remainder(torch.tensor(a), float("inf")).numpy())

@@ -68,7 +68,9 @@ class ElementwiseMixin:
   def mod(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign)."""
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return a - b * (a / b).floor()
+    if dtypes.is_float(a.dtype):
+      # x mod +-inf is x where the signs agree (or x is 0), else the divisor, as numpy and torch (the formula gives inf*0 = nan)
+      return (b.isinf() & a.isfinite()).where(((a == 0) | ((a < 0) == (b < 0))).where(a, b), a - b * (a / b).floor())
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
     r = a._int_divmod(b, None if reverse else x)[1]
     if dtypes.is_unsigned(a.dtype): return r

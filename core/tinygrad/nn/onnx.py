@@ -26,7 +26,7 @@ def dtype_of(onnx_type: int) -> DType:
   """The dtype of an ONNX element type, or a clear error for the ones tinygrad has no dtype for."""
   if onnx_type in _DTYPES: return _DTYPES[onnx_type]
   raise NotImplementedError(f"ONNX element type {_DTYPE_NAMES.get(onnx_type, onnx_type)} has no tinygrad dtype; supported: "
-                            f"{', '.join(sorted(d.name for d in _DTYPES.values()))}")
+                            "FLOAT, DOUBLE, FLOAT16, BFLOAT16, BOOL, INT8/16/32/64, UINT8/16/32/64")
 
 def _to_numpy(t: Any) -> np.ndarray:
   arr = _onnx().numpy_helper.to_array(t)
