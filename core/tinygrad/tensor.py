@@ -50,6 +50,7 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+ARANGE_FOLD_MAX = 1 << 16   # aranges up to this size are one count the simplifier folds (Tensor._arange_index); past it, two combined
 # tensors holding an assign that has not run yet: TinyJit realizes them at the end of a call so the write is captured
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
 pending_assigns: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -252,15 +253,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       else:
         roots[t.uop] = None
         direct.append(t)
+    kept = Tensor._live_contiguous(list(roots))
+    for t in kept: roots[t.uop] = None
     rl = list(roots)
     results = dict(zip(rl, engine.realize_uops(rl)))
-    for t in direct:
+    for t in direct + kept:
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
       t._set_uop(results[t.uop])
       # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
       if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): t._detach_view()
     # every realized assign is now its target's buffer: no live tensor may run it a second time
     amap = {n: n.src[0] for n in UOp(Ops.SINK, src=tuple(rl)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n.op is Ops.ASSIGN}
+    # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
+    amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
     if amap:
       for x in list(all_tensors):
         if base_buffer(x.uop) is None: x.uop = x.uop.substitute(amap)
@@ -278,6 +283,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
     return self
+  @staticmethod
+  def _live_contiguous(roots: list[UOp]) -> list[Tensor]:
+    # live tensors whose graph is an unrealized CONTIGUOUS inside `roots` (a transformer block's output that the layer's
+    # KV-cache assign needs): the schedule computes it anyway, so it is realized as a result too and the tensor becomes its
+    # buffer; else every later graph that reads the tensor computes it again (layer k's cache write recomputed layers
+    # 0..k-1). Not where autograd may need the lazy graph (the stand-in for a realized tensor lives only with the tensor),
+    # and not a node two tensors hold (one buffer for both would alias them)
+    holders: dict[UOp, list[Tensor]] = {}
+    for x in list(all_tensors):
+      if x.uop.op is Ops.CONTIGUOUS and x.uop not in roots: holders.setdefault(x.uop, []).append(x)
+    if not holders: return []
+    nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+    return [ts[0] for u, ts in holders.items() if u in nodes and len(ts) == 1 and (Tensor.no_grad or ts[0].requires_grad is False or not dtypes.is_float(ts[0].dtype))]
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
     import numpy as np
@@ -525,12 +543,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return ret
   @staticmethod
   def _arange_index(n: int, dt: DType, dev: str | None) -> Tensor:
-    # 0..n-1: small sizes as a blocked cumsum (it fuses into its user), larger ones as one elementwise kernel from two
-    # realized index tables (i = a*B + b), since a cumsum costs each element a reduce over its block
-    if n <= 1 << 14: return (Tensor.full((n,), 1, dtype=dtypes.int32, device=dev).cumsum() - 1).cast(dt)
+    # 0..n-1 as a count of ones (a one-level cumsum: one plain reduce, neither blocked nor split), which the simplifier
+    # folds into the index itself (symbolic.py's _reduce_collapse; the scheduler inlines it, schedule._collapses): no
+    # kernel, no table, and an Embedding's arange == idx becomes a gather. Larger: i = a*B + b from two such aranges
+    if n <= ARANGE_FOLD_MAX:
+      ones = Tensor.full((n,), 1, dtype=dtypes.int32, device=dev).pad(((n-1, 0),))._pool((n,))
+      return (Tensor(ones.uop.r(Ops.ADD, (1,))).reshape(n) - 1).cast(dt)
     b = 1 << 14
     a = ceildiv(n, b)
-    hi, lo = Tensor._arange_index(a, dt, dev).contiguous(), Tensor._arange_index(b, dt, dev).contiguous()
+    hi, lo = Tensor._arange_index(a, dt, dev), Tensor._arange_index(b, dt, dev)
     return (hi.reshape(a, 1) * b + lo.reshape(1, b)).reshape(a * b).shrink(((0, n),))
   @staticmethod
   def linspace(start: int | float, stop: int | float, steps: int, **kwargs: Any) -> Tensor:

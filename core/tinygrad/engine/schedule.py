@@ -65,7 +65,7 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
   for n in reversed(nodes):
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
-    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes): realizes[n] = None
+    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
@@ -107,6 +107,19 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
     stack.extend((s, ex) for s in u.src)
   return out
+
+_INDEX_ONLY = GroupOp.ALU | GroupOp.Movement | {Ops.CONST, Ops.DEVICE, Ops.DEFINE_VAR, Ops.BIND, Ops.CAST, Ops.REDUCE_AXIS, Ops.DETACH}
+def _collapses(r: UOp) -> bool:
+  """A reduce computed from indices alone that the simplifier turns into index arithmetic (an arange: a cumsum of ones,
+  symbolic.py's _reduce_collapse) costs nothing where it is used: it needs no kernel of its own even where it is expanded,
+  and inlined it stays visible to the rules that read it (an Embedding's arange == idx becomes a gather)."""
+  if any(u.op not in _INDEX_ONLY for u in r.toposort()): return False
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  kb = KernelBuilder({}, {})
+  kb.root = r
+  idx = tuple(kb.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in r.shape)
+  return not any(u.op is Ops.REDUCE for u in graph_rewrite(kb.lower(r, idx, None), sym).toposort())
 
 def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
   """A reduce gets its own kernel when inlining would compute it more than once: its value reaches an EXPAND (recomputed
@@ -235,15 +248,43 @@ class KernelBuilder:
     if node.op in (Ops.CAST, Ops.BITCAST): return UOp(node.op, node.dtype, (srcs[0],))
     return UOp(node.op, node.dtype, tuple(srcs), node.arg)
 
-  def kernel(self, root: UOp, out_buf: UOp) -> UOp:
+  def kernel(self, root: UOp, out_buf: UOp, chain: list[UOp] | None = None) -> UOp:
+    """The kernel storing `root` into `out_buf`; with `chain` (movement ops over root, top first: an assign's view,
+    _assign_region) each element goes where the chain puts it, and only those are written."""
     self.root = root
     shape = root.shape
     out = self.define(out_buf)
     idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in shape)
     val = self.lower(root, idx, None)
     if val.dtype != root.dtype: val = val.cast(root.dtype)
-    store = out.index(_flat_index(idx, shape)).store(val)
+    oidx, oshape = idx, shape
+    for n in reversed(chain or []): oidx, oshape = _forward_index(n, oidx), n.shape
+    store = out.index(_flat_index(oidx, oshape)).store(val)
     return narrow_indices(UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store)))
+
+def _forward_index(n: UOp, ix: tuple[UOp, ...]) -> tuple[UOp, ...]:
+  """Where element `ix` of movement op n's source lands in n (PAD, RESHAPE, PERMUTE, FLIP: one-to-one)."""
+  if n.op is Ops.PAD: return tuple(i + _i64(b) if _nz(b) else i for i, (b, _) in zip(ix, n.arg))
+  if n.op is Ops.RESHAPE: return _unflat_index(_flat_index(ix, n.src[0].shape), n.shape)
+  if n.op is Ops.PERMUTE: return tuple(ix[p] for p in n.arg)
+  if n.op is Ops.FLIP: return tuple((_i64(s)-1) - i if f else i for i, s, f in zip(ix, n.shape, n.arg))
+  raise RuntimeError(f"not a one-to-one movement op: {n.op}")
+
+_ONE_TO_ONE = (Ops.PAD, Ops.RESHAPE, Ops.PERMUTE, Ops.FLIP)
+def _assign_region(a: UOp) -> tuple[UOp, list[UOp]] | None:
+  """An assign into a view, as Tensor.assign builds it: the target's buffer with the view's elements replaced,
+  WHERE(M(True), M(x), buffer) for the view's inverse movement ops M. (x, M top first) when M maps x one-to-one onto the
+  written elements: the kernel then writes only those and computes x only there (a KV-cache write of one position
+  computed and stored the whole cache, its new keys' matmul for every position); else None (the whole buffer is stored)."""
+  v = a.src[1]
+  while v.op is Ops.RESHAPE: v = v.src[0]
+  if v.op is not Ops.WHERE or v.src[2].op is not Ops.BUFFER or v.src[2] is not base_buffer(a.src[0]): return None
+  m, x, chain = v.src[0], v.src[1], []
+  while m.op is x.op and m.op in _ONE_TO_ONE and m.arg == x.arg:
+    chain.append(x)
+    m, x = m.src[0], x.src[0]
+  while m.op in (Ops.RESHAPE, Ops.EXPAND): m = m.src[0]
+  return (x, chain) if chain and m.op is Ops.CONST and m.arg is True else None
 
 def _nz(x: sint) -> bool: return isinstance(x, UOp) or x != 0
 
@@ -381,7 +422,9 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
     if n.size == 0: continue  # nothing to compute for an empty tensor
     kb = KernelBuilder(realizes, buffer_map)
-    ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
+    region = _assign_region(n) if n.op is Ops.ASSIGN and n.src[1] not in realizes else None
+    if region is not None: ast = kb.kernel(region[0], buffer_map[n], region[1])
+    else: ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
     items[n] = (ExecItem(ast, kb.bufs), kb.reads, kb.deps & items.keys())
   schedule = _order(items, buffer_map)
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")

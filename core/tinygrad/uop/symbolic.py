@@ -175,6 +175,73 @@ def _reduce_invariant(r: UOp) -> UOp | None:
   v = UOp(Ops.REDUCE, r.dtype, (r.src[0],) + rest, r.arg) if rest else r.src[0]
   return v * v.const_like(math.prod(x.src[0].arg for x in free)) if r.arg is Ops.ADD else v
 
+def _is_r(t: UOp, r: UOp) -> bool:
+  # r itself, or r cast to an int type that holds it (the index arithmetic widened to int64 around an int32 range)
+  return t is r or (t.op is Ops.CAST and t.src[0] is r and dtypes.is_int(t.dtype) and dtypes.min(t.dtype) <= r.vmin and r.vmax <= dtypes.max(t.dtype))
+def _linear_in(e: UOp, r: UOp) -> tuple[int, UOp] | None:
+  # e as r*k + rest with k in (1, -1) and rest free of r, else None
+  k, rest = 0, []
+  for t in _terms(e):
+    if _is_r(t, r): k += 1
+    elif t.op is Ops.MUL and _is_r(t.src[0], r) and t.src[1].op is Ops.CONST and t.src[1].arg == -1: k -= 1
+    elif r in t.toposort(): return None
+    else: rest.append(t)
+  return (k, _sum(rest) if rest else e.const_like(0)) if k in (1, -1) else None
+def _threshold(c: UOp, r: UOp) -> UOp | None:
+  # a comparison true exactly for r < t (r an integer), as t; None when it is not of that form
+  if c.op is not Ops.CMPLT or not dtypes.is_int(c.src[0].dtype): return None
+  a, b = c.src
+  if r not in b.toposort() and (la := _linear_in(a, r)) is not None and la[0] == 1: return b + la[1] * -1   # r+e < b
+  if r not in a.toposort() and (lb := _linear_in(b, r)) is not None and lb[0] == -1: return lb[1] + a * -1  # a < e-r
+  return None
+def _sum_pieces(v: UOp, r: UOp, lo: UOp, hi: UOp, depth: int = 0) -> UOp | None:
+  # sum of v over r in [lo, hi) (lo <= hi) without a loop, when v is piecewise free of r: WHEREs whose conditions cut r's
+  # interval at one point each (r < t) split it, the pieces free of r are counted
+  if r not in v.toposort(): return v * (hi + lo * -1).cast(v.dtype)
+  if v.op is not Ops.WHERE or depth > 8: return None
+  c, a, b = v.src
+  if c.op is Ops.AND: return _sum_pieces(c.src[0].where(c.src[1].where(a, b), b), r, lo, hi, depth + 1)
+  if c.op is Ops.CMPNE and c.src[1].op is Ops.CONST and c.src[1].arg is True: return _sum_pieces(c.src[0].where(b, a), r, lo, hi, depth + 1)
+  if (t := _threshold(c, r)) is None: return None
+  # the cut clamped into [lo, hi): it then fits r's type whatever type the comparison was made in
+  wide = lambda x: x if x.dtype == t.dtype else x.cast(t.dtype)
+  m = t.maximum(wide(lo)).minimum(wide(hi))
+  if m.dtype != r.dtype: m = m.cast(r.dtype)
+  if (sa := _sum_pieces(a, r, lo, m, depth + 1)) is None or (sb := _sum_pieces(b, r, m, hi, depth + 1)) is None: return None
+  return sa + sb
+def _reduce_collapse(red: UOp) -> UOp | None:
+  # a sum over a range of something that only changes at a few cut points (an arange built as a cumsum of ones: count the
+  # r below a bound) or that is zero except where r equals a value x free of r (a one-hot gather: Embedding's
+  # arange == idx): no loop. The gather reads v at x clamped into the range, so the load stays in bounds; the WHERE
+  # drops it when x is outside. Sums of ints only for the counting (floats would round differently than the loop)
+  if red.arg is not Ops.ADD: return None
+  v = red.src[0]
+  for r in red.src[1:]:
+    if r.op is not Ops.RANGE or r.arg[1] is not AxisType.REDUCE: continue
+    new: UOp | None = None
+    if dtypes.is_int(v.dtype) and v.dtype.count == 1: new = _sum_pieces(v, r, r.const_like(0), r.src[0])
+    if new is None and v.op is Ops.WHERE and v.src[0].op in (Ops.CMPEQ, Ops.CMPNE):
+      c, on, off = v.src if v.src[0].op is Ops.CMPEQ else (v.src[0], v.src[2], v.src[1])
+      if off.op is Ops.CONST and off.arg == 0:
+        x, y = c.src
+        if r in x.toposort(): x, y = y, x
+        if y.op is Ops.CAST and y.src[0] is r and dtypes.is_int(y.dtype) and r.vmax <= dtypes.max(y.dtype): y = y.src[0]
+        if y is r and r not in x.toposort() and dtypes.is_int(x.dtype):
+          ok = (x >= x.const_like(0)) & (x < r.src[0].cast(x.dtype))   # r.src[0]: the range's size (maybe symbolic)
+          new = ok.where(on.substitute({r: ok.where(x.cast(r.dtype), r.const_like(0))}), off)
+    if new is not None:
+      rest = tuple(x for x in red.src[1:] if x is not r)
+      return UOp(Ops.REDUCE, red.dtype, (new,) + rest, red.arg) if rest else new
+  return None
+
+def _cast_narrow(n: UOp, a: UOp) -> UOp | None:
+  # T(x op y) -> T(x) op T(y) for a narrowing int cast when x, y and the result all fit T (no wraparound either way): the
+  # cast sinks to the leaves, where T(W(r)) folds (index64 keeps an int32 range's arithmetic in int64, an arange's -r+c)
+  if not (dtypes.is_int(n.dtype) and dtypes.is_int(a.dtype) and n.dtype.itemsize < a.dtype.itemsize and _nowrap(a)): return None
+  lo, hi = dtypes.min(n.dtype), dtypes.max(n.dtype)
+  if not all(lo <= x.vmin and x.vmax <= hi for x in (a, *a.src)): return None
+  return UOp(a.op, n.dtype, tuple(x.cast(n.dtype) for x in a.src))
+
 def _cast_roundtrip(n: UOp, w: UOp, x: UOp) -> UOp | None:
   ok = n.dtype == x.dtype and dtypes.is_int(x.dtype) and dtypes.is_int(w.dtype) and dtypes.min(w.dtype) <= dtypes.min(x.dtype) \
     and dtypes.max(x.dtype) <= dtypes.max(w.dtype)
@@ -275,7 +342,9 @@ sym = symbolic + PatternMatcher([
   (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx"), UPat.var("g")), name="i"), _index_gate),  # buf[f(v) if g] with v narrowed by g
   ((XI < C1) & (XI < C2), lambda x, c1, c2: x < min(c1.arg, c2.arg)),                          # x<a & x<b -> x<min(a,b)
   (UPat(Ops.CAST, src=(UPat(Ops.CAST, src=(X,), name="w"),), name="n"), _cast_roundtrip),      # T(W(x:T)) -> x (W holds every T)
+  (UPat(Ops.CAST, src=(UPat((Ops.ADD, Ops.MUL), name="a"),), name="n"), _cast_narrow),          # T(x+y) -> T(x)+T(y) (narrowing, all fit T)
   (UPat(Ops.REDUCE, name="r"), _reduce_invariant),                                              # sum_r x -> x*n, max_r x -> x (x free of r)
+  (UPat(Ops.REDUCE, name="red"), _reduce_collapse),     # sum_r (r<t ? a : b) -> a*t+b*(n-t); sum_r (x==r ? v(r) : 0) -> 0<=x<n ? v(x) : 0
 ])
 
 # rules the e-graph adds: reorderings greedy rewriting must not use (they loop), saturation explores them under its budget
