@@ -189,11 +189,13 @@ def _linear_in(e: UOp, r: UOp) -> tuple[int, UOp] | None:
   return (k, _sum(rest) if rest else e.const_like(0)) if k in (1, -1) else None
 def _threshold(c: UOp, r: UOp) -> UOp | None:
   # a comparison true exactly for r < t (r an integer), as t; None when it is not of that form
-  if c.op is not Ops.CMPLT or not dtypes.is_int(c.src[0].dtype): return None
+  # (signed only, and the cut computed without wraparound: unsigned b-e would wrap where e > b)
+  if c.op is not Ops.CMPLT or not dtypes.is_int(c.src[0].dtype) or dtypes.is_unsigned(c.src[0].dtype): return None
   a, b = c.src
-  if r not in b.toposort() and (la := _linear_in(a, r)) is not None and la[0] == 1: return b + la[1] * -1   # r+e < b
-  if r not in a.toposort() and (lb := _linear_in(b, r)) is not None and lb[0] == -1: return lb[1] + a * -1  # a < e-r
-  return None
+  t: UOp | None = None
+  if r not in b.toposort() and (la := _linear_in(a, r)) is not None and la[0] == 1: t = b + la[1] * -1   # r+e < b
+  elif r not in a.toposort() and (lb := _linear_in(b, r)) is not None and lb[0] == -1: t = lb[1] + a * -1  # a < e-r
+  return t if t is not None and _nowrap(t) else None
 def _sum_pieces(v: UOp, r: UOp, lo: UOp, hi: UOp, depth: int = 0) -> UOp | None:
   # sum of v over r in [lo, hi) (lo <= hi) without a loop, when v is piecewise free of r: WHEREs whose conditions cut r's
   # interval at one point each (r < t) split it, the pieces free of r are counted
