@@ -126,8 +126,9 @@ def test_kv_cache_write_computes_only_its_position():
   xk = x @ w
   sp = Variable("sp", 1, 7).bind(3)
   cache.shrink((None, None, (sp, sp + 1), None, None)).assign(Tensor.stack(xk, xk * 2))
-  sched = cache.schedule()
-  assert [_stored(si.ast) for si in sched] == [16]
+  stored = [_stored(si.ast) for si in cache.schedule()]
+  # the write (last) stores the 16 new elements; the k/v matmuls may get kernels of their own, none covers the cache's 128
+  assert stored[-1] == 16 and max(stored) < 128, stored
   ref = np.zeros((2, 1, 8, 2, 4), np.float32)
   ref[0, :, 3:4], ref[1, :, 3:4] = x.numpy() @ w.numpy(), x.numpy() @ w.numpy() * 2
   np.testing.assert_allclose(cache.numpy(), ref, rtol=1e-6)
