@@ -250,8 +250,9 @@ class KernelBuilder:
 
   def kernel(self, root: UOp, out_buf: UOp, chain: list[UOp] | None = None) -> UOp:
     """The kernel storing `root` into `out_buf`; with `chain` (movement ops over root, top first: an assign's view,
-    _assign_region) each element goes where the chain puts it, and only those are written."""
-    self.root = root
+    _assign_region) each element goes where the chain puts it, and only those are written; root is then the assign's value,
+    not the kernel's output, so a realized one (a COPY between devices) is loaded like any input."""
+    self.root = root if chain is None else None
     shape = root.shape
     out = self.define(out_buf)
     idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in shape)
