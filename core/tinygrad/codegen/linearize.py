@@ -35,24 +35,30 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   globals_ = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
   for i, g in enumerate(globals_): parents[g] = frozenset(globals_[:i])
   replace: dict[UOp, UOp] = {}
+  inits: dict[UOp, tuple[UOp, ...]] = {}   # an accumulator's init STORE -> the ranges it is reset before
   nacc = 0
   for u in sink.toposort():
     new = u.replace(src=tuple(replace.get(s, s) for s in u.src)) if any(s in replace for s in u.src) else u
     if new.op is Ops.REDUCE:
       val, ranges = new.src[0], sorted(new.src[1:], key=lambda r: r.arg[0])
       outer = _scope_of(val, parents, closes) - set(ranges)
-      for i, r in enumerate(ranges): parents[r] = frozenset(outer | set(ranges[:i]))
+      # reduces can share a range (an upcast's lanes): it nests inside every loop any of them needs
+      for i, r in enumerate(ranges): parents[r] = parents.get(r, frozenset()) | outer | set(ranges[:i])
       acc = UOp(Ops.DEFINE_REG, val.dtype.ptr(1, AddrSpace.REG), (), nacc)
       nacc += 1
       ptr = acc.index(UOp.const(dtypes.index, 0))
       outer_ranges = tuple(sorted((r for r in outer if r.op is Ops.RANGE), key=lambda r: r.arg[0]))
       init = UOp(Ops.STORE, dtypes.void, (ptr, val.const_like(_identity(new.arg, val.dtype))) + outer_ranges)
+      inits[init] = tuple(ranges)
       cur = UOp(Ops.LOAD, val.dtype, (ptr, init) + tuple(ranges))
       upd = UOp(Ops.STORE, dtypes.void, (ptr, _accumulate(new.arg, cur, val, mulacc)))
       res = UOp(Ops.LOAD, val.dtype, (ptr, upd))
       closes[res] = frozenset(ranges)
       new = res
     if new is not u: replace[u] = new
+  # the reset runs inside every loop its ranges ended up nested in: a later reduce sharing a range can nest that range
+  # deeper than this reduce's own operands reach, and a reset outside that loop would carry the sum across its iterations
+  for init, ranges in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in ranges)) - set(ranges)
   return replace.get(sink, sink), parents, closes
 
 def _scope_of(u: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> set[UOp]:
@@ -64,6 +70,7 @@ def _one_scope(n: UOp, scope: dict[UOp, frozenset[UOp]], parents: dict[UOp, froz
   s: set[UOp] = set()
   for x in n.src: s |= scope[x]
   if n.op is Ops.RANGE: s |= {n} | parents.get(n, frozenset())
+  elif n.op is Ops.STORE and n in parents: s |= parents[n]   # an accumulator's reset (lower_reduces)
   if n in closes: s -= closes[n]
   # nest inside every loop that an included range nests in (to a fixed point)
   todo = list(s)

@@ -9,7 +9,7 @@ persistent pool (re-created in a fork child, which inherits none of its threads)
 so the threads run in parallel.
 """
 from __future__ import annotations
-import ctypes, os, time, threading, tempfile, functools
+import ctypes, functools, os, time, threading, tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from tinygrad.helpers import getenv
@@ -37,6 +37,15 @@ def _so_dirs() -> tuple[str, ...]:
 
 def _addr(buf: Any) -> int:
   return buf if isinstance(buf, int) else buf.addr
+
+@functools.cache
+def _load_compiler_runtime() -> None:
+  # LLVM lowers some casts to calls into the compiler's runtime library (float64 -> float16 is __truncdfhf2, in libgcc_s
+  # since GCC 12): MCJIT resolves them against the libraries loaded into its symbol search, and this process may not
+  # have libgcc_s loaded; an unresolved call jumps to address 0
+  import ctypes.util
+  import llvmlite.binding as llvm
+  if (name := ctypes.util.find_library("gcc_s")) is not None: llvm.load_library_permanently(name)
 
 class CPUProgram:
   """A loaded CPU kernel: `CPUProgram(name, lib)(*bufs, vals=(...), wait=False)`; `lib` is an ELF shared object (the C
@@ -76,6 +85,7 @@ class CPUProgram:
     from tinygrad_cpu.compiler import llvm_target_machine
     # an engine over an empty module, given the object: MCJIT's RuntimeDyld relocates it into memory (libm calls resolve
     # against this process's symbols); no codegen runs. One engine per kernel owns its code: kept alive with this program
+    _load_compiler_runtime()
     self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine())
     self._engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
     self._engine.finalize_object()
