@@ -4,7 +4,19 @@
 `from_env()` runs at `import tinygrad`: it installs what the environment asks for and, at exit, writes the files and
 prints where they are (VIZ=1 then serves the page when stdout is a terminal; else it prints the command that does)."""
 from __future__ import annotations
-import atexit, sys
+import atexit, json, os, sys, tempfile
+from typing import Any
+
+def write_json(path: str, obj: Any) -> str:
+  """Write `obj` as JSON at `path` through a unique temp file renamed into place (a reader never sees half a trace)."""
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".trace_", suffix=".json")
+  try:
+    with os.fdopen(fd, "w") as f: json.dump(obj, f)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp): os.unlink(tmp)
+    raise
+  return path
 
 def _viz_at_exit(rec: object) -> None:
   from tinygrad.viz.record import Recorder

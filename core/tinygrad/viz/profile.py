@@ -7,7 +7,7 @@ compile threads) is process "host" with one track per thread. A kernel's span is
 reports one (the optional `last_span` attribute: the (start, end) of its last waited call on `time.perf_counter`'s
 clock, see docs/plugins.md), else the host's time around the waited call; DEBUG=2 prints the same duration."""
 from __future__ import annotations
-import contextlib, json, os, tempfile, threading, time
+import contextlib, os, tempfile, threading, time
 from typing import Any, Iterator
 
 PROFILER: Profiler | None = None
@@ -54,14 +54,8 @@ class Profiler:
     if path is None:
       fd, path = tempfile.mkstemp(prefix=f"tinygrad_profile_{os.getpid()}_", suffix=".json")
       os.close(fd)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".profile_", suffix=".json")
-    try:
-      with os.fdopen(fd, "w") as f: json.dump(self.to_json(), f)
-      os.replace(tmp, path)
-    except BaseException:
-      if os.path.exists(tmp): os.unlink(tmp)
-      raise
-    return path
+    from tinygrad.viz import write_json
+    return write_json(path, self.to_json())
 
 def _jsonable(v: Any) -> Any:   # JSON has no inf/nan: those, and anything not a plain value, become text
   if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))): return str(v)

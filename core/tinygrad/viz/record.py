@@ -5,7 +5,7 @@ Installed as `tinygrad.uop.upat.TRACER` (VIZ=1 at import, or `with Recorder() as
 default, graph_rewrite and PatternMatcher.rewrite pay one read of a module global and nothing else. Graphs are stored once
 per node: UOps are hash-consed, so a node shared by the input and output of many passes is one row of `nodes`."""
 from __future__ import annotations
-import inspect, json, os, tempfile, threading, time
+import inspect, os, threading, time
 from typing import Any, Callable
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import VIZ_MAX_STEPS
@@ -146,14 +146,8 @@ class Recorder:
       from tinygrad.helpers import cache_dir
       os.makedirs(d := os.path.join(cache_dir(), "viz"), exist_ok=True)
       path = os.path.join(d, f"trace_{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}.json")
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".viz_", suffix=".json")
-    try:
-      with os.fdopen(fd, "w") as f: json.dump(self.to_json(), f)
-      os.replace(tmp, path)
-    except BaseException:
-      if os.path.exists(tmp): os.unlink(tmp)
-      raise
-    return path
+    from tinygrad.viz import write_json
+    return write_json(path, self.to_json())
 
 def current() -> Recorder | None:
   """The installed recorder, if any."""
