@@ -58,7 +58,7 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
     if new is not u: replace[u] = new
   # the reset runs inside every loop its ranges ended up nested in: a later reduce sharing a range can nest that range
   # deeper than this reduce's own operands reach, and a reset outside that loop would carry the sum across its iterations
-  for init, ranges in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in ranges)) - set(ranges)
+  for init, rs in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in rs)) - set(rs)
   return replace.get(sink, sink), parents, closes
 
 def _scope_of(u: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> set[UOp]:
