@@ -203,7 +203,8 @@ class LLVMIRRenderer(Renderer):
   def fn_attrs(self, uops: list[UOp]) -> str: return "nounwind"
   def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
     """The module: declarations, helpers, module-level globals, then the function around the rendered body."""
-    helpers = [_bf16_llvm] if "@__b2f" in "\n".join(self.body) else []
+    body = "\n".join(self.body)   # either bfloat16 helper may be used alone (a kernel that only stores bfloat16 calls @__f2b)
+    helpers = [_bf16_llvm] if "@__b2f" in body or "@__f2b" in body else []
     head = f"define {self.kernel_cc}void @{name}({', '.join(args)}) {self.fn_attrs(uops)} {{"
     return "\n".join([*sorted(self.decls), *helpers, *self.globals, head, "entry:", *self.allocas, *self.body, "  ret void", "}"]) + "\n"
 

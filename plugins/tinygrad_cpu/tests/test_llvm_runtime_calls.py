@@ -21,3 +21,10 @@ def test_float64_to_float16_cast(cc):
   assert name == cc
   with np.errstate(over="ignore"): want = np.array([1.5, -2.25, 65504.0, 65520.0, 1e-8, 6e-8, -7e4, 0.1], dtype=np.float64).astype(np.float16).astype(np.float64)
   np.testing.assert_array_equal(np.array([float(v) for v in got]), want)
+
+def test_kernel_that_only_stores_bfloat16():
+  # the float->bfloat16 helper is defined whenever it is called, also in a kernel that never loads bfloat16 (an arange,
+  # a cast of float32 results): LLVM rejected such a kernel with "use of undefined value '@__f2b'" (found by ONNX's Range)
+  from tinygrad import Tensor, dtypes
+  np.testing.assert_array_equal(Tensor.arange(0, 10, 3, dtype=dtypes.bfloat16, device="CPU:LLVM").numpy(), [0, 3, 6, 9])
+  np.testing.assert_array_equal((Tensor([1.0, 2.5, 3.25], device="CPU:LLVM") * 2).cast(dtypes.bfloat16).numpy(), [2, 5, 6.5])
