@@ -80,6 +80,7 @@ class Recorder:
       i = len(self.steps)
       self.steps.append({"name": name, "kind": kind, "parent": stack[-1] if stack else None, "kernel": self.local.kernel,
                          "in": self.node(before), "out": None, "ms": 0.0, "matches": [], "t0": time.perf_counter()})
+      if not stack and self.local.kernel is not None: self.kernels[self.local.kernel]["steps"].append(i)   # a kernel's pass
     stack.append(i)
     return i
   def close(self, i: int | None, after: UOp | None) -> None:
@@ -123,7 +124,6 @@ class Recorder:
     self.local.kernel = None
     with self.lock:
       kd = self.kernels[k]
-      kd["steps"] = [i for i, s in enumerate(self.steps) if s["kernel"] == k and s["parent"] is None]
       kd["uops"] = [f"{i:4d} {u.op.name:16s} {str(u.dtype):24s} {u.arg!r}"[:200] for i, u in enumerate(uops)]
       kd["source"] = source
       self.by_source.setdefault(source, k)
