@@ -92,15 +92,24 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
   dev = Device[device]
   key = (dev.device, dev.compiler_name, ast, tuple(v.value for v in _CODEGEN_VARS))
   if (ret := method_cache.get(key)) is None:
-    from tinygrad.codegen import get_program
+    from tinygrad.codegen import get_program, progcache
     _check_dtypes(dev, ast)
-    opts = None
-    if BEAM.value >= 1 and any(u.op is Ops.RANGE for u in ast.toposort()):   # BEAM=n: search the actions on the device
-      from tinygrad.codegen.search import beam_search
-      opts = beam_search(ast, device, BEAM.value)
     pool = None if wait else _compile_pool(dev)
     st = time.perf_counter()
-    spec = get_program(ast, dev.renderer, opts, compile=False)
+    # a kernel rendered by an earlier process (same AST, renderer, flags and code): its source, without codegen
+    def codegen() -> ProgramSpec:
+      opts = None
+      if BEAM.value >= 1 and any(u.op is Ops.RANGE for u in ast.toposort()):   # BEAM=n: search the actions on the device
+        from tinygrad.codegen.search import beam_search
+        opts = beam_search(ast, device, BEAM.value)
+      return get_program(ast, dev.renderer, opts, compile=False)
+    # a kernel rendered by an earlier process (same AST, renderer, flags and code): its source, without codegen (its
+    # uops are built again only if something reads them)
+    pkey = progcache.program_key(ast, dev)
+    if (spec := progcache.load(pkey, ast, lambda: codegen().uops) if pkey is not None else None) is None:
+      spec = codegen()
+      if pkey is not None: progcache.store(pkey, spec)
+    elif DEBUG >= 4: print(spec.src)
     if (prof := _prof.PROFILER) is not None: prof.span(f"codegen {spec.name}", "codegen", st, time.perf_counter())
     method_cache[key] = ret = CompiledRunner(spec, device, pool)
   return ret if not wait else ret.ready()

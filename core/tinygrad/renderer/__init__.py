@@ -86,6 +86,10 @@ class Renderer:
   polynomial: set it when EXP2 is a fast, accurate instruction (GPUs). It takes effect only where EXP2 is in code_for_op."""
   compiler: Compiler | None = None
   """The Compiler for the rendered source, set by CompilerPair selection; None: the source is the binary."""
+  cache_programs: bool = True
+  """A kernel's rendered program may come from the on-disk program cache (codegen/progcache.py) instead of calling
+  `render`; False: render every kernel in every process (a render with side effects something else needs, as the mock
+  drivers' record of the uops behind each source)."""
 
   ABILITIES: ClassVar[tuple[str, ...]] = ("has_local", "has_shared", "has_threads", "global_max", "local_max", "local_total_max",
     "shared_max", "tensor_cores", "vector_bytes", "vector_ops", "vector_dtypes", "register_bytes", "registers", "matmul_pack",

@@ -66,6 +66,7 @@ class AMDDevice(Compiled):
     self.description = f"{self.name} ({self.arch}, wave{check_arch(self.arch).wave})"
     if self.hip.mock and isinstance(self.compiler, AMDCompiler):   # let the mock find the uops behind each binary
       self.renderer.record = getattr(self.renderer, "record", None) or {}   # type: ignore[attr-defined]
+      self.renderer.cache_programs = False   # the record is filled by render, which a cached program skips
       self.compiler.rendered, self.compiler.kernels = self.renderer.record, MOCK_KERNELS   # type: ignore[attr-defined]
 
   def _attr(self, attr: int) -> int:

@@ -64,6 +64,7 @@ class NVDevice(Compiled):
     super().__init__(device, NVAllocator(self), nv_compilers(self.arch, self, **lim), functools.partial(NVProgram, self))
     if self.cu.mock and isinstance(self.compiler, NVCompiler):   # let the mock find the uops behind each binary
       self.renderer.record = getattr(self.renderer, "record", None) or {}   # type: ignore[attr-defined]
+      self.renderer.cache_programs = False   # the record is filled by render, which a cached program skips
       self.compiler.rendered, self.compiler.kernels = self.renderer.record, MOCK_KERNELS   # type: ignore[attr-defined]
 
   def _attr(self, attr: int) -> int:

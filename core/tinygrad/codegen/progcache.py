@@ -1,0 +1,171 @@
+"""The program cache: a kernel's rendered program, on disk, so a new process skips codegen for kernels it has seen.
+
+Codegen (optimizer, rewrites, linearize, render) is Python and costs 0.1-1 s a kernel; the compile cache (Compiler.
+compile_cached) already holds the machine code for a source. This cache maps a kernel AST to that source and the
+launch facts of its ProgramSpec, so a warm process goes AST -> source -> machine code with two lookups.
+
+The key is everything the program depends on: the AST (every node's op, dtype, arg, tag and sources, encoded exactly:
+a kind of value the encoder does not know makes the kernel uncacheable, never a guess), the renderer (class and
+abilities), the device and compiler names, every flag's value (ContextVar, minus those that only steer output), and
+a hash of the code that generates programs (the core package and the renderer's package), so an edited or upgraded
+tinygrad never reuses a stale program. Values are JSON (diskcache): source text, sizes (ints or small expressions of
+the kernel's variables), buffer indices, estimates. Anything malformed on read is a miss. CACHELEVEL=2 (the default)
+uses it; CACHELEVEL=1 keeps only the compile cache, 0 neither. A traced (VIZ) or DEBUG>=5 run always renders.
+"""
+from __future__ import annotations
+import enum, functools, hashlib, json, os, sys, dataclasses
+from typing import Any, Callable
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import ContextVar, CACHELEVEL, DEBUG
+from tinygrad.renderer import ProgramSpec, Estimates
+
+TABLE = "program"
+VERSION = 1
+# flags that change what is printed, traced or timed, or where things run, never the program of a kernel
+_OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE",
+                          "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING"})
+
+class Uncacheable(Exception):
+  """A value the exact encoder does not know: the kernel is rendered every time instead."""
+
+def _enc(x: Any) -> Any:
+  # tagged so values that compare equal in Python stay apart (1, 1.0, True; 0.0, -0.0; a tuple and a list)
+  if x is None or isinstance(x, str): return x
+  if isinstance(x, bool): return ["b", x]
+  if isinstance(x, int): return ["i", str(x)]
+  if isinstance(x, float): return ["f", x.hex()]
+  if isinstance(x, tuple): return ["t", [_enc(v) for v in x]]
+  if isinstance(x, list): return ["l", [_enc(v) for v in x]]
+  if isinstance(x, (frozenset, set)): return ["s", sorted(json.dumps(_enc(v)) for v in x)]
+  if isinstance(x, enum.Enum): return ["e", f"{type(x).__module__}.{type(x).__qualname__}", x.name]
+  if isinstance(x, DType): return ["d", type(x).__name__, [_enc(getattr(x, f.name)) for f in dataclasses.fields(x)]]
+  if dataclasses.is_dataclass(x) and not isinstance(x, type) and getattr(type(x), "__dataclass_params__").frozen:
+    return ["c", f"{type(x).__module__}.{type(x).__qualname__}", [[f.name, _enc(getattr(x, f.name))] for f in dataclasses.fields(x)]]
+  raise Uncacheable(f"{type(x).__name__} {x!r:.60}")
+
+def ast_digest(ast: UOp) -> str:
+  """The sha256 of the kernel's exact encoding (raises Uncacheable for an arg the encoder does not know)."""
+  pos: dict[UOp, int] = {}
+  h = hashlib.sha256()
+  for u in ast.toposort():
+    pos[u] = len(pos)
+    h.update(json.dumps([u.op.name, _enc(u.dtype), _enc(u.arg), _enc(u.tag), [pos[s] for s in u.src]], separators=(",", ":")).encode() + b"\n")
+  return h.hexdigest()
+
+@functools.cache
+def _code_hash(*modules: str) -> str:
+  # the .py files of the packages that generate programs: any edit (or another version installed) is another key
+  h = hashlib.sha256()
+  for mod in sorted(set(modules)):
+    top = sys.modules.get(mod.split(".")[0])
+    root = os.path.dirname(getattr(top, "__file__", None) or "") if top is not None else ""
+    if not root: raise Uncacheable(f"no source folder for {mod}")
+    for d, dirs, files in sorted(os.walk(root)):
+      dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+      for f in sorted(x for x in files if x.endswith(".py")):
+        with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
+  return h.hexdigest()
+
+def program_key(ast: UOp, dev: Any) -> tuple | None:
+  """The cache key of kernel `ast` on opened device `dev`, or None when it must not be cached (off, traced, unknown arg)."""
+  from tinygrad.uop import upat as _upat
+  ren = dev.renderer
+  if CACHELEVEL.value < 2 or DEBUG >= 5 or _upat.TRACER is not None or not ren.cache_programs: return None
+  try:
+    flags = sorted((k, json.dumps(_enc(v.value))) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY)
+    return (TABLE, VERSION, _code_hash("tinygrad", type(ren).__module__), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
+            repr(ren.ability_key()), json.dumps(flags), ast_digest(ast))
+  except Uncacheable as e:
+    if DEBUG >= 3: print(f"program cache: kernel not cached ({e})")
+    return None
+
+# ---- sizes and estimates: ints, or small expressions of the kernel's variables ----
+_EXPR_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.NEG, Ops.CMPLT, Ops.CMPNE,
+                       Ops.WHERE, Ops.CAST})
+def _enc_size(x: int | UOp) -> Any:
+  if isinstance(x, int) and not isinstance(x, bool): return x
+  if not isinstance(x, UOp): raise Uncacheable(f"size {x!r:.60}")
+  pos: dict[UOp, int] = {}
+  nodes: list[list[Any]] = []
+  for u in x.toposort():
+    if u.op not in _EXPR_OPS or u.dtype.count != 1 or u.dtype.name not in _SCALARS: raise Uncacheable(f"size expression with {u.op} {u.dtype}")
+    pos[u] = len(nodes)
+    nodes.append([u.op.name, u.dtype.name, _enc(u.arg), [pos[s] for s in u.src]])
+  return {"expr": nodes}
+
+_SCALARS = {d.name: d for d in (dtypes.index, dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
+                                dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64)}
+
+def _dec(x: Any) -> Any:
+  # the inverse of _enc for the plain kinds a size expression's args hold
+  if x is None or isinstance(x, str): return x
+  if isinstance(x, list) and len(x) == 2:
+    tag, v = x
+    if tag == "b" and isinstance(v, bool): return v
+    if tag == "i" and isinstance(v, str): return int(v)
+    if tag == "f" and isinstance(v, str): return float.fromhex(v)
+    if tag == "t" and isinstance(v, list): return tuple(_dec(e) for e in v)
+  raise ValueError("not a size argument")
+
+def _dec_size(x: Any) -> int | UOp:
+  if isinstance(x, int) and not isinstance(x, bool): return x
+  if not (isinstance(x, dict) and isinstance(nodes := x.get("expr"), list) and nodes): raise ValueError("not a size")
+  built: list[UOp] = []
+  for n in nodes:
+    if not (isinstance(n, list) and len(n) == 4 and n[0] in Ops.__members__ and Ops[n[0]] in _EXPR_OPS and n[1] in _SCALARS and
+            isinstance(n[3], list) and all(isinstance(i, int) and 0 <= i < len(built) for i in n[3])): raise ValueError("not a size node")
+    built.append(UOp(Ops[n[0]], _SCALARS[n[1]], tuple(built[i] for i in n[3]), _dec(n[2])))
+  return built[-1]
+
+def _ints(x: Any) -> list[int]:
+  if not (isinstance(x, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in x)): raise ValueError("not a list of ints")
+  return x
+
+def encode(p: ProgramSpec) -> dict[str, Any]:
+  """The JSON form of a rendered (not compiled) program: what a warm process needs to compile, load and launch it."""
+  return {"name": p.name, "src": p.src, "device": p.device, "global_size": [_enc_size(s) for s in p.global_size],
+          "local_size": None if p.local_size is None else [_enc_size(s) for s in p.local_size], "vars": [_enc_size(v) for v in p.vars],
+          "globals": p.globals, "outs": p.outs, "ins": p.ins, "estimates": [_enc_size(p.estimates.ops), _enc_size(p.estimates.lds), _enc_size(p.estimates.mem)]}
+
+class CachedProgramSpec(ProgramSpec):
+  """A ProgramSpec from the cache: `uops` (not stored) are rebuilt by running codegen again, on first read only."""
+  relinearize: Callable[[], list[UOp] | None] | None = None
+  @property   # type: ignore[override]
+  def uops(self) -> list[UOp] | None:
+    if self.__dict__.get("_uops") is None and self.relinearize is not None: self.__dict__["_uops"], self.relinearize = self.relinearize(), None
+    return self.__dict__.get("_uops")
+  @uops.setter
+  def uops(self, v: list[UOp] | None) -> None: self.__dict__["_uops"] = v
+
+def decode(v: Any, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None = None) -> ProgramSpec:
+  """A ProgramSpec from encode's JSON for kernel `ast`; ValueError for anything malformed or not matching the kernel."""
+  if not isinstance(v, dict) or not all(isinstance(v.get(k), str) for k in ("name", "src", "device")): raise ValueError("not a program")
+  gl = [_dec_size(s) for s in v["global_size"]]
+  lc = None if v["local_size"] is None else [_dec_size(s) for s in v["local_size"]]
+  dvars = [d for d in map(_dec_size, v["vars"]) if isinstance(d, UOp) and d.op is Ops.DEFINE_VAR]
+  if len(gl) != 3 or (lc is not None and len(lc) != 3) or len(dvars) != len(v["vars"]):
+    raise ValueError("bad launch sizes or variables")
+  # the kernel's own buffers and variables: a row that disagrees is not this kernel's program
+  args = sorted(u.arg for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL)
+  glob, outs, ins = _ints(v["globals"]), _ints(v["outs"]), _ints(v["ins"])
+  if not set(glob) <= set(args) or not set(outs) | set(ins) <= set(glob): raise ValueError("buffers differ from the kernel's")
+  if not set(dvars) <= {u for u in ast.toposort() if u.op is Ops.DEFINE_VAR}: raise ValueError("variables differ from the kernel's")
+  est = v["estimates"]
+  if not (isinstance(est, list) and len(est) == 3): raise ValueError("bad estimates")
+  p = CachedProgramSpec(v["name"], v["src"], v["device"], ast, None, None, gl, lc, dvars, glob, outs, ins, Estimates(*(_dec_size(e) for e in est)))
+  p.relinearize = relinearize
+  return p
+
+def load(key: tuple, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None = None) -> ProgramSpec | None:
+  """The cached program of `key`, or None (a miss, or a row that does not decode); `relinearize` rebuilds its uops."""
+  from tinygrad.diskcache import diskcache_get
+  try: return decode(diskcache_get(TABLE, key), ast, relinearize)
+  except (ValueError, TypeError, KeyError): return None
+
+def store(key: tuple, p: ProgramSpec) -> None:
+  from tinygrad.diskcache import diskcache_put
+  try: diskcache_put(TABLE, key, encode(p))
+  except Uncacheable as e:
+    if DEBUG >= 3: print(f"program cache: {p.name} not stored ({e})")

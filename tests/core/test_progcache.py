@@ -1,0 +1,124 @@
+"""The on-disk program cache (codegen/progcache.py): a warm process gets the same programs and results without codegen,
+every input of a program is in its key, and a damaged or foreign row is a miss."""
+import json, os, subprocess, sys
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, Variable, diskcache
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.codegen import progcache
+from tinygrad.engine.realize import method_cache, get_runner
+
+CORE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# kernels of several kinds: elementwise with odd sizes, reduces, a matmul, gates (pad), casts, a symbolic size
+WORKLOAD = r"""
+import json, sys
+import numpy as np
+import tinygrad.codegen
+from tinygrad import Tensor, Variable, dtypes
+if sys.argv[1] == "warm":   # every kernel must come from the cache: codegen is not reachable
+  def refuse(*a, **k): raise AssertionError("codegen ran in the warm process")
+  tinygrad.codegen.get_program = refuse
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((7, 13)).astype(np.float32), rng.standard_normal((13, 5)).astype(np.float32)
+ta, tb = Tensor(a), Tensor(b)
+outs = {"mm": (ta @ tb).relu(), "softmax": ta.softmax(-1), "pad": ta.pad(((1, 2), (0, 3)), value=-1.5).sum(0),
+        "cast": (ta * 100).cast(dtypes.int32).max(1), "cumsum": ta.cumsum(1), "where": (ta > 0).where(ta, -0.0).exp2(),
+        "arange": Tensor.arange(17).float().reshape(1, 17) * 0.5}
+n = Variable("n", 1, 9).bind(4)
+sym = Tensor(np.arange(9, dtype=np.float32))[:n] * 2
+outs["sym"] = (sym.reshape(1, n) + 1).sum()
+print(json.dumps({k: np.asarray(v.numpy()).tolist() for k, v in outs.items()}))
+"""
+
+def run(mode: str, env: dict) -> dict:
+  r = subprocess.run([sys.executable, "-c", WORKLOAD, mode], capture_output=True, text=True, env=env, timeout=600)
+  assert r.returncode == 0, r.stderr[-3000:]
+  return json.loads(r.stdout.splitlines()[-1])
+
+def test_warm_process_runs_without_codegen_and_matches_the_cold_one(tmp_path):
+  env = {**os.environ, "CACHEDB": str(tmp_path / "c.db"), "PYTHONPATH": os.pathsep.join(sys.path)}
+  cold = run("cold", env)
+  warm = run("warm", env)
+  assert warm == cold   # the same numbers, bit for bit (JSON of the float32 values)
+  a = np.random.default_rng(0).standard_normal((7, 13)).astype(np.float32)
+  np.testing.assert_allclose(cold["softmax"], np.exp(a) / np.exp(a).sum(-1, keepdims=True), rtol=1e-5)
+  assert cold["sym"] == pytest.approx(float(sum(2 * i + 1 for i in range(4))))
+  # CACHELEVEL=1 keeps only the compile cache: codegen runs again (and so the refusing stub fails the warm run)
+  r = subprocess.run([sys.executable, "-c", WORKLOAD, "warm"], capture_output=True, text=True, env={**env, "CACHELEVEL": "1"}, timeout=600)
+  assert r.returncode != 0 and "codegen ran" in r.stderr
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "c.db"))
+  diskcache.reset()
+  method_cache.clear()
+  yield
+  method_cache.clear()
+  diskcache.reset()
+
+def _kernel(t: Tensor) -> UOp:
+  from tinygrad.engine.schedule import create_schedule
+  items = [it for it in create_schedule([t.uop])[0] if it.ast.op is Ops.SINK]
+  assert len(items) == 1
+  return items[0].ast
+
+def test_a_hit_is_the_same_program_and_its_uops_are_rebuilt_on_demand(db):
+  ast = _kernel(Tensor.arange(24).reshape(4, 6).float().sum(1))
+  dev = Device[Device.DEFAULT]
+  fresh = get_runner(dev.device, ast).p
+  method_cache.clear()
+  hit = get_runner(dev.device, ast).p
+  assert isinstance(hit, progcache.CachedProgramSpec) and not isinstance(fresh, progcache.CachedProgramSpec)
+  for f in ("name", "src", "global_size", "local_size", "vars", "globals", "outs", "ins", "estimates"): assert getattr(hit, f) == getattr(fresh, f), f
+  assert [(u.op, u.dtype, u.arg) for u in hit.uops] == [(u.op, u.dtype, u.arg) for u in fresh.uops]
+
+def test_every_input_of_a_program_is_in_its_key(db):
+  dev = Device[Device.DEFAULT]
+  ast = _kernel(Tensor.arange(8).float() * 3)
+  key = progcache.program_key(ast, dev)
+  assert key is not None and key == progcache.program_key(ast, dev)
+  with Context(NOOPT=1): assert progcache.program_key(ast, dev) != key        # a flag that changes codegen
+  with Context(DEBUG=1): assert progcache.program_key(ast, dev) == key        # one that changes only output
+  assert progcache.program_key(_kernel(Tensor.arange(8).float() * 4), dev) != key
+  with Context(CACHELEVEL=1): assert progcache.program_key(ast, dev) is None
+  old = dev.renderer.cache_programs
+  try:
+    dev.renderer.cache_programs = False
+    assert progcache.program_key(ast, dev) is None
+  finally: dev.renderer.cache_programs = old
+
+def test_the_ast_encoding_keeps_apart_values_python_calls_equal():
+  c = lambda v, dt: UOp.const(dt, v)
+  digests = {progcache.ast_digest(UOp(Ops.SINK, src=(x,))) for x in
+             (c(0.0, dtypes.float32), c(-0.0, dtypes.float32), c(1.0, dtypes.float32), c(1, dtypes.int32), c(True, dtypes.bool),
+              c(1.0, dtypes.float16), c(float("nan"), dtypes.float32), c(float("inf"), dtypes.float32))}
+  assert len(digests) == 8
+  # a tuple and a list, a str and an int: different args, different keys
+  u = lambda arg: UOp(Ops.SINK, arg=arg)
+  assert len({progcache.ast_digest(u(a)) for a in ((1, 2), "12", 12, ("1", 2), None)}) == 5
+  class Opaque: pass
+  with pytest.raises(progcache.Uncacheable): progcache.ast_digest(u(Opaque()))
+
+def test_a_damaged_or_foreign_row_is_a_miss(db):
+  from tinygrad.diskcache import diskcache_put
+  ast = _kernel(Tensor.arange(10).float() + 1)
+  key = progcache.program_key(ast, Device[Device.DEFAULT])
+  good = progcache.encode(get_runner(Device.DEFAULT, ast).p)
+  assert progcache.load(key, ast) is not None
+  for bad in ({"name": 1}, [1, 2], {**good, "globals": [99]}, {**good, "global_size": [1, {"expr": [["EXP2", "float32", None, []]]}, 1]},
+              {**good, "vars": [{"expr": [["CONST", "index", ["i", "3"], []]]}]}, {**good, "estimates": [0, 0]}, {**good, "outs": [True]}):
+    diskcache_put(progcache.TABLE, key, bad)
+    assert progcache.load(key, ast) is None, bad
+  method_cache.clear()
+  np.testing.assert_equal((Tensor.arange(10).float() + 1).numpy(), np.arange(10) + 1)   # recomputed and stored again
+  assert progcache.load(key, ast) is not None
+
+def test_symbolic_sizes_round_trip():
+  n = Variable("n", 1, 30)
+  for x in (7, n, n * 4 + 1, (n + 3) // 2, (n * 2) % 5):
+    assert progcache._dec_size(json.loads(json.dumps(progcache._enc_size(x)))) is x
+  with pytest.raises(progcache.Uncacheable): progcache._enc_size(UOp.const(dtypes.float32, 1.0).exp2())
