@@ -122,3 +122,10 @@ def test_symbolic_sizes_round_trip():
   for x in (7, n, n * 4 + 1, (n + 3) // 2, (n * 2) % 5):
     assert progcache._dec_size(json.loads(json.dumps(progcache._enc_size(x)))) is x
   with pytest.raises(progcache.Uncacheable): progcache._enc_size(UOp.const(dtypes.float32, 1.0).exp2())
+
+def test_a_cached_python_program_is_read_as_literals_never_run():
+  # the PYTHON device's program is its source: one from the cache is parsed, never evaluated
+  from tinygrad.runtime.python import deserialize
+  assert deserialize("0 CONST float32 () float('-inf')")[0][3] == float("-inf")
+  for evil in ("__import__('os').system('true')", "().__class__.__base__.__subclasses__()", "[x for x in ()]"):
+    with pytest.raises(ValueError): deserialize(f"0 CONST float32 () {evil}")

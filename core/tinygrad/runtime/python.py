@@ -5,7 +5,7 @@ at their width and divide like C, floats compute at their declared width (bfloat
 With EMULATE=NV|AMD|METAL the renderer takes that device's abilities so GPU code paths run here.
 """
 from __future__ import annotations
-import math, time
+import ast as pyast, math, time
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType
@@ -39,14 +39,18 @@ def serialize(uops: list[UOp]) -> str:
   idx = {u: i for i, u in enumerate(uops)}
   return "\n".join(f"{i} {u.op.name} {_dtype_str(u.dtype)} {tuple(idx[s] for s in u.src)!r} {_arg_str(u)}" for i, u in enumerate(uops))
 
+_NONFINITE = {"float('nan')": math.nan, "float('inf')": math.inf, "float('-inf')": -math.inf}
+def _literal(text: str) -> Any:
+  # literals only (the program may come from the on-disk cache, which must never run code): no eval
+  return _NONFINITE[text] if text in _NONFINITE else pyast.literal_eval(text)
+
 def deserialize(src: str) -> list[tuple[Ops, DType, tuple[int, ...], Any]]:
   out = []
-  env = {"__builtins__": {}, "float": float}
   for line in src.splitlines():
     _, op, dt, rest = line.split(" ", 3)
     # the src tuple ends at the first ") " (it holds only ints)
     cut = rest.index(")") + 1
-    srcs, arg = eval(rest[:cut], env), eval(rest[cut+1:], env)  # noqa: S307 - our own serialisation, no builtins
+    srcs, arg = _literal(rest[:cut]), _literal(rest[cut+1:])
     if Ops[op] is Ops.RANGE: arg = (arg[0], AxisType[arg[1]])
     out.append((Ops[op], _parse_dtype(dt), srcs, arg))
   return out
