@@ -69,6 +69,7 @@ MATMUL_PACK_BYTES = ContextVar("MATMUL_PACK_BYTES", 1 << 20)   # the right opera
 CONV_FLAT = ContextVar("CONV_FLAT", 1)   # 2-d stride-1 convs run over the flattened padded image (one long vectorized pixel axis); 0: per-row form
 CONV_PAD_COPY = ContextVar("CONV_PAD_COPY", 16)   # a padded conv whose out channels per group x kernel taps reach this reads a padded copy of its input (0: always)
 CONV_S2D = ContextVar("CONV_S2D", 1)   # strided convs (dilation 1) run as stride-1 convs over the input's phases (space-to-depth); 0: strided loads
+CONV_DW_VEC = ContextVar("CONV_DW_VEC", 4)   # a conv's weight gradient with a channel axis this wide runs with it vectorized (channels-last copy); 0: as a conv over the batch
 USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto the renderer's tensor cores
 OPTS = ContextVar("OPTS", "")                # forced actions, "LOCAL:0:16,GROUP:0:8": every kernel they fit gets them (tests)
 RING = ContextVar("RING", 1)                 # all-reduce over devices: 0 naive, 1 a ring for big tensors over >2 devices, 2 always a ring

@@ -144,3 +144,27 @@ def test_conv_bn_relu_pool_stack_trains_like_torch():
   x, *ws = (Tensor(a, requires_grad=True) for a in (xn, w1, w2, w3))
   run(Tensor, Tensor.conv2d, x, ws).backward()
   for ours, ref in zip([x, *ws], [xt, *wt]): np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+@pytest.mark.parametrize("dw_vec", [1, 0])
+def test_weight_grad_paths_match_torch(dw_vec):
+  # CONV_DW_VEC=1: every weight grad takes the channels-innermost reduce (channels 1, 2, 3 too, depthwise, stride, dilation,
+  # a batch split past _CHUNK); 0: every one the conv over the batch
+  with Context(CONV_DW_VEC=dw_vec):
+    for case in CASES + [(3, 1, 5, (45, 47), (3, 3), 1, 0, 1, 1), (1, 7, 3, (13, 11), (3, 2), (2, 1), 1, (1, 2), 1)]: _check(*case)
+
+@pytest.mark.parametrize("cin,cout", [(32, 32), (1, 32), (32, 3)])
+def test_weight_grad_is_vectorized_over_a_channel(cin, cout):
+  # the weight grad's reduce kernel (over batch and output pixels) stores its widest channel axis innermost and upcasts it
+  # by the vector width, with affine loads (the batch split past _CHUNK too: 1->32 at 24x24 x 128 is 73728 per output);
+  # as a conv over the batch it was a scalar kernel over (cout, cin, kh, kw) reading dy and the input along the pixels
+  from tinygrad.codegen.opt import hand_coded_opts, OptOps
+  ren = Device[Device.DEFAULT].renderer
+  if not ren.vector_bytes: pytest.skip("the device's renderer has no SIMD vectors")
+  x, w = Tensor.empty(128, cin, 28, 28, requires_grad=True), Tensor.empty(cout, cin, 5, 5, requires_grad=True)
+  y = x.conv2d(w)
+  ks = [k for k in _kernels(y.gradient(w, gradient=Tensor.empty(*y.shape))[0]) if any(u.op is Ops.REDUCE for u in k.toposort())]
+  assert len(ks) == 1, f"{len(ks)} reduce kernels"
+  loads = [u.src[0].src[1] for u in ks[0].toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+  assert not [u for idx in loads for u in idx.toposort() if u.op in (Ops.IDIV, Ops.MOD)], [i.render() for i in loads]
+  opts, vw = hand_coded_opts(ks[0], ren), ren.vector_bytes // 4
+  assert any(o.op is OptOps.UPCAST and o.arg >= min(vw, max(cin, cout)) for o in opts), opts

@@ -6,8 +6,8 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
-from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D
-from tinygrad.mixin.common import _broadcast_shape, _check_positive
+from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
+from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK
 from tinygrad.mixin.indexing import _check_oob
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
@@ -70,11 +70,52 @@ def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
   pads = flatten((d * (k - 1), i - (o - 1) * s - 1) for i, o, s, d, k in reversed(list(zip(sp, o_, s_, d_, hw))))
   wt = W.reshape(groups, rc, cin, *hw).permute(0, 2, 1, *[3 + j for j in range(nd)]).reshape(cin_, rc, *hw).flip(sdims)
   dx = dyd.conv2d(wt, groups=groups, dilation=d_, padding=tuple(pads))
-  xt = X.reshape(bs, groups, cin, *sp).permute(2, 1, 0, *[3 + j for j in range(nd)]).reshape(cin, groups * bs, *sp)
-  dyt = dy.reshape(bs, groups, rc, *o_).permute(1, 2, 0, *[3 + j for j in range(nd)]).reshape(cout, bs, *o_)
-  dw = xt.conv2d(dyt, groups=groups, stride=d_, dilation=s_)   # (cin, cout, >= kernel)
-  dw = dw.shrink([(0, cin), (0, cout)] + [(0, k) for k in hw]).reshape(cin, groups, rc, *hw).permute(1, 2, 0, *[3 + j for j in range(nd)])
+  if CONV_DW_VEC and all_int((bs, cin, rc, *sp, *hw)) and max(cin, rc, groups if cin == rc == 1 else 1) >= CONV_DW_VEC:
+    dw = _conv_dweight_vec(X, dy, groups, hw, s_, d_)
+  else:
+    xt = X.reshape(bs, groups, cin, *sp).permute(2, 1, 0, *[3 + j for j in range(nd)]).reshape(cin, groups * bs, *sp)
+    dyt = dy.reshape(bs, groups, rc, *o_).permute(1, 2, 0, *[3 + j for j in range(nd)]).reshape(cout, bs, *o_)
+    dw = xt.conv2d(dyt, groups=groups, stride=d_, dilation=s_)   # (cin, cout, >= kernel)
+    dw = dw.shrink([(0, cin), (0, cout)] + [(0, k) for k in hw]).reshape(cin, groups, rc, *hw).permute(1, 2, 0, *[3 + j for j in range(nd)])
   return [(xb, dx.uop.cast(xb.dtype)), (wb, dw.reshape(wshape).uop.cast(wb.dtype))]
+
+def _channels_last(t: Tensor, nd: int) -> Tensor:
+  # (bs, groups, c, *sp) copied with its channels innermost, returned as the same-shaped view of that copy
+  if t.shape[1] * t.shape[2] == 1: return t
+  return t.permute(0, *range(3, 3 + nd), 1, 2).contiguous().permute(0, nd + 1, nd + 2, *range(1, nd + 1))
+
+def _conv_dweight_vec(X: Tensor, dy: Tensor, groups: int, hw: tuple, s_: tuple, d_: tuple) -> Tensor:
+  """d weight as one reduce over (batch, *out) of dy times the input's windows, with a channel axis (the wider of cin and
+  cout per group; the groups of a depthwise conv) innermost in the output and in a channels-last copy of the operand
+  that has it: the heuristics vectorize that axis (stride 1 in the store and the copy, 0 in the other operand) and block
+  the other channel axis in registers. As the conv of the input with dy over the batch, the output was (cout, cin, kh,
+  kw) with a reduce over dy's whole image per value: scalar loads along the pixels (the MNIST CNN's 5x5 32->32: 9 GFLOPS).
+  Returns (groups, cout/groups, cin/groups, *kernel)."""
+  bs, nd = X.shape[0], len(hw)
+  cin, rc = X.shape[1] // groups, dy.shape[1] // groups
+  o_ = dy.shape[2:]
+  vec_in = cin >= rc
+  depthwise = cin == rc == 1
+  x = X.reshape(bs, groups, cin, *X.shape[2:])
+  g = dy.reshape(bs, groups, rc, *o_)
+  if vec_in or depthwise: x = _channels_last(x, nd)
+  if not vec_in or depthwise: g = _channels_last(g, nd)
+  win = x._pool(hw, s_, d_)   # (bs, groups, cin, *o_, *hw)
+  win = win.permute(0, *range(3, 3 + 2 * nd), 1, 2)   # (bs, *o_, *hw, groups, cin)
+  g = g.permute(0, *range(3, 3 + nd), 1, 2)   # (bs, *o_, groups, rc)
+  ones = [1] * nd
+  if vec_in:   # (bs, *o_, rc, *hw, groups, cin)
+    prod_ = win.reshape(bs, *o_, 1, *hw, groups, cin) * g.permute(0, *range(1, 1 + nd), nd + 2, nd + 1).reshape(bs, *o_, rc, *ones, groups, 1)
+  else:        # (bs, *o_, cin, *hw, groups, rc)
+    prod_ = win.permute(0, *range(1, 1 + nd), 2 * nd + 2, *range(1 + nd, 1 + 2 * nd), 2 * nd + 1).reshape(bs, *o_, cin, *hw, groups, 1) * g.reshape(bs, *o_, 1, *ones, groups, rc)
+  # a reduce past _CHUNK is cut along the batch (kb chunks summed after): the generic split merges (batch, *out) into one
+  # axis and cuts that, leaving div/mod in every load's index (scalar loads again)
+  kb = next((d for d in range(1, bs + 1) if bs % d == 0 and bs // d * prod(o_) <= _CHUNK), bs)
+  if kb > 1: prod_ = prod_.reshape(kb, bs // kb, *prod_.shape[1:]).sum(tuple(range(1, 2 + nd)))
+  # stored in this order (the vector channel innermost): permuted in place, the store would run along the kernel taps
+  dw = prod_.sum(tuple(range(1 + nd)) if kb == 1 else 0).contiguous()   # (other channel, *hw, groups, vector channel)
+  hw_ax = [1 + j for j in range(nd)]
+  return dw.permute(nd + 1, 0, nd + 2, *hw_ax) if vec_in else dw.permute(nd + 1, nd + 2, 0, *hw_ax)
 
 def _conv_space_to_depth(xp: Tensor, weight: Tensor, bias: Tensor | None, groups: int, s_: tuple[int, ...], dtype: DType | str | None) -> Tensor:
   """A strided conv (dilation 1) as a stride-1 conv over the input's phases: input row s*o + k with tap k = q*s + p is
