@@ -42,6 +42,17 @@ def _conv_unflat(y: Tensor, sp: tuple, o_: tuple) -> Tensor:
   bs, c, _ = y.shape
   return y.shrink(((0, bs), (0, c), (0, o_[0] * sp[1]))).reshape(bs, c, o_[0], sp[1]).shrink(((0, bs), (0, c), (0, o_[0]), (0, o_[1])))
 
+def _flat_grad_base(g: UOp, bs: int, cout: int, sp: tuple, o_: tuple) -> Tensor | None:
+  # the flattened form's output gradient as the autograd builds it from the valid one's (bs, cout, oh, ow): columns padded
+  # to the row width Wp, rows flattened, the tail padded to P. That valid gradient itself, when g is exactly this: cutting
+  # it back out of g left a reshape of a shrink of a reshape of a pad, whose div/mod the index folding does not undo (the
+  # next conv's padded copy of it ran at 0.3 GFLOPS with dozens of divisions per element)
+  from tinygrad.tensor import Tensor
+  if len(o_) != 2 or (base := _movement_base(g, (bs, cout, *o_))) is None or (flat := _movement_base(g, (bs, cout, prod(g.shape) // (bs * cout)))) is None: return None
+  t = Tensor(base, requires_grad=False).pad(((0, 0), (0, 0), (0, 0), (0, sp[1] - o_[1]))).reshape(bs, cout, o_[0] * sp[1])
+  if flat.shape[-1] > t.shape[-1]: t = t.pad(((0, 0), (0, 0), (0, flat.shape[-1] - t.shape[-1])))
+  return Tensor(base, requires_grad=False) if t.uop is flat else None
+
 def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
   """The gradients of a conv's tagged reduce (conv2d) as [(padded input, d input), (weight, d weight)], each one conv:
   d input is the transposed conv (dy dilated by the stride and padded by the kernel, the weight flipped with in/out
@@ -57,7 +68,8 @@ def conv_backward(red: UOp, g: UOp) -> list[tuple[UOp, UOp]] | None:
   nd, rc = len(hw), cout // groups
   o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_))
   X, W, dy = Tensor(xb, requires_grad=False), Tensor(wb, requires_grad=False), Tensor(g, requires_grad=False)
-  dy = _conv_unflat(dy.reshape(bs, cout, -1), sp, o_) if flat else dy.reshape(bs, cout, *o_)
+  if flat: dy = v if (v := _flat_grad_base(g, bs, cout, sp, o_)) is not None else _conv_unflat(dy.reshape(bs, cout, -1), sp, o_)
+  else: dy = dy.reshape(bs, cout, *o_)
   sdims = tuple(range(2, 2 + nd))
   # dy dilated: each spatial axis (o) -> (o, s) with zeros after each value, cut to (o-1)*s+1
   dyd = dy
