@@ -232,6 +232,14 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
 
+_BACKWARD_ROOTS: weakref.WeakSet = weakref.WeakSet()   # tensors backward() ran on, for the optimizer's first realize
+
+def backward_roots() -> list[Tensor]:
+  """The tensors backward() ran on since the last call (the losses of the pending gradients), and forget them."""
+  out = list(_BACKWARD_ROOTS)
+  _BACKWARD_ROOTS.clear()
+  return out
+
 def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   """Set (or add to) `.grad` of every tensor that `t` depends on and whose requires_grad is not False; `t` must be a scalar
   unless `gradient` is given. Works after `t` (or anything in its graph) was realized: realized tensors keep their graph."""
@@ -243,6 +251,7 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   if not need: return t
   root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
+  _BACKWARD_ROOTS.add(t)
   for x, u in need:
     g = _target_grad(u, grads)
     if g is None: continue

@@ -219,3 +219,24 @@ def test_optimizer_group_steps_each_like_alone():
     pb = pb - 0.02 * x.T.reshape(3)
   np.testing.assert_allclose(a.numpy(), pa, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(b.numpy(), pb, rtol=1e-3, atol=1e-4)
+
+def test_step_realizes_the_loss_with_the_grads():
+  # the loss whose backward made the grads is realized in the optimizer's first realize, with them: realized after it
+  # (loss.realize(*opt.schedule_step()), beautiful_mnist's step), the forward they share ran a second time (every conv
+  # of the MNIST CNN twice); its value is the one of the weights before the step
+  from tinygrad import nn
+  from tinygrad.nn.state import get_parameters
+  from tinygrad.helpers import GlobalCounters
+  lin = nn.Linear(3, 4)
+  opt = SGD(get_parameters(lin), lr=0.5)
+  x = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]], np.float32)
+  w0, b0 = lin.weight.numpy().copy(), lin.bias.numpy().copy()
+  loss = lin(Tensor(x)).relu().sum()
+  loss.backward()
+  todo = opt.schedule_step()
+  assert loss._is_realized(), "the loss is computed with the grads"
+  GlobalCounters.reset()
+  loss.realize(*todo)
+  assert GlobalCounters.kernel_count == 2, "the weight's and the bias's update, no forward again"
+  np.testing.assert_allclose(loss.numpy(), np.maximum(x @ w0.T + b0, 0).sum(), rtol=1e-5)
+  assert not np.allclose(lin.weight.numpy(), w0)

@@ -58,7 +58,10 @@ class Optimizer:
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
-    Tensor.realize(*grads, *self.buffers)  # type: ignore[arg-type]
+    # with the losses whose backward made the grads: realized later (loss.realize(*opt.schedule_step())), the forward they
+    # share with the grads ran a second time (the MNIST CNN step: every conv twice)
+    from tinygrad.gradient import backward_roots
+    Tensor.realize(*grads, *self.buffers, *backward_roots())  # type: ignore[arg-type]
     new_params, state = self._step(grads)  # type: ignore[arg-type]
     for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
     return self.params + self.buffers + state
