@@ -165,6 +165,13 @@ TILE_ROWS = (8, 6, 4, 3, 2)
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
 
+PAD_ROWS = 8   # a block axis that (4, 3, 2) do not divide is padded to a multiple of this, when that adds at most 1/8 of its size
+
+def _pad_rows(size: object) -> int:
+  """The PADTO amount for a block axis of this size (0: none; it has a small divisor, or padding would waste too much)."""
+  if not isinstance(size, int) or _divisor(size, (4, 3, 2)) or size < PAD_ROWS * 2: return 0
+  return PAD_ROWS if (-size % PAD_ROWS) * 8 <= size else 0
+
 def _axis(sink: UOp, axis_id: int) -> int | None:
   """The position among the global axes of the range with this id (None: it was upcast away)."""
   return next((i for i, g in enumerate(kernel_ranges(sink)[0]) if g.arg[0] == axis_id), None)
@@ -227,15 +234,18 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   # the block axis (reduce kernels): one the vector loads do not depend on, else one some load does not depend on
   vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
-           and 0 in strides and _divisor(glob[i].src[0].arg, (4, 3, 2))]
+           and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg))]
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
   rows = 1
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
   if block is not None and block_id is not None:
+    # a block axis with no small divisor (197 tokens, a prime) is padded to a multiple of PAD_ROWS: the extra rows are gated
+    # off, every other row is register-blocked as usual (unpadded it ran one row at a time: 2 GFLOPS)
+    if (pad := _pad_rows(glob[block].src[0].arg)) and (bi := _axis(cur, block_id)) is not None: add(Opt(OptOps.PADTO, bi, pad))
     vi = _axis(cur, vec_id) if vec_id is not None else None
     left = kernel_ranges(cur)[0][vi].src[0].arg if vi is not None and lanes == vw else 1
-    bsize = glob[block].src[0].arg
+    bsize = kernel_ranges(cur)[0][bi].src[0].arg if (bi := _axis(cur, block_id)) is not None else glob[block].src[0].arg
     rows, c = register_tile(ren, bsize, left if isinstance(left, int) else 1, lanes * out_dt.itemsize) if vec is not None \
       else (_divisor(bsize, (4, 3, 2)), 1)
     if c > 1 and vi is not None:

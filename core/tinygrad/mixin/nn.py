@@ -15,14 +15,21 @@ if TYPE_CHECKING:
 
 _Win = int | tuple[int, ...]   # a window argument: one int for every spatial dim, or one per dim
 
-def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int) -> int:
-  """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place)."""
+def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: bool = False) -> int:
+  """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place).
+  along_k: the operand's rows run along k (a transposed view, nn.Linear's weight.T, attention's keys): read in place no
+  axis of it is contiguous in n, so it is packed whatever its size, n padded up to a multiple of the panel where needed."""
   from tinygrad.device import Device, DeviceError
-  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or k * n * itemsize < MATMUL_PACK_BYTES.value: return 0
+  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize < MATMUL_PACK_BYTES.value and not along_k): return 0
   try: p = Device[device if isinstance(device, str) else device[0]].renderer.matmul_pack // itemsize   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
+  if along_k and p > 1 and n % p and n >= 4 * p: return p   # (n padded: at most a quarter more columns)
   while p > 4 and n % p: p //= 2   # narrower panels where n is not a multiple of the widest (1000: 8)
   return p if p > 1 and n % p == 0 and n > p else 0
+
+def _rows_along_k(b: UOp) -> bool:
+  # b (..., k, n) is a permuted view whose k axis is its source's innermost one (weight.T, k.transpose(-1, -2))
+  return b.op is Ops.PERMUTE and b.arg[-2] == len(b.arg) - 1 and b.arg[-1] != len(b.arg) - 1
 
 
 def _movement_base(u: UOp, shape: tuple[int, ...]) -> UOp | None:
@@ -165,11 +172,15 @@ class NNMixin:
     except ValueError: raise ValueError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
     out_dt = least_upper_dtype(a.dtype, b.dtype) if dtype is None else to_dtype(dtype)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    if (p := _matmul_panel(self.device, b.dtype.itemsize, m, k, n)):
+    if (p := _matmul_panel(self.device, b.dtype.itemsize, m, k, n, _rows_along_k(b.uop))):
       # b copied into n/p panels of (k, p), each contiguous: the kernel reads one panel in order while row blocks of a pass
-      bp = b.reshape(*b.shape[:-2], k, n // p, p).transpose(-3, -2).contiguous().transpose(-1, -2)   # (..., n/p, p, k)
+      npad = ceildiv(n, p) * p
+      if npad != n: b = b.pad([(0, 0)] * (b.ndim - 1) + [(0, npad - n)])   # zero columns, cut off the (realized) result
+      bp = b.reshape(*b.shape[:-2], k, npad // p, p).transpose(-3, -2).contiguous().transpose(-1, -2)   # (..., n/p, p, k)
       ret = (a.reshape(*a.shape[:-2], m, 1, 1, k) * bp.unsqueeze(-4)).sum(-1, dtype=dtype).cast(out_dt)
-      ret = ret.reshape(*ret.shape[:-2], n)
+      ret = ret.reshape(*ret.shape[:-2], npad)
+      # realized before the cut: folded into the kernel, the cut would leave it a 197-wide axis of 16-wide panels (scalar)
+      if npad != n: ret = ret.contiguous().shrink([(0, s) for s in ret.shape[:-1]] + [(0, n)])
     else: ret = (a.reshape(*a.shape[:-2], m, 1, k) * b.transpose(-1, -2).reshape(*b.shape[:-2], 1, n, k)).sum(-1, dtype=dtype).cast(out_dt)
     if self.ndim == 1: ret = ret.squeeze(-2)
     if w.ndim == 1: ret = ret.squeeze(-1)

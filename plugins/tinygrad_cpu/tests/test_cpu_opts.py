@@ -79,3 +79,39 @@ def test_tiled_matmul_matches_numpy(device, mkn):
   method_cache.clear()
   got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
   np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+
+def test_transposed_operand_is_packed_whatever_its_size():
+  # x @ W.T (nn.Linear, attention's q @ k.T): the right operand's rows run along k, so read in place no axis of it is
+  # contiguous in n; it is packed (n padded up to the panel width, the result realized and cut) even when small
+  with Context(MATMUL_PACK=1):
+    lin = (Tensor.empty(197, 192) @ Tensor.empty(768, 192).T).schedule()
+    att = (Tensor.empty(3, 197, 64) @ Tensor.empty(3, 197, 64).transpose(-1, -2)).schedule()
+    plain = (Tensor.empty(197, 192) @ Tensor.empty(192, 768)).schedule()
+  assert len(lin) == 2, "the pack, the matmul"
+  assert len(att) == 3 and att[1].bufs[0].arg == 3 * 197 * 208, "the pack, the matmul over 13 16-wide panels (208 columns), the cut"
+  assert len(plain) == 1, "an operand contiguous in n below MATMUL_PACK_BYTES is read in place"
+
+def test_prime_block_axis_is_padded_and_tiled():
+  # 197 rows (ViT's tokens): no tile height divides them; the rows are padded to 200 and register-blocked, not run one by one
+  ren = Device["CPU"].renderer
+  with Context(MATMUL_PACK=1):
+    ast = (Tensor.empty(197, 192) @ Tensor.empty(768, 192).T).schedule()[-1].ast
+  opts = hand_coded_opts(_kernel(ast, ren), ren)
+  assert Opt(OptOps.PADTO, 0, 8) in opts, opts
+  assert any(o.op is OptOps.UPCAST and o.axis == 0 and o.arg > 1 for o in opts), opts
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("shape", [(197, 64, 197), (17, 13, 67), (3, 5, 67), (1, 7, 1), (2, 29, 16, 97), (197, 19, 3), (16, 1, 64)])
+def test_transposed_matmul_matches_numpy(device, shape):
+  *batch, m, k, n = shape
+  rng = np.random.default_rng(sum(shape))
+  a, w = rng.standard_normal((*batch, m, k)).astype(np.float32), rng.standard_normal((*batch, n, k)).astype(np.float32)
+  method_cache.clear()
+  with Context(MATMUL_PACK=1):
+    got = (Tensor(a, device=_dev(device)) @ Tensor(w, device=device).transpose(-1, -2)).numpy()
+    wt = Tensor(w, device=device, requires_grad=True)
+    (Tensor(a, device=device) @ wt.transpose(-1, -2)).relu().sum().backward()
+  want = a @ np.swapaxes(w, -1, -2)
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+  assert wt.grad is not None
+  np.testing.assert_allclose(wt.grad.numpy(), np.swapaxes((want > 0).astype(np.float32), -1, -2) @ a, rtol=1e-4, atol=1e-4)
