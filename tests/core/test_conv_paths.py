@@ -150,7 +150,8 @@ def test_weight_grad_paths_match_torch(dw_vec):
   # CONV_DW_VEC=1: every weight grad takes the channels-innermost reduce (channels 1, 2, 3 too, depthwise, stride, dilation,
   # a batch split past _CHUNK); 0: every one the conv over the batch
   with Context(CONV_DW_VEC=dw_vec):
-    for case in CASES + [(3, 1, 5, (45, 47), (3, 3), 1, 0, 1, 1), (1, 7, 3, (13, 11), (3, 2), (2, 1), 1, (1, 2), 1)]: _check(*case)
+    for case in CASES + [(3, 1, 5, (45, 47), (3, 3), 1, 0, 1, 1), (1, 7, 3, (13, 11), (3, 2), (2, 1), 1, (1, 2), 1),
+                         (2, 1, 16, (14, 13), (5, 7), 1, 0, 1, 1)]: _check(*case)
 
 @pytest.mark.parametrize("cin,cout", [(32, 32), (1, 32), (32, 3)])
 def test_weight_grad_is_vectorized_over_a_channel(cin, cout):

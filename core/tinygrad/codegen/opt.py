@@ -167,6 +167,10 @@ def _divisor(size: object, amts: tuple[int, ...]) -> int:
 
 PAD_ROWS = 8   # a block axis that (4, 3, 2) do not divide is padded to a multiple of this, when that adds at most 1/8 of its size
 
+SMALL_ROWS = 8   # a block axis this short that (4, 3, 2) do not divide (5, 7 kernel taps) is upcast whole
+
+def _small(size: object) -> bool: return isinstance(size, int) and 2 <= size <= SMALL_ROWS and not _divisor(size, (4, 3, 2))
+
 def _pad_rows(size: object) -> int:
   """The PADTO amount for a block axis of this size (0: none; it has a small divisor, or padding would waste too much)."""
   if not isinstance(size, int) or _divisor(size, (4, 3, 2)) or size < PAD_ROWS * 2: return 0
@@ -181,7 +185,8 @@ def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[
   (dividing `cols`), with the most accumulators the SIMD registers hold beside one row of vectors and a broadcast value;
   ties go to the fewest loads per step (r + vectors), then to more rows (the vector operand is the one read from cache)."""
   per_vec = max(1, -(-vec_bytes // (ren.register_bytes or ren.vector_bytes or vec_bytes)))
-  fits = [(r, c) for r in TILE_ROWS for c in (1, 2, 4) if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+  fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4)
+          if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
   return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
 
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
@@ -234,7 +239,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   # the block axis (reduce kernels): one the vector loads do not depend on, else one some load does not depend on
   vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
-           and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg))]
+           and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg) or _small(glob[i].src[0].arg))]
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
   rows = 1
@@ -247,7 +252,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     left = kernel_ranges(cur)[0][vi].src[0].arg if vi is not None and lanes == vw else 1
     bsize = kernel_ranges(cur)[0][bi].src[0].arg if (bi := _axis(cur, block_id)) is not None else glob[block].src[0].arg
     rows, c = register_tile(ren, bsize, left if isinstance(left, int) else 1, lanes * out_dt.itemsize) if vec is not None \
-      else (_divisor(bsize, (4, 3, 2)), 1)
+      else (_divisor(bsize, (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
     if c > 1 and vi is not None:
       add(Opt(OptOps.UPCAST, vi, c))
       lanes *= c

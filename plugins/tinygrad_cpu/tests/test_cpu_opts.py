@@ -115,3 +115,15 @@ def test_transposed_matmul_matches_numpy(device, shape):
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
   assert wt.grad is not None
   np.testing.assert_allclose(wt.grad.numpy(), np.swapaxes((want > 0).astype(np.float32), -1, -2) @ a, rtol=1e-4, atol=1e-4)
+
+def test_short_block_axis_is_upcast_whole():
+  # a block axis of 5 or 7 (kernel taps: the weight grad of a 1->32 5x5 conv, vectorized over cout) has no tile height
+  # dividing it: it is upcast whole, so every vector of dy loaded serves 5 taps (else the 9 MB of dy streamed once per tap)
+  ren = Device["CPU"].renderer
+  x, w = Tensor.empty(16, 1, 28, 28, requires_grad=True), Tensor.empty(32, 1, 5, 5, requires_grad=True)
+  y = x.conv2d(w)
+  asts = [si.ast for si in y.gradient(w, gradient=Tensor.empty(*y.shape))[0].schedule()]
+  red = [a for a in asts if "REDUCE" in str([u.op for u in a.toposort()])]
+  assert len(red) == 1
+  opts = hand_coded_opts(_kernel(red[0], ren), ren)
+  assert any(o.op is OptOps.UPCAST and o.arg == 5 for o in opts), opts
