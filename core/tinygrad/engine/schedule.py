@@ -67,6 +67,7 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
+    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1 and _shared_and_costly(n, consumers, realizes): realizes[n] = None
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
   targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
@@ -77,6 +78,30 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
   for r in list(realizes):
     if r.op is Ops.BUFFER: del realizes[r]
   return realizes
+
+SHARED_READS = 3   # buffers an elementwise value read by several kernels may load before it is computed once, into its own
+
+def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
+  """An elementwise value that more than one kernel reads, and that loads SHARED_READS buffers or more: inlined, every
+  reader loads them all again (a transformer's residual stream x + attn(x) + mlp(..) is read by the next layer norm's
+  kernels and the next add: each layer's kernels re-add every earlier layer, 56 buffers deep at ViT's 12th, one distinct
+  kernel per layer to compile). Computed once it costs one store and one load per reader."""
+  srcs: set[UOp] = set()
+  for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op is not Ops.BUFFER)):
+    if u is not n and (u.op is Ops.BUFFER or u in realizes): srcs.add(u)
+  if len(srcs) < SHARED_READS: return False
+  reached: set[UOp] = set()
+  stack, seen = list(consumers[n]), set()
+  while stack:
+    c = stack.pop()
+    if c in seen: continue
+    seen.add(c)
+    if c in realizes:
+      reached.add(c)
+      if len(reached) > 1: return True
+      continue
+    stack.extend(consumers[c])
+  return False
 
 def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
   for n in u.toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER):
