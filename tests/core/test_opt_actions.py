@@ -96,11 +96,21 @@ def test_optimize_reuses_the_actions_the_heuristics_applied():
   optmod._apply_cpu_opt.cache_clear()
   assert got is apply_opts(ast, chosen)
 
+def _count_whole_kernel_rewrites(monkeypatch) -> list:
+  """The kernels (SINKs of STOREs) graph_rewrite is called on from now on; index-expression rewrites are not counted."""
+  import tinygrad.uop.upat as upat
+  from tinygrad.uop import Ops
+  whole, orig = [], upat.graph_rewrite
+  def counting(sink, *a, **k):
+    if any(s.op is Ops.STORE for s in sink.src): whole.append(sink)
+    return orig(sink, *a, **k)
+  monkeypatch.setattr(upat, "graph_rewrite", counting)
+  return whole
+
 def test_heuristics_simplify_the_split_they_pick_once(monkeypatch):
   # a packed matmul's merged lane axis: split_lanes tries splits on the index expressions only, and the whole kernel is
   # simplified once, for the split it picks (Python codegen time: each whole-kernel rewrite of the upcast kernel costs
   # 0.2-1 s, and trying three amounts on the whole kernel was most of a ViT's cold start)
-  import tinygrad.uop.upat as upat
   from tinygrad import Device
   from tinygrad.uop import Ops
   from tinygrad.codegen.opt import hand_coded_opts
@@ -108,11 +118,7 @@ def test_heuristics_simplify_the_split_they_pick_once(monkeypatch):
   with Context(MATMUL_PACK=1):
     asts = [ei.ast for ei in (Tensor.empty(64, 512) @ Tensor.empty(512, 1024)).schedule() if ei.ast.op is Ops.SINK]
   mm = next(a for a in asts if any(u.op is Ops.REDUCE for u in a.toposort()))
-  whole, orig = [], upat.graph_rewrite
-  def counting(sink, *a, **k):
-    if any(s.op is Ops.STORE for s in sink.src): whole.append(sink)
-    return orig(sink, *a, **k)
-  monkeypatch.setattr(upat, "graph_rewrite", counting)
+  whole = _count_whole_kernel_rewrites(monkeypatch)
   opts = hand_coded_opts(mm, Device[Device.DEFAULT].renderer)
   assert opts and opts[0].op.name == "UPCAST", opts
   assert len(whole) == 1, f"{len(whole)} whole-kernel rewrites for {opts}"
@@ -120,17 +126,12 @@ def test_heuristics_simplify_the_split_they_pick_once(monkeypatch):
 def test_a_merged_axis_that_never_splits_costs_no_whole_kernel_rewrite(monkeypatch):
   # j -> (j%3)*64 + j//3 (a transposed reshape): no lane count makes it affine, and finding that out touches only the
   # index expressions, one lane at a time (it used to simplify the whole upcast kernel once per amount tried)
-  import tinygrad.uop.upat as upat
   from tinygrad import Device
   from tinygrad.uop import Ops
   from tinygrad.codegen.opt import hand_coded_opts
   t = Tensor.empty(4, 3, 64).permute(0, 2, 1).reshape(4, 192) + Tensor.empty(4, 192)
   ast = next(ei.ast for ei in t.schedule() if ei.ast.op is Ops.SINK)
-  whole, orig = [], upat.graph_rewrite
-  def counting(sink, *a, **k):
-    if any(s.op is Ops.STORE for s in sink.src): whole.append(sink)
-    return orig(sink, *a, **k)
-  monkeypatch.setattr(upat, "graph_rewrite", counting)
+  whole = _count_whole_kernel_rewrites(monkeypatch)
   opts = hand_coded_opts(ast, Device[Device.DEFAULT].renderer)
   assert not any(o.op.name == "UPCAST" and o.axis == 1 for o in opts), opts
   assert whole == [], f"{len(whole)} whole-kernel rewrites for {opts}"

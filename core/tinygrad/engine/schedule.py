@@ -89,13 +89,17 @@ def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[U
   srcs: set[UOp] = set()
   for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op is not Ops.BUFFER)):
     if u is not n and (u.op is Ops.BUFFER or u in realizes): srcs.add(u)
-  if len(srcs) < SHARED_READS: return False
+  return len(srcs) >= SHARED_READS and _reaches_kernels(n, consumers, realizes)
+
+def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
+  """n's value reaches more than one kernel (realized node) above it, or a node of an op in `stop`."""
   reached: set[UOp] = set()
   stack, seen = list(consumers[n]), set()
   while stack:
     c = stack.pop()
     if c in seen: continue
     seen.add(c)
+    if c.op in stop: return True
     if c in realizes:
       reached.add(c)
       if len(reached) > 1: return True
@@ -151,19 +155,7 @@ def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dic
   per expanded element) or more than one kernel (recomputed per kernel); or a PAD: the padded lanes would run the reduce
   gated, with the pad's offset (and any reshape after it: the flattened conv input's copy, div/mod) in every step's
   index, 100x slower than the reduce on its own. Decided consumers-first, so `realizes` is final above r."""
-  reached: set[UOp] = set()
-  stack, seen = list(consumers[r]), set()
-  while stack:
-    c = stack.pop()
-    if c in seen: continue
-    seen.add(c)
-    if c.op in (Ops.EXPAND, Ops.PAD): return True
-    if c in realizes:
-      reached.add(c)
-      if len(reached) > 1: return True
-      continue
-    stack.extend(consumers[c])
-  return False
+  return _reaches_kernels(r, consumers, realizes, stop=(Ops.EXPAND, Ops.PAD))
 
 # ---- lowering one kernel: tensor ops at an index -> kernel-level value ----
 class KernelBuilder:
