@@ -82,13 +82,15 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
 SHARED_READS = 3   # buffers an elementwise value read by several kernels may load before it is computed once, into its own
 
 def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
-  """An elementwise value that more than one kernel reads, and that loads SHARED_READS buffers or more: inlined, every
+  """An elementwise value that more than one kernel reads, and that streams SHARED_READS buffers or more: inlined, every
   reader loads them all again (a transformer's residual stream x + attn(x) + mlp(..) is read by the next layer norm's
   kernels and the next add: each layer's kernels re-add every earlier layer, 56 buffers deep at ViT's 12th, one distinct
   kernel per layer to compile). Computed once it costs one store and one load per reader."""
-  srcs: set[UOp] = set()
-  for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op is not Ops.BUFFER)):
-    if u is not n and (u.op is Ops.BUFFER or u in realizes): srcs.add(u)
+  # loads that stream: a buffer a quarter of n's size or more (a broadcast per-channel parameter stays in cache)
+  size = prod(n.shape)
+  big = lambda u: not (all_int(u.shape) and isinstance(size, int)) or prod(u.shape) * 4 >= size
+  srcs = [u for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op is not Ops.BUFFER))
+          if u is not n and (u.op is Ops.BUFFER or u in realizes) and big(u)]
   return len(srcs) >= SHARED_READS and _reaches_kernels(n, consumers, realizes)
 
 def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
