@@ -225,6 +225,15 @@ def diskcache_get(table: str, key: Key) -> Value | None:
   try: return json.loads(val)
   except ValueError: return None   # cannot happen with a matching checksum; a miss all the same
 
+def diskcache_drop_others(prefix: str, keep: str) -> None:
+  """Drop every table whose name starts with `prefix` except `keep`'s: rows another version wrote and this one never
+  reads (the space is reused by later writes). A no-op when CACHELEVEL=0 or the database is unusable."""
+  if CACHELEVEL.value == 0: return
+  def drop(conn: sqlite3.Connection, name: str) -> None:
+    for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+      if t.startswith(prefix) and t != name: conn.execute(f'DROP TABLE "{t}"')
+  _run(keep, drop, write=True)
+
 def diskcache_put(table: str, key: Key, value: Value) -> Value:
   """Store `value` (bytes, or JSON data) under `key` (plain data) in `table` and return it; a no-op when CACHELEVEL=0."""
   if CACHELEVEL.value == 0: return value

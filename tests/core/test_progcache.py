@@ -111,7 +111,7 @@ def test_a_damaged_or_foreign_row_is_a_miss(db):
   assert progcache.load(key, ast) is not None
   for bad in ({"name": 1}, [1, 2], {**good, "globals": [99]}, {**good, "global_size": [1, {"expr": [["EXP2", "float32", None, []]]}, 1]},
               {**good, "vars": [{"expr": [["CONST", "index", ["i", "3"], []]]}]}, {**good, "estimates": [0, 0]}, {**good, "outs": [True]}):
-    diskcache_put(progcache.TABLE, key, bad)
+    diskcache_put(progcache.table_of(key), key, bad)
     assert progcache.load(key, ast) is None, bad
   method_cache.clear()
   np.testing.assert_equal((Tensor.arange(10).float() + 1).numpy(), np.arange(10) + 1)   # recomputed and stored again
@@ -129,3 +129,16 @@ def test_a_cached_python_program_is_read_as_literals_never_run():
   assert deserialize("0 CONST float32 () float('-inf')")[0][3] == float("-inf")
   for evil in ("__import__('os').system('true')", "().__class__.__base__.__subclasses__()", "[x for x in ()]"):
     with pytest.raises(ValueError): deserialize(f"0 CONST float32 () {evil}")
+
+def test_programs_of_another_code_version_are_dropped(db, monkeypatch):
+  import sqlite3
+  ast = _kernel(Tensor.arange(6).float() * 5)
+  dev = Device[Device.DEFAULT]
+  key = progcache.program_key(ast, dev)
+  old = ("program", progcache.VERSION, "0" * 64) + key[3:]   # the same kernel under an older code hash
+  from tinygrad.diskcache import diskcache_put
+  diskcache_put(progcache.table_of(old), old, {"name": "stale"})
+  progcache._drop_other_versions.cache_clear()
+  get_runner(dev.device, ast)   # a new program: stored in this version's table, the other version's table dropped
+  tables = {t for (t,) in sqlite3.connect(os.environ["CACHEDB"]).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+  assert any(t.startswith(progcache.table_of(key)) for t in tables) and not any(t.startswith(progcache.table_of(old)) for t in tables), tables

@@ -8,7 +8,8 @@ The key is everything the program depends on: the AST (every node's op, dtype, a
 a kind of value the encoder does not know makes the kernel uncacheable, never a guess), the renderer (class and
 abilities), the device and compiler names, every flag's value (ContextVar, minus those that only steer output), and
 a hash of the code that generates programs (the core package and the renderer's package), so an edited or upgraded
-tinygrad never reuses a stale program. Values are JSON (diskcache): source text, sizes (ints or small expressions of
+tinygrad never reuses a stale program; each code version has its own table, and a process that stores a program drops
+the tables of other versions (two installs sharing one cache take turns at a cold start, never a wrong program). Values are JSON (diskcache): source text, sizes (ints or small expressions of
 the kernel's variables), buffer indices, estimates. Anything malformed on read is a miss. CACHELEVEL=2 (the default)
 uses it; CACHELEVEL=1 keeps only the compile cache, 0 neither. A traced (VIZ) or DEBUG>=5 run always renders.
 """
@@ -21,7 +22,6 @@ from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import ContextVar, CACHELEVEL, DEBUG
 from tinygrad.renderer import ProgramSpec, Estimates
 
-TABLE = "program"
 VERSION = 1
 # flags that change what is printed, traced or timed, or where things run, never the program of a kernel
 _OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE",
@@ -75,7 +75,7 @@ def program_key(ast: UOp, dev: Any) -> tuple | None:
   if CACHELEVEL.value < 2 or DEBUG >= 5 or _upat.TRACER is not None or not ren.cache_programs: return None
   try:
     flags = sorted((k, json.dumps(_enc(v.value))) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY)
-    return (TABLE, VERSION, _code_hash("tinygrad", type(ren).__module__), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
+    return ("program", VERSION, _code_hash("tinygrad", type(ren).__module__), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
             repr(ren.ability_key()), json.dumps(flags), ast_digest(ast))
   except Uncacheable as e:
     if DEBUG >= 3: print(f"program cache: kernel not cached ({e})")
@@ -158,14 +158,24 @@ def decode(v: Any, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None 
   p.relinearize = relinearize
   return p
 
+def table_of(key: tuple) -> str:
+  """The table of a key's code version: the programs of another version (an upgrade, an edit) are dropped, not kept."""
+  return f"program_{key[2][:16]}"
+
+@functools.cache
+def _drop_other_versions(table: str) -> None:
+  from tinygrad.diskcache import diskcache_drop_others
+  diskcache_drop_others("program_", table)
+
 def load(key: tuple, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None = None) -> ProgramSpec | None:
   """The cached program of `key`, or None (a miss, or a row that does not decode); `relinearize` rebuilds its uops."""
   from tinygrad.diskcache import diskcache_get
-  try: return decode(diskcache_get(TABLE, key), ast, relinearize)
+  try: return decode(diskcache_get(table_of(key), key), ast, relinearize)
   except (ValueError, TypeError, KeyError): return None
 
 def store(key: tuple, p: ProgramSpec) -> None:
   from tinygrad.diskcache import diskcache_put
-  try: diskcache_put(TABLE, key, encode(p))
+  _drop_other_versions(table_of(key))   # once per process, at its first new program
+  try: diskcache_put(table_of(key), key, encode(p))
   except Uncacheable as e:
     if DEBUG >= 3: print(f"program cache: {p.name} not stored ({e})")
