@@ -86,11 +86,13 @@ def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[U
   reader loads them all again (a transformer's residual stream x + attn(x) + mlp(..) is read by the next layer norm's
   kernels and the next add: each layer's kernels re-add every earlier layer, 56 buffers deep at ViT's 12th, one distinct
   kernel per layer to compile). Computed once it costs one store and one load per reader."""
-  # loads that stream: a buffer a quarter of n's size or more (a broadcast per-channel parameter stays in cache)
-  size = prod(n.shape)
-  big = lambda u: not (all_int(u.shape) and isinstance(size, int)) or prod(u.shape) * 4 >= size
-  srcs = [u for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op is not Ops.BUFFER))
-          if u is not n and (u.op is Ops.BUFFER or u in realizes) and big(u)]
+  # loads that stream for every element: a buffer a quarter of n's size or more (a broadcast per-channel parameter stays
+  # in cache), not behind a PAD (a concat's parts are each read for their own elements: a KV cache ++ the new key is one load)
+  size = smax(prod(n.shape))   # symbolic sizes at their largest
+  big = lambda u: smax(prod(u.shape)) * 4 >= size
+  # (an inlined reduce is one value per element, whatever it reads)
+  srcs = [u for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op not in (Ops.BUFFER, Ops.PAD, Ops.REDUCE_AXIS)))
+          if u is not n and (u.op in (Ops.BUFFER, Ops.REDUCE_AXIS) or u in realizes) and big(u)]
   return len(srcs) >= SHARED_READS and _reaches_kernels(n, consumers, realizes)
 
 def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
