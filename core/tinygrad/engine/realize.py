@@ -96,7 +96,6 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
     _check_dtypes(dev, ast)
     pool = None if wait else _compile_pool(dev)
     st = time.perf_counter()
-    # a kernel rendered by an earlier process (same AST, renderer, flags and code): its source, without codegen
     def codegen() -> ProgramSpec:
       opts = None
       if BEAM.value >= 1 and any(u.op is Ops.RANGE for u in ast.toposort()):   # BEAM=n: search the actions on the device
