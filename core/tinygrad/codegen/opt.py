@@ -222,7 +222,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # a merged axis (j//16, j%16 of a reshaped operand, as Tensor.dot's packed one): the lanes, a multiple of the vector
     # width, after which every index is affine in what is left of the axis (0: none). Only the index expressions are
     # split and simplified to find out (the whole upcast kernel is 10-60x larger: seconds per kernel)
-    r, exprs = glob[i], [x for x in sum(_accesses(cur), []) if stride(x, glob[i]) is None]
+    r, exprs = glob[i], [x for x in st + ld if stride(x, glob[i]) is None]   # st, ld: cur's accesses (nothing applied yet)
     for amt in (a * _divisor(r.src[0].arg, amts) for a in (1, 2, 4)):
       if not amt or r.src[0].arg % amt: break
       outer, lanes = _split(r, amt)
