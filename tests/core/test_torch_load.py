@@ -55,19 +55,74 @@ def test_torch_load_refuses_code_in_zip(tmp_path):
   with pytest.raises(pickle.UnpicklingError, match="refusing global (posix|os).system"): torch_load(fn)
   assert not os.path.exists(marker)
 
-def test_torch_load_refuses_code_in_legacy(tmp_path):
+def _legacy_file(path, slots):
+  """A legacy-format checkpoint whose five pickles are `slots` (magic, protocol, sys info, object, storage keys)."""
+  with open(path, "wb") as f:
+    for obj in slots: pickle.dump(obj, f, protocol=2)
+
+_LEGACY_OK = [0x1950a86a20f9469cfc6c, 1001, {"little_endian": True}, {"w": 1}, []]
+
+def _tar_checkpoint(path, arrays, evil_slot=None):
+  """torch < 0.4's tar format, which no torch in reach still writes: one storage and one tensor per numpy array, and a pickle
+  of {name: tensor}. evil_slot names the pickle replaced by one whose __reduce__ is os.system."""
+  class Pid:   # pickles as a persistent id, as torch's tensors do in the 'pickle' member
+    def __init__(self, key): self.key = key
+  class P(pickle.Pickler):
+    def persistent_id(self, obj): return obj.key if isinstance(obj, Pid) else None
+  def pk(obj, slot):
+    buf = io.BytesIO()
+    P(buf, protocol=2).dump(_Evil() if slot == evil_slot else obj)
+    return buf.getvalue()
+  storage_type = {np.dtype(np.float32): torch.FloatStorage, np.dtype(np.int64): torch.LongStorage}
+  st, te = pk(len(arrays), "storages_count"), pk(len(arrays), "tensors_count")
+  for i, a in enumerate(arrays.values()):
+    st += pk((f"s{i}", "cpu", storage_type[a.dtype]), "storage") + struct.pack("<q", a.size) + a.tobytes()
+    strides = [s // a.itemsize for s in a.strides]
+    te += pk((f"t{i}", f"s{i}", None), "tensor") + struct.pack("<ii", a.ndim, 0) + struct.pack(f"<{a.ndim}q", *a.shape)
+    te += struct.pack(f"<{a.ndim}q", *strides) + struct.pack("<q", 0)
+  members = {"sys_info": pk({"little_endian": True}, "sys_info"), "storages": st, "tensors": te,
+             "pickle": pk({k: Pid(f"t{i}") for i, k in enumerate(arrays)}, "pickle")}
+  with tarfile.open(path, "w") as tar:
+    for n, b in members.items():
+      ti = tarfile.TarInfo(n)
+      ti.size = len(b)
+      tar.addfile(ti, io.BytesIO(b))
+
+def _marker():
   marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), MARK)
-  fn = tmp_path / "evil_legacy.pt"
-  with open(fn, "wb") as f:
-    for obj in (0x1950a86a20f9469cfc6c, 1001, {"little_endian": True}): pickle.dump(obj, f, protocol=2)
-    pickle.dump({"w": _Evil()}, f, protocol=2)
-    pickle.dump([], f, protocol=2)
-  with pytest.raises(pickle.UnpicklingError, match="refusing global"): torch_load(fn)
+  if os.path.exists(marker): os.unlink(marker)
+  return marker
+
+@pytest.mark.parametrize("slot", range(5), ids=["magic", "protocol", "sys_info", "object", "storage_keys"])
+def test_torch_load_refuses_code_in_every_legacy_pickle(tmp_path, slot):
+  # the magic number used to be read by a plain pickle.Unpickler: a file whose first pickle was os.system ran it
+  marker = _marker()
+  _legacy_file(tmp_path / "evil.pt", [_Evil() if i == slot else o for i, o in enumerate(_LEGACY_OK)])
+  with pytest.raises((pickle.UnpicklingError, ValueError), match="refusing global (posix|os).system"): torch_load(tmp_path / "evil.pt")
   assert not os.path.exists(marker)
+
+def test_torch_load_refuses_builtins_eval(tmp_path):
   with open(tmp_path / "builtins.pt", "wb") as f:   # eval through builtins is refused as well
     f.write(b"\x80\x02cbuiltins\neval\nq\x00X\x04\x00\x00\x001+1q\x01\x85q\x02Rq\x03.")
   with zipfile.ZipFile(tmp_path / "b.pt", "w") as z: z.writestr("archive/data.pkl", open(tmp_path / "builtins.pt", "rb").read())
   with pytest.raises(pickle.UnpicklingError, match="builtins.eval"): torch_load(tmp_path / "b.pt")
+  with pytest.raises(ValueError, match="builtins.eval"): torch_load(tmp_path / "builtins.pt")
+
+def test_torch_load_tar_format(tmp_path):
+  arrays = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "i": np.arange(5, dtype=np.int64) - 2}
+  _tar_checkpoint(tmp_path / "old.pt", arrays)
+  got = torch_load(tmp_path / "old.pt")
+  assert list(got) == list(arrays)
+  for k, a in arrays.items(): np.testing.assert_array_equal(got[k].numpy(), a)
+
+@pytest.mark.parametrize("slot", ["sys_info", "storages_count", "storage", "tensors_count", "tensor", "pickle"])
+def test_torch_load_refuses_code_in_every_tar_pickle(tmp_path, slot):
+  marker = _marker()
+  _tar_checkpoint(tmp_path / "evil.pt", {"w": np.ones(3, np.float32)}, evil_slot=slot)
+  if slot == "sys_info": torch_load(tmp_path / "evil.pt")   # a member torch never reads: not unpickled at all
+  else:
+    with pytest.raises(pickle.UnpicklingError, match="refusing global (posix|os).system"): torch_load(tmp_path / "evil.pt")
+  assert not os.path.exists(marker)
 
 def test_torch_load_rejects_out_of_bounds_views(tmp_path):
   fn = tmp_path / "oob.pt"

@@ -244,13 +244,21 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
 def _rebuild_parameter(data: Tensor, requires_grad: bool = True, *args: Any) -> Tensor: return data
 def _rebuild_from_type_v2(func: Callable, new_type: Any, args: tuple, state: Any) -> Any: return func(*args)
 
+class _TorchType:
+  """What torch.Tensor / torch.nn.Parameter stand for in a pickle: only ever an argument (the type _rebuild_from_type_v2
+  ignores), never called, so a pickle cannot construct anything through them."""
+  def __init__(self, name: str): self.name = name
+  def __repr__(self) -> str: return f"<torch type {self.name}>"
+
 _TORCH_GLOBALS: dict[tuple[str, str], Any] = {("collections", "OrderedDict"): OrderedDict,
   ("torch._utils", "_rebuild_tensor"): _rebuild_tensor, ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
   ("torch._utils", "_rebuild_parameter"): _rebuild_parameter, ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
-  ("torch", "Tensor"): Tensor, ("torch.nn.parameter", "Parameter"): Tensor,
+  ("torch", "Tensor"): _TorchType("torch.Tensor"), ("torch.nn.parameter", "Parameter"): _TorchType("torch.nn.Parameter"),
   **{("torch", k): v for k, v in _TORCH_STORAGES.items()}}
 
-def _torch_unpickler(f: Any, load_storage: Callable[[tuple], _TorchStorage]) -> Any:
+def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> Any:
+  """The one unpickler every pickle of every checkpoint format goes through: globals only from _TORCH_GLOBALS, persistent ids
+  only where the format has them (`persistent` maps one to its object; None refuses them all)."""
   import pickle
   class Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
@@ -259,60 +267,105 @@ def _torch_unpickler(f: Any, load_storage: Callable[[tuple], _TorchStorage]) -> 
                                      f"types and OrderedDict (loading never runs code from the file); save a state_dict of tensors instead")
       return _TORCH_GLOBALS[(module, name)]
     def persistent_load(self, pid: Any) -> Any:
-      if not isinstance(pid, tuple) or not pid or pid[0] != "storage": raise pickle.UnpicklingError(f"torch_load: unsupported persistent id {pid!r}")
-      return load_storage(pid)
+      if persistent is None: raise pickle.UnpicklingError(f"torch_load: unexpected persistent id {pid!r} in a pickle of plain data")
+      return persistent(pid)
   return Unpickler(f)
+
+def _storage_pid(pid: Any) -> tuple:
+  import pickle
+  if not isinstance(pid, tuple) or len(pid) < 3 or pid[0] != "storage": raise pickle.UnpicklingError(f"torch_load: unsupported persistent id {pid!r}")
+  return pid
 
 def _storage_dtype(t: Any) -> DType:
   if isinstance(t, DType): return t
   raise TypeError(f"torch_load: storage type {t!r} is not supported; supported: {list(_TORCH_STORAGES)}")
 
-def torch_load(fn: str | os.PathLike) -> Any:
-  """The object torch.save wrote to `fn` (usually a state dict), its tensors as tinygrad Tensors on the default device.
+def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
+  b = f.read(n)
+  if len(b) != n: raise ValueError(f"{fn}: {what} is truncated ({len(b)} of {n} bytes)")
+  return b
 
-  Reads torch's zip format (torch >= 1.6) and the legacy format (`_use_new_zipfile_serialization=False`) without importing
-  torch; the pickle may only name the globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else is refused."""
-  import pickle, zipfile, io
-  if zipfile.is_zipfile(fn):
-    with zipfile.ZipFile(fn) as z:
-      names = z.namelist()
-      pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
-      if not pkl: raise ValueError(f"{fn}: a zip file without <archive>/data.pkl is not a torch checkpoint")
-      root = pkl[0][:-len("data.pkl")]
-      big = f"{root}byteorder" in names and z.read(f"{root}byteorder").strip() == b"big"
-      def load_zip(pid: tuple) -> _TorchStorage:
-        dt = _storage_dtype(pid[1])
-        data = z.read(f"{root}data/{pid[2]}")
-        if big and dt.itemsize > 1:   # stored big-endian: swap to little, which _rebuild_tensor reads
-          import numpy as np
-          data = np.frombuffer(data, dtype=f">u{dt.itemsize}").astype(f"<u{dt.itemsize}").tobytes()
-        return _TorchStorage(dt, data)
-      return _torch_unpickler(io.BytesIO(z.read(pkl[0])), load_zip).load()
+def _torch_zip(fn: Any) -> Any:
+  import io, zipfile
+  with zipfile.ZipFile(fn) as z:
+    names = z.namelist()
+    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
+    if not pkl: raise ValueError(f"{fn}: a zip file without <archive>/data.pkl is not a torch checkpoint")
+    root = pkl[0][:-len("data.pkl")]
+    big = f"{root}byteorder" in names and z.read(f"{root}byteorder").strip() == b"big"
+    def load_zip(pid: Any) -> _TorchStorage:
+      dt = _storage_dtype(_storage_pid(pid)[1])
+      data = z.read(f"{root}data/{pid[2]}")
+      if big and dt.itemsize > 1:   # stored big-endian: swap to little, which _rebuild_tensor reads
+        import numpy as np
+        data = np.frombuffer(data, dtype=f">u{dt.itemsize}").astype(f"<u{dt.itemsize}").tobytes()
+      return _TorchStorage(dt, data)
+    return _torch_unpickler(io.BytesIO(z.read(pkl[0])), load_zip).load()
+
+def _torch_tar(fn: Any) -> Any:
+  """torch < 0.4's tar format: members 'storages' (count; per storage: (key, location, type), int64 count, bytes), 'tensors'
+  (count; per tensor: (key, storage key, type), int32 ndim, 4 bytes, sizes, strides, int64 offset) and 'pickle' (the object,
+  whose persistent ids are tensor keys)."""
+  import io, tarfile
+  with tarfile.open(fn, "r:") as tar:
+    def member(name: str) -> io.BytesIO:
+      try: return io.BytesIO(tar.extractfile(name).read())  # type: ignore[union-attr]
+      except KeyError: raise ValueError(f"{fn}: a tar file without a '{name}' member is not a torch checkpoint") from None
+    f = member("storages")
+    storages: dict[Any, _TorchStorage] = {}
+    for _ in range(_torch_unpickler(f).load()):
+      key, _, st = _torch_unpickler(f).load()
+      dt = _storage_dtype(st)
+      n = struct.unpack("<q", _read_exact(f, 8, fn, f"storage {key}"))[0]
+      storages[key] = _TorchStorage(dt, _read_exact(f, n * dt.itemsize, fn, f"storage {key}"))
+    f, tensors = member("tensors"), {}
+    for _ in range(_torch_unpickler(f).load()):
+      key, sid, _ = _torch_unpickler(f).load()
+      if sid not in storages: raise ValueError(f"{fn}: tensor {key} names storage {sid!r}, which the file does not hold")
+      ndim = struct.unpack("<i", _read_exact(f, 8, fn, f"tensor {key}")[:4])[0]
+      size, stride = (struct.unpack(f"<{ndim}q", _read_exact(f, 8 * ndim, fn, f"tensor {key}")) for _ in range(2))
+      tensors[str(key)] = _rebuild_tensor(storages[sid], struct.unpack("<q", _read_exact(f, 8, fn, f"tensor {key}"))[0], size, stride)
+    def load_tar(pid: Any) -> Tensor:
+      if str(pid) not in tensors: raise ValueError(f"{fn}: the pickle names tensor {pid!r}, which the file does not hold")
+      return tensors[str(pid)]
+    return _torch_unpickler(member("pickle"), load_tar).load()
+
+def _torch_legacy(fn: Any) -> Any:
+  """torch.save(_use_new_zipfile_serialization=False): pickles of the magic number, protocol version, system info, the object
+  and the storage keys, then each storage as int64 count + bytes. The object is rebuilt twice: the first pass learns the
+  storages' types, the second has their bytes."""
   with open(fn, "rb") as f:
-    # legacy: magic number, protocol version, system info, the object, the storage keys, then each storage: int64 count + bytes
-    try: magic = pickle.Unpickler(f).load()
+    try: magic = _torch_unpickler(f).load()
     except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
     if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
-    for _ in range(2): _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()  # protocol version, sys info: plain data
+    for _ in range(2): _torch_unpickler(f).load()  # protocol version, sys info: plain data
     storages: dict[str, _TorchStorage] = {}
-    def load_legacy(pid: tuple) -> _TorchStorage:
-      key = str(pid[2])
+    def load_legacy(pid: Any) -> _TorchStorage:
+      key = str(_storage_pid(pid)[2])
       if key not in storages: storages[key] = _TorchStorage(_storage_dtype(pid[1]))
       return storages[key]
-    obj = _torch_unpickler(f, load_legacy).load()
-    keys = _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()
+    _torch_unpickler(f, load_legacy).load()
     raw = {}
-    for k in keys:
-      n = struct.unpack("<q", f.read(8))[0]
-      st = storages[str(k)]
-      raw[str(k)] = f.read(n * st.dtype.itemsize)
-      if len(raw[str(k)]) != n * st.dtype.itemsize: raise ValueError(f"{fn}: storage {k} is truncated")
-  # the object was rebuilt before the storages' bytes were read: rebuild again now that they are known
+    for k in _torch_unpickler(f).load():
+      if str(k) not in storages: raise ValueError(f"{fn}: storage {k} is stored but the object never names it")
+      n = struct.unpack("<q", _read_exact(f, 8, fn, f"storage {k}"))[0]
+      raw[str(k)] = _read_exact(f, n * storages[str(k)].dtype.itemsize, fn, f"storage {k}")
   if (lost := [k for k in storages if k not in raw]): raise ValueError(f"{fn}: storages {lost} are named but not stored in the file")
   for k, st in storages.items(): st.data = raw[k]
   with open(fn, "rb") as f:
-    for _ in range(3): _torch_unpickler(f, lambda pid: _TorchStorage(dtypes.void)).load()
+    for _ in range(3): _torch_unpickler(f).load()
     return _torch_unpickler(f, load_legacy).load()
+
+def torch_load(fn: str | os.PathLike) -> Any:
+  """The object torch.save wrote to `fn` (usually a state dict), its tensors as tinygrad Tensors on the default device.
+
+  Reads torch's zip format (torch >= 1.6), the legacy format (`_use_new_zipfile_serialization=False`) and torch < 0.4's tar
+  format without importing torch. Every pickle in every format goes through one restricted unpickler: it may only name the
+  globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else raises pickle.UnpicklingError before it runs."""
+  import tarfile, zipfile
+  if zipfile.is_zipfile(fn): return _torch_zip(fn)
+  if tarfile.is_tarfile(fn): return _torch_tar(fn)
+  return _torch_legacy(fn)
 
 # ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
 # dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
