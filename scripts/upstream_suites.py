@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Run public tinygrad's own test suites, unmodified, against this project's tinygrad, and count what passes.
+
+  python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user] [--dev CPU] [-k EXPR] [--failures]
+
+DIR is a checkout of public tinygrad (its test/ folder is used; nothing of it is copied into this repository). Its test/
+folder is copied to a scratch directory (--workdir, default: a folder in the temp dir) and pytest runs there with this
+project's `tinygrad` importable, once per suite (test_ops twice: FORWARD_ONLY=1, then with backward).
+
+Upstream's test files import some of upstream's compiler internals that this project does not have (another renderer,
+the linearizer's module path, helpers of its realize engine). So that the files can be collected at all, the conftest.py
+this script writes next to the copy installs a placeholder for each name in SHIMS that our package lacks: a class no
+object is an instance of (isinstance checks are False), a flag that is 0, or a function that raises NotImplementedError
+naming itself. A test that really uses one of them fails; it never passes through a shim. Every run prints the shims it
+installed. Names a user program imports are not shimmed here: they belong in the package.
+"""
+from __future__ import annotations
+import argparse, os, shutil, subprocess, sys, tempfile, xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SUITES: dict[str, list[str]] = {
+  "ops": ["test/backend/test_ops.py"],
+  "variable": ["test/backend/test_tensor_variable.py", "test/null/test_symbolic_tensor.py", "test/unit/test_symbolic_tensor.py"],
+  "multi": ["test/backend/test_multitensor.py", "test/unit/test_multitensor.py", "test/null/test_multitensor.py"],
+  "user": ["test/test_tiny.py", "test/backend/test_nn.py", "test/backend/test_optim.py", "test/backend/test_setitem.py",
+           "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
+           "test/unit/test_assign.py"],
+}
+
+# (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module
+SHIMS: list[tuple[str, str, str]] = [
+  ("tinygrad.renderer.nir", "NIRRenderer", "class"),               # Mesa NIR renderer: no device here uses it
+  ("tinygrad.helpers", "IMAGE", "flag"),                            # image dtypes (Qualcomm): not supported here
+  ("tinygrad.runtime.ops_python", "PythonRenderer", "class"),       # upstream's module path of its emulator's renderer
+  ("tinygrad.codegen.late.linearizer", "linearize", "function"),    # upstream's linearizer entry point
+  ("tinygrad.codegen", "to_program", "function"),
+  ("tinygrad.codegen", "full_rewrite_to_sink", "function"),
+  ("tinygrad.codegen", "line_rewrite", "function"),
+  ("tinygrad.codegen", "pm_linearize_cleanups", "function"),
+  ("tinygrad.engine.realize", "compile_linear", "function"),        # upstream's realize engine internals
+  ("tinygrad.engine.realize", "run_linear", "function"),
+  ("tinygrad.engine.realize", "lower_and_compile", "function"),
+  ("tinygrad.engine.realize", "pm_beam", "function"),
+  ("tinygrad.helpers", "Target", "class"),
+]
+
+CONFTEST = '''# written by scripts/upstream_suites.py: placeholders for upstream-only internals (see SHIMS there)
+import importlib, sys, types
+SHIMS = {shims!r}
+installed = []
+def _placeholder(mod, name, kind):
+  if kind == "class": return type(name, (), {{"__doc__": f"placeholder for upstream-only {{mod}}.{{name}}"}})
+  if kind == "flag": return 0
+  def missing(*args, **kwargs): raise NotImplementedError(f"{{mod}}.{{name}} is upstream-only machinery (a shim of scripts/upstream_suites.py)")
+  missing.__name__ = name
+  return missing
+for mod, name, kind in SHIMS:
+  try: m = importlib.import_module(mod)
+  except ImportError:
+    parent = mod.rpartition(".")[0]
+    m = types.ModuleType(mod)
+    sys.modules[mod] = m
+    # intermediate packages that do not exist either (tinygrad.codegen.late)
+    while parent and parent not in sys.modules:
+      try: importlib.import_module(parent)
+      except ImportError: sys.modules[parent] = types.ModuleType(parent)
+      parent = parent.rpartition(".")[0]
+  if not hasattr(m, name):
+    setattr(m, name, _placeholder(mod, name, kind))
+    installed.append(f"{{mod}}.{{name}}")
+def pytest_report_header(config): return "upstream_suites shims installed: " + (", ".join(installed) or "none")
+'''
+
+def prepare(upstream: Path, workdir: Path) -> None:
+  if (workdir / "test").exists(): shutil.rmtree(workdir / "test")
+  shutil.copytree(upstream / "test", workdir / "test", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+  (workdir / "conftest.py").write_text(CONFTEST.format(shims=SHIMS))
+  # pytest's rootdir: keep upstream's own pytest config out (its addopts may need plugins we do not have)
+  (workdir / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+
+def run(workdir: Path, files: list[str], env: dict[str, str], jobs: int, kexpr: str | None, tag: str) -> ET.Element:
+  xml = workdir / f"result-{tag}.xml"
+  cmd = [sys.executable, "-m", "pytest", "-q", "-rN", "--tb=line", f"--junitxml={xml}", *files]
+  if jobs > 1: cmd += ["-n", str(jobs)]
+  if kexpr: cmd += ["-k", kexpr]
+  subprocess.run(cmd, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  if not xml.exists(): raise SystemExit(f"pytest wrote no report for {tag} (run it by hand in {workdir})")
+  return ET.parse(xml).getroot()
+
+def tally(root: ET.Element) -> tuple[dict[str, dict[str, int]], list[tuple[str, str]]]:
+  per_file: dict[str, dict[str, int]] = {}
+  failures: list[tuple[str, str]] = []
+  for tc in root.iter("testcase"):
+    # a collection error has no class: its name is the module's dotted path
+    cls = tc.get("classname") or ""
+    f = tc.get("file") or (cls.rsplit(".", 1)[0] if cls else tc.get("name") or "?").replace(".", "/") + ".py"
+    c = per_file.setdefault(f, {"passed": 0, "failed": 0, "skipped": 0})
+    bad = tc.find("failure") if tc.find("failure") is not None else tc.find("error")
+    if bad is not None:
+      c["failed"] += 1
+      failures.append((f"{tc.get('classname')}::{tc.get('name')}", (bad.get("message") or "").splitlines()[0][:200] if bad.get("message") else ""))
+    elif tc.find("skipped") is not None: c["skipped"] += 1
+    else: c["passed"] += 1
+  return per_file, failures
+
+def main() -> int:
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--upstream", required=True, type=Path, help="a checkout of public tinygrad (its test/ is used)")
+  ap.add_argument("--suites", default="ops,variable,multi,user", help=f"comma-separated, of {', '.join(SUITES)}")
+  ap.add_argument("--dev", default="CPU", help="DEV for the run (the multi suite uses CPU:0.. CPU:N)")
+  ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tinygrad-upstream-suites")
+  ap.add_argument("-k", dest="kexpr", default=None, help="pytest -k expression")
+  ap.add_argument("-n", dest="jobs", type=int, default=2, help="pytest-xdist workers")
+  ap.add_argument("--failures", action="store_true", help="list every failing test with its message")
+  args = ap.parse_args()
+  if not (args.upstream / "test").is_dir(): ap.error(f"{args.upstream} has no test/ folder: pass a public tinygrad checkout")
+  if args.workdir.resolve().is_relative_to(ROOT): ap.error("--workdir must be outside this repository (upstream's code is never put in it)")
+  args.workdir.mkdir(parents=True, exist_ok=True)
+  prepare(args.upstream, args.workdir)
+  pypath = [str(ROOT / "core")] + [str(p) for p in sorted((ROOT / "plugins").glob("tinygrad_*"))]
+  base_env = {**os.environ, "PYTHONPATH": os.pathsep.join(pypath + [str(args.workdir)]), "DEV": args.dev}
+  print(f"upstream {args.upstream} -> {args.workdir}; DEV={args.dev}; shims: {', '.join(f'{m}.{n}' for m, n, _ in SHIMS)}")
+  rc = 0
+  for suite in args.suites.split(","):
+    if suite not in SUITES: ap.error(f"unknown suite {suite!r}; valid: {', '.join(SUITES)}")
+    runs = [("forward", {"FORWARD_ONLY": "1"}), ("backward", {})] if suite == "ops" else [("all", {})]
+    for label, extra in runs:
+      per_file, failures = tally(run(args.workdir, SUITES[suite], {**base_env, **extra}, args.jobs, args.kexpr, f"{suite}-{label}"))
+      tot = {k: sum(c[k] for c in per_file.values()) for k in ("passed", "failed", "skipped")}
+      print(f"\n{suite} ({label}): {tot['passed']} passed, {tot['failed']} failed, {tot['skipped']} skipped")
+      for f, c in sorted(per_file.items()): print(f"  {f}: {c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped")
+      if args.failures:
+        for name, msg in failures: print(f"    FAIL {name}: {msg}")
+      rc |= int(tot["failed"] > 0)
+  return rc
+
+if __name__ == "__main__": sys.exit(main())
