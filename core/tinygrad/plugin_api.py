@@ -16,7 +16,7 @@ Stability policy (versioned by `API_VERSION`, declared by each plugin through th
 from __future__ import annotations
 import importlib
 from typing import Any, TYPE_CHECKING
-from tinygrad.plugins import API_VERSION, MIN_API_VERSION, hookimpl, hookspec, DeviceSpec, TinygradHooks
+from tinygrad.plugins import API_VERSION, MIN_API_VERSION, hookimpl, hookspec, DeviceSpec, TinygradHooks, VIRTUAL_INSTANCES
 
 # name -> module it lives in (imported on first access)
 _LAZY: dict[str, str] = {
@@ -40,7 +40,7 @@ _LAZY: dict[str, str] = {
   "getenv": "tinygrad.helpers", "prod": "tinygrad.helpers", "DEBUG": "tinygrad.helpers",
 }
 
-__all__ = ["API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec", "TinygradHooks", *_LAZY]
+__all__ = ["API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec", "TinygradHooks", "VIRTUAL_INSTANCES", *_LAZY]
 
 def __getattr__(name: str) -> Any:
   if name not in _LAZY: raise AttributeError(f"tinygrad.plugin_api has no {name!r}; the plugin API (version {API_VERSION}) is: {', '.join(__all__)}")

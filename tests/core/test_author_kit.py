@@ -39,7 +39,9 @@ API_V1 = {"API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec"
           "TLSFAllocator", "SubBuffer", "Arena", "Renderer", "ProgramSpec", "TensorCore", "CStyleLanguage", "base_code_for_op", "base_rewrite",
           "thread_work", "safe_div", "Ops", "GroupOp", "UOp", "UPat", "PatternMatcher", "DType", "PtrDType", "AddrSpace", "dtypes", "getenv", "prod", "DEBUG",
           # added in version 1 (compatible): memory-access accessors, rendering without hardware
-          "MemAccess", "mem_access", "kernels", "render", "corpus", "Opt", "OptOps"}
+          "MemAccess", "mem_access", "kernels", "render", "corpus", "Opt", "OptOps",
+          # host devices' instance count (DeviceSpec(instances=VIRTUAL_INSTANCES)), recommended by the guide
+          "VIRTUAL_INSTANCES"}
 
 def test_plugin_api_is_pinned_per_version():
   import tinygrad.plugin_api as api
@@ -54,6 +56,22 @@ def test_plugin_api_import_is_cheap():
   code = "import sys, tinygrad.plugin_api; from tinygrad.plugin_api import hookimpl, DeviceSpec; print(sorted(m for m in sys.modules if m in ('tinygrad.device', 'tinygrad.renderer.cstyle')))"
   r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(CORE)}, capture_output=True, text=True)
   assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+def test_conformance_extra_pulls_only_pytest_and_hypothesis():
+  # a plugin author runs the suite with `pip install "tinygrad-core[conformance]"`: not onnx, pyopencl, selenium or mpi4py
+  extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+  assert sorted(re.split(r"[<>=!~ \[]", r)[0] for r in extras["conformance"]) == ["hypothesis", "pytest"]
+  assert 'tinygrad-core[conformance]' in GUIDE.read_text()
+
+def test_guide_states_the_compile_cache_key():
+  from tinygrad.device import Compiler
+  key = "(cachekey, version(), target, src)"
+  assert key in (Compiler.compile_cached.__doc__ or "") and key in GUIDE.read_text(), f"docs/plugins.md must state the compile-cache key {key}"
+
+def test_conformance_report_names_the_compiler_pair():
+  from tinygrad.conformance.plugin import compiler_pair
+  assert compiler_pair("PYTHON") == "PYTHON (PythonRenderer -> no compiler: the source is the binary)"
+  assert compiler_pair("NOSUCHDEV") == ""
 
 def test_pytest11_entry_point_declared():
   eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
@@ -118,6 +136,7 @@ def test_template_passes_the_conformance_suite(site):
   r = conformance(site, "TEMPLATE")
   assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
   assert "tinygrad conformance: TEMPLATE: all capabilities pass" in r.stdout, r.stdout[-3000:]
+  assert "compiler pair: C (TemplateRenderer -> TemplateCompiler)" in r.stdout, r.stdout[-3000:]
   assert re.search(r"\d+ passed", r.stdout) and " failed" not in r.stdout.splitlines()[-1], r.stdout[-3000:]
 
 def test_template_tests_render_the_corpus_without_its_device(site):

@@ -66,6 +66,13 @@ def open_device(name: str) -> str | None:
   except Exception as e: return f"device {name} failed to open: {type(e).__name__}: {e}"
   return None
 
+def compiler_pair(name: str) -> str:
+  """The compiler pair device `name` ran with, as "NAME (RendererClass -> CompilerClass)"; "" when it did not open."""
+  if open_device(name) is not None: return ""
+  from tinygrad.device import Device
+  d = Device[name]
+  return f"{d.compiler_name or '(none)'} ({type(d.renderer).__name__} -> {type(d.compiler).__name__ if d.compiler else 'no compiler: the source is the binary'})"
+
 def _in_suite(obj: Any) -> bool: return getattr(obj, "__module__", "").startswith(SUITE_PACKAGE + ".")
 
 # ---- pytest hooks ----
@@ -144,6 +151,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
   for dev, caps in _report.results.items():
     failed = sum(r[1] for r in caps.values())
     tr.write_sep("=", f"tinygrad conformance: {dev}: " + (f"{failed} FAILED" if failed else "all capabilities pass"))
+    if (pair := compiler_pair(dev)): tr.write_line(f"  compiler pair: {pair}")
     for (cap, _), (ok, bad, skip, fails) in sorted(caps.items()):
       tr.write_line(f"  {'FAIL' if bad else 'ok  '} {cap}: {ok} passed, {bad} failed, {skip} skipped")
       for op, dtype, msg, nodeid in fails:
