@@ -101,6 +101,27 @@ def test_server_serves_the_page_and_trace_only(recorded):
       assert e.value.code == 404
   finally: srv.shutdown(); srv.server_close()
 
+def test_server_refuses_other_host_headers(recorded):
+  # DNS rebinding: a page at evil.example whose name now resolves to 127.0.0.1 sends Host: evil.example:PORT
+  import http.client
+  _, _, path = recorded
+  srv = make_server(path, 0)
+  threading.Thread(target=srv.serve_forever, daemon=True).start()
+  port = srv.server_address[1]
+  def get(host: str | None, url: str = "/trace.json") -> int:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.putrequest("GET", url, skip_host=True)
+    if host is not None: c.putheader("Host", host)
+    c.endheaders()
+    code = c.getresponse().status
+    c.close()
+    return code
+  try:
+    assert get(f"127.0.0.1:{port}") == 200 and get(f"localhost:{port}") == 200 and get(f"LOCALHOST:{port}", "/") == 200
+    for bad in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", "127.0.0.1", f"127.0.0.1.evil.example:{port}", "", None):
+      assert get(bad) == 403, bad
+  finally: srv.shutdown(); srv.server_close()
+
 def test_viz_env_writes_a_trace_at_exit(tmp_path):
   env = {**os.environ, "VIZ": "1", "XDG_CACHE_HOME": str(tmp_path)}
   r = subprocess.run([sys.executable, "-c", "from tinygrad import Tensor; print((Tensor.ones(4)+1).sum().item())"],

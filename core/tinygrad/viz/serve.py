@@ -13,12 +13,21 @@ STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
          "/viz.js": ("viz.js", "text/javascript; charset=utf-8"), "/viz.css": ("viz.css", "text/css; charset=utf-8")}
 
+def allowed_hosts(host: str, port: int) -> set[str]:
+  """The Host headers VIZ answers: 127.0.0.1 and localhost with the port (and the address it was told to listen on)."""
+  names = {"127.0.0.1", "localhost"} | ({host.lower()} if host not in ("", "0.0.0.0", "::") else set())
+  return {f"{n}:{port}" for n in names}
+
 def make_server(trace_path: str, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
   """A server for `trace_path` (not started: call serve_forever, or run it on a thread); port 0 picks a free one
   (`server.server_address[1]`)."""
   if not os.path.isfile(trace_path): raise FileNotFoundError(f"no VIZ trace at {trace_path}")
   class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
+      # DNS rebinding: a web page whose name resolves to 127.0.0.1 could read the trace; its requests carry its own Host
+      if self.headers.get("Host", "").lower() not in allowed_hosts(host, self.server.server_address[1]):
+        self.send_error(403, "forbidden: VIZ answers only requests addressed to 127.0.0.1 or localhost")
+        return
       path = self.path.split("?", 1)[0]
       if path == "/trace.json": self._send(trace_path, "application/json")
       elif path in FILES: self._send(os.path.join(STATIC, FILES[path][0]), FILES[path][1])
