@@ -25,7 +25,7 @@ def make_server(trace_path: str, port: int = 0, host: str = "127.0.0.1") -> Thre
   class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
       # DNS rebinding: a web page whose name resolves to 127.0.0.1 could read the trace; its requests carry its own Host
-      if self.headers.get("Host", "").lower() not in allowed_hosts(host, self.server.server_address[1]):
+      if self.headers.get("Host", "").lower() not in allowed:
         self.send_error(403, "forbidden: VIZ answers only requests addressed to 127.0.0.1 or localhost")
         return
       path = self.path.split("?", 1)[0]
@@ -41,7 +41,9 @@ def make_server(trace_path: str, port: int = 0, host: str = "127.0.0.1") -> Thre
       self.end_headers()
       self.wfile.write(body)
     def log_message(self, *args: Any) -> None: pass   # quiet: the page polls nothing, errors reach the browser
-  return ThreadingHTTPServer((host, port), Handler)
+  srv = ThreadingHTTPServer((host, port), Handler)
+  allowed = allowed_hosts(host, srv.server_port)   # the port it got (port 0 picks one)
+  return srv
 
 def _bind(trace_path: str, port: int, host: str) -> ThreadingHTTPServer:
   # the asked-for port, else the next ones, else any free port
