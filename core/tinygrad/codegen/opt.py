@@ -190,7 +190,8 @@ def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[
   return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
 
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
-  """Good actions without search, for CPU-style targets (threads over the outer loop, SIMD vectors):
+  """Good actions without search, for every renderer that is not a GPU (loops, maybe threads over the outer loop, maybe SIMD
+  vectors; off with cpu_heuristics = False):
   1. vectorize the contiguous axis: a global axis with stride 1 in the stores and 0 or 1 in every load is upcast by the
      vector width (the vectorize pass makes vector loads, ALU and stores of it);
   2. register blocking in reduce kernels: the block axis, one the vector loads do not depend on (a matmul's rows), is
@@ -203,7 +204,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   4. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
      vector widths (vector accumulators, summed across lanes after the loop); else small steps of an untiled kernel are
      unrolled by 4."""
-  if NOOPT or not ren.has_threads: return []
+  if NOOPT or not ren.cpu_heuristics: return []
   opts: list[Opt] = []
   cur = sink
   from tinygrad.uop.upat import graph_rewrite
@@ -286,7 +287,8 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   return opts
 
 def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:
-  """The heuristics' choice: GPU-style ones for renderers with threads in a block, else the CPU-style ones. OPTS forces
+  """The heuristics' choice: GPU-style ones for renderers with threads in a block, else the CPU-style ones (unless the
+  renderer opts out with cpu_heuristics = False). OPTS forces
   its actions on every kernel they fit (the conformance suite under forced options); others get the heuristics."""
   if OPTS.value and not NOOPT:
     forced = [o for o in parse_opts(OPTS.value) if o.op is not OptOps.TC]

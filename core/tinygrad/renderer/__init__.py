@@ -41,6 +41,11 @@ class Renderer:
   """DEFINE_LOCAL (work-group shared memory) is available: the GROUP/GROUPTOP actions and their barriers may be used."""
   has_threads: bool = False
   """CPU: the outermost global range may be split across threads (the kernel gets core_id/core_count arguments)."""
+  cpu_heuristics: bool = True
+  """Without search (BEAM) or forced actions (OPTS), the CPU-style heuristics (codegen/opt.py hand_coded_opts: upcast,
+  unroll, register and cache blocking) choose the actions of every kernel of a renderer that is not a GPU (has_local
+  False, or has_threads); False: none, the kernel runs as scheduled. A GPU (has_local, not has_threads) gets the GPU
+  heuristics (codegen/gpuopt.py) whatever this says. docs/plugins.md's "Which heuristics run" table says what each ability changes."""
   global_max: tuple[int, ...] | None = (0x7FFFFFFF, 65535, 65535)
   """The most work-groups per launch axis (x, y, z); a kernel past y or z merges its axes into x. None: no limit."""
   local_max: tuple[int, ...] | None = (1024, 1024, 64)
@@ -91,7 +96,7 @@ class Renderer:
   `render`; False: render every kernel in every process (a render with side effects something else needs, as the mock
   drivers' record of the uops behind each source)."""
 
-  ABILITIES: ClassVar[tuple[str, ...]] = ("has_local", "has_shared", "has_threads", "global_max", "local_max", "local_total_max",
+  ABILITIES: ClassVar[tuple[str, ...]] = ("has_local", "has_shared", "has_threads", "cpu_heuristics", "global_max", "local_max", "local_total_max",
     "shared_max", "tensor_cores", "vector_bytes", "vector_ops", "vector_dtypes", "register_bytes", "registers", "matmul_pack",
     "supported_dtypes", "exp_via_exp2")
   """The attributes a device may set per instance (constructor keywords, `apply_abilities`); the others are the language's."""
