@@ -21,6 +21,7 @@ class ExecItem:
   bufs: list[UOp]
   metadata: dict[str, Any] = field(default_factory=dict)
   var_vals: dict[UOp, int] = field(default_factory=dict)   # the values of the kernel's variables (DEFINE_VAR -> int)
+  node: UOp | None = None   # the tensor-graph node whose value this item computes (an interrupted realize keeps what ran)
 
 def strides_for(shape: tuple[sint, ...]) -> tuple[sint, ...]:
   out: list[sint] = []
@@ -344,7 +345,8 @@ def _kernel_name(shape: tuple[sint, ...], store: UOp) -> str:
 # ---- the whole schedule ----
 # ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
 SCHEDULE_CACHE_SIZE = 512
-_schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]]]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
+# structure key -> (per item: its AST, its buffers as (is an input, index), the key graph's node it computes), the roots' buffers, new buffers
+_schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
 
 def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
   if isinstance(a, UOp): return a.substitute(sub)
@@ -400,7 +402,9 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
 
   Cached by graph structure: the ASTs are reused and only the buffers are fresh, so a loop that builds the same graph
   again skips scheduling. Any change of shape, dtype, device or op gives a different key; a bound variable's value does
-  not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`)."""
+  not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`).
+  Each item's `node` is the node of `roots`' graph it computes (None for an item of a cached schedule until asked for:
+  `item_nodes`)."""
   uroots, var_vals = unbind_graph(roots)
   key, inputs = _structure(uroots)
   hit = _schedule_cache.get(key)
@@ -411,25 +415,51 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     def ref(b: UOp) -> tuple[bool, int]:
       if b in pos: return (True, pos[b])
       return (False, created.setdefault(b, len(created)))
-    items = [(ei.ast, [ref(b) for b in ei.bufs]) for ei in schedule]
+    # the cache holds each item's node as the key graph's (placeholders, not this call's buffers, which it must not keep alive)
+    as_key = _pair_nodes(uroots, list(key.src))
+    items = [(ei.ast, [ref(b) for b in ei.bufs], as_key.get(ei.node) if ei.node is not None else None) for ei in schedule]
     outs = [ref(results[r]) for r in uroots]
     news = sorted(created, key=created.__getitem__)
     if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
     _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
+    if uroots is not roots:   # the nodes of the caller's graph (with its bound variables), not of the unbound one
+      to_bound = _pair_nodes(uroots, roots)
+      for ei in schedule: ei.node = to_bound.get(ei.node) if ei.node is not None else None
     for ei in schedule: ei.var_vals = var_vals
     return schedule, {root: buffer_view(results[u], root.shape) for root, u in zip(roots, uroots)}
   items, outs, news_spec = hit
   fresh = [new_buffer(dev, size, dt) for dev, size, dt in news_spec]
   def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
-  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals) for ast, refs in items], \
+  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals, metadata={"key_node": kn}) for ast, refs, kn in items], \
     {root: buffer_view(get(o), root.shape) for root, o in zip(roots, outs)}
+
+def item_nodes(roots: list[UOp], schedule: list[ExecItem]) -> list[UOp | None]:
+  """The node of `roots`' graph each item of `create_schedule(roots)` computes (found again for a cached schedule's items,
+  whose nodes the cache keeps as its key graph's)."""
+  if all(ei.node is not None or "key_node" not in ei.metadata for ei in schedule): return [ei.node for ei in schedule]
+  key, _ = _structure(unbind_graph(roots)[0])
+  to_roots = _pair_nodes(list(key.src), roots)
+  return [ei.node if ei.node is not None else to_roots.get(ei.metadata.get("key_node")) for ei in schedule]  # type: ignore[arg-type]
+
+def _pair_nodes(a: list[UOp], b: list[UOp]) -> dict[UOp, UOp]:
+  """Each node of graph `a` -> the node at the same place in graph `b`, a graph of the same structure (the same ops over
+  the same sources; its buffers, bound variables and their values may differ: the walk stops at those leaves)."""
+  out: dict[UOp, UOp] = {}
+  stack = list(zip(a, b))
+  while stack:
+    x, y = stack.pop()
+    if x in out: continue
+    out[x] = y
+    if x.op in (Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR) or len(x.src) != len(y.src): continue
+    stack.extend(zip(x.src, y.src))
+  return out
 
 def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realizes = find_realizes(roots)
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
   order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
-  for n in order:
+  def build(n: UOp) -> None:
     if n.op is Ops.ASSIGN:
       target = base_buffer(n.src[0])
       if target is None: raise ValueError("assign target must be a realized, contiguous tensor")
@@ -438,16 +468,26 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       buffer_map[n] = new_buffer(n.src[1].arg, smax(n.size), n.dtype)
       src_base = base_buffer(n.src[0])
       src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
-      items[n] = (ExecItem(n, [buffer_map[n], src_buf]), {src_base} if src_base is not None else set(),
+      items[n] = (ExecItem(n, [buffer_map[n], src_buf], node=n), {src_base} if src_base is not None else set(),
                   set() if src_base is not None else {n.src[0]})
-      continue
+      return
     else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
-    if n.size == 0: continue  # nothing to compute for an empty tensor
+    if n.size == 0: return  # nothing to compute for an empty tensor
     kb = KernelBuilder(realizes, buffer_map)
     region = _assign_region(n) if n.op is Ops.ASSIGN and n.src[1] not in realizes else None
     if region is not None: ast = kb.kernel(region[0], buffer_map[n], region[1])
     else: ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
-    items[n] = (ExecItem(ast, kb.bufs), kb.reads, kb.deps & items.keys())
+    if n.op is Ops.ASSIGN and _reads_target_elsewhere(ast):
+      # the value reads the target at other elements than the one each step writes (x[1:] = x[:-1], x += x.T, a flip): in
+      # one kernel a step would read what an earlier step already overwrote. The value (the part going into a view, when
+      # the assign is into one) is computed into a buffer of its own first; the assign then copies it in.
+      value = region[0] if region is not None else n.src[1]
+      realizes[value] = None
+      build(value)
+      build(n)
+      return
+    items[n] = (ExecItem(ast, kb.bufs, node=n), kb.reads, kb.deps & items.keys())
+  for n in order: build(n)
   schedule = _order(items, buffer_map)
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")
   results: dict[UOp, UOp] = {}
@@ -455,6 +495,16 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     base = base_buffer(r)
     results[r] = base if base is not None else buffer_map[r]
   return schedule, results
+
+def _reads_target_elsewhere(ast: UOp) -> bool:
+  """Kernel `ast` (one STORE) loads the buffer it stores into at an index that is not, as far as the simplifier can tell,
+  the element being stored (an element read where it is written is safe: each step reads it before writing it)."""
+  store_idx = ast.src[0].src[0]
+  out = store_idx.src[0]
+  loads = [u for u in ast.toposort() if u.op is Ops.INDEX and u.src[0] is out and u is not store_idx]
+  if not loads: return False
+  want = store_idx.src[1].simplify()
+  return any(u.src[1] is not store_idx.src[1] and u.src[1].simplify() is not want for u in loads)
 
 def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: dict[UOp, UOp]) -> list[ExecItem]:
   """Dependency order; an ASSIGN runs after every other kernel that reads its target's old contents (write after read)."""
