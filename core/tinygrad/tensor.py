@@ -256,7 +256,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     kept = Tensor._live_contiguous(list(roots))
     for t in kept: roots[t.uop] = None
     rl = list(roots)
-    results = dict(zip(rl, engine.realize_uops(rl)))
+    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial)))
     for t in direct + kept:
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
       t._set_uop(results[t.uop])
@@ -273,6 +273,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
     return self
+  @staticmethod
+  def _keep_partial(done: dict[UOp, UOp]) -> None:
+    # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
+    # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
+    # that ran is never applied twice
+    for x in list(all_tensors):
+      if base_buffer(x.uop) is not None: continue
+      if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
+      x.uop = x.uop.substitute(done)
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}

@@ -125,7 +125,8 @@ class TinyJit(Generic[R]):
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
     swap = {id(old): new for old, new in zip(self.in_bufs, [b for t in inputs for b in _buffers(t)])}
-    with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)):
+    # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
+    with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
       for step in self.steps:
         bufs = [swap.get(id(b), b) for b in step.bufs]
         # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)

@@ -1,8 +1,8 @@
 """Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
 from __future__ import annotations
-import os, time, threading
+import os, signal, time, threading
 from concurrent.futures import ThreadPoolExecutor, Future
-from typing import Any
+from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
@@ -10,7 +10,7 @@ from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE,
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
-from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan
+from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view
 from tinygrad.uop import upat as _upat
 from tinygrad.viz import profile as _prof
 
@@ -210,22 +210,66 @@ def _wait_all(steps: list[ExecStep]) -> BaseException | None:
     except BaseException as e: first = first or e
   return first
 
-def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None) -> None:
-  """Run each step with `var_vals` (None: the values each step was scheduled with)."""
-  for step in steps:
-    step.run(var_vals)
-    if capturing is not None: capturing.append(step)
+class DeferredInterrupt:
+  """While active (main thread, Python's own SIGINT handler installed), Ctrl-C is held until `check()` at a step boundary,
+  so an interrupted run stops between two steps, never inside one: what ran is known exactly."""
+  def __init__(self) -> None:
+    self.pending = False
+    self.prev: Any = None   # the handler replaced while held (None: nothing replaced)
+  def __enter__(self) -> DeferredInterrupt:
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+      self.prev = signal.signal(signal.SIGINT, self._hold)
+    return self
+  def _hold(self, signum: int, frame: Any) -> None: self.pending = True
+  def check(self) -> None:
+    if self.pending:
+      self.pending = False
+      raise KeyboardInterrupt
+  def __exit__(self, *exc: Any) -> None:
+    if self.prev is not None: signal.signal(signal.SIGINT, self.prev)
+    if exc[0] is None: self.check()
 
-def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None) -> None:
+def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, progress: list[int] | None = None) -> None:
+  """Run each step with `var_vals` (None: the values each step was scheduled with). `progress[0]` counts the steps that
+  completed: when a step raises (or Ctrl-C, which is held until the step running ends), the steps before it ran, it did not."""
+  with DeferredInterrupt() as held:
+    for i, step in enumerate(steps):
+      step.run(var_vals)
+      if progress is not None: progress[0] = i + 1
+      if capturing is not None: capturing.append(step)
+      held.check()
+
+def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None,
+                 progress: list[int] | None = None) -> None:
   """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""
   # every kernel is compiled before any runs: a kernel that fails to compile leaves no buffer half-written
-  run_steps(lower_schedule(schedule, plan), var_vals)
+  run_steps(lower_schedule(schedule, plan), var_vals, progress)
 
-def realize_uops(uops: list[UOp]) -> list[UOp]:
-  """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape."""
+def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None) -> list[UOp]:
+  """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape.
+
+  When a step fails or is interrupted, `on_partial` is given what the steps that ran computed, before the error goes on:
+  node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
+  stop those from running a second time (an update applied twice) while the rest stays pending."""
   st = time.perf_counter()
   schedule, results = create_schedule(uops)
   if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
   keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
-  run_schedule(schedule, memory_plan(schedule, keep))
+  plan, progress = memory_plan(schedule, keep), [0]
+  try: run_schedule(schedule, plan, progress=progress)
+  except BaseException:
+    if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
+    raise
   return [results[u] for u in uops]
+
+def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> dict[UOp, UOp]:
+  """node -> buffer for what the items that ran computed and still hold: a value whose memory a later item that ran
+  reused (the memory planner's reuse comes after its last reader, all of which ran) is left out."""
+  mem = [plan.get(ei.bufs[0], ei.bufs[0]) for ei in ran]
+  last = {m: i for i, m in enumerate(mem)}
+  out: dict[UOp, UOp] = {}
+  for i, (ei, n) in enumerate(zip(ran, item_nodes(uops, ran))):
+    if n is None: continue
+    if n.op is Ops.ASSIGN: out[n] = n.src[0]
+    elif last[mem[i]] == i: out[n] = buffer_view(mem[i], n.shape)
+  return out

@@ -1,0 +1,96 @@
+"""A realize that stops part-way (a kernel raising, Ctrl-C) keeps what ran: realizing again runs only the rest, so an
+in-place update is never applied twice and a value read before an update is not read after it."""
+import os, signal
+import numpy as np, pytest
+from tinygrad import Tensor, TinyJit
+from tinygrad.engine import realize as engine
+
+def _queue(n: int) -> Tensor:
+  # n updates of one buffer, each two kernels (the matmul, then the assign that reads it): the value counts the updates
+  w = Tensor.zeros(4, 4).contiguous().realize()
+  for _ in range(n): w.assign(w + 1 + (w @ w) * 0)
+  return w
+
+def _fail_at(monkeypatch, k: int, action) -> dict:
+  """Make step k (1-based) of any realize do `action` instead of (or around) running."""
+  orig, seen = engine.ExecStep.run, {"n": 0}
+  def run(self, *args, **kwargs):
+    seen["n"] += 1
+    return action(seen["n"], lambda: orig(self, *args, **kwargs))
+  monkeypatch.setattr(engine.ExecStep, "run", run)
+  return seen
+
+@pytest.mark.parametrize("k", [1, 3, 12, 30, 80])
+def test_an_exception_from_a_kernel_keeps_the_updates_that_ran(monkeypatch, k):
+  w = _queue(40)
+  def action(i, go):
+    if i == k: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, k, action)
+  with pytest.raises(RuntimeError, match="the device failed"): w.realize()
+  monkeypatch.undo()
+  np.testing.assert_array_equal(w.numpy(), np.full((4, 4), 40, np.float32))   # not 40 + what ran before the failure
+
+@pytest.mark.parametrize("k", [3, 12, 30])
+def test_ctrl_c_during_a_realize_keeps_the_updates_that_ran(monkeypatch, k):
+  # a real SIGINT, delivered while step k runs: it is held until that step ends, then KeyboardInterrupt
+  w = _queue(40)
+  def action(i, go):
+    if i == k: os.kill(os.getpid(), signal.SIGINT)
+    return go()
+  seen = _fail_at(monkeypatch, k, action)
+  with pytest.raises(KeyboardInterrupt): w.realize()
+  assert seen["n"] == k   # stopped right after the step it arrived in
+  monkeypatch.undo()
+  np.testing.assert_array_equal(w.numpy(), np.full((4, 4), 40, np.float32))
+
+def test_a_value_read_before_an_update_that_ran_is_kept(monkeypatch):
+  # r reads w before the assign writes it (one schedule: r's kernel first); interrupted after both, r must not be
+  # recomputed from the updated w
+  w = Tensor(np.arange(6, dtype=np.float32)).contiguous().realize()
+  r = (w * 2).sum()
+  w.assign(w + 10)
+  ran = []
+  def action(i, go):
+    if i == 3: raise RuntimeError("stop after two steps")
+    ran.append(i)
+    return go()
+  _fail_at(monkeypatch, 3, action)
+  with pytest.raises(RuntimeError): Tensor.realize(r, w, (w * 3).contiguous())
+  monkeypatch.undo()
+  assert ran == [1, 2]
+  assert r.item() == 30.0
+  np.testing.assert_array_equal(w.numpy(), np.arange(6) + 10)
+
+def test_a_jit_replay_is_applied_whole_under_ctrl_c(monkeypatch):
+  @TinyJit
+  def step(x: Tensor) -> Tensor:
+    x.assign(x + 1)
+    return (x * 2).contiguous()
+  x = Tensor.zeros(8).contiguous().realize()
+  for _ in range(3): step(x)   # run, capture, replay
+  n = len(step.steps)
+  assert n >= 2
+  def action(i, go):
+    if i == 1: os.kill(os.getpid(), signal.SIGINT)   # in the first of the replay's steps
+    return go()
+  seen = _fail_at(monkeypatch, 1, action)
+  with pytest.raises(KeyboardInterrupt): step(x)
+  assert seen["n"] == n   # every step of the replay ran before the interrupt was raised
+  monkeypatch.undo()
+  np.testing.assert_array_equal(x.numpy(), np.full(8, 4, np.float32))
+
+def test_a_custom_sigint_handler_is_left_alone(monkeypatch):
+  got = []
+  prev = signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+  try:
+    w = _queue(3)
+    def action(i, go):
+      if i == 2: os.kill(os.getpid(), signal.SIGINT)
+      return go()
+    _fail_at(monkeypatch, 2, action)
+    w.realize()   # the handler ran, nothing raised, every step ran
+    monkeypatch.undo()
+    assert got == [signal.SIGINT]
+    np.testing.assert_array_equal(w.numpy(), np.full((4, 4), 3, np.float32))
+  finally: signal.signal(signal.SIGINT, prev)
