@@ -5,7 +5,7 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import os, re, sys, warnings, contextvars
+import dataclasses, os, re, sys, warnings, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -93,8 +93,15 @@ class CompilerPair:
     if not self.name: self.name = _pair_name(self.renderer)
 
 class CompilerSet:
-  """The pairs a device offers, in order of preference, and the set's control variable (`CPU_CC`) that picks one by name."""
-  def __init__(self, cset: list[CompilerPair], ctrl_var: str | None = None):
+  """The pairs a device offers, in order of preference, and the set's control variable (`CPU_CC`) that picks one by name.
+
+  prefix: the device's control-variable prefix, when given: `ctrl_var` defaults to `<prefix>_CC` and each pair without its
+  own ctrl_var gets `<prefix>_<pair name>`. The core derives no variable from the device's name; the convention is the
+  name itself, but a name that is another tool's namespace (a device named OMP: OpenMP reads OMP_*) takes another prefix."""
+  def __init__(self, cset: list[CompilerPair], ctrl_var: str | None = None, prefix: str | None = None):
+    if prefix is not None:
+      ctrl_var = ctrl_var or f"{prefix}_CC"
+      cset = [p if p.ctrl_var else dataclasses.replace(p, ctrl_var=f"{prefix}_{p.name}") for p in cset]
     self.cset, self.ctrl_var = list(cset), ctrl_var
   def __repr__(self) -> str: return f"CompilerSet({[p.name for p in self.cset]}, ctrl_var={self.ctrl_var!r})"
 
@@ -304,7 +311,8 @@ class Compiled:
   """The base class of every device. A plugin's subclass has the signature `__init__(self, device: str)` and calls
   `super().__init__(device, allocator, compilers, runtime, graph)`.
 
-  runtime: `runtime(name, lib) -> program`; a program is called as
+  runtime: `runtime(name, lib) -> program`, or `runtime(name, lib, spec=ProgramSpec)` when it declares a `spec` parameter
+    (the kernel's launch sizes, estimates and has_threads work estimate, `thread_work`); a program is called as
     `p(*bufs, global_size=(x,y,z), local_size=(x,y,z) | None, vals=(ints...), wait=False) -> float | None` (seconds when wait).
   abilities: this device's own limits (Renderer.ABILITIES names: local_max, local_total_max, shared_max, vector_bytes,
     supported_dtypes ...), read from the hardware; they are set on whichever pair's renderer is selected (also a pair

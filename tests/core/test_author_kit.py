@@ -79,17 +79,31 @@ def test_pytest11_entry_point_declared():
 
 # ---- the template, installed and run through the conformance plugin ----
 
+def recipe() -> list[tuple[str, str]]:
+  """The substitutions of the guide's rename recipe (its `sed -i 's/A/B/g; ...'` line), for a device named FOO."""
+  m = re.search(r"xargs sed -i '([^']+)'", GUIDE.read_text())
+  assert m, "docs/plugins.md lost its rename recipe"
+  return [tuple(part.strip().split("/")[1:3]) for part in m.group(1).split(";")]   # type: ignore[misc]
+
 def rename(src: Path, dest: Path, name: str) -> Path:
-  """A copy of the template for device NAME (what the guide's cp/sed recipe does)."""
+  """A copy of the template for device NAME, made by the guide's own cp/mv/sed recipe (FOO, Foo, foo become NAME's)."""
   low = name.lower()
   shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
   (dest / "tinygrad_template").rename(dest / f"tinygrad_{low}")
+  subs = [(a, b.replace("FOO", name).replace("Foo", name.capitalize()).replace("foo", low)) for a, b in recipe()]
   for p in dest.rglob("*"):
-    if p.is_file():
-      t = p.read_text().replace("tinygrad_template", f"tinygrad_{low}").replace("tinygrad-template", f"tinygrad-{low}")
-      t = t.replace("TEMPLATE", name).replace("Template", name.capitalize()).replace("template = ", f"{low} = ")
+    if p.is_file() and "template" in (t := p.read_text()).lower():   # the recipe's `grep -rl -i template`
+      for a, b in subs: t = t.replace(a, b)
       p.write_text(t)
   return dest
+
+def test_rename_recipe_leaves_nothing_named_template(tmp_path):
+  # the recipe once left the compile cache's key as compile_template_...: two renamed plugins shared cached binaries
+  foo = rename(TEMPLATE, tmp_path / "tinygrad-foo", "FOO")
+  left = {str(p.relative_to(foo)): [l for l in p.read_text().splitlines() if "template" in l.lower()] for p in foo.rglob("*") if p.is_file()}
+  assert not {k: v for k, v in left.items() if v}, left
+  assert not [p for p in foo.rglob("*") if "template" in p.name.lower()]
+  assert 'ENV_PREFIX = "FOO"' in (foo / "tinygrad_foo" / "__init__.py").read_text()
 
 def install(dists: list[Path], site: Path) -> None:
   """pip install --target, as a user would (setuptools < 70.1 without `wheel` cannot build: lay out what pip would)."""

@@ -7,7 +7,7 @@ from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, DEBUG, SPEC
-from tinygrad.renderer import Renderer, ProgramSpec
+from tinygrad.renderer import Renderer, ProgramSpec, thread_work
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
 from tinygrad.codegen.tc import tensor_cores
@@ -118,5 +118,6 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile:
   if compile and ren.compiler is not None: prg = prg.replace(src=prg.src + (UOp(Ops.BINARY, arg=ren.compiler.compile_cached(src)),))
   if DEBUG >= 4: print(src)
   spec = ProgramSpec.from_uop(prg)
+  if ren.has_threads: spec.thread_work = thread_work(uops, ren.split_range(uops))   # for the runtime's thread count
   if rec is not None: rec.name_kernel(k, spec.name)
   return spec

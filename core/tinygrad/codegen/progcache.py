@@ -127,7 +127,8 @@ def encode(p: ProgramSpec) -> dict[str, Any]:
   """The JSON form of a rendered (not compiled) program: what a warm process needs to compile, load and launch it."""
   return {"name": p.name, "src": p.src, "device": p.device, "global_size": [_enc_size(s) for s in p.global_size],
           "local_size": None if p.local_size is None else [_enc_size(s) for s in p.local_size], "vars": [_enc_size(v) for v in p.vars],
-          "globals": p.globals, "outs": p.outs, "ins": p.ins, "estimates": [_enc_size(p.estimates.ops), _enc_size(p.estimates.lds), _enc_size(p.estimates.mem)]}
+          "globals": p.globals, "outs": p.outs, "ins": p.ins, "estimates": [_enc_size(p.estimates.ops), _enc_size(p.estimates.lds), _enc_size(p.estimates.mem)],
+          "thread_work": p.thread_work}
 
 class CachedProgramSpec(ProgramSpec):
   """A ProgramSpec from the cache: `uops` (not stored) are rebuilt by running codegen again, on first read only."""
@@ -154,7 +155,8 @@ def decode(v: Any, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None 
   if not set(dvars) <= {u for u in ast.toposort() if u.op is Ops.DEFINE_VAR}: raise ValueError("variables differ from the kernel's")
   est = v["estimates"]
   if not (isinstance(est, list) and len(est) == 3): raise ValueError("bad estimates")
-  p = CachedProgramSpec(v["name"], v["src"], v["device"], ast, None, None, gl, lc, dvars, glob, outs, ins, Estimates(*(_dec_size(e) for e in est)))
+  if not (isinstance(tw := v.get("thread_work"), int) and not isinstance(tw, bool) and tw >= 0): raise ValueError("bad thread_work")
+  p = CachedProgramSpec(v["name"], v["src"], v["device"], ast, None, None, gl, lc, dvars, glob, outs, ins, Estimates(*(_dec_size(e) for e in est)), tw)
   p.relinearize = relinearize
   return p
 

@@ -5,7 +5,8 @@ index constants. Stores to consecutive addresses are packed into one vector STOR
 lane: same op -> the vector op, consecutive loads -> one vector load, one value on every lane -> a broadcast, anything
 else -> a VECTORIZE of the scalars (a gather, always correct). A reduce whose value is an unrolled chain of its own op
 (`acc += x0+x1+x2+x3`) over consecutive loads becomes a reduce into a vector accumulator, summed across lanes once after
-its loop. Renderers opt in with `vector_bytes` (the widest vector) and `vector_ops`; with none this pass changes nothing.
+its loop. Renderers opt in with `vector_bytes` (the widest vector), `vector_ops` and `vector_dtypes` (the element types with
+vector types); with any of them empty (the defaults) this pass changes nothing.
 """
 from __future__ import annotations
 from collections import Counter

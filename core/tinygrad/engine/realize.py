@@ -1,6 +1,6 @@
 """Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
 from __future__ import annotations
-import os, signal, time, threading
+import inspect, os, signal, time, threading
 from concurrent.futures import ThreadPoolExecutor, Future
 from typing import Any, Callable
 from tinygrad.uop import Ops
@@ -33,7 +33,11 @@ class CompiledRunner:
       self._lib = pool.submit(self._compile)
       return
     else: self.lib = self._compile()
-    self._prg = self._runtime(p.function_name, self.lib)
+    self._prg = self._load()
+  def _load(self) -> Any:
+    # a runtime that declares a `spec` parameter also gets the kernel's ProgramSpec (launch sizes, estimates, thread_work)
+    rt: Any = self._runtime
+    return rt(self.p.function_name, self.lib, spec=self.p) if takes_spec(rt) else rt(self.p.function_name, self.lib)
   def _compile(self) -> bytes:
     assert self._compiler is not None
     st = time.perf_counter()
@@ -48,7 +52,7 @@ class CompiledRunner:
     if self._prg is None and self._lib is not None:
       try:
         self.lib = self._lib.result()
-        self._prg = self._runtime(self.p.function_name, self.lib)
+        self._prg = self._load()
       except BaseException:
         for k in [k for k, r in method_cache.items() if r is self]: del method_cache[k]
         raise
@@ -61,6 +65,15 @@ class CompiledRunner:
     if missing: raise ValueError(f"kernel {self.p.name} needs values for its variables {missing}; bind them (Variable(...).bind(value))")
     gl, lc = self.p.launch_dims(vv)
     return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
+
+_takes_spec: dict[int, tuple[Any, bool]] = {}
+def takes_spec(runtime: Any) -> bool:
+  """Whether `runtime(name, lib, spec=...)` is its signature (docs/plugins.md: the runtime's optional `spec` parameter)."""
+  if (hit := _takes_spec.get(id(runtime))) is not None and hit[0] is runtime: return hit[1]
+  try: ok = "spec" in inspect.signature(runtime).parameters
+  except (TypeError, ValueError): ok = False   # no signature (a builtin): the two-argument call
+  _takes_spec[id(runtime)] = (runtime, ok)
+  return ok
 
 # (device, compiler, ast) -> runner: the same kernel is never rebuilt
 method_cache: dict[tuple, CompiledRunner] = {}

@@ -4,7 +4,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, NamedTuple, TYPE_CHECKING
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer
+from tinygrad.uop.ops import UOp, AxisType, sym_infer
 from tinygrad.dtype import DType, PtrDType
 from tinygrad.helpers import prod
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Renderer:
   vector_ops: frozenset[Ops] = frozenset()
   """SIMD: the ALU ops the renderer emits on vectors (the vectorize pass packs only these); empty: no vector ALU."""
   vector_dtypes: frozenset[DType] = frozenset()
-  """SIMD: the scalar dtypes whose vectors the renderer emits; empty: every dtype."""
+  """SIMD: the scalar dtypes whose vectors the renderer emits; empty (the default): none, the kernels stay scalar."""
   register_bytes: int = 0
   """CPU register tiling: the width in bytes of one SIMD register; 0: vector_bytes."""
   registers: int = 16
@@ -131,6 +131,10 @@ class Renderer:
     """The source text of one kernel function called `name` for the linearized `uops` (docs/ir.md, linearized form).
     Called once per new kernel by `get_program`, after every codegen pass; the default raises NotImplementedError."""
     raise NotImplementedError(f"{type(self).__name__} does not implement render")
+  def split_range(self, uops: list[UOp]) -> UOp | None:
+    """The RANGE whose trips are shared among threads (the module's `split_range`) when has_threads, else None; each thread
+    runs its share of it (CStyleLanguage.split_start), and `ProgramSpec.thread_work` estimates the kernel's work."""
+    return split_range(uops) if self.has_threads else None
   def __reduce__(self): return _rebuild, (type(self), {k: v for k, v in self.__dict__.items() if k in self.ABILITIES})
   def __repr__(self) -> str: return f"{type(self).__name__}()"
 
@@ -139,6 +143,31 @@ def _rebuild(cls: type[Renderer], abilities: dict[str, Any]) -> Renderer: return
 # attributes that do nothing; a subclass setting one is warned once, at class creation
 _DEPRECATED = {"supports_float4": "vector code is controlled by vector_bytes, vector_ops and vector_dtypes (vector_bytes = 0: none)",
                "suffix": "nothing reads it; a compiler's output needs no file suffix"}
+
+def split_range(uops: list[UOp]) -> UOp | None:
+  """The loop threads may split (has_threads): the first top-level GLOBAL/LOOP range, when every global store is inside it
+  (its iterations then write disjoint outputs); None: no such loop, the kernel runs on one thread."""
+  depth, first, inside = 0, None, False
+  for u in uops:
+    if u.op is Ops.RANGE:
+      if depth == 0 and first is None and isinstance(u.arg, tuple) and u.arg[1] in (AxisType.GLOBAL, AxisType.LOOP): first, inside = u, True
+      depth += 1
+    elif u.op is Ops.END:
+      depth -= 1
+      if depth == 0: inside = False
+    elif u.op is Ops.STORE and not inside and mem_access(u).buf.op is Ops.DEFINE_GLOBAL: return None
+  return first
+
+def thread_work(uops: list[UOp], split: UOp | None) -> int:
+  """A cost estimate (uops executed, at the loop bounds' maxima) the runtime uses to choose a thread count (ProgramSpec.thread_work);
+  0: the kernel does not split (`split` is None), run it on one thread."""
+  if split is None: return 0
+  work, trips = 0, [1]
+  for u in uops:
+    if u.op is Ops.RANGE: trips.append(trips[-1] * max(int(u.src[0].vmax), 1))
+    elif u.op is Ops.END: trips.pop()
+    else: work += trips[-1]
+  return max(work, 1)
 
 class MemAccess(NamedTuple):
   """The parts of a memory access a renderer needs, by name instead of source position (`mem_access(u)`)."""
@@ -194,6 +223,7 @@ class ProgramSpec:
   outs: list[int] = field(default_factory=list)
   ins: list[int] = field(default_factory=list)
   estimates: Estimates = field(default_factory=Estimates)
+  thread_work: int = 0   # has_threads: estimated uops one launch runs (`thread_work`), the runtime's thread count; 0: one thread
 
   @staticmethod
   def from_uop(program: UOp) -> ProgramSpec:

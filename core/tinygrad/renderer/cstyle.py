@@ -8,10 +8,10 @@ import math, struct
 from collections import defaultdict
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import Renderer, mem_access
+from tinygrad.renderer import Renderer, mem_access, split_range, thread_work
 from tinygrad.helpers import prod
 
 def _narrow_int(dt: DType) -> bool: return dtypes.is_int(dt) and dt.scalar().itemsize < 4
@@ -110,7 +110,7 @@ base_rewrite = PatternMatcher([
   (UPat(Ops.SPECIAL, name="x"), lambda ctx, x: ctx.code_for_workitem[x.arg[0]](x.arg[-1])),
   (UPat(Ops.BARRIER), lambda ctx: ctx.barrier),
   (UPat(Ops.IF, name="x"), lambda ctx, x: f"if ({ctx.r[x.src[0]]}) {{"),
-  (UPat((Ops.ENDIF, Ops.END)), lambda: "}"),
+  (UPat(Ops.ENDIF), lambda: "}"),
   (UPat(GroupOp.ALU, name="x"), _render_alu),
 ])
 
@@ -119,6 +119,10 @@ _prefixes = {Ops.LOAD: "val", Ops.DEFINE_REG: "acc", Ops.DEFINE_LOCAL: "temp", O
              Ops.VECTORIZE: "vec", Ops.GEP: "gep", Ops.WMMA: "wmma"}
 # pure ops whose single use may take their text inline
 _inlinable = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.VCONST}
+
+# ops the walk renders itself (CStyleLanguage.render): a string_rewrite rule for one of them would never be called
+_WALK_OPS = {Ops.RANGE: "render_loop", Ops.END: "render_loop_end", Ops.DEFINE_GLOBAL: "render_dtype/buffer_suffix",
+             Ops.DEFINE_VAR: "arg_int_prefix", Ops.DEFINE_REG: "render_dtype", Ops.DEFINE_LOCAL: "smem_prefix/smem_align"}
 
 class CStyleLanguage(Renderer):
   """A C-like kernel renderer. Abilities and syntax are class attributes; `string_rewrite` maps one uop to its text.
@@ -166,9 +170,21 @@ class CStyleLanguage(Renderer):
   """ALU op -> text (see Renderer.code_for_op); base_code_for_op has the C operators, a subclass adds math functions."""
   string_rewrite: PatternMatcher = base_rewrite
   """uop -> its text, called with ctx=the renderer (ctx.r: the text of every earlier uop); prepend rules to change one op
-  (`my_rules + base_rewrite`). A rule returning None falls through to the next; no match is a NotImplementedError."""
+  (`my_rules + base_rewrite`). A rule returning None falls through to the next; no match is a NotImplementedError.
+  The walk renders some ops itself and never asks string_rewrite: loops (RANGE, END: `render_loop`, `render_loop_end`),
+  arguments (DEFINE_GLOBAL, DEFINE_VAR: `render_dtype`, `arg_int_prefix`, `extra_args`) and declarations (DEFINE_REG,
+  DEFINE_LOCAL: `smem_prefix`, `smem_align`); a subclass with a rule for one of them is a TypeError naming the hook."""
   inline_max_len: int = 80
   """A single-use pure expression longer than this gets its own variable instead of being inlined (readability)."""
+
+  def __init_subclass__(cls, **kw: Any) -> None:
+    super().__init_subclass__(**kw)
+    if cls.render is not CStyleLanguage.render: return   # a language with its own walk decides what string_rewrite sees
+    base = {id(f) for _, f in base_rewrite.patterns}
+    for pat, fxn in cls.string_rewrite.patterns:
+      for op in (set(pat.op or ()) & set(_WALK_OPS)) if id(fxn) not in base else ():
+        raise TypeError(f"{cls.__name__}.string_rewrite has a rule for {op} ({getattr(fxn, '__qualname__', fxn)}), which is never called: "
+                        f"the C walk renders {op} itself; override {_WALK_OPS[op]} instead (docs/plugins.md, the renderer reference)")
 
   # ---- types and literals ----
   def compute_dtype(self, dt: DType) -> DType:
@@ -228,12 +244,22 @@ class CStyleLanguage(Renderer):
     extra_args); `uops` lets an override reorder or annotate them (Metal's [[buffer(n)]])."""
     return "\n".join(prelude + [f"{self.kernel_prefix}void {name}({', '.join(args)}) {{"] + body + ["}"]) + "\n"
   def extra_args(self) -> list[str]:
-    """Parameters appended after the buffers and variables (the CPU's `int core_id, int core_count`); default none."""
-    return []
+    """Parameters appended after the buffers and variables; default: `int core_id, int core_count` when has_threads
+    (the thread's index and the thread count the split loop reads, docs/plugins.md "Threads"), else none."""
+    return ["int core_id", "int core_count"] if self.has_threads else []
   def prelude(self, uops: list[UOp]) -> list[str]:
     """Lines before the kernel (includes, helper functions, pragmas such as cl_khr_fp16), from the kernel's `uops`;
     default none."""
     return []
+
+  def render_loop(self, rng: UOp, var: str, start: str, end: str, ty: str, parallel: bool) -> list[str]:
+    """The lines that open loop `rng` (a RANGE; string_rewrite never sees it): counter `var` of type text `ty` runs from
+    `start` to `end` (texts: this thread's share of the split loop when has_threads). `parallel`: its iterations write
+    disjoint outputs (the loop `split_range` picks), so a `#pragma omp parallel for` may precede it. Default: one `for`."""
+    return [f"for ({ty} {var} = {start}; {var} < {end}; {var}++) {{"]
+  def render_loop_end(self, rng: UOp) -> list[str]:
+    """The lines that close loop `rng` (its END); default `}`."""
+    return ["}"]
 
   # ---- the walk ----
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
@@ -258,7 +284,7 @@ class CStyleLanguage(Renderer):
     args: list[str] = []
     body: list[str] = []
     depth = 1
-    split = self.split_range(uops)
+    split, parallel = self.split_range(uops), split_range(uops)
     for u in uops:
       if u.op is Ops.DEFINE_GLOBAL:
         self.r[u] = f"data{u.arg}"
@@ -273,11 +299,14 @@ class CStyleLanguage(Renderer):
         self.r[u] = nm = f"ridx{u.arg[0]}" if isinstance(u.arg, tuple) else f"ridx{counters['ridx']}"
         counters["ridx"] += 1
         end, ty = self.r[u.src[0]], self.render_dtype(u.dtype)
-        if u is split: body.append(f"{'  '*depth}for ({ty} {nm} = {self.split_start(end, 'core_id', ty)}; {nm} < {self.split_start(end, 'core_id+1', ty)}; {nm}++) {{")
-        else: body.append(f"{'  '*depth}for ({ty} {nm} = 0; {nm} < {end}; {nm}++) {{")
+        start, stop = (self.split_start(end, "core_id", ty), self.split_start(end, "core_id+1", ty)) if u is split else ("0", end)
+        body.extend(f"{'  '*depth}{line}" for line in self.render_loop(u, nm, start, stop, ty, u is parallel))
         depth += 1
         continue
       if u.op in (Ops.END, Ops.ENDIF): depth -= 1
+      if u.op is Ops.END:
+        body.extend(f"{'  '*depth}{line}" for line in self.render_loop_end(u.src[0]))
+        continue
       if u.op in (Ops.DEFINE_REG, Ops.DEFINE_LOCAL):
         assert isinstance(u.dtype, PtrDType)
         self.r[u] = nm = f"{_prefixes[u.op]}{counters[_prefixes[u.op]]}"
@@ -305,31 +334,5 @@ class CStyleLanguage(Renderer):
   def split_start(self, end: str, core: str, ty: str) -> str:
     """The first index of thread `core`'s share of a split loop of `end` trips (type text `ty`); used with has_threads."""
     return f"({ty})(((long long)({end})*({core}))/core_count)"
-  def split_range(self, uops: list[UOp]) -> UOp | None:
-    """The RANGE whose trips are shared among CPU threads (see split_range below) when has_threads, else None."""
-    return split_range(uops) if self.has_threads else None
 
-def split_range(uops: list[UOp]) -> UOp | None:
-  """The loop CPU threads may split: the first top-level GLOBAL/LOOP range, when every global store is inside it."""
-  depth, first, inside = 0, None, False
-  for u in uops:
-    if u.op is Ops.RANGE:
-      if depth == 0 and first is None and isinstance(u.arg, tuple) and u.arg[1] in (AxisType.GLOBAL, AxisType.LOOP): first, inside = u, True
-      depth += 1
-    elif u.op is Ops.END:
-      depth -= 1
-      if depth == 0: inside = False
-    elif u.op is Ops.STORE and not inside and mem_access(u).buf.op is Ops.DEFINE_GLOBAL: return None
-  return first
-
-def thread_work(uops: list[UOp], split: UOp | None) -> int:
-  """A cost estimate (uops executed, at the loop bounds' maxima) the runtime uses to choose a thread count; 0: do not split."""
-  if split is None: return 0
-  work, trips = 0, [1]
-  for u in uops:
-    if u.op is Ops.RANGE: trips.append(trips[-1] * max(int(u.src[0].vmax), 1))
-    elif u.op is Ops.END: trips.pop()
-    else: work += trips[-1]
-  return max(work, 1)
-
-__all__ = ["CStyleLanguage", "base_code_for_op", "base_rewrite", "thread_work", "prod"]
+__all__ = ["CStyleLanguage", "base_code_for_op", "base_rewrite", "split_range", "thread_work", "prod"]

@@ -1,21 +1,23 @@
 """C source -> a shared object, with the system C compiler (`cc`, or TEMPLATE_CC_PATH)."""
 import os, shutil, subprocess, tempfile, functools
 from tinygrad.plugin_api import Compiler, CompileError
+from tinygrad_template import ENV_PREFIX
 
-def cc_path() -> str | None: return shutil.which(os.environ.get("TEMPLATE_CC_PATH", "cc"))
+def cc_path() -> str | None: return shutil.which(os.environ.get(f"{ENV_PREFIX}_CC_PATH", "cc"))
 
 def probe() -> tuple[bool, str]:
   """Cheap availability check for the device: is there a C compiler?"""
-  return (True, "") if cc_path() else (False, "no C compiler: install gcc or clang, or set TEMPLATE_CC_PATH")
+  return (True, "") if cc_path() else (False, f"no C compiler: install gcc or clang, or set {ENV_PREFIX}_CC_PATH")
 
 class TemplateCompiler(Compiler):
   # -fwrapv: signed ints wrap, as the IR says; -ffp-contract=off: no fused multiply-add, so results match numpy
   args = ("-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "-lm")
   def __init__(self) -> None:
     path = cc_path()
-    if path is None: raise RuntimeError("no C compiler found: install gcc or clang, or set TEMPLATE_CC_PATH")
+    if path is None: raise RuntimeError(f"no C compiler found: install gcc or clang, or set {ENV_PREFIX}_CC_PATH")
     self.path = path
-    super().__init__(cachekey=f"compile_template_{' '.join(self.args)}")
+    # the cache key names the plugin (the rename recipe renames it) and every flag that changes the binary
+    super().__init__(cachekey=f"tinygrad_template {' '.join(self.args)}")
   @functools.cache
   def version(self) -> str:
     return subprocess.run([self.path, "--version"], capture_output=True, text=True).stdout.split("\n", 1)[0]

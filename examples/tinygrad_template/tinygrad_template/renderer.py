@@ -7,6 +7,7 @@ def _math(fn: str):
 class TemplateRenderer(CStyleLanguage):
   device = "TEMPLATE"
   has_local = False                 # no launch grid: every global range is a loop in the kernel
+  has_threads = True                # the outer loop is split across threads: kernels get core_id, core_count (runtime.py)
   global_max = None
   local_max = None
   infinity = "__builtin_inff()"
