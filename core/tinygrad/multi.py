@@ -2,7 +2,8 @@
 None when every device holds the whole tensor (replicated). Its shape is the logical one, its device the tuple of its
 shards' devices.
 
-A MULTI is lowered as it is built (UOpMetaClass calls `lower` for any node with a MULTI or a DEVICE(tuple) source):
+A MULTI is lowered as it is built (this module registers `lower` with the IR, uop/ops.py's register_multi_lowering, which
+builds any node with a MULTI or a DEVICE(tuple) source through it):
 elementwise ops run per shard, movement ops keep or move the sharded axis, a reduce over the sharded axis is an all-reduce
 (a partial reduce per device, COPYs between devices and combining kernels), and whatever moves elements across shards
 first gathers them. So MULTI only ever sits at the top of a graph, the scheduler sees per-device graphs and COPYs, and
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, register_multi_lowering
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, ceildiv, RING, RING_BYTES
 
@@ -190,3 +191,5 @@ def lower(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any) -> UO
   if op is Ops.REDUCE_AXIS: return _reduce(m, arg)
   if op in _ELEMENTWISE: return _elementwise(op, dtype, src, arg, tag, ms)
   raise NotImplementedError(f"{op} is not supported on a tensor {describe(m)}; gather it onto one device first with .to(device)")
+
+register_multi_lowering(lower)

@@ -10,6 +10,7 @@ from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
+from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 
 class _TensorType(type):
@@ -324,8 +325,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _host_bytes(self) -> memoryview:
     from tinygrad.engine import realize as engine
     if engine.capturing is not None:
-      from tinygrad.engine.jit import JitError
-      raise JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
+      raise engine.JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
                      "that value would not change on replay; return the tensor from the jitted function instead")
     # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
     # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)

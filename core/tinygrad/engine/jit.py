@@ -6,6 +6,7 @@ from tinygrad.uop import Ops
 from tinygrad.helpers import CAPTURING, JIT, DEBUG
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
+from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer
 from tinygrad.uop.ops import UOp, sym_vars
@@ -17,9 +18,6 @@ def _same(a: Any, b: Any) -> bool:
   if type(a) is not type(b): return False
   try: return bool(a == b or a != a and b != b)
   except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
-
-class JitError(RuntimeError):
-  """A jitted function was called in a way its captured kernels cannot replay."""
 
 def _tensors_in(x: Any) -> list[Any]:
   from tinygrad.tensor import Tensor

@@ -193,6 +193,10 @@ class ExecStep:
 # when not None, every step run is also appended here (TinyJit's capture)
 capturing: list[ExecStep] | None = None
 
+class JitError(RuntimeError):
+  """A jitted function was called in a way its captured kernels cannot replay (here, below TinyJit, so that tensor.py can
+  raise it while a capture runs)."""
+
 def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None) -> list[ExecStep]:
   """Bind each ExecItem to Buffers (through the memory plan) and a compiled runner. New kernels compile in background
   threads while the next ones render (PARALLEL_COMPILE); they are waited for and loaded in schedule order, so the first

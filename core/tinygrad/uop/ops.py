@@ -26,21 +26,28 @@ class UOpMetaClass(type):
       ret = UOpMetaClass.ucache.get(key)
     except TypeError as e: raise TypeError(f"UOp arg must be hashable, got {arg!r} for {op}") from e
     if ret is not None: return ret
-    # multi-device tensors (tinygrad/multi.py) are lowered as they are built: a node over a MULTI becomes a MULTI of
-    # per-device nodes, so no other graph ever holds one (checked only once a MULTI or a DEVICE tuple exists)
-    if _multi_lower is not None and op is not Ops.MULTI and op is not Ops.SINK and \
+    # a node over a multi-device UOp (a MULTI, or a DEVICE of several devices) is built by the lowering registered for
+    # it (tinygrad.multi: one node per device); checked only once such a UOp exists, so single-device graphs pay nothing
+    if _multi_live and op is not Ops.MULTI and op is not Ops.SINK and \
        any(s.op is Ops.MULTI or (s.op is Ops.DEVICE and type(s.arg) is tuple) for s in src):
-      return _multi_lower(op, dtype, src, arg, tag)
-    if op is Ops.MULTI or (op is Ops.DEVICE and type(arg) is tuple): _enable_multi()
+      return _multi_lowering(op, dtype, src, arg, tag)  # type: ignore[misc]
+    if not _multi_live and (op is Ops.MULTI or (op is Ops.DEVICE and type(arg) is tuple)): _go_multi()
     UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg, tag)
     return ret
 
-# set by tinygrad.multi when a MULTI or DEVICE tuple is first built (none is an ordinary single-device program)
-_multi_lower: Callable[..., UOp] | None = None
-def _enable_multi() -> None:
-  global _multi_lower
-  from tinygrad.multi import lower
-  _multi_lower = lower
+# The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
+_multi_lowering: Callable[..., UOp] | None = None
+_multi_live = False
+def register_multi_lowering(fn: Callable[..., UOp]) -> None:
+  """Build every later node over a MULTI or a DEVICE tuple with `fn(op, dtype, src, arg, tag)` (set by tinygrad.multi)."""
+  global _multi_lowering
+  _multi_lowering = fn
+def _go_multi() -> None:
+  global _multi_live
+  if _multi_lowering is None:
+    raise RuntimeError("a multi-device UOp (MULTI, or a DEVICE of several devices) was built before its lowering was registered: "
+                       "import tinygrad.multi (import tinygrad does) first")
+  _multi_live = True
 
 def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
   return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
