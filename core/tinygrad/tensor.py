@@ -65,6 +65,17 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
     top = top.src[0]
   return chain
 
+def _rebase_view(view: UOp, old: UOp, new: UOp) -> UOp | None:
+  """The view `view` of `old` (movement ops) reading `new` instead, or None when it is no view of `old`. A multi-device
+  view is rebased shard by shard (each shard a view of the base's shard on its device)."""
+  if view.op is Ops.MULTI and old.op is Ops.MULTI and new.op is Ops.MULTI and len(view.src) == len(old.src) == len(new.src):
+    parts = [_rebase_view(v, o, n) for v, o, n in zip(view.src, old.src, new.src)]
+    return None if any(p is None for p in parts) else UOp(Ops.MULTI, view.dtype, tuple(p for p in parts if p is not None), view.arg)
+  if (chain := _movement_chain(view, old)) is None: return None
+  u = new
+  for n in reversed(chain): u = n.replace(src=(u,) + n.src[1:])
+  return u
+
 def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   """`base` with the elements that the view `chain` (movement ops, top first) shows replaced by `x`: each op inverted in turn."""
   if any(n.op is Ops.PAD for n in chain): _unview_mask_check(chain)
@@ -626,10 +637,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     old, self.uop = self.uop, new
     if old is new or not self._views: return
     for v in list(self._views.values()):
-      if (chain := _movement_chain(v.uop, old)) is None: continue
-      u = new
-      for n in reversed(chain): u = n.replace(src=(u,) + n.src[1:])
-      v.uop = u
+      if (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
   def _detach_view(self) -> None:
     if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)
     self._view_of = None

@@ -250,3 +250,24 @@ def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
   devs = ("CPU:0", "CPU:1")
   y = Tensor(_rand(6, 4)).shard(devs, 0) * Tensor(_rand(1, 4)).shard(devs)
   for s in y.uop.src: assert not any(n.op in (Ops.SHRINK, Ops.PAD) for n in s.toposort(gate=lambda n: n.op is not Ops.COPY))
+
+@pytest.mark.parametrize("axis", [0, None], ids=["sharded", "replicated"])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_a_slice_assign_is_not_changed_by_a_later_write_to_its_value(axis, jit):
+  # out[:, i:i+1].assign(ones) then ones += 1: the slice keeps the value ones had (numpy, one device). The assign used to
+  # stay queued on the multi-device base while realizing the view ran nothing, so it read ones after its update (and
+  # under TinyJit lost the writes)
+  from tinygrad import TinyJit, Variable
+  devs = ("CPU:0", "CPU:1")
+  out = Tensor.zeros(4, 6).contiguous().realize().shard(devs, axis).realize()
+  ones = Tensor.ones(4, 1).shard(devs, axis).contiguous().realize()
+  def step(vi):
+    out[:, vi:vi+1].assign(ones).realize()
+    ones.assign(ones + 1).realize()
+  f, v = TinyJit(step) if jit else step, Variable("i", 0, 5)
+  want = np.zeros((4, 6), np.float32)
+  for i in range(1, 5):
+    f(v.bind(i) if jit else i)
+    want[:, i] = i
+  np.testing.assert_array_equal(out.numpy(), want)
+  np.testing.assert_array_equal(ones.numpy(), np.full((4, 1), 5, np.float32))
