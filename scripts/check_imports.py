@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Which `tinygrad` imports in a directory of Python files do not resolve in the installed package.
 
-  python scripts/check_imports.py DIR [--quiet]
+  python scripts/check_imports.py DIR [DIR ...] [--quiet]
 
 Every `import tinygrad...` and `from tinygrad... import a, b` (found by parsing, nothing in the files runs) is resolved
 against the tinygrad this interpreter imports: a module must import, a name must be an attribute of its module or a
-submodule. Prints each unresolved import as path:line, then how many files get past their tinygrad imports; exits 1 if
-any import does not resolve."""
+submodule. Prints each unresolved import as path:line, then how many files (with "tinygrad" in their text, all DIRs
+together, recursively) get past their tinygrad imports; exits 1 if any import does not resolve."""
 from __future__ import annotations
 import argparse, ast, importlib, pathlib, sys
 from typing import Any
@@ -42,13 +42,14 @@ def check_file(path: pathlib.Path, cache: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  ap.add_argument("dir", type=pathlib.Path)
+  ap.add_argument("dirs", type=pathlib.Path, nargs="+", metavar="dir")
   ap.add_argument("--quiet", action="store_true", help="only the summary line")
   args = ap.parse_args(argv)
-  if not args.dir.is_dir(): ap.error(f"{args.dir} is not a directory")
+  for d in args.dirs:
+    if not d.is_dir(): ap.error(f"{d} is not a directory")
   cache: dict[str, Any] = {}
   using, ok, bad_all = 0, 0, []
-  for path in sorted(args.dir.rglob("*.py")):
+  for path in sorted(p for d in args.dirs for p in d.rglob("*.py")):
     src = path.read_text(encoding="utf-8", errors="replace")
     if "tinygrad" not in src: continue
     bad = check_file(path, cache)

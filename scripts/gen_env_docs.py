@@ -55,7 +55,7 @@ def _where(path: str) -> str:
   m = re.match(r"plugins/(tinygrad_\w+)/", rel)
   return m.group(1) if m else ("tests" if rel == "conftest.py" or rel.startswith("core/tinygrad/conformance") else "scripts" if rel.startswith("scripts") else "core")
 
-DECL = [re.compile(r'\bContextVar\("([A-Z][A-Z0-9_]*)",\s*([^#\n]*?)\)\s*(?:#\s*(.*))?$'),
+DECL = [re.compile(r'\b(?:ContextVar|_DevVar)\("([A-Z][A-Z0-9_]*)",\s*([^#\n]*?)\)\s*(?:#\s*(.*))?$'),
         re.compile(r'\bgetenv\("([A-Z][A-Z0-9_]*)"(?:,\s*([^#\n]*?))?\)[^#\n]*(?:#\s*(.*))?$'),
         re.compile(r'\bos\.environ\.get\("([A-Z][A-Z0-9_]*)"(?:,\s*("[^"]*"|[^,)\n]+))?\)[^#\n]*(?:#\s*(.*))?$'),
         re.compile(r'\bos\.getenv\("([A-Z][A-Z0-9_]*)"(?:,\s*("[^"]*"|[^,)\n]+))?\)[^#\n]*(?:#\s*(.*))?$'),

@@ -22,6 +22,7 @@ from tinygrad.helpers import Context, getenv, DEBUG, GlobalCounters, fetch
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.dtype import dtypes
 from tinygrad.tensor import Tensor
+from tinygrad.function import function
 from tinygrad.helpers import VIZ as _VIZ, PROFILE as _PROFILE
 if _VIZ.value or _PROFILE.value:
   from tinygrad.viz import from_env as _viz_from_env
@@ -40,4 +41,4 @@ def __getattr__(name: str) -> Any:
     return nn
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn", "UOp", "GlobalCounters", "Variable", "fetch"]
+__all__ = ["Tensor", "Device", "dtypes", "Context", "getenv", "DEBUG", "TinyJit", "nn", "UOp", "GlobalCounters", "Variable", "fetch", "function"]

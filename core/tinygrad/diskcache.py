@@ -241,3 +241,11 @@ def diskcache_put(table: str, key: Key, value: Value) -> Value:
   _run(table, lambda conn, name: conn.execute(f'INSERT OR REPLACE INTO "{name}" (key, kind, sha, val) VALUES (?, ?, ?, ?)',
                                                (k, kind, _checksum(kind, val), val)), write=True)
   return value
+
+def diskcache_clear() -> None:
+  """Drop every table of the cache database (compiled programs, BEAM results, memoised values): what they held is recomputed."""
+  def drop(conn: sqlite3.Connection, name: str) -> None:
+    for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall(): conn.execute(f'DROP TABLE "{t}"')
+  with _st.lock:
+    _run("cleared", drop, write=True)
+    _st.tables.clear()

@@ -3,7 +3,7 @@ from __future__ import annotations
 import builtins, math, struct, functools
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 ConstType = float | int | bool
 
@@ -250,3 +250,24 @@ def to_numpy(dtype: DType) -> Any:
   import numpy as np
   if dtype == dtypes.bfloat16: raise TypeError("numpy has no bfloat16")
   return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])
+
+# ---- public tinygrad's names for the same conversions (programs import them) ----
+# truncate[dtype](x): the Python value x as `dtype` stores it (ints wrap around, floats round)
+truncate: dict[DType, Callable[[Any], Any]] = {dtypes.bool: bool, **{d: functools.partial(lambda d, x: truncate_int(int(x), d), d) for d in dtypes.ints},
+                                               **{d: functools.partial(lambda d, x: truncate_float(float(x), d), d) for d in dtypes.floats}}
+def _to_np_dtype(dtype: DType) -> Any:
+  """The numpy scalar type of `dtype` (np.float32 for bfloat16, which numpy lacks), or None for void."""
+  import numpy as np
+  if dtype == dtypes.void: return None
+  return np.float32 if dtype.scalar() == dtypes.bfloat16 else to_numpy(dtype).type
+_from_np_dtype = from_numpy
+def _to_torch_dtype(dtype: DType) -> Any:
+  """The torch dtype of `dtype` (torch is imported here: it is never a dependency), or None for void."""
+  import torch
+  if dtype == dtypes.void: return None
+  return torch.bfloat16 if dtype.scalar() == dtypes.bfloat16 else getattr(torch, INVERSE_DTYPES_DICT[dtype.scalar().name])
+def _from_torch_dtype(torchdtype: Any) -> DType:
+  """The tinygrad dtype of a torch dtype; TypeError naming the supported ones for the others (complex, fp8 ...)."""
+  name = str(torchdtype).removeprefix("torch.")
+  if name not in DTYPES_DICT or name == "void": raise TypeError(f"torch dtype {torchdtype} has no tinygrad dtype; supported: {', '.join(DTYPES_DICT)}")
+  return DTYPES_DICT[name]

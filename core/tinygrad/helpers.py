@@ -79,7 +79,23 @@ CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay)
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
 WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
-DEV = ContextVar("DEV", "")                  # the default device, "NV", "CPU:LLVM", "NV:1" (read when Device.DEFAULT is first chosen)
+class _DevVar(ContextVar):
+  """DEV: the default device as a string ("NV", "CPU:LLVM", "NV:1:PTX"; read when Device.DEFAULT is first chosen). Its
+  parts are attributes, as on public tinygrad's DEV: `.device` ("NV"), `.renderer` (the compiler pair asked for, "PTX",
+  or ""), `.index` (1), `.interface` and `.arch` ("": this project selects neither through DEV)."""
+  def _parts(self) -> list[str]: return str(self.value).strip().split(":") if str(self.value).strip() else [""]
+  @property
+  def device(self) -> str: return self._parts()[0].upper()
+  @property
+  def index(self) -> int:
+    rest = self._parts()[1:]
+    return int(rest[0]) if rest and rest[0].isdigit() else 0
+  @property
+  def renderer(self) -> str:
+    rest = [r for r in self._parts()[1:] if not r.isdigit()]
+    return rest[0].upper() if rest else ""
+  interface = arch = ""
+DEV = _DevVar("DEV", "")                     # the default device, "NV", "CPU:LLVM", "NV:1" (read when Device.DEFAULT is first chosen)
 DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
 OSX = platform.system() == "Darwin"
 CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
@@ -145,6 +161,49 @@ def get_child(obj: Any, key: str) -> Any:
   return obj
 def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
 def pairwise(x: Iterable[T]) -> Iterator[tuple[T, T]]: return itertools.pairwise(x)
+def cdiv(x: int, y: int) -> int:
+  """C's integer division: the quotient rounded toward zero (0 for y == 0, as public tinygrad's)."""
+  return abs(x)//abs(y)*(1, -1)[(x < 0) ^ (y < 0)] if y != 0 else 0
+def get_single_element(x: Sequence[T]) -> T:
+  """The one element of `x`; ValueError naming the length when it has none or several."""
+  if len(x) != 1: raise ValueError(f"expected one element, got {len(x)}: {list(x)[:4]!r}")
+  return x[0]
+def temp(x: str, append_user: bool = False) -> str:
+  """The path `x` in the system's temp directory (with `.<user>` appended when append_user), as a POSIX string."""
+  import getpass
+  return (pathlib.Path(tempfile.gettempdir()) / (f"{x}.{getpass.getuser()}" if append_user else x)).as_posix()
+# raw memory as bytes (programs hand tinygrad a pointer from another library: from_blob, a driver's mapping)
+def to_mv(ptr: int, sz: int) -> memoryview:
+  """`sz` bytes at address `ptr` as a writable memoryview of unsigned bytes (no copy: the caller keeps the memory alive)."""
+  import ctypes
+  return memoryview((ctypes.c_uint8 * sz).from_address(ptr)).cast("B")
+def mv_address(mv: memoryview) -> int:
+  """The address of a writable memoryview's first byte."""
+  import ctypes
+  return ctypes.addressof(ctypes.c_char.from_buffer(mv))
+def flat_mv(mv: memoryview) -> memoryview:
+  """`mv` as one flat run of unsigned bytes."""
+  return mv if len(mv) == 0 else mv.cast("B", shape=(mv.nbytes,))
+def diskcache(func: Callable[..., T]) -> Callable[..., T]:
+  """Memoise `func` in the on-disk cache (tinygrad.diskcache), keyed by its name and arguments. Arguments must be plain
+  data (str, int, float, bool, None, bytes, tuples/lists of them) and the value bytes or JSON data (tuples come back as
+  lists): nothing read back can run code, so unlike public tinygrad's (a pickle) other values raise TypeError."""
+  from tinygrad.diskcache import diskcache_get, diskcache_put
+  table = re.sub(r"[^A-Za-z0-9_]", "_", f"cache_{func.__name__}")
+  @functools.wraps(func)
+  def wrapper(*args: Any, **kwargs: Any) -> T:
+    key = [list(args), sorted(kwargs.items())]
+    if (ret := diskcache_get(table, key)) is not None: return ret  # type: ignore[return-value]
+    return diskcache_put(table, key, func(*args, **kwargs))  # type: ignore[arg-type, return-value]
+  return wrapper
+def diskcache_clear() -> None:
+  """Empty the on-disk cache (every table: compiled programs, BEAM results, memoised values)."""
+  from tinygrad.diskcache import diskcache_clear as clear
+  clear()
+def profile_marker(name: str, color: str = "gray") -> None:
+  """An instant marker named `name` on the PROFILE=1 timeline (tinygrad.viz.profile); nothing when not profiling."""
+  from tinygrad.viz import profile
+  if (p := profile.PROFILER) is not None: p.marker(name, color)
 
 class Timing(contextlib.ContextDecorator):
   """Print the block's wall time in ms after `prefix`; `on_exit(ns)` returns a string appended to the line."""

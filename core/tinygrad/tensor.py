@@ -12,6 +12,14 @@ from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, 
 from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
+# names programs import from this module, as they do from public tinygrad's tinygrad.tensor
+from typing import cast  # noqa: F401
+from tinygrad.uop.ops import Variable  # noqa: F401
+from tinygrad.dtype import _to_np_dtype, _from_np_dtype  # noqa: F401
+from tinygrad.helpers import getenv, fetch  # noqa: F401
+def is_numpy_ndarray(x: Any) -> bool:
+  """Whether `x` is a numpy array (checked without importing numpy)."""
+  return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray"
 
 class _TensorType(type):
   # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch

@@ -26,3 +26,10 @@ def test_clean_corpus_exits_zero(tmp_path):
   (tmp_path / "ok.py").write_text("from tinygrad import Tensor, Device, TinyJit, Context, dtypes, UOp\n")
   r = run(tmp_path)
   assert r.returncode == 0 and r.stdout.strip() == "1/1 files that import tinygrad get past their tinygrad imports (0 unresolved imports)"
+
+def test_several_directories_are_counted_together(tmp_path):
+  for d, src in (("a", "from tinygrad import Tensor\n"), ("b", "from tinygrad.helpers import no_such_helper\n")):
+    (tmp_path / d).mkdir()
+    (tmp_path / d / "x.py").write_text(src)
+  r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 1 and r.stdout.splitlines()[-1].startswith("1/2 files that import tinygrad get past")

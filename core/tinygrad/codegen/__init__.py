@@ -2,7 +2,7 @@
 from __future__ import annotations
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType, smax
+from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
@@ -103,7 +103,8 @@ def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list
 def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile: bool = True) -> ProgramSpec:
   """Render (and, when `compile` and the renderer has a compiler, compile) a kernel AST for `ren`; uncompiled, `lib` is None."""
   if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
-  name = ast.arg if isinstance(ast.arg, str) else "kernel"
+  name = kernel_name(ast)
+  if opts is None and isinstance(ast.arg, KernelInfo) and ast.arg.opts_to_apply is not None: opts = list(ast.arg.opts_to_apply)
   prg = UOp(Ops.PROGRAM, src=(ast, UOp(Ops.DEVICE, arg=ren.device)))
   k = rec.begin_kernel(name, ren.device, type(ren).__name__, ast) if (rec := _upat.TRACER) is not None else None
   uops: list[UOp] = []

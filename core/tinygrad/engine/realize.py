@@ -128,7 +128,6 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:
   supported = dev.renderer.supported_dtypes
-  if supported is None: return
   for u in ast.toposort():
     dt = u.dtype.base.scalar() if hasattr(u.dtype, "base") else u.dtype.scalar()
     if dt != dtypes.void and dt not in supported:

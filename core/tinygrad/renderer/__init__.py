@@ -4,8 +4,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, NamedTuple, TYPE_CHECKING
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType, sym_infer
-from tinygrad.dtype import DType, PtrDType
+from tinygrad.uop.ops import UOp, AxisType, sym_infer, kernel_name
+from tinygrad.dtype import DType, PtrDType, dtypes
 from tinygrad.helpers import prod
 if TYPE_CHECKING:
   from tinygrad.uop.upat import PatternMatcher
@@ -21,6 +21,19 @@ class TensorCore:
   elements_per_thread: tuple[int, int, int]
   opts: tuple[str, ...] = ()
   swizzle: Any = None
+
+class DTypeSet(frozenset):
+  """What `Renderer.supported_dtypes` reads as: a frozenset (`dt in ren.supported_dtypes`) that can also be called, public
+  tinygrad's spelling `ren.supported_dtypes()`, which returns it as a set."""
+  def __call__(self) -> set[DType]: return set(self)
+
+class _SupportedDTypes:
+  # the supported_dtypes ability: declared as a class attribute or set per instance (a frozenset, or None for every
+  # dtype), read as the DTypeSet kernels may use, on the class (MetalRenderer.supported_dtypes) or an instance
+  def __get__(self, obj: Any, owner: type) -> DTypeSet:
+    return obj.__dict__["_supported_dtypes"] if obj is not None and "_supported_dtypes" in obj.__dict__ else owner._supported_dtypes  # type: ignore[attr-defined]
+  def __set__(self, obj: Any, v: frozenset[DType] | set[DType] | None) -> None: obj.__dict__["_supported_dtypes"] = _dtype_set(v)
+def _dtype_set(v: frozenset[DType] | set[DType] | None) -> DTypeSet: return DTypeSet(dtypes.all if v is None else v)
 
 class Renderer:
   """Turns linearized uops into source code and declares what the target can do.
@@ -81,8 +94,11 @@ class Renderer:
   linearizing (device quirks: split launches, devectorize what the language lacks)."""
   pre_matcher: PatternMatcher | None = None
   """Device-specific rewrites applied to the kernel AST before the optimizer sees it."""
-  supported_dtypes: frozenset[DType] | None = None
-  """The dtypes kernels may use; the core refuses others with one clear error, the conformance suite tests each. None: all."""
+  supported_dtypes: frozenset[DType] = _SupportedDTypes()  # type: ignore[assignment]  # (a descriptor: read, a DTypeSet)
+  """The dtypes kernels may use; the core refuses others with one clear error, the conformance suite tests each. Declared
+  (class attribute or ability) as a frozenset, None: all. Read, it is a DTypeSet: `dt in ren.supported_dtypes`, or
+  public tinygrad's method spelling `ren.supported_dtypes()` (a set)."""
+  _supported_dtypes: ClassVar[DTypeSet] = _dtype_set(None)
   approx_domain: dict[Ops, float] = {}
   """ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins,
   documented by the renderer); the suite checks them inside that domain and reports the limit."""
@@ -106,6 +122,9 @@ class Renderer:
     self.apply_abilities(**abilities)
   def __init_subclass__(cls, **kw: Any) -> None:
     super().__init_subclass__(**kw)
+    if "supported_dtypes" in cls.__dict__ and not isinstance(cls.__dict__["supported_dtypes"], _SupportedDTypes):
+      cls._supported_dtypes = _dtype_set(cls.__dict__["supported_dtypes"])   # the declared set, read through the descriptor
+      delattr(cls, "supported_dtypes")
     for old, why in _DEPRECATED.items():
       if old in cls.__dict__: warnings.warn(f"{cls.__name__}.{old} is deprecated and has no effect: {why}", DeprecationWarning, stacklevel=2)
   def apply_abilities(self, **abilities: Any) -> Renderer:
@@ -280,7 +299,7 @@ class ProgramSpec:
     est = Estimates(est.ops * threads, est.lds * threads, est.mem)
     source = parts[Ops.SOURCE].arg if Ops.SOURCE in parts else ""
     lib = parts[Ops.BINARY].arg if Ops.BINARY in parts else None
-    name = sink.arg if isinstance(sink.arg, str) else "kernel"
+    name = kernel_name(sink)
     return ProgramSpec(name, source, parts[Ops.DEVICE].arg, sink, uops, lib, global_size, local_size if has_local else None,
                        sorted(dvars, key=lambda v: v.arg), sorted(globs), sorted(outs), sorted(ins), est)
 

@@ -2,14 +2,29 @@
 from __future__ import annotations
 import math, weakref, functools, operator, re, keyword
 from enum import Enum, auto
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
-from tinygrad.helpers import prod, all_int
+from tinygrad.helpers import prod, all_int, to_function_name
 
 class AxisType(Enum):
   """What a RANGE loops over; the optimizer and renderers decide how to map each kind."""
   GLOBAL = auto(); LOOP = auto(); LOCAL = auto(); REDUCE = auto(); UPCAST = auto(); UNROLL = auto(); GROUP_REDUCE = auto(); THREAD = auto()
+
+@dataclass(frozen=True)
+class KernelInfo:
+  """A kernel SINK's arg (public tinygrad's): the kernel's `name`, and `opts_to_apply`, the optimization actions
+  (codegen.opt.Opt) to apply instead of the heuristics' (None: the heuristics or BEAM; (): none). A SINK whose arg is a
+  plain string is named by it."""
+  name: str = "test"
+  opts_to_apply: tuple | None = None
+  @property
+  def function_name(self) -> str: return to_function_name(self.name)
+
+def kernel_name(sink: UOp) -> str:
+  """The function name of the kernel a SINK describes: its KernelInfo's (made a valid identifier), its string arg, else "kernel"."""
+  return sink.arg.function_name if isinstance(sink.arg, KernelInfo) else sink.arg if isinstance(sink.arg, str) else "kernel"
 
 def _argkey(op: Ops, arg: Any) -> Any:
   # 0.0 == -0.0 and 1 == 1.0 == True in Python: keep such consts apart in the cache

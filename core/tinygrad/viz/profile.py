@@ -38,6 +38,11 @@ class Profiler:
       tid = 0 if device != "host" else self.tids.setdefault(threading.get_ident(), len(self.tids))
       self.events.append({"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": (start - self.t0) * 1e6,
                           "dur": max(end - start, 0.0) * 1e6, "args": {k: _jsonable(v) for k, v in args.items()}})
+  def marker(self, name: str, color: str = "gray") -> None:
+    """An instant event at this moment, on the host's track (public tinygrad's profile_marker)."""
+    with self.lock:
+      self.events.append({"name": name, "cat": "marker", "ph": "i", "s": "g", "pid": 0, "tid": 0, "ts": (time.perf_counter() - self.t0) * 1e6,
+                          "args": {"color": color}})
   @contextlib.contextmanager
   def timed(self, name: str, cat: str, device: str = "host", **args: Any) -> Iterator[None]:
     st = time.perf_counter()

@@ -1,0 +1,104 @@
+"""Names public tinygrad's programs import from its modules (tinygrad.tensor, helpers, dtype, uop.ops, renderer), each
+checked for what it does there, not only that it exists."""
+import ctypes, os, pathlib, tempfile, typing
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, Context, dtypes, diskcache as dc
+from tinygrad import helpers
+
+def test_tensor_module_reexports():
+  import tinygrad.tensor as tt
+  from tinygrad.tensor import cast, _to_np_dtype, Variable, getenv, fetch  # noqa: F401 (bert.py, mask_rcnn.py)
+  assert cast is typing.cast and tt._to_np_dtype(dtypes.int16) is np.int16 and tt._from_np_dtype(np.dtype("uint8")) == dtypes.uint8
+  assert tt.is_numpy_ndarray(np.zeros(2)) and not tt.is_numpy_ndarray([0.0]) and not tt.is_numpy_ndarray(Tensor([1]))
+
+def test_dtype_conversions_match_numpy_and_torch():
+  torch = pytest.importorskip("torch")
+  from tinygrad.dtype import truncate, _to_np_dtype, _from_np_dtype, _to_torch_dtype, _from_torch_dtype
+  for v in (300, -1, 2**31, -2**40 + 5):
+    for dt in (dtypes.uint8, dtypes.int8, dtypes.int32, dtypes.uint32, dtypes.int16):
+      assert truncate[dt](v) == np.array(v % 2**64, dtype=np.uint64).astype(_to_np_dtype(dt)).item(), (v, dt)
+  assert truncate[dtypes.float16](1.0001) == float(np.float16(1.0001)) and truncate[dtypes.float32](0.1) == float(np.float32(0.1))
+  assert truncate[dtypes.bool](3) is True
+  assert _to_np_dtype(dtypes.bfloat16) is np.float32 and _to_np_dtype(dtypes.void) is None
+  for dt in dtypes.all:
+    assert _from_torch_dtype(_to_torch_dtype(dt)) == dt
+    if dt != dtypes.bfloat16: assert _from_np_dtype(_to_np_dtype(dt)) == dt
+  with pytest.raises(TypeError, match="complex64.*supported"): _from_torch_dtype(torch.complex64)
+
+def test_helpers_memory_views():
+  buf = (ctypes.c_uint8 * 8)(*range(8))
+  mv = helpers.to_mv(ctypes.addressof(buf), 8)
+  mv[3] = 200   # no copy: writes the memory
+  assert buf[3] == 200 and helpers.mv_address(mv) == ctypes.addressof(buf)
+  flat = helpers.flat_mv(memoryview(np.arange(6, dtype=np.int32).reshape(2, 3)))
+  assert flat.format == "B" and flat.nbytes == 24 and flat.shape == (24,)
+
+def test_helpers_small_functions():
+  for x in range(-7, 8):
+    for y in (-3, -2, 2, 3): assert helpers.cdiv(x, y) == int(np.trunc(x / y)), (x, y)
+  assert helpers.get_single_element([5]) == 5
+  with pytest.raises(ValueError, match="one element, got 2"): helpers.get_single_element([1, 2])
+  assert helpers.temp("x.bin") == (pathlib.Path(tempfile.gettempdir()) / "x.bin").as_posix()
+  assert helpers.temp("x", append_user=True).startswith(helpers.temp("x") + ".")
+
+def test_diskcache_decorator_and_clear(tmp_path, monkeypatch):
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+  dc.reset()
+  calls = []
+  @helpers.diskcache
+  def slow(a, b=1):
+    calls.append(a)
+    return {"sum": a + b, "pair": (a, b)}
+  try:
+    assert slow(2, b=3) == {"sum": 5, "pair": (2, 3)}
+    assert slow(2, b=3) == {"sum": 5, "pair": [2, 3]} and calls == [2]     # from the disk (JSON: tuples read back as lists)
+    with pytest.raises(TypeError, match="plain data"): slow(object())
+    helpers.diskcache_clear()
+    assert slow(2, b=3)["sum"] == 5 and calls == [2, 2]
+  finally: dc.reset()
+
+def test_profile_marker_is_an_instant_event():
+  from tinygrad.viz.profile import Profiler
+  helpers.profile_marker("outside")   # not profiling: nothing to record, no error
+  with Profiler() as p: helpers.profile_marker("epoch 1", color="red")
+  ev = [e for e in p.to_json()["traceEvents"] if e.get("cat") == "marker"]
+  assert [(e["name"], e["ph"], e["args"]["color"]) for e in ev] == [("epoch 1", "i", "red")]
+
+def test_dev_has_public_tinygrads_attributes():
+  from tinygrad.helpers import DEV
+  with Context(DEV="nv:1:ptx"):
+    assert (DEV.device, DEV.index, DEV.renderer, DEV.interface, DEV.arch) == ("NV", 1, "PTX", "", "") and DEV.value == "nv:1:ptx"
+  with Context(DEV="CPU:LLVM"): assert (DEV.device, DEV.index, DEV.renderer) == ("CPU", 0, "LLVM")
+  with Context(DEV=""): assert (DEV.device, DEV.renderer) == ("", "")
+
+def test_dev_still_selects_the_default_device():
+  import subprocess, sys
+  env = {**os.environ, "DEV": "PYTHON"}
+  out = subprocess.run([sys.executable, "-c", "from tinygrad import Device; from tinygrad.helpers import DEV; print(Device.DEFAULT, DEV.device)"],
+                       env=env, capture_output=True, text=True, timeout=120)
+  assert out.stdout.split() == ["PYTHON", "PYTHON"], out.stderr
+
+def test_supported_dtypes_is_a_method_returning_the_real_set():
+  from tinygrad.renderer import Renderer
+  ren = Device["PYTHON"].renderer
+  assert ren.supported_dtypes() == set(dtypes.all) and dtypes.half in ren.supported_dtypes   # both spellings
+  class Small(Renderer): supported_dtypes = frozenset([dtypes.int32, dtypes.float32])
+  assert Small.supported_dtypes == {dtypes.int32, dtypes.float32} and Small().supported_dtypes() == {dtypes.int32, dtypes.float32}
+  per_device = Small(supported_dtypes=frozenset([dtypes.float32]))   # an ability set per instance
+  assert per_device.supported_dtypes() == {dtypes.float32} and Small().supported_dtypes() == {dtypes.int32, dtypes.float32}
+  # the core refuses a dtype outside the set with one clear error
+  from tinygrad.engine.realize import _check_dtypes
+  class Dev: renderer, device = per_device, "SMALL"
+  with pytest.raises(TypeError, match="dtypes.int is not supported on SMALL; supported: float"): _check_dtypes(Dev(), (Tensor([1]) + 1).schedule()[-1].ast)
+
+def test_kernel_info_names_the_kernel_and_fixes_its_actions():
+  from tinygrad.uop.ops import KernelInfo
+  from tinygrad.codegen import get_program
+  ast = (Tensor.ones(64, 64).contiguous().realize() + 1).sum(1).schedule()[-1].ast
+  ren = Device["PYTHON"].renderer
+  plain, named = get_program(ast, ren, [], compile=False), get_program(ast.replace(arg=KernelInfo(name="my sum", opts_to_apply=())), ren, compile=False)
+  assert named.name == "my20sum" == KernelInfo(name="my sum").function_name
+  assert [u.op for u in named.uops] == [u.op for u in plain.uops]          # opts_to_apply=(): no action, as opts=[]
+  heur = get_program(ast.replace(arg=KernelInfo(name="h")), ren, compile=False)   # None: the heuristics decide
+  assert [u.op for u in heur.uops] == [u.op for u in get_program(ast, ren, compile=False).uops]
