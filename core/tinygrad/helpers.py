@@ -200,10 +200,11 @@ def diskcache_clear() -> None:
   """Empty the on-disk cache (every table: compiled programs, BEAM results, memoised values)."""
   from tinygrad.diskcache import diskcache_clear as clear
   clear()
+# set by tinygrad.viz.profile while a Profiler records: where profile_marker's markers go
+marker_sink: Callable[[str, str], None] | None = None
 def profile_marker(name: str, color: str = "gray") -> None:
   """An instant marker named `name` on the PROFILE=1 timeline (tinygrad.viz.profile); nothing when not profiling."""
-  from tinygrad.viz import profile
-  if (p := profile.PROFILER) is not None: p.marker(name, color)
+  if marker_sink is not None: marker_sink(name, color)
 
 class Timing(contextlib.ContextDecorator):
   """Print the block's wall time in ms after `prefix`; `on_exit(ns)` returns a string appended to the line."""

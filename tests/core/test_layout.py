@@ -12,6 +12,8 @@ PKG = ROOT / "core" / "tinygrad"
 EXCEPTIONS: dict[tuple[str, str], str] = {
   ("tinygrad.codegen.search", "tinygrad.engine.realize"): "BEAM times each candidate kernel with the realize engine's CompiledRunner",
   ("tinygrad.codegen.kit", "tinygrad.tensor"): "the author's kit builds its corpus of kernels from small Tensor programs",
+  ("tinygrad.helpers", "tinygrad.diskcache"): "public tinygrad's helpers.diskcache/diskcache_clear (programs import them from helpers) "
+                                              "call the sqlite cache, imported when first called",
 }
 
 def module_name(path: pathlib.Path) -> str:

@@ -9,6 +9,7 @@ clock, see docs/plugins.md), else the host's time around the waited call; DEBUG=
 from __future__ import annotations
 import contextlib, os, tempfile, threading, time
 from typing import Any, Iterator
+from tinygrad import helpers
 
 PROFILER: Profiler | None = None
 
@@ -24,10 +25,12 @@ class Profiler:
   def install(self) -> Profiler:
     global PROFILER
     self._prev, PROFILER = PROFILER, self
+    helpers.marker_sink = self.marker
     return self
   def uninstall(self) -> None:
     global PROFILER
     PROFILER = self._prev
+    helpers.marker_sink = PROFILER.marker if PROFILER is not None else None
   def __enter__(self) -> Profiler: return self.install()
   def __exit__(self, *exc: Any) -> None: self.uninstall()
 
