@@ -9,7 +9,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
-from tinygrad.mixin.common import AxisError  # noqa: F401 (public: raised for a bad axis, importable from here)
+from tinygrad.mixin.common import AxisError, ArgumentError  # noqa: F401 (public: raised for a bad axis or bad arguments, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
@@ -560,6 +560,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # int64 where an index or a value leaves int32 (default dtype only: a given dtype is kept)
     wide = n > dtypes.max(dtypes.int32) or (ints and not -2**31 <= start + (n-1)*step < 2**31)
     if wide and not given and ints: dt = dtypes.int64
+    if ints and dtypes.is_int(dt):   # a given int dtype holds the first and the last value, or the range is an error
+      for v in (start, start + (n-1)*step): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
     idx = Tensor._arange_index(n, dtypes.int64 if wide else dtypes.int32, dev)
     if ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
     else:

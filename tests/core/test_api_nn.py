@@ -139,7 +139,7 @@ def test_softmin_like_torch(dev, shape, axis):
   compare(dev, lambda a: a.softmin(axis), lambda a: F.softmin(a, dim=axis), rnd(*shape))
 
 @pytest.mark.parametrize("dev", DEVS)
-@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, math.inf, 0.0])
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, math.inf, 0.0, -1.0, -2.5, -math.inf])
 def test_normalize_like_torch(dev, p):
   x = rnd(4, 3, 2)
   x[1, :, 0] = 0.0   # a zero vector: divided by eps, with finite gradients

@@ -7,6 +7,9 @@ from tinygrad.dtype import DType, dtypes, float_to_bf16, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
   """An axis outside a tensor's dimensions (caught by `except IndexError` and `except ValueError`, like numpy's AxisError)."""
+class ArgumentError(ValueError, RuntimeError):
+  """A Tensor op's arguments do not fit each other (shapes, axes, options): caught by `except ValueError` and by
+  `except RuntimeError`, which is what public tinygrad (and torch) raise for these."""
 
 @overload
 def _canon_device(device: str | None) -> str: ...

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
-from tinygrad.mixin.common import _broadcast_shape
+from tinygrad.mixin.common import _broadcast_shape, ArgumentError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -402,7 +402,7 @@ class ElementwiseMixin:
     return x.sign() * (1.0 - poly * (-x * x).exp())
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Elementwise clamp into [min_, max_] (either bound may be None)."""
-    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ and max_")
+    if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of min_ and max_")
     ret = self.maximum(min_) if min_ is not None else self
     return ret.minimum(max_) if max_ is not None else ret
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType
 from tinygrad.helpers import flatten, prod, CHECK_OOB
-from tinygrad.mixin.common import _broadcast_shape, _flatten_py
+from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
@@ -232,9 +232,9 @@ class IndexingMixin:
   def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (index may be smaller than self in other dims)."""
     d = self._resolve_dim(dim)
-    if index.ndim != self.ndim: raise ValueError(f"gather: index shape {index.shape} and input shape {self.shape} need the same number of dims")
+    if index.ndim != self.ndim: raise ArgumentError(f"gather: index shape {index.shape} and input shape {self.shape} need the same number of dims")
     if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
-      raise ValueError(f"gather: index shape {index.shape} is larger than input shape {self.shape} outside dim {d}")
+      raise ArgumentError(f"gather: index shape {index.shape} is larger than input shape {self.shape} outside dim {d}")
     n = self.shape[d]
     _check_oob("gather", index, n, d, False)
     x = self.shrink([None if i == d else (0, s) for i, s in enumerate(index.shape)])
@@ -330,9 +330,10 @@ class IndexingMixin:
     if as_tuple: return tuple(coords)
     if self.ndim == 0: return Tensor.zeros(k, 0, dtype=dtypes.int32, device=self.device)
     return Tensor.stack(*coords, dim=1)
-  def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
-    """int32 one-hot encoding along a new last dimension (num_classes=-1 computes max+1, which realizes)."""
-    if num_classes == -1: num_classes = int(self.max().item()) + 1
+  def one_hot(self: Tensor, num_classes: int) -> Tensor:
+    """int32 one-hot encoding along a new last dimension of size `num_classes` (public tinygrad's: no -1 to infer it)."""
+    if not isinstance(num_classes, int) or num_classes < 0:
+      raise ArgumentError(f"one_hot: num_classes must be an int >= 0, got {num_classes!r}; for torch's -1 pass int(t.max().item()) + 1")
     _check_oob("one_hot", self, num_classes, self.ndim, False)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
   def _tri(self: Tensor, diagonal: int, upper: bool) -> Tensor:

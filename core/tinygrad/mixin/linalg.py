@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence, Union
 from tinygrad.dtype import DType, to_dtype
+from tinygrad.mixin.common import ArgumentError
 from tinygrad.helpers import argfix
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -12,21 +13,21 @@ Label = Union[str, int]   # a subscript letter, or the position of a dimension t
 def _einsum_terms(formula: str, ndims: list[int]) -> tuple[list[list[Label]], list[Label]]:
   """The labels of each operand's dims and of the output; '...' dims get int labels (right-aligned across operands)."""
   f = formula.replace(" ", "")
-  if f.count("->") > 1: raise ValueError(f"einsum: {formula!r} has more than one '->'")
+  if f.count("->") > 1: raise ArgumentError(f"einsum: {formula!r} has more than one '->'")
   lhs, rhs = f.split("->") if "->" in f else (f, None)
   terms = lhs.split(",")
-  if len(terms) != len(ndims): raise ValueError(f"einsum: {formula!r} names {len(terms)} operands but {len(ndims)} were given")
+  if len(terms) != len(ndims): raise ArgumentError(f"einsum: {formula!r} names {len(terms)} operands but {len(ndims)} were given")
   def letters(term: str, where: str) -> str:
     rest = term.replace("...", "", 1)
     if not all(c.isascii() and c.isalpha() for c in rest):
-      raise ValueError(f"einsum: {where} {term!r} of {formula!r} may hold only letters a-z, A-Z and one '...'")
+      raise ArgumentError(f"einsum: {where} {term!r} of {formula!r} may hold only letters a-z, A-Z and one '...'")
     return rest
   ell = max((nd - len(letters(t, "subscripts")) for t, nd in zip(terms, ndims) if "..." in t), default=0)
   labels: list[list[Label]] = []
   for i, (t, nd) in enumerate(zip(terms, ndims)):
     named = letters(t, "subscripts")
     if len(named) > nd or ("..." not in t and len(named) != nd):
-      raise ValueError(f"einsum: operand {i} has {nd} dims but its subscripts {t!r} name {len(named)}" + ("" if "..." in t else " (use '...' for the rest)"))
+      raise ArgumentError(f"einsum: operand {i} has {nd} dims but its subscripts {t!r} name {len(named)}" + ("" if "..." in t else " (use '...' for the rest)"))
     head, _, tail = t.partition("...")
     k = nd - len(named) if "..." in t else 0
     labels.append(list(head) + list(range(ell - k, ell)) + list(tail))
@@ -35,8 +36,8 @@ def _einsum_terms(formula: str, ndims: list[int]) -> tuple[list[list[Label]], li
     for c in letters(t, "subscripts"): counts[c] = counts.get(c, 0) + 1
   if rhs is None: return labels, list(range(ell)) + sorted(c for c, n in counts.items() if n == 1)
   named_out = letters(rhs, "output")
-  if (bad := [c for c in named_out if c not in counts]): raise ValueError(f"einsum: output subscripts {bad} of {formula!r} are not in any input")
-  if len(set(named_out)) != len(named_out): raise ValueError(f"einsum: output {rhs!r} of {formula!r} repeats a subscript")
+  if (bad := [c for c in named_out if c not in counts]): raise ArgumentError(f"einsum: output subscripts {bad} of {formula!r} are not in any input")
+  if len(set(named_out)) != len(named_out): raise ArgumentError(f"einsum: output {rhs!r} of {formula!r} repeats a subscript")
   head, _, tail = rhs.partition("...")
   return labels, list(head) + (list(range(ell)) if "..." in rhs else []) + list(tail)
 
@@ -50,7 +51,7 @@ class LinalgMixin:
     missing from the output is summed. Operands are contracted left to right, each subscript summed as soon as no later
     operand and not the output needs it. `dtype`: the operands are cast to it, products and sums are in it."""
     xs: list[Tensor] = list(argfix(*operands))
-    if not xs: raise ValueError("einsum needs at least one operand")
+    if not xs: raise ArgumentError("einsum needs at least one operand")
     if dtype is not None: xs = [x.cast(dtype) for x in xs]   # products in dtype too: int8 * int8 would wrap before the sum
     labels, out = _einsum_terms(formula, [x.ndim for x in xs])
     sizes: dict[Label, int] = {}
@@ -58,11 +59,11 @@ class LinalgMixin:
     for i, (x, ls) in enumerate(zip(xs, labels)):
       while (rep := next((l for l in ls if ls.count(l) > 1), None)) is not None:   # repeated subscript: its diagonal (moved last)
         j, k = ls.index(rep), ls.index(rep, ls.index(rep) + 1)
-        if x.shape[j] != x.shape[k]: raise ValueError(f"einsum: subscript {rep!r} repeats in operand {i} over dims of sizes {x.shape[j]} and {x.shape[k]}")
+        if x.shape[j] != x.shape[k]: raise ArgumentError(f"einsum: subscript {rep!r} repeats in operand {i} over dims of sizes {x.shape[j]} and {x.shape[k]}")
         x, ls = x.diagonal(0, j, k), [l for d, l in enumerate(ls) if d not in (j, k)] + [rep]
       for l, s in zip(ls, x.shape):
         if sizes.get(l, 1) != 1 and s != 1 and sizes[l] != s:
-          raise ValueError(f"einsum: subscript {l if isinstance(l, str) else '...'!r} has sizes {sizes[l]} and {s} in {formula!r}")
+          raise ArgumentError(f"einsum: subscript {l if isinstance(l, str) else '...'!r} has sizes {sizes[l]} and {s} in {formula!r}")
         if s != 1 or l not in sizes: sizes[l] = s
       ops.append((x, ls))
     def needed(after: int) -> set[Label]: return set(out).union(*(set(ls) for _, ls in ops[after:]))

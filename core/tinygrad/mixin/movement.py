@@ -5,15 +5,21 @@ from __future__ import annotations
 import math
 import functools
 import itertools
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Sequence
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
+from tinygrad.mixin.common import ArgumentError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 def _size_arg(x: Any) -> sint:
   # a size or offset from the user: an int (numpy ints too) or a symbolic int (a bound Variable, an expression of it)
   return ssimplify(x) if isinstance(x, UOp) else int(x)
+def _tensor_args(op: str, first: Any, rest: tuple) -> list[Tensor]:
+  # cat/stack/meshgrid take tensors as separate arguments or as one sequence, never both (that would read a tuple as a tensor)
+  if not isinstance(first, (list, tuple)): return [first, *rest]
+  if rest: raise ArgumentError(f"{op}: got a sequence of {len(first)} tensors and {len(rest)} more; pass them as one sequence or as separate arguments")
+  return list(first)
 def _symbolic_err(op: str, what: str, shape: tuple) -> ValueError:
   return ValueError(f"{op}: {what} for shape {shape} does not hold for every value of its variables (in their [min, max] ranges); "
                     "narrow the Variable's range so it holds for all of them")
@@ -25,26 +31,26 @@ class MovementMixin:
   def reshape(self: Tensor, shape: Any, *args: int) -> Tensor:
     """The same elements (row-major) in a new shape; one dimension may be -1 (inferred), None keeps that dimension."""
     new = tuple(self.shape[i] if s is None else ssimplify(s) if isinstance(s, UOp) else s for i, s in enumerate(argfix(shape, *args)))
-    if not all(isinstance(s, (int, UOp)) for s in new): raise ValueError(f"reshape from {self.shape} to {new}: sizes must be ints")
+    if not all(isinstance(s, (int, UOp)) for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: sizes must be ints")
     if not all_int(new + self.shape): return self._reshape_symbolic(new)
-    if sum(s == -1 for s in new) > 1: raise ValueError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
-    if any(s < -1 for s in new): raise ValueError(f"reshape from {self.shape} to {new}: negative size")
+    if sum(s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
+    if any(s < -1 for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
     if -1 in new:
       rest = prod(s for s in new if s != -1)
-      if rest == 0 or self.numel() % rest: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
+      if rest == 0 or self.numel() % rest: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
       new = tuple(self.numel() // rest if s == -1 else s for s in new)
-    if prod(new) != self.numel(): raise ValueError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
+    if prod(new) != self.numel(): raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
     return self if new == self.shape else self._mv(self.uop.reshape(new))
   def _reshape_symbolic(self: Tensor, new: tuple[sint, ...]) -> Tensor:
     # sizes with variables: -1 is inferred by dividing the element counts, and the counts must agree for every value
-    if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ValueError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
-    if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and s.vmin < 0 for s in new): raise ValueError(f"reshape from {self.shape} to {new}: negative size")
+    if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
+    if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and s.vmin < 0 for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
     if any(isinstance(s, int) and s == -1 for s in new):
       rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
-      if isinstance(rest, int) and rest == 0: raise ValueError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
+      if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
       new = tuple(ssimplify(self.numel() // rest) if isinstance(s, int) and s == -1 else s for s in new)
     if ssimplify(prod(new) - self.numel()) != 0:
-      raise ValueError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
+      raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
     return self if new == self.shape else self._mv(self.uop.reshape(new))
   def view(self: Tensor, shape: Any, *args: int) -> Tensor:
     """Alias of reshape."""
@@ -52,9 +58,9 @@ class MovementMixin:
   def permute(self: Tensor, order: Any, *args: int) -> Tensor:
     """Reorder the dimensions: result dim i is input dim order[i]."""
     o = argfix(order, *args)
-    if len(o) != self.ndim: raise ValueError(f"permute: order {o} has {len(o)} axes, tensor of shape {self.shape} has {self.ndim}")
+    if len(o) != self.ndim: raise ArgumentError(f"permute: order {o} has {len(o)} axes, tensor of shape {self.shape} has {self.ndim}")
     res = tuple(self._resolve_dim(i) for i in o)
-    if sorted(res) != list(range(self.ndim)): raise ValueError(f"permute: {o} is not a permutation of the axes of shape {self.shape}")
+    if sorted(res) != list(range(self.ndim)): raise ArgumentError(f"permute: {o} is not a permutation of the axes of shape {self.shape}")
     return self._mv(self.uop.permute(res)) if res != tuple(range(self.ndim)) else self
   def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
     """Swap two dimensions."""
@@ -145,7 +151,9 @@ class MovementMixin:
     return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
   def flip(self: Tensor, axis: Any, *args: int) -> Tensor:
     """Reverse the order of elements along the given axes."""
-    axes = {self._resolve_dim(a) for a in argfix(axis, *args)}
+    given = [self._resolve_dim(a) for a in argfix(axis, *args)]
+    if len(set(given)) != len(given): raise ArgumentError(f"flip: axis {argfix(axis, *args)} names a dimension of shape {self.shape} twice")
+    axes = set(given)
     return self._mv(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
   def repeat(self: Tensor, repeats: Any, *args: int) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
@@ -156,13 +164,13 @@ class MovementMixin:
     x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))
     return x.reshape(tuple(r * s for r, s in zip(reps, base)))
   def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
-    """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)` or `Tensor.cat(a, b)`)."""
-    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
+    """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)`, `Tensor.cat(a, b)` or `Tensor.cat([a, b])`)."""
+    ts = _tensor_args("cat", self, args)
     first = ts[0]
     d = first._resolve_dim(dim)
     for t in ts[1:]:
       if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
-        raise ValueError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
+        raise ArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
     total, off, parts = sum(t.shape[d] for t in ts), 0, []
     for t in ts:
@@ -170,10 +178,10 @@ class MovementMixin:
       off += t.shape[d]
     return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
-    """Stack same-shaped tensors along a new dimension `dim`."""
-    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
+    """Stack same-shaped tensors along a new dimension `dim` (`a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b])`)."""
+    ts = _tensor_args("stack", self, args)
     for t in ts[1:]:
-      if t.shape != ts[0].shape: raise ValueError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
+      if t.shape != ts[0].shape: raise ArgumentError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
     d = ts[0]._resolve_dim(dim, extra=True)
     return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
   def split(self: Tensor, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -210,10 +218,11 @@ class MovementMixin:
   def roll(self: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """Shift elements along `dims` by `shifts`, wrapping around (torch.roll); dims=None rolls the flattened tensor."""
     if dims is None:
-      if not isinstance(shifts, int): raise ValueError(f"roll: without dims, shifts must be one int, got {shifts!r}")
-      return self.flatten().roll(shifts, 0).reshape(self.shape)
+      sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+      if len(sh) != 1: raise ArgumentError(f"roll: without dims, shifts must be one int (the flattened tensor's shift), got {shifts!r}")
+      return self.flatten().roll(sh[0], 0).reshape(self.shape)
     sh, ds = ((shifts,) if isinstance(shifts, int) else tuple(shifts)), ((dims,) if isinstance(dims, int) else tuple(dims))
-    if len(sh) != len(ds): raise ValueError(f"roll: shifts {sh} and dims {ds} need the same length")
+    if len(sh) != len(ds): raise ArgumentError(f"roll: shifts {sh} and dims {ds} need the same length")
     x = self.reshape(1) if self.ndim == 0 else self
     for s, dim in zip(sh, ds):
       d = x._resolve_dim(dim)
@@ -250,8 +259,8 @@ class MovementMixin:
   def meshgrid(self: Tensor | Sequence[Tensor], *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors (`Tensor.meshgrid(x, y)` or `x.meshgrid(y)`): indexing='ij' gives shape
     (len(x), len(y), ...), 'xy' swaps the first two dims (numpy's default)."""
-    ts: list[Tensor] = (list(self) if isinstance(self, (list, tuple)) else [cast(Tensor, self)]) + list(args)
-    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid: indexing={indexing!r}; valid: 'ij', 'xy'")
+    ts = _tensor_args("meshgrid", self, args)
+    if indexing not in ("ij", "xy"): raise ArgumentError(f"meshgrid: indexing={indexing!r}; valid: 'ij', 'xy'")
     if any(t.ndim > 1 for t in ts): raise ValueError(f"meshgrid: tensors must be 0-D or 1-D, got shapes {[t.shape for t in ts]}")
     ts = [t.reshape(-1) for t in ts]
     axes = list(range(len(ts)))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
-from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK
+from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, ArgumentError
 from tinygrad.mixin.indexing import _check_oob
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
@@ -163,13 +163,13 @@ class NNMixin:
   # ---- linear algebra and nn ----
   def dot(self: Tensor, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """Matrix product with batching/broadcasting over leading dims (1-d operands as numpy): one reduce over a broadcast product."""
-    if self.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul: both operands need at least 1 dimension, got shapes {self.shape} and {w.shape}")
+    if self.ndim == 0 or w.ndim == 0: raise ArgumentError(f"matmul: both operands need at least 1 dimension, got shapes {self.shape} and {w.shape}")
     a = self.unsqueeze(0) if self.ndim == 1 else self
     b = w.unsqueeze(-1) if w.ndim == 1 else w
     if a.shape[-1] != b.shape[-2]:
-      raise ValueError(f"matmul: shapes {self.shape} and {w.shape} do not match: contracted dims {a.shape[-1]} != {b.shape[-2]}")
+      raise ArgumentError(f"matmul: shapes {self.shape} and {w.shape} do not match: contracted dims {a.shape[-1]} != {b.shape[-2]}")
     try: _broadcast_shape(a.shape[:-2], b.shape[:-2])
-    except ValueError: raise ValueError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
+    except ValueError: raise ArgumentError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
     out_dt = least_upper_dtype(a.dtype, b.dtype) if dtype is None else to_dtype(dtype)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if (p := _matmul_panel(self.device, b.dtype.itemsize, m, k, n, _rows_along_k(b.uop))):
@@ -202,11 +202,11 @@ class NNMixin:
   def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims as movement ops: (..., *in) -> (..., *out, *k_)."""
     nk = len(k_)
-    if self.ndim < nk: raise ValueError(f"pool: kernel {tuple(k_)} has more dims than shape {self.shape}")
+    if self.ndim < nk: raise ArgumentError(f"pool: kernel {tuple(k_)} has more dims than shape {self.shape}")
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
     pre, i_ = self.shape[:-nk], self.shape[-nk:]
     if any(d * (k - 1) + 1 > i for k, d, i in zip(k_, d_, i_)):
-      raise ValueError(f"pool: kernel {tuple(k_)} with dilation {d_} is larger than the input {i_}")
+      raise ArgumentError(f"pool: kernel {tuple(k_)} with dilation {d_} is larger than the input {i_}")
     o_ = [(i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(i_, d_, k_, s_)]
     npre, keep = len(pre), [None] * len(pre)
     if all(k <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
@@ -462,15 +462,17 @@ class NNMixin:
     """softmax(-x) along `axis`."""
     return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
   def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p: > 0, inf, or 0 for the count of nonzeros)."""
-    if p < 0 or math.isnan(p): raise ValueError(f"normalize: p must be >= 0 (or inf), got {p}")
+    """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p: any number or +-inf; 0 counts the nonzeros)."""
+    if math.isnan(p): raise ArgumentError(f"normalize: p must be a number or +-inf, got {p}")
     x = self._float()
     d = x._resolve_dim(dim)
     a = x * x.sign()   # |x| with torch's gradient 0 at 0 (Tensor.abs gives -1 there)
     if p == math.inf: norm = a.max(d, keepdim=True)
+    elif p == -math.inf: norm = a.min(d, keepdim=True)
     elif p == 0: norm = (x != 0).sum(d, keepdim=True).cast(x.dtype)
     else:
-      s = (x * x if p == 2 else a if p == 1 else a.pow(p)).sum(d, keepdim=True)
+      nz = a > 0   # p < 0: a zero element's |x|**p is inf (the norm 0), computed without pow's inf gradient at 0
+      s = (x * x if p == 2 else a if p == 1 else a.pow(p) if p > 0 else nz.where(nz.where(a, 1).pow(p), math.inf)).sum(d, keepdim=True)
       big = s.detach().pow(1 / p) >= eps
       norm = big.where(big.where(s, 1).pow(1 / p), eps)   # the root only of sums away from 0: its gradient there is inf
     return x / norm.maximum(eps)

@@ -1,0 +1,74 @@
+"""Invalid arguments to Tensor ops raise what torch and public tinygrad raise (RuntimeError, IndexError, OverflowError),
+as classes that are also ValueError (ours before), with a message naming the values."""
+import types
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.mixin.common import ArgumentError
+
+torch = pytest.importorskip("torch", reason="torch (CPU) is the test reference: pip install torch")
+
+# the same calls spelled for each library
+TG = types.SimpleNamespace(empty=Tensor.empty, tensor=Tensor, conv2d=Tensor.conv2d, meshgrid=Tensor.meshgrid, einsum=Tensor.einsum)
+TH = types.SimpleNamespace(empty=torch.empty, tensor=torch.tensor, conv2d=torch.nn.functional.conv2d, meshgrid=torch.meshgrid, einsum=torch.einsum)
+
+# (what, the call on (tensor of `shape`, library), shapes, text our message must hold)
+CASES = [
+  ("flip repeated", lambda x, m: x.flip((0, 0)), [(3, 4), (1, 1), (0, 5)], "twice"),
+  ("flip repeated negative", lambda x, m: x.flip((1, -1)), [(3, 4), (1, 0)], "twice"),
+  ("permute short", lambda x, m: x.permute((0, 2)), [(3, 4, 5), (1, 1, 1, 1)], "(0, 2)"),
+  ("permute long", lambda x, m: x.permute((0, 1, 2, 2)), [(3, 4, 5), (0, 1, 7)], "(0, 1, 2, 2)"),
+  ("permute repeated", lambda x, m: x.permute((0, 0, 1)), [(3, 4, 5), (1, 0, 3)], "(0, 0, 1)"),
+  ("reshape two -1", lambda x, m: x.reshape((-1, -1, 2)), [(3, 4), (2, 2)], "-1"),
+  ("reshape sizes", lambda x, m: x.reshape((5, 3)), [(3, 4), (1, 7)], "(5, 3)"),
+  ("matmul 1d x 2d", lambda x, m: x @ m.empty(x.shape[-1] + 1, 2), [(4,), (1,), (7,)], "matmul"),
+  ("matmul 2d x 1d", lambda x, m: x @ m.empty(x.shape[-1] + 3), [(2, 1), (5, 3)], "matmul"),
+  ("matmul 2d x 2d", lambda x, m: x @ m.empty(x.shape[-1] + 2, 3), [(2, 4), (1, 1), (5, 3)], "matmul"),
+  ("conv kernel larger than input", lambda x, m: m.conv2d(x, m.empty(2, x.shape[1], 3, 3), dilation=3), [(1, 1, 6, 7), (2, 3, 5, 5)],
+   "larger than the input"),
+  ("clip without bounds", lambda x, m: x.clip(None, None), [(3,), (0, 2)], "clip"),
+  ("gather index dims", lambda x, m: x.gather(0, m.tensor([1])), [(4, 5, 6), (3, 1)], "dims"),
+  ("roll shifts without dims", lambda x, m: x.roll((1, 2)), [(2, 4), (5,)], "(1, 2)"),
+  ("roll shifts and dims lengths", lambda x, m: x.roll(shifts=1, dims=(0, 1)), [(3, 3), (1, 2, 5)], "same length"),
+  ("meshgrid indexing", lambda x, m: m.meshgrid(x, indexing="bad"), [(3,), (1,)], "'bad'"),
+  ("einsum sizes", lambda x, m: m.einsum("ij,jk->ik", x, m.empty(x.shape[1] + 1, 2)), [(3, 8), (2, 5)], "'j'"),
+]
+
+@pytest.mark.parametrize("what,call,shapes,text", CASES, ids=[c[0] for c in CASES])
+def test_raises_the_class_torch_raises(what, call, shapes, text):
+  for shape in shapes:
+    with pytest.raises(Exception) as theirs: call(torch.empty(shape), TH)
+    with pytest.raises(type(theirs.value)) as ours: call(Tensor.empty(*shape), TG)
+    assert isinstance(ours.value, ValueError), f"{what}: still a ValueError, as before"
+    assert text in str(ours.value), f"{what} {shape}: {ours.value}"
+
+def test_argument_error_is_value_and_runtime_error():
+  assert issubclass(ArgumentError, ValueError) and issubclass(ArgumentError, RuntimeError)
+
+@pytest.mark.parametrize("dim", [77, -5])
+def test_stack_bad_dim_is_index_error(dim):
+  with pytest.raises(IndexError, match=str(dim)): Tensor.stack(Tensor.empty(4, 5, 3), dim=dim)
+  with pytest.raises(IndexError): torch.stack([torch.empty(4, 5, 3)], dim=dim)
+
+@pytest.mark.parametrize("op", ["stack", "cat", "meshgrid"])
+def test_sequence_and_more_tensors_is_an_error(op):
+  # Tensor.stack((a, b), c) reads as neither form; before, it silently joined all three
+  a, b, c = Tensor.empty(2), Tensor.empty(2), Tensor.empty(2)
+  with pytest.raises(ValueError, match=f"{op}: got a sequence of 2 tensors and 1 more"): getattr(Tensor, op)((a, b), c)
+  assert getattr(Tensor, op)([a, b])[0].shape == getattr(Tensor, op)(a, b)[0].shape
+
+@pytest.mark.parametrize("n", [-1, -7])
+def test_one_hot_needs_a_class_count(n):
+  # public tinygrad's one_hot has no torch-style -1 (infer the count, which would realize): a negative count is an error
+  with pytest.raises(ValueError, match="num_classes"): Tensor([1, 2, 4]).one_hot(n)
+  assert Tensor([1, 2, 4]).one_hot(6).shape == (3, 6) and Tensor.empty(0, dtype=dtypes.int32).one_hot(0).shape == (0, 0)
+
+@pytest.mark.parametrize("args,dt", [((2**33,), dtypes.int32), ((129,), dtypes.int8), ((-129, 128), dtypes.int8), ((128, 0, -1), dtypes.int8),
+                                     ((127, -130, -1), dtypes.int8), ((0, 2**16 + 1, 2**15), dtypes.uint16), ((-1, 3), dtypes.uint8)])
+def test_arange_past_the_dtype_is_overflow(args, dt):
+  # torch wraps these silently; the first or the last value does not fit the given dtype
+  with pytest.raises(OverflowError, match="does not fit"): Tensor.arange(*args, dtype=dt)
+
+@pytest.mark.parametrize("args,dt", [((128,), dtypes.int8), ((-128, 128), dtypes.int8), ((127, -129, -1), dtypes.int8), ((0, 256, 255), dtypes.uint8)])
+def test_arange_at_the_dtype_edges(args, dt):
+  got = Tensor.arange(*args, dtype=dt, device="CPU")
+  assert got.dtype == dt and got.tolist() == list(range(*args))
