@@ -53,15 +53,16 @@ class Compiler:
   def compile(self, src: str) -> bytes:
     """The binary for `src`. The default is the source's UTF-8 bytes (for runtimes that load source)."""
     return src.encode()
-  def compile_cached(self, src: str) -> bytes:
-    """`compile` through the disk cache, keyed by (cachekey, version(), target, src). Failures raise and are never cached."""
+  def compile_cached(self, src: str, refresh: bool = False) -> bytes:
+    """`compile` through the disk cache, keyed by (cachekey, version(), target, src). Failures raise and are never cached.
+    refresh: compile even on a hit and replace the row (the cached binary failed to load)."""
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
     from tinygrad.diskcache import diskcache_get, diskcache_put
-    key = (self.cachekey, self.version(), repr(self.target), src)
-    if isinstance(lib := diskcache_get("compile", key), bytes): return lib
+    key, row = (self.cachekey, self.version(), repr(self.target), src), {"version": self.version(), "device": self.cachekey}
+    if not refresh and isinstance(lib := diskcache_get("compile", key, **row), bytes): return lib
     lib = self.compile(src)
     if not isinstance(lib, (bytes, bytearray, memoryview)): raise TypeError(f"{type(self).__name__}.compile returned {type(lib).__name__}, not bytes")
-    diskcache_put("compile", key, bytes(lib))
+    diskcache_put("compile", key, bytes(lib), **row)
     return bytes(lib)
   def version(self) -> str:
     """The tool's version string; part of the cache key so an upgraded compiler never reuses stale binaries."""

@@ -4,20 +4,31 @@ One database file, shared by every process of the user: `CACHEDB` names it (defa
 `CACHELEVEL=0` turns the cache off. The cache is an optimisation only: a locked, unreadable or corrupted database
 is worked around (waited for briefly, or moved aside and recreated) with a warning, and never makes a caller fail.
 
+Every value lives in one table whose rows are keyed by (namespace, version, device, key): several code versions and
+devices coexist (two virtualenvs, a CPU job beside a WEBGPU job), nothing is dropped by another process's start-up, and
+a table that vanished is created again. Old rows go by age and size, least recently used first (CACHEDB_MAX_BYTES,
+CACHEDB_MAX_DAYS), as compilers' caches do.
+
 Nothing read from the file can run code: values are raw bytes (a program) or JSON, keys are the sha256 of a canonical
 JSON text of plain data (str, int, float, bool, None, bytes, tuples/lists of them), and every row carries the sha256 of
-its value, checked on read: a damaged row is dropped and recomputed. The file is marked as ours by sqlite's
-application_id header field; a file that is not ours (`CACHEDB=notes.txt`) is never written, renamed or recovered.
+its value, checked on read: a damaged row is dropped and recomputed. The sha256 is not a MAC: native code is only
+trusted because the file is this user's alone, so a file owned by someone else or writable by group or others is not
+read. The file is marked as ours by sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`,
+or the default path symlinked into another application's database) is never written, renamed or recovered. A cache in
+a directory this process cannot write (a read-only mount) is opened read-only and still read.
 """
 from __future__ import annotations
-import os, re, json, time, hashlib, sqlite3, threading, warnings, urllib.parse
+import os, re, json, time, stat, atexit, hashlib, sqlite3, threading, warnings, urllib.parse
 from typing import Any, Union
-from tinygrad.helpers import CACHELEVEL, cache_dir
+from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
-SCHEMA = 2            # bump when the stored format changes: old tables are simply ignored (v1 rows were pickles: never read)
+SCHEMA = 3            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
+TABLE = f"entries_v{SCHEMA}"
 MAGIC = 0x74696E79    # 'tiny': sqlite's application_id (header offset 68) of every database this module created
 _BUSY_MS = 1500       # wait this long for another process's write transaction, then run this entry uncached
 _CONTENDED_MS = 50    # after one such give-up, wait only this long until a write succeeds again (no stall per kernel)
+_ATIME_RES = 600.0    # a row's last use is recorded to this many seconds: reads do not each become a write
+_CHECK_EVERY = 256    # stores between two exact measures of the cache's size (another process may have grown it)
 
 Key = Any             # plain data: str, int, float, bool, None, bytes, and tuples/lists of them
 Value = Union[bytes, None, bool, int, float, str, list, dict]   # bytes are stored raw; the rest as JSON (tuples read back as lists)
@@ -27,11 +38,15 @@ class _State:
     self.conn: sqlite3.Connection | None = None
     self.path: str | None = None
     self.pid = -1                 # a connection must not cross fork(): reopen in the child
-    self.tables: set[str] = set()
-    self.broken: str | None = None  # why the cache is off for the rest of this process
+    self.ready = False            # the table exists on this connection (set again after "no such table")
+    self.readonly = False         # opened read-only (the directory is not writable): no stores, no recorded uses
+    self.broken: str | None = None  # why the cache is off for the rest of this process (a file that is not ours, or not safe)
     self.busy_ms = _BUSY_MS
     self.warned: set[str] = set()   # warnings already given by this process (each kind once)
     self.inherited: list[sqlite3.Connection] = []  # the parent's connections in a fork child: kept, never used or closed
+    self.touched: dict[tuple[str, str, str, str], float] = {}  # rows read since the last write: their use is recorded then
+    self.total: int | None = None   # bytes of values in the cache, as last measured plus what this process stored since
+    self.stores = 0
     self.lock = threading.RLock()
 _st = _State()
 
@@ -40,9 +55,11 @@ def _after_fork_in_child() -> None:
   # checkpoint or unlock the shared file under the parent: keep it referenced (never closed) and start afresh
   _st.lock = threading.RLock()
   if _st.conn is not None: _st.inherited.append(_st.conn)
-  _st.conn, _st.pid = None, -1
-  _st.tables.clear()
+  _st.conn, _st.pid, _st.ready, _st.total = None, -1, False, None
+  _st.touched.clear()
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)
+
+def _now() -> float: return time.time()
 
 def default_path() -> str: return os.path.join(cache_dir(), "cache.db")
 def cache_path() -> str:
@@ -53,21 +70,22 @@ def cache_info() -> dict[str, Any]:
   """Location and size of the cache (for `python -m tinygrad doctor`); never opens the database."""
   p = cache_path()
   size = sum(os.path.getsize(f) for f in (p, p+"-wal", p+"-shm") if os.path.exists(f))
-  return {"path": p, "exists": os.path.exists(p), "bytes": size, "enabled": CACHELEVEL.value != 0, "broken": _st.broken}
+  return {"path": p, "exists": os.path.exists(p), "bytes": size, "enabled": CACHELEVEL.value != 0, "broken": _st.broken,
+          "max_bytes": CACHEDB_MAX_BYTES.value, "max_days": CACHEDB_MAX_DAYS.value}
 
 def _close() -> None:
   with _st.lock:
     if _st.conn is not None and _st.pid == os.getpid():
       try: _st.conn.close()
       except sqlite3.Error: pass
-    _st.conn, _st.path, _st.pid, _st.broken = None, None, -1, None
-    _st.tables.clear()
+    _st.conn, _st.path, _st.pid, _st.broken, _st.ready, _st.readonly, _st.total = None, None, -1, None, False, False, None
 
 def reset() -> None:
   """Close the connection and forget this process's cache state; the next access reopens `cache_path()` (tests point CACHEDB elsewhere)."""
   with _st.lock:
+    flush()
     _close()
-    _st.busy_ms = _BUSY_MS
+    _st.busy_ms, _st.stores = _BUSY_MS, 0
     _st.warned.clear()
 
 def _warn(msg: str, once: str | None = None) -> None:
@@ -76,8 +94,9 @@ def _warn(msg: str, once: str | None = None) -> None:
     _st.warned.add(once)
   warnings.warn(f"tinygrad cache: {msg}", RuntimeWarning, stacklevel=4)
 
-# ---- is the file ours? ----
+# ---- is the file ours, and only ours? ----
 class _NotOurs(Exception): pass
+class _Unsafe(Exception): pass
 
 def _ours_by_tables(path: str) -> bool:
   # a cache from before the magic (schema 1): ours when it has tables and every one is named like ours (<table>_v<N>)
@@ -89,25 +108,49 @@ def _ours_by_tables(path: str) -> bool:
   return bool(names) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*_v[0-9]+", n) for n in names)
 
 def _check_ours(path: str) -> None:
-  """Raise _NotOurs(why) unless `path` is absent, empty, at the default location, or a tinygrad cache database."""
-  if os.path.abspath(path) == os.path.abspath(default_path()): return   # tinygrad's own file: anything there may be recovered
+  """Raise _NotOurs(why) unless `path` is absent, empty, a tinygrad cache database, or garbage in tinygrad's own file."""
   try:
     with open(path, "rb") as f: head = f.read(100)
   except FileNotFoundError: return
-  except OSError: return   # unreadable: sqlite reports it and the cache is turned off, nothing is touched
+  except OSError: return   # unreadable: sqlite reports it and the cache is off, nothing is touched
   if not head: return      # an empty file is an empty database to sqlite: nothing to lose
-  if not head.startswith(b"SQLite format 3\x00") or len(head) < 100: raise _NotOurs("not an sqlite database")
-  if int.from_bytes(head[68:72], "big") != MAGIC and not _ours_by_tables(path):
-    raise _NotOurs("an sqlite database without tinygrad's cache tables")
+  if head.startswith(b"SQLite format 3\x00") and len(head) == 100:
+    # another application's database is never written, wherever it is (the default path may be a symlink into it)
+    if int.from_bytes(head[68:72], "big") != MAGIC and not _ours_by_tables(path): raise _NotOurs("an sqlite database without tinygrad's cache tables")
+  elif os.path.abspath(path) != os.path.abspath(default_path()) or os.path.islink(path): raise _NotOurs("not an sqlite database")
+  # else: garbage in tinygrad's own file (no symlink): moved aside when sqlite rejects it
+
+def _check_safe(path: str) -> None:
+  """Raise _Unsafe(why) when someone else could have written the file: sha256 checks catch damage, not an edit."""
+  for p in (path, path + "-wal"):
+    try: st = os.stat(p)
+    except FileNotFoundError: continue
+    if st.st_uid != os.geteuid(): raise _Unsafe(f"{p} is owned by uid {st.st_uid}, not by this user ({os.geteuid()})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH): raise _Unsafe(f"{p} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o}); fix: chmod go-w {p}")
 
 def _may_recover(path: str) -> bool:
   try: _check_ours(path)
   except _NotOurs: return False
   return True
 
+def _writable(path: str) -> bool:
+  d = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(d): return True   # created on open (or the open fails, and the cache is off)
+  return os.access(d, os.W_OK) and (not os.path.exists(path) or os.access(path, os.W_OK))
+
 def _open(path: str) -> sqlite3.Connection:
   _check_ours(path)
-  if os.path.dirname(path): os.makedirs(os.path.dirname(path), exist_ok=True)
+  _check_safe(path)
+  if not _writable(path):
+    # a read-only mount: no WAL, no locks, no writes; immutable=1 reads the file as it is
+    if not os.path.exists(path): raise OSError(f"{path} does not exist and its directory is not writable")
+    conn = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                           check_same_thread=False)
+    _st.readonly = True
+    return conn
+  if os.path.dirname(path): os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+  try: os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))   # this user's alone; sqlite gives -wal/-shm the same mode
+  except FileExistsError: pass
   conn = sqlite3.connect(path, timeout=_st.busy_ms/1000, isolation_level=None, check_same_thread=False)
   try:
     conn.execute(f"PRAGMA busy_timeout={_st.busy_ms}")
@@ -118,6 +161,7 @@ def _open(path: str) -> sqlite3.Connection:
   except BaseException:
     conn.close()
     raise
+  _st.readonly = False
   return conn
 
 def _move_aside(path: str, err: Exception) -> None:
@@ -129,13 +173,20 @@ def _move_aside(path: str, err: Exception) -> None:
 
 def _connection() -> sqlite3.Connection | None:
   path = cache_path()
-  if _st.conn is not None and _st.pid == os.getpid() and _st.path == path: return _st.conn
-  if _st.broken is not None and _st.path == path: return None
-  if _st.conn is not None and _st.pid != os.getpid(): _st.inherited.append(_st.conn)   # see _after_fork_in_child
-  _st.conn, _st.path, _st.pid, _st.broken = None, path, os.getpid(), None
-  _st.tables.clear()
-  _st.conn = _open(path)
-  return _st.conn
+  if _st.conn is not None and _st.pid == os.getpid() and _st.path == path:
+    conn = _st.conn
+  else:
+    if _st.broken is not None and _st.path == path: return None
+    if _st.conn is not None and _st.pid != os.getpid(): _st.inherited.append(_st.conn)   # see _after_fork_in_child
+    _st.conn, _st.path, _st.pid, _st.broken, _st.ready, _st.total = None, path, os.getpid(), None, False, None
+    _st.conn = conn = _open(path)
+  if not _st.ready and not _st.readonly:
+    conn.execute(f'CREATE TABLE IF NOT EXISTS "{TABLE}" (ns TEXT NOT NULL, version TEXT NOT NULL, device TEXT NOT NULL, key TEXT NOT NULL, '
+                 'kind TEXT NOT NULL, sha TEXT NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL, val BLOB NOT NULL, '
+                 'PRIMARY KEY (ns, version, device, key))')
+    conn.execute(f'CREATE INDEX IF NOT EXISTS "{TABLE}_atime" ON "{TABLE}" (atime)')
+  _st.ready = True
+  return conn
 
 def _is_corruption(e: Exception) -> bool:
   # OperationalError covers locked/busy/IO; a plain DatabaseError ("file is not a database", "malformed") is damage
@@ -148,26 +199,25 @@ def _set_busy(conn: sqlite3.Connection | None, ms: int) -> None:
 
 def _disable(why: str) -> None:
   _st.path, _st.broken = cache_path(), why
-  _warn(f"disabled for this process: {why}")
+  _warn(f"disabled for this process: {why}", once=why)
 
-def _run(table: str, fn, write: bool = False) -> Any:
-  """Run fn(conn, table_name); returns None when the cache is unusable or locked (the caller treats it as a miss)."""
-  if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", table): raise ValueError(f"cache table name must be an identifier, got {table!r}")
-  name = f"{table}_v{SCHEMA}"
+def _run(fn, write: bool = False) -> Any:
+  """Run fn(conn); returns None when the cache is unusable, read-only (for a write) or locked (the caller treats it as a miss)."""
   with _st.lock:
-    for recovered in (False, True):
+    for attempt in range(3):
       try:
         conn = _connection()
-        if conn is None: return None
-        if name not in _st.tables:
-          conn.execute(f'CREATE TABLE IF NOT EXISTS "{name}" (key TEXT PRIMARY KEY, kind TEXT NOT NULL, sha TEXT NOT NULL, val BLOB NOT NULL)')
-          _st.tables.add(name)
-        ret = fn(conn, name)
+        if conn is None or (write and _st.readonly): return None
+        ret = fn(conn)
         if write: _set_busy(conn, _BUSY_MS)   # the other writer is gone: wait the full time again next time
         return ret
       except _NotOurs as e:
         _close()
         _disable(f"{cache_path()} is not a tinygrad cache database ({e}); it was left untouched. Unset CACHEDB or point it at a new file")
+        return None
+      except _Unsafe as e:
+        _close()
+        _disable(f"{e}: programs from a cache others can write could run their code, so it is not used")
         return None
       except sqlite3.Error as e:
         if isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
@@ -175,7 +225,12 @@ def _run(table: str, fn, write: bool = False) -> Any:
           _warn(f"database {cache_path()} is locked by another process; running uncached meanwhile", once="locked")
           _set_busy(_st.conn, _CONTENDED_MS)
           return None
-        if _is_corruption(e) and not recovered:
+        if isinstance(e, sqlite3.OperationalError) and "no such table" in str(e):
+          if _st.readonly: return None   # a read-only cache without our table: every entry is a miss
+          if attempt == 0:
+            _st.ready = False   # dropped under us (by hand, or an old version): create it again
+            continue
+        if _is_corruption(e) and attempt < 2:
           path = cache_path()
           _close()
           if _may_recover(path):
@@ -183,8 +238,9 @@ def _run(table: str, fn, write: bool = False) -> Any:
             continue
           _disable(f"{type(e).__name__}: {e} (database {path}, not recognisably tinygrad's: left untouched)")
           return None
+        # anything else (disk full, an I/O error): this entry runs uncached, the next one opens the file again
         _close()
-        _disable(f"{type(e).__name__}: {e} (database {cache_path()})")
+        _warn(f"{type(e).__name__}: {e} (database {cache_path()}); running uncached meanwhile", once=f"error:{e}")
         return None
       except OSError as e:   # the directory cannot be created or the file opened: run without a cache
         _disable(f"{type(e).__name__}: {e}")
@@ -198,9 +254,11 @@ def _plain(x: Any) -> Any:
   if isinstance(x, (tuple, list)): return [_plain(v) for v in x]
   raise TypeError(f"cache keys are plain data (str, int, float, bool, None, bytes, tuples/lists of them), got {type(x).__name__}: {x!r:.80}")
 
-def _key(key: Key) -> str:
+def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, str, str]:
+  if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", table): raise ValueError(f"cache table name must be an identifier, got {table!r}")
+  if not isinstance(version, str) or not isinstance(device, str): raise TypeError(f"cache version and device are str, got {version!r}, {device!r}")
   text = json.dumps(["tinygrad-cache-key", SCHEMA, _plain(key)], separators=(",", ":"), allow_nan=False)
-  return hashlib.sha256(text.encode()).hexdigest()
+  return table, version, device, hashlib.sha256(text.encode()).hexdigest()
 
 def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
 
@@ -209,43 +267,83 @@ def _encode(value: Value) -> tuple[str, bytes]:
   try: return "json", json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
   except (TypeError, ValueError) as e: raise TypeError(f"cache values are bytes or JSON data, got {type(value).__name__}: {e}") from None
 
-def diskcache_get(table: str, key: Key) -> Value | None:
-  """The value stored under `key` in `table` (bytes, or JSON data: tuples come back as lists), or None when absent,
-  disabled, locked or damaged (a damaged entry is dropped, so the caller's recomputed value replaces it)."""
+_WHERE = "ns=? AND version=? AND device=? AND key=?"
+
+def diskcache_get(table: str, key: Key, version: str = "", device: str = "") -> Value | None:
+  """The value stored under `key` in `table` for code `version` on `device` (bytes, or JSON data: tuples come back as
+  lists), or None when absent, disabled, locked or damaged (a damaged entry is dropped, so the recomputed value replaces it)."""
   if CACHELEVEL.value == 0: return None
-  k = _key(key)
-  row = _run(table, lambda conn, name: conn.execute(f'SELECT kind, sha, val FROM "{name}" WHERE key=?', (k,)).fetchone())
+  rid = _row_id(table, key, version, device)
+  row = _run(lambda conn: conn.execute(f'SELECT kind, sha, val, atime FROM "{TABLE}" WHERE {_WHERE}', rid).fetchone())
   if row is None: return None
-  kind, sha, val = row
+  kind, sha, val, atime = row
   if not isinstance(val, bytes) or sha != _checksum(kind, val) or kind not in ("bytes", "json"):
     _warn(f"an entry of {table!r} in {cache_path()} is damaged (checksum mismatch); dropped it and recomputing", once=f"damaged:{table}")
-    _run(table, lambda conn, name: conn.execute(f'DELETE FROM "{name}" WHERE key=?', (k,)), write=True)
+    _run(lambda conn: conn.execute(f'DELETE FROM "{TABLE}" WHERE {_WHERE}', rid), write=True)
     return None
+  if isinstance(atime, (int, float)) and _now() - atime >= _ATIME_RES and not _st.readonly:
+    with _st.lock: _st.touched[rid] = _now()   # recorded with the next write (or at exit): a read stays a read
   if kind == "bytes": return val
   try: return json.loads(val)
   except ValueError: return None   # cannot happen with a matching checksum; a miss all the same
 
-def diskcache_drop_others(prefix: str, keep: str) -> None:
-  """Drop every table whose name starts with `prefix` except `keep`'s: rows another version wrote and this one never
-  reads (the space is reused by later writes). A no-op when CACHELEVEL=0 or the database is unusable."""
-  if CACHELEVEL.value == 0: return
-  def drop(conn: sqlite3.Connection, name: str) -> None:
-    for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
-      if t.startswith(prefix) and t != name: conn.execute(f'DROP TABLE "{t}"')
-  _run(keep, drop, write=True)
+def _record_uses(conn: sqlite3.Connection) -> None:
+  if _st.touched:
+    conn.executemany(f'UPDATE "{TABLE}" SET atime=? WHERE {_WHERE}', [(t, *rid) for rid, t in _st.touched.items()])
+    _st.touched.clear()
 
-def diskcache_put(table: str, key: Key, value: Value) -> Value:
-  """Store `value` (bytes, or JSON data) under `key` (plain data) in `table` and return it; a no-op when CACHELEVEL=0."""
+def flush() -> None:
+  """Record the last use of the rows read since the last store (LRU order); called at exit."""
+  with _st.lock:
+    if _st.touched and _st.conn is not None and _st.pid == os.getpid() and _st.path == cache_path() and CACHELEVEL.value != 0:
+      _run(_record_uses, write=True)
+    _st.touched.clear()
+atexit.register(flush)
+
+def evict(conn: sqlite3.Connection | None = None) -> None:
+  """Drop rows unused for CACHEDB_MAX_DAYS, then the least recently used until the values fit CACHEDB_MAX_BYTES (with 10% to spare)."""
+  if conn is None:
+    _run(evict, write=True)
+    return
+  if CACHEDB_MAX_DAYS.value > 0: conn.execute(f'DELETE FROM "{TABLE}" WHERE atime < ?', (_now() - CACHEDB_MAX_DAYS.value * 86400,))
+  total = conn.execute(f'SELECT COALESCE(SUM(size), 0) FROM "{TABLE}"').fetchone()[0]
+  cap = CACHEDB_MAX_BYTES.value
+  # the tables of older schemas (never read by this code, and unmeasured) go first, when the file holds more than the cap
+  old = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'") if t != TABLE and re.fullmatch(r"\w+_v[0-9]+", t)]
+  if old and (conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]) * \
+             conn.execute("PRAGMA page_size").fetchone()[0] > cap:
+    for t in old: conn.execute(f'DROP TABLE "{t}"')
+  if total > cap:   # then our rows, least recently used first
+    doomed, freed = [], 0
+    for rowid, size in conn.execute(f'SELECT rowid, size FROM "{TABLE}" ORDER BY atime, rowid'):
+      if total - freed <= cap * 0.9: break
+      doomed.append((rowid,))
+      freed += size
+    conn.executemany(f'DELETE FROM "{TABLE}" WHERE rowid=?', doomed)
+    total -= freed
+  _st.total = total
+
+def diskcache_put(table: str, key: Key, value: Value, version: str = "", device: str = "") -> Value:
+  """Store `value` (bytes, or JSON data) under `key` (plain data) in `table` for code `version` on `device` and return it;
+  a no-op when CACHELEVEL=0 (or the cache is read-only). Old rows are evicted as the cache grows past CACHEDB_MAX_BYTES."""
   if CACHELEVEL.value == 0: return value
-  k, (kind, val) = _key(key), _encode(value)
-  _run(table, lambda conn, name: conn.execute(f'INSERT OR REPLACE INTO "{name}" (key, kind, sha, val) VALUES (?, ?, ?, ?)',
-                                               (k, kind, _checksum(kind, val), val)), write=True)
+  rid, (kind, val) = _row_id(table, key, version, device), _encode(value)
+  if len(val) > CACHEDB_MAX_BYTES.value: return value   # could never stay
+  def put(conn: sqlite3.Connection) -> None:
+    conn.execute(f'INSERT OR REPLACE INTO "{TABLE}" (ns, version, device, key, kind, sha, size, atime, val) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+                 (*rid, kind, _checksum(kind, val), len(val), _now(), val))
+    _record_uses(conn)
+    _st.stores += 1
+    if _st.total is not None: _st.total += len(val)
+    if _st.total is None or _st.total > CACHEDB_MAX_BYTES.value or _st.stores % _CHECK_EVERY == 0: evict(conn)
+  _run(put, write=True)
   return value
 
 def diskcache_clear() -> None:
-  """Drop every table of the cache database (compiled programs, BEAM results, memoised values): what they held is recomputed."""
-  def drop(conn: sqlite3.Connection, name: str) -> None:
-    for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall(): conn.execute(f'DROP TABLE "{t}"')
-  with _st.lock:
-    _run("cleared", drop, write=True)
-    _st.tables.clear()
+  """Empty the cache database (compiled programs, BEAM results, memoised values, older schemas' tables): what they held is recomputed."""
+  def clear(conn: sqlite3.Connection) -> None:
+    for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+      if t == TABLE: conn.execute(f'DELETE FROM "{t}"')
+      elif re.fullmatch(r"\w+_v[0-9]+", t): conn.execute(f'DROP TABLE "{t}"')
+    _st.total, _st.touched = 0, {}
+  _run(clear, write=True)

@@ -28,3 +28,47 @@ def _run(tmp_path, device: str) -> int:
 def test_beam_searches_then_hits_the_cache(tmp_path, device):
   assert _run(tmp_path, device) > 2     # searched: the start points and at least one step of moves were compiled
   assert _run(tmp_path, device) == 0    # second process: the disk cache answers, nothing is compiled
+
+def _beam_kernel():
+  from tinygrad import Tensor
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop import Ops
+  t = Tensor.arange(64, device="PYTHON").reshape(8, 8).float().sum(1)
+  return [it.ast for it in create_schedule([t.uop])[0] if it.ast.op is Ops.SINK][0]
+
+@pytest.fixture
+def beam_db(tmp_path, monkeypatch):
+  from tinygrad import diskcache
+  from tinygrad.engine.realize import method_cache
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "c.db"))
+  diskcache.reset()
+  method_cache.clear()
+  yield
+  method_cache.clear()
+  diskcache.reset()
+
+def test_a_cached_beam_result_that_no_longer_applies_is_a_miss(beam_db, monkeypatch):
+  import numpy as np
+  from tinygrad import Tensor, diskcache
+  from tinygrad.helpers import Context
+  orig = diskcache.diskcache_get
+  # a row whose actions name an axis the kernel lacks (another version's optimizer, or an edit): KernelOptError if applied
+  monkeypatch.setattr(diskcache, "diskcache_get", lambda t, k, *a, **kw: [["UPCAST", 7, 4]] if t == "beam_search" else orig(t, k, *a, **kw))
+  with Context(BEAM=1, BEAM_TIMEOUT=5, BEAM_MAX_CANDIDATES=4):
+    got = Tensor.arange(64, device="PYTHON").reshape(8, 8).float().sum(1).numpy()
+  np.testing.assert_equal(got, np.arange(64).reshape(8, 8).sum(1))
+
+def test_beam_results_are_keyed_by_code_version(beam_db, monkeypatch):
+  import tinygrad.codegen.search as search
+  from tinygrad.codegen import progcache
+  from tinygrad.helpers import Context
+  ast, calls = _beam_kernel(), []
+  orig = search._compile
+  monkeypatch.setattr(search, "_compile", lambda *a: calls.append(1) or orig(*a))
+  with Context(BEAM_TIMEOUT=5, BEAM_MAX_CANDIDATES=4):
+    first = search.beam_search(ast, "PYTHON", 1)
+    searched = len(calls)
+    assert searched > 0 and search.beam_search(ast, "PYTHON", 1) == first and len(calls) == searched   # a hit
+    monkeypatch.setattr(progcache, "_code_hash", lambda *mods: "f" * 64)   # another version of the optimizer
+    search.beam_search(ast, "PYTHON", 1)
+  assert len(calls) > searched   # searched again: the other version's result is not taken

@@ -16,7 +16,7 @@ def db(tmp_path, monkeypatch):
 
 def rows(path, table="t"):
   conn = sqlite3.connect(path)
-  try: return conn.execute(f'SELECT count(*) FROM "{table}_v{diskcache.SCHEMA}"').fetchone()[0]
+  try: return conn.execute(f'SELECT count(*) FROM "{diskcache.TABLE}" WHERE ns=?', (table,)).fetchone()[0]
   finally: conn.close()
 
 def test_roundtrip_and_lazy_open(db):
@@ -164,10 +164,9 @@ def test_old_pickled_schema_is_ignored(db):
 def _damage(path, table, how):
   conn = sqlite3.connect(path)
   try:
-    name = f"{table}_v{diskcache.SCHEMA}"
-    for key, val in conn.execute(f'SELECT key, val FROM "{name}"').fetchall():
+    for rowid, val in conn.execute(f'SELECT rowid, val FROM "{diskcache.TABLE}" WHERE ns=?', (table,)).fetchall():
       bad = val[:len(val)//2] if how == "truncate" else bytes([val[0] ^ 0xFF]) + val[1:]
-      conn.execute(f'UPDATE "{name}" SET val=? WHERE key=?', (bad, key))
+      conn.execute(f'UPDATE "{diskcache.TABLE}" SET val=? WHERE rowid=?', (bad, rowid))
     conn.commit()
   finally: conn.close()
 
@@ -190,7 +189,7 @@ def test_locked_database_skips_the_entry_not_the_cache(db):
   assert busy_ms <= 2000, f"a locked cache would stall each entry {busy_ms} ms"
   other = sqlite3.connect(db, isolation_level=None)
   other.execute("BEGIN IMMEDIATE")   # another process's open write transaction
-  other.execute('INSERT OR REPLACE INTO "t_v%d" VALUES (?, ?, ?, ?)' % diskcache.SCHEMA, ("x", "bytes", "0", b""))
+  other.execute(f'INSERT OR REPLACE INTO "{diskcache.TABLE}" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', ("t", "", "", "x", "bytes", "0", 0, 0.0, b""))
   try:
     with pytest.warns(RuntimeWarning, match="locked by another process") as w:
       assert diskcache_put("t", "k1", b"1") == b"1"
@@ -273,3 +272,130 @@ def test_fork_child_while_another_thread_uses_the_cache(db):
     if p.is_alive(): p.kill()
   assert got == b"from child" and p.exitcode == 0
   assert diskcache_get("t", "parent") == b"p" and diskcache_get("t", "child") == b"from child"   # the parent's connection still works
+
+# ---- several versions and devices coexist; old rows go by age and size, least recently used first ----
+def test_versions_and_devices_coexist_and_a_dropped_table_is_recreated(db):
+  for v in ("v1", "v2"):
+    for d in ("CPU", "PYTHON"): diskcache_put("t", "k", f"{v}-{d}", version=v, device=d)
+  other = sqlite3.connect(db)
+  other.execute(f'DROP TABLE "{diskcache.TABLE}"')   # gone under this process's open connection
+  other.commit()
+  other.close()
+  assert diskcache_get("t", "k", version="v1", device="CPU") is None
+  diskcache_put("t", "k", "again", version="v1", device="CPU")
+  assert diskcache_get("t", "k", version="v1", device="CPU") == "again" and diskcache.cache_info()["broken"] is None
+  diskcache_put("t", "k", "v2", version="v2", device="CPU")
+  assert [diskcache_get("t", "k", version=v, device="CPU") for v in ("v1", "v2")] == ["again", "v2"]
+
+def _total(path):
+  conn = sqlite3.connect(path)
+  try: return conn.execute(f'SELECT SUM(size) FROM "{diskcache.TABLE}"').fetchone()[0]
+  finally: conn.close()
+
+def test_eviction_keeps_the_total_under_the_cap_least_recently_used_first(db, monkeypatch):
+  clock = [1000.0]
+  monkeypatch.setattr(diskcache, "_now", lambda: clock[0])
+  monkeypatch.setattr(diskcache, "_ATIME_RES", 0.0)   # every read is recorded (the default batches them per 10 minutes)
+  with Context(CACHEDB_MAX_BYTES=20_000, CACHEDB_MAX_DAYS=0):
+    for i in range(15):
+      clock[0] += 1
+      diskcache_put("t", i, bytes([i]) * 1000)
+    assert _total(db) == 15_000
+    clock[0] += 1
+    for i in (0, 1, 2): assert diskcache_get("t", i) == bytes([i]) * 1000   # the oldest three, used again
+    for i in range(15, 27):
+      clock[0] += 1
+      diskcache_put("t", i, bytes([i]) * 1000)
+      assert _total(db) <= 20_000
+    kept = {i for i in range(27) if diskcache_get("t", i) is not None}
+  assert {0, 1, 2} | set(range(15, 27)) <= kept   # used again, or stored last
+  assert 3 not in kept and len(kept) <= 20        # the rows stored early and never read again went first
+
+def test_rows_unused_for_days_are_dropped_and_old_schemas_go_at_eviction(db, monkeypatch):
+  clock = [1e9]
+  monkeypatch.setattr(diskcache, "_now", lambda: clock[0])
+  diskcache_put("t", "old", b"x")
+  conn = sqlite3.connect(db)
+  conn.execute('CREATE TABLE "program_0123456789abcdef_v2" (key TEXT PRIMARY KEY, kind TEXT, sha TEXT, val BLOB)')
+  conn.commit()
+  conn.close()
+  clock[0] += 31 * 86400
+  diskcache.reset()
+  with Context(CACHEDB_MAX_BYTES=10):
+    diskcache_put("t", "new", b"y")
+    diskcache_put("t", "big", b"z" * 11)   # larger than the cap: never stored
+  assert diskcache_get("t", "old") is None and diskcache_get("t", "new") == b"y" and diskcache_get("t", "big") is None
+  tables = {t for (t,) in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+  assert tables == {diskcache.TABLE}
+
+# ---- hardening: a symlinked default path, a read-only mount, a file others could have written ----
+def test_default_path_symlinked_into_another_apps_database_is_not_written(tmp_path, monkeypatch):
+  monkeypatch.delenv("CACHEDB")
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+  other = tmp_path / "app" / "app.db"
+  other.parent.mkdir()
+  conn = sqlite3.connect(other)
+  conn.execute("CREATE TABLE users (name TEXT)")
+  conn.execute("INSERT INTO users VALUES ('ann')")
+  conn.commit()
+  conn.close()
+  os.makedirs(os.path.dirname(diskcache.default_path()))
+  os.symlink(other, diskcache.default_path())
+  diskcache.reset()
+  before = _snapshot(str(other.parent))
+  with pytest.warns(RuntimeWarning, match="not a tinygrad cache database") as w:
+    assert diskcache_put("t", "k", b"1") == b"1"
+    assert diskcache_get("t", "k") is None
+    c = CountingCompiler()
+    c.compile_cached("s")
+    c.compile_cached("s")
+  assert c.calls == 2 and len([x for x in w if "not a tinygrad" in str(x.message)]) == 1   # warned once, ran uncached
+  assert _snapshot(str(other.parent)) == before and os.path.islink(diskcache.default_path())
+
+RO_READER = """
+import os, warnings
+warnings.simplefilter("error", RuntimeWarning)   # no 'disabled' or 'locked' warning: the cache is simply read
+from tinygrad import diskcache
+from tinygrad.diskcache import diskcache_get, diskcache_put
+assert not os.access(os.path.dirname(os.environ["CACHEDB"]), os.W_OK), "the directory is writable: not a read-only mount"
+print(diskcache_get("t", "a"), diskcache_get("t", ("b", 2)), diskcache_get("t", "missing"))
+diskcache_put("t", "new", b"x")   # a no-op
+print(diskcache_get("t", "new"))
+"""
+
+def test_warm_cache_on_a_read_only_mount_is_read(db):
+  import shutil, subprocess, sys
+  if shutil.which("unshare") is None: pytest.skip("needs unshare (util-linux) to make a read-only bind mount")
+  diskcache_put("t", "a", b"value a")
+  diskcache_put("t", ("b", 2), [1, "two"])
+  diskcache.reset()   # the last connection closes: the WAL is folded into the file
+  d = os.path.dirname(db)
+  before = _snapshot(d)
+  script = f'mount --bind "{d}" "{d}" && mount -o remount,ro,bind "{d}" "{d}" && exec "{sys.executable}" -c \'{RO_READER}\''
+  if subprocess.run(["unshare", "-r", "-m", "sh", "-c", f'mount --bind "{d}" "{d}"'], capture_output=True).returncode != 0:
+    pytest.skip("unshare -r -m cannot mount here (user namespaces disabled)")
+  r = subprocess.run(["unshare", "-r", "-m", "sh", "-c", script], capture_output=True, text=True, env=os.environ, timeout=120)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert r.stdout.splitlines() == ["b'value a' [1, 'two'] None", "None"]
+  assert _snapshot(d) == before
+
+def test_new_cache_files_are_this_users_alone(db):
+  old = os.umask(0o002)   # a umask that would make a group-writable file
+  try: diskcache_put("t", "k", b"1")
+  finally: os.umask(old)
+  for p in (db, db + "-wal"):
+    if os.path.exists(p): assert os.stat(p).st_mode & 0o077 == 0, (p, oct(os.stat(p).st_mode))
+
+@pytest.mark.parametrize("how", ["group-writable", "other-writable", "other-owner"])
+def test_a_cache_file_others_could_write_is_not_used(db, how):
+  c = CountingCompiler()
+  c.compile_cached("s")
+  diskcache.reset()
+  if how == "other-owner":
+    if os.geteuid() != 0: pytest.skip("changing a file's owner needs root")
+    os.chown(db, 12345, -1)
+  else: os.chmod(db, 0o620 if how == "group-writable" else 0o602)
+  with pytest.warns(RuntimeWarning, match="owned by uid 12345|writable by group or others") as w:
+    c.compile_cached("s")
+    c.compile_cached("s")
+  assert c.calls == 3 and len(w) == 1   # ran uncached (the binary in the file is not trusted), warned once

@@ -111,7 +111,7 @@ def test_a_damaged_or_foreign_row_is_a_miss(db):
   assert progcache.load(key, ast) is not None
   for bad in ({"name": 1}, [1, 2], {**good, "globals": [99]}, {**good, "global_size": [1, {"expr": [["EXP2", "float32", None, []]]}, 1]},
               {**good, "vars": [{"expr": [["CONST", "index", ["i", "3"], []]]}]}, {**good, "estimates": [0, 0]}, {**good, "outs": [True]}):
-    diskcache_put(progcache.table_of(key), key, bad)
+    diskcache_put("program", key, bad, **progcache._row(key))
     assert progcache.load(key, ast) is None, bad
   method_cache.clear()
   np.testing.assert_equal((Tensor.arange(10).float() + 1).numpy(), np.arange(10) + 1)   # recomputed and stored again
@@ -130,15 +130,61 @@ def test_a_cached_python_program_is_read_as_literals_never_run():
   for evil in ("__import__('os').system('true')", "().__class__.__base__.__subclasses__()", "[x for x in ()]"):
     with pytest.raises(ValueError): deserialize(f"0 CONST float32 () {evil}")
 
-def test_programs_of_another_code_version_are_dropped(db, monkeypatch):
-  import sqlite3
-  ast = _kernel(Tensor.arange(6).float() * 5)
-  dev = Device[Device.DEFAULT]
-  key = progcache.program_key(ast, dev)
-  old = ("program", progcache.VERSION, "0" * 64) + key[3:]   # the same kernel under an older code hash
+# ---- versions and devices share the cache ----
+def _kernels():
+  return [_kernel(Tensor.arange(6).float() * 5), _kernel(Tensor.arange(12).reshape(3, 4).float().sum(1))]
+
+def _as_version(tag, db_path, q):
+  # a process of another code version: the code hash is what a different install or an edit would give
+  import tinygrad.codegen
+  progcache._code_hash = lambda *mods: f"{tag:0>64}"
+  calls = []
+  orig = tinygrad.codegen.get_program
+  tinygrad.codegen.get_program = lambda *a, **k: calls.append(1) or orig(*a, **k)
+  os.environ["CACHEDB"] = db_path
+  diskcache.reset()
+  method_cache.clear()
+  try:
+    for ast in _kernels(): get_runner(Device.DEFAULT, ast)
+    q.put(len(calls))
+  except BaseException as e: q.put(repr(e))
+
+def test_two_code_versions_alternating_both_keep_their_programs(db):
+  import multiprocessing as mp
+  ctx = mp.get_context("fork")
+  q = ctx.Queue()
+  got = []
+  for tag in ("a", "b", "a", "b"):   # each process stores its programs, then the other version's start-up does not drop them
+    p = ctx.Process(target=_as_version, args=(tag, os.environ["CACHEDB"], q))
+    p.start()
+    got.append(q.get(timeout=120))
+    p.join(30)
+  assert got == [2, 2, 0, 0], got   # cold, cold, then both warm: no codegen at all
+
+def test_cpu_then_python_then_cpu_in_one_process_hits_both(db):
+  import warnings
+  asts = _kernels()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)   # a cache that switches itself off says so with a RuntimeWarning
+    for dev in ("CPU", "PYTHON", "CPU"):
+      for ast in asts: get_runner(dev, ast)
+    method_cache.clear()
+    for dev in ("CPU", "PYTHON"):
+      for ast in asts: assert isinstance(get_runner(dev, ast).p, progcache.CachedProgramSpec), dev
+  assert diskcache.cache_info()["broken"] is None
+  a = Tensor.arange(12).reshape(3, 4).float()
+  np.testing.assert_equal(a.to("PYTHON").sum(1).numpy(), np.arange(12).reshape(3, 4).sum(1))
+
+@pytest.mark.parametrize("src", ["garbage", "0 CONST float32 (7,) 1.0", "0 NOSUCHOP float32 () 1"])
+def test_a_tampered_python_program_row_is_a_miss(db, src):
+  # the row's checksum is right (anyone who can write the file can recompute it): the program fails to load, so the kernel
+  # is rendered again and the row replaced, instead of the user's program failing
+  t = lambda: Tensor.arange(6, device="PYTHON").float() * 5
+  ast = _kernel(t())
+  key = progcache.program_key(ast, Device["PYTHON"])
+  good = progcache.encode(get_runner("PYTHON", ast).p)
   from tinygrad.diskcache import diskcache_put
-  diskcache_put(progcache.table_of(old), old, {"name": "stale"})
-  progcache._drop_other_versions.cache_clear()
-  get_runner(dev.device, ast)   # a new program: stored in this version's table, the other version's table dropped
-  tables = {t for (t,) in sqlite3.connect(os.environ["CACHEDB"]).execute("SELECT name FROM sqlite_master WHERE type='table'")}
-  assert any(t.startswith(progcache.table_of(key)) for t in tables) and not any(t.startswith(progcache.table_of(old)) for t in tables), tables
+  diskcache_put("program", key, {**good, "src": src}, **progcache._row(key))
+  method_cache.clear()
+  np.testing.assert_equal(t().numpy(), np.arange(6) * 5)
+  assert progcache.load(key, ast).src == good["src"]   # replaced by the program rendered again

@@ -8,9 +8,11 @@ The key is everything the program depends on: the AST (every node's op, dtype, a
 a kind of value the encoder does not know makes the kernel uncacheable, never a guess), the renderer (class and
 abilities), the device and compiler names, every flag's value (ContextVar, minus those that only steer output), and
 a hash of the code that generates programs (the core package and the renderer's package), so an edited or upgraded
-tinygrad never reuses a stale program; each code version has its own table, and a process that stores a program drops
-the tables of other versions (two installs sharing one cache take turns at a cold start, never a wrong program). Values are JSON (diskcache): source text, sizes (ints or small expressions of
-the kernel's variables), buffer indices, estimates. Anything malformed on read is a miss. CACHELEVEL=2 (the default)
+tinygrad never reuses a stale program. Rows carry that code version and the device (diskcache's version and device
+columns): two installs, or two devices, sharing one cache keep their programs side by side, and old ones go by the cache's
+LRU eviction. Values are JSON (diskcache): source text, sizes (ints or small expressions of the kernel's variables),
+buffer indices, estimates. Anything malformed on read is a miss; so is a program that fails to compile or load (the
+runner renders it again, engine/realize.py). CACHELEVEL=2 (the default)
 uses it; CACHELEVEL=1 keeps only the compile cache, 0 neither. A traced (VIZ) or DEBUG>=5 run always renders.
 """
 from __future__ import annotations
@@ -25,7 +27,8 @@ from tinygrad.renderer import ProgramSpec, Estimates
 VERSION = 1
 # flags that change what is printed, traced or timed, or where things run, never the program of a kernel
 _OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE",
-                          "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING"})
+                          "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING",
+                          "CACHEDB_MAX_BYTES", "CACHEDB_MAX_DAYS"})
 
 class Uncacheable(Exception):
   """A value the exact encoder does not know: the kernel is rendered every time instead."""
@@ -68,6 +71,11 @@ def _code_hash(*modules: str) -> str:
         with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
   return h.hexdigest()
 
+def code_version(ren: Any) -> str:
+  """The hash of the code that turns a kernel into a program for renderer `ren` (the core and the renderer's package):
+  every cached result of codegen (programs, BEAM's actions) is keyed by it. Raises Uncacheable without a source folder."""
+  return _code_hash("tinygrad", type(ren).__module__)
+
 def program_key(ast: UOp, dev: Any) -> tuple | None:
   """The cache key of kernel `ast` on opened device `dev`, or None when it must not be cached (off, traced, unknown arg)."""
   from tinygrad.uop import upat as _upat
@@ -75,7 +83,7 @@ def program_key(ast: UOp, dev: Any) -> tuple | None:
   if CACHELEVEL.value < 2 or DEBUG >= 5 or _upat.TRACER is not None or not ren.cache_programs: return None
   try:
     flags = sorted((k, json.dumps(_enc(v.value))) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY)
-    return ("program", VERSION, _code_hash("tinygrad", type(ren).__module__), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
+    return ("program", VERSION, code_version(ren), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
             repr(ren.ability_key()), json.dumps(flags), ast_digest(ast))
   except Uncacheable as e:
     if DEBUG >= 3: print(f"program cache: kernel not cached ({e})")
@@ -160,24 +168,18 @@ def decode(v: Any, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None 
   p.relinearize = relinearize
   return p
 
-def table_of(key: tuple) -> str:
-  """The table of a key's code version: the programs of another version (an upgrade, an edit) are dropped, not kept."""
-  return f"program_{key[2][:16]}"
-
-@functools.cache
-def _drop_other_versions(table: str) -> None:
-  from tinygrad.diskcache import diskcache_drop_others
-  diskcache_drop_others("program_", table)
+def _row(key: tuple) -> dict[str, str]:
+  # the code version and the device (device, compiler) a row belongs to: several of each coexist in one cache
+  return {"version": key[2], "device": f"{key[3]}:{key[4]}"}
 
 def load(key: tuple, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None = None) -> ProgramSpec | None:
   """The cached program of `key`, or None (a miss, or a row that does not decode); `relinearize` rebuilds its uops."""
   from tinygrad.diskcache import diskcache_get
-  try: return decode(diskcache_get(table_of(key), key), ast, relinearize)
+  try: return decode(diskcache_get("program", key, **_row(key)), ast, relinearize)
   except (ValueError, TypeError, KeyError): return None
 
 def store(key: tuple, p: ProgramSpec) -> None:
   from tinygrad.diskcache import diskcache_put
-  _drop_other_versions(table_of(key))   # once per process, at its first new program
-  try: diskcache_put(table_of(key), key, encode(p))
+  try: diskcache_put("program", key, encode(p), **_row(key))
   except Uncacheable as e:
     if DEBUG >= 3: print(f"program cache: {p.name} not stored ({e})")

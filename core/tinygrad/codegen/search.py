@@ -4,8 +4,8 @@
 best lists by every action that applies, compiles the candidates (in parallel threads: the C compilers are processes,
 llvmlite releases the GIL), times each on freshly allocated buffers, and keeps the `width` fastest; it stops when a
 step finds nothing faster, after BEAM_TIMEOUT seconds, or when no action applies. BEAM_MAX_CANDIDATES caps the
-candidates timed per step. The result is cached on disk per (kernel, device, compiler, width), so a second run does
-not search again.
+candidates timed per step. The result is cached on disk per (kernel, device, compiler, width, code version), so a second run does
+not search again; a cached result that no longer applies to the kernel is a miss.
 """
 from __future__ import annotations
 import time, itertools
@@ -64,14 +64,23 @@ def beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
 def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   from tinygrad.device import Device, Buffer
   from tinygrad.diskcache import diskcache_get, diskcache_put
+  from tinygrad.codegen import PASSES, progcache
   dev = Device[device]
-  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width, repr(dev.renderer.ability_key()))
-  if IGNORE_BEAM_CACHE.value == 0 and (hit := _opts_from_json(diskcache_get("beam_search", ckey))) is not None: return hit
   ren = dev.renderer
   # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices
-  from tinygrad.codegen import PASSES
   sink = ast
   for name, fxn in PASSES[:[n for n, _ in PASSES].index("optimize")]: sink = fxn(sink, ren, None)
+  # keyed by the code version too: another version's optimizer may number axes or validate actions differently
+  try: version = progcache.code_version(ren)
+  except progcache.Uncacheable: version = None
+  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width, repr(ren.ability_key()))
+  row = {"version": version or "", "device": f"{dev.device}:{dev.compiler_name}"}
+  if version is not None and IGNORE_BEAM_CACHE.value == 0 and (hit := _opts_from_json(diskcache_get("beam_search", ckey, **row))) is not None:
+    try:
+      apply_opts(sink, hit, ren)   # a row that no longer applies (edited by hand, or a stale one) is a miss: search again
+      return hit
+    except Exception as e:
+      if DEBUG >= 2: print(f"beam: the cached actions {hit} do not apply ({type(e).__name__}: {e}); searching again")
   if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()): return None   # symbolic sizes: no values to time with
   args = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
   bufs = [Buffer(dev.device, max(d.size, 1), d.base).allocate() for d in (u.dtype for u in args) if isinstance(d, PtrDType)]
@@ -114,7 +123,7 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
           t0, t1 = min(t0, _time_prog(r0, bufs, 1)), min(t1, _time_prog(r1, bufs, 1))
         if DEBUG >= 2: print(f"beam: heuristics {t0*1e6:.1f} us, search {t1*1e6:.1f} us")
         if t1 > 0.95 * t0: best = (t0, start)
-  diskcache_put("beam_search", ckey, [[o.op.name, o.axis, o.arg] for o in best[1]])
+  if version is not None: diskcache_put("beam_search", ckey, [[o.op.name, o.axis, o.arg] for o in best[1]], **row)
   return best[1]
 
 def ast_key(ast: UOp) -> str:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters
+from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
@@ -20,11 +20,13 @@ class CompiledRunner:
   `device` must be the exact device the buffers live on ("NV:PTX", "CPU:1"): each opened device has its own queue, and
   a kernel queued on another instance than its buffers' copies races with them.
   Given a `pool`, the compile runs there in the background and `ready()` waits for it and loads the program."""
-  def __init__(self, p: ProgramSpec, device: str | None = None, pool: ThreadPoolExecutor | None = None):
+  def __init__(self, p: ProgramSpec, device: str | None = None, pool: ThreadPoolExecutor | None = None,
+               rerender: Callable[[], ProgramSpec] | None = None):
     self.p, self.dev = p, Device[device or p.device]
     if self.dev.runtime is None: raise RuntimeError(f"device {p.device} has no runtime to load kernels")
     # the compiler as it is now: a compile still running in the background must not pick up one swapped in later
     self._runtime, self._compiler = self.dev.runtime, self.dev.compiler
+    self._rerender = rerender   # `p` came from the program cache: how to render it afresh if it fails to compile or load
     self._prg: Any = None
     self._lib: Future[bytes] | None = None
     if p.lib is not None: self.lib = p.lib
@@ -32,27 +34,45 @@ class CompiledRunner:
     elif pool is not None:
       self._lib = pool.submit(self._compile)
       return
-    else: self.lib = self._compile()
-    self._prg = self._load()
-  def _load(self) -> Any:
-    # a runtime that declares a `spec` parameter also gets the kernel's ProgramSpec (launch sizes, estimates, thread_work)
-    rt: Any = self._runtime
-    return rt(self.p.function_name, self.lib, spec=self.p) if takes_spec(rt) else rt(self.p.function_name, self.lib)
-  def _compile(self) -> bytes:
+    else:
+      self._load(self._compile)
+      return
+    self._load(lambda: self.lib)
+  def _compile(self, refresh: bool = False) -> bytes:
     assert self._compiler is not None
     st = time.perf_counter()
-    try: lib = self._compiler.compile_cached(self.p.src)
+    try: lib = self._compiler.compile_cached(self.p.src, refresh) if refresh else self._compiler.compile_cached(self.p.src)
     except CompileError as e: raise CompileError(f"kernel {self.p.name}: {e.diagnostics}", e.src) from e   # which kernel failed
     if (prof := _prof.PROFILER) is not None: prof.span(f"compile {self.p.name}", "compile", st, time.perf_counter(), bytes=len(lib))
     if (rec := _upat.TRACER) is not None: rec.binary(self.p.src, len(lib))
     return lib
+  def _load(self, lib: Callable[[], bytes]) -> None:
+    """Compile (or wait for) and load the program. A cached one that fails to is a miss, never the user's error: the
+    source is rendered again when it came from the program cache, the binary compiled again (and its row replaced)."""
+    loading = False
+    try:
+      self.lib = lib()
+      loading = True
+      self._prg = self._open()
+    except Exception as e:
+      cached_bin = loading and self._compiler is not None and self.p.lib is None and getattr(self._compiler, "cachekey", None) is not None
+      if CACHELEVEL.value == 0 or (self._rerender is None and not cached_bin): raise
+      if DEBUG >= 1: print(f"kernel {self.p.name}: the cached program does not {'load' if loading else 'compile'} ({type(e).__name__}: {e}); rebuilding it")
+      src = self.p.src
+      if self._rerender is not None: self.p, self._rerender = self._rerender(), None
+      if not loading and self.p.src == src: raise   # the source itself fails to compile (failures are never cached)
+      self.lib = self.p.lib if self.p.lib is not None else self.p.src.encode() if self._compiler is None else self._compile(refresh=True)
+      self._prg = self._open()
+  def _open(self) -> Any:
+    # a runtime that declares a `spec` parameter also gets the kernel's ProgramSpec (launch sizes, estimates, thread_work)
+    rt: Any = self._runtime
+    return rt(self.p.function_name, self.lib, spec=self.p) if takes_spec(rt) else rt(self.p.function_name, self.lib)
   def ready(self) -> CompiledRunner:
     """Wait for a background compile and load the program; its error (a CompileError naming the kernel) is raised here,
     and a runner that failed is dropped from the method cache, so a later realize compiles it again."""
     if self._prg is None and self._lib is not None:
-      try:
-        self.lib = self._lib.result()
-        self._prg = self._load()
+      pending = self._lib
+      try: self._load(pending.result)
       except BaseException:
         for k in [k for k, r in method_cache.items() if r is self]: del method_cache[k]
         raise
@@ -117,13 +137,18 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
       return get_program(ast, dev.renderer, opts, compile=False)
     # a kernel rendered by an earlier process (same AST, renderer, flags and code): its source, without codegen (its
     # uops are built again only if something reads them)
-    pkey = progcache.program_key(ast, dev)
-    if (spec := progcache.load(pkey, ast, lambda: codegen().uops) if pkey is not None else None) is None:
+    def render() -> ProgramSpec:
       spec = codegen()
-      if pkey is not None: progcache.store(pkey, spec)
-    elif DEBUG >= 4: print(spec.src)
+      if pkey is not None: progcache.store(pkey, spec)   # (replacing a cached row that failed to compile or load)
+      return spec
+    pkey = progcache.program_key(ast, dev)
+    rerender = None
+    if (spec := progcache.load(pkey, ast, lambda: codegen().uops) if pkey is not None else None) is None: spec = render()
+    else:
+      rerender = render
+      if DEBUG >= 4: print(spec.src)
     if (prof := _prof.PROFILER) is not None: prof.span(f"codegen {spec.name}", "codegen", st, time.perf_counter())
-    method_cache[key] = ret = CompiledRunner(spec, device, pool)
+    method_cache[key] = ret = CompiledRunner(spec, device, pool, rerender)
   return ret if not wait else ret.ready()
 
 def _check_dtypes(dev: Any, ast: UOp) -> None:

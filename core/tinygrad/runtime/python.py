@@ -45,13 +45,15 @@ def _literal(text: str) -> Any:
   return _NONFINITE[text] if text in _NONFINITE else pyast.literal_eval(text)
 
 def deserialize(src: str) -> list[tuple[Ops, DType, tuple[int, ...], Any]]:
-  out = []
+  out: list[tuple[Ops, DType, tuple[int, ...], Any]] = []
   for line in src.splitlines():
     _, op, dt, rest = line.split(" ", 3)
     # the src tuple ends at the first ") " (it holds only ints)
     cut = rest.index(")") + 1
     srcs, arg = _literal(rest[:cut]), _literal(rest[cut+1:])
     if Ops[op] is Ops.RANGE: arg = (arg[0], AxisType[arg[1]])
+    # a program reads only values computed before it (the cache's rows are checked here, before anything runs)
+    if not (isinstance(srcs, tuple) and all(type(i) is int and 0 <= i < len(out) for i in srcs)): raise ValueError(f"line {len(out)}: bad sources {srcs!r}")
     out.append((Ops[op], _parse_dtype(dt), srcs, arg))
   return out
 

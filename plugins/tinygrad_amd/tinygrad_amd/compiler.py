@@ -24,8 +24,8 @@ class AMDCompiler(Compiler):
     check_arch(arch)
     self.arch = arch.split(":")[0]
     super().__init__(cachekey)
-  def compile_cached(self, src: str) -> bytes:
-    lib = super().compile_cached(src)
+  def compile_cached(self, src: str, refresh: bool = False) -> bytes:
+    lib = super().compile_cached(src, refresh)
     if self.kernels is not None and self.rendered is not None and src in self.rendered: self.kernels[lib] = self.rendered[src]
     return lib
   def disassemble(self, lib: bytes) -> str:

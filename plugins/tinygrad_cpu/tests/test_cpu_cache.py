@@ -10,8 +10,9 @@ def _run(db, cc, code=RUN):
   env = {**os.environ, "CACHEDB": str(db), "CPU_CC": cc, "DEV": "CPU", "CACHELEVEL": "1"}
   return subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
-def _cache_tables(conn):
-  return [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'compile%'")]
+def _compile_rows(conn):
+  from tinygrad.diskcache import TABLE
+  return conn.execute(f"SELECT rowid, val FROM \"{TABLE}\" WHERE ns='compile'").fetchall()
 
 @pytest.mark.parametrize("cc", ["LLVM", "CLANG", "GCC"])
 def test_damaged_cached_program_is_recompiled(tmp_path, cc):
@@ -20,11 +21,11 @@ def test_damaged_cached_program_is_recompiled(tmp_path, cc):
   first = _run(db, cc)
   assert first.returncode == 0, first.stderr
   conn = sqlite3.connect(db)   # flip one byte in the middle of every cached program; the database itself stays intact
-  tables = _cache_tables(conn)
-  assert tables, "nothing was cached"
-  for t in tables:
-    for key, val in conn.execute(f'SELECT key, val FROM "{t}"').fetchall():
-      conn.execute(f'UPDATE "{t}" SET val=? WHERE key=?', (val[:len(val)//2] + bytes([val[len(val)//2] ^ 0xFF]) + val[len(val)//2+1:], key))
+  from tinygrad.diskcache import TABLE
+  rows = _compile_rows(conn)
+  assert rows, "nothing was cached"
+  for rowid, val in rows:
+    conn.execute(f'UPDATE "{TABLE}" SET val=? WHERE rowid=?', (val[:len(val)//2] + bytes([val[len(val)//2] ^ 0xFF]) + val[len(val)//2+1:], rowid))
   conn.commit()
   conn.close()
   second = _run(db, cc)
@@ -56,7 +57,7 @@ def test_cache_holds_machine_code(tmp_path, cc):
   first = _run(db, cc)
   assert first.returncode == 0, first.stderr
   conn = sqlite3.connect(db)
-  vals = [v for t in _cache_tables(conn) for (v,) in conn.execute(f'SELECT val FROM "{t}"')]
+  vals = [v for _, v in _compile_rows(conn)]
   conn.close()
   # ELF machine code for this host: a relocatable object (LLVM, loaded by MCJIT's linker) or a shared object (C)
   assert vals and all(v[:4] == b"\x7fELF" and int.from_bytes(v[16:18], "little") == (1 if cc == "LLVM" else 3) for v in vals)

@@ -19,8 +19,8 @@ class NVCompiler(Compiler):
   def __init__(self, arch: str, cachekey: str):
     self.arch = arch
     super().__init__(cachekey)
-  def compile_cached(self, src: str) -> bytes:
-    lib = super().compile_cached(src)
+  def compile_cached(self, src: str, refresh: bool = False) -> bytes:
+    lib = super().compile_cached(src, refresh)
     if self.kernels is not None and self.rendered is not None and src in self.rendered: self.kernels[lib] = self.rendered[src]
     return lib
 
