@@ -7,6 +7,8 @@ else -> a VECTORIZE of the scalars (a gather, always correct). A reduce whose va
 (`acc += x0+x1+x2+x3`) over consecutive loads becomes a reduce into a vector accumulator, summed across lanes once after
 its loop. Renderers opt in with `vector_bytes` (the widest vector), `vector_ops` and `vector_dtypes` (the element types with
 vector types); with any of them empty (the defaults) this pass changes nothing.
+A vector access may start at any element (a conv's taps, `x[1:]`); where the renderer's vectors need their own alignment
+(`unaligned_vectors = False`) only accesses whose offset is a multiple of the lane count by construction become vectors.
 """
 from __future__ import annotations
 from collections import Counter
@@ -25,6 +27,19 @@ def _affine(idx: UOp) -> tuple[frozenset, int]:
     elif u.op is Ops.CONST: const += int(u.arg)
     else: terms.append(u)
   return frozenset(Counter(terms).items()), const
+
+def _twos(idx: UOp) -> int:
+  """The exponent of the largest power of two that divides idx by construction (64 for 0): constants, sums, products, shifts."""
+  if idx.op is Ops.CONST: return 64 if int(idx.arg) == 0 else min(64, (int(idx.arg) & -int(idx.arg)).bit_length() - 1)
+  if idx.op in (Ops.ADD, Ops.SUB): return min(_twos(s) for s in idx.src)
+  if idx.op is Ops.MUL: return min(64, sum(_twos(s) for s in idx.src))
+  if idx.op is Ops.SHL and idx.src[1].op is Ops.CONST: return min(64, _twos(idx.src[0]) + int(idx.src[1].arg))
+  if idx.op is Ops.CAST and dtypes.is_int(idx.dtype): return _twos(idx.src[0])
+  return 0
+
+def _multiple_of(idx: UOp, n: int) -> bool:
+  """idx is a multiple of n (a power of two) by construction."""
+  return 1 << _twos(idx) >= n
 
 def _flatten(u: UOp, op: Ops) -> list[UOp]:
   """The leaves of a nested chain of `op`, left to right."""
@@ -97,6 +112,7 @@ class _Packer:
     for k, i in enumerate(idxs):
       b, c = _affine(i.src[1])
       if b != base or c != c0 + k: return None
+    if not self.ren.unaligned_vectors and not _multiple_of(i0.src[1], len(lanes)): return None   # a gather instead
     return UOp(Ops.LOAD, lanes[0].dtype.vec(len(lanes)), (i0,))
 
 def _good(u: UOp) -> bool:
@@ -125,7 +141,7 @@ def _store_runs(stores: list[UOp], p: _Packer) -> list[list[UOp]]:
       w = p.width(by_c[cs[i]].src[1].dtype)
       while i <= j:
         n = 1
-        while n * 2 <= min(w, j - i + 1): n *= 2
+        while n * 2 <= min(w, j - i + 1) and (p.ren.unaligned_vectors or _multiple_of(by_c[cs[i]].src[0].src[1], n * 2)): n *= 2
         if n > 1: runs.append([by_c[c] for c in cs[i:i+n]])
         i += n
   return runs

@@ -10,5 +10,5 @@ with tinygrad-core installed has the options above; from a source tree add `-p t
 test modules here (`test_*.py`) need numpy, hypothesis and pytest; `import tinygrad` never imports this package.
 See docs/plugins.md, "Testing your plugin".
 """
-MODULES = ("test_ops", "test_dtypes", "test_launch", "test_copy", "test_allocator", "test_compile_cache", "test_kernel_count", "test_errors",
+MODULES = ("test_ops", "test_alignment", "test_dtypes", "test_launch", "test_copy", "test_allocator", "test_compile_cache", "test_kernel_count", "test_errors",
            "test_inplace", "test_programs")

@@ -80,6 +80,11 @@ class Renderer:
   """SIMD: the ALU ops the renderer emits on vectors (the vectorize pass packs only these); empty: no vector ALU."""
   vector_dtypes: frozenset[DType] = frozenset()
   """SIMD: the scalar dtypes whose vectors the renderer emits; empty (the default): none, the kernels stay scalar."""
+  unaligned_vectors: bool = False
+  """SIMD: the rendered vector loads and stores are correct at any element offset (vector types aligned like their
+  element, `vload4`, LLVM's `align <element size>`). False: the language's vector accesses need the vector's own alignment
+  (CUDA's float4, Metal's, PTX's ld.v4), so the vectorize pass emits one only where its element offset is a multiple of
+  its lane count by construction, and keeps the rest scalar. docs/plugins.md, "Vector alignment"."""
   register_bytes: int = 0
   """CPU register tiling: the width in bytes of one SIMD register; 0: vector_bytes."""
   registers: int = 16

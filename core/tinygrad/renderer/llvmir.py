@@ -52,6 +52,7 @@ class LLVMIRRenderer(Renderer):
     [*_llvm_binop, *_llvm_intrinsic, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL, Ops.MAX, Ops.WHERE, Ops.MULACC]}
   addrspaces: dict[AddrSpace, int] = {}   # LLVM address space of each pointer kind, where it is not 0
   kernel_cc: str = ""                     # the kernel's calling convention and a space (`amdgpu_kernel `)
+  unaligned_vectors = True                # every load and store carries `align <element size>`
 
   # ---- types ----
   def ty(self, dt: DType) -> str:

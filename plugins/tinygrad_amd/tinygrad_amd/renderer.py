@@ -153,6 +153,7 @@ class HIPRenderer(AMDAbilities, CStyleLanguage):
   emulated_floats = {dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = hip_code_for_op   # EXP2, LOG2, SIN absent: decomposed by codegen (see the module docstring)
   launch_extra = pm_hip_devectorize
+  unaligned_vectors = True   # the vector typedefs are aligned like their element (prelude)
   string_rewrite = PatternMatcher([
     (UPat(Ops.WMMA, name="x"), lambda ctx, x: f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"),   # tensor core: see prelude
   ]) + base_rewrite

@@ -12,7 +12,8 @@ Numerics: FP_CONTRACT OFF (no fused a*b+c, so results match numpy), and the prog
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
-from tinygrad.plugin_api import CStyleLanguage, base_code_for_op, safe_div, Ops, UOp, DType, PtrDType, AddrSpace, dtypes
+from tinygrad.plugin_api import CStyleLanguage, base_code_for_op, base_rewrite, safe_div, mem_access, Ops, UOp, DType, PtrDType, AddrSpace, dtypes, \
+  UPat, PatternMatcher
 
 @dataclass(frozen=True)
 class CLLimits:
@@ -44,6 +45,22 @@ ushort __f2b(float f) {
 _EMULATED = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
              dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}   # rounded to width after each op
 
+# vector loads and stores through vloadN/vstoreN, which need only the element's alignment (a `float4*` dereference needs 16
+# bytes, and OpenCL's `aligned` attribute may only raise alignment): an upcast's lanes start at any element
+def _vec_addr(ctx, x: UOp) -> str:
+  m = mem_access(x)
+  return ctx.r[m.ptr.src[0] if m.vector is not None else m.ptr]   # the INDEX's text: (buf+idx), in the buffer's space
+def _vload(ctx, x: UOp) -> str | None:
+  if x.dtype.count == 1 or x.dtype.scalar() in ctx.emulated_floats: return None
+  val, gate = f"vload{x.dtype.count}(0, {_vec_addr(ctx, x)})", mem_access(x).gate
+  return val if gate is None else f"({ctx.r[gate]}?{val}:{ctx.render_const(0, x.dtype)})"
+def _vstore(ctx, x: UOp) -> str | None:
+  m = mem_access(x)
+  if m.value is None or m.value.dtype.count == 1 or m.value.dtype.scalar() in ctx.emulated_floats: return None
+  st = f"vstore{m.value.dtype.count}({ctx.r[m.value]}, 0, {_vec_addr(ctx, x)});"
+  return st if m.gate is None else f"if ({ctx.r[m.gate]}) {st}"
+cl_rewrite = PatternMatcher([(UPat(Ops.LOAD, name="x"), _vload), (UPat(Ops.STORE, name="x"), _vstore)]) + base_rewrite
+
 class OpenCLRenderer(CStyleLanguage):
   """OpenCL C 1.2 for the device whose limits are `limits`."""
   device = "CL"
@@ -55,6 +72,8 @@ class OpenCLRenderer(CStyleLanguage):
   vector_bytes = 16
   vector_ops = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.NEG, Ops.MULACC})
   vector_dtypes = frozenset({dtypes.float32, dtypes.int32, dtypes.uint32})
+  unaligned_vectors = True   # vloadN/vstoreN
+  string_rewrite = cl_rewrite
   kernel_prefix = "__kernel "
   addrspace_qualifier = {AddrSpace.GLOBAL: "__global ", AddrSpace.LOCAL: "__local "}
   smem_prefix = "__local "
@@ -75,10 +94,6 @@ class OpenCLRenderer(CStyleLanguage):
   def __reduce__(self): return type(self), (self.limits,)
   def __repr__(self) -> str: return f"OpenCLRenderer({self.limits})"
 
-  def render_ptr(self, base: DType, space: AddrSpace) -> str:
-    # vectors through a pointer are aligned like their element (`float4_u`): an upcast's lanes start at any element
-    if base.count > 1: return f"{self.space_qualifier(space)}{self.render_dtype(base)}_u*"
-    return super().render_ptr(base, space)
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"(({self.render_dtype(dt)})({','.join(elems)}))"
   def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}.s{lane:x}"
   def render_bitcast(self, to: str, frm: str, x: str) -> str: return f"as_{to}({x})"
@@ -95,10 +110,6 @@ class OpenCLRenderer(CStyleLanguage):
     if dtypes.float16 in used: ret.append(_h16 if dtypes.float16 in self.emulated_floats else "#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
     if dtypes.bfloat16 in used: ret.append(_bf16)
     if dtypes.float64 in used: ret.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
-    vecs = {u.dtype.base for u in uops if isinstance(u.dtype, PtrDType) and u.dtype.base.count > 1} | \
-           {u.dtype for u in uops if u.op in (Ops.LOAD,) and u.dtype.count > 1} | \
-           {u.src[1].dtype for u in uops if u.op is Ops.STORE and u.src[1].dtype.count > 1}
-    ret += [f"typedef {self.render_dtype(dt)} {self.render_dtype(dt)}_u __attribute__((aligned({dt.scalar().itemsize})));" for dt in sorted(vecs)]
     return ret
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:

@@ -1,5 +1,5 @@
 """Compile-and-run: hand-built kernels through each CPU compiler and the runtime, checked against numpy."""
-import ctypes, math, shutil, struct
+import ctypes, math, platform, re, shutil, struct
 import numpy as np
 import pytest
 from tinygrad.uop import Ops
@@ -209,3 +209,28 @@ def test_fork_child_runs_threaded_kernels(cc):
     if p.is_alive(): p.kill()
   np.testing.assert_array_equal(np.frombuffer(got, np.float32), a + b)
   assert p.exitcode == 0
+
+def _aligned32(n: int) -> np.ndarray:
+  """n float32s starting at a 32-byte boundary (so element 1 is surely not 32-byte aligned)."""
+  raw = np.zeros(n + 8, np.float32)
+  k = (-raw.ctypes.data % 32) // 4
+  return raw[k:k+n]
+
+def vector_offset_kernel(n: int, lo: int) -> list[UOp]:
+  """out[lo+8i : lo+8i+8] = in[lo+1+8i : ...] * 2 as float8 loads and stores, both starting off a 32-byte boundary."""
+  out, inp, r, v8 = glob(0, dtypes.float32, n), glob(1, dtypes.float32, n), rng((n - lo - 9) // 8 + 1), dtypes.float32.vec(8)
+  val = UOp(Ops.LOAD, v8, (inp.index(r * 8 + (lo + 1)),)) * UOp.const(v8, 2.0)
+  return linear(out, inp, UOp(Ops.STORE, dtypes.void, (out.index(r * 8 + lo), val)), end(r))
+
+@pytest.mark.parametrize("lo", [1, 3])
+def test_vector_access_at_odd_offsets(cc, lo):
+  # a float8 typedef GCC aligned to 32 bytes (attributes in the wrong order) made these aligned moves: SIGSEGV
+  a, o = _aligned32(64), _aligned32(64)
+  a[:] = np.arange(64, dtype=np.float32)
+  src = run(cc, vector_offset_kernel(64, lo), o, a)
+  m = (64 - lo - 9) // 8 * 8 + 8
+  np.testing.assert_array_equal(o[lo:lo+m], a[lo+1:lo+1+m] * 2, err_msg=src)
+  assert not o[:lo].any() and not o[lo+m:].any()
+  if cc[1].__class__.__name__ != "LLVMCompiler" and platform.machine() in ("x86_64", "AMD64") and shutil.which("objdump"):
+    asm = cc[1].disassemble(cc[1].compile(src))
+    assert "movups" in asm and not re.search(r"movaps\s+\S*\(", asm), asm   # still vector moves, and none that needs alignment

@@ -83,14 +83,16 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = clang_code_for_op
   vector_bytes, vector_ops, vector_dtypes = 32, _c_vector_ops, _vector_dtypes
+  unaligned_vectors = True   # the vector typedefs are aligned like their element (prelude)
 
   def render_vectorize(self, elems: list[str], dt: DType) -> str: return f"({self.render_dtype(dt)}){{{','.join(elems)}}}"
   def render_gep(self, vec: str, lane: int, dt: DType) -> str: return f"{vec}[{lane}]"
   def extra_args(self) -> list[str]: return ["int core_id", "int core_count"]
   def prelude(self, uops: list[UOp]) -> list[str]:
     dts = {self.storage_dtype(u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype) for u in uops}
-    # vector types are aligned like their element: a vector load from a float buffer need not be 16-byte aligned
-    ret = [f"typedef {self.render_dtype(dt.scalar())} {self.render_dtype(dt)} __attribute__((aligned({dt.scalar().itemsize}),vector_size({dt.itemsize})));"
+    # vector types are aligned like their element, so a vector access may start at any element (see vector_align):
+    # `aligned` must follow `vector_size`, GCC applies them in order and a vector_size last makes the type 32-byte aligned
+    ret = [f"typedef {self.render_dtype(dt.scalar())} {self.render_dtype(dt)} __attribute__((vector_size({dt.itemsize}),aligned({dt.scalar().itemsize})));"
            for dt in sorted(d for d in dts if d.count > 1)]
     used = {u.dtype.scalar() for u in uops} | {u.dtype.base.scalar() for u in uops if isinstance(u.dtype, PtrDType)}
     if dtypes.float16 in used: ret.append(_fp16_helpers)

@@ -131,3 +131,15 @@ def test_syntax_check_catches_errors():
   errs = _msl_check.check(bad)
   for k in bad: assert any(e.startswith(f"{k}: error") or k == "bitcast_size" and "sizes differ" in e for e in errs), (k, errs)
   assert _msl_check.lint("x = *((float4*)(data0+1));") and _msl_check.lint("double x;")
+
+def test_vector_accesses_only_at_aligned_offsets():
+  # a device that turns vectors on (vector_bytes is a per-device ability) gets `device float4*` accesses only where the offset
+  # is a multiple of 4 elements: MSL's float4 needs 16-byte alignment, and x[1:] starts 4 bytes past it
+  from tinygrad.uop import Ops
+  r = MetalRenderer(vector_bytes=16, vector_ops=frozenset({Ops.ADD, Ops.MUL}), vector_dtypes=frozenset({dtypes.float32}))
+  x = Tensor.empty(40, device="NULL")
+  src = get_program((x[1:33] * 2 + x[4:36]).schedule()[-1].ast, r, [Opt(OptOps.UPCAST, 0, 4)]).src
+  for frag in ["float val0 = data1[(alu0+1)];", "float val3 = data1[(alu0+4)];", "float4 val4 = (*((device float4*)(data1+(alu0+4))));",
+               "(*((device float4*)(data0+alu0))) = ((float4(val0,val1,val2,val3)*float4(2.0f,2.0f,2.0f,2.0f))+val4);"]:
+    assert frag in src, (frag, src)
+  assert "float4*)(data1+(alu0+1))" not in src

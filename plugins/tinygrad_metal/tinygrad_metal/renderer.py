@@ -69,6 +69,7 @@ class MetalRenderer(CStyleLanguage):
               dtypes.bfloat16: "bfloat", dtypes.float32: "float"}
   code_for_op = metal_code_for_op
   string_rewrite = metal_rewrite
+  unaligned_vectors = False   # a `device float4*` dereference needs 16-byte alignment
 
   int_suffix = {dtypes.uint32: "u", dtypes.int64: "l", dtypes.uint64: "ul"}   # MSL has no `long long`
   vector_ctor = "{type}({elems})"

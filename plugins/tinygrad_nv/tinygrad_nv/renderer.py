@@ -118,6 +118,7 @@ class CUDARenderer(NVAbilities, CStyleLanguage):
   emulated_floats = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = nv_code_for_op
+  unaligned_vectors = False   # CUDA's float4 dereference needs 16-byte alignment
   string_rewrite = PatternMatcher([
     (UPat(Ops.WMMA, name="x"), lambda ctx, x: f"__{x.arg[0]}({', '.join(ctx.r[s] for s in x.src)})"),   # tensor core: see prelude
   ]) + base_rewrite
@@ -198,6 +199,7 @@ class PTXRenderer(NVAbilities, Renderer):
   labelled branches, `.local` arrays for accumulators, `.shared` for DEFINE_LOCAL. Float ops carry `.rn` so ptxas never
   fuses a*b+c (results match numpy); narrow ints compute in 32-bit registers and are re-wrapped after each op."""
   code_for_op: dict[Ops, Callable[..., str]] = {op: (lambda *a, **k: "") for op in _ptx_ops}
+  unaligned_vectors = False   # ld.v4/st.v4 need the vector's alignment
 
   # ---- registers and emission ----
   def _reg(self, rty: str) -> str:

@@ -107,6 +107,7 @@ class WGSLRenderer(CStyleLanguage):
   infinity = "bitcast<f32>(0x7f800000u)"
   nan = "bitcast<f32>(0x7fc00000u)"
   code_for_op = wgsl_code_for_op
+  unaligned_vectors = False   # storage arrays hold vec4s only at 16-byte strides
   workgroup_size = 64
   max_dispatch = 65535
   max_buffers = 8
