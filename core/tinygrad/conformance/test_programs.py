@@ -74,7 +74,9 @@ def apply(stack: list[tuple[np.ndarray, Tensor]], op: str, i: int, j: int, k: in
 
 @st.composite
 def programs(draw):
-  shapes = [tuple(draw(st.lists(st.integers(0 if n == 0 else 1, 5), min_size=0, max_size=3))) for n in range(2)]
+  # mostly small sides, sometimes ones the heuristics vectorize, pad or split across threads (kept under 4096 elements)
+  side = lambda n: st.one_of(st.integers(0 if n == 0 else 1, 5), st.sampled_from([7, 16, 17, 33, 64]))
+  shapes = [tuple(draw(st.lists(side(n), min_size=0, max_size=3).filter(lambda s: int(np.prod(s)) <= 4096))) for n in range(2)]
   instrs = draw(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 7), st.integers(0, 7), st.integers(0, 63)), min_size=1, max_size=8))
   return shapes, instrs, draw(st.integers(0, 2**16))
 
