@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-from tinygrad import Tensor, nn
+from tinygrad import Tensor, nn, dtypes
 torch = pytest.importorskip("torch", reason="torch (CPU) is the test reference: pip install torch")
 F = torch.nn.functional
 
@@ -281,6 +281,26 @@ def test_interpolate_any_leading_dims_and_checks():
   with pytest.raises(ValueError, match="size"): Tensor(x).interpolate((1, 2, 3))
   with pytest.raises(ValueError, match="size"): Tensor(x).interpolate((0,))   # torch: sizes > 0
 
+# ---- average pooling ----
+@HS
+@given(nd=st.integers(1, 3), k=st.integers(1, 4), s=st.integers(1, 3), ceil=st.booleans(), incl=st.booleans(), data=st.data())
+def test_avg_pool_like_torch(nd, k, s, ceil, incl, data):
+  # ceil_mode's last window may hang over the padding: torch divides by the padded window without the overhang
+  p = data.draw(st.integers(0, k // 2))
+  shape = data.draw(st.lists(st.integers(k, 7), min_size=nd, max_size=nd))
+  fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[nd]
+  compare("CPU", lambda a: a.avg_pool2d((k,) * nd, s, padding=p, ceil_mode=ceil, count_include_pad=incl),
+          lambda a: fn(a, k, s, p, ceil_mode=ceil, count_include_pad=incl), rnd(2, 1, *shape))
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_avg_pool_ceil_mode_counts_the_padding_like_torch(dev):
+  # (5, 5), k=3, s=3, p=1, ceil: 2 windows per dim, each of 9 positions with the padding (it divided by 4 where 9 was due)
+  for incl in (True, False):
+    compare(dev, lambda a: a.avg_pool2d(3, 3, padding=1, ceil_mode=True, count_include_pad=incl),
+            lambda a: F.avg_pool2d(a, 3, 3, 1, ceil_mode=True, count_include_pad=incl), rnd(1, 2, 5, 5))
+    compare(dev, lambda a: a.avg_pool2d((3, 2), 3, padding=1, ceil_mode=True, count_include_pad=incl),
+            lambda a: F.avg_pool2d(a, (3, 2), 3, 1, ceil_mode=True, count_include_pad=incl), rnd(1, 1, 6, 6))
+
 # ---- max pooling with indices, unpooling ----
 @HS
 @given(nd=st.integers(1, 3), k=st.integers(1, 3), s=st.integers(1, 3), d=st.integers(1, 2), ceil=st.booleans(), data=st.data())
@@ -291,7 +311,7 @@ def test_max_pool_indices_like_torch(nd, k, s, d, ceil, data):
   fn = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
   tv, ti = fn(torch.tensor(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
   v, i = Tensor(x).max_pool2d((k,) * nd, s, d, p, ceil_mode=ceil, return_indices=True)
-  assert i.dtype.name in ("long", "int64") and i.shape == tuple(ti.shape)
+  assert i.dtype == dtypes.int32 and i.shape == tuple(ti.shape)   # public tinygrad's index dtype (torch's is int64)
   np.testing.assert_array_equal(i.numpy(), ti.numpy())
   close(v.numpy(), tv.numpy())
 
@@ -315,6 +335,16 @@ def test_max_unpool2d_like_torch(dev, k, s, p, shape):
   # output_size: the pooled input's own size (torch's use), which can be larger than the default by up to stride-1
   compare(dev, lambda a, i: a.max_unpool2d(i, k, s, padding=p, output_size=shape), lambda a, i: F.max_unpool2d(a, i, k, s, p, output_size=shape),
           tv.numpy(), ti.numpy())
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_max_unpool2d_keeps_inf_and_nan_like_torch(dev):
+  # a value met once is put as it is: inf stayed inf only if nothing multiplied it by 0 (it gave nan)
+  x = np.array([[[[np.inf, -np.inf, np.nan, 1.0], [1.0, 2.0, 3.0, -np.inf], [0.5, 7.0, -1.0, 2.0], [np.inf, 0.0, 1.0, 1.0]]]], dtype=np.float32)
+  tv, ti = F.max_pool2d(torch.tensor(x), 2, return_indices=True)
+  v, i = Tensor(x, device=dev).max_pool2d(2, return_indices=True)
+  want = F.max_unpool2d(tv, ti, 2, output_size=(4, 4)).numpy()
+  np.testing.assert_array_equal(v.max_unpool2d(i, 2, output_size=(4, 4)).numpy(), want)
+  assert np.isinf(want).sum() == 2
 
 def test_max_unpool2d_checks_arguments():
   x = Tensor(rnd(1, 1, 2, 2))

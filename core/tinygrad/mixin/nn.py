@@ -255,8 +255,9 @@ class NNMixin:
   def max_pool2d(self: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0, ceil_mode: bool = False,
                  return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size). return_indices:
-    also the int64 flat index (within each plane of the last len(kernel_size) input dims) of the max, as torch: the first
-    one in window order where several are equal, a NaN where the window has one."""
+    also the flat index (within each plane of the last len(kernel_size) input dims) of the max, as torch: the first one in
+    window order where several are equal, a NaN where the window has one. The indices are int32 as public tinygrad's
+    (torch's are int64), int64 for a plane of more than 2**31 - 1 elements."""
     k_, s_, d_ = Tensor._window_args("max_pool2d", kernel_size, stride, dilation)
     pads = Tensor._pool_pads(padding, len(k_))
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
@@ -267,10 +268,11 @@ class NNMixin:
     # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum
     plane = self.shape[-len(k_):]
     P = prod(plane)
-    idx = Tensor.arange(P, 0, -1, dtype=dtypes.int64, device=self.device).reshape(plane).pad(pads, value=dtypes.min(dtypes.int64))._pool(k_, s_, d_)
+    idt = dtypes.int32 if P <= dtypes.max(dtypes.int32) else dtypes.int64
+    idx = Tensor.arange(P, 0, -1, dtype=idt, device=self.device).reshape(plane).pad(pads, value=dtypes.min(idt))._pool(k_, s_, d_)
     hit = x == ret.reshape(*ret.shape, *[1] * len(k_))
     if dtypes.is_float(self.dtype): hit = hit | x.isnan()
-    return ret, (P - hit.where(idx, 0).max(axes)).cast(dtypes.int64)
+    return ret, (P - hit.where(idx, 0).max(axes)).cast(idt)
   def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0,
                    output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool2d: each value of self (N, C, *spatial) put at its flat index (from max_pool2d's
@@ -294,8 +296,9 @@ class NNMixin:
     _check_oob("max_unpool2d", indices, n_out, 2, False)
     hit = indices.reshape(bs, c, prod(sp), 1) == Tensor.arange(n_out, device=self.device)
     total, count = hit.where(self.reshape(bs, c, prod(sp), 1), 0).sum(2), hit.sum(2)
-    # total - total*(count-1)/count is the mean, while the subtracted part is held out of the gradient
-    ret = total - (total * (count - 1) / count.maximum(1)).detach()
+    # total - total*(count-1)/count is the mean, while the subtracted part is held out of the gradient; only where an index
+    # is met more than once (else an inf value would give inf*0 = nan)
+    ret = total - (count > 1).where(total * (count - 1) / count.maximum(1), 0).detach()
     return ret.cast(self.dtype).reshape(bs, c, *out)
   def avg_pool2d(self: Tensor, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None, dilation: int | tuple[int, ...] = 1,
                  padding: int | tuple[int, ...] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
@@ -307,7 +310,7 @@ class NNMixin:
     if count_include_pad and not ceil_mode: return self.pad(pads)._pool(k_, s_, d_).mean(axes)
     total = self.pad(full)._pool(k_, s_, d_).sum(axes)
     ones = Tensor.ones(self.shape[-len(k_):], device=self.device)
-    if count_include_pad: ones = ones.pad(pads)  # padding counts; the ceil_mode overhang does not
+    if count_include_pad: ones = ones.pad(pads, value=1)  # padding counts; the ceil_mode overhang does not
     extra = [f - p for f, p in zip(full, pads)] if count_include_pad else full
     count = ones.pad(extra)._pool(k_, s_, d_).sum(axes)
     return (total / count).cast(self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)

@@ -454,6 +454,7 @@ def _maxpool(ctx: _Ctx, x: Tensor, auto_pad: str = "NOTSET", ceil_mode: int = 0,
   s, d, p = _pool_args(x, kernel_shape, auto_pad, dilations, pads, strides)
   if _nout == 1: return x.max_pool2d(tuple(kernel_shape), s, d, tuple(p), bool(ceil_mode))
   y, i = x.max_pool2d(tuple(kernel_shape), s, d, tuple(p), bool(ceil_mode), return_indices=True)
+  i = i.cast(dtypes.int64)   # ONNX's indices are int64 (max_pool2d's are int32, as public tinygrad's)
   sp = x.shape[2:]
   if storage_order:   # column-major index of the plane: h + w*H
     if len(sp) != 2: raise NotImplementedError(f"MaxPool: storage_order=1 is supported for 2-d pools, not {len(sp)}-d")
