@@ -29,6 +29,10 @@ _LAZY: dict[str, str] = {
   "Renderer": "tinygrad.renderer", "ProgramSpec": "tinygrad.renderer", "TensorCore": "tinygrad.renderer",
   "CStyleLanguage": "tinygrad.renderer.cstyle", "base_code_for_op": "tinygrad.renderer.cstyle", "base_rewrite": "tinygrad.renderer.cstyle",
   "thread_work": "tinygrad.renderer.cstyle", "safe_div": "tinygrad.renderer.cstyle", "MemAccess": "tinygrad.renderer", "mem_access": "tinygrad.renderer",
+  "split_range": "tinygrad.renderer", "LLVMIRRenderer": "tinygrad.renderer.llvmir",
+  # what every GPU-style renderer shares: thread blocks for a launch, lane-wise vector ALU (renderer/gpu.py)
+  "launch_threads": "tinygrad.renderer.gpu", "launch_threads_ok": "tinygrad.renderer.gpu", "pm_split_launch": "tinygrad.renderer.gpu",
+  "pm_devectorize_alu": "tinygrad.renderer.gpu",
   # rendering without hardware: a Tensor's kernels, one kernel for a renderer with given actions, the corpus
   "kernels": "tinygrad.codegen.kit", "render": "tinygrad.codegen.kit", "corpus": "tinygrad.codegen.kit",
   "Opt": "tinygrad.codegen.opt", "OptOps": "tinygrad.codegen.opt",
@@ -54,7 +58,9 @@ if TYPE_CHECKING:
   from tinygrad.device import (Compiled, CompilerSet, CompilerPair, Compiler, CompileError, DeviceError, Allocator, LRUAllocator, Buffer,
                                Device, compiler_choice)
   from tinygrad.memory import MemoryManager, TLSFAllocator, SubBuffer, Arena
-  from tinygrad.renderer import Renderer, ProgramSpec, TensorCore, MemAccess, mem_access
+  from tinygrad.renderer import Renderer, ProgramSpec, TensorCore, MemAccess, mem_access, split_range
+  from tinygrad.renderer.llvmir import LLVMIRRenderer
+  from tinygrad.renderer.gpu import launch_threads, launch_threads_ok, pm_split_launch, pm_devectorize_alu
   from tinygrad.codegen.kit import kernels, render, corpus
   from tinygrad.codegen.opt import Opt, OptOps
   from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work, safe_div

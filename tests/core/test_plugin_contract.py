@@ -1,7 +1,7 @@
 """The contract checks every plugin is held to, the template (examples/tinygrad_template) included: the same file set, a
 cheap hooks module, an allocator that frees, and a runtime that times waited launches; the template's runtime is run
 directly (no install: the conformance run in test_author_kit.py covers the installed plugin)."""
-import ast, sys
+import ast, os, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -16,6 +16,44 @@ def template(monkeypatch):
   yield
   for m in [m for m in sys.modules if m == "tinygrad_template" or m.startswith("tinygrad_template.")]: del sys.modules[m]
 
+# The core modules a first-party plugin imports beyond tinygrad.plugin_api, each with why it is not part of the plugin API.
+# Everything else a plugin needs is exported there; a third-party plugin (and the template, and tinygrad_cl) has no exception.
+EXCEPTIONS = {
+  # the tensor-core tables: shared with the PYTHON device's EMULATE=NV|AMD|METAL, which must emulate exactly the
+  # instructions the plugin's renderer emits; a third party lists its own (TensorCore is in the plugin API)
+  ("tinygrad_nv", "tinygrad.codegen.tc"): {"NV_TENSOR_CORES"}, ("tinygrad_amd", "tinygrad.codegen.tc"): {"AMD_WMMA_TENSOR_CORES", "AMD_MFMA_TENSOR_CORES"},
+  ("tinygrad_metal", "tinygrad.codegen.tc"): {"METAL_TENSOR_CORES"},
+  # NV_MOCK=1 / AMD_MOCK=1: the mock drivers run kernels on the core's PYTHON interpreter (test infrastructure of the two
+  # GPU plugins, imported only when the mock is on), not something a backend builds on
+  ("tinygrad_nv", "tinygrad.runtime.python"): {"PythonProgram", "serialize"}, ("tinygrad_amd", "tinygrad.runtime.python"): {"PythonProgram", "serialize"},
+  # wgpu-native writes its validation errors to the C-level stderr: the core's capture of fd 2, used by the core's own
+  # error paths too; a plugin needing one can copy its dozen lines
+  ("tinygrad_webgpu", "tinygrad.helpers"): {"CapturedStderr"},
+}
+
+def core_imports(path: Path) -> list[tuple[str, set[str]]]:
+  """Every `tinygrad...` module a file imports, with the names it takes (plugin-own modules excluded)."""
+  out: list[tuple[str, set[str]]] = []
+  for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    if isinstance(node, ast.Import): out += [(a.name, {"*"}) for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module: out.append((node.module, {a.name for a in node.names}))
+  return [(m, n) for m, n in out if m == "tinygrad" or m.startswith("tinygrad.")]
+
+@pytest.mark.parametrize("pkg", list(PACKAGES))
+def test_package_imports_the_core_only_through_plugin_api(pkg):
+  # package code only: a plugin's tests may import anything
+  bad = {f"{f.name}: {m} {sorted(n - EXCEPTIONS.get((pkg, m), set()))}" for f in PACKAGES[pkg].glob("*.py") for m, n in core_imports(f)
+         if m != "tinygrad.plugin_api" and n - EXCEPTIONS.get((pkg, m), set())}
+  assert not bad, f"{pkg} must import the core through tinygrad.plugin_api (or justify an exception in EXCEPTIONS): {sorted(bad)}"
+
+def test_import_check_catches_a_core_import(tmp_path):
+  (tmp_path / "x.py").write_text("from tinygrad.plugin_api import Ops\nimport tinygrad.device\ndef f():\n  from tinygrad.renderer.cstyle import safe_div\n")
+  assert core_imports(tmp_path / "x.py") == [("tinygrad.plugin_api", {"Ops"}), ("tinygrad.device", {"*"}), ("tinygrad.renderer.cstyle", {"safe_div"})]
+
+def test_exceptions_are_still_needed():
+  used = {(pkg, m) for pkg, d in PACKAGES.items() for f in d.glob("*.py") for m, _ in core_imports(f)}
+  assert set(EXCEPTIONS) <= used, f"exceptions no plugin needs any more: {sorted(set(EXCEPTIONS) - used)}"
+
 @pytest.mark.parametrize("pkg", list(PACKAGES))
 def test_same_file_set(pkg):
   names = {f.name for f in PACKAGES[pkg].glob("*.py")}
@@ -29,6 +67,14 @@ def test_allocator_frees_its_memory(pkg):
   classes = [n for n in ast.parse(f.read_text()).body if isinstance(n, ast.ClassDef)]
   defs = {d.name for c in classes for d in c.body if isinstance(d, ast.FunctionDef)}
   assert "_alloc" in defs and "_free" in defs or "_arena_alloc" in defs and "_arena_free" in defs, f"{pkg}'s allocator defines {sorted(defs)}"
+
+def test_hooks_modules_are_cheap_to_import():
+  # discovery imports every plugin's hooks module: no device, renderer, toolchain or driver code may load with it
+  code = ("import sys, importlib\nfor pkg in sys.argv[1:]:\n  importlib.import_module(pkg + '.plugin').tinygrad_devices()\n"
+          "print(sorted(m for m in ('tinygrad.device', 'tinygrad.renderer.cstyle', 'numpy', 'llvmlite', 'wgpu', 'pyopencl') if m in sys.modules))")
+  env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "core"), *(str(p.parent) for p in PACKAGES.values())])}
+  r = subprocess.run([sys.executable, "-c", code, *PACKAGES], env=env, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
 
 def test_template_runtime_times_waited_launches_and_splits_threads(template):
   from tinygrad import Tensor

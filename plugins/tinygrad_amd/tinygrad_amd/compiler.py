@@ -11,8 +11,7 @@ flags), so results match numpy, as on the CPU and NV devices. Tool versions and 
 from __future__ import annotations
 import ctypes, ctypes.util, functools, glob, os, re, shutil, subprocess, tempfile
 from typing import Any, Callable
-from tinygrad.device import Compiler, CompileError
-from tinygrad.uop.ops import UOp
+from tinygrad.plugin_api import Compiler, CompileError, UOp
 from tinygrad_amd.renderer import check_arch
 
 class AMDCompiler(Compiler):

@@ -3,11 +3,10 @@ launch limits, and the gfx target (the device's, or AMD_ARCH=<gfx> for compiling
 from __future__ import annotations
 import ctypes, functools, os
 from typing import Any
-from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
+from tinygrad.plugin_api import Compiled, CompilerSet, CompilerPair, DeviceError, launch_threads_ok
 from tinygrad_amd.renderer import HIPRenderer, AMDLLVMRenderer, check_arch
 from tinygrad_amd.compiler import AMDLLVMCompiler, HIPCompiler, AMDCompiler, HIP_COMPILERS
 from tinygrad_amd.runtime import ATTR, HIPRuntime, AMDProgram, check, device_arch, find_libhip, HIP_ERROR_NO_DEVICE
-from tinygrad.renderer.gpu import launch_threads_ok
 from tinygrad_amd.allocator import AMDAllocator
 
 MOCK_KERNELS: dict[bytes, Any] = {}   # binary -> uops, shared by every mock device of the process (see mock.py)

@@ -13,10 +13,7 @@ Device identity: AMD_MOCK_ARCH (default gfx90a, wave64) and MI210-like limits; A
 from __future__ import annotations
 import ctypes, os, struct
 from typing import Any
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
-from tinygrad.dtype import PtrDType
-from tinygrad.helpers import prod
+from tinygrad.plugin_api import Ops, UOp, PtrDType, prod
 from tinygrad_amd.runtime import ATTR, HIP_ERROR_OUT_OF_MEMORY, HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE
 
 HIP_ERROR_INVALID_VALUE, HIP_ERROR_INVALID_IMAGE, HIP_ERROR_NOT_FOUND, HIP_ERROR_LAUNCH_OUT_OF_RESOURCES = 1, 200, 500, 701

@@ -12,14 +12,8 @@ hiprtc given an unknown target kills the process.
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import TensorCore
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, base_rewrite
-from tinygrad.renderer.llvmir import LLVMIRRenderer
-from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
+from tinygrad.plugin_api import (Ops, UOp, UPat, PatternMatcher, DType, PtrDType, AddrSpace, dtypes, TensorCore, CStyleLanguage,
+  base_code_for_op, safe_div, base_rewrite, LLVMIRRenderer, pm_split_launch, pm_devectorize_alu, launch_threads)
 from tinygrad.codegen.tc import AMD_WMMA_TENSOR_CORES, AMD_MFMA_TENSOR_CORES
 
 # ---------------------------------------------------------------- targets ----------------------------------------------------------------

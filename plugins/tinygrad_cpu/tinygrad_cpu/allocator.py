@@ -2,8 +2,7 @@
 from __future__ import annotations
 import ctypes
 from typing import Any
-from tinygrad.device import LRUAllocator
-from tinygrad.helpers import getenv
+from tinygrad.plugin_api import LRUAllocator, getenv
 
 ALIGN = 64   # a cache line, and the widest vector load (AVX-512)
 

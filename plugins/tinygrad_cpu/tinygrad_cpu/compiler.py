@@ -2,7 +2,7 @@
 from __future__ import annotations
 import os, shutil, subprocess, tempfile, functools, hashlib, threading
 from typing import Any
-from tinygrad.device import Compiler, CompileError
+from tinygrad.plugin_api import Compiler, CompileError
 
 @functools.cache
 def _host_cpu() -> str:

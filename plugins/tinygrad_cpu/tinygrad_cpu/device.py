@@ -1,6 +1,6 @@
 """The CPU device: its compiler pairs (CPU_CC=LLVM|CLANG|GCC), allocator and runtime."""
 from __future__ import annotations
-from tinygrad.device import Compiled, CompilerSet, CompilerPair
+from tinygrad.plugin_api import Compiled, CompilerSet, CompilerPair
 from tinygrad_cpu.renderer import ClangRenderer, LLVMRenderer
 from tinygrad_cpu.compiler import ClangCompiler, GCCCompiler, LLVMCompiler
 from tinygrad_cpu.allocator import CPUAllocator

@@ -1,5 +1,5 @@
 """The plugin's hooks: tell the core about the CPU device. Imports nothing heavy (no llvmlite, no ctypes loading)."""
-from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION, VIRTUAL_INSTANCES
+from tinygrad.plugin_api import hookimpl, DeviceSpec, API_VERSION, VIRTUAL_INSTANCES
 
 @hookimpl
 def tinygrad_api_version() -> int: return API_VERSION

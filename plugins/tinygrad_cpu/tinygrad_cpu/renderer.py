@@ -2,11 +2,8 @@
 from __future__ import annotations
 import functools, platform
 from typing import Callable
-from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, PtrDType, dtypes
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, split_range, thread_work
-from tinygrad.renderer.llvmir import LLVMIRRenderer
+from tinygrad.plugin_api import (Ops, GroupOp, UOp, DType, PtrDType, dtypes, CStyleLanguage, base_code_for_op, safe_div, split_range,
+  thread_work, LLVMIRRenderer)
 
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes, functools, os, time, threading, tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from tinygrad.helpers import getenv
+from tinygrad.plugin_api import getenv
 
 CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 16)   # estimated uops per thread below which a kernel stays on fewer threads

@@ -1,8 +1,7 @@
 """METAL memory: MTLBuffers in shared storage (one memory for CPU and GPU on Apple silicon), pooled by the core's LRUAllocator."""
 from __future__ import annotations
 from typing import Any, TYPE_CHECKING
-from tinygrad.device import LRUAllocator
-from tinygrad.helpers import getenv
+from tinygrad.plugin_api import LRUAllocator, getenv
 if TYPE_CHECKING:
   from tinygrad_metal.device import MetalDevice
 

@@ -6,7 +6,7 @@ shows up at compile time with the toolchain's full diagnostics.
 """
 from __future__ import annotations
 import os, shutil, subprocess, tempfile, functools
-from tinygrad.device import Compiler, CompileError
+from tinygrad.plugin_api import Compiler, CompileError
 
 class MetalXcrunCompiler(Compiler):
   """MSL source -> the bytes of a .metallib, through `xcrun metal` (fast math off, as in the framework pair)."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import functools
 from typing import Any
-from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
+from tinygrad.plugin_api import Compiled, CompilerSet, CompilerPair, DeviceError
 from tinygrad_metal.renderer import MetalRenderer
 from tinygrad_metal.compiler import MetalXcrunCompiler
 from tinygrad_metal.allocator import MetalAllocator

@@ -1,7 +1,7 @@
 """The plugin's hooks: tell the core about the METAL device. Imports nothing heavy (PyObjC loads when the device opens)."""
 from __future__ import annotations
 import os, sys, importlib.util
-from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
+from tinygrad.plugin_api import hookimpl, DeviceSpec, API_VERSION
 
 METAL_FRAMEWORK = "/System/Library/Frameworks/Metal.framework"
 

@@ -8,13 +8,9 @@ and is dispatched with dispatchThreadgroups(global_size, local_size).
 """
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import TensorCore
+from tinygrad.plugin_api import (Ops, UOp, UPat, PatternMatcher, DType, PtrDType, AddrSpace, dtypes, TensorCore, CStyleLanguage,
+  base_code_for_op, base_rewrite)
 from tinygrad.codegen.tc import METAL_TENSOR_CORES
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite
 
 # exp2/log2/sin are left out on purpose: the core decomposes them into arithmetic with measured 1-ulp accuracy, while
 # Metal's own versions promise only a few ulps (and less under fast math); sqrt and trunc are exact in Metal's precise mode

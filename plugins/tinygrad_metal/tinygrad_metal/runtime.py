@@ -11,8 +11,7 @@ kernel alone in its own command buffer and returns its GPU time (GPUEndTime - GP
 from __future__ import annotations
 import os, struct, tempfile
 from typing import Any, TYPE_CHECKING
-from tinygrad.device import CompileError
-from tinygrad.helpers import getenv
+from tinygrad.plugin_api import CompileError, getenv
 if TYPE_CHECKING:
   from tinygrad_metal.device import MetalDevice
 

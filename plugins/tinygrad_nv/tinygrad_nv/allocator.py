@@ -2,8 +2,7 @@
 from __future__ import annotations
 import ctypes
 from typing import Any
-from tinygrad.helpers import getenv
-from tinygrad.memory import MemoryManager, SubBuffer
+from tinygrad.plugin_api import getenv, MemoryManager, SubBuffer
 from tinygrad_nv.runtime import check, _host_addr
 
 class NVAllocator(MemoryManager):

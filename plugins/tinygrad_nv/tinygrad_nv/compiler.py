@@ -8,8 +8,7 @@ Every compiler passes fmad=false (no fused a*b+c): results match numpy, as the C
 from __future__ import annotations
 import ctypes, ctypes.util, functools, glob, os, shutil, subprocess, sys, tempfile
 from typing import Any
-from tinygrad.device import Compiler, CompileError
-from tinygrad.uop.ops import UOp
+from tinygrad.plugin_api import Compiler, CompileError, UOp
 
 class NVCompiler(Compiler):
   """Base of the NV compilers. `rendered` (the renderer's source -> uops record) and `kernels` (binary -> uops) are set

@@ -2,11 +2,10 @@
 from __future__ import annotations
 import ctypes, functools, os
 from typing import Any
-from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
+from tinygrad.plugin_api import Compiled, CompilerSet, CompilerPair, DeviceError, launch_threads_ok
 from tinygrad_nv.renderer import CUDARenderer, PTXRenderer
 from tinygrad_nv.compiler import NVRTCCompiler, NVCCCompiler, PTXCompiler, NVCompiler
 from tinygrad_nv.runtime import ATTR, CUDADriver, NVProgram, check, find_libcuda, CUDA_ERROR_NO_DEVICE
-from tinygrad.renderer.gpu import launch_threads_ok
 from tinygrad_nv.allocator import NVAllocator
 
 MOCK_KERNELS: dict[bytes, Any] = {}   # binary -> uops, shared by every mock device of the process (see mock.py)

@@ -13,10 +13,7 @@ Device identity: NV_MOCK_ARCH (default sm_90) and an H100-like set of limits.
 from __future__ import annotations
 import ctypes, os
 from typing import Any
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
-from tinygrad.dtype import PtrDType
-from tinygrad.helpers import prod
+from tinygrad.plugin_api import Ops, UOp, PtrDType, prod
 from tinygrad_nv.runtime import ATTR, CUDA_ERROR_OUT_OF_MEMORY
 
 CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_FOUND = 1, 200, 218, 500

@@ -1,7 +1,7 @@
 """The plugin's hooks: tell the core about the NV device. Imports nothing heavy (no libcuda, no NVRTC)."""
 from __future__ import annotations
 import os
-from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
+from tinygrad.plugin_api import hookimpl, DeviceSpec, API_VERSION
 
 def probe() -> tuple[bool, str]:
   """Cheap: is there a driver library to load (or is the mock driver asked for)? Never initialises the GPU."""

@@ -10,13 +10,8 @@ the core's GPU rules (renderer/gpu.py: blocks of threads, lane-wise vector ALU: 
 from __future__ import annotations
 import struct
 from typing import Any, Callable
-from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
-from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer import Renderer
-from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, safe_div, base_rewrite
-from tinygrad.renderer.gpu import pm_split_launch, pm_devectorize_alu, launch_threads
+from tinygrad.plugin_api import (Ops, GroupOp, UOp, UPat, PatternMatcher, DType, PtrDType, AddrSpace, dtypes, Renderer, CStyleLanguage,
+  base_code_for_op, safe_div, base_rewrite, pm_split_launch, pm_devectorize_alu, launch_threads)
 from tinygrad.codegen.tc import NV_TENSOR_CORES
 
 # ---------------------------------------------------------------- shared rules ----------------------------------------------------------------

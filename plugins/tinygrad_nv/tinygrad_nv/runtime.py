@@ -78,7 +78,7 @@ def check(drv: Any, code: int, what: str) -> None:
 
 def jit_link(cu: Any, ptx: str) -> bytes:
   """PTX -> CUBIN for the current context's GPU with the driver's own JIT (cuLink*); raises CompileError with its log."""
-  from tinygrad.device import CompileError
+  from tinygrad.plugin_api import CompileError
   state, log = ctypes.c_void_p(), ctypes.create_string_buffer(8192)
   opts = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
   vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(len(log)))

@@ -6,8 +6,7 @@ batch and maps it for reading.
 """
 from __future__ import annotations
 from typing import Any, TYPE_CHECKING
-from tinygrad.device import LRUAllocator
-from tinygrad.helpers import getenv
+from tinygrad.plugin_api import LRUAllocator, getenv
 if TYPE_CHECKING:
   from tinygrad_webgpu.device import WebGPUDevice
 

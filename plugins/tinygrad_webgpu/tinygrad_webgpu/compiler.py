@@ -3,7 +3,7 @@ the runtime creates it; this module turns wgpu's validation errors into the core
 column, plus the numbered source) so a bad kernel is reported, never a crash."""
 from __future__ import annotations
 from typing import Any
-from tinygrad.device import CompileError
+from tinygrad.plugin_api import CompileError
 
 def create_shader(device: Any, src: str, name: str) -> Any:
   """A GPUShaderModule for `src`, or CompileError with wgpu's diagnostics (which name the line and column) and the source."""

@@ -6,8 +6,8 @@ Kernels and copies are recorded into one pending command encoder and submitted t
 from __future__ import annotations
 import functools, sys
 from typing import Any
-from tinygrad.device import Compiled, CompilerSet, CompilerPair, DeviceError
-from tinygrad.helpers import getenv, CapturedStderr, DEBUG
+from tinygrad.plugin_api import Compiled, CompilerSet, CompilerPair, DeviceError, getenv, DEBUG
+from tinygrad.helpers import CapturedStderr
 from tinygrad_webgpu.renderer import WGSLRenderer
 from tinygrad_webgpu.allocator import WebGPUAllocator
 from tinygrad_webgpu.runtime import WebGPUProgram

@@ -6,7 +6,7 @@ once the device opens (`python -m tinygrad`).
 """
 from __future__ import annotations
 import glob, importlib.util, os, sys
-from tinygrad.plugins import hookimpl, DeviceSpec, API_VERSION
+from tinygrad.plugin_api import hookimpl, DeviceSpec, API_VERSION
 
 ICD_DIRS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d")
 

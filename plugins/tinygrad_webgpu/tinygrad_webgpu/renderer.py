@@ -35,10 +35,7 @@ from __future__ import annotations
 import math, re, struct
 from collections import defaultdict
 from typing import Any, Callable
-from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
-from tinygrad.renderer.cstyle import CStyleLanguage
+from tinygrad.plugin_api import Ops, GroupOp, UOp, DType, PtrDType, AddrSpace, dtypes, CStyleLanguage
 
 # dtype -> (register type, lanes per u32 word when packed in memory (0: a plain array<T>))
 _PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2}

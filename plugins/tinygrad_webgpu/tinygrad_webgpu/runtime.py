@@ -10,7 +10,7 @@ adapter has `timestamp-query`, else from the host clock around submit-and-wait.
 from __future__ import annotations
 import re, struct, time
 from typing import Any, TYPE_CHECKING
-from tinygrad.helpers import prod
+from tinygrad.plugin_api import prod
 from tinygrad_webgpu.compiler import create_shader, create_pipeline
 if TYPE_CHECKING:
   from tinygrad_webgpu.device import WebGPUDevice
