@@ -99,6 +99,9 @@ class dtypes:
   bfloat16: Final[DType] = DType.new(12, 2, "__bf16", None)
   float32: Final[DType] = DType.new(13, 4, "float", "f")
   float64: Final[DType] = DType.new(14, 8, "double", "d")
+  # the weak int (public tinygrad's): a bound Variable as a tensor, Tensor(v). It takes the other operand's dtype in an op
+  # (Tensor(v) + int8 tensor is int8, + 3 stays weak) and commits to default_int when computed; it never has a buffer
+  weakint: Final[DType] = DType.new(0, 4, "weakint", "i")
   # aliases
   half = float16; float = float32; double = float64
   uchar = uint8; ushort = uint16; uint = uint32; ulong = uint64
@@ -162,7 +165,7 @@ class dtypes:
     return _FINFO[dtype.scalar()]
 
 _FINFO: dict[DType, tuple[int, int]] = {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
-_FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints), frozenset(dtypes.uints)  # fast membership
+_FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtypes.weakint,)), frozenset(dtypes.uints)  # fast membership
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
@@ -171,7 +174,7 @@ INVERSE_DTYPES_DICT: dict[str, str] = {v.name: k for k, v in DTYPES_DICT.items()
 # the short C-vector spelling of each scalar: float4, uchar4, half2
 VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned char": "uchar", "short": "short", "unsigned short": "ushort",
   "int": "int", "unsigned int": "uint", "long": "long", "unsigned long": "ulong", "half": "half", "__bf16": "bfloat16", "float": "float",
-  "double": "double"}
+  "double": "double", "weakint": "weakint"}
 
 def to_dtype(x: DType | str) -> DType:
   if isinstance(x, DType): return x
@@ -210,7 +213,7 @@ def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (
 # ---- promotion lattice (tinygrad's): an edge a -> b means a promotes to b ----
 # int64 -> uint64 as public tinygrad now has it: int64 + uint64 is uint64 (it was float16, where 10**12 became inf)
 PROMO_LATTICE: dict[DType, list[DType]] = {
-  dtypes.bool: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32], dtypes.int32: [dtypes.int64],
+  dtypes.bool: [dtypes.weakint], dtypes.weakint: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32], dtypes.int32: [dtypes.int64],
   dtypes.int64: [dtypes.uint64], dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
   dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
   dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64]}
@@ -249,6 +252,7 @@ def to_numpy(dtype: DType) -> Any:
   """The numpy dtype of a scalar tinygrad dtype (bfloat16 has none: it is returned as float32 by Tensor.numpy)."""
   import numpy as np
   if dtype == dtypes.bfloat16: raise TypeError("numpy has no bfloat16")
+  if dtype.scalar() == dtypes.weakint: dtype = dtypes.default_int   # what a weak int commits to when computed
   return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])
 
 # ---- public tinygrad's names for the same conversions (programs import them) ----

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, time, weakref
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint
+from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
@@ -72,6 +72,11 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
     chain.append(top)
     top = top.src[0]
   return chain
+
+def _deviceless(u: UOp) -> bool:
+  try: u.device
+  except ValueError: return True
+  return False
 
 def _rebase_view(view: UOp, old: UOp, new: UOp) -> UOp | None:
   """The view `view` of `old` (movement ops) reading `new` instead, or None when it is no view of `old`. A multi-device
@@ -141,6 +146,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
       return
+    if isinstance(data, UOp) and _deviceless(data):   # a Variable (bound or not) or an expression of them: a 0-d tensor
+      wdt = dtypes.weakint if data.dtype == dtypes.index else data.dtype   # a plain Variable is a weak int, as an int literal
+      data = UOp.const(wdt, 0, src=(UOp(Ops.DEVICE, arg=_canon_device(device if isinstance(device, str) else None)),)) + data.cast(wdt)
+      device = None
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
@@ -409,9 +418,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def detach(self) -> Tensor:
     """The same values, with gradients stopped."""
     return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)), requires_grad=False)
-  def clone(self) -> Tensor:
-    """A copy in a new buffer on the same device."""
-    return Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=self.device))))
+  def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
+    """A copy in a new buffer, on this tensor's device or on `device`."""
+    dev = self.device if device is None else _canon_device(device)
+    return Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
   def to(self, device: str | None) -> Tensor:
     """This tensor on `device` (a COPY when it differs)."""
     dev = _canon_device(device)
@@ -533,6 +543,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized)."""
     sh = _check_shape("full", (shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
+    if isinstance(fill_value, UOp):   # a bound Variable (or an expression of them): its value, broadcast
+      v = Tensor(fill_value, device=device, dtype=dtype)
+      return Tensor(v.uop.reshape((1,) * len(sh)).expand(sh), **kwargs)
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     _check_int(fill_value, dt, "pass a wider dtype=, e.g. dtypes.int64")
     return Tensor(Tensor._full_uop(sh, fill_value, dt, _canon_device(device)), **kwargs)
@@ -545,9 +558,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """A tensor of ones (float32 unless `dtype` is given)."""
     return Tensor.full(argfix(*shape), 1.0, **kwargs)
   @staticmethod
-  def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, **kwargs: Any) -> Tensor:
+  def arange(start: int | float | UOp, stop: int | float | UOp | None = None, step: int | float | UOp = 1, **kwargs: Any) -> Tensor:
     """Values from `start` up to (not including) `stop` by `step`, like numpy.arange (int32 unless an argument is a float)."""
     if stop is None: start, stop = 0, start
+    if isinstance(start, UOp) or isinstance(stop, UOp) or isinstance(step, UOp): return Tensor._arange_symbolic(start, stop, step, **kwargs)
     if step == 0: raise ValueError("arange: step must not be 0")
     given = kwargs.get("dtype") is not None
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else \
@@ -571,6 +585,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ret = (idx.cast(fdt) * _round_to(_round_to(start + step, fdt) - f0, fdt) + f0).cast(dt)
     if kwargs: ret.requires_grad = kwargs.get("requires_grad")
     return ret
+  @staticmethod
+  def _arange_symbolic(start: Any, stop: Any, step: Any, **kwargs: Any) -> Tensor:
+    # bounds or step given by bound Variables: the arange of the largest length their ranges allow, shrunk to this length
+    if any(isinstance(x, float) for x in (start, stop, step)): raise TypeError("arange: a symbolic (Variable) start, stop or step needs int arguments")
+    up = step > 0 if isinstance(step, int) else (True if step.vmin > 0 else False if step.vmax < 0 else None)
+    if up is None: raise ValueError(f"arange: the step {step.render()} must be positive or negative for every value of its variables")
+    span, by = (stop - start, step) if up else (start - stop, -step)
+    m = (span + by - 1) // by   # ceil(span / by), C division on symbols: a negative span gives <= 0 either way
+    n = ssimplify(m.maximum(0)) if isinstance(m, UOp) else max(0, m)
+    dev, dt = kwargs.pop("device", None), to_dtype(kwargs.pop("dtype", None) or dtypes.default_int)
+    if smax(n) == 0: return Tensor.full((0,), 0, dtype=dt, device=dev, **kwargs)
+    idx = Tensor._arange_index(smax(n), dtypes.int32, dev).shrink(((0, n),))
+    return Tensor(((idx.cast(dt) * step) + start).uop, **kwargs)
   @staticmethod
   def _arange_index(n: int, dt: DType, dev: str | None) -> Tensor:
     # 0..n-1 as a count of ones (a one-level cumsum: one plain reduce, neither blocked nor split), which the simplifier
@@ -656,19 +683,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _broadcast_to(self, shape: tuple[sint, ...]) -> Tensor:
     if self.shape == shape: return self
     if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
-    padded = (1,) * (len(shape) - self.ndim) + self.shape
-    if any(s != t and s != 1 for s, t in zip(padded, shape)): raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
+    # (a symbolic size equal to the target's but spelled otherwise, j+i for i+j, is reshaped to the target's spelling)
+    padded = tuple(t if sint_eq(s, t) else s for s, t in zip((1,) * (len(shape) - self.ndim) + self.shape, shape))
+    if any(s is not t and s != 1 for s, t in zip(padded, shape)): raise BroadcastError(f"cannot broadcast shapes {self.shape} and {shape}")
     return self._mv(self.uop.reshape(padded).expand(shape))
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""
     if isinstance(y, Tensor): return y
     if isinstance(y, UOp) and (y.op is Ops.BIND or y.op in GroupOp.ALU) and sym_vars(y):
-      # a symbolic int (a bound variable's expression, a mean's count) as a scalar on this device: 0 + the value, so the
-      # node has a device; the kernel reads the variable, its argument
-      dt = dtype or (self.dtype if dtypes.is_float(self.dtype) else dtypes.default_int)
+      # a symbolic int (a bound variable's expression, a mean's count) as a scalar on this device, a weak int like an int
+      # literal; the kernel reads the variable, its argument
       v = ssimplify(y)
-      if isinstance(v, int): return self._const(v, dt)
-      return Tensor(Tensor._full_uop((), 0, dt, self.device) + v.cast(dt))
+      if isinstance(v, int): return self._const(v, dtype or (self.dtype if dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype) else dtypes.default_int))
+      return Tensor(v, device=self.device if isinstance(self.device, str) else self.device[0], dtype=dtype).to(self.device)
     if isinstance(y, UOp) and y.op is Ops.DEFINE_VAR: raise ValueError(f"variable {y.arg[0]} used as a value must be bound: use .bind(value)")
     if _is_scalar(y):
       if dtype is None:

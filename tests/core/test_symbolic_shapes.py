@@ -64,10 +64,26 @@ def test_slicing_with_bound_variables(device):
     np.testing.assert_allclose((x[1:3, v:v+1] * 2).numpy(), xn[1:3, val:val+1] * 2)
     if val < 5: np.testing.assert_allclose(x[Variable("j", 0, 4).bind(val)].numpy(), xn[val])
 
-def test_slice_out_of_bounds_for_some_value_raises():
-  x = Tensor.ones(4, 6).contiguous()
-  with pytest.raises(IndexError, match="for some value of its variables"): x[:, :Variable("i", 1, 7).bind(2)]
-  with pytest.raises(ValueError, match="does not hold for every value"): x.shrink((None, (0, Variable("i", 1, 7).bind(2))))
+def test_a_bound_slice_is_checked_at_its_value_an_unbound_one_over_its_range():
+  # public tinygrad's rule: a shape over bound variables holds when it holds for their values (i may reach 7 > 6, but is 2)
+  xn = _data(4, 6)
+  x = Tensor(xn).realize()
+  np.testing.assert_array_equal(x[:, :Variable("i", 1, 7).bind(2)].numpy(), xn[:, :2])
+  np.testing.assert_array_equal(x.shrink((None, (1, 1 + Variable("i", 1, 7).bind(3)))).numpy(), xn[:, 1:4])
+  with pytest.raises(IndexError, match="with i=7"): x[:, 1:Variable("i", 1, 7).bind(7)]
+  with pytest.raises(ValueError, match="with i=6"): x.shrink((None, (1, 1 + Variable("i", 1, 7).bind(6))))
+  # unbound: every value in the range must fit
+  with pytest.raises(IndexError, match="for some value of i"): x[:, :Variable("i", 1, 7)]
+  with pytest.raises(ValueError, match="for some value of i"): x.shrink((None, (0, Variable("i", 1, 7))))
+
+def test_a_jit_replay_checks_a_shape_that_held_only_for_the_captured_value():
+  xn = _data(6)
+  x = Tensor(xn).realize()
+  f = TinyJit(lambda v: (x[:v] * 2).sum().realize())
+  for val in (2, 3, 6, 1):
+    np.testing.assert_allclose(f(Variable("i", 1, 10).bind(val)).item(), (xn[:val] * 2).sum(), rtol=1e-5)
+  # 8 > 6: the captured kernel would read past x's buffer
+  with pytest.raises(JitError, match="captured with shapes that hold for the values"): f(Variable("i", 1, 10).bind(8))
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_reshape_and_pad_symbolic(device, compiles):
@@ -255,3 +271,78 @@ def test_optimizer_never_upcasts_or_unrolls_a_symbolic_axis():
   y = Tensor.ones(64).contiguous().realize()[:v] + 1
   ast2 = next(ei.ast for ei in y.schedule() if ei.ast.op is Ops.SINK)
   with pytest.raises(KernelOptError, match="must be >1 and divide the size"): apply_opt(ast2, Opt(OptOps.UPCAST, 0, 4))
+
+# ---- public tinygrad's Variable API: Tensor(v), symbolic arange/full/pad/triu/tril/split, bound truth values ----
+def test_tensor_of_a_variable_is_a_weak_int_scalar():
+  from tinygrad import dtypes
+  vv = Variable("a", 0, 10).bind(3)
+  assert Tensor(vv).dtype == dtypes.weakint and Tensor(vv).item() == 3 and (Tensor(vv) + 4).item() == 7
+  assert (Tensor(vv) + Tensor([1], dtype=dtypes.int8)).dtype == dtypes.int8     # takes the concrete side, as an int literal
+  assert (Tensor(vv) * 0.5).dtype == dtypes.float32 and (Tensor(vv) * 0.5).item() == 1.5
+  assert Tensor(vv * 4 + 1).item() == 13 and Tensor(vv, dtype=dtypes.float32).item() == 3.0
+  t = Tensor([1, 2, 3], dtype=dtypes.int8)
+  assert (t * vv).dtype == dtypes.int8 and (t * vv).tolist() == [3, 6, 9] and (vv * t).tolist() == [3, 6, 9]
+  np.testing.assert_array_equal(Tensor.full((2, 3), vv).numpy(), np.full((2, 3), 3))
+  from tinygrad.engine.realize import UnboundVariableError
+  with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10)).item()
+  with pytest.raises(UnboundVariableError): (Tensor(Variable("u", 1, 10)) + 1).tolist()
+
+@pytest.mark.parametrize("args", [(0, 4), (2, 7), (0, 10, 2), (2, 14, 3), (9, 1, -2)])
+def test_arange_with_bound_variables(args):
+  names = ("start", "stop", "step")
+  bound = tuple(Variable(n, 0, 20).bind(a) if n != "step" else a for n, a in zip(names, args))
+  want = np.arange(*args)
+  got = Tensor.arange(*bound)
+  assert sym_infer(got.shape[0], {}) == len(want)
+  np.testing.assert_array_equal(got[:len(want)].numpy(), want)
+  step = Variable("step", 1, 3).bind(2)
+  np.testing.assert_array_equal(Tensor.arange(0, 10, step)[:5].numpy(), np.arange(0, 10, 2))
+
+def test_pad_triu_tril_with_bound_variables():
+  vv = Variable("a", 1, 10).bind(2)
+  an = np.ones((2, 2), np.float32)
+  np.testing.assert_allclose(Tensor(an).pad([vv, vv, vv, vv]).mean().item(), np.pad(an, 2).mean(), rtol=1e-6)
+  t = Variable("t", 1, 10).bind(4)
+  for sp in (0, 1, 3):
+    v = Variable("start_pos", 0, 5).bind(sp)
+    for fn, ref in (("triu", np.triu), ("tril", np.tril)):
+      got = getattr(Tensor.full((1, 1, t, v + t), float("-inf")), fn)(v + 1).shrink(((0, 1), (0, 1), (0, 4), (0, sp + 4))).numpy()
+      np.testing.assert_array_equal(got, ref(np.full((1, 1, 4, sp + 4), float("-inf")), k=sp + 1))
+
+def test_reductions_split_and_cat_over_symbolic_dims():
+  xn = _data(10, 8)
+  x = Tensor(xn).realize()
+  a, b = Variable("a", 1, 10).bind(3), Variable("b", 1, 10).bind(4)
+  y = x[:a, :b]
+  np.testing.assert_allclose(y.mean().item(), xn[:3, :4].mean(), rtol=1e-5)
+  np.testing.assert_allclose(y.var().item(), xn[:3, :4].var(ddof=1), rtol=1e-4)
+  np.testing.assert_allclose(y.var(axis=1)[:3].numpy(), xn[:3, :4].var(axis=1, ddof=1), rtol=1e-4)
+  np.testing.assert_allclose(y.sum(axis=0)[:4].numpy(), xn[:3, :4].sum(0), rtol=1e-5)
+  c0, c1 = x[:a].chunk(2, dim=1)
+  np.testing.assert_array_equal(c1.shrink(((0, 3), None)).numpy(), xn[:3, 4:])
+  from tinygrad.mixin.movement import SymbolicDimError
+  with pytest.raises(SymbolicDimError, match="symbolic"): x[:a].chunk(2, dim=0)
+  # cat of symbolic pieces: a + b and b + a are one size
+  z = x[:a].cat(x[:b], dim=0).cat(x[:a], dim=0)
+  np.testing.assert_array_equal(z.shrink(((0, 10), None)).numpy(), np.concatenate([xn[:3], xn[:4], xn[:3]]))
+  np.testing.assert_array_equal(x[:a, :b].reshape(b, a).reshape(1, a * b).numpy(), xn[:3, :4].reshape(1, 12))
+
+def test_a_condition_on_bound_variables_is_decided_by_their_values():
+  sp = Variable("start_pos", 0, 10)
+  assert bool(sp.bind(3) > 0) and not bool(sp.bind(0) > 0)
+  with pytest.raises(TypeError, match="ambiguous"): bool(sp > 0)
+  x, vals = (Tensor.rand(3, 4)[:sp.bind(2)]).uop.unbind_all()
+  assert vals == {sp: 2} and not any(n.op is Ops.BIND for n in x.toposort())
+
+def test_broadcast_shape_with_symbolic_sizes():
+  from tinygrad.uop.ops import _broadcast_shape
+  v, v0 = Variable("v", 1, 10), Variable("v0", 0, 10)
+  assert _broadcast_shape((v,), (1,)) == (v,) and _broadcast_shape((v,), ()) == (v,) and _broadcast_shape((3, v0), (3, 1)) == (3, v0)
+  with pytest.raises(IndexError): _broadcast_shape((v,), (5,))
+  with pytest.raises(ValueError): _broadcast_shape((2, 3), (4, 3))
+
+def test_contiguous_view_offset():
+  x = Tensor(_data(4, 5)).realize()
+  assert x[1:3].uop.contiguous_view_offset() == 5 and x[2, 1:3].uop.contiguous_view_offset() == 11
+  assert x[:, 1:3].uop.contiguous_view_offset() is None
+  assert x.reshape(20).shrink(((3, 3 + Variable("v", 1, 7).bind(4)),)).uop.contiguous_view_offset() == 3

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools, weakref
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, register_buffer_lookup
 from tinygrad.dtype import DType
 if TYPE_CHECKING:
   from tinygrad.device import Buffer
@@ -32,3 +32,5 @@ def base_buffer(u: UOp) -> UOp | None:
   while u.op is Ops.RESHAPE: u = u.src[0]
   if u.op is Ops.SHRINK and len(u.arg) == 1 and isinstance(u.arg[0][1], UOp) and u.arg[0][0] == 0 and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
+
+register_buffer_lookup(buffer_of)

@@ -9,7 +9,8 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer
-from tinygrad.uop.ops import UOp, sym_vars
+from tinygrad.uop.ops import UOp, sym_vars, sym_infer
+from tinygrad.uop import ops as _ops
 
 R = TypeVar("R")
 
@@ -83,6 +84,7 @@ class TinyJit(Generic[R]):
     self.in_bufs: list[Buffer] = []
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
+    self.assumed: list[UOp] = []
     self.ret: Any = None
   def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., R]: return functools.partial(self.__call__, obj)  # as a method
 
@@ -105,9 +107,9 @@ class TinyJit(Generic[R]):
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
       self.in_bufs, self.signature, self.constants = [b for t in inputs for b in _buffers(t)], signature, constants
-      _realize.capturing = []
+      _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
-      finally: self.steps, _realize.capturing = _realize.capturing, None
+      finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
       return self.ret
@@ -122,6 +124,11 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
+    # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
+    bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
+    if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
+                           f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
+                           "keep the values in bounds, or narrow the Variables' ranges so every value is")
     swap = {id(old): new for old, new in zip(self.in_bufs, [b for t in inputs for b in _buffers(t)])}
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():

@@ -82,9 +82,14 @@ class CompiledRunner:
     if self._prg is None: self.ready()
     vv = var_vals or {}
     missing = [v.arg[0] for v in self.p.vars if v not in vv]
-    if missing: raise ValueError(f"kernel {self.p.name} needs values for its variables {missing}; bind them (Variable(...).bind(value))")
+    if missing: raise UnboundVariableError(f"kernel {self.p.name} reads the unbound variable(s) {missing}: bind each (Variable(...).bind(value))")
+    vals = tuple(vv[v] for v in self.p.vars)
+    # the launch contract passes a variable as a 32-bit int (every runtime): a wider value would arrive cut to its low bits
+    if (big := [(v.arg[0], x) for v, x in zip(self.p.vars, vals) if not -2**31 <= x < 2**31]):
+      raise ValueError(f"kernel {self.p.name}: variable value(s) {big} do not fit the 32-bit int a kernel argument is; keep "
+                       "variables (shapes, offsets) within int32, or pass a wider value in a tensor")
     gl, lc = self.p.launch_dims(vv)
-    return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=tuple(vv[v] for v in self.p.vars), wait=wait)
+    return self._prg(*[b._buf for b in bufs], global_size=gl, local_size=lc, vals=vals, wait=wait)
 
 _takes_spec: dict[int, tuple[Any, bool]] = {}
 def takes_spec(runtime: Any) -> bool:
@@ -216,6 +221,9 @@ class ExecStep:
 
 # when not None, every step run is also appended here (TinyJit's capture)
 capturing: list[ExecStep] | None = None
+
+class UnboundVariableError(ValueError, RuntimeError):
+  """A kernel reads a variable that has no value (a Tensor of an unbound Variable can be built and scheduled, not run)."""
 
 class JitError(RuntimeError):
   """A jitted function was called in a way its captured kernels cannot replay (here, below TinyJit, so that tensor.py can

@@ -364,12 +364,13 @@ def _replace_binds(roots: list[UOp], topo: dict[UOp, None], binds: dict[UOp, UOp
     elif n.op is Ops.BUFFER: done[n] = n
     else:
       new_arg = _map_arg(n.arg, binds) if n.op in GroupOp.Movement else n.arg
-      done[n] = UOp(n.op, n.dtype, tuple(done[x] for x in n.src), new_arg, n.tag)
+      done[n] = UOp(n.op, dtypes.default_int if n.dtype is dtypes.weakint else n.dtype, tuple(done[x] for x in n.src), new_arg, n.tag)
   return [done[r] for r in roots]
 
 def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
   """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
-  kernels and the schedule cache see variables only, so one schedule and one compile serve every value."""
+  kernels and the schedule cache see variables only, so one schedule and one compile serve every value. The weak int of a
+  Tensor(variable) commits to default_int here: no kernel sees it."""
   topo = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
   binds: dict[UOp, UOp] = {}
   var_vals: dict[UOp, int] = {}
@@ -378,7 +379,8 @@ def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
     if var_vals.setdefault(v, val) != val:
       raise ValueError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
     binds[b] = v
-  return (_replace_binds(roots, topo, binds) if binds else roots), var_vals
+  weak = any(n.dtype is dtypes.weakint for n in topo)
+  return (_replace_binds(roots, topo, binds) if binds or weak else roots), var_vals
 
 def rebind_graph(root: UOp, var_vals: dict[UOp, int]) -> UOp:
   """`root` with each of its bound variables that is in `var_vals` bound to that value instead (a TinyJit replay's

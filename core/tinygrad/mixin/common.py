@@ -2,7 +2,7 @@
 from __future__ import annotations
 import struct
 from typing import Any, overload
-from tinygrad.uop.ops import UOp, ssimplify
+from tinygrad.uop.ops import UOp, ssimplify, _broadcast_shape  # noqa: F401 (the Tensor modules import it from here)
 from tinygrad.dtype import DType, dtypes, float_to_bf16, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
@@ -23,16 +23,6 @@ def _canon_device(device: str | tuple[str, ...] | list[str] | None) -> str | tup
     if not devs or len(set(devs)) != len(devs): raise ValueError(f"a multi-device tensor needs distinct devices, got {device!r}")
     return devs
   return Device.DEFAULT if device is None else Device.canonicalize(device)
-
-def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-  nd = max(len(s) for s in shapes)
-  padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
-  out = []
-  for dims in zip(*padded):
-    sizes = {d for d in dims if d != 1}
-    if len(sizes) > 1: raise ValueError(f"cannot broadcast shapes {' and '.join(str(tuple(s)) for s in shapes)}")
-    out.append(sizes.pop() if sizes else 1)
-  return tuple(out)
 
 def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
   """(shape, flat values) of a nested list/tuple; a ragged list is an error."""

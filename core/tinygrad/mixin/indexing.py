@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType
 from tinygrad.helpers import flatten, prod, CHECK_OOB
 from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
-from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -45,10 +46,16 @@ def _symbolic_index(i: Any, n: sint, d: int) -> tuple[sint, sint]:
   start, stop = ssimplify(start), ssimplify(stop)
   if not (sint_le(0, start) and sint_le(start, stop) and sint_le(stop, n)):
     shown = f"{_r(i.start)}:{_r(i.stop)}" if isinstance(i, slice) else _r(i)
-    raise IndexError(f"index {shown} (as [{_r(start)}, {_r(stop)}), variables over their whole range) is out of bounds for axis {d} with size {n} for some value of its variables: "
-                     "narrow the Variable's [min, max] range so every value stays in bounds")
+    raise IndexError(f"index {shown} (as [{_r(start)}, {_r(stop)}){_values(start, stop, n)}) is out of bounds for axis {d} with size {_r(n)}")
   return start, ssimplify(stop - start)
 
+def _values(*xs: Any) -> str:
+  # which values the check used: the bound variables' own, else every value in the ranges of the unbound ones
+  vs = sym_vars(xs)
+  def uops(x: Any) -> list[UOp]: return [x] if isinstance(x, UOp) else [u for y in x for u in uops(y)] if isinstance(x, (tuple, list)) else []
+  unbound = sorted({n.arg[0] for x in uops(xs) for n in x.toposort(gate=lambda y: y.op is not Ops.BIND) if n.op is Ops.DEFINE_VAR})
+  if unbound: return f", for some value of {', '.join(unbound)} in its [min, max] range: narrow the range or bind it"
+  return f", with {', '.join(f'{b.src[0].arg[0]}={b.src[1].arg}' for b in vs)}" if vs else ""
 def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
 
 class IndexingMixin:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import functools
 import itertools
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
-from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint
 from tinygrad.mixin.common import ArgumentError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -20,9 +20,13 @@ def _tensor_args(op: str, first: Any, rest: tuple) -> list[Tensor]:
   if not isinstance(first, (list, tuple)): return [first, *rest]
   if rest: raise ArgumentError(f"{op}: got a sequence of {len(first)} tensors and {len(rest)} more; pass them as one sequence or as separate arguments")
   return list(first)
-def _symbolic_err(op: str, what: str, shape: tuple) -> ValueError:
-  return ValueError(f"{op}: {what} for shape {shape} does not hold for every value of its variables (in their [min, max] ranges); "
-                    "narrow the Variable's range so it holds for all of them")
+class SymbolicDimError(ValueError, AssertionError):
+  """An op that needs a dimension's size (split, chunk) given a symbolic one (an AssertionError too, as public tinygrad raises)."""
+def _symbolic_err(op: str, what: str, shape: tuple, *args: Any) -> ValueError:
+  from tinygrad.mixin.indexing import _values, _r
+  def fmt(x: Any) -> str: return "(" + ", ".join(fmt(y) for y in x) + ")" if isinstance(x, (tuple, list)) else _r(x)
+  what = what.format(*(fmt(a) for a in args))
+  return ArgumentError(f"{op}: {what} for shape {fmt(shape)} does not hold{_values(*shape, *args) or ' for every value of its variables'}")
 
 
 class MovementMixin:
@@ -49,7 +53,7 @@ class MovementMixin:
       rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
       if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
       new = tuple(ssimplify(self.numel() // rest) if isinstance(s, int) and s == -1 else s for s in new)
-    if ssimplify(prod(new) - self.numel()) != 0:
+    if not sint_eq(prod(new), self.numel()):
       raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
     return self if new == self.shape else self._mv(self.uop.reshape(new))
   def view(self: Tensor, shape: Any, *args: int) -> Tensor:
@@ -97,12 +101,12 @@ class MovementMixin:
     """Insert a size-1 dimension at `dim`."""
     d = self._resolve_dim(dim, extra=True)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-  def _pad_arg(self: Tensor, padding: Any) -> list[tuple[int, int]]:
-    if all(isinstance(p, int) for p in padding):  # flat, torch order: (last_before, last_after, prev_before, prev_after, ...)
+  def _pad_arg(self: Tensor, padding: Any) -> list[tuple[sint, sint]]:
+    if all(isinstance(p, (int, UOp)) for p in padding):  # flat, torch order: (last_before, last_after, prev_before, prev_after, ...)
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
         raise ValueError(f"pad: flat padding {tuple(padding)} needs an even length of at most {2*self.ndim} for shape {self.shape}")
-      pairs = [(0, 0)] * self.ndim
-      for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (padding[2*k], padding[2*k+1])
+      pairs: list[tuple[sint, sint]] = [(0, 0)] * self.ndim
+      for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (_size_arg(padding[2*k]), _size_arg(padding[2*k+1]))
       return pairs
     if len(padding) != self.ndim: raise ValueError(f"pad: padding {tuple(padding)} has {len(padding)} entries, shape {self.shape} has {self.ndim} dims")
     return [(0, 0) if p is None else (_size_arg(p[0]), _size_arg(p[1])) for p in padding]
@@ -110,10 +114,10 @@ class MovementMixin:
     """Pad each dimension: ((before, after) or None per axis) or a flat torch-style tuple starting at the last axis.
     Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular."""
     pairs = self._pad_arg(padding)
-    if any(isinstance(p, UOp) and p.vmin < 0 for pr in pairs for p in pr): raise _symbolic_err("pad", f"padding {pairs} >= 0", self.shape)
+    if any(isinstance(p, UOp) and not sint_le(0, p) for pr in pairs for p in pr): raise _symbolic_err("pad", "padding {} >= 0", self.shape, pairs)
     if mode != "constant" and not all_int(flatten(pairs)): raise ValueError(f"pad: mode {mode!r} needs int padding, got {pairs}")
     if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"pad: unknown mode {mode!r}; valid: constant, reflect, replicate, circular")
-    if mode != "constant": return self._pad_mode(pairs, mode)
+    if mode != "constant": return self._pad_mode(cast(list[tuple[int, int]], pairs), mode)
     def neg(p: sint) -> sint: return min(p, 0) if isinstance(p, int) else 0   # a symbolic amount is >= 0 (checked above)
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
@@ -147,7 +151,7 @@ class MovementMixin:
     if all_int(flatten(full) + list(self.shape)):
       if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
     elif any(not (sint_le(0, b) and sint_le(b, e) and sint_le(e, s)) for (b, e), s in zip(full, self.shape)):
-      raise _symbolic_err("shrink", f"{full} within bounds", self.shape)
+      raise _symbolic_err("shrink", "{} within bounds", self.shape, full)
     return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
   def flip(self: Tensor, axis: Any, *args: int) -> Tensor:
     """Reverse the order of elements along the given axes."""
@@ -188,6 +192,7 @@ class MovementMixin:
     """Split along `dim` into chunks of `sizes` (an int: equal chunks, the last may be smaller)."""
     d = self._resolve_dim(dim)
     n = self.shape[d]
+    if isinstance(n, UOp): raise SymbolicDimError(f"split: dim {d} of shape {self.shape} is symbolic ({n.render()}); split along a dim of known size")
     if isinstance(sizes, int):
       if sizes <= 0: raise ValueError(f"split: size must be positive, got {sizes}")
       sz = [min(sizes, n - i) for i in range(0, max(1, n), sizes)]
@@ -200,6 +205,7 @@ class MovementMixin:
     """Split into `chunks` nearly equal pieces along `dim`."""
     if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     d = self._resolve_dim(dim)
+    if isinstance(n := self.shape[d], UOp): raise SymbolicDimError(f"chunk: dim {d} of shape {self.shape} is symbolic ({n.render()}); chunk along a dim of known size")
     return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))
 
   # ---- shifts, windows, repeats, grids ----

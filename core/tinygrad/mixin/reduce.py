@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, _CHUNK
@@ -79,7 +80,9 @@ class ReduceMixin:
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
     squares = (self - self.mean(axis, keepdim=True)).square()
-    return squares.sum(axis, keepdim) / max(0, self._count(axis) - correction)
+    n = self._count(axis) - correction
+    # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
+    return squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over `axis`."""
     return self.var(axis, keepdim, correction).sqrt()

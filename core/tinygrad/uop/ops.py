@@ -50,6 +50,12 @@ class UOpMetaClass(type):
     UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg, tag)
     return ret
 
+# The IR does not know device buffers either: tinygrad.engine.buffers registers how UOp.buffer finds one
+_buffer_lookup: Callable[[UOp], Any] | None = None
+def register_buffer_lookup(fn: Callable[[UOp], Any]) -> None:
+  global _buffer_lookup
+  _buffer_lookup = fn
+
 # The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
 _multi_lowering: Callable[..., UOp] | None = None
 _multi_live = False
@@ -91,7 +97,11 @@ class UOp(metaclass=UOpMetaClass):
     return UOp(kwargs.get("op", self.op), kwargs.get("dtype", self.dtype), kwargs.get("src", self.src), kwargs.get("arg", self.arg), kwargs.get("tag", self.tag))
   def __repr__(self) -> str:
     return f"UOp({self.op}, {self.dtype}, arg={self.arg!r}{', tag='+repr(self.tag) if self.tag is not None else ''}, src=({', '.join(str(s.op) for s in self.src)}))"
-  def __bool__(self) -> bool: raise TypeError(f"the truth value of a UOp is ambiguous ({self.render()}); use .vmin/.vmax or simplify")
+  def __bool__(self) -> bool:
+    # a condition over bound variables is decided by their values (`if start_pos > 0:`), as in public tinygrad
+    if self.dtype.scalar() == dtypes.bool and self.vmin == self.vmax: return bool(self.vmin)
+    if self.dtype.scalar() == dtypes.bool and all_bound(self): return bool(sym_infer(self, {}))
+    raise TypeError(f"the truth value of a UOp is ambiguous ({self.render()}); bind its variables, or use .vmin/.vmax or simplify")
 
   # ---- graph helpers ----
   def toposort(self, gate: Callable[[UOp], bool] | None = None) -> dict[UOp, None]:
@@ -168,6 +178,21 @@ class UOp(metaclass=UOpMetaClass):
     """(variable, value) of a BIND."""
     if self.op is not Ops.BIND: raise TypeError(f"unbind needs a bound variable (BIND), got {self.op}")
     return self.src[0], self.src[1].arg
+  def unbind_all(self) -> tuple[UOp, dict[UOp, int]]:
+    """This graph with every bound variable (a node, or in a movement op's shape argument) replaced by its variable, and
+    {variable: value}."""
+    vals: dict[UOp, int] = {}
+    def unbind(a: Any) -> Any:
+      if isinstance(a, tuple): return tuple(unbind(x) for x in a)
+      if not isinstance(a, UOp) or not sym_vars(a): return a
+      binds = sym_vars(a)
+      vals.update({b.src[0]: b.src[1].arg for b in binds})
+      return a.substitute({b: b.src[0] for b in binds})
+    done: dict[UOp, UOp] = {}
+    for n in self.toposort(gate=lambda y: y.op is not Ops.BIND):
+      done[n] = unbind(n) if n.op is Ops.BIND else UOp(n.op, n.dtype, tuple(done[x] for x in n.src),
+                                                        unbind(n.arg) if n.op in GroupOp.Movement else n.arg, n.tag)
+    return done[self], vals
   @property
   def val(self) -> int:
     """The value of a bound variable."""
@@ -206,6 +231,7 @@ class UOp(metaclass=UOpMetaClass):
     if isinstance(x, float) and not dtypes.is_float(dt): dt = dtypes.default_float
     return UOp.const(dt.scalar().vec(self.dtype.count) if dt.count == 1 else dt, x)
   def _binop(self, op: Ops, x: UOp | ConstType, reverse: bool) -> UOp:
+    if isinstance(getattr(x, "uop", None), UOp): return NotImplemented   # a Tensor: its reflected operator builds the op
     other = self.ufix(x)
     return other.alu(op, self) if reverse else self.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
@@ -292,6 +318,38 @@ class UOp(metaclass=UOpMetaClass):
     return self.__dict__["_shape"]
   @property
   def size(self) -> int: return prod(self.shape)
+  @property
+  def buffer(self) -> Any:
+    """The device Buffer of a BUFFER UOp (the engine registers how it is found: register_buffer_lookup)."""
+    if _buffer_lookup is None: raise RuntimeError("no buffer lookup registered (import tinygrad.engine.buffers)")
+    return _buffer_lookup(self)
+  def contiguous_view_offset(self) -> int | None:
+    """For a view (RESHAPEs and SHRINKs) of a BUFFER whose elements are one contiguous run of it: where the run starts, in
+    elements; None for any other view."""
+    chain, u = [], self
+    while u.op in (Ops.RESHAPE, Ops.SHRINK):
+      chain.append(u)
+      u = u.src[0]
+    if u.op is not Ops.BUFFER: return None
+    off = 0
+    for n in reversed(chain):
+      if n.op is not Ops.SHRINK: continue
+      shape = n.src[0].shape
+      # contiguous: every dim after the first one the view keeps more than 1 of is whole
+      big = [i for i, (b, e) in enumerate(n.arg) if not sint_eq(e - b, 1)]
+      if any(not (isinstance(b, int) and b == 0 and sint_eq(e, d)) for (b, e), d in list(zip(n.arg, shape))[big[0]+1 if big else len(shape):]): return None
+      stride: sint = 1
+      for i in reversed(range(len(shape))):
+        off = off + n.arg[i][0] * stride
+        stride = stride * shape[i]
+    ret = ssimplify(off)
+    return ret if isinstance(ret, int) else None
+  @property
+  def base(self) -> UOp:
+    """This tensor-level UOp below its movement ops (the node a view reads)."""
+    u = self
+    while u.op in GroupOp.Movement: u = u.src[0]
+    return u
   @property
   def device(self) -> str:
     """The device of a tensor-level UOp: its DEVICE source's, a COPY's target, else its first source's (cached per node)."""
@@ -479,15 +537,84 @@ def resolve(x: UOp | ConstType, default: bool = True) -> bool:
 sint = int | UOp   # a size that may be symbolic
 
 def ssimplify(x: sint) -> sint:
-  """A size in canonical form: an int, or a simplified expression of variables (equal sizes become the same UOp)."""
+  """A size in canonical form: an int, or a simplified expression of variables (equal sizes become the same UOp). A sum
+  of products is also rebuilt with its like terms combined when that is smaller ((i+j+i)-i -> i+j): the simplifier keeps
+  the operands' order, so it cannot cancel terms that an earlier step put elsewhere."""
   if not isinstance(x, UOp): return x
   ret = x.simplify()
+  if ret.op in _POLY_OPS and (p := _poly(ret)) is not None:
+    canon = _from_poly(p, ret.dtype)
+    if not isinstance(canon, UOp) or _arith_size(canon) < _arith_size(ret): return canon
   return int(ret.arg) if ret.op is Ops.CONST else ret
+
+_POLY_OPS = (Ops.ADD, Ops.SUB, Ops.NEG, Ops.MUL)
+Poly = dict[tuple[UOp, ...], int]   # {monomial (its factors, sorted): coefficient}
+def _poly(x: sint, limit: int = 32) -> Poly | None:
+  """`x` as a polynomial over the nodes that are not +, -, * or a constant (None past `limit` terms)."""
+  if not isinstance(x, UOp): return {(): x} if x else {}
+  if x.op is Ops.CONST: return {(): x.arg} if x.arg else {}
+  if x.op not in _POLY_OPS: return {(x,): 1}
+  parts = [_poly(s, limit) for s in x.src]
+  if any(q is None for q in parts): return None
+  out: Poly = {}
+  def add(k: tuple[UOp, ...], v: int) -> None:
+    out[k] = out.get(k, 0) + v
+    if not out[k]: del out[k]
+  if x.op is Ops.NEG:
+    for k, v in parts[0].items(): add(k, -v)  # type: ignore[union-attr]
+  elif x.op is Ops.MUL:
+    for ka, va in parts[0].items():  # type: ignore[union-attr]
+      for kb, vb in parts[1].items(): add(tuple(sorted(ka + kb, key=_atom_key)), va * vb)  # type: ignore[union-attr]
+  else:
+    for q, sign in zip(parts, (1, 1 if x.op is Ops.ADD else -1)):
+      for k, v in q.items(): add(k, sign * v)  # type: ignore[union-attr]
+  return out if len(out) <= limit else None
+def _atom_key(u: UOp) -> tuple[str, int]: return (u.render(), id(u))
+def _from_poly(p: Poly, dtype: DType) -> sint:
+  terms = sorted(p.items(), key=lambda kv: (len(kv[0]) == 0, [_atom_key(f) for f in kv[0]]))   # the constant last
+  out: sint = 0
+  for k, v in terms:
+    t: sint = v
+    for f in k: t = f if isinstance(t, int) and t == 1 else f * t if isinstance(t, int) else t * f
+    out = t if isinstance(out, int) and out == 0 else out + t
+  return out
+def _arith_size(x: UOp) -> int: return sum(1 for n in x.toposort(gate=lambda y: y.op in _POLY_OPS) if n.op in _POLY_OPS)
+# the conditions a shape was accepted under because they hold for the bound values of its variables (not for every value in
+# their ranges): TinyJit collects them while it captures and checks them again for each replay's values (None: not collected)
+assumed: list[UOp] | None = None
+def all_bound(x: UOp) -> bool:
+  """Whether every variable in `x` is bound (a BIND: it has a value), so `x` has one value."""
+  return not any(n.op is Ops.DEFINE_VAR for n in x.toposort(gate=lambda y: y.op is not Ops.BIND))
 def sint_le(a: sint, b: sint) -> bool:
-  """a <= b for every value the variables in a and b may take (False where that is not provable)."""
+  """a <= b for every value the variables in a and b may take; where that is not provable and every variable is bound,
+  a <= b for their values (public tinygrad's rule: a shape over bound variables holds when it holds for their values)."""
   if not isinstance(a, UOp) and not isinstance(b, UOp): return a <= b
   d = ssimplify(b - a)  # type: ignore[operator]
-  return (d.vmin if isinstance(d, UOp) else d) >= 0
+  if not isinstance(d, UOp): return d >= 0
+  if d.vmin >= 0: return True
+  if not all_bound(d) or sym_infer(d, {}) < 0: return False
+  if assumed is not None: assumed.append(d)
+  return True
+def sint_eq(a: sint, b: sint) -> bool:
+  """a == b as sizes: equal ints, or expressions whose difference simplifies to 0 (i+j and j+i are one size)."""
+  if a is b: return True
+  if not isinstance(a, UOp) and not isinstance(b, UOp): return a == b
+  return ssimplify(a - b) == 0 or ((pa := _poly(a)) is not None and pa == _poly(b))  # type: ignore[operator]
+
+class BroadcastError(ValueError, IndexError):
+  """Shapes that do not broadcast (a ValueError as in numpy, and an IndexError as public tinygrad raises)."""
+def _broadcast_shape(*shapes: tuple[sint, ...]) -> tuple[sint, ...]:
+  """The shape `shapes` broadcast to (numpy's rule, aligned at the right). A symbolic size is never 1: it broadcasts with 1
+  and with an equal size only (also one whose variable may be 0)."""
+  nd = max((len(s) for s in shapes), default=0)
+  out: list[sint] = []
+  for dims in zip(*[(1,) * (nd - len(s)) + tuple(s) for s in shapes]):
+    rest: list[sint] = []
+    for d in dims:
+      if (isinstance(d, UOp) or d != 1) and not any(sint_eq(d, r) for r in rest): rest.append(d)
+    if len(rest) > 1: raise BroadcastError(f"cannot broadcast shapes {' and '.join(str(tuple(s)) for s in shapes)}: sizes {rest} differ in one dimension")
+    out.append(rest[0] if rest else 1)
+  return tuple(out)
 def smax(x: sint) -> int:
   """The largest value a size may take."""
   return int(x.vmax) if isinstance(x, UOp) else x
