@@ -63,8 +63,9 @@ def test_rule_matches_name_the_rule_source_line(recorded):
     assert before != after
     loc = t["rules"][r]["loc"]
     fn, line = loc.rsplit(":", 1)
-    assert os.path.isfile(fn) or os.path.isfile(os.path.join(ROOT, fn)), loc
-    with open(fn if os.path.isfile(fn) else os.path.join(ROOT, fn)) as f: text = f.read().splitlines()
+    full = next((os.path.join(p, fn) for p in ["", *sys.path] if os.path.isfile(os.path.join(p, fn))), None)   # package-relative
+    assert full is not None, loc
+    with open(full) as f: text = f.read().splitlines()
     assert t["rules"][r]["src"].splitlines()[0].strip() == text[int(line) - 1].strip()
 
 def test_nested_rewrites_belong_to_their_pass(recorded):
@@ -150,43 +151,210 @@ def _browser():
   opts.binary_location = chromium
   return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
 
-def test_page_draws_a_kernel_a_pass_and_its_source(recorded):
-  from selenium.webdriver.common.by import By
-  rec, _, path = recorded
-  t = rec.to_json()
-  srv = make_server(path, 0)
-  threading.Thread(target=srv.serve_forever, daemon=True).start()
+@pytest.fixture(scope="module")
+def browser():
   d = _browser()
-  try:
-    d.get(f"http://127.0.0.1:{srv.server_address[1]}/")
-    for _ in range(300):
+  yield d
+  d.quit()
+
+@pytest.fixture(scope="module")
+def page_trace(tmp_path_factory):
+  """A recorded matmul + softmax with its PROFILE timeline (VIZ=1 PROFILE=1), and a copy to another device."""
+  n = next(_sizes)
+  with Recorder() as rec, Profiler() as prof:
+    rec.profiler = prof
+    _program(n)
+    Tensor([1.0, 2.0]).to("PYTHON").realize()
+  return rec.to_json(), rec.save(str(tmp_path_factory.mktemp("viz") / "trace.json"))
+
+class Page:
+  """The VIZ page of one trace, served on a free port and loaded in the shared browser."""
+  def __init__(self, d, path: str):
+    self.d, self.srv = d, make_server(path, 0)
+    threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+    d.get(f"http://127.0.0.1:{self.srv.server_address[1]}/")
+    for _ in range(600):
       if d.execute_script("return document.body.dataset.ready"): break
       time.sleep(0.1)
-    kernels = d.find_elements(By.CSS_SELECTOR, "#kernels .kernel")
-    assert [k.text.split()[0] for k in kernels] == [k["name"] for k in t["kernels"]]
-    # the kernel with the most rewrites: click it, then its pass whose rules fired most
-    ki = max(range(len(t["kernels"])), key=lambda i: sum(len(t["steps"][s]["matches"]) for s in range(len(t["steps"])) if t["steps"][s]["kernel"] == i))
-    kernels[ki].click()
-    drawn = d.execute_script("return document.querySelectorAll('#graph svg g.node').length")
-    assert drawn > 3, "the kernel's AST was not drawn"
-    steps = [s for s in range(len(t["steps"])) if t["steps"][s]["kernel"] == ki]
-    best = max(steps, key=lambda s: len(t["steps"][s]["matches"]))
-    d.find_element(By.CSS_SELECTOR, f'.step[data-step="{best}"]').click()
-    assert t["steps"][best]["name"] in d.find_element(By.ID, "title").text
-    assert d.execute_script("return document.querySelectorAll('#graph svg g.node').length") > 3
-    assert d.execute_script("return document.querySelectorAll('#graph svg path').length") > 0
-    m = d.find_elements(By.CSS_SELECTOR, "#matches .match")
-    assert len(m) == len(t["steps"][best]["matches"]) + sum(len(s["matches"]) for s in t["steps"] if s["parent"] == best)
-    m[0].click()   # opens the rule's source and highlights its result in the graph
-    assert t["rules"][t["steps"][best]["matches"][0][0]]["loc"] in m[0].text
-    d.find_element(By.CSS_SELECTOR, "#tabs button[data-tab=source]").click()
-    assert d.find_element(By.ID, "source").text.strip() == t["kernels"][ki]["source"].strip()
-    d.find_element(By.CSS_SELECTOR, "#tabs button[data-tab=matches]").click()
+    assert d.execute_script("return document.body.dataset.ready"), "the page did not load its trace"
+  def js(self, code: str): return self.d.execute_script(code)
+  def click(self, css: str) -> None: self.d.find_element(By.CSS_SELECTOR, css).click()
+  def text(self, id_: str) -> str: return self.d.find_element(By.ID, id_).text
+  def shot(self, name: str) -> str:
     os.makedirs(ARTIFACTS, exist_ok=True)
-    shot = os.path.join(ARTIFACTS, "viz_page.png")
-    assert d.save_screenshot(shot) and os.path.getsize(shot) > 10_000
-  finally:
-    d.quit(); srv.shutdown(); srv.server_close()
+    path = os.path.join(ARTIFACTS, name)
+    assert self.d.save_screenshot(path) and os.path.getsize(path) > 10_000
+    return path
+  def errors(self) -> list: return [l for l in self.d.get_log("browser") if l["level"] == "SEVERE"]
+  def close(self) -> None: self.srv.shutdown(); self.srv.server_close()
+
+@pytest.fixture
+def page(browser, page_trace):
+  p = Page(browser, page_trace[1])
+  yield p
+  p.close()
+
+from selenium.webdriver.common.by import By  # noqa: E402  (selenium is a test dependency: the browser fixture skips without it)
+
+def test_page_draws_a_kernel_a_pass_and_its_source(page, page_trace):
+  t = page_trace[0]
+  kernels = page.d.find_elements(By.CSS_SELECTOR, "#kernels .kernel")
+  assert [k.text.split()[0] for k in kernels] == [k["name"] for k in t["kernels"]]
+  # the kernel with the most rewrites: click it, then its pass whose rules fired most
+  ki = max(range(len(t["kernels"])), key=lambda i: sum(len(s["matches"]) for s in t["steps"] if s["kernel"] == i))
+  kernels[ki].click()
+  assert page.js("return document.querySelectorAll('#graph svg g.node').length") > 3, "the kernel's AST was not drawn"
+  best = max((s for s in range(len(t["steps"])) if t["steps"][s]["kernel"] == ki), key=lambda s: len(t["steps"][s]["matches"]))
+  page.click(f'.step[data-step="{best}"]')
+  assert t["steps"][best]["name"] in page.text("title")
+  assert page.js("return document.querySelectorAll('#graph svg g.node').length") > 3
+  assert page.js("return document.querySelectorAll('#graph svg path').length") > 0
+  m = page.d.find_elements(By.CSS_SELECTOR, "#matches .match")
+  assert len(m) == len(t["steps"][best]["matches"]) + sum(len(s["matches"]) for s in t["steps"] if s["parent"] == best)
+  m[0].click()   # opens the rule's source and steps to its rewrite
+  assert t["rules"][t["steps"][best]["matches"][0][0]]["loc"] in m[0].text
+  page.click("#tabs button[data-tab=source]")
+  assert page.text("source").strip() == t["kernels"][ki]["source"].strip()
+  page.click("#tabs button[data-tab=matches]")
+  page.shot("viz_page.png")
+  assert not page.errors(), page.errors()   # the favicon included: no 404 logged
+
+def test_top_level_passes_count_the_rewrites_inside_them(page, page_trace):
+  t = page_trace[0]
+  def total(i: int) -> int: return len(t["steps"][i]["matches"]) + sum(total(j) for j, s in enumerate(t["steps"]) if s["parent"] == i)
+  shown = page.js("return [...document.querySelectorAll('.step')].map(e => [+e.dataset.step, +e.querySelector('.n').textContent])")
+  assert shown and all(n == total(i) for i, n in shown)
+  # a pass whose rewrites all ran in a nested graph_rewrite (simplify) counts them: it showed 0
+  assert any(n > 0 and not t["steps"][i]["matches"] for i, n in shown)
+
+def test_stepping_replays_each_rewrite_with_its_rule(page, page_trace):
+  t = page_trace[0]
+  best = max(range(len(t["steps"])), key=lambda i: len(t["steps"][i]["matches"]))
+  s, K = t["steps"][best], len(t["steps"][best]["matches"])
+  page.click(f'.kernel[data-kernel="{s["kernel"]}"]')
+  page.click(f'.step[data-step="{best}"]')
+  assert page.js("return +document.getElementById('slider').max") == K and f"{K} / {K}" in page.text("stepinfo")
+  # replaying every recorded (before -> after) pair on the pass's input rebuilds exactly the pass's output
+  assert page.js(f"replayTo({K}); return stepper.states[{K}]") == s["out"]
+  # a node drawn as its own box is outlined; a constant or folded index math lights the boxes that show it
+  # (a result that was itself rewritten at once, by graph_rewrite's memo, is not in the graph: what changed is outlined)
+  lit = lambda n: page.js(f"const v = drawn.stands.get({n}); if (!v) return !subgraph(drawn.root).includes({n}) && "
+                          "document.querySelectorAll('#graph g.hl').length > 0; return v.length > 0 && v.every(x => document.querySelector(`#graph g.hl[data-id='${x}']`))")
+  for k in sorted({1, 2, K // 2, K - 1, K}):
+    page.js(f"stepTo({k})")
+    r, b, a = s["matches"][k - 1]
+    assert page.text("stepinfo").startswith(f"rewrite {k} / {K}") and t["rules"][r]["loc"] in page.text("rule")
+    assert lit(a), f"rewrite {k}: its result {a} is not highlighted"
+    page.click("input[name=side][value=in]")   # the graph before that one rewrite, with the node it replaced
+    assert lit(b) or page.js("return stateAt(stepper.k-1) === stateAt(stepper.k)"), f"rewrite {k}: {b} is not highlighted before it"
+    page.click("input[name=side][value=out]")
+  page.click("#prev")
+  assert page.text("stepinfo").startswith(f"rewrite {K - 1} / {K}")
+  page.shot("viz_stepping.png")
+
+def test_every_rule_click_highlights_its_result(page, page_trace):
+  t = page_trace[0]
+  best = max(range(len(t["steps"])), key=lambda i: len(t["steps"][i]["matches"]))
+  page.click(f'.kernel[data-kernel="{t["steps"][best]["kernel"]}"]')
+  page.click(f'.step[data-step="{best}"]')
+  rows = page.d.find_elements(By.CSS_SELECTOR, "#matches .match")
+  for row in rows[:15]:   # 12 of 552 did on a large pass: the drawn graph was the pass's output, not the rewrite's
+    row.click()
+    assert page.js("return document.querySelectorAll('#graph g.hl').length") > 0, row.text
+
+def test_index_arithmetic_folds_into_its_index(page, page_trace):
+  t = page_trace[0]
+  best = max(range(len(t["steps"])), key=lambda i: len(t["steps"][i]["matches"]))
+  page.click(f'.kernel[data-kernel="{t["steps"][best]["kernel"]}"]')
+  page.click(f'.step[data-step="{best}"]')
+  drawn, total = page.js("const s = document.querySelector('#graph svg'); return [+s.dataset.nodes, +s.dataset.total]")
+  assert drawn < total and page.js("return [...document.querySelectorAll('#graph title')].some(e => /index: \\[/.test(e.textContent))")
+  page.click("#fold")
+  assert page.js("const s = document.querySelector('#graph svg'); return [+s.dataset.nodes, +s.dataset.total]") == [total, total]
+  page.click("#fold")
+
+def test_node_labels_fit_their_boxes(page, page_trace):
+  t = page_trace[0]
+  page.click('.kernel[data-kernel="0"]')
+  for i in [i for i, s in enumerate(t["steps"]) if s["kernel"] == 0][:4]:
+    page.click(f'.step[data-step="{i}"]')
+    widths = page.js("return [...document.querySelectorAll('#graph g.node text')].map(e => e.getComputedTextLength())")
+    assert widths and max(widths) <= page.js("return W") - 8, max(widths)
+
+def test_schedule_view_marks_kernel_boundaries_and_why(page, page_trace):
+  t = page_trace[0]
+  i = max(range(len(t["schedules"])), key=lambda i: len(t["schedules"][i]["items"]))
+  sc = t["schedules"][i]
+  assert all(it["reason"] and it["reason"] != "unknown" for it in sc["items"])
+  page.click(f'.schedule[data-schedule="{i}"]')
+  marked = page.js("return [...document.querySelectorAll('#graph g.kb')].map(e => +e.dataset.id)")
+  assert sorted(marked) == sorted(it["node"] for it in sc["items"] if it["node"] is not None)
+  items = page.d.find_elements(By.CSS_SELECTOR, "#matches .item")
+  assert len(items) == len(sc["items"]) and all(it["reason"] in row.text for it, row in zip(sc["items"], items))
+  page.shot("viz_schedule.png")
+  # a boundary opens the kernel that computes it
+  k = next(j for j, it in enumerate(sc["items"]) if it["kind"] == "kernel")
+  page.click(f'#graph g.kb[data-id="{sc["items"][k]["node"]}"]')
+  assert any(kd["ast"] == sc["items"][k]["ast"] and kd["name"] in page.text("title") for kd in t["kernels"])
+
+def test_timeline_view_of_the_profile(page, page_trace):
+  t = page_trace[0]
+  evs = [e for e in t["profile"]["traceEvents"] if e["ph"] == "X"]
+  page.click("#timeline-item")
+  assert page.js("return +document.querySelector('#graph svg').dataset.events") == len(evs)
+  tracks = page.js("return [...document.querySelectorAll('#graph .track')].map(e => e.textContent)")
+  assert any(x.startswith("host") for x in tracks) and any(x.startswith("CPU") or x.startswith("PYTHON") for x in tracks), tracks
+  assert {"kernel", "copy", "compile"} <= set(page.js("return [...document.querySelectorAll('#graph g.ev')].map(e => e.dataset.cat)"))
+  page.click("#zoomin")
+  assert page.js("return document.querySelectorAll('#graph g.ev').length") <= len(evs)
+  page.click("#zoomfit")
+  assert page.js("return document.querySelectorAll('#graph g.ev').length") == len(evs)
+  page.shot("viz_timeline.png")
+
+def _big_trace(path: str, rows: int = 60, cols: int = 40) -> str:
+  # a 2,400-node graph (a grid: each node adds two of the row above), one pass over it with a few rewrites
+  nodes = [["DEFINE_VAR", "dtypes.float", f"x{c}", []] for c in range(cols)]
+  for r in range(1, rows):
+    nodes += [["ADD", "dtypes.float", None, [(r-1)*cols + c, (r-1)*cols + (c+1) % cols]] for c in range(cols)]
+  nodes.append(["SINK", "dtypes.void", None, list(range((rows-1)*cols, rows*cols))])
+  sink = len(nodes) - 1
+  step = {"name": "big", "kind": "rewrite", "parent": None, "kernel": None, "in": sink, "out": sink, "ms": 1.0, "matches": []}
+  with open(path, "w") as f: json.dump({"version": 2, "nodes": nodes, "rules": [], "steps": [step], "kernels": [], "schedules": [], "dropped_steps": 0}, f)
+  return path
+
+def test_zoom_to_fit_and_pan_a_large_graph(browser, tmp_path):
+  page = Page(browser, _big_trace(str(tmp_path / "big.json")))
+  try:
+    page.click('.step[data-step="0"]')
+    assert page.js("return +document.querySelector('#graph svg').dataset.nodes") >= 2000
+    inside = ("const g = document.getElementById('graph').getBoundingClientRect(), n = [...document.querySelectorAll('#graph g.node')];"
+              "return n.filter(e => { const r = e.getBoundingClientRect(); return r.left >= g.left - 1 && r.right <= g.right + 1 && r.top >= g.top - 1 && r.bottom <= g.bottom + 1; }).length")
+    page.click("#zoomin"); page.click("#zoomin")
+    assert page.js(inside) < 2400
+    page.click("#zoomfit")
+    assert page.js(inside) == 2401, "zoom-to-fit must bring every node into view"
+    before = page.js("return document.querySelector('#graph g.viewport').getAttribute('transform')")
+    from selenium.webdriver import ActionChains
+    ActionChains(page.d).move_to_element(page.d.find_element(By.ID, "graph")).click_and_hold().move_by_offset(80, 40).release().perform()
+    assert page.js("return document.querySelector('#graph g.viewport').getAttribute('transform')") != before, "dragging did not pan"
+    page.shot("viz_large_fit.png")
+  finally: page.close()
+
+def test_profile_alone_opens_as_the_timeline(browser, tmp_path):
+  with Profiler() as prof: (Tensor([1.0, 2.0, 3.0]) * 2).sum().item()
+  page = Page(browser, prof.save(str(tmp_path / "prof.json")))
+  try:
+    assert "timeline" in page.text("title") and page.js("return document.querySelectorAll('#graph g.ev').length") > 0
+  finally: page.close()
+
+def test_rule_locations_are_relative_to_their_package(page_trace):
+  t = page_trace[0]
+  assert t["rules"]
+  for r in t["rules"]:
+    fn, line = r["loc"].rsplit(":", 1)
+    assert not fn.startswith(".."), r["loc"]   # a chain of ../ up from the working directory
+    assert fn.startswith(("tinygrad/", "tinygrad_")) or os.path.isabs(fn), r["loc"]
+    assert any(os.path.isfile(os.path.join(p, fn)) for p in sys.path if p), r["loc"]
 
 # ---- PROFILE ----
 

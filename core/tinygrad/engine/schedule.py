@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, sint, smax
+from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int, DEBUG
 from tinygrad.engine.buffers import new_buffer, base_buffer
@@ -491,6 +492,7 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     items[n] = (ExecItem(ast, kb.bufs, node=n), kb.reads, kb.deps & items.keys())
   for n in order: build(n)
   schedule = _order(items, buffer_map)
+  if (rec := _upat.TRACER) is not None: rec.schedule(roots, realizes, schedule)   # VIZ: kernel boundaries and why
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")
   results: dict[UOp, UOp] = {}
   for r in roots:

@@ -39,9 +39,11 @@ def _profile_at_exit(prof: object) -> None:
 
 def from_env() -> None:
   from tinygrad.helpers import VIZ, PROFILE
+  rec = None
   if VIZ.value:
     from tinygrad.viz.record import Recorder
-    atexit.register(_viz_at_exit, Recorder().install())
+    atexit.register(_viz_at_exit, rec := Recorder().install())
   if PROFILE.value:
     from tinygrad.viz.profile import Profiler
-    atexit.register(_profile_at_exit, Profiler().install())
+    atexit.register(_profile_at_exit, prof := Profiler().install())
+    if rec is not None: rec.profiler = prof   # VIZ=1 PROFILE=1: the page shows the timeline too
