@@ -116,6 +116,7 @@ def collect(check: bool = True) -> dict[str, Any]:
   if report["default_device"] and check:
     dd = report["default_device"]
     with CapturedStderr(): report["default_ok"] = health_check(dd)["ok"]
+  elif not check: report["default_ok"] = None   # not checked: neither works nor fails
   return report
 
 def doctor(report: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +146,9 @@ def _print(report: dict[str, Any]) -> None:
       how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
       print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}")
   if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
-  else: print(f"\ndefault device: {report['default_device']} ({'works' if report['default_ok'] else 'FAILS its health check'})")
+  else:
+    state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], "FAILS its health check")
+    print(f"\ndefault device: {report['default_device']} ({state})")
   if "doctor" in report:
     doc = report["doctor"]
     print(f"\npython: {doc['python']}")

@@ -1,7 +1,7 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, time, weakref
+import math, time, weakref, inspect, numbers, functools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
@@ -717,3 +717,30 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
 # the mixins build Tensors: each module's `Tensor` name is bound to the class here, once it exists
 for _m in (random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding): setattr(_m, "Tensor", Tensor)
+
+# numpy integers (a shape or an argmax read back from numpy, len() of an array's dims) are accepted wherever a Python int
+# is: the arguments below (sizes, axes, counts; never values, whose numpy type sets a result's dtype) of every public
+# method are turned into ints here, once, instead of in every check of every mixin
+_INT_ARGS = frozenset({"shape", "args", "axis", "dim", "dims", "dim0", "dim1", "dim2", "dimension", "order", "arg", "sizes", "repeats", "shifts",
+  "chunks", "diagonal", "offset", "k", "num_classes", "num_samples", "start_dim", "end_dim", "size", "steps", "n", "m", "kernel_size", "stride",
+  "padding", "dilation", "groups", "output_padding", "output_size"})
+def _py_int(x: Any) -> Any:
+  if type(x) is tuple or type(x) is list: return type(x)(_py_int(v) for v in x)
+  return int(x) if type(x).__module__ == "numpy" and isinstance(x, numbers.Integral) else x
+def _int_args(fn: Callable) -> Callable:
+  params = list(inspect.signature(fn).parameters.values())
+  pos = [i for i, p in enumerate(params) if p.name in _INT_ARGS and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  var = next((i for i, p in enumerate(params) if p.kind is p.VAR_POSITIONAL and p.name in _INT_ARGS), None)
+  kw = {p.name for p in params if p.name in _INT_ARGS and p.kind is not p.VAR_POSITIONAL}
+  if not pos and var is None and not kw: return fn
+  @functools.wraps(fn)
+  def wrapper(*args: Any, **kwargs: Any) -> Any:
+    if var is not None and len(args) > var: args = args[:var] + tuple(_py_int(a) for a in args[var:])
+    if any(i < len(args) for i in pos): args = tuple(_py_int(a) if i in pos else a for i, a in enumerate(args))
+    if kwargs and not kw.isdisjoint(kwargs): kwargs = {k: _py_int(v) if k in kw else v for k, v in kwargs.items()}
+    return fn(*args, **kwargs)
+  return wrapper
+for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
+  _attr = inspect.getattr_static(Tensor, _name)
+  if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
+  elif inspect.isfunction(_attr): setattr(Tensor, _name, _int_args(_attr))

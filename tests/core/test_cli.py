@@ -100,6 +100,10 @@ def test_no_check_runs_nothing(capsys, monkeypatch):
   monkeypatch.setitem(sys.modules, "tinygrad.tensor", None)
   rc, rep = report(capsys, "--no-check")
   assert rc == 0 and all(c["result"] is None for d in rep["devices"] for c in d["compilers"])
+  assert rep["default_ok"] is None   # not checked: neither works nor fails
+  assert main(["--no-check"]) == 0
+  out = capsys.readouterr().out
+  assert "default device: CLI (not checked (--no-check))" in out and "FAILS" not in out
 
 def test_human_output(capsys):
   assert main([]) == 0

@@ -336,3 +336,8 @@ def test_compiled_fills_allocator_device():
 def test_compile_error_message():
   e = CompileError("error: expected ';'", "int main() {\n  return 0\n}")
   assert "expected ';'" in str(e) and "   2 |   return 0" in str(e) and e.src.startswith("int main")
+
+def test_python_device_out_of_memory_says_what_was_asked_and_what_the_host_has():
+  from tinygrad import Tensor, dtypes
+  with pytest.raises(MemoryError, match=r"out of memory on PYTHON: requested 1125899906842624 bytes \(1048576.0 GiB\), the host has .* free"):
+    Tensor.empty(2**50, dtype=dtypes.uint8, device="PYTHON").realize()

@@ -42,3 +42,14 @@ def test_gguf_quantized_dequantizes_like_the_reference(tmp_path, quant):
   assert sd["w"].shape == (4, 64) and sd["w"].dtype == dtypes.float32
   np.testing.assert_allclose(sd["w"].numpy(), want, rtol=0, atol=0)
   np.testing.assert_allclose(sd["w"].numpy(), w, atol=0.05 if quant == "Q8_0" else 0.5)   # and it is the weight, quantized
+
+def test_malformed_gguf_raises_one_value_error_naming_the_file(tmp_path):
+  _write(tmp_path / "good.gguf", {"w": np.ones((3, 5), np.float32)})
+  good = (tmp_path / "good.gguf").read_bytes()
+  i = good.find(b"llama.context_length") + len(b"llama.context_length")
+  cases = {"truncated": good[:len(good) // 2], "header_only": good[:40], "magic_only": b"GGUF", "empty": b"",
+           "huge_kv_count": good[:16] + (2**40).to_bytes(8, "little") + good[24:], "bad_value_type": good[:i] + (200).to_bytes(4, "little") + good[i+4:]}
+  for name, data in cases.items():
+    (tmp_path / f"{name}.gguf").write_bytes(data)
+    with pytest.raises(ValueError, match=f"{name}.gguf: not a valid GGUF file"): gguf_load(tmp_path / f"{name}.gguf")
+  with pytest.raises(ValueError, match="GGUF bytes in a Tensor.*not a valid GGUF file"): gguf_load(Tensor(cases["truncated"]))

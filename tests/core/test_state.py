@@ -261,6 +261,7 @@ MALFORMED = {
   "unaligned": (json.dumps({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "b": F32([1, 9])}), "'b' starts at 1.*unaligned"),
   "duplicate": ('{"w": %s, "w": %s}' % (json.dumps(F32([0, 8])), json.dumps(F32([8, 16]))), "'w' appears twice"),
   "metadata_not_object": (json.dumps({"__metadata__": ["x"], "w": F32([0, 8])}), "'__metadata__' must map str to str"),
+  "deeply_nested": ('{"w": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),   # RecursionError in json before
 }
 
 @pytest.mark.parametrize("case", list(MALFORMED))

@@ -138,6 +138,24 @@ def test_cli_without_a_trace_says_what_to_do(tmp_path):
                      capture_output=True, text=True, timeout=120)
   assert r.returncode == 2 and "VIZ=1" in r.stderr
 
+def test_cli_with_a_missing_trace_says_it_is_missing(tmp_path):
+  r = subprocess.run([sys.executable, "-m", "tinygrad.viz", str(tmp_path / "missing.json")], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 2 and f"trace at {tmp_path / 'missing.json'}" in r.stderr and "port" not in r.stderr
+
+@pytest.mark.parametrize("what", ["VIZ", "PROFILE"])
+def test_a_record_that_cannot_be_written_goes_to_the_temp_dir(tmp_path, what):
+  # VIZ writes into the cache folder (here under a file, so it cannot be created), PROFILE to PROFILE_PATH (a missing folder)
+  (tmp_path / "file").write_text("x")
+  env = {**os.environ, what: "1", "XDG_CACHE_HOME": str(tmp_path / "file" / "xdg"), "PROFILE_PATH": str(tmp_path / "missing" / "p.json"),
+         "TMPDIR": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-c", "from tinygrad import Tensor; print((Tensor.ones(4)+1).sum().item())"],
+                     env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+  assert r.returncode == 0 and r.stdout.strip() == "8.0" and "Traceback" not in r.stderr, r.stderr
+  m = re.search(rf"{what}: could not write the record \(.*\); writing it to (\S+) instead", r.stderr)
+  assert m and os.path.dirname(m.group(1)) == str(tmp_path), r.stderr
+  with open(m.group(1)) as f: rec = json.load(f)
+  assert rec["kernels"] if what == "VIZ" else rec["traceEvents"]
+
 # ---- the page, in a real browser ----
 
 def _browser():

@@ -116,3 +116,23 @@ def test_cli_asks_for_symbolic_dims(tmp_path):
   p = tmp_path / "tiny.onnx"
   p.write_bytes(_tiny_model().SerializeToString())
   with pytest.raises(ValueError, match="--dim batch=VALUE"): main([str(p)])
+
+def _graph_model(nodes, outputs=("y",)):
+  from onnx import helper, TensorProto
+  g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                        [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2]) for o in outputs])
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+@pytest.mark.parametrize("case", ["missing", "cycle", "self_loop", "unsorted", "dangling_output"])
+def test_broken_graph_edges_are_one_value_error_naming_the_node(case):
+  from onnx import helper
+  nodes, want = {
+    "missing": ([helper.make_node("Add", ["x", "nope"], ["y"], name="adder")], "node 0 Add \\(adder\\): input 'nope' is not .* any node's output"),
+    "cycle": ([helper.make_node("Relu", ["b"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2"),
+               helper.make_node("Add", ["x", "a"], ["y"])], "node 0 Relu \\(r1\\): input 'b' is the output of ONNX node 1 Relu \\(r2\\).*cycle"),
+    "self_loop": ([helper.make_node("Add", ["x", "y"], ["y"], name="acc")], "node 0 Add \\(acc\\): input 'y' is its own output"),
+    "unsorted": ([helper.make_node("Neg", ["t"], ["y"]), helper.make_node("Relu", ["x"], ["t"])], "input 't' is the output of ONNX node 1 Relu.*topological"),
+    "dangling_output": ([helper.make_node("Relu", ["x"], ["y"])], "outputs \\['z'\\] are produced by no node"),
+  }[case]
+  model = _graph_model(nodes, ("y", "z") if case == "dangling_output" else ("y",))
+  with pytest.raises(ValueError, match=want): OnnxRunner(model)(({"x": np.ones(2, np.float32)}))

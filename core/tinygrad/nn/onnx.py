@@ -786,6 +786,7 @@ class OnnxRunner:
     self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     self.opset = self.opsets.get("", 1)
     self._check(model.graph)
+    _check_edges(model.graph, set())
     self.initializers = {t.name: self._init_tensor(t) for t in model.graph.initializer}
     self.host = {n: v for n, (t, v) in self.initializers.items() if v is not None}
     inits = set(self.initializers)
@@ -853,6 +854,26 @@ class OnnxRunner:
         if name: values[name] = t
       if debug: print(f"{num:4d} {n.op_type:24s} {[a.shape if a is not None else None for a in args]} -> {[o.shape for o in outs]}")
     return values
+
+def _check_edges(g: Any, outer: set[str]) -> None:
+  """Every node input is a graph input, an initializer, an outer graph's value or an earlier node's output, and every graph
+  output is produced: a ValueError naming the node and the edge (a bare KeyError in the middle of a run before)."""
+  avail = outer | {i.name for i in g.input} | {t.name for t in g.initializer}
+  later = {o: (k, n) for k, n in enumerate(g.node) for o in n.output if o}
+  where = lambda k, n: f"ONNX node {k} {n.op_type} ({n.name or '<unnamed>'})"
+  for num, n in enumerate(g.node):
+    for i in n.input:
+      if not i or i in avail: continue
+      if i in later:
+        k, m = later[i]
+        why = "its own output" if k == num else f"the output of {where(k, m)}, which comes after it"
+        raise ValueError(f"{where(num, n)}: input {i!r} is {why}: the graph has a cycle or is not in topological order, as ONNX requires")
+      raise ValueError(f"{where(num, n)}: input {i!r} is not a graph input, an initializer or any node's output (a missing edge)")
+    for a in n.attribute:
+      if a.type == _onnx().AttributeProto.GRAPH: _check_edges(a.g, avail)
+    avail |= {o for o in n.output if o}
+  if lost := [o.name for o in g.output if o.name not in avail]:
+    raise ValueError(f"ONNX graph {g.name or '<unnamed>'}: outputs {lost} are produced by no node and are no input or initializer (dangling edges)")
 
 def _positional(op: str, opset: int, args: list[Tensor | None]) -> list[Tensor | None]:
   # inputs that became optional: pass them positionally as they are; trailing missing inputs are simply absent

@@ -171,6 +171,7 @@ def _read_header(f: Any, fn: Any) -> tuple[dict[str, Any], int]:
   if n > size - 8: raise ValueError(f"{fn}: not a safetensors file (header length {n} > file size {size})")
   try: header = json.loads(f.read(n), object_pairs_hook=_no_duplicates(fn))
   except ValueError as e: raise ValueError(f"{fn}: corrupt safetensors header: {e}") from None
+  except RecursionError: raise ValueError(f"{fn}: corrupt safetensors header: JSON nested too deeply to be one") from None
   _check_header(header, fn, size - 8 - n)
   return header, 8 + n
 
@@ -379,20 +380,27 @@ def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
   if isinstance(t, Tensor):
     fd, tmp = tempfile.mkstemp(suffix=".gguf")
     with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
+  name = "<GGUF bytes in a Tensor>" if tmp is not None else os.fspath(t)  # type: ignore[arg-type]
   try:
-    reader = gguf.GGUFReader(tmp if tmp is not None else os.fspath(t))  # type: ignore[arg-type]
-    kv = {name: f.contents() for name, f in reader.fields.items() if not name.startswith("GGUF.")}
-    Q = gguf.GGMLQuantizationType
-    plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
+    # the gguf package reports a malformed file as whatever numpy or struct raised (IndexError, ValueError, ...): one
+    # ValueError naming the file instead
+    try:
+      reader = gguf.GGUFReader(tmp if tmp is not None else os.fspath(t))  # type: ignore[arg-type]
+      kv = {k: f.contents() for k, f in reader.fields.items() if not k.startswith("GGUF.")}
+      Q = gguf.GGMLQuantizationType
+      plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
+      arrays: dict[str, tuple[Any, bool]] = {}   # name -> (numpy array, is bfloat16 bits)
+      for rt in reader.tensors:
+        shape = tuple(int(d) for d in reversed(rt.shape.tolist()))
+        if rt.tensor_type in plain: arrays[rt.name] = (np.array(rt.data).reshape(shape), False)
+        elif rt.tensor_type == Q.BF16: arrays[rt.name] = (np.array(rt.data).view(np.uint16).reshape(shape), True)
+        else: arrays[rt.name] = (gguf.quants.dequantize(np.array(rt.data), rt.tensor_type).astype(np.float32).reshape(shape), False)
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError, EOFError, struct.error, NotImplementedError) as e:
+      raise ValueError(f"{name}: not a valid GGUF file ({type(e).__name__}: {e})") from None
     out: dict[str, Tensor] = {}
-    for rt in reader.tensors:
-      shape = tuple(int(d) for d in reversed(rt.shape.tolist()))
-      if rt.tensor_type in plain: arr = np.array(rt.data).reshape(shape)
-      elif rt.tensor_type == Q.BF16:
-        out[rt.name] = Tensor(np.array(rt.data).view(np.uint16).reshape(-1)).bitcast(dtypes.bfloat16).reshape(shape)
-        continue
-      else: arr = gguf.quants.dequantize(np.array(rt.data), rt.tensor_type).astype(np.float32).reshape(shape)
-      out[rt.name] = Tensor(np.ascontiguousarray(arr).reshape(-1)).reshape(shape)
+    for n, (arr, bf16) in arrays.items():
+      flat = Tensor(np.ascontiguousarray(arr).reshape(-1))
+      out[n] = (flat.bitcast(dtypes.bfloat16) if bf16 else flat).reshape(arr.shape)
     return kv, out
   finally:
     if tmp is not None: os.unlink(tmp)

@@ -5,7 +5,7 @@ at their width and divide like C, floats compute at their declared width (bfloat
 With EMULATE=NV|AMD|METAL the renderer takes that device's abilities so GPU code paths run here.
 """
 from __future__ import annotations
-import ast as pyast, math, time
+import ast as pyast, math, os, time
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType
@@ -279,7 +279,13 @@ class PythonProgram:
 
 class PythonAllocator(Allocator):
   """Host memory as bytearrays (memoryviews are what the interpreter reads)."""
-  def _alloc(self, size: int, options: Any) -> memoryview: return memoryview(bytearray(size))
+  def _alloc(self, size: int, options: Any) -> memoryview:
+    try: return memoryview(bytearray(size))
+    except MemoryError:
+      try: free = f"{os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.1f} GiB of memory free"
+      except (ValueError, OSError, AttributeError): free = "an unknown amount of memory free"
+      raise MemoryError(f"out of memory on PYTHON: requested {size} bytes ({size / 2**30:.1f} GiB), the host has {free}; "
+                        f"use smaller tensors or another device") from None
   def copyin(self, dest: memoryview, src: memoryview) -> None: dest[:] = src
   def copyout(self, dest: memoryview, src: memoryview) -> None: dest[:] = src
   def _as_buffer(self, src: memoryview) -> memoryview: return src

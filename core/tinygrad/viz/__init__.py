@@ -18,11 +18,21 @@ def write_json(path: str, obj: Any) -> str:
     raise
   return path
 
+def _save(record: Any, path: str | None, what: str) -> str:
+  """record.save(path); when that place cannot be written (a read-only or missing folder, a full disk) the record goes to a
+  new file in the temp dir instead, with a line saying where: it is never lost to a traceback at exit."""
+  try: return record.save(path)
+  except OSError as e:
+    fd, tmp = tempfile.mkstemp(prefix=f"tinygrad_{what.lower()}_{os.getpid()}_", suffix=".json")
+    os.close(fd)
+    print(f"{what}: could not write the record ({type(e).__name__}: {e}); writing it to {tmp} instead", file=sys.stderr)
+    return record.save(tmp)
+
 def _viz_at_exit(rec: object) -> None:
   from tinygrad.viz.record import Recorder
   assert isinstance(rec, Recorder)
   rec.uninstall()
-  path = rec.save()
+  path = _save(rec, None, "VIZ")
   print(f"VIZ: {len(rec.kernels)} kernels, {len(rec.steps)} rewrite steps recorded in {path}", file=sys.stderr)
   if sys.stdout.isatty():
     from tinygrad.viz.serve import serve_forever
@@ -34,7 +44,7 @@ def _profile_at_exit(prof: object) -> None:
   from tinygrad.helpers import PROFILE_PATH
   assert isinstance(prof, Profiler)
   prof.uninstall()
-  path = prof.save(PROFILE_PATH.value or None)
+  path = _save(prof, PROFILE_PATH.value or None, "PROFILE")
   print(f"PROFILE: {len(prof.events)} events written to {path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
 
 def from_env() -> None:
