@@ -497,20 +497,53 @@ def exec_alu(op: Ops, dtype: DType, operands: Sequence[ConstType]) -> ConstType:
   return dtypes.as_const(ret, dt)
 
 def sym_infer(expr: UOp | int, var_vals: dict[UOp, int] | dict[str, int]) -> int:
-  """The integer value of `expr` with its variables set (keys are DEFINE_VAR UOps or their names)."""
+  """The integer value of `expr` with its variables set (keys are DEFINE_VAR UOps or their names). The expression is
+  compiled once into a Python function (kept on the UOp): a replay evaluates launch sizes without walking the graph."""
   if isinstance(expr, int): return expr
-  vals: dict[UOp, Any] = {}
-  for n in expr.toposort(gate=lambda x: x.op is not Ops.BIND):   # a BIND is a value: its variable needs none
-    if n.op is Ops.CONST: vals[n] = n.arg
-    elif n.op is Ops.DEFINE_VAR:
-      key: Any = n if n in var_vals else n.arg[0]
-      if key not in var_vals: raise KeyError(f"no value for variable {n.arg[0]}")
-      vals[n] = var_vals[key]  # type: ignore[index]
-    elif n.op is Ops.BIND: vals[n] = var_vals.get(n.src[0], var_vals.get(n.src[0].arg[0], n.src[1].arg))  # type: ignore[call-overload]
-    elif n.op in GroupOp.ALU: vals[n] = exec_alu(n.op, n.dtype, [vals[s] for s in n.src])
-    elif n.op is Ops.CAST: vals[n] = dtypes.as_const(vals[n.src[0]], n.dtype)
+  if (fn := expr.__dict__.get("_infer")) is None: fn = expr.__dict__["_infer"] = _compile_infer(expr)
+  return fn(var_vals)
+
+def _var_value(var_vals: Any, v: UOp) -> Any:
+  if v in var_vals: return var_vals[v]
+  if v.arg[0] in var_vals: return var_vals[v.arg[0]]
+  raise KeyError(f"no value for variable {v.arg[0]}")
+
+def _wrap_int(bits: int, signed: bool) -> Callable[[int], int]:
+  mask, half = (1 << bits) - 1, 1 << (bits - 1)
+  return (lambda v: ((v + half) & mask) - half) if signed else (lambda v: v & mask)
+
+# int ops whose Python spelling is exact before the wraparound (C division and modulo are _c_idiv/_c_mod, not // and %)
+_infer_infix = {Ops.ADD: "{} + {}", Ops.SUB: "{} - {}", Ops.MUL: "{} * {}", Ops.MAX: "max({}, {})", Ops.CMPLT: "{} < {}",
+                Ops.CMPNE: "{} != {}", Ops.CMPEQ: "{} == {}"}
+
+def _compile_infer(expr: UOp) -> Callable[[Any], int]:
+  """A function of var_vals computing `expr` exactly as exec_alu would, node by node. The generated code holds only names
+  it makes itself (variables, constants and ops are passed in tables, never spelled from their args)."""
+  tables: dict[str, Any] = {"_var": _var_value, "_alu": exec_alu, "_ac": dtypes.as_const, "K": [], "O": []}
+  lines, name = [], {}
+  for i, n in enumerate(expr.toposort(gate=lambda x: x.op is not Ops.BIND)):   # a BIND is a value: its variable needs none
+    name[n] = x = f"x{i}"
+    src = [name[s] for s in n.src] if n.op is not Ops.BIND else []
+    if n.op is Ops.CONST or n.op in (Ops.DEFINE_VAR, Ops.BIND):
+      tables["K"].append(n)
+      k = f"K[{len(tables['K'])-1}]"
+      if n.op is Ops.CONST: lines.append(f"{x} = {k}.arg")
+      elif n.op is Ops.DEFINE_VAR: lines.append(f"{x} = _var(vv, {k})")
+      else: lines.append(f"{x} = vv[{k}.src[0]] if {k}.src[0] in vv else vv.get({k}.src[0].arg[0], {k}.src[1].arg)")
+    elif n.op in _infer_infix and dtypes.is_int(n.dtype) and n.dtype.count == 1:
+      tables["O"].append(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))
+      lines.append(f"{x} = O[{len(tables['O'])-1}]({_infer_infix[n.op].format(*src)})")
+    elif n.op in _infer_infix and n.dtype == dtypes.bool and n.op is not Ops.MAX and all(dtypes.is_int(s.dtype) for s in n.src):
+      lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
+    elif n.op in GroupOp.ALU or n.op is Ops.CAST:
+      tables["K"].append(n)
+      k = f"K[{len(tables['K'])-1}]"
+      if n.op is Ops.CAST: lines.append(f"{x} = _ac({src[0]}, {k}.dtype)")
+      else: lines.append(f"{x} = _alu({k}.op, {k}.dtype, ({', '.join(src)},))")
     else: raise ValueError(f"cannot infer the value of {n.op}")
-  return vals[expr]
+  body = "\n".join(f"  {l}" for l in lines)
+  exec(compile(f"def infer(vv):\n{body}\n  return {name[expr]}\n", "<sym_infer>", "exec"), tables)
+  return tables["infer"]
 
 # ---- render ----
 _infix = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.FDIV: "/", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=",
