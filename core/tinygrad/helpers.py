@@ -78,7 +78,7 @@ RING = ContextVar("RING", 1)                 # all-reduce over devices: 0 naive,
 RING_BYTES = ContextVar("RING_BYTES", 256_000)  # the partial's size from which RING=1 uses the ring
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
-JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay)
+JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
 WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
 class _DevVar(ContextVar):

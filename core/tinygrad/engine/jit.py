@@ -9,6 +9,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer
+from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
 
@@ -86,6 +87,7 @@ class TinyJit(Generic[R]):
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
     self.ret: Any = None
+    self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
   def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., R]: return functools.partial(self.__call__, obj)  # as a method
 
   def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -110,6 +112,7 @@ class TinyJit(Generic[R]):
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
+      self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
       return self.ret
@@ -129,13 +132,10 @@ class TinyJit(Generic[R]):
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
                            f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
-    swap = {id(old): new for old, new in zip(self.in_bufs, [b for t in inputs for b in _buffers(t)])}
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
-      for step in self.steps:
-        bufs = [swap.get(id(b), b) for b in step.bufs]
-        # the new values of the input variables; any other variable keeps the value it had when captured (like a constant)
-        _realize.ExecStep(step.runner, bufs).run({**step.var_vals, **var_vals} if var_vals else step.var_vals, jit=True)
+      assert self.replay is not None
+      self.replay([b for t in inputs for b in _buffers(t)], var_vals)
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
       from tinygrad.engine.schedule import rebind_graph

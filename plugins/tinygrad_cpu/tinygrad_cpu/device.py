@@ -14,4 +14,5 @@ CPU_PAIRS = [CompilerPair(LLVMRenderer, LLVMCompiler, "CPU_LLVM", "LLVM"),
 
 class CPUDevice(Compiled):
   def __init__(self, device: str = "CPU"):
-    super().__init__(device, CPUAllocator(device), CompilerSet(CPU_PAIRS, "CPU_CC"), CPUProgram)
+    from tinygrad_cpu.graph import CPUGraph
+    super().__init__(device, CPUAllocator(device), CompilerSet(CPU_PAIRS, "CPU_CC"), CPUProgram, graph=CPUGraph)
