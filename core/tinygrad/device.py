@@ -315,6 +315,8 @@ class Compiled:
   runtime: `runtime(name, lib) -> program`, or `runtime(name, lib, spec=ProgramSpec)` when it declares a `spec` parameter
     (the kernel's launch sizes, estimates and has_threads work estimate, `thread_work`); a program is called as
     `p(*bufs, global_size=(x,y,z), local_size=(x,y,z) | None, vals=(ints...), wait=False) -> float | None` (seconds when wait).
+  graph: the GraphRunner subclass (tinygrad.engine.graph) that replays a TinyJit capture's runs of kernels on this device;
+    None: the core's default, a loop over launch arguments computed at capture (docs/plugins.md "Graphs").
   abilities: this device's own limits (Renderer.ABILITIES names: local_max, local_total_max, shared_max, vector_bytes,
     supported_dtypes ...), read from the hardware; they are set on whichever pair's renderer is selected (also a pair
     another plugin adds), so the optimizer and the cache keys see them. None: the renderer's defaults.
