@@ -56,6 +56,10 @@ class GraphRunner:
                     for e, s in zip(est, steps) if isinstance(e.ops, UOp) or isinstance(e.mem, UOp)]
 
   def __call__(self, inputs: list[Buffer], var_vals: dict[UOp, int]) -> None:
+    # as CompiledRunner's launch: a variable is passed as a 32-bit int, a wider value would arrive cut to its low bits
+    if (big := [(v.arg[0], var_vals[v]) for v in self.variables if not -2**31 <= var_vals[v] < 2**31]):
+      raise ValueError(f"variable value(s) {big} do not fit the 32-bit int a kernel argument is; keep variables (shapes, offsets) "
+                       "within int32, or pass a wider value in a tensor")
     self.run(inputs, var_vals)
     GlobalCounters.kernel_count += len(self.calls)
     ops, mem = self.ops, self.mem
