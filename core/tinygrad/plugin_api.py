@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
   "Renderer": "tinygrad.renderer", "ProgramSpec": "tinygrad.renderer", "TensorCore": "tinygrad.renderer",
   "CStyleLanguage": "tinygrad.renderer.cstyle", "base_code_for_op": "tinygrad.renderer.cstyle", "base_rewrite": "tinygrad.renderer.cstyle",
   "thread_work": "tinygrad.renderer.cstyle", "safe_div": "tinygrad.renderer.cstyle", "MemAccess": "tinygrad.renderer", "mem_access": "tinygrad.renderer",
-  "split_range": "tinygrad.renderer", "LLVMIRRenderer": "tinygrad.renderer.llvmir",
+  "split_range": "tinygrad.renderer", "LLVMIRRenderer": "tinygrad.renderer.llvmir", "Loop": "tinygrad.renderer.cstyle",
   # what every GPU-style renderer shares: thread blocks for a launch, lane-wise vector ALU (renderer/gpu.py)
   "launch_threads": "tinygrad.renderer.gpu", "launch_threads_ok": "tinygrad.renderer.gpu", "pm_split_launch": "tinygrad.renderer.gpu",
   "pm_devectorize_alu": "tinygrad.renderer.gpu",
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
   from tinygrad.renderer.gpu import launch_threads, launch_threads_ok, pm_split_launch, pm_devectorize_alu
   from tinygrad.codegen.kit import kernels, render, corpus
   from tinygrad.codegen.opt import Opt, OptOps
-  from tinygrad.renderer.cstyle import CStyleLanguage, base_code_for_op, base_rewrite, thread_work, safe_div
+  from tinygrad.renderer.cstyle import CStyleLanguage, Loop, base_code_for_op, base_rewrite, thread_work, safe_div
   from tinygrad.uop import Ops, GroupOp
   from tinygrad.uop.ops import UOp
   from tinygrad.uop.upat import UPat, PatternMatcher

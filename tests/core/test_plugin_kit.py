@@ -80,15 +80,18 @@ def test_runtime_with_a_spec_parameter_gets_the_program_spec():
   assert takes_spec(functools.partial(lambda dev, name, lib, spec=None: None, "dev"))
 
 class OpenMP(Loops):
-  """The per-loop hook: OpenMP parallelizes the loop the walk marks parallel (the one threads would split)."""
-  def render_loop(self, rng, var, start, end, ty, parallel):
-    return (["#pragma omp parallel for"] if parallel else []) + super().render_loop(rng, var, start, end, ty, parallel)
+  """The per-loop hook: OpenMP parallelizes the loop the walk marks parallel (the one threads would split), on 4 threads,
+  each with its own accumulators (declared before the loop: shared, they race)."""
+  def render_loop(self, loop):
+    priv = f" private({', '.join(loop.private)})" if loop.private else ""
+    return ([f"#pragma omp parallel for num_threads(4){priv}"] if loop.parallel else []) + super().render_loop(loop)
 
 def test_render_loop_hook_puts_a_pragma_before_the_parallel_loop():
   src = render(Tensor.empty(64, 64, device="PYTHON") @ Tensor.empty(64, 64, device="PYTHON"), OpenMP).src
   lines = [l.strip() for l in src.splitlines()]
-  at = lines.index("#pragma omp parallel for")
-  assert lines.count("#pragma omp parallel for") == 1 and lines[at + 1].startswith("for (") and src.count("for (") >= 3
+  at = next(i for i, l in enumerate(lines) if l.startswith("#pragma omp parallel for"))
+  assert sum(l.startswith("#pragma") for l in lines) == 1 and lines[at + 1].startswith("for (") and src.count("for (") >= 3
+  assert "private(acc0, " in lines[at], lines[at]   # the register tile's accumulators, declared at the top
   assert not any(l.startswith("for (") for l in lines[:at]), "the pragma is not on the outermost loop"
   assert "#pragma" not in render(Tensor.empty(4096, device="PYTHON").sum(), OpenMP).src   # a full reduce: no parallel loop
 
@@ -99,11 +102,14 @@ def _has_openmp() -> bool:
 
 @pytest.mark.skipif(not _has_openmp(), reason="needs a C compiler with OpenMP: apt-get install gcc (libgomp)")
 def test_openmp_kernel_from_the_hook_computes_the_matmul(tmp_path):
-  a, b = np.random.default_rng(2).random((33, 20), dtype=np.float32), np.random.default_rng(3).random((20, 17), dtype=np.float32)
-  spec = render(Tensor.empty(33, 20, device="PYTHON") @ Tensor.empty(20, 17, device="PYTHON"), OpenMP)
-  out = np.zeros((33, 17), np.float32)
-  getattr(_build(spec.src, tmp_path, "-fopenmp"), spec.name)(*_ptrs(out, a, b))
-  np.testing.assert_allclose(out, a @ b, rtol=1e-5)
+  # big enough that 4 threads sharing the accumulators get a wrong result in most runs
+  a, b = np.random.default_rng(2).random((128, 96), dtype=np.float32), np.random.default_rng(3).random((96, 80), dtype=np.float32)
+  spec = render(Tensor.empty(128, 96, device="PYTHON") @ Tensor.empty(96, 80, device="PYTHON"), OpenMP)
+  fxn = getattr(_build(spec.src, tmp_path, "-fopenmp"), spec.name)
+  for _ in range(24):
+    out = np.zeros((128, 80), np.float32)
+    fxn(*_ptrs(out, a, b))
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5)
 
 def test_string_rewrite_rule_for_a_loop_is_an_error_not_ignored():
   from tinygrad.uop import Ops

@@ -6,7 +6,7 @@ uops, variable naming, inlining and loop structure live here once.
 from __future__ import annotations
 import math, struct
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
@@ -119,6 +119,16 @@ _prefixes = {Ops.LOAD: "val", Ops.DEFINE_REG: "acc", Ops.DEFINE_LOCAL: "temp", O
              Ops.VECTORIZE: "vec", Ops.GEP: "gep", Ops.WMMA: "wmma"}
 # pure ops whose single use may take their text inline
 _inlinable = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.VCONST}
+
+class Loop(NamedTuple):
+  """A loop as CStyleLanguage.render_loop gets it."""
+  rng: UOp                 # the RANGE
+  var: str                 # the counter's name (`ridx0`)
+  start: str               # the first value, as text ("0"; this thread's first when has_threads splits the loop)
+  end: str                 # the bound, as text (exclusive)
+  ty: str                  # the counter's type, as text ("int")
+  parallel: bool           # its iterations write disjoint outputs (the loop split_range picks): threads may share it
+  private: tuple[str, ...] # the registers (DEFINE_REG arrays) declared outside the loop: each thread needs its own copy
 
 # ops the walk renders itself (CStyleLanguage.render): a string_rewrite rule for one of them would never be called
 _WALK_OPS = {Ops.RANGE: "render_loop", Ops.END: "render_loop_end", Ops.DEFINE_GLOBAL: "render_dtype/buffer_suffix",
@@ -252,11 +262,11 @@ class CStyleLanguage(Renderer):
     default none."""
     return []
 
-  def render_loop(self, rng: UOp, var: str, start: str, end: str, ty: str, parallel: bool) -> list[str]:
-    """The lines that open loop `rng` (a RANGE; string_rewrite never sees it): counter `var` of type text `ty` runs from
-    `start` to `end` (texts: this thread's share of the split loop when has_threads). `parallel`: its iterations write
-    disjoint outputs (the loop `split_range` picks), so a `#pragma omp parallel for` may precede it. Default: one `for`."""
-    return [f"for ({ty} {var} = {start}; {var} < {end}; {var}++) {{"]
+  def render_loop(self, loop: Loop) -> list[str]:
+    """The lines that open a loop (`loop`: its RANGE, counter, bounds, whether it may run in parallel and the registers
+    declared outside it; string_rewrite never sees a RANGE). Default: one `for`. An OpenMP backend puts
+    `#pragma omp parallel for private(<loop.private>)` before the `parallel` one (see Loop)."""
+    return [f"for ({loop.ty} {loop.var} = {loop.start}; {loop.var} < {loop.end}; {loop.var}++) {{"]
   def render_loop_end(self, rng: UOp) -> list[str]:
     """The lines that close loop `rng` (its END); default `}`."""
     return ["}"]
@@ -285,6 +295,7 @@ class CStyleLanguage(Renderer):
     body: list[str] = []
     depth = 1
     split, parallel = self.split_range(uops), split_range(uops)
+    regs: list[tuple[int, str]] = []   # (depth, name) of the registers declared in the scopes open here
     for u in uops:
       if u.op is Ops.DEFINE_GLOBAL:
         self.r[u] = f"data{u.arg}"
@@ -300,10 +311,13 @@ class CStyleLanguage(Renderer):
         counters["ridx"] += 1
         end, ty = self.r[u.src[0]], self.render_dtype(u.dtype)
         start, stop = (self.split_start(end, "core_id", ty), self.split_start(end, "core_id+1", ty)) if u is split else ("0", end)
-        body.extend(f"{'  '*depth}{line}" for line in self.render_loop(u, nm, start, stop, ty, u is parallel))
+        loop = Loop(u, nm, start, stop, ty, u is parallel, tuple(r for _, r in regs))
+        body.extend(f"{'  '*depth}{line}" for line in self.render_loop(loop))
         depth += 1
         continue
-      if u.op in (Ops.END, Ops.ENDIF): depth -= 1
+      if u.op in (Ops.END, Ops.ENDIF):
+        depth -= 1
+        regs = [(d, r) for d, r in regs if d <= depth]
       if u.op is Ops.END:
         body.extend(f"{'  '*depth}{line}" for line in self.render_loop_end(u.src[0]))
         continue
@@ -312,6 +326,7 @@ class CStyleLanguage(Renderer):
         self.r[u] = nm = f"{_prefixes[u.op]}{counters[_prefixes[u.op]]}"
         counters[_prefixes[u.op]] += 1
         pre = self.smem_prefix if u.op is Ops.DEFINE_LOCAL else ""
+        if u.op is Ops.DEFINE_REG: regs.append((depth, nm))
         body.append(f"{'  '*depth}{pre}{self.render_dtype(self.storage_dtype(u.dtype.base))} {nm}[{u.dtype.size}]{self.smem_align if pre else ''};")
         continue
       txt: str | None = self.string_rewrite.rewrite(u, ctx=self)  # type: ignore[assignment]  # this matcher's rules return text
@@ -335,4 +350,4 @@ class CStyleLanguage(Renderer):
     """The first index of thread `core`'s share of a split loop of `end` trips (type text `ty`); used with has_threads."""
     return f"({ty})(((long long)({end})*({core}))/core_count)"
 
-__all__ = ["CStyleLanguage", "base_code_for_op", "base_rewrite", "split_range", "thread_work", "prod"]
+__all__ = ["CStyleLanguage", "Loop", "base_code_for_op", "base_rewrite", "split_range", "thread_work", "prod"]
