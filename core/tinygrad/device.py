@@ -274,6 +274,7 @@ class Buffer:
       self._owned = True
       self._buf = self._allocator.alloc(self.nbytes, self.options)
       GlobalCounters.mem_used += self.nbytes
+      GlobalCounters.mem_used_per_device[self.device] += self.nbytes
     return self
   def deallocate(self) -> None:
     """Return the memory to the device's allocator."""
@@ -281,6 +282,7 @@ class Buffer:
     if self._owned:
       self._allocator.free(self._buf, self.nbytes, self.options)
       GlobalCounters.mem_used -= self.nbytes
+      GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
     del self._buf
   def __del__(self) -> None:
     try: self.deallocate()

@@ -1,6 +1,6 @@
 """Small shared utilities: environment flags (ContextVar/Context), DEBUG, and generic helpers."""
 from __future__ import annotations
-import os, sys, functools, contextlib, time, math, itertools, platform, re, pathlib, tempfile, gzip, shutil, hashlib, urllib.request
+import os, sys, collections, functools, contextlib, time, math, itertools, platform, re, pathlib, tempfile, gzip, shutil, hashlib, urllib.request
 from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence, ClassVar
 
 T = TypeVar("T")
@@ -259,12 +259,14 @@ class CapturedStderr:
 
 class GlobalCounters:
   """Running totals of what the realize engine ran: kernels (and copies), their estimated ALU ops and bytes touched, their
-  measured time (only when timed: DEBUG>=2), and the bytes allocated on devices now. `reset()` zeroes all but mem_used."""
+  measured time (only when timed: DEBUG>=2), and the bytes allocated on devices now (in all, and per device). `reset()`
+  zeroes all but the memory counts."""
   global_ops: ClassVar[int] = 0
   global_mem: ClassVar[int] = 0
   time_sum_s: ClassVar[float] = 0.0
   kernel_count: ClassVar[int] = 0
   mem_used: ClassVar[int] = 0   # bytes: counted by Buffer.allocate/deallocate
+  mem_used_per_device: ClassVar[collections.defaultdict[str, int]] = collections.defaultdict(int)   # the same, by device name
   @staticmethod
   def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
 

@@ -474,6 +474,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr <= 0: raise ValueError(f"from_blob: ptr must be a host address (an int > 0), got {ptr!r}")
     raw = ctypes.string_at(ptr, prod(sh) * dt.itemsize)
     return Tensor(Tensor._from_bytes(raw, sh, dt, _canon_device(device)) if prod(sh) else Tensor._full_uop(sh, 0, dt, _canon_device(device)), **kwargs)
+  def replace(self, x: Tensor) -> Tensor:
+    """This tensor now holds `x`'s data (its graph: dtype and device may differ; only the shapes must match), without a
+    copy or a kernel. Unlike `assign`, nothing is written into this tensor's old buffer: its other views keep the old data."""
+    if not isinstance(x, Tensor): raise TypeError(f"replace needs a Tensor, got {type(x).__name__}; use assign for a value")
+    if self.shape != x.shape: raise ValueError(f"replace: shape {x.shape} != this tensor's {self.shape}; reshape it first")
+    self._detach_view()
+    self.uop = x.uop
+    return self
   def assign(self, x: Tensor | ConstType | list) -> Tensor:
     """Write `x` into this tensor (in place into its buffer when it is realized). Returns self.
 
@@ -638,6 +646,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ret.requires_grad = rg
       return ret
     return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  def const_like(self, b: ConstType, dtype: DType | str | None = None) -> Tensor:
+    """A tensor of this one's shape and device (and dtype unless given) filled with the constant `b`."""
+    return self.full_like(b, dtype=self.dtype if dtype is None else dtype)
   def zeros_like(self, **kwargs: Any) -> Tensor:
     """Zeros shaped like this tensor."""
     return self.full_like(0, **kwargs)

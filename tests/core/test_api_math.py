@@ -123,11 +123,12 @@ def test_isclose_matches_torch():
   assert Tensor([1, 2, 3]).isclose(Tensor([1, 2, 4])).tolist() == [True, True, False]
   assert Tensor([[1.0], [2.0]]).isclose(Tensor([1.0, 2.0])).shape == (2, 2) and Tensor([1.0]).isclose(1.0).tolist() == [True]
 
-def test_allclose_returns_a_python_bool():
-  r = Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.0 + 1e-7]))
-  assert r is True and Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.1])) is False
-  assert Tensor([math.nan]).allclose(Tensor([math.nan])) is False and Tensor([math.nan]).allclose(Tensor([math.nan]), equal_nan=True) is True
-  assert Tensor.zeros(0).allclose(Tensor.zeros(0)) is True
+def test_allclose_returns_a_bool_tensor_like_public_tinygrad():
+  r = Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.0 + 1e-7]))   # a scalar bool Tensor, as public tinygrad's
+  assert isinstance(r, Tensor) and r.shape == () and r.dtype == dtypes.bool
+  assert r.item() is True and Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.1])).item() is False
+  assert Tensor([math.nan]).allclose(Tensor([math.nan])).item() is False and Tensor([math.nan]).allclose(Tensor([math.nan]), equal_nan=True).item() is True
+  assert Tensor.zeros(0).allclose(Tensor.zeros(0)).item() is True
 
 # ---- cumulative: logcumsumexp, cummax, cummin ----
 @pytest.mark.parametrize("dev", DEVS)

@@ -113,7 +113,8 @@ def test_step_updates_in_place():
 def test_lr_change_takes_effect():
   a = Tensor([1.0], requires_grad=True)
   opt = SGD([a], lr=0.1)
-  opt.lr.assign(Tensor([0.5]).reshape(()))
+  assert opt.lr.shape == (1,)   # public tinygrad's shape: its schedulers assign a (1,) value
+  opt.lr.assign(Tensor([0.5]))
   G.backward((a * 1.0).sum())
   opt.step()
   np.testing.assert_allclose(a.numpy(), [0.5])
@@ -240,3 +241,27 @@ def test_step_realizes_the_loss_with_the_grads():
   assert GlobalCounters.kernel_count == 2, "the weight's and the bias's update, no forward again"
   np.testing.assert_allclose(loss.numpy(), np.maximum(x @ w0.T + b0, 0).sum(), rtol=1e-5)
   assert not np.allclose(lin.weight.numpy(), w0)
+
+def test_lr_has_public_tinygrads_shape_for_its_schedulers():
+  # public tinygrad's extra/lr_scheduler.py: an epoch counter Tensor([0]) and lr.assign(<a (1,) expression of it>) each step
+  torch = pytest.importorskip("torch")
+  w0 = np.array([1.0, -2.0, 3.0], np.float32)
+  a, s = Tensor(w0.copy(), requires_grad=True), Tensor(2.0, requires_grad=True)   # a scalar parameter too
+  opt = SGD([a, s], lr=0.1, momentum=0.9)
+  epoch = Tensor([0], device=opt.device)
+  ta, ts = torch.tensor(w0.copy(), requires_grad=True), torch.tensor(2.0, requires_grad=True)
+  topt = torch.optim.SGD([ta, ts], lr=0.1, momentum=0.9)
+  tsched = torch.optim.lr_scheduler.MultiStepLR(topt, milestones=[2, 3], gamma=0.5)
+  for _ in range(4):
+    opt.zero_grad()
+    G.backward((a * a).sum() + s * s)
+    opt.step()
+    Tensor.realize(epoch.assign(epoch + 1), opt.lr.assign(((epoch == 2) | (epoch == 3)).where(opt.lr * 0.5, opt.lr)))
+    topt.zero_grad()
+    ((ta * ta).sum() + ts * ts).backward()
+    topt.step()
+    tsched.step()
+    assert opt.lr.shape == (1,)
+    np.testing.assert_allclose(opt.lr.numpy(), [topt.param_groups[0]["lr"]], rtol=1e-6)
+    np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(s.numpy(), ts.item(), rtol=1e-5)

@@ -74,6 +74,20 @@ def test_load_state_dict_casts_and_consumes():
   assert m.weight.dtype == dtypes.float32 and sd == {}
   np.testing.assert_array_equal(m.bias.numpy(), [3.0, 4.0])
 
+def test_load_state_dict_returns_the_loaded_tensors_and_reports(capsys):
+  m = nn.Linear(2, 3)
+  ret = load_state_dict(m, {"weight": Tensor.ones(3, 2), "bias": Tensor([1.0, 2.0, 3.0])})   # verbose by default, as public tinygrad's
+  assert [id(t) for t in ret] == [id(m.weight), id(m.bias)] and ret[1].tolist() == [1.0, 2.0, 3.0]
+  assert capsys.readouterr().out.startswith("loaded 2 weights (0.00 GB")
+  assert load_state_dict(m, {"bias": Tensor([0.0, 0.0, 0.0])}, strict=False, verbose=False) == [m.bias] and capsys.readouterr().out == ""
+
+def test_load_state_dict_takes_a_scalar_for_a_one_element_tensor():
+  class Opt:
+    def __init__(self, lr): self.lr = lr
+  m = Opt(Tensor([0.1]))
+  load_state_dict(m, {"lr": Tensor(0.5)}, verbose=False)   # an old checkpoint's () lr into a (1,) one
+  assert m.lr.shape == (1,) and m.lr.tolist() == [0.5]
+
 # ---- safetensors ----
 NP_NAMES = {dtypes.int8: "int8", dtypes.uint8: "uint8", dtypes.int16: "int16", dtypes.uint16: "uint16", dtypes.int32: "int32",
             dtypes.uint32: "uint32", dtypes.int64: "int64", dtypes.uint64: "uint64", dtypes.float16: "float16", dtypes.float32: "float32",

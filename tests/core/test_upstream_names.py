@@ -102,3 +102,28 @@ def test_kernel_info_names_the_kernel_and_fixes_its_actions():
   assert [u.op for u in named.uops] == [u.op for u in plain.uops]          # opts_to_apply=(): no action, as opts=[]
   heur = get_program(ast.replace(arg=KernelInfo(name="h")), ren, compile=False)   # None: the heuristics decide
   assert [u.op for u in heur.uops] == [u.op for u in get_program(ast, ren, compile=False).uops]
+
+def test_replace_takes_the_other_tensors_data_without_writing_the_old_buffer():
+  a = Tensor([1.0, 2.0, 3.0]).realize()
+  view = a[1:]
+  b = Tensor([7, 8, 9], dtype=dtypes.int16)
+  assert a.replace(b) is a and a.dtype == dtypes.int16 and a.tolist() == [7, 8, 9]
+  assert view.tolist() == [2.0, 3.0]     # nothing was written into the old buffer
+  with pytest.raises(ValueError, match=r"replace: shape \(2,\) != this tensor's \(3,\)"): a.replace(Tensor([1, 2]))
+
+def test_const_like_keeps_shape_device_and_dtype():
+  x = Tensor.ones(2, 3, dtype=dtypes.int8)
+  c = x.const_like(5)
+  assert c.shape == (2, 3) and c.dtype == dtypes.int8 and c.device == x.device and c.tolist() == [[5] * 3] * 2
+  assert x.const_like(1.5, dtype=dtypes.float16).dtype == dtypes.float16
+
+def test_mem_used_per_device_counts_each_device():
+  from tinygrad import GlobalCounters
+  before = dict(GlobalCounters.mem_used_per_device)
+  a, b = Tensor.empty(1000, device="PYTHON:0").realize(), Tensor.empty(500, device="PYTHON:1").realize()
+  grew = {d: GlobalCounters.mem_used_per_device[d] - before.get(d, 0) for d in ("PYTHON", "PYTHON:1")}
+  assert grew == {"PYTHON": 4000, "PYTHON:1": 2000}, grew
+  del a, b
+  import gc
+  gc.collect()
+  assert GlobalCounters.mem_used_per_device["PYTHON:1"] == before.get("PYTHON:1", 0)

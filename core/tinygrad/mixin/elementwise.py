@@ -558,6 +558,6 @@ class ElementwiseMixin:
     close = a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs())
     close = close | ((a.isinf() | b.isinf()) & (a == b))
     return close | (a.isnan() & b.isnan()) if equal_nan else close
-  def allclose(self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """True (a Python bool) when every element is close (isclose); realizes the comparison."""
-    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def allclose(self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """A scalar bool Tensor, True when every element is close (isclose), as public tinygrad's (`.item()` reads it)."""
+    return self.isclose(other, rtol, atol, equal_nan).all()

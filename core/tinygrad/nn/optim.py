@@ -43,8 +43,9 @@ class Optimizer:
     if not self.params: raise ValueError("optimizer needs at least one parameter with requires_grad (got none)")
     self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
     self.device = self.params[0].device
-    # a tensor: changing it needs no new kernel
-    self.lr = _state(self.params[0], lr, (), dtypes.float32)
+    # a tensor: changing it needs no new kernel. Shape (1,) as public tinygrad's, so its schedulers (extra/lr_scheduler.py)
+    # can assign into it; the steps read it as a scalar (_lr)
+    self.lr = _state(self.params[0], lr, (1,), dtypes.float32)
     _realize_unaliased(self.params + self.buffers)
 
   def zero_grad(self) -> None:
@@ -71,6 +72,7 @@ class Optimizer:
     Tensor.realize(*self.schedule_step())
 
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]: raise NotImplementedError
+  def _lr(self) -> Tensor: return self.lr.reshape(()) if self.lr.shape != () else self.lr   # (a scalar parameter keeps its shape)
 
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""
@@ -98,7 +100,7 @@ class SGD(Optimizer):
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
-      out.append(t.detach() - self.lr * g)
+      out.append(t.detach() - self._lr() * g)
     return out, self.b
 
 def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps: float = 1e-7) -> Tensor:
@@ -137,14 +139,14 @@ class LARS(Optimizer):
         r1, r2 = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
         r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
       if self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
-      if self.classic: g = g * r * self.lr
+      if self.classic: g = g * r * self._lr()
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
         g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
-      p = t.detach() * (1.0 - self.wd * self.lr) if not self.pre_wd and self.wd > 0 else t.detach()
-      if not self.classic: g = g * r * self.lr
+      p = t.detach() * (1.0 - self.wd * self._lr()) if not self.pre_wd and self.wd > 0 else t.detach()
+      if not self.classic: g = g * r * self._lr()
       out.append(p - g)
     return out, self.b
 
@@ -181,7 +183,7 @@ class LAMB(Optimizer):
       if not self.adam:
         r1, r2 = t.detach().square().sum().sqrt(), up.square().sum().sqrt()
         up = up * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
-      out.append(t.detach() - self.lr * up)
+      out.append(t.detach() - self._lr() * up)
     return out, [self.b1_t, self.b2_t] + self.m + self.v
 
 def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0) -> LAMB:

@@ -5,11 +5,12 @@ optional "__metadata__": {str: str}), then the raw little-endian data; offsets c
 small enough that owning it keeps the core's dependencies at pluggy + numpy.
 """
 from __future__ import annotations
-import json, math, os, struct, tempfile
+import json, math, os, struct, tempfile, time
 from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import GlobalCounters
 
 # ---- parameters and state dicts ----
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
@@ -40,16 +41,22 @@ def get_parameters(obj: Any) -> list[Tensor]:
     ids.add(id(t))
   return ret
 
-def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, consume: bool = False,
-                    realize: bool = True) -> None:
-  """Copy `state_dict`'s tensors into `model`'s (in place, cast to the model's dtype, moved to its device).
+def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False,
+                    realize: bool = True) -> list[Tensor]:
+  """Copy `state_dict`'s tensors into `model`'s (in place, cast to the model's dtype, moved to its device); returns the model
+  tensors that were loaded, in the model's order (public tinygrad's return value).
 
-  strict: every model key must be present and no extra key may be; shape mismatches are always an error. The error lists
-  every missing key, unexpected key and mismatched shape at once. consume: delete loaded keys from `state_dict`.
+  strict: every model key must be present and no extra key may be; shape mismatches are always an error (a () and a (1,)
+  tensor are taken for each other, as public tinygrad does: an old checkpoint's scalar optimizer lr). The error lists every
+  missing key, unexpected key and mismatched shape at once. consume: delete loaded keys from `state_dict`. verbose (the
+  default, as public tinygrad's): print one line with the time taken and the bytes loaded.
   """
+  st, mem0 = time.perf_counter(), GlobalCounters.mem_used
   model_sd = get_state_dict(model)
   missing = [k for k in model_sd if k not in state_dict]
   unexpected = [k for k in state_dict if k not in model_sd]
+  for k, v in model_sd.items():
+    if k in state_dict and {v.shape, state_dict[k].shape} == {(), (1,)}: state_dict[k] = state_dict[k].reshape(v.shape)
   shapes = [f"{k}: model {v.shape} vs state dict {state_dict[k].shape}" for k, v in model_sd.items() if k in state_dict and v.shape != state_dict[k].shape]
   problems = ([f"missing keys: {missing}"] if strict and missing else []) + ([f"unexpected keys: {unexpected}"] if strict and unexpected else []) + \
              ([f"shape mismatches: {'; '.join(shapes)}"] if shapes else [])
@@ -58,12 +65,15 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   # each model tensor gets its own buffer first, so the loaded value is copied in rather than aliased
   for _, v in todo: v.realize()
   for k, v in todo:
-    src = state_dict[k]
-    if verbose: print(f"load {k} {src.shape} {src.dtype} -> {v.dtype} on {v.device}")
-    src = src.shard_like(v)   # onto v's device, or sharded the way v is
+    src = state_dict[k].shard_like(v)   # onto v's device, or sharded the way v is
     v.assign(src.cast(v.dtype) if src.dtype != v.dtype else src)
     if consume: del state_dict[k]
   if realize and todo: Tensor.realize(*[v for _, v in todo])
+  if verbose:
+    nbytes = sum(v.nbytes() for _, v in todo)
+    print(f"loaded {len(todo)} weights ({nbytes/1e9:.2f} GB, {(GlobalCounters.mem_used-mem0)/1e9:.2f} GB newly allocated) in "
+          f"{(time.perf_counter()-st)*1e3:.2f} ms" + ("" if realize else " (not realized yet)"))
+  return [v for _, v in todo]
 
 # ---- safetensors ----
 SAFE_DTYPES: dict[str, DType] = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16,
