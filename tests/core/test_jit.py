@@ -1,6 +1,6 @@
 """TinyJit: replay gives the same values as running the function, with no scheduling after capture, and clear errors."""
 import numpy as np, pytest
-from tinygrad import Tensor, TinyJit
+from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.engine.jit import JitError
 import tinygrad.engine.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
@@ -81,3 +81,31 @@ def test_static_arguments_are_not_checked():
   x = Tensor([1.0]).realize()
   for i in range(4): assert f(x, tag=f"step {i}", n=i).tolist() == [2.0]
   assert len(seen) == 2   # replays did not run the Python code
+
+def test_changed_plain_object_argument_replays_like_public_tinygrad():
+  # hlb_cifar10 passes a fresh OptimizerGroup each step: objects are not compared, the replay runs what was captured
+  class Holder:
+    def __init__(self, w): self.w = w
+  w = Tensor([2.0, 3.0]).realize()
+  @TinyJit
+  def step(x, holder, k): return (x * holder.w * k).realize()
+  x = Tensor([1.0, 1.0]).realize()
+  outs = [step(x, Holder(w), 2).tolist() for _ in range(4)]   # a new object every call
+  assert outs == [[4.0, 6.0]] * 4 and step.cnt == 4
+  with pytest.raises(JitError, match=r"argument 2: captured 2, now 3"): step(x, Holder(w), 3)   # a Python scalar still raises
+  with pytest.raises(JitError, match=r"argument 2"): step(x, Holder(w), np.float32(2.5))   # a numpy value too
+
+def test_captured_describes_the_capture():
+  @TinyJit
+  def f(a, b, scale=1.0): return (a + b * scale).realize()
+  a, b = Tensor.ones(2, 3).realize(), Tensor.ones(3, dtype=dtypes.float32).realize()
+  assert f.captured is None
+  f(a, b)
+  assert f.captured is None
+  out = f(a, b)
+  cap = f.captured
+  assert cap is not None and cap.ret is out and len(cap.jit_cache) >= 1
+  assert cap.expected_names == [0, 1]
+  assert [(i[0], i[2], i[3]) for i in cap.expected_input_info] == [((2, 3), dtypes.float32, a.device), ((3,), dtypes.float32, b.device)]
+  f.reset()
+  assert f.captured is None

@@ -1,6 +1,7 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import functools, inspect
+import enum, functools, inspect
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops
 from tinygrad.helpers import CAPTURING, JIT, DEBUG
@@ -12,6 +13,7 @@ from tinygrad.engine.buffers import buffer_of, base_buffer
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
+from tinygrad.dtype import DType
 
 R = TypeVar("R")
 
@@ -39,13 +41,17 @@ def _unbound(shape: tuple) -> tuple:
   # a shape as the capture sees it: variables, not their values (a replay may bind new ones)
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
 
+# the values a capture bakes in as constants: a change would replay the old value, so it is an error
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, DType, enum.Enum)
 def _constants_in(x: Any, where: str) -> list[tuple[str, Any]]:
-  """(where, value) of every non-Tensor leaf of an argument: what a capture bakes in (lists, tuples and dicts are walked)."""
+  """(where, value) of every plain-value leaf of an argument (lists, tuples and dicts are walked): Python scalars, strings,
+  dtypes, enums, numpy values. Other objects (a model, a fresh OptimizerGroup each step, a function) are not compared, as
+  public tinygrad compares none: what the function reads from them is what it read when captured."""
   from tinygrad.tensor import Tensor
   if isinstance(x, Tensor) or isinstance(x, UOp) and x.op is Ops.BIND: return []
   if isinstance(x, (list, tuple)): return [c for i, v in enumerate(x) for c in _constants_in(v, f"{where}[{i}]")]
   if isinstance(x, dict): return [c for k, v in x.items() for c in _constants_in(v, f"{where}[{k!r}]")]
-  return [(where, x)]
+  return [(where, x)] if isinstance(x, _PLAIN) or type(x).__module__ == "numpy" else []
 
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
@@ -60,12 +66,24 @@ def _layout(t: Any) -> tuple:
   # a multi-device input's sharding (axis and shard shapes) is part of what the capture was made for
   return (t.uop.arg, tuple(s.shape for s in t.uop.src)) if t.uop.op is Ops.MULTI else ()
 
+@dataclass(frozen=True)
+class CapturedJit:
+  """A TinyJit's capture: what the captured call returned (`ret`), its kernels in order (`jit_cache`: ExecSteps), and per
+  Tensor input the argument it came from (`expected_names`: a position or keyword) and its (shape, variables of the
+  call, dtype, device) (`expected_input_info`), the signature a replay is checked against."""
+  ret: Any
+  jit_cache: list
+  expected_names: list[int | str]
+  expected_input_info: list[tuple]
+
 class TinyJit(Generic[R]):
   """Decorate a function of Tensors: call 1 runs it normally, call 2 records its kernels, later calls replay them with the
   new input buffers. Inputs must keep their shapes, dtypes and devices; the function's Python code does not run on replay.
 
-  Any other argument (int, float, str, None, lists of them...) is baked into the capture, so one that differs from the
-  captured call raises JitError: pass a Tensor (or a bound Variable) for a value that changes. `static` names arguments
+  A plain-value argument (int, float, str, None, a dtype, a numpy value, lists/tuples/dicts of them) is baked into the
+  capture, so one that differs from the captured call raises JitError: pass a Tensor (or a bound Variable) for a value
+  that changes. Other objects are not compared (public tinygrad compares none): a replay runs what was captured, whatever
+  object is passed, and the Tensors inside such an object are not inputs (the captured buffers are read). `static` names arguments
   (keyword names or positions) that are known not to change what the function computes: they are not checked, e.g.
   `TinyJit(step, static=("log_every", 2))` or `@functools.partial(TinyJit, static=("name",))`.
   Assigns made inside (`x += 1`, `cache[a:b].assign(v)`) are realized at the end of each call, so replays write them too."""
@@ -86,9 +104,17 @@ class TinyJit(Generic[R]):
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
+    self.names: list[int | str] = []
     self.ret: Any = None
     self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
   def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., R]: return functools.partial(self.__call__, obj)  # as a method
+  @property
+  def captured(self) -> CapturedJit | None:
+    """What the capture holds (public tinygrad's TinyJit.captured), None before the second call has captured."""
+    if self.cnt < 2 or not self.steps and self.ret is None: return None
+    variables = tuple(e[1] for e in self.signature if e[0] == "var")
+    tensors = [e for e in self.signature if e[0] != "var"]
+    return CapturedJit(self.ret, list(self.steps), list(self.names), [(shape, variables, dt, dev) for shape, dt, dev, _ in tensors])
 
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     from tinygrad.tensor import Tensor
@@ -109,6 +135,7 @@ class TinyJit(Generic[R]):
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
       self.in_bufs, self.signature, self.constants = [b for t in inputs for b in _buffers(t)], signature, constants
+      self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
