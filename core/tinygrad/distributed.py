@@ -11,7 +11,10 @@ built; MPI's own host files take it across machines.
   # or, by hand, after backward(): dist.all_reduce_grads(params)   (one collective per dtype, on one flat buffer)
 
 A collective is a step of the realize engine, like a kernel: inside a TinyJit it is captured and replayed.
-A rank that dies must not leave the others waiting forever (MPI's default): a collective that has not finished after
+Every collective first exchanges a short descriptor (its number, op, dtype and shape) between the ranks: ranks that
+disagree (another dtype, shape or op, or one rank skipped a collective) would get garbage from MPI, so every rank prints
+both sides and the job aborts. A rank that dies must not leave the others waiting forever (MPI's default): a collective
+still waiting after a tenth of TINYGRAD_DIST_TIMEOUT (30 s at most) says so once, one that has not finished after
 TINYGRAD_DIST_TIMEOUT seconds prints which one and MPI_Abort()s every rank, and after init() an uncaught exception on
 one rank aborts the job (mpirun itself ends it when a rank exits with an error code).
 
@@ -21,7 +24,7 @@ stream to ncclAllReduce/ncclBroadcast (no host copy; the rank's GPU picked from 
 MPI backend here reads and writes them through host memory.
 """
 from __future__ import annotations
-import os, sys, time, threading, contextlib
+import os, sys, time, hashlib, threading, contextlib
 from typing import Any, Callable, ClassVar, Iterator
 from tinygrad.dtype import DType, dtypes, to_numpy
 from tinygrad.helpers import DIST_TIMEOUT, prod
@@ -50,6 +53,10 @@ class Backend:
   def barrier(self) -> None:
     """Return when every rank has called barrier()."""
     raise NotImplementedError
+  def exchange(self, desc: bytes) -> list[bytes] | None:
+    """Every rank's `desc` (the same length on each), in rank order: the check that the ranks run the same collective.
+    None: this backend cannot, and collectives are not checked."""
+    return [desc] if self.world_size == 1 else None
   def abort(self, code: int) -> None:
     """End every rank of the job now with exit code `code` (after a rank failed or a collective timed out)."""
     os._exit(code)
@@ -90,36 +97,68 @@ class MPIBackend(Backend):
     self.comm.Bcast(dst, root=src)
     if not direct: out.copyin(memoryview(dst).cast("B"))
   def barrier(self) -> None: self.comm.Barrier()
+  def exchange(self, desc: bytes) -> list[bytes]:
+    import numpy as np
+    got = np.zeros((self.world_size, len(desc)), dtype=np.uint8)
+    self.comm.Allgather(np.frombuffer(desc, dtype=np.uint8), got)
+    return [bytes(row) for row in got]
   def abort(self, code: int) -> None: self.comm.Abort(code)
 
 BACKENDS: dict[str, Callable[[], Backend]] = {"mpi": MPIBackend}
 
 class _Watchdog:
-  """One thread per process: when the collective in progress outlives TINYGRAD_DIST_TIMEOUT it says which one and aborts
-  the job (the collective itself blocks in MPI, which offers no timeout; the abort is MPI's way to end every rank).
-  The thread polls a few times a second: a collective only swaps one tuple (a lock and a wake-up cost ~1 ms each on a
-  busy machine, more than a small all-reduce)."""
-  POLL_S = 0.25
+  """One thread per process: when the collective in progress has waited a tenth of TINYGRAD_DIST_TIMEOUT (WARN_S at
+  most) it says so, once; when it outlives the timeout it says which one and aborts the job (the collective itself blocks
+  in MPI, which offers no timeout; the abort is MPI's way to end every rank). The thread polls a few times a second: a
+  collective only swaps one tuple (a lock and a wake-up cost ~1 ms each on a busy machine, more than a small all-reduce)."""
+  POLL_S, WARN_S = 0.25, 30.0
   def __init__(self, backend: Backend):
     self.backend = backend
-    self.current: tuple[str, float, float] | None = None   # (what, timeout, deadline) of the collective in progress
+    self.current: tuple[str, float, float] | None = None   # (what, timeout, start) of the collective in progress
     threading.Thread(target=self._run, name="tinygrad-dist-watchdog", daemon=True).start()
   @contextlib.contextmanager
   def guard(self, what: str) -> Iterator[None]:
-    timeout = float(DIST_TIMEOUT.value)
-    self.current = (what, timeout, time.monotonic() + timeout)
+    self.current = (what, float(DIST_TIMEOUT.value), time.monotonic())
     try: yield
     finally: self.current = None
   def _run(self) -> None:
+    warned = None
     while True:
       time.sleep(self.POLL_S)
-      if (cur := self.current) is None or time.monotonic() < cur[2]: continue
-      b = self.backend
-      sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: {cur[0]} did not finish within "
-                       f"TINYGRAD_DIST_TIMEOUT={cur[1]:g} s: another rank died, hangs, or runs different collectives; "
-                       "aborting every rank (raise TINYGRAD_DIST_TIMEOUT if a rank is just slow)\n")
-      sys.stderr.flush()
-      b.abort(1)
+      if (cur := self.current) is None: continue
+      what, timeout, start = cur
+      b, waited = self.backend, time.monotonic() - start
+      if waited >= timeout:
+        sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: {what} did not finish within "
+                         f"TINYGRAD_DIST_TIMEOUT={timeout:g} s: another rank died, hangs, or runs different collectives; "
+                         "aborting every rank (raise TINYGRAD_DIST_TIMEOUT if a rank is just slow)\n")
+        sys.stderr.flush()
+        b.abort(1)
+      elif waited >= min(self.WARN_S, timeout / 10) and warned is not cur:
+        warned = cur
+        sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: still waiting in {what} after {waited:.1f} s "
+                         f"(another rank is slow, stopped or elsewhere); the job aborts at TINYGRAD_DIST_TIMEOUT={timeout:g} s\n")
+        sys.stderr.flush()
+
+_DESC_BYTES = 240   # a collective's descriptor, padded: what every rank sends every other before the collective itself
+_started = 0        # collectives this process has started (each descriptor carries its number)
+
+def _same_on_every_rank(b: Backend, desc: str) -> None:
+  """Exchange `desc` (op, dtype, shape) with every rank; when any differs, print every rank's and abort the job: MPI would
+  pair the buffers of different collectives and give garbage (or hang on a skipped one)."""
+  global _started
+  _started += 1
+  raw = f"#{_started} {desc}".encode()
+  if len(raw) > _DESC_BYTES: raw = raw[:_DESC_BYTES - 17] + b" sha1=" + hashlib.sha1(raw).hexdigest()[:11].encode()
+  got = b.exchange(raw.ljust(_DESC_BYTES, b"\0"))
+  if got is None: return
+  descs = [g.rstrip(b"\0").decode(errors="replace") for g in got]
+  if all(d == descs[0] for d in descs): return
+  sys.stderr.write(f"tinygrad.distributed: rank {b.rank} of {b.world_size}: the ranks disagree on collective #{_started}: "
+                   + "; ".join(f"rank {r} calls {d}" for r, d in enumerate(descs))
+                   + ". Every rank must call the same collectives in the same order with the same op, dtype and shape; aborting every rank\n")
+  sys.stderr.flush()
+  b.abort(1)
 
 _backend: Backend | None = None
 _watchdog: _Watchdog | None = None
@@ -188,14 +227,23 @@ def _realized_buffer(t: Tensor, what: str) -> Buffer:
   if base is None: raise RuntimeError(f"{what}: realize left {x.uop.op}, not a buffer")
   return buffer_of(base)
 
-def _run(name: str, t: Tensor, fxn: Callable[[Buffer, Buffer], None]) -> Tensor:
-  # the collective's output is a fresh buffer written by one engine step that reads t's realized buffer
+def _run(name: str, desc: str, t: Tensor, fxn: Callable[[Buffer, Buffer], None]) -> Tensor:
+  # the collective's output is a fresh buffer written by one engine step that reads t's realized buffer; the step first
+  # checks that every rank runs the same collective (`desc`), on every TinyJit replay too
+  b = _get()
+  if prod(t.shape) == 0:   # no data to move, but the ranks must still agree (a peer with data would wait for this one)
+    assert _watchdog is not None
+    with _watchdog.guard(f"{name} of 0 bytes of {t.dtype}"): _same_on_every_rank(b, desc)
+    return Tensor.empty(*t.shape, dtype=t.dtype, device=t.device)
   inp = _realized_buffer(t, name)
   out = Tensor.empty(*t.shape, dtype=t.dtype, device=t.device)
   ob_uop = base_buffer(out.uop)   # (empty is already a buffer; .contiguous() would copy it)
   assert ob_uop is not None
   ob = buffer_of(ob_uop)
-  _realize.run_steps([_realize.ExecStep(_Collective(name, fxn, str(t.device), ob.nbytes), [ob, inp])])
+  def checked(out: Buffer, inp: Buffer) -> None:
+    _same_on_every_rank(b, desc)
+    fxn(out, inp)
+  _realize.run_steps([_realize.ExecStep(_Collective(name, checked, str(t.device), ob.nbytes), [ob, inp])])
   return out
 
 def _mpi_dtype(t: Tensor, what: str) -> DType | None:
@@ -210,24 +258,29 @@ def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
   if op == "mean" and not dtypes.is_float(tensor.dtype):
     raise TypeError(f"all_reduce op='mean' of a {tensor.dtype} tensor would truncate; use op='sum' or cast to a float dtype first")
   b = _get()
-  if (wide := _mpi_dtype(tensor, "all_reduce")) is not None: return all_reduce(tensor.cast(wide), op).cast(tensor.dtype)
-  if prod(tensor.shape) == 0: return Tensor.empty(*tensor.shape, dtype=tensor.dtype, device=tensor.device)
-  ret = _run(f"all_reduce_{op}", tensor, lambda out, inp: b.all_reduce(out, inp, "sum" if op == "mean" else op))
-  return ret / b.world_size if op == "mean" else ret
+  desc = f"all_reduce op={op} dtype={tensor.dtype.name} shape={tuple(tensor.shape)}"
+  wide = _mpi_dtype(tensor, "all_reduce")
+  t = tensor.cast(wide) if wide is not None else tensor
+  ret = _run(f"all_reduce_{op}", desc, t, lambda out, inp: b.all_reduce(out, inp, "sum" if op == "mean" else op))
+  if op == "mean": ret = ret / b.world_size
+  return ret.cast(tensor.dtype) if wide is not None else ret
 
 def broadcast(tensor: Tensor, src: int = 0) -> Tensor:
   """A new Tensor on `tensor`'s device holding rank `src`'s `tensor` (every rank calls it with the same shape and dtype)."""
   b = _get()
   if not 0 <= src < b.world_size: raise ValueError(f"broadcast src={src} is not a rank; valid: 0..{b.world_size - 1}")
-  if (wide := _mpi_dtype(tensor, "broadcast")) is not None: return broadcast(tensor.cast(wide), src).cast(tensor.dtype)
-  if prod(tensor.shape) == 0: return Tensor.empty(*tensor.shape, dtype=tensor.dtype, device=tensor.device)
-  return _run("broadcast", tensor, lambda out, inp: b.broadcast(out, inp, src))
+  desc = f"broadcast src={src} dtype={tensor.dtype.name} shape={tuple(tensor.shape)}"
+  wide = _mpi_dtype(tensor, "broadcast")
+  ret = _run("broadcast", desc, tensor.cast(wide) if wide is not None else tensor, lambda out, inp: b.broadcast(out, inp, src))
+  return ret.cast(tensor.dtype) if wide is not None else ret
 
 def barrier() -> None:
   """Return when every rank has reached barrier() (bounded by TINYGRAD_DIST_TIMEOUT, like every collective)."""
   b = _get()
   assert _watchdog is not None
-  with _watchdog.guard("barrier"): b.barrier()
+  with _watchdog.guard("barrier"):
+    _same_on_every_rank(b, "barrier")
+    b.barrier()
 
 def _by_dtype(ts: list[Tensor]) -> dict[tuple[Any, DType], list[int]]:
   groups: dict[tuple[Any, DType], list[int]] = {}

@@ -4,7 +4,8 @@ collectives: all_reduce/broadcast of known per-rank values, and data-parallel SG
 and Adam (DistributedOptimizer) of an MLP on this rank's half of the batch; the rank writes OUT_DIR/rank<r>.json, which
 the test compares with numpy and with train() run in one process on the whole batch.
 and runs examples/beautiful_mnist.py's train() (its mpirun block) with a small model.
-raise / kill / hang: rank 1 fails (an exception, SIGKILL, a stall) before a collective that rank 0 waits in.
+raise / kill / hang / stop: rank 1 fails (an exception, SIGKILL, a stall, SIGSTOP) before a collective that rank 0 waits in.
+mismatch KIND: rank 1 calls a collective of another dtype, shape or op than rank 0's.
 """
 from __future__ import annotations
 import json, os, signal, sys, time
@@ -109,10 +110,23 @@ def failing(mode: str) -> None:
     print("rank 1 fails now", flush=True)
     if mode == "raise": raise RuntimeError("rank 1 failed on purpose")
     if mode == "kill": os.kill(os.getpid(), signal.SIGKILL)   # as the OOM killer would
+    if mode == "stop": os.kill(os.getpid(), signal.SIGSTOP)   # alive but silent (^Z, a debugger, a stopped container)
     time.sleep(600)   # hang: never reaches the collective below
   dist.all_reduce(Tensor.ones(4)).numpy()
   print(f"rank {dist.rank()} finished after a peer failed: {x}", flush=True)
 
+def mismatch(kind: str) -> None:
+  """Rank 1 calls a collective of another dtype, shape or op than rank 0's: the job must abort, not compute garbage."""
+  from tinygrad import Tensor, dtypes
+  from tinygrad import distributed as dist
+  dist.init()
+  x = Tensor.ones(4)
+  if dist.rank() == 1 and kind == "dtype": x = Tensor.ones(4, dtype=dtypes.int32)
+  if dist.rank() == 1 and kind == "shape": x = Tensor.ones(5)
+  y = dist.broadcast(x) if dist.rank() == 1 and kind == "op" else dist.all_reduce(x)
+  print(f"rank {dist.rank()} finished mismatched collectives: {y.numpy()}", flush=True)
+
 if __name__ == "__main__":
   if sys.argv[1] == "collectives": collectives(sys.argv[2])
+  elif sys.argv[1] == "mismatch": mismatch(sys.argv[2])
   else: failing(sys.argv[1])

@@ -81,14 +81,28 @@ def test_a_rank_that_is_killed_ends_the_job(tmp_path):
   assert "finished after a peer failed" not in out
   assert time.monotonic() - st < 60
 
-def test_a_rank_that_hangs_times_out_the_others(tmp_path):
+@pytest.mark.parametrize("mode", ["hang", "stop"])
+def test_a_rank_that_hangs_or_is_stopped_warns_then_times_out_the_others(tmp_path, mode):
   st = time.monotonic()
-  r = mpirun(["hang"], timeout=120, TINYGRAD_DIST_TIMEOUT="3")
+  r = mpirun([mode], timeout=120, TINYGRAD_DIST_TIMEOUT="4")
   out = r.stdout + r.stderr
   assert r.returncode != 0, out
-  assert "rank 0 of 2: all_reduce_sum of 16 bytes of dtypes.float did not finish within TINYGRAD_DIST_TIMEOUT=3 s" in out, out[-3000:]
+  # first a progress line naming the collective (at a tenth of the timeout, 30 s at most), then the abort
+  warn = out.find("rank 0 of 2: still waiting in all_reduce_sum of 16 bytes of dtypes.float after")
+  abort = out.find("rank 0 of 2: all_reduce_sum of 16 bytes of dtypes.float did not finish within TINYGRAD_DIST_TIMEOUT=4 s")
+  assert 0 <= warn < abort and out.count("still waiting") == 1, out[-3000:]
   assert "finished after a peer failed" not in out
-  assert time.monotonic() - st < 100   # bounded: not rank 1's 600 s sleep
+  assert time.monotonic() - st < 100   # bounded: not rank 1's 600 s sleep, nor a stopped rank's forever
+
+MISMATCH = {"dtype": "rank 1 calls #1 all_reduce op=sum dtype=int shape=(4,)", "shape": "rank 1 calls #1 all_reduce op=sum dtype=float shape=(5,)",
+            "op": "rank 1 calls #1 broadcast src=0 dtype=float shape=(4,)"}
+
+@pytest.mark.parametrize("kind", ["dtype", "op"])
+def test_ranks_that_disagree_on_a_collective_abort_naming_both(kind):
+  r = mpirun(["mismatch", kind], timeout=120, TINYGRAD_DIST_TIMEOUT="60")
+  out = r.stdout + r.stderr
+  assert r.returncode != 0 and "finished mismatched collectives" not in out, out[-3000:]
+  assert "the ranks disagree on collective #1: rank 0 calls #1 all_reduce op=sum dtype=float shape=(4,); " + MISMATCH[kind] in out, out[-3000:]
 
 # ---- in this process: a world of one behind a test Backend (the door another engine, e.g. NCCL, comes through) ----
 class LoopbackBackend(dist.Backend):
@@ -149,6 +163,32 @@ def test_errors_name_the_value_and_the_fix(loopback, monkeypatch):
   with pytest.raises(ValueError, match="unknown distributed backend 'gloo'; valid: mpi, loopback"): dist.init("gloo")
   monkeypatch.setitem(sys.modules, "mpi4py", None)   # as if mpi4py were not installed
   with pytest.raises(ImportError, match=r"pip install tinygrad-core\[mpi\].*apt-get install openmpi-bin"): dist.init("mpi")
+
+class TwoRanks(LoopbackBackend):
+  """Rank 0 of a world of two whose peer calls `peer` (its descriptor, as exchange() would bring it); abort raises."""
+  world_size = 2
+  peer: str | None = None
+  def exchange(self, desc: bytes) -> list[bytes]:
+    if self.peer is None: return [desc, desc]
+    num = desc.split(b" ", 1)[0]   # "#N": the peer is at the same collective
+    return [desc, (num + b" " + self.peer.encode()).ljust(len(desc), b"\0")]
+  def abort(self, code: int) -> None: raise SystemExit(code)
+
+@pytest.mark.parametrize("kind", list(MISMATCH))
+def test_every_kind_of_disagreement_is_named(monkeypatch, capsys, kind):
+  monkeypatch.setattr(dist, "_backend", None)
+  monkeypatch.setattr(dist, "_watchdog", None)
+  monkeypatch.setattr(dist, "_started", 0)
+  monkeypatch.setitem(dist.BACKENDS, "tworanks", TwoRanks)
+  dist.init("tworanks")
+  b = dist._backend
+  assert isinstance(b, TwoRanks)
+  np.testing.assert_array_equal(dist.all_reduce(Tensor.ones(4)).numpy(), [1.0] * 4)   # agreeing ranks: no word
+  b.peer = MISMATCH[kind].split(" ", 4)[4]
+  with pytest.raises(SystemExit): dist.all_reduce(Tensor.ones(4)).numpy()
+  err = capsys.readouterr().err
+  assert "the ranks disagree on collective #2: rank 0 calls #2 all_reduce op=sum dtype=float shape=(4,); " + MISMATCH[kind].replace("#1", "#2") in err, err
+  assert "same op, dtype and shape; aborting every rank" in err and b.calls == ["all_reduce_sum"]   # the data collective never ran
 
 def test_launched_reads_the_launchers_variables(monkeypatch):
   for v in dist.LAUNCHER_VARS: monkeypatch.delenv(v, raising=False)
