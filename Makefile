@@ -18,7 +18,7 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	  || echo "torch $(TORCH_CPU) could not be installed: the torch-reference tests will skip (pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 	touch $(STAMP)
 
-.PHONY: setup system demo test test-cl test-onnx lines typecheck dist dist-test
+.PHONY: setup system demo test test-cl test-onnx test-examples lines typecheck dist dist-test
 setup: $(STAMP)
 
 # the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
@@ -66,6 +66,12 @@ test: system $(STAMP) lines typecheck
 	# the CPU, threads of a block and a grouped reduce on the PYTHON device (~35 s each on 2 cores)
 	SPEC=1 OPTS=PADTO:0:3,UPCAST:0:3 TEST_DEVICES=CPU TINYGRAD_CONFORMANCE_QUICK=1 $(VPY) -m pytest -n 2 -q tests/conformance
 	SPEC=1 OPTS=LOCAL:0:2,GROUPTOP:0:2 TEST_DEVICES=PYTHON TINYGRAD_CONFORMANCE_QUICK=1 $(VPY) -m pytest -n 2 -q tests/conformance
+
+# examples/tinygrad_omp (a threaded OpenMP backend written from docs/plugins.md) through the conformance suite, installed
+# as a user would (~7 min with --quick on the shared 2-core machine); make test runs its own tests and contract checks
+test-examples: $(STAMP)
+	rm -rf build/omp-site && $(VPY) -m pip install -q --no-deps --no-build-isolation --target build/omp-site ./examples/tinygrad_omp
+	cd build && PYTHONPATH=omp-site CACHEDB=omp-cache.db PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ../$(VPY) -m tinygrad.conformance OMP --quick -q -p no:cacheprovider
 
 # CL (OpenCL on POCL) runs the conformance suite here, outside make test's budget: POCL's compiles dominate (quick run:
 # 19 min wall with -n 2 on the shared 2-core machine at load ~20, 4 min of CPU); its plugin tests are part of make test.

@@ -163,6 +163,14 @@ def test_template_tests_render_the_corpus_without_its_device(site):
   r = subprocess.run(cmd, env=hermetic_env(env), capture_output=True, text=True, cwd=site, timeout=600)
   assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
 
+def test_omp_example_tests_pass():
+  # examples/tinygrad_omp: a threaded (OpenMP) backend written from the guide; its full conformance run is `make test-examples`
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("TINYGRAD_", "TG_OMP_", "HYPOTHESIS")) and k not in ("DEV", "PYTHONPATH")}
+  env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "examples" / "tinygrad_omp"), str(CORE)]), PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+  r = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", str(ROOT / "examples" / "tinygrad_omp" / "tests")],
+                     env=hermetic_env(env), capture_output=True, text=True, cwd=ROOT / "examples" / "tinygrad_omp", timeout=600)
+  assert r.returncode == 0 and re.search(r"\b2 passed", r.stdout), r.stdout[-4000:] + r.stderr[-2000:]
+
 def test_broken_variant_fails_naming_op_and_dtype(site):
   r = conformance(site, "BROKEN", "-k", "int32 and (TestBinary or TestDtypes)")
   assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-2000:]

@@ -8,7 +8,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "examples" / "tinygrad_template" / "tinygrad_template"
-PACKAGES = {p.name: p for p in sorted((ROOT / "plugins").glob("tinygrad_*/tinygrad_*")) if (p / "__init__.py").exists()} | {"tinygrad_template": TEMPLATE}
+OMP = ROOT / "examples" / "tinygrad_omp" / "tinygrad_omp"
+PACKAGES = {p.name: p for p in sorted((ROOT / "plugins").glob("tinygrad_*/tinygrad_*")) if (p / "__init__.py").exists()} | \
+           {"tinygrad_template": TEMPLATE, "tinygrad_omp": OMP}
 
 @pytest.fixture
 def template(monkeypatch):
