@@ -207,6 +207,7 @@ get_rank, get_world_size = rank, world_size   # torch.distributed's names
 class _Collective(_realize.CompiledRunner):
   """A collective as a runner of the realize engine (no program: a host function of the step's buffers), so TinyJit
   captures it between the kernels that produce its input and those that read its output, and replays it."""
+  dev: Any = None   # no device program: a TinyJit replay never batches it into a device's graph (engine/graph.py's _key)
   def __init__(self, name: str, fxn: Callable[..., None], device: str, nbytes: int):  # pylint: disable=super-init-not-called
     self.p = ProgramSpec(name, "", device, estimates=Estimates(mem=2*nbytes, lds=2*nbytes))
     self.fxn = fxn
