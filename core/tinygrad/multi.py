@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, register_multi_lowering
+from tinygrad.uop.ops import UOp, register_multi_lowering, sint_eq, ssimplify
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, ceildiv, RING, RING_BYTES
 
@@ -96,14 +96,21 @@ def relayout(m: UOp, lead: UOp) -> UOp:
   if m.arg != lead.arg: return relayout(allgather(m), lead)
   return multi([_assemble(m, b, e, d) for (b, e), d in zip(bounds(lead), lead.device)], lead.arg)
 
-def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list[int]) -> tuple[int, list[int]] | None:
+def _ratio(p: Any, r: Any) -> Any:
+  """p / r when it divides exactly (ints, or symbolic sizes), else None."""
+  if isinstance(p, int) and isinstance(r, int): return p // r if p % r == 0 else None
+  if isinstance(r, int): return p.divides(r)
+  return 1 if sint_eq(p, r) else None
+
+def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list) -> tuple[int, list] | None:
   """Where the sharded axis goes under a reshape, with each shard's size there; None when the reshape mixes shards."""
   pre, post, acc = prod(shape[:ax]), prod(shape[ax+1:]), 1
   for b, d in enumerate(new):
-    if acc == pre:
+    if sint_eq(acc, pre):
       rest = prod(new[b+1:])
-      if all(s * post % rest == 0 for s in sizes): return b, [s * post // rest for s in sizes]
-    acc *= d
+      per = [_ratio(s * post, rest) for s in sizes]
+      if all(p is not None for p in per): return b, [ssimplify(p) for p in per]
+    acc = acc * d
   return None
 
 def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
@@ -118,7 +125,11 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
     nax, nsz = r
     return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
-  # anything else moves elements between shards: every device gathers the whole tensor first
+  if op is Ops.RESHAPE:   # as public tinygrad: a reshape may not move elements from one shard to another
+    raise RuntimeError(f"reshape from {m.shape} to {arg} moves items between the shards of a tensor {describe(m)}; reshape so the "
+                       "sharded axis stays whole (or splits along it), or gather it first with .to(device)")
+  # anything else that moves elements between shards (a flip, pad or shrink of the sharded axis): every device gathers
+  # the whole tensor first
   return _movement(op, allgather(m), arg)
 
 def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
@@ -192,4 +203,9 @@ def lower(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any) -> UO
   if op in _ELEMENTWISE: return _elementwise(op, dtype, src, arg, tag, ms)
   raise NotImplementedError(f"{op} is not supported on a tensor {describe(m)}; gather it onto one device first with .to(device)")
 
-register_multi_lowering(lower)
+def _shard(u: UOp, devices: Sequence[str], axis: int | None) -> UOp:
+  from tinygrad.device import Device
+  devs = tuple(Device.canonicalize(d) for d in devices)
+  return to_layout(u, devs, None if axis is None else axis + len(u.shape) if axis < 0 else axis)
+
+register_multi_lowering(lower, _shard)

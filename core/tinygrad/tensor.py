@@ -443,7 +443,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.multi import to_layout
     from tinygrad.mixin.common import _canon_device as canon
     devs, ax = canon(tuple(devices)), None if axis is None else self._resolve_dim(axis)
-    if self.grad is not None: self.grad = self.grad.shard(devs, ax)
+    if self.uop.op is Ops.MULTI:
+      self.shard(devs, ax)   # already laid out so: nothing to do (another layout raises, as shard does)
+      return self
+    if self.grad is not None: self.grad = Tensor(to_layout(self.grad.uop, devs, ax))
     self._detach_view()
     was_realized, graph = self._is_realized(), self._graph
     self._set_uop(to_layout(self.uop, devs, ax))
@@ -536,7 +539,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   # ---- creation ----
   @staticmethod
-  def empty(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
+  def empty(*shape: Any, device: str | tuple[str, ...] | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An allocated, uninitialized tensor."""
     if isinstance(device, (tuple, list)):   # one empty tensor per device, replicated
       from tinygrad.multi import multi
@@ -656,7 +659,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Ones shaped like this tensor."""
     return self.full_like(1, **kwargs)
   def empty_like(self, **kwargs: Any) -> Tensor:
-    """An uninitialized tensor shaped like this one."""
+    """An uninitialized tensor shaped (and, for a multi-device tensor, sharded) like this one."""
+    if isinstance(self.device, tuple) and "device" not in kwargs:
+      dt = kwargs.pop("dtype", self.dtype)
+      if self.uop.arg is None: return Tensor.empty(self.shape, dtype=dt, device=self.device, **kwargs)   # one on each device
+      return self._multi_like(lambda shape, dev: Tensor.empty(shape, dtype=dt, device=dev, **kwargs))
     return Tensor.empty(self.shape, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
 
   # ---- dtype ----

@@ -48,7 +48,9 @@ def test_realize_numpy_tolist_to(devs):
     assert g.device == Device.canonicalize(devs[1])
     np.testing.assert_array_equal(g.numpy(), a)
   x = Tensor(a).shard(devs, 0)
-  np.testing.assert_array_equal(x.shard(devs, 1).numpy(), a)   # resharded onto another axis
+  np.testing.assert_array_equal(x.to(devs[0]).shard(devs, 1).numpy(), a)   # resharded onto another axis, through one device
+  with pytest.raises(RuntimeError, match="can't shard a multi-device tensor"): x.shard(devs, 1)   # as public tinygrad
+  assert x.shard(devs, 0) is x and x.shard_like(x) is x
   np.testing.assert_array_equal(Tensor(a).to(devs).numpy(), a)  # to() a tuple replicates
   c = x.clone().realize()
   assert c.uop.arg == 0 and all(cs is not xs for cs, xs in zip(c.uop.src, x.uop.src))
@@ -64,7 +66,6 @@ def _ops(devs):
     ("scalar_and_unary", 1, lambda x: (x * 3 + 1).exp().log().relu(), lambda x: (x * 3 + 1).exp().log().relu()),
     ("where_cmp", 1, lambda x: (x > 0).where(x, x * 0.5), lambda x: torch.where(x > 0, x, x * 0.5)),
     ("reshape_keeps_axis", 0, lambda x: x.reshape(4, 2, 3) * 2, lambda x: x.reshape(4, 2, 3) * 2),
-    ("reshape_merges_shards", 1, lambda x: x.reshape(24) * 2, lambda x: x.reshape(24) * 2),
     ("permute", 0, lambda x: x.permute(1, 0) + 1, lambda x: x.permute(1, 0) + 1),
     ("expand", 0, lambda x: x.reshape(4, 1, 6).expand(4, 3, 6) * 2, lambda x: x.reshape(4, 1, 6).expand(4, 3, 6) * 2),
     ("pad_other_axis", 0, lambda x: x.pad(((0, 0), (1, 2))), lambda x: torch.nn.functional.pad(x, (1, 2, 0, 0))),
@@ -88,7 +89,7 @@ def _ops(devs):
     ("stack", 1, lambda x: Tensor.stack(x, x + 1, dim=0), lambda x: torch.stack([x, x + 1], 0)),
   ]
 
-@pytest.mark.parametrize("i", range(27), ids=[o[0] for o in _ops(PAIRS[0])])
+@pytest.mark.parametrize("i", range(26), ids=[o[0] for o in _ops(PAIRS[0])])
 def test_op_forward_and_backward(devs, i):
   name, axis, f, ft = _ops(devs)[i]
   a = _rand(4, 6, seed=3)
@@ -271,3 +272,44 @@ def test_a_slice_assign_is_not_changed_by_a_later_write_to_its_value(axis, jit):
     want[:, i] = i
   np.testing.assert_array_equal(out.numpy(), want)
   np.testing.assert_array_equal(ones.numpy(), np.full((4, 1), 5, np.float32))
+
+def test_reshape_keeps_the_shard_axis_or_raises_as_public_tinygrad():
+  devs = ("CPU:0", "CPU:1")
+  a = _rand(4, 8)
+  t = Tensor(a).shard(devs, 0)
+  for shape, axis in (((2, 16), 0), ((2, 2, 8), 0), ((4, 2, 4), 0)):
+    r = t.reshape(shape)
+    assert r.uop.axis == axis
+    np.testing.assert_array_equal(r.numpy(), a.reshape(shape))
+  with pytest.raises(RuntimeError, match="moves items between the shards"): Tensor(_rand(4, 3)).shard(devs, 0).reshape(3, 4)
+  with pytest.raises(RuntimeError, match="moves items between the shards"): Tensor(_rand(5, 4)).shard(devs, 1).reshape(10, 2)
+  # a symbolic reshape keeps the axis too
+  from tinygrad import Variable
+  rows = Variable("rows", 1, 4).bind(3)
+  b = _rand(4, 2)
+  x = Tensor(b).shard(devs, 1)[:rows]
+  y = x.reshape(rows, 1, 2)
+  assert y.uop.axis == 2
+  np.testing.assert_array_equal(y.shrink(((0, 3), None, None)).numpy(), b[:3].reshape(3, 1, 2))
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_like_constructors_keep_the_sharding(axis):
+  devs = ("CPU:0", "CPU:1")
+  t = Tensor(_rand(6, 4)).shard(devs, axis)
+  for like in (t.rand_like(), t.randn_like(), t.empty_like(), t.zeros_like(), t.full_like(2.0)):
+    assert like.shape == t.shape and like.device == t.device and like.uop.axis == axis
+    assert [s.shape for s in like.uop.src] == [s.shape for s in t.uop.src]
+  r = t.rand_like().numpy()
+  assert r.shape == (6, 4) and ((0 <= r) & (r < 1)).all() and len(np.unique(r)) > 12
+  if axis is None: np.testing.assert_array_equal(Tensor(t.rand_like().uop.src[0]).numpy().shape, (6, 4))
+  np.testing.assert_array_equal(t.full_like(2.0).numpy(), np.full((6, 4), 2.0, np.float32))
+  assert t.empty_like().uop.has_buffer_identity()
+  with pytest.raises(RuntimeError, match="take no device"): t.rand_like(device=devs)
+  with pytest.raises(ValueError, match="drawn on one device"): Tensor.rand(4, device=devs)
+
+def test_uop_axis_bounds_and_shard():
+  devs = ("CPU:0", "CPU:1")
+  u = Tensor(_rand(5, 2)).realize().uop
+  assert u.axis is None and u.shard(devs).axis is None and u.shard(devs, 0).axis == 0
+  assert u.shard(devs, 0).bounds == [(0, 3), (3, 5)] and u.shard(devs, -1).axis == 1
+  np.testing.assert_array_equal(Tensor(u.shard(devs, 0)).numpy(), Tensor(u).numpy())

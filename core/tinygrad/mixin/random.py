@@ -3,7 +3,7 @@
 from __future__ import annotations
 import math
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype
 from tinygrad.helpers import prod, argfix
 from tinygrad.mixin.common import _canon_device, _dtname
@@ -62,9 +62,8 @@ class RandomMixin:
   @staticmethod
   def _random_bits(shape: tuple[int, ...], device: str | None) -> tuple[Tensor, Tensor]:
     """Two independent uint32 words per element of `shape` (numel > 0), advancing the device's counter by one call."""
-    if isinstance(device, (tuple, list)):   # sharded: drawn on the first device, replicated (every device the same numbers)
-      x0, x1 = Tensor._random_bits(shape, device[0])
-      return x0.shard(device), x1.shard(device)
+    if isinstance(device, (tuple, list)):
+      raise ValueError(f"random tensors are drawn on one device, got {device}: draw on one and .shard() it, or use rand_like of a sharded tensor")
     dev, num = _canon_device(device), prod(shape)
     if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
     st = Tensor._rng_state(dev)
@@ -170,7 +169,7 @@ class RandomMixin:
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not Tensor.training or p == 0: return self
     if p == 1: return self * 0   # everything dropped (torch: x * 0, so NaN stays NaN; the gradient is 0)
-    return (Tensor.rand(*self.shape, device=self.device) >= p).where(self, 0) * (1 / (1 - p))
+    return (self.rand_like(dtype=dtypes.float32) >= p).where(self, 0) * (1 / (1 - p))
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
     """Uniform random values in [low, high)."""
@@ -207,11 +206,16 @@ class RandomMixin:
     sh = argfix(*shape)
     std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(sh[1:]))
     return Tensor.normal(*sh, mean=0.0, std=std, **kwargs)
+  def _random_like(self: Tensor, fn: Callable[..., Tensor], kwargs: dict) -> Tensor:
+    dt = kwargs.pop("dtype", self.dtype)
+    dt = dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float
+    if isinstance(self.device, tuple):   # sharded like this tensor: each device draws its own shard
+      if kwargs.pop("device", None) is not None: raise RuntimeError("rand_like/randn_like of a multi-device tensor take no device: the result is laid out like it")
+      return self._multi_like(lambda shape, dev: fn(*shape, device=dev, dtype=dt, **kwargs))
+    return fn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def rand_like(self: Tensor, **kwargs: Any) -> Tensor:
-    """Uniform random values shaped like this tensor."""
-    dt = kwargs.pop("dtype", self.dtype)
-    return Tensor.rand(*self.shape, device=kwargs.pop("device", self.device), dtype=dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float, **kwargs)
+    """Uniform random values shaped (and, for a multi-device tensor, sharded) like this tensor."""
+    return self._random_like(Tensor.rand, kwargs)
   def randn_like(self: Tensor, **kwargs: Any) -> Tensor:
-    """Normal random values shaped like this tensor."""
-    dt = kwargs.pop("dtype", self.dtype)
-    return Tensor.randn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float, **kwargs)
+    """Normal random values shaped (and, for a multi-device tensor, sharded) like this tensor."""
+    return self._random_like(Tensor.randn, kwargs)

@@ -61,11 +61,14 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   problems = ([f"missing keys: {missing}"] if strict and missing else []) + ([f"unexpected keys: {unexpected}"] if strict and unexpected else []) + \
              ([f"shape mismatches: {'; '.join(shapes)}"] if shapes else [])
   if problems: raise ValueError("load_state_dict: " + "; ".join(problems))
+  from tinygrad.multi import to_layout
   todo = [(k, v) for k, v in model_sd.items() if k in state_dict]
   # each model tensor gets its own buffer first, so the loaded value is copied in rather than aliased
   for _, v in todo: v.realize()
   for k, v in todo:
-    src = state_dict[k].shard_like(v)   # onto v's device, or sharded the way v is
+    src = state_dict[k]
+    # onto v's device, or sharded the way v is (also from a checkpoint sharded another way)
+    src = Tensor(to_layout(src.uop, v.device, v.uop.arg)) if isinstance(v.device, tuple) else src.to(v.device)
     v.assign(src.cast(v.dtype) if src.dtype != v.dtype else src)
     if consume: del state_dict[k]
   if realize and todo: Tensor.realize(*[v for _, v in todo])

@@ -58,11 +58,13 @@ def register_buffer_lookup(fn: Callable[[UOp], Any]) -> None:
 
 # The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
 _multi_lowering: Callable[..., UOp] | None = None
+_multi_shard: Callable[..., UOp] | None = None
 _multi_live = False
-def register_multi_lowering(fn: Callable[..., UOp]) -> None:
-  """Build every later node over a MULTI or a DEVICE tuple with `fn(op, dtype, src, arg, tag)` (set by tinygrad.multi)."""
-  global _multi_lowering
-  _multi_lowering = fn
+def register_multi_lowering(fn: Callable[..., UOp], shard: Callable[..., UOp]) -> None:
+  """Build every later node over a MULTI or a DEVICE tuple with `fn(op, dtype, src, arg, tag)`, and UOp.shard with
+  `shard(uop, devices, axis)` (set by tinygrad.multi)."""
+  global _multi_lowering, _multi_shard
+  _multi_lowering, _multi_shard = fn, shard
 def _go_multi() -> None:
   global _multi_live
   if _multi_lowering is None:
@@ -318,6 +320,28 @@ class UOp(metaclass=UOpMetaClass):
     return self.__dict__["_shape"]
   @property
   def size(self) -> int: return prod(self.shape)
+  # ---- multi-device tensors (built by tinygrad.multi) ----
+  @property
+  def axis(self) -> int | None:
+    """The axis a multi-device tensor (MULTI) is sharded on; None when it is replicated or on one device."""
+    return self.arg if self.op is Ops.MULTI else None
+  @property
+  def bounds(self) -> list[tuple[sint, sint]]:
+    """The [start, end) of each shard of a multi-device tensor along its sharded axis."""
+    if self.op is not Ops.MULTI or self.arg is None: raise ValueError(f"bounds: {self.op} is not a sharded multi-device tensor (axis {self.axis})")
+    out: list[tuple[sint, sint]] = []
+    for s in self.src: out.append((out[-1][1] if out else 0, ssimplify((out[-1][1] if out else 0) + s.shape[self.arg])))
+    return out
+  def shard(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> UOp:
+    """This tensor-level UOp split over `devices` along `axis` (None: replicated), as Tensor.shard does."""
+    if _multi_shard is None: raise RuntimeError("UOp.shard needs tinygrad.multi (import tinygrad does)")
+    return _multi_shard(self, devices, axis)
+  def has_buffer_identity(self) -> bool:
+    """Whether this is a BUFFER seen through RESHAPEs (for a multi-device tensor: every shard)."""
+    if self.op is Ops.MULTI: return all(s.has_buffer_identity() for s in self.src)
+    u = self
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return u.op is Ops.BUFFER
   @property
   def buffer(self) -> Any:
     """The device Buffer of a BUFFER UOp (the engine registers how it is found: register_buffer_lookup)."""
