@@ -71,6 +71,98 @@ class Compiler:
     """Human-readable form of a compiled binary (for DEBUG output); optional."""
     raise NotImplementedError(f"{type(self).__name__} cannot disassemble")
 
+class CompilerWorker:
+  """A vendor compiler library run in a child Python process, for a Compiler that calls one in-process through ctypes
+  (comgr, hiprtc, NVRTC): a crash inside the library (a segfault) fails that one compile with a CompileError instead of
+  killing this process, the next call starts a new child, and the library never shares this process's address space.
+
+  `factory` ("module:callable") is called in the child with the string `args`; `info` is the bytes its object's
+  `worker_info()` returned there (b"" without one), and a failure to build it is a RuntimeError here with its message.
+  `call(method, payload, src)` runs the object's `worker_<method>(payload: bytes) -> bytes` in the child: a CompileError
+  there is a CompileError here (with `src` attached), another exception a RuntimeError naming it. Calls are serialized
+  (one child, one request at a time); a forked process gets its own child. Frames are length-prefixed bytes, never pickle.
+  """
+  def __init__(self, factory: str, *args: str, name: str = ""):
+    import threading
+    self.factory, self.args, self.name = factory, args, name or factory
+    self._lock = threading.Lock()
+    self._proc: Any = None
+    self._pid = 0
+    with self._lock: self.info = self._start()
+  def _start(self) -> bytes:
+    import subprocess, weakref
+    # the child imports what this process can (sys.path: a test's or an app's own additions included)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    self._proc = subprocess.Popen([sys.executable, "-c", "from tinygrad.device import _worker_main; _worker_main()", self.factory, *self.args],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    weakref.finalize(self, _stop_worker, self._proc)
+    self._pid = os.getpid()
+    status, out = self._read()
+    if status != 0: raise RuntimeError(f"{self.name}: {out.decode(errors='replace')}")
+    return out
+  def _read(self) -> tuple[int, bytes]:
+    head = self._proc.stdout.read(9)
+    if len(head) < 9: raise EOFError
+    n = int.from_bytes(head[1:], "little")
+    out = self._proc.stdout.read(n)
+    if len(out) < n: raise EOFError
+    return head[0], out
+  def call(self, method: str, payload: bytes = b"", src: str | None = None) -> bytes:
+    with self._lock:
+      if self._proc is None or self._proc.poll() is not None or self._pid != os.getpid(): self.info = self._start()
+      try:
+        body = method.encode() + b"\n" + payload
+        self._proc.stdin.write(len(body).to_bytes(8, "little") + body)
+        self._proc.stdin.flush()
+        status, out = self._read()
+      except (OSError, EOFError):
+        code, self._proc = _stop_worker(self._proc), None
+        why = f"{_signal_name(-code)}" if code < 0 else f"exit status {code}"
+        raise CompileError(f"{self.name} crashed ({why}) in its worker process; this process is unaffected and the next compile "
+                           "starts a new worker", src) from None
+      except BaseException:   # interrupted mid-request (Ctrl-C): its answer would be read as the next one's
+        self._proc.kill()
+        self._proc = None
+        raise
+    if status == 1: raise CompileError(out.decode(errors="replace"), src)
+    if status != 0: raise RuntimeError(f"{self.name}: {out.decode(errors='replace')}")
+    return out
+
+def _stop_worker(proc: Any) -> int:
+  """Stop a worker (it exits at the end of its input; killed if it does not) and return its exit status."""
+  try:
+    proc.stdin.close()
+    return proc.wait(timeout=5)
+  except Exception:
+    proc.kill()
+    return proc.wait()
+
+def _signal_name(n: int) -> str:
+  import signal
+  try: return signal.Signals(n).name
+  except ValueError: return f"signal {n}"
+
+def _worker_main() -> None:
+  """The child side of CompilerWorker (argv: factory, args): requests in on stdin, answers out on stdout."""
+  import importlib, signal
+  signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle; it kills this child if it must
+  inp, out = sys.stdin.buffer, sys.stdout.buffer
+  sys.stdout = sys.stderr   # a stray print must not corrupt the answers
+  def reply(status: int, data: bytes) -> None:
+    out.write(bytes([status]) + len(data).to_bytes(8, "little") + data)
+    out.flush()
+  def err(e: Exception) -> bytes: return (str(e) if isinstance(e, RuntimeError) else f"{type(e).__name__}: {e}").encode()
+  try:
+    mod, fn = sys.argv[1].split(":")
+    obj = getattr(importlib.import_module(mod), fn)(*sys.argv[2:])
+    reply(0, obj.worker_info() if hasattr(obj, "worker_info") else b"")
+  except Exception as e: return reply(2, err(e))
+  while len(head := inp.read(8)) == 8:
+    method, _, payload = inp.read(int.from_bytes(head, "little")).partition(b"\n")
+    try: reply(0, getattr(obj, f"worker_{method.decode()}")(payload))
+    except CompileError as e: reply(1, e.diagnostics.encode())
+    except Exception as e: reply(2, err(e))
+
 def _pair_name(renderer: Any) -> str:
   raw = getattr(renderer, "__name__", type(renderer).__name__)
   return re.sub(r"\W", "", re.sub(r"_?renderer$", "", raw, flags=re.I)).upper() or "DEFAULT"

@@ -23,7 +23,7 @@ _LAZY: dict[str, str] = {
   # devices, compilers, memory
   "Compiled": "tinygrad.device", "CompilerSet": "tinygrad.device", "CompilerPair": "tinygrad.device", "Compiler": "tinygrad.device",
   "CompileError": "tinygrad.device", "DeviceError": "tinygrad.device", "Allocator": "tinygrad.device", "LRUAllocator": "tinygrad.device",
-  "Buffer": "tinygrad.device", "Device": "tinygrad.device", "compiler_choice": "tinygrad.device",
+  "Buffer": "tinygrad.device", "Device": "tinygrad.device", "compiler_choice": "tinygrad.device", "CompilerWorker": "tinygrad.device",
   "GraphRunner": "tinygrad.engine.graph", "GraphCall": "tinygrad.engine.graph", "GraphError": "tinygrad.engine.graph",
   "MemoryManager": "tinygrad.memory", "TLSFAllocator": "tinygrad.memory", "SubBuffer": "tinygrad.memory", "Arena": "tinygrad.memory",
   # renderers
@@ -57,7 +57,7 @@ def __dir__() -> list[str]: return list(__all__)
 
 if TYPE_CHECKING:
   from tinygrad.device import (Compiled, CompilerSet, CompilerPair, Compiler, CompileError, DeviceError, Allocator, LRUAllocator, Buffer,
-                               Device, compiler_choice)
+                               Device, compiler_choice, CompilerWorker)
   from tinygrad.engine.graph import GraphRunner, GraphCall, GraphError
   from tinygrad.memory import MemoryManager, TLSFAllocator, SubBuffer, Arena
   from tinygrad.renderer import Renderer, ProgramSpec, TensorCore, MemAccess, mem_access, split_range

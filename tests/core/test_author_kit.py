@@ -34,7 +34,7 @@ def test_guide_names_the_contract():
 
 # ---- the API surface ----
 
-API_V1 = {"API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec", "TinygradHooks", "GraphRunner", "GraphCall", "GraphError", "Compiled", "CompilerSet", "CompilerPair",
+API_V1 = {"API_VERSION", "MIN_API_VERSION", "hookimpl", "hookspec", "DeviceSpec", "TinygradHooks", "GraphRunner", "GraphCall", "GraphError", "Compiled", "CompilerSet", "CompilerPair", "CompilerWorker",
           "Compiler", "CompileError", "DeviceError", "Allocator", "LRUAllocator", "Buffer", "Device", "compiler_choice", "MemoryManager",
           "TLSFAllocator", "SubBuffer", "Arena", "Renderer", "ProgramSpec", "TensorCore", "CStyleLanguage", "base_code_for_op", "base_rewrite",
           "thread_work", "safe_div", "Ops", "GroupOp", "UOp", "UPat", "PatternMatcher", "DType", "PtrDType", "AddrSpace", "dtypes", "getenv", "prod", "DEBUG",

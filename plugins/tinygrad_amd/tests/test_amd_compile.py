@@ -2,7 +2,7 @@
 HSACO: our AMDGPU LLVM IR with llvmlite + lld for gfx90a, gfx942 (CDNA, wave64) and gfx1100 (RDNA3, wave32), one object
 per kernel and one lld link per target; HIP C with clang for gfx90a (all kernels in one translation unit).
 AMD_COMPILE_STRIDE=n takes every n-th kernel (default 1: all)."""
-import functools, os, pickle, re, shutil, subprocess, sys, tempfile
+import functools, json, os, pickle, re, shutil, subprocess, sys, tempfile
 import pytest
 from tinygrad.codegen import get_program
 from tinygrad_amd.renderer import HIPRenderer, AMDLLVMRenderer
@@ -179,19 +179,34 @@ def test_comgr_compiles_the_corpus_like_clang():
   assert got[1] == want[1] and len(got[1]) == len(kernels()) + 2   # the same kernels, each with its descriptor
 
 def test_comgr_refuses_targets_it_does_not_know():
-  from tinygrad_amd.compiler import ComgrCompiler, load_comgr
-  try: load_comgr()
-  except RuntimeError as e: pytest.skip(str(e))
-  if "gfx1100" in load_comgr()[3]: pytest.skip("this comgr knows gfx1100")
+  from tinygrad_amd.compiler import ComgrCompiler, comgr_worker
+  _comgr()
+  if "gfx1100" in json.loads(comgr_worker().info)["isas"]: pytest.skip("this comgr knows gfx1100")
   with pytest.raises(RuntimeError, match=r"comgr \d+\.\d+ .* does not know gfx1100; it knows .*gfx90a"): ComgrCompiler("gfx1100")
 
 def test_comgr_missing_library_is_named(monkeypatch):
+  # what comgr's worker process reports (and ComgrCompiler raises) when the library is missing
   import tinygrad_amd.compiler as c
   monkeypatch.setattr(c, "library_candidates", lambda name: [f"/nonexistent/lib{name}.so.2"])
   c.load_comgr.cache_clear()
   try:
-    with pytest.raises(RuntimeError, match=r"amd_comgr not found \(/nonexistent/libamd_comgr.so.2\); install it: apt-get install libamd-comgr2"): c.ComgrCompiler("gfx90a")
+    with pytest.raises(RuntimeError, match=r"amd_comgr not found \(/nonexistent/libamd_comgr.so.2\); install it: apt-get install libamd-comgr2"): c.ComgrLibrary()
   finally: c.load_comgr.cache_clear()
+
+def test_comgr_survives_environment_changes():
+  # comgr read the environment through a second libc (a dlmopen namespace) whose `environ` still pointed at the array the
+  # first os.environ[...] = ... after loading had freed: its getenv in amd_comgr_do_action segfaulted the process
+  _comgr()
+  code = """if 1:
+    import os
+    from tinygrad_amd.compiler import ComgrCompiler
+    os.environ["TG_FIRST"] = "1"
+    cc = ComgrCompiler("gfx90a")
+    for i in range(50): os.environ[f"TG_VAR_{i}"] = "x" * 100
+    lib = cc.compile('extern "C" __attribute__((global)) void k(float* a) { a[0] = 1.0f; }')
+    print(lib[:4] == b"\\x7fELF")"""
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "CACHELEVEL": "0"})
+  assert r.returncode == 0 and r.stdout.strip() == "True", (r.returncode, r.stdout, r.stderr[-2000:])
 
 def test_comgr_compile_error_shows_log_and_source():
   from tinygrad.device import CompileError

@@ -1,7 +1,8 @@
 """AMD compilers, each to an HSACO (the ELF code object hipModuleLoadData takes) for one gfx target:
 - AMDLLVMCompiler: our AMDGPU LLVM IR -> object with llvmlite (in process, ~6 ms a kernel) -> HSACO with lld;
 - HIPRTCCompiler: HIP C with ROCm's hiprtc (ROCm machines; it links the code object itself);
-- ComgrCompiler: HIP C with ROCm's comgr library (ctypes; Debian's libamd-comgr2 knows targets up to gfx1036/gfx90a);
+- ComgrCompiler: HIP C with ROCm's comgr library (ctypes, in a worker process; Debian's libamd-comgr2 knows targets up to
+  gfx1036/gfx90a);
 - HIPClangCompiler: HIP C with clang (`-x hip --cuda-device-only -nogpulib -nogpuinc`; clang calls lld).
 
 The target is checked against renderer.AMD_ARCHS in every constructor, before any tool sees it (hiprtc given a target it
@@ -9,9 +10,9 @@ does not know kills the process). Every compiler keeps a*b+c unfused (-ffp-contr
 flags), so results match numpy, as on the CPU and NV devices. Tool versions and the target are in every cache key.
 """
 from __future__ import annotations
-import ctypes, ctypes.util, functools, glob, os, re, shutil, subprocess, tempfile
+import ctypes, ctypes.util, functools, glob, json, os, re, shutil, subprocess, tempfile
 from typing import Any, Callable
-from tinygrad.plugin_api import Compiler, CompileError, UOp
+from tinygrad.plugin_api import Compiler, CompileError, CompilerWorker, UOp
 from tinygrad_amd.renderer import check_arch
 
 class AMDCompiler(Compiler):
@@ -149,20 +150,11 @@ def library_candidates(name: str) -> list[str]:
   if (sysl := ctypes.util.find_library(name)): out.append(sysl)
   return out
 
-def _dlmopen(path: str) -> Any:
-  """`path` loaded into a new link-map namespace (glibc dlmopen), with its own copies of the libraries it needs."""
-  libc = ctypes.CDLL(None)
-  libc.dlmopen.restype, libc.dlmopen.argtypes, libc.dlerror.restype = ctypes.c_void_p, [ctypes.c_long, ctypes.c_char_p, ctypes.c_int], ctypes.c_char_p
-  handle = libc.dlmopen(-1, path.encode(), 2)   # LM_ID_NEWLM, RTLD_NOW
-  if not handle: raise OSError((libc.dlerror() or b"dlmopen failed").decode())
-  return ctypes.CDLL(path, handle=handle)
-
-def open_library(name: str, fix: str, isolated: bool = False) -> tuple[Any, str]:
-  """(the first lib<name>.so that loads, its path); RuntimeError naming what was tried and `fix`. `isolated`: in its own
-  link-map namespace where glibc has dlmopen (see load_comgr)."""
+def open_library(name: str, fix: str) -> tuple[Any, str]:
+  """(the first lib<name>.so that loads, its path); RuntimeError naming what was tried and `fix`."""
   tried = []
   for path in dict.fromkeys(library_candidates(name)):
-    try: return (_dlmopen(path) if isolated and hasattr(ctypes.CDLL(None), "dlmopen") else ctypes.CDLL(path)), path
+    try: return ctypes.CDLL(path), path
     except OSError: tried.append(path)
   raise RuntimeError(f"{name} not found ({', '.join(tried) or f'no lib{name}.so in $ROCM_PATH/lib or the system'}); {fix}")
 
@@ -206,6 +198,11 @@ class HIPRTCCompiler(AMDCompiler):
     finally: self.lib.hiprtcDestroyProgram(ctypes.byref(prog))
 
 # ---- comgr: ROCm's code-object manager library (Debian: libamd-comgr2), driven through its C API with ctypes ----
+# It runs in a worker process (core's CompilerWorker), never in this one: a crash in it fails one compile; its clang,
+# which registers its options into its LLVM, never meets POCL's libclang-cpp (the CL device) in one process ("registered
+# more than once" aborts); and it reads the environment as this process sets it. Loaded into a dlmopen namespace here,
+# as it was, it kept a second libc whose `environ` still pointed at the array a later os.environ[...] = ... had freed: its
+# getenv("AMD_COMGR_REDIRECT_LOGS") in amd_comgr_do_action then segfaulted (make test's comgr crash).
 
 class _Handle(ctypes.Structure): _fields_ = [("handle", ctypes.c_uint64)]   # amd_comgr_data_t, _data_set_t, _action_info_t
 # the enum values comgr's header gives (stable since comgr 2.0)
@@ -214,10 +211,9 @@ COMGR_COMPILE_SOURCE_TO_BC, COMGR_CODEGEN_BC_TO_RELOCATABLE, COMGR_LINK_RELOCATA
 
 @functools.cache
 def load_comgr() -> tuple[Any, str, str, tuple[str, ...]]:
-  """(library, its path, "comgr MAJOR.MINOR", the gfx targets it knows); RuntimeError naming what was tried and the fix."""
-  # isolated: comgr carries its own clang, whose options it registers into the shared libLLVM; a second clang in the
-  # process (POCL's libclang-cpp, the CL device) registering the same options aborts it ("registered more than once")
-  lib, path = open_library("amd_comgr", "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm", isolated=True)
+  """(library, its path, "comgr MAJOR.MINOR", the gfx targets it knows); RuntimeError naming what was tried and the fix.
+  Called in the comgr worker process (ComgrLibrary), not in a process that renders and runs kernels."""
+  lib, path = open_library("amd_comgr", "install it: apt-get install libamd-comgr2 (Debian/Ubuntu), or ROCm")
   major, minor, count = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
   lib.amd_comgr_get_version(ctypes.byref(major), ctypes.byref(minor))
   if lib.amd_comgr_get_isa_count(ctypes.byref(count)) != 0: raise RuntimeError(f"comgr ({path}): amd_comgr_get_isa_count failed")
@@ -227,20 +223,16 @@ def load_comgr() -> tuple[Any, str, str, tuple[str, ...]]:
     if lib.amd_comgr_get_isa_name(ctypes.c_size_t(i), ctypes.byref(name)) == 0 and name.value: isas.append(name.value.decode().split("--")[-1])
   return lib, path, f"comgr {major.value}.{minor.value}", tuple(isas)
 
-class ComgrCompiler(AMDCompiler):
-  """HIP C -> HSACO with comgr: source -> bitcode -> relocatable -> executable, no device library linked (our HIP C
-  needs none). The target is checked against the targets this comgr reports before any action runs (Debian's ROCm 5.2
-  comgr knows gfx600 to gfx1036 and gfx90a: no gfx942, no RDNA3)."""
-  def __init__(self, arch: str = "gfx90a"):
-    check_arch(arch)
-    self.lib, self.path, self.comgr_version, isas = load_comgr()
-    base = arch.split(":")[0]
-    if base not in isas:
-      raise RuntimeError(f"{self.comgr_version} ({self.path}) does not know {base}; it knows {', '.join(i for i in isas if i.startswith('gfx9') or i.startswith('gfx1'))}"
-                         " (AMD_HIPCC=clang, or AMD_CC=LLVM)")
-    self.options = ["-O3", "-ffp-contract=off", "-nogpulib", "-nogpuinc"]
-    super().__init__(arch, f"compile_amd_comgr_{base}")
-  def version(self) -> str: return self.comgr_version
+class ComgrLibrary:
+  """comgr as its worker process holds it: `worker_info` says what it is, `worker_compile(b"arch\\nsource")` compiles."""
+  options = ["-O3", "-ffp-contract=off", "-nogpulib", "-nogpuinc"]
+  def __init__(self) -> None:
+    self.lib, self.path, self.comgr_version, self.isas = load_comgr()
+  def worker_info(self) -> bytes: return json.dumps({"path": self.path, "version": self.comgr_version, "isas": self.isas}).encode()
+  def worker_compile(self, payload: bytes) -> bytes:
+    arch, _, src = payload.decode().partition("\n")
+    self.arch = arch
+    return self.compile(src)
   def _check(self, status: int, what: str, src: str | None = None, log: str = "") -> None:
     if status == 0: return
     msg = ctypes.c_char_p()
@@ -289,6 +281,28 @@ class ComgrCompiler(AMDCompiler):
       if data.handle: lib.amd_comgr_release_data(data)
       if info.handle: lib.amd_comgr_destroy_action_info(info)
       for d in made: lib.amd_comgr_destroy_data_set(d)
+
+@functools.cache
+def comgr_worker() -> CompilerWorker:
+  """The one comgr worker process of this process (started on first use; every ComgrCompiler's calls queue on it)."""
+  return CompilerWorker("tinygrad_amd.compiler:ComgrLibrary", name="comgr")
+
+class ComgrCompiler(AMDCompiler):
+  """HIP C -> HSACO with comgr: source -> bitcode -> relocatable -> executable, no device library linked (our HIP C
+  needs none), in comgr's worker process (see above). The target is checked against the targets this comgr reports before
+  any action runs (Debian's ROCm 5.2 comgr knows gfx600 to gfx1036 and gfx90a: no gfx942, no RDNA3)."""
+  def __init__(self, arch: str = "gfx90a"):
+    check_arch(arch)
+    self.worker = comgr_worker()
+    info = json.loads(self.worker.info)
+    self.path, self.comgr_version, isas = info["path"], info["version"], info["isas"]
+    base = arch.split(":")[0]
+    if base not in isas:
+      raise RuntimeError(f"{self.comgr_version} ({self.path}) does not know {base}; it knows {', '.join(i for i in isas if i.startswith('gfx9') or i.startswith('gfx1'))}"
+                         " (AMD_HIPCC=clang, or AMD_CC=LLVM)")
+    super().__init__(arch, f"compile_amd_comgr_{base}")
+  def version(self) -> str: return self.comgr_version
+  def compile(self, src: str) -> bytes: return self.worker.call("compile", f"{self.arch}\n{src}".encode(), src)
 
 # the HIP pair's compilers, in order of preference (AMD_HIPCC=<name> forces one)
 HIP_COMPILERS: dict[str, Callable[[str], AMDCompiler]] = {"hiprtc": HIPRTCCompiler, "comgr": ComgrCompiler, "clang": HIPClangCompiler}
