@@ -2,20 +2,21 @@
 ops with broadcasting, reduces, cumsum, where, contiguous and realize boundaries) that an interpreter applies to numpy arrays
 and tensors side by side, so fusion, scheduling and codegen meet shapes and chains no single-op test builds."""
 from __future__ import annotations
+from typing import Any, Callable
 import numpy as np
 from hypothesis import given, strategies as st
 from tinygrad import Tensor
 from tinygrad.conformance.plugin import examples
 
 # bounded functions (a long chain stays finite): name -> (numpy, tinygrad)
-UNARY = {
+UNARY: dict[str, tuple[Callable[[Any], Any], Callable[[Tensor], Tensor]]] = {
   "neg": (np.negative, lambda t: -t), "relu": (lambda a: np.maximum(a, 0), lambda t: t.relu()), "abs": (np.abs, lambda t: t.abs()),
   "tanh": (np.tanh, lambda t: t.tanh()), "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), lambda t: t.sigmoid()),
   "sin": (np.sin, lambda t: t.sin()), "sqrt1": (lambda a: np.sqrt(np.abs(a) + 1), lambda t: (t.abs() + 1).sqrt()),
   "log1": (lambda a: np.log(np.abs(a) + 1), lambda t: (t.abs() + 1).log()),
   "square": (lambda a: np.square(a) * np.float32(0.25), lambda t: t.square() * 0.25),
 }
-BINARY = {
+BINARY: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Tensor, Tensor], Tensor]]] = {
   "add": (np.add, lambda x, y: x + y), "sub": (np.subtract, lambda x, y: x - y), "mul": (np.multiply, lambda x, y: x * y),
   "max": (np.maximum, lambda x, y: x.maximum(y)), "min": (np.minimum, lambda x, y: x.minimum(y)),
   "where": (lambda a, b: np.where(a > 0, a, b), lambda x, y: (x > 0).where(x, y)),
@@ -27,14 +28,14 @@ def apply(stack: list[tuple[np.ndarray, Tensor]], op: str, i: int, j: int, k: in
   a, t = stack[i % len(stack)]
   nd = a.ndim
   if op == "unary":
-    fa, ft = list(UNARY.values())[k % len(UNARY)]
-    return fa(a).astype(np.float32), ft(t)
+    fu, tu = list(UNARY.values())[k % len(UNARY)]
+    return fu(a).astype(np.float32), tu(t)
   if op == "binary":
     b, u = stack[j % len(stack)]
     try: np.broadcast_shapes(a.shape, b.shape)
     except ValueError: b, u = b.sum().reshape(()), u.sum()   # not broadcastable: the other operand as a scalar
-    fa, ft = list(BINARY.values())[k % len(BINARY)]
-    return fa(a, b).astype(np.float32), ft(t, u)
+    fb, tb = list(BINARY.values())[k % len(BINARY)]
+    return fb(a, b).astype(np.float32), tb(t, u)
   if nd == 0:
     if op == "expand": return np.broadcast_to(a, (k % 3 + 1,)), t.reshape(1).expand(k % 3 + 1)
     return None
@@ -46,7 +47,7 @@ def apply(stack: list[tuple[np.ndarray, Tensor]], op: str, i: int, j: int, k: in
   if op == "reshape":
     if nd > 1: return a.reshape(-1), t.reshape(-1)
     divs = [d for d in range(2, a.size) if a.size % d == 0]
-    if not divs: return a.reshape(1, -1) if a.size else None, t.reshape(1, -1)
+    if not divs: return (a.reshape(1, -1), t.reshape(1, -1)) if a.size else None
     d = divs[k % len(divs)]
     return a.reshape(d, -1), t.reshape(d, -1)
   if op == "pad":
@@ -65,8 +66,8 @@ def apply(stack: list[tuple[np.ndarray, Tensor]], op: str, i: int, j: int, k: in
   if op in ("sum", "max", "mean"):
     keep = bool(k & 8)
     if a.shape[ax] == 0 and op != "sum": return None   # max/mean over nothing: an error in both
-    fa = {"sum": np.sum, "max": np.max, "mean": np.mean}[op]
-    return fa(a, axis=ax, keepdims=keep).astype(np.float32), getattr(t, op)(axis=ax, keepdim=keep)
+    fr: Callable[..., Any] = getattr(np, op)
+    return fr(a, axis=ax, keepdims=keep).astype(np.float32), getattr(t, op)(axis=ax, keepdim=keep)
   if op == "cumsum": return np.cumsum(a, axis=ax).astype(np.float32), t.cumsum(ax)
   if op == "contiguous": return a, t.contiguous()
   if op == "realize": return a, t.realize()
