@@ -186,8 +186,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   for x, u in zip(targets, sink.src[1:]):
     g = _target_grad(u, grads)
     if g is None:
-      # an empty target's gradient is empty whatever the output: its uses fold away (a sum over 0 elements is 0)
-      if not materialize_grads and 0 not in x.shape: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
+      if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(_wrap(ex.unexpand(g)))
   return ret

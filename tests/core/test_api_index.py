@@ -202,6 +202,44 @@ def test_topk_and_argsort_ties_keep_order():
   assert t.topk(3)[1].tolist() == [1, 3, 2] and t.argsort().tolist() == [0, 4, 2, 1, 3] and t.argsort(descending=True).tolist() == [1, 3, 2, 0, 4]
   with pytest.raises(ValueError, match="out of range"): t.topk(6)
 
+# ---- pad modes ----
+@settings(max_examples=25, deadline=None)
+@given(mode=st.sampled_from(["reflect", "replicate", "circular"]), data=st.data())
+def test_pad_modes_match_torch(mode, data):
+  # negative amounts too: reflect/replicate mirror or repeat the uncut edges, circular wraps what the cut leaves; where
+  # torch refuses (too much padding, nothing left) ours raises too
+  nd = data.draw(st.integers(1, 3))
+  shape = data.draw(st.lists(st.integers(1, 5), min_size=nd, max_size=nd))
+  pads = data.draw(st.lists(st.integers(-5, 6), min_size=2 * nd, max_size=2 * nd))
+  a = np.random.default_rng(len(pads)).standard_normal((1, 2, *shape)).astype(np.float32)
+  x, tx = leaves(a, "CPU")
+  try: tout = torch.nn.functional.pad(tx, pads, mode=mode)
+  except RuntimeError:
+    with pytest.raises((ValueError, RuntimeError)): x.pad(pads, mode=mode).realize()
+    return
+  out = x.pad(pads, mode=mode)
+  close(out, tout)
+  if tout.numel():
+    backward_both(out, tout)
+    close(x.grad, tx.grad)
+
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("mode,pads", [("reflect", (3, -3, 0, -3)), ("reflect", (-1, 2, 2, -1)), ("replicate", (3, -5, 1, -5)), ("replicate", (3, 11, 0, 30)),
+                                       ("circular", (1, -2, 2, -1)), ("reflect", (4, 4, 0, 4))])
+def test_pad_modes_with_cuts_like_torch(dev, mode, pads):
+  x, tx = leaves(np.arange(50, dtype=np.float32).reshape(2, 5, 5), dev)
+  out, tout = x.pad(pads, mode=mode), torch.nn.functional.pad(tx, pads, mode=mode)
+  close(out, tout)
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+
+def test_pad_mode_errors_are_torchs_classes():
+  # torch raises NotImplementedError for an unknown mode and RuntimeError for too much padding; ours are also ValueErrors
+  x = Tensor.empty(1, 3, 3)
+  with pytest.raises(NotImplementedError, match="unknown mode 'typo'"): x.pad((3, 0), mode="typo")
+  with pytest.raises(RuntimeError, match="smaller than the size 3"): x.pad((3, 0), mode="reflect")
+  with pytest.raises(ValueError, match="at most the size 3"): x.pad((1, 4), mode="circular")
+
 # ---- roll / unfold / repeat_interleave / meshgrid / pad_to / shrink_to ----
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape,shifts,dims", [((5,), 2, 0), ((3, 4), (1, -5), (0, 1)), ((3, 4), 7, None), ((0, 3), 1, 0), ((1,), 3, 0), ((2, 3), -1, -1),
@@ -214,7 +252,7 @@ def test_roll_matches_torch(dev, shape, shifts, dims):
   if tout.numel():
     backward_both(out, tout)
     close(x.grad, tx.grad)
-  else:   # an empty target's gradient is empty (its uses fold away), not "does not depend on the target"
+  else:   # an empty target still gets its (empty) gradient, not "does not depend on the target"
     assert out.sum().gradient(x)[0].shape == x.shape
 
 @pytest.mark.parametrize("dev", DEVS)

@@ -334,3 +334,27 @@ def test_contiguous_backward_is_identity_forward_and_contiguous_in_the_gradient(
   c = Tensor([1.0, 2.0], requires_grad=True)
   ((c * 3).detach() * c).sum().backward()
   assert c.grad.tolist() == [3.0, 6.0]   # a plain detach still stops the gradient
+
+# ---- reductions over an empty axis ----
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("shape,axis", [((3, 0, 4), 1), ((0,), None), ((0, 5), 0), ((2, 0), (0, 1))])
+def test_empty_axis_reductions_give_the_identity(dev, shape, axis):
+  # the reduce stays in the graph (folded by the engine), also over an expanded constant: an inf const summed over no
+  # elements is 0, not inf*0 = nan, and its max is -inf, not the constant; prod is 1 on every device (PYTHON gave 0)
+  for v in (5.0, math.inf):
+    x = Tensor.full(shape, v, device=dev)
+    np.testing.assert_array_equal(x.sum(axis).numpy(), np.sum(np.full(shape, v, np.float32), axis=axis))
+    np.testing.assert_array_equal(x.prod(axis).numpy(), np.prod(np.full(shape, v, np.float32), axis=axis))
+    assert (x.max(axis).numpy() == -np.inf).all() and (x.min(axis).numpy() == np.inf).all()
+  y = Tensor.empty(*shape, dtype=dtypes.int32, device=dev)
+  assert (y.max(axis).numpy() == -2**31).all() and (y.sum(axis).numpy() == 0).all()
+
+@pytest.mark.parametrize("shape,axis", [((3, 0, 4), 1), ((0,), None), ((2, 0), 1)])
+def test_empty_axis_reduction_gradient_reaches_the_input(shape, axis):
+  # torch: the gradient of a reduce over nothing is zeros of the input's shape; it was "does not depend on the target"
+  check_fwd_bwd(lambda a: a.sum(axis) * 2, lambda a: a.sum(axis) * 2, np.zeros(shape, np.float32))
+  x = Tensor.empty(*shape, requires_grad=True)
+  assert x.sum(axis).sum().gradient(x)[0].shape == shape
+  big = Tensor.ones(1, 1, 5, 5, requires_grad=True)
+  g = big.pad((0, 0, 0, -5), mode="reflect").sum().gradient(big)[0]
+  np.testing.assert_array_equal(g.numpy(), torch.zeros(1, 1, 5, 5).numpy())

@@ -10,6 +10,8 @@ class AxisError(IndexError, ValueError):
 class ArgumentError(ValueError, RuntimeError):
   """A Tensor op's arguments do not fit each other (shapes, axes, options): caught by `except ValueError` and by
   `except RuntimeError`, which is what public tinygrad (and torch) raise for these."""
+class UnknownModeError(ValueError, NotImplementedError):
+  """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
 
 @overload
 def _canon_device(device: str | None) -> str: ...

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence, cast
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint
-from tinygrad.mixin.common import ArgumentError
+from tinygrad.mixin.common import ArgumentError, UnknownModeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 def _size_arg(x: Any) -> sint:
@@ -112,11 +112,13 @@ class MovementMixin:
     return [(0, 0) if p is None else (_size_arg(p[0]), _size_arg(p[1])) for p in padding]
   def pad(self: Tensor, padding: Any, mode: str = "constant", value: ConstType = 0.0) -> Tensor:
     """Pad each dimension: ((before, after) or None per axis) or a flat torch-style tuple starting at the last axis.
-    Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular."""
+    Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular; as torch, reflect and replicate
+    mirror or repeat the uncut edges before a negative amount cuts, circular wraps what is left after the cut."""
     pairs = self._pad_arg(padding)
     if any(isinstance(p, UOp) and not sint_le(0, p) for pr in pairs for p in pr): raise _symbolic_err("pad", "padding {} >= 0", self.shape, pairs)
     if mode != "constant" and not all_int(flatten(pairs)): raise ValueError(f"pad: mode {mode!r} needs int padding, got {pairs}")
-    if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"pad: unknown mode {mode!r}; valid: constant, reflect, replicate, circular")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+      raise UnknownModeError(f"pad: unknown mode {mode!r}; valid: constant, reflect, replicate, circular")
     if mode != "constant": return self._pad_mode(cast(list[tuple[int, int]], pairs), mode)
     def neg(p: sint) -> sint: return min(p, 0) if isinstance(p, int) else 0   # a symbolic amount is >= 0 (checked above)
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
@@ -128,12 +130,13 @@ class MovementMixin:
     return mask.where(ret, self._const(value, self.dtype))
   def _pad_mode(self: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:
     x = self
-    for d, (b, a) in enumerate(pairs):
-      if b < 0 or a < 0: raise ValueError(f"pad: mode {mode!r} needs non-negative padding, got {pairs}")
-      n = x.shape[d]
-      if mode == "reflect" and (b >= n or a >= n): raise ValueError(f"pad: reflect padding {(b, a)} must be smaller than the size {n} of axis {d}")
-      if mode == "circular" and (b > n or a > n): raise ValueError(f"pad: circular padding {(b, a)} must be at most the size {n} of axis {d}")
+    for d, (b0, a0) in enumerate(pairs):
       def take(lo: int, hi: int) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
+      if mode == "circular": x = take(max(-b0, 0), x.shape[d] - max(-a0, 0))   # circular: cut first, then wrap what is left
+      n, b, a = x.shape[d], max(b0, 0), max(a0, 0)
+      if mode == "reflect" and (b >= n or a >= n): raise ArgumentError(f"pad: reflect padding {(b, a)} must be smaller than the size {n} of axis {d}")
+      if mode == "circular" and (b > n or a > n): raise ArgumentError(f"pad: circular padding {(b, a)} must be at most the size {n} of axis {d} (after the cut)")
+      if mode == "replicate" and n == 0 and (a or b): raise ArgumentError(f"pad: replicate padding {(b, a)} of the empty axis {d} has no edge to repeat")
       parts = []
       if b:
         parts.append({"reflect": lambda: take(1, b+1).flip(d), "replicate": lambda: take(0, 1).repeat([b if i == d else 1 for i in range(x.ndim)]),
@@ -143,6 +146,7 @@ class MovementMixin:
         parts.append({"reflect": lambda: take(n-1-a, n-1).flip(d), "replicate": lambda: take(n-1, n).repeat([a if i == d else 1 for i in range(x.ndim)]),
                       "circular": lambda: take(0, a)}[mode]())
       x = parts[0].cat(*parts[1:], dim=d) if len(parts) > 1 else x
+      if mode != "circular" and (b0 < 0 or a0 < 0): x = take(max(-b0, 0), x.shape[d] - max(-a0, 0))   # reflect/replicate: cut last
     return x
   def shrink(self: Tensor, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""

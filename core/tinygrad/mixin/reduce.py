@@ -27,9 +27,7 @@ class ReduceMixin:
   def _reduce(self: Tensor, op: Ops, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     axes = self._axes(axis)
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape)) if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes)
-    if any(self.shape[a] == 0 for a in axes):
-      identity = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
-      return self._const(identity, shape=new_shape)
+    # a reduce over an empty axis stays in the graph (the engine folds it to the identity), so gradients still reach self
     split = self._split_reduce(op, axes)
     return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)
   def _split_reduce(self: Tensor, op: Ops, axes: tuple[int, ...]) -> Tensor | None:

@@ -167,6 +167,8 @@ def _index_gate(i: UOp, buf: UOp, idx: UOp, g: UOp) -> UOp | None:
 def _reduce_invariant(r: UOp) -> UOp | None:
   # a reduce over a range its value does not depend on (an expanded axis) needs no loop: sum -> x*n, max -> x. Besides
   # the time, n copies of x summed one by one in float32 stall at 2**24 where x*n is correctly rounded
+  if any(x.op is Ops.RANGE and x.src[0].op is Ops.CONST and x.src[0].arg == 0 for x in r.src[1:]):   # no iteration: the identity
+    if (ident := {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(r.dtype)}.get(r.arg)) is not None: return r.const_like(ident)
   if r.arg not in (Ops.ADD, Ops.MAX): return None
   deps = r.src[0].toposort()
   free = [x for x in r.src[1:] if x not in deps and x.op is Ops.RANGE and x.arg[1] is AxisType.REDUCE and x.src[0].op is Ops.CONST]
