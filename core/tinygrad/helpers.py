@@ -76,6 +76,9 @@ USE_TC = ContextVar("USE_TC", 1)             # the heuristics map matmuls onto t
 OPTS = ContextVar("OPTS", "")                # forced actions, "LOCAL:0:16,GROUP:0:8": every kernel they fit gets them (tests)
 RING = ContextVar("RING", 1)                 # all-reduce over devices: 0 naive, 1 a ring for big tensors over >2 devices, 2 always a ring
 RING_BYTES = ContextVar("RING_BYTES", 256_000)  # the partial's size from which RING=1 uses the ring
+ALL2ALL = ContextVar("ALL2ALL", 0)           # all-reduce as all-to-all (each device reduces one chunk, then sends it to all): 1 for big tensors over >2 devices, 2 always
+ALLREDUCE_CAST = ContextVar("ALLREDUCE_CAST", 0)  # 1: a float sum of half/bfloat16 values all-reduces its partial sums in that narrow dtype (half the traffic, rounded partials; public tinygrad's default is 1)
+SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (no schedule cache)
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)

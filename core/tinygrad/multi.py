@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, register_multi_lowering, sint_eq, ssimplify
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import prod, ceildiv, RING, RING_BYTES
+from tinygrad.helpers import prod, ceildiv, RING, RING_BYTES, ALL2ALL, ALLREDUCE_CAST
 
 # ops applied shard by shard once the operands share one layout
 _ELEMENTWISE = set(GroupOp.ALU) | {Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH, Ops.ASSIGN}
@@ -134,30 +134,36 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
 
 def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
   """Combine (ADD, MUL or MAX) the equal-shaped `parts`, one per device, so that every device holds the result, bit for bit
-  the same: naive (each device combines copies of all, in device order) or a ring (reduce-scatter then all-gather of
-  n chunks, each device sending 2(n-1)/n of the data instead of n-1 times it) for big tensors over more than two devices."""
+  the same: naive (each device combines copies of all, in device order), a ring (reduce-scatter then all-gather of n
+  chunks, each device sending 2(n-1)/n of the data instead of n-1 times it) or all-to-all (each device combines one chunk
+  from every device's copy, then sends it to all) for big tensors over more than two devices (RING, ALL2ALL)."""
   n, shape = len(parts), parts[0].shape
   size = prod(shape)
   devs = [p.device for p in parts]
-  ring = RING.value >= 2 or (RING.value >= 1 and n > 2 and size * parts[0].dtype.itemsize >= RING_BYTES.value)
-  if not ring or size < n:
+  big = n > 2 and size * parts[0].dtype.itemsize >= RING_BYTES.value
+  a2a = ALL2ALL.value >= 2 or (ALL2ALL.value >= 1 and big)
+  ring = not a2a and (RING.value >= 2 or (RING.value >= 1 and big))
+  if not (ring or a2a) or size < n:
     return [functools.reduce(lambda a, b: _combine(op, a, b), [p if j == i else _copy(p, d) for j, p in enumerate(parts)]) for i, d in enumerate(devs)]
   cb = shard_bounds(size, n)
   chunks = [[p.reshape((size,)).shrink((be,)) for be in cb] for p in parts]
-  done: list[UOp] = []
-  for c in range(n):   # reduce-scatter: chunk c travels the ring from device c, each device adding its own piece
-    acc = chunks[c][c]
+  done: list[tuple[UOp, int]] = []   # each reduced chunk and the device that holds it
+  for c in range(n):
+    if a2a:   # every device's piece of chunk c to device c, combined there in device order
+      done.append((functools.reduce(lambda a, b: _combine(op, a, b), [ch[c] if j == c else _copy(ch[c], devs[c]) for j, ch in enumerate(chunks)]), c))
+      continue
+    acc = chunks[c][c]   # reduce-scatter: chunk c travels the ring from device c, each device adding its own piece
     for k in range(1, n):
       d = (c + k) % n
       acc = _combine(op, _copy(acc, devs[d]), chunks[d][c])
-    done.append(acc)   # finished on device c-1
+    done.append((acc, (c - 1) % n))   # finished on device c-1
   out: list[list[UOp]] = [[] for _ in range(n)]
-  for c, acc in enumerate(done):   # all-gather: the finished chunk travels on round the ring
-    owner = (c - 1) % n
+  for acc, owner in done:   # all-gather: the finished chunk travels on round the ring (all-to-all: from its owner to each device)
     out[owner].append(acc)
+    hop = acc
     for k in range(1, n):
-      acc = _copy(acc, devs[(owner + k) % n])
-      out[(owner + k) % n].append(acc)
+      hop = _copy(acc if a2a else hop, devs[(owner + k) % n])
+      out[(owner + k) % n].append(hop)
   # each device's pieces are in chunk order c = 0..n-1 (appended in that order above): pad into place and add
   return [functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [ch.pad(((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape)
           for i in range(n)]
@@ -166,6 +172,10 @@ def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
   parts = [s.r(rop, axes) for s in m.src]
   if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
+  # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
+  narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
+  if ALLREDUCE_CAST.value and narrow is not None and all(s.op is Ops.CAST for s in m.src):
+    return multi([p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])], None)
   return multi(all_reduce(rop, parts), None)
 
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:

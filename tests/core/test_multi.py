@@ -147,8 +147,8 @@ def test_assign_into_sharded_tensor(devs):
 def test_all_reduce_ring_equals_naive_on_three_devices():
   devs = ("CPU:0", "CPU:1", "CPU:2")
   a = _rand(7, 5)
-  for ring in (0, 2):
-    with Context(RING=ring):
+  for ring, a2a in ((0, 0), (2, 0), (0, 2)):
+    with Context(RING=ring, ALL2ALL=a2a):
       s = Tensor(a).shard(devs, 0).sum(0).realize()
     assert s.uop.arg is None
     np.testing.assert_allclose(s.numpy(), a.sum(0), rtol=1e-5, atol=1e-6)
@@ -313,3 +313,27 @@ def test_uop_axis_bounds_and_shard():
   assert u.axis is None and u.shard(devs).axis is None and u.shard(devs, 0).axis == 0
   assert u.shard(devs, 0).bounds == [(0, 3), (3, 5)] and u.shard(devs, -1).axis == 1
   np.testing.assert_array_equal(Tensor(u.shard(devs, 0)).numpy(), Tensor(u).numpy())
+
+def test_allreduce_cast_sends_half_partials():
+  # ALLREDUCE_CAST=1: a float sum of half values all-reduces its partial sums as half (the copies move half the bytes)
+  from tinygrad.dtype import dtypes
+  from tinygrad.engine.schedule import create_schedule
+  devs = ("CPU:0", "CPU:1")
+  a = np.arange(8 * 3).reshape(8, 3).astype(np.float16)
+  h = Tensor(a).shard(devs, 0).realize()
+  for cast in (0, 1):
+    with Context(ALLREDUCE_CAST=cast):
+      out = h.float().sum(0)
+      copies = [ei for ei in create_schedule([s for s in out.uop.src])[0] if ei.ast.op is Ops.COPY]
+      assert copies and all(ei.ast.dtype == (dtypes.half if cast else dtypes.float) for ei in copies)
+      np.testing.assert_allclose(out.numpy(), a.astype(np.float32).sum(0), rtol=1e-3)
+
+def test_scache_0_schedules_afresh(count_calls):
+  import tinygrad.engine.schedule as sched
+  calls = count_calls(sched, "_create_schedule")
+  x = Tensor(_rand(4)).realize()
+  for scache, want in ((1, 1), (0, 3)):
+    before = calls["n"]
+    with Context(SCACHE=scache):
+      for _ in range(3): (x * 2 + 1).realize()
+    assert calls["n"] - before <= want if scache else calls["n"] - before == want

@@ -11,7 +11,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, sint, smax
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, all_int, DEBUG
+from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
 from tinygrad.engine.buffers import new_buffer, base_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
@@ -410,7 +410,7 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   `item_nodes`)."""
   uroots, var_vals = unbind_graph(roots)
   key, inputs = _structure(uroots)
-  hit = _schedule_cache.get(key)
+  hit = _schedule_cache.get(key) if SCACHE else None
   if hit is None:
     schedule, results = _create_schedule(uroots)
     pos = {b: i for i, b in enumerate(inputs)}
@@ -424,7 +424,7 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     outs = [ref(results[r]) for r in uroots]
     news = sorted(created, key=created.__getitem__)
     if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
-    _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
+    if SCACHE: _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
     if uroots is not roots:   # the nodes of the caller's graph (with its bound variables), not of the unbound one
       to_bound = _pair_nodes(uroots, roots)
       for ei in schedule: ei.node = to_bound.get(ei.node) if ei.node is not None else None
