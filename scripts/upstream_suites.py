@@ -4,8 +4,8 @@
   python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user] [--dev CPU] [-k EXPR] [--failures]
 
 DIR is a checkout of public tinygrad (its test/ folder is used; nothing of it is copied into this repository). Its test/
-folder is copied to a scratch directory (--workdir, default: a folder in the temp dir) and pytest runs there with this
-project's `tinygrad` importable, once per suite (test_ops twice: FORWARD_ONLY=1, then with backward).
+folder, with the examples/ and extra/ its tests import, is copied to a scratch directory (--workdir, default: a folder in
+the temp dir) and pytest runs there with this project's `tinygrad` importable, once per suite (test_ops twice: FORWARD_ONLY=1, then with backward).
 
 Upstream's test files import some of upstream's compiler internals that this project does not have (another renderer,
 the linearizer's module path, helpers of its realize engine). So that the files can be collected at all, the conftest.py
@@ -74,8 +74,10 @@ def pytest_report_header(config): return "upstream_suites shims installed: " + (
 '''
 
 def prepare(upstream: Path, workdir: Path) -> None:
-  if (workdir / "test").exists(): shutil.rmtree(workdir / "test")
-  shutil.copytree(upstream / "test", workdir / "test", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+  # test/, and the examples/ and extra/ packages its tests import (extra.models.llama, examples.hlb_cifar10, extra.lr_scheduler)
+  for d in ("test", "examples", "extra"):
+    if (workdir / d).exists(): shutil.rmtree(workdir / d)
+    if (upstream / d).is_dir(): shutil.copytree(upstream / d, workdir / d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pkl"))
   (workdir / "conftest.py").write_text(CONFTEST.format(shims=SHIMS))
   # pytest's rootdir: keep upstream's own pytest config out (its addopts may need plugins we do not have)
   (workdir / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
