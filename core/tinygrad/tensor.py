@@ -1,7 +1,7 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, time, weakref, inspect, numbers, functools
+import math, pathlib, time, weakref, inspect, numbers, functools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
@@ -167,8 +167,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-      raw = bytes(data)
+    elif isinstance(data, (bytes, bytearray, memoryview)) or isinstance(data, pathlib.PurePath):
+      # a path: the file's bytes (public tinygrad gives a DISK tensor of them; here they are read now: Tensor(fetch(url)))
+      raw = pathlib.Path(data).read_bytes() if isinstance(data, pathlib.PurePath) else bytes(data)
       self.uop = Tensor._from_bytes(raw, (len(raw),), dtypes.uint8, dev)
       if dt is not None and dt != dtypes.uint8: self.uop = self.uop.bitcast(dt) if dt.itemsize == 1 else self.uop.cast(dt)
     elif hasattr(data, "dtype") and hasattr(data, "shape") and hasattr(data, "tobytes"):  # numpy array or scalar
@@ -181,7 +182,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if dt is not None and dt != src_dt and dt != dtypes.bfloat16: arr, src_dt = arr.astype(to_numpy(dt)), dt
       self.uop = Tensor._from_bytes(arr.tobytes(), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
-    else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, numpy array, UOp")
+    else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
 
   @property
@@ -649,6 +650,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ret.requires_grad = rg
       return ret
     return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  @staticmethod
+  def from_url(url: str, gunzip: bool = False, **kwargs: Any) -> Tensor:
+    """A uint8 tensor of the bytes at `url` (downloaded once into the cache by helpers.fetch; `gunzip`: decompressed)."""
+    from tinygrad.helpers import fetch
+    return Tensor(fetch(url, gunzip=gunzip), **kwargs)
+  @property
+  def max_shape(self) -> tuple[int, ...]:
+    """The shape with every symbolic dimension at its largest value (the size its buffer is allocated with)."""
+    return tuple(int(smax(s)) for s in self.shape)
+  def max_numel(self) -> int:
+    """The number of elements of `max_shape`."""
+    return prod(self.max_shape)
   def const_like(self, b: ConstType, dtype: DType | str | None = None) -> Tensor:
     """A tensor of this one's shape and device (and dtype unless given) filled with the constant `b`."""
     return self.full_like(b, dtype=self.dtype if dtype is None else dtype)

@@ -127,3 +127,46 @@ def test_mem_used_per_device_counts_each_device():
   import gc
   gc.collect()
   assert GlobalCounters.mem_used_per_device["PYTHON:1"] == before.get("PYTHON:1", 0)
+
+def test_rearrange_matches_numpy():
+  from tinygrad.mixin.movement import RearrangeError
+  x = np.arange(2 * 12 * 3 * 4).reshape(2, 12, 3, 4)
+  t = Tensor(x)
+  np.testing.assert_array_equal(t.rearrange("b c h w -> b h w c").numpy(), x.transpose(0, 2, 3, 1))
+  np.testing.assert_array_equal(t.rearrange("b c h w -> (b h) (w c)").numpy(), x.transpose(0, 2, 3, 1).reshape(6, 48))
+  # depth-to-space, then back
+  d2s = x.reshape(2, 3, 2, 2, 3, 4).transpose(0, 1, 4, 2, 5, 3).reshape(2, 3, 6, 8)
+  np.testing.assert_array_equal(t.rearrange("b (c h1 w1) h w -> b c (h h1) (w w1)", h1=2, w1=2).numpy(), d2s)
+  np.testing.assert_array_equal(Tensor(d2s).rearrange("b c (h h1) (w w1) -> b (c h1 w1) h w", h1=2, w1=2).numpy(), x)
+  np.testing.assert_array_equal(t.rearrange("b ... w -> w ... b").numpy(), x.transpose(3, 1, 2, 0))
+  np.testing.assert_array_equal(t.rearrange("... -> (...)").numpy(), x.reshape(-1))
+  assert t.rearrange("b c h w -> b 1 c h w ()").shape == (2, 1, 12, 3, 4, 1)
+  for bad in ("a b -> a", "a b c d -> a b c d -> a", "a _b c d -> a _b c d", "(a b c d -> a b c d", "a ... ... -> a"):
+    with pytest.raises(RearrangeError): t.rearrange(bad)
+  with pytest.raises(RuntimeError, match="names 3 dimensions, the tensor has 4"): t.rearrange("a b c -> c b a")
+  with pytest.raises(RuntimeError, match="sizes of all but one"): t.rearrange("b (c g k) h w -> b c g k h w", g=2)
+  with pytest.raises(ValueError, match="5 does not divide 12"): t.rearrange("b (c g) h w -> b c g h w", g=5)
+  with pytest.raises(AssertionError, match="make 3, the dimension is 2"): t.rearrange("b c h w -> c b h w", b=3)
+
+def test_newton_schulz_matches_numpy():
+  rng = np.random.default_rng(0)
+  for shape in ((4, 6), (6, 4), (2, 3, 5)):
+    x = rng.standard_normal(shape).astype(np.float32)
+    def ref(g, steps=3, p=(3.4445, -4.775, 2.0315)):
+      if g.shape[-2] > g.shape[-1]: return np.swapaxes(ref(np.swapaxes(g, -2, -1), steps, p), -2, -1)
+      g = g / (np.sqrt((g * g).sum(axis=(-2, -1), keepdims=True)) + 1e-7)
+      for _ in range(steps):
+        a = g @ np.swapaxes(g, -2, -1)
+        g = p[0] * g + p[1] * (a @ g) + p[2] * (a @ a @ g)
+      return g
+    np.testing.assert_allclose(Tensor(x).newton_schulz(3, (3.4445, -4.775, 2.0315)).numpy(), ref(x), rtol=1e-4, atol=1e-5)
+
+def test_from_url_path_data_and_max_shape(tmp_path):
+  from tinygrad import Variable
+  p = tmp_path / "blob.bin"
+  p.write_bytes(bytes([1, 2, 250]))
+  assert Tensor(p).tolist() == [1, 2, 250] and Tensor(p).dtype == dtypes.uint8
+  assert Tensor.from_url(str(p)).tolist() == [1, 2, 250]   # a local path needs no download
+  v = Variable("n", 1, 8).bind(3)
+  t = Tensor.ones(8, 4)[:v]
+  assert t.max_shape == (8, 4) and t.max_numel() == 32 and Tensor.ones(2, 3).max_shape == (2, 3)

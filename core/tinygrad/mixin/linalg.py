@@ -107,6 +107,19 @@ class LinalgMixin:
     x = x.flatten(-2).pad(tuple(pre + [(0, n)])).reshape(*x.shape[:-2], n, n + 1)
     return x.shrink(tuple(pre + [None, (0, 1)])).reshape(*x.shape[:-2], n)
 
+  def newton_schulz(self: Tensor, steps: int, params: tuple[float, ...], eps: float = 1e-7) -> Tensor:
+    """`steps` Newton-Schulz iterations of the odd polynomial with coefficients `params` (public tinygrad's, Muon's update):
+    G = self / ||self|| (over the last two dims), then G <- sum_i params[i] * (G G^T)^i G, on the wide orientation."""
+    if self.ndim < 2: raise ArgumentError(f"newton_schulz needs a matrix (2 or more dims), got shape {self.shape}")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    g = self / (self.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      a, term, acc = g @ g.transpose(-2, -1), g, None
+      for i, p in enumerate(params):
+        if i: term = a @ term
+        acc = p * term if acc is None else acc + p * term
+      g = acc if acc is not None else g * 0
+    return g
   def qr(self: Tensor) -> tuple[Tensor, Tensor]:
     """(Q, R) of a (batched) matrix (..., m, n), as public tinygrad: Q (..., m, m) orthogonal, R (..., m, n) upper triangular
     (torch's mode='complete'), by Householder reflections: for each column j < min(m-1, n), H = I - tau v v^T with

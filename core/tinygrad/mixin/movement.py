@@ -278,3 +278,61 @@ class MovementMixin:
     shape = [0] * len(ts)
     for t, a in zip(ts, axes): shape[a] = t.shape[0]
     return tuple(t.reshape([t.shape[0] if i == a else 1 for i in range(len(ts))]).expand(shape) for t, a in zip(ts, axes))
+  def rearrange(self: Tensor, formula: str, **sizes: int) -> Tensor:
+    """einops' rearrange: `x.rearrange("b (c h1) h -> b c (h h1)", h1=2)`. Names are axes; `(a b)` groups axes into one
+    dimension (split on the left, given all sizes but one as keywords; merged on the right); `1` or `()` is a dimension of
+    size 1; `...` stands for the dimensions not named (once per side, not grouped on the left). A malformed formula or a
+    size that does not fit raises RearrangeError (an AssertionError, as public tinygrad's, and a ValueError); a rank that
+    does not match, or a group with two unknown sizes, raises RuntimeError."""
+    if formula.count("->") != 1: raise RearrangeError(f"rearrange: need exactly one '->' in {formula!r}")
+    lhs, rhs = (_rearrange_side(s, formula) for s in formula.split("->"))
+    lnames, rnames = [n for e in lhs for n in ([e] if isinstance(e, str) else e)], [n for e in rhs for n in ([e] if isinstance(e, str) else e)]
+    if len(lnames) != len(set(lnames)) or sorted(lnames) != sorted(rnames):
+      raise RearrangeError(f"rearrange: the names on the two sides of {formula!r} differ or repeat: {lnames} -> {rnames}")
+    if any(isinstance(e, list) and "..." in e for e in lhs): raise RearrangeError(f"rearrange: '...' cannot be grouped on the left of {formula!r}")
+    if (extra := [k for k in sizes if k not in lnames]): raise RearrangeError(f"rearrange: sizes given for {extra}, not axes of {formula!r}")
+    n_ell = self.ndim - len(lhs) + 1 if "..." in lnames else 0
+    if ("..." in lnames and n_ell < 0) or ("..." not in lnames and len(lhs) != self.ndim):
+      raise RuntimeError(f"rearrange: {formula!r} names {len(lhs) - ('...' in lnames)} dimensions, the tensor has {self.ndim} (shape {self.shape})")
+    ell = [f"...{i}" for i in range(n_ell)]
+    def expand(side: list) -> list[list[str]]:   # every element a group; '...' becomes its axes
+      out: list[list[str]] = []
+      for e in side:
+        if e == "...": out += [[n] for n in ell]
+        elif isinstance(e, str): out.append([e])
+        else: out.append([m for n in e for m in (ell if n == "..." else [n])])
+      return out
+    lg, rg = expand(lhs), expand(rhs)
+    axis: dict[str, sint] = {}
+    for grp, dim in zip(lg, self.shape):
+      unknown = [n for n in grp if n not in sizes]
+      known = prod(sizes[n] for n in grp if n in sizes)
+      if len(unknown) > 1: raise RuntimeError(f"rearrange: cannot split {dim} into {grp}: give the sizes of all but one of {unknown} as keywords")
+      if unknown: axis[unknown[0]] = dim // known if dim % known == 0 else _raise(RearrangeError(f"rearrange: {known} does not divide {dim} ({grp})"))
+      elif known != dim: raise RearrangeError(f"rearrange: the sizes of {grp or '()'} make {known}, the dimension is {dim}")
+      axis.update({n: sizes[n] for n in grp if n in sizes})
+    order = [n for grp in lg for n in grp]
+    t = self.reshape(tuple(axis[n] for n in order)).permute(tuple(order.index(n) for grp in rg for n in grp))
+    return t.reshape(tuple(prod(axis[n] for n in grp) for grp in rg))
+
+class RearrangeError(AssertionError, ValueError):
+  """A malformed rearrange formula or a size that does not fit (an AssertionError too, as public tinygrad asserts)."""
+def _raise(e: Exception) -> Any: raise e
+def _rearrange_side(side: str, formula: str) -> list[str | list[str]]:
+  """One side of a rearrange formula: names, '...', and groups (lists of them); '1' and '()' are empty groups."""
+  out: list[str | list[str]] = []
+  group: list[str] | None = None
+  for tok in side.replace("…", "...").replace("(", " ( ").replace(")", " ) ").split():
+    if tok == "(":
+      if group is not None: raise RearrangeError(f"rearrange: nested brackets in {formula!r}")
+      group = []
+    elif tok == ")":
+      if group is None: raise RearrangeError(f"rearrange: unbalanced brackets in {formula!r}")
+      out.append(group)
+      group = None
+    elif tok == "1" and group is None: out.append([])
+    elif tok == "..." or (tok.isidentifier() and not tok.startswith("_") and not tok.endswith("_")): (out if group is None else group).append(tok)
+    else: raise RearrangeError(f"rearrange: {tok!r} in {formula!r} is not an axis name (an identifier not starting or ending with _), '...', '1' or a bracket")
+  if group is not None: raise RearrangeError(f"rearrange: unbalanced brackets in {formula!r}")
+  if [n for e in out for n in ([e] if isinstance(e, str) else e)].count("...") > 1: raise RearrangeError(f"rearrange: more than one '...' in {formula!r}")
+  return out
