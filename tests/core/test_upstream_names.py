@@ -170,3 +170,60 @@ def test_from_url_path_data_and_max_shape(tmp_path):
   v = Variable("n", 1, 8).bind(3)
   t = Tensor.ones(8, 4)[:v]
   assert t.max_shape == (8, 4) and t.max_numel() == 32 and Tensor.ones(2, 3).max_shape == (2, 3)
+
+def test_uop_axis_bounds_and_realized_on_multi_device_tensors():
+  devs = ("PYTHON:0", "PYTHON:1", "PYTHON:2")
+  x = Tensor.arange(7 * 2).reshape(7, 2).contiguous().shard(devs, axis=0).realize()
+  assert x.uop.axis == 0 and x.uop.bounds == ((0, 3), (3, 6), (6, 7)) and x.uop.shard_shape == (3, 2)
+  for (b, e), s in zip(x.uop.bounds, x.uop.src): np.testing.assert_array_equal(Tensor(s).numpy(), np.arange(14).reshape(7, 2)[b:e])
+  assert (x.T).uop.axis == 1 and x.sum(1).uop.axis == 0   # the axis follows the ops
+  r = Tensor([1, 2]).shard(devs).realize()
+  assert r.uop.axis is None and Tensor([1]).uop.axis is None and r.uop.shard_shape == (2,)
+  with pytest.raises(RuntimeError, match="bounds is not defined when axis is None"): r.uop.bounds
+  assert isinstance(r.uop.realized, tuple) and len(r.uop.realized) == 3
+  a = Tensor([1.0, 2.0]).realize()
+  buf = a.uop.base.realized
+  assert buf is not None and buf.size == 2 and (a + 1).uop.realized is None
+  a += 1
+  a.realize()
+  assert a.uop.base.realized is buf   # an assign writes the same buffer
+
+def test_all2all_allreduce_cast_and_scache_context_variables():
+  x = np.random.default_rng(0).standard_normal((4, 40)).astype(np.float32)
+  ds = tuple(f"PYTHON:{i}" for i in range(4))
+  def copies(t): return [u for u in t.uop.toposort() if u.op.name == "COPY"]
+  for a2a, ring in ((0, 0), (2, 0), (0, 2)):
+    with Context(ALL2ALL=a2a, RING=ring):
+      s = Tensor(x).shard(ds, axis=0).sum(0)
+      np.testing.assert_allclose(s.numpy(), x.sum(0), rtol=1e-5, atol=1e-5)
+      n = len(copies(s))
+    assert n == {(0, 0): 4 * 3, (2, 0): 2 * 4 * 3, (0, 2): 2 * 4 * 3}[(a2a, ring)] + 4, (a2a, ring, n)   # + the 4 copies shard made
+  # how many copies a value passes through at most: the ring chains them device to device, all-to-all copies each piece
+  # once to its reducer and each result once to every device (after shard's own copy)
+  def depth(t):
+    d: dict = {}
+    for u in t.uop.toposort(): d[u] = max((d[s] for s in u.src), default=0) + (u.op.name == "COPY")
+    return d[t.uop]
+  for a2a, ring, want in ((0, 0, 2), (2, 0, 3), (0, 2, 7)):
+    with Context(ALL2ALL=a2a, RING=ring): assert depth(Tensor(x).shard(ds, axis=0).sum(0)) == want, (a2a, ring)
+  half = Tensor(x).cast(dtypes.half).shard(ds[:2], axis=0)
+  for cast, want in ((1, {dtypes.half}), (0, {dtypes.half, dtypes.float})):
+    with Context(ALLREDUCE_CAST=cast):
+      s = half.sum(0)
+      assert {c.dtype for c in copies(s)} == want
+      np.testing.assert_allclose(s.numpy(), x.astype(np.float16).astype(np.float32).sum(0), rtol=2e-2, atol=2e-2)
+  from tinygrad.engine import schedule as sched
+  calls = []
+  orig = sched._create_schedule
+  def counting(*a, **k):
+    calls.append(1)
+    return orig(*a, **k)
+  sched._create_schedule = counting
+  try:
+    for _ in range(2): (Tensor([1.0, 2.0]).realize() * 3).realize()
+    cached = len(calls)
+    with Context(SCACHE=0):
+      for _ in range(2): (Tensor([1.0, 2.0]).realize() * 3).realize()
+    assert cached <= 1 and len(calls) - cached == 2
+  finally: sched._create_schedule = orig
+  with pytest.raises(KeyError, match="unknown context variable"): Context(NO_SUCH_FLAG=1).__enter__()
