@@ -198,7 +198,7 @@ def test_lars_ns_needs_coefficients():
 def test_optimizer_group_steps_each_like_alone():
   from tinygrad.nn.optim import OptimizerGroup
   a, b = Tensor(A0.copy(), requires_grad=True), Tensor(B0.copy(), requires_grad=True)
-  opt = OptimizerGroup(SGD([a], lr=0.05), Muon([b], lr=0.02))
+  opt = OptimizerGroup(SGD([a], lr=0.05), Muon([b], lr=0.02, weight_decay=0.0))
   assert isinstance(opt[0], SGD) and isinstance(opt[1], LARS) and len(opt) == 2
   for _ in range(STEPS):
     opt.zero_grad()
@@ -265,3 +265,20 @@ def test_lr_has_public_tinygrads_shape_for_its_schedulers():
     np.testing.assert_allclose(opt.lr.numpy(), [topt.param_groups[0]["lr"]], rtol=1e-6)
     np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-5)
     np.testing.assert_allclose(s.numpy(), ts.item(), rtol=1e-5)
+
+def test_muon_defaults_match_torch():
+  torch = pytest.importorskip("torch")
+  if not hasattr(torch.optim, "Muon"): pytest.skip("this torch has no torch.optim.Muon (torch >= 2.9)")
+  # a wide weight: torch scales the lr of a tall one by sqrt(rows/cols), which public tinygrad does not
+  w0 = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+  x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+  w, tw = Tensor(w0.copy(), requires_grad=True), torch.tensor(w0.copy(), requires_grad=True)
+  opt, topt = Muon([w]), torch.optim.Muon([tw])   # every hyperparameter at its default
+  for _ in range(3):
+    opt.zero_grad()
+    G.backward((Tensor(x) @ w).relu().sum())
+    opt.step()
+    topt.zero_grad()
+    (torch.tensor(x) @ tw).relu().sum().backward()
+    topt.step()
+  np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=0, atol=1e-4)   # (upstream test_optim's tolerance for Muon)

@@ -150,10 +150,10 @@ class LARS(Optimizer):
       out.append(p - g)
     return out, self.b
 
-def Muon(params: list[Tensor], lr: float = 0.02, momentum: float = 0.95, weight_decay: float = 0.0, ns_steps: int = 5,
+def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight_decay: float = 0.1, ns_steps: int = 5,
          ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
-  """Muon (tinygrad's defaults): nesterov momentum, then the update orthogonalised by `ns_steps` Newton-Schulz iterations,
-  decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer."""
+  """Muon (public tinygrad's and torch.optim.Muon's defaults: lr 0.001, weight decay 0.1): nesterov momentum, then the
+  update orthogonalised by `ns_steps` Newton-Schulz iterations, decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer."""
   return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0)
 
 class LAMB(Optimizer):

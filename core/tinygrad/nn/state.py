@@ -57,9 +57,10 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   unexpected = [k for k in state_dict if k not in model_sd]
   for k, v in model_sd.items():
     if k in state_dict and {v.shape, state_dict[k].shape} == {(), (1,)}: state_dict[k] = state_dict[k].reshape(v.shape)
-  shapes = [f"{k}: model {v.shape} vs state dict {state_dict[k].shape}" for k, v in model_sd.items() if k in state_dict and v.shape != state_dict[k].shape]
+  shapes = [f"Shape mismatch in layer `{k}`: Expected shape {v.shape}, but found {state_dict[k].shape} in state dict." for k, v in model_sd.items()
+            if k in state_dict and v.shape != state_dict[k].shape]   # (public tinygrad's wording)
   problems = ([f"missing keys: {missing}"] if strict and missing else []) + ([f"unexpected keys: {unexpected}"] if strict and unexpected else []) + \
-             ([f"shape mismatches: {'; '.join(shapes)}"] if shapes else [])
+             shapes
   if problems: raise ValueError("load_state_dict: " + "; ".join(problems))
   from tinygrad.multi import to_layout
   todo = [(k, v) for k, v in model_sd.items() if k in state_dict]
