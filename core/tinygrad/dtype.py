@@ -4,6 +4,7 @@ import builtins, math, struct, functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any, Callable, Final
+from tinygrad.helpers import DEFAULT_FLOAT, DEFAULT_INT
 
 ConstType = float | int | bool
 
@@ -83,7 +84,25 @@ def _intern(cls: type, *args: Any) -> Any:
   if ret is None: _interned[key] = ret = cls(*args)
   return ret
 
-class dtypes:
+class _DTypesMeta(type):
+  # dtypes.default_float / default_int follow the DEFAULT_FLOAT / DEFAULT_INT flags (environment, Context), as public
+  # tinygrad's; assigning them (dtypes.default_float = dtypes.half) sets the flag
+  @property
+  def default_float(cls) -> DType: return _flag_dtype(DEFAULT_FLOAT, dtypes.is_float, "a float")
+  @default_float.setter
+  def default_float(cls, v: DType | str) -> None: DEFAULT_FLOAT.value = v
+  @property
+  def default_int(cls) -> DType: return _flag_dtype(DEFAULT_INT, dtypes.is_int, "an int")
+  @default_int.setter
+  def default_int(cls, v: DType | str) -> None: DEFAULT_INT.value = v
+
+def _flag_dtype(var: Any, ok: Callable[[DType], bool], kind: str) -> DType:
+  v = var.value
+  dt = v if isinstance(v, DType) else getattr(dtypes, v.lower(), None) if isinstance(v, str) and v.isidentifier() else None   # "HALF", "float16"
+  if not isinstance(dt, DType) or not ok(dt): raise ValueError(f"{var.key}={v!r} is not {kind} dtype; valid: {', '.join(k for k, d in DTYPES_DICT.items() if ok(d))}")
+  return dt
+
+class dtypes(metaclass=_DTypesMeta):
   """The dtype namespace: `dtypes.float32`, `dtypes.is_float(dt)`, `dtypes.from_py(x)` ..."""
   void: Final[DType] = DType.new(-1, 0, "void", None)
   bool: Final[DType] = DType.new(0, 1, "bool", "?")
@@ -106,8 +125,6 @@ class dtypes:
   half = float16; float = float32; double = float64
   uchar = uint8; ushort = uint16; uint = uint32; ulong = uint64
   char = int8; short = int16; int = int32; long = int64
-  default_float: DType = float32
-  default_int: DType = int32
   index: DType = int32  # dtype of index arithmetic
 
   floats: tuple[DType, ...] = (float16, bfloat16, float32, float64)

@@ -82,6 +82,8 @@ SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (n
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)
+DEFAULT_FLOAT = ContextVar("DEFAULT_FLOAT", "float32")   # dtypes.default_float: the dtype of Python floats and float results of int ops ("half", "float16" ...)
+DEFAULT_INT = ContextVar("DEFAULT_INT", "int32")   # dtypes.default_int: the dtype of Python ints that fit it
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
 WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
 class _DevVar(ContextVar):

@@ -227,3 +227,16 @@ def test_all2all_allreduce_cast_and_scache_context_variables():
     assert cached <= 1 and len(calls) - cached == 2
   finally: sched._create_schedule = orig
   with pytest.raises(KeyError, match="unknown context variable"): Context(NO_SUCH_FLAG=1).__enter__()
+
+def test_default_float_and_int_flags():
+  import subprocess, sys
+  assert dtypes.default_float == dtypes.float32 and dtypes.default_int == dtypes.int32
+  with Context(DEFAULT_FLOAT=dtypes.half):
+    assert dtypes.default_float == dtypes.half and Tensor([1.5]).dtype == dtypes.half and (Tensor([3]) / 2).dtype == dtypes.half
+    np.testing.assert_allclose(Tensor([1.0, 2.0]).exp().numpy(), np.exp(np.float16([1.0, 2.0])), rtol=1e-3)
+  with Context(DEFAULT_INT="int64"): assert Tensor([1, 2]).dtype == dtypes.int64
+  assert Tensor([1.5]).dtype == dtypes.float32
+  out = subprocess.run([sys.executable, "-c", "from tinygrad import Tensor; print(Tensor([1.5]).dtype)"], env={**os.environ, "DEFAULT_FLOAT": "HALF"},
+                       capture_output=True, text=True, timeout=120)
+  assert out.stdout.strip() == "dtypes.half", out.stderr
+  with Context(DEFAULT_FLOAT="int8"), pytest.raises(ValueError, match="DEFAULT_FLOAT='int8' is not a float dtype; valid: float16"): dtypes.default_float
