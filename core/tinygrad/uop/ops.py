@@ -382,20 +382,6 @@ class UOp(metaclass=UOpMetaClass):
       return tuple(parts) if all(p is not None for p in parts) else None
     if self.op is not Ops.BUFFER or _buffer_lookup is None: return None
     return b if (b := self.buffer).is_allocated() else None
-  # a multi-device tensor's layout (its UOp is a MULTI of per-device parts; tinygrad/multi.py): public tinygrad's names
-  @property
-  def axis(self) -> int | None:
-    """The axis a multi-device tensor is sharded on; None when replicated or on one device."""
-    return self.arg if self.op is Ops.MULTI else None
-  @property
-  def bounds(self) -> tuple[tuple[sint, sint], ...]:
-    """The [start, end) of each shard along `axis`; RuntimeError when there is no shard axis."""
-    if self.axis is None: raise RuntimeError(f"bounds is not defined when axis is None ({self.op}, not sharded on an axis)")
-    out, off = [], 0
-    for s in self.src:
-      out.append((off, off + s.shape[self.axis]))
-      off = off + s.shape[self.axis]
-    return tuple(out)
   @property
   def shard_shape(self) -> tuple[sint, ...]:
     """The shape of one shard (of the first: with uneven shards the last may be smaller); the shape when not sharded."""
