@@ -548,28 +548,30 @@ def _wrap_int(bits: int, signed: bool) -> Callable[[int], int]:
   mask, half = (1 << bits) - 1, 1 << (bits - 1)
   return (lambda v: ((v + half) & mask) - half) if signed else (lambda v: v & mask)
 
-# int ops whose Python spelling is exact before the wraparound (C division and modulo are _c_idiv/_c_mod, not // and %)
+# int ops whose Python spelling is exact before the wraparound (C division and modulo: python_alu's, not // and %)
 _infer_infix = {Ops.ADD: "{} + {}", Ops.SUB: "{} - {}", Ops.MUL: "{} * {}", Ops.MAX: "max({}, {})", Ops.CMPLT: "{} < {}",
-                Ops.CMPNE: "{} != {}", Ops.CMPEQ: "{} == {}"}
+                Ops.CMPNE: "{} != {}", Ops.CMPEQ: "{} == {}", Ops.IDIV: "_idiv({}, {})", Ops.MOD: "_mod({}, {})"}
 
 def _compile_infer(expr: UOp) -> Callable[[Any], int]:
   """A function of var_vals computing `expr` exactly as exec_alu would, node by node. The generated code holds only names
-  it makes itself (variables, constants and ops are passed in tables, never spelled from their args)."""
-  tables: dict[str, Any] = {"_var": _var_value, "_alu": exec_alu, "_ac": dtypes.as_const, "K": [], "O": []}
+  it makes itself and int literals (variables, other constants and ops are passed in tables, never spelled from args)."""
+  tables: dict[str, Any] = {"_var": _var_value, "_alu": exec_alu, "_ac": dtypes.as_const, "_idiv": python_alu[Ops.IDIV],
+                            "_mod": python_alu[Ops.MOD], "K": [], "O": []}
   lines, name = [], {}
   for i, n in enumerate(expr.toposort(gate=lambda x: x.op is not Ops.BIND)):   # a BIND is a value: its variable needs none
     name[n] = x = f"x{i}"
     src = [name[s] for s in n.src] if n.op is not Ops.BIND else []
-    if n.op is Ops.CONST or n.op in (Ops.DEFINE_VAR, Ops.BIND):
+    if n.op is Ops.CONST and type(n.arg) is int: name[n] = f"({n.arg!r})"   # an int literal, inlined
+    elif n.op is Ops.CONST or n.op in (Ops.DEFINE_VAR, Ops.BIND):
       tables["K"].append(n)
       k = f"K[{len(tables['K'])-1}]"
       if n.op is Ops.CONST: lines.append(f"{x} = {k}.arg")
-      elif n.op is Ops.DEFINE_VAR: lines.append(f"{x} = _var(vv, {k})")
+      elif n.op is Ops.DEFINE_VAR: lines.append(f"{x} = vv[{k}] if {k} in vv else _var(vv, {k})")
       else: lines.append(f"{x} = vv[{k}.src[0]] if {k}.src[0] in vv else vv.get({k}.src[0].arg[0], {k}.src[1].arg)")
-    elif n.op in _infer_infix and dtypes.is_int(n.dtype) and n.dtype.count == 1:
+    elif n.op in _infer_infix and dtypes.is_int(n.dtype) and n.dtype.count == 1 and all(dtypes.is_int(s.dtype) for s in n.src):
       tables["O"].append(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))
       lines.append(f"{x} = O[{len(tables['O'])-1}]({_infer_infix[n.op].format(*src)})")
-    elif n.op in _infer_infix and n.dtype == dtypes.bool and n.op is not Ops.MAX and all(dtypes.is_int(s.dtype) for s in n.src):
+    elif n.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and n.dtype == dtypes.bool and all(dtypes.is_int(s.dtype) for s in n.src):
       lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
     elif n.op in GroupOp.ALU or n.op is Ops.CAST:
       tables["K"].append(n)
