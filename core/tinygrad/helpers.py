@@ -1,7 +1,10 @@
 """Small shared utilities: environment flags (ContextVar/Context), DEBUG, and generic helpers."""
 from __future__ import annotations
-import os, sys, collections, functools, contextlib, time, math, itertools, platform, re, pathlib, tempfile, gzip, shutil, hashlib, urllib.request
-from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence, ClassVar
+# only what `import tinygrad` needs: the rest (urllib for fetch, tempfile, gzip, hashlib, tqdm) is imported where used, so a
+# first result does not load http.client or ssl (tests/core/test_import_cost.py keeps it so)
+import os, sys, collections, functools, contextlib, time, math, itertools, re
+from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence, ClassVar, TYPE_CHECKING
+if TYPE_CHECKING: import pathlib
 
 T = TypeVar("T")
 
@@ -104,7 +107,7 @@ class _DevVar(ContextVar):
   interface = arch = ""
 DEV = _DevVar("DEV", "")                     # the default device, "NV", "CPU:LLVM", "NV:1" (read when Device.DEFAULT is first chosen)
 DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
-OSX = platform.system() == "Darwin"
+OSX = sys.platform == "darwin"
 CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
 # 1: tensor indices (getitem, gather, one_hot, Embedding) are checked against the dimension size and an out-of-range one
 # raises IndexError; this realizes the index tensor (a device sync). Off (default, as public tinygrad): out-of-range reads give 0
@@ -177,7 +180,7 @@ def get_single_element(x: Sequence[T]) -> T:
   return x[0]
 def temp(x: str, append_user: bool = False) -> str:
   """The path `x` in the system's temp directory (with `.<user>` appended when append_user), as a POSIX string."""
-  import getpass
+  import getpass, pathlib, tempfile
   return (pathlib.Path(tempfile.gettempdir()) / (f"{x}.{getpass.getuser()}" if append_user else x)).as_posix()
 # raw memory as bytes (programs hand tinygrad a pointer from another library: from_blob, a driver's mapping)
 def to_mv(ptr: int, sz: int) -> memoryview:
@@ -249,6 +252,7 @@ class CapturedStderr:
   instead of the user's terminal, so a caller can show them where they explain a failure."""
   def __init__(self): self.text = ""
   def __enter__(self) -> CapturedStderr:
+    import tempfile
     sys.stderr.flush()
     self._tmp, self._saved = tempfile.TemporaryFile(mode="w+b"), os.dup(2)
     os.dup2(self._tmp.fileno(), 2)
@@ -308,6 +312,7 @@ class _TinyTqdm:
     rate = self.n/elapsed if elapsed else 0
     suf = f"{num(self.n)}/{num(self.t)} [{fmt(elapsed)}<{fmt((self.t-self.n)/rate) if rate and self.t else '?'}, {num(rate)}{self.unit}/s]" if self.t \
       else f"{num(self.n)}{self.unit} [{fmt(elapsed)}, {num(rate)}{self.unit}/s]"
+    import shutil
     width = shutil.get_terminal_size().columns
     if self.t:
       bar_w = max(width - len(self.desc) - len(suf) - 10, 1)
@@ -315,10 +320,14 @@ class _TinyTqdm:
       line = f"{self.desc}{100*self.n/self.t:3.0f}%|{'#'*filled}{' '*(bar_w-filled)}| {suf}"
     else: line = f"{self.desc}{suf}"
     print(f"\r{line[:width]}", end="\n" if close else "", flush=True, file=sys.stderr)
-try: from tqdm import tqdm as tqdm, trange as trange   # the real one, when installed
-except ImportError:
-  tqdm = _TinyTqdm  # type: ignore[misc, assignment]
-  def trange(n: int, **kwargs: Any) -> _TinyTqdm: return _TinyTqdm(range(n), total=n, **kwargs)  # type: ignore[misc]
+def _tiny_trange(n: int, **kwargs: Any) -> _TinyTqdm: return _TinyTqdm(range(n), total=n, **kwargs)
+def __getattr__(name: str) -> Any:
+  # `tqdm` and `trange`: the tqdm package's when installed (imported on first use: it costs ~50 ms), else the small one
+  if name not in ("tqdm", "trange"): raise AttributeError(f"module 'tinygrad.helpers' has no attribute {name!r}")
+  try: import tqdm as _pkg
+  except ImportError: _pkg = None
+  globals().update(tqdm=_pkg.tqdm if _pkg else _TinyTqdm, trange=_pkg.trange if _pkg else _tiny_trange)
+  return globals()[name]
 
 def cache_dir() -> str:
   """The per-user cache directory (XDG_CACHE_HOME, ~/Library/Caches on macOS) for tinygrad's files."""
@@ -333,6 +342,7 @@ def fetch(url: str, name: str | pathlib.Path | None = None, subdir: str | None =
   URL) and return its path; later calls return the cached file. gunzip: store the decompressed contents. The file is written
   aside and renamed into place, so an interrupted download never leaves a truncated file behind. A `name` that is a path
   (absolute, or with a separator) is used as the destination itself."""
+  import pathlib, hashlib, tempfile
   if url.startswith(("/", ".")): return pathlib.Path(url)
   if name is not None and (isinstance(name, pathlib.Path) or os.sep in name): fp = pathlib.Path(name)
   else:
@@ -340,6 +350,7 @@ def fetch(url: str, name: str | pathlib.Path | None = None, subdir: str | None =
     fp = pathlib.Path(cache_dir()) / "downloads" / (subdir or "") / fn
   if fp.is_file() and (allow_caching if allow_caching is not None else not DISABLE_HTTP_CACHE): return fp
   fp.parent.mkdir(parents=True, exist_ok=True)
+  import urllib.request
   with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "tinygrad"}), timeout=timeout) as r:
     if r.status != 200: raise RuntimeError(f"fetch {url}: HTTP status {r.status}")
     length = r.getheader("Content-Length")
@@ -347,8 +358,9 @@ def fetch(url: str, name: str | pathlib.Path | None = None, subdir: str | None =
     fd, tmp = tempfile.mkstemp(dir=fp.parent, prefix=fp.name + ".", suffix=".tmp")
     try:
       with os.fdopen(fd, "wb") as f:
+        import gzip
         src: Any = gzip.GzipFile(fileobj=r) if gunzip else r
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc=url, disable=not total or not sys.stderr.isatty())
+        bar = __getattr__("tqdm")(total=total, unit="B", unit_scale=True, desc=url, disable=not total or not sys.stderr.isatty())
         while chunk := src.read(1 << 16):
           f.write(chunk)
           bar.update(len(chunk))

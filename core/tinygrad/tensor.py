@@ -1,7 +1,7 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, pathlib, time, weakref, inspect, numbers, functools
+import math, sys, time, weakref, numbers, functools, types
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
@@ -125,6 +125,10 @@ def _unview_mask_check(chain: list[UOp]) -> None:
         raise ValueError(f"assign: the target view reaches into padding (PAD {n.arg} of shape {src}); only positions of the base tensor can be written")
       m = m[inner]
 
+def _is_path(x: Any) -> bool:
+  # a pathlib path (without importing pathlib for `import tinygrad`: an object can only be one once pathlib is loaded)
+  return "pathlib" in sys.modules and isinstance(x, sys.modules["pathlib"].PurePath)
+
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
              sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
@@ -167,9 +171,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
-    elif isinstance(data, (bytes, bytearray, memoryview)) or isinstance(data, pathlib.PurePath):
+    elif isinstance(data, (bytes, bytearray, memoryview)) or _is_path(data):
       # a path: the file's bytes (public tinygrad gives a DISK tensor of them; here they are read now: Tensor(fetch(url)))
-      raw = pathlib.Path(data).read_bytes() if isinstance(data, pathlib.PurePath) else bytes(data)
+      raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else sys.modules["pathlib"].Path(data).read_bytes()
       self.uop = Tensor._from_bytes(raw, (len(raw),), dtypes.uint8, dev)
       if dt is not None and dt != dtypes.uint8: self.uop = self.uop.bitcast(dt) if dt.itemsize == 1 else self.uop.cast(dt)
     elif hasattr(data, "dtype") and hasattr(data, "shape") and hasattr(data, "tobytes"):  # numpy array or scalar
@@ -759,10 +763,14 @@ def _py_int(x: Any) -> Any:
   if type(x) is tuple or type(x) is list: return type(x)(_py_int(v) for v in x)
   return int(x) if type(x).__module__ == "numpy" and isinstance(x, numbers.Integral) else x
 def _int_args(fn: Callable) -> Callable:
-  params = list(inspect.signature(fn).parameters.values())
-  pos = [i for i, p in enumerate(params) if p.name in _INT_ARGS and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-  var = next((i for i, p in enumerate(params) if p.kind is p.VAR_POSITIONAL and p.name in _INT_ARGS), None)
-  kw = {p.name for p in params if p.name in _INT_ARGS and p.kind is not p.VAR_POSITIONAL}
+  # the parameters from the code object (inspect.signature took ~10 ms for the ~300 methods at every import)
+  inner = fn
+  while hasattr(inner, "__wrapped__"): inner = inner.__wrapped__
+  co = inner.__code__
+  names, nkw = co.co_varnames[:co.co_argcount], co.co_kwonlyargcount
+  pos = [i for i, n in enumerate(names) if n in _INT_ARGS]
+  var = co.co_argcount if co.co_flags & 0x04 and co.co_varnames[co.co_argcount + nkw] in _INT_ARGS else None   # CO_VARARGS: *name
+  kw = {n for n in names + co.co_varnames[co.co_argcount:co.co_argcount + nkw] if n in _INT_ARGS}
   if not pos and var is None and not kw: return fn
   @functools.wraps(fn)
   def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -772,6 +780,6 @@ def _int_args(fn: Callable) -> Callable:
     return fn(*args, **kwargs)
   return wrapper
 for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
-  _attr = inspect.getattr_static(Tensor, _name)
+  _attr = next(c.__dict__[_name] for c in Tensor.__mro__ if _name in c.__dict__)   # as defined, not bound (getattr_static)
   if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
-  elif inspect.isfunction(_attr): setattr(Tensor, _name, _int_args(_attr))
+  elif isinstance(_attr, types.FunctionType): setattr(Tensor, _name, _int_args(_attr))

@@ -6,6 +6,9 @@ from tinygrad.plugin_api import hookimpl, DeviceSpec, API_VERSION
 def probe() -> tuple[bool, str]:
   """Cheap: is there a HIP runtime to load (or is the mock driver asked for)? Never initialises the GPU."""
   if os.environ.get("AMD_MOCK", "0") == "1": return True, "mock driver (AMD_MOCK=1)"
+  # no kernel driver, no GPU: said without looking for the library (ctypes.util.find_library runs ldconfig and gcc, ~100 ms
+  # of every process's first result on a machine without one)
+  if not os.path.exists("/dev/kfd"): return False, "no HIP runtime usable: no AMD GPU driver (/dev/kfd does not exist); AMD_MOCK=1 runs the mock driver"
   from tinygrad_amd.runtime import find_libhip
   if find_libhip() is None:
     return False, "no HIP runtime (libamdhip64.so not found in $ROCM_PATH/lib, LD_LIBRARY_PATH, /opt/rocm*); AMD_MOCK=1 runs the mock driver"
