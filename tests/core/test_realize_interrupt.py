@@ -62,21 +62,31 @@ def test_a_value_read_before_an_update_that_ran_is_kept(monkeypatch):
   assert r.item() == 30.0
   np.testing.assert_array_equal(w.numpy(), np.arange(6) + 10)
 
-def test_a_jit_replay_is_applied_whole_under_ctrl_c(monkeypatch):
-  @TinyJit
-  def step(x: Tensor) -> Tensor:
-    x.assign(x + 1)
-    return (x * 2).contiguous()
-  x = Tensor.zeros(8).contiguous().realize()
-  for _ in range(3): step(x)   # run, capture, replay
+@pytest.mark.parametrize("jit", [1, 2])
+def test_a_jit_replay_is_applied_whole_under_ctrl_c(monkeypatch, jit):
+  # JIT=2: Ctrl-C in the first of the replay's steps; JIT=1: as the replay through the graph runner starts (one native call)
+  from tinygrad.helpers import Context
+  from tinygrad.engine.graph import Replay
+  with Context(JIT=jit):
+    @TinyJit
+    def step(x: Tensor) -> Tensor:
+      x.assign(x + 1)
+      return (x * 2).contiguous()
+    x = Tensor.zeros(8).contiguous().realize()
+    for _ in range(3): step(x)   # run, capture, replay
   n = len(step.steps)
-  assert n >= 2
+  assert n >= 2 and all(r is None for _, _, r in step.replay.items) == (jit == 2)
   def action(i, go):
     if i == 1: os.kill(os.getpid(), signal.SIGINT)   # in the first of the replay's steps
     return go()
   seen = _fail_at(monkeypatch, 1, action)
+  replay = Replay.__call__
+  def interrupted(self, *args):
+    os.kill(os.getpid(), signal.SIGINT)
+    return replay(self, *args)
+  if jit == 1: monkeypatch.setattr(Replay, "__call__", interrupted)
   with pytest.raises(KeyboardInterrupt): step(x)
-  assert seen["n"] == n   # every step of the replay ran before the interrupt was raised
+  if jit == 2: assert seen["n"] == n   # every step of the replay ran before the interrupt was raised
   monkeypatch.undo()
   np.testing.assert_array_equal(x.numpy(), np.full(8, 4, np.float32))
 

@@ -17,15 +17,13 @@ unclaimed chunks itself. The same code, in C or LLVM IR, serves graphs and kerne
 """
 from __future__ import annotations
 import ctypes, functools, os, platform, threading
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from tinygrad.plugin_api import GraphRunner, GraphError, Compiled, Buffer, UOp
 from tinygrad_cpu.runtime import NativeCode, CPU_COUNT, CPU_SPIN_US, _addr
 
-@dataclass(frozen=True)
-class Call:
-  """One kernel in a graph: its index (its entry point is f[index]), argument slots in `a` and `v`, and thread count."""
-  index: int
+class Call(NamedTuple):
+  """One kernel in a graph: its number (its entry point is f[kernel]), argument slots in `a` and `v`, and thread count."""
+  kernel: int
   bufs: tuple[int, ...]
   vals: tuple[int, ...]
   threads: int
@@ -38,12 +36,12 @@ def render_c(name: str, calls: list[Call]) -> str:
   def args(c: Call, p: str) -> str: return ", ".join([f"{p}a[{i}]" for i in c.bufs] + [f"{p}v[{i}]" for i in c.vals])
   out = ["struct tg_ctx { void **a; int *v; void **f; };", "typedef void (*tg_task)(void*, int, int);",
          "typedef void (*tg_par)(void*, tg_task, void*, int);"]
-  out += [f"static void tg_t{c.index}(void *p, int core, int n) {{ struct tg_ctx *c = p; (({sig(c)})c->f[{c.index}])({args(c, 'c->')}"
+  out += [f"static void tg_t{c.kernel}(void *p, int core, int n) {{ struct tg_ctx *c = p; (({sig(c)})c->f[{c.kernel}])({args(c, 'c->')}"
           f"{', ' if c.bufs or c.vals else ''}core, n); }}" for c in calls if c.threads > 1]
   out += [f"void {name}(void **a, int *v, void **f) {{", "  struct tg_ctx c = {a, v, f};"]
   for c in calls:
-    if c.threads > 1: out.append(f"  ((tg_par)f[{k}])(f[{k+1}], tg_t{c.index}, &c, {c.threads});")
-    else: out.append(f"  (({sig(c)})f[{c.index}])({args(c, '')}{', ' if c.bufs or c.vals else ''}0, 1);")
+    if c.threads > 1: out.append(f"  ((tg_par)f[{k}])(f[{k+1}], tg_t{c.kernel}, &c, {c.threads});")
+    else: out.append(f"  (({sig(c)})f[{c.kernel}])({args(c, '')}{', ' if c.bufs or c.vals else ''}0, 1);")
   return "\n".join(out + ["}", f"const long long {name}_work = 0LL;", ""])
 
 def render_llvm(name: str, calls: list[Call]) -> str:
@@ -52,16 +50,16 @@ def render_llvm(name: str, calls: list[Call]) -> str:
     # load the entry point and the arguments from the three arrays (%a, %v, %f), then call
     args = []
     for j, i in enumerate(c.bufs):
-      body += [f"  %a{c.index}_{j}p = getelementptr ptr, ptr %a, i64 {i}", f"  %a{c.index}_{j} = load ptr, ptr %a{c.index}_{j}p"]
-      args.append(f"ptr %a{c.index}_{j}")
+      body += [f"  %a{c.kernel}_{j}p = getelementptr ptr, ptr %a, i64 {i}", f"  %a{c.kernel}_{j} = load ptr, ptr %a{c.kernel}_{j}p"]
+      args.append(f"ptr %a{c.kernel}_{j}")
     for j, i in enumerate(c.vals):
-      body += [f"  %v{c.index}_{j}p = getelementptr i32, ptr %v, i64 {i}", f"  %v{c.index}_{j} = load i32, ptr %v{c.index}_{j}p"]
-      args.append(f"i32 %v{c.index}_{j}")
-    body += [f"  %f{c.index}p = getelementptr ptr, ptr %f, i64 {c.index}", f"  %f{c.index} = load ptr, ptr %f{c.index}p",
-             f"  call void %f{c.index}({', '.join(args + [f'i32 {core}', f'i32 {n}'])})"]
+      body += [f"  %v{c.kernel}_{j}p = getelementptr i32, ptr %v, i64 {i}", f"  %v{c.kernel}_{j} = load i32, ptr %v{c.kernel}_{j}p"]
+      args.append(f"i32 %v{c.kernel}_{j}")
+    body += [f"  %f{c.kernel}p = getelementptr ptr, ptr %f, i64 {c.kernel}", f"  %f{c.kernel} = load ptr, ptr %f{c.kernel}p",
+             f"  call void %f{c.kernel}({', '.join(args + [f'i32 {core}', f'i32 {n}'])})"]
   for c in calls:
     if c.threads == 1: continue
-    body = [f"define internal void @tg_t{c.index}(ptr %c, i32 %core, i32 %n) {{", "  %a = load ptr, ptr %c",
+    body = [f"define internal void @tg_t{c.kernel}(ptr %c, i32 %core, i32 %n) {{", "  %a = load ptr, ptr %c",
             "  %vq = getelementptr ptr, ptr %c, i64 1", "  %v = load ptr, ptr %vq", "  %fq = getelementptr ptr, ptr %c, i64 2",
             "  %f = load ptr, ptr %fq"]
     call(c, "%core", "%n", body)
@@ -71,7 +69,7 @@ def render_llvm(name: str, calls: list[Call]) -> str:
           "  store ptr %f, ptr %cf", f"  %parp = getelementptr ptr, ptr %f, i64 {k}", "  %par = load ptr, ptr %parp",
           f"  %poolp = getelementptr ptr, ptr %f, i64 {k+1}", "  %pool = load ptr, ptr %poolp"]
   for c in calls:
-    if c.threads > 1: body.append(f"  call void %par(ptr %pool, ptr @tg_t{c.index}, ptr %c, i32 {c.threads})")
+    if c.threads > 1: body.append(f"  call void %par(ptr %pool, ptr @tg_t{c.kernel}, ptr %c, i32 {c.threads})")
     else: call(c, "0", "1", body)
   return "\n".join(out + body + ["  ret void", "}", f"@{name}_work = constant i64 0", ""])
 
