@@ -108,6 +108,9 @@ def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
   # an incoming gradient goes to the first replica only, and a replicated target's gradient is the all-reduce of its parts
   from tinygrad.multi import to_layout
   g = to_layout(ctx, cast(tuple, ret.device), ret.arg)
+  if isinstance(ret.arg, tuple):   # a mesh: each block's gradient to the first device holding it (the others' copies get none)
+    from tinygrad.multi import first_holders
+    return tuple(s if k else None for s, k in zip(g.src, first_holders(ret)))
   return (g.src[0],) + (None,) * (len(ret.src) - 1) if ret.arg is None else g.src
 
 def _flat(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
@@ -117,6 +120,9 @@ def _target_grad(u: UOp, grads: dict[UOp, UOp]) -> UOp | None:
   if not any(s in grads for s in u.src): return None
   from tinygrad.multi import multi, all_reduce
   parts = [grads[s] if s in grads else const_like(s, 0.0) for s in u.src]
+  if isinstance(u.arg, tuple):
+    from tinygrad.multi import sum_replicas
+    return sum_replicas(u, parts)
   return multi(parts, u.arg) if u.arg is not None else multi(all_reduce(Ops.ADD, parts), None)
 
 def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:

@@ -41,9 +41,70 @@ def bounds(m: UOp) -> list[tuple[int, int]]:
 
 def describe(u: UOp) -> str:
   if u.op is not Ops.MULTI: return f"on {u.device}"
+  if is_mesh(u): return f"sharded over {u.device} on a mesh ({', '.join(f'axis {a} in {max(p)+1}' for a, p in u.arg)})"
   return f"sharded over {u.device} " + ("replicated" if u.arg is None else f"on axis {u.arg} as {[e - b for b, e in bounds(u)]}")
 
-def multi(srcs: Sequence[UOp], axis: int | None) -> UOp: return UOp(Ops.MULTI, srcs[0].dtype, tuple(srcs), axis)
+Layout = int | None | tuple   # a MULTI's arg: sharded axis, None (replicated), or a mesh ((axis, piece per device), ...)
+def multi(srcs: Sequence[UOp], axis: Layout) -> UOp:
+  if isinstance(axis, tuple):   # a mesh in its simplest spelling: None without axes, the axis when it is a plain split
+    axis = tuple(sorted(axis))
+    if not axis: axis = None
+    elif len(axis) == 1 and axis[0][1] == tuple(range(len(srcs))): axis = axis[0][0]
+  return UOp(Ops.MULTI, srcs[0].dtype, tuple(srcs), axis)
+
+# ---- 2-D (mesh) sharding: several axes split at once, each device holding one block (devices may hold the same block) ----
+def is_mesh(m: UOp) -> bool: return m.op is Ops.MULTI and isinstance(m.arg, tuple)
+def _as_mesh(m: UOp) -> tuple:
+  """The layout of `m` as a mesh ((axis, piece per device), ...); a plain split must be even."""
+  if is_mesh(m): return m.arg
+  if m.arg is None: return ()
+  if len({s.shape[m.arg] for s in m.src}) != 1: raise RuntimeError(f"a mesh needs even shards; the tensor is {describe(m)}")
+  return ((m.arg, tuple(range(len(m.src)))),)
+def _block(mesh: tuple, i: int) -> tuple: return tuple(p[i] for _, p in mesh)
+def _block_slice(shape: tuple, mesh: tuple, i: int) -> tuple:
+  """The [start, end) per axis of the block device i holds in a tensor of (logical) `shape`."""
+  arg = [(0, n) for n in shape]
+  for a, p in mesh:
+    sz = shape[a] // (max(p) + 1)
+    arg[a] = (p[i] * sz, (p[i] + 1) * sz)
+  return tuple(arg)
+def _mesh_assemble(m: UOp, d: str) -> UOp:
+  """All of mesh-sharded `m` on device `d`: one holder of each block (d itself where it has it) copied over and padded in."""
+  mesh, parts, seen = m.arg, [], set()
+  order = sorted(range(len(m.src)), key=lambda i: m.src[i].device != d)   # d's own blocks first
+  for i in order:
+    if (key := _block(mesh, i)) in seen: continue
+    seen.add(key)
+    b = m.src[i] if m.src[i].device == d else _copy(m.src[i], d)
+    parts.append(b.pad(tuple((lo, n - hi) for (lo, hi), n in zip(_block_slice(m.shape, mesh, i), m.shape))))
+  return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
+def _mesh_slice(r: UOp, mesh: tuple) -> UOp:
+  """Replicated `r` laid out as `mesh`: each device keeps its block."""
+  return multi([s.shrink(_block_slice(r.shape, mesh, i)) for i, s in enumerate(r.src)], mesh)
+def first_holders(m: UOp) -> list[bool]:
+  """For each shard of mesh-sharded `m`: whether it is the first device holding its block (the others hold copies)."""
+  seen: set = set()
+  return [not (k in seen or seen.add(k)) for k in (_block(m.arg, i) for i in range(len(m.src)))]  # type: ignore[func-returns-value]
+def sum_replicas(m: UOp, parts: list[UOp]) -> UOp:
+  """Per-device partial values `parts` laid out as mesh `m`: every holder of a block gets the sum over its holders."""
+  blocks = [_block(m.arg, i) for i in range(len(m.src))]
+  return multi([functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [parts[j] if j == i else _copy(parts[j], m.src[i].device)
+                                                                        for j in range(len(parts)) if blocks[j] == blocks[i]])
+                for i in range(len(parts))], m.arg)
+
+def shard_by(m: UOp, axis: int, piece: UOp) -> UOp:
+  """`m` (replicated or sharded on other axes) split along `axis` too: device i keeps piece `piece`(i) of it, `piece` an
+  expression of a DEVICE range (UOp.range(n, -1, AxisType.DEVICE) // 2: a 2 x 2 mesh with the next axis split by % 2)."""
+  if m.op is not Ops.MULTI: raise RuntimeError(f"_shard: {describe(m)}; copy it to the devices first (copy_to_device)")
+  rng = next((n for n in piece.toposort() if n.op is Ops.RANGE), None)
+  if rng is None or rng.src[0].op is not Ops.CONST or rng.src[0].arg != len(m.src):
+    raise RuntimeError(f"_shard: the piece index must be an expression of a DEVICE range over the {len(m.src)} devices")
+  pieces = tuple(int(piece.substitute({rng: UOp.const(rng.dtype, i)}).simplify().arg) for i in range(len(m.src)))
+  count, mesh = max(pieces) + 1, _as_mesh(m)
+  if any(a == axis for a, _ in mesh): raise RuntimeError(f"_shard: axis {axis} is sharded already ({describe(m)})")
+  if m.shape[axis] % count: raise RuntimeError(f"multi axis uneven: axis {axis} of size {m.shape[axis]} in {count} pieces")
+  sz = m.shape[axis] // count
+  return multi([s.shrink(_on_axis(s.shape, axis, (p * sz, (p + 1) * sz), lambda n: (0, n))) for s, p in zip(m.src, pieces)], mesh + ((axis, pieces),))
 def _dev(d: str) -> UOp: return UOp(Ops.DEVICE, arg=d)
 def _copy(u: UOp, d: str) -> UOp: return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
 def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
@@ -65,11 +126,14 @@ def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
 def allgather(m: UOp) -> UOp:
   """`m` replicated on its devices: each one assembles the whole tensor."""
   if m.arg is None: return m
+  if is_mesh(m): return multi([_mesh_assemble(m, d) for d in m.device], None)
   return multi([_assemble(m, 0, m.shape[m.arg], d) for d in m.device], None)
 
-def to_layout(u: UOp, devs: tuple[str, ...], axis: int | None) -> UOp:
+def to_layout(u: UOp, devs: tuple[str, ...], axis: Layout) -> UOp:
   """`u` (one device's, or a MULTI) sharded over `devs` on `axis` (None: replicated): COPYs of its pieces."""
   if u.op is Ops.MULTI and u.device == devs and u.arg == axis: return u
+  if isinstance(axis, tuple): return _mesh_slice(to_layout(u, devs, None), axis)
+  if is_mesh(u): return to_layout(allgather(u), devs, axis)
   if u.op is Ops.MULTI and u.arg is not None:
     if axis != u.arg: return to_layout(allgather(u), devs, axis)
     return multi([_assemble(u, b, e, d) for (b, e), d in zip(shard_bounds(u.shape[u.arg], len(devs)), devs)], u.arg)
@@ -90,8 +154,10 @@ def _local_slice(s: UOp, ax: int, b: int, e: int) -> UOp:
 
 def relayout(m: UOp, lead: UOp) -> UOp:
   """`m` in the layout of `lead` (same devices, shape): sliced locally from a replica, else moved between devices."""
-  if m.arg == lead.arg and (m.arg is None or bounds(m) == bounds(lead)): return m
+  if m.arg == lead.arg and (m.arg is None or is_mesh(m) or bounds(m) == bounds(lead)): return m
   if lead.arg is None: return allgather(m)
+  if is_mesh(lead): return _mesh_slice(allgather(m), lead.arg)
+  if is_mesh(m): return relayout(allgather(m), lead)
   if m.arg is None: return multi([_local_slice(s, lead.arg, b, e) for s, (b, e) in zip(m.src, bounds(lead))], lead.arg)
   if m.arg != lead.arg: return relayout(allgather(m), lead)
   return multi([_assemble(m, b, e, d) for (b, e), d in zip(bounds(lead), lead.device)], lead.arg)
@@ -113,9 +179,31 @@ def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list) -> tuple[int, 
     acc = acc * d
   return None
 
+def _mesh_movement(op: Ops, m: UOp, arg: Any) -> UOp:
+  mesh, axes = m.arg, [a for a, _ in m.arg]
+  shard = m.src[0].shape
+  if op is Ops.PERMUTE: return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], tuple((arg.index(a), p) for a, p in mesh))
+  if op is Ops.RESHAPE:
+    new: list[Any] = list(arg)
+    out: list[tuple[int, tuple]] = []
+    for a, p in mesh:
+      r = _reshape_axis(m.shape, arg, a, [shard[a]])
+      if r is None or any(r[0] == b for b, _ in out): break
+      out.append((r[0], p))
+      new[r[0]] = r[1][0]
+    else: return multi([UOp(op, m.dtype, (s,), tuple(new)) for s in m.src], tuple(out))
+    raise RuntimeError(f"reshape from {m.shape} to {arg} moves items between the shards of a tensor {describe(m)}")
+  whole = {Ops.EXPAND: lambda i: arg[i] == m.shape[i], Ops.SHRINK: lambda i: arg[i] == (0, m.shape[i]),
+           Ops.PAD: lambda i: arg[i] == (0, 0), Ops.FLIP: lambda i: not arg[i]}[op]
+  if all(whole(a) for a in axes):   # the sharded axes untouched: each block on its own
+    local = tuple(shard[i] if op is Ops.EXPAND and i in axes else (0, shard[i]) if op is Ops.SHRINK and i in axes else x for i, x in enumerate(arg))
+    return multi([UOp(op, m.dtype, (s,), local) for s in m.src], mesh)
+  return _movement(op, allgather(m), arg)
+
 def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   ax = m.arg
   if ax is None: return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], None)
+  if is_mesh(m): return _mesh_movement(op, m, arg)
   sizes = [e - b for b, e in bounds(m)]
   full = m.shape[ax]
   if op is Ops.PERMUTE: return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], arg.index(ax))
@@ -168,9 +256,23 @@ def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
   return [functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [ch.pad(((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape)
           for i in range(n)]
 
+def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
+  # the devices that share the kept axes' pieces combine one holder of each block of the reduced ones, in block order, so
+  # every device of a group ends with the same bits; the result is sharded on the kept axes only
+  keep, gone = tuple(x for x in m.arg if x[0] not in axes), tuple(x for x in m.arg if x[0] in axes)
+  out = []
+  for i in range(len(m.src)):
+    holders: dict[tuple, int] = {}
+    for j in sorted(range(len(m.src)), key=lambda j: j != i):
+      if _block(keep, j) == _block(keep, i): holders.setdefault(_block(gone, j), j)
+    ps = [parts[j] if j == i else _copy(parts[j], m.src[i].device) for _, j in sorted(holders.items())]
+    out.append(functools.reduce(lambda a, b: _combine(rop, a, b), ps))
+  return multi(out, keep)
+
 def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
   parts = [s.r(rop, axes) for s in m.src]
+  if is_mesh(m): return multi(parts, m.arg) if not any(a in axes for a, _ in m.arg) else _mesh_reduce(rop, m, axes, parts)
   if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
   # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
   narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
@@ -198,24 +300,28 @@ def lower(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any) -> UO
   ms = [s for s in src if s.op is Ops.MULTI]
   if not ms:   # on a DEVICE tuple only: one node per device, replicated (a constant, an empty buffer, a copy to each)
     devs = next(s.arg for s in src if s.op is Ops.DEVICE and isinstance(s.arg, tuple))
-    if op is Ops.COPY: return to_layout(src[0], devs, None)
+    if op is Ops.COPY: return to_layout(src[0], _canon(devs), None)
     return multi([UOp(op, dtype, tuple(_dev(d) if s.op is Ops.DEVICE and isinstance(s.arg, tuple) else s for s in src), arg, tag) for d in devs], None)
   for m in ms[1:]:
     if m.device != ms[0].device: raise ValueError(f"{op}: tensors sharded over different devices, {m.device} and {ms[0].device}; .shard() one like the other")
   m = ms[0]
   if op is Ops.COPY:
-    target = src[1].arg
+    target = _canon(src[1].arg) if isinstance(src[1].arg, tuple) else src[1].arg
     if target == m.device: return multi([_copy(s, d) for s, d in zip(m.src, target)], m.arg)   # a clone
-    if isinstance(target, tuple): return to_layout(m, target, m.arg)
+    if isinstance(target, tuple): return to_layout(m, _canon(target), m.arg)
+    if is_mesh(m): return _mesh_assemble(m, target)
     return _copy(next((s for s in m.src if s.device == target), m.src[0]), target) if m.arg is None else _assemble(m, 0, m.shape[m.arg], target)
   if op in GroupOp.Movement: return _movement(op, m, arg)
   if op is Ops.REDUCE_AXIS: return _reduce(m, arg)
   if op in _ELEMENTWISE: return _elementwise(op, dtype, src, arg, tag, ms)
   raise NotImplementedError(f"{op} is not supported on a tensor {describe(m)}; gather it onto one device first with .to(device)")
 
-def _shard(u: UOp, devices: Sequence[str], axis: int | None) -> UOp:
+def _canon(devices: Sequence[str]) -> tuple[str, ...]:
   from tinygrad.device import Device
-  devs = tuple(Device.canonicalize(d) for d in devices)
+  return tuple(Device.canonicalize(d) for d in devices)
+
+def _shard(u: UOp, devices: Sequence[str], axis: int | None) -> UOp:
+  devs = _canon(devices)
   return to_layout(u, devs, None if axis is None else axis + len(u.shape) if axis < 0 else axis)
 
-register_multi_lowering(lower, _shard)
+register_multi_lowering(lower, _shard, shard_by)

@@ -337,3 +337,37 @@ def test_scache_0_schedules_afresh(count_calls):
     with Context(SCACHE=scache):
       for _ in range(3): (x * 2 + 1).realize()
     assert calls["n"] - before <= want if scache else calls["n"] - before == want
+
+def _mesh_2x2(a: np.ndarray):
+  # public tinygrad's 2-D sharding: a DEVICE range over 4 devices, axis 0 split by rng // 2 and axis 1 by rng % 2
+  from tinygrad.uop.ops import UOp, AxisType
+  devs = tuple(f"CPU:{i}" for i in range(4))
+  rng = UOp.range(4, -1, AxisType.DEVICE)
+  u = Tensor(a).realize().uop.copy_to_device(devs)._shard(0, rng // 2)._shard(1, rng % 2).unshard((0, 1), (rng // 2, rng % 2))
+  return Tensor(u), devs
+
+def test_2d_sharding_on_a_mesh_against_numpy():
+  a, w = _rand(4, 6), _rand(6, 4, seed=1)
+  t, devs = _mesh_2x2(a)
+  assert t.shape == (4, 6) and [s.shape for s in t.uop.src] == [(2, 3)] * 4 and t.uop.arg == ((0, (0, 0, 1, 1)), (1, (0, 1, 0, 1)))
+  for got, want in ((t.contiguous(), a), (t + 1, a + 1), (t.sum(), a.sum()), (t.sum(0), a.sum(0)), (t.sum(1), a.sum(1)),
+                    (t.max(1), a.max(1)), (t.permute(1, 0), a.T), (t.reshape(2, 2, 6), a.reshape(2, 2, 6)),
+                    (t * Tensor(a).shard(devs), a * a), (t @ _mesh_2x2(w)[0], a @ w), (t[:, 1:5], a[:, 1:5])):
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+  assert t.sum(0).uop.arg == ((0, (0, 1, 0, 1)),)   # the reduced axis leaves its devices holding copies of each block
+  sums = [Tensor(s).numpy() for s in t.sum().realize().uop.src]
+  assert all((x == sums[0]).all() for x in sums)    # every device the same bits
+  with pytest.raises(RuntimeError, match="uneven"):
+    from tinygrad.uop.ops import UOp, AxisType
+    Tensor(_rand(3, 4)).realize().uop.copy_to_device(devs)._shard(0, UOp.range(4, -1, AxisType.DEVICE) // 2)
+
+def test_2d_sharding_gradients_against_torch():
+  a, w = _rand(4, 4), _rand(4, 4, seed=1)
+  A, W = _mesh_2x2(a)[0], _mesh_2x2(w)[0]
+  A.requires_grad, W.requires_grad = True, True
+  c = _rand(4, seed=2)
+  (((A @ W).relu() * 2).sum(0) * Tensor(c).shard(_mesh_2x2(a)[1])).sum().backward()
+  ta, tw = torch.tensor(a, requires_grad=True), torch.tensor(w, requires_grad=True)
+  (((ta @ tw).relu() * 2).sum(0) * torch.tensor(c)).sum().backward()
+  np.testing.assert_allclose(A.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)

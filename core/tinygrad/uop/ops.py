@@ -11,6 +11,7 @@ from tinygrad.helpers import prod, all_int, to_function_name
 class AxisType(Enum):
   """What a RANGE loops over; the optimizer and renderers decide how to map each kind."""
   GLOBAL = auto(); LOOP = auto(); LOCAL = auto(); REDUCE = auto(); UPCAST = auto(); UNROLL = auto(); GROUP_REDUCE = auto(); THREAD = auto()
+  DEVICE = auto()   # the devices of a multi-device tensor (UOp._shard's piece index is an expression of such a range)
 
 @dataclass(frozen=True)
 class KernelInfo:
@@ -59,12 +60,13 @@ def register_buffer_lookup(fn: Callable[[UOp], Any]) -> None:
 # The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
 _multi_lowering: Callable[..., UOp] | None = None
 _multi_shard: Callable[..., UOp] | None = None
+_multi_shard_by: Callable[..., UOp] | None = None
 _multi_live = False
-def register_multi_lowering(fn: Callable[..., UOp], shard: Callable[..., UOp]) -> None:
-  """Build every later node over a MULTI or a DEVICE tuple with `fn(op, dtype, src, arg, tag)`, and UOp.shard with
-  `shard(uop, devices, axis)` (set by tinygrad.multi)."""
-  global _multi_lowering, _multi_shard
-  _multi_lowering, _multi_shard = fn, shard
+def register_multi_lowering(fn: Callable[..., UOp], shard: Callable[..., UOp], shard_by: Callable[..., UOp]) -> None:
+  """Build every later node over a MULTI or a DEVICE tuple with `fn(op, dtype, src, arg, tag)`, UOp.shard with
+  `shard(uop, devices, axis)` and UOp._shard with `shard_by(uop, axis, piece)` (set by tinygrad.multi)."""
+  global _multi_lowering, _multi_shard, _multi_shard_by
+  _multi_lowering, _multi_shard, _multi_shard_by = fn, shard, shard_by
 def _go_multi() -> None:
   global _multi_live
   if _multi_lowering is None:
@@ -323,12 +325,13 @@ class UOp(metaclass=UOpMetaClass):
   # ---- multi-device tensors (built by tinygrad.multi) ----
   @property
   def axis(self) -> int | None:
-    """The axis a multi-device tensor (MULTI) is sharded on; None when it is replicated or on one device."""
-    return self.arg if self.op is Ops.MULTI else None
+    """The axis a multi-device tensor (MULTI) is sharded on (a mesh: its first); None when it is replicated or on one device."""
+    if self.op is not Ops.MULTI: return None
+    return self.arg[0][0] if isinstance(self.arg, tuple) else self.arg
   @property
   def bounds(self) -> list[tuple[sint, sint]]:
     """The [start, end) of each shard of a multi-device tensor along its sharded axis."""
-    if self.op is not Ops.MULTI or self.arg is None: raise ValueError(f"bounds: {self.op} is not a sharded multi-device tensor (axis {self.axis})")
+    if self.op is not Ops.MULTI or not isinstance(self.arg, int): raise ValueError(f"bounds: {self.op} is not a sharded multi-device tensor (axis {self.axis})")
     out: list[tuple[sint, sint]] = []
     for s in self.src: out.append((out[-1][1] if out else 0, ssimplify((out[-1][1] if out else 0) + s.shape[self.arg])))
     return out
@@ -336,6 +339,20 @@ class UOp(metaclass=UOpMetaClass):
     """This tensor-level UOp split over `devices` along `axis` (None: replicated), as Tensor.shard does."""
     if _multi_shard is None: raise RuntimeError("UOp.shard needs tinygrad.multi (import tinygrad does)")
     return _multi_shard(self, devices, axis)
+  def copy_to_device(self, device: str | tuple[str, ...]) -> UOp:
+    """A copy of this tensor-level UOp on `device` (a tuple: one on each, replicated)."""
+    return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
+  def _shard(self, axis: int, piece: UOp) -> UOp:
+    """This multi-device tensor split along `axis` too, device i keeping piece `piece`(i): `piece` is an expression of a
+    DEVICE range (UOp.range(4, -1, AxisType.DEVICE) // 2 and % 2 shard two axes over a 2 x 2 mesh of 4 devices)."""
+    if _multi_shard_by is None: raise RuntimeError("UOp._shard needs tinygrad.multi (import tinygrad does)")
+    return _multi_shard_by(self, axis, piece)
+  def unshard(self, axis: int | tuple[int, ...], device_range: Any = None) -> UOp:
+    """The multi-device tensor itself (_shard already gives it its whole shape); checks that `axis` are its sharded axes."""
+    axes = {axis} if isinstance(axis, int) else set(axis)
+    have = {a for a, _ in self.arg} if self.op is Ops.MULTI and isinstance(self.arg, tuple) else {self.axis}
+    if axes != have: raise RuntimeError(f"unshard: axes {sorted(axes)} are not the sharded axes {sorted(a for a in have if a is not None)}")
+    return self
   def has_buffer_identity(self) -> bool:
     """Whether this is a BUFFER seen through RESHAPEs (for a multi-device tensor: every shard)."""
     if self.op is Ops.MULTI: return all(s.has_buffer_identity() for s in self.src)
@@ -425,6 +442,7 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   if op is Ops.ASSIGN: return n.src[0].shape
   if op is Ops.MULTI:
     if arg is None: return n.src[0].shape
+    if isinstance(arg, tuple): return tuple(d * (max(dict(arg)[i]) + 1) if i in dict(arg) else d for i, d in enumerate(n.src[0].shape))   # a mesh
     return tuple(sum(s.shape[i] for s in n.src) if i == arg else d for i, d in enumerate(n.src[0].shape))
   if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL): return ()
   srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
