@@ -216,6 +216,24 @@ def profile_marker(name: str, color: str = "gray") -> None:
   """An instant marker named `name` on the PROFILE=1 timeline (tinygrad.viz.profile); nothing when not profiling."""
   if marker_sink is not None: marker_sink(name, color)
 
+import gc as _gc, threading as _threading
+_gc_lock, _gc_depth = _threading.Lock(), [0, False]   # [nesting depth, whether the outermost pause turned collection off]
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+  """No cyclic garbage collection inside the block (nested and thread-safe: the outermost block restores it). Scheduling
+  and codegen allocate hundreds of thousands of short-lived UOps, freed by reference counting; the collector still scans
+  every live object each time its allocation counts trip, which was ~17% of ViT-Ti's codegen (6 full collections of
+  ~400k objects)."""
+  with _gc_lock:
+    if _gc_depth[0] == 0: _gc_depth[1] = _gc.isenabled()
+    _gc_depth[0] += 1
+    _gc.disable()
+  try: yield
+  finally:
+    with _gc_lock:
+      _gc_depth[0] -= 1
+      if _gc_depth[0] == 0 and _gc_depth[1]: _gc.enable()
+
 class Timing(contextlib.ContextDecorator):
   """Print the block's wall time in ms after `prefix`; `on_exit(ns)` returns a string appended to the line."""
   def __init__(self, prefix: str = "", on_exit: Callable[[int], str] | None = None, enabled: bool = True):

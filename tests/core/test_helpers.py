@@ -108,3 +108,37 @@ class TestSmallHelpers:
   def test_pairwise_is_finite(self):
     assert list(pairwise([1, 2, 3])) == [(1, 2), (2, 3)]
     assert is_finite(1.0) and not is_finite(float("inf")) and not is_finite(float("nan"))
+
+class TestGCPaused:
+  """gc_paused (around scheduling and codegen): no collection inside, the collector's state restored after, also nested,
+  on errors and when the user had turned it off."""
+  def test_restores_enabled(self):
+    import gc
+    from tinygrad.helpers import gc_paused
+    assert gc.isenabled()
+    with gc_paused():
+      assert not gc.isenabled()
+      with gc_paused(): assert not gc.isenabled()
+      assert not gc.isenabled()   # the inner block does not turn it back on
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+      with gc_paused(): 1 // 0
+    assert gc.isenabled()
+  def test_keeps_user_disabled(self):
+    import gc
+    from tinygrad.helpers import gc_paused
+    gc.disable()
+    try:
+      with gc_paused(): pass
+      assert not gc.isenabled()
+    finally: gc.enable()
+  def test_realize_and_codegen_restore(self):
+    import gc
+    import numpy as np
+    from tinygrad import Tensor
+    from tinygrad.codegen import get_program
+    from tinygrad.device import Device
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert ((Tensor(a) * 2).sum(1).numpy() == (a * 2).sum(1)).all() and gc.isenabled()
+    get_program((Tensor.empty(4, 4, device="PYTHON") + 1).schedule()[-1].ast, Device["PYTHON"].renderer)
+    assert gc.isenabled()

@@ -6,7 +6,7 @@ from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, DEBUG, SPEC
+from tinygrad.helpers import prod, DEBUG, SPEC, gc_paused
 from tinygrad.renderer import Renderer, ProgramSpec, thread_work
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
@@ -110,8 +110,9 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile:
   uops: list[UOp] = []
   src = ""
   try:
-    uops = full_rewrite(ast, ren, opts)
-    src = ren.render(uops, name)
+    with gc_paused():
+      uops = full_rewrite(ast, ren, opts)
+      src = ren.render(uops, name)
   finally:
     if rec is not None: rec.end_kernel(k, uops, src)
   prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))

@@ -6,7 +6,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters
+from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters, gc_paused
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
@@ -304,14 +304,15 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
   node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
   stop those from running a second time (an update applied twice) while the rest stays pending."""
   st = time.perf_counter()
-  schedule, results = create_schedule(uops)
-  if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
-  keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
-  plan, progress = memory_plan(schedule, keep), [0]
-  try: run_schedule(schedule, plan, progress=progress)
-  except BaseException:
-    if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
-    raise
+  with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
+    schedule, results = create_schedule(uops)
+    if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
+    keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
+    plan, progress = memory_plan(schedule, keep), [0]
+    try: run_schedule(schedule, plan, progress=progress)
+    except BaseException:
+      if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
+      raise
   return [results[u] for u in uops]
 
 def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> dict[UOp, UOp]:
