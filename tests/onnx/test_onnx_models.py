@@ -111,6 +111,7 @@ def test_cli_runs_benchmarks_and_compares(tmp_path, capsys):
   assert main([str(p), "--dim", "batch=2", "--benchmark", "3", "--compare-onnxruntime"]) == 0
   out = capsys.readouterr().out
   assert "z: shape (2, 3)" in out and "ms per run" in out and "matches onnxruntime" in out
+  assert "tinygrad/onnxruntime" in out   # --benchmark times onnxruntime too when it is installed, and prints the ratio
 
 def test_cli_asks_for_symbolic_dims(tmp_path):
   p = tmp_path / "tiny.onnx"

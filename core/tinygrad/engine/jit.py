@@ -24,7 +24,7 @@ def _same(a: Any, b: Any) -> bool:
   except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
 
 def _tensors_in(x: Any) -> list[Any]:
-  from tinygrad.tensor import Tensor
+  from tinygrad.tensor import Tensor   # (a module global after the first call: cheap)
   if isinstance(x, Tensor): return [x]
   if isinstance(x, (list, tuple)): return [t for v in x for t in _tensors_in(v)]
   if isinstance(x, dict): return [t for v in x.values() for t in _tensors_in(v)]
@@ -39,6 +39,7 @@ def _binds_in(x: Any) -> list[UOp]:
 
 def _unbound(shape: tuple) -> tuple:
   # a shape as the capture sees it: variables, not their values (a replay may bind new ones)
+  if all(type(s) is int for s in shape): return shape
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
 
 # the values a capture bakes in as constants: a change would replay the old value, so it is an error
@@ -118,10 +119,11 @@ class TinyJit(Generic[R]):
 
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     from tinygrad.tensor import Tensor
-    inputs = _tensors_in(list(args) + [kwargs[k] for k in sorted(kwargs)])
+    leaves = list(args) + [kwargs[k] for k in sorted(kwargs)] if kwargs else list(args)
+    inputs = _tensors_in(leaves)
     if inputs: Tensor.realize(*inputs)
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
-    binds = _binds_in(list(args) + [kwargs[k] for k in sorted(kwargs)]) + [b for t in inputs for b in sym_vars(t.shape)]
+    binds = _binds_in(leaves) + [b for t in inputs if not all(type(s) is int for s in t.shape) for b in sym_vars(t.shape)]
     var_vals: dict[UOp, int] = {}
     for b in binds:
       v, val = b.unbind()
@@ -160,9 +162,13 @@ class TinyJit(Generic[R]):
                            f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
-    with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
-      assert self.replay is not None
-      self.replay([b for t in inputs for b in _buffers(t)], var_vals)
+    assert self.replay is not None
+    bufs = [b for t in inputs for b in _buffers(t)]
+    if _prof.PROFILER is None:
+      with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
+    else:
+      with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
+        self.replay(bufs, var_vals)
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
       from tinygrad.engine.schedule import rebind_graph

@@ -3,7 +3,7 @@
 schedules and fuses as one program, and can be wrapped in TinyJit. Inputs that set shapes (Reshape's shape, Slice's starts,
 Pad's pads ...) are read on the host: from initializers and Constants directly, otherwise by realizing them."""
 from __future__ import annotations
-import math, sys, time, argparse, functools
+import math, sys, time, argparse, functools, statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -893,6 +893,14 @@ def _random_input(spec: Any, dims: dict[str, int], rng: np.random.Generator) -> 
   if dt == dtypes.bool: return rng.integers(0, 2, shape).astype(bool)
   return rng.integers(0, 10, shape).astype(np.dtype(dt.fmt))
 
+def _times(fn: Callable[[], Any], n: int) -> list[float]:
+  out = []
+  for _ in range(n):
+    st = time.perf_counter()
+    fn()
+    out.append(time.perf_counter() - st)
+  return out
+
 def main(argv: list[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="python -m tinygrad.nn.onnx", description="Run an ONNX model on random inputs of its declared shapes.")
   p.add_argument("model", help="the .onnx file")
@@ -914,15 +922,20 @@ def main(argv: list[str] | None = None) -> int:
   for k, v in outs.items(): print(f"{k}: shape {v.shape} dtype {v.dtype}")
   if a.benchmark:
     from tinygrad.engine.jit import TinyJit
+    # a jitted call replays the captured kernels through the device's graph runner (one native call on the CPU)
     jf = TinyJit(lambda **kw: {k: v.realize() for k, v in runner(kw).items()})
     tins = {n: Tensor(v, device=a.device).realize() for n, v in feeds.items()}
-    times = []
-    for _ in range(max(a.benchmark, 3)):
-      st = time.perf_counter()
-      r = jf(**tins)
-      for v in r.values(): v.numpy()
-      times.append((time.perf_counter() - st) * 1e3)
-    print(f"steady-state: {min(times[2:]):.3f} ms per run (min of {len(times) - 2} jitted runs)")
+    def ours() -> None:
+      for v in jf(**tins).values(): v.numpy()
+    times = _times(ours, max(a.benchmark, 3))[2:]   # past the JIT's run and capture calls
+    print(f"steady-state: {min(times)*1e3:.3f} ms per run (min of {len(times)} jitted runs, median {statistics.median(times)*1e3:.3f})")
+    try: import onnxruntime as ort
+    except ImportError: ort = None
+    if ort is not None:   # the same runs through onnxruntime, for the ratio
+      sess = ort.InferenceSession(runner.model.SerializeToString(), providers=["CPUExecutionProvider"])
+      rt = _times(lambda: sess.run(None, feeds), max(a.benchmark, 3))[2:]
+      print(f"onnxruntime: {min(rt)*1e3:.3f} ms per run (median {statistics.median(rt)*1e3:.3f}); tinygrad/onnxruntime "
+            f"{min(times)/min(rt):.2f}x (medians {statistics.median(times)/statistics.median(rt):.2f}x)")
   if a.compare_onnxruntime:
     try: import onnxruntime as ort
     except ImportError:
