@@ -1,6 +1,7 @@
 """Invalid arguments to Tensor ops raise what torch and public tinygrad raise (RuntimeError, IndexError, OverflowError),
 as classes that are also ValueError (ours before), with a message naming the values."""
 import types
+import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.mixin.common import ArgumentError
@@ -27,6 +28,7 @@ CASES = [
    "larger than the input"),
   ("clip without bounds", lambda x, m: x.clip(None, None), [(3,), (0, 2)], "clip"),
   ("gather index dims", lambda x, m: x.gather(0, m.tensor([1])), [(4, 5, 6), (3, 1)], "dims"),
+  ("gather bool index", lambda x, m: x.gather(0, m.tensor([[True]] * x.shape[0])), [(4, 5), (1, 1)], "int dtype"),
   ("roll shifts without dims", lambda x, m: x.roll((1, 2)), [(2, 4), (5,)], "(1, 2)"),
   ("roll shifts and dims lengths", lambda x, m: x.roll(shifts=1, dims=(0, 1)), [(3, 3), (1, 2, 5)], "same length"),
   ("meshgrid indexing", lambda x, m: m.meshgrid(x, indexing="bad"), [(3,), (1,)], "'bad'"),
@@ -72,3 +74,10 @@ def test_arange_past_the_dtype_is_overflow(args, dt):
 def test_arange_at_the_dtype_edges(args, dt):
   got = Tensor.arange(*args, dtype=dt, device="CPU")
   assert got.dtype == dt and got.tolist() == list(range(*args))
+
+@pytest.mark.parametrize("idx", [(slice(0.0, None), 0), (slice(None, 2.5),), (0, slice(None, None, 1.0))])
+def test_float_slice_is_a_type_error(idx):
+  # Python's slice.indices and numpy raise TypeError for a float bound (a float int-index is an IndexError, as numpy)
+  with pytest.raises(TypeError): np.zeros((3, 4))[idx]
+  with pytest.raises(TypeError, match="slice indices"): Tensor.empty(3, 4)[idx]
+  with pytest.raises(IndexError): Tensor.empty(3, 4)[0.0, :]

@@ -21,9 +21,9 @@ class _IndexPlan:
   lens: list[sint]
   out_shape: list[sint]
   tensor_idx: list[tuple[int, int, Any]]  # (input dim, position in out_shape, index)
-  adv_pos: list[int]                      # positions in idx of ints and tensor indices (numpy's placement rule)
-  adv_adjacent: bool                      # those indices sit next to each other in the index as written (an Ellipsis
-                                          # or None between them separates them, even an Ellipsis that stands for no dim)
+  adv_pos: list[int]                      # positions in idx of the tensor (and list) indices
+  adv_adjacent: bool                      # those indices sit next to each other, ints aside (torch's placement rule: a
+                                          # slice or None between them separates them, an int or an empty Ellipsis does not)
 
 
 def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) -> None:
@@ -56,24 +56,31 @@ def _values(*xs: Any) -> str:
   unbound = sorted({n.arg[0] for x in uops(xs) for n in x.toposort(gate=lambda y: y.op is not Ops.BIND) if n.op is Ops.DEFINE_VAR})
   if unbound: return f", for some value of {', '.join(unbound)} in its [min, max] range: narrow the range or bind it"
   return f", with {', '.join(f'{b.src[0].arg[0]}={b.src[1].arg}' for b in vs)}" if vs else ""
+def _seq_index(i: Any) -> Any:
+  # a tuple inside the index tuple is a list index (x[(1, 0), :] as x[[1, 0], :]), as in numpy and torch
+  return [_seq_index(v) for v in i] if isinstance(i, tuple) else i
 def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
 
 class IndexingMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- indexing ----
   def _index_plan(self: Tensor, indices: Any) -> _IndexPlan:
-    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    idx = [_seq_index(i) for i in indices] if isinstance(indices, tuple) else [indices]
     for i in idx:
       if isinstance(i, bool): raise IndexError("boolean scalar indices are not supported; index with ints, slices, None, ... or int Tensors")
+      if isinstance(i, slice) and any(v is not None and not isinstance(v, (int, UOp)) and not hasattr(v, "__index__") for v in (i.start, i.stop, i.step)):
+        raise TypeError(f"slice indices must be ints, None or bound Variables, got {i!r}")   # as Python's slice.indices
       if not (i is None or i is Ellipsis or isinstance(i, (int, slice, Tensor, list, UOp)) or hasattr(i, "dtype")):
         raise IndexError(f"unsupported index {i!r} ({type(i).__name__}); valid: int, slice, None, Ellipsis, int Tensor, list of ints")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(i is not None and i is not Ellipsis for i in idx)
     if consumed > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {consumed} given")
     ell = next((k for k, i in enumerate(idx) if i is Ellipsis), len(idx))
-    written = [k for k, i in enumerate(idx) if i is not None and i is not Ellipsis and not isinstance(i, slice)]
-    adjacent = written == list(range(written[0], written[0] + len(written))) if written else True
     idx = idx[:ell] + [slice(None)] * (self.ndim - consumed) + idx[ell+1:]
+    # torch's rule: the ints select first, then tensor indices side by side keep their place, else their dims go first
+    kept = [i for i in idx if not isinstance(i, (int, UOp))]
+    written = [k for k, i in enumerate(kept) if i is not None and not isinstance(i, slice)]
+    adjacent = written == list(range(written[0], written[0] + len(written))) if written else True
     # basic indexing: flip negative steps, shrink, stride, then drop int dims and add None dims
     flips: list[int] = []
     shrinks: list[tuple[sint, sint]] = []
@@ -94,7 +101,6 @@ class IndexingMixin:
         start, length = _symbolic_index(i, n, d)
         shrinks.append((start, ssimplify(start + length)))
         if isinstance(i, slice): out_shape.append(length)
-        else: adv_pos.append(k)
         out_pos += isinstance(i, slice)
         steps.append(1)
         lens.append(length)
@@ -103,7 +109,6 @@ class IndexingMixin:
       if isinstance(i, int):
         if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
         start, step, length = i + n if i < 0 else i, 1, 1
-        adv_pos.append(k)
       elif isinstance(i, slice):
         r = range(*i.indices(n))
         start, step, length = r.start, r.step, len(r)
@@ -127,7 +132,7 @@ class IndexingMixin:
   def _bool_indices(self: Tensor, indices: Any) -> Any:
     """numpy's rule: a bool mask index stands for the int indices of its True elements (its nonzero()), consuming as many
     dims as it has; this realizes the mask to count them. Other indices are returned as they are."""
-    idx = list(indices) if isinstance(indices, tuple) else [indices]
+    idx = [_seq_index(i) for i in indices] if isinstance(indices, tuple) else [indices]
     def as_mask(i: Any) -> Tensor | None:
       if isinstance(i, Tensor): return i if i.dtype == dtypes.bool else None
       if isinstance(i, list) and i and all(isinstance(v, bool) for v in _flatten_py(i)[1]): return Tensor(i, dtype=dtypes.bool, device=self.device)
@@ -152,7 +157,7 @@ class IndexingMixin:
   def _adv_plan(self: Tensor, p: _IndexPlan) -> tuple[Tensor, int, tuple[int, ...], list[int] | None]:
     """Advanced indexing over the basic view (shape p.out_shape): the one-hot mask (broadcast index shape + view shape) of
     the positions each index picks, the number of broadcast dims, the view axes the indices consume, and the order that
-    moves the broadcast dims to where numpy puts them (None: they stay first)."""
+    moves the broadcast dims to where torch puts them (None: they stay first)."""
     ts = []
     for dd, pos, i in p.tensor_idx:
       n = self.shape[dd]
@@ -173,15 +178,16 @@ class IndexingMixin:
         Tensor.arange(n, device=self.device).reshape((1,) * nb + tuple(n if j == pos else 1 for j in range(nx)))
       mask = m if mask is None else mask & m
     assert mask is not None
-    # numpy: advanced indices next to each other put the broadcast dims where they were; otherwise first
+    # torch: tensor indices next to each other (ints aside) put the broadcast dims where they were; otherwise first
     order = None
     if p.adv_adjacent:
       first = sum(1 for i in p.idx[:p.adv_pos[0]] if i is None or isinstance(i, slice))
       order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + nx - len(ts)))
     return mask, nb, tuple(pos for pos, _, _ in ts), order
   def __getitem__(self: Tensor, indices: Any) -> Tensor:
-    """numpy-style indexing: ints, slices (any step), None, Ellipsis, int Tensor/list indices (lazy: one-hot masks and a
-    sum) and bool masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
+    """torch-style indexing: ints, slices (any step), None, Ellipsis, int Tensor/list/tuple indices (lazy: one-hot masks
+    and a sum; their dims go where torch puts them, which differs from numpy where an int separates them: x[1, :, t] has
+    t's dims in the middle) and bool masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
     if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and self.ndim:
       return self.masked_select(indices)   # t[t > 0]: the common whole-shape mask in one pass
     p = self._index_plan(self._bool_indices(indices))
@@ -239,6 +245,7 @@ class IndexingMixin:
   def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (index may be smaller than self in other dims)."""
     d = self._resolve_dim(dim)
+    if not dtypes.is_int(index.dtype): raise ArgumentError(f"gather: the index needs an int dtype, got {index.dtype}")
     if index.ndim != self.ndim: raise ArgumentError(f"gather: index shape {index.shape} and input shape {self.shape} need the same number of dims")
     if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
       raise ArgumentError(f"gather: index shape {index.shape} is larger than input shape {self.shape} outside dim {d}")
