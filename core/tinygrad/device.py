@@ -5,12 +5,12 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import dataclasses, os, re, sys, warnings, contextvars
+import dataclasses, os, re, sys, threading, warnings, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.dtype import DType
-from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, GlobalCounters, env_switch as _env_switch
+from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, ENGINE_LOCK, GlobalCounters, env_switch as _env_switch
 from tinygrad.renderer import Renderer
 
 class DeviceError(RuntimeError):
@@ -83,7 +83,6 @@ class CompilerWorker:
   (one child, one request at a time); a forked process gets its own child. Frames are length-prefixed bytes, never pickle.
   """
   def __init__(self, factory: str, *args: str, name: str = ""):
-    import threading
     self.factory, self.args, self.name = factory, args, name or factory
     self._lock = threading.Lock()
     self._proc: Any = None
@@ -339,6 +338,9 @@ def _flat(mv: Any) -> memoryview:
   mv = memoryview(mv)
   return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
+# allocators' caches change from any thread (a buffer the GC frees on another thread): a leaf lock, held only around them
+_alloc_lock = threading.RLock()
+
 class Buffer:
   """`size` elements of `dtype` on `device`; memory is allocated on `allocate()` (or now, given `opaque`/`initial_value`)."""
   def __init__(self, device: str, size: int, dtype: DType, options: Any = None, opaque: Any = None, initial_value: bytes | None = None):
@@ -358,24 +360,28 @@ class Buffer:
   def allocate(self, opaque: Any = None) -> Buffer:
     """Allocate device memory (through the device's allocator) unless already allocated; returns self."""
     if self.is_allocated(): return self
-    self._allocator = Device[self.device].allocator
-    if opaque is not None:
-      self._owned = False
-      self._buf = opaque
-    else:
-      self._owned = True
-      self._buf = self._allocator.alloc(self.nbytes, self.options)
-      GlobalCounters.mem_used += self.nbytes
-      GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+    allocator = Device[self.device].allocator   # (may open the device: before the leaf lock)
+    with _alloc_lock:
+      if self.is_allocated(): return self
+      self._allocator = allocator
+      if opaque is not None:
+        self._owned = False
+        self._buf = opaque
+      else:
+        self._owned = True
+        self._buf = allocator.alloc(self.nbytes, self.options)
+        GlobalCounters.mem_used += self.nbytes
+        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
     return self
   def deallocate(self) -> None:
     """Return the memory to the device's allocator."""
-    if not self.is_allocated(): return
-    if self._owned:
-      self._allocator.free(self._buf, self.nbytes, self.options)
-      GlobalCounters.mem_used -= self.nbytes
-      GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
-    del self._buf
+    with _alloc_lock:
+      if not self.is_allocated(): return
+      if self._owned:
+        self._allocator.free(self._buf, self.nbytes, self.options)
+        GlobalCounters.mem_used -= self.nbytes
+        GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
+      del self._buf
   def __del__(self) -> None:
     try: self.deallocate()
     except Exception: pass   # interpreter shutdown or a device already gone: nothing useful to do
@@ -474,8 +480,10 @@ class _Device:
 
   def __getitem__(self, name: str) -> Compiled:
     key = self.canonicalize(name)
-    if key not in self._opened: self._opened[key] = self._open(key)
-    return self._opened[key]
+    if (dev := self._opened.get(key)) is None:
+      with ENGINE_LOCK:   # two threads opening one device at once would make two instances of it
+        if (dev := self._opened.get(key)) is None: dev = self._opened[key] = self._open(key)
+    return dev
 
   def opened(self, name: str) -> Compiled | None:
     """The device if it is open now, else None (opens nothing)."""

@@ -200,6 +200,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
 def _live_tensors() -> list[Tensor]:
   # the front end's weak registry `all_tensors` (weakrefs or a WeakSet) when it has one, else a scan of the gc's objects
   from tinygrad import tensor as tensor_mod
+  if (live := getattr(tensor_mod, "live_tensors", None)) is not None: return live()   # a snapshot safe from other threads
   reg = getattr(tensor_mod, "all_tensors", None)
   if reg is not None: return [x for x in (r() if isinstance(r, weakref.ref) else r for r in list(reg)) if x is not None]
   T = tensor_mod.Tensor

@@ -2,7 +2,7 @@
 from __future__ import annotations
 # only what `import tinygrad` needs: the rest (urllib for fetch, tempfile, gzip, hashlib, tqdm) is imported where used, so a
 # first result does not load http.client or ssl (tests/core/test_import_cost.py keeps it so)
-import os, sys, collections, functools, contextlib, time, math, itertools, re
+import os, sys, collections, functools, contextlib, time, math, itertools, re, threading
 from typing import Any, Iterable, Iterator, TypeVar, Callable, Sequence, ClassVar, TYPE_CHECKING
 if TYPE_CHECKING: import pathlib
 
@@ -283,6 +283,17 @@ class CapturedStderr:
     self.text = self._tmp.read().decode(errors="replace")
     self._tmp.close()
   def lines(self) -> list[str]: return list(dict.fromkeys(ln.strip() for ln in self.text.splitlines() if ln.strip()))
+
+# Tensors may be used from several threads (docs/guide.md, "Threads"): scheduling, codegen, running kernels, reading data
+# back, allocating a tensor's buffer, opening a device and TinyJit calls hold this one re-entrant lock, one thread at a time
+ENGINE_LOCK = threading.RLock()
+_F = TypeVar("_F", bound=Callable[..., Any])
+def engine_locked(fn: _F) -> _F:
+  """`fn` run holding ENGINE_LOCK."""
+  @functools.wraps(fn)
+  def wrapper(*args: Any, **kwargs: Any) -> Any:
+    with ENGINE_LOCK: return fn(*args, **kwargs)
+  return wrapper  # type: ignore[return-value]
 
 class GlobalCounters:
   """Running totals of what the realize engine ran: kernels (and copies), their estimated ALU ops and bytes touched, their

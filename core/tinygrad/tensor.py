@@ -1,12 +1,12 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, sys, time, weakref, numbers, functools, types
+import math, sys, time, weakref, numbers, functools, types, threading
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
-from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int
+from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError, ArgumentError  # noqa: F401 (public: raised for a bad axis or bad arguments, importable from here)
@@ -59,10 +59,16 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+_registry_lock = threading.Lock()   # every new Tensor adds itself while another thread may be walking the set
+def live_tensors() -> list[Tensor]:
+  """Every live, fully built Tensor (a snapshot: safe while other threads make tensors)."""
+  with _registry_lock: ts = list(all_tensors)
+  return [t for t in ts if hasattr(t, "uop")]   # one still in its __init__ has no graph yet
 ARANGE_FOLD_MAX = 1 << 16   # aranges up to this size are one count the simplifier folds (Tensor._arange_index); past it, two combined
 # tensors holding an assign that has not run yet: TinyJit realizes them at the end of a call so the write is captured
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
-pending_assigns: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# (keyed by (thread, id): a TinyJit captures the assigns of its own thread, never another thread's)
+pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.WeakValueDictionary()
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
   """The movement ops from `top` down to `bottom` (top first), or None when `top` is not a view of `bottom`."""
@@ -140,7 +146,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dt = to_dtype(dtype) if dtype is not None else None
-    all_tensors.add(self)
+    with _registry_lock: all_tensors.add(self)
     self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None
@@ -205,6 +211,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   # ---- construction helpers ----
   @staticmethod
+  @engine_locked
   def _from_bytes(raw: bytes, shape: tuple[int, ...], dtype: DType, device: str) -> UOp:
     u = new_buffer(device, prod(shape), dtype)
     buffer_of(u).allocate().copyin(memoryview(bytearray(raw)))
@@ -267,6 +274,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.uop.op is Ops.MULTI: return all(Tensor(s)._is_realized() for s in self.uop.src)
     base = base_buffer(self.uop)
     return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
+  @engine_locked
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.
 
@@ -301,7 +309,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
     amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
     if amap:
-      for x in list(all_tensors):
+      for x in live_tensors():
         if base_buffer(x.uop) is None: x.uop = x.uop.substitute(amap)
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
@@ -312,7 +320,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
     # that ran is never applied twice
-    for x in list(all_tensors):
+    for x in live_tensors():
       if base_buffer(x.uop) is not None: continue
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
       x.uop = x.uop.substitute(done)
@@ -334,7 +342,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # 0..k-1). Not where autograd may need the lazy graph (the stand-in for a realized tensor lives only with the tensor),
     # and not a node two tensors hold (one buffer for both would alias them)
     holders: dict[UOp, list[Tensor]] = {}
-    for x in list(all_tensors):
+    for x in live_tensors():
       if x.uop.op is Ops.CONTIGUOUS and x.uop not in roots: holders.setdefault(x.uop, []).append(x)
     if not holders: return []
     nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
@@ -355,6 +363,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if all_int(self.shape): return self.shape
     try: return tuple(sym_infer(s, {}) for s in self.shape)
     except KeyError as e: raise ValueError(f"the shape {self.shape} has an unbound variable ({e}): bind it to read the data") from None
+  @engine_locked
   def _host_bytes(self) -> memoryview:
     from tinygrad.engine import realize as engine
     if engine.capturing is not None:
@@ -387,6 +396,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     mv = self._host_bytes()
     if self.dtype.fmt is None or self.numel() == 0 or not self.shape: return mv
     return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
+  @engine_locked
   def schedule(self, *lst: Tensor) -> list:
     """The kernels (ExecItems) that realizing this tensor (and `lst`) would run, without running them."""
     from tinygrad.engine.schedule import create_schedule
@@ -540,7 +550,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: new = v  # nothing else can see an unrealized tensor's buffer: take the value
     self._graph = None
     self._set_uop(new)
-    if new.op is Ops.ASSIGN: pending_assigns[id(self)] = self
+    if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self
 
   # ---- creation ----
   @staticmethod

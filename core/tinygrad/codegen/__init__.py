@@ -100,6 +100,14 @@ def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list
     for i, u in enumerate(uops): print(f"{i:4d} {u.op!s:20s} {u.dtype!r:30s} {u.arg!r}")
   return uops
 
+def _per_call(ren: Renderer) -> Renderer:
+  """A shallow copy of `ren` for one render: `render` keeps its working state (names, lines, counters) on the instance,
+  and one renderer serves every thread (BEAM's compile threads, several threads using Tensors), whose state interleaved
+  into corrupt source. Shared containers (a mock driver's record) stay shared; copy.copy would rebuild it from abilities."""
+  r = object.__new__(type(ren))
+  r.__dict__.update(ren.__dict__)
+  return r
+
 def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile: bool = True) -> ProgramSpec:
   """Render (and, when `compile` and the renderer has a compiler, compile) a kernel AST for `ren`; uncompiled, `lib` is None."""
   if ast.op is not Ops.SINK: raise ValueError(f"get_program needs a kernel SINK, got {ast.op}")
@@ -112,7 +120,7 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile:
   try:
     with gc_paused():
       uops = full_rewrite(ast, ren, opts)
-      src = ren.render(uops, name)
+      src = _per_call(ren).render(uops, name)
   finally:
     if rec is not None: rec.end_kernel(k, uops, src)
   prg = prg.replace(src=prg.src + (UOp(Ops.LINEAR, src=tuple(uops)),))

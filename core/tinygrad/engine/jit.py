@@ -1,10 +1,10 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import enum, functools, inspect
+import enum, functools, inspect, threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops
-from tinygrad.helpers import CAPTURING, JIT, DEBUG
+from tinygrad.helpers import CAPTURING, JIT, DEBUG, engine_locked
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
@@ -117,6 +117,7 @@ class TinyJit(Generic[R]):
     tensors = [e for e in self.signature if e[0] != "var"]
     return CapturedJit(self.ret, list(self.steps), list(self.names), [(shape, variables, dt, dev) for shape, dt, dev, _ in tensors])
 
+  @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     from tinygrad.tensor import Tensor
     leaves = list(args) + [kwargs[k] for k in sorted(kwargs)] if kwargs else list(args)
@@ -181,8 +182,8 @@ class TinyJit(Generic[R]):
     from tinygrad.tensor import Tensor, pending_assigns
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
-    outs = _tensors_in(ret) + list(pending_assigns.values())
-    pending_assigns.clear()
+    mine = [k for k in list(pending_assigns.keys()) if k[0] == threading.get_ident()]   # this thread's: another's are its own
+    outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.pop(k, None)) is not None]
     if outs: Tensor.realize(*outs)
     return ret
 

@@ -1,6 +1,6 @@
 """UOp: the immutable, hash-consed node of every graph in tinygrad (tensor graphs, kernels, programs)."""
 from __future__ import annotations
-import math, weakref, functools, operator, re, keyword
+import math, weakref, functools, operator, re, keyword, threading
 from enum import Enum, auto
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -34,6 +34,7 @@ def _argkey(op: Ops, arg: Any) -> Any:
     return (arg, type(arg), math.copysign(1.0, arg) if isinstance(arg, float) else 0)
   return arg
 
+_ucache_lock = threading.Lock()
 class UOpMetaClass(type):
   ucache: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
@@ -48,7 +49,9 @@ class UOpMetaClass(type):
        any(s.op is Ops.MULTI or (s.op is Ops.DEVICE and type(s.arg) is tuple) for s in src):
       return _multi_lowering(op, dtype, src, arg, tag)  # type: ignore[misc]
     if not _multi_live and (op is Ops.MULTI or (op is Ops.DEVICE and type(arg) is tuple)): _go_multi()
-    UOpMetaClass.ucache[key] = ret = super().__call__(op, dtype, src, arg, tag)
+    new = super().__call__(op, dtype, src, arg, tag)
+    with _ucache_lock:   # two threads building one node must get one object: `is` is equality
+      if (ret := UOpMetaClass.ucache.get(key)) is None: UOpMetaClass.ucache[key] = ret = new
     return ret
 
 # The IR does not know device buffers either: tinygrad.engine.buffers registers how UOp.buffer finds one

@@ -1,0 +1,88 @@
+"""Tensors used from several threads at once (docs/guide.md, "Threads"): every value right, no internal error, and TinyJit
+calls from two threads serialized instead of failing as "nested". The GIL's switch interval is shortened while these run, so
+threads interleave inside the engine as they would on a busy machine."""
+import sys, threading
+import numpy as np
+import pytest
+from tinygrad import Tensor, TinyJit, Device
+from tinygrad.codegen import get_program
+
+@pytest.fixture(autouse=True)
+def busy_switching():
+  old = sys.getswitchinterval()
+  sys.setswitchinterval(1e-5)
+  yield
+  sys.setswitchinterval(old)
+
+def in_threads(fn, n: int = 4) -> list:
+  """fn(i) on n threads at once; returns their results, raising the first exception any of them raised."""
+  out: list = [None] * n
+  errs: list[BaseException] = []
+  def run(i: int) -> None:
+    try: out[i] = fn(i)
+    except BaseException as e: errs.append(e)
+  ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+  for t in ts: t.start()
+  for t in ts: t.join()
+  if errs: raise errs[0]
+  return out
+
+def test_ops_from_four_threads_match_numpy():
+  def work(seed: int) -> int:
+    rng = np.random.default_rng(seed)
+    for i in range(24):
+      a, b = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+      ta, tb = Tensor(a), Tensor(b)
+      k = i % 4
+      if k == 0: got, want = (ta * 2 + tb).relu().sum(1).numpy(), np.maximum(a * 2 + b, 0).sum(1)
+      elif k == 1: got, want = (ta @ tb).numpy(), a @ b
+      elif k == 2: got, want = (ta.exp() - tb).max(0).numpy(), (np.exp(a) - b).max(0)
+      else:
+        c = Tensor.zeros(4, 5).contiguous().realize()
+        c.assign(ta + i).realize()
+        got, want = c.numpy(), a + i
+      np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"thread {seed} op {i}")
+    return seed
+  assert in_threads(work) == [0, 1, 2, 3]
+
+def test_one_renderer_renders_on_several_threads():
+  # BEAM compiles candidates on threads with the device's one renderer: its working state must not be shared
+  ren = Device[Device.DEFAULT].renderer
+  xs = [Tensor.empty(16, 16 + 8 * i) for i in range(4)]
+  asts = [(x.exp() * 3 + x.sum(1, keepdim=True)).schedule()[-1].ast for x in xs]
+  want = [get_program(a, ren, compile=False).src for a in asts]
+  for _ in range(3): assert in_threads(lambda i: get_program(asts[i], ren, compile=False).src) == want
+
+def test_tinyjit_called_from_two_threads():
+  @TinyJit
+  def step(x: Tensor) -> Tensor: return (x * 2 + 1).sum(0).realize()
+  def work(i: int) -> None:
+    for k in range(5):
+      a = np.full((3, 4), i * 10 + k, np.float32)
+      np.testing.assert_allclose(step(Tensor(a)).numpy(), (a * 2 + 1).sum(0), err_msg=f"thread {i} call {k}")
+  in_threads(work, 2)
+
+def test_a_capture_takes_only_its_own_threads_assigns():
+  # thread B leaves an assign pending while thread A's TinyJit captures: A's capture must not take (and replay) B's update
+  x = Tensor.zeros(4).contiguous().realize()
+  first, pending, captured = threading.Event(), threading.Event(), threading.Event()
+  @TinyJit
+  def f(a: Tensor) -> Tensor: return (a + 1).realize()
+  def a_thread() -> None:
+    f(Tensor([0.0] * 4))
+    first.set()
+    pending.wait()
+    for k in range(1, 4): f(Tensor([float(k)] * 4))   # captures on its second call, replays on the third and fourth
+    captured.set()
+  def b_thread() -> None:
+    first.wait()
+    x.assign(x + 1)   # pending until B realizes it
+    pending.set()
+    captured.wait()
+    x.realize()
+  ta, tb = threading.Thread(target=a_thread), threading.Thread(target=b_thread)
+  ta.start()
+  tb.start()
+  ta.join()
+  tb.join()
+  assert x.tolist() == [1.0] * 4
