@@ -108,6 +108,10 @@ class TinyJit(Generic[R]):
     self.names: list[int | str] = []
     self.ret: Any = None
     self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
+    # the thread whose calls these are; another thread's calls go to a capture of its own (a replay rewrites the outputs'
+    # buffers, which the other thread may still be reading)
+    self.owner: int | None = None
+    self.others: dict[int, TinyJit] = {}
   def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., R]: return functools.partial(self.__call__, obj)  # as a method
   @property
   def captured(self) -> CapturedJit | None:
@@ -120,6 +124,10 @@ class TinyJit(Generic[R]):
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     from tinygrad.tensor import Tensor
+    if self.owner is None: self.owner = threading.get_ident()
+    elif (me := threading.get_ident()) != self.owner:
+      if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static))
+      return other(*args, **kwargs)
     leaves = list(args) + [kwargs[k] for k in sorted(kwargs)] if kwargs else list(args)
     inputs = _tensors_in(leaves)
     if inputs: Tensor.realize(*inputs)
