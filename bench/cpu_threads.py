@@ -55,5 +55,7 @@ def main() -> None:
   # threads from w = 2 * CPU_THREAD_WORK, so the break-even CPU_THREAD_WORK is h/t
   print(f"  break-even CPU_THREAD_WORK                {spinning*1e9/ns_per_uop:8.0f} (workers spinning), "
         f"{asleep*1e9/ns_per_uop:.0f} (asleep); current {CPU_THREAD_WORK}")
+  # the default asks more than break-even: a split should pay its hand-off several times over (a preempted worker costs more)
+  print(f"  a split paying 3x its hand-off (spinning)  {3*spinning*1e9/ns_per_uop:8.0f}")
 
 if __name__ == "__main__": main()

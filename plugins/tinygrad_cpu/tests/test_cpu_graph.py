@@ -22,7 +22,7 @@ def _step(big, a, n):
 
 def _replays(dev: str, jit: int, calls: int = 5):
   rng = np.random.default_rng(1)
-  big = np.abs(rng.standard_normal((512, 512))).astype(np.float32)
+  big = np.abs(rng.standard_normal((1024, 1024))).astype(np.float32)
   with Context(JIT=jit):
     f, outs = TinyJit(_step), []
     for i in range(calls):

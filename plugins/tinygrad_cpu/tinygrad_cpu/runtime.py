@@ -14,9 +14,12 @@ from typing import Any
 from tinygrad.plugin_api import getenv
 
 CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-# estimated uops per thread below which a kernel stays on fewer threads (1 below twice this: on the calling thread). The
-# default is measured by bench/cpu_threads.py: a hand-off to spinning workers costs ~2-5 us here, ~20-60k uops of work
-CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 16)
+# A kernel under twice CPU_THREAD_WORK runs on the calling thread, waking nothing. bench/cpu_threads.py measures the
+# terms: a hand-off to spinning workers costs ~2-3 us, and LLVM's kernels run ~0.03 ns per estimated uop (clang's ~0.25),
+# so 1 << 18 gives each thread >= ~8 us of work, a split that pays its hand-off several times over. Below that a split
+# gains microseconds at best, and on a loaded machine a worker preempted mid-chunk stalls the caller for a scheduler
+# slice (a dim-128 decoder: 4.5-5.3 ms/token at 1 << 16 against 0.95-1.2 at 1 << 18, load ~10)
+CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 18)   # estimated uops per thread below which a kernel stays on fewer threads
 CPU_SPIN_US: int = getenv("CPU_SPIN_US", 100)   # microseconds an idle pool worker spins for the next kernel before it sleeps
 
 @functools.cache
