@@ -267,6 +267,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
+  def __delitem__(self, k: Any) -> None: raise TypeError("Tensor does not support item deletion; build a new tensor (x[mask], x.cat ...)")
   def __iter__(self) -> Iterator[Tensor]: return (self[i] for i in range(len(self)))
 
   # ---- realization ----
@@ -507,7 +508,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     view of it see the new values. A broadcast (expanded) view, or one reaching into padding, cannot be written: an error."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.device != self.device: raise ValueError(f"assign: value is on {x.device}, target on {self.device}; use .to({self.device!r})")
-    if x.dtype != self.dtype: raise ValueError(f"assign: value dtype {x.dtype} != target dtype {self.dtype}; cast it first")
+    if x.dtype != self.dtype: raise ArgumentError(f"assign dtype mismatch: value {x.dtype} != target {self.dtype}; cast it first (assign never casts: it could lose precision)")
     if x.shape != self.shape:
       try: x = x._broadcast_to(self.shape)
       except ValueError: raise ValueError(f"assign: value shape {x.shape} does not fit target shape {self.shape}") from None
@@ -664,6 +665,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ret.requires_grad = rg
       return ret
     return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  @staticmethod
+  def invalids(*shape: Any, device: str | None = None, dtype: DType | str | None = None) -> Tensor:
+    """A tensor whose elements hold no value yet (public tinygrad's name for a scratch buffer written before it is read):
+    here the same as `Tensor.empty`; what is read before it is written is undefined."""
+    return Tensor.empty(*shape, device=device, dtype=dtype)
   @staticmethod
   def from_url(url: str, gunzip: bool = False, **kwargs: Any) -> Tensor:
     """A uint8 tensor of the bytes at `url` (downloaded once into the cache by helpers.fetch; `gunzip`: decompressed)."""

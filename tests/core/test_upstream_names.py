@@ -240,3 +240,20 @@ def test_default_float_and_int_flags():
                        capture_output=True, text=True, timeout=120)
   assert out.stdout.strip() == "dtypes.half", out.stderr
   with Context(DEFAULT_FLOAT="int8"), pytest.raises(ValueError, match="DEFAULT_FLOAT='int8' is not a float dtype; valid: float16"): dtypes.default_float
+
+def test_public_tinygrads_error_classes_for_indexing_and_assign():
+  a = Tensor([[[5.0]]])
+  with pytest.raises(TypeError, match="slice indices must be integers"): a[0.0:, 0.0]   # the slice first, as Python
+  with pytest.raises(IndexError, match="unsupported index 0.0"): a[0, 0.0]
+  def delete(): del a[0]
+  with pytest.raises(TypeError, match="item deletion"): delete()
+  t = Tensor.zeros(4).contiguous().realize()
+  with pytest.raises(RuntimeError, match="assign dtype mismatch"): t.assign(Tensor([1, 2, 3, 4]))
+  with pytest.raises(ValueError, match="assign dtype mismatch"): t.assign(Tensor([1, 2, 3, 4]))
+
+def test_invalids_is_a_scratch_tensor_to_write_before_reading():
+  z = Tensor.invalids(10, dtype="int").realize()
+  z[2:5] = 2
+  z[6:7] = 3
+  z.realize()
+  assert z.shape == (10,) and z.dtype == dtypes.int32 and z[2:5].tolist() == [2, 2, 2] and z[6:7].tolist() == [3]
