@@ -32,7 +32,7 @@ class GraphCall:
 class GraphRunner:
   """The default graph runner every `Compiled` device gets: the launch arguments of each kernel are computed once, at
   capture, and a replay is one Python loop of program calls; only the input handles, the variables' values and the launch
-  sizes that depend on them are written per replay (launch sizes evaluated by compiled expressions, core/tinygrad/uop/ops.py).
+  sizes that depend on them are written per replay (symbolic launch sizes: evaluated once per distinct variable value).
 
   A device supplies its own by passing `graph=MyGraph` to `Compiled.__init__` (a subclass; docs/plugins.md "Graphs"):
   `__init__(device, steps, inputs, variables)` gets the run's ExecSteps (kernels, all on `device`, in order), the captured
@@ -47,6 +47,8 @@ class GraphRunner:
       for b in c.bufs: b.allocate()
     self.args = [[b._buf for b in c.bufs] for c in self.calls]
     self.launch = [c.p.launch_dims({}) if not c.symbolic else None for c in self.calls]
+    # symbolic launch sizes, per kernel, by the values of its variables: each distinct value is evaluated once
+    self.sym_launch: list[dict[tuple[int, ...], Any]] = [{} for _ in self.calls]
     self.fixed = [c.values([]) if not any(isinstance(v, tuple) for v in c.vals) else None for c in self.calls]
     # the estimates GlobalCounters adds per replay: constant ones summed now, symbolic ones evaluated per replay with the
     # step's own values (variables fixed at capture) under the replay's
@@ -72,10 +74,10 @@ class GraphRunner:
   def run(self, inputs: list[Buffer], var_vals: dict[UOp, int]) -> None:
     """Replay every kernel in order with these input Buffers and replay-variable values."""
     vv = [var_vals[v] for v in self.variables]
-    for c, args, launch, vals in zip(self.calls, self.args, self.launch, self.fixed):
+    for c, args, launch, vals, seen in zip(self.calls, self.args, self.launch, self.fixed, self.sym_launch):
       for pos, j in c.inputs: args[pos] = inputs[j]._buf
       if vals is None: vals = c.values(vv)
-      if launch is None: launch = c.p.launch_dims(dict(zip(c.p.vars, vals)))
+      if launch is None and (launch := seen.get(vals)) is None: launch = seen[vals] = c.p.launch_dims(dict(zip(c.p.vars, vals)))
       c.prg(*args, global_size=launch[0], local_size=launch[1], vals=vals)
 
 class GraphError(RuntimeError):
