@@ -193,12 +193,15 @@ VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned ch
   "int": "int", "unsigned int": "uint", "long": "long", "unsigned long": "ulong", "half": "half", "__bf16": "bfloat16", "float": "float",
   "double": "double", "weakint": "weakint"}
 
+class DTypeNameError(ValueError, AttributeError):
+  """An unknown dtype name (public tinygrad raises AttributeError from `getattr(dtypes, name)`; a ValueError too)."""
+
 def to_dtype(x: DType | str) -> DType:
   if isinstance(x, DType): return x
   if x in DTYPES_DICT: return DTYPES_DICT[x]
   alias = getattr(dtypes, x, None)
   if isinstance(alias, DType): return alias
-  raise ValueError(f"unknown dtype {x!r}; valid: {', '.join(DTYPES_DICT)}")
+  raise DTypeNameError(f"unknown dtype {x!r}; valid: {', '.join(DTYPES_DICT)}")
 
 # ---- wraparound and rounding as a device computes them ----
 def truncate_int(v: int, dt: DType) -> int:
@@ -247,10 +250,13 @@ def least_upper_dtype(*ds: DType) -> DType:
   return min(common) if common else dtypes.float32
 def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
 
-def sum_acc_dtype(dt: DType) -> DType:
-  """The dtype a sum accumulates in: unsigned -> uint32+, signed/bool -> int32+, floats -> at least float32."""
-  if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
-  if dtypes.is_int(dt) or dt == dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
+def sum_acc_dtype(dt: DType, int64: bool = True) -> DType:
+  """The dtype a sum (cumsum, integer prod) accumulates in and returns: ints and bools in int64 as torch (uint64 stays
+  uint64), floats in at least float32. int64=False (a device without 64-bit ints): the widest 32-bit kind instead."""
+  if not int64 and (dtypes.is_int(dt) or dt == dtypes.bool):
+    return least_upper_dtype(dt, dtypes.uint32 if dtypes.is_unsigned(dt) else dtypes.int32)
+  if dt == dtypes.uint64: return dt
+  if dtypes.is_int(dt) or dt == dtypes.bool: return dtypes.int64
   return least_upper_dtype(dt, dtypes.float32)
 
 # ---- numpy conversion (numpy imported lazily: keeps `import tinygrad` fast) ----

@@ -82,9 +82,10 @@ class TestPromotionLattice:
   def test_least_upper_float_and_sum_acc(self):
     assert least_upper_float(dtypes.int32) == dtypes.float32
     assert least_upper_float(dtypes.float16) == dtypes.float16
-    assert sum_acc_dtype(dtypes.uint8) == dtypes.uint32
-    assert sum_acc_dtype(dtypes.int8) == dtypes.int32
-    assert sum_acc_dtype(dtypes.bool) == dtypes.int32
+    # ints and bools accumulate in int64 as torch (uint64 stays uint64); a device without int64 gets the 32-bit kind
+    for d in (dtypes.uint8, dtypes.int8, dtypes.bool, dtypes.int32, dtypes.uint32, dtypes.int64): assert sum_acc_dtype(d) == dtypes.int64
+    assert sum_acc_dtype(dtypes.uint64) == dtypes.uint64
+    assert sum_acc_dtype(dtypes.uint8, int64=False) == dtypes.uint32 and sum_acc_dtype(dtypes.bool, int64=False) == dtypes.int32
     assert sum_acc_dtype(dtypes.float16) == dtypes.float32
     assert sum_acc_dtype(dtypes.float64) == dtypes.float64
 

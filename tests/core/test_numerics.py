@@ -70,7 +70,7 @@ def test_bool_add_mul_max_min(dev):
 
 def test_bool_reductions(dev):
   t = Tensor(B1, device=dev)
-  assert t.sum().dtype == dtypes.int32 and t.sum().item() == 2
+  assert t.sum().dtype == dtypes.int64 and t.sum().item() == 2
   assert Tensor(np.ones(300, bool), device=dev).sum().item() == 300
   assert t.max().item() is True and t.min().item() is False and t.any().item() is True and t.all().item() is False
 
@@ -225,3 +225,58 @@ def test_float_mod_by_infinity_matches_torch():
   for dev in ("PYTHON", None):
     np.testing.assert_array_equal(Tensor(a, device=dev).mod(Tensor(b, device=dev)).numpy(), want)
     np.testing.assert_array_equal((Tensor(a, device=dev) % float("inf")).numpy(), torch.remainder(torch.tensor(a), float("inf")).numpy())
+
+# ---- integer sums, cumsums, products and means accumulate in int64, as torch (int32 wrapped: [2**30]*4 summed to 0) ----
+CPU_PY = ["CPU", "PYTHON"]
+
+@pytest.mark.parametrize("device", CPU_PY)
+@pytest.mark.parametrize("npdt", ["bool", "int8", "uint8", "int16", "int32", "int64", "uint32"])
+def test_int_reductions_match_torch(device, npdt):
+  torch = pytest.importorskip("torch", reason="the reference for integer reductions: pip install torch")
+  vals = {"bool": [True, False, True, True], "int8": [100, 120, -3, 90], "uint8": [200, 250, 3, 255], "int16": [30000, 32000, -5, 31000],
+          "int32": [2**30] * 4, "int64": [2**40, -3, 2**40, 7], "uint32": [2**31, 2**31 + 5, 3, 2**32 - 1]}[npdt]
+  a = np.array(vals, dtype=npdt)
+  ta, t = torch.tensor(a), Tensor(a, device=device)
+  for name, got, want in [("sum", t.sum(), ta.sum()), ("cumsum", t.cumsum(0), ta.cumsum(0)), ("sum(0, keepdim)", t.sum(0, keepdim=True), ta.sum(0, keepdim=True)),
+                          ("prod", t[:2].prod(), ta[:2].prod()), ("cumprod", t[:2].cumprod(0), ta[:2].cumprod(0))]:
+    assert str(got.dtype).split(".")[1] in ("long", "int64") and str(want.dtype) == "torch.int64", f"{name} of {npdt}: {got.dtype} vs torch {want.dtype}"
+    np.testing.assert_equal(got.numpy(), want.numpy(), err_msg=f"{name} of {npdt}")
+  # mean: public tinygrad's float32 (torch refuses integer means), from the exact wide sum
+  np.testing.assert_allclose(t.mean().numpy(), np.float32(a.astype(np.float64).mean()), rtol=1e-6)
+  assert t.mean().dtype == dtypes.float32
+
+@pytest.mark.parametrize("device", CPU_PY)
+def test_uint8_image_batch_mean(device):
+  # the report: 25M uint8 values of 200 averaged to 29.33 (their sum passed uint32 and wrapped); zero-copy and real data
+  n = 25_165_824
+  assert Tensor([200], dtype=dtypes.uint8, device=device).expand(n).mean().item() == 200.0
+  x = Tensor(np.full(n, 200, np.uint8), device=device)
+  assert x.mean().item() == 200.0 and x.sum().item() == 200 * n
+
+def test_int_sum_on_a_device_without_int64(monkeypatch):
+  # WEBGPU without shader-int64: the widest int it has (int32/uint32), documented in docs/guide.md, instead of a refused kernel
+  from tinygrad.device import Device
+  ren = Device["PYTHON"].renderer
+  monkeypatch.setattr(ren, "supported_dtypes", frozenset(d for d in dtypes.all if d.itemsize != 8), raising=False)
+  t = Tensor([1, 2, 3], dtype=dtypes.int8, device="PYTHON")
+  assert t.sum().dtype == dtypes.int32 and t.sum().item() == 6 and t.cumsum().tolist() == [1, 3, 6]
+  assert Tensor([200, 100], dtype=dtypes.uint8, device="PYTHON").sum().dtype == dtypes.uint32 and Tensor([True], device="PYTHON").sum().dtype == dtypes.int32
+
+@pytest.mark.parametrize("device", CPU_PY)
+def test_sum_prod_dtype_argument_matches_torch(device):
+  torch = pytest.importorskip("torch", reason="the reference for sum(dtype=): pip install torch")
+  a = np.array([[1.5, -2.25, 3.0], [0.5, 4.0, -1.0]], np.float32)
+  i = np.array([[100, 120, -3], [90, 2, 7]], np.int8)
+  for x, dt, tdt in [(a, dtypes.float64, torch.float64), (a, dtypes.float16, torch.float16), (i, dtypes.int32, torch.int32), (i, dtypes.float32, torch.float32)]:
+    for ax in (None, 0, 1):
+      kw = {} if ax is None else {"axis": ax}
+      got_s, got_p = Tensor(x, device=device).sum(dtype=dt, **kw), Tensor(x, device=device).prod(dtype=dt, **kw)
+      want_s = torch.tensor(x).sum(dtype=tdt) if ax is None else torch.tensor(x).sum(ax, dtype=tdt)
+      want_p = torch.tensor(x).prod(dtype=tdt) if ax is None else torch.tensor(x).prod(ax, dtype=tdt)
+      assert got_s.dtype == dt and got_p.dtype == dt
+      np.testing.assert_allclose(got_s.numpy(), want_s.numpy(), rtol=1e-3)
+      np.testing.assert_allclose(got_p.numpy(), want_p.numpy(), rtol=1e-3)
+  # a dtype name that does not exist: public tinygrad's AttributeError (also a ValueError, naming the valid names)
+  for f in (Tensor([1.0, 2.0]).sum, Tensor([1.0, 2.0]).prod):
+    with pytest.raises(AttributeError, match="unknown dtype ''"): f(dtype="")
+    with pytest.raises(ValueError, match="valid: bool, int8"): f(dtype="float33")

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, assume, strategies as st
 from hypothesis.extra import numpy as hnp
 from tinygrad import Tensor, dtypes
+from tinygrad.device import Device
 from tinygrad.conformance.plugin import examples
 
 FEW = examples(20)
@@ -369,6 +370,20 @@ class TestReduce:
     check(tf(T(a, device), axis=axis, keepdim=keepdim), nf(a, axis=axis, keepdims=keepdim), what=f"bool {name}(axis={axis}) of {a.tolist()}")
   def test_mean_of_int_is_float(self, device):
     check(Tensor([1, 2, 4], device=device).mean(), np.float32(7/3), what="int mean")
+  def test_int_accumulation_is_wide(self, device):
+    # ints and bools sum, cumsum and prod in int64, as torch (int32 [2**30]*4 summed to 0); a device without int64 (its
+    # renderer's supported_dtypes) uses int32/uint32
+    sup = Device[device].renderer.supported_dtypes
+    if callable(sup): sup = sup()
+    wide, v = sup is None or dtypes.int64 in sup, 2**30 if sup is None or dtypes.int64 in sup else 2**28
+    a = np.array([v] * 4, np.int32)
+    x, acc = T(a, device), np.int64 if wide else np.int32
+    assert x.sum().dtype == (dtypes.int64 if wide else dtypes.int32) and Tensor([True], device=device).sum().dtype == x.sum().dtype
+    check(x.sum(), acc(4 * v), what="int32 sum")
+    check(x.cumsum(0), np.cumsum(a.astype(acc)), what="int32 cumsum")
+    check(x[:2].prod(), acc(v) * acc(v) if wide else np.int32(0), what="int32 prod")
+    check(x.mean(), np.float32(v), what="int32 mean")
+    check(T(np.full(300, 255, np.uint8), device).sum(), acc(300 * 255), what="uint8 sum")
   def test_empty(self, device):
     check(Tensor.ones(0, 3, device=device).sum(), np.float32(0), what="sum of empty")
     check(Tensor.ones(0, 3, device=device).sum(axis=0), np.zeros(3, np.float32), what="sum over empty axis")

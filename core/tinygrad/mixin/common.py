@@ -26,6 +26,16 @@ def _canon_device(device: str | tuple[str, ...] | list[str] | None) -> str | tup
     return devs
   return Device.DEFAULT if device is None else Device.canonicalize(device)
 
+def _has_dtype(device: str | tuple[str, ...], dt: DType) -> bool:
+  """Whether kernels on `device` (every device of a multi-device tensor) may use `dt`: its renderer's supported_dtypes."""
+  from tinygrad.device import Device, DeviceError
+  for d in (device if isinstance(device, tuple) else (device,)):
+    try: sup = Device[d].renderer.supported_dtypes
+    except DeviceError: continue   # a device that does not open: realizing says why
+    if callable(sup): sup = sup()
+    if sup is not None and dt not in sup: return False
+  return True
+
 def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
   """(shape, flat values) of a nested list/tuple; a ragged list is an error."""
   if not isinstance(data, (list, tuple)): return (), [data]

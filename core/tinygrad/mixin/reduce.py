@@ -7,7 +7,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
-from tinygrad.mixin.common import AxisError, _CHUNK
+from tinygrad.mixin.common import AxisError, _CHUNK, _has_dtype
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -49,15 +49,20 @@ class ReduceMixin:
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
+  def _acc_dtype(self: Tensor) -> DType:
+    # ints and bools: int64 (uint64 for uint64), as torch; the 32-bit kind on a device without int64 (WEBGPU)
+    if not (dtypes.is_int(self.dtype) or dtypes.is_bool(self.dtype)): return sum_acc_dtype(self.dtype)
+    return sum_acc_dtype(self.dtype, self.dtype.itemsize == 8 or _has_dtype(self.device, dtypes.int64))
   def sum(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
-    """Sum over `axis` (all when None). Ints and bools accumulate in at least int32/uint32; float16/bfloat16 accumulate in float32
-    and return their own dtype, as tinygrad does."""
-    acc = to_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
+    """Sum over `axis` (all when None). Ints and bools accumulate in and return int64 (uint64 stays uint64), as torch (on a
+    device without int64, such as WEBGPU, int32/uint32); float16/bfloat16 accumulate in float32 and return their own dtype."""
+    acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
   def prod(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
-    """Product over `axis` (in this tensor's dtype unless `dtype` is given)."""
-    return self.cast(to_dtype(dtype) if dtype is not None else self.dtype)._reduce(Ops.MUL, axis, keepdim)
+    """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given)."""
+    acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
+    return self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
   def max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Maximum over `axis`."""
     return self._reduce(Ops.MAX, axis, keepdim)
@@ -72,9 +77,10 @@ class ReduceMixin:
     return self.logical_not().any(axis, keepdim).logical_not()
   def _count(self: Tensor, axis: int | Sequence[int] | None) -> int: return prod(self.shape[a] for a in self._axes(axis))
   def mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Arithmetic mean over `axis` (ints give float32; an empty reduction gives NaN)."""
+    """Arithmetic mean over `axis` (ints give float32, as public tinygrad, divided from their exact int64 sum; an empty
+    reduction gives NaN)."""
     out_dt = self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
-    return (self.cast(sum_acc_dtype(self.dtype)).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
+    return (self.cast(self._acc_dtype()).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
     squares = (self - self.mean(axis, keepdim=True)).square()
@@ -142,11 +148,11 @@ class ReduceMixin:
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
-    """Running sum along `axis` (ints accumulate in at least int32)."""
-    return self._cumalu(axis, Ops.ADD)
+    """Running sum along `axis` (ints and bools in int64, as sum)."""
+    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.ADD)
   def cumprod(self: Tensor, axis: int = 0) -> Tensor:
-    """Running product along `axis`."""
-    return self._cumalu(axis, Ops.MUL)
+    """Running product along `axis` (ints and bools in int64, as prod)."""
+    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.MUL)
   def cummax(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32) is the last
     position at or before i holding the running max (torch's choice on ties)."""
