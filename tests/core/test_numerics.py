@@ -2,7 +2,7 @@
 import shutil
 import numpy as np
 import pytest
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, Device
 from tinygrad.dtype import to_numpy
 
 def _dev(name: str) -> str:
@@ -280,3 +280,18 @@ def test_sum_prod_dtype_argument_matches_torch(device):
   for f in (Tensor([1.0, 2.0]).sum, Tensor([1.0, 2.0]).prod):
     with pytest.raises(AttributeError, match="unknown dtype ''"): f(dtype="")
     with pytest.raises(ValueError, match="valid: bool, int8"): f(dtype="float33")
+
+# ---- argmax/argmin/cummax past 2**31 elements: int64 indices (the int32 cast wrapped: 2**31+4 came back as -2147483644) ----
+def test_argmax_index_dtype_fits_the_axis():
+  big = Tensor.zeros(1, device="PYTHON").expand(2**31 + 5)   # zero-copy and never realized here
+  assert big.argmax().dtype == big.argmin().dtype == big.cummax(0)[1].dtype == big.reshape(1, -1).argmax(1).dtype == dtypes.int64
+  fits = Tensor.zeros(1, device="PYTHON").expand(2**31 - 1)
+  assert fits.argmax().dtype == fits.argmin().dtype == dtypes.int32   # public tinygrad's int32 wherever it can index
+  np.testing.assert_equal(Tensor([3, 9, 9, 1], device="PYTHON").argmax().numpy(), np.int32(1))
+
+def test_argmax_past_int32_value():
+  # one zero-copy input of 2**31+5 elements with its maximum last: ~2 s of CPU for the two reduces
+  if "CPU" not in Device.get_available_devices(): pytest.skip("no CPU plugin installed (tinygrad-cpu)")
+  n = 2**31 + 4
+  x = Tensor.zeros(1, device="CPU").expand(n).pad(((0, 1),), value=1.0)
+  assert x.argmax().item() == n

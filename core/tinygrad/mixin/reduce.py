@@ -4,12 +4,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, smax, sint
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, _CHUNK, _has_dtype
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
+
+def _index_dtype(n: sint) -> DType:
+  # an index into an axis of n: int32 (public tinygrad's), int64 where n passes int32 (a cast to int32 wrapped negative)
+  return dtypes.int64 if smax(n) > dtypes.max(dtypes.int32) else dtypes.int32
 
 class ReduceMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -97,7 +101,8 @@ class ReduceMixin:
     """(std, mean) over `axis`."""
     return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
   def argmax(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
-    """Index (int32) of the first maximum along `axis` (of the flattened tensor when None); NaN counts as the maximum."""
+    """Index of the first maximum along `axis` (of the flattened tensor when None); NaN counts as the maximum. int32 as
+    public tinygrad, int64 where the axis is longer than int32 indexes (it wrapped to a negative index)."""
     if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
     ax = self._resolve_dim(axis)
     n = self.shape[ax]
@@ -106,9 +111,9 @@ class ReduceMixin:
     if dtypes.is_float(self.dtype): hit = hit | self.isnan()
     # count down from n so the max picks the first hit
     rev = Tensor.arange(n, 0, -1, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
-    return (n - hit.where(rev, 0).max(ax, keepdim)).cast(dtypes.int32)
+    return (n - hit.where(rev, 0).max(ax, keepdim)).cast(_index_dtype(n))
   def argmin(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
-    """Index (int32) of the first minimum along `axis`."""
+    """Index of the first minimum along `axis` (int32, or int64 as argmax)."""
     return self._inverse().argmax(axis, keepdim)
   def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis`, computed stably."""
@@ -154,15 +159,15 @@ class ReduceMixin:
     """Running product along `axis` (ints and bools in int64, as prod)."""
     return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.MUL)
   def cummax(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
-    """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32) is the last
-    position at or before i holding the running max (torch's choice on ties)."""
+    """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32, int64 past
+    int32 as argmax) is the last position at or before i holding the running max (torch's choice on ties)."""
     ax = self._resolve_dim(axis)
     if self.ndim == 0: return self, self._const(0, dtypes.int32)
     values = self._cumalu(ax, Ops.MAX)
     # the last j <= i with x_j == max(x_0..x_i) is the last j <= i where x_j equals its own running max
     n = self.shape[ax]
     pos = Tensor.arange(n, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
-    return values, (self == values).where(pos, 0)._cumalu(ax, Ops.MAX).cast(dtypes.int32)
+    return values, (self == values).where(pos, 0)._cumalu(ax, Ops.MAX).cast(_index_dtype(n))
   def cummin(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running minimum along `axis` (indices as cummax)."""
     values, indices = self._inverse().cummax(axis)
