@@ -160,6 +160,7 @@ class dtypes(metaclass=_DTypesMeta):
     """`val` converted to the Python type that holds a `dtype` value, with the device's wraparound for ints."""
     if isinstance(val, tuple): return tuple(dtypes.as_const(v, dtype) for v in val)  # type: ignore[return-value]
     s = dtype.scalar()
+    if dtypes.is_int(s) and isinstance(val, float): return saturate_int(val, s)
     if dtypes.is_int(s): return truncate_int(int(val), s)
     if dtypes.is_float(s): return truncate_float(float(val), s)
     return bool(val)
@@ -204,6 +205,12 @@ def to_dtype(x: DType | str) -> DType:
   raise DTypeNameError(f"unknown dtype {x!r}; valid: {', '.join(DTYPES_DICT)}")
 
 # ---- wraparound and rounding as a device computes them ----
+def saturate_int(v: float, dt: DType) -> int:
+  """A float converted to int dtype `dt` as every device does it (docs/guide.md, Numerics): truncated toward zero, clamped to
+  the dtype's range (+-inf too), NaN -> 0."""
+  if math.isnan(v): return 0
+  lo, hi = dtypes.min(dt), dtypes.max(dt)
+  return lo if v <= lo else hi if v >= hi else int(v)  # type: ignore[return-value]
 def truncate_int(v: int, dt: DType) -> int:
   bits = dt.itemsize*8
   v &= (1 << bits) - 1

@@ -295,3 +295,69 @@ def test_argmax_past_int32_value():
   n = 2**31 + 4
   x = Tensor.zeros(1, device="CPU").expand(n).pad(((0, 1),), value=1.0)
   assert x.argmax().item() == n
+
+# ---- max/min of an empty axis raise, as torch and as argmax (they gave -inf/+inf) ----
+def test_max_min_of_empty_axis_raise():
+  torch = pytest.importorskip("torch", reason="the reference for empty reductions: pip install torch")
+  for shape, axis in [((0,), None), ((0, 3), 0), ((0, 3), None), ((2, 0), 1), ((0, 0), 0)]:
+    for name in ("max", "min", "argmax", "argmin"):
+      kw = {} if axis is None else {"dim": axis}
+      with pytest.raises((IndexError, RuntimeError)): getattr(torch.zeros(shape), name)(**kw)
+      with pytest.raises(IndexError, match=f"{name} over axis .* the axis is empty"):   # tinygrad.tensor.EmptyReductionError
+        getattr(Tensor.zeros(*shape, device="PYTHON"), name)(**({} if axis is None else {"axis": axis}))
+  with pytest.raises(IndexError): Tensor([], device="PYTHON").max()
+  with pytest.raises(ValueError): Tensor([], dtype=dtypes.int32, device="PYTHON").min()
+  # reducing a non-empty axis of an empty tensor is fine (an empty result), and sum/any/all/logsumexp/softmax keep identities
+  for shape, axis in [((0, 3), 1), ((3, 0), 0)]:
+    x, tx = Tensor.zeros(*shape, device="PYTHON"), torch.zeros(shape)
+    for name in ("max", "min"):
+      assert getattr(x, name)(axis).shape == tuple(getattr(tx, name)(axis).values.shape)
+    assert x.argmax(axis).shape == tuple(tx.argmax(axis).shape)
+  e = Tensor.zeros(0, 3, device="PYTHON")
+  assert e.sum(0).tolist() == [0.0] * 3 and e.any(0).tolist() == [False] * 3 and e.all(0).tolist() == [True] * 3
+  np.testing.assert_equal(e.logsumexp(0).numpy(), torch.zeros(0, 3).logsumexp(0).numpy())
+  assert e.softmax(0).shape == (0, 3) and Tensor.zeros(3, 0, device="PYTHON").log_softmax(1).shape == (3, 0)
+
+# ---- float -> int casts: one rule on every renderer (truncate, saturate, NaN -> 0); CPU/CL gave INT_MIN, WEBGPU clamped ----
+def _saturated(f: np.ndarray, npdt: str) -> np.ndarray:
+  info = np.iinfo(npdt)
+  f64 = f.astype(np.float64)
+  return np.array([0 if np.isnan(v) else info.max if v >= info.max else info.min if v <= info.min else int(v) for v in f64], dtype=npdt)
+
+CAST_VALUES = [np.nan, np.inf, -np.inf, 1e10, -1e10, 1e30, 3.7, -3.7, 300.0, -1.0, 255.9, -0.5, 2.0**31, 2.0**63, 4294967295.0, -2.0**31]
+
+INT_NAMES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+def test_float_to_int_cast_saturates(dev):
+  for src in ("float32", "float64", "float16"):
+    f = np.array(CAST_VALUES, src)
+    outs = [Tensor(f, device=dev).cast(getattr(dtypes, n)) for n in INT_NAMES]
+    Tensor.realize(*outs)
+    for n, got in zip(INT_NAMES, outs): np.testing.assert_array_equal(got.numpy(), _saturated(f, n), err_msg=f"cast {src} -> {n} on {dev}")
+
+def test_float_to_int_cast_constant_folds_the_same():
+  # a constant is folded on the host (no kernel): the same rule as the kernels (the fold and the device agree)
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UOp
+  from tinygrad.uop.symbolic import sym
+  from tinygrad.uop.upat import graph_rewrite
+  for src in ("float32", "float64", "float16"):
+    f = np.array(CAST_VALUES, src)
+    for n in INT_NAMES:
+      folded = [graph_rewrite(UOp.const(getattr(dtypes, src), float(v)).cast(getattr(dtypes, n)), sym) for v in f]
+      assert all(u.op is Ops.CONST for u in folded) and [u.arg for u in folded] == _saturated(f, n).tolist(), (src, n)
+  assert [Tensor(v, device="PYTHON").cast(dtypes.int32).item() for v in (float("nan"), float("inf"), -1e10)] == [0, 2**31 - 1, -2**31]
+
+@pytest.mark.parametrize("mod,cls", RENDERERS, ids=[c for _, c in RENDERERS])
+def test_float_to_int_cast_guard_rendered(mod, cls):
+  # the guard is a core pass: every renderer's cast of a float to an int reads only an in-range value, chosen by a WHERE
+  from tinygrad.codegen import get_program
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop import Ops
+  ren = getattr(pytest.importorskip(mod), cls)()
+  out = Tensor.empty(16, dtype=dtypes.float32, device="PYTHON").cast(dtypes.int32)
+  ast = next(ei.ast for ei in create_schedule([out.uop])[0] if ei.ast.op is Ops.SINK)
+  prg = get_program(ast, ren)
+  casts = [u for u in prg.uops if u.op is Ops.CAST and u.dtype.scalar() == dtypes.int32 and dtypes.is_float(u.src[0].dtype)]
+  assert casts and all(c.src[0].op is Ops.WHERE for c in casts), prg.src
+  assert all(any(u.op is Ops.WHERE and c in u.src for u in prg.uops) for c in casts), prg.src

@@ -76,7 +76,7 @@ PASSES: list[Pass] = [
   ("lower_groups", lambda s, r, o: lower_groups(s, r)),                                        # grouped reduces: shared memory + barrier
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
-  ("numerics", lambda s, r, o: graph_rewrite(s, _numerics())),                                # shifts past the width, bool +,*,max: numpy's answer
+  ("numerics", lambda s, r, o: graph_rewrite(s, _numerics())),                                # shifts past the width, bool +,*,max: numpy's answer; float->int casts saturate
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
   ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
   ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has

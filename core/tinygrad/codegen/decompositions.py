@@ -332,7 +332,23 @@ def _shift_guard(x: UOp, a: UOp, left: bool) -> UOp | None:
   ua = a.cast(dtypes.uints[[1, 2, 4, 8].index(a.dtype.scalar().itemsize)].vec(a.dtype.count)) if not dtypes.is_unsigned(a.dtype) else a
   safe = a & (bits - 1)                                                           # defined on the lane the WHERE drops
   return (ua < bits).where(x << safe if left else x >> safe, fill)               # negative amounts are huge unsigned
+def _int_range(x: UOp, dt: DType) -> UOp:
+  """x (a float) lies where truncating it to int dtype `dt` is defined: (-1, 2**bits) unsigned, [-2**(bits-1), 2**(bits-1)) signed
+  (a bound past the float dtype's range, 2**31 in float16, is the infinity: only finite values pass)."""
+  bits, fmax = dt.itemsize * 8, {dtypes.float16: 65504.0, dtypes.bfloat16: 3.39e38, dtypes.float32: 3.4e38}.get(x.dtype.scalar(), math.inf)
+  hi = 2.0 ** (bits - (0 if dtypes.is_unsigned(dt) else 1))
+  lo_ok = x > x.const_like(-1.0) if dtypes.is_unsigned(dt) else x >= x.const_like(-hi) if hi <= fmax else x > x.const_like(-math.inf)
+  return lo_ok & (x < x.const_like(hi if hi <= fmax else math.inf))   # both False for NaN
+def _float_to_int(c: UOp, x: UOp) -> UOp | None:
+  """int(x) for a float x: C and LLVM leave NaN and out-of-range undefined (x86 gives INT_MIN, ARM and GPUs saturate, WGSL
+  clamps); every device gives the saturated value, NaN -> 0 (Rust's and WGSL's rule), truncating the rest toward zero."""
+  dt = c.dtype.scalar()
+  if x.op is Ops.WHERE and x.src[2].op is Ops.CONST and x.src[2].arg == 0 and x.src[0] is _int_range(x.src[1], dt): return None  # done
+  ok = _int_range(x, dt)
+  fill = x.ne(x).where(c.const_like(0), (x < x.const_like(0.0)).where(c.const_like(dtypes.min(dt)), c.const_like(dtypes.max(dt))))
+  return ok.where(ok.where(x, x.const_like(0.0)).cast(c.dtype), fill)
 pm_numerics = PatternMatcher([
+  (UPat(Ops.CAST, dtypes.ints, src=(_F,), name="c"), _float_to_int),                             # int(x) -> saturated, NaN -> 0
   (UPat(Ops.SHL, src=(UPat.var("x"), UPat.var("a"))), lambda x, a: _shift_guard(x, a, True)),   # x<<a -> a u< bits ? x<<(a&(bits-1)) : 0
   (UPat(Ops.SHR, src=(UPat.var("x"), UPat.var("a"))), lambda x, a: _shift_guard(x, a, False)),  # x>>a -> a u< bits ? x>>(a&(bits-1)) : sign fill
   (UPat(Ops.ADD, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # b+c -> b|c (LLVM's add i1 is xor)

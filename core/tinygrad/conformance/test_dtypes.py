@@ -53,6 +53,19 @@ class TestDtypes:
     f = np.round(np.random.default_rng(1).uniform(0 if dtype.startswith("u") else -10, 10, 13)).astype(np.float32)
     if dtype == "bool": f = f - 3
     same(Tensor(f, device=device).cast(getattr(dtypes, dtype)), f.astype(dtype), dtype, f"cast float32->{dtype}")
+  @pytest.mark.parametrize("src", FLOATS)
+  @pytest.mark.parametrize("dtype", INTS)
+  def test_float_to_int_saturates(self, device, src, dtype):
+    # the one rule of every device (docs/guide.md, Numerics): truncate toward zero, clamp to the int range (infinities
+    # too), NaN -> 0; C leaves these undefined (x86 gave INT_MIN, WGSL clamps, ARM and GPUs saturate), so the core guards it
+    declared(device, src), declared(device, dtype)
+    f = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 3.7, -3.7, 300.0, -1.0, 255.9, -128.5, 65504.0, -0.5, 2.0**31, 4e9], src)
+    info = np.iinfo(dtype)
+    w = np.nan_to_num(np.trunc(f.astype(np.float64)), nan=0.0)
+    want = [0 if np.isnan(v) else int(info.max) if v >= info.max else int(info.min) if v <= info.min else int(t) for v, t in zip(f.astype(np.float64), w)]
+    got = Tensor(f, device=device).cast(getattr(dtypes, dtype))
+    assert got.tolist() == want, f"cast {src}->{dtype} of {f.tolist()}: {got.tolist()} (want {want})"
+    assert [Tensor(v, dtype=getattr(dtypes, src), device=device).cast(getattr(dtypes, dtype)).item() for v in f[:5].tolist()] == want[:5]   # folded
   @pytest.mark.parametrize("dtype", INTS + FLOATS)
   def test_sum_and_max(self, device, dtype):
     declared(device, dtype)

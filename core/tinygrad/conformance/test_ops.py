@@ -331,6 +331,33 @@ class TestTranscendental:
     with np.errstate(all="ignore"): want = nf(x.astype(np.float64)).astype(np.float32)
     _ulp_check(tf(T(x, device)).numpy(), want, x, ulp, atol, what=f"{name} tiny")
 
+# ================= activations at the edges =================
+_EDGE_X = [-300.0, 300.0, -math.inf, math.inf, math.nan, 0.0]
+_S2PI = 2 / math.sqrt(math.pi)
+EDGES = {  # name: (forward at _EDGE_X, gradient at _EDGE_X; None: not checked), the limits torch gives
+  "sigmoid": ([0, 1, 0, 1, math.nan, 0.5], [0, 0, 0, 0, None, 0.25]), "tanh": ([-1, 1, -1, 1, math.nan, 0], [0, 0, 0, 0, None, 1]),
+  "relu": ([0, 300, 0, math.inf, math.nan, 0], [0, 1, 0, 1, None, 0]), "relu6": ([0, 6, 0, 6, math.nan, 0], [0, 0, 0, 0, None, 0]),
+  "hardsigmoid": ([0, 1, 0, 1, math.nan, 0.5], [0, 0, 0, 0, None, 1/6]), "hardtanh": ([-1, 1, -1, 1, math.nan, 0], [0, 0, 0, 0, None, 1]),
+  "elu": ([-1, 300, -1, math.inf, math.nan, 0], [0, 1, 0, 1, None, 1]), "erf": ([-1, 1, -1, 1, math.nan, 0], [0, 0, 0, 0, None, _S2PI]),
+  "softplus": ([0, 300, 0, math.inf, math.nan, math.log(2)], [0, 1, 0, 1, None, 0.5]),
+  "silu": ([0, 300, math.nan, math.inf, math.nan, 0], [0, 1, None, None, None, 0.5]),
+  "gelu": ([0, 300, math.nan, math.inf, math.nan, 0], [0, 1, None, None, None, 0.5]),
+  "hardswish": ([0, 300, 0, math.inf, math.nan, 0], [0, 1, 0, 1, None, 0.5]),
+}
+
+class TestActivations:
+  capability = "activations at the edges"
+  @pytest.mark.parametrize("name", list(EDGES))
+  def test_edges_forward_and_gradient(self, device, name):
+    # +-300 overflow e**x inside, +-inf and NaN: the limit (NaN stays NaN) and a gradient without inf*0 NaNs
+    want, wgrad = EDGES[name]
+    x = Tensor(_EDGE_X, device=device, requires_grad=True)
+    y = getattr(x, name)()
+    g = y.sum().gradient(x)[0]
+    check(y, np.array(want, np.float32), rtol=1e-5, atol=1e-6, what=f"{name}({_EDGE_X})")
+    keep = [i for i, w in enumerate(wgrad) if w is not None]
+    check(g[keep] if len(keep) < len(wgrad) else g, np.array([wgrad[i] for i in keep], np.float32), rtol=1e-4, atol=1e-6, what=f"d{name}")
+
 # ================= reductions =================
 REDUCE = {"sum": (m("sum"), np.sum), "prod": (m("prod"), np.prod), "max": (m("max"), np.max), "min": (m("min"), np.min),
           "mean": (m("mean"), np.mean), "any": (m("any"), np.any), "all": (m("all"), np.all)}

@@ -13,6 +13,9 @@ class ArgumentError(ValueError, RuntimeError):
 class UnknownModeError(ValueError, NotImplementedError):
   """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
 
+class EmptyReductionError(IndexError, ValueError):
+  """max/min/argmax/argmin over an empty axis (torch raises IndexError; argmax here always raised ValueError)."""
+
 @overload
 def _canon_device(device: str | None) -> str: ...
 @overload

@@ -242,9 +242,10 @@ class ElementwiseMixin:
     d = self.detach()
     return (self > 0).where(self, (self < 0).where(0 - self, d * d))
   def sign(self: Tensor) -> Tensor:
-    """Elementwise -1, 0 or 1 (NaN stays NaN)."""
+    """Elementwise -1, 0 or 1 (NaN stays NaN, as numpy; +-inf give +-1); the gradient is 0."""
     ret = (self != 0).where((self < 0).where(self._const(-1 if not dtypes.is_unsigned(self.dtype) else 0), self._const(1)), self._const(0))
-    return ret + self * 0 if dtypes.is_float(self.dtype) else ret
+    # + 0*x (0 or NaN, never inf*0) keeps NaN and keeps x in the graph with a zero gradient
+    return ret + self.isnan().where(self, 0) * 0 if dtypes.is_float(self.dtype) else ret
   def _unary(self: Tensor, op: Ops) -> Tensor:
     x = self._float()
     return Tensor(UOp(op, x.dtype, (x.uop,)))
@@ -330,18 +331,24 @@ class ElementwiseMixin:
     odd = (t - (t * 0.5).trunc() * 2) != 0
     up = (frac.abs() > 0.5) | ((frac.abs() == 0.5) & odd)
     return up.where((self < 0).where(t - 1, t + 1), t)
+  # Activations follow torch at the edges, forward and gradient (tests/core/test_activations.py): NaN stays NaN, +-inf and
+  # +-300 give the limit with no NaN gradient (a `where` branch that is not taken is fed a harmless value, so its gradient
+  # times 0 is 0, never inf*0), and at a kink the gradient is torch's one-sided choice.
   def relu(self: Tensor) -> Tensor:
-    """max(x, 0) (NaN -> 0, like tinygrad)."""
-    return (self > 0).where(self, 0)
+    """max(x, 0); NaN stays NaN (as torch); the gradient at 0 is 0."""
+    return (self <= 0).where(0, self)
   def relu6(self: Tensor) -> Tensor:
-    """min(max(x, 0), 6)."""
-    return self.relu() - (self - 6).relu()
+    """min(max(x, 0), 6) (hardtanh(0, 6))."""
+    return self.hardtanh(0, 6)
   def sigmoid(self: Tensor) -> Tensor:
-    """1 / (1 + e**-x)."""
-    return (1 + (self._float() * (-1 / math.log(2))).exp2()).reciprocal()
+    """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0: e**-|x| never overflows, so the gradient at +-300 or +-inf is 0."""
+    x = self._float()
+    e = ((x < 0).where(x, -x) * (1 / math.log(2))).exp2()   # e**-|x| (the gradient passes at NaN, as torch's)
+    return (x < 0).where(e, 1.0) / (1 + e)
   def hardsigmoid(self: Tensor, alpha: float = 1/6, beta: float = 0.5) -> Tensor:
-    """clip(alpha*x + beta, 0, 1)."""
-    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+    """clip(alpha*x + beta, 0, 1): gradient alpha strictly inside, 0 outside and at NaN (torch's)."""
+    y = alpha * self + beta
+    return ((y > 0) & (y < 1)).where(y, (y > 0).where(1.0, (y != y).where(y.detach(), 0.0)))
   def tanh(self: Tensor) -> Tensor:
     """Hyperbolic tangent: 2*sigmoid(2x) - 1."""
     return 2.0 * (2.0 * self._float()).sigmoid() - 1.0
@@ -367,39 +374,48 @@ class ElementwiseMixin:
     """x * sigmoid(x)."""
     return self.silu()
   def softplus(self: Tensor, beta: float = 1.0) -> Tensor:
-    """log(1 + e**(beta x)) / beta, computed without overflow."""
+    """log(1 + e**(beta x)) / beta, as max(bx, 0) + log1p(e**-|bx|): no overflow, and softplus(-20) keeps its digits."""
     bx = self._float() * beta
-    return (bx.relu() + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
+    return (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta)
   def mish(self: Tensor) -> Tensor:
     """x * tanh(softplus(x))."""
     return self * self.softplus().tanh()
+  def _elu(self: Tensor, alpha: float, inner: float) -> Tensor:
+    # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf)
+    neg = self <= 0
+    return neg.where(alpha * ((neg.where(self, 0) * inner).exp() - 1), self)
   def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha*(e**x - 1) otherwise."""
-    return self.relu() - alpha * (1 - self.exp()).relu()
+    return self._elu(alpha, 1.0)
   def celu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """max(0, x) + min(0, alpha*(e**(x/alpha) - 1))."""
-    return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+    return self._elu(alpha, 1 / alpha)
   def selu(self: Tensor, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor:
     """gamma * (x if x > 0 else alpha*(e**x - 1))."""
-    return gamma * (self >= 0).where(self, alpha * (self.exp() - 1))
+    return gamma * self._elu(alpha, 1.0)
   def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
-    """x for x >= 0, neg_slope*x otherwise."""
-    return (self < 0).where(self * neg_slope, self)
+    """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
+    return (self > 0).where(self, self * neg_slope)
   def hardtanh(self: Tensor, min_val: float = -1, max_val: float = 1) -> Tensor:
-    """clip(x, min_val, max_val)."""
-    return self.clip(min_val, max_val)
+    """clip(x, min_val, max_val); NaN stays NaN; the gradient is 0 at and past the bounds (torch's)."""
+    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def hardswish(self: Tensor) -> Tensor:
-    """x * relu6(x + 3) / 6."""
-    return self * (self + 3).relu6() * (1 / 6)
+    """x * relu6(x + 3) / 6: 0 below -3, x above 3 (also +inf; -inf gives 0 where torch's formula gives NaN)."""
+    mid = (self >= -3) & (self <= 3)
+    xm = mid.where(self, 0)
+    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(0, self))
   def softsign(self: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return self / (1 + self.abs())
   def erf(self: Tensor) -> Tensor:
-    """The error function (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7)."""
+    """The error function (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7); erf(+-inf) = +-1."""
     x = self._float()
-    t = 1.0 / (1.0 + 0.3275911 * x.abs())
+    a = (x < 0).where(-x, x)   # |x| with slope 1 at 0 (the odd extension keeps erf'(0) = 2/sqrt(pi))
+    a = (a > 10).where(10.0, a)  # erf is +-1 to every float's precision past 10 (and its gradient 0, not inf*0 at inf)
+    t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return x.sign() * (1.0 - poly * (-x * x).exp())
+    r = 1.0 - poly * (-a * a).exp()
+    return (x < 0).where(-r, r)
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Elementwise clamp into [min_, max_] (either bound may be None)."""
     if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of min_ and max_")

@@ -239,7 +239,7 @@ class IndexingMixin:
     nbf = prod(bshape)
     mask, vt = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape)), vt.reshape((nbf,) + vt.shape[nb:])
     bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
-    last = mask.where(bid, 0).max(0)   # 0 where no index hits the position
+    last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
     vals = (mask & (bid == last)).where(vt, vt._const(0, shape=())).sum(0, dtype=self.dtype)
     self.assign(scatter(last > 0).where(scatter(vals), self))
   def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -284,7 +284,7 @@ class IndexingMixin:
     src, mask = self._pre_scatter("scatter", dim, index, src)
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
-    last = mask.where(pos, 0).max(-1, keepdim=True)   # the last j that writes each position (0: none)
+    last = mask.where(pos, 0)._max(-1, keepdim=True)   # the last j that writes each position (0: none)
     val = (mask & (pos == last)).where(src, src._const(0, shape=())).sum(-1, dtype=self.dtype)
     return (last.squeeze(-1) > 0).where(val, self)
   def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
@@ -300,7 +300,7 @@ class IndexingMixin:
     if reduce == "amax":
       cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
       if include_self: return cand.cat(self.unsqueeze(-1), dim=-1).max(-1)   # self joins the max: ties share the gradient
-      return hit.where(cand.max(-1), self)
+      return hit.where(cand._max(-1), self)
     if reduce == "prod":
       r = mask.where(src, src._const(1, shape=())).prod(-1)
       return r * self if include_self else hit.where(r, self)

@@ -413,7 +413,7 @@ class NNMixin:
     if attn_mask is None: p = qk.softmax(-1)
     else:
       # a row masked everywhere: softmax of zeros instead (no NaN, no gradient), then zeros out
-      dead = qk.max(-1, keepdim=True) == -math.inf
+      dead = qk._max(-1, keepdim=True) == -math.inf
       p = dead.where(0, dead.where(0, qk).softmax(-1))
     p = p.dropout(dropout_p)
     return p @ value
@@ -470,8 +470,8 @@ class NNMixin:
     x = self._float()
     d = x._resolve_dim(dim)
     a = x * x.sign()   # |x| with torch's gradient 0 at 0 (Tensor.abs gives -1 there)
-    if p == math.inf: norm = a.max(d, keepdim=True)
-    elif p == -math.inf: norm = a.min(d, keepdim=True)
+    if p == math.inf: norm = a._max(d, keepdim=True)
+    elif p == -math.inf: norm = -(-a)._max(d, keepdim=True)
     elif p == 0: norm = (x != 0).sum(d, keepdim=True).cast(x.dtype)
     else:
       nz = a > 0   # p < 0: a zero element's |x|**p is inf (the norm 0), computed without pow's inf gradient at 0

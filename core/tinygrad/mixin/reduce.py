@@ -7,7 +7,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, smax, sint
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
-from tinygrad.mixin.common import AxisError, _CHUNK, _has_dtype
+from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _has_dtype
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -67,15 +67,26 @@ class ReduceMixin:
     """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given)."""
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
     return self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
+  def _nonempty(self: Tensor, op: str, axis: int | Sequence[int] | None) -> None:
+    # max/min/argmax have no value over nothing (torch raises too): an empty reduced axis is an error, not -inf/+inf
+    for a in self._axes(axis):
+      if isinstance(self.shape[a], int) and self.shape[a] == 0:
+        raise EmptyReductionError(f"{op} over axis {a} of shape {self.shape}: the axis is empty and {op} has no identity; reduce a "
+                                  f"non-empty axis, or give empty rows a value first (e.g. x.pad(..., value=-inf) before {op})")
+  def _max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    # max with the dtype's minimum over an empty axis (for the library's own reductions that mask or handle that case)
+    return self._reduce(Ops.MAX, axis, keepdim)
   def max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Maximum over `axis`."""
+    """Maximum over `axis`; an empty reduced axis raises EmptyReductionError (an IndexError and a ValueError, as torch)."""
+    self._nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
   def min(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Minimum over `axis`."""
-    return self._inverse().max(axis, keepdim)._inverse()
+    """Minimum over `axis` (an empty reduced axis raises, as max)."""
+    self._nonempty("min", axis)
+    return self._inverse()._max(axis, keepdim)._inverse()
   def any(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """True where any element along `axis` is nonzero."""
-    return self.bool().max(axis, keepdim)
+    """True where any element along `axis` is nonzero (False over an empty axis)."""
+    return self.bool()._max(axis, keepdim)
   def all(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """True where every element along `axis` is nonzero."""
     return self.logical_not().any(axis, keepdim).logical_not()
@@ -106,7 +117,7 @@ class ReduceMixin:
     if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
     ax = self._resolve_dim(axis)
     n = self.shape[ax]
-    if n == 0: raise ValueError(f"argmax of an empty axis {ax} (shape {self.shape})")
+    self._nonempty("argmax", ax)
     hit = self == self.max(ax, keepdim=True)
     if dtypes.is_float(self.dtype): hit = hit | self.isnan()
     # count down from n so the max picks the first hit
@@ -114,22 +125,23 @@ class ReduceMixin:
     return (n - hit.where(rev, 0).max(ax, keepdim)).cast(_index_dtype(n))
   def argmin(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum along `axis` (int32, or int64 as argmax)."""
+    self._nonempty("argmin", axis)
     return self._inverse().argmax(axis, keepdim)
   def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis`, computed stably."""
-    m = self.max(axis, keepdim=True)
+    m = self._max(axis, keepdim=True)
     m = m.isinf().where(0, m)
     ret = (self - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
   def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
     x = self.cast(dtype) if dtype is not None else self
-    e = (x - x.max(axis, keepdim=True)).exp()
+    e = (x - x._max(axis, keepdim=True)).exp()
     return e / e.sum(axis, keepdim=True)
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
     x = self.cast(dtype) if dtype is not None else self
-    ss = x - x.max(axis, keepdim=True)
+    ss = x - x._max(axis, keepdim=True)
     return ss - ss.exp().sum(axis, keepdim=True).log()
 
   # ---- cumulative ----

@@ -590,7 +590,7 @@ def _attention(ctx: _Ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None =
   if softcap: qk = softcap * (qk / softcap).tanh()
   qkb = qk + bias
   ft = dtype_of(softmax_precision) if softmax_precision else q.dtype
-  dead = bias.max(-1, keepdim=True) == -math.inf   # a row with nothing to attend to gives zeros
+  dead = bias._max(-1, keepdim=True) == -math.inf   # a row with nothing to attend to gives zeros
   p = dead.where(0, dead.where(0, qkb.cast(ft)).softmax(-1)).cast(q.dtype)
   y = p.matmul(vr, dtype=acc).cast(q.dtype)
   if three: y = y.transpose(1, 2).reshape(y.shape[0], y.shape[2], -1)

@@ -135,10 +135,11 @@ def _cast(x, src_dt: DType, dt: DType):
   x = np.asarray(x)
   if dt.scalar() == dtypes.bool: return x != 0
   if dtypes.is_int(dt) and dtypes.is_float(src_dt):
-    # C conversion truncates toward zero; out-of-range and NaN are undefined in C: give 0 like most hardware saturates to
-    x = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=0.0, neginf=0.0)
+    # truncate toward zero, saturate, NaN -> 0 (the codegen's numerics pass already guards casts; this keeps the rule here too)
     info = np.iinfo(ndt)
-    x = np.where((x < info.min) | (x > info.max), 0, x)
+    f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=float(info.max), neginf=float(info.min))
+    big = f >= float(info.max)   # float(max) is 2**bits for a 64-bit int: the one value astype cannot take
+    return np.where(big, np.array(info.max, ndt), np.maximum(np.where(big, 0.0, f), info.min).astype(ndt))
   r = x.astype(ndt)
   return _round_bf16(r) if dt.scalar() == dtypes.bfloat16 else r
 

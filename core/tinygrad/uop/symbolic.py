@@ -44,7 +44,6 @@ def _const_fold(a: UOp) -> UOp | None:
   return a.const_like(exec_alu(a.op, a.dtype, [s.arg for s in a.src])) if a.dtype.count == 1 else None
 def _cast_const(x: UOp, c: UOp) -> UOp | None:
   if x.dtype.count != 1 or isinstance(x.dtype, PtrDType): return None
-  if dtypes.is_int(x.dtype) and isinstance(c.arg, float) and not math.isfinite(c.arg): return None  # C UB: leave it to the device
   return x.const_like(c.arg)
 def _fold_bounds(x: UOp) -> UOp | None:
   lo, hi = x._min_max

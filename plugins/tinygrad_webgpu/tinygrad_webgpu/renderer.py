@@ -214,7 +214,6 @@ class WGSLRenderer(CStyleLanguage):
   def _cast(self, x: UOp) -> str:
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
     if dt == dtypes.bool: return f"({src}!={self.render_const(0, x.src[0].dtype)})"
-    if dtypes.is_float(sdt) and dtypes.is_unsigned(dt): src = f"{'i64' if dt == dtypes.uint64 else 'i32'}({src})"   # C wraps negative floats: via signed
     if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
     ret = f"{self.reg(x.dtype)}({src})"
     if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"

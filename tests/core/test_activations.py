@@ -1,0 +1,71 @@
+"""Activations at the edges, forward and gradient, against torch: +-300 (where e**x overflows), +-inf, NaN, 0 (the kinks)
+and a few ordinary values, on the CPU and the PYTHON device. sigmoid's gradient at -300 was NaN (inf*0 inside), relu(NaN)
+was 0, relu6/hardsigmoid/hardswish(inf) were NaN, erf(+-inf) NaN, and several kinks had another one-sided gradient."""
+import math
+import numpy as np
+import pytest
+from tinygrad import Tensor
+
+torch = pytest.importorskip("torch", reason="the reference for activations: pip install torch")
+F = torch.nn.functional
+
+# (not exactly +-3, hardswish's kinks: torch's scalar and vectorized gradients differ there)
+EDGES = [-300.0, 300.0, -math.inf, math.inf, math.nan, 0.0, -1e30, 1e30, -88.5, 88.5, -20.0, 20.0, -3.5, 2.9, -1.5, 0.25, 6.0, -1e-30]
+ACTS = {  # name: (tinygrad, torch)
+  "sigmoid": (Tensor.sigmoid, torch.sigmoid), "tanh": (Tensor.tanh, torch.tanh), "relu": (Tensor.relu, torch.relu),
+  "leaky_relu": (Tensor.leaky_relu, F.leaky_relu), "elu": (Tensor.elu, F.elu), "elu_a2": (lambda x: x.elu(2.0), lambda x: F.elu(x, 2.0)),
+  "celu": (Tensor.celu, F.celu), "celu_a3": (lambda x: x.celu(3.0), lambda x: F.celu(x, 3.0)), "selu": (Tensor.selu, F.selu),
+  "gelu": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh")), "gelu_erf": (lambda x: x.gelu("none"), F.gelu),
+  "quick_gelu": (Tensor.quick_gelu, lambda x: x * torch.sigmoid(1.702 * x)), "silu": (Tensor.silu, F.silu), "swish": (Tensor.swish, F.silu),
+  "mish": (Tensor.mish, F.mish), "softplus": (Tensor.softplus, F.softplus), "softplus_b2": (lambda x: x.softplus(2.0), lambda x: F.softplus(x, 2.0)),
+  "softsign": (Tensor.softsign, F.softsign), "hardsigmoid": (Tensor.hardsigmoid, F.hardsigmoid), "hardswish": (Tensor.hardswish, F.hardswish),
+  "hardtanh": (Tensor.hardtanh, F.hardtanh), "relu6": (Tensor.relu6, F.relu6), "logsigmoid": (Tensor.logsigmoid, F.logsigmoid),
+  "erf": (Tensor.erf, torch.erf), "abs": (Tensor.abs, torch.abs),
+}
+# torch's own value is inf*0 or inf-inf arithmetic where the limit exists: ours is the limit (docs/guide.md, Numerics)
+FORWARD_LIMIT = {("hardswish", -math.inf): 0.0, ("gelu_erf", math.inf): math.inf}
+
+def _compare(name, xs, got, want, gg, wg, wy):
+  for x, g, w, dg, dw, y in zip(xs, got, want, gg, wg, wy):
+    w = FORWARD_LIMIT.get((name, x), w)
+    assert (math.isnan(g) and math.isnan(w)) or g == pytest.approx(w, rel=1e-4, abs=1e-6), f"{name}({x}) = {g}, torch {w}"
+    # not compared: the gradient at a NaN input (torch's scalar and vectorized kernels disagree), and torch's NaN gradient
+    # where the input or output is infinite (its inf*0); every other gradient is torch's number
+    if math.isnan(x) or (math.isnan(dw) and not (math.isfinite(x) and math.isfinite(y))): continue
+    assert (math.isnan(dg) and math.isnan(dw)) or dg == pytest.approx(dw, rel=1e-3, abs=1e-5), f"d{name}({x}) = {dg}, torch {dw}"
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_activation_edges_match_torch(device):
+  # every activation in one graph (one row of the input each): a few kernels to compile instead of two per activation
+  names = list(ACTS)
+  x = Tensor([EDGES] * len(names), device=device, requires_grad=True)
+  y = Tensor.stack(*(ACTS[n][0](x[i]) for i, n in enumerate(names)))
+  g = y.sum().gradient(x)[0]
+  got, gg = y.numpy(), g.numpy()
+  for i, n in enumerate(names):
+    tx = torch.tensor(EDGES, requires_grad=True)
+    ty = ACTS[n][1](tx)
+    ty.sum().backward()
+    want = ty.detach().numpy().tolist()
+    _compare(n, EDGES, got[i].tolist(), want, gg[i].tolist(), tx.grad.numpy().tolist(), want)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_edges_match_torch(device, name):
+  rows = [[v, 1.0, -2.0] for v in (-300.0, 300.0, -math.inf, math.inf, math.nan, 0.0)]
+  x = Tensor(rows, device=device, requires_grad=True)
+  y = getattr(x, name)(1)
+  g = (y * Tensor([[1.0, 2.0, 3.0]], device=device)).sum().gradient(x)[0]
+  tx = torch.tensor(rows, requires_grad=True)
+  ty = getattr(tx, name)(1)
+  (ty * torch.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+  want, wg = ty.detach().numpy(), tx.grad.numpy()
+  np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-6, equal_nan=True)
+  fin = np.isfinite(np.array(rows)).all(1)   # a row holding +-inf or NaN: torch's gradient is NaN there (see _compare)
+  np.testing.assert_allclose(g.numpy()[fin], wg[fin], rtol=1e-4, atol=1e-6)
+
+def test_sigmoid_extreme_gradient():
+  # public tinygrad's test_ops test_sigmoid_extreme: the gradient at +-300 is 0, not NaN
+  for v in (300.0, -300.0):
+    x = Tensor([v])
+    assert x.sigmoid()[0].gradient(x)[0].item() == 0.0
