@@ -79,6 +79,12 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
     top = top.src[0]
   return chain
 
+def _is_const(u: UOp) -> bool:
+  while u.op in GroupOp.Movement or u.op is Ops.CAST: u = u.src[0]
+  return u.op is Ops.CONST
+def _on_device(u: UOp, device: Any) -> UOp:
+  return u.substitute({n: UOp(Ops.DEVICE, arg=device) for n in u.toposort() if n.op is Ops.DEVICE})
+
 def _deviceless(u: UOp) -> bool:
   try: u.device
   except ValueError: return True
@@ -157,8 +163,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.requires_grad = requires_grad
       return
     if isinstance(data, UOp) and _deviceless(data):   # a Variable (bound or not) or an expression of them: a 0-d tensor
-      wdt = dtypes.weakint if data.dtype == dtypes.index else data.dtype   # a plain Variable is a weak int, as an int literal
-      data = UOp.const(wdt, 0, src=(UOp(Ops.DEVICE, arg=_canon_device(device if isinstance(device, str) else None)),)) + data.cast(wdt)
+      dev_u = UOp(Ops.DEVICE, arg=_canon_device(device if isinstance(device, str) else None))
+      if (c := data.simplify()).op is Ops.CONST: data = UOp.const(c.dtype, c.arg, src=(dev_u,))   # UOp.const(1.0): a constant
+      else:
+        wdt = dtypes.weakint if data.dtype == dtypes.index else data.dtype   # a plain Variable is a weak int, as an int literal
+        data = UOp.const(wdt, 0, src=(dev_u,)) + data.cast(wdt)
       device = None
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
@@ -758,7 +767,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x, t = self, self._to_tensor(y)
     if reverse: x, t = t, x
-    if x.device != t.device: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
+    if x.device != t.device:
+      # a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))) joins the other operand on its device(s), as public
+      # tinygrad's device-less constants do: it has no data to move
+      if _is_const(t.uop): t = Tensor(_on_device(t.uop, x.device))
+      elif _is_const(x.uop): x = Tensor(_on_device(x.uop, t.device))
+      else: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
     if match_dtype and x.dtype != t.dtype:
       out = least_upper_dtype(x.dtype, t.dtype)
       x, t = x.cast(out), t.cast(out)

@@ -119,6 +119,15 @@ def test_loss_arguments_are_checked_like_torch():
   with pytest.raises(ValueError, match="target shape"): x.cross_entropy(Tensor([0, 1]))
   with pytest.raises(TypeError, match="int dtype"): x.nll_loss(Tensor([0.0, 1.0, 2.0]))
 
+def test_sparse_categorical_crossentropy_broadcasts_labels_against_the_logits_rows():
+  # public tinygrad's rule: labels (2,) against one row of logits (C,) score each label against that row (torch: a loop)
+  logits, labels = rnd(16), np.array([3, 11])
+  for ls in (0.0, 0.1):
+    got = Tensor(logits).sparse_categorical_crossentropy(Tensor(labels), label_smoothing=ls).item()
+    want = np.mean([F.cross_entropy(torch.tensor(logits)[None], torch.tensor([t]), label_smoothing=ls).item() for t in labels])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+  with pytest.raises(ValueError, match="do not broadcast"): Tensor(rnd(3, 16)).sparse_categorical_crossentropy(Tensor([1, 2]))
+
 # ---- activations, normalisations ----
 @pytest.mark.parametrize("dev", DEVS)
 def test_gelu_both_forms_like_torch(dev):

@@ -371,3 +371,15 @@ def test_2d_sharding_gradients_against_torch():
   (((ta @ tw).relu() * 2).sum(0) * torch.tensor(c)).sum().backward()
   np.testing.assert_allclose(A.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(W.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+def test_a_constant_joins_a_tensor_on_other_devices():
+  # public tinygrad's device-less constants: Tensor(UOp.const(1.0)) and Tensor(2.0) broadcast onto any device(s)
+  from tinygrad import dtypes
+  from tinygrad.uop.ops import UOp
+  a = _rand(4)
+  s = Tensor(a).shard(("CPU:0", "CPU:1"), axis=0)
+  np.testing.assert_allclose((s + Tensor(UOp.const(1.0).cast(dtypes.float))).numpy(), a + 1)
+  np.testing.assert_allclose((Tensor(2.0).reshape(1).expand(4) * s).numpy(), a * 2)
+  np.testing.assert_allclose((Tensor(3.0) - Tensor(a, device="PYTHON")).numpy(), 3 - a)
+  assert UOp.const(3).dtype == dtypes.int and UOp.const(2.5, dtypes.half).dtype == dtypes.half and UOp.const(dtypes.int8, 7).arg == 7
+  with pytest.raises(ValueError, match="different devices"): s + Tensor(a)   # data is not moved silently

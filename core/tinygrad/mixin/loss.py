@@ -4,6 +4,7 @@ or logits). `self` is the prediction, `Y` the target; reduction is one of "none"
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import _broadcast_shape
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -52,7 +53,9 @@ class LossMixin:
     _check_reduction(op, reduction)
     _check_smoothing(op, label_smoothing)
     _check_labels(op, Y)
-    if Y.shape != self.shape[:-1]: raise ValueError(f"{op}: labels of shape {Y.shape} do not match logits {self.shape} without the class (last) axis")
+    # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits)
+    try: _broadcast_shape(Y.shape, self.shape[:-1])
+    except ValueError: raise ValueError(f"{op}: labels of shape {Y.shape} do not broadcast with logits {self.shape} without the class (last) axis") from None
     logp, keep = self.log_softmax(-1), Y != ignore_index
     nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
     loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1), 0)

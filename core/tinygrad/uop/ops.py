@@ -163,11 +163,13 @@ class UOp(metaclass=UOpMetaClass):
 
   # ---- constructors ----
   @staticmethod
-  def const(dtype: DType, b: ConstType, src: tuple[UOp, ...] = ()) -> UOp:
-    """A constant of `dtype` (value converted as the device would store it)."""
+  def const(dtype: DType | ConstType, b: ConstType | DType | None = None, src: tuple[UOp, ...] = ()) -> UOp:
+    """A constant of `dtype` (value converted as the device would store it). Public tinygrad's order, UOp.const(value) or
+    UOp.const(value, dtype), is taken too (the dtype then defaults to the value's)."""
+    if not isinstance(dtype, DType): dtype, b = (b if isinstance(b, DType) else dtypes.from_py(dtype)), dtype
     if isinstance(b, UOp): return b
-    if dtype.count > 1: return UOp(Ops.VECTORIZE, dtype, (UOp.const(dtype.scalar(), b, src),) * dtype.count)
-    return UOp(Ops.CONST, dtype, src, dtypes.as_const(b, dtype))
+    if dtype.count > 1: return UOp(Ops.VECTORIZE, dtype, (UOp.const(dtype.scalar(), b, src),) * dtype.count)  # type: ignore[arg-type]
+    return UOp(Ops.CONST, dtype, src, dtypes.as_const(b, dtype))  # type: ignore[arg-type]
   def const_like(self, b: ConstType) -> UOp: return UOp.const(self.dtype, b)
   @staticmethod
   def variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.index) -> UOp:
