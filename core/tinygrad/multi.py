@@ -106,7 +106,12 @@ def shard_by(m: UOp, axis: int, piece: UOp) -> UOp:
   sz = m.shape[axis] // count
   return multi([s.shrink(_on_axis(s.shape, axis, (p * sz, (p + 1) * sz), lambda n: (0, n))) for s, p in zip(m.src, pieces)], mesh + ((axis, pieces),))
 def _dev(d: str) -> UOp: return UOp(Ops.DEVICE, arg=d)
-def _copy(u: UOp, d: str) -> UOp: return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
+def _copy(u: UOp, d: str) -> UOp:
+  """`u` on device `d`: a COPY, or for a broadcast constant the same constant made there (no data to move)."""
+  c = u
+  while c.op in GroupOp.Movement or c.op is Ops.CAST: c = c.src[0]
+  if c.op is Ops.CONST: return u.substitute({n: _dev(d) for n in u.toposort() if n.op is Ops.DEVICE})
+  return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
 def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
   return tuple(v if i == axis else (other(s) if callable(other) else other) for i, s in enumerate(shape))
 def _combine(op: Ops, a: UOp, b: UOp) -> UOp: return a.alu(Ops.OR if op is Ops.ADD and a.dtype == dtypes.bool else op, b)

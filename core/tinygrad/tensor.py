@@ -146,7 +146,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "__weakref__")
+  # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -158,6 +159,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
     self._graph: UOp | None = None
+    self._virtual = False
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
@@ -290,7 +292,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
     A view with a pending assign first runs the assign (the base's buffer is written), then becomes a copy of its own.
     The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
-    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and smax(t.numel()) > 0]
+    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and not t._virtual and smax(t.numel()) > 0]
     if not todo: return self
     if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)
     from tinygrad.engine import realize as engine
@@ -384,7 +386,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op in GroupOp.Movement: b = b.src[0]
-    t = Tensor(self.uop) if self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
+    t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
     base = base_buffer(t.uop)
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")
@@ -576,8 +578,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.engine.schedule import buffer_view
     return Tensor(buffer_view(u, sh), **kwargs)
   @staticmethod
-  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
-    """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized)."""
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None,
+           buffer: bool = True, **kwargs: Any) -> Tensor:
+    """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized). With buffer=False it
+    stays a constant: realize() gives it no buffer (reading it computes the values; it cannot be assigned into in place)."""
+    if not buffer:
+      ret = Tensor.full(shape, fill_value, device=device, dtype=dtype, **kwargs)
+      ret._virtual = True
+      return ret
     sh = _check_shape("full", (shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     if isinstance(fill_value, UOp):   # a bound Variable (or an expression of them): its value, broadcast
       v = Tensor(fill_value, device=device, dtype=dtype)

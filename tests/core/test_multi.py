@@ -383,3 +383,20 @@ def test_a_constant_joins_a_tensor_on_other_devices():
   np.testing.assert_allclose((Tensor(3.0) - Tensor(a, device="PYTHON")).numpy(), 3 - a)
   assert UOp.const(3).dtype == dtypes.int and UOp.const(2.5, dtypes.half).dtype == dtypes.half and UOp.const(dtypes.int8, 7).arg == 7
   with pytest.raises(ValueError, match="different devices"): s + Tensor(a)   # data is not moved silently
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_a_buffer_false_constant_stays_a_constant_when_sharded(axis):
+  # Tensor.ones(n, buffer=False) (public tinygrad's): realize() gives it no buffer, and sharding a constant makes the
+  # constant on each device instead of copying it (no data to move)
+  import gc
+  from tinygrad import GlobalCounters
+  devs = ("CPU:1", "CPU:2", "CPU:3")
+  gc.collect()
+  base = GlobalCounters.mem_used
+  x = Tensor.ones(6, buffer=False).realize()
+  x.shard_(devs, axis).realize()
+  gc.collect()
+  assert GlobalCounters.mem_used == base and not any(n.op is Ops.COPY for s in x.uop.src for n in s.toposort())
+  np.testing.assert_array_equal(x.numpy(), np.ones(6, np.float32))
+  np.testing.assert_array_equal((x * 2).numpy(), np.full(6, 2.0, np.float32))
+  assert Tensor.ones(3).realize()._is_realized()   # the default still realizes into a buffer

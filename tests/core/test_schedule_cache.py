@@ -88,3 +88,16 @@ def test_codegen_switches_are_part_of_the_kernel_cache_key():
   new = [r for k, r in noopt.items() if k not in opt]
   assert len(new) == 1 and new[0].p.src != next(iter(opt.values())).p.src
   assert set(run()) == set(noopt)   # both programs stay cached
+
+def test_the_cache_keeps_no_copied_buffer_alive():
+  # a copy's item in the cache held its graph node, whose source is the copied buffer: every buffer ever copied to another
+  # device (a shard, a .to()) stayed allocated until 512 other graphs pushed the entry out
+  import gc, weakref
+  from tinygrad.engine.buffers import base_buffer
+  for target in ("PYTHON", ("CPU:1", "CPU:2")):
+    x = Tensor.ones(64, dtype=dtypes.int32).contiguous().realize()   # (int: no graph kept beside it for autograd)
+    w = weakref.ref(base_buffer(x.uop))
+    y = (x.to(target) if isinstance(target, str) else x.shard(target, 0)).realize()
+    del x
+    gc.collect()
+    assert w() is None and y.tolist() == [1] * 64

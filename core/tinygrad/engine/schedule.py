@@ -420,7 +420,10 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       return (False, created.setdefault(b, len(created)))
     # the cache holds each item's node as the key graph's (placeholders, not this call's buffers, which it must not keep alive)
     as_key = _pair_nodes(uroots, list(key.src))
-    items = [(ei.ast, [ref(b) for b in ei.bufs], as_key.get(ei.node) if ei.node is not None else None) for ei in schedule]
+    # (a copy's ast is its graph node, whose source is this call's buffer: the key graph's node stands in, or the cache would
+    # keep every copied buffer alive)
+    items = [(as_key.get(ei.ast, ei.ast) if ei.ast.op is Ops.COPY else ei.ast, [ref(b) for b in ei.bufs], as_key.get(ei.node) if ei.node is not None else None)
+             for ei in schedule]
     outs = [ref(results[r]) for r in uroots]
     news = sorted(created, key=created.__getitem__)
     if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
