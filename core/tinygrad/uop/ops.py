@@ -592,8 +592,11 @@ def _compile_infer(expr: UOp) -> Callable[[Any], int]:
       elif n.op is Ops.DEFINE_VAR: lines.append(f"{x} = vv[{k}] if {k} in vv else _var(vv, {k})")
       else: lines.append(f"{x} = vv[{k}.src[0]] if {k}.src[0] in vv else vv.get({k}.src[0].arg[0], {k}.src[1].arg)")
     elif n.op in _infer_infix and dtypes.is_int(n.dtype) and n.dtype.count == 1 and all(dtypes.is_int(s.dtype) for s in n.src):
-      tables["O"].append(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))
-      lines.append(f"{x} = O[{len(tables['O'])-1}]({_infer_infix[n.op].format(*src)})")
+      # bounds strictly inside the dtype cannot wrap (bounds are clamped to the dtype's limits: one at a limit may be cut)
+      if dtypes.min(n.dtype) < n.vmin and n.vmax < dtypes.max(n.dtype): lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
+      else:
+        tables["O"].append(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))
+        lines.append(f"{x} = O[{len(tables['O'])-1}]({_infer_infix[n.op].format(*src)})")
     elif n.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and n.dtype == dtypes.bool and all(dtypes.is_int(s.dtype) for s in n.src):
       lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
     elif n.op in GroupOp.ALU or n.op is Ops.CAST:
