@@ -107,6 +107,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix=f"tg_models_cache_{fw}_") as cache:
           env = user_env(numpy_side=True) if fw == "torch" else user_env(DEV=args.device if fw == "ours" else "CPU", XDG_CACHE_HOME=cache,
                                                                         CACHEDB=os.path.join(cache, "cache.db"))
+          # public tinygrad imports its own package, not a source tree on PYTHONPATH (a checkout's env sets it to ours)
+          if fw == "tinygrad": env.pop("PYTHONPATH", None)
           r = run_side(pythons[fw], modname, key, fw, cfg, env, timeout)
           if "error" not in r and fw != "torch":
             w = run_side(pythons[fw], modname, key, fw, cfg, env, timeout, "--first-only")
