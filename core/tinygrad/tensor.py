@@ -657,9 +657,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @staticmethod
   def linspace(start: int | float, stop: int | float, steps: int, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
-    if steps < 0: raise ValueError(f"linspace: steps must be non-negative, got {steps}")
+    if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)
+    if dt == dtypes.bool: raise ArgumentError("linspace: dtype bool has no values between start and stop; use an int or float dtype")
     if steps <= 1: return Tensor.full((steps,), start, dtype=dt, **kwargs)
     fdt = least_upper_float(dt)
     return (Tensor.arange(steps, dtype=fdt, **kwargs) * ((stop - start) / (steps - 1)) + start).cast(dt)

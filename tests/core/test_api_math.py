@@ -360,3 +360,50 @@ def test_empty_axis_reduction_gradient_reaches_the_input(shape, axis):
   big = Tensor.ones(1, 1, 5, 5, requires_grad=True)
   g = big.pad((0, 0, 0, -5), mode="reflect").sum().gradient(big)[0]
   np.testing.assert_array_equal(g.numpy(), torch.zeros(1, 1, 5, 5).numpy())
+
+# ---- linspace ----
+@settings(max_examples=40, deadline=None)
+@given(start=st.one_of(st.integers(-50, 50), st.floats(-50, 50, width=32)), stop=st.one_of(st.integers(-50, 50), st.floats(-50, 50, width=32)),
+       steps=st.integers(0, 40), dt=st.sampled_from([("float32", 1e-5), ("int32", 1), ("int64", 1), ("float16", 2e-2)]))
+def test_linspace_matches_torch(start, stop, steps, dt):
+  # ints: truncated from float values that torch computes from both ends (ours from the start), so an exact half-step may
+  # truncate one apart; torch also makes int endpoints of an int dtype's (public tinygrad does not)
+  name, atol = dt
+  if name.startswith("int"): start, stop = int(start), int(stop)
+  want = torch.linspace(start, stop, steps, dtype=getattr(torch, name)).numpy()
+  got = Tensor.linspace(start, stop, steps, dtype=name, device="CPU")
+  assert got.dtype == getattr(dtypes, name) and got.shape == want.shape
+  close(got.numpy(), want, atol=atol, rtol=0 if name.startswith("int") else atol)
+
+@pytest.mark.parametrize("args,kw", [((5, 10, 3), {"dtype": "bool"}), ((1, 2, -1), {})])
+def test_linspace_errors_are_torchs(args, kw):
+  with pytest.raises(RuntimeError): torch.linspace(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+  with pytest.raises(RuntimeError): Tensor.linspace(*args, **kw)
+
+# ---- pow at the edges, forward and backward ----
+POW_EDGES = [-math.inf, -2.0, -0.0, 0.0, 0.5, 1.0, 2.5, math.inf, math.nan]
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("c", [-2.5, -1, -0.7, 0, 0.3, 0.5, 1, 2, 3.3])
+def test_pow_const_exponent_edges_like_torch(dev, c):
+  # torch's gradient c * x**(c-1) (0 for c == 0): finite where the exp2/log2 graph gave nan (x = 0, -inf) and present
+  # for x**0 (it was "does not depend on the target")
+  x = np.array(POW_EDGES, np.float32)
+  t, p = Tensor(x, device=dev, requires_grad=True), torch.tensor(x, requires_grad=True)
+  out, ref = t ** c, p ** c
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, equal_nan=True)
+  out.sum().backward()
+  ref.sum().backward()
+  np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), rtol=1e-5, equal_nan=True)
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_pow_tensor_exponent_edges_like_torch(dev):
+  b = np.array([0, 0, 0, 1, 2, -2, -2, 0.5, 3, np.inf, -np.inf, 0, 1], np.float32)
+  e = np.array([0, 2, -1, np.nan, 0.5, 2, 0.5, -3, 0, 1.5, 2, 0.5, -np.inf], np.float32)
+  tb, te = Tensor(b, device=dev, requires_grad=True), Tensor(e, device=dev, requires_grad=True)
+  pb, pe = torch.tensor(b, requires_grad=True), torch.tensor(e, requires_grad=True)
+  out, ref = tb ** te, pb ** pe
+  np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, equal_nan=True)
+  out.sum().backward()
+  ref.sum().backward()
+  np.testing.assert_allclose(tb.grad.numpy(), pb.grad.numpy(), rtol=1e-5, equal_nan=True)
+  np.testing.assert_allclose(te.grad.numpy(), pe.grad.numpy(), rtol=1e-5, equal_nan=True)

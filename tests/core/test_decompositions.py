@@ -222,8 +222,10 @@ def test_lowered_ops_chain():
 
 def test_pow():
   x, y = var(dtypes.float32, "x"), var(dtypes.float32, "y")
-  xs = np.array([2.0, 2.0, -2.0, -2.0, -2.0, 0.0, 0.0, 3.0, 10.0, 1.5, -1.0, 7.0], dtype=np.float32)
-  ys = np.array([3.0, -1.0, 3.0, 2.0, 0.5, 2.0, -1.0, 0.0, -3.0, 2.5, 1e9, 0.0], dtype=np.float32)
+  # C's pow at the edges too: (-inf)**0.3 = inf, (-inf)**-0.7 = 0 (it gave nan), 1**nan = 1, nan**0 = 1
+  xs = np.array([2.0, 2.0, -2.0, -2.0, -2.0, 0.0, 0.0, 3.0, 10.0, 1.5, -1.0, 7.0, -np.inf, -np.inf, -np.inf, 1.0, np.nan, np.inf, -np.inf],
+                dtype=np.float32)
+  ys = np.array([3.0, -1.0, 3.0, 2.0, 0.5, 2.0, -1.0, 0.0, -3.0, 2.5, 1e9, 0.0, 0.3, -0.7, 3.0, np.nan, 0.0, -2.5, 3.3], dtype=np.float32)
   got, want = uop_eval(lower(x.alu(Ops.POW, y), {Ops.POW, Ops.EXP2, Ops.LOG2}), {x: xs, y: ys}), np.power(xs, ys)
   assert np.allclose(got, want, rtol=1e-5, equal_nan=True), (got, want)
   assert np.array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))

@@ -263,12 +263,13 @@ def xtrunc(x: UOp) -> UOp:
 
 def _is_int(y: UOp) -> UOp: return xtrunc(y).ne(y).where(False, True)
 def xpow(x: UOp, y: UOp) -> UOp:
-  """x**y = 2**(y*log2|x|), negated for a negative x and an odd integer y; NaN for a negative x and a non-integer y."""
+  """x**y = 2**(y*log2|x|), negated for a negative x and an odd integer y; NaN for a finite negative x and a non-integer
+  y (C's pow: (-inf)**y is inf or 0 for such y, 1**y and x**0 are 1, also for NaN)."""
   ax = (x < 0).where(-x, x)
   ret = (y * ax.log2()).exp2()
   odd = _is_int(y * 0.5).where(False, _is_int(y))
-  ret = (x < 0).where(odd.where(-ret, _is_int(y).where(ret, math.nan)), ret)
-  return y.ne(0.0).where(ret, 1.0)
+  ret = (x < 0).where(odd.where(-ret, (_is_int(y) | x.eq(-math.inf)).where(ret, math.nan)), ret)
+  return (y.ne(0.0) & x.ne(1.0)).where(ret, 1.0)
 
 # ---- lowering rules: one table per op a renderer may lack ----
 _F, _B = UPat.var("x", dtypes.floats), UPat.var("x", dtypes.bool)

@@ -448,13 +448,13 @@ class ElementwiseMixin:
       if n & 1: ret = base if ret is None else ret * base
       n >>= 1
       if n: base = base * base
-    return ret if ret is not None else self.ones_like()
+    # x**0 is 1 (nan and inf included); a where on a constant True keeps x in the graph: its gradient is 0, not missing
+    return ret if ret is not None else Tensor.full(self.shape, True, dtype=dtypes.bool, device=self.device).where(self._const(1, self.dtype), self)
   @staticmethod
   def _pow_float(b: Tensor, e: Tensor) -> Tensor:
-    r = (e * b.abs().log2()).exp2()
-    e_int, odd = e.trunc() == e, (e - (e * 0.5).trunc() * 2) != 0
-    r = (b < 0).where(e_int.where(odd.where(-r, r), math.nan), r)
-    return ((e == 0) | (b == 1)).where(1.0, r)
+    # one POW (C's pow; lowered to exp2/log2 where a renderer has none): its gradient is y*x**(y-1), finite where the
+    # exp2(y*log2|x|) graph's was nan (x = 0 or -inf: 0 * inf), as torch's
+    return Tensor(UOp(Ops.POW, b.dtype, (b.uop, e.uop)))
 
   # ---- inverse trigonometric and hyperbolic, logs, remainders ----
   # Each reduces its argument to a range where a short series is exact to the dtype (float16/bfloat16 compute in float32),

@@ -528,6 +528,13 @@ def _safe(f: Callable[[float], float], nan_on: Callable[[float], bool]) -> Calla
     try: return f(x)
     except OverflowError: return math.inf
   return g
+def _pow(a: float, b: float) -> float:
+  # C's pow (what math.pow computes), with its inf answers where math.pow raises: 0 to a negative power, overflow
+  try: return math.pow(a, b)
+  except ValueError:
+    if a != 0: return math.nan   # a negative base to a non-integer power
+    return math.copysign(math.inf, a) if b == int(b) and int(b) % 2 else math.inf
+  except OverflowError: return -math.inf if a < 0 and b == int(b) and int(b) % 2 else math.inf
 def _log2(x: float) -> float:
   if math.isnan(x) or x < 0: return math.nan
   if x == 0: return -math.inf
@@ -545,7 +552,7 @@ python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
   Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.SHL: _shl, Ops.SHR: _shr,
   Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
-  Ops.POW: lambda a, b: math.pow(a, b) if not (a < 0 and b != int(b)) else math.nan}
+  Ops.POW: _pow}
 
 def exec_alu(op: Ops, dtype: DType, operands: Sequence[ConstType]) -> ConstType:
   """The value of `op` on constant operands, with the wraparound and rounding of `dtype`."""
