@@ -9,8 +9,10 @@ from tinygrad.mixin.common import ArgumentError
 torch = pytest.importorskip("torch", reason="torch (CPU) is the test reference: pip install torch")
 
 # the same calls spelled for each library
-TG = types.SimpleNamespace(empty=Tensor.empty, tensor=Tensor, conv2d=Tensor.conv2d, meshgrid=Tensor.meshgrid, einsum=Tensor.einsum)
-TH = types.SimpleNamespace(empty=torch.empty, tensor=torch.tensor, conv2d=torch.nn.functional.conv2d, meshgrid=torch.meshgrid, einsum=torch.einsum)
+TG = types.SimpleNamespace(empty=Tensor.empty, tensor=Tensor, conv2d=Tensor.conv2d, meshgrid=Tensor.meshgrid, einsum=Tensor.einsum,
+                           cross_entropy=Tensor.cross_entropy)
+TH = types.SimpleNamespace(empty=torch.empty, tensor=torch.tensor, conv2d=torch.nn.functional.conv2d, meshgrid=torch.meshgrid, einsum=torch.einsum,
+                           cross_entropy=torch.nn.functional.cross_entropy)
 
 # (what, the call on (tensor of `shape`, library), shapes, text our message must hold)
 CASES = [
@@ -32,6 +34,7 @@ CASES = [
   ("roll shifts without dims", lambda x, m: x.roll((1, 2)), [(2, 4), (5,)], "(1, 2)"),
   ("roll shifts and dims lengths", lambda x, m: x.roll(shifts=1, dims=(0, 1)), [(3, 3), (1, 2, 5)], "same length"),
   ("meshgrid indexing", lambda x, m: m.meshgrid(x, indexing="bad"), [(3,), (1,)], "'bad'"),
+  ("cross_entropy target shape", lambda x, m: m.cross_entropy(x, m.empty(x.shape[0], 1)), [(32, 10), (3, 1, 2)], "target shape"),
   ("einsum sizes", lambda x, m: m.einsum("ij,jk->ik", x, m.empty(x.shape[1] + 1, 2)), [(3, 8), (2, 5)], "'j'"),
 ]
 

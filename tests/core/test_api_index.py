@@ -100,6 +100,8 @@ def test_scatter_errors():
   with pytest.raises(RuntimeError, match="int tensor"): x.scatter(0, Tensor([[0.0]]), Tensor([[1.0]]))
   with pytest.raises(RuntimeError, match="index shape"): x.scatter(1, Tensor([[0]] * 4), Tensor([[1.0]] * 4))
   with pytest.raises(TypeError, match="valid: None, 'add', 'multiply'"): x.scatter(0, Tensor([[0]]), 1.0, reduce="max")
+  # a Tensor src with reduce is public tinygrad's TypeError (before any other check: the dim here is out of range too)
+  with pytest.raises(TypeError, match="scatter_reduce"): Tensor.ones(4).scatter(dim=1, index=Tensor([0]), src=Tensor.ones(4), reduce="add")
   with pytest.raises(RuntimeError, match="valid: 'sum'"): x.scatter_reduce(0, Tensor([[0]]), Tensor([[1.0]]), "max")
 
 # ---- masked_select / nonzero ----
@@ -147,6 +149,19 @@ def test_nonzero_static_size():
   t = Tensor([[0, 3], [4, 0]])
   assert t.nonzero(size=3, fill_value=-1).tolist() == [[0, 1], [1, 0], [-1, -1]]
   assert [c.tolist() for c in t.nonzero(as_tuple=True, size=1)] == [[0], [1]]
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 5), (2, 1, 3)])
+@pytest.mark.parametrize("extra,fill", [(-1, 0), (0, 0), (2, -1), (3, -1.5)])
+def test_nonzero_size_matches_numpy(shape, extra, fill):
+  # the first `size` rows of numpy's argwhere, then rows of int(fill): a float fill keeps the int dtype (it gave float32)
+  a = (np.random.default_rng(len(shape)).standard_normal(shape) > 0.3).astype(np.float32)
+  want = np.argwhere(a)
+  size = max(0, len(want) + extra)
+  want = np.concatenate([want[:size], np.full((size - len(want[:size]), a.ndim), int(fill))]).astype(np.int32)
+  got = Tensor(a, device="CPU").nonzero(size=size, fill_value=fill)
+  assert got.dtype == dtypes.int32 and got.shape == want.shape
+  np.testing.assert_array_equal(got.numpy(), want)
+  assert Tensor(5.0).nonzero(size=4).shape == (4, 0)
 
 # ---- sort / argsort / topk ----
 @pytest.fixture(params=["rank", "bitonic"])

@@ -282,6 +282,23 @@ def test_interpolate_2d_up_and_down_like_torch(dev, mode, align):
     compare(dev, lambda a: a.interpolate(size, mode=mode, align_corners=align),
             lambda a: F.interpolate(a, size=size, mode="bilinear" if mode == "linear" else mode, **({"align_corners": align} if mode == "linear" else {})), x)
 
+@pytest.mark.parametrize("shape,size,align,hi", [((64, 64), (10, 10), False, 16), ((5, 7), (12, 3), True, 256), ((9, 4), (4, 9), False, 256),
+                                                 ((1, 6), (3, 1), True, 256)])
+def test_interpolate_uint8_bilinear_is_torchs_bytes(shape, size, align, hi):
+  # torch computes uint8 bilinear in fixed point (int16 weights, rounded per axis, the last axis first): every byte equal,
+  # not within 1 (it lerped in uint8 before: (b - a) wrapped and the weight cast to 0)
+  x = np.random.default_rng(shape[0] * 31 + size[1]).integers(0, hi, (2, 3, *shape)).astype(np.uint8)
+  want = F.interpolate(torch.tensor(x), size=size, mode="bilinear", align_corners=align).numpy()
+  got = Tensor(x, device="CPU").interpolate(size, mode="linear", align_corners=align)
+  assert got.dtype == dtypes.uint8 and got.shape == want.shape
+  np.testing.assert_array_equal(got.numpy(), want)
+
+def test_interpolate_int_linear_computes_in_float():
+  # other int dtypes (torch has no int bilinear): lerped in float and truncated back, as public tinygrad's lerp
+  x = np.array([[0, 100, -7, 3]], dtype=np.int32)
+  want = F.interpolate(torch.tensor(x, dtype=torch.float32)[None], size=(7,), mode="linear")[0].numpy().astype(np.int32)
+  np.testing.assert_array_equal(Tensor(x).interpolate((7,), mode="linear").numpy(), want)
+
 def test_interpolate_any_leading_dims_and_checks():
   x = rnd(5, 4)
   close(Tensor(x).interpolate((3,), mode="linear").numpy(), F.interpolate(torch.tensor(x)[None], size=(3,), mode="linear")[0].numpy())

@@ -276,8 +276,12 @@ class IndexingMixin:
   def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """out[..., index[..., j, ...], ...] = src[..., j, ...] along `dim` (torch's scatter; src a Tensor or a number).
     Where an index repeats, the last src element wins (torch leaves that order undefined). reduce='add' or 'multiply'
-    combines with self instead (scatter_reduce 'sum'/'prod' with include_self=True)."""
+    combines a number src with self instead (scatter_reduce 'sum'/'prod' with include_self=True; as public tinygrad,
+    a Tensor src with reduce is an error: torch deprecates that form for scatter_reduce)."""
     if reduce not in (None, "add", "multiply"): raise TypeError(f"scatter: reduce={reduce!r}; valid: None, 'add', 'multiply'")
+    if isinstance(src, Tensor) and reduce is not None:
+      raise TypeError(f"scatter: reduce={reduce!r} takes a number src, got a Tensor; use scatter_reduce(dim, index, src, "
+                      f"{'sum' if reduce == 'add' else 'prod'!r}) for a Tensor src")
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod", include_self=True)
     if self.ndim == 0: return self.reshape(1).scatter(0, index.reshape(1), src.reshape(1)).reshape(())
@@ -340,7 +344,7 @@ class IndexingMixin:
     for s in x.shape:
       stride //= max(s, 1)
       coords.append((flat // max(stride, 1)) % max(s, 1))
-    if size is not None: coords = [(flat >= 0).where(c, fill_value) for c in coords]
+    if size is not None: coords = [(flat >= 0).where(c, int(fill_value)) for c in coords]   # a float fill keeps the int dtype (truncated)
     if as_tuple: return tuple(coords)
     if self.ndim == 0: return Tensor.zeros(k, 0, dtype=dtypes.int32, device=self.device)
     return Tensor.stack(*coords, dim=1)

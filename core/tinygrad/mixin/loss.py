@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import _broadcast_shape
+from tinygrad.mixin.common import ArgumentError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -71,9 +72,9 @@ class LossMixin:
     cdim = 0 if self.ndim == 1 else 1
     n = self.shape[cdim]
     if Y.shape != self.shape:
+      if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:   # the shapes first: a (32, 1) target of a (32, 10) input is a shape error
+        raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
-      if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:
-        raise ValueError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       Y = Y._one_hot_at(n, cdim).where(1.0, 0.0)
     elif not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
     Y = Y * (1 - label_smoothing) + label_smoothing / n

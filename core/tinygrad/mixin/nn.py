@@ -425,23 +425,28 @@ class NNMixin:
   def interpolate(self: Tensor, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
     """Resize the last len(size) dims to `size` (any leading dims), as torch's F.interpolate: mode "nearest" (torch's
     default), "nearest-exact", or "linear" (bilinear/trilinear by the number of dims). Positions are computed in float32
-    as torch does; align_corners (linear only) maps the corner pixels onto each other."""
+    as torch does; align_corners (linear only) maps the corner pixels onto each other. uint8 "linear" is torch's own
+    fixed-point scheme (int16 weights, each axis rounded back to uint8, the last axis first), so its bytes match torch's."""
     if not isinstance(size, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in size) or not 0 < len(size) <= self.ndim:
       raise ValueError(f"interpolate: size {size!r} must be a tuple of 1..{self.ndim} ints >= 1 (one per trailing dim of {self.shape})")
     if mode not in ("nearest", "nearest-exact", "linear"): raise ValueError(f"interpolate: mode {mode!r} is not one of nearest, nearest-exact, linear (bilinear/trilinear: linear)")
     if align_corners and mode != "linear": raise ValueError(f"interpolate: align_corners is only for mode 'linear', not {mode!r}")
     x = self
-    for j, out in enumerate(size):
+    for j, out in reversed(list(enumerate(size))) if self.dtype == dtypes.uint8 else enumerate(size):
       ax = self.ndim - len(size) + j
       n = self.shape[ax]
       if out == n: continue   # the identity, in every mode
       if n == 0: raise ValueError(f"interpolate: cannot resize the empty axis {ax} of {self.shape} to {out}")
+      if mode == "linear" and self.dtype == dtypes.uint8:
+        x = x._lerp_uint8(ax, out, align_corners)
+        continue
       pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
       if mode == "linear":
         if align_corners: src = pos * ((n - 1) / (out - 1) if out > 1 else 0.0)
         else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
         lo = src.floor().cast(dtypes.int32).minimum(n - 1)
         a, b = x._take_along(ax, lo), x._take_along(ax, (lo + 1).minimum(n - 1))
+        if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)   # ints: in float, cast back at the end
         frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)])
         x = a + (b - a) * frac.cast(a.dtype)
       else:
@@ -449,6 +454,27 @@ class NNMixin:
         x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
     return x if x.dtype == self.dtype else x.cast(self.dtype)
 
+  def _lerp_uint8(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
+    # torch's uint8 bilinear: per output position the two taps' float weights (a triangle filter, normalised), scaled to
+    # ints with the most bits that keep the largest below 2**15, summed in int32 with half an ulp and shifted back
+    n = self.shape[ax]
+    scale = ((n - 1) / (out - 1) if out > 1 else 0.0) if align_corners else n / out
+    delta = 0.5 if align_corners else 0.0
+    taps: list[tuple[int, list[float]]] = []
+    for i in range(out):
+      center = scale * (i + 0.5 - delta)
+      lo = max(int(center - 0.5 + delta), 0)
+      ws = [max(0.0, 1 - abs(k + lo - center + 0.5 - delta)) for k in range(max(0, min(min(int(center + 1.5 + delta), n) - lo, 2)))]
+      total = sum(ws)
+      taps.append((lo, [w / total if total else w for w in ws] + [0.0] * (2 - len(ws))))
+    wmax, prec = max(max(w) for _, w in taps), 0
+    while prec < 22 and int(0.5 + wmax * (1 << (prec + 1))) < 1 << 15: prec += 1
+    w0, w1 = ([int(w[k] * (1 << prec) + (0.5 if w[k] >= 0 else -0.5)) for _, w in taps] for k in (0, 1))
+    lo_t = Tensor([lo for lo, _ in taps], dtype=dtypes.int32, device=self.device)
+    a, b = self._take_along(ax, lo_t).cast(dtypes.int32), self._take_along(ax, (lo_t + 1).minimum(n - 1)).cast(dtypes.int32)
+    shape = [out if i == ax else 1 for i in range(self.ndim)]
+    w0_t, w1_t = (Tensor(w, dtype=dtypes.int32, device=self.device).reshape(shape) for w in (w0, w1))
+    return ((a * w0_t + b * w1_t + (1 << (prec - 1))) >> prec).clip(0, 255).cast(dtypes.uint8)
   def _take_along(self: Tensor, ax: int, idx: Tensor) -> Tensor:
     # the rows idx (1-d) of axis ax: a gather with idx broadcast over the other dims
     return self.gather(ax, idx.reshape([idx.shape[0] if i == ax else 1 for i in range(self.ndim)]).expand(
