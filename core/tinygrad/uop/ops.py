@@ -240,7 +240,7 @@ class UOp(metaclass=UOpMetaClass):
     if isinstance(x, float) and not dtypes.is_float(dt): dt = dtypes.default_float
     return UOp.const(dt.scalar().vec(self.dtype.count) if dt.count == 1 else dt, x)
   def _binop(self, op: Ops, x: UOp | ConstType, reverse: bool) -> UOp:
-    if isinstance(getattr(x, "uop", None), UOp): return NotImplemented   # a Tensor: its reflected operator builds the op
+    if not isinstance(x, (UOp, int, float)) and isinstance(getattr(x, "uop", None), UOp): return NotImplemented   # a Tensor: its reflected operator builds the op
     other = self.ufix(x)
     return other.alu(op, self) if reverse else self.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
