@@ -59,6 +59,9 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if n.op is Ops.BUFFER: continue
     for s in dict.fromkeys(n.src): consumers[s].append(n)
   realizes: dict[UOp, None] = {}
+  streams: dict[UOp, tuple[UOp, ...]] = {}   # _streams' memo, valid while `realizes` keeps the size in streams_at
+  streams_at = [-1]
+  above: dict[UOp, tuple[UOp, ...]] = {}     # _kernels_above's memo (what is above a node is settled before it is visited)
   for r in roots:
     if base_buffer(r) is None: realizes[r] = None
   for n in nodes:
@@ -69,7 +72,10 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
-    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1 and _shared_and_costly(n, consumers, realizes): realizes[n] = None
+    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1:
+      if streams_at[0] != len(realizes): streams.clear()   # (realizes only grows)
+      streams_at[0] = len(realizes)
+      if _shared_and_costly(n, consumers, realizes, streams, above): realizes[n] = None
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
   targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
@@ -83,7 +89,8 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
 
 SHARED_READS = 3   # buffers an elementwise value read by several kernels may load before it is computed once, into its own
 
-def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
+def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]],
+                       above: dict[UOp, tuple[UOp, ...]]) -> bool:
   """An elementwise value that more than one kernel reads, and that streams SHARED_READS buffers or more: inlined, every
   reader loads them all again (a transformer's residual stream x + attn(x) + mlp(..) is read by the next layer norm's
   kernels and the next add: each layer's kernels re-add every earlier layer, 56 buffers deep at ViT's 12th, one distinct
@@ -91,11 +98,48 @@ def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[U
   # loads that stream for every element: a buffer a quarter of n's size or more (a broadcast per-channel parameter stays
   # in cache), not behind a PAD (a concat's parts are each read for their own elements: a KV cache ++ the new key is one load)
   size = smax(prod(n.shape))   # symbolic sizes at their largest
-  big = lambda u: smax(prod(u.shape)) * 4 >= size
-  # (an inlined reduce is one value per element, whatever it reads)
-  srcs = [u for u in n.toposort(gate=lambda x: x is n or (x not in realizes and x.op not in (Ops.BUFFER, Ops.PAD, Ops.REDUCE_AXIS)))
-          if u is not n and (u.op in (Ops.BUFFER, Ops.REDUCE_AXIS) or u in realizes) and big(u)]
-  return len(srcs) >= SHARED_READS and _reaches_kernels(n, consumers, realizes)
+  srcs = [u for u in _streams(n, realizes, memo) if smax(prod(u.shape)) * 4 >= size]
+  return len(srcs) >= SHARED_READS and len(_kernels_above(n, consumers, realizes, above)) > 1
+
+def _kernels_above(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]) -> tuple[UOp, ...]:
+  """Two of the kernels (realized nodes) n's value reaches going up (fewer if it reaches fewer): _reaches_kernels with a
+  memo, since find_realizes visits users first and settles everything above a node before it. Each node's once, not a walk
+  up from every shared value (quadratic in a long chain of three inputs)."""
+  stack = [n]
+  while stack:
+    u = stack[-1]
+    if u in memo:
+      stack.pop()
+      continue
+    if (todo := [c for c in consumers[u] if c not in memo and c not in realizes]):
+      stack.extend(todo)
+      continue
+    stack.pop()
+    memo[u] = tuple(dict.fromkeys(x for c in consumers[u] for x in ((c,) if c in realizes else memo[c])))[:2]
+  return memo[n]
+
+def _size(u: UOp) -> int: return smax(prod(u.shape))
+
+def _streams(n: UOp, realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]) -> tuple[UOp, ...]:
+  """The SHARED_READS largest loads below n: buffers, reduces (an inlined reduce is one value per element, whatever it
+  reads) and realized nodes, reached through unrealized nodes but not through a PAD. The largest few are enough to count
+  those as big as a quarter of any size, so each node's are found once, from its sources' (`memo`, valid while realizes is
+  unchanged), instead of walking the graph below every shared value (quadratic in a long chain: each relu reads x twice)."""
+  stack = [n]
+  while stack:
+    u = stack[-1]
+    if u in memo:
+      stack.pop()
+      continue
+    loads = u in realizes or u.op in (Ops.BUFFER, Ops.REDUCE_AXIS)
+    below = () if loads or u.op is Ops.PAD else u.src
+    if (todo := [s for s in below if s not in memo]):
+      stack.extend(todo)
+      continue
+    stack.pop()
+    cands = dict.fromkeys(([u] if loads else []) + [x for s in below for x in memo[s]])
+    memo[u] = tuple(sorted(cands, key=_size, reverse=True)[:SHARED_READS])
+  return memo[n]
 
 def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
   """n's value reaches more than one kernel (realized node) above it, or a node of an op in `stop`."""
