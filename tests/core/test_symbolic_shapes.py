@@ -10,8 +10,13 @@ import tinygrad.codegen as codegen_mod
 DEVICES = ["CPU", "PYTHON"]
 
 @pytest.fixture
-def compiles(count_calls):
-  """Counts kernels compiled (get_program calls) while the test runs."""
+def compiles(count_calls, monkeypatch):
+  """Counts kernels compiled (get_program calls) while the test runs; the program cache is off (a kernel an earlier
+  process rendered would not be counted) and the method cache starts empty."""
+  from tinygrad.helpers import CACHELEVEL
+  from tinygrad.engine.realize import method_cache
+  monkeypatch.setattr(CACHELEVEL, "value", min(CACHELEVEL.value, 1))
+  method_cache.clear()
   return count_calls(codegen_mod, "get_program")
 
 def _data(*shape, seed=0): return np.random.RandomState(seed).randn(*shape).astype(np.float32)
