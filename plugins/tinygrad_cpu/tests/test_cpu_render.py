@@ -78,3 +78,15 @@ def test_llvm_reduce_gates_divmod_cast():
 def test_llvm_max_is_nan_aware():
   src = LLVMRenderer().render(elementwise(lambda a, b: a.maximum(b), [dtypes.float32]*2, dtypes.float32, 4), "k")
   assert "fcmp ogt float %val0, %val1" in src and "fcmp uno float %val0, %val0" in src
+
+def test_vector_accesses_carry_the_elements_alignment():
+  # an upcast's lanes start at any element (x[1:]): LLVM must not assume the vector's 32 bytes, C's typedef neither
+  from tinygrad import Tensor
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt import Opt, OptOps
+  x = Tensor.empty(40, device="NULL")
+  ast = (x[1:33] * 2).schedule()[-1].ast
+  ir = get_program(ast, LLVMRenderer(), [Opt(OptOps.UPCAST, 0, 8)], compile=False).src
+  assert "= load <8 x float>, ptr %idx1, align 4" in ir and "store <8 x float> %alu2, ptr %idx0, align 4" in ir, ir
+  c = get_program(ast, ClangRenderer(), [Opt(OptOps.UPCAST, 0, 8)], compile=False).src
+  assert "typedef float float8 __attribute__((vector_size(32),aligned(4)));" in c, c
