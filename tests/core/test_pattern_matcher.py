@@ -1,5 +1,6 @@
 """UPat and PatternMatcher: every pattern feature, early reject, composition with `+`."""
 import pytest
+from hypothesis import given, settings, strategies as st
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, UPatAny, PatternMatcher
@@ -133,3 +134,39 @@ class TestPatternMatcher:
     assert pm.rewrite(a + b) is a  # the left table's rules come first
     assert (pm2 + pm1).rewrite(a + b) is b
     assert len(pm.patterns) == 3 and len(pm1.patterns) == 1
+
+class TestCompiledRules:
+  """PatternMatcher runs each rule as a compiled function (inlined checks, callback per match in UPat.match's order); it
+  must give what the interpreted match gives: the same first accepted match, declines and all."""
+  def test_second_permutation_after_a_decline(self):
+    seen = []
+    pm = PatternMatcher([(UPat.var("x") + UPat.cvar("c"), lambda x, c: (seen.append((x, c)), x if x.op is Ops.CONST else None)[1])])
+    assert pm.rewrite(c1 + c2) is c1 and seen == [(c1, c2)]    # first assignment accepted
+    seen.clear()
+    pm2 = PatternMatcher([(UPat.var("x") + UPat.cvar("c"), lambda x, c: x if c.arg == 1 else None)])
+    assert pm2.rewrite(c1 + c2) is c2   # (x=c1, c=c2) declined, then (x=c2, c=c1) taken
+  def test_repeated_name_and_any_len(self):
+    pm = PatternMatcher([(UPat(Ops.ADD, src=(UPat.var("x"), UPat.var("x"))), lambda x: x * 2),
+                         (UPat(Ops.SINK, src=(UPat.var("y"),), allow_any_len=True), lambda y: y)])
+    assert pm.rewrite(a + a) is a * 2 and pm.rewrite(a + b) is None
+    assert pm.rewrite(UOp.sink(a, b)) is a and pm.rewrite(UOp(Ops.SINK)) is None
+  @given(st.data())
+  @settings(max_examples=150, deadline=None)
+  def test_symbolic_tables_agree_with_the_interpreter(self, data):
+    from tinygrad.uop.symbolic import sym
+    from tinygrad.uop.upat import _interpreted
+    leaves = [a, b, UOp.variable("n", -5, 5), UOp.const(dtypes.index, 0), UOp.const(dtypes.index, 1), UOp.const(dtypes.index, 4)]
+    nodes = list(leaves)
+    for _ in range(data.draw(st.integers(1, 12))):
+      x, y = data.draw(st.sampled_from(nodes)), data.draw(st.sampled_from(nodes))
+      op = data.draw(st.sampled_from(["+", "*", "//", "%", "<", "max", "-", "where"]))
+      if op == "where": n = (x < y).where(x, y)
+      elif op == "max": n = x.maximum(y)
+      elif op in ("//", "%"): n = x // 4 if op == "//" else x % 3
+      else: n = {"+": x + y, "*": x * y, "<": x < y, "-": x - y}[op]
+      if n.dtype == dtypes.index: nodes.append(n)
+    for u in UOp.sink(*nodes).toposort():
+      src_ops = {s.op for s in u.src}
+      want = next((r for p, fxn, er, has_ctx, names in sym.pdict.get(u.op, []) if er <= src_ops
+                   for r in [_interpreted(p, fxn, has_ctx, names, u, None)] if r is not None), None)
+      assert sym.rewrite(u) is want, u.render()

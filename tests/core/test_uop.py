@@ -51,6 +51,22 @@ class TestWeakCache:
     del nodes
     gc.collect()
     assert len(UOpMetaClass.ucache) <= before + 10
+  def test_threads_building_the_same_nodes_get_one_object(self):
+    import sys, threading
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)   # threads switch inside the cache's insert
+    try:
+      for rnd in range(3):
+        got: list[list] = [[] for _ in range(4)]
+        def build(i):
+          for k in range(3000): got[i].append(UOp(Ops.NOOP, dtypes.int32, arg=("thread_cache_test", rnd, k)))
+        ts = [threading.Thread(target=build, args=(i,)) for i in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        assert all(a is b is c is d for a, b, c, d in zip(*got))
+        del got
+    finally: sys.setswitchinterval(old)
+    assert UOp(Ops.NOOP, dtypes.int32, arg=("thread_cache_test", 0, 1)) is UOp(Ops.NOOP, dtypes.int32, arg=("thread_cache_test", 0, 1))
   def test_chain_keeps_its_sources_alive(self):
     x = UOp(Ops.NOOP, dtypes.int32, arg="keep_alive_leaf")
     for _ in range(100): x = x + 1

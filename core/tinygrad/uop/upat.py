@@ -1,6 +1,6 @@
 """UPat patterns, the PatternMatcher rule table, and graph_rewrite: the hot loop of the compiler."""
 from __future__ import annotations
-import itertools, inspect, os
+import itertools, inspect, os, functools
 from typing import Any, Callable, Iterable, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, _rebuild
@@ -118,6 +118,59 @@ class UPatAny(UPat):
     if self.name is None: return res
     return [{**r, self.name: uop} for r in res if r.get(self.name, uop) is uop]
 
+# ---- rules compiled to Python: one function per (pattern, callback) that tests the pattern with inlined checks and calls
+# the callback on each match, in the order UPat.match lists them. The interpreted match builds every match as a dict
+# before the first callback runs and walks the pattern generically: the simplifier spent most of its time there
+def _compile_rule(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] | None) -> Callable[[UOp, Any], Any] | None:
+  """`rule(u, ctx)`: the first result of `fxn` on a match of `p` that is neither None nor `u`, else None; None when `p` uses
+  what only the interpreter matches (UPatAny, a source pattern applied to every source)."""
+  consts: dict[str, Any] = {"fxn": fxn}
+  def k(obj: Any) -> str:
+    consts[name := f"k{len(consts)}"] = obj
+    return name
+  lines: list[str] = []
+  nvar = [0]
+  def gen(pat: UPat, var: str, bound: dict[str, str], ind: str, cont: Callable[[dict[str, str], str], None]) -> bool:
+    if type(pat) is not UPat or isinstance(pat.src, UPat): return False
+    conds = []
+    if pat.op is not None: conds.append(f"{var}.op is {k(pat.op[0])}" if len(pat.op) == 1 else f"{var}.op in {k(frozenset(pat.op))}")
+    if pat.dtype_set is not None: conds.append(f"({var}.dtype in {k(pat.dtype_set)} or {var}.dtype.scalar() in {k(pat.dtype_set)})")
+    if pat.arg is not None: conds.append(f"not ({k(pat.arg)} != {var}.arg)")
+    if pat.name is not None:
+      if pat.name in bound: conds.append(f"{var} is {bound[pat.name]}")
+      else: bound = {**bound, pat.name: var}
+    if conds:
+      lines.append(f"{ind}if {' and '.join(conds)}:")
+      ind += "  "
+    if pat.src is None:
+      cont(bound, ind)
+      return True
+    for alt in pat.src:
+      lines.append(f"{ind}if len({var}.src) {'>=' if pat.allow_any_len else '=='} {len(alt)}:")
+      kids = []
+      for i in range(len(alt)):
+        nvar[0] += 1
+        kids.append(f"v{nvar[0]}")
+        lines.append(f"{ind}  {kids[-1]} = {var}.src[{i}]")
+      def chain(j: int, b: dict[str, str], ind2: str, alt: tuple[UPat, ...] = alt, kids: list[str] = kids) -> None:
+        if j == len(alt): cont(b, ind2)
+        elif not gen(alt[j], kids[j], b, ind2, lambda b2, ind3: chain(j + 1, b2, ind3)): raise _NotCompiled
+      chain(0, bound, ind + "  ")
+    return True
+  def call(bound: dict[str, str], ind: str) -> None:
+    args = [f"{n}={v}" for n, v in bound.items() if names is None or n in names] + (["ctx=ctx"] if has_ctx else [])
+    lines.append(f"{ind}r = fxn({', '.join(args)})")
+    lines.append(f"{ind}if r is not None and r is not u: return r")
+  try:
+    if not gen(p, "u", {}, "  ", call): return None
+  except _NotCompiled: return None
+  src = "def rule(u, ctx):\n" + "\n".join(lines) + "\n  return None\n"
+  env: dict[str, Any] = dict(consts)
+  exec(compile(src, f"<rule {_location(fxn)}>", "exec"), env)
+  return env["rule"]
+
+class _NotCompiled(Exception): pass
+
 def _location(fxn: Callable) -> str:
   code = getattr(fxn, "__code__", None)
   return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(fxn)
@@ -137,26 +190,41 @@ class PatternMatcher:
       names = None if takes_all else tuple(k for k in params if k != "ctx")
       entry = (p, fxn, frozenset(p.early_reject), "ctx" in params, names)
       for op in (p.op if p.op is not None else tuple(Ops)): self.pdict.setdefault(op, []).append(entry)
+    self._fast: dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]] | None = None
   def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)
+  def _compiled(self) -> dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]]:
+    # the rules as compiled functions (interpreted ones where a pattern does not compile), built on first use
+    made: dict[int, Callable[[UOp, Any], Any]] = {}
+    def rule(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] | None) -> Callable[[UOp, Any], Any]:
+      if (r := made.get(id(p))) is None:
+        r = made[id(p)] = _compile_rule(p, fxn, has_ctx, names) or functools.partial(_interpreted, p, fxn, has_ctx, names)
+      return r
+    self._fast = {op: [(rule(*(e[0], e[1], e[3], e[4])), e[2], e[1]) for e in rules] for op, rules in self.pdict.items()}
+    return self._fast
 
   def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
     """The first non-None result of a matching rule for this node, or None."""
-    rules = self.pdict.get(uop.op)
+    rules = (self._fast if self._fast is not None else self._compiled()).get(uop.op)
     if not rules: return None
     src_ops = {s.op for s in uop.src}
-    for p, fxn, early_reject, has_ctx, names in rules:
+    for rule, early_reject, fxn in rules:
       if not early_reject <= src_ops: continue
-      for match in p.match(uop, {}):
-        kwargs = match if names is None else {k: v for k, v in match.items() if k in names}
-        try:
-          ret = fxn(ctx=ctx, **kwargs) if has_ctx else fxn(**kwargs)
-        except RewriteError: raise
-        except Exception as e:
-          raise RewriteError(f"rewrite rule at {_location(fxn)} raised {type(e).__name__}: {e}\n  on node: {uop!r}\n  expr: {_safe_render(uop)}") from e
-        if ret is not None and ret is not uop:
-          if TRACER is not None: TRACER.match(fxn, uop, ret)
-          return ret
+      try:
+        ret = rule(uop, ctx)
+      except RewriteError: raise
+      except Exception as e:
+        raise RewriteError(f"rewrite rule at {_location(fxn)} raised {type(e).__name__}: {e}\n  on node: {uop!r}\n  expr: {_safe_render(uop)}") from e
+      if ret is not None:
+        if TRACER is not None: TRACER.match(fxn, uop, ret)
+        return ret
     return None
+
+def _interpreted(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] | None, uop: UOp, ctx: Any) -> Any:
+  for match in p.match(uop, {}):
+    kwargs = match if names is None else {k: v for k, v in match.items() if k in names}
+    ret = fxn(ctx=ctx, **kwargs) if has_ctx else fxn(**kwargs)
+    if ret is not None and ret is not uop: return ret
+  return None
 
 def _safe_render(u: UOp) -> str:
   try: return u.render()[:500]
