@@ -49,7 +49,7 @@ test-onnx: $(STAMP)
 	TINYGRAD_ONNX_FULL=1 $(VPY) -m pytest -n 2 -p no:warnings tests/onnx
 
 typecheck: $(STAMP)
-	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py))
+	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py)) $(dir $(wildcard examples/*/tinygrad_*/__init__.py))
 
 # the CPU's other compilers, and NV and AMD on their mock drivers, run the same conformance suite, with fewer examples each
 EXTRA_DEVICES := CPU:CLANG,CPU:GCC,NV,AMD:LLVM

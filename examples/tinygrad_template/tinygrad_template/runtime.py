@@ -1,7 +1,7 @@
 """Load a compiled kernel with ctypes and run it on one or more threads: the arguments are the buffers' host addresses,
 the variables (C ints), then core_id and core_count (the renderer's has_threads parameters, docs/plugins.md "Threads")."""
 from __future__ import annotations
-import ctypes, os, tempfile, time, threading
+import ctypes, functools, os, tempfile, time, threading
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.plugin_api import ProgramSpec
 
@@ -40,7 +40,7 @@ class TemplateProgram:
     args = [ctypes.c_void_p(ctypes.addressof(b)) for b in bufs] + [ctypes.c_int(v) for v in vals]
     n, st = self.threads, time.perf_counter()
     # thread 0 is this one, the others run on the pool; ctypes releases the GIL during a call, so they run in parallel
-    others = [_threads().submit(self.fxn, *args, ctypes.c_int(i), ctypes.c_int(n)) for i in range(1, n)]
+    others = [_threads().submit(functools.partial(self.fxn, *args, ctypes.c_int(i), ctypes.c_int(n))) for i in range(1, n)]
     self.fxn(*args, ctypes.c_int(0), ctypes.c_int(n))
     for f in others: f.result()
     if not wait: return None
