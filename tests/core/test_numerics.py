@@ -361,3 +361,32 @@ def test_float_to_int_cast_guard_rendered(mod, cls):
   casts = [u for u in prg.uops if u.op is Ops.CAST and u.dtype.scalar() == dtypes.int32 and dtypes.is_float(u.src[0].dtype)]
   assert casts and all(c.src[0].op is Ops.WHERE for c in casts), prg.src
   assert all(any(u.op is Ops.WHERE and c in u.src for u in prg.uops) for c in casts), prg.src
+
+# ---- integer // 0 and % 0: a constant zero divisor raises on the host (torch raises); a zero element gives numpy's 0 ----
+INT_DIV_OPS = {"//": lambda a, b: a // b, "%": lambda a, b: a % b, "trunc": lambda a, b: a.div(b, rounding_mode="trunc"),
+               "floor": lambda a, b: a.div(b, rounding_mode="floor"), "fmod": lambda a, b: a.fmod(b), "idiv": None}
+
+@pytest.mark.parametrize("name", list(INT_DIV_OPS))
+def test_int_division_by_constant_zero_raises_like_torch(name):
+  torch = pytest.importorskip("torch", reason="the reference for integer division by zero: pip install torch")
+  f = INT_DIV_OPS[name] or (lambda a, b: a.idiv(b) if isinstance(a, Tensor) else torch.div(a, b, rounding_mode="trunc"))
+  for zero in (0, "tensor"):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"): f(torch.tensor([5, -3], dtype=torch.int32), 0 if zero == 0 else torch.zeros(2, dtype=torch.int32))
+    for dt in (dtypes.int32, dtypes.uint8, dtypes.int64, dtypes.bool):
+      t = Tensor([5, 3] if dt != dtypes.bool else [True, False], dtype=dt, device="PYTHON")
+      z = 0 if zero == 0 else Tensor.zeros(2, dtype=dt, device="PYTHON")
+      if dt == dtypes.bool and name in ("trunc", "floor", "idiv"): continue   # bool true-division paths: float, no int division
+      with pytest.raises(ZeroDivisionError, match="by zero"): f(t, z)
+      with pytest.raises(RuntimeError): f(t, z)   # tinygrad.tensor.IntDivisionByZeroError: also torch's RuntimeError
+  e = Tensor(np.zeros((0, 3), np.int32), device="PYTHON")   # an empty tensor is a constant 0 that divides nothing: no error
+  assert f(e, e).shape == tuple(f(torch.zeros(0, 3, dtype=torch.int32), torch.zeros(0, 3, dtype=torch.int32)).shape)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_int_division_by_a_zero_element_gives_numpy_zero(device):
+  for npdt in ("int32", "uint32", "uint8", "int64", "int8"):
+    a, b = np.array([7, 0, 5, 100, -3 if npdt[0] == "i" else 3], npdt), np.array([0, 0, 2, 0, 0], npdt)
+    ta, tb = Tensor(a, device=device), Tensor(b, device=device)
+    with np.errstate(all="ignore"):
+      for got, want in [(ta // tb, a // b), (ta % tb, a % b), (ta.div(tb, rounding_mode="trunc"), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0)),
+                        (ta.fmod(tb), np.fmod(a, b)), (ta.idiv(tb), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0))]:
+        np.testing.assert_array_equal(got.numpy(), want.astype(npdt), err_msg=f"{npdt} on {device}")

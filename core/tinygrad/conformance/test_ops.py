@@ -196,6 +196,20 @@ class TestBinary:
     b = np.array([2, 2, -2, -2, 3, 5], np.int32)
     check(T(a, device) // T(b, device), a // b, what=f"{a} // {b}")
     check(T(a, device) % T(b, device), a % b, what=f"{a} % {b}")
+  @pytest.mark.parametrize("dt", [np.int32, np.uint32, np.uint8, np.int64])
+  def test_int_division_by_a_zero_element(self, device, dt):
+    # a zero in a divisor tensor gives numpy's 0 for //, % and trunc division on every device (C leaves it undefined: x86
+    # traps, the PYTHON device gave x for unsigned %); a constant 0 divisor raises on the host (torch's error)
+    sup = Device[device].renderer.supported_dtypes
+    if callable(sup): sup = sup()
+    if sup is not None and getattr(dtypes, np.dtype(dt).name) not in sup: pytest.skip(f"{device} does not declare {np.dtype(dt).name}")
+    a, b = np.array([7, 0, 5, 200], dt), np.array([0, 0, 2, 0], dt)
+    with np.errstate(all="ignore"):
+      check(T(a, device) // T(b, device), a // b, what=f"{a} // {b}")
+      check(T(a, device) % T(b, device), a % b, what=f"{a} % {b}")
+      check(T(a, device).div(T(b, device), rounding_mode="trunc"), a // b, what=f"{a} div trunc {b}")
+    with pytest.raises(ZeroDivisionError): T(a, device) // 0
+    with pytest.raises(RuntimeError): T(a, device) % Tensor.zeros(4, dtype=T(a, device).dtype, device=device)
   @given(shapes(), st.data())
   @FEW
   def test_pow_float(self, device, shape, data):

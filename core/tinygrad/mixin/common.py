@@ -13,6 +13,8 @@ class ArgumentError(ValueError, RuntimeError):
 class UnknownModeError(ValueError, NotImplementedError):
   """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
 
+class IntDivisionByZeroError(ZeroDivisionError, RuntimeError):
+  """An integer // or % by a constant 0 (torch raises RuntimeError "ZeroDivisionError"; Python ints raise ZeroDivisionError)."""
 class EmptyReductionError(IndexError, ValueError):
   """max/min/argmax/argmin over an empty axis (torch raises IndexError; argmax here always raised ValueError)."""
 

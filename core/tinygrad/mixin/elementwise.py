@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
-from tinygrad.mixin.common import _broadcast_shape, ArgumentError
+from tinygrad.mixin.common import _broadcast_shape, ArgumentError, IntDivisionByZeroError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -39,29 +39,38 @@ class ElementwiseMixin:
     if rounding_mode == "floor": return self._floordiv(x, reverse)
     if rounding_mode == "trunc":
       a, b = self._broadcasted(x, reverse)
-      return a._int_divmod(b)[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
-    if rounding_mode is not None: raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+      return a._int_divmod(b, "div")[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
+    if rounding_mode is not None: raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     a, b = self._broadcasted(x, reverse)
     fdt = least_upper_float(a.dtype)
     return a.cast(fdt)._alu(Ops.FDIV, b.cast(fdt))
-  def _int_divmod(self: Tensor, y: Tensor, yval: Any = None) -> tuple[Tensor, Tensor]:
-    """C (truncating) quotient and remainder of ints; x/0 gives 0 and MIN/-1 wraps, as numpy (and no trap on the device)."""
-    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype) or (isinstance(yval, int) and yval not in (0, -1)):
-      return self._alu(Ops.IDIV, y), self._alu(Ops.MOD, y)
-    bad = (y == 0) | (y == -1)
-    ys = bad.where(1, y)
+  def _int_divmod(self: Tensor, y: Tensor, op: str) -> tuple[Tensor, Tensor]:
+    """C (truncating) quotient and remainder of ints. A constant 0 divisor raises (as torch); a zero in a divisor tensor gives
+    quotient and remainder 0 (numpy's answer) on every device, and MIN/-1 wraps: the device never divides by 0 (x86 traps)."""
+    c, casts = y.uop, []
+    while c.op in (Ops.RESHAPE, Ops.EXPAND, Ops.CAST):   # a constant divisor, broadcast and cast (bool // False: an int cast)
+      if c.op is Ops.CAST: casts.append(c.dtype)
+      c = c.src[0]
+    cval = c.arg if c.op is Ops.CONST else None
+    for dt in reversed(casts): cval = dtypes.as_const(cval, dt) if cval is not None else None
+    if cval is not None and cval == 0 and self.numel() != 0:   # (an empty tensor's const 0 divides nothing)
+      raise IntDivisionByZeroError(f"integer {op} by zero: a {self.dtype} tensor {op} a constant 0 (torch raises too; Python ints raise "
+                                   "ZeroDivisionError); divide by a tensor for numpy's answer 0, or cast to float for inf/nan")
+    if cval is not None and (cval != -1 or dtypes.is_unsigned(self.dtype)): return self._alu(Ops.IDIV, y), self._alu(Ops.MOD, y)
+    zero, neg1 = y == 0, (y == -1) if not dtypes.is_unsigned(self.dtype) else None
+    ys = (zero | neg1 if neg1 is not None else zero).where(1, y)
     q, r = self._alu(Ops.IDIV, ys), self._alu(Ops.MOD, ys)
-    return (y == 0).where(0, (y == -1).where(-self, q)), r
+    return zero.where(0, neg1.where(-self, q) if neg1 is not None else q), r
   def idiv(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Integer division rounding toward zero (C semantics)."""
     a, b = self._broadcasted(x, reverse)
     if not dtypes.is_int(a.dtype): raise TypeError(f"idiv needs int tensors, got {a.dtype}")
-    return a._int_divmod(b, None if reverse else x)[0]
+    return a._int_divmod(b, "//")[0]
   def _floordiv(self: Tensor, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype): return (a / b).floor()
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
-    q, r = a._int_divmod(b, None if reverse else x)
+    q, r = a._int_divmod(b, "//")
     if dtypes.is_unsigned(a.dtype): return q
     # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
     return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
@@ -72,7 +81,7 @@ class ElementwiseMixin:
       # x mod +-inf is x where the signs agree (or x is 0), else the divisor, as numpy and torch (the formula gives inf*0 = nan)
       return (b.isinf() & a.isfinite()).where(((a == 0) | ((a < 0) == (b < 0))).where(a, b), a - b * (a / b).floor())
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
-    r = a._int_divmod(b, None if reverse else x)[1]
+    r = a._int_divmod(b, "%")[1]
     if dtypes.is_unsigned(a.dtype): return r
     return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
   def _bitwise(self: Tensor, op: Ops, x: Any, reverse: bool, name: str) -> Tensor:
@@ -543,7 +552,7 @@ class ElementwiseMixin:
     a, b = self._broadcasted(x)
     if not dtypes.is_float(a.dtype):
       if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
-      return a._int_divmod(b, x)[1]
+      return a._int_divmod(b, "fmod")[1]
     r = a - b * (a / b).trunc()
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
     ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
