@@ -325,9 +325,9 @@ class IndexingMixin:
     if size is not None and (not isinstance(size, int) or size < 0): raise ValueError(f"masked_select: size must be an int >= 0 or None, got {size!r}")
     shape = _broadcast_shape(self.shape, mask.shape)
     x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
-    count = m.cast(dtypes.int32).sum()
+    count = m.sum(dtype=dtypes.int32)
     k = int(count.item()) if size is None else size
-    slot = m.cast(dtypes.int32).cumsum(0) - 1   # the output slot of each selected element
+    slot = m.cast(dtypes.int32)._cumalu(0, Ops.ADD) - 1   # the output slot of each selected element (int32: a count of elements)
     hit = m & (slot == Tensor.arange(k, device=self.device).unsqueeze(-1))
     out = hit.where(x, x._const(0, shape=())).sum(-1, dtype=self.dtype)
     return out if size is None else (Tensor.arange(k, device=self.device) < count).where(out, out._const(fill_value, shape=()))

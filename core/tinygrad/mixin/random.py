@@ -141,9 +141,9 @@ class RandomMixin:
     ar = Tensor._iota(n, dev).cast(dtypes.int32)
     ki, kj = keys.unsqueeze(-1), keys.unsqueeze(-2)
     before = (kj > ki) | ((kj == ki) & (ar.unsqueeze(0) < ar.unsqueeze(1)))   # [.., i, j]: j ranks ahead of i
-    rank = before.cast(dtypes.int32).sum(-1)                                     # (b, n): a permutation of 0..n-1 per row
+    rank = before.sum(-1, dtype=dtypes.int32)                                    # (b, n): a permutation of 0..n-1 per row
     hit = rank.unsqueeze(-2) == ar.shrink(((0, k),)).unsqueeze(-1)               # (b, k, n): index i has rank r
-    return hit.where(ar, 0).sum(-1)
+    return hit.where(ar, 0).sum(-1, dtype=dtypes.int32)
   def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False) -> Tensor:
     """Indices (int32) drawn from the categories weighted by this 1-d (n,) or 2-d (b, n) tensor, like torch.multinomial:
     with replacement by searching the normalized cumulative sum, without it by the largest log(u)/w keys (exponential races,
@@ -159,7 +159,7 @@ class RandomMixin:
       cdf = w.cumsum(1)
       cdf = cdf / cdf.shrink((None, (n - 1, n)))
       u = Tensor.rand(b, num_samples, 1, device=self.device, dtype=cdf.dtype)
-      ret = (cdf.unsqueeze(1) <= u).cast(dtypes.int32).sum(2).minimum(n - 1)
+      ret = (cdf.unsqueeze(1) <= u).sum(2, dtype=dtypes.int32).minimum(n - 1)
     else:
       u = 1.0 - Tensor.rand(b, n, device=self.device, dtype=w.dtype)   # (0, 1]
       ret = Tensor._rank_select((w > 0).where(u.log() / w, -math.inf), num_samples)

@@ -34,7 +34,7 @@ class SortingMixin:
     # along the last dim: rank[i] = #{j going before i}; then output r takes the element whose rank is r
     n = self.shape[-1]
     ar = Tensor.arange(n, device=self.device)
-    rank = _before(self.unsqueeze(-2), ar, self.unsqueeze(-1), ar.unsqueeze(-1), descending).cast(dtypes.int32).sum(-1)
+    rank = _before(self.unsqueeze(-2), ar, self.unsqueeze(-1), ar.unsqueeze(-1), descending).sum(-1, dtype=dtypes.int32)
     onehot = rank.unsqueeze(-1) == ar   # [..., i, r]
     vals = onehot.where(self.unsqueeze(-1), self._const(0, shape=())).sum(-2, dtype=self.dtype)
     return vals, onehot.where(ar.unsqueeze(-1), 0).sum(-2, dtype=dtypes.int32)
