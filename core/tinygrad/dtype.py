@@ -238,11 +238,14 @@ def float_to_bf16(x: float) -> int:
 def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
 
 # ---- promotion lattice (tinygrad's): an edge a -> b means a promotes to b ----
-# int64 -> uint64 as public tinygrad now has it: int64 + uint64 is uint64 (it was float16, where 10**12 became inf)
+# uint64 with a signed int: no int holds both. Public tinygrad (0.14 and since, "like JAX") joins them at its weak float,
+# which becomes the default float (int64(-5) + uint64(3) is -2.0); uint64 made it 2**64-2, float16 made 10**12 inf. The
+# weak float is a node of the lattice only (below float16 and bfloat16, so int64 + float16 stays float16), never a dtype.
+_WEAKFLOAT = DType.new(9, 4, "weakfloat", None)
 PROMO_LATTICE: dict[DType, list[DType]] = {
   dtypes.bool: [dtypes.weakint], dtypes.weakint: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32], dtypes.int32: [dtypes.int64],
-  dtypes.int64: [dtypes.uint64], dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
-  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [dtypes.float16, dtypes.bfloat16],
+  dtypes.int64: [_WEAKFLOAT], dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
+  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [_WEAKFLOAT], _WEAKFLOAT: [dtypes.float16, dtypes.bfloat16],
   dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64]}
 
 @functools.cache
@@ -254,7 +257,8 @@ def _get_recursive_parents(dtype: DType) -> frozenset[DType]:
 def least_upper_dtype(*ds: DType) -> DType:
   """The smallest dtype every one of `ds` promotes to (int32 + float16 -> float16, int8 + uint8 -> int16)."""
   common = frozenset.intersection(*(_get_recursive_parents(d.scalar()) for d in ds))
-  return min(common) if common else dtypes.float32
+  ret = min(common) if common else dtypes.float32
+  return dtypes.default_float if ret is _WEAKFLOAT else ret
 def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
 
 def sum_acc_dtype(dt: DType, int64: bool = True) -> DType:

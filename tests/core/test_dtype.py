@@ -21,27 +21,34 @@ class TestPromotionLattice:
     assert least_upper_dtype(b, a) == want
 
   # tinygrad's lattice, where it differs from numpy on purpose
-  def test_int64_uint64_is_uint64_never_a_float(self):
-    # public tinygrad's lattice has int64 -> uint64 (numpy goes to float64); float16 made 10**12 inf
-    assert least_upper_dtype(dtypes.int64, dtypes.uint64) == dtypes.uint64
-    assert np_promote(dtypes.int64, dtypes.uint64) == dtypes.float64
+  def test_uint64_with_a_signed_int_is_the_default_float(self):
+    # public tinygrad (0.14 and since): uint64 with a signed int joins at its weak float, the default float (numpy: float64;
+    # torch refuses). uint64 made int64(-5) + uint64(3) 2**64-2; float16 made 10**12 inf
+    for i in dtypes.sints: assert least_upper_dtype(i, dtypes.uint64) == dtypes.float32, i
+    assert least_upper_dtype(dtypes.int64, dtypes.uint64, dtypes.float16) == dtypes.float16   # the weak float is below float16
+    assert least_upper_dtype(dtypes.uint32, dtypes.uint64) == dtypes.uint64 and np_promote(dtypes.int64, dtypes.uint64) == dtypes.float64
     from tinygrad import Tensor
-    t = Tensor([10**12], dtype=dtypes.int64, device="PYTHON") + Tensor([1], dtype=dtypes.uint64, device="PYTHON")
-    assert t.dtype == dtypes.uint64 and t.tolist() == [10**12 + 1]
+    for dev in ("PYTHON", "CPU"):
+      t = Tensor([-5, 10**6], dtype=dtypes.int64, device=dev) + Tensor([3, 1], dtype=dtypes.uint64, device=dev)
+      assert t.dtype == dtypes.float32 and t.tolist() == [-2.0, 1000001.0]
+      # comparisons stay exact (no float): a negative value is below every uint64
+      u, i = Tensor([2**64 - 1, 5, 0], dtype=dtypes.uint64, device=dev), Tensor([-1, 5, 2**63 - 1], dtype=dtypes.int64, device=dev)
+      assert (u > i).tolist() == [True, False, False] and (u == i).tolist() == [False, True, False] and (i <= u).tolist() == [True, True, False]
+      assert (Tensor([2**63 - 1], dtype=dtypes.int64, device=dev) < 2**63).tolist() == [True]   # a Python int past int64: exact
 
-  # every pair, as public tinygrad's least_upper_dtype gives it: the lattice of tinygrad/tinygrad tinygrad/dtype.py
-  # (promo_lattice at commit 00517ee52fa0; its weakint and fp8 nodes change none of these joins), row dtype with column dtype
+  # every pair, as public tinygrad's least_upper_dtype gives it (0.14's promo_lattice; uint64 with a signed int is its weak
+  # float, the default float32; its weakint and fp8 nodes change none of these joins), row dtype with column dtype
   PUBLIC_TABLE = """
          b   i8   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
     b    b   i8   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-   i8   i8   i8  i16  i16  i32  i32  i64  i64  u64  f16 bf16  f32  f64
+   i8   i8   i8  i16  i16  i32  i32  i64  i64  f32  f16 bf16  f32  f64
    u8   u8  i16   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-  i16  i16  i16  i16  i16  i32  i32  i64  i64  u64  f16 bf16  f32  f64
+  i16  i16  i16  i16  i16  i32  i32  i64  i64  f32  f16 bf16  f32  f64
   u16  u16  i32  u16  i32  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-  i32  i32  i32  i32  i32  i32  i32  i64  i64  u64  f16 bf16  f32  f64
+  i32  i32  i32  i32  i32  i32  i32  i64  i64  f32  f16 bf16  f32  f64
   u32  u32  i64  u32  i64  u32  i64  u32  i64  u64  f16 bf16  f32  f64
-  i64  i64  i64  i64  i64  i64  i64  i64  i64  u64  f16 bf16  f32  f64
-  u64  u64  u64  u64  u64  u64  u64  u64  u64  u64  f16 bf16  f32  f64
+  i64  i64  i64  i64  i64  i64  i64  i64  i64  f32  f16 bf16  f32  f64
+  u64  u64  f32  u64  f32  u64  f32  u64  f32  u64  f16 bf16  f32  f64
   f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f32  f64
  bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16  f32 bf16  f32  f64
   f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64

@@ -142,22 +142,37 @@ class ElementwiseMixin:
     return mask.where(value, self)
 
   # ---- comparisons (bool results) ----
-  def _cmp_widen(self: Tensor, x: Any) -> Tensor:
-    # a Python int past this int dtype compares exactly, as numpy 2 does (t < 2**40 is True): compare in a dtype that holds both
+  def _past_range(self: Tensor, x: Any) -> bool | None:
+    # a Python int past this int dtype compares exactly, as numpy 2 does (t < 2**40 is True): every element lies on one side
+    # of it (True: x is above them all), so no dtype needs to hold both (int64 vs 2**63 has none but a float, which rounds)
     if dtypes.is_int(self.dtype) and isinstance(x, int) and not isinstance(x, bool) and not dtypes.min(self.dtype) <= x <= dtypes.max(self.dtype):
-      return self.cast(least_upper_dtype(self.dtype, dtypes.from_py(x)))
-    return self
+      return x > dtypes.max(self.dtype)
+    return None
   def _cmp(self: Tensor, op: Ops, x: Any, reverse: bool = False) -> Tensor:
-    a, b = self._cmp_widen(x)._broadcasted(x, reverse)
+    if (above := self._past_range(x)) is not None:
+      return (self == self) if {Ops.CMPEQ: False, Ops.CMPNE: True}.get(op, above != reverse) else (self != self)
+    a, b = self._broadcasted(x, reverse, match_dtype=False)
+    if {a.dtype, b.dtype} & {dtypes.uint64} and {a.dtype, b.dtype} & set(dtypes.sints):
+      # uint64 with a signed int promotes to a float (public tinygrad's rule), which rounds: compare exactly instead, a
+      # negative value being below every uint64 (an index tensor of either kind against an int32 arange stays exact)
+      sgn = a if a.dtype != dtypes.uint64 else b
+      neg, au, bu = sgn < 0, a.cast(dtypes.uint64), b.cast(dtypes.uint64)
+      if op is Ops.CMPLT: return neg | (au < bu) if sgn is a else neg.logical_not() & (au < bu)
+      return neg.logical_not() & (au == bu) if op is Ops.CMPEQ else neg | (au != bu)
+    if a.dtype != b.dtype:
+      out = least_upper_dtype(a.dtype, b.dtype)
+      a, b = a.cast(out), b.cast(out)
     return a._alu(op, b)
   def __lt__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x)
   def __gt__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
   def __le__(self: Tensor, x: Any) -> Tensor:
-    a, b = self._cmp_widen(x)._broadcasted(x)
-    return (a < b) | (a == b) if dtypes.is_float(a.dtype) else (b < a).logical_not()
+    if self._past_range(x) is not None: return self < x
+    if dtypes.is_float(self._broadcasted(x)[0].dtype): return self._cmp(Ops.CMPLT, x) | self._cmp(Ops.CMPEQ, x)
+    return self._cmp(Ops.CMPLT, x, True).logical_not()
   def __ge__(self: Tensor, x: Any) -> Tensor:
-    a, b = self._cmp_widen(x)._broadcasted(x)
-    return (b < a) | (a == b) if dtypes.is_float(a.dtype) else (a < b).logical_not()
+    if self._past_range(x) is not None: return self > x
+    if dtypes.is_float(self._broadcasted(x)[0].dtype): return self._cmp(Ops.CMPLT, x, True) | self._cmp(Ops.CMPEQ, x)
+    return self._cmp(Ops.CMPLT, x).logical_not()
   def __eq__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
   def __ne__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
   def eq(self: Tensor, x: Tensor | ConstType) -> Tensor:
