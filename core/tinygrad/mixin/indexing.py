@@ -213,7 +213,7 @@ class IndexingMixin:
       return
     p = self._index_plan(self._bool_indices(indices))
     # `x[i] += y` calls x[i].__iadd__ (already an assign into x) and then sets the result back: nothing left to write
-    if not p.tensor_idx and isinstance(v, Tensor) and v._view_of is not None and v._view_of is (self._view_of or self) and v.uop is self[indices].uop: return
+    if not p.tensor_idx and isinstance(v, Tensor) and v._view_of is not None and v._view_of is (self._view_of if self._view_of is not None else self) and v.uop is self[indices].uop: return
     def scatter(x: Tensor) -> Tensor:  # the inverse of the basic-indexing movement ops: back to self's shape, zeros elsewhere
       x = x.reshape(p.lens)
       if any(s > 1 for s in p.steps):
