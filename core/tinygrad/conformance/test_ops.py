@@ -283,6 +283,13 @@ class TestUnary:
     check(T(a, device).isnan(), np.isnan(a), what=f"isnan({a.tolist()})")
     check(T(a, device).isinf(), np.isinf(a), what=f"isinf({a.tolist()})")
     check(T(a, device).isinf(detect_positive=False), np.isneginf(a), what="isinf(neg only)")
+  def test_compares_with_nan_are_ieee(self, device):
+    # NaN compares unequal to everything, itself included, and fails every ordered compare (naga's != was ordered)
+    a, b = np.array([np.nan, np.nan, 1.0, np.nan, 2.0], np.float32), np.array([1.0, np.nan, np.nan, 0.0, 2.0], np.float32)
+    with np.errstate(invalid="ignore"):
+      for name, f in [("!=", lambda x, y: x != y), ("==", lambda x, y: x == y), ("<", lambda x, y: x < y), (">", lambda x, y: x > y)]:
+        check(f(T(a, device), T(b, device)), f(a, b), what=f"{a.tolist()} {name} {b.tolist()}")
+        check(f(T(a, device), 1.0), f(a, np.float32(1.0)), what=f"{a.tolist()} {name} 1.0")
   @given(shapes(), st.data(), F32, F32)
   @FEW
   def test_clip(self, device, shape, data, lo, hi):

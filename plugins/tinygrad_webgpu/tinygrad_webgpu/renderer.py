@@ -70,7 +70,10 @@ def _isnan(x: str, dtype: DType) -> str:
   # (float16 via f32, which keeps NaN: WGSL has no bitcast of a lone f16, and naga rejects bitcast<u32>(vec2<f16>))
   return f"((bitcast<u32>({'f32(' + x + ')' if dtype.scalar() == dtypes.float16 else x})&0x7fffffffu)>0x7f800000u)"
 
-def _cmpne(a: str, b: str, dtype: DType) -> str: return _isnan(a, dtype) if a == b and dtypes.is_float(dtype) else f"({a}!={b})"
+def _cmpne(a: str, b: str, dtype: DType) -> str:
+  # naga lowers a float != to an ordered compare (NaN != 1.0 is false): negate the == instead, which NaN fails as IEEE says
+  if not dtypes.is_float(dtype): return f"({a}!={b})"
+  return _isnan(a, dtype) if a == b else f"(!({a}=={b}))"
 
 def _max(a: str, b: str, dtype: DType) -> str:
   # numpy.maximum propagates NaN from either side; WGSL's max() may return either operand
