@@ -42,6 +42,14 @@ class DType:
   def base(self) -> DType: return self
   @property
   def vcount(self) -> int: return self.count
+  @property
+  def min(self) -> ConstType:
+    """The smallest value of this dtype (public tinygrad's `dtypes.int8.min`; -inf for floats, False for bool)."""
+    return dtypes.min(self)
+  @property
+  def max(self) -> ConstType:
+    """The largest value of this dtype (`dtypes.uint8.max` is 255; inf for floats, True for bool)."""
+    return dtypes.max(self)
   def vec(self, sz: int) -> DType:
     """The vector dtype of `sz` lanes of this scalar dtype."""
     if self.count != 1 and sz != 1: raise ValueError(f"cannot vectorize {self} (already a vector)")

@@ -9,7 +9,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
-from tinygrad.mixin.common import AxisError, ArgumentError, EmptyReductionError, IntDivisionByZeroError  # noqa: F401 (public, importable from here)
+from tinygrad.mixin.common import AxisError, ArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor

@@ -390,3 +390,45 @@ def test_int_division_by_a_zero_element_gives_numpy_zero(device):
       for got, want in [(ta // tb, a // b), (ta % tb, a % b), (ta.div(tb, rounding_mode="trunc"), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0)),
                         (ta.fmod(tb), np.fmod(a, b)), (ta.idiv(tb), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0))]:
         np.testing.assert_array_equal(got.numpy(), want.astype(npdt), err_msg=f"{npdt} on {device}")
+
+# ---- public tinygrad's test_ops features: DType.min/.max, error classes torch's tests check, shifts and bit ops per dtype ----
+def test_dtype_min_max_properties():
+  assert dtypes.int32.max == 2**31 - 1 and dtypes.int32.min == -2**31 and dtypes.uint8.max == 255 and dtypes.uint8.min == 0
+  assert dtypes.float32.max == float("inf") and dtypes.bool.max is True and dtypes.int64.min == dtypes.min(dtypes.int64)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_maximum_minimum_across_dtypes_match_torch(device):
+  torch = pytest.importorskip("torch", reason="the reference for maximum/minimum: pip install torch")
+  cases = [([-1234, 0, 1234, 2**31 - 1, -2**31], 2**31 - 1), ([-1234, 0, 1234, 2**31 - 1, -2**31], -2**31), ([1, 2, 3], 1.2),
+           ([True, False, False], 1.2), ([True, False, False], 3), ([True, False, False], True), ([1.0, 0.0, 3.0, -4.0], 3.0)]
+  for vals, other in cases:
+    for name in ("maximum", "minimum"):
+      tv = torch.tensor(vals, dtype=torch.int32) if isinstance(vals[0], int) and not isinstance(vals[0], bool) else torch.tensor(vals)
+      want = getattr(torch, name)(tv, torch.tensor(other))
+      got = getattr(Tensor(vals, device=device), name)(other)
+      np.testing.assert_equal(got.numpy(), want.numpy(), err_msg=f"{name}({vals}, {other})")
+      want_dt = "bool" if want.dtype == torch.bool else str(want.dtype).split(".")[1]
+      if want_dt == "int64" and type(other) is int: want_dt = "int32"   # a Python int is tinygrad's default int (int32), torch's int64
+      assert np.dtype(got.numpy().dtype) == np.dtype(want_dt), (vals, other, got.dtype, want.dtype)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_shifts_and_bit_ops_on_every_int_dtype_match_torch(device):
+  torch = pytest.importorskip("torch", reason="the reference for shifts: pip install torch")
+  for npdt in ("int8", "uint8", "int16", "int32", "int64"):
+    bits = np.dtype(npdt).itemsize * 8
+    a = np.array([0, 1, 3, -1 if npdt[0] == "i" else 7, 2**(bits - 2) + 5, 1 << (bits - 1) if npdt[0] == "u" else 5], npdt)
+    amt = np.array([0, 1, bits - 1, 2, 1, 3], npdt)
+    t, ta = Tensor(a, device=device), torch.tensor(a)
+    for name, f in [("<<", lambda x, y: x << y), (">>", lambda x, y: x >> y), ("|", lambda x, y: x | y), ("&", lambda x, y: x & y), ("^", lambda x, y: x ^ y)]:
+      np.testing.assert_array_equal(f(t, Tensor(amt, device=device)).numpy(), f(ta, torch.tensor(amt)).numpy(), err_msg=f"{npdt} {name}")
+      np.testing.assert_array_equal(f(t, 2).numpy(), f(ta, 2).numpy(), err_msg=f"{npdt} {name} 2")
+    np.testing.assert_array_equal(t.lshift(3).numpy(), ta.bitwise_left_shift(3).numpy())
+    np.testing.assert_array_equal(t.rshift(1).numpy(), ta.bitwise_right_shift(1).numpy())
+  # past int32: ints in int64 keep their high bits
+  big = Tensor([2**40 + 3, 2**62], device=device)
+  assert (big | 2**41).tolist() == [2**40 + 2**41 + 3, 2**62 + 2**41] and (big & (2**41 - 1)).tolist() == [2**40 + 3, 0] and (big ^ 1).tolist() == [2**40 + 2, 2**62 + 1]
+  # a float operand is torch's RuntimeError (and a TypeError)
+  for f in (lambda: Tensor([1.0]) << 2, lambda: Tensor([4.0]) >> 1, lambda: Tensor([1], dtype=dtypes.uint32) << 1.0, lambda: Tensor([1.0]) | 1):
+    with pytest.raises(RuntimeError, match="needs int"): f()
+  with pytest.raises(RuntimeError, match="negative integer powers"): Tensor([2, 3]) ** -2   # torch: RuntimeError
+  with pytest.raises(RuntimeError, match="rounding_mode"): Tensor([5]).div(2, rounding_mode="typo")

@@ -13,6 +13,8 @@ class ArgumentError(ValueError, RuntimeError):
 class UnknownModeError(ValueError, NotImplementedError):
   """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
 
+class OpDTypeError(TypeError, RuntimeError):
+  """An op given a dtype it does not take (a shift or bitwise op of floats): a TypeError, and the RuntimeError torch raises."""
 class IntDivisionByZeroError(ZeroDivisionError, RuntimeError):
   """An integer // or % by a constant 0 (torch raises RuntimeError "ZeroDivisionError"; Python ints raise ZeroDivisionError)."""
 class EmptyReductionError(IndexError, ValueError):

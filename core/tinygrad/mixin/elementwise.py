@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
-from tinygrad.mixin.common import _broadcast_shape, ArgumentError, IntDivisionByZeroError
+from tinygrad.mixin.common import _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -86,7 +86,7 @@ class ElementwiseMixin:
     return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
   def _bitwise(self: Tensor, op: Ops, x: Any, reverse: bool, name: str) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): raise TypeError(f"{name} needs int or bool tensors, got {a.dtype}")
+    if dtypes.is_float(a.dtype): raise OpDTypeError(f"{name} needs int or bool tensors, got {a.dtype}; cast first, e.g. t.int()")
     return a._alu(op, b)
   def bitwise_and(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise bitwise/logical and (ints and bools)."""
@@ -102,17 +102,17 @@ class ElementwiseMixin:
     return self.xor(x, reverse)
   def bitwise_not(self: Tensor) -> Tensor:
     """Elementwise ~x: bit inversion for ints, logical not for bools."""
-    if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs int or bool tensors, got {self.dtype}")
+    if dtypes.is_float(self.dtype): raise OpDTypeError(f"bitwise not needs int or bool tensors, got {self.dtype}; cast first, e.g. t.int()")
     return self.logical_not() if dtypes.is_bool(self.dtype) else self.xor(-1 if not dtypes.is_unsigned(self.dtype) else dtypes.max(self.dtype))
   def lshift(self: Tensor, x: Tensor | int, reverse: bool = False) -> Tensor:
     """Elementwise shift left (ints)."""
     a, b = self._broadcasted(x, reverse)
-    if not dtypes.is_int(a.dtype): raise TypeError(f"shift needs int tensors, got {a.dtype}")
+    if not dtypes.is_int(a.dtype): raise OpDTypeError(f"shift needs int tensors, got {a.dtype}; cast first, e.g. t.int()")
     return a._alu(Ops.SHL, b)
   def rshift(self: Tensor, x: Tensor | int, reverse: bool = False) -> Tensor:
     """Elementwise shift right (ints; arithmetic for signed)."""
     a, b = self._broadcasted(x, reverse)
-    if not dtypes.is_int(a.dtype): raise TypeError(f"shift needs int tensors, got {a.dtype}")
+    if not dtypes.is_int(a.dtype): raise OpDTypeError(f"shift needs int tensors, got {a.dtype}; cast first, e.g. t.int()")
     return a._alu(Ops.SHR, b)
   def _inverse(self: Tensor) -> Tensor:
     # an order-reversing map: min(x) = inverse(max(inverse(x)))
@@ -456,7 +456,7 @@ class ElementwiseMixin:
     int constant is a ValueError, as in numpy. With an int tensor exponent the power is computed in float, rounded and cast
     back, so a negative exponent gives round(b**e) (0 for |b| > 1, as 2**-1 = 0.5 rounds to even) rather than an error."""
     if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
-      raise ValueError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
+      raise ArgumentError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
       base = self if isinstance(x, int) or dtypes.is_float(self.dtype) else self._float()
