@@ -432,3 +432,12 @@ def test_shifts_and_bit_ops_on_every_int_dtype_match_torch(device):
     with pytest.raises(RuntimeError, match="needs int"): f()
   with pytest.raises(RuntimeError, match="negative integer powers"): Tensor([2, 3]) ** -2   # torch: RuntimeError
   with pytest.raises(RuntimeError, match="rounding_mode"): Tensor([5]).div(2, rounding_mode="typo")
+
+# ---- a long Variable: passed as the launch contract's 32-bit int, widened in the kernel (LLVM IR and PTX declared it i32 and failed) ----
+def test_long_variable_within_int32_works_and_beyond_raises(dev):
+  from tinygrad import Variable
+  v = Variable("b", -2**40, 2**40, dtype=dtypes.long)
+  for val in (2**20, -7, 2**31 - 1):
+    assert Tensor(v.bind(val)).clone(dev).item() == val
+    np.testing.assert_equal((Tensor.arange(4, dtype=dtypes.long, device=dev) * v.bind(val)).numpy(), np.arange(4, dtype=np.int64) * val)
+  with pytest.raises(ValueError, match="32-bit int"): Tensor(v.bind(2**35)).clone(dev).item()
