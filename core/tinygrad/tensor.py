@@ -355,10 +355,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # and not a node two tensors hold (one buffer for both would alias them)
     holders: dict[UOp, list[Tensor]] = {}
     for x in live_tensors():
-      if x.uop.op is Ops.CONTIGUOUS and x.uop not in roots: holders.setdefault(x.uop, []).append(x)
+      if x.uop.op in (Ops.CONTIGUOUS, Ops.COPY) and x.uop not in roots: holders.setdefault(x.uop, []).append(x)
     if not holders: return []
     nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
-    return [ts[0] for u, ts in holders.items() if u in nodes and len(ts) == 1 and (Tensor.no_grad or ts[0].requires_grad is False or not dtypes.is_float(ts[0].dtype))]
+    # a copy taken before an update in the same graph (`prev = w.clone(); w += 1; w - prev`) is kept whatever autograd
+    # would like: computing it again later would read the updated buffer, giving the tensor a second value
+    targets = {base_buffer(n.src[0]) for n in nodes if n.op is Ops.ASSIGN} - {None}
+    def reads_target(u: UOp) -> bool: return bool(targets) and any(x in targets for x in u.toposort(gate=lambda x: x.op is not Ops.BUFFER))
+    return [ts[0] for u, ts in holders.items() if u in nodes and len(ts) == 1 and
+            (Tensor.no_grad or ts[0].requires_grad is False or not dtypes.is_float(ts[0].dtype) or reads_target(u))]
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
     import numpy as np

@@ -65,6 +65,16 @@ class TestSelfReadingUpdates:
     a *= 2
     a[:] = a[::-1] + a
     np.testing.assert_array_equal(t.numpy(), a)
+  def test_copy_taken_before_an_update_keeps_its_value(self, device):
+    # the copy is computed before the update in the same graph: read again later, it must not read the updated buffer
+    for take, take_np in [(lambda w: w.clone(), np.copy), (lambda w: w.contiguous(), np.copy), (lambda w: (w * 2).contiguous(), lambda x: x * 2)]:
+      a = np.arange(5, dtype=np.float32)
+      w = Tensor(a, device=device).contiguous().realize()
+      prev = take(w)
+      w += 1
+      np.testing.assert_array_equal((w - prev).numpy(), (a + 1) - take_np(a))
+      np.testing.assert_array_equal(prev.numpy(), take_np(a))
+      np.testing.assert_array_equal(w.numpy(), a + 1)
 
 # ---- random programs ----
 @st.composite
