@@ -127,3 +127,29 @@ def test_short_block_axis_is_upcast_whole():
   assert len(red) == 1
   opts = hand_coded_opts(_kernel(red[0], ren), ren)
   assert any(o.op is OptOps.UPCAST and o.arg == 5 for o in opts), opts
+
+def _layernorm_over_tokens(x, cls):
+  # ViT's first LayerNorm's statistics: the class token concatenated before the patch tokens, which are a conv's output
+  # (channel-major: read with stride 196 along the embedding axis the mean reduces)
+  t = cls.cat(x.flatten(2).transpose(1, 2), dim=1)
+  return (t - t.mean(-1, keepdim=True)).square().mean(-1)
+
+def test_strided_reduce_is_not_unrolled_wide():
+  # its loads do not move with the reduce contiguously, so no vector accumulator can hold it: a 64-lane unroll made
+  # 70-90 KB of scalar IR per kernel (~0.4 s of LLVM each) for a loop no faster than a 4-lane one
+  ren = Device["CPU"].renderer
+  asts = [si.ast for si in _layernorm_over_tokens(Tensor.empty(1, 192, 14, 14), Tensor.empty(1, 1, 192)).schedule()]
+  unrolls = [o.arg for a in asts for o in hand_coded_opts(_kernel(a, ren), ren) if o.op is OptOps.UNROLL]
+  assert unrolls and max(unrolls) <= 4, unrolls
+  # a contiguous reduce still unrolls into vector accumulators
+  opts = hand_coded_opts(_kernel(Tensor.empty(197, 192).sum(-1).schedule()[-1].ast, ren), ren)
+  assert any(o.op is OptOps.UNROLL and o.arg >= 16 for o in opts), opts
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+def test_strided_reduce_matches_numpy(device):
+  rng = np.random.default_rng(3)
+  x, cls = rng.standard_normal((1, 192, 14, 14)).astype(np.float32), rng.standard_normal((1, 1, 192)).astype(np.float32)
+  method_cache.clear()
+  got = _layernorm_over_tokens(Tensor(x, device=_dev(device)), Tensor(cls, device=device)).numpy()
+  t = np.concatenate([cls, x.reshape(1, 192, 196).transpose(0, 2, 1)], axis=1).astype(np.float64)
+  np.testing.assert_allclose(got, ((t - t.mean(-1, keepdims=True))**2).mean(-1), rtol=1e-5, atol=1e-6)
