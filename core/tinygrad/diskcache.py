@@ -16,9 +16,23 @@ trusted because the file is this user's alone, so a file owned by someone else o
 read. The file is marked as ours by sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`,
 or the default path symlinked into another application's database) is never written, renamed or recovered. A cache in
 a directory this process cannot write (a read-only mount) is opened read-only and still read.
+
+Concurrency: any number of processes and threads may use one file at once (WAL mode; a thread holds `_st.lock` per
+operation). sqlite's locks are POSIX advisory locks, held per process and per file, so three rules keep every process
+locked while it uses the file (a process without its lock can have its WAL checkpointed and deleted under it by another
+process that thinks it is the last user: lost writes, then "database disk image is malformed"):
+- a connection is closed explicitly when it is left (CACHEDB changed, reset): never left open for the garbage collector
+  (Python's sqlite connections sit in a reference cycle), since the file is read with open()/close() before it is opened
+  again, and closing any descriptor of a file drops all of this process's locks on it;
+- no connection crosses fork(): it is closed before the fork (a fork waits for another thread's operation to end) and
+  the parent reopens; a child that still inherits one (the wait ran out, or a fork that skips Python's hooks) never
+  closes it and leaves that file alone, since its sqlite would share the inherited connection's lock state and run
+  without a lock of its own;
+- a damaged file is moved aside only when a fresh connection confirms the damage (quick_check) and no other process has
+  it open (an exclusive lock on sqlite's lock bytes): renaming a file in use lets its users write into the new file's WAL.
 """
 from __future__ import annotations
-import os, re, json, time, stat, atexit, hashlib, sqlite3, threading, warnings, urllib.parse
+import os, re, json, time, stat, atexit, ctypes, hashlib, sqlite3, threading, warnings, urllib.parse
 from typing import Any, Union
 from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
@@ -29,6 +43,8 @@ _BUSY_MS = 1500       # wait this long for another process's write transaction, 
 _CONTENDED_MS = 50    # after one such give-up, wait only this long until a write succeeds again (no stall per kernel)
 _ATIME_RES = 600.0    # a row's last use is recorded to this many seconds: reads do not each become a write
 _CHECK_EVERY = 256    # stores between two exact measures of the cache's size (another process may have grown it)
+_FORK_WAIT_S = 3.0    # a fork waits this long for another thread's cache operation to end (it waits at most _BUSY_MS)
+_LOCK_BYTES = (0x40000000, 512)   # sqlite's pending, reserved and shared lock bytes: every open connection locks a part
 
 Key = Any             # plain data: str, int, float, bool, None, bytes, and tuples/lists of them
 Value = Union[bytes, None, bool, int, float, str, list, dict]   # bytes are stored raw; the rest as JSON (tuples read back as lists)
@@ -43,21 +59,46 @@ class _State:
     self.broken: str | None = None  # why the cache is off for the rest of this process (a file that is not ours, or not safe)
     self.busy_ms = _BUSY_MS
     self.warned: set[str] = set()   # warnings already given by this process (each kind once)
-    self.inherited: list[sqlite3.Connection] = []  # the parent's connections in a fork child: kept, never used or closed
+    self.inherited: list[tuple[str, sqlite3.Connection]] = []  # (path, connection) inherited across fork: never used or closed
+    self.forking = False            # _before_fork holds the lock
     self.touched: dict[tuple[str, str, str, str], float] = {}  # rows read since the last write: their use is recorded then
     self.total: int | None = None   # bytes of values in the cache, as last measured plus what this process stored since
     self.stores = 0
     self.lock = threading.RLock()
 _st = _State()
 
+def _drop_conn() -> None:
+  # close this process's connection now (a dropped sqlite3.Connection stays open, with its locks, until a gc pass)
+  if _st.conn is not None and _st.pid == os.getpid():
+    try: _st.conn.close()
+    except sqlite3.Error: pass
+  _st.conn, _st.pid, _st.ready, _st.total = None, -1, False, None
+
+def _inherit(conn: sqlite3.Connection) -> None:
+  # the parent's connection in a child: closing it could checkpoint, delete the WAL or roll back under the parent, so it
+  # is never closed, not even by the interpreter's exit (one reference more than anything will release)
+  ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+  _st.inherited.append((_st.path or "", conn))
+
+def _before_fork() -> None:
+  # no connection crosses fork (see the module's docstring); a thread forking from inside an operation keeps its own
+  mine = getattr(_st.lock, "_is_owned")()
+  _st.forking = _st.lock.acquire(timeout=_FORK_WAIT_S)
+  if _st.forking and not mine: _drop_conn()
+
+def _after_fork_in_parent() -> None:
+  if _st.forking:
+    _st.forking = False
+    _st.lock.release()
+
 def _after_fork_in_child() -> None:
-  # the lock may have been held by another of the parent's threads, and closing the parent's connection here could
-  # checkpoint or unlock the shared file under the parent: keep it referenced (never closed) and start afresh
-  _st.lock = threading.RLock()
-  if _st.conn is not None: _st.inherited.append(_st.conn)
+  # the lock may be held (by the forking thread, or another thread that does not exist here): start afresh
+  _st.lock, _st.forking = threading.RLock(), False
+  if _st.conn is not None: _inherit(_st.conn)
   _st.conn, _st.pid, _st.ready, _st.total = None, -1, False, None
   _st.touched.clear()
-if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 def _now() -> float: return time.time()
 
@@ -75,10 +116,8 @@ def cache_info() -> dict[str, Any]:
 
 def _close() -> None:
   with _st.lock:
-    if _st.conn is not None and _st.pid == os.getpid():
-      try: _st.conn.close()
-      except sqlite3.Error: pass
-    _st.conn, _st.path, _st.pid, _st.broken, _st.ready, _st.readonly, _st.total = None, None, -1, None, False, False, None
+    _drop_conn()
+    _st.path, _st.broken, _st.readonly = None, None, False
 
 def reset() -> None:
   """Close the connection and forget this process's cache state; the next access reopens `cache_path()` (tests point CACHEDB elsewhere)."""
@@ -97,6 +136,11 @@ def _warn(msg: str, once: str | None = None) -> None:
 # ---- is the file ours, and only ours? ----
 class _NotOurs(Exception): pass
 class _Unsafe(Exception): pass
+class _Inherited(Exception): pass
+
+def _same_file(a: str, b: str) -> bool:
+  try: return os.path.samefile(a, b)
+  except OSError: return os.path.abspath(a) == os.path.abspath(b)
 
 def _ours_by_tables(path: str) -> bool:
   # a cache from before the magic (schema 1): ours when it has tables and every one is named like ours (<table>_v<N>)
@@ -108,7 +152,8 @@ def _ours_by_tables(path: str) -> bool:
   return bool(names) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*_v[0-9]+", n) for n in names)
 
 def _check_ours(path: str) -> None:
-  """Raise _NotOurs(why) unless `path` is absent, empty, a tinygrad cache database, or garbage in tinygrad's own file."""
+  """Raise _NotOurs(why) unless `path` is absent, empty, a tinygrad cache database, or garbage in tinygrad's own file.
+  Only while this process has no connection to `path`: the close() below drops every sqlite lock it holds on the file."""
   try:
     with open(path, "rb") as f: head = f.read(100)
   except FileNotFoundError: return
@@ -164,12 +209,31 @@ def _open(path: str) -> sqlite3.Connection:
   _st.readonly = False
   return conn
 
-def _move_aside(path: str, err: Exception) -> None:
-  dest = f"{path}.corrupt-{int(time.time())}-{os.getpid()}"
-  for suffix in ("", "-wal", "-shm"):
-    try: os.replace(path+suffix, dest+suffix)
-    except FileNotFoundError: pass   # another process already moved it
+def _damaged(path: str) -> bool:
+  # sqlite's own check on a fresh connection: an error seen through one connection is not proof the file is damaged
+  try:
+    conn = sqlite3.connect(path, timeout=_BUSY_MS/1000, isolation_level=None)
+    try: return conn.execute("PRAGMA quick_check(1)").fetchall() != [("ok",)]
+    finally: conn.close()
+  except sqlite3.Error as e: return _is_corruption(e)   # locked or an I/O error: not shown to be damaged
+
+def _move_aside(path: str, err: Exception) -> bool:
+  """Rename the damaged database (and its -wal/-shm) aside, only while no other process has it open; False when one has."""
+  try: import fcntl
+  except ImportError: return False
+  try: fd = os.open(path, os.O_RDWR)
+  except FileNotFoundError: return True   # another process already moved it
+  try:
+    # every open connection holds a lock in sqlite's lock bytes: taking them all means nobody else uses the file
+    try: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _LOCK_BYTES[1], _LOCK_BYTES[0])
+    except OSError: return False
+    dest = f"{path}.corrupt-{int(time.time())}-{os.getpid()}"
+    for suffix in ("", "-wal", "-shm"):
+      try: os.replace(path+suffix, dest+suffix)
+      except FileNotFoundError: pass
+  finally: os.close(fd)
   _warn(f"database {path} is unreadable ({err}); moved it to {dest} and started a new one")
+  return True
 
 def _connection() -> sqlite3.Connection | None:
   path = cache_path()
@@ -177,9 +241,13 @@ def _connection() -> sqlite3.Connection | None:
     conn = _st.conn
   else:
     if _st.broken is not None and _st.path == path: return None
-    if _st.conn is not None and _st.pid != os.getpid(): _st.inherited.append(_st.conn)   # see _after_fork_in_child
-    _st.conn, _st.path, _st.pid, _st.broken, _st.ready, _st.total = None, path, os.getpid(), None, False, None
-    _st.conn = conn = _open(path)
+    if _st.conn is not None and _st.pid != os.getpid(): _inherit(_st.conn)   # a fork that skipped _after_fork_in_child
+    _drop_conn()   # CACHEDB changed: closed now, never left open to the garbage collector
+    _st.conn, _st.path, _st.broken = None, path, None
+    if any(_same_file(path, p) for p, _ in _st.inherited):
+      raise _Inherited(f"{path} was open in the parent process when this process was forked from it")
+    _st.conn, _st.pid = _open(path), os.getpid()
+    conn = _st.conn
   if not _st.ready and not _st.readonly:
     conn.execute(f'CREATE TABLE IF NOT EXISTS "{TABLE}" (ns TEXT NOT NULL, version TEXT NOT NULL, device TEXT NOT NULL, key TEXT NOT NULL, '
                  'kind TEXT NOT NULL, sha TEXT NOT NULL, size INTEGER NOT NULL, atime REAL NOT NULL, val BLOB NOT NULL, '
@@ -219,6 +287,11 @@ def _run(fn, write: bool = False) -> Any:
         _close()
         _disable(f"{e}: programs from a cache others can write could run their code, so it is not used")
         return None
+      except _Inherited as e:
+        # this process's sqlite would share the inherited connection's lock state and use the file with no lock of its own
+        _disable(f"{e} (another thread was using the cache at the fork, or the fork skipped Python's at-fork hooks); this "
+                 "process runs uncached. Fix: fork before using the cache, or point CACHEDB elsewhere in the child")
+        return None
       except sqlite3.Error as e:
         if isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
           # another process holds a write transaction: this entry runs uncached rather than stall the program
@@ -233,10 +306,13 @@ def _run(fn, write: bool = False) -> Any:
         if _is_corruption(e) and attempt < 2:
           path = cache_path()
           _close()
-          if _may_recover(path):
-            _move_aside(path, e)
-            continue
-          _disable(f"{type(e).__name__}: {e} (database {path}, not recognisably tinygrad's: left untouched)")
+          if not _may_recover(path):
+            _disable(f"{type(e).__name__}: {e} (database {path}, not recognisably tinygrad's: left untouched)")
+            return None
+          if not _damaged(path): continue   # this connection's view was wrong, the file is fine: open it again
+          if _move_aside(path, e): continue
+          _disable(f"{type(e).__name__}: {e} (database {path}); other processes have it open, so it was left in place: "
+                   "it is moved aside when one opens it alone")
           return None
         # anything else (disk full, an I/O error): this entry runs uncached, the next one opens the file again
         _close()

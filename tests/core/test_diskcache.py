@@ -250,13 +250,13 @@ def _fork_child(q):
   diskcache_put("t", "child", b"from child")
   q.put(diskcache_get("t", "child"))
 
-def test_fork_child_while_another_thread_uses_the_cache(db):
-  diskcache_put("t", "parent", b"p")
+def _fork_while_held(hold_s, monkeypatch):
+  # another thread is in the middle of a cache operation (holds the lock) for hold_s seconds at the moment of fork
   held, release = threading.Event(), threading.Event()
   def hold():
-    with diskcache._st.lock:   # another thread in the middle of a cache operation at the moment of fork
+    with diskcache._st.lock:
       held.set()
-      release.wait(120)
+      release.wait(hold_s)
   t = threading.Thread(target=hold)
   t.start()
   held.wait(10)
@@ -270,8 +270,21 @@ def test_fork_child_while_another_thread_uses_the_cache(db):
     t.join()
     p.join(10)
     if p.is_alive(): p.kill()
-  assert got == b"from child" and p.exitcode == 0
-  assert diskcache_get("t", "parent") == b"p" and diskcache_get("t", "child") == b"from child"   # the parent's connection still works
+  return got, p.exitcode
+
+def test_fork_waits_for_another_threads_operation(db, monkeypatch):
+  diskcache_put("t", "parent", b"p")
+  got, code = _fork_while_held(0.3, monkeypatch)   # the fork waits for it, closes the connection, and the child opens its own
+  assert got == b"from child" and code == 0
+  assert diskcache_get("t", "parent") == b"p" and diskcache_get("t", "child") == b"from child"   # the parent reopened
+
+def test_fork_during_a_long_operation_leaves_the_child_uncached(db, monkeypatch):
+  # the wait runs out: the connection crosses the fork, and the child, whose sqlite would share its lock state, runs uncached
+  monkeypatch.setattr(diskcache, "_FORK_WAIT_S", 0.05)
+  diskcache_put("t", "parent", b"p")
+  got, code = _fork_while_held(120, monkeypatch)
+  assert got is None and code == 0
+  assert diskcache_get("t", "parent") == b"p" and diskcache_get("t", "child") is None   # the parent's connection still works
 
 # ---- several versions and devices coexist; old rows go by age and size, least recently used first ----
 def test_versions_and_devices_coexist_and_a_dropped_table_is_recreated(db):
