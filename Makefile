@@ -18,7 +18,7 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	  || echo "torch $(TORCH_CPU) could not be installed: the torch-reference tests will skip (pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 	touch $(STAMP)
 
-.PHONY: setup system demo test test-cl test-onnx test-examples lines typecheck dist dist-test
+.PHONY: setup system demo test test-cl test-onnx test-cache-stress test-examples lines typecheck dist dist-test
 setup: $(STAMP)
 
 # the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
@@ -47,6 +47,11 @@ lines:
 # and why are in tests/onnx/exclusions.txt
 test-onnx: $(STAMP)
 	TINYGRAD_ONNX_FULL=1 $(VPY) -m pytest -n 2 -p no:warnings tests/onnx
+
+# the disk cache's stress test (processes, forks, CACHEDB switches, resets and evictions on one file) for a minute
+# instead of make test's 1.5 s
+test-cache-stress: $(STAMP)
+	TINYGRAD_CACHE_STRESS_S=60 $(VPY) -m pytest -q tests/core/test_diskcache_concurrency.py -k stress
 
 typecheck: $(STAMP)
 	$(VPY) -m mypy core/tinygrad $(dir $(wildcard plugins/*/tinygrad_*/__init__.py)) $(dir $(wildcard examples/*/tinygrad_*/__init__.py))

@@ -150,6 +150,9 @@ def _role(role, path, seconds, seed):
         if p.exitcode != 0: os._exit(3)
   diskcache.reset()
 
+# `make test` runs it for 1.5 s; `make test-cache-stress` for a minute (TINYGRAD_CACHE_STRESS_S)
+STRESS_S = float(os.environ.get("TINYGRAD_CACHE_STRESS_S", "1.5"))
+
 def test_stress_many_processes_one_file(db):
   diskcache_put("t", "warm", 1)
   conn = sqlite3.connect(db)   # older schemas' tables: every process's first eviction drops them, several at once
@@ -157,9 +160,9 @@ def test_stress_many_processes_one_file(db):
   conn.commit()
   conn.close()
   ctx = mp.get_context("fork")
-  procs = [ctx.Process(target=_role, args=(role, db, 2.5, n)) for n, role in enumerate(["churn", "churn", "switcher", "forker"])]
+  procs = [ctx.Process(target=_role, args=(role, db, STRESS_S, n)) for n, role in enumerate(["churn", "churn", "switcher", "forker"])]
   for p in procs: p.start()
-  for p in procs: p.join(120)
+  for p in procs: p.join(STRESS_S + 120)
   assert [p.exitcode for p in procs] == [0, 0, 0, 0]   # 1: a corruption warning, 3: a forked child failed, 4: a lock lost
   assert integrity(db) == [("ok",)] and not glob.glob(db + ".corrupt-*")
   conn = sqlite3.connect(db)
