@@ -448,8 +448,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.gradient import CONTIGUOUS_BACKWARD
     return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,), tag=CONTIGUOUS_BACKWARD))
   def detach(self) -> Tensor:
-    """The same values, with gradients stopped."""
-    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)), requires_grad=False)
+    """The same values, with gradients stopped: no gradient flows through it into self. Used as a leaf it gets its own
+    `.grad` like any float tensor (public tinygrad's rule; torch's detach() sets requires_grad=False instead)."""
+    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""
     dev = self.device if device is None else _canon_device(device)

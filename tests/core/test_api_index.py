@@ -462,3 +462,31 @@ def test_index_errors():
   with pytest.raises(IndexError, match="does not match"): t[Tensor([True, False, True])]
   with pytest.raises(IndexError, match="ints or bools"): t[Tensor([0.0])]
   with pytest.raises(ValueError, match="does not fit"): t[[0, 1], [0, 1]] = Tensor([1.0, 2.0, 3.0])
+
+# ---- a list index holding slices or lists is a tuple of indices (public tinygrad's rule; torch's before 2.9) ----
+@pytest.mark.parametrize("idx", [[slice(None), [1, 3]], [[0, 2], slice(None)], [[-1], [0]], [[0, 2], [-1]],
+                                 [slice(None), [[0, 1], [2, 3]]], [[0, 1], [2, 3]], [None, [1, 2]], [Ellipsis, [0, 4]]])
+def test_list_of_indices_is_a_tuple(idx):
+  a = np.arange(20, dtype=np.float32).reshape(4, 5)
+  close(Tensor(a, device="CPU")[idx], torch.tensor(a)[tuple(idx)])
+  x, tx = leaves(a, "CPU")
+  backward_both(x[idx], tx[tuple(idx)])
+  close(x.grad, tx.grad)
+  t, want = Tensor(a, device="CPU").contiguous(), a.copy()
+  want[tuple(idx)] = -1
+  t[idx] = -1
+  close(t, want)
+
+def test_list_of_ints_and_bool_lists_stay_one_index():
+  a = np.arange(20, dtype=np.float32).reshape(4, 5)
+  close(Tensor(a, device="CPU")[[0, 2, 2]], a[[0, 2, 2]])
+  close(Tensor(a, device="CPU")[[True, False, True, False]], a[[True, False, True, False]])
+
+def test_detached_leaf_gets_its_grad():
+  # public tinygrad fills .grad of every float tensor a backward() reaches; a detach() cuts the path to its source only
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  src = Tensor(a, requires_grad=True)
+  d = src.detach()
+  (d[:, [0, 2]] * 3).sum().backward()
+  np.testing.assert_array_equal(d.grad.numpy(), [[3, 0, 3], [3, 0, 3]])
+  assert src.grad is None

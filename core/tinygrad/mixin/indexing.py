@@ -59,6 +59,12 @@ def _values(*xs: Any) -> str:
 def _seq_index(i: Any) -> Any:
   # a tuple inside the index tuple is a list index (x[(1, 0), :] as x[[1, 0], :]), as in numpy and torch
   return [_seq_index(v) for v in i] if isinstance(i, tuple) else i
+def _list_as_tuple(indices: Any) -> Any:
+  # public tinygrad's (and torch's, until 2.9) rule: a list index holding anything but ints is a tuple of indices
+  # (x[[slice(None), [1, 3]]] is x[:, [1, 3]], x[[[0, 2], [-1]]] is x[[0, 2], [-1]]); a nested bool list stays a mask
+  if not isinstance(indices, list) or all(isinstance(i, int) for i in indices): return indices
+  def bools(x: Any) -> bool: return all(bools(v) for v in x) if isinstance(x, (list, tuple)) else isinstance(x, bool)
+  return indices if bools(indices) else tuple(indices)
 def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
 
 class IndexingMixin:
@@ -190,7 +196,7 @@ class IndexingMixin:
     t's dims in the middle) and bool masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
     if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and self.ndim:
       return self.masked_select(indices)   # t[t > 0]: the common whole-shape mask in one pass
-    p = self._index_plan(self._bool_indices(indices))
+    p = self._index_plan(self._bool_indices(indices := _list_as_tuple(indices)))
     x = self.flip(p.flips) if p.flips else self
     x = x.shrink(p.shrinks)
     if any(s > 1 for s in p.steps):
@@ -207,7 +213,7 @@ class IndexingMixin:
     """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
     indices (where an index repeats, the last write wins, as in numpy) and bool masks (a whole-shape mask with a value of
     one element stays lazy; others realize, as nonzero() does)."""
-    vt = self._to_tensor(v).cast(self.dtype)
+    vt, indices = self._to_tensor(v).cast(self.dtype), _list_as_tuple(indices)
     if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and vt.numel() == 1:
       self.assign(indices.where(vt.reshape(()), self))
       return
