@@ -71,10 +71,11 @@ ARANGE_FOLD_MAX = 1 << 16   # aranges up to this size are one count the simplifi
 pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.WeakValueDictionary()
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
-  """The movement ops from `top` down to `bottom` (top first), or None when `top` is not a view of `bottom`."""
+  """The movement ops (and detach()/bitcast() views) from `top` down to `bottom` (top first), or None when `top` is not a
+  view of `bottom`."""
   chain: list[UOp] = []
   while top is not bottom:
-    if top.op not in GroupOp.Movement: return None
+    if top.op not in GroupOp.Movement and top.op not in (Ops.DETACH, Ops.BITCAST): return None
     chain.append(top)
     top = top.src[0]
   return chain
@@ -107,6 +108,10 @@ def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   val, mask = x, None   # mask None: every element of the current shape is written
   for n in chain:
     src = n.src[0].shape
+    if n.op is Ops.DETACH: continue
+    if n.op is Ops.BITCAST:   # the same elements with the base's bits
+      val = val.bitcast(n.src[0].dtype)
+      continue
     if n.op is Ops.EXPAND:
       if src != n.shape:
         raise ValueError(f"assign: the target is a broadcast (expanded) view, shape {src} -> {n.shape}: several of its elements are one "
@@ -449,8 +454,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,), tag=CONTIGUOUS_BACKWARD))
   def detach(self) -> Tensor:
     """The same values, with gradients stopped: no gradient flows through it into self. Used as a leaf it gets its own
-    `.grad` like any float tensor (public tinygrad's rule; torch's detach() sets requires_grad=False instead)."""
-    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
+    `.grad` like any float tensor (public tinygrad's rule; torch's detach() sets requires_grad=False instead). A view, as
+    in torch: assigning into it writes into self."""
+    return self._mv(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""
     dev = self.device if device is None else _canon_device(device)
@@ -729,10 +735,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     dt = to_dtype(dtype)
     return self if dt == self.dtype else Tensor(self.uop.cast(dt))
   def bitcast(self, dtype: DType | str) -> Tensor:
-    """The same bits read as `dtype` (which must have the same item size)."""
+    """The same bits read as `dtype` (which must have the same item size); a view: assigning into it writes self's bits."""
     dt = to_dtype(dtype)
     if dt.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes): sizes differ")
-    return self if dt == self.dtype else Tensor(self.uop.bitcast(dt))
+    return self if dt == self.dtype else self._mv(self.uop.bitcast(dt))
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
   # ---- views ----

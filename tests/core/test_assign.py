@@ -18,6 +18,7 @@ VIEWS = {
   "view_of_view": (lambda t: t[1:4].T[1:3, ::-1], lambda a: a[1:4].T[1:3, ::-1]),
   "squeeze_unsqueeze": (lambda t: t[1:2].squeeze(0).unsqueeze(1), lambda a: a[1:2].squeeze(0)[:, None]),
   "shrink_method": (lambda t: t.shrink(((0, 4), (1, 3))), lambda a: a[0:4, 1:3]),
+  "detach": (lambda t: t.detach()[1:3].detach(), lambda a: a[1:3]),   # torch's detach() shares the storage too
 }
 
 def _base(realized: bool) -> tuple[Tensor, np.ndarray]:
@@ -42,6 +43,21 @@ def test_assign_into_view_writes_the_base(kind, realized):
   tv(t).assign(Tensor(val * 2))
   nv(a)[...] = val * 2
   np.testing.assert_array_equal(t.numpy(), a)
+
+@pytest.mark.parametrize("realized", [True, False], ids=["realized", "lazy"])
+def test_assign_into_bitcast_view_writes_the_bits(realized):
+  # numpy's a.view(dtype) (torch's t.view(dtype)): writing through it sets the base's bits, and it follows later writes
+  t, a = _base(realized)
+  bits = (np.arange(8, dtype=np.float32).view(np.uint32).reshape(2, 4) ^ np.uint32(0x80000000)).view(np.int32)   # -x's bits
+  v = t[1:3].bitcast(dtypes.int32)
+  v.assign(Tensor(bits))
+  a[1:3].view(np.int32)[...] = bits
+  np.testing.assert_array_equal(t.numpy(), a)
+  t.flip(0).bitcast(dtypes.uint32).bitcast(dtypes.int32)[0].assign(Tensor(np.float32([9, 8, 7, 6]).view(np.int32)))
+  a[3] = [9, 8, 7, 6]
+  np.testing.assert_array_equal(t.numpy(), a)
+  t.assign(Tensor(a * 2))
+  np.testing.assert_array_equal(v.numpy(), (a * 2)[1:3].view(np.int32))
 
 @given(st.data())
 @HS
