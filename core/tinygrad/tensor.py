@@ -530,6 +530,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     A view (slices, reshape, permute, flip, shrink, a view of a view) writes into the tensor it views: that tensor and every
     view of it see the new values. A broadcast (expanded) view, or one reaching into padding, cannot be written: an error."""
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
+    if x.device != self.device and _is_const(x.uop) and isinstance(self.device, str): x = Tensor(_on_device(x.uop, self.device))   # no buffer to move, as in binary ops
     if x.device != self.device: raise ValueError(f"assign: value is on {x.device}, target on {self.device}; use .to({self.device!r})")
     if x.dtype != self.dtype: raise ArgumentError(f"assign dtype mismatch: value {x.dtype} != target {self.dtype}; cast it first (assign never casts: it could lose precision)")
     if x.shape != self.shape:

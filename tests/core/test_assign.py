@@ -203,3 +203,19 @@ def test_jitted_counter_accumulates():
   for _ in range(6): step(Tensor([1.0]).realize())
   assert s.c.item() == 12
   np.testing.assert_allclose(s.f.item(), 1.5 ** 6, rtol=1e-6)
+
+def test_assign_a_constant_from_another_device():
+  # a constant has no buffer: assign takes it onto the target's device, as binary ops do (a buffer still raises)
+  from tinygrad.uop.ops import UOp
+  s = Tensor.empty(4, device="CPU:1")
+  s.assign(Tensor(UOp.const(2.0).cast(dtypes.float)))
+  np.testing.assert_array_equal(s.numpy(), np.full(4, 2, np.float32))
+  s.assign(Tensor.full((4,), 3.0, device="CPU"))
+  np.testing.assert_array_equal(s.numpy(), np.full(4, 3, np.float32))
+  with pytest.raises(ValueError, match="use .to"): s.assign(Tensor(np.ones(4, np.float32), device="CPU"))
+
+def test_assign_cycle_is_named():
+  a = Tensor.ones(4).contiguous().realize()
+  times_a = a * 3                    # reads a's old value...
+  a.assign(Tensor.full((4,), 2.).contiguous())
+  with pytest.raises(RuntimeError, match="cycle of assigns.*realize what reads"): (a + (times_a - 1)).numpy()   # ...and the new one

@@ -570,7 +570,7 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
   pending = sorted(items, key=pos.__getitem__)
   while pending:
     ready = [n for n in pending if after[n] <= done]
-    if not ready: raise RuntimeError(f"cannot order the schedule: assigns read each other's targets ({', '.join(str(n.op) for n in pending)})")
+    if not ready: raise RuntimeError(f"cannot order the schedule: a cycle of assigns that read each other's targets ({', '.join(str(n.op) for n in pending)}); realize what reads a tensor's old value before assigning to it")
     for n in ready:
       out.append(items[n][0])
       done.add(n)
