@@ -109,3 +109,18 @@ def test_captured_describes_the_capture():
   assert [(i[0], i[2], i[3]) for i in cap.expected_input_info] == [((2, 3), dtypes.float32, a.device), ((3,), dtypes.float32, b.device)]
   f.reset()
   assert f.captured is None
+
+def test_replay_reads_each_kind_of_input_tensor():
+  # a replay takes a realized input's buffer directly and realizes the others first: a realized buffer, a reshape of one
+  # (same buffer), a lazy tensor, a permuted view and a sliced view of realized tensors (new buffers), in a list and a dict
+  @TinyJit
+  def f(a, rest, extra=None): return (a * 2 + rest[0].reshape(2, 3) - rest[1] + extra["v"]).realize()
+  rng = np.random.default_rng(0)
+  for i in range(5):
+    a, b, c, d = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (6,), (3, 2), (2, 5)))
+    ta, tb = Tensor(a).realize(), Tensor(b).realize()
+    tc, td = Tensor(c).realize(), Tensor(d).realize()
+    kinds = [(ta, tb.reshape(6), tc.T, td[:, 1:4]), (Tensor(a), tb, tc.permute(1, 0), td.shrink(((0, 2), (1, 4))))][i % 2]
+    out = f(kinds[0], [kinds[1], kinds[2]], extra={"v": kinds[3]})
+    np.testing.assert_allclose(out.numpy(), a * 2 + b.reshape(2, 3) - c.T + d[:, 1:4], rtol=1e-6, err_msg=f"call {i}")
+  assert f.cnt == 5

@@ -9,7 +9,8 @@ from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
-from tinygrad.engine.buffers import buffer_of, base_buffer
+from tinygrad.engine.buffers import buffer_of, base_buffer, _buffers as _buffer_table
+from tinygrad.tensor import Tensor
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -23,36 +24,47 @@ def _same(a: Any, b: Any) -> bool:
   try: return bool(a == b or a != a and b != b)
   except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
 
-def _tensors_in(x: Any) -> list[Any]:
-  from tinygrad.tensor import Tensor   # (a module global after the first call: cheap)
+def _tensors_in(x: Any) -> list[Tensor]:
   if isinstance(x, Tensor): return [x]
   if isinstance(x, (list, tuple)): return [t for v in x for t in _tensors_in(v)]
   if isinstance(x, dict): return [t for v in x.values() for t in _tensors_in(v)]
   return []
 
-def _binds_in(x: Any) -> list[UOp]:
-  """The bound Variables (BIND UOps) among an argument's leaves: inputs of the capture, like tensors."""
-  if isinstance(x, UOp): return [x] if x.op is Ops.BIND else []
-  if isinstance(x, (list, tuple)): return [b for v in x for b in _binds_in(v)]
-  if isinstance(x, dict): return [b for v in x.values() for b in _binds_in(v)]
-  return []
+# the values a capture bakes in as constants: a change would replay the old value, so it is an error
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, DType, enum.Enum)
+def _scan(x: Any, where: Any, static: bool, tensors: list[Tensor], binds: list[UOp], constants: list[tuple[Any, Any]]) -> None:
+  """One walk over an argument's leaves (lists, tuples and dicts are walked): its Tensors, its bound Variables (BIND UOps:
+  inputs of the capture, like tensors) and, unless `static`, its plain-value leaves with where they are (a `_where` path:
+  the string is made only for an error). Plain values are Python scalars, strings, dtypes, enums and numpy values; other
+  objects (a model, a fresh OptimizerGroup each step, a function) are not compared, as public tinygrad compares none: what
+  the function reads from them is what it read when captured."""
+  if isinstance(x, Tensor): tensors.append(x)
+  elif isinstance(x, UOp):
+    if x.op is Ops.BIND: binds.append(x)
+  elif isinstance(x, (list, tuple)):
+    for i, v in enumerate(x): _scan(v, (where, i), static, tensors, binds, constants)
+  elif isinstance(x, dict):
+    for k, v in x.items(): _scan(v, (where, k), static, tensors, binds, constants)
+  elif not static and (isinstance(x, _PLAIN) or type(x).__module__ == "numpy"): constants.append((where, x))
+
+def _where(path: Any) -> str:
+  # (None, position or keyword): the argument; (parent, index or key): an element of it
+  return f"argument {path[1]!r}" if path[0] is None else f"{_where(path[0])}[{path[1]!r}]"
+
+def _realized_buffers(inputs: list[Tensor]) -> list[Buffer] | None:
+  """The Buffers of the inputs when each one is a realized single-device buffer (a replay's usual inputs), else None."""
+  out = []
+  for t in inputs:
+    u = t.uop
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    if u.op is not Ops.BUFFER or (b := _buffer_table.get(u)) is None or not b.is_allocated(): return None
+    out.append(b)
+  return out
 
 def _unbound(shape: tuple) -> tuple:
   # a shape as the capture sees it: variables, not their values (a replay may bind new ones)
   if all(type(s) is int for s in shape): return shape
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
-
-# the values a capture bakes in as constants: a change would replay the old value, so it is an error
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, DType, enum.Enum)
-def _constants_in(x: Any, where: str) -> list[tuple[str, Any]]:
-  """(where, value) of every plain-value leaf of an argument (lists, tuples and dicts are walked): Python scalars, strings,
-  dtypes, enums, numpy values. Other objects (a model, a fresh OptimizerGroup each step, a function) are not compared, as
-  public tinygrad compares none: what the function reads from them is what it read when captured."""
-  from tinygrad.tensor import Tensor
-  if isinstance(x, Tensor) or isinstance(x, UOp) and x.op is Ops.BIND: return []
-  if isinstance(x, (list, tuple)): return [c for i, v in enumerate(x) for c in _constants_in(v, f"{where}[{i}]")]
-  if isinstance(x, dict): return [c for k, v in x.items() for c in _constants_in(v, f"{where}[{k!r}]")]
-  return [(where, x)] if isinstance(x, _PLAIN) or type(x).__module__ == "numpy" else []
 
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
@@ -123,23 +135,29 @@ class TinyJit(Generic[R]):
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
-    from tinygrad.tensor import Tensor
     if self.owner is None: self.owner = threading.get_ident()
     elif (me := threading.get_ident()) != self.owner:
       if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static))
       return other(*args, **kwargs)
-    leaves = list(args) + [kwargs[k] for k in sorted(kwargs)] if kwargs else list(args)
-    inputs = _tensors_in(leaves)
-    if inputs: Tensor.realize(*inputs)
+    inputs: list[Tensor] = []
+    binds: list[UOp] = []
+    constants: list[tuple[Any, Any]] = []
+    for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
+    for k in sorted(kwargs) if kwargs else (): _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
+    if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
-    binds = _binds_in(leaves) + [b for t in inputs if not all(type(s) is int for s in t.shape) for b in sym_vars(t.shape)]
+    signature: list[tuple] = []
+    for t in inputs:
+      u, shape = t.uop, t.uop.shape
+      if all(type(d) is int for d in shape): signature.append((shape, u.dtype, u.device, _layout(t)))
+      else:
+        binds += sym_vars(shape)
+        signature.append((_unbound(shape), u.dtype, u.device, _layout(t)))
     var_vals: dict[UOp, int] = {}
     for b in binds:
       v, val = b.unbind()
       if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
-    signature = [(_unbound(t.shape), t.dtype, t.device, _layout(t)) for t in inputs] + [("var",) + v.arg for v in var_vals]
-    constants = [c for i, a in enumerate(args) if i not in self.static for c in _constants_in(a, f"argument {i}")] + \
-                [c for k in sorted(kwargs) if k not in self.static for c in _constants_in(kwargs[k], f"argument {k!r}")]
+    signature += [("var",) + v.arg for v in var_vals]
     if not CAPTURING or not JIT or self.cnt == 0:
       self.cnt += 1
       return self._run_and_realize(args, kwargs)
@@ -159,7 +177,7 @@ class TinyJit(Generic[R]):
                      f"but called with {self._fmt(signature)}; call .reset() to capture again")
     if constants != self.constants:
       name = getattr(self.fxn, '__name__', 'function')
-      old, new = dict(self.constants), dict(constants)
+      old, new = {_where(w): v for w, v in self.constants}, {_where(w): v for w, v in constants}
       diff = [f"{w}: captured {old.get(w, '<absent>')!r}, now {new.get(w, '<absent>')!r}" for w in dict.fromkeys(list(old) + list(new))
               if w not in old or w not in new or not _same(old[w], new[w])]
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
@@ -172,7 +190,7 @@ class TinyJit(Generic[R]):
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     assert self.replay is not None
-    bufs = [b for t in inputs for b in _buffers(t)]
+    if bufs is None: bufs = [b for t in inputs for b in _buffers(t)]
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:
