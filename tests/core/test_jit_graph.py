@@ -68,6 +68,30 @@ def test_graph_replay_is_bit_identical_and_counts_the_same_kernels():
   for (g, _), (e, _) in zip(graph, each):
     assert all(x.tobytes() == y.tobytes() for x, y in zip(g, e))
 
+def _lone(jit):
+  # a kernel on PYTHON, a copy to CPU, a kernel there with a bound Variable, a copy back: two lone kernels between copies
+  rng = np.random.default_rng(1)
+  with Context(JIT=jit):
+    f, out = TinyJit(lambda a, n: ((a + 1).to("CPU")[:n] * 2).sum().to("PYTHON")), []
+    for i in range(5):
+      a, n = rng.standard_normal(6).astype(np.float32), 1 + i
+      out.append((f(Tensor(a, device="PYTHON").realize(), Variable("n", 1, 6).bind(n)).numpy(), ((a + 1)[:n] * 2).sum()))
+  return out, f
+
+def test_lone_kernels_replay_through_the_default_runner():
+  GlobalCounters.reset()
+  graph, f = _lone(1)
+  counted = (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem)
+  kinds = [(end - start, type(r)) for start, end, r in f.replay.items]
+  assert (1, GraphRunner) in kinds and kinds.count((1, type(None))) >= 2, kinds   # the kernels graphed, the copies one by one
+  GlobalCounters.reset()
+  each, fe = _lone(2)
+  assert all(r is None for _, _, r in fe.replay.items)
+  assert counted == (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem)
+  for (g, want), (e, _) in zip(graph, each):
+    assert g.tobytes() == e.tobytes()
+    np.testing.assert_allclose(g, want, rtol=1e-5)
+
 class Declines(GraphRunner):
   def __init__(self, *args): raise GraphError("not this one")
 

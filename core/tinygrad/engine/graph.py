@@ -2,8 +2,8 @@
 
 At capture the JIT cuts its steps into runs of consecutive kernels on one device and hands each run (two or more kernels)
 to that device's graph runner, `Compiled.graph` (a GraphRunner subclass; None: the default below). A replay then only
-hands each runner the new input buffers and variable values. Steps a runner does not take (copies, a lone kernel) run
-one by one as before. JIT=2 replays everything kernel by kernel; DEBUG>=2 and PROFILE do too, so every kernel keeps its
+hands each runner the new input buffers and variable values. A lone kernel replays through the default runner (no device
+program to build for one kernel); copies and host steps run one by one. JIT=2 replays everything kernel by kernel; DEBUG>=2 and PROFILE do too, so every kernel keeps its
 own line and span. Replays through a graph are bit-identical to kernel-by-kernel ones: the same programs with the same
 arguments in the same order (tests/core/test_jit_graph.py and the conformance suite's TestJitGraph check it).
 """
@@ -88,8 +88,9 @@ def graph_class(device: Compiled) -> type[GraphRunner]:
   return device.graph if device.graph is not None else GraphRunner
 
 class Replay:
-  """A capture's steps as the JIT replays them: each run of 2+ consecutive kernels on one device is one graph runner (unless
-  JIT=2 when captured), the other steps run one by one with the new input buffers swapped in."""
+  """A capture's steps as the JIT replays them: each run of 2+ consecutive kernels on one device is one graph runner, a
+  lone kernel the default GraphRunner (unless JIT=2 when captured); the other steps (copies, host steps) run one by one
+  with the new input buffers swapped in."""
   def __init__(self, steps: list[Any], inputs: list[Buffer], variables: list[UOp]):
     self.steps, self.variables = steps, variables
     index = {id(b): j for j, b in enumerate(inputs)}
@@ -98,7 +99,11 @@ class Replay:
     start = 0
     for end in range(1, len(steps) + 1):
       if end < len(steps) and JIT.value < 2 and _key(steps[end]) is not None and _key(steps[end]) is _key(steps[start]): continue
-      self.items.append((start, end, self._graph(steps[start:end], inputs) if end - start >= 2 and _key(steps[start]) else None))
+      if JIT.value >= 2 or _key(steps[start]) is None: runner = None
+      # a lone kernel replays through the core's default (its launch arguments computed once): no program to build for it
+      elif end - start == 1: runner = GraphRunner(steps[start].runner.dev, steps[start:end], inputs, self.variables)
+      else: runner = self._graph(steps[start:end], inputs)
+      self.items.append((start, end, runner))
       start = end
 
   def _graph(self, steps: list[Any], inputs: list[Buffer]) -> GraphRunner | None:
