@@ -90,7 +90,8 @@ def main() -> int:
   targets = read_model_targets()
   timeout = 600.0 if args.quick else 3600.0
   failed, out_rows = False, []
-  print(f"load average {os.getloadavg()[0]:.2f}; frameworks {', '.join(fws)}", file=sys.stderr)
+  load_start = os.getloadavg()
+  print(f"load average {load_start[0]:.2f}; frameworks {', '.join(fws)}", file=sys.stderr)
   for modname, key, cfg in rows:
     mod = mods[modname]
     with tempfile.TemporaryDirectory(prefix="tg_models_data_") as data, tempfile.TemporaryDirectory(prefix="tg_models_prep_") as pc:
@@ -136,10 +137,14 @@ def main() -> int:
     out_rows.append({"key": key, "module": modname, "title": cfg["title"], "config": {k: v for k, v in cfg.items() if k != "data"},
                      "results": res, "targets": met})
   print_table(out_rows)
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+  print(f"device {args.device}; load average (1/5/15 min) {' '.join(f'{x:.2f}' for x in load_start)} at the start, "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end, on {cores} cores; niceness {os.nice(0)}; outputs checked "
+        f"against torch's: {'ALL OK' if not failed else 'FAILED (see the check lines)'}")
   os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
   with open(args.json, "w") as f:
     json.dump({"quick": args.quick, "device": args.device, "frameworks": fws, "rows": out_rows, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-               "load_avg": os.getloadavg(), "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}, f, indent=1)
+               "load_avg": os.getloadavg(), "load_avg_start": load_start, "cores": cores}, f, indent=1)
   print(f"wrote {args.json}" + ("; OUTPUT CHECKS FAILED" if failed else ""))
   return 1 if failed else 0
 

@@ -4,10 +4,11 @@ the overhead issue: import, cold and warm first result, schedule+codegen of a ne
 runs), and the per-call cost of a tiny realize with and without TinyJit; then dispatch inside a TinyJit replay: the cost
 per small kernel (two chains of 10 and 200 16-element kernels: the slope) through the device's graph (JIT=1) and kernel
 by kernel (JIT=2), the replay's fixed cost per call, and sym_infer's cost per call on launch-size expressions. Every
-figure is measured in fresh processes, each checked against numpy (a wrong result is an error, not a figure).
-  nice python bench/overhead.py        (TINYGRAD_REF_PYTHON=/tmp/tinygrad-0.14-venv/bin/python for the comparison)"""
+figure is measured in fresh processes, each checked against numpy (a wrong result is an error, not a figure): the output
+ends with the checks' verdict and the machine's load before and after, and the exit status is 1 when a check failed.
+  nice python bench/overhead.py --ref /tmp/tinygrad-0.14-venv/bin/python     (or TINYGRAD_REF_PYTHON=...)"""
 from __future__ import annotations
-import os, sys, tempfile, statistics
+import argparse, os, sys, tempfile, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import run_json, reference_python, user_env
 
@@ -38,6 +39,8 @@ def per_call(f, n=2000):
 plain = per_call(lambda: (a + 1).realize())
 jf = TinyJit(lambda x: (x + 1).realize())
 jitted = per_call(lambda: jf(a))
+want = a.numpy() + 1
+assert ((a + 1).numpy() == want).all() and (jf(a).numpy() == want).all()
 print(json.dumps({"plain": plain, "jit": jitted}))
 """
 REPLAY = """
@@ -91,19 +94,22 @@ LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (
           "kernel_cpu": "  same, calling thread's CPU time (us)", "kernel_nograph": "replay per small kernel, JIT=2 (us)",
           "call": "replay fixed cost per call (us)", "sym_infer": "sym_infer per call (us)"}
 
+# what each snippet's process asserts before printing its figures (NULL's codegen runs nothing to check)
+CHECKED = "first result == [2, 4, 6]; tiny realize and jitted call, replay chains (graph and JIT=2) == numpy; sym_infer == Python's"
+
 def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]:
+  """Every figure in its unit; a figure whose process failed (its check or anything else) is absent."""
   out: dict[str, float] = {}
-  vals = [run_json(python, IMPORT, env) for _ in range(runs)]
-  out["import"] = statistics.median(v for v in vals if v is not None) * 1e3
+  if None not in (vals := [run_json(python, IMPORT, env) for _ in range(runs)]): out["import"] = statistics.median(vals) * 1e3
   with tempfile.TemporaryDirectory() as d:
     cenv = dict(env, CACHEDB=os.path.join(d, "cache.db"), XDG_CACHE_HOME=d)
     cold = []
     for i in range(3):
       for f in os.listdir(d): os.remove(os.path.join(d, f)) if os.path.isfile(os.path.join(d, f)) else None
       cold.append(run_json(python, FIRST, cenv))
-    out["cold"] = min(v for v in cold if v is not None) * 1e3
+    if None not in cold: out["cold"] = min(cold) * 1e3
     run_json(python, FIRST, cenv)
-    out["warm"] = statistics.median(v for v in (run_json(python, FIRST, cenv) for _ in range(runs)) if v is not None) * 1e3
+    if None not in (warm := [run_json(python, FIRST, cenv) for _ in range(runs)]): out["warm"] = statistics.median(warm) * 1e3
   cg = run_json(python, CODEGEN, env) or {}
   out.update({k: v * 1e3 for k, v in cg.items()})
   dp = run_json(python, DISPATCH, env) or {}
@@ -114,24 +120,36 @@ def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]
   if (si := run_json(python, SYMINFER, env)) is not None: out["sym_infer"] = si * 1e6
   return out
 
-def main() -> None:
+def main() -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--ref", default=None, help="public tinygrad's python (default: $TINYGRAD_REF_PYTHON; unset: ours only)")
+  args = ap.parse_args()
+  if args.ref: os.environ["TINYGRAD_REF_PYTHON"] = args.ref
   env = user_env(DEV=os.environ.get("DEV", "CPU"))
+  load_before = os.getloadavg()
   run_json(sys.executable, IMPORT, env)   # writes our .pyc files once, as pip install does for a user
   ours = measure(sys.executable, env)
   ref_py = reference_python()
+  if args.ref and not ref_py: print(f"--ref {args.ref}: cannot import tinygrad there; public tinygrad not measured", file=sys.stderr)
   # public tinygrad imports its own package: not our source tree (PYTHONPATH)
   ref = measure(ref_py, {k: v for k, v in env.items() if k != "PYTHONPATH"}) if ref_py else {}
-  print(f"device {env['DEV']}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores, "
+  load = lambda la: " ".join(f"{x:.2f}" for x in la)
+  print(f"device {env['DEV']}, load average {load(load_before)} before, {load(os.getloadavg())} after, on {os.cpu_count()} cores, "
         f"niceness {os.nice(0)}; ours {sys.executable}, tinygrad {ref_py or '(not measured)'}")
   print(f"{'figure':40s} {'ours':>10s} {'tinygrad':>10s} {'ratio':>8s} {'target':>10s}")
   for k, label in LABELS.items():
     o, r = ours.get(k), ref.get(k)
-    rat = o / r if o and r else None
+    rat = o / r if o is not None and r is not None and o > 0 and r > 0 else None   # (a slope under noise may come out <= 0)
     kind, want = TARGETS[k]
     got = o if kind == "abs" else rat
     verdict = "" if got is None else ("  met" if got <= want else "  missed")
     print(f"{label:40s} {o if o is not None else float('nan'):10.2f} {r if r is not None else float('nan'):10.2f} "
           f"{(f'{rat:.2f}x' if rat else '-'):>8s} {'<=' + str(want) + ('x' if kind == 'x' else ''):>10s}{verdict}")
-  if not ref_py: print("public tinygrad not measured: set TINYGRAD_REF_PYTHON to its venv's python")
+  if not ref_py: print("public tinygrad not measured: pass --ref with its venv's python")
+  sides = [("ours", ours)] + ([("tinygrad", ref)] if ref_py else [])
+  failed = {name: [k for k in LABELS if k not in figs] for name, figs in sides}
+  print(f"checks ({CHECKED}): " +
+        "; ".join(f"{name} " + (f"FAILED or missing: {', '.join(f)}" if f else "all ok") for name, f in failed.items()))
+  return 1 if failed["ours"] else 0
 
-if __name__ == "__main__": main()
+if __name__ == "__main__": sys.exit(main())

@@ -112,6 +112,7 @@ def test_cli_runs_benchmarks_and_compares(tmp_path, capsys):
   out = capsys.readouterr().out
   assert "z: shape (2, 3)" in out and "ms per run" in out and "matches onnxruntime" in out
   assert "tinygrad/onnxruntime" in out   # --benchmark times onnxruntime too when it is installed, and prints the ratio
+  assert "replays' outputs match the plain run's" in out and "load average" in out   # the figure comes with its check
 
 def test_cli_asks_for_symbolic_dims(tmp_path):
   p = tmp_path / "tiny.onnx"

@@ -3,7 +3,7 @@
 schedules and fuses as one program, and can be wrapped in TinyJit. Inputs that set shapes (Reshape's shape, Slice's starts,
 Pad's pads ...) are read on the host: from initializers and Constants directly, otherwise by realizing them."""
 from __future__ import annotations
-import math, sys, time, argparse, functools, statistics
+import math, os, sys, time, argparse, functools, statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -919,16 +919,21 @@ def main(argv: list[str] | None = None) -> int:
   rng = np.random.default_rng(a.seed)
   feeds = {n: _random_input(s, dims, rng) for n, s in runner.inputs.items()}
   outs = {k: v.numpy() for k, v in runner(feeds).items()}
+  same = True
   for k, v in outs.items(): print(f"{k}: shape {v.shape} dtype {v.dtype}")
   if a.benchmark:
     from tinygrad.engine.jit import TinyJit
     # a jitted call replays the captured kernels through the device's graph runner (one native call on the CPU)
     jf = TinyJit(lambda **kw: {k: v.realize() for k, v in runner(kw).items()})
     tins = {n: Tensor(v, device=a.device).realize() for n, v in feeds.items()}
+    last: dict[str, np.ndarray] = {}
     def ours() -> None:
-      for v in jf(**tins).values(): v.numpy()
+      for k, v in jf(**tins).items(): last[k] = v.numpy()
     times = _times(ours, max(a.benchmark, 3))[2:]   # past the JIT's run and capture calls
-    print(f"steady-state: {min(times)*1e3:.3f} ms per run (min of {len(times)} jitted runs, median {statistics.median(times)*1e3:.3f})")
+    # the replays compute what the plain run did (a fast wrong answer is no figure)
+    same = all(np.allclose(last[k], v, rtol=1e-5, atol=1e-6, equal_nan=True) for k, v in outs.items())
+    print(f"steady-state: {min(times)*1e3:.3f} ms per run (min of {len(times)} jitted runs, median {statistics.median(times)*1e3:.3f}); "
+          f"replays' outputs {'match' if same else 'DIFFER from'} the plain run's; load average {os.getloadavg()[0]:.2f}")
     try: import onnxruntime as ort
     except ImportError: ort = None
     if ort is not None:   # the same runs through onnxruntime, for the ratio
@@ -949,7 +954,7 @@ def main(argv: list[str] | None = None) -> int:
       err = float(np.max(np.abs(v.astype(np.float64) - ref[k].astype(np.float64)))) if v.size else 0.0
       print(f"{k}: {'matches' if ok else 'DIFFERS from'} onnxruntime (max abs diff {err:.3g})")
       bad += not ok
-    return 1 if bad else 0
-  return 0
+    return 1 if bad or not same else 0
+  return 0 if same else 1
 
 if __name__ == "__main__": sys.exit(main())
