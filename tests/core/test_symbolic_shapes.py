@@ -351,3 +351,12 @@ def test_contiguous_view_offset():
   assert x[1:3].uop.contiguous_view_offset() == 5 and x[2, 1:3].uop.contiguous_view_offset() == 11
   assert x[:, 1:3].uop.contiguous_view_offset() is None
   assert x.reshape(20).shrink(((3, 3 + Variable("v", 1, 7).bind(4)),)).uop.contiguous_view_offset() == 3
+
+def test_two_binds_of_one_variable_in_one_graph_raise_runtime_and_value_error():
+  # public tinygrad raises RuntimeError, this project a ValueError: the error is both
+  v = Variable("i", 0, 3)
+  buf = Tensor.zeros(4, 4).contiguous().realize()
+  buf[v.bind(0):v.bind(0)+1, :].assign(Tensor.ones(1, 4))
+  buf[v.bind(1):v.bind(1)+1, :].assign(Tensor.ones(1, 4) * 2)
+  for err in (RuntimeError, ValueError):
+    with pytest.raises(err, match="bound to two values"): buf[0:1, :].sum().item()

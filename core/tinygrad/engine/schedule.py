@@ -412,6 +412,9 @@ def _replace_binds(roots: list[UOp], topo: dict[UOp, None], binds: dict[UOp, UOp
       done[n] = UOp(n.op, dtypes.default_int if n.dtype is dtypes.weakint else n.dtype, tuple(done[x] for x in n.src), new_arg, n.tag)
   return [done[r] for r in roots]
 
+class VariableBindError(ValueError, RuntimeError):
+  """One graph binds a variable to two values: a ValueError, and the RuntimeError public tinygrad raises for it."""
+
 def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
   """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
   kernels and the schedule cache see variables only, so one schedule and one compile serve every value. The weak int of a
@@ -422,7 +425,7 @@ def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
   for b in _graph_binds(topo):
     v, val = b.unbind()
     if var_vals.setdefault(v, val) != val:
-      raise ValueError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
+      raise VariableBindError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
     binds[b] = v
   weak = any(n.dtype is dtypes.weakint for n in topo)
   return (_replace_binds(roots, topo, binds) if binds or weak else roots), var_vals
