@@ -311,7 +311,7 @@ def test_uop_axis_bounds_and_shard():
   devs = ("CPU:0", "CPU:1")
   u = Tensor(_rand(5, 2)).realize().uop
   assert u.axis is None and u.shard(devs).axis is None and u.shard(devs, 0).axis == 0
-  assert u.shard(devs, 0).bounds == [(0, 3), (3, 5)] and u.shard(devs, -1).axis == 1
+  assert u.shard(devs, 0).bounds == ((0, 3), (3, 5)) and u.shard(devs, -1).axis == 1
   np.testing.assert_array_equal(Tensor(u.shard(devs, 0)).numpy(), Tensor(u).numpy())
 
 def test_allreduce_cast_sends_half_partials():

@@ -174,7 +174,7 @@ def test_from_url_path_data_and_max_shape(tmp_path):
 def test_uop_axis_bounds_and_realized_on_multi_device_tensors():
   devs = ("PYTHON:0", "PYTHON:1", "PYTHON:2")
   x = Tensor.arange(7 * 2).reshape(7, 2).contiguous().shard(devs, axis=0).realize()
-  assert x.uop.axis == 0 and tuple(x.uop.bounds) == ((0, 3), (3, 6), (6, 7)) and x.uop.shard_shape == (3, 2)
+  assert x.uop.axis == 0 and x.uop.bounds == ((0, 3), (3, 6), (6, 7)) and x.uop.shard_shape == (3, 2)
   for (b, e), s in zip(x.uop.bounds, x.uop.src): np.testing.assert_array_equal(Tensor(s).numpy(), np.arange(14).reshape(7, 2)[b:e])
   assert (x.T).uop.axis == 1 and x.sum(1).uop.axis == 0   # the axis follows the ops
   r = Tensor([1, 2]).shard(devs).realize()

@@ -354,12 +354,12 @@ class UOp(metaclass=UOpMetaClass):
     if self.op is not Ops.MULTI: return None
     return self.arg[0][0] if isinstance(self.arg, tuple) else self.arg
   @property
-  def bounds(self) -> list[tuple[sint, sint]]:
-    """The [start, end) of each shard of a multi-device tensor along its sharded axis."""
+  def bounds(self) -> tuple[tuple[sint, sint], ...]:
+    """The [start, end) of each shard of a multi-device tensor along its sharded axis (a tuple, as public tinygrad's)."""
     if self.op is not Ops.MULTI or not isinstance(self.arg, int): raise ValueError(f"bounds: {self.op} is not a sharded multi-device tensor (axis {self.axis})")
     out: list[tuple[sint, sint]] = []
     for s in self.src: out.append((out[-1][1] if out else 0, ssimplify((out[-1][1] if out else 0) + s.shape[self.arg])))
-    return out
+    return tuple(out)
   def shard(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> UOp:
     """This tensor-level UOp split over `devices` along `axis` (None: replicated), as Tensor.shard does."""
     if _multi_shard is None: raise RuntimeError("UOp.shard needs tinygrad.multi (import tinygrad does)")
