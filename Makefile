@@ -18,7 +18,7 @@ $(STAMP): $(VPY) pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	  || echo "torch $(TORCH_CPU) could not be installed: the torch-reference tests will skip (pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 	touch $(STAMP)
 
-.PHONY: setup system demo test test-cl test-onnx test-cache-stress test-examples lines typecheck dist dist-test
+.PHONY: setup system demo test test-cl test-onnx test-cache-stress test-examples lines typecheck dist dist-test bench-check
 setup: $(STAMP)
 
 # the system toolchains the backends use (clang, lld, a Vulkan driver, comgr): installed when root with apt-get, else the
@@ -77,6 +77,12 @@ test: system $(STAMP) lines typecheck
 test-examples: $(STAMP)
 	rm -rf build/omp-site && $(VPY) -m pip install -q --no-deps --no-build-isolation --target build/omp-site ./examples/tinygrad_omp
 	cd build && PYTHONPATH=omp-site CACHEDB=omp-cache.db PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ../$(VPY) -m tinygrad.conformance OMP --quick -q -p no:cacheprovider
+
+# bench/run.py's targets (bench/TARGETS.md) as a regression check, ratios to numpy within one run (~1 min on 2 cores): exits
+# 1 when a target is missed in the run and two reruns of the missed rows; on a busy machine (load average above the core
+# count, or noisy calibration runs) it prints "bench-check SKIPPED: <why>" and exits 0. .ci/run runs it after the tests
+bench-check: $(STAMP)
+	$(VPY) bench/run.py --check
 
 # CL (OpenCL on POCL) runs the conformance suite here, outside make test's budget: POCL's compiles dominate (quick run:
 # 19 min wall with -n 2 on the shared 2-core machine at load ~20, 4 min of CPU); its plugin tests are part of make test.

@@ -7,10 +7,16 @@
 Each side runs in its own process (numpy with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset). Every figure is the median of
 --runs (>= 5) timed runs after two warm-up runs. The machine's copy bandwidth and fp32 peak are measured here too, by a
 small C helper (memcpy and independent FMA chains) run on every core. `--quick` shrinks the sizes (a smoke run; the
-targets are for the full sizes)."""
+targets are for the full sizes).
+
+`--check` (make bench-check) is the same run as a regression check: exit status 1 when a target is missed in the run and
+in two reruns of the missed rows, 0 when every target is met, and 0 with a line starting `bench-check SKIPPED` when the
+machine is too busy for ratios to mean anything (a 1-minute load average above the core count before or after, or FMA
+calibration runs that differ by more than CHECK_NOISE): a loaded machine skips, it never fails."""
 from __future__ import annotations
 import argparse, ctypes, json, os, re, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import run_json, user_env, ensure_tinygrad_venv, ROOT
 
@@ -115,7 +121,7 @@ float fma_chains(long iters) {
 
 def measure_machine(cores: int, quick: bool) -> dict[str, float | None]:
   cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-  if cc is None: return {"copy_bw": None, "peak_gflops": None}
+  if cc is None: return {"copy_bw": None, "peak_gflops": None, "fma_spread": None}
   with tempfile.TemporaryDirectory() as d:
     so = os.path.join(d, "machine.so")
     subprocess.run([cc, "-x", "c", "-", "-O2", "-march=native", "-ffp-contract=fast", "-shared", "-fPIC", "-o", so],
@@ -124,12 +130,14 @@ def measure_machine(cores: int, quick: bool) -> dict[str, float | None]:
   lib.copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
   lib.fma_chains.argtypes, lib.fma_chains.restype = [ctypes.c_long], ctypes.c_float
   pool = ThreadPoolExecutor(cores)
+  spread: list[float] = []
   def on_all(fxn, args_per_core) -> float:
     ts = []
     for _ in range(5):
       st = time.perf_counter()
       list(pool.map(lambda a: fxn(*a), args_per_core))
       ts.append(time.perf_counter() - st)
+    spread.append(max(ts) / min(ts))
     return sorted(ts)[len(ts)//2]
   n = (16 if quick else 64) << 20   # bytes per core per copy: far past the caches
   bufs = [(ctypes.create_string_buffer(n), ctypes.create_string_buffer(n)) for _ in range(cores)]
@@ -138,27 +146,18 @@ def measure_machine(cores: int, quick: bool) -> dict[str, float | None]:
   t_copy = on_all(lib.copy, [(ctypes.addressof(d_), ctypes.addressof(s_), n, reps) for d_, s_ in bufs])
   iters = 20_000_000 if quick else 100_000_000
   t_fma = on_all(lib.fma_chains, [(iters,)] * cores)
-  return {"copy_bw": 2 * n * reps * cores / t_copy / 1e9, "peak_gflops": iters * 12 * 8 * 2 * cores / t_fma / 1e9}
+  return {"copy_bw": 2 * n * reps * cores / t_copy / 1e9, "peak_gflops": iters * 12 * 8 * 2 * cores / t_fma / 1e9,
+          "fma_spread": spread[-1]}   # slowest / fastest of the FMA runs: another process on a core shows here
 
-def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  ap.add_argument("--device", default="CPU", help="our device (DEV=...), e.g. CPU, CPU:CLANG")
-  ap.add_argument("--compare-tinygrad", metavar="PYTHON", help="the interpreter of a venv with public tinygrad 0.14")
-  ap.add_argument("--make-tinygrad-venv", metavar="DIR", help="create (once) a venv with tinygrad==0.14.0 at DIR and compare against it")
-  ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tinygrad_bench_run.json"), help="where the JSON goes")
-  ap.add_argument("--runs", type=int, default=7, help="timed runs per figure (the median is reported; at least 5)")
-  ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, targets not meaningful")
-  ap.add_argument("--only", help="comma-separated keys of TARGETS.md to run (default: all)")
-  ap.add_argument("--no-beam", action="store_true", help="skip the BEAM=2 row")
-  args = ap.parse_args()
-  targets = read_targets()
-  only = set(args.only.split(",")) if args.only else None
-  keys = [t["key"] for t in targets if only is None or t["key"] in only]
+# --check skips when the slowest of the calibration's FMA runs takes CHECK_NOISE x the fastest, when other processes used
+# more than CHECK_OTHERS of the cores while it measured, or when the load average stays above the cores for CHECK_WAIT s
+CHECK_NOISE, CHECK_OTHERS, CHECK_WAIT = 1.2, 0.2, 45
+
+def measure(args: argparse.Namespace, keys: list[str], ref: str | None, cores: int) -> dict[str, dict[str, float | None]]:
+  """Every figure of `keys` for every side (numpy, ours, public tinygrad with `ref`) and the machine's, in one run."""
   cfg = {"mm": [512] if args.quick else [512, 1024, 2048], "n": 1 << 20 if args.quick else 1 << 24,
          "sm": 1024 if args.quick else 4096, "runs": max(5, args.runs), "check": True,
          "only": sorted({k for k in keys if not k.startswith("beam_")} | ({"matmul1024"} if "beam_matmul1024" in keys else set()))}
-  ref = args.compare_tinygrad or (ensure_tinygrad_venv(args.make_tinygrad_venv) if args.make_tinygrad_venv else None)
-  cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
   figs: dict[str, dict[str, float | None]] = {}
   figs["machine"] = measure_machine(cores, args.quick)
   print(f"machine: {cores} cores, copy bandwidth {figs['machine']['copy_bw'] or 0:.1f} GB/s, fp32 peak {figs['machine']['peak_gflops'] or 0:.0f} GFLOPS",
@@ -177,7 +176,11 @@ def main() -> None:
     figs["ours"]["beam_matmul1024"] = next(iter(got.values()), None)
     if "beam_matmul1024" not in figs["numpy"]: figs["numpy"]["beam_matmul1024"] = figs["numpy"].get("matmul512" if args.quick else "matmul1024")
     if ref: figs["tinygrad"]["beam_matmul1024"] = None
-  rows = []
+  return figs
+
+def table(targets: list[dict[str, str]], keys: list[str], figs: dict[str, dict[str, float | None]], ref: str | None) -> list[dict[str, Any]]:
+  """Print the figures beside their targets; the rows, each with `met` (None: a figure is missing)."""
+  rows: list[dict[str, Any]] = []
   cols = ["ours", "numpy"] + (["tinygrad"] if ref else [])
   hdr = f"{'workload':32s} {'unit':>6s}" + "".join(f"{c:>10s}" for c in cols) + f"{'ours/np':>9s}" + (f"{'ours/tg':>9s}" if ref else "") + f"  {'target':38s} met"
   print(hdr)
@@ -193,8 +196,81 @@ def main() -> None:
     line += f"{o/n_:8.2f}x" if o and n_ else f"{'-':>9s}"
     if ref: line += f"{o/tg:8.2f}x" if o and tg else f"{'-':>9s}"
     line += f"  {t['target']:38s} {'yes' if met else 'NO' if met is False else '?'} ({detail})"
-    print(line)
+    print(line, flush=True)
     rows.append({**t, "ours": o, "numpy": n_, "tinygrad": tg, "met": met, "detail": detail})
+  return rows
+
+def _cpu_seconds() -> tuple[float, float] | None:
+  """(CPU seconds every process of the machine has used, including the hypervisor's steal; this process's and its waited
+  children's), from Linux's /proc/stat; None elsewhere."""
+  try:
+    with open("/proc/stat") as f: v = [int(x) for x in f.readline().split()[1:9]]
+  except (OSError, ValueError): return None
+  t = os.times()
+  return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / os.sysconf("SC_CLK_TCK"), t.user + t.system + t.children_user + t.children_system
+
+def busy(cores: int, figs: dict[str, dict[str, float | None]] | None = None, since: tuple[float, tuple[float, float] | None] | None = None) -> str | None:
+  """Why the machine is too busy for a ratio check (None: quiet enough): a load average above the cores, noisy FMA
+  calibration runs, or (given `since`, a time.perf_counter() and _cpu_seconds() pair) other processes taking more than
+  CHECK_OTHERS of the cores while we measured."""
+  if since is not None and since[1] is not None and (now := _cpu_seconds()) is not None:
+    wall = time.perf_counter() - since[0]
+    others = ((now[0] - since[1][0]) - (now[1] - since[1][1])) / (wall * cores)
+    if others > CHECK_OTHERS: return f"other processes took {others:.0%} of the {cores} cores while it measured (> {CHECK_OTHERS:.0%})"
+  elif (load := os.getloadavg()[0]) > cores: return f"load average {load:.1f} is above the {cores} cores"
+  if figs is not None and (sp := figs["machine"].get("fma_spread")) is not None and sp > CHECK_NOISE:
+    return f"the calibration's FMA runs differ by {sp:.2f}x (> {CHECK_NOISE}): another process shares the cores"
+  return None
+
+def check(args: argparse.Namespace, targets: list[dict[str, str]], keys: list[str], cores: int) -> int:
+  """--check: 0 when every target is met (or the machine is busy: skipped), 1 when one is missed in 3 tries."""
+  skip = lambda why: (print(f"bench-check SKIPPED: {why}; ratios on a busy machine are noise, not a regression (rerun on a "
+                            "quiet machine: make bench-check)", flush=True), 0)[1]
+  for waited in range(0, CHECK_WAIT + 1, 5):   # a test run just before (CI) leaves the load average up for a minute
+    if (why := busy(cores)) is None: break
+    if waited < CHECK_WAIT: time.sleep(5)
+  else: return skip(why)
+  todo, missed = keys, []
+  for attempt in range(3):
+    since = (time.perf_counter(), _cpu_seconds())
+    figs = measure(args, todo, None, cores)
+    rows = table(targets, todo, figs, None)
+    if (why := busy(cores, figs, since)) is not None: return skip(why)
+    missed = [r for r in rows if r["met"] is not True]
+    if not missed: break
+    todo = [r["key"] for r in missed]
+    if attempt < 2: print(f"missed {', '.join(todo)}: measuring them again", flush=True)
+  if not missed:
+    print(f"bench-check passed: every target of bench/TARGETS.md met (load average {os.getloadavg()[0]:.1f}, {cores} cores)")
+    return 0
+  for r in missed:
+    print(f"bench-check FAILED: {r['key']} ({r['workload']}) missed its target {r['target']} three times: {r['detail']}")
+  return 1
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--device", default="CPU", help="our device (DEV=...), e.g. CPU, CPU:CLANG")
+  ap.add_argument("--compare-tinygrad", metavar="PYTHON", help="the interpreter of a venv with public tinygrad 0.14")
+  ap.add_argument("--make-tinygrad-venv", metavar="DIR", help="create (once) a venv with tinygrad==0.14.0 at DIR and compare against it")
+  ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tinygrad_bench_run.json"), help="where the JSON goes")
+  ap.add_argument("--runs", type=int, default=7, help="timed runs per figure (the median is reported; at least 5)")
+  ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run, targets not meaningful")
+  ap.add_argument("--only", help="comma-separated keys of TARGETS.md to run (default: all)")
+  ap.add_argument("--no-beam", action="store_true", help="skip the BEAM=2 row")
+  ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed; skip (exit 0) on a busy machine (make bench-check)")
+  args = ap.parse_args()
+  targets = read_targets()
+  only = set(args.only.split(",")) if args.only else None
+  keys = [t["key"] for t in targets if (only is None or t["key"] in only) and not (args.no_beam and t["key"].startswith("beam_"))]
+  if (unknown := (only or set()) - {t["key"] for t in targets}):
+    raise SystemExit(f"--only: unknown key(s) {sorted(unknown)}; bench/TARGETS.md has {[t['key'] for t in targets]}")
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+  if args.check:
+    if args.quick: raise SystemExit("--check measures the full sizes (the targets are for them): drop --quick")
+    raise SystemExit(check(args, targets, keys, cores))
+  ref = args.compare_tinygrad or (ensure_tinygrad_venv(args.make_tinygrad_venv) if args.make_tinygrad_venv else None)
+  figs = measure(args, keys, ref, cores)
+  rows = table(targets, keys, figs, ref)
   m = figs["machine"]
   print(f"machine: {cores} cores, copy bandwidth {m['copy_bw'] or 0:.1f} GB/s (read+write), fp32 peak {m['peak_gflops'] or 0:.0f} GFLOPS"
         + ("" if ref else "; public tinygrad not compared (--compare-tinygrad PYTHON or --make-tinygrad-venv DIR)"))
