@@ -57,6 +57,12 @@ class _DTypeCasts(metaclass=_TensorType):
     """Cast to bool (nonzero -> True)."""
     return self.cast(dtypes.bool)
 
+# numpy() reads with the dtype's numpy dtype: looked up once per dtype
+@functools.cache
+def _numpy_dtype(dt: DType) -> Any:
+  from tinygrad.dtype import to_numpy
+  return to_numpy(dt)
+
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 _registry_lock = threading.Lock()   # every new Tensor adds itself while another thread may be walking the set
@@ -372,14 +378,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
     import numpy as np
-    from tinygrad.dtype import to_numpy
-    npdt = np.float32 if self.dtype == dtypes.bfloat16 else to_numpy(self.dtype)
+    bf16 = (dt := self.dtype) is dtypes.bfloat16 or dt == dtypes.bfloat16
+    npdt = np.float32 if bf16 else _numpy_dtype(dt)
     shape = self._concrete_shape()
-    if prod(shape) == 0: return np.zeros(shape, dtype=npdt)
+    if (n := prod(shape)) == 0: return np.zeros(shape, dtype=npdt)
     raw = self._host_bytes()
-    if self.dtype == dtypes.bfloat16: arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if bf16: arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
     else: arr = np.frombuffer(raw, dtype=npdt).copy()
-    return arr[:prod(shape)].reshape(shape)   # a symbolic shape's buffer holds its largest size
+    return (arr if arr.size == n else arr[:n]).reshape(shape)   # a symbolic shape's buffer holds its largest size
   def _concrete_shape(self) -> tuple[int, ...]:
     # the shape with its bound variables' values (a symbolic shape is only readable once bound)
     if all_int(self.shape): return self.shape
@@ -395,6 +401,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
+    while b.op is Ops.RESHAPE: b = b.src[0]
+    # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
+    if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return buf.as_buffer()
     while b.op in GroupOp.Movement: b = b.src[0]
     t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
