@@ -490,3 +490,17 @@ def test_detached_leaf_gets_its_grad():
   (d[:, [0, 2]] * 3).sum().backward()
   np.testing.assert_array_equal(d.grad.numpy(), [[3, 0, 3], [3, 0, 3]])
   assert src.grad is None
+
+def test_setitem_into_lazy_tensor_is_differentiated():
+  # an update of a tensor that is not a buffer yet (an activation) is part of the graph, as torch's in-place ops are
+  a, b = np.float32([1, 2, 3, 4]), np.float32([10, 20])
+  w, tw = leaves(a, "CPU")
+  x, tx = leaves(b, "CPU")
+  z, tz = w * 2, tw * 2
+  z[:2] += x * 3
+  tz[:2] += tx * 3
+  z[3] = x[0] - 1
+  tz[3] = tx[0] - 1
+  backward_both(z * z, tz * tz)
+  close(x.grad, tx.grad)
+  close(w.grad, tw.grad)
