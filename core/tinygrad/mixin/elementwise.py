@@ -297,7 +297,10 @@ class ElementwiseMixin:
     bias, mb, idt = (1023, 52, dtypes.int64) if f64 else (127, 23, dtypes.int32)
     small, big = n < 1 - bias, n > bias
     e = small.where(n + 64, big.where(n - 1, n))
-    p2 = ((xc.ne(xc).where(0, e).cast(idt) + bias) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
+    # e is a small integer, so e + 1.5 * 2**mb holds e + 2**(mb-1) in its mantissa's low bits: its bits less those of
+    # 1.5 * 2**mb are the int e without a float -> int cast (which every device guards against NaN and overflow: ~10 ops)
+    magic, magic_bits = 1.5 * 2.0**mb, (0x4338000000000000 if f64 else 0x4B400000)   # the float and its bits
+    p2 = (((xc.ne(xc).where(0, e) + magic).bitcast(idt) + (bias - magic_bits)) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
     if _exp_via_exp2(x.device):   # the renderer's own EXP2 on the reduced argument (|r/ln2| <= 1/2): one instruction on GPUs
       poly = (r * (1 / math.log(2))).exp2()
     else:   # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
