@@ -5,7 +5,7 @@ per-op derivative rules of `pm_gradient`. Each rule gets the node and its incomi
 gradient per source (None: that source gets no gradient). Gradients of a node used several times are summed.
 
 Ties: MAX (binary and REDUCE_AXIS MAX) splits the gradient equally among the tied inputs, like tinygrad.
-PROD (REDUCE_AXIS MUL) uses prod/x like tinygrad: where an input is 0 its gradient is nan.
+PROD (REDUCE_AXIS MUL): the product of the other inputs, as torch (prod/x where x != 0; so 0 at a 0 among several).
 """
 from __future__ import annotations
 import math, weakref, contextlib, gc
@@ -67,6 +67,22 @@ def _pow_grad(ret: UOp, x: UOp, y: UOp, g: UOp) -> tuple[UOp, UOp]:
   dy = y.alu(Ops.CMPLT, const_like(y, 0.0)).where(dy, x.eq(const_like(x, 0.0)).where(zero, dy))
   return dx, dy
 
+# A decomposition that is accurate forward need not have an accurate derivative (e**x by range reduction and a Taylor
+# polynomial differentiates to the polynomial's derivative, and to 0 past its clamp at +inf; a `where` over domains feeds
+# a NaN branch's gradient). Such a function returns WHERE(True, value, x) tagged (CUSTOM_GRAD, name): the forward pass is
+# `value` (the kernel folds True ? a : b to a), and its gradient w.r.t. x is GRAD_RULES[name](g, value, x), torch's formula.
+CUSTOM_GRAD = "custom_grad"
+GRAD_RULES: dict[str, Any] = {
+  "exp": lambda g, y, x: g * y,                                                             # d e^x = e^x
+  "cos": lambda g, y, x: -(g * x.sin()),                                                    # d cos x = -sin x
+  "tan": lambda g, y, x: g * (const_like(y, 1.0) + y * y),                                  # d tan x = 1 + tan^2 x
+  "acosh": lambda g, y, x: g / (x * x - const_like(x, 1.0)).sqrt(),                         # d acosh x = 1/sqrt(x^2-1)
+  "atanh": lambda g, y, x: g / (const_like(x, 1.0) - x * x),                                # d atanh x = 1/(1-x^2)
+}
+def _where_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
+  if isinstance(ret.tag, tuple) and ret.tag[0] == CUSTOM_GRAD: return (None, None, GRAD_RULES[ret.tag[1]](ctx, ret.src[1], ret.src[2]))
+  return (None, ret.src[0].where(ctx, const_like(ctx, 0)), ret.src[0].where(const_like(ctx, 0), ctx))
+
 # Tensor.contiguous_backward is a DETACH with this tag: an identity in the forward pass (the scheduler passes DETACH
 # through), while its gradient passes, made contiguous; an untagged DETACH stops gradients
 CONTIGUOUS_BACKWARD = "contiguous_backward"
@@ -90,7 +106,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.MULACC, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx, ctx)),                          # d(xy+z) = y, x, 1
   (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
   (UPat(Ops.MAX, name="ret"), lambda ctx, ret: (_max_grad(ret.src[0], ret.src[1], ctx), _max_grad(ret.src[1], ret.src[0], ctx))),  # to the larger, ties split
-  (UPat(Ops.WHERE, name="ret"), lambda ctx, ret: (None, ret.src[0].where(ctx, const_like(ctx, 0)), ret.src[0].where(const_like(ctx, 0), ctx))),  # none to cond
+  (UPat(Ops.WHERE, name="ret"), lambda ctx, ret: _where_grad(ctx, ret)),                                            # none to cond
   (UPat(_nograd, name="ret"), lambda ret: (None,) * len(ret.src)),                                                    # comparisons, int/bit ops: none
   (UPat(Ops.RESHAPE, name="ret"), lambda ctx, ret: (ctx.reshape(ret.src[0].shape),)),                                  # reshape back
   (UPat(Ops.PERMUTE, name="ret"), lambda ctx, ret: (ctx.permute(tuple(argsort(ret.arg))),)),                           # inverse permutation
@@ -133,7 +149,12 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   x = ret.src[0]
   if op is Ops.ADD: return (ctx.expand(x.shape),)                                  # sum: every input gets the output's grad
   if op is Ops.MAX: return (_reduce_max_grad(ret, x, ctx, axes),)                  # max: to the max positions, ties split
-  if op is Ops.MUL: return ((ctx * ret).expand(x.shape) / x,)                      # prod: prod/x (nan where x is 0, like tinygrad)
+  if op is Ops.MUL:   # prod: the product of the others, prod/x where x != 0 (a 0 elsewhere makes it 0), else the others' product
+    zero = x.eq(const_like(x, 0.0))
+    safe = zero.where(const_like(x, 1.0), x)
+    nzero = zero.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
+    others = nzero.eq(const_like(nzero, 1.0)).where(safe.r(Ops.MUL, axes), const_like(nzero, 0.0))
+    return ((ctx.expand(x.shape)) * zero.where(others.expand(x.shape), ret.expand(x.shape) / safe),)
   raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
 
 def _toposort_for_grad(root: UOp, targets: set[UOp]) -> list[UOp]:

@@ -487,3 +487,56 @@ def test_abs_gradient_at_zero_is_zero_like_torch():
   np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
   assert not np.signbit(y.numpy()[2])
   np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+# ---- gradients at the edges, against torch (upstream test_ops' backward checks) ----
+EDGE_FNS = {  # name: (tinygrad, torch, inputs). exp's range reduction differentiated to 0 at +inf (torch: inf); cos/tan's
+  # where over two formulas gave NaN at 0; acosh/atanh gave NaN outside their domain where torch's 1/sqrt(x^2-1), 1/(1-x^2)
+  # are finite; cos at 1e6 was off by 30%
+  "exp": (lambda x: x.exp(), lambda x: x.exp(), [math.inf, -math.inf, math.nan, 0.0, 88.0, -300.0, 1.5, -20.0]),
+  "cos": (lambda x: x.cos(), lambda x: x.cos(), [math.nan, math.inf, 0.0, -0.0, 0.3, 2.0, 1e4, 1e6, -1e5]),
+  "tan": (lambda x: x.tan(), lambda x: x.tan(), [math.nan, math.inf, 0.0, 0.3, -1.4, 4.0, 100.0]),
+  "acosh": (lambda x: x.acosh(), lambda x: x.acosh(), [-1.7, -298.0, 1.5, 301.0, 0.5, math.nan]),
+  "atanh": (lambda x: x.atanh(), lambda x: x.atanh(), [1.57, -298.0, 301.0, 0.5, -0.9, 0.0]),
+}
+@pytest.mark.parametrize("name", list(EDGE_FNS))
+def test_transcendental_gradients_match_torch_at_edges(name):
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  ft, fr, vals = EDGE_FNS[name]
+  x, tx = Tensor(vals), torch.tensor(vals, requires_grad=True)
+  want = torch.autograd.grad(fr(tx).sum(), tx)[0].numpy()
+  np.testing.assert_allclose(ft(x).sum().gradient(x)[0].numpy(), want, rtol=1e-4, atol=1e-6, equal_nan=True)
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_prod_gradient_with_zeros_is_the_product_of_the_others(axis):
+  # prod/x was NaN at a 0 (torch: the product of the others; 0 where another element is 0 too)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  vals = [[0.0, 2.0, 3.0], [0.0, 0.0, 3.0], [1.5, -2.0, 3.0], [4.0, 0.0, -0.5]]
+  x, tx = Tensor(vals), torch.tensor(vals, requires_grad=True)
+  want = torch.autograd.grad((tx.prod() if axis is None else tx.prod(axis)).sum(), tx)[0].numpy()
+  np.testing.assert_allclose((x.prod() if axis is None else x.prod(axis)).sum().gradient(x)[0].numpy(), want, rtol=1e-6)
+
+def test_clip_gradient_is_one_on_the_bounds():
+  # clip was max/min, whose ties split the gradient: 0.5 on a bound (torch: 1); a NaN bound gives NaN, max_ wins over min_
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  vals = [-3.0, -2.5, 0.0, 1.5, 2.0, math.nan]
+  for lo, hi in [(-2.5, 1.5), (3.0, 0.0), (None, 0.0), (0.0, None), ([math.nan] * 6, [1.5] * 6)]:
+    x, tx = Tensor(vals), torch.tensor(vals, requires_grad=True)
+    y = x.clip(*(Tensor(b) if isinstance(b, list) else b for b in (lo, hi)))
+    ty = tx.clamp(*(torch.tensor(b) if isinstance(b, list) else b for b in (lo, hi)))
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(y.sum().gradient(x)[0].numpy(), torch.autograd.grad(ty.sum(), tx)[0].numpy())
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "logsumexp", "softmin"])
+def test_softmax_family_gradient_is_torch_tight(fn):
+  # the gradient of sum(softmax) is 0 up to rounding; the one through the max shift added ~4e-7 noise to the row's argmax
+  # (torch's is below 1e-7, and so is ours with the shift detached, as torch and public tinygrad)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.random.default_rng(0).uniform(-2, 2, (45, 65)).astype(np.float32)
+  x, tx = Tensor(a), torch.tensor(a, requires_grad=True)
+  y = x.logsumexp(1) if fn == "logsumexp" else getattr(x, fn)(1)
+  ty = tx.logsumexp(1) if fn == "logsumexp" else (torch.nn.functional.softmin(tx, 1) if fn == "softmin" else getattr(tx, fn)(1))
+  np.testing.assert_allclose(y.sum().gradient(x)[0].numpy(), torch.autograd.grad(ty.sum(), tx)[0].numpy(), atol=1e-7, rtol=1e-3)

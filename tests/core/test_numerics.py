@@ -138,6 +138,24 @@ def test_scalar_operand_overflow_raises():
   assert (t.cast(dtypes.int64) + 2**40).tolist() == [2**40 + 1, 2**40 + 2]
   assert (t + (2**31 - 1)).dtype == dtypes.int32
 
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.int32, dtypes.uint32, dtypes.int64], ids=str)
+def test_bitwise_mask_is_a_bit_pattern_of_the_width(dt):
+  # a Python int mask of the tensor's width is its bit pattern, as torch and public tinygrad wrap it: int32 | 0xFFFFFFFF is
+  # -1 (it raised OverflowError), uint8 ^ -2 is 254 ^ x; past the width (signed or unsigned) it is still an OverflowError
+  bits, npdt = dt.itemsize * 8, to_numpy(dt)
+  vals = [0, 5, dtypes.max(dt), dtypes.min(dt)]
+  t, a = Tensor(vals, dtype=dt, device="PYTHON"), np.array(vals, dtype=npdt)
+  for m in ([(1 << bits) - 1, -(1 << (bits - 1)), -2, (1 << (bits - 1)) + 3] if bits < 64 else [-2, 2**62 + 7]):
+    mm = np.array(m % (1 << bits), dtype=np.uint64).astype(npdt)   # numpy's wrap of the pattern (numpy 2 refuses m itself)
+    for op in ("__or__", "__and__", "__xor__", "__ror__"):
+      assert getattr(t, op)(m).tolist() == getattr(a, op)(mm).tolist(), (op, m)
+  for m in (1 << bits, -(1 << (bits - 1)) - 1):
+    with pytest.raises(OverflowError, match="does not fit"): t | m
+
+def test_int_or_full_mask_matches_torch():
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  assert (Tensor([0, 7], dtype=dtypes.int32, device="PYTHON") | 0xFFFFFFFF).tolist() == (torch.tensor([0, 7], dtype=torch.int32) | 0xFFFFFFFF).tolist() == [-1, -1]
+
 # ---- int ** negative int: numpy raises ----
 @pytest.mark.parametrize("dt", [dtypes.int32, dtypes.uint8, dtypes.int64], ids=str)
 def test_int_pow_negative_int_raises(dt):

@@ -85,6 +85,11 @@ class ElementwiseMixin:
     if dtypes.is_unsigned(a.dtype): return r
     return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)
   def _bitwise(self: Tensor, op: Ops, x: Any, reverse: bool, name: str) -> Tensor:
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(self.dtype):
+      # a Python int mask is a bit pattern of the tensor's width: int32 | 0xFFFFFFFF is int32 | -1 (torch's and public
+      # tinygrad's wrap); past the width's signed and unsigned ranges it is still an OverflowError
+      bits = self.dtype.itemsize * 8
+      if -(1 << (bits - 1)) <= x < (1 << bits): x = (x - dtypes.min(self.dtype)) % (1 << bits) + dtypes.min(self.dtype)
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype): raise OpDTypeError(f"{name} needs int or bool tensors, got {a.dtype}; cast first, e.g. t.int()")
     return a._alu(op, b)
@@ -273,6 +278,11 @@ class ElementwiseMixin:
   def _unary(self: Tensor, op: Ops) -> Tensor:
     x = self._float()
     return Tensor(UOp(op, x.dtype, (x.uop,)))
+  def _with_grad(self: Tensor, value: Tensor, rule: str) -> Tensor:
+    # `value` (computed from self, same dtype and shape) with gradient.py's GRAD_RULES[rule] as its derivative w.r.t. self
+    from tinygrad.gradient import CUSTOM_GRAD
+    cond = self._const(True, dtypes.bool)._broadcast_to(self.shape)
+    return Tensor(UOp(Ops.WHERE, value.dtype, (cond.uop, value.uop, self.uop), tag=(CUSTOM_GRAD, rule)))
   def exp2(self: Tensor) -> Tensor:
     """Elementwise 2**x."""
     return self._unary(Ops.EXP2)
@@ -306,7 +316,7 @@ class ElementwiseMixin:
     else:   # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
       poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
       for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
-    return poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0))
+    return x._with_grad(poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0)), "exp")
   def log(self: Tensor) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)
@@ -330,10 +340,11 @@ class ElementwiseMixin:
     via_half = 1 - 2 * half.sin().square()
     via_double = (x * 2).sin() / (2 * x.sin())
     big = {dtypes.float16: 32752.0, dtypes.bfloat16: 1.69e38, dtypes.float32: 1.7e38}.get(x.dtype, 8.9e307)  # about max/2
-    return ((x.abs() < 0.5) | (x.abs() > big)).where(via_half, via_double)
+    return x._with_grad(((x.abs() < 0.5) | (x.abs() > big)).where(via_half, via_double), "cos")
   def tan(self: Tensor) -> Tensor:
     """Elementwise tangent."""
-    return self.sin() / self.cos()
+    x = self._float()
+    return x._with_grad(x.sin() / x.cos(), "tan")
   def square(self: Tensor) -> Tensor:
     """Elementwise x*x."""
     return self * self
@@ -444,10 +455,16 @@ class ElementwiseMixin:
     r = 1.0 - poly * (-a * a).exp()
     return (x < 0).where(-r, r)
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
-    """Elementwise clamp into [min_, max_] (either bound may be None)."""
+    """Elementwise clamp into [min_, max_] (either bound may be None; max_ wins where min_ > max_). NaN stays NaN, a NaN
+    bound gives NaN; the gradient is 1 inside and on the bounds, 0 outside and at NaN (torch's)."""
     if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of min_ and max_")
-    ret = self.maximum(min_) if min_ is not None else self
-    return ret.minimum(max_) if max_ is not None else ret
+    def bound(x: Tensor, b: Tensor | ConstType, out: bool) -> Tensor:
+      x, b = x._broadcasted(b)
+      past = (x < b) if out else (x > b)
+      return (past | (b != b) if dtypes.is_float(b.dtype) else past).where(b, x)
+    ret = bound(self, min_, True) if min_ is not None else self
+    ret = bound(ret, max_, False) if max_ is not None else ret
+    return (self != self).where(self.detach(), ret) if dtypes.is_float(self.dtype) else ret   # NaN in: gradient 0
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""
     return self.clip(min_, max_)
@@ -554,13 +571,13 @@ class ElementwiseMixin:
     big = x > x._big()
     t = big.where(0.0, x - 1)
     r = big.where(big.where(x, 1.0).log() + math.log(2), (t + (t * (t + 2)).sqrt())._log1p())
-    return (x < 1).where(math.nan, r).cast(self._float().dtype)   # t (t+2) is positive again below -1
+    return self._float()._with_grad((x < 1).where(math.nan, r).cast(self._float().dtype), "acosh")   # t (t+2) > 0 again below -1
   def atanh(self: Tensor) -> Tensor:
     """Elementwise inverse hyperbolic tangent on [-1, 1] (+-inf at +-1, NaN outside): log1p(2a/(1-a))/2 with a = |x|."""
     x = self._f32up()
     a = x.abs()
     r = (2 * a / (1 - a))._log1p() * 0.5
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atanh")
   def log10(self: Tensor) -> Tensor:
     """Elementwise base-10 logarithm."""
     return self.log2() * math.log10(2)
