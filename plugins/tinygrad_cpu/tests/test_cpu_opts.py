@@ -153,3 +153,21 @@ def test_strided_reduce_matches_numpy(device):
   got = _layernorm_over_tokens(Tensor(x, device=_dev(device)), Tensor(cls, device=device)).numpy()
   t = np.concatenate([cls, x.reshape(1, 192, 196).transpose(0, 2, 1)], axis=1).astype(np.float64)
   np.testing.assert_allclose(got, ((t - t.mean(-1, keepdims=True))**2).mean(-1), rtol=1e-5, atol=1e-6)
+
+def test_block_rows_upcast_keep_a_short_reduce_unroll():
+  # a classifier head (1 x 192 @ 192 x 1000): no vector axis (the weight moves by 192 along the classes), the classes upcast
+  # 4 rows; the vectorize pass packs those rows' lanes, so a 64-lane unroll of the reduce made 89 KB of scalar-load IR
+  # (0.3 s of LLVM for ViT-Ti's head) for a loop slower than a 4-lane one with the same result bytes
+  ren = Device["CPU"].renderer
+  ast = (Tensor.empty(1, 192) @ Tensor.empty(1000, 192).T).schedule()[-1].ast
+  opts = hand_coded_opts(_kernel(ast, ren), ren)
+  assert Opt(OptOps.UPCAST, 0, 4) in opts and max(o.arg for o in opts if o.op is OptOps.UNROLL) <= 4, opts
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("n, k", [(1000, 192), (12, 64), (20, 256)])
+def test_head_matches_numpy(device, n, k):
+  rng = np.random.default_rng(n + k)
+  x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
+  method_cache.clear()
+  got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device).T).numpy()
+  np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
