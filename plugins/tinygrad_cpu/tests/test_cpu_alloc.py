@@ -43,3 +43,9 @@ def test_freed_big_buffer_is_reused():
   out = memoryview(bytearray(HUGE))
   alloc.copyout(out, b)
   assert bytes(out[:4]) == b"\x07" * 4
+
+@pytest.mark.skipif(not hasattr(mmap, "MADV_HUGEPAGE"), reason="huge pages are advised through Linux's MADV_HUGEPAGE")
+def test_tail_past_the_last_whole_huge_page_is_not_advised():
+  # a 2.25 MiB weight must not take two huge pages (4 MiB) of memory: only its first 2 MiB are advised
+  b = CPUBuffer(HUGE + HUGE // 8)
+  assert "hg" in _vmflags(b.addr) and "hg" not in _vmflags(b.addr + HUGE)

@@ -12,13 +12,14 @@ HUGE = 2 << 20   # bytes: a huge page, and the size from which a buffer is mappe
 CPU_HUGEPAGES: int = getenv("CPU_HUGEPAGES", 1) and hasattr(mmap, "MADV_HUGEPAGE")   # 1: CPU buffers of 2 MiB or more are advised to use huge pages (where the OS has MADV_HUGEPAGE); 0: all from malloc
 
 def _mapped(size: int) -> tuple[Any, int]:
-  """An anonymous mapping holding `size` bytes from a HUGE-aligned address, advised to use huge pages where the OS has them
+  """An anonymous mapping holding `size` bytes from a HUGE-aligned address, its whole huge pages advised to use them
   (the mapping is zero-filled on first touch, as the ctypes array is)."""
   try: m = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)   # private: a shared mapping gets no THP
   except OSError as e: raise MemoryError(f"cannot map {size} bytes: {e}") from e   # the allocator frees its cache and retries
   base = ctypes.addressof(ctypes.c_char.from_buffer(m))   # the temporary export ends with this expression
   start = -base % HUGE
-  try: m.madvise(mmap.MADV_HUGEPAGE, start, size)
+  # only the whole huge pages: a tail advised too would take a huge page of physical memory for what is left of the size
+  try: m.madvise(mmap.MADV_HUGEPAGE, start, size // HUGE * HUGE)
   except OSError: pass   # a kernel built without transparent huge pages: 4 KiB pages, still correct
   return m, base + start
 
