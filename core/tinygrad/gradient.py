@@ -86,7 +86,7 @@ def _where_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
 # Tensor.contiguous_backward is a DETACH with this tag: an identity in the forward pass (the scheduler passes DETACH
 # through), while its gradient passes, made contiguous; an untagged DETACH stops gradients
 CONTIGUOUS_BACKWARD = "contiguous_backward"
-def _walks(n: UOp) -> bool: return not (n.op is Ops.ASSIGN or (n.op is Ops.DETACH and n.tag != CONTIGUOUS_BACKWARD))
+def _walks(n: UOp) -> bool: return not (n.op is Ops.DETACH and n.tag != CONTIGUOUS_BACKWARD)
 
 _nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.TRUNC, Ops.BITCAST)
 
@@ -117,7 +117,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.REDUCE_AXIS, name="ret"), lambda ctx, ret: _reduce_grad(ctx, ret)),                              # sum/max/prod, below
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),                                                                          # identity
   (UPat(Ops.DETACH, name="ret"), lambda ctx, ret: (UOp(Ops.CONTIGUOUS, ctx.dtype, (ctx,)),) if ret.tag == CONTIGUOUS_BACKWARD else (None,)),  # stops (or contiguous)
-  (UPat(Ops.ASSIGN), lambda: (None, None)),                                                                            # writes are not differentiated
+  (UPat(Ops.ASSIGN), lambda ctx: (None, ctx)),                                                                         # the written value; not the old contents
   (UPat(Ops.MULTI, name="ret"), lambda ctx, ret: _multi_grad(ctx, ret)),                                            # to each shard its part
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, UOp(Ops.DEVICE, arg=_device(ret.src[0])))), None)),  # copy back
 ])
@@ -158,7 +158,7 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
 
 def _toposort_for_grad(root: UOp, targets: set[UOp]) -> list[UOp]:
-  """The nodes between `root` and `targets` (DETACH and ASSIGN cut the walk), sources first."""
+  """The nodes between `root` and `targets` (a DETACH cuts the walk; a pending ASSIGN passes it to the value), sources first."""
   topo = root.toposort(gate=_walks)
   on_path: set[UOp] = set()
   for n in topo:
@@ -236,6 +236,12 @@ def is_const(u: UOp) -> bool:
   while u.op in GroupOp.Movement: u = u.src[0]
   return u.op is Ops.CONST
 
+def _ran_assigns(g: UOp) -> UOp:
+  # the assigns in a realized tensor's graph ran with it: their targets hold the new values and no longer the old ones a
+  # gradient through them would read, so each reads its target there, detached (a pending assign is differentiated)
+  subs = {n: UOp(Ops.DETACH, n.dtype, (n.src[0],)) for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
+  return g.substitute(subs) if subs else g
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
@@ -246,7 +252,7 @@ class _Realized:
   def _stand_in(self, r: UOp) -> UOp:
     if r not in self.wrap:
       self.wrap[r] = r   # (a graph that reads its own result, through an assign: stops there)
-      self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(self.graphs[r]),), tag=("realized", r))
+      self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(_ran_assigns(self.graphs[r])),), tag=("realized", r))
     return self.wrap[r]
   def expand(self, u: UOp) -> UOp:
     subs = {n: self._stand_in(n) for n in u.toposort(gate=_walks) if n in self.graphs}

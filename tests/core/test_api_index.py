@@ -504,3 +504,41 @@ def test_setitem_into_lazy_tensor_is_differentiated():
   backward_both(z * z, tz * tz)
   close(x.grad, tx.grad)
   close(w.grad, tw.grad)
+
+def test_inplace_update_of_a_buffer_is_differentiated():
+  # public tinygrad's test_set_iadd_backward: the written value carries the gradient (torch's in-place ops do too); the
+  # target's gradient is the one of its new value (torch: retain_grad on the non-leaf it becomes)
+  z, tz = Tensor(np.float32([1, 2, 3, 4]), device="CPU").realize(), torch.tensor([1.0, 2, 3, 4])
+  x, tx = leaves(np.float32([10, 20]), "CPU")
+  z[:2] += x
+  tz[:2] += tx
+  z[3] = x[1] * x[0]
+  tz[3] = tx[1] * tx[0]
+  tz.retain_grad()
+  backward_both(z * z, tz * tz)
+  close(x.grad, tx.grad)
+  close(z.grad, tz.grad)
+  y, ty = leaves(np.float32([1, 2, 3, 4]), "CPU")
+  w, tw = Tensor(np.float32([5, 6, 7, 8]), device="CPU").realize(), torch.tensor([5.0, 6, 7, 8])
+  w.assign(w + y * y)
+  tw.add_(ty * ty)
+  backward_both(w.exp(), tw.exp())
+  close(y.grad, ty.grad)
+
+def test_inplace_update_gradient_never_reads_an_overwritten_buffer():
+  def setup():
+    y, w = Tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True), Tensor([5.0, 6.0, 7.0, 8.0]).realize()
+    w.assign(w * y)   # d w / d y is w's old value
+    return y, w
+  y, w = setup()
+  w.sum().backward()
+  np.testing.assert_array_equal(y.grad.numpy(), [5, 6, 7, 8])
+  # the assign ran with the loss: w's buffer holds the new values, so the gradient stops there (y.grad is not w_new)
+  y, w = setup()
+  (loss := w.sum()).realize()
+  loss.backward()
+  assert y.grad is None
+  # a gradient that needs w's old and new values at once cannot be scheduled: an error, not a wrong value
+  y, w = setup()
+  w.exp().sum().backward()
+  with pytest.raises(RuntimeError, match="cycle"): y.grad.numpy()
