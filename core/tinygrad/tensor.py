@@ -321,7 +321,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     kept = Tensor._live_contiguous(list(roots))
     for t in kept: roots[t.uop] = None
     rl = list(roots)
-    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial)))
+    held: dict[UOp, UOp] = {}
+    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held)))
     for t in direct + kept:
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
       t._set_uop(results[t.uop])
@@ -331,6 +332,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     amap = {n: n.src[0] for n in UOp(Ops.SINK, src=tuple(rl)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n.op is Ops.ASSIGN}
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
     amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
+    # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
+    # result the KV-cache assign needs, which the queries need too)
+    if held: amap |= Tensor._live_intermediates(held, rl)
     if amap:
       for x in live_tensors():
         if base_buffer(x.uop) is None: x.uop = x.uop.substitute(amap)
@@ -375,6 +379,42 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     def reads_target(u: UOp) -> bool: return bool(targets) and any(x in targets for x in u.toposort(gate=lambda x: x.op is not Ops.BUFFER))
     return [ts[0] for u, ts in holders.items() if u in nodes and len(ts) == 1 and
             (Tensor.no_grad or ts[0].requires_grad is False or not dtypes.is_float(ts[0].dtype) or reads_target(u))]
+  @staticmethod
+  def _live_intermediates(held: dict[UOp, UOp], roots: list[UOp]) -> dict[UOp, UOp]:
+    # node -> buffer, of the intermediate results of a realize (`held`: kernel outputs whose buffers still hold their values)
+    # that every live graph may read instead of computing them again (the queries' x @ w, which the KV-cache write computed):
+    # _live_contiguous's rules, for nodes no tensor need hold. Not where autograd may need the lazy graph (a live float
+    # tensor with requires_grad not False below the node), unless the node reads a buffer an assign of the same graph
+    # overwrites (computed again, it would give a second value). A tensor whose graph is the node under reshapes becomes a
+    # realized tensor of that buffer (its _graph keeps the node), and an assign into it writes the buffer: only one such
+    # tensor, with its own views, may hold it, else the buffer would alias two tensors.
+    held = {n: b for n, b in held.items() if n.op is not Ops.ASSIGN and n not in roots}
+    if not held: return {}
+    live = live_tensors()
+    holders: dict[UOp, list[Tensor]] = {}
+    for x in live:
+      for b in x.uop.src if x.uop.op is Ops.MULTI else (x.uop,):
+        while b.op is Ops.RESHAPE: b = b.src[0]
+        if b in held: holders.setdefault(b, []).append(x)
+    grad_nodes = set() if Tensor.no_grad else {x.uop for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype)}
+    nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+    targets = {base_buffer(n.src[0]) for n in nodes if n.op is Ops.ASSIGN} - {None}
+    # per node, sources first (one pass: a walk below every held node is quadratic in a training step's graph)
+    grad_below: dict[UOp, bool] = {}
+    reads_target: dict[UOp, bool] = {}
+    for u in nodes:
+      grad_below[u] = bool(grad_nodes) and any(s in grad_nodes or grad_below.get(s, False) for s in u.src)
+      reads_target[u] = u in targets or any(reads_target.get(s, False) for s in u.src)
+    out: dict[UOp, UOp] = {}
+    for n, buf in held.items():
+      hs = holders.get(n, [])
+      heads = [x for x in hs if x._view_of is None]
+      if hs and (len(heads) != 1 or any(x.uop.op is Ops.MULTI or x is not heads[0] and x._view_of is not heads[0] for x in hs)): continue
+      if dtypes.is_float(n.dtype) and grad_below.get(n, True) and not reads_target.get(n, False): continue
+      for x in hs:
+        if x.requires_grad is not False and dtypes.is_float(x.dtype): x._graph = x.uop
+      out[n] = buf
+    return out
   def numpy(self) -> Any:
     """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
     import numpy as np

@@ -297,12 +297,14 @@ def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, v
   # every kernel is compiled before any runs: a kernel that fails to compile leaves no buffer half-written
   run_steps(lower_schedule(schedule, plan), var_vals, progress)
 
-def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None) -> list[UOp]:
+def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None,
+                 held: dict[UOp, UOp] | None = None) -> list[UOp]:
   """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape.
 
   When a step fails or is interrupted, `on_partial` is given what the steps that ran computed, before the error goes on:
   node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
-  stop those from running a second time (an update applied twice) while the rest stays pending."""
+  stop those from running a second time (an update applied twice) while the rest stays pending. `held`, when given, gets
+  the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values."""
   st = time.perf_counter()
   with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
     schedule, results = create_schedule(uops)
@@ -313,6 +315,8 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
     except BaseException:
       if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
       raise
+    # (nothing to hand on when every item wrote a result or an assign's target: the roots' buffers)
+    if held is not None and any(ei.bufs[0] not in keep for ei in schedule): held.update(_completed(uops, schedule, plan))
   return [results[u] for u in uops]
 
 def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> dict[UOp, UOp]:
