@@ -282,3 +282,10 @@ def test_muon_defaults_match_torch():
     (torch.tensor(x) @ tw).relu().sum().backward()
     topt.step()
   np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=0, atol=1e-4)   # (upstream test_optim's tolerance for Muon)
+
+def test_fuse_optim_is_accepted_and_changes_no_value():
+  # beautiful_cifar enters Context(FUSE_OPTIM=1) first thing (public tinygrad's one-flat-buffer update: same values)
+  from tinygrad.helpers import Context
+  with Context(FUSE_OPTIM=1):
+    got = tiny_run(lambda p: AdamW(p, lr=0.01))
+  for g, w in zip(got, np_adam(0.01, wd=0.01)): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
