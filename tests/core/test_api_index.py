@@ -368,6 +368,7 @@ def torch_index(idx): return tuple(torch.tensor(i, dtype=torch.long) if isinstan
 @example((slice(None), [[0], [0]], Ellipsis, 0))
 @example((0, slice(None), [1, 2]))
 @example(([1], 1, slice(None), [0, 2]))
+@example((Ellipsis, [[0], [3]], []))
 def test_getitem_matches_torch(idx):
   a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
   try: want = a[idx]   # numpy decides validity (bounds, broadcasting); the placement is torch's
@@ -388,6 +389,8 @@ def test_getitem_matches_torch(idx):
 @given(index_tuples(), st.booleans())
 @example((slice(None), [[0], [0]], Ellipsis, 0), False)
 @example((0, slice(None), [1, 2]), False)
+@example((Ellipsis, [[0], [3]], []), False)   # indices that broadcast to nothing pick nothing: 3 is not out of bounds
+@example((0, 0, 0), False)
 def test_setitem_matches_torch(idx, scalar):
   a = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
   try: a.copy()[idx]
@@ -396,7 +399,7 @@ def test_setitem_matches_torch(idx, scalar):
   ints, rest = torch_rule(idx, a.ndim)
   shape = want[ints][rest].shape
   v = 99.0 if scalar else np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1000
-  view = want[ints]
+  view = want[ints if Ellipsis in ints else ints + (Ellipsis,)]   # a view even when every index is an int (0-d)
   view[rest] = v   # numpy: where an index repeats, the last write wins
   t = Tensor(a.copy())
   t[idx] = v if scalar else Tensor(v)

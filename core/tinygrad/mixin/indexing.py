@@ -165,18 +165,20 @@ class IndexingMixin:
     the positions each index picks, the number of broadcast dims, the view axes the indices consume, and the order that
     moves the broadcast dims to where torch puts them (None: they stay first)."""
     ts = []
+    oob: list[str] = []   # raised unless the indices broadcast to nothing (torch and numpy pick no element then)
     for dd, pos, i in p.tensor_idx:
       n = self.shape[dd]
       if isinstance(i, list):
         vals = _flatten_py(i)[1]
-        bad = [v for v in vals if not isinstance(v, int) or not -n <= v < n]
-        if bad: raise IndexError(f"index {bad[0]!r} is out of bounds for axis {dd} with size {n} (valid: {-n}..{n-1})")
+        if (bad := [v for v in vals if not isinstance(v, int)]): raise IndexError(f"list indices must be ints, got {bad[0]!r} for axis {dd}")
+        if (bad := [v for v in vals if not -n <= v < n]): oob.append(f"index {bad[0]!r} is out of bounds for axis {dd} with size {n} (valid: {-n}..{n-1})")
         t = Tensor(i, device=self.device, dtype=dtypes.int32 if not vals else None)
       else: t = i if isinstance(i, Tensor) else Tensor(i, device=self.device)
       if not dtypes.is_int(t.dtype): raise IndexError(f"tensor indices must be ints or bools, got {t.dtype}")
       _check_oob("index", t, n, dd, True)
       ts.append((pos, (t < 0).where(t + n, t) if not dtypes.is_unsigned(t.dtype) else t, n))
     bshape = _broadcast_shape(*(t.shape for _, t, _ in ts))
+    if oob and prod(bshape) != 0: raise IndexError(oob[0])
     nb, nx = len(bshape), len(p.out_shape)
     mask: Tensor | None = None
     for pos, t, n in ts:
