@@ -724,8 +724,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     kwargs.pop("dtype", None)
     if dt == dtypes.bool: raise ArgumentError("linspace: dtype bool has no values between start and stop; use an int or float dtype")
     if steps <= 1: return Tensor.full((steps,), start, dtype=dt, **kwargs)
-    fdt = least_upper_float(dt)
-    return (Tensor.arange(steps, dtype=fdt, **kwargs) * ((stop - start) / (steps - 1)) + start).cast(dt)
+    # computed in float32 at least and from both ends, as torch: float16's start + i*step cancels badly near 0 (-48 + 24*2.03)
+    fdt = least_upper_dtype(least_upper_float(dt), dtypes.float32)
+    i, step = Tensor.arange(steps, dtype=fdt, **kwargs), (stop - start) / (steps - 1)
+    return (i < steps / 2).where(i * step + start, stop - (steps - 1 - i) * step).cast(dt)
   @staticmethod
   def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
     """The identity matrix (n x m, ones on the diagonal), built from movement ops only."""
