@@ -8,6 +8,10 @@ settings.register_profile("tinygrad", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.differing_executors])
 # triage: no shrinking, for a quick first look at many failures (HYPOTHESIS_PROFILE=triage)
 settings.register_profile("triage", parent=settings.get_profile("tinygrad"), phases=[Phase.explicit, Phase.reuse, Phase.generate])
+# ci: the same examples on every run (.ci/run sets it): a red CI names a bug in the change, never a new random draw. The
+# random search runs wherever the profile is not set (make test, a developer's pytest), and what it finds is kept as
+# an @example
+settings.register_profile("ci", parent=settings.get_profile("tinygrad"), derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tinygrad"))
 
 def pytest_configure(config):
