@@ -354,10 +354,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
+    # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
+    # autograd must not hold them (a shard's source buffer on the default device stayed allocated)
+    olds = {id(t): t.uop for t in todo}
     Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
-      old = t.uop
+      old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
     return self

@@ -400,3 +400,20 @@ def test_a_buffer_false_constant_stays_a_constant_when_sharded(axis):
   np.testing.assert_array_equal(x.numpy(), np.ones(6, np.float32))
   np.testing.assert_array_equal((x * 2).numpy(), np.full(6, 2.0, np.float32))
   assert Tensor.ones(3).realize()._is_realized()   # the default still realizes into a buffer
+
+@pytest.mark.parametrize("how", ["shard", "to", "shard_contiguous"])
+def test_sharding_a_temporary_keeps_no_buffer_on_the_default_device(how):
+  # the contiguous source of a shard or copy is freed after the realize: the graph kept for autograd is the lazy one, not
+  # one that a realize's handed-over intermediate buffers were substituted into (it kept 40 KB of a 40 KB shard)
+  import gc
+  from tinygrad import GlobalCounters
+  ds = ("CPU:1", "CPU:2")
+  gc.collect()
+  base = GlobalCounters.mem_used
+  src = Tensor.arange(10000).float().reshape(100, 100).contiguous()
+  x = {"shard": lambda: src.shard(ds, axis=0), "to": lambda: src.to(ds), "shard_contiguous": lambda: src.shard(ds, axis=0).contiguous()}[how]()
+  del src
+  x.realize()
+  gc.collect()
+  assert GlobalCounters.mem_used - base == 40000 * (2 if how == "to" else 1)
+  np.testing.assert_array_equal(x.numpy(), np.arange(10000, dtype=np.float32).reshape(100, 100))
