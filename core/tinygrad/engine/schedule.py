@@ -101,22 +101,27 @@ def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[U
   srcs = [u for u in _streams(n, realizes, memo) if smax(prod(u.shape)) * 4 >= size]
   return len(srcs) >= SHARED_READS and len(_kernels_above(n, consumers, realizes, above)) > 1
 
-def _kernels_above(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]) -> tuple[UOp, ...]:
-  """Two of the kernels (realized nodes) n's value reaches going up (fewer if it reaches fewer): _reaches_kernels with a
-  memo, since find_realizes visits users first and settles everything above a node before it. Each node's once, not a walk
-  up from every shared value (quadratic in a long chain of three inputs)."""
+def _memo_walk(n: UOp, memo: dict[UOp, tuple[UOp, ...]], nexts, value) -> tuple[UOp, ...]:
+  """memo[n] = value(n), each node's computed once after every node of nexts(node) (no recursion: graphs are deep)."""
   stack = [n]
   while stack:
     u = stack[-1]
     if u in memo:
       stack.pop()
       continue
-    if (todo := [c for c in consumers[u] if c not in memo and c not in realizes]):
+    if (todo := [c for c in nexts(u) if c not in memo]):
       stack.extend(todo)
       continue
     stack.pop()
-    memo[u] = tuple(dict.fromkeys(x for c in consumers[u] for x in ((c,) if c in realizes else memo[c])))[:2]
+    memo[u] = value(u)
   return memo[n]
+
+def _kernels_above(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]) -> tuple[UOp, ...]:
+  """Two of the kernels (realized nodes) n's value reaches going up (fewer if it reaches fewer): _reaches_kernels with a
+  memo, since find_realizes visits users first and settles everything above a node before it. Each node's once, not a walk
+  up from every shared value (quadratic in a long chain of three inputs)."""
+  return _memo_walk(n, memo, lambda u: [c for c in consumers[u] if c not in realizes],
+                    lambda u: tuple(dict.fromkeys(x for c in consumers[u] for x in ((c,) if c in realizes else memo[c])))[:2])
 
 def _size(u: UOp) -> int: return smax(prod(u.shape))
 
@@ -125,21 +130,12 @@ def _streams(n: UOp, realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]
   reads) and realized nodes, reached through unrealized nodes but not through a PAD. The largest few are enough to count
   those as big as a quarter of any size, so each node's are found once, from its sources' (`memo`, valid while realizes is
   unchanged), instead of walking the graph below every shared value (quadratic in a long chain: each relu reads x twice)."""
-  stack = [n]
-  while stack:
-    u = stack[-1]
-    if u in memo:
-      stack.pop()
-      continue
-    loads = u in realizes or u.op in (Ops.BUFFER, Ops.REDUCE_AXIS)
-    below = () if loads or u.op is Ops.PAD else u.src
-    if (todo := [s for s in below if s not in memo]):
-      stack.extend(todo)
-      continue
-    stack.pop()
-    cands = dict.fromkeys(([u] if loads else []) + [x for s in below for x in memo[s]])
-    memo[u] = tuple(sorted(cands, key=_size, reverse=True)[:SHARED_READS])
-  return memo[n]
+  def loads(u: UOp) -> bool: return u in realizes or u.op in (Ops.BUFFER, Ops.REDUCE_AXIS)
+  def below(u: UOp) -> tuple[UOp, ...]: return () if loads(u) or u.op is Ops.PAD else u.src
+  def largest(u: UOp) -> tuple[UOp, ...]:
+    cands = dict.fromkeys(([u] if loads(u) else []) + [x for s in below(u) for x in memo[s]])
+    return tuple(sorted(cands, key=_size, reverse=True)[:SHARED_READS])
+  return _memo_walk(n, memo, below, largest)
 
 def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
   """n's value reaches more than one kernel (realized node) above it, or a node of an op in `stop`."""
