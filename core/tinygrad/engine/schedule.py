@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType, sint, smax
+from tinygrad.uop.ops import UOp, AxisType, sint, smax, sym_vars, _rebuild
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
@@ -396,7 +396,11 @@ def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
 
 def _graph_binds(topo: dict[UOp, None]) -> dict[UOp, None]:
   # the BINDs of a tensor graph: in movement ops' args (symbolic shapes) and as nodes (symbolic values)
-  return {b: None for n in topo for b in ([n] if n.op is Ops.BIND else []) + list(_binds_in(n.arg if n.op in GroupOp.Movement else ()))}
+  out: dict[UOp, None] = {}
+  for n in topo:
+    if n.op is Ops.BIND: out[n] = None
+    elif n.op in GroupOp.Movement and not all_int(n.arg): out.update(sym_vars(n.arg))
+  return out
 
 def _replace_binds(roots: list[UOp], topo: dict[UOp, None], binds: dict[UOp, UOp]) -> list[UOp]:
   done: dict[UOp, UOp] = {}
@@ -411,11 +415,13 @@ def _replace_binds(roots: list[UOp], topo: dict[UOp, None], binds: dict[UOp, UOp
 class VariableBindError(ValueError, RuntimeError):
   """One graph binds a variable to two values: a ValueError, and the RuntimeError public tinygrad raises for it."""
 
-def unbind_graph(roots: list[UOp]) -> tuple[list[UOp], dict[UOp, int]]:
+def _graph_topo(roots: list[UOp]) -> dict[UOp, None]: return UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+
+def unbind_graph(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple[list[UOp], dict[UOp, int]]:
   """`roots` with every bound variable (BIND, in shapes and as values) replaced by its variable, and the values:
   kernels and the schedule cache see variables only, so one schedule and one compile serve every value. The weak int of a
-  Tensor(variable) commits to default_int here: no kernel sees it."""
-  topo = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
+  Tensor(variable) commits to default_int here: no kernel sees it. `topo`: the roots' `_graph_topo`, where the caller has it."""
+  if topo is None: topo = _graph_topo(roots)
   binds: dict[UOp, UOp] = {}
   var_vals: dict[UOp, int] = {}
   for b in _graph_binds(topo):
@@ -433,15 +439,17 @@ def rebind_graph(root: UOp, var_vals: dict[UOp, int]) -> UOp:
   binds = {b: b.src[0].bind(var_vals[b.src[0]]) for b in _graph_binds(topo) if b.src[0] in var_vals}
   return _replace_binds([root], topo, binds)[0] if binds else root
 
-def _binds_in(a: Any) -> dict[UOp, None]:
-  from tinygrad.uop.ops import sym_vars
-  return sym_vars(a)
-
-def _structure(roots: list[UOp]) -> tuple[UOp, list[UOp]]:
-  """The graph with each input BUFFER replaced by a placeholder numbered by first use, and the inputs in that order."""
-  inputs = [u for u in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if u.op is Ops.BUFFER]
-  subs = {b: UOp(Ops.BUFFER, b.dtype, (b.src[1],), b.arg, tag=("input", i)) for i, b in enumerate(inputs)}
-  return UOp(Ops.SINK, src=tuple(roots)).substitute(subs), inputs
+def _structure(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple[UOp, list[UOp]]:
+  """The graph with each input BUFFER replaced by a placeholder numbered by first use, and the inputs in that order.
+  One walk (the roots' `_graph_topo`, reused when the caller has it): this runs on every realize."""
+  inputs: list[UOp] = []
+  done: dict[UOp, UOp] = {}
+  for n in (_graph_topo(roots) if topo is None else topo):
+    if n.op is Ops.BUFFER:
+      done[n] = UOp(Ops.BUFFER, n.dtype, (n.src[1],), n.arg, tag=("input", len(inputs)))
+      inputs.append(n)
+    else: done[n] = _rebuild(n, tuple(done[s] for s in n.src))
+  return UOp(Ops.SINK, src=tuple(done[r] for r in roots)), inputs
 
 def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (viewed in its shape) for each root.
@@ -451,8 +459,9 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`).
   Each item's `node` is the node of `roots`' graph it computes (None for an item of a cached schedule until asked for:
   `item_nodes`)."""
-  uroots, var_vals = unbind_graph(roots)
-  key, inputs = _structure(uroots)
+  topo = _graph_topo(roots)
+  uroots, var_vals = unbind_graph(roots, topo)
+  key, inputs = _structure(uroots, topo if uroots is roots else None)
   hit = _schedule_cache.get(key) if SCACHE else None
   if hit is None:
     schedule, results = _create_schedule(uroots)

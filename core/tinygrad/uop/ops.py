@@ -747,7 +747,7 @@ def smax(x: sint) -> int:
 def sym_vars(x: Any) -> dict[UOp, None]:
   """The BINDs (bound variables) in a size, a shape, or a nested tuple of them, in order."""
   if isinstance(x, UOp): return {n: None for n in x.toposort(gate=lambda y: y.op is not Ops.BIND) if n.op is Ops.BIND}
-  if isinstance(x, (tuple, list)): return {n: None for y in x for n in sym_vars(y)}
+  if isinstance(x, (tuple, list)): return {n: None for y in x if not isinstance(y, int) for n in sym_vars(y)}
   return {}
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
