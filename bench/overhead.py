@@ -41,7 +41,13 @@ jf = TinyJit(lambda x: (x + 1).realize())
 jitted = per_call(lambda: jf(a))
 want = a.numpy() + 1
 assert ((a + 1).numpy() == want).all() and (jf(a).numpy() == want).all()
-print(json.dumps({"plain": plain, "jit": jitted}))
+# the same realize, and an in-place update, in a program holding 5000 other tensors (a model's weights and optimizer state)
+held = [Tensor.empty(4) for _ in range(5000)]
+live = per_call(lambda: (a + 1).realize(), 500)
+w = Tensor.zeros(16).contiguous().realize()
+live_assign = per_call(lambda: w.assign(w + 1).realize(), 500)
+assert (w.numpy() == 520).all()
+print(json.dumps({"plain": plain, "jit": jitted, "live": live, "live_assign": live_assign}))
 """
 REPLAY = """
 import json, time
@@ -86,16 +92,18 @@ print(json.dumps((time.perf_counter() - st) / (n * len(exprs))))
 """
 # a target is a ratio to public tinygrad ("x") or an absolute figure in the row's unit ("abs": issue 35's per-kernel cost)
 TARGETS = {"import": ("abs", 60.0), "cold": ("x", 0.4), "warm": ("x", 0.4), "ew": ("x", 0.3), "mm": ("x", 0.3), "plain": ("x", 0.15),
+           "live": ("x", 0.15), "live_assign": ("x", 0.3),
            "jit": ("x", 0.2), "kernel": ("abs", 3.0), "kernel_cpu": ("abs", 3.0), "kernel_nograph": ("x", 0.5), "call": ("x", 0.5),
            "sym_infer": ("x", 0.5)}
 LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (ms)", "warm": "first result, warm cache (ms)",
           "ew": "schedule+codegen elementwise (ms)", "mm": "schedule+codegen matmul 1024 (ms)", "plain": "tiny realize per call (us)",
+          "live": "  same, 5000 other live tensors (us)", "live_assign": "  an in-place update, 5000 live (us)",
           "jit": "tiny jitted call (us)", "kernel": "replay per small kernel, graph (us)",
           "kernel_cpu": "  same, calling thread's CPU time (us)", "kernel_nograph": "replay per small kernel, JIT=2 (us)",
           "call": "replay fixed cost per call (us)", "sym_infer": "sym_infer per call (us)"}
 
 # what each snippet's process asserts before printing its figures (NULL's codegen runs nothing to check)
-CHECKED = "first result == [2, 4, 6]; tiny realize and jitted call, replay chains (graph and JIT=2) == numpy; sym_infer == Python's"
+CHECKED = "first result == [2, 4, 6]; tiny realize, jitted call and in-place update, replay chains (graph and JIT=2) == numpy; sym_infer == Python's"
 
 def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]:
   """Every figure in its unit; a figure whose process failed (its check or anything else) is absent."""
