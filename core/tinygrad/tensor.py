@@ -618,7 +618,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     chains = [_movement_chain(vs, t) for vs, t in zip(v.src, tgts)] if v.op is Ops.MULTI and len(v.src) == len(tgts) else [None]
     if any(c is None for c in chains):
       raise NotImplementedError(f"assign into this view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, {base.device}) "
-                                "moves elements between its shards; use setitem (t[index] = value) or assign the whole tensor, e.g. t.assign(mask.where(value, t))")
+                                "moves elements between its shards; write it with setitem, `t[index] = value` (an in-place op on such a view, as "
+                                "`t[index] += 1`, is `t[index] = t[index] + 1`), or assign the whole tensor, e.g. t.assign(mask.where(value, t))")
     xv = relayout(x.uop, v)
     parts = [_unview(c, Tensor(xs), Tensor(t)).reshape(bs.shape).uop for c, xs, t, bs in zip(chains, xv.src, tgts, base.uop.src) if c is not None]
     return multi(parts, base.uop.arg)
