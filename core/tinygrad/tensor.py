@@ -160,7 +160,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
   # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "__weakref__")
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -173,6 +173,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
     self._graph: UOp | None = None
     self._virtual = False
+    self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
@@ -513,7 +514,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """The same values, with gradients stopped: no gradient flows through it into self. Used as a leaf it gets its own
     `.grad` like any float tensor (public tinygrad's rule; torch's detach() sets requires_grad=False instead). A view, as
     in torch: assigning into it writes into self."""
-    return self._mv(UOp(Ops.DETACH, self.dtype, (self.uop,)))
+    return self._mv(lambda u: UOp(Ops.DETACH, u.dtype, (u,)))
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""
     dev = self.device if device is None else _canon_device(device)
@@ -616,6 +617,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     v = self.uop
     tgts = [b if (b := base_buffer(s)) is not None else s for s in base.uop.src]
     chains = [_movement_chain(vs, t) for vs, t in zip(v.src, tgts)] if v.op is Ops.MULTI and len(v.src) == len(tgts) else [None]
+    if any(c is None for c in chains) and self._replay is not None and all_int(base.shape):
+      # a view that gathered shards: the same ops on a stand-in for the whole tensor give its logical movement ops,
+      # inverted over the whole (multi-device) tensor, then laid out as its shards
+      stand_in = new_buffer(base.device[0], prod(base.shape), base.dtype).reshape(base.shape)
+      if (chain := _movement_chain(functools.reduce(lambda u, f: f(u), self._replay, stand_in), stand_in)) is not None:
+        return relayout(_unview(chain, x, base).uop, base.uop)
     if any(c is None for c in chains):
       raise NotImplementedError(f"assign into this view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, {base.device}) "
                                 "moves elements between its shards; write it with setitem, `t[index] = value` (an in-place op on such a view, as "
@@ -799,15 +806,20 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """The same bits read as `dtype` (which must have the same item size); a view: assigning into it writes self's bits."""
     dt = to_dtype(dtype)
     if dt.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes): sizes differ")
-    return self if dt == self.dtype else self._mv(self.uop.bitcast(dt))
+    return self if dt == self.dtype else self._mv(lambda u: u.bitcast(dt))
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
   # ---- views ----
-  def _mv(self, u: UOp) -> Tensor:
-    """A movement-op view of this tensor: assigning into it writes into the tensor it views (and every other view sees it)."""
-    ret = Tensor(u)
+  def _mv(self, fn: Callable[[UOp], UOp]) -> Tensor:
+    """The movement-op view `fn(self.uop)` of this tensor: assigning into it writes into the tensor it views (and every
+    other view sees it)."""
+    ret = Tensor(fn(self.uop))
     base = self._view_of if self._view_of is not None else self
     ret._view_of = base
+    # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
+    # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
+    # inverts them on the whole tensor
+    if base.uop.op is Ops.MULTI and (self is base or self._replay is not None): ret._replay = (self._replay or ()) + (fn,)
     if base._views is None: base._views = weakref.WeakValueDictionary()
     base._views[id(ret)] = ret
     return ret
@@ -816,7 +828,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     old, self.uop = self.uop, new
     if old is new or not self._views: return
     for v in list(self._views.values()):
-      if (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
+      if v._replay is not None and new.op is Ops.MULTI: v.uop = functools.reduce(lambda u, f: f(u), v._replay, new)
+      elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
   def _detach_view(self) -> None:
     if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)
     self._view_of = None
@@ -828,7 +841,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (a symbolic size equal to the target's but spelled otherwise, j+i for i+j, is reshaped to the target's spelling)
     padded = tuple(t if sint_eq(s, t) else s for s, t in zip((1,) * (len(shape) - self.ndim) + self.shape, shape))
     if any(s is not t and s != 1 for s, t in zip(padded, shape)): raise BroadcastError(f"cannot broadcast shapes {self.shape} and {shape}")
-    return self._mv(self.uop.reshape(padded).expand(shape))
+    return self._mv(lambda u: u.reshape(padded).expand(shape))
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""
     if isinstance(y, Tensor): return y

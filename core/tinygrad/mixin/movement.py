@@ -44,7 +44,7 @@ class MovementMixin:
       if rest == 0 or self.numel() % rest: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
       new = tuple(self.numel() // rest if s == -1 else s for s in new)
     if prod(new) != self.numel(): raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
-    return self if new == self.shape else self._mv(self.uop.reshape(new))
+    return self if new == self.shape else self._mv(lambda u: u.reshape(new))
   def _reshape_symbolic(self: Tensor, new: tuple[sint, ...]) -> Tensor:
     # sizes with variables: -1 is inferred by dividing the element counts, and the counts must agree for every value
     if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
@@ -55,7 +55,7 @@ class MovementMixin:
       new = tuple(ssimplify(self.numel() // rest) if isinstance(s, int) and s == -1 else s for s in new)
     if not sint_eq(prod(new), self.numel()):
       raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
-    return self if new == self.shape else self._mv(self.uop.reshape(new))
+    return self if new == self.shape else self._mv(lambda u: u.reshape(new))
   def view(self: Tensor, shape: Any, *args: int) -> Tensor:
     """Alias of reshape."""
     return self.reshape(shape, *args)
@@ -65,7 +65,7 @@ class MovementMixin:
     if len(o) != self.ndim: raise ArgumentError(f"permute: order {o} has {len(o)} axes, tensor of shape {self.shape} has {self.ndim}")
     res = tuple(self._resolve_dim(i) for i in o)
     if sorted(res) != list(range(self.ndim)): raise ArgumentError(f"permute: {o} is not a permutation of the axes of shape {self.shape}")
-    return self._mv(self.uop.permute(res)) if res != tuple(range(self.ndim)) else self
+    return self._mv(lambda u: u.permute(res)) if res != tuple(range(self.ndim)) else self
   def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
     """Swap two dimensions."""
     order = list(range(self.ndim))
@@ -123,7 +123,7 @@ class MovementMixin:
     def neg(p: sint) -> sint: return min(p, 0) if isinstance(p, int) else 0   # a symbolic amount is >= 0 (checked above)
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
-    ret = x._mv(x.uop.pad(pos))
+    ret = x._mv(lambda u: u.pad(pos))
     if value == 0 or all(p == (0, 0) for p in pos): return ret
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
@@ -156,13 +156,13 @@ class MovementMixin:
       if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
     elif any(not (sint_le(0, b) and sint_le(b, e) and sint_le(e, s)) for (b, e), s in zip(full, self.shape)):
       raise _symbolic_err("shrink", "{} within bounds", self.shape, full)
-    return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(self.uop.shrink(full))
+    return self if all(r == (0, s) for r, s in zip(full, self.shape)) else self._mv(lambda u: u.shrink(full))
   def flip(self: Tensor, axis: Any, *args: int) -> Tensor:
     """Reverse the order of elements along the given axes."""
     given = [self._resolve_dim(a) for a in argfix(axis, *args)]
     if len(set(given)) != len(given): raise ArgumentError(f"flip: axis {argfix(axis, *args)} names a dimension of shape {self.shape} twice")
     axes = set(given)
-    return self._mv(self.uop.flip(tuple(i in axes for i in range(self.ndim)))) if axes else self
+    return self._mv(lambda u, fl=tuple(i in axes for i in range(self.ndim)): u.flip(fl)) if axes else self
   def repeat(self: Tensor, repeats: Any, *args: int) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
     reps = argfix(repeats, *args)

@@ -1,0 +1,84 @@
+"""Views of a sharded tensor behave as numpy's views of one array: a slice across the shards' boundary (which gathers the
+shards), a slice inside one shard, a view of a view, a flip or reshape; writes into the base show in every view, writes
+into a view (assign, in-place ops, `t[i] += 1`) show in the base and in the other views. Random programs of such steps
+run against numpy on CPU:0,CPU:1 and PYTHON:0,PYTHON:1, with even and uneven shards."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, example
+from tinygrad import Tensor
+
+PAIRS = {"CPU": ("CPU:0", "CPU:1"), "PYTHON": ("PYTHON:0", "PYTHON:1")}
+
+def test_a_view_across_shards_sees_later_writes_to_its_base():
+  t = Tensor(np.arange(12, dtype=np.float32).reshape(6, 2)).shard(PAIRS["CPU"], axis=0).realize()
+  a = np.arange(12, dtype=np.float32).reshape(6, 2)
+  across, inside = t[2:5], t[0:3]
+  t[1:4] = 0
+  a[1:4] = 0
+  np.testing.assert_array_equal(across.numpy(), a[2:5])   # (was the values from before the write)
+  t[:] = 1
+  a[:] = 1
+  np.testing.assert_array_equal(inside.numpy(), a[0:3])
+
+def test_in_place_ops_on_a_view_across_shards_write_the_base():
+  t = Tensor(np.arange(12, dtype=np.float32).reshape(6, 2)).shard(PAIRS["CPU"], axis=0).realize()
+  a = np.arange(12, dtype=np.float32).reshape(6, 2)
+  t[2:5] += 1   # (raised NotImplementedError: the view's assign moved elements between shards)
+  a[2:5] += 1
+  v = t[1:4, 1]
+  v *= 3
+  a[1:4, 1] *= 3
+  np.testing.assert_array_equal(t.numpy(), a)
+  np.testing.assert_array_equal(v.numpy(), a[1:4, 1])
+
+def _slices(n: int):
+  return st.tuples(st.integers(0, n), st.integers(0, n), st.sampled_from([1, 1, 2])).map(lambda t: slice(min(t[0], t[1]), max(t[0], t[1]), t[2]))
+
+@st.composite
+def programs(draw):
+  rows, cols = draw(st.sampled_from([(6, 3), (5, 4), (7, 2), (4, 4)]))
+  axis = draw(st.sampled_from([0, 1, None]))
+  steps = []
+  for _ in range(draw(st.integers(1, 6))):
+    kind = draw(st.sampled_from(["view", "write_base", "write_view", "iadd_view", "setitem_iadd", "read"]))
+    steps.append((kind, draw(_slices(rows)), draw(_slices(cols)), draw(st.booleans()), draw(st.integers(-3, 3)), draw(st.integers(0, 7))))
+  return rows, cols, axis, steps
+
+def run_program(devs, prog):
+  rows, cols, axis, steps = prog
+  if axis is not None and (rows, cols)[axis] < len(devs): return
+  a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+  t = Tensor(a.copy()).shard(devs, axis=axis).realize()
+  views: list[tuple[Tensor, np.ndarray]] = []
+  for kind, r, c, flip, val, pick in steps:
+    if kind == "view":
+      tv, nv = t[r, c], a[r, c]
+      if flip and tv.ndim and tv.shape[0] > 0: tv, nv = tv.flip(0), nv[::-1]
+      if views and pick % 2 and views[pick % len(views)][1].ndim == 2:   # a view of a view
+        pv, pn = views[pick % len(views)]
+        tv, nv = pv[0:max(pn.shape[0] - 1, 0)], pn[0:max(pn.shape[0] - 1, 0)]
+      views.append((tv, nv))
+    elif kind == "write_base":
+      t[r, c] = float(val)
+      a[r, c] = val
+    elif kind == "setitem_iadd":
+      t[r, c] += float(val)
+      a[r, c] += val
+    elif views and kind in ("write_view", "iadd_view"):
+      tv, nv = views[pick % len(views)]
+      if nv.size == 0: continue
+      if kind == "write_view": tv.assign(Tensor(np.full(tv.shape, val, np.float32)).shard(devs)) if pick % 3 else tv.assign(tv * 2 + val)
+      else: tv += float(val)
+      if kind == "write_view": nv[...] = val if pick % 3 else nv * 2 + val
+      else: nv += val
+    elif kind == "read": t.realize()
+    for tv, nv in views: np.testing.assert_array_equal(tv.numpy(), nv, err_msg=f"a view after {kind}")
+    np.testing.assert_array_equal(t.numpy(), a, err_msg=f"the base after {kind}")
+
+@pytest.mark.parametrize("dev", list(PAIRS))
+@settings(max_examples=40)
+@example(prog=(6, 2, 0, [("view", slice(2, 5, 1), slice(0, 2, 1), False, 0, 0), ("write_base", slice(1, 4, 1), slice(0, 2, 1), False, 0, 0)]))
+@example(prog=(5, 4, 0, [("view", slice(1, 5, 2), slice(1, 3, 1), True, 0, 0), ("iadd_view", slice(0, 0, 1), slice(0, 0, 1), False, 2, 0),
+                         ("setitem_iadd", slice(0, 4, 1), slice(0, 4, 2), False, -1, 0)]))
+@given(prog=programs())
+def test_random_view_programs_match_numpy(dev, prog): run_program(PAIRS[dev], prog)
