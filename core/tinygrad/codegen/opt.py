@@ -226,6 +226,10 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     opts.append(o)
   glob, red = kernel_ranges(cur)
   st, ld = _accesses(cur)
+  # a reduce kernel's axes are chosen by the loads in its loop: an epilogue's (a residual, a transposed or concatenated
+  # input, read once per output and gathered lane by lane when strided) must not leave the matmul unblocked (ViT's first
+  # MLP adds the cat of its class token and transposed patch embeddings: scalar and unblocked, 32 ms instead of 0.9)
+  if red: ld = [x for x in ld if any(r in x.toposort() for r in red)]
   out_dt = next((s.src[1].dtype for s in cur.src if s.op is Ops.STORE), dtypes.float32)
   vw = max(2, ren.vector_bytes // out_dt.itemsize) if ren.vector_bytes else 4
   amts = tuple(a for a in (16, 8, 4, 2) if a <= vw)
