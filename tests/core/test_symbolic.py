@@ -66,6 +66,17 @@ def test_index_gate():
   assert out.src[1] is r1 and out.src[2] is (r1 < 32)
   assert simplify(buf.index(r1, c(1, dtypes.bool) if False else UOp.const(dtypes.bool, True))).src == (buf, r1)
 
+def test_index_gate_negated():
+  # a cat's second part is gated by r>=1, i.e. (r<1)!=True: its address folds under r's narrowed bounds, as the first's does
+  buf, r = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(4096), arg=0), UOp.range(17, 2)
+  idx = ((r0*16 + r - 1)//16)*100 + (r0*16 + r - 1) % 16
+  out = simplify(buf.index(idx, (r < 1).logical_not()))
+  assert out.src[1].render() == "((r2+(r0*100))+-1)" and out.src[2] is (r < 1).logical_not()
+  both = simplify(buf.index(idx, (r < 1).logical_not() & (r0 < 8)))
+  assert both.src[1].render() == "((r2+(r0*100))+-1)"
+  # the negation of an AND bounds nothing: r may be either side of 1
+  assert simplify(buf.index(idx, ((r < 1) & (r0 < 8)).logical_not())).src[1] is simplify(idx)
+
 # ---- values are kept: random trees over bounded variables ----
 VARS = [UOp.variable("a", -20, 20), UOp.variable("b", 0, 64), UOp.variable("d", -7, 3), UOp.range(12, 5)]
 DIVS = [2, 3, 4, 7, 8, 16, -1, -2, -3, -5, -8]

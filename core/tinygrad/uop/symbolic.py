@@ -127,11 +127,15 @@ def _lt_div(x: UOp, c1: UOp, c2: UOp) -> UOp | None:
 _VARS = (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)
 def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
   # variable -> bounds implied by `gate == value`, from clauses v<c / c<v (an AND chain when value is True)
-  clauses = [gate]
-  if value:
-    while any(g.op is Ops.AND for g in clauses): clauses = [s for g in clauses for s in (g.src if g.op is Ops.AND else (g,))]
+  # and from their negations c!=True (v>=c, a pad's lower edge: a cat's second part), which hold with the value flipped
+  todo, clauses = [(gate, value)], []
+  while todo:
+    g, value = todo.pop()
+    if g.op is Ops.AND and value: todo.extend((s, True) for s in g.src)
+    elif g.op is Ops.CMPNE and g.src[1].op is Ops.CONST and g.src[1].arg is True: todo.append((g.src[0], not value))
+    else: clauses.append((g, value))
   out: dict[UOp, tuple[int, int]] = {}
-  for g in clauses:
+  for g, value in clauses:
     if g.op is not Ops.CMPLT or not dtypes.is_int(g.src[0].dtype): continue
     a, b = g.src
     if a.op in _VARS and b.op is Ops.CONST: v, lo, hi = a, (a.vmin, b.arg-1) if value else (b.arg, a.vmax), None
