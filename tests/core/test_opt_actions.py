@@ -28,7 +28,8 @@ def test_elementwise(forced, device, opts, n):
 
 MATMUL = [[Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 0, 4)], [Opt(OptOps.SWAP, 0, 1)],
           [Opt(OptOps.PADTO, 1, 8), Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UNROLL, 0, 2)], [Opt(OptOps.THREAD, 1, 2), Opt(OptOps.UPCAST, 0, 2)],
-          [Opt(OptOps.PADTO, 0, 4), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)], [Opt(OptOps.UNROLL, 0, 16)]]
+          [Opt(OptOps.PADTO, 0, 4), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)], [Opt(OptOps.UNROLL, 0, 16)],
+          [Opt(OptOps.PEEL, 0, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.UPCAST, 0, 7)]]
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("opts", MATMUL, ids=str)
 @pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (16, 32, 16), (31, 16, 17)])
@@ -43,7 +44,7 @@ def test_matmul(forced, device, opts, mkn):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("opts", [[Opt(OptOps.UNROLL, 0, 8)], [Opt(OptOps.UNROLL, 0, 16), Opt(OptOps.UPCAST, 0, 2)],
-                                  [Opt(OptOps.PADTO, 0, 4)], [Opt(OptOps.THREAD, 0, 3)]], ids=str)
+                                  [Opt(OptOps.PADTO, 0, 4)], [Opt(OptOps.THREAD, 0, 3)], [Opt(OptOps.PEEL, 0, 5), Opt(OptOps.UNROLL, 0, 5)]], ids=str)
 @pytest.mark.parametrize("shape", [(1, 1), (3, 16), (6, 64), (13, 48)])
 def test_row_reduces(forced, device, opts, shape):
   x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -51,6 +52,18 @@ def test_row_reduces(forced, device, opts, shape):
   t = Tensor(x, device=_dev(device))
   np.testing.assert_allclose(t.sum(1).numpy(), x.sum(1), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(t.max(1).numpy(), x.max(1))
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opts", [[Opt(OptOps.PEEL, 0, 4)], [Opt(OptOps.PEEL, 1, 3), Opt(OptOps.UNROLL, 1, 3)],
+                                  [Opt(OptOps.PEEL, 1, 4), Opt(OptOps.UNROLL, 0, 13)]], ids=str)
+def test_peel_a_reduce_over_two_axes(forced, device, opts):
+  # the tail steps of the inner axis are still reduced over the outer one (inside its loop); the outer axis is not cut
+  x = np.random.default_rng(2).standard_normal((3, 13, 7)).astype(np.float32)
+  applied = forced(opts)
+  t = Tensor(x, device=_dev(device))
+  np.testing.assert_allclose(t.sum((1, 2)).numpy(), x.sum((1, 2)), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(t.max((1, 2)).numpy(), x.max((1, 2)))
+  assert len(applied) == (0 if opts[0].axis == 0 else 2), "the kernels (sum, max) take the actions where they fit"
 
 def _mm_ast(m, k, n):
   return (Tensor.empty(m, k, device="NULL") @ Tensor.empty(k, n, device="NULL")).schedule()[-1].ast
@@ -60,7 +73,8 @@ def _mm_ast(m, k, n):
   (Opt(OptOps.UNROLL, 0, 3), "must be >1 and divide"), (Opt(OptOps.UNROLL, 1, 2), "out of range"),
   (Opt(OptOps.PADTO, 0, 1), "must be >1"), (Opt(OptOps.PADTO, 2, 8), "out of range"),
   (Opt(OptOps.SWAP, 1, 1), "two different"), (Opt(OptOps.SWAP, 0, 3), "out of range"),
-  (Opt(OptOps.THREAD, 0, 2), "proper divisor"), (Opt(OptOps.THREAD, 1, 6), "proper divisor")])
+  (Opt(OptOps.THREAD, 0, 2), "proper divisor"), (Opt(OptOps.THREAD, 1, 6), "proper divisor"),
+  (Opt(OptOps.PEEL, 0, 13), "not divide"), (Opt(OptOps.PEEL, 0, 14), "at most the size"), (Opt(OptOps.PEEL, 1, 2), "out of range")])
 def test_invalid_actions_raise(opt, msg):
   ast = _mm_ast(7, 13, 6)   # globals (7, 6), reduce 13: primes where the amounts do not divide
   from tinygrad.uop.upat import graph_rewrite

@@ -205,3 +205,26 @@ def test_matmul_with_a_gathered_epilogue_matches_numpy(device, shape):
     got = _mlp_out(*(Tensor(v, device=_dev(device)) for v in (h, w, x, cls, pos))).numpy()
   want = np.concatenate([cls, x.reshape(1, d, n - 1).transpose(0, 2, 1)], axis=1) + pos + h.astype(np.float64) @ w.T.astype(np.float64)
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+def test_prime_reduce_is_peeled_into_vector_accumulators():
+  # attention's softmax over 197 tokens: no unroll divides 197, so the reduce ran one scalar step at a time (0.4 ms per
+  # ViT-Ti softmax kernel); its last 5 steps are peeled off and the first 192 kept in 16-wide vector accumulators
+  from tinygrad.codegen import get_program
+  ren = Device["CPU"].renderer
+  red = [si.ast for si in Tensor.empty(3, 197, 197).softmax(-1).schedule() if any(u.op.name == "REDUCE" for u in si.ast.toposort())]
+  assert len(red) == 2
+  for ast in red:
+    assert hand_coded_opts(_kernel(ast, ren), ren) == [Opt(OptOps.PEEL, 0, 64), Opt(OptOps.UNROLL, 0, 64)]
+    assert "<16 x float>" in get_program(ast, ren, compile=False).src
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("n", [197, 131, 67])
+def test_peeled_softmax_matches_numpy(device, n):
+  x = np.random.default_rng(n).standard_normal((3, 5, n)).astype(np.float32) * 4
+  x[0, 0, n-1] = 60.0   # the row's max in the peeled tail
+  method_cache.clear()
+  t = Tensor(x, device=_dev(device))
+  e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+  np.testing.assert_allclose(t.softmax(-1).numpy(), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(t.max(-1).numpy(), x.max(-1))
+  np.testing.assert_allclose(t.sum(-1).numpy(), x.astype(np.float64).sum(-1), rtol=1e-5, atol=1e-4)
