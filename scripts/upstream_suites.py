@@ -29,6 +29,7 @@ SUITES: dict[str, list[str]] = {
   "user": ["test/test_tiny.py", "test/backend/test_nn.py", "test/backend/test_optim.py", "test/backend/test_setitem.py",
            "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
            "test/unit/test_assign.py"],
+  "custom": ["test/backend/test_custom_kernel.py"],
 }
 
 # (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module
@@ -46,6 +47,8 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.engine.realize", "lower_and_compile", "function"),
   ("tinygrad.engine.realize", "pm_beam", "function"),
   ("tinygrad.helpers", "Target", "class"),
+  ("tinygrad.renderer.ptx", "PTXRenderer", "class"),                # upstream's PTX renderer (ours is the NV plugin's)
+  ("tinygrad.dtype", "Invalid", "flag"),                            # upstream's marker of an unwritten value (imported, unused)
 ]
 
 CONFTEST = '''# written by scripts/upstream_suites.py: placeholders for upstream-only internals (see SHIMS there)
