@@ -27,7 +27,7 @@ def _inputs(args: tuple, kwargs: dict) -> set[UOp]:
   # a multi-device input's ops are built on its per-device parts (tinygrad/multi.py): those are the inputs the result reads
   return out | {s for u in out if u.op is Ops.MULTI for s in u.src}
 
-def implicit_buffers(ret: list[UOp], explicit: set[UOp]) -> list[UOp]:
+def implicit_buffers(ret: list[UOp], explicit: set[UOp], made_from: int | None = None) -> list[UOp]:
   """The BUFFERs the graphs `ret` read that are not under an `explicit` input, nor under an unrealized ASSIGN or
   CONTIGUOUS that depends on no explicit input (those are computed once, outside, as public tinygrad captures them)."""
   topo = UOp(Ops.SINK, src=tuple(ret)).toposort(gate=lambda x: x not in explicit)
@@ -35,7 +35,9 @@ def implicit_buffers(ret: list[UOp], explicit: set[UOp]) -> list[UOp]:
   for n in topo:
     if n in explicit or any(s in dep for s in n.src): dep.add(n)
   def gate(x: UOp) -> bool: return x not in explicit and not (x.op in (Ops.ASSIGN, Ops.CONTIGUOUS) and x not in dep)
-  return [u for u in UOp(Ops.SINK, src=tuple(ret)).toposort(gate=gate) if u.op is Ops.BUFFER and u not in explicit]
+  # (a custom kernel's output buffer made in the body, Tensor.empty/invalids numbered `made_from` on: the body's own, not an input)
+  scratch = {b for n in topo if n.op is Ops.KERNEL for s in n.src if (b := s.base).op is Ops.BUFFER and made_from is not None and b.src[0].arg >= made_from}
+  return [u for u in UOp(Ops.SINK, src=tuple(ret)).toposort(gate=gate) if u.op is Ops.BUFFER and u not in explicit and u not in scratch]
 
 class _function(Generic[R]):
   depth = 0   # how many decorated bodies are running (nested calls)
@@ -49,13 +51,15 @@ class _function(Generic[R]):
   def __get__(self, obj: Any, objtype: Any = None) -> Any: return functools.partial(self.__call__, obj) if obj is not None else self
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     from tinygrad.tensor import Tensor
+    from tinygrad.engine.buffers import _unique
+    made_from = next(_unique)
     _function.depth += 1
     try: ret = self.fxn(*args, **kwargs)
     finally: _function.depth -= 1
     if isinstance(ret, Tensor): outs = [ret]
     elif isinstance(ret, tuple) and all(isinstance(x, Tensor) for x in ret): outs = list(ret)
     else: raise RuntimeError(f"function {self.name} returned {type(ret).__name__}; a function returns a Tensor or a tuple of Tensors")
-    if not self.allow_implicit and (imp := implicit_buffers([t.uop for t in outs], _inputs(args, kwargs))):
+    if not self.allow_implicit and (imp := implicit_buffers([t.uop for t in outs], _inputs(args, kwargs), made_from)):
       desc = "\n  ".join(f"{i}: dtype={b.dtype}, size={b.arg}, device={b.device}" for i, b in enumerate(imp))
       raise RuntimeError(f"function {self.name} has {len(imp)} implicit buffer(s), but allow_implicit=False (pass them as arguments, "
                          f"or use @function(allow_implicit=True))\n  {desc}")

@@ -157,6 +157,16 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
     return ((ctx.expand(x.shape)) * zero.where(others.expand(x.shape), ret.expand(x.shape) / safe),)
   raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
 
+def _kernel_grad(k: UOp, outs: list[UOp | None]) -> tuple[UOp | None, ...]:
+  # public tinygrad's grad_fxn protocol: (gradient, kernel), or (*gradients, call=kernel), kernel.src[1:] the tensors
+  if k.arg.grad_fxn is None: raise RuntimeError("a custom_kernel without grad_fxn has no gradient: pass grad_fxn= to Tensor.custom_kernel")
+  call, gs = UOp(Ops.KERNEL, dtypes.void, (k.arg.ast,) + k.src, k.arg), [g for g in outs if g is not None]
+  ret = tuple(k.arg.grad_fxn(*gs, call=call) if len(gs) > 1 else k.arg.grad_fxn(gs[0], call))
+  if len(ret) != len(k.src) or any(g is not None and (not isinstance(g, UOp) or g.shape != s.shape) for g, s in zip(ret, k.src)):
+    raise ValueError(f"grad_fxn must return one gradient (a UOp of the tensor's shape, or None) per tensor {[s.shape for s in k.src]}, "
+                     f"got {[g.shape if isinstance(g, UOp) else g for g in ret]}")
+  return tuple(g if g is None or g.dtype == s.dtype else g.cast(s.dtype) for g, s in zip(ret, k.src))
+
 def _toposort_for_grad(root: UOp, targets: set[UOp]) -> list[UOp]:
   """The nodes between `root` and `targets` (a DETACH cuts the walk; a pending ASSIGN passes it to the value), sources first."""
   topo = root.toposort(gate=_walks)
@@ -171,9 +181,20 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   path = _toposort_for_grad(root, targets)
   on_path = set(path)
   grads: dict[UOp, UOp] = {root: root_grad}
+  outs: dict[UOp, list[UOp | None]] = {}   # a custom kernel -> the gradient of each of its outputs (AFTER nodes)
   for node in reversed(path):
     g = grads.get(node)
     if g is None or not any(s in on_path for s in node.src): continue
+    if node.op is Ops.AFTER:   # output j of a custom kernel: its value is what the kernel wrote, not src[0]'s old value
+      k, j = node.src[1], node.src[1].src.index(node.src[0])
+      kg = outs.setdefault(k, [None] * len(k.src))
+      kg[j] = g if kg[j] is None else kg[j] + g
+      grads[k] = k
+      continue
+    if node.op is Ops.KERNEL:
+      for s, sg in zip(node.src, _kernel_grad(node, outs[node])):
+        if sg is not None and s in on_path: grads[s] = grads[s] + sg if s in grads else sg
+      continue
     if node.op is Ops.REDUCE_AXIS and isinstance(node.tag, tuple) and node.tag[:1] == ("conv",):
       from tinygrad.mixin.nn import conv_backward   # a conv's gradients are convs too (conv2d tags its reduce)
       if (direct := conv_backward(node, g)) is not None:

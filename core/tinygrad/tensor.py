@@ -339,7 +339,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
     # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
     # result the KV-cache assign needs, which the queries need too)
-    if held: amap |= Tensor._live_intermediates(held, rl)
+    # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
+    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl)
     if amap:
       for x in live_tensors():
         if (u := x.uop).op is not Ops.BUFFER and base_buffer(u) is None: x.uop = u.substitute(amap)   # (most are buffers)
@@ -505,6 +506,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def contiguous(self) -> Tensor:
     """A tensor that is realized into its own buffer when computed (a kernel boundary)."""
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def custom_kernel(self, *lst: Tensor, fxn: Callable, grad_fxn: Callable | None = None) -> list[Tensor]:
+    """Run a kernel written in UOps on the buffers of self and `lst`; returns each of them as it is after the kernel ran
+    (the kernel writes its outputs into them in place: pass `Tensor.empty_like(x)` for a fresh output). `fxn` gets one
+    placeholder per tensor (its shape and dtype; index it, store into it) and returns the kernel's SINK: stores ended over
+    their ranges. `grad_fxn(gradient, kernel)` (several outputs with a gradient: `grad_fxn(*gradients, call=kernel)`)
+    returns one gradient (a UOp, or None) per tensor, `kernel.src[1:]` being the tensors. Public tinygrad's alpha API."""
+    return [Tensor(u) for u in UOp.custom_kernel(*[t.uop for t in (self,) + lst], fxn=fxn, grad_fxn=grad_fxn)]
   def contiguous_backward(self) -> Tensor:
     """The same tensor in the forward pass (no kernel); in the backward pass its gradient is made contiguous (a kernel
     boundary), as public tinygrad's CONTIGUOUS_BACKWARD: a DETACH tagged so that autograd passes through it."""
@@ -908,3 +916,10 @@ for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
   _attr = next(c.__dict__[_name] for c in Tensor.__mro__ if _name in c.__dict__)   # as defined, not bound (getattr_static)
   if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
   elif isinstance(_attr, types.FunctionType): setattr(Tensor, _name, _int_args(_attr))
+
+# public tinygrad's UOp shares the Tensor's reductions (its mixins): on a tensor-level UOp they build the Tensor's graph
+def _uop_reduce(name: str) -> Callable[..., UOp]:
+  def f(self: UOp, *args: Any, **kwargs: Any) -> UOp: return getattr(Tensor(self), name)(*args, **kwargs).uop
+  f.__name__, f.__doc__ = name, f"Tensor.{name} of this tensor-level UOp."
+  return f
+for _name in ("sum", "prod", "max", "min", "mean", "var", "std"): setattr(UOp, _name, _uop_reduce(_name))

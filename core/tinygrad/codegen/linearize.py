@@ -34,6 +34,7 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   closes: dict[UOp, frozenset[UOp]] = {}
   globals_ = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
   for i, g in enumerate(globals_): parents[g] = frozenset(globals_[:i])
+  _end_nesting(sink, parents, closes)
   replace: dict[UOp, UOp] = {}
   inits: dict[UOp, tuple[UOp, ...]] = {}   # an accumulator's init STORE -> the ranges it is reset before
   nacc = 0
@@ -60,6 +61,19 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   # deeper than this reduce's own operands reach, and a reset outside that loop would carry the sum across its iterations
   for init, rs in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in rs)) - set(rs)
   return replace.get(sink, sink), parents, closes
+
+def _end_nesting(sink: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> None:
+  """A hand-written kernel (engine/schedule.py lower_custom) says where its loops end: END(body, *ranges), whose users run
+  after those loops. A loop runs inside the loops its body depends on (an earlier loop of the same END outside a later
+  one), not inside those of the END's users: a loop read after it by another loop runs once, before that loop."""
+  ends = [u for u in sink.toposort() if u.op is Ops.END and len(u.src) > 1]
+  if not ends: return
+  scope: dict[UOp, frozenset[UOp]] = {}
+  for n in sink.toposort():
+    if n.op is Ops.END and len(n.src) > 1:
+      closes[n] = rs = frozenset(n.src[1:])
+      for r in rs: parents[r] = parents.get(r, frozenset()) | (scope[n.src[0]] - rs) | {q for q in rs if q.arg[0] < r.arg[0]}
+    scope[n] = _one_scope(n, scope, parents, closes)
 
 def _scope_of(u: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> set[UOp]:
   scope: dict[UOp, frozenset[UOp]] = {}
@@ -96,7 +110,13 @@ def linearize(sink: UOp, mulacc: bool = False) -> list[UOp]:
   # kernel arguments first, in the order the runtime passes them (buffers by slot, then variables by name): renderers
   # declare parameters in uop order
   args = sorted([u for u in out if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg) + sorted([u for u in out if u.op is Ops.DEFINE_VAR], key=lambda u: u.arg)
-  return args + [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+  out = args + [u for u in out if u.op not in (Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR)]
+  # a hand-written kernel's END(body, *ranges) (and a group, a SINK) only placed its users after the loops, which the loops'
+  # own ENDs close: they leave the list and the sources of what used them (the order keeps what they ordered)
+  if not any(u.op is Ops.END and len(u.src) > 1 for u in out): return out
+  new: dict[UOp, UOp] = {}
+  for u in out: new[u] = u.replace(src=tuple(new.get(x, x) for x in u.src if not (x.op is Ops.SINK or x.op is Ops.END and len(x.src) > 1)))
+  return [new[u] for u in out if not (u.op is Ops.END and len(u.src) > 1)]
 
 def _emit(prefix: tuple[UOp, ...], nodes: list[UOp], path: dict[UOp, tuple[UOp, ...]], order: dict[UOp, int], out: list[UOp]) -> None:
   depth = len(prefix)

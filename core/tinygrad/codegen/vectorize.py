@@ -126,8 +126,9 @@ def _store_runs(stores: list[UOp], p: _Packer) -> list[list[UOp]]:
   """Runs of stores to consecutive addresses of one buffer under one gate, each at most the vector width."""
   groups: dict[tuple, dict[int, UOp]] = {}
   for s in stores:
+    if s.op is not Ops.STORE or len(s.src) != 2: continue   # (a hand-written kernel's SINK holds more than stores)
     idx = s.src[0]
-    if len(s.src) != 2 or idx.op is not Ops.INDEX or idx.src[0].op is not Ops.DEFINE_GLOBAL or not p.ok(s.src[1].dtype): continue
+    if idx.op is not Ops.INDEX or idx.src[0].op is not Ops.DEFINE_GLOBAL or not p.ok(s.src[1].dtype): continue
     base, c = _affine(idx.src[1])
     groups.setdefault((idx.src[0], idx.src[2:], base), {})[c] = s
   runs: list[list[UOp]] = []

@@ -316,7 +316,9 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
       if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
       raise
     # (nothing to hand on when every item wrote a result or an assign's target: the roots' buffers)
-    if held is not None and any(ei.bufs[0] not in keep for ei in schedule): held.update(_completed(uops, schedule, plan))
+    # (and a custom kernel's outputs, which are its tensors' buffers, written in place: it must not run again)
+    def custom(ei: ExecItem) -> bool: return getattr(ei.metadata.get("key_node") if ei.node is None else ei.node, "op", None) is Ops.KERNEL
+    if held is not None and any(ei.bufs[0] not in keep or custom(ei) for ei in schedule): held.update(_completed(uops, schedule, plan))
   return [results[u] for u in uops]
 
 def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> dict[UOp, UOp]:
@@ -325,8 +327,15 @@ def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> di
   mem = [plan.get(ei.bufs[0], ei.bufs[0]) for ei in ran]
   last = {m: i for i, m in enumerate(mem)}
   out: dict[UOp, UOp] = {}
-  for i, (ei, n) in enumerate(zip(ran, item_nodes(uops, ran))):
+  nodes = item_nodes(uops, ran)
+  # a custom kernel's outputs (AFTER nodes over it): the buffers it wrote, unless a later item reused one's memory
+  afters = [u for u in UOp(Ops.SINK, src=tuple(uops)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if u.op is Ops.AFTER] \
+    if any(n is not None and n.op is Ops.KERNEL for n in nodes) else []
+  for i, (ei, n) in enumerate(zip(ran, nodes)):
     if n is None: continue
-    if n.op is Ops.ASSIGN: out[n] = n.src[0]
+    if n.op is Ops.KERNEL:
+      for a in afters:
+        if a.src[1] is n and last.get(m := plan.get(b := ei.bufs[n.src.index(a.src[0])], b), -1) <= i: out[a] = buffer_view(m, a.shape)
+    elif n.op is Ops.ASSIGN: out[n] = n.src[0]
     elif last[mem[i]] == i: out[n] = buffer_view(mem[i], n.shape)
   return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, AxisType, sint, smax, sym_vars, _rebuild
+from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
 from tinygrad.engine.buffers import new_buffer, base_buffer
 from tinygrad.codegen.index64 import narrow_indices
@@ -65,7 +65,9 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
   for r in roots:
     if base_buffer(r) is None: realizes[r] = None
   for n in nodes:
-    if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN): realizes[n] = None
+    if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.KERNEL, Ops.AFTER): realizes[n] = None
+    # a custom kernel's tensors are its buffers: each one that is not one yet is computed into one first
+    if n.op is Ops.KERNEL: realizes.update(dict.fromkeys(_src_of(s) for s in n.src))
     if n.op is Ops.COPY and base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
   for n in reversed(nodes):
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
@@ -297,7 +299,7 @@ class KernelBuilder:
       self.reads.add(node)
       return self.load(node, node.shape, ix, g)
     if node in self.realizes and node is not self.root:
-      self.deps.add(node)
+      self.deps.add(_dep(node))
       return self.load(self.buffer_map[node], node.shape, ix, g)
     if node.op is Ops.PAD:
       valid = self._pad_valid(node, ix)
@@ -382,6 +384,50 @@ def _kernel_name(shape: tuple[sint, ...], store: UOp) -> str:
   rsizes = [r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0] for u in reduces for r in u.src[1:]]
   prefix = "r" if reduces else "E"
   return "_".join([prefix] + [_size_name(s) for s in shape if not (isinstance(s, int) and s == 1)] + [_size_name(s) for s in rsizes]) or prefix
+
+# ---- a hand-written kernel (Tensor.custom_kernel) in this IR ----
+def _dep(u: UOp) -> UOp: return u.src[1] if u.op is Ops.AFTER else u   # what computes a realized node: a custom kernel's output, that kernel
+def _src_of(s: UOp) -> UOp:
+  """The node whose buffer serves custom kernel tensor `s`: s's base where s's elements are all of it in its order (a
+  reshape, x.T.T), else s (computed into a buffer of its own)."""
+  b = s.base
+  if b is s or prod(b.shape) != prod(s.shape) or not all_int(s.shape) or Ops.PAD in {u.op for u in s.toposort(gate=lambda x: x is not b)}: return s
+  rs = tuple(UOp.range(n, k) for k, n in enumerate(s.shape))
+  under, idx = view_index(s, rs)
+  return b if _flat(idx, under.shape).simplify() is _flat(rs, s.shape).simplify() else s
+
+def lower_custom(ast: UOp) -> UOp:
+  """A kernel written over placeholder views (UOp.placeholder, INDEX(view, offset) as value or store target, AFTER for
+  ordering, END closing loops) as this IR's kernel: INDEX(DEFINE_*, offset) loaded or stored, AFTER's dependencies on the
+  LOAD or STORE (ordering sources), ENDs left for the linearizer to nest the loops by. Its loops are REDUCE loops: none
+  is split over threads (iterations may depend on each other), and the optimizer gets no actions unless it names some."""
+  done: dict[UOp, UOp] = {}
+  ptrs: dict[UOp, tuple[UOp, tuple[UOp, ...]]] = {}
+  def base(v: UOp) -> tuple[UOp, tuple[UOp, ...]]:
+    deps: list[UOp] = []
+    while v.op not in GroupOp.Defines:
+      if v.op is Ops.AFTER: deps += [done[d] for d in v.src[1:]]
+      v = v.src[0]
+    return v, tuple(deps)
+  open_: dict[UOp, frozenset[UOp]] = {}
+  for n in ast.toposort():
+    open_[n] = frozenset().union(*(open_[x] for x in n.src)) | ({n} if n.op is Ops.RANGE else set())
+    if n.op is Ops.END: open_[n] -= set(n.src[1:])
+    if n.op is Ops.INDEX and not isinstance(n.dtype, PtrDType):
+      buf, deps = base(n.src[0])
+      ptrs[n] = (UOp(Ops.INDEX, buf.dtype, (buf, done[n.src[1]])), deps)
+      done[n] = ptrs[n][0].load(*deps)
+    elif n.op is Ops.STORE and n.src[0] in ptrs: done[n] = UOp(Ops.STORE, dtypes.void, (ptrs[n.src[0]][0], done[n.src[1]]) + ptrs[n.src[0]][1])
+    elif n.op is Ops.AFTER: done[n] = UOp.group(*base(n)[1])
+    elif n.op is Ops.RANGE and n.arg[1] is AxisType.LOOP: done[n] = UOp(Ops.RANGE, n.dtype, tuple(done[x] for x in n.src), (n.arg[0], AxisType.REDUCE))
+    elif n.op in GroupOp.Movement or n.op in GroupOp.Defines: done[n] = n
+    else: done[n] = UOp(n.op, n.dtype, tuple(done[x] for x in n.src), n.arg, n.tag)
+  if open_[ast]: raise ValueError(f"custom kernel leaves loops open: {sorted(r.arg[0] for r in open_[ast])}; close each with .end(range)")
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo(ast.arg if isinstance(ast.arg, str) else "custom")
+  if info.opts_to_apply is None: info = KernelInfo(info.name, ())
+  # every placeholder stays a kernel argument, used or not: the runtime passes each tensor's buffer
+  params = tuple(u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL)
+  return UOp(Ops.SINK, dtypes.void, done[ast].src + params, info)
 
 # ---- the whole schedule ----
 # ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
@@ -517,7 +563,18 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
   order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
+  def buf(s: UOp) -> UOp: return b if (b := _src_of(s)).op is Ops.BUFFER else buffer_map[b]
   def build(n: UOp) -> None:
+    if n.op is Ops.AFTER:   # the buffer of the custom kernel's tensor, which the kernel wrote
+      if len(n.src) != 2 or n.src[1].op is not Ops.KERNEL:
+        raise NotImplementedError(f"AFTER over {[s.op for s in n.src[1:]]} in a tensor graph: only Tensor.custom_kernel's outputs are one here")
+      buffer_map[n] = buf(n.src[0])
+      return
+    if n.op is Ops.KERNEL:
+      bufs = [buf(s) for s in n.src]
+      items[n] = (ExecItem(lower_custom(n.arg.ast), bufs, node=n), {b for s in n.src if (b := _src_of(s)).op is Ops.BUFFER},
+                  {_dep(_src_of(s)) for s in n.src} & items.keys())
+      return
     if n.op is Ops.ASSIGN:
       target = base_buffer(n.src[0])
       if target is None: raise ValueError("assign target must be a realized, contiguous tensor")
@@ -527,7 +584,7 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       src_base = base_buffer(n.src[0])
       src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
       items[n] = (ExecItem(n, [buffer_map[n], src_buf], node=n), {src_base} if src_base is not None else set(),
-                  set() if src_base is not None else {n.src[0]})
+                  set() if src_base is not None else {_dep(n.src[0])})
       return
     else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
     if n.size == 0: return  # nothing to compute for an empty tensor
@@ -572,6 +629,11 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
     if n.op is Ops.ASSIGN:
       target = buffer_map[n]
       after[n] |= {k for k, (_, reads, _) in items.items() if k is not n and target in reads}
+    if n.op is Ops.KERNEL:   # a custom kernel writes buffers in place: after every other reader of what they held
+      ei = items[n][0]
+      slots = {u.src[0].src[0].arg for u in ei.ast.toposort() if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL}
+      bufs, srcs = {ei.bufs[i] for i in slots}, {_dep(_src_of(n.src[i])) for i in slots}
+      after[n] |= {k for k, (_, reads, deps) in items.items() if k is not n and (bufs & reads or srcs & deps)}
   pos = {n: i for i, n in enumerate(items)}
   out: list[ExecItem] = []
   done: set[UOp] = set()

@@ -6,7 +6,7 @@ from enum import Enum, auto
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.dtype import DType, PtrDType, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
 from tinygrad.helpers import prod, all_int, to_function_name
 
 class AxisType(Enum):
@@ -147,7 +147,7 @@ class UOp(metaclass=UOpMetaClass):
     return ret
   @property
   def parents(self) -> dict[UOp, None]: return self.toposort()
-  def sink(self, *srcs: UOp) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,) + srcs)
+  def sink(*srcs: UOp, arg: Any = None) -> UOp: return UOp(Ops.SINK, dtypes.void, srcs, arg)   # x.sink(y) or UOp.sink(x, y, arg=...)
   def substitute(self, dvars: dict[UOp, UOp]) -> UOp:
     """This graph with every node in `dvars` replaced by its value."""
     if not dvars: return self
@@ -233,8 +233,8 @@ class UOp(metaclass=UOpMetaClass):
     if v.op is not Ops.DEFINE_VAR: raise TypeError(f"expr needs a variable, got {self.op}")
     return v.arg[0]
   @staticmethod
-  def range(end: int | UOp, axis: int, kind: AxisType = AxisType.LOOP, dtype: DType = dtypes.index) -> UOp:
-    return UOp(Ops.RANGE, dtype, (UOp.const(dtype, end) if isinstance(end, int) else end,), (axis, kind))
+  def range(end: int | UOp, axis: int, axis_type: AxisType = AxisType.LOOP, dtype: DType = dtypes.index) -> UOp:
+    return UOp(Ops.RANGE, dtype, (UOp.const(dtype, end) if isinstance(end, int) else end,), (axis, axis_type))
   def alu(self, op: Ops, *src: UOp) -> UOp:
     dtype = dtypes.bool.vec(self.dtype.count) if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
     return UOp(op, dtype, (self,) + src)
@@ -247,7 +247,8 @@ class UOp(metaclass=UOpMetaClass):
   def index(self, idx: UOp, gate: UOp | None = None) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, idx) if gate is None else (self, idx, gate))
   def load(self, *src: UOp, dtype: DType | None = None) -> UOp:
     return UOp(Ops.LOAD, dtype if dtype is not None else (self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype), (self,) + src)
-  def store(self, val: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, val))
+  def store(self, val: UOp | ConstType) -> UOp:
+    return UOp(Ops.STORE, dtypes.void, (self, val if isinstance(val, UOp) else UOp.const(self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype, val)))
   def gep(self, i: int | tuple[int, ...]) -> UOp:
     idx = (i,) if isinstance(i, int) else i
     if self.dtype.vcount == 1 and idx == (0,): return self
@@ -373,8 +374,11 @@ class UOp(metaclass=UOpMetaClass):
     if _multi_shard_by is None: raise RuntimeError("UOp._shard needs tinygrad.multi (import tinygrad does)")
     return _multi_shard_by(self, axis, piece)
   def unshard(self, axis: int | tuple[int, ...], device_range: Any = None) -> UOp:
-    """The multi-device tensor itself (_shard already gives it its whole shape); checks that `axis` are its sharded axes."""
+    """The multi-device tensor itself (_shard already gives it its whole shape); checks that `axis` are its sharded axes.
+    A replicated one's copies become the shards of one tensor along `axis` (an empty output for a sharded custom kernel)."""
     axes = {axis} if isinstance(axis, int) else set(axis)
+    # a replicated tensor's copies read as the shards of one tensor (public tinygrad builds a sharded empty output so)
+    if self.op is Ops.MULTI and self.arg is None and isinstance(axis, int): return UOp(Ops.MULTI, self.dtype, self.src, axis)
     have = {a for a, _ in self.arg} if self.op is Ops.MULTI and isinstance(self.arg, tuple) else {self.axis}
     if axes != have: raise RuntimeError(f"unshard: axes {sorted(axes)} are not the sharded axes {sorted(a for a in have if a is not None)}")
     return self
@@ -448,6 +452,76 @@ class UOp(metaclass=UOpMetaClass):
   def r(self, op: Ops, axes: tuple[int, ...]) -> UOp:
     axes = tuple(a for a in sorted(axes) if self.shape[a] != 1)
     return self if not axes else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
+  def flatten(self) -> UOp: return self.reshape((prod(self.shape),))
+  def numel(self) -> int: return prod(self.shape)
+
+  # ---- a kernel written by hand (Tensor.custom_kernel), in public tinygrad's words: buffers seen in a shape, indexed ----
+  @staticmethod
+  def placeholder(shape: tuple[int, ...], dtype: DType, slot: int, addrspace: AddrSpace = AddrSpace.GLOBAL) -> UOp:
+    """Buffer `slot` of a hand-written kernel (LOCAL, REG: scratch memory of the kernel), viewed as a tensor of `shape`."""
+    op = {AddrSpace.GLOBAL: Ops.DEFINE_GLOBAL, AddrSpace.LOCAL: Ops.DEFINE_LOCAL, AddrSpace.REG: Ops.DEFINE_REG}[addrspace]
+    return UOp(Ops.RESHAPE, dtype, (UOp(op, dtype.ptr(prod(shape), addrspace), (), slot),), tuple(shape))
+  def __getitem__(self, idx: Any) -> UOp:
+    """An element of a placeholder view: INDEX(view, offset) (a value; the store target when stored into). A `:` keeps its
+    axis: `x[i, :]` is the row i view."""
+    idx = tuple(idx) if isinstance(idx, tuple) else (idx,)
+    if len(idx) != len(self.shape): raise IndexError(f"{len(idx)} indices for a view of shape {self.shape}")
+    if any(isinstance(i, slice) for i in idx):
+      if any(isinstance(i, slice) and i != slice(None) for i in idx): raise IndexError(f"only a whole axis (:) slices a kernel view, got {idx}")
+      cut = UOp(Ops.SHRINK, self.dtype, (self,), tuple((0, s) if isinstance(i, slice) else (i, i+1) for i, s in zip(idx, self.shape)))
+      return UOp(Ops.RESHAPE, self.dtype, (cut,), tuple(s for i, s in zip(idx, self.shape) if isinstance(i, slice)))
+    return UOp(Ops.INDEX, self.dtype, (self, _view_offset(self, tuple(UOp.const(dtypes.index, i) if isinstance(i, int) else i for i in idx))))
+  def __iter__(self): raise TypeError("a UOp is not iterable")   # (__getitem__ alone would make tuple(uop) silently empty)
+  def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self,) + deps) if deps else self
+  def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self,) + ranges) if ranges else self
+  def set(self, val: UOp | ConstType, end: UOp | tuple[UOp, ...] | list[UOp] = ()) -> UOp:
+    """Store `val` here (an INDEX), closing the loops `end`: the view after that store."""
+    return self.src[0].after(self.store(val).end(*((end,) if isinstance(end, UOp) else end)))
+  def group(*srcs: UOp) -> UOp: return srcs[0] if len(srcs) == 1 else UOp(Ops.SINK, dtypes.void, srcs)
+  @staticmethod
+  def custom_kernel(*srcs: UOp, fxn: Callable, grad_fxn: Callable | None = None) -> list[UOp]:
+    """Each of `srcs` after the kernel fxn(*placeholders) ran on their buffers (see Tensor.custom_kernel)."""
+    if not srcs: raise TypeError("custom_kernel needs at least one tensor (the kernel's buffers)")
+    if any(s.op is Ops.MULTI for s in srcs):   # one kernel per device, on each tensor's shard there
+      devs = {s.device for s in srcs}
+      if len(devs) != 1 or any(s.op is not Ops.MULTI for s in srcs): raise ValueError(f"custom_kernel's tensors must be on the same devices, got {sorted(map(str, devs))}")
+      per = [UOp.custom_kernel(*[s.src[d] for s in srcs], fxn=fxn, grad_fxn=grad_fxn) for d in range(len(srcs[0].src))]
+      return [UOp(Ops.MULTI, s.dtype, tuple(p[j] for p in per), s.arg) for j, s in enumerate(srcs)]
+    if not all(all_int(s.shape) for s in srcs): raise ValueError(f"custom_kernel needs concrete shapes, got {[s.shape for s in srcs]}")
+    if len(devs := {s.device for s in srcs}) != 1: raise ValueError(f"custom_kernel's tensors must be on one device, got {sorted(map(str, devs))}")
+    ast = fxn(*[UOp.placeholder(s.shape, s.dtype, i) for i, s in enumerate(srcs)])
+    if not isinstance(ast, UOp) or ast.op is not Ops.SINK:
+      raise TypeError(f"custom_kernel's fxn must return a kernel SINK (stores ended over their ranges, then .sink()), got {ast.op if isinstance(ast, UOp) else type(ast).__name__}")
+    k = UOp(Ops.KERNEL, dtypes.void, srcs, CustomKernel(ast, grad_fxn))
+    return [UOp(Ops.AFTER, s.dtype, (s, k)) for s in srcs]
+
+@dataclass(frozen=True)
+class CustomKernel:
+  """A KERNEL node's arg for Tensor.custom_kernel: the hand-written kernel (over placeholders) and its gradient function."""
+  ast: UOp
+  grad_fxn: Callable | None = None
+
+def _flat(idx: tuple[Any, ...], shape: tuple[int, ...]) -> UOp:
+  return sum((i * prod(shape[k+1:]) for k, i in enumerate(idx)), UOp.const(dtypes.index, 0))
+def view_index(v: UOp, idx: tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...]]:
+  """(base, index there) of element `idx` of view `v`: movement ops (and AFTERs) over a base node walked down."""
+  while v.op in GroupOp.Movement or v.op is Ops.AFTER:
+    if v.op is Ops.AFTER: v = v.src[0]
+    elif v.op is Ops.RESHAPE:   # row-major order is kept through any chain of reshapes: the flat offset is the same
+      flat = _flat(idx, v.shape)
+      while v.op in (Ops.RESHAPE, Ops.AFTER): v = v.src[0]
+      idx = tuple((flat // prod(v.shape[k+1:])) % s for k, s in enumerate(v.shape))
+    elif v.op is Ops.PERMUTE: idx, v = tuple(idx[v.arg.index(k)] for k in range(len(idx))), v.src[0]
+    elif v.op is Ops.SHRINK: idx, v = tuple(i + b for i, (b, _) in zip(idx, v.arg)), v.src[0]
+    elif v.op is Ops.EXPAND: idx, v = tuple(i if s == n else UOp.const(dtypes.index, 0) for i, s, n in zip(idx, v.src[0].shape, v.shape)), v.src[0]
+    elif v.op is Ops.FLIP: idx, v = tuple(s - 1 - i if f else i for i, s, f in zip(idx, v.shape, v.arg)), v.src[0]
+    else: raise TypeError(f"cannot index a kernel view through {v.op} (a PAD); index the placeholder under it")
+  return v, idx
+def _view_offset(v: UOp, idx: tuple[UOp, ...]) -> UOp:
+  """The element offset in the buffer under placeholder view `v` (movement ops over a DEFINE_*) of element `idx` of `v`."""
+  base, bidx = view_index(v, idx)
+  if base.op not in GroupOp.Defines: raise TypeError(f"cannot index {base.op} in a kernel: index a placeholder (or its views)")
+  return bidx[0]
 
 _UOP_SLOTS = tuple(getattr(UOp, f).__set__ for f in ("op", "dtype", "src", "arg", "tag"))   # UOpMetaClass builds nodes with them
 
@@ -471,7 +545,8 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
     if arg is None: return n.src[0].shape
     if isinstance(arg, tuple): return tuple(d * (max(dict(arg)[i]) + 1) if i in dict(arg) else d for i, d in enumerate(n.src[0].shape))   # a mesh
     return tuple(sum(s.shape[i] for s in n.src) if i == arg else d for i, d in enumerate(n.src[0].shape))
-  if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL): return ()
+  if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.STORE, Ops.END): return ()
+  if op in GroupOp.Defines and isinstance(n.dtype, PtrDType): return (n.dtype.size,)   # a hand-written kernel's buffer (UOp.placeholder)
   srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
   if not srcs: return ()
   return srcs[-1].shape if op is Ops.WHERE else srcs[0].shape

@@ -75,6 +75,7 @@ spec_tensor = spec_alu + PatternMatcher([
   (UPat(Ops.ASSIGN, src=(UPat.var("t"), UPat.var("v")), name="x"), lambda x, t, v: _same(x, t, v)),
   (UPat(Ops.DEFINE_VAR, src=(), name="x"), lambda x: dtypes.is_int(x.dtype) and x.arg[1] <= x.arg[2]),
   (UPat((Ops.SINK, Ops.KERNEL, Ops.NOOP, Ops.CUSTOM)), lambda: True),
+  (UPat(Ops.AFTER, src=(UPat.var("s"), UPat(Ops.KERNEL)), name="x"), lambda x, s: _same(x, s)),  # a custom kernel's output
 ])
 
 def _index(x: UOp, buf: UOp, idx: UOp) -> bool:
@@ -98,6 +99,8 @@ spec_kernel = spec_alu + PatternMatcher([
   (UPat(Ops.SPECIAL, src=(UPat.var("end"),), name="x"), lambda x, end: dtypes.is_int(x.dtype) and dtypes.is_int(end.dtype) and isinstance(x.arg, str)),
   (UPat(Ops.RANGE, src=(UPat.var("end"),), name="x"), _range),                                   # int loop index, one src: its end
   (UPat(Ops.END, src=(UPat(Ops.RANGE),), name="x", allow_any_len=True), lambda x: x.dtype == dtypes.void),
+  (UPat(Ops.END, src=(UPat(), UPat(Ops.RANGE)), name="x", allow_any_len=True),   # a hand-written kernel's END(body, *ranges)
+   lambda x: x.dtype == dtypes.void and all(r.op is Ops.RANGE for r in x.src[1:])),
   (UPat(Ops.REDUCE, src=(UPat.var("v"),), name="x", allow_any_len=True),
    lambda x, v: _same(x, v) and x.arg in GroupOp.Reduce and all(r.op is Ops.RANGE for r in x.src[1:])),
   (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("idx")), name="x", allow_any_len=True), _index),  # DEFINE_*[int (, bool gate)]
