@@ -18,6 +18,13 @@ def _exp_via_exp2(device: str | tuple[str, ...]) -> bool:
   except DeviceError: return False   # an unopenable device: the portable form (realizing it raises the reason)
   return bool(getattr(ren, "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
 
+def _fma(a: Tensor, b: Tensor | float, c: Tensor | float) -> Tensor:
+  # a*b + c as one MULACC: fused (one rounding) where the renderer has it, else a*b+c (decompositions.py)
+  a, b = a._broadcasted(b)
+  a, c = a._broadcasted(c)
+  b = b._broadcast_to(a.shape)
+  return Tensor(UOp(Ops.MULACC, a.dtype, (a.uop, b.uop, c.uop)))
+
 class ElementwiseMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- elementwise binary ----
@@ -291,9 +298,11 @@ class ElementwiseMixin:
     return self._unary(Ops.LOG2)
   def exp(self: Tensor) -> Tensor:
     """Elementwise e**x: 2**(r/ln2) * 2**n with n = round(x/ln2) and r = x - n*ln2 in two parts (Cody-Waite), so the
-    rounding of x/ln2 does not cost accuracy for large x. 2**n is exact: built in the exponent field (kept normal), then
-    one multiply by 2**-64 or 2 that rounds once where the result is subnormal or overflows (one exp2, not three: an exp2
-    decomposed from arithmetic, as on the CPU, costs ~40 ops). float16/bfloat16 compute in float32."""
+    rounding of x/ln2 does not cost accuracy for large x. x/ln2 + 1.5 * 2**mb rounds n into the low bits of its mantissa,
+    which a bitcast reads (no floor, no float -> int cast: every device guards that against NaN and overflow, ~10 ops);
+    2**n is two exact powers 2**a * 2**b, a + b = n, each normal, so a subnormal or overflowing result rounds once, in the
+    last multiply. The polynomial is fused multiply-adds (MULACC) where the renderer has them. float16/bfloat16 compute
+    in float32."""
     x = self._float()
     if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
     f64 = x.dtype == dtypes.float64
@@ -302,21 +311,23 @@ class ElementwiseMixin:
     (lo_lim, hi_lim), hi, lo = ((-746.0, 710.0), 0.6931471803691238, 1.9082149292705877e-10) if f64 else \
                                 ((-104.0, 89.0), 0.693145751953125, 1.428606765330187e-06)
     xc = (x > hi_lim).where(hi_lim, (x < lo_lim).where(lo_lim, x))  # keeps NaN; +-inf end at inf / 0
-    n = (xc * (1 / math.log(2)) + 0.5).floor()
-    r = (xc - n * hi) - n * lo
-    bias, mb, idt = (1023, 52, dtypes.int64) if f64 else (127, 23, dtypes.int32)
-    small, big = n < 1 - bias, n > bias
-    e = small.where(n + 64, big.where(n - 1, n))
-    # e is a small integer, so e + 1.5 * 2**mb holds e + 2**(mb-1) in its mantissa's low bits: its bits less those of
-    # 1.5 * 2**mb are the int e without a float -> int cast (which every device guards against NaN and overflow: ~10 ops)
-    magic, magic_bits = 1.5 * 2.0**mb, (0x4338000000000000 if f64 else 0x4B400000)   # the float and its bits
-    p2 = (((xc.ne(xc).where(0, e) + magic).bitcast(idt) + (bias - magic_bits)) << mb).bitcast(x.dtype)   # 2**e, normal (NaN's e: any value)
+    # n = round(x/ln2) + off >= 0 sits in t's mantissa (|n| << 2**(mb-1)); off (even) is -n at the low clamp
+    (bias, mb, udt), off = ((1023, 52, dtypes.uint64), 1076) if f64 else ((127, 23, dtypes.uint32), 150)
+    magic = 1.5 * 2.0**mb + off
+    t = _fma(xc, 1 / math.log(2), magic)
+    # unsigned: the bits of NaN's t wrap (defined in C) into some power whose product with NaN's polynomial is NaN
+    m = t.bitcast(udt) - ((bias + mb) << mb | (1 << (mb - 1)))   # n + off, from t's bits (t = 2**mb * (1.5 + (n+off)/2**(mb+1)))
+    # n as a float from m, not t - magic: a shader compiler that reassociates (WebGPU's) folds that back to x/ln2, unrounded
+    n = m.cast(dtypes.int32).cast(x.dtype) - off
+    r = _fma(n, -lo, _fma(n, -hi, xc))
+    ha = m >> 1
+    pa, pb = (((ha + (bias - off // 2)) << mb).bitcast(x.dtype), ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype))
     if _exp_via_exp2(x.device):   # the renderer's own EXP2 on the reduced argument (|r/ln2| <= 1/2): one instruction on GPUs
       poly = (r * (1 / math.log(2))).exp2()
     else:   # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
-      poly = r * (1 / math.factorial(13 if f64 else 7)) + 1 / math.factorial(12 if f64 else 6)
-      for i in reversed(range(12 if f64 else 6)): poly = poly * r + 1 / math.factorial(i)
-    return x._with_grad(poly * p2 * small.where(2.0**-64, big.where(2.0, 1.0)), "exp")
+      poly = _fma(r, 1 / math.factorial(13 if f64 else 7), 1 / math.factorial(12 if f64 else 6))
+      for i in reversed(range(12 if f64 else 6)): poly = _fma(poly, r, 1 / math.factorial(i))
+    return x._with_grad(poly * pa * pb, "exp")
   def log(self: Tensor) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)
