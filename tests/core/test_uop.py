@@ -261,3 +261,17 @@ def test_each_binary_op_bounds_on_mixed_sign_ranges(op):
   for (a0, a1), (b0, b1) in itertools.product([(-5, 3), (2, 9), (-9, -2)], [(-4, -1), (1, 4), (-3, 3)]):
     u = var("a", a0, a1).alu(op, var("b", b0, b1))
     for v in brute(op, (a0, a1), (b0, b1)): assert u.vmin <= v <= u.vmax, (op, (a0, a1), (b0, b1), v)
+
+def test_tensor_level_uop_arithmetic_with_a_constant_first_keeps_the_shape():
+  # a Python constant becomes a 0-d CONST: `1 - u`, `2 * u`, `c.where(u, 0)` and `c.where(1, 0)` took the constant's
+  # shape, so the tensor made from them was one number (public tinygrad's TestUOpWhere)
+  import numpy as np
+  from tinygrad import Tensor
+  a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+  u = Tensor(a).uop
+  cases = {"1-u": (1 - u, 1 - a), "2*u": (2 * u, 2 * a), "1/u": (1 / u, 1 / a), "where(u,0)": ((u < 2).where(u, 0), np.where(a < 2, a, 0)),
+           "where(0,u)": ((u < 2).where(0, u), np.where(a < 2, 0, a)), "where(1.5,0)": ((u < 2).where(1.5, 0), np.where(a < 2, 1.5, 0))}
+  for name, (got, want) in cases.items():
+    assert got.shape == (3,), name
+    np.testing.assert_allclose(Tensor(got).numpy(), want, rtol=1e-6, err_msg=name)
+  assert Tensor(Tensor([True, False, True]).uop.where(1, 0)).tolist() == [1, 0, 1]

@@ -549,7 +549,9 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   if op in GroupOp.Defines and isinstance(n.dtype, PtrDType): return (n.dtype.size,)   # a hand-written kernel's buffer (UOp.placeholder)
   srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
   if not srcs: return ()
-  return srcs[-1].shape if op is Ops.WHERE else srcs[0].shape
+  # an ALU op's constant source is a 0-d CONST (`1 - u`, `c.where(u, 0)` on tensor-level UOps): the others give the shape
+  if op in GroupOp.ALU: return next((sh for x in srcs if (sh := x.shape) != ()), ())
+  return srcs[0].shape
 
 # ---- bounds of one node from its sources' bounds ----
 def _bounds(n: UOp) -> tuple[ConstType, ConstType]:
