@@ -247,7 +247,8 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   # a reduce kernel's axes are chosen by the loads in its loop: an epilogue's (a residual, a transposed or concatenated
   # input, read once per output and gathered lane by lane when strided) must not leave the matmul unblocked (ViT's first
   # MLP adds the cat of its class token and transposed patch embeddings: scalar and unblocked, 32 ms instead of 0.9)
-  if red: ld = [x for x in ld if any(r in x.toposort() for r in red)]
+  epilogue = [x for x in ld if not any(r in x.toposort() for r in red)] if red else []
+  ld = [x for x in ld if x not in epilogue]
   out_dt = next((s.src[1].dtype for s in cur.src if s.op is Ops.STORE), dtypes.float32)
   vw = max(2, ren.vector_bytes // out_dt.itemsize) if ren.vector_bytes else 4
   amts = tuple(a for a in (16, 8, 4, 2) if a <= vw)
@@ -284,7 +285,10 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     vi = _axis(cur, vec_id) if vec_id is not None else None
     left = kernel_ranges(cur)[0][vi].src[0].arg if vi is not None and lanes == vw else 1
     bsize = kernel_ranges(cur)[0][bi].src[0].arg if (bi := _axis(cur, block_id)) is not None else glob[block].src[0].arg
-    rows, c = register_tile(ren, bsize, left if isinstance(left, int) else 1, lanes * out_dt.itemsize) if vec is not None \
+    # an epilogue gathered lane by lane (strided along the vector axis) is one scalar load per output of the tile: one vector
+    # wide keeps it short (ViT's first MLP: 136 KB of IR, 1 s of LLVM at 4x4 vectors; 72 KB, 0.23 s at 8x1, and no slower)
+    gathered = vec is not None and any(stride(x, glob[vec]) not in (0, 1) for x in epilogue)
+    rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize) if vec is not None \
       else (_divisor(bsize, (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
     if c > 1 and vi is not None:
       add(Opt(OptOps.UPCAST, vi, c))
