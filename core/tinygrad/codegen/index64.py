@@ -6,6 +6,7 @@ elements, or with a longer loop, keeps int64 indices. `INDEX64=1` keeps int64 ev
 check the wide code on every renderer).
 """
 from __future__ import annotations
+import functools
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, _alu_bounds
@@ -77,5 +78,9 @@ def retype_indices(sink: UOp, nodes: list[UOp], frm: DType, to: DType) -> UOp:
 
 def narrow_indices(sink: UOp) -> UOp:
   """A scheduled kernel (int64 index math) with int32 index math when every index value fits."""
-  if INDEX64 or not (nodes := _narrowable(sink)): return sink
-  return retype_indices(sink, nodes, dtypes.int64, dtypes.int32)
+  return sink if INDEX64 else _narrow(sink)
+# the scheduler builds the same kernel again for every identical layer (ViT-Ti's 317 kernels are 34 distinct ASTs), and
+# this walk was ~40% of building one: a kernel is narrowed once
+@functools.lru_cache(maxsize=512)
+def _narrow(sink: UOp) -> UOp:
+  return sink if not (nodes := _narrowable(sink)) else retype_indices(sink, nodes, dtypes.int64, dtypes.int32)

@@ -47,10 +47,15 @@ def parse_opts(text: str) -> list[Opt]:
 
 def kernel_ranges(sink: UOp) -> tuple[list[UOp], list[UOp]]:
   """The kernel's global and reduce ranges, each sorted by axis id."""
+  glob, red = _kernel_ranges(sink)
+  return list(glob), list(red)
+# the heuristics ask again for the ranges of the kernel they just built (a toposort of up to 30k upcast nodes each time)
+@functools.lru_cache(maxsize=32)
+def _kernel_ranges(sink: UOp) -> tuple[tuple[UOp, ...], tuple[UOp, ...]]:
   rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
   glob = sorted([r for r in rngs if r.arg[1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE)], key=lambda r: r.arg[0])
   red = sorted([r for r in rngs if r.arg[1] is AxisType.REDUCE], key=lambda r: r.arg[0])
-  return glob, red
+  return tuple(glob), tuple(red)
 
 def _split(r: UOp, amt: int) -> tuple[UOp, list[UOp]]:
   """r -> (outer range, the r value for each of the amt unrolled lanes)."""
@@ -75,20 +80,23 @@ def _apply_cpu_opt(sink: UOp, opt: Opt) -> UOp:
   if opt.op is OptOps.UPCAST:
     r = nth_axis(glob, opt.axis, "UPCAST")
     _, lanes = _split(r, opt.arg)
-    # a store that does not use the axis is kept once, one that does becomes one store per lane
-    stores = [s2 for s in sink.src for s2 in dict.fromkeys(s.substitute_each(r, lanes))]
+    # a store that does not use the axis is kept once, one that does becomes one store per lane (the lanes of the whole
+    # kernel in one walk: the stores of an upcast kernel share most of their graph)
+    per_lane = sink.substitute_each(r, lanes)
+    stores = [s2 for i in range(len(sink.src)) for s2 in dict.fromkeys(ls.src[i] for ls in per_lane)]
     return UOp(Ops.SINK, dtypes.void, tuple(stores), sink.arg)
   if opt.op is OptOps.UNROLL:
     r = nth_axis(red, opt.axis, "UNROLL", "reduce")
     outer, lanes = _split(r, opt.arg)
     sub: dict[UOp, UOp] = {}
-    for u in sink.toposort():
-      if u.op is Ops.REDUCE and r in u.src[1:]:
-        vals = u.src[0].substitute_each(r, lanes)
-        acc = vals[0]
-        for v in vals[1:]: acc = UOp(u.arg, acc.dtype, (acc, v))
-        rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))
-        sub[u] = UOp(Ops.REDUCE, u.dtype, (acc,) + rest, u.arg) if rest else acc
+    reds = [u for u in sink.toposort() if u.op is Ops.REDUCE and r in u.src[1:]]
+    # every reduce's lanes in one walk (an upcast kernel has one reduce per output lane, over shared loads)
+    per_lane = UOp(Ops.SINK, dtypes.void, tuple(u.src[0] for u in reds)).substitute_each(r, lanes)
+    for i, u in enumerate(reds):
+      acc = per_lane[0].src[i]
+      for ls in per_lane[1:]: acc = UOp(u.arg, acc.dtype, (acc, ls.src[i]))
+      rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))
+      sub[u] = UOp(Ops.REDUCE, u.dtype, (acc,) + rest, u.arg) if rest else acc
     return sink.substitute(sub)
   if opt.op is OptOps.PEEL:
     r = nth_axis(red, opt.axis, "PEEL", "reduce")
@@ -146,7 +154,7 @@ def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
   # every global access that depends on the axis is gated: padded iterations read nothing and store nothing
   sub: dict[UOp, UOp] = {}
   for u in sink.toposort():
-    if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].toposort():
+    if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].range_set:
       gate = valid if len(u.src) < 3 else (u.src[2] & valid)
       sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], u.src[1].substitute({r: big}), gate.substitute({r: big})), u.arg)
   return sink.substitute(sub).substitute({r: big})
@@ -167,7 +175,7 @@ def stride(idx: UOp, r: UOp) -> int | None:
     elif u is r: c += 1
     elif u.op is Ops.MUL and u.src[0] is r and u.src[1].op is Ops.CONST: c += int(u.src[1].arg)
     elif u.op is Ops.MUL and u.src[1] is r and u.src[0].op is Ops.CONST: c += int(u.src[0].arg)
-    elif r in u.toposort(): return None
+    elif r in u.range_set: return None
   return c
 
 def _accesses(sink: UOp) -> tuple[list[UOp], list[UOp]]:
@@ -183,7 +191,7 @@ def _vector_reduce(sink: UOp, r: UOp) -> bool:
   concatenated tokens unrolled 64 lanes into 70-90 KB of scalar IR that LLVM took ~0.4 s each to compile, for nothing."""
   for u in sink.toposort():
     if u.op is not Ops.LOAD or u.src[0].op is not Ops.INDEX or u.src[0].src[0].op is not Ops.DEFINE_GLOBAL: continue
-    if stride(u.src[0].src[1], r) not in (0, 1) or any(r in g.toposort() for g in u.src[0].src[2:]): return False
+    if stride(u.src[0].src[1], r) not in (0, 1) or any(r in g.range_set for g in u.src[0].src[2:]): return False
   return True
 
 BIG_OPERAND = 8 << 20   # bytes: an operand this large does not stay in the shared (L3) cache next to the others

@@ -97,6 +97,8 @@ def _go_multi() -> None:
                        "import tinygrad.multi (import tinygrad does) first")
   _multi_live = True
 
+_NO_RANGES: frozenset = frozenset()
+
 def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
   return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
 
@@ -147,6 +149,19 @@ class UOp(metaclass=UOpMetaClass):
     return ret
   @property
   def parents(self) -> dict[UOp, None]: return self.toposort()
+  @property
+  def range_set(self) -> frozenset[UOp]:
+    """The RANGE nodes this graph reads, memoised per node: `r in x.range_set` asks what `r in x.toposort()` did, without
+    walking x's graph each time (the simplifier and the heuristics ask it of every lane of an upcast kernel)."""
+    rs = self.__dict__.get("_rs")
+    if rs is not None: return rs
+    for n in self.toposort(gate=lambda x: "_rs" not in x.__dict__):
+      if "_rs" in n.__dict__: continue
+      acc = _NO_RANGES
+      for x in (s.__dict__["_rs"] for s in n.src):
+        if x and not x <= acc: acc = x if not acc else acc | x   # (most nodes share their sources' set)
+      n.__dict__["_rs"] = acc | {n} if n.op is Ops.RANGE else acc
+    return self.__dict__["_rs"]
   def sink(*srcs: UOp, arg: Any = None) -> UOp: return UOp(Ops.SINK, dtypes.void, srcs, arg)   # x.sink(y) or UOp.sink(x, y, arg=...)
   def substitute(self, dvars: dict[UOp, UOp]) -> UOp:
     """This graph with every node in `dvars` replaced by its value."""
@@ -313,6 +328,9 @@ class UOp(metaclass=UOpMetaClass):
   def _min_max(self) -> tuple[ConstType, ConstType]:
     mm = self.__dict__.get("_mm")
     if mm is not None: return mm
+    if all("_mm" in s.__dict__ for s in self.src):   # the usual case in a rewrite: the sources' bounds are known
+      mm = self.__dict__["_mm"] = _bounds(self)
+      return mm
     # fill bounds bottom-up so deep graphs never recurse
     for n in self.toposort(gate=lambda x: "_mm" not in x.__dict__):
       if "_mm" not in n.__dict__: n.__dict__["_mm"] = _bounds(n)
@@ -554,6 +572,7 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   return srcs[0].shape
 
 # ---- bounds of one node from its sources' bounds ----
+_FULL: dict[DType, tuple[ConstType, ConstType]] = {}   # a dtype's whole range, asked for every node
 def _bounds(n: UOp) -> tuple[ConstType, ConstType]:
   dt = n.dtype.scalar()
   if n.op is Ops.CONST: return (n.arg, n.arg)
@@ -561,7 +580,7 @@ def _bounds(n: UOp) -> tuple[ConstType, ConstType]:
   if n.op is Ops.BIND: return n.src[0]._min_max   # a shape must hold for every value the variable may take
   if n.op in (Ops.RANGE, Ops.SPECIAL): return (0, n.src[0].vmax - 1)
   if isinstance(n.dtype, PtrDType) or dt == dtypes.void: return (0, 0)
-  full = (dtypes.min(dt), dtypes.max(dt))
+  if (full := _FULL.get(dt)) is None: full = _FULL[dt] = (dtypes.min(dt), dtypes.max(dt))
   if dtypes.is_float(dt) and n.op is not Ops.CAST: return full
   s = [x._min_max for x in n.src]
   ret = _alu_bounds(n, s)

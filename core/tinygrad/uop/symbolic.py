@@ -173,7 +173,7 @@ def _reduce_invariant(r: UOp) -> UOp | None:
   if any(x.op is Ops.RANGE and x.src[0].op is Ops.CONST and x.src[0].arg == 0 for x in r.src[1:]):   # no iteration: the identity
     if (ident := {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(r.dtype)}.get(r.arg)) is not None: return r.const_like(ident)
   if r.arg not in (Ops.ADD, Ops.MAX): return None
-  deps = r.src[0].toposort()
+  deps = r.src[0].range_set
   free = [x for x in r.src[1:] if x not in deps and x.op is Ops.RANGE and x.arg[1] is AxisType.REDUCE and x.src[0].op is Ops.CONST]
   if not free: return None
   rest = tuple(x for x in r.src[1:] if x not in free)
@@ -189,7 +189,7 @@ def _linear_in(e: UOp, r: UOp) -> tuple[int, UOp] | None:
   for t in _terms(e):
     if _is_r(t, r): k += 1
     elif t.op is Ops.MUL and _is_r(t.src[0], r) and t.src[1].op is Ops.CONST and t.src[1].arg == -1: k -= 1
-    elif r in t.toposort(): return None
+    elif r in t.range_set: return None
     else: rest.append(t)
   return (k, _sum(rest) if rest else e.const_like(0)) if k in (1, -1) else None
 def _threshold(c: UOp, r: UOp) -> UOp | None:
@@ -198,13 +198,13 @@ def _threshold(c: UOp, r: UOp) -> UOp | None:
   if c.op is not Ops.CMPLT or not dtypes.is_int(c.src[0].dtype) or dtypes.is_unsigned(c.src[0].dtype): return None
   a, b = c.src
   t: UOp | None = None
-  if r not in b.toposort() and (la := _linear_in(a, r)) is not None and la[0] == 1: t = b + la[1] * -1   # r+e < b
-  elif r not in a.toposort() and (lb := _linear_in(b, r)) is not None and lb[0] == -1: t = lb[1] + a * -1  # a < e-r
+  if r not in b.range_set and (la := _linear_in(a, r)) is not None and la[0] == 1: t = b + la[1] * -1   # r+e < b
+  elif r not in a.range_set and (lb := _linear_in(b, r)) is not None and lb[0] == -1: t = lb[1] + a * -1  # a < e-r
   return t if t is not None and _nowrap(t) else None
 def _sum_pieces(v: UOp, r: UOp, lo: UOp, hi: UOp, depth: int = 0) -> UOp | None:
   # sum of v over r in [lo, hi) (lo <= hi) without a loop, when v is piecewise free of r: WHEREs whose conditions cut r's
   # interval at one point each (r < t) split it, the pieces free of r are counted
-  if r not in v.toposort(): return v * (hi + lo * -1).cast(v.dtype)
+  if r not in v.range_set: return v * (hi + lo * -1).cast(v.dtype)
   if v.op is not Ops.WHERE or depth > 8: return None
   c, a, b = v.src
   if c.op is Ops.AND: return _sum_pieces(c.src[0].where(c.src[1].where(a, b), b), r, lo, hi, depth + 1)
@@ -231,9 +231,9 @@ def _reduce_collapse(red: UOp) -> UOp | None:
       c, on, off = v.src if v.src[0].op is Ops.CMPEQ else (v.src[0], v.src[2], v.src[1])
       if off.op is Ops.CONST and off.arg == 0:
         x, y = c.src
-        if r in x.toposort(): x, y = y, x
+        if r in x.range_set: x, y = y, x
         if y.op is Ops.CAST and y.src[0] is r and dtypes.is_int(y.dtype) and r.vmax <= dtypes.max(y.dtype): y = y.src[0]
-        if y is r and r not in x.toposort() and dtypes.is_int(x.dtype):
+        if y is r and r not in x.range_set and dtypes.is_int(x.dtype):
           ok = (x >= x.const_like(0)) & (x < r.src[0].cast(x.dtype))   # r.src[0]: the range's size (maybe symbolic)
           new = ok.where(on.substitute({r: ok.where(x.cast(r.dtype), r.const_like(0))}), off)
     if new is not None:
@@ -298,7 +298,7 @@ symbolic_simple = PatternMatcher([
   (X < X, lambda x: UOp.const(dtypes.bool, False)),                                            # x<x -> False (NaN<NaN too)
   (UPat.var("x", intb).ne(UPat.var("x", intb)), lambda x: UOp.const(dtypes.bool, False)),      # x!=x -> False (ints)
   (UPat.var("x", intb).eq(UPat.var("x", intb)), lambda x: UOp.const(dtypes.bool, True)),       # x==x -> True (ints)
-])
+], pure=True)
 
 symbolic = symbolic_simple + PatternMatcher([
   (UPat(GroupOp.ALU, dtype=intb, name="x"), _fold_bounds),                                      # vmin == vmax -> const
@@ -338,7 +338,7 @@ symbolic = symbolic_simple + PatternMatcher([
   ((XI // C1) < C2, _lt_div),                                                                  # x//c1<c2 -> x<c2*c1 (x>=0, c1>0)
   ((XI + C1).ne(C2), lambda x, c1, c2: x.ne(exec_alu(Ops.SUB, x.dtype, [c2.arg, c1.arg]))),    # x+c1!=c2 -> x!=c2-c1 (a bijection)
   (XI.maximum(YI), lambda x, y: x if x.vmin >= y.vmax else None),                              # max(x,y) -> x when x>=y
-])
+], pure=True)
 
 sym = symbolic + PatternMatcher([
   (UPat.var("c").where(UPat.var("c").where(X, Y), Z), lambda c, x, y, z: c.where(x, z)),      # c ? (c ? x : y) : z -> c ? x : z
@@ -352,7 +352,7 @@ sym = symbolic + PatternMatcher([
   (UPat(Ops.CAST, src=(UPat((Ops.ADD, Ops.MUL), name="a"),), name="n"), _cast_narrow),          # T(x+y) -> T(x)+T(y) (narrowing, all fit T)
   (UPat(Ops.REDUCE, name="r"), _reduce_invariant),                                              # sum_r x -> x*n, max_r x -> x (x free of r)
   (UPat(Ops.REDUCE, name="red"), _reduce_collapse),     # sum_r (r<t ? a : b) -> a*t+b*(n-t); sum_r (x==r ? v(r) : 0) -> 0<=x<n ? v(x) : 0
-])
+], pure=True)
 
 # rules the e-graph adds: reorderings greedy rewriting must not use (they loop), saturation explores them under its budget
 pm_reorder = PatternMatcher([

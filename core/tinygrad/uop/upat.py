@@ -130,19 +130,29 @@ def _compile_rule(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] 
     return name
   lines: list[str] = []
   nvar = [0]
-  def gen(pat: UPat, var: str, bound: dict[str, str], ind: str, cont: Callable[[dict[str, str], str], None]) -> bool:
-    if type(pat) is not UPat or isinstance(pat.src, UPat): return False
+  def checks(pat: UPat, var: str) -> list[str]:
     conds = []
     if pat.op is not None: conds.append(f"{var}.op is {k(pat.op[0])}" if len(pat.op) == 1 else f"{var}.op in {k(frozenset(pat.op))}")
     if pat.dtype_set is not None: conds.append(f"({var}.dtype in {k(pat.dtype_set)} or {var}.dtype.scalar() in {k(pat.dtype_set)})")
     if pat.arg is not None: conds.append(f"not ({k(pat.arg)} != {var}.arg)")
+    return conds
+  def gen(pat: UPat, var: str, bound: dict[str, str], ind: str, cont: Callable[[dict[str, str], str], None]) -> bool:
+    if type(pat) is not UPat: return False
+    # one pattern for every source (constant folding's op(CONST, ...)): compiled when it captures nothing and has no sources
+    each = pat.src if isinstance(pat.src, UPat) else None
+    if each is not None and (type(each) is not UPat or each.name is not None or each.src not in (None, [()])): return False
+    conds = checks(pat, var)
+    if each is not None:
+      nvar[0] += 1
+      ec = checks(each, e := f"e{nvar[0]}") + ([f"not {e}.src"] if each.src is not None else [])
+      conds.append(f"all({' and '.join(ec) or 'True'} for {e} in {var}.src)")
     if pat.name is not None:
       if pat.name in bound: conds.append(f"{var} is {bound[pat.name]}")
       else: bound = {**bound, pat.name: var}
     if conds:
       lines.append(f"{ind}if {' and '.join(conds)}:")
       ind += "  "
-    if pat.src is None:
+    if pat.src is None or isinstance(pat.src, UPat):   # (an each-source pattern is checked in conds)
       cont(bound, ind)
       return True
     for alt in pat.src:
@@ -175,14 +185,20 @@ def _location(fxn: Callable) -> str:
   code = getattr(fxn, "__code__", None)
   return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(fxn)
 
+_memo_ids = itertools.count()
+_SELF = object()   # a memoised fixed point that is the node itself (storing the node would make a cycle only gc frees)
+
 class PatternMatcher:
   """An ordered table of (UPat, callback) rules, dispatched on the node's op; tables compose with `+`.
 
   A callback receives the pattern's named captures as keyword arguments (and `ctx` when it declares it) and returns the
   replacement UOp, or None to decline.
   """
-  def __init__(self, patterns: Sequence[tuple[UPat, Callable]]):
+  def __init__(self, patterns: Sequence[tuple[UPat, Callable]], pure: bool = False):
     self.patterns = list(patterns)
+    # pure: every rule reads only the nodes it matched (no ctx, no flags), so a node's fixed point is a property of the
+    # node: graph_rewrite keeps it on the node under this key, and a later rewrite with this table skips the whole subgraph
+    self.memo: str | None = f"_fp{next(_memo_ids)}" if pure else None
     self.pdict: dict[Ops, list[tuple[UPat, Callable, frozenset[Ops], bool, tuple[str, ...] | None]]] = {}
     for p, fxn in self.patterns:
       params = inspect.signature(fxn).parameters
@@ -191,7 +207,8 @@ class PatternMatcher:
       entry = (p, fxn, frozenset(p.early_reject), "ctx" in params, names)
       for op in (p.op if p.op is not None else tuple(Ops)): self.pdict.setdefault(op, []).append(entry)
     self._fast: dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]] | None = None
-  def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)
+  def __add__(self, more: PatternMatcher) -> PatternMatcher:
+    return PatternMatcher(self.patterns + more.patterns, pure=self.memo is not None and more.memo is not None)
   def _compiled(self) -> dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]]:
     # the rules as compiled functions (interpreted ones where a pattern does not compile), built on first use
     made: dict[int, Callable[[UOp, Any], Any]] = {}
@@ -241,12 +258,16 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
 
 def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool) -> UOp:
   replace: dict[UOp, UOp] = {}
+  key = pm.memo if ctx is None and not bottom_up and TRACER is None else None   # (VIZ records every rule that fires)
   # stack entries: (original node, stage, working node)
   stack: list[tuple[UOp, int, UOp]] = [(sink, 0, sink)]
   while stack:
     n, stage, cur = stack.pop()
     if n in replace: continue
     if stage == 0:
+      if key is not None and (m := n.__dict__.get(key)) is not None:   # rewritten by an earlier call: not even its sources
+        replace[n] = n if m is _SELF else m
+        continue
       if bottom_up:
         for _ in range(10000):
           r = pm.rewrite(cur, ctx)
@@ -275,4 +296,6 @@ def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: boo
       stack.append((nxt, 0, nxt))
     else:
       replace[n] = replace[cur]
+  if key is not None:
+    for k, v in replace.items(): k.__dict__[key] = _SELF if v is k else v
   return replace[sink]
