@@ -168,7 +168,7 @@ class UOp(metaclass=UOpMetaClass):
     if not dvars: return self
     done: dict[UOp, UOp] = {}
     for node in self.toposort():
-      done[node] = dvars[node] if node in dvars else _rebuild(node, tuple(done[s] for s in node.src))
+      done[node] = dvars[node] if node in dvars else _rebuild(node, tuple(map(done.__getitem__, node.src)))
     return done[self]
   def substitute_each(self, x: UOp, vals: Sequence[UOp]) -> list[UOp]:
     """[self.substitute({x: v}) for v in vals], walking the graph once: each value rebuilds only the nodes above `x`."""
@@ -180,7 +180,7 @@ class UOp(metaclass=UOpMetaClass):
     out = []
     for v in vals:
       done: dict[UOp, UOp] = {x: v}
-      for n in order: done[n] = _rebuild(n, tuple(done.get(s, s) for s in n.src))
+      for n in order: done[n] = _rebuild(n, tuple([done.get(s, s) for s in n.src]))
       out.append(done[self])
     return out
   def simplify(self) -> UOp:

@@ -1,6 +1,6 @@
 """UPat patterns, the PatternMatcher rule table, and graph_rewrite: the hot loop of the compiler."""
 from __future__ import annotations
-import itertools, inspect, os, functools
+import itertools, inspect, os, functools, operator
 from typing import Any, Callable, Iterable, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, _rebuild
@@ -186,6 +186,7 @@ def _location(fxn: Callable) -> str:
   return f"{os.path.relpath(code.co_filename)}:{code.co_firstlineno}" if code is not None else repr(fxn)
 
 _memo_ids = itertools.count()
+_op_of = operator.attrgetter("op")
 _SELF = object()   # a memoised fixed point that is the node itself (storing the node would make a cycle only gc frees)
 
 class PatternMatcher:
@@ -223,7 +224,7 @@ class PatternMatcher:
     """The first non-None result of a matching rule for this node, or None."""
     rules = (self._fast if self._fast is not None else self._compiled()).get(uop.op)
     if not rules: return None
-    src_ops = {s.op for s in uop.src}
+    src_ops = set(map(_op_of, uop.src))
     for rule, early_reject, fxn in rules:
       if not early_reject <= src_ops: continue
       try:
@@ -280,7 +281,7 @@ def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: boo
       for s in reversed(cur.src):
         if s not in replace: stack.append((s, 0, s))
     elif stage == 1:
-      rebuilt = _rebuild(cur, tuple(replace[s] for s in cur.src))
+      rebuilt = _rebuild(cur, tuple(map(replace.__getitem__, cur.src)))
       # bottom_up already took the node to a fixed point in stage 0; only a changed node is tried again
       r = None if bottom_up and rebuilt is cur else pm.rewrite(rebuilt, ctx)
       if r is None:
