@@ -76,8 +76,10 @@ class LLVMCompiler(Compiler):
   with MCJIT's loader (no codegen at load, no system linker), so a cached kernel loads in ~1 ms instead of running LLVM's
   backend again in every new process.
 
-  Thread-safe: each call parses into its own LLVMContext and each thread has its own TargetMachine, so a schedule's
-  kernels compile in parallel (llvmlite calls LLVM through ctypes, which releases the GIL).
+  Thread-safe: each call parses into its own LLVMContext and each thread has its own TargetMachine. A compile runs beside
+  the Python thread rendering the next kernels (ctypes releases the GIL), but not beside another compile: llvmlite holds
+  one process-wide lock around every LLVM call (binding/ffi.py, _lib_fn_wrapper), so compile threads take turns, and a
+  kernel's load (the runtime's MCJIT calls) waits for the compile in progress.
   `opt` is the middle end's speed level (the pass pipeline), `codegen_opt` the backend's. Why O2/O2: measured on the 35
   kernels of bench/compile.py's two models (3.4 MB of IR, 2026-12-01, 2 cores): passes ~4.4 s + object emission ~2.4 s;
   O1, O3, backend O1/O3 and O2 without LLVM's loop/SLP vectorizers or unrolling all compile within +-10% of O2 (the time
