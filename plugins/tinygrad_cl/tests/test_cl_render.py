@@ -67,3 +67,11 @@ def test_limits_feed_the_renderer():
   # a renderer travels to compile workers by pickling: the limits go with it
   import pickle
   assert pickle.loads(pickle.dumps(small)).limits == small.limits
+
+def test_a_vector_accumulator_is_dereferenced_not_vloaded():
+  # a float4 register array (an unrolled sum's accumulator) holds whole vectors: vload4 takes an element pointer, and
+  # newer POCL refuses a float4* ("call to '_cl_vload4' is ambiguous"); the global reads stay vload4
+  x = Tensor.empty(2, 4, device="NULL")
+  src = src_of(x.sum(0), [Opt(OptOps.UPCAST, 0, 4)])
+  assert "float4 acc0[1];" in src and "vload4(0, (acc0" not in src and "vstore4(" not in src.split("for")[0], src
+  assert "vload4(0, (data1+" in src, src

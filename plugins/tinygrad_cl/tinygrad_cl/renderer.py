@@ -50,13 +50,18 @@ _EMULATED = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__
 def _vec_addr(ctx, x: UOp) -> str:
   m = mem_access(x)
   return ctx.r[m.ptr.src[0] if m.vector is not None else m.ptr]   # the INDEX's text: (buf+idx), in the buffer's space
+# (a buffer whose elements are the vectors, a `float4 acc[1]` accumulator, is read and written by plain dereference:
+# vloadN takes an element pointer, and newer POCL refuses a `float4*`: "call to '_cl_vload4' is ambiguous")
+def _whole_elements(x: UOp, n: int) -> bool:
+  m = mem_access(x)
+  return m.vector is None and getattr(m.ptr.dtype, "base", m.ptr.dtype).count == n
 def _vload(ctx, x: UOp) -> str | None:
-  if x.dtype.count == 1 or x.dtype.scalar() in ctx.emulated_floats: return None
+  if x.dtype.count == 1 or x.dtype.scalar() in ctx.emulated_floats or _whole_elements(x, x.dtype.count): return None
   val, gate = f"vload{x.dtype.count}(0, {_vec_addr(ctx, x)})", mem_access(x).gate
   return val if gate is None else f"({ctx.r[gate]}?{val}:{ctx.render_const(0, x.dtype)})"
 def _vstore(ctx, x: UOp) -> str | None:
   m = mem_access(x)
-  if m.value is None or m.value.dtype.count == 1 or m.value.dtype.scalar() in ctx.emulated_floats: return None
+  if m.value is None or m.value.dtype.count == 1 or m.value.dtype.scalar() in ctx.emulated_floats or _whole_elements(x, m.value.dtype.count): return None
   st = f"vstore{m.value.dtype.count}({ctx.r[m.value]}, 0, {_vec_addr(ctx, x)});"
   return st if m.gate is None else f"if ({ctx.r[m.gate]}) {st}"
 cl_rewrite = PatternMatcher([(UPat(Ops.LOAD, name="x"), _vload), (UPat(Ops.STORE, name="x"), _vstore)]) + base_rewrite
