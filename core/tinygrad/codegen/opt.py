@@ -225,6 +225,13 @@ def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[
           if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
   return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
 
+def _lone(sink: UOp, rid: int, vid: int | None) -> bool:
+  """The range with id `rid` is the only range of the REDUCEs over it (not one loop of a conv's nest), and none of them
+  depends on the range with id `vid` (when given)."""
+  reds = [u for u in sink.toposort() if u.op is Ops.REDUCE and any(r.arg[0] == rid for r in u.src[1:])]
+  return bool(reds) and all(len(u.src) == 2 for u in reds) and \
+    (vid is None or not any(u.op is Ops.RANGE and u.arg[0] == vid for x in reds for u in x.toposort()))
+
 def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   """Good actions without search, for every renderer that is not a GPU (loops, maybe threads over the outer loop, maybe SIMD
   vectors; off with cpu_heuristics = False):
@@ -283,6 +290,8 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
            and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg) or _small(glob[i].src[0].arg))]
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
+  # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
+  if red and any(i is not None and all(_lone(sink, r.arg[0], glob[i].arg[0]) for r in red) for i in (vec, block)): block = None
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
   rows = 1
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
@@ -321,21 +330,32 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     else:
       big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
       if big and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: add(Opt(OptOps.SWAP, bi, vi))
+  def vred(ri: int) -> tuple[int, int]:
+    # (unroll, peel) for reduce axis ri when it runs along memory: by a few vector widths (vector accumulators, summed
+    # across lanes after the loop); a length no such unroll divides (197 tokens: attention's softmax) runs its last steps
+    # after the loop (PEEL), so the rest still gets vector accumulators (unpeeled: one scalar step at a time, 0.4 ms per
+    # ViT-Ti softmax kernel)
+    r, ld = kernel_ranges(cur)[1][ri], _accesses(cur)[1]
+    if not ren.vector_bytes or not any(stride(x, r) == 1 for x in ld) or not _vector_reduce(cur, r): return 0, 0
+    size = r.src[0].arg
+    wide = _divisor(size, tuple(4*a for a in amts))
+    return wide, 0 if wide else next((4*a for a in amts if isinstance(size, int) and size >= 8*a), 0)
+  def unroll(ri: int, wide: int, peel: int) -> None:
+    if peel: add(Opt(OptOps.PEEL, ri, peel))
+    if wide or peel: add(Opt(OptOps.UNROLL, ri, wide or peel))
+  # a reduce of its own range that the vector axis does not reach (a softmax row's max and sum, fused into the kernel that
+  # writes the row) runs once per row, outside that axis' loop: it is vectorized along its range as a reduce kernel's is
+  for rid in [r.arg[0] for r in kernel_ranges(cur)[1][:-1] if _lone(sink, r.arg[0], vec_id)]:
+    ri = next(i for i, r in enumerate(kernel_ranges(cur)[1]) if r.arg[0] == rid)
+    unroll(ri, *vred(ri))
   if red:
     glob, red = kernel_ranges(cur)
-    st, ld = _accesses(cur)
     rsize = red[-1].src[0].arg
-    vred = vec is None and bool(ren.vector_bytes) and any(stride(x, red[-1]) == 1 for x in ld) and _vector_reduce(cur, red[-1])
-    wide = _divisor(rsize, tuple(4*a for a in amts)) if vred else 0
-    # a length no such unroll divides (197 tokens: attention's softmax) runs its last steps after the loop (PEEL), so the
-    # rest still gets vector accumulators (unpeeled it ran one scalar step at a time: 0.4 ms per ViT-Ti softmax kernel)
-    peel = next((4*a for a in amts if isinstance(rsize, int) and rsize >= 8*a), 0) if vred and not wide and rows == 1 else 0
+    wide, peel = vred(len(red)-1) if vec is None or (vec_id is not None and _lone(sink, red[-1].arg[0], vec_id)) else (0, 0)
     # block rows upcast (no vector axis): the vectorize pass packs the rows' lanes, gathering each from its own row, so a
     # wide partial unroll only lengthens scalar code (ViT's 1000-class head: 89 KB of IR, 0.3 s of LLVM, a slower loop);
     # a full one, no loop left, stays (a short unroll would sum the lanes in another order: other low bits)
-    if peel:
-      add(Opt(OptOps.PEEL, len(red)-1, peel))
-      add(Opt(OptOps.UNROLL, len(red)-1, peel))
+    if peel and rows == 1: unroll(len(red)-1, 0, peel)
     elif wide and (rows == 1 or wide == rsize): add(Opt(OptOps.UNROLL, len(red)-1, wide))
     elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: add(Opt(OptOps.UNROLL, len(red)-1, amt))
   return opts

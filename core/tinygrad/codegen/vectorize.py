@@ -162,7 +162,8 @@ def vectorize(sink: UOp, ren: Renderer) -> UOp:
   sub: dict[UOp, UOp] = {}
   for u in ret.toposort():
     if u.op is not Ops.REDUCE or not p.ok(u.dtype) or u.arg not in ren.vector_ops: continue
-    leaves = _flatten(u.src[0], u.arg)
+    # a reduce inside this one's value (a fused softmax's max in its sum) is packed already: read its vector form
+    leaves = _flatten(u.src[0].substitute(sub) if sub else u.src[0], u.arg)
     n = 1
     while n * 2 <= min(len(leaves), p.width(u.dtype)) and len(leaves) % (n * 2) == 0: n *= 2
     if n < 2: continue

@@ -72,7 +72,8 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
   for n in reversed(nodes):
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
-    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n): realizes[n] = None
+    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n) and \
+       not _row_local(n, consumers, realizes): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
     if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1:
       if streams_at[0] != len(realizes): streams.clear()   # (realizes only grows)
@@ -178,7 +179,9 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
     if ex and u.op in GroupOp.ALU and _alu_cost(u, realizes) >= EXPANDED_ALU:
       out.append(u)
       continue
-    if u.op is Ops.EXPAND:
+    # a value per row of r broadcast along r's own axes (logsumexp's inf-guarded max) is the same on every step of r's loop:
+    # the linearizer computes it once, outside
+    if u.op is Ops.EXPAND and not (u.src[0].shape == r.shape and u.shape == r.src[0].shape):
       a, b = u.src[0].shape, u.shape
       ex = ex or not (all_int(a) and all_int(b)) or prod(b) >= 4 * prod(a)
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
@@ -204,6 +207,43 @@ def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dic
   gated, with the pad's offset (and any reshape after it: the flattened conv input's copy, div/mod) in every step's
   index, 100x slower than the reduce on its own. Decided consumers-first, so `realizes` is final above r."""
   return _reaches_kernels(r, consumers, realizes, stop=(Ops.EXPAND, Ops.PAD))
+
+ROW_FUSE_ROWS = 16   # rows from which a row's reduces fuse into the kernel that reads the row (fewer: threads lack rows)
+
+def _row_local(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
+  """A reduce over the last axes, broadcast back over them into one kernel that writes those rows (softmax's max and sum,
+  a layer norm's mean and variance): inlined, the kernel computes it once per row, before its loops over the row (the
+  linearizer hoists it) and reads the row again from cache instead of from memory in a kernel of its own (softmax 4096^2:
+  3 kernels reading x 3 times -> 1). On renderers whose threads split the rows (has_threads); a GPU keeps a kernel per
+  reduce, its rows spread over its threads."""
+  full, axes = r.src[0].shape, r.arg[1]
+  if any(i not in axes and not (isinstance(full[i], int) and full[i] == 1) for i in range(min(axes), len(full))) or \
+     smax(prod(r.shape)) < ROW_FUSE_ROWS: return False
+  if not isinstance(r.device, str) or not _threads(r.device): return False
+  kernels: set[UOp] = set()
+  frames = (_squeezed(full), _squeezed(r.shape))
+  stack, seen = list(consumers[r]), set()
+  while stack:
+    c = stack.pop()
+    if c in seen: continue
+    seen.add(c)
+    ok = c.op is Ops.EXPAND and c.src[0].shape == r.shape and c.shape == full or \
+      c.op is Ops.REDUCE_AXIS and c.src[0].shape == full and c.arg[1] == axes or \
+      (c.op in GroupOp.ALU or c.op in (Ops.CAST, Ops.BITCAST, Ops.DETACH, Ops.CONTIGUOUS)) and _squeezed(c.shape) in frames or \
+      c.op is Ops.RESHAPE and _squeezed(c.shape) == _squeezed(c.src[0].shape)   # keepdim=False: the same loops
+    if not ok: return False
+    if c in realizes:
+      kernels.add(c)
+      if len(kernels) > 1: return False
+    else: stack.extend(consumers[c])
+  return len(kernels) == 1
+
+def _squeezed(shape: tuple[sint, ...]) -> tuple[sint, ...]: return tuple(s for s in shape if not (isinstance(s, int) and s == 1))
+
+def _threads(device: str) -> bool:
+  from tinygrad.device import Device
+  try: return bool(Device[device].renderer.has_threads)
+  except Exception: return False   # a device that does not open: its schedule is never run
 
 # ---- lowering one kernel: tensor ops at an index -> kernel-level value ----
 class KernelBuilder:

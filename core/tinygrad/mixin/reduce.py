@@ -137,7 +137,7 @@ class ReduceMixin:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
     x = self.cast(dtype) if dtype is not None else self
     e = (x - x._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
-    return e / e.sum(axis, keepdim=True)
+    return e * e.sum(axis, keepdim=True).reciprocal()
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
     x = self.cast(dtype) if dtype is not None else self
