@@ -629,7 +629,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # a view that gathered shards: the same ops on a stand-in for the whole tensor give its logical movement ops,
       # inverted over the whole (multi-device) tensor, then laid out as its shards
       stand_in = new_buffer(base.device[0], prod(base.shape), base.dtype).reshape(base.shape)
-      if (chain := _movement_chain(functools.reduce(lambda u, f: f(u), self._replay, stand_in), stand_in)) is not None:
+      if (chain := _movement_chain(self._replayed(stand_in), stand_in)) is not None:
         return relayout(_unview(chain, x, base).uop, base.uop)
     if any(c is None for c in chains):
       raise NotImplementedError(f"assign into this view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, {base.device}) "
@@ -831,12 +831,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if base._views is None: base._views = weakref.WeakValueDictionary()
     base._views[id(ret)] = ret
     return ret
+  def _replayed(self, base: UOp) -> UOp:
+    """This multi-device view's movement ops (`_replay`) applied to `base` instead of its base's graph."""
+    return functools.reduce(lambda u, f: f(u), self._replay or (), base)
   def _set_uop(self, new: UOp) -> None:
     """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph)."""
     old, self.uop = self.uop, new
     if old is new or not self._views: return
     for v in list(self._views.values()):
-      if v._replay is not None and new.op is Ops.MULTI: v.uop = functools.reduce(lambda u, f: f(u), v._replay, new)
+      if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
   def _detach_view(self) -> None:
     if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)

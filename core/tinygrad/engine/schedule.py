@@ -602,18 +602,18 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realizes = find_realizes(roots)
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
-  order = [n for n in UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER) if n in realizes]
-  def buf(s: UOp) -> UOp: return b if (b := _src_of(s)).op is Ops.BUFFER else buffer_map[b]
+  order = [n for n in _graph_topo(roots) if n in realizes]
+  def buf(b: UOp) -> UOp: return b if b.op is Ops.BUFFER else buffer_map[b]   # b: a custom kernel tensor's _src_of
   def build(n: UOp) -> None:
     if n.op is Ops.AFTER:   # the buffer of the custom kernel's tensor, which the kernel wrote
       if len(n.src) != 2 or n.src[1].op is not Ops.KERNEL:
         raise NotImplementedError(f"AFTER over {[s.op for s in n.src[1:]]} in a tensor graph: only Tensor.custom_kernel's outputs are one here")
-      buffer_map[n] = buf(n.src[0])
+      buffer_map[n] = buf(_src_of(n.src[0]))
       return
     if n.op is Ops.KERNEL:
-      bufs = [buf(s) for s in n.src]
-      items[n] = (ExecItem(lower_custom(n.arg.ast), bufs, node=n), {b for s in n.src if (b := _src_of(s)).op is Ops.BUFFER},
-                  {_dep(_src_of(s)) for s in n.src} & items.keys())
+      srcs = [_src_of(s) for s in n.src]
+      items[n] = (ExecItem(lower_custom(n.arg.ast), [buf(b) for b in srcs], node=n),
+                  {b for b in srcs if b.op is Ops.BUFFER}, {_dep(b) for b in srcs} & items.keys())
       return
     if n.op is Ops.ASSIGN:
       target = base_buffer(n.src[0])
