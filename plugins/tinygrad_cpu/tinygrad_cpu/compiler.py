@@ -71,15 +71,41 @@ def llvm_target_machine(opt: int = 2) -> Any:
   triple, cpu, features = llvm_host()
   return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="jitdefault")
 
+# llvmlite holds one process-wide lock around every call into LLVM (binding/ffi.py), from the days of one global LLVMContext.
+# A compile here owns everything it touches (its LLVMContext and module, a pass builder with its own instrumentation, the
+# thread's TargetMachine), which LLVM allows on many threads at once ("Threads and LLVM": one context per thread), so the
+# four heavy calls skip that lock on a thread inside LLVMCompiler.compile; every other call (the runtime's MCJIT loads on the
+# global context, disposals run by the garbage collector on any thread) keeps it. Locked, compiles took turns and a kernel's
+# load waited for the compile in progress: ViT-Ti's cold first call 2.61 -> 2.05 s, GPT-2 tiny decode's 1.97 -> 1.22 s (2 cores).
+_UNLOCKED_CALLS = ("LLVMPY_ParseAssembly", "LLVMPY_VerifyModule", "LLVMPY_RunNewModulePassManager", "LLVMPY_TargetMachineEmitToMemory")
+_compiling = threading.local()
+
+class _OwnCallsUnlocked:
+  """An llvmlite function wrapper that takes the lock unless this thread is compiling (`_compiling.on`)."""
+  def __init__(self, wrapped: Any): self._wrapped, self._cfn = wrapped, wrapped._cfn
+  def __getattr__(self, name: str) -> Any: return getattr(self._wrapped, name)
+  def __call__(self, *args: Any) -> Any: return self._cfn(*args) if getattr(_compiling, "on", False) else self._wrapped(*args)
+
+@functools.cache
+def _unlock_own_calls() -> bool:
+  """Install the wrappers (once); False when this llvmlite's internals differ (compiles then stay serialized: slower, same code)."""
+  try:
+    from llvmlite.binding import ffi
+    fntab = ffi.lib._fntab
+    for name in _UNLOCKED_CALLS:
+      w = getattr(ffi.lib, name)   # (fills fntab)
+      if not isinstance(w, _OwnCallsUnlocked): fntab[name] = _OwnCallsUnlocked(w) if hasattr(w, "_cfn") and fntab.get(name) is w else w
+    return all(isinstance(fntab.get(n), _OwnCallsUnlocked) for n in _UNLOCKED_CALLS)
+  except (ImportError, AttributeError): return False
+
 class LLVMCompiler(Compiler):
   """LLVM IR -> verified, optimized machine code for the host CPU: a relocatable ELF object the runtime links into memory
   with MCJIT's loader (no codegen at load, no system linker), so a cached kernel loads in ~1 ms instead of running LLVM's
   backend again in every new process.
 
-  Thread-safe: each call parses into its own LLVMContext and each thread has its own TargetMachine. A compile runs beside
-  the Python thread rendering the next kernels (ctypes releases the GIL), but not beside another compile: llvmlite holds
-  one process-wide lock around every LLVM call (binding/ffi.py, _lib_fn_wrapper), so compile threads take turns, and a
-  kernel's load (the runtime's MCJIT calls) waits for the compile in progress.
+  Thread-safe: each call parses into its own LLVMContext and each thread has its own TargetMachine, so compiles run beside
+  each other and beside the Python thread rendering the next kernels (ctypes releases the GIL; llvmlite's lock is skipped
+  for a compile's own calls, _OwnCallsUnlocked).
   `opt` is the middle end's speed level (the pass pipeline), `codegen_opt` the backend's. Why O2/O2: measured on the 35
   kernels of bench/compile.py's two models (3.4 MB of IR, 2026-12-01, 2 cores): passes ~4.4 s + object emission ~2.4 s;
   O1, O3, backend O1/O3 and O2 without LLVM's loop/SLP vectorizers or unrolling all compile within +-10% of O2 (the time
@@ -104,12 +130,16 @@ class LLVMCompiler(Compiler):
   def compile(self, src: str) -> bytes:
     llvm, tm = self.llvm, self.tm
     ctx = llvm.create_context()   # LLVM contexts are not thread-safe: one per compile
+    _unlock_own_calls()
+    _compiling.on = True
     try:
-      mod = llvm.parse_assembly(src, context=ctx)
-      mod.verify()
-    except RuntimeError as e: raise CompileError(f"LLVM rejected the IR: {e}", src) from e
-    mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=self.opt))
-    pb.getModulePassManager().run(mod, pb)
-    return bytes(tm.emit_object(mod))
+      try:
+        mod = llvm.parse_assembly(src, context=ctx)
+        mod.verify()
+      except RuntimeError as e: raise CompileError(f"LLVM rejected the IR: {e}", src) from e
+      mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
+      pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=self.opt))
+      pb.getModulePassManager().run(mod, pb)
+      return bytes(tm.emit_object(mod))
+    finally: _compiling.on = False
   def disassemble(self, lib: bytes) -> str: return _objdump(lib)
