@@ -482,6 +482,16 @@ def test_exp_is_few_alu_ops():
     n = sum(1 for u in uops if u.op in GroupOp.ALU and u.op is not Ops.BITCAST)
     assert n <= most, f"exp({dt}) is {n} ALU ops, want <= {most}"
 
+def test_exp_graph_is_the_one_tensor_ops_build():
+  # Tensor.exp copies a graph built once per (dtype, shape, device) onto its input: the very nodes its Tensor ops build
+  # (kernels, gradients and the schedule cache see no difference), for every input of that key, and not for another key
+  a, b = Tensor.empty(3, 5, device="CPU"), Tensor.empty(3, 5, device="CPU") + 1
+  for x in (a, b, a * 2, Tensor.empty(5, 3, device="CPU"), Tensor.empty(4, dtype=dtypes.float64, device="CPU"), Tensor.empty(0, device="CPU")):
+    assert x.exp().uop is x._float()._exp().uop
+  x = Tensor([[0.5, -1.0], [2.0, float("-inf")]], requires_grad=True)
+  x.exp().sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), np.exp(x.numpy()), rtol=1e-6)
+
 @pytest.mark.parametrize("npdt", [np.float32, np.float64])
 def test_exp_edges_match_numpy(dev, npdt):
   if npdt == np.float64 and dev in ("NV", "AMD", "AMD:LLVM"): pytest.skip("float64 exp is checked on the CPU renderers and PYTHON")
