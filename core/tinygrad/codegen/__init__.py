@@ -13,6 +13,7 @@ from tinygrad.codegen.opt import Opt, OptOps, optimize
 from tinygrad.codegen.tc import tensor_cores
 from tinygrad.codegen.gpuopt import lower_groups
 from tinygrad.codegen.vectorize import vectorize
+from tinygrad.codegen.rowcache import cache_rows
 
 def _rsize(r: UOp) -> int | UOp: return r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0]   # a range's size (symbolic: a UOp)
 
@@ -80,6 +81,7 @@ PASSES: list[Pass] = [
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
   ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
   ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has
+  ("cache_rows", lambda s, r, o: cache_rows(s, r)),                                            # a row's summand stored by its reduce, not computed again
 ]
 
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:

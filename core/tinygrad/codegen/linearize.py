@@ -56,7 +56,9 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
       res = UOp(Ops.LOAD, val.dtype, (ptr, upd))
       closes[res] = frozenset(ranges)
       new = res
-    if new is not u: replace[u] = new
+    if new is not u:
+      replace[u] = new
+      if u in closes: closes.setdefault(new, closes[u])   # an END over a reduce's value, rebuilt over its accumulator
   # the reset runs inside every loop its ranges ended up nested in: a later reduce sharing a range can nest that range
   # deeper than this reduce's own operands reach, and a reset outside that loop would carry the sum across its iterations
   for init, rs in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in rs)) - set(rs)
@@ -70,6 +72,7 @@ def _end_nesting(sink: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp
   if not ends: return
   scope: dict[UOp, frozenset[UOp]] = {}
   for n in sink.toposort():
+    if n.op is Ops.REDUCE: closes[n] = frozenset(n.src[1:])   # (not lowered yet) its value is read after its loops
     if n.op is Ops.END and len(n.src) > 1:
       closes[n] = rs = frozenset(n.src[1:])
       for r in rs: parents[r] = parents.get(r, frozenset()) | (scope[n.src[0]] - rs) | {q for q in rs if q.arg[0] < r.arg[0]}

@@ -1,0 +1,62 @@
+"""Row cache: a value a row's reduce sums, which the row's output computes again, is stored into the output by the reduce's
+loop and read back by the output's loop instead of computed twice (a fused softmax's exp(x - max): once for the sum, once
+for the output). On renderers whose loops run in order on one thread per row (has_threads: the CPU), after vectorize.
+
+The kernel, one STORE of out[idx(rows, j)] = V, where V reads R = REDUCE(op, g_0 op ... op g_{n-1}, k) and holds H(j)
+with H(j := n*k + c) = g_c for every lane group c < n (the same nodes once simplified: an identity, not a guess), becomes
+  in k's loop: out[idx(rows, n*k + c)] = g_c for each c (the row's elements, in cache when the sum ends);
+  after it:    out[idx(rows, j)] = V with H(j) replaced by a load of out[idx(rows, j)].
+Sound only when k's loop runs once per row before j's: every range the stored values and places depend on, but k, is a
+global one outside j's loop (a lower id) that the output index reads (rows written by one iteration only, one thread), j's
+range covers n*k + c exactly, the store is ungated and the kernel reads nothing of `out` before. Else the kernel is left.
+"""
+from __future__ import annotations
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.upat import graph_rewrite
+from tinygrad.renderer import Renderer
+from tinygrad.codegen.vectorize import _flatten
+
+ROW_CACHE_BYTES = 1 << 18   # a row this large or smaller is still in the core's cache when its output loop reads it back
+ROW_CACHE_ALU = 4           # ALU ops from which recomputing a summand costs more than its store and load
+
+def _open_ranges(u: UOp, memo: dict[UOp, frozenset[UOp]]) -> frozenset[UOp]:
+  """The ranges u's value depends on: a reduce's own ranges end with it."""
+  for n in u.toposort():
+    if n in memo: continue
+    s = frozenset().union(*(memo[x] for x in n.src)) if n.src else frozenset()
+    memo[n] = s | {n} if n.op is Ops.RANGE else s - set(n.src[1:]) if n.op is Ops.REDUCE else s
+  return memo[u]
+
+def cache_rows(sink: UOp, ren: Renderer) -> UOp:
+  if not ren.has_threads or len(sink.src) != 1 or (st := sink.src[0]).op is not Ops.STORE or len(st.src) != 2: return sink
+  oidx, val = st.src
+  if oidx.op is not Ops.INDEX or len(oidx.src) != 2 or oidx.src[0].op is not Ops.DEFINE_GLOBAL: return sink
+  out = oidx.src[0]
+  if any(u.op is Ops.INDEX and u.src[0] is out and u is not oidx for u in sink.toposort()): return sink   # it reads out
+  memo: dict[UOp, frozenset[UOp]] = {}
+  places = _open_ranges(oidx.src[1], memo)
+  # every loop outside the reduces is a place of the output: each iteration writes elements of its own
+  if places != {u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE}: return sink
+  from tinygrad.uop.symbolic import sym
+  for red in [u for u in val.toposort() if u.op is Ops.REDUCE and len(u.src) == 2 and u.src[1].arg[1] is AxisType.REDUCE]:
+    k, leaves = red.src[1], _flatten(red.src[0], red.arg)
+    if len(leaves) > 16: continue   # (each lane group is one more copy of the candidate to simplify)
+    for j in sorted((r for r in places if r.arg[1] is AxisType.GLOBAL), key=lambda r: -r.arg[0]):
+      n, ksize = j.src[0].arg, k.src[0].arg
+      if not isinstance(n, int) or not isinstance(ksize, int) or n != len(leaves) * ksize: continue
+      n = len(leaves)
+      if n * ksize * val.dtype.itemsize > ROW_CACHE_BYTES: continue
+      rows = places - {j}
+      if any(r.arg[1] is not AxisType.GLOBAL or r.arg[0] >= j.arg[0] for r in rows): continue
+      # the largest part of the output that is, lane group by lane group, the reduce's summand
+      for h in reversed([u for u in val.toposort() if u.op is leaves[0].op and u.dtype == leaves[0].dtype and j in u.range_set]):
+        if red in h.toposort() or sum(1 for u in h.toposort() if u.op in GroupOp.ALU) < ROW_CACHE_ALU: continue
+        subs = [{j: k * n + c} for c in range(n)]
+        if not all(graph_rewrite(h.substitute(s), sym) is g for s, g in zip(subs, leaves)): continue
+        sidx = [graph_rewrite(oidx.substitute(s), sym) for s in subs]
+        if any(_open_ranges(x, memo) - {k} - rows for x in sidx + leaves): continue
+        ends = tuple(UOp(Ops.STORE, st.dtype, (x, g)).end(k) for x, g in zip(sidx, leaves))
+        ld = UOp(Ops.LOAD, h.dtype, (oidx,) + ends)
+        return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld}))),))
+  return sink

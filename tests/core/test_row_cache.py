@@ -1,0 +1,90 @@
+"""The row cache (codegen/rowcache.py): a row's summand that its output computes again (a fused softmax's exp(x - max)) is
+stored into the output by the reduce's loop and read back by the output's loop: one exp per element instead of two. The
+values are torch's, rows of -inf, NaN and huge values included, and the kernels it must not touch keep their form."""
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, Device
+from tinygrad.plugin_api import kernels, render
+from tinygrad.uop import Ops, GroupOp
+import tinygrad.codegen as cg
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray: return np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 4
+
+def _loops(uops: list) -> list[tuple[object, list]]:
+  """(RANGE, the uops directly inside its loop) for every loop of a linearized kernel."""
+  stack: list[tuple[object, list]] = []
+  out = []
+  for u in uops:
+    if u.op is Ops.RANGE:
+      stack.append((u, []))
+      out.append(stack[-1])
+    elif u.op is Ops.END: stack.pop()
+    elif stack: stack[-1][1].append(u)
+  return out
+
+def _without_pass(fn):
+  saved = cg.PASSES[:]
+  cg.PASSES[:] = [p for p in saved if p[0] != "cache_rows"]
+  try: return fn()
+  finally: cg.PASSES[:] = saved
+
+@pytest.mark.parametrize("rows,n", [(64, 4096), (32, 512), (16, 128)])
+def test_softmax_computes_exp_once_per_element(rows, n):
+  # the sum's loop stores exp(x - max) into the output; the output's loop loads it and multiplies by 1/sum: no exp there
+  t = Tensor.empty(rows, n, device="CPU").softmax(-1)
+  (k,) = kernels(t)
+  p = render(k, Device["CPU"].renderer)
+  loops = _loops(p.uops)
+  out_loop = [body for r, body in loops if r.arg[1].name == "GLOBAL" and not any(x.op is Ops.RANGE for x in body)][-1]
+  assert not any(u.op in (Ops.MULACC, Ops.SHL) for u in out_loop), "the output loop computes exp again"
+  assert any(u.op is Ops.LOAD and u.src[0].src[0].arg == 0 for u in out_loop if u.src and u.src[0].op is Ops.INDEX)
+  red_stores = [u for r, body in loops if r.arg[1].name == "REDUCE" for u in body if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
+  assert red_stores, "the sum's loop stores nothing into the output"
+  alu = lambda prog: sum(1 for u in prog.uops if u.op in GroupOp.ALU)
+  assert alu(p) < alu(_without_pass(lambda: render(k, Device["CPU"].renderer))) - 15
+
+def _check(got: Tensor, want: torch.Tensor) -> None:
+  np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+@pytest.mark.parametrize("shape", [(16, 64), (16, 128), (48, 1024), (3, 17, 256), (20, 4096), (16, 4160), (17, 192)])
+def test_softmax_family_matches_torch(shape):
+  a = _rand(*shape, seed=sum(shape))
+  a.reshape(-1, shape[-1])[0, :5] = 80.0      # large values: the max shift keeps exp finite
+  a.reshape(-1, shape[-1])[1] = -np.inf       # a row of -inf: NaN, as torch
+  a.reshape(-1, shape[-1])[2, 7] = np.nan     # a NaN: its row is NaN
+  a.reshape(-1, shape[-1])[3] = 1.5           # a constant row
+  a.reshape(-1, shape[-1])[4, 3] = -np.inf    # one -inf: its exp is 0
+  x, ta = Tensor(a, device="CPU"), torch.tensor(a)
+  _check(x.softmax(-1), ta.softmax(-1))
+  _check(x.log_softmax(-1), ta.log_softmax(-1))
+  _check(x.layernorm(-1), torch.nn.functional.layer_norm(ta, shape[-1:]))
+  e = x.exp()
+  _check(e * e.sum(-1, keepdim=True).reciprocal(), ta.exp() / ta.exp().sum(-1, keepdim=True))   # the summand is exp(x) itself
+  _check(e / e.max(-1, keepdim=True), ta.exp() / ta.exp().amax(-1, keepdim=True))               # a max of it
+
+@pytest.mark.parametrize("shape", [(16, 256), (32, 1024)])
+def test_softmax_and_layernorm_backward_match_torch(shape):
+  a, g = _rand(*shape, seed=3), _rand(*shape, seed=4)
+  for f, tf in ((lambda x: x.softmax(-1), lambda x: x.softmax(-1)), (lambda x: x.log_softmax(-1), lambda x: x.log_softmax(-1)),
+                (lambda x: x.layernorm(-1), lambda x: torch.nn.functional.layer_norm(x, shape[-1:]))):
+    x, tx = Tensor(a, device="CPU", requires_grad=True), torch.tensor(a, requires_grad=True)
+    (f(x) * Tensor(g, device="CPU")).sum().backward()
+    (tf(tx) * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+def test_softmax_in_place_and_empty():
+  # an assign of softmax into its own input reads the input where it writes: it must not read back what it stored
+  a = _rand(32, 512, seed=5)
+  x = Tensor(a, device="CPU").contiguous().realize()
+  x.assign(x.softmax(-1)).realize()
+  _check(x, torch.tensor(a).softmax(-1))
+  assert Tensor.empty(0, 512, device="CPU").softmax(-1).numpy().shape == (0, 512)
+  _check(Tensor(a[:1], device="CPU").softmax(-1), torch.tensor(a[:1]).softmax(-1))
+
+def test_clang_renderer_matches_torch():
+  try: Device["CPU:CLANG"]
+  except Exception as e: pytest.skip(f"CPU:CLANG does not open here ({type(e).__name__})")
+  a = _rand(32, 1024, seed=6)
+  a[1] = -np.inf
+  _check(Tensor(a, device="CPU:CLANG").softmax(-1), torch.tensor(a).softmax(-1))
