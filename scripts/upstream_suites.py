@@ -42,9 +42,7 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.codegen", "full_rewrite_to_sink", "function"),
   ("tinygrad.codegen", "line_rewrite", "function"),
   ("tinygrad.codegen", "pm_linearize_cleanups", "function"),
-  ("tinygrad.engine.realize", "compile_linear", "function"),        # upstream's realize engine internals
-  ("tinygrad.engine.realize", "run_linear", "function"),
-  ("tinygrad.engine.realize", "lower_and_compile", "function"),
+  ("tinygrad.engine.realize", "lower_and_compile", "function"),     # upstream's realize engine internals
   ("tinygrad.engine.realize", "pm_beam", "function"),
   ("tinygrad.helpers", "Target", "class"),
   ("tinygrad.renderer.ptx", "PTXRenderer", "class"),                # upstream's PTX renderer (ours is the NV plugin's)

@@ -482,6 +482,24 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """The kernels (ExecItems) that realizing this tensor (and `lst`) would run, without running them."""
     from tinygrad.engine.schedule import create_schedule
     return create_schedule([t.uop for t in (self,) + lst])[0]
+  @engine_locked
+  def linear_with_vars(self, *lst: Tensor) -> tuple[UOp, dict[str, int]]:
+    """The steps that realize self (and `lst`), not run yet: public tinygrad's LINEAR UOp, one CALL per kernel or copy (its
+    src: the kernel's SINK or the COPY, then its buffers, output first), and the bound Variables' values by name. As in
+    public tinygrad, each tensor is its result buffer from now on, and the buffers are filled when
+    `tinygrad.engine.realize.run_linear(linear, var_vals)` runs the steps: run them before reading any of these tensors."""
+    from tinygrad.engine import realize as engine
+    if engine.recording is not None: raise RuntimeError("linear_with_vars cannot be called while another one schedules")
+    calls: list[UOp] = []
+    engine.recording = calls
+    try: Tensor.realize(self, *lst)
+    finally: engine.recording = None
+    return UOp(Ops.LINEAR, src=tuple(calls)), {v.arg[0]: x for c in calls for v, x in c.arg}
+  def schedule_linear(self, *lst: Tensor) -> UOp:
+    """linear_with_vars' LINEAR, for a graph without bound Variables (a ValueError names them otherwise)."""
+    linear, var_vals = self.linear_with_vars(*lst)
+    if var_vals: raise ValueError(f"the schedule has bound Variables {sorted(var_vals)}: use linear_with_vars, which returns their values")
+    return linear
 
   # ---- autograd (tinygrad/gradient.py) ----
   def backward(self, gradient: Tensor | None = None) -> Tensor:

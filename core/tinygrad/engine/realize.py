@@ -294,8 +294,30 @@ def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, pro
 def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None,
                  progress: list[int] | None = None) -> None:
   """Run every ExecItem in order; `plan` maps BUFFERs to the BUFFER whose memory they reuse (memory planner)."""
+  if recording is not None:   # Tensor.linear_with_vars: kept to run later (run_linear), through the memory plan
+    recording.extend(UOp(Ops.CALL, src=(ei.ast, *[plan.get(b, b) if plan else b for b in ei.bufs]), arg=tuple(ei.var_vals.items()))
+                     for ei in schedule)
+    return
   # every kernel is compiled before any runs: a kernel that fails to compile leaves no buffer half-written
   run_steps(lower_schedule(schedule, plan), var_vals, progress)
+
+recording: list[UOp] | None = None
+
+def _linear_items(linear: UOp, var_vals: dict[str, int] | None) -> list[ExecItem]:
+  if linear.op is not Ops.LINEAR: raise TypeError(f"expected the LINEAR UOp of Tensor.linear_with_vars, got {linear.op}")
+  return [ExecItem(c.src[0], list(c.src[1:]), var_vals={v: (var_vals or {}).get(v.arg[0], x) for v, x in c.arg}) for c in linear.src]
+
+def compile_linear(linear: UOp) -> UOp:
+  """Compile every kernel of a LINEAR schedule (Tensor.linear_with_vars) now, so that run_linear only runs them; a kernel
+  that fails to compile raises here. Returns `linear` (its steps keep their SINKs: the compiled programs are cached)."""
+  lower_schedule(_linear_items(linear, None))
+  return linear
+
+def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
+  """Run the steps of a LINEAR schedule (Tensor.linear_with_vars / schedule_linear) in order, `var_vals` giving the bound
+  Variables' values by name (default: the values they were bound to). It may run again: each run recomputes the same
+  buffers from their sources as they are then."""
+  run_schedule(_linear_items(linear, var_vals))
 
 def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None,
                  held: dict[UOp, UOp] | None = None) -> list[UOp]:

@@ -41,6 +41,7 @@ class Ops(FastEnum):
   BIND = auto()                                              # a DEFINE_VAR with its value (src: var, CONST): a size in a tensor shape
   MULTI = auto()                                             # a multi-device tensor: one graph per device (src), arg = sharded axis or None
   AFTER = auto()                                             # src[0]'s buffer once src[1:] ran: a custom kernel's output / a hand-written kernel's ordering
+  CALL = auto()                                              # one step of a LINEAR schedule (Tensor.linear_with_vars): src = (SINK|COPY, *buffers)
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}

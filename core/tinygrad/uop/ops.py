@@ -547,6 +547,7 @@ def _device(n: UOp) -> Any:
   if n.op is Ops.DEVICE: return n.arg
   if n.op is Ops.MULTI: return tuple(s.device for s in n.src)
   if n.op is Ops.COPY: return n.src[1].arg
+  if n.op is Ops.CALL: return n.src[1].__dict__["_device"]   # its output buffer's (src[0], the kernel's SINK, has none)
   return next((d for s in n.src if (d := s.__dict__["_device"]) is not None), None)
 
 def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
