@@ -313,9 +313,13 @@ class ElementwiseMixin:
     key = (x.dtype, x.shape, x.device)
     if (hit := _EXP_GRAPHS.get(key)) is None:
       from tinygrad.engine.buffers import new_buffer
-      ph = new_buffer(x.device, math.prod(x.shape), x.dtype).reshape(x.shape)   # never allocated: only a name for x
-      if len(_EXP_GRAPHS) >= 64: _EXP_GRAPHS.pop(next(iter(_EXP_GRAPHS)))
-      hit = _EXP_GRAPHS[key] = (ph, Tensor(ph)._exp().uop)
+      buf = new_buffer(x.device, math.prod(x.shape), x.dtype)
+      ph = buf.reshape(x.shape)   # never allocated: only a name for x
+      hit = (ph, Tensor(ph)._exp().uop)
+      # (a graph that reached the buffer other than through the name would read it: built directly instead)
+      if ph is not buf and buf in hit[1].toposort(gate=lambda u: u is not ph): return x._exp()
+      if len(_EXP_GRAPHS) >= 64: _EXP_GRAPHS.clear()
+      _EXP_GRAPHS[key] = hit
     return Tensor(hit[1].substitute({hit[0]: x.uop}))
   def _exp(self: Tensor) -> Tensor:
     x = self
