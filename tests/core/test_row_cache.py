@@ -88,3 +88,21 @@ def test_clang_renderer_matches_torch():
   a = _rand(32, 1024, seed=6)
   a[1] = -np.inf
   _check(Tensor(a, device="CPU:CLANG").softmax(-1), torch.tensor(a).softmax(-1))
+
+@pytest.mark.parametrize("opts,cached", [("UPCAST:1:16,UNROLL:1:64", True), ("UPCAST:1:16,UNROLL:1:16", True),
+  ("THREAD:0:4,UPCAST:2:16,UNROLL:1:64", True), ("UPCAST:1:16,UNROLL:0:64,UNROLL:1:64", True),
+  ("SWAP:0:1,UPCAST:0:16,UNROLL:1:64", False), ("UPCAST:0:4,UPCAST:1:16,UNROLL:1:64", False), ("UPCAST:1:4,UNROLL:1:8,UNROLL:0:4", False)])
+def test_forced_actions_keep_softmax_right(opts, cached):
+  # whatever actions BEAM or OPTS pick, the row cache applies only where each row's loops run in order on one thread:
+  # rows split into chunks (THREAD) keep it; the output axis outermost (SWAP), several rows per store (UPCAST of the
+  # rows) or scalar lanes leave the kernel as it was
+  from tinygrad import Context
+  from tinygrad.codegen.opt import parse_opts
+  a = _rand(32, 1024, seed=7)
+  a[3], a[5, 7] = -np.inf, np.nan
+  (k,) = kernels(Tensor(a, device="CPU").softmax(-1))
+  p = render(k, Device["CPU"].renderer, opts=parse_opts(opts))
+  side = any(u.op is Ops.STORE and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL
+             for r, body in _loops(p.uops) if r.arg[1].name == "REDUCE" for u in body)
+  assert side == cached
+  with Context(OPTS=opts): _check(Tensor(a, device="CPU").softmax(-1), torch.tensor(a).softmax(-1))
