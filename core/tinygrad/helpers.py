@@ -67,6 +67,8 @@ CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.
 # threads compiling a schedule's new kernels while the next ones are rendered (compilers marked parallel_safe); 0: one
 # after another on the calling thread
 PARALLEL_COMPILE = ContextVar("PARALLEL_COMPILE", min(8, CPUS))
+# a schedule with at least this many new kernels renders its back half in a forked child on another core (engine/forkgen.py); 0: off
+PARALLEL_CODEGEN = ContextVar("PARALLEL_CODEGEN", 4)
 IGNORE_BEAM_CACHE = ContextVar("IGNORE_BEAM_CACHE", 0)  # 1: search again even when the disk cache has this kernel's result
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)   # a big reduce to few outputs runs as two kernels (the first one parallel)
 MATMUL_PACK = ContextVar("MATMUL_PACK", 1)   # a matmul whose right operand is big is preceded by a copy into panels (renderer.matmul_pack)

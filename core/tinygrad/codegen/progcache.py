@@ -26,7 +26,7 @@ from tinygrad.renderer import ProgramSpec, Estimates
 
 VERSION = 1
 # flags that change what is printed, traced or timed, or where things run, never the program of a kernel
-_OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE",
+_OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE", "PARALLEL_CODEGEN",
                           "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING",
                           "CACHEDB_MAX_BYTES", "CACHEDB_MAX_DAYS"})
 

@@ -124,11 +124,13 @@ def _forget_pool_in_child() -> None:
   _pool, _pool_lock = None, threading.Lock()
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
 
-def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
+def _runner_key(dev: Any, ast: UOp) -> tuple: return (dev.device, dev.compiler_name, ast, tuple(v.value for v in _CODEGEN_VARS))
+
+def get_runner(device: str, ast: UOp, wait: bool = True, forked: Any = None) -> CompiledRunner:
   """The runner of kernel `ast` on `device`, from the method cache or rendered now; `wait=False`: its compile may still
-  run in the background (call `ready()` before use)."""
+  run in the background (call `ready()` before use). `forked`: a ForkedCodegen that may have rendered it already."""
   dev = Device[device]
-  key = (dev.device, dev.compiler_name, ast, tuple(v.value for v in _CODEGEN_VARS))
+  key = _runner_key(dev, ast)
   if (ret := method_cache.get(key)) is None:
     from tinygrad.codegen import get_program, progcache
     _check_dtypes(dev, ast)
@@ -148,7 +150,14 @@ def get_runner(device: str, ast: UOp, wait: bool = True) -> CompiledRunner:
       return spec
     pkey = progcache.program_key(ast, dev)
     rerender = None
-    if (spec := progcache.load(pkey, ast, lambda: codegen().uops) if pkey is not None else None) is None: spec = render()
+    # (the forked child's program is what codegen() gives: the same code on the same kernel; a row that does not decode is a miss)
+    if pkey is not None and forked is not None and (enc := forked.take(ast)) is not None:
+      try: spec = progcache.decode(enc, ast, lambda: codegen().uops)
+      except (ValueError, TypeError, KeyError): spec = None
+      if spec is not None: progcache.store(pkey, spec)
+    else: spec = None
+    if spec is not None: rerender = render
+    elif (spec := progcache.load(pkey, ast, lambda: codegen().uops) if pkey is not None else None) is None: spec = render()
     else:
       rerender = render
       if DEBUG >= 4: print(spec.src)
@@ -235,6 +244,7 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
   failing kernel's error is the one raised, as when they compile one after another."""
   plan = plan or {}
   steps = []
+  forked = _fork_codegen(schedule, plan)
   try:
     for ei in schedule:
       bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
@@ -242,12 +252,29 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
       else:
         devs = {b.device for b in bufs}
         if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
-        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False), bufs, ei.var_vals))
+        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False, forked=forked), bufs, ei.var_vals))
   except BaseException:
     if (err := _wait_all(steps)) is not None: raise err   # an earlier kernel's compile error comes first, as one at a time
     raise
+  finally:
+    if forked is not None: forked.close()
   if (err := _wait_all(steps)) is not None: raise err
   return steps
+
+def _fork_codegen(schedule: list[ExecItem], plan: dict[UOp, UOp]) -> Any:
+  """A child process rendering some of the schedule's new kernels (engine/forkgen.py), when there are enough of them
+  (one device, none in the method cache or, judged by the last one, in the program cache), else None."""
+  from tinygrad.helpers import PARALLEL_CODEGEN
+  if PARALLEL_CODEGEN.value <= 0: return None
+  items = [ei for ei in schedule if ei.ast.op is not Ops.COPY and ei.bufs]
+  devs = {buffer_of(plan.get(ei.bufs[0], ei.bufs[0])).device for ei in items}
+  if len(devs) != 1: return None
+  from tinygrad.codegen import progcache
+  from tinygrad.engine import forkgen
+  dev = Device[devs.pop()]
+  new = [a for a in dict.fromkeys(ei.ast for ei in items) if _runner_key(dev, a) not in method_cache]
+  if len(new) < PARALLEL_CODEGEN.value or (pkey := progcache.program_key(new[-1], dev)) is None or progcache.load(pkey, new[-1]) is not None: return None
+  return forkgen.start(new, dev)
 
 def _wait_all(steps: list[ExecStep]) -> BaseException | None:
   """Wait for every step's compile (none is left running in the background after an error) and load it; the first

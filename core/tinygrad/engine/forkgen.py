@@ -1,0 +1,80 @@
+"""Codegen in a forked child: a schedule's new kernels are rendered from both ends at once, on two cores.
+
+Codegen is Python under one GIL: ViT-Ti's cold first call renders 25 kernels for ~1.4 s on one core while the other
+only compiles. With PARALLEL_CODEGEN, lower_schedule forks a child (the fork holds the kernels: nothing is serialized on
+the way in) that renders the new kernels from the last one back, and writes each program as the program cache's JSON
+(progcache.encode: no pickle, nothing executable) to a pipe, while the parent renders from the front. Each side marks a
+kernel in shared memory before rendering it; the child stops at the first one the parent has marked, and the parent waits
+for one the child has marked (up to CHILD_WAIT_S, then renders it itself). A failed, killed or hung child costs at most
+that wait: the parent renders whatever did not arrive, and raises its errors, in schedule order. The child only renders
+(no compiler, device or cache call), leaves with os._exit and is killed when the parent is done. Linux only (a fork of a
+threaded process is unsafe where system libraries keep per-thread state, as on macOS)."""
+from __future__ import annotations
+import json, mmap, os, signal, sys, threading, warnings
+from typing import Any
+from tinygrad.uop.ops import UOp
+
+CHILD_WAIT_S = 10.0   # the longest the parent waits for a kernel the child is rendering (a hung child)
+PARENT, CHILD = 1, 2  # marks in the shared byte per kernel
+
+class ForkedCodegen:
+  """Renders `asts` for device `dev` in a forked child, last first; `take(ast)` is its encoded program, or None."""
+  def __init__(self, asts: list[UOp], dev: Any):
+    self.index = {a: i for i, a in enumerate(asts)}
+    self.got: dict[int, Any] = {}
+    self.done, self.cond = False, threading.Condition()
+    self.marks = mmap.mmap(-1, len(asts))   # anonymous and shared with the child
+    r, w = os.pipe()
+    with warnings.catch_warnings():   # (Python 3.12 warns on any fork of a threaded process; the child only runs Python codegen)
+      warnings.simplefilter("ignore", DeprecationWarning)
+      self.pid = os.fork()
+    if self.pid == 0: _child(asts, dev, self.marks, r, w)
+    os.close(w)
+    self.reader = threading.Thread(target=self._read, args=(r,), daemon=True, name="tinygrad_forkgen")
+    self.reader.start()
+  def _read(self, fd: int) -> None:
+    with os.fdopen(fd, "rb") as f:
+      for line in f:
+        try: i, enc = json.loads(line)
+        except ValueError: break   # a torn line: the child was killed mid-write
+        with self.cond:
+          self.got[i] = enc
+          self.cond.notify_all()
+    with self.cond:
+      self.done = True
+      self.cond.notify_all()
+  def take(self, ast: UOp) -> Any:
+    """The child's program of `ast` (waiting while the child renders it), or None: the caller renders it."""
+    if (i := self.index.get(ast)) is None: return None
+    with self.cond:
+      if self.marks[i] != CHILD: self.marks[i] = PARENT   # (a race with the child's mark costs a kernel rendered twice)
+      self.cond.wait_for(lambda: i in self.got or self.done or self.marks[i] != CHILD, timeout=CHILD_WAIT_S)
+      return self.got.pop(i, None)
+  def close(self) -> None:
+    try: os.kill(self.pid, signal.SIGKILL)
+    except ProcessLookupError: pass
+    os.waitpid(self.pid, 0)
+    self.reader.join()
+    self.marks.close()
+
+def _child(asts: list[UOp], dev: Any, marks: mmap.mmap, r: int, w: int) -> None:
+  try:
+    os.close(r)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's; it kills this child
+    from tinygrad.codegen import get_program, progcache
+    with os.fdopen(w, "wb") as f:
+      for i in reversed(range(len(asts))):
+        if marks[i] == PARENT: break   # met the parent
+        marks[i] = CHILD
+        f.write(json.dumps([i, progcache.encode(get_program(asts[i], dev.renderer, None, compile=False))]).encode() + b"\n")
+        f.flush()
+  except BaseException: pass   # the parent renders what did not arrive, and raises its error there
+  finally: os._exit(0)
+
+def start(asts: list[UOp], dev: Any) -> ForkedCodegen | None:
+  """A child rendering `asts` (the schedule's new kernels, in order) from the back, or None when not worth it or not possible."""
+  from tinygrad.helpers import PARALLEL_CODEGEN, DEBUG, BEAM, CPUS
+  if PARALLEL_CODEGEN.value <= 0 or len(asts) < PARALLEL_CODEGEN.value or CPUS < 2 or not sys.platform.startswith("linux") or DEBUG >= 4 \
+    or BEAM.value or threading.current_thread() is not threading.main_thread(): return None
+  try: return ForkedCodegen(asts, dev)
+  except OSError: return None   # no fork (a resource limit): the parent renders everything
