@@ -197,6 +197,7 @@ def _vector_reduce(sink: UOp, r: UOp) -> bool:
 BIG_OPERAND = 8 << 20   # bytes: an operand this large does not stay in the shared (L3) cache next to the others
 CHUNK_BYTES = 1 << 20   # bytes of the broadcast operand's rows one chunk of a panel-blocked matmul covers (both cores' L2)
 TILE_ROWS = (8, 6, 4, 3, 2)
+GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
 
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
@@ -224,6 +225,15 @@ def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[
   fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4)
           if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
   return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
+
+def panel_bytes(ren: Renderer) -> int:
+  """The width in bytes of the panels Tensor.dot packs a big matmul's right operand into (0: never): the register tile's
+  (its vectors for rows and columns every height divides), at least `ren.matmul_pack`. One k step of the tile then reads
+  one contiguous row of one panel, which the cache blocking of hand_coded_opts needs: AVX-512's 4x4-vector tile in
+  64-byte panels read 4 panels at once and went unblocked (matmul 1024, one core: 157 -> 233 GFLOPS in 256-byte ones)."""
+  if not ren.matmul_pack: return 0
+  vb = ren.vector_bytes
+  return max(ren.matmul_pack, register_tile(ren, 24, 4, vb)[1] * vb if vb else 0)
 
 def _lone(sink: UOp, rid: int, vid: int | None) -> bool:
   """The range with id `rid` is the only range of the REDUCEs over it (not one loop of a conv's nest), and none of them
@@ -303,10 +313,12 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     left = kernel_ranges(cur)[0][vi].src[0].arg if vi is not None and lanes == vw else 1
     bsize = kernel_ranges(cur)[0][bi].src[0].arg if (bi := _axis(cur, block_id)) is not None else glob[block].src[0].arg
     # an epilogue gathered lane by lane (strided along the vector axis) is one scalar load per output of the tile: one vector
-    # wide keeps it short (ViT's first MLP: 136 KB of IR, 1 s of LLVM at 4x4 vectors; 72 KB, 0.23 s at 8x1, and no slower)
+    # wide and at most GATHER_TILE outputs keep it short (ViT's first MLP: 136 KB of IR, 1 s of LLVM at 4x4 vectors; 72 KB,
+    # 0.23 s at 8x1, and no slower; a 64-wide panel is 2 rows of 4 vectors)
     gathered = vec is not None and any(stride(x, glob[vec]) not in (0, 1) for x in epilogue)
     rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize) if vec is not None \
       else (_divisor(bsize, (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
+    if gathered: rows = next((r for r in TILE_ROWS if r <= rows and bsize % r == 0 and r * lanes <= GATHER_TILE), 1)
     if c > 1 and vi is not None:
       add(Opt(OptOps.UPCAST, vi, c))
       lanes *= c
@@ -316,7 +328,9 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     g, r = kernel_ranges(cur)
     shared = [u.src[0] for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and stride(u.src[0].src[1], g[bi]) == 0]
     panel = next((i for i in range(len(g)) if i != bi and any(stride(x.src[1], g[i]) not in (0, None) for x in shared)), None)
-    contiguous = bool(shared) and bool(r) and all(stride(x.src[1], r[-1]) == lanes for x in shared)
+    # (an epilogue's loads, a bias read once per output, do not run along the reduce: they do not count)
+    inner = [x for x in shared if r and r[-1] in x.src[1].range_set]
+    contiguous = bool(inner) and all(stride(x.src[1], r[-1]) == lanes for x in inner)
     if contiguous and panel is not None:
       if panel > bi:
         block_id = g[panel].arg[0]   # SWAP exchanges the two ranges' ids: the block axis now has the panel's

@@ -21,11 +21,18 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: b
   axis of it is contiguous in n, so it is packed whatever its size, n padded up to a multiple of the panel where needed."""
   from tinygrad.device import Device, DeviceError
   if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize < MATMUL_PACK_BYTES.value and not along_k): return 0
-  try: p = Device[device if isinstance(device, str) else device[0]].renderer.matmul_pack // itemsize   # (sharded: the first's)
+  from tinygrad.codegen.opt import panel_bytes
+  try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
-  if along_k and p > 1 and n % p and n >= 4 * p: return p   # (n padded: at most a quarter more columns)
-  while p > 4 and n % p: p //= 2   # narrower panels where n is not a multiple of the widest (1000: 8)
-  return p if p > 1 and n % p == 0 and n > p else 0
+  p = panel_bytes(ren) // itemsize
+  # the widest panel dividing n, narrower ones where it does not (1000: 8); a transposed operand is padded instead, to a
+  # panel of at least matmul_pack bytes, where that adds at most a quarter more columns
+  while p > 1:
+    if along_k and n % p and n >= 4 * p and p * itemsize >= ren.matmul_pack: return p
+    if n % p == 0: return p if n > p else 0
+    if p <= 4: return 0
+    p //= 2
+  return 0
 
 def _rows_along_k(b: UOp) -> bool:
   # b (..., k, n) is a permuted view whose k axis is its source's innermost one (weight.T, k.transpose(-1, -2))

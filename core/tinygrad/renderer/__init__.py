@@ -90,7 +90,8 @@ class Renderer:
   registers: int = 16
   """CPU register tiling: how many SIMD registers the matmul tile may hold."""
   matmul_pack: int = 0
-  """Bytes of the panels a big matmul's right operand is copied into first (read by Tensor.dot); 0: never."""
+  """Bytes of the narrowest panels a big matmul's right operand is copied into first (read by Tensor.dot, which widens them
+  to the register tile's width: codegen/opt.py panel_bytes); 0: never."""
   code_for_op: dict[Ops, Callable[..., str]] = {}
   """ALU op -> function of the operands' text (and `dtype=`) giving the op's text. Its keys are also what the renderer
   has: an ALU op missing here is decomposed by the core (codegen/decompositions.py) into ops that are present."""

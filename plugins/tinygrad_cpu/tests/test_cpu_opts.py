@@ -30,18 +30,40 @@ def test_register_tile_fits_the_registers(regs, want):
   assert (r * c + c) * per_vec + 1 <= regs[1], "accumulators + one row of vectors + a broadcast must fit"
   assert (r, c) == want
 
-def test_1024_matmul_is_packed_and_panel_blocked():
-  ren = _renderer(32, 16)   # AVX2: 16 ymm registers
-  with Context(MATMUL_PACK=1):
-    asts = _matmul_asts(1024, 1024, 1024)
-  assert len(asts) == 2, "the right operand is packed into panels by a copy kernel first"
-  opts = hand_coded_opts(_kernel(asts[-1], ren), ren)
-  # a 4x16 tile (8 accumulators of 2 registers each: 11 of 16 with B's vector and the broadcast), the panel axis outside
-  # the rows, the rows cut into 4 chunks of 256 (1 MB of A each) that the threads share out
-  assert opts[:2] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4)]
-  assert Opt(OptOps.SWAP, 0, 1) in opts and Opt(OptOps.THREAD, 1, 4) in opts
-  glob, _ = kernel_ranges(apply_opts(_kernel(asts[-1], ren), opts))
-  assert [g.src[0].arg for g in glob] == [4, 64, 64]
+class _host:
+  """The CPU device's renderer with these SIMD registers for a while: Tensor.dot sizes its panels by them, the tests' opts too."""
+  def __init__(self, register_bytes, registers): self.regs = (register_bytes, registers)
+  def __enter__(self):
+    self.ren = Device["CPU"].renderer
+    self.saved = (self.ren.register_bytes, self.ren.registers)
+    self.ren.register_bytes, self.ren.registers = self.regs
+    return self.ren
+  def __exit__(self, *exc): self.ren.register_bytes, self.ren.registers = self.saved
+
+# (registers, m=k=n) -> the matmul kernel's opts and its global loops after them: the tile (rows x vectors of 16 floats),
+# the panel axis outside the rows (SWAP), the rows cut into chunks of 1 MB of A (THREAD) where that makes several
+@pytest.mark.parametrize("regs, size, want, loops", [
+  # AVX2, 16 ymm: 4x16 (8 accumulators of 2 registers: 11 of 16 with B's vector and the broadcast), 64-byte panels
+  ((32, 16), 1024, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.THREAD, 1, 4)], [4, 64, 64]),
+  # AVX-512, 32 zmm: 4x64 (16 accumulators, 21 registers), 256-byte panels, so one k step reads one panel's row
+  ((64, 32), 1024, [Opt(OptOps.UPCAST, 1, 64), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.THREAD, 1, 4)], [4, 16, 64]),
+  ((64, 32), 512, [Opt(OptOps.UPCAST, 1, 64), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)], [8, 128])])
+def test_big_matmul_is_packed_and_panel_blocked(regs, size, want, loops):
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+    asts = _matmul_asts(size, size, size)
+    assert len(asts) == 2, "the right operand is packed into panels by a copy kernel first"
+    opts = hand_coded_opts(_kernel(asts[-1], ren), ren)
+    assert opts[:len(want)] == want
+    glob, _ = kernel_ranges(apply_opts(_kernel(asts[-1], ren), opts))
+    assert [g.src[0].arg for g in glob] == loops
+
+@pytest.mark.parametrize("regs, panel", [((32, 16), 16), ((64, 32), 64), ((16, 16), 16)])
+def test_panel_is_the_register_tile_width(regs, panel):
+  with _host(*regs) as ren, Context(MATMUL_PACK=1, MATMUL_PACK_BYTES=0):
+    pack = _matmul_asts(64, 64, 4 * panel)[0]
+    assert [g.src[0].arg for g in kernel_ranges(_kernel(pack, ren))[0]] == [4, 64, panel], "(n/panel, k, panel)"
+    assert len(_matmul_asts(64, 64, panel)) == 1, "n as wide as one panel: b is its own panel, read in place"
+    assert len(_matmul_asts(64, 64, 2 * panel)) == 2
 
 def test_small_matmul_is_not_packed():
   with Context(MATMUL_PACK=1):
@@ -55,7 +77,7 @@ def _dev(name):
   return name
 
 @pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
-@pytest.mark.parametrize("shape", [(16, 1, 32), (17, 13, 48), (31, 97, 32), (64, 64, 64), (2, 19, 23, 80), (1, 16, 5, 32), (19, 7, 40), (23, 11, 36)])
+@pytest.mark.parametrize("shape", [(16, 1, 96), (17, 13, 48), (31, 97, 96), (64, 64, 160), (2, 19, 23, 80), (1, 16, 5, 96), (19, 7, 40), (23, 11, 36)])
 def test_packed_matmul_matches_numpy(device, shape):
   *batch, m, k, n = shape
   rng = np.random.default_rng(sum(shape))
@@ -80,16 +102,38 @@ def test_tiled_matmul_matches_numpy(device, mkn):
   got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
   np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
 
-def test_transposed_operand_is_packed_whatever_its_size():
+@pytest.mark.parametrize("regs, cols", [((32, 16), 208), ((64, 32), 224)])
+def test_transposed_operand_is_packed_whatever_its_size(regs, cols):
   # x @ W.T (nn.Linear, attention's q @ k.T): the right operand's rows run along k, so read in place no axis of it is
-  # contiguous in n; it is packed (n padded up to the panel width, the result realized and cut) even when small
-  with Context(MATMUL_PACK=1):
+  # contiguous in n; it is packed (n padded up to the panel width, the result realized and cut) even when small: 197 keys
+  # in 13 16-wide panels (AVX2: one vector of the tile) or 7 32-wide ones (AVX-512: 256 bytes would add 30% more columns)
+  with _host(*regs), Context(MATMUL_PACK=1):
     lin = (Tensor.empty(197, 192) @ Tensor.empty(768, 192).T).schedule()
     att = (Tensor.empty(3, 197, 64) @ Tensor.empty(3, 197, 64).transpose(-1, -2)).schedule()
     plain = (Tensor.empty(197, 192) @ Tensor.empty(192, 768)).schedule()
   assert len(lin) == 2, "the pack, the matmul"
-  assert len(att) == 3 and att[1].bufs[0].arg == 3 * 197 * 208, "the pack, the matmul over 13 16-wide panels (208 columns), the cut"
+  assert len(att) == 3 and att[1].bufs[0].arg == 3 * 197 * cols, "the pack, the matmul over the padded panels, the cut"
   assert len(plain) == 1, "an operand contiguous in n below MATMUL_PACK_BYTES is read in place"
+
+@pytest.mark.parametrize("regs", [(32, 16), (64, 32)])
+def test_matmul_with_a_bias_is_panel_blocked(regs):
+  # a bias added to the product is read once per output, not along the reduce: it does not make the packed operand look
+  # non-contiguous (ViT's MLPs and projections ran rows-outer, re-reading every panel of the weight for each row tile)
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+    ast = (Tensor.empty(197, 192) @ Tensor.empty(768, 192).T + Tensor.empty(768)).schedule()[-1].ast
+    opts = hand_coded_opts(_kernel(ast, ren), ren)
+  assert Opt(OptOps.SWAP, 0, 1) in opts, opts
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("mkn", [(197, 192, 768), (33, 64, 100), (16, 7, 200), (64, 48, 320)])
+def test_packed_matmul_with_a_bias_matches_numpy(device, mkn):
+  m, k, n = mkn
+  rng = np.random.default_rng(m + k + n)
+  x, w, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+  method_cache.clear()
+  with Context(MATMUL_PACK=1):
+    got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device).T + Tensor(b, device=device)).numpy()
+  np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64) + b, rtol=1e-4, atol=1e-4)
 
 def test_prime_block_axis_is_padded_and_tiled():
   # 197 rows (ViT's tokens): no tile height divides them; the rows are padded to 200 and register-blocked, not run one by one
@@ -180,20 +224,22 @@ def _mlp_out(h, w, x, cls, pos):
 def _reduce_kernel(asts, ren):
   return _kernel([a for a in asts if any(u.op.name == "REDUCE" for u in a.toposort())][-1], ren)
 
-def test_matmul_with_a_gathered_epilogue_is_still_tiled():
+@pytest.mark.parametrize("regs, lanes", [((32, 16), 16), ((64, 32), 64)])
+def test_matmul_with_a_gathered_epilogue_is_still_tiled(regs, lanes):
   # the epilogue's strided, gated loads run once per output: the kernel is vectorized and register-blocked like the same
   # matmul adding a plain buffer (it was left scalar and unblocked: 32 ms of ViT-Ti's 62, against 0.9 ms for each other
-  # layer's), with a tile one vector wide, as its gathered lanes are scalar code (4x4 vectors: 1 s of LLVM)
-  ren = Device["CPU"].renderer
+  # layer's), with a tile of at most 128 outputs, as its gathered lanes are scalar code (4x4 vectors: 1 s of LLVM): one
+  # vector wide where the panel is one vector (AVX2), 2 rows of the 4-vector panel on AVX-512
   h, w = Tensor.empty(1, 197, 768), Tensor.empty(192, 768)
-  with Context(MATMUL_PACK=1):
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
     fused = _reduce_kernel([si.ast for si in _mlp_out(h, w, Tensor.empty(1, 192, 14, 14), Tensor.empty(1, 1, 192), Tensor.empty(1, 197, 192)).schedule()], ren)
     plain = _reduce_kernel([si.ast for si in (Tensor.empty(1, 197, 192) + h @ w.T).schedule()], ren)
-  opts, want = hand_coded_opts(fused, ren), hand_coded_opts(plain, ren)
-  assert opts[:2] == want[:2] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.PADTO, 0, 8)], (opts, want)
-  assert any(o.op is OptOps.UPCAST and o.axis == 0 and o.arg >= 4 for o in opts), opts
-  assert not any(o.op is OptOps.UPCAST and o.axis == 1 for o in opts[1:]), "one vector wide"
-  assert any(o.op is OptOps.UPCAST and o.axis == 1 for o in want[1:]), "the plain matmul's tile is wider"
+    opts, want = hand_coded_opts(fused, ren), hand_coded_opts(plain, ren)
+  assert opts[:2] == want[:2] == [Opt(OptOps.UPCAST, 1, lanes), Opt(OptOps.PADTO, 0, 8)], (opts, want)
+  def tile(o): return np.prod([x.arg for x in o if x.op is OptOps.UPCAST])
+  assert any(o.op is OptOps.UPCAST and o.axis == 0 and o.arg >= 2 for o in opts) and 64 <= tile(opts) <= 128, opts
+  assert not any(o.op is OptOps.UPCAST and o.axis == 1 for o in opts[1:]), "no more vectors than the panel's"
+  assert tile(want) >= tile(opts), "the plain matmul's tile is at least as big"
 
 @pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
 @pytest.mark.parametrize("shape", [(192, 14, 768), (32, 4, 48), (16, 3, 20)])

@@ -60,7 +60,7 @@ class CPUAbilities:
   has_threads = True
   global_max: tuple[int, ...] | None = None
   local_max: tuple[int, ...] | None = None
-  matmul_pack = 64   # a cache line: Tensor.dot copies a big right operand into panels this wide (see Renderer)
+  matmul_pack = 64   # a cache line: Tensor.dot copies a big right operand into panels at least this wide (see Renderer)
   def __init__(self) -> None: self.register_bytes, self.registers = host_simd()
 
 # SIMD for the vectorize pass: GNU C vector extensions take arithmetic (not comparisons, ?: or casts: those stay scalar)
