@@ -180,12 +180,18 @@ def test_compile_error_has_diagnostics_and_source(cc):
   assert e.value.src == "this is not a kernel" and e.value.diagnostics
 
 def test_runtime_threads_heuristic(cc):
-  from tinygrad_cpu.runtime import CPUProgram, CPU_THREAD_WORK
+  from tinygrad_cpu.runtime import CPUProgram, CPU_THREAD_WORK, CPU_PARTS
   renderer, compiler = cc
   small = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(16), "test_kernel")))
   assert small.threads == 1 and 0 < small.work < CPU_THREAD_WORK
   big = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(1 << 22), "test_kernel")))
   assert big.work > CPU_THREAD_WORK
+  # split, its loop is cut into CPU_PARTS parts per thread (each of >= CPU_THREAD_WORK) that any thread claims
+  big.threads = 2
+  assert big.parts == min(CPU_PARTS * 2, big.work // CPU_THREAD_WORK) > 2
+  a, b, o = np.random.randn(1 << 22).astype(np.float32), np.random.randn(1 << 22).astype(np.float32), np.zeros(1 << 22, np.float32)
+  big(o.ctypes.data, a.ctypes.data, b.ctypes.data)
+  np.testing.assert_array_equal(o, a + b)
 
 def test_fork_child_runs_threaded_kernels(cc):
   # a fork child inherits the runtime's thread pool without its threads: it must start its own, not wait forever

@@ -8,7 +8,7 @@ pool's parallel-for and the pool. A replay writes the new inputs' addresses and 
 makes one ctypes call. Nothing in the source depends on addresses, so the same capture compiles to the same source in
 every process (a cache hit). Launch sizes play no part on the CPU: a kernel loops over its own (symbolic) bounds.
 
-The pool: a kernel split across n threads (CPUProgram.threads) runs through `tg_parallel(pool, task, ctx, n)`, which
+The pool: a kernel split into n parts (CPUProgram.parts) runs through `tg_parallel(pool, task, ctx, n)`, which
 publishes the job, runs chunks itself and waits for the rest. The workers (CPU_COUNT-1 threads, started on first use, each
 in one never-returning native call, so without the GIL) spin CPU_SPIN_US for the next job before sleeping on a futex: a
 sequence of medium kernels pays no wake-up each. Any thread claims any chunk (a compare-and-swap on one word holding the
@@ -22,11 +22,12 @@ from tinygrad.plugin_api import GraphRunner, GraphError, Compiled, Buffer, UOp
 from tinygrad_cpu.runtime import NativeCode, CPU_COUNT, CPU_SPIN_US, _addr
 
 class Call(NamedTuple):
-  """One kernel in a graph: its number (its entry point is f[kernel]), argument slots in `a` and `v`, and thread count."""
+  """One kernel in a graph: its number (its entry point is f[kernel]), argument slots in `a` and `v`, and the parts its
+  split loop is cut into (1: a plain call on the calling thread)."""
   kernel: int
   bufs: tuple[int, ...]
   vals: tuple[int, ...]
-  threads: int
+  parts: int
 
 # ---- the graph program ----
 
@@ -37,10 +38,10 @@ def render_c(name: str, calls: list[Call]) -> str:
   out = ["struct tg_ctx { void **a; int *v; void **f; };", "typedef void (*tg_task)(void*, int, int);",
          "typedef void (*tg_par)(void*, tg_task, void*, int);"]
   out += [f"static void tg_t{c.kernel}(void *p, int core, int n) {{ struct tg_ctx *c = p; (({sig(c)})c->f[{c.kernel}])({args(c, 'c->')}"
-          f"{', ' if c.bufs or c.vals else ''}core, n); }}" for c in calls if c.threads > 1]
+          f"{', ' if c.bufs or c.vals else ''}core, n); }}" for c in calls if c.parts > 1]
   out += [f"void {name}(void **a, int *v, void **f) {{", "  struct tg_ctx c = {a, v, f};"]
   for c in calls:
-    if c.threads > 1: out.append(f"  ((tg_par)f[{k}])(f[{k+1}], tg_t{c.kernel}, &c, {c.threads});")
+    if c.parts > 1: out.append(f"  ((tg_par)f[{k}])(f[{k+1}], tg_t{c.kernel}, &c, {c.parts});")
     else: out.append(f"  (({sig(c)})f[{c.kernel}])({args(c, '')}{', ' if c.bufs or c.vals else ''}0, 1);")
   return "\n".join(out + ["}", f"const long long {name}_work = 0LL;", ""])
 
@@ -58,7 +59,7 @@ def render_llvm(name: str, calls: list[Call]) -> str:
     body += [f"  %f{c.kernel}p = getelementptr ptr, ptr %f, i64 {c.kernel}", f"  %f{c.kernel} = load ptr, ptr %f{c.kernel}p",
              f"  call void %f{c.kernel}({', '.join(args + [f'i32 {core}', f'i32 {n}'])})"]
   for c in calls:
-    if c.threads == 1: continue
+    if c.parts == 1: continue
     body = [f"define internal void @tg_t{c.kernel}(ptr %c, i32 %core, i32 %n) {{", "  %a = load ptr, ptr %c",
             "  %vq = getelementptr ptr, ptr %c, i64 1", "  %v = load ptr, ptr %vq", "  %fq = getelementptr ptr, ptr %c, i64 2",
             "  %f = load ptr, ptr %fq"]
@@ -69,7 +70,7 @@ def render_llvm(name: str, calls: list[Call]) -> str:
           "  store ptr %f, ptr %cf", f"  %parp = getelementptr ptr, ptr %f, i64 {k}", "  %par = load ptr, ptr %parp",
           f"  %poolp = getelementptr ptr, ptr %f, i64 {k+1}", "  %pool = load ptr, ptr %poolp"]
   for c in calls:
-    if c.threads > 1: body.append(f"  call void %par(ptr %pool, ptr @tg_t{c.kernel}, ptr %c, i32 {c.threads})")
+    if c.parts > 1: body.append(f"  call void %par(ptr %pool, ptr @tg_t{c.kernel}, ptr %c, i32 {c.parts})")
     else: call(c, "0", "1", body)
   return "\n".join(out + body + ["  ret void", "}", f"@{name}_work = constant i64 0", ""])
 
@@ -83,7 +84,7 @@ class NativeGraph:
     self.fxn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(self.code.addr(name))
     self.a, self.v = (ctypes.c_void_p * max(nbufs, 1))(), (ctypes.c_int * max(nvals, 1))()
     self.f = (ctypes.c_void_p * (len(calls) + 2))()
-    if any(c.threads > 1 for c in calls): self.pool = pool(kind)   # kept alive with the graph (the arrays hold raw addresses)
+    if any(c.parts > 1 for c in calls): self.pool = pool(kind)   # kept alive with the graph (the arrays hold raw addresses)
     self.f[len(calls)], self.f[len(calls) + 1] = (self.pool.parallel, self.pool.state_addr) if hasattr(self, "pool") else (0, 0)
     self.args = (ctypes.addressof(self.a), ctypes.addressof(self.v), ctypes.addressof(self.f))
   def __call__(self) -> None: self.fxn(*self.args)
@@ -346,11 +347,11 @@ def _forget_pool_in_child() -> None:
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 @functools.cache
-def _one(kind: str, nbufs: int, nvals: int, threads: int) -> NativeGraph:
-  return NativeGraph(kind, compiler_for(kind), [Call(0, tuple(range(nbufs)), tuple(range(nvals)), threads)], nbufs, nvals)
+def _one(kind: str, nbufs: int, nvals: int, parts: int) -> NativeGraph:
+  return NativeGraph(kind, compiler_for(kind), [Call(0, tuple(range(nbufs)), tuple(range(nvals)), parts)], nbufs, nvals)
 
 class _OneKernel:
-  def __init__(self, kind: str, nbufs: int, nvals: int, threads: int): self.g, self.lock = _one(kind, nbufs, nvals, threads), threading.Lock()
+  def __init__(self, kind: str, nbufs: int, nvals: int, parts: int): self.g, self.lock = _one(kind, nbufs, nvals, parts), threading.Lock()
   def __call__(self, fxn_addr: int, bufs: list[int], vals: tuple[int, ...]) -> None:
     with self.lock:   # the arrays are shared by every kernel of this signature
       g = self.g
@@ -360,9 +361,9 @@ class _OneKernel:
       g()
 
 @functools.cache
-def one_kernel(kind: str, nbufs: int, nvals: int, threads: int) -> _OneKernel:
-  """A kernel with this many buffers and variables split across `threads`, called through the pool."""
-  return _OneKernel(kind, nbufs, nvals, threads)
+def one_kernel(kind: str, nbufs: int, nvals: int, parts: int) -> _OneKernel:
+  """A kernel with this many buffers and variables, its split loop cut into `parts`, called through the pool."""
+  return _OneKernel(kind, nbufs, nvals, parts)
 
 # ---- the graph runner ----
 
@@ -391,7 +392,7 @@ class CPUGraph(GraphRunner):
         else:
           vslots.append(len(variables) + len(fixed))
           fixed.append(x)
-      calls.append(Call(i, tuple(slots[id(b)] for b in c.bufs), tuple(vslots), step.runner._prg.threads))
+      calls.append(Call(i, tuple(slots[id(b)] for b in c.bufs), tuple(vslots), step.runner._prg.parts))
     self.graph = NativeGraph(kind, device.compiler, calls, len(bufs), len(variables) + len(fixed))
     g = self.graph
     for j, b in enumerate(bufs): g.a[j] = _addr(b._buf)

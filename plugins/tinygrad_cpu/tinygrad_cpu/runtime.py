@@ -5,8 +5,9 @@ Threading: the renderer gives every kernel two trailing int arguments (core_id, 
 is a parallel (GLOBAL/LOOP) loop holding every global store, makes core `i` of `n` run iterations [end*i/n, end*(i+1)/n)
 of it; it exports `<name>_work`, an estimate of the uops the kernel executes (0: not splittable). The runtime uses
 min(CPU_COUNT, work // CPU_THREAD_WORK) threads (at least 1): a small kernel is one call on the calling thread; a split
-one goes through the native pool of tinygrad_cpu/graph.py (core 0 on the calling thread, the rest on workers that spin
-briefly between kernels). ctypes releases the GIL during the call, so the threads run in parallel.
+one is cut into `parts` (a few per thread) that go through the native pool of tinygrad_cpu/graph.py (claimed by the
+calling thread and by workers that spin briefly between kernels). ctypes releases the GIL during the call, so the threads
+run in parallel.
 """
 from __future__ import annotations
 import ctypes, functools, os, time, tempfile
@@ -21,6 +22,10 @@ CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os,
 # slice (a dim-128 decoder: 4.5-5.3 ms/token at 1 << 16 against 0.95-1.2 at 1 << 18, load ~10)
 CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 18)   # estimated uops per thread below which a kernel stays on fewer threads
 CPU_SPIN_US: int = getenv("CPU_SPIN_US", 100)   # microseconds an idle pool worker spins for the next kernel before it sleeps
+# A split kernel's loop is cut into parts claimed by the caller and the workers as each comes free: a worker that wakes late
+# (~50 us from its futex on this VM) or is preempted by another process delays the kernel by one part, where with one part
+# per thread the caller waited for that thread's whole half
+CPU_PARTS: int = getenv("CPU_PARTS", 4)   # parts per thread a split kernel's loop is cut into (each of >= CPU_THREAD_WORK)
 
 @functools.cache
 def _so_dirs() -> tuple[str, ...]:
@@ -98,8 +103,13 @@ class CPUProgram:
     self.threads = 1 if self.work == 0 else max(1, min(CPU_COUNT, self.work // CPU_THREAD_WORK))
     self.fxn: Any = None   # typed on first call, when the argument counts are known
 
+  @property
+  def parts(self) -> int:
+    """How many parts the split loop is cut into (CPU_PARTS per thread, each of at least CPU_THREAD_WORK); 1: not split."""
+    return 1 if self.threads == 1 else max(self.threads, min(CPU_PARTS * self.threads, self.work // CPU_THREAD_WORK))
+
   def __call__(self, *bufs: Any, global_size: Any = None, local_size: Any = None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
-    n = self.threads
+    n = self.parts
     st = time.perf_counter()
     if n == 1:
       if self.fxn is None:
