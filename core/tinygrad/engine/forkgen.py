@@ -20,7 +20,7 @@ PARENT, CHILD = 1, 2  # marks in the shared byte per kernel
 class ForkedCodegen:
   """Renders `asts` for device `dev` in a forked child, last first; `take(ast)` is its encoded program, or None."""
   def __init__(self, asts: list[UOp], dev: Any):
-    self.index = {a: i for i, a in enumerate(asts)}
+    self.asts, self.index, self.device = asts, {a: i for i, a in enumerate(asts)}, dev.device
     self.got: dict[int, Any] = {}
     self.done, self.cond = False, threading.Condition()
     self.marks = mmap.mmap(-1, len(asts))   # anonymous and shared with the child
@@ -43,6 +43,9 @@ class ForkedCodegen:
     with self.cond:
       self.done = True
       self.cond.notify_all()
+  def arrived(self) -> list[UOp]:
+    """The kernels whose programs came and were not taken yet (to start their compiles before the parent gets to them)."""
+    with self.cond: return [self.asts[i] for i in self.got]
   def take(self, ast: UOp) -> Any:
     """The child's program of `ast` (waiting while the child renders it), or None: the caller renders it."""
     if (i := self.index.get(ast)) is None: return None
