@@ -20,7 +20,7 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: b
   along_k: the operand's rows run along k (a transposed view, nn.Linear's weight.T, attention's keys): read in place no
   axis of it is contiguous in n, so it is packed whatever its size, n padded up to a multiple of the panel where needed."""
   from tinygrad.device import Device, DeviceError
-  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize < MATMUL_PACK_BYTES.value and not along_k): return 0
+  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize <= MATMUL_PACK_BYTES.value and not along_k): return 0
   from tinygrad.codegen.opt import panel_bytes
   try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
