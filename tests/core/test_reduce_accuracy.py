@@ -83,3 +83,24 @@ def test_arange_large():
   f = Tensor.arange(0.0, n / 4, 0.25).realize()
   ref = np.arange(0.0, n / 4, 0.25, dtype=np.float32)
   assert [f[i].item() for i in (3, 2**20 + 1, n - 1)] == [ref[i] for i in (3, 2**20 + 1, n - 1)]
+
+@pytest.mark.parametrize("shape", [(128, 32, 20, 20), (128, 64, 6, 6), (64, 16, 12, 12)])
+def test_batchnorm_statistics_of_relu_activations_match_float64(shape):
+  # a CNN's BatchNorm after a relu: per channel, thousands of equal (zero) or same-signed values. One accumulator lane
+  # summing thousands of them drifts one way rounding after rounding: the variance was 3.9e-5 off (torch: 5e-7), which
+  # flipped relu signs downstream and put the CNN's gradients 1e-3..4e-2 off float64 (bench/models.py cnn_train's check)
+  rng = np.random.default_rng(0)
+  a = np.maximum(rng.standard_normal(shape).astype(np.float32) * 0.2 + 0.05, 0)
+  t = Tensor(a)
+  mean = t.mean((0, 2, 3), keepdim=True)
+  var = ((t - mean) * (t - mean)).mean((0, 2, 3))
+  a64 = a.astype(np.float64)
+  m64 = a64.mean((0, 2, 3), keepdims=True)
+  v64 = ((a64 - m64) ** 2).mean((0, 2, 3))
+  np.testing.assert_allclose(mean.numpy().reshape(-1), m64.reshape(-1), rtol=2e-6)
+  np.testing.assert_allclose(var.numpy(), v64, rtol=2e-6)
+
+def test_sum_of_many_equal_values_with_many_outputs():
+  # 64 outputs of 40960 equal values each: no split before (many outputs, under _CHUNK); each lane added ~5000 times 0.1
+  a = np.full((64, 40960), 0.1, np.float32)
+  np.testing.assert_allclose(Tensor(a).sum(1).numpy(), a.astype(np.float64).sum(1), rtol=2e-6)

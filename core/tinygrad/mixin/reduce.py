@@ -7,7 +7,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, smax, sint
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
-from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _has_dtype
+from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -41,7 +41,11 @@ class ReduceMixin:
     # parallel (threads, GPU work-groups). None when a plain reduce is fine
     if not all_int(self.shape): return None   # a symbolic size has no fixed chunking: one reduce (one kernel serves every value)
     red = prod(self.shape[a] for a in axes)
-    if not SPLIT_REDUCEOP or red <= _CHUNK and (red < 1 << 15 or self.numel() // red > 16): return None
+    # (a float sum of statistics, past _ACC_RUN terms into at most 256 outputs, is split too: an accumulator lane adding
+    # thousands of same-signed values drifts one way, rounding after rounding; BatchNorm's variance over 128x20x20 in a CNN
+    # was 3.9e-5 off, torch's 5e-7. Not a matmul's or conv's reduce, whose many outputs keep both cores busy unsplit)
+    long_float_sum = op is Ops.ADD and dtypes.is_float(self.dtype) and red > _ACC_RUN and self.numel() // red <= 256
+    if not SPLIT_REDUCEOP or red <= _CHUNK and (red < 1 << 15 or self.numel() // red > 16) and not long_float_sum: return None
     # prefer an exact split (no padding: the loads stay unmasked): k parallel chunks, else a chunk size dividing R
     k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and 256 <= red // d <= _CHUNK), 0)
     c = red // k if k else next((d for d in range(_CHUNK, _CHUNK // 4, -1) if red % d == 0), _CHUNK)
