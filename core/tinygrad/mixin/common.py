@@ -74,7 +74,7 @@ def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
   return vals
 
 _CHUNK = 1 << 16   # the most elements one accumulator of a split reduce sums (Tensor._split_reduce)
-_ACC_RUN = 1 << 12   # a float sum longer than this is split whatever its output count (Tensor._split_reduce)
+_ACC_RUN = 1 << 12   # a float sum longer than this into at most 256 outputs (statistics) is split too (Tensor._split_reduce)
 def _round_to(x: float, dt: DType) -> float:
   # a Python float rounded to the nearest value of float dtype `dt` (what numpy's fill computes its start and delta in)
   if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16(x) << 16))[0]
