@@ -306,9 +306,17 @@ class LLVMIRRenderer(Renderer):
         v = self._ins("cast", f"bitcast {self.mty(sdt)} {x} to {self.mty(u.dtype)}")
         self.r[u] = self._from_mem(v, u.dtype) if u.dtype.scalar() == dtypes.bfloat16 else v
       elif u.op is Ops.VECTORIZE:
-        v, t = "poison", self.ty(u.dtype)
-        for i, s in enumerate(u.src): v = self._ins("vec", f"insertelement {t} {v}, {self.ty(s.dtype)} {self.r[s]}, i32 {i}")
-        self.r[u] = v
+        # zeros make zeroinitializer, one value a splat (two instructions): LLVM's time goes by the IR's length, and an
+        # upcast kernel broadcasts scalars (a zero accumulator, a gate, a constant, a row's value) to every width it uses
+        t, et = self.ty(u.dtype), self.ty(u.dtype.scalar())
+        if all(self.r[s] == self.const(0, s.dtype) for s in u.src) and all(s.op is Ops.CONST for s in u.src): self.r[u] = "zeroinitializer"
+        elif len(u.src) > 2 and all(s is u.src[0] for s in u.src):
+          one = self._ins("vec", f"insertelement {t} poison, {et} {self.r[u.src[0]]}, i32 0")
+          self.r[u] = self._ins("vec", f"shufflevector {t} {one}, {t} poison, <{len(u.src)} x i32> zeroinitializer")
+        else:
+          v = "poison"
+          for i, s in enumerate(u.src): v = self._ins("vec", f"insertelement {t} {v}, {et} {self.r[s]}, i32 {i}")
+          self.r[u] = v
       elif u.op is Ops.GEP:
         src = self.r[u.src[0]]
         if len(u.arg) == 1: self.r[u] = self._ins("gep", f"extractelement {self.ty(u.src[0].dtype)} {src}, i32 {u.arg[0]}")

@@ -90,3 +90,16 @@ def test_vector_accesses_carry_the_elements_alignment():
   assert "= load <8 x float>, ptr %idx1, align 4" in ir and "store <8 x float> %alu2, ptr %idx0, align 4" in ir, ir
   c = get_program(ast, ClangRenderer(), [Opt(OptOps.UPCAST, 0, 8)], compile=False).src
   assert "typedef float float8 __attribute__((vector_size(32),aligned(4)));" in c, c
+
+def test_llvm_broadcasts_are_splats_and_zeros_constants():
+  # LLVM's compile time goes by the IR's length: a scalar broadcast to an upcast's lanes is two instructions (not one
+  # insertelement per lane) and a zero vector is zeroinitializer; the values are checked by running it (test_cpu_run)
+  from tinygrad import Tensor
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt import Opt, OptOps
+  x, y = Tensor.empty(40, device="NULL"), Tensor.empty(4, 32, device="NULL")
+  ir = get_program((x[1:33] * 2 + x[0:32].sum()).schedule()[-1].ast, LLVMRenderer(), [Opt(OptOps.UPCAST, 0, 8)], compile=False).src
+  assert ir.count("insertelement") == 2 and ir.count("shufflevector <8 x float> %vec") == 2, ir
+  assert "insertelement <8 x float> poison, float 0x4000000000000000, i32 0" in ir, ir
+  ir = get_program(y.sum(1).schedule()[-1].ast, LLVMRenderer(), [Opt(OptOps.UPCAST, 0, 4)], compile=False).src
+  assert "store <4 x float> zeroinitializer" in ir, ir

@@ -174,6 +174,18 @@ def test_vectors(cc):
   run(cc, linear(out, inp, *sts, end(r)), o, a)
   np.testing.assert_array_equal(o, (a.reshape(2, 4)[:, ::-1] * 2).reshape(-1))
 
+def test_vectorize_forms(cc):
+  # VECTORIZE renders as a splat (one value), zeroinitializer (zeros: not -0.0) or lane by lane: each gives its lanes
+  out, inp, r, v4 = glob(0, dtypes.float32, 8), glob(1, dtypes.float32, 8), rng(2), dtypes.float32.vec(4)
+  x = inp.index(r * 4).load()
+  def vec(*s: UOp) -> UOp: return UOp(Ops.VECTORIZE, v4, s)
+  c = lambda v: UOp.const(dtypes.float32, v)
+  w = vec(x, x, x, x) * vec(c(1.5), c(-2.0), c(0.0), c(3.0)) + vec(*[c(0.0)]*4) - vec(*[c(-0.0)]*4) + vec(c(0.0), c(-0.0), c(1.0), c(0.0))
+  sts = [out.index(r * 4 + i).store(w.gep(i)) for i in range(4)]
+  a, o = np.array([1, 9, 9, 9, -3, 9, 9, 9], dtype=np.float32), np.zeros(8, np.float32)
+  src = run(cc, linear(out, inp, *sts, end(r)), o, a)
+  np.testing.assert_array_equal(o, np.array([1.5, -2, 1, 3, -4.5, 6, 1, -9], np.float32), err_msg=src)
+
 def test_compile_error_has_diagnostics_and_source(cc):
   renderer, compiler = cc
   with pytest.raises(CompileError) as e: compiler.compile("this is not a kernel")
