@@ -103,3 +103,9 @@ def test_llvm_broadcasts_are_splats_and_zeros_constants():
   assert "insertelement <8 x float> poison, float 0x4000000000000000, i32 0" in ir, ir
   ir = get_program(y.sum(1).schedule()[-1].ast, LLVMRenderer(), [Opt(OptOps.UPCAST, 0, 4)], compile=False).src
   assert "store <4 x float> zeroinitializer" in ir, ir
+
+def test_llvm_short_loops_skip_the_loop_vectorizer():
+  # a loop of < 16 iterations (LLVM's own minimum trip count, hidden by the split across cores) is marked not to vectorize
+  src = LLVMRenderer().render(reduce_kernel(5, 8), "k")
+  assert src.count("!llvm.loop") == 2 and '!{!"llvm.loop.vectorize.enable", i1 false}' in src, src
+  assert "!llvm.loop" not in LLVMRenderer().render(add_kernel(16), "k")
