@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, sys, time, weakref, numbers, functools, types, threading
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
+from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
@@ -342,8 +342,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
     if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl)
     if amap:
-      for x in live_tensors():
-        if (u := x.uop).op is not Ops.BUFFER and base_buffer(u) is None: x.uop = u.substitute(amap)   # (most are buffers)
+      # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
+      xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
+      for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
@@ -353,10 +354,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
     # that ran is never applied twice
-    for x in live_tensors():
-      if base_buffer(x.uop) is not None: continue
+    xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
+    for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
-      x.uop = x.uop.substitute(done)
+    for x, u in zip(xs, substitute_all([x.uop for x in xs], done)): x.uop = u
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}

@@ -68,6 +68,25 @@ def test_embedding_is_a_gather():
   ref = torch.nn.functional.embedding(torch.tensor(idx), torch.from_numpy(emb.weight.numpy()))
   np.testing.assert_equal(out.numpy(), ref.numpy())
 
+def test_the_collapse_decision_is_kept_on_disk(tmp_path, monkeypatch):
+  # a warm process reads it instead of running the simplifier, which it would import and compile for this alone
+  from tinygrad import diskcache
+  from tinygrad.helpers import Context
+  from tinygrad.uop import upat
+  from tinygrad.engine.schedule import _collapses
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "c.db"))
+  diskcache.reset()
+  try:
+    out = Embedding(50257, 8)(Tensor([[5, 50256, 0]]))
+    rs = [u for u in out.uop.toposort() if u.op is Ops.REDUCE_AXIS]
+    cold = [_collapses(r) for r in rs]
+    assert any(cold)
+    def refuse(*a, **k): raise AssertionError("the simplifier ran")
+    monkeypatch.setattr(upat, "graph_rewrite", refuse)
+    assert [_collapses(r) for r in rs] == cold
+    with Context(CACHELEVEL=0), pytest.raises(AssertionError, match="simplifier ran"): [_collapses(r) for r in rs]
+  finally: diskcache.reset()
+
 @pytest.fixture
 def no_grad():
   old, Tensor.no_grad = Tensor.no_grad, True

@@ -3,7 +3,7 @@ import gc, itertools, math, pickle
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, UOpMetaClass, exec_alu, resolve
+from tinygrad.uop.ops import UOp, UOpMetaClass, exec_alu, resolve, substitute_all
 from tinygrad.dtype import dtypes
 
 def var(name: str, lo: int, hi: int) -> UOp: return UOp.variable(name, lo, hi)
@@ -117,6 +117,23 @@ class TestGraph:
     g, x = UOp.sink(nodes[-1], nodes[len(nodes) // 2]), nodes[pick % len(nodes)]
     vals = [var("c", 0, 10), UOp.const(dtypes.index, 3), x + 1]
     assert g.substitute_each(x, vals) == [g.substitute({x: v}) for v in vals]
+  @given(st.lists(st.tuples(st.sampled_from([Ops.ADD, Ops.MUL, Ops.MAX]), st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=30),
+         st.lists(st.integers(0, 40), max_size=4), st.lists(st.integers(0, 40), min_size=1, max_size=6))
+  @settings(max_examples=80)
+  def test_substitute_all_is_substitute_per_root(self, ops, keys, roots):
+    # several roots of one random DAG (sharing nodes, some equal, some replaced, some below a replaced node): one walk with
+    # one memo gives each what a walk of its own graph gives (a realize rewrites every live tensor's graph so)
+    nodes = [var("a", 0, 10), var("b", 0, 10)]
+    for op, i, j in ops: nodes.append(nodes[i % len(nodes)].alu(op, nodes[j % len(nodes)]))
+    dvars = {nodes[k % len(nodes)]: var(f"r{i}", 0, 10) for i, k in enumerate(keys)}
+    rs = [nodes[r % len(nodes)] for r in roots]
+    memo: dict = {}
+    def ref(n: UOp) -> UOp:   # the definition, recursive (the graphs are small)
+      if n not in memo: memo[n] = dvars[n] if n in dvars else UOp(n.op, n.dtype, tuple(ref(x) for x in n.src), n.arg, n.tag)
+      return memo[n]
+    got = substitute_all(rs, dvars)
+    assert all(g is ref(r) for g, r in zip(got, rs)) and len(got) == len(rs)
+    assert [r.substitute(dvars) for r in rs] == got
   def test_substitute_each_of_an_absent_node_keeps_the_graph(self):
     a, b = var("a", 0, 10), var("b", 0, 10)
     assert (a + 1).substitute_each(b, [a, b * 2]) == [a + 1, a + 1]

@@ -48,27 +48,45 @@ def _enc(x: Any) -> Any:
     return ["c", f"{type(x).__module__}.{type(x).__qualname__}", [[f.name, _enc(getattr(x, f.name))] for f in dataclasses.fields(x)]]
   raise Uncacheable(f"{type(x).__name__} {x!r:.60}")
 
+_dtype_json: dict[int, tuple[DType, str]] = {}   # id -> (dtype, its JSON): dtypes are interned, few, and on every node
+def _json(x: Any) -> str:
+  if x is None: return "null"
+  if isinstance(x, DType):
+    if (hit := _dtype_json.get(id(x))) is None or hit[0] is not x: hit = _dtype_json[id(x)] = (x, json.dumps(_enc(x), separators=(",", ":")))
+    return hit[1]
+  return json.dumps(_enc(x), separators=(",", ":"))
+
+def _fields(u: UOp) -> bytes:
+  # a node's own fields as a JSON array, once per node: a schedule's kernels share most of their nodes (GPT-2's 34: 1494,
+  # 865 distinct)
+  if (e := u.__dict__.get("_pc_fields")) is None: e = u.__dict__["_pc_fields"] = f'["{u.op.name}",{_json(u.dtype)},{_json(u.arg)},{_json(u.tag)}]'.encode()
+  return e
+
 def ast_digest(ast: UOp) -> str:
-  """The sha256 of the kernel's exact encoding (raises Uncacheable for an arg the encoder does not know)."""
+  """The sha256 of the kernel's exact encoding (raises Uncacheable for an arg the encoder does not know): per node, its
+  fields (a JSON array) and the positions of its sources."""
   pos: dict[UOp, int] = {}
   h = hashlib.sha256()
   for u in ast.toposort():
     pos[u] = len(pos)
-    h.update(json.dumps([u.op.name, _enc(u.dtype), _enc(u.arg), _enc(u.tag), [pos[s] for s in u.src]], separators=(",", ":")).encode() + b"\n")
+    h.update(_fields(u) + repr([pos[s] for s in u.src]).encode() + b"\n")
   return h.hexdigest()
 
-@functools.cache
 def _code_hash(*modules: str) -> str:
   # the .py files of the packages that generate programs: any edit (or another version installed) is another key
+  return hashlib.sha256(b"\0".join(_package_hash(t).encode() for t in sorted({m.split(".")[0] for m in modules}))).hexdigest()
+
+@functools.cache
+def _package_hash(name: str) -> str:
+  # (each package's files are read once per process, whichever keys name it)
+  top = sys.modules.get(name)
+  root = os.path.dirname(getattr(top, "__file__", None) or "") if top is not None else ""
+  if not root: raise Uncacheable(f"no source folder for {name}")
   h = hashlib.sha256()
-  for mod in sorted(set(modules)):
-    top = sys.modules.get(mod.split(".")[0])
-    root = os.path.dirname(getattr(top, "__file__", None) or "") if top is not None else ""
-    if not root: raise Uncacheable(f"no source folder for {mod}")
-    for d, dirs, files in sorted(os.walk(root)):
-      dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-      for f in sorted(x for x in files if x.endswith(".py")):
-        with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
+  for d, dirs, files in sorted(os.walk(root)):
+    dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+    for f in sorted(x for x in files if x.endswith(".py")):
+      with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
   return h.hexdigest()
 
 def code_version(ren: Any) -> str:
@@ -76,18 +94,36 @@ def code_version(ren: Any) -> str:
   every cached result of codegen (programs, BEAM's actions) is keyed by it. Raises Uncacheable without a source folder."""
   return _code_hash("tinygrad", type(ren).__module__)
 
+_flag_memo: dict[tuple, str] = {}
+def _flags() -> str:
+  # every flag's value, encoded: asked for each kernel, so kept per set of values (type too: 1 and True encode apart)
+  vals = tuple((k, type(v.value), v.value) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY)
+  try: ret = _flag_memo.get(vals)
+  except TypeError: ret, vals = None, ()   # an unhashable value: encoded every time
+  if ret is None:
+    ret = json.dumps(sorted((k, json.dumps(_enc(v.value))) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY))
+    if vals: _flag_memo[vals] = ret
+  return ret
+
 def program_key(ast: UOp, dev: Any) -> tuple | None:
   """The cache key of kernel `ast` on opened device `dev`, or None when it must not be cached (off, traced, unknown arg)."""
   from tinygrad.uop import upat as _upat
   ren = dev.renderer
   if CACHELEVEL.value < 2 or DEBUG >= 5 or _upat.TRACER is not None or not ren.cache_programs: return None
   try:
-    flags = sorted((k, json.dumps(_enc(v.value))) for k, v in ContextVar._cache.items() if k not in _OUTPUT_ONLY)
     return ("program", VERSION, code_version(ren), dev.device, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}",
-            repr(ren.ability_key()), json.dumps(flags), ast_digest(ast))
+            repr(ren.ability_key()), _flags(), ast_digest(ast))
   except Uncacheable as e:
     if DEBUG >= 3: print(f"program cache: kernel not cached ({e})")
     return None
+
+def decision_key(kind: str, graph: UOp) -> tuple | None:
+  """The cache key of a decision of `kind` that is a function of `graph` alone, given the code and the flags (the
+  scheduler's arange collapse), or None when it must not be cached."""
+  from tinygrad.uop import upat as _upat
+  if CACHELEVEL.value < 2 or DEBUG >= 5 or _upat.TRACER is not None: return None
+  try: return (kind, VERSION, _code_hash("tinygrad"), _flags(), ast_digest(graph))
+  except Uncacheable: return None
 
 # ---- sizes and estimates: ints, or small expressions of the kernel's variables ----
 _EXPR_OPS = frozenset({Ops.CONST, Ops.DEFINE_VAR, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.NEG, Ops.CMPLT, Ops.CMPNE,

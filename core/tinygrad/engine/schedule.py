@@ -193,13 +193,21 @@ def _collapses(r: UOp) -> bool:
   """A reduce computed from indices alone that the simplifier turns into index arithmetic (an arange: a cumsum of ones,
   symbolic.py's _reduce_collapse) costs nothing where it is used: it needs no kernel of its own even where it is expanded,
   and inlined it stays visible to the rules that read it (an Embedding's arange == idx becomes a gather)."""
-  if any(u.op not in _INDEX_ONLY for u in r.toposort()): return False
+  # (the walk stops at the first node of another op: below a matmul's reduce lies the whole model)
+  if any(u.op not in _INDEX_ONLY for u in r.toposort(gate=lambda x: x.op in _INDEX_ONLY)): return False
+  # the answer is a property of r's graph (indices, constants, devices): kept on disk like a program, so a warm process
+  # neither imports nor compiles the simplifier for it (~25 ms of GPT-2 small's first call, which needs it for nothing else)
+  from tinygrad.codegen.progcache import decision_key
+  from tinygrad.diskcache import diskcache_get, diskcache_put
+  if (key := decision_key("collapses", r)) is not None and isinstance(hit := diskcache_get("collapses", key, version=key[2]), bool): return hit
   from tinygrad.uop.upat import graph_rewrite
   from tinygrad.uop.symbolic import sym
   kb = KernelBuilder({}, {})
   kb.root = r
   idx = tuple(kb.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in r.shape)
-  return not any(u.op is Ops.REDUCE for u in graph_rewrite(kb.lower(r, idx, None), sym).toposort())
+  ret = not any(u.op is Ops.REDUCE for u in graph_rewrite(kb.lower(r, idx, None), sym).toposort())
+  if key is not None: diskcache_put("collapses", key, ret, version=key[2])
+  return ret
 
 def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
   """A reduce gets its own kernel when inlining would compute it more than once: its value reaches an EXPAND (recomputed
@@ -272,18 +280,20 @@ class KernelBuilder:
 
   def lower(self, root: UOp, idx: tuple[UOp, ...], gate: UOp | None) -> UOp:
     """The kernel-level value of tensor node `root` at multi-index `idx` (iterative: deep graphs never recurse)."""
-    stack: list[tuple[UOp, tuple[UOp, ...], UOp | None, bool]] = [(root, idx, gate, False)]
+    # (an entry whose sources were pushed carries its deps: they are not worked out, index arithmetic built, a second time)
+    stack: list[tuple[UOp, tuple[UOp, ...], UOp | None, list | None]] = [(root, idx, gate, None)]
     while stack:
-      node, ix, g, expanded = stack.pop()
+      node, ix, g, deps = stack.pop()
       key = (node, ix, g)
       if key in self.memo: continue
-      deps = self._deps(node, ix, g)
-      if not expanded and any((d[0], d[1], d[2]) not in self.memo for d in deps):
-        stack.append((node, ix, g, True))
-        # reversed so the first source is lowered first (buffer slots follow source order)
-        stack.extend((d[0], d[1], d[2], False) for d in reversed(deps) if (d[0], d[1], d[2]) not in self.memo)
-        continue
-      self.memo[key] = self._build(node, ix, g, [self.memo[(d[0], d[1], d[2])] for d in deps])
+      if deps is None:
+        deps = self._deps(node, ix, g)
+        if any(d not in self.memo for d in deps):
+          stack.append((node, ix, g, deps))
+          # reversed so the first source is lowered first (buffer slots follow source order)
+          stack.extend((d[0], d[1], d[2], None) for d in reversed(deps) if d not in self.memo)
+          continue
+      self.memo[key] = self._build(node, ix, g, [self.memo[d] for d in deps])
     return self.memo[(root, idx, gate)]
 
   def _source_index(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None) -> tuple[tuple[UOp, ...], UOp | None]:
@@ -574,14 +584,16 @@ def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   items, outs, news_spec = hit
   fresh = [new_buffer(dev, size, dt) for dev, size, dt in news_spec]
   def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
-  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals, metadata={"key_node": kn}) for ast, refs, kn in items], \
+  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals, metadata={"key_node": kn, "key": key}) for ast, refs, kn in items], \
     {root: buffer_view(get(o), root.shape) for root, o in zip(roots, outs)}
 
 def item_nodes(roots: list[UOp], schedule: list[ExecItem]) -> list[UOp | None]:
   """The node of `roots`' graph each item of `create_schedule(roots)` computes (found again for a cached schedule's items,
   whose nodes the cache keeps as its key graph's)."""
   if all(ei.node is not None or "key_node" not in ei.metadata for ei in schedule): return [ei.node for ei in schedule]
-  key, _ = _structure(unbind_graph(roots)[0])
+  # (the key create_schedule built: building it again was ~1/3 of the host work of a realize that hands on its intermediates)
+  key = next((k for ei in schedule if (k := ei.metadata.get("key")) is not None), None)
+  if key is None: key = _structure(unbind_graph(roots)[0])[0]
   to_roots = _pair_nodes(list(key.src), roots)
   return [ei.node if ei.node is not None else to_roots.get(ei.metadata.get("key_node")) for ei in schedule]  # type: ignore[arg-type]
 

@@ -102,6 +102,22 @@ _NO_RANGES: frozenset = frozenset()
 def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
   return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
 
+def substitute_all(roots: Sequence[UOp], dvars: dict[UOp, UOp]) -> list[UOp]:
+  """[r.substitute(dvars) for r in roots], with one memo: a node the graphs share is visited once (a realize rewrites every
+  live tensor's graph, and those share most of their nodes), and nothing below a replaced node is visited."""
+  done: dict[UOp, UOp] = dict(dvars)
+  for r in roots:
+    if r in done: continue
+    stack: list[tuple[UOp, bool]] = [(r, False)]
+    while stack:
+      node, visited = stack.pop()
+      if node in done: continue
+      if visited: done[node] = _rebuild(node, tuple(map(done.__getitem__, node.src)))
+      else:
+        stack.append((node, True))
+        stack.extend((s, False) for s in node.src if s not in done)
+  return [done[r] for r in roots]
+
 def _c_idiv(a: int, b: int) -> int: return abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
 def _c_mod(a: int, b: int) -> int: return a - _c_idiv(a, b) * b
 
@@ -165,11 +181,7 @@ class UOp(metaclass=UOpMetaClass):
   def sink(*srcs: UOp, arg: Any = None) -> UOp: return UOp(Ops.SINK, dtypes.void, srcs, arg)   # x.sink(y) or UOp.sink(x, y, arg=...)
   def substitute(self, dvars: dict[UOp, UOp]) -> UOp:
     """This graph with every node in `dvars` replaced by its value."""
-    if not dvars: return self
-    done: dict[UOp, UOp] = {}
-    for node in self.toposort():
-      done[node] = dvars[node] if node in dvars else _rebuild(node, tuple(map(done.__getitem__, node.src)))
-    return done[self]
+    return substitute_all((self,), dvars)[0] if dvars else self
   def substitute_each(self, x: UOp, vals: Sequence[UOp]) -> list[UOp]:
     """[self.substitute({x: v}) for v in vals], walking the graph once: each value rebuilds only the nodes above `x`."""
     above: dict[UOp, None] = {x: None}   # x and the nodes that depend on it, sources first
@@ -361,8 +373,11 @@ class UOp(metaclass=UOpMetaClass):
     """The shape of a tensor-level UOp."""
     sh = self.__dict__.get("_shape")
     if sh is not None: return sh
-    for n in self.toposort(gate=lambda x: "_shape" not in x.__dict__):
-      if "_shape" not in n.__dict__: n.__dict__["_shape"] = _shape(n)
+    # (a new node over known sources, as a Tensor op builds it: no walk)
+    if all("_shape" in s.__dict__ for s in self.src): self.__dict__["_shape"] = _shape(self)
+    else:
+      for n in self.toposort(gate=lambda x: "_shape" not in x.__dict__):
+        if "_shape" not in n.__dict__: n.__dict__["_shape"] = _shape(n)
     return self.__dict__["_shape"]
   @property
   def size(self) -> int: return prod(self.shape)
@@ -453,6 +468,7 @@ class UOp(metaclass=UOpMetaClass):
   @property
   def device(self) -> str:
     """The device of a tensor-level UOp: its DEVICE source's, a COPY's target, else its first source's (cached per node)."""
+    if "_device" not in self.__dict__ and all("_device" in s.__dict__ for s in self.src): self.__dict__["_device"] = _device(self)
     if "_device" not in self.__dict__:
       # fill bottom-up and cache: a Tensor op asks for its operands' device, so an uncached walk makes graph building quadratic
       for n in self.toposort(gate=lambda x: "_device" not in x.__dict__):

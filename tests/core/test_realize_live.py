@@ -1,0 +1,60 @@
+"""After a realize, every live tensor's graph reads what it computed: an update that ran is its target's buffer (it must
+never run twice), a kept result its buffer. The graphs are rewritten in one walk over their union (substitute_all), so
+tensors that share nodes, or are one hash-consed graph, must each get their own graph right."""
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.helpers import GlobalCounters
+from tinygrad.uop import Ops
+
+def _ops(t: Tensor) -> set:
+  return {u.op for u in t.uop.toposort()}
+
+def test_graphs_sharing_an_update_that_ran_read_its_buffer():
+  w0 = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+  w = Tensor(w0).contiguous().realize()
+  w.assign(w * 2)                  # pending: w's graph is the update
+  shared = w + 1
+  a, b = shared * 3, shared.exp()  # both over `shared`, over the update
+  c, d = a + b, a + b              # one hash-consed graph, two tensors
+  assert c.uop is d.uop
+  e = (w + 1).exp() * 0 + 5        # over the update too, built apart from the others
+  a.realize()                      # runs the update once
+  for t in (w, b, c, d, e, shared): assert Ops.ASSIGN not in _ops(t)
+  new = w0 * 2
+  np.testing.assert_allclose(w.numpy(), new)
+  np.testing.assert_allclose(a.numpy(), (new + 1) * 3, rtol=1e-6)
+  np.testing.assert_allclose(b.numpy(), np.exp(new + 1), rtol=1e-6)
+  np.testing.assert_allclose(c.numpy(), (new + 1) * 3 + np.exp(new + 1), rtol=1e-6)
+  np.testing.assert_allclose(d.numpy(), (new + 1) * 3 + np.exp(new + 1), rtol=1e-6)
+  np.testing.assert_allclose(e.numpy(), 5)
+  np.testing.assert_allclose(w.numpy(), new)   # (realizing the others applied nothing again)
+
+def test_an_update_read_by_other_live_tensors_is_applied_once():
+  x0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+  x = Tensor(x0).contiguous().realize()
+  before = x + 0                   # reads x's buffer: lazy, it sees the update when realized (docs/guide.md)
+  x += 1                           # pending in-place update
+  views = [x[i] * (i + 2) for i in range(2)]   # views of the update
+  total = x.sum()
+  views[0].realize()
+  GlobalCounters.reset()
+  np.testing.assert_allclose(views[1].numpy(), (x0[1] + 1) * 3)
+  np.testing.assert_allclose(total.numpy(), (x0 + 1).sum())
+  np.testing.assert_allclose(before.numpy(), x0 + 1)
+  np.testing.assert_allclose(x.numpy(), x0 + 1)
+  np.testing.assert_allclose(views[0].numpy(), (x0[0] + 1) * 2)
+  x += 1                           # a second update reads the first one's result, once
+  np.testing.assert_allclose(x.numpy(), x0 + 2)
+
+def test_many_live_tensors_over_a_chain_of_updates():
+  # a chain of pending updates with a read after each, realized from the middle: the reads below it see the buffer the
+  # realize left (lazy, as docs/guide.md says), those above it apply only the updates that did not run yet
+  w = Tensor(np.ones(4, dtype=np.float32)).contiguous().realize()
+  reads = []
+  for i in range(20):
+    w.assign(w + 1)
+    reads.append(w * (i + 1))
+  reads[9].realize()   # updates 1..10 ran: w holds 11
+  for r in reads[:10]: assert Ops.ASSIGN not in _ops(r)
+  for i, r in enumerate(reads): np.testing.assert_allclose(r.numpy(), (11 if i <= 9 else i + 2) * (i + 1) * np.ones(4))
+  np.testing.assert_allclose(w.numpy(), 21 * np.ones(4))
