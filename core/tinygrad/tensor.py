@@ -321,13 +321,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       else:
         roots[t.uop] = None
         direct.append(t)
-    # the graph's nodes, once: the kept-contiguous search and the assign map below both read them
+    # the graph's nodes, once: the kept-contiguous search, the schedule and the assign map below read them (the kept ones
+    # are among them: the same nodes, in the same order, as the roots' and theirs)
     nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
     kept = Tensor._live_contiguous(roots, nodes)
     for t in kept: roots[t.uop] = None
     rl = list(roots)
     held: dict[UOp, UOp] = {}
-    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held)))
+    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
     for t in direct + kept:
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
       t._set_uop(results[t.uop])
@@ -340,7 +341,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
     # result the KV-cache assign needs, which the queries need too)
     # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
-    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl)
+    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl, nodes)
     if amap:
       # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
       xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
@@ -391,14 +392,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return [ts[0] for u, ts in holders.items() if u in nodes and len(ts) == 1 and
             (Tensor.no_grad or ts[0].requires_grad is False or not dtypes.is_float(ts[0].dtype) or reads_target(u))]
   @staticmethod
-  def _live_intermediates(held: dict[UOp, UOp], roots: list[UOp]) -> dict[UOp, UOp]:
+  def _live_intermediates(held: dict[UOp, UOp], roots: list[UOp], nodes: dict[UOp, None]) -> dict[UOp, UOp]:
     # node -> buffer, of the intermediate results of a realize (`held`: kernel outputs whose buffers still hold their values)
     # that every live graph may read instead of computing them again (the queries' x @ w, which the KV-cache write computed):
     # _live_contiguous's rules, for nodes no tensor need hold. Not where autograd may need the lazy graph (a live float
     # tensor with requires_grad not False below the node), unless the node reads a buffer an assign of the same graph
     # overwrites (computed again, it would give a second value). A tensor whose graph is the node under reshapes becomes a
     # realized tensor of that buffer (its _graph keeps the node), and an assign into it writes the buffer: only one such
-    # tensor, with its own views, may hold it, else the buffer would alias two tensors.
+    # tensor, with its own views, may hold it, else the buffer would alias two tensors. `nodes`: the roots' graph.
     held = {n: b for n, b in held.items() if n.op is not Ops.ASSIGN and n not in roots}
     if not held: return {}
     live = live_tensors()
@@ -408,7 +409,6 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         while b.op is Ops.RESHAPE: b = b.src[0]
         if b in held: holders.setdefault(b, []).append(x)
     grad_nodes = set() if Tensor.no_grad else {x.uop for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype)}
-    nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
     targets = {base_buffer(n.src[0]) for n in nodes if n.op is Ops.ASSIGN} - {None}
     # per node, sources first (one pass: a walk below every held node is quadratic in a training step's graph)
     grad_below: dict[UOp, bool] = {}

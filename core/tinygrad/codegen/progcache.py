@@ -193,10 +193,11 @@ def decode(v: Any, ast: UOp, relinearize: Callable[[], list[UOp] | None] | None 
   if len(gl) != 3 or (lc is not None and len(lc) != 3) or len(dvars) != len(v["vars"]):
     raise ValueError("bad launch sizes or variables")
   # the kernel's own buffers and variables: a row that disagrees is not this kernel's program
-  args = sorted(u.arg for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL)
+  topo = ast.toposort()
+  args = sorted(u.arg for u in topo if u.op is Ops.DEFINE_GLOBAL)
   glob, outs, ins = _ints(v["globals"]), _ints(v["outs"]), _ints(v["ins"])
   if not set(glob) <= set(args) or not set(outs) | set(ins) <= set(glob): raise ValueError("buffers differ from the kernel's")
-  if not set(dvars) <= {u for u in ast.toposort() if u.op is Ops.DEFINE_VAR}: raise ValueError("variables differ from the kernel's")
+  if not set(dvars) <= {u for u in topo if u.op is Ops.DEFINE_VAR}: raise ValueError("variables differ from the kernel's")
   est = v["estimates"]
   if not (isinstance(est, list) and len(est) == 3): raise ValueError("bad estimates")
   if not (isinstance(tw := v.get("thread_work"), int) and not isinstance(tw, bool) and tw >= 0): raise ValueError("bad thread_work")

@@ -354,16 +354,17 @@ def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
   run_schedule(_linear_items(linear, var_vals))
 
 def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None,
-                 held: dict[UOp, UOp] | None = None) -> list[UOp]:
+                 held: dict[UOp, UOp] | None = None, topo: dict[UOp, None] | None = None) -> list[UOp]:
   """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape.
 
   When a step fails or is interrupted, `on_partial` is given what the steps that ran computed, before the error goes on:
   node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
   stop those from running a second time (an update applied twice) while the rest stays pending. `held`, when given, gets
-  the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values."""
+  the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values.
+  `topo`: the graph's nodes, sources first (stopping at buffers), where the caller has them."""
   st = time.perf_counter()
   with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
-    schedule, results = create_schedule(uops)
+    schedule, results = create_schedule(uops, topo)
     if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
     keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
     plan, progress = memory_plan(schedule, keep), [0]

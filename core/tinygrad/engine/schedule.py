@@ -547,15 +547,15 @@ def _structure(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple[U
     else: done[n] = _rebuild(n, tuple(done[s] for s in n.src))
   return UOp(Ops.SINK, src=tuple(done[r] for r in roots)), inputs
 
-def create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
+def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (viewed in its shape) for each root.
 
   Cached by graph structure: the ASTs are reused and only the buffers are fresh, so a loop that builds the same graph
   again skips scheduling. Any change of shape, dtype, device or op gives a different key; a bound variable's value does
   not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`).
   Each item's `node` is the node of `roots`' graph it computes (None for an item of a cached schedule until asked for:
-  `item_nodes`)."""
-  topo = _graph_topo(roots)
+  `item_nodes`). `topo`: the roots' `_graph_topo` (its last node, a SINK, may be over fewer of them), where the caller has it."""
+  if topo is None: topo = _graph_topo(roots)
   uroots, var_vals = unbind_graph(roots, topo)
   key, inputs = _structure(uroots, topo if uroots is roots else None)
   hit = _schedule_cache.get(key) if SCACHE else None
