@@ -20,16 +20,25 @@ def _block_asts() -> list[UOp]:
   out = h + fc2(fc1(ln(h)).gelu())
   return list(dict.fromkeys(si.ast for si in out.schedule() if si.ast.op is Ops.SINK))
 
+def _packed_linear_asts() -> list[UOp]:
+  """A Linear whose weight Tensor.dot packs into panels (a merged lane axis the heuristics simplify), on 197 rows (PADTO,
+  gated stores), register- and cache-blocked (SWAP)."""
+  lin = nn.Linear(64, 256)
+  out = lin(Tensor(np.random.default_rng(1).standard_normal((1, 197, 64), dtype=np.float32)))
+  return [si.ast for si in out.schedule() if si.ast.op is Ops.SINK]
+
 def test_memoised_codegen_renders_what_the_uncached_one_does(monkeypatch):
   ren = Device["CPU"].renderer
-  asts = _block_asts()
-  assert len(asts) >= 5
+  asts = _block_asts() + _packed_linear_asts()
+  assert len(asts) >= 7
   first = [get_program(a, ren, compile=False).src for a in asts]
   again = [get_program(a, ren, compile=False).src for a in asts]   # every memo hit now
   # the reference: the simplifier without its memo, the optimizer's caches emptied, UPCAST/UNROLL as they were written
   # before one walk did every lane (a store, a reduce at a time)
   monkeypatch.setattr(symbolic.sym, "memo", None)
-  for f in (opt._apply_cpu_opt, opt._kernel_ranges, index64._narrow): f.cache_clear()
+  monkeypatch.setattr(symbolic, "_affine", lambda x: False)   # every gated address rewritten over its narrowed variables
+  monkeypatch.setattr(opt, "_moved_ranges", lambda old, new, moved: new)   # every kernel's ranges found by a walk
+  for f in (opt._apply_cpu_opt, index64._narrow): f.cache_clear()
   real = opt._apply_cpu_opt
   def one_at_a_time(sink, o):
     glob, red = opt.kernel_ranges(sink)
@@ -101,3 +110,63 @@ def test_range_set_is_the_ranges_of_the_toposort():
   for n in e.toposort():
     assert n.range_set == {u for u in n.toposort() if u.op is Ops.RANGE}, n
   assert v.range_set == frozenset() and (v + 1).range_set is v.range_set
+
+def test_ranges_an_action_hands_on_are_those_of_a_walk():
+  # UPCAST, PADTO and SWAP set the ranges of the kernel they build from their input's: each is checked against a walk
+  from tinygrad.uop.symbolic import sym
+  ren = Device["CPU"].renderer
+  fresh = lambda k: opt._sorted_ranges([u for u in k.toposort() if u.op is Ops.RANGE])
+  seen = set()
+  for ast in _packed_linear_asts():
+    k = graph_rewrite(ast, sym)
+    for o in opt.heuristic_opts(k, ren):
+      k = opt.apply_opt(k, o)
+      seen.add(o.op)
+      assert opt._kernel_ranges(k) == fresh(k), o
+  assert {opt.OptOps.UPCAST, opt.OptOps.PADTO, opt.OptOps.SWAP} <= seen
+
+def test_a_swap_left_unapplied_keeps_what_the_heuristics_read_after_it():
+  # hand_coded_opts does not build the kernel a SWAP renumbers unless an action follows: what it reads instead (the global
+  # ranges from _swapped; the reduce ranges, the load strides along them and _vector_reduce from the kernel before) must
+  # be what the renumbered kernel gives
+  from tinygrad.uop.symbolic import sym
+  ren = Device["CPU"].renderer
+  k = graph_rewrite(_packed_linear_asts()[-1], sym)
+  chosen = opt.heuristic_opts(k, ren)
+  i = next(i for i, o in enumerate(chosen) if o.op is opt.OptOps.SWAP)
+  before = opt.apply_opts(graph_rewrite(opt.apply_opt(k, chosen[0]), sym), chosen[1:i])
+  after = opt.apply_opt(before, chosen[i])
+  assert opt._swapped(opt.kernel_ranges(before)[0], chosen[i]) == opt.kernel_ranges(after)[0] != opt.kernel_ranges(before)[0]
+  assert opt.kernel_ranges(before)[1] == opt.kernel_ranges(after)[1]
+  for r in opt.kernel_ranges(after)[1]:
+    assert [opt.stride(x, r) for x in opt._accesses(before)[1]] == [opt.stride(x, r) for x in opt._accesses(after)[1]]
+    assert opt._vector_reduce(before, r) == opt._vector_reduce(after, r)
+
+def test_kernels_differing_in_one_constant_get_their_own_programs():
+  # every memo is keyed by the node itself (hash-consed: equal is identical), so a kernel that differs in one constant (a
+  # scale, a slice's start: its gated addresses) is rendered for itself and computes its own values
+  x = np.arange(40, dtype=np.float32)
+  srcs = set()
+  for c, start in ((3.0, 1), (5.0, 1), (3.0, 2)):
+    t = lambda: (Tensor(x).pad(((0, 7),))[start:start + 40] * c + 1).contiguous()
+    srcs |= {get_program(si.ast, Device["CPU"].renderer, compile=False).src for si in t().schedule() if si.ast.op is Ops.SINK}
+    np.testing.assert_allclose(t().numpy(), np.pad(x, (0, 7))[start:start + 40] * c + 1)
+  assert len(srcs) >= 3
+
+def test_gated_sums_of_variables_fold_as_over_the_narrowed_ones(monkeypatch):
+  # _under_gate answers an ADD/MUL expression of variables with its own fixed point: narrowing a variable that keeps two
+  # values or more changes no rule there. Checked against the rewrite over the narrowed variables it skips, on random
+  # expressions (simplified or not) under gates that narrow one or two variables, or pin one to a single value
+  import random
+  rnd = random.Random(0)
+  r0, r1, v = UOp.range(24, 0), UOp.range(7, 1), UOp.variable("gate_v", 1, 9)
+  def expr(d: int) -> UOp:
+    if d == 0: return rnd.choice([r0, r1, v, UOp.const(dtypes.index, rnd.randint(-5, 30))])
+    return expr(d - 1) + expr(d - 1) if rnd.random() < 0.6 else expr(d - 1) * UOp.const(dtypes.index, rnd.randint(-3, 17))
+  gates = [r0 < 20, (r0 < 1).logical_not(), (r1 < 6) & (r0 < 23), r0 < 1, (v < 4) & (r1 < 2), r1 < 7]
+  exprs = [expr(rnd.randint(1, 4)) for _ in range(150)]
+  exprs += [graph_rewrite(e, symbolic.sym) for e in exprs]
+  fast = [symbolic._under_gate(e, g, val) for e in exprs for g in gates for val in (True, False)]
+  monkeypatch.setattr(symbolic, "_affine", lambda x: False)
+  slow = [symbolic._under_gate(e, g, val) for e in exprs for g in gates for val in (True, False)]
+  assert fast == slow and any(x is not None for x in slow)

@@ -1,5 +1,6 @@
 """Codegen: a kernel AST becomes a ProgramSpec through a PROGRAM UOp that grows one source at a time."""
 from __future__ import annotations
+import functools
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
@@ -52,9 +53,12 @@ def _symbolic() -> PatternMatcher:
   from tinygrad.uop.symbolic import sym
   return sym
 
-def _decompositions(ren: Renderer) -> PatternMatcher:
+def _decompositions(ren: Renderer) -> PatternMatcher: return _lowerings(frozenset(ren.code_for_op))
+@functools.cache
+def _lowerings(ops: frozenset[Ops]) -> PatternMatcher:
+  # one table per set of ops, built once: a new PatternMatcher per kernel compiled its rules again (~1 ms a kernel)
   from tinygrad.codegen.decompositions import get_late_rewrite_patterns
-  return get_late_rewrite_patterns(frozenset(ren.code_for_op))
+  return get_late_rewrite_patterns(ops)
 
 def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics

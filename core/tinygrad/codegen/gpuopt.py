@@ -21,7 +21,7 @@ from tinygrad.uop.ops import UOp, AxisType
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import prod, NOOPT
 from tinygrad.renderer import Renderer
-from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, kernel_ranges, nth_axis, stride, apply_opt, _accesses, _axis
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, kernel_ranges, nth_axis, stride, apply_opt, _accesses, _axis, range_nodes
 
 THREAD_KINDS = (AxisType.LOCAL, AxisType.GROUP_REDUCE)   # ranges that become a thread index in the block
 
@@ -110,8 +110,8 @@ def lower_groups(sink: UOp, ren: Renderer) -> UOp:
   (threads in the lower half combine the upper half's partials into theirs, a BARRIER after each step) -> every thread
   reads the result at group position 0; GROUP_REDUCE ranges become LOCAL (thread) ranges and global stores are gated to
   group position 0. The tree takes log2(amt) steps where one thread reading every partial would take amt."""
+  if not any(r.arg[1] is AxisType.GROUP_REDUCE for r in range_nodes(sink)): return sink   # (a CPU kernel: no toposort)
   groups = [r for r in _ranges(sink) if r.arg[1] is AxisType.GROUP_REDUCE]
-  if not groups: return sink
   if (need := shared_bytes(sink)) > ren.shared_max:
     raise KernelOptError(f"grouped reduces need {need} bytes of shared memory; {ren.device or 'this renderer'} has shared_max {ren.shared_max}")
   # the thread's slot in the block: its thread indices, row-major in launch-dimension order (lidx0 fastest)

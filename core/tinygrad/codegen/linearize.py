@@ -32,13 +32,14 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   after-loop read closes."""
   parents: dict[UOp, frozenset[UOp]] = {}
   closes: dict[UOp, frozenset[UOp]] = {}
-  globals_ = sorted([u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
+  topo = sink.toposort()   # (one walk for the three uses: an upcast kernel has tens of thousands of nodes)
+  globals_ = sorted([u for u in topo if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE], key=lambda r: r.arg[0])
   for i, g in enumerate(globals_): parents[g] = frozenset(globals_[:i])
-  _end_nesting(sink, parents, closes)
+  _end_nesting(topo, parents, closes)
   replace: dict[UOp, UOp] = {}
   inits: dict[UOp, tuple[UOp, ...]] = {}   # an accumulator's init STORE -> the ranges it is reset before
   nacc = 0
-  for u in sink.toposort():
+  for u in topo:
     new = u.replace(src=tuple(replace.get(s, s) for s in u.src)) if any(s in replace for s in u.src) else u
     if new.op is Ops.REDUCE:
       val, ranges = new.src[0], sorted(new.src[1:], key=lambda r: r.arg[0])
@@ -64,14 +65,13 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   for init, rs in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in rs)) - set(rs)
   return replace.get(sink, sink), parents, closes
 
-def _end_nesting(sink: UOp, parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> None:
+def _end_nesting(topo: dict[UOp, None], parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> None:
   """A hand-written kernel (engine/schedule.py lower_custom) says where its loops end: END(body, *ranges), whose users run
   after those loops. A loop runs inside the loops its body depends on (an earlier loop of the same END outside a later
   one), not inside those of the END's users: a loop read after it by another loop runs once, before that loop."""
-  ends = [u for u in sink.toposort() if u.op is Ops.END and len(u.src) > 1]
-  if not ends: return
+  if not any(u.op is Ops.END and len(u.src) > 1 for u in topo): return
   scope: dict[UOp, frozenset[UOp]] = {}
-  for n in sink.toposort():
+  for n in topo:
     if n.op is Ops.REDUCE: closes[n] = frozenset(n.src[1:])   # (not lowered yet) its value is read after its loops
     if n.op is Ops.END and len(n.src) > 1:
       closes[n] = rs = frozenset(n.src[1:])

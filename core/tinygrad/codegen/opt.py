@@ -8,7 +8,7 @@ import functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.ops import UOp, AxisType, _rebuild, substitute_all
 from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import NOOPT, OPTS
 from tinygrad.renderer import Renderer
@@ -49,13 +49,36 @@ def kernel_ranges(sink: UOp) -> tuple[list[UOp], list[UOp]]:
   """The kernel's global and reduce ranges, each sorted by axis id."""
   glob, red = _kernel_ranges(sink)
   return list(glob), list(red)
-# the heuristics ask again for the ranges of the kernel they just built (a toposort of up to 30k upcast nodes each time)
-@functools.lru_cache(maxsize=32)
-def _kernel_ranges(sink: UOp) -> tuple[tuple[UOp, ...], tuple[UOp, ...]]:
-  rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
+def range_nodes(sink: UOp) -> list[UOp]:
+  """The RANGE nodes under `sink`, in no set order: a walk without toposort's second visit of each node."""
+  seen, todo, out = {sink}, [sink], []
+  while todo:
+    for s in todo.pop().src:
+      if s not in seen:
+        seen.add(s)
+        todo.append(s)
+        if s.op is Ops.RANGE: out.append(s)
+  return out
+def _sorted_ranges(rngs: list[UOp]) -> tuple[tuple[UOp, ...], tuple[UOp, ...]]:
   glob = sorted([r for r in rngs if r.arg[1] not in (AxisType.REDUCE, AxisType.GROUP_REDUCE)], key=lambda r: r.arg[0])
   red = sorted([r for r in rngs if r.arg[1] is AxisType.REDUCE], key=lambda r: r.arg[0])
   return tuple(glob), tuple(red)
+# the heuristics ask again for the ranges of the kernel they just built (a walk of up to 30k upcast nodes each time): kept
+# on the kernel's SINK, and set by the actions that know them (_moved_ranges)
+def _kernel_ranges(sink: UOp) -> tuple[tuple[UOp, ...], tuple[UOp, ...]]:
+  if (kr := sink.__dict__.get("_kr")) is not None: return kr
+  rngs = range_nodes(sink)
+  # two ranges of one axis id keep their toposort order in the sort (stable): only then is that order needed
+  if len({r.arg[0] for r in rngs}) != len(rngs): rngs = [u for u in sink.toposort() if u.op is Ops.RANGE]
+  kr = sink.__dict__["_kr"] = _sorted_ranges(rngs)
+  return kr
+def _moved_ranges(old: UOp, new: UOp, moved: dict[UOp, UOp | None]) -> UOp:
+  """`new`, the kernel `old` with every range in `moved` replaced by its value there (None: gone), knows its ranges
+  without a walk; unless two ranges share an axis id (their order is then toposort's)."""
+  glob, red = _kernel_ranges(old)
+  rngs = [m for x in glob + red if (m := moved.get(x, x)) is not None]
+  if "_kr" not in new.__dict__ and len({r.arg[0] for r in rngs}) == len(rngs): new.__dict__["_kr"] = _sorted_ranges(rngs)
+  return new
 
 def _split(r: UOp, amt: int) -> tuple[UOp, list[UOp]]:
   """r -> (outer range, the r value for each of the amt unrolled lanes)."""
@@ -79,12 +102,13 @@ def _apply_cpu_opt(sink: UOp, opt: Opt) -> UOp:
   glob, red = kernel_ranges(sink)
   if opt.op is OptOps.UPCAST:
     r = nth_axis(glob, opt.axis, "UPCAST")
-    _, lanes = _split(r, opt.arg)
+    outer, lanes = _split(r, opt.arg)
     # a store that does not use the axis is kept once, one that does becomes one store per lane (the lanes of the whole
     # kernel in one walk: the stores of an upcast kernel share most of their graph)
     per_lane = sink.substitute_each(r, lanes)
     stores = [s2 for i in range(len(sink.src)) for s2 in dict.fromkeys(ls.src[i] for ls in per_lane)]
-    return UOp(Ops.SINK, dtypes.void, tuple(stores), sink.arg)
+    # r's every use became a lane: its ranges are the old ones with r -> outer (or none when upcast whole)
+    return _moved_ranges(sink, UOp(Ops.SINK, dtypes.void, tuple(stores), sink.arg), {r: None if outer is r else outer})
   if opt.op is OptOps.UNROLL:
     r = nth_axis(red, opt.axis, "UNROLL", "reduce")
     outer, lanes = _split(r, opt.arg)
@@ -125,7 +149,14 @@ def nth_axis(rngs: list[UOp], ax: int, what: str, kind: str = "global") -> UOp:
 
 def _renumber(sink: UOp, new_id: dict[UOp, int]) -> UOp:
   """Give ranges new axis ids (the loop order), keeping their sizes and kinds."""
-  return sink.substitute({r: UOp.range(r.src[0], i, r.arg[1], r.dtype) for r, i in new_id.items() if i != r.arg[0]})
+  sub = {r: UOp.range(r.src[0], i, r.arg[1], r.dtype) for r, i in new_id.items() if i != r.arg[0]}
+  return _moved_ranges(sink, sink.substitute(sub), dict(sub))
+
+def _swapped(glob: list[UOp], opt: Opt) -> list[UOp]:
+  """The global ranges (kernel_ranges) after SWAP `opt`, without applying it (their ids differ: the sort is by id alone)."""
+  a, b = glob[opt.axis], glob[opt.arg]
+  new = {a: UOp.range(a.src[0], b.arg[0], a.arg[1], a.dtype), b: UOp.range(b.src[0], a.arg[0], b.arg[1], b.dtype)}
+  return sorted([new.get(x, x) for x in glob], key=lambda r: r.arg[0])
 
 def _swap(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
   a, b = nth_axis(glob, opt.axis, "SWAP"), nth_axis(glob, opt.arg, "SWAP")
@@ -152,12 +183,16 @@ def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
   big = UOp.range((size + opt.arg - 1) // opt.arg * opt.arg, r.arg[0], r.arg[1], r.dtype)
   valid = big < size
   # every global access that depends on the axis is gated: padded iterations read nothing and store nothing
-  sub: dict[UOp, UOp] = {}
-  for u in sink.toposort():
-    if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].range_set:
-      gate = valid if len(u.src) < 3 else (u.src[2] & valid)
-      sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], u.src[1].substitute({r: big}), gate.substitute({r: big})), u.arg)
-  return sink.substitute(sub).substitute({r: big})
+  order = sink.toposort()
+  idxs = [u for u in order if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].range_set]
+  gates = [valid if len(u.src) < 3 else (u.src[2] & valid) for u in idxs]
+  moved = substitute_all([u.src[1] for u in idxs] + gates, {r: big})   # r -> big in every address and gate, one walk
+  sub: dict[UOp, UOp] = {r: big}
+  for i, u in enumerate(idxs): sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], moved[i], moved[len(idxs) + i]), u.arg)
+  # sink.substitute(gated).substitute({r: big}) in one walk: a gated access holds no r left to move
+  done: dict[UOp, UOp] = {}
+  for n in order: done[n] = sub[n] if n in sub else _rebuild(n, tuple(map(done.__getitem__, n.src)))
+  return _moved_ranges(sink, done[sink], {r: big})
 
 _cpu_actions = {OptOps.SWAP: _swap, OptOps.THREAD: _thread, OptOps.PADTO: _padto}
 GPU_OPS = (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP)
@@ -262,11 +297,20 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   cur = sink
   from tinygrad.uop.upat import graph_rewrite
   from tinygrad.uop.symbolic import sym
+  # a SWAP chosen and not yet applied to cur: what is read after it (the global ranges, which it renumbers, and strides
+  # along reduce ranges, which it keeps) needs no copy of the whole kernel with two ids exchanged, unless an action follows
+  swap: Opt | None = None
   def add(o: Opt, simplify: bool = False) -> None:
-    nonlocal cur
+    nonlocal cur, swap
+    if swap is not None: cur, swap = apply_opt(cur, swap), None
     cur = apply_opt(cur, o)
     if simplify: cur = graph_rewrite(cur, sym)   # the strides read below see through the div/mod the split folded
     opts.append(o)
+  def swap_later(o: Opt) -> None:
+    nonlocal swap
+    if len({x.arg[0] for x in kernel_ranges(cur)[0]}) < len(kernel_ranges(cur)[0]): return add(o)   # (ties: order by the graph)
+    opts.append(o)
+    swap = o
   glob, red = kernel_ranges(cur)
   st, ld = _accesses(cur)
   # a reduce kernel's axes are chosen by the loads in its loop: an epilogue's (a residual, a transposed or concatenated
@@ -282,12 +326,13 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # width, after which every index is affine in what is left of the axis (0: none). Only the index expressions are
     # split and simplified to find out (the whole upcast kernel is 10-60x larger: seconds per kernel)
     r, exprs = glob[i], [x for x in st + ld if stride(x, glob[i]) is None]   # st, ld: cur's accesses (nothing applied yet)
+    every = UOp(Ops.SINK, dtypes.void, tuple(exprs))
     for amt in (a * _divisor(r.src[0].arg, amts) for a in (1, 2, 4)):
       if not amt or r.src[0].arg % amt: break
       outer, lanes = _split(r, amt)
       if outer is r: return amt   # the whole axis is upcast: every lane is a constant
       # lane by lane: an axis that stays non-affine (most of those tried) is rejected by its first lane
-      if all(stride(y, outer) is not None for v in lanes for y in graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(x.substitute({r: v}) for x in exprs)), sym).src):
+      if all(stride(y, outer) is not None for v in lanes for y in graph_rewrite(every.substitute({r: v}), sym).src):
         return amt
     return 0
   vec = next((i for i in reversed(range(len(glob))) if st and all(stride(x, glob[i]) == 1 for x in st) and
@@ -334,16 +379,17 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     if contiguous and panel is not None:
       if panel > bi:
         block_id = g[panel].arg[0]   # SWAP exchanges the two ranges' ids: the block axis now has the panel's
-        add(Opt(OptOps.SWAP, bi, panel))
-      bi = _axis(cur, block_id)
-      tiles = kernel_ranges(cur)[0][bi].src[0].arg if bi is not None else 0
+        swap_later(Opt(OptOps.SWAP, bi, panel))
+      now = _swapped(g, swap) if swap is not None else kernel_ranges(cur)[0]
+      bi = next((i for i, x in enumerate(now) if x.arg[0] == block_id), None)
+      tiles = now[bi].src[0].arg if bi is not None else 0
       rsize = r[-1].src[0].arg
       per_chunk = max(1, CHUNK_BYTES // (rows * rsize * out_dt.itemsize)) if isinstance(rsize, int) else 0
       count = tiles // per_chunk if isinstance(tiles, int) and per_chunk and tiles % per_chunk == 0 else 0
       if bi is not None and 1 < count < tiles: add(Opt(OptOps.THREAD, bi, count))
     else:
       big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
-      if big and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: add(Opt(OptOps.SWAP, bi, vi))
+      if big and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: swap_later(Opt(OptOps.SWAP, bi, vi))
   def vred(ri: int) -> tuple[int, int]:
     # (unroll, peel) for reduce axis ri when it runs along memory: by a few vector widths (vector accumulators, summed
     # across lanes after the loop); a length no such unroll divides (197 tokens: attention's softmax) runs its last steps
@@ -363,15 +409,17 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     ri = next(i for i, r in enumerate(kernel_ranges(cur)[1]) if r.arg[0] == rid)
     unroll(ri, *vred(ri))
   if red:
-    glob, red = kernel_ranges(cur)
+    red = kernel_ranges(cur)[1]
     rsize = red[-1].src[0].arg
     wide, peel = vred(len(red)-1) if vec is None or (vec_id is not None and _lone(sink, red[-1].arg[0], vec_id)) else (0, 0)
     # block rows upcast (no vector axis): the vectorize pass packs the rows' lanes, gathering each from its own row, so a
     # wide partial unroll only lengthens scalar code (ViT's 1000-class head: 89 KB of IR, 0.3 s of LLVM, a slower loop);
     # a full one, no loop left, stays (a short unroll would sum the lanes in another order: other low bits)
+    # (the last action, valid by its choice, is not applied here: nothing reads the kernel after it, and optimize applies
+    # the list to the unsimplified kernel anyway)
     if peel and rows == 1: unroll(len(red)-1, 0, peel)
-    elif wide and (rows == 1 or wide == rsize): add(Opt(OptOps.UNROLL, len(red)-1, wide))
-    elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: add(Opt(OptOps.UNROLL, len(red)-1, amt))
+    elif wide and (rows == 1 or wide == rsize): opts.append(Opt(OptOps.UNROLL, len(red)-1, wide))
+    elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: opts.append(Opt(OptOps.UNROLL, len(red)-1, amt))
   return opts
 
 def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:

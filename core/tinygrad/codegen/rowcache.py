@@ -33,11 +33,12 @@ def cache_rows(sink: UOp, ren: Renderer) -> UOp:
   oidx, val = st.src
   if oidx.op is not Ops.INDEX or len(oidx.src) != 2 or oidx.src[0].op is not Ops.DEFINE_GLOBAL: return sink
   out = oidx.src[0]
-  if any(u.op is Ops.INDEX and u.src[0] is out and u is not oidx for u in sink.toposort()): return sink   # it reads out
+  topo = sink.toposort()
+  if any(u.op is Ops.INDEX and u.src[0] is out and u is not oidx for u in topo): return sink   # it reads out
   memo: dict[UOp, frozenset[UOp]] = {}
   places = _open_ranges(oidx.src[1], memo)
   # every loop outside the reduces is a place of the output: each iteration writes elements of its own
-  if places != {u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE}: return sink
+  if places != {u for u in topo if u.op is Ops.RANGE and u.arg[1] is not AxisType.REDUCE}: return sink
   from tinygrad.uop.symbolic import sym
   for red in [u for u in val.toposort() if u.op is Ops.REDUCE and len(u.src) == 2 and u.src[1].arg[1] is AxisType.REDUCE]:
     k, leaves = red.src[1], _flatten(red.src[0], red.arg)

@@ -19,6 +19,7 @@ from tinygrad.renderer import Renderer
 
 def _affine(idx: UOp) -> tuple[frozenset, int]:
   """idx as (the multiset of its non-constant terms, its constant): two indices with the same terms differ by a constant."""
+  if (ret := idx.__dict__.get("_vaff")) is not None: return ret   # (kept on the node: every lane group asks for each load's)
   terms: list[UOp] = []
   const, todo = 0, [idx]
   while todo:
@@ -26,7 +27,8 @@ def _affine(idx: UOp) -> tuple[frozenset, int]:
     if u.op is Ops.ADD: todo.extend(u.src)
     elif u.op is Ops.CONST: const += int(u.arg)
     else: terms.append(u)
-  return frozenset(Counter(terms).items()), const
+  ret = idx.__dict__["_vaff"] = (frozenset(Counter(terms).items()), const)
+  return ret
 
 def _twos(idx: UOp) -> int:
   """The exponent of the largest power of two that divides idx by construction (64 for 0): constants, sums, products, shifts."""
@@ -77,13 +79,15 @@ class _Packer:
   def _kind(self, lanes: tuple[UOp, ...]) -> str:
     u0, n = lanes[0], len(lanes)
     if all(u is u0 for u in lanes): return "broadcast"
-    if any(u.op is not u0.op or u.arg != u0.arg or len(u.src) != len(u0.src) or u.dtype != u0.dtype for u in lanes): return "gather"
+    # (dtypes compared by identity first: DType.__eq__ is a Python call per lane; interned, they are almost always the same)
+    dt0 = u0.dtype
+    if any(u.op is not u0.op or u.arg != u0.arg or len(u.src) != len(u0.src) or (u.dtype is not dt0 and u.dtype != dt0) for u in lanes): return "gather"
     if u0.op is Ops.LOAD: return "load" if self._load(lanes) is not None else "gather"
     if u0.op is Ops.GEP and all(u.src[0] is u0.src[0] and u.arg == (i,) for i, u in enumerate(lanes)) and u0.src[0].dtype.count == n:
       return "gep"
     if u0.op is Ops.REDUCE and u0.arg in self.ren.vector_ops and all(u.src[1:] == u0.src[1:] for u in lanes): return "reduce"
     if (u0.op in GroupOp.ALU or u0.op in (Ops.CAST, Ops.BITCAST)) and u0.op in self.ren.vector_ops and \
-       all(self.ok(s.dtype) and all(u.src[k].dtype == s.dtype for u in lanes) for k, s in enumerate(u0.src)): return "alu"
+       all(self.ok(s.dtype) and all(u.src[k].dtype is s.dtype or u.src[k].dtype == s.dtype for u in lanes) for k, s in enumerate(u0.src)): return "alu"
     return "gather"
   def _children(self, lanes: tuple[UOp, ...], kind: str) -> list[tuple[UOp, ...]]:
     if kind == "reduce": return [tuple(u.src[0] for u in lanes)]

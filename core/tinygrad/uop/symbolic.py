@@ -7,8 +7,8 @@ C semantics (IDIV/MOD truncate toward zero, wraparound at the width): rules that
 check with `_nowrap` that its bounds are exact, i.e. no wraparound happened.
 """
 from __future__ import annotations
-import math, functools, operator, weakref
-from typing import cast
+import math, functools, operator
+from typing import Callable, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, exec_alu, AxisType
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
@@ -145,18 +145,29 @@ def _gate_bounds(gate: UOp, value: bool) -> dict[UOp, tuple[int, int]]:
     out[v] = (max(old[0], int(lo[0])), min(old[1], int(lo[1])))
   return out
 _PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL}
-_pure_memo: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
-def _pure(x: UOp) -> bool:
-  # memoised per node (UOps are immutable): a chain of n WHEREs costs O(n) here, not a toposort of the subgraph per WHERE
-  if (r := _pure_memo.get(x)) is not None: return r
-  for n in x.toposort(gate=lambda n: n not in _pure_memo):
-    if n not in _pure_memo: _pure_memo[n] = n.op in _PURE and all(_pure_memo[s] for s in n.src)
-  return _pure_memo[x]
+_AFFINE = {Ops.ADD, Ops.MUL, Ops.CONST, *_VARS}
+def _all_of(x: UOp, key: str, ok: Callable[[UOp], bool]) -> bool:
+  # every node under x is `ok`, memoised on each node (UOps are immutable) under `key`: a chain of n WHEREs costs O(n)
+  # here, not a toposort of the subgraph per WHERE
+  if (r := x.__dict__.get(key)) is not None: return r
+  for n in x.toposort(gate=lambda n: key not in n.__dict__):
+    if key not in n.__dict__: n.__dict__[key] = ok(n) and all(s.__dict__[key] for s in n.src)
+  return x.__dict__[key]
+def _pure(x: UOp) -> bool: return _all_of(x, "_pure", lambda n: n.op in _PURE)
+# (not bool: a bool's bounds of a wider int interval can be one point, True)
+def _affine(x: UOp) -> bool: return _all_of(x, "_affine", lambda n: n.op in _AFFINE and n.dtype.scalar() != dtypes.bool)
 def _under_gate(x: UOp, gate: UOp, value: bool) -> UOp | None:
   # the cheap test first: most gates (float compares, a relu's x>0) bound no variable, so there is nothing to narrow
   bounds = {v: b for v, b in _gate_bounds(gate, value).items() if b != (v.vmin, v.vmax) and b[0] <= b[1]}
   # arithmetic only: a LOAD under a WHERE still executes, so its own gate must stay even where the WHERE makes it redundant
   if not bounds or not _pure(x): return None
+  # sums and products of variables (a padded store's address, most gated indices) fold the same under the narrowed bounds
+  # as under the old while every narrowed variable keeps two values or more: there only _fold_bounds reads bounds, and a
+  # node's bounds are one point iff its sources' are (or one is 0) either way. x's own fixed point is then the answer,
+  # a memo hit, instead of a copy of x over new variables rewritten and copied back (ViT: 2300 indices, ~0.2 s)
+  if all(lo < hi for lo, hi in bounds.values()) and _affine(x):
+    ret = graph_rewrite(x, sym, name="gate")
+    return ret if ret is not x else None
   sub = {v: UOp.variable(f"{v.render()}@[{lo},{hi}]", lo, hi, v.dtype) for v, (lo, hi) in bounds.items()}
   ret = graph_rewrite(x.substitute(sub), sym, name="gate").substitute({nv: v for v, nv in sub.items()})
   return ret if ret is not x else None

@@ -133,7 +133,10 @@ def _compile_rule(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] 
   def checks(pat: UPat, var: str) -> list[str]:
     conds = []
     if pat.op is not None: conds.append(f"{var}.op is {k(pat.op[0])}" if len(pat.op) == 1 else f"{var}.op in {k(frozenset(pat.op))}")
-    if pat.dtype_set is not None: conds.append(f"({var}.dtype in {k(pat.dtype_set)} or {var}.dtype.scalar() in {k(pat.dtype_set)})")
+    # (a plain scalar DType is its own scalar(): one set lookup, whose DType.__hash__ is a Python call, not two)
+    if pat.dtype_set is not None:
+      conds.append(f"({var}.dtype in {(ks := k(pat.dtype_set))} or ({var}.dtype._scalar is not None or type({var}.dtype) is not {k(DType)})"
+                   f" and {var}.dtype.scalar() in {ks})")
     if pat.arg is not None: conds.append(f"not ({k(pat.arg)} != {var}.arg)")
     return conds
   def gen(pat: UPat, var: str, bound: dict[str, str], ind: str, cont: Callable[[dict[str, str], str], None]) -> bool:
@@ -147,7 +150,7 @@ def _compile_rule(p: UPat, fxn: Callable, has_ctx: bool, names: tuple[str, ...] 
       ec = checks(each, e := f"e{nvar[0]}") + ([f"not {e}.src"] if each.src is not None else [])
       conds.append(f"all({' and '.join(ec) or 'True'} for {e} in {var}.src)")
     if pat.name is not None:
-      if pat.name in bound: conds.append(f"{var} is {bound[pat.name]}")
+      if pat.name in bound: conds.insert(0, f"{var} is {bound[pat.name]}")   # (first: the cheapest test, and the most selective)
       else: bound = {**bound, pat.name: var}
     if conds:
       lines.append(f"{ind}if {' and '.join(conds)}:")
@@ -260,10 +263,14 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
 def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: bool) -> UOp:
   replace: dict[UOp, UOp] = {}
   key = pm.memo if ctx is None and not bottom_up and TRACER is None else None   # (VIZ records every rule that fires)
+  # the ops with rules: a node of another op is not handed to pm.rewrite at all (most nodes of a late pass)
+  ruled = pm._fast if pm._fast is not None else pm._compiled()
+  rewrite, get = pm.rewrite, replace.__getitem__
   # stack entries: (original node, stage, working node)
   stack: list[tuple[UOp, int, UOp]] = [(sink, 0, sink)]
+  push, pop = stack.append, stack.pop
   while stack:
-    n, stage, cur = stack.pop()
+    n, stage, cur = pop()
     if n in replace: continue
     if stage == 0:
       if key is not None and (m := n.__dict__.get(key)) is not None:   # rewritten by an earlier call: not even its sources
@@ -271,30 +278,37 @@ def _rewrite_fixed_point(sink: UOp, pm: PatternMatcher, ctx: Any, bottom_up: boo
         continue
       if bottom_up:
         for _ in range(10000):
-          r = pm.rewrite(cur, ctx)
+          r = rewrite(cur, ctx)
           if r is None: break
           cur = r
         if cur is not n and cur in replace:
           replace[n] = replace[cur]
           continue
-      stack.append((n, 1, cur))
-      for s in reversed(cur.src):
-        if s not in replace: stack.append((s, 0, s))
-    elif stage == 1:
-      rebuilt = _rebuild(cur, tuple(map(replace.__getitem__, cur.src)))
+      if cur.src:
+        push((n, 1, cur))
+        for s in reversed(cur.src):
+          if s in replace: continue
+          if key is not None and (m := s.__dict__.get(key)) is not None: replace[s] = s if m is _SELF else m   # (not pushed)
+          else: push((s, 0, s))
+        continue
+      stage = 1   # a leaf: on to stage 1 at once (what popping its stage-1 entry next would do)
+    if stage == 1:
+      rebuilt = _rebuild(cur, tuple(map(get, cur.src))) if cur.src else cur
       # bottom_up already took the node to a fixed point in stage 0; only a changed node is tried again
-      r = None if bottom_up and rebuilt is cur else pm.rewrite(rebuilt, ctx)
+      r = None if (bottom_up and rebuilt is cur) or rebuilt.op not in ruled else rewrite(rebuilt, ctx)
       if r is None:
         replace[n] = rebuilt
         if rebuilt not in replace: replace[rebuilt] = rebuilt
+        # kept now, not only at the end: a rule that rewrites a subgraph of this one (symbolic's gates) finds it done
+        if key is not None: rebuilt.__dict__[key] = _SELF
         continue
       nxt = r
       if nxt in replace:
         replace[n] = replace[nxt]
         continue
       # the result must itself be rewritten to a fixed point before it stands for n
-      stack.append((n, 2, nxt))
-      stack.append((nxt, 0, nxt))
+      push((n, 2, nxt))
+      push((nxt, 0, nxt))
     else:
       replace[n] = replace[cur]
   if key is not None:
