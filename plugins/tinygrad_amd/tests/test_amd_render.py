@@ -67,7 +67,7 @@ ridx0.body:
   %val1 = load float, ptr addrspace(1) %idx2, align 4
   %alu0 = fadd float %val0, %val1
   store float %alu0, ptr addrspace(1) %idx0, align 4
-  %ridx0.inc = add i32 %ridx0, 1
+  %ridx0.inc = add nsw i32 %ridx0, 1
   store i32 %ridx0.inc, ptr addrspace(5) %ridx0.addr
   br label %ridx0.head
 ridx0.exit:
@@ -88,8 +88,8 @@ entry:
   %sp0 = call i32 @llvm.amdgcn.workgroup.id.x()
   %sp1 = call i32 @llvm.amdgcn.workitem.id.x()
   %idx0 = getelementptr inbounds float, ptr addrspace(3) @temp0, i32 %sp1
-  %alu0 = mul i32 %sp0, 4
-  %alu1 = add i32 %alu0, %sp1
+  %alu0 = mul nsw i32 %sp0, 4
+  %alu1 = add nsw i32 %alu0, %sp1
   %idx1 = getelementptr inbounds float, ptr addrspace(1) %data1, i32 %alu1
   %val0 = load float, ptr addrspace(1) %idx1, align 4
   store float %val0, ptr addrspace(3) %idx0, align 4
@@ -97,7 +97,7 @@ entry:
   call void @llvm.amdgcn.s.barrier()
   fence syncscope("workgroup") acquire
   %idx2 = getelementptr inbounds float, ptr addrspace(1) %data0, i32 %alu1
-  %alu2 = sub i32 3, %sp1
+  %alu2 = sub nsw i32 3, %sp1
   %idx3 = getelementptr inbounds float, ptr addrspace(3) @temp0, i32 %alu2
   %val1 = load float, ptr addrspace(3) %idx3, align 4
   store float %val1, ptr addrspace(1) %idx2, align 4

@@ -109,3 +109,14 @@ def test_llvm_short_loops_skip_the_loop_vectorizer():
   src = LLVMRenderer().render(reduce_kernel(5, 8), "k")
   assert src.count("!llvm.loop") == 2 and '!{!"llvm.loop.vectorize.enable", i1 false}' in src, src
   assert "!llvm.loop" not in LLVMRenderer().render(add_kernel(16), "k")
+
+def test_llvm_nsw_only_where_bounds_prove_no_wrap():
+  # index math whose bounds fit is nsw (LLVM then widens and folds it cheaply); a sum of loaded values may wrap: never nsw
+  src = LLVMRenderer().render(reduce_kernel(4, 8), "k")
+  assert "mul nsw i32 %ridx0, 8" in src and "add nsw i32 %ridx1, 1" in src, src
+  src = LLVMRenderer().render(elementwise(lambda a, b: a + b * 3, [dtypes.int32]*2, dtypes.int32, 4), "k")
+  assert "= add i32 %val0, %alu" in src and "= mul i32 %val1, 3" in src and "nsw i32 %val" not in src, src
+  src = LLVMRenderer().render(elementwise(lambda a: (a & 255) * 4 + 1, [dtypes.int32], dtypes.int32, 4), "k")
+  assert "mul nsw i32" in src and "add nsw i32" in src, src   # [0, 255]*4+1 cannot wrap
+  src = LLVMRenderer().render(elementwise(lambda a: (a & 255) + 1, [dtypes.uint32], dtypes.uint32, 4), "k")
+  assert "nsw" not in src.split("ridx0.body:")[1].split(".inc")[0], src   # unsigned: never nsw (it means signed)
