@@ -1,7 +1,8 @@
 """Golden tests of the rendered C and LLVM IR (no compiler needed)."""
 from tinygrad.dtype import dtypes
 from tinygrad_cpu.renderer import ClangRenderer, LLVMRenderer
-from _cpu_kernels import add_kernel, reduce_kernel, gated_kernel, gated_store_kernel, divmod_kernel, cast_kernel, var_kernel, elementwise
+from tinygrad.uop.ops import UOp
+from _cpu_kernels import glob, linear, add_kernel, reduce_kernel, gated_kernel, gated_store_kernel, divmod_kernel, cast_kernel, var_kernel, elementwise
 
 def test_c_add_exact():
   assert ClangRenderer().render(add_kernel(16), "E_16") == """\
@@ -13,6 +14,7 @@ void E_16(float* restrict data0, float* restrict data1, float* restrict data2, i
   }
 }
 const long long E_16_work = 116LL;
+void E_16_task(void **tg_c[2], int tg_core, int tg_n) { __typeof__(E_16) *volatile tg_f = E_16; tg_f(tg_c[0][0], tg_c[0][1], tg_c[0][2], tg_core, tg_n); }
 """
 
 def test_c_reduce_accumulator():
@@ -63,6 +65,16 @@ def test_llvm_add_and_split():
   src = LLVMRenderer().render(add_kernel(16), "E_16")
   assert "define void @E_16(ptr noalias %data0, ptr noalias %data1, ptr noalias %data2, i32 %core_id, i32 %core_count) nounwind {" in src
   assert "@E_16_work = constant i64 116" in src
+  # the pool's task: buffers from ctx's first array, variables from its second, then (core, n); never inlined
+  assert "define void @E_16_task(ptr %c, i32 %core, i32 %n) nounwind {" in src and "%a2 = load ptr, ptr %a2p" in src
+  assert "call void @E_16(ptr %a0, ptr %a1, ptr %a2, i32 %core, i32 %n) noinline" in src
+  var = LLVMRenderer().render(var_kernel(64), "k")
+  assert "%v0p = getelementptr i32, ptr %v, i64 0" in var and "call void @k(ptr %a0, ptr %a1, i32 %v0, i32 %core, i32 %n) noinline" in var
+  # a kernel that does not split has no task
+  out = glob(0, dtypes.float32, 1)
+  one = linear(out, out.index(UOp.const(dtypes.index, 0)).store(UOp.const(dtypes.float32, 1.0)))
+  c = ClangRenderer().render(one, "k")
+  assert "_work = 0" in c and "_task" not in c and "_task" not in LLVMRenderer().render(one, "k")
   for frag in ["%ridx0.addr = alloca i32", "%ridx0 = load i32, ptr %ridx0.addr", "fadd float %val0, %val1", "sdiv i64", "br label %ridx0.head"]:
     assert frag in src, frag
 

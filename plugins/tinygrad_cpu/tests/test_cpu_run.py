@@ -153,6 +153,10 @@ def test_define_var(cc):
   a, o = np.random.randn(64).astype(np.float32), np.zeros(64, np.float32)
   run(cc, var_kernel(64), o, a, vals=(37,))
   np.testing.assert_array_equal(o, np.concatenate([a[:37] * 2, np.zeros(27, np.float32)]))
+  # split: every part gets the buffers and the variable through the kernel's task
+  o = np.zeros(64, np.float32)
+  run(cc, var_kernel(64), o, a, vals=(37,), threads=3)
+  np.testing.assert_array_equal(o, np.concatenate([a[:37] * 2, np.zeros(27, np.float32)]))
 
 @pytest.mark.parametrize("n,threads", [(1, 4), (5, 8), (1000, 3), (4099, 16)])
 def test_threads_split_outer_loop(cc, n, threads):

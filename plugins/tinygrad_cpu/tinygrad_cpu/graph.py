@@ -13,7 +13,7 @@ publishes the job, runs chunks itself and waits for the rest. The workers (CPU_C
 in one never-returning native call, so without the GIL) spin CPU_SPIN_US for the next job before sleeping on a futex: a
 sequence of medium kernels pays no wake-up each. Any thread claims any chunk (a compare-and-swap on one word holding the
 job's number, its chunk count and the next chunk), so the caller never waits for a sleeping worker to wake: it runs the
-unclaimed chunks itself. The same code, in C or LLVM IR, serves graphs and kernels called one by one (a one-kernel graph).
+unclaimed chunks itself. The same pool serves graphs and kernels called one by one (through the task each split kernel exports).
 """
 from __future__ import annotations
 import ctypes, functools, os, platform, threading
@@ -330,6 +330,10 @@ class Pool:
     self.threads = [threading.Thread(target=worker, args=(self.state_addr, CPU_SPIN_US * 1000), daemon=True, name=f"tinygrad_cpu_{i}")
                     for i in range(max(CPU_COUNT - 1, 0))]
     for t in self.threads: t.start()
+    self._parallel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(self.parallel)
+  def run(self, task: int, ctx: Any, n: int) -> None:
+    """task(ctx, part, n) for every part in [0, n), on this thread and the workers; returns when all are done."""
+    self._parallel(self.state_addr, task, ctypes.addressof(ctx), n)
 
 _pool: Pool | None = None
 _pool_lock = threading.Lock()
@@ -345,25 +349,6 @@ def _forget_pool_in_child() -> None:
   global _pool, _pool_lock
   _pool, _pool_lock = None, threading.Lock()
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_in_child)
-
-@functools.cache
-def _one(kind: str, nbufs: int, nvals: int, parts: int) -> NativeGraph:
-  return NativeGraph(kind, compiler_for(kind), [Call(0, tuple(range(nbufs)), tuple(range(nvals)), parts)], nbufs, nvals)
-
-class _OneKernel:
-  def __init__(self, kind: str, nbufs: int, nvals: int, parts: int): self.g, self.lock = _one(kind, nbufs, nvals, parts), threading.Lock()
-  def __call__(self, fxn_addr: int, bufs: list[int], vals: tuple[int, ...]) -> None:
-    with self.lock:   # the arrays are shared by every kernel of this signature
-      g = self.g
-      g.f[0] = fxn_addr
-      for i, b in enumerate(bufs): g.a[i] = b
-      for i, x in enumerate(vals): g.v[i] = x
-      g()
-
-@functools.cache
-def one_kernel(kind: str, nbufs: int, nvals: int, parts: int) -> _OneKernel:
-  """A kernel with this many buffers and variables, its split loop cut into `parts`, called through the pool."""
-  return _OneKernel(kind, nbufs, nvals, parts)
 
 # ---- the graph runner ----
 

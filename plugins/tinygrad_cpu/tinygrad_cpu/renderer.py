@@ -5,6 +5,13 @@ from typing import Callable
 from tinygrad.plugin_api import (Ops, GroupOp, UOp, DType, PtrDType, dtypes, CStyleLanguage, base_code_for_op, safe_div, split_range,
   thread_work, LLVMIRRenderer)
 
+# A kernel that splits (work > 0) also exports `<name>_task(ctx, core, n)`, the task the pool's parallel-for runs per part:
+# ctx is {buffer pointers, int variables} (two arrays) and the task calls the kernel with them and (core, n). The runtime
+# calls a split kernel through it, with no per-signature trampoline to compile at its first run (ViT-Ti's cold call
+# compiled 11 of them on the main thread after the last kernel, ~45 ms).
+def _counts(uops: list[UOp]) -> tuple[int, int]:
+  return sum(u.op is Ops.DEFINE_GLOBAL for u in uops), sum(u.op is Ops.DEFINE_VAR for u in uops)
+
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
 
 def _math(fn: str) -> Callable[..., str]:
@@ -97,7 +104,12 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
     return ret
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
     work = thread_work(uops, self.split_range(uops))
-    return super().render_kernel(name, body, args, uops, prelude) + f"const long long {name}_work = {work}LL;\n"
+    src = super().render_kernel(name, body, args, uops, prelude) + f"const long long {name}_work = {work}LL;\n"
+    if not work: return src
+    # the pool's task (see _task_args): through a volatile pointer, so the compiler never inlines the kernel into it
+    nb, nv = _counts(uops)
+    call = ", ".join([f"tg_c[0][{i}]" for i in range(nb)] + [f"((int*)tg_c[1])[{i}]" for i in range(nv)] + ["tg_core", "tg_n"])
+    return src + f"void {name}_task(void **tg_c[2], int tg_core, int tg_n) {{ __typeof__({name}) *volatile tg_f = {name}; tg_f({call}); }}\n"
 
 # ---------------------------------------------------------------- LLVM IR ----------------------------------------------------------------
 
@@ -126,5 +138,15 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
     self.split = self.split_range(uops)
     return super().render(uops, name)
   def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
-    self.globals.append(f"@{name}_work = constant i64 {thread_work(uops, self.split)}")
-    return super().render_kernel(name, args, uops)
+    work = thread_work(uops, self.split)
+    self.globals.append(f"@{name}_work = constant i64 {work}")
+    src = super().render_kernel(name, args, uops)
+    if not work: return src
+    # the pool's task (see _task_args); noinline: the kernel stays one copy (an inlined one would compile twice)
+    nb, nv = _counts(uops)
+    body = ["  %a = load ptr, ptr %c", "  %vp = getelementptr ptr, ptr %c, i64 1", "  %v = load ptr, ptr %vp"]
+    for i in range(nb): body += [f"  %a{i}p = getelementptr ptr, ptr %a, i64 {i}", f"  %a{i} = load ptr, ptr %a{i}p"]
+    for i in range(nv): body += [f"  %v{i}p = getelementptr i32, ptr %v, i64 {i}", f"  %v{i} = load i32, ptr %v{i}p"]
+    call = ", ".join([f"ptr %a{i}" for i in range(nb)] + [f"i32 %v{i}" for i in range(nv)] + ["i32 %core", "i32 %n"])
+    return src + "\n".join([f"define void @{name}_task(ptr %c, i32 %core, i32 %n) nounwind {{", *body,
+                             f"  call void @{name}({call}) noinline", "  ret void", "}"]) + "\n"

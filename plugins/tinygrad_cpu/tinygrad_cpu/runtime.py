@@ -102,6 +102,7 @@ class CPUProgram:
     self.work = ctypes.c_longlong.from_address(self.code.addr(f"{name}_work", data=True)).value
     self.threads = 1 if self.work == 0 else max(1, min(CPU_COUNT, self.work // CPU_THREAD_WORK))
     self.fxn: Any = None   # typed on first call, when the argument counts are known
+    self.task_addr = self.code.addr(f"{name}_task") if self.work else 0   # what the pool runs per part (renderer.py)
 
   @property
   def parts(self) -> int:
@@ -115,9 +116,11 @@ class CPUProgram:
       if self.fxn is None:
         self.fxn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(bufs) + [ctypes.c_int] * (len(vals) + 2)))(self.fxn_addr)
       self.fxn(*[_addr(b) for b in bufs], *vals, 0, 1)
-    else:   # through a one-kernel graph: the pool's parallel-for runs core 0 here and the others on its workers
-      from tinygrad_cpu.graph import one_kernel
-      one_kernel(self.code.kind, len(bufs), len(vals), n)(self.fxn_addr, [_addr(b) for b in bufs], vals)
+    else:   # the pool's parallel-for runs parts here and on its workers, each through the kernel's task
+      from tinygrad_cpu.graph import pool
+      a, v = (ctypes.c_void_p * max(len(bufs), 1))(*[_addr(b) for b in bufs]), (ctypes.c_int * max(len(vals), 1))(*vals)
+      p = pool(self.code.kind)
+      p.run(self.task_addr, (ctypes.c_void_p * 2)(ctypes.addressof(a), ctypes.addressof(v)), n)
     if not wait: return None
     self.last_span = (st, time.perf_counter())   # PROFILE's span of this run (the optional runtime hook, docs/plugins.md)
     return self.last_span[1] - st
