@@ -154,6 +154,24 @@ class TestGCPaused:
       with gc_paused(): kept2 = [Node() for _ in range(10)]
       assert gc.get_freeze_count() == frozen and gc.isenabled() and kept2
     finally: gc.unfreeze()
+  def test_realize_leaves_no_cycles_of_items(self):
+    # survivors skip the young collections, so a realize must not leave its schedule in reference cycles (a recursive
+    # closure held every ExecItem, and with them their buffers, until a full collection)
+    import gc, os, tinygrad
+    from tinygrad import Tensor
+    from tinygrad.engine.schedule import ExecItem
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+      a = Tensor.arange(37, device="PYTHON").float()
+      ((a * 3 + 1).sum() + a.max()).realize()
+      gc.collect()
+      pkg = os.path.dirname(tinygrad.__file__)   # (the PYTHON device's ast.literal_eval makes cycles of its own)
+      left = [o for o in gc.garbage if isinstance(o, ExecItem) or callable(o) and getattr(getattr(o, "__code__", None), "co_filename", "").startswith(pkg)]
+    finally:
+      gc.set_debug(0)
+      gc.garbage.clear()
+    assert not left, left
   def test_realize_and_codegen_restore(self):
     import gc
     import numpy as np

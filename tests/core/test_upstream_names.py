@@ -119,12 +119,13 @@ def test_const_like_keeps_shape_device_and_dtype():
 
 def test_mem_used_per_device_counts_each_device():
   from tinygrad import GlobalCounters
+  import gc
+  gc.collect()   # earlier tests' garbage freed now, not by the collect below (which would count it against `before`)
   before = dict(GlobalCounters.mem_used_per_device)
   a, b = Tensor.empty(1000, device="PYTHON:0").realize(), Tensor.empty(500, device="PYTHON:1").realize()
   grew = {d: GlobalCounters.mem_used_per_device[d] - before.get(d, 0) for d in ("PYTHON", "PYTHON:1")}
   assert grew == {"PYTHON": 4000, "PYTHON:1": 2000}, grew
   del a, b
-  import gc
   gc.collect()
   assert GlobalCounters.mem_used_per_device["PYTHON:1"] == before.get("PYTHON:1", 0)
 

@@ -655,6 +655,7 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       return
     items[n] = (ExecItem(ast, kb.bufs, node=n), kb.reads, kb.deps & items.keys())
   for n in order: build(n)
+  del build   # a recursive closure is a reference cycle: dropped now, with every item it holds, not by a later collection
   schedule = _order(items, buffer_map)
   if (rec := _upat.TRACER) is not None: rec.schedule(roots, realizes, schedule)   # VIZ: kernel boundaries and why
   if DEBUG >= 1 and schedule: print(f"scheduled {len(schedule)} kernels")

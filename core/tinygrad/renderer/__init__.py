@@ -35,6 +35,11 @@ class _SupportedDTypes:
   def __set__(self, obj: Any, v: frozenset[DType] | set[DType] | None) -> None: obj.__dict__["_supported_dtypes"] = _dtype_set(v)
 def _dtype_set(v: frozenset[DType] | set[DType] | None) -> DTypeSet: return DTypeSet(dtypes.all if v is None else v)
 
+def _norm(v: Any) -> Any:   # (module level: a recursive closure is a reference cycle left for the collector)
+  if isinstance(v, (frozenset, set)): return tuple(sorted(map(str, v)))
+  if isinstance(v, (list, tuple)): return tuple(_norm(x) for x in v)
+  return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+
 class Renderer:
   """Turns linearized uops into source code and declares what the target can do.
 
@@ -141,11 +146,7 @@ class Renderer:
     return self
   def ability_key(self) -> tuple:
     """This instance's abilities as a hashable, printable value: part of the compile- and BEAM-cache keys."""
-    def norm(v: Any) -> Any:
-      if isinstance(v, (frozenset, set)): return tuple(sorted(map(str, v)))
-      if isinstance(v, (list, tuple)): return tuple(norm(x) for x in v)
-      return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
-    return (type(self).__name__,) + tuple((k, norm(getattr(self, k))) for k in self.ABILITIES)
+    return (type(self).__name__,) + tuple((k, _norm(getattr(self, k))) for k in self.ABILITIES)
   @property
   def threads_max(self) -> int:
     """The most threads in one work-group: local_total_max, else max(local_max); 0 without threads in a block."""

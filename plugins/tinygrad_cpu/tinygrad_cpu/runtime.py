@@ -31,6 +31,9 @@ CPU_PARTS: int = getenv("CPU_PARTS", 4)   # parts per thread a split kernel's lo
 def _so_dirs() -> tuple[str, ...]:
   return tuple(d for d in ("/dev/shm", tempfile.gettempdir()) if os.path.isdir(d) and os.access(d, os.W_OK))
 
+@functools.cache
+def _array(t: Any, n: int) -> Any: return t * max(n, 1)   # (ctypes keeps array types weakly: a new type per call otherwise)
+
 def _addr(buf: Any) -> int:
   return buf if isinstance(buf, int) else buf.addr
 
@@ -118,9 +121,8 @@ class CPUProgram:
       self.fxn(*[_addr(b) for b in bufs], *vals, 0, 1)
     else:   # the pool's parallel-for runs parts here and on its workers, each through the kernel's task
       from tinygrad_cpu.graph import pool
-      a, v = (ctypes.c_void_p * max(len(bufs), 1))(*[_addr(b) for b in bufs]), (ctypes.c_int * max(len(vals), 1))(*vals)
-      p = pool(self.code.kind)
-      p.run(self.task_addr, (ctypes.c_void_p * 2)(ctypes.addressof(a), ctypes.addressof(v)), n)
+      a, v = _array(ctypes.c_void_p, len(bufs))(*[_addr(b) for b in bufs]), _array(ctypes.c_int, len(vals))(*vals)
+      pool(self.code.kind).run(self.task_addr, _array(ctypes.c_void_p, 2)(ctypes.addressof(a), ctypes.addressof(v)), n)
     if not wait: return None
     self.last_span = (st, time.perf_counter())   # PROFILE's span of this run (the optional runtime hook, docs/plugins.md)
     return self.last_span[1] - st
