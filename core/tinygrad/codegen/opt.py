@@ -230,6 +230,10 @@ def _vector_reduce(sink: UOp, r: UOp) -> bool:
   return True
 
 BIG_OPERAND = 8 << 20   # bytes: an operand this large does not stay in the shared (L3) cache next to the others
+# bytes: a vector operand read in place (not packed) this large does not stay in one core's L2 beside the rows that pass
+# it: its axis runs outermost too (each stripe of it, k x tile width, stays in L2 while every row passes) and the tile
+# favours rows (matmul 512, B 1 MB: 8x2 vectors, stripes outermost 0.52-0.55 ms on 2 threads, 4x4 rows outermost 0.57-0.68)
+STREAMED = 1 << 20
 CHUNK_BYTES = 1 << 20   # bytes of the broadcast operand's rows one chunk of a panel-blocked matmul covers (both cores' L2)
 TILE_ROWS = (8, 6, 4, 3, 2)
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
@@ -252,14 +256,16 @@ def _axis(sink: UOp, axis_id: int) -> int | None:
   """The position among the global axes of the range with this id (None: it was upcast away)."""
   return next((i for i, g in enumerate(kernel_ranges(sink)[0]) if g.arg[0] == axis_id), None)
 
-def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int) -> tuple[int, int]:
+def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int, streamed: bool = False) -> tuple[int, int]:
   """(r, c): the register tile of a reduce kernel, r values of the block axis (dividing `rows`) by c vectors of `vec_bytes`
   (dividing `cols`), with the most accumulators the SIMD registers hold beside one row of vectors and a broadcast value;
-  ties go to the fewest loads per step (r + vectors), then to more rows (the vector operand is the one read from cache)."""
+  ties go to the fewest loads per step (r + vectors), then to more rows (the vector operand is the one read from cache).
+  streamed: the vector operand is read in place from L2 (see STREAMED): ties go to more rows, fewer of its vectors a step."""
   per_vec = max(1, -(-vec_bytes // (ren.register_bytes or ren.vector_bytes or vec_bytes)))
   fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4)
           if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
-  return max(fits, key=lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]), default=(_divisor(rows, (4, 3, 2)) or 1, 1))
+  key = (lambda t: (t[0]*t[1], t[0])) if streamed else (lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]))
+  return max(fits, key=key, default=(_divisor(rows, (4, 3, 2)) or 1, 1))
 
 def panel_bytes(ren: Renderer) -> int:
   """The width in bytes of the panels Tensor.dot packs a big matmul's right operand into (0: never): the register tile's
@@ -288,7 +294,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   3. cache blocking: when the vector operand is read in contiguous panels (one step of the reduce advances it by one tile
      row: Tensor.dot's packed operand), the panel axis runs outside the block axis and the block axis is cut into chunks
      (THREAD: the outermost loop, split across cores) of CHUNK_BYTES of the other operand, so a panel stays in L2 while a
-     chunk's rows pass; else a vector operand past the shared cache runs its axis outermost (matmul 2048: 23 -> 38 GFLOPS);
+     chunk's rows pass; else a vector operand past one core's L2 (STREAMED) runs its axis outermost (matmul 2048: 23 -> 38 GFLOPS);
   4. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
      vector widths (vector accumulators, summed across lanes after the loop); else small steps of an untiled kernel are
      unrolled by 4."""
@@ -348,6 +354,11 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
   if red and any(i is not None and all(_lone(sink, r.arg[0], glob[i].arg[0]) for r in red) for i in (vec, block)): block = None
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
+  # the vector operand (loads the block axis does not move) in place and past STREAMED (Tensor.dot's packed one, a merged
+  # axis, is read in panels instead)
+  vbytes = max((u.src[0].src[0].dtype.size * u.src[0].src[0].dtype.base.itemsize for u in cur.toposort() if block is not None and u.op is Ops.LOAD
+                and u.src[0].op is Ops.INDEX and isinstance(u.src[0].src[0].dtype, PtrDType) and stride(u.src[0].src[1], glob[block]) == 0), default=0)
+  streamed = not merged and vbytes >= STREAMED
   rows = 1
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
   if block is not None and block_id is not None:
@@ -361,7 +372,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # wide and at most GATHER_TILE outputs keep it short (ViT's first MLP: 136 KB of IR, 1 s of LLVM at 4x4 vectors; 72 KB,
     # 0.23 s at 8x1, and no slower; a 64-wide panel is 2 rows of 4 vectors)
     gathered = vec is not None and any(stride(x, glob[vec]) not in (0, 1) for x in epilogue)
-    rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize) if vec is not None \
+    rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize, streamed) if vec is not None \
       else (_divisor(bsize, (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
     if gathered: rows = next((r for r in TILE_ROWS if r <= rows and bsize % r == 0 and r * lanes <= GATHER_TILE), 1)
     if c > 1 and vi is not None:
@@ -388,8 +399,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
       count = tiles // per_chunk if isinstance(tiles, int) and per_chunk and tiles % per_chunk == 0 else 0
       if bi is not None and 1 < count < tiles: add(Opt(OptOps.THREAD, bi, count))
     else:
-      big = any(isinstance(x.src[0].dtype, PtrDType) and x.src[0].dtype.size * x.src[0].dtype.base.itemsize >= BIG_OPERAND for x in shared)
-      if big and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: swap_later(Opt(OptOps.SWAP, bi, vi))
+      if (streamed or vbytes >= BIG_OPERAND) and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: swap_later(Opt(OptOps.SWAP, bi, vi))
   def vred(ri: int) -> tuple[int, int]:
     # (unroll, peel) for reduce axis ri when it runs along memory: by a few vector widths (vector accumulators, summed
     # across lanes after the loop); a length no such unroll divides (197 tokens: attention's softmax) runs its last steps

@@ -73,6 +73,30 @@ def test_small_matmul_is_not_packed():
     assert len(_matmul_asts(1024, 1024, 1002)) == 1   # no panel width (16, 8, 4) divides n
     assert len(_matmul_asts(1024, 1024, 1000)) == 2   # 8-wide panels
 
+@pytest.mark.parametrize("regs, want", [
+  # AVX-512: 8 rows x 2 vectors (16 accumulators, as 4x4, with half the vectors of B per k step), stripes of B outermost
+  ((64, 32), [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 0, 1)]),
+  ((32, 16), [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)])])   # AVX2: 4x1 either way
+def test_streamed_operand_runs_in_stripes(regs, want):
+  # B of 1 MB read in place (matmul 512) does not stay in one core's L2 beside the rows: each stripe of it stays while
+  # every row passes, and the tile takes more rows and fewer of B's vectors; below STREAMED the rows stay outermost
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+    opts = hand_coded_opts(_kernel(_matmul_asts(512, 512, 512)[-1], ren), ren)
+    small = hand_coded_opts(_kernel(_matmul_asts(512, 256, 512)[-1], ren), ren)
+  assert opts[:len(want)] == want
+  assert not any(o.op is OptOps.SWAP for o in small), small
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("mkn", [(512, 512, 512), (40, 512, 512), (518, 512, 512), (30, 1024, 256)])
+def test_streamed_matmul_matches_numpy(device, mkn):
+  m, k, n = mkn
+  rng = np.random.default_rng(m + k + n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  method_cache.clear()
+  with Context(MATMUL_PACK=1):
+    got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
+  np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+
 def _dev(name):
   try: Device[name]
   except Exception as e: pytest.skip(f"{name} unavailable: {e}")
