@@ -479,6 +479,8 @@ class _Device:
     return base + (f":{index}" if index else "") + (f":{comp}" if comp else "")
 
   def __getitem__(self, name: str) -> Compiled:
+    # (an opened device's canonical name is its key: no parse, three regexes, for each lookup of every realize)
+    if type(name) is str and (dev := self._opened.get(name)) is not None: return dev
     key = self.canonicalize(name)
     if (dev := self._opened.get(key)) is None:
       with ENGINE_LOCK:   # two threads opening one device at once would make two instances of it

@@ -274,6 +274,7 @@ def _fork_codegen(schedule: list[ExecItem], plan: dict[UOp, UOp]) -> Any:
   from tinygrad.helpers import PARALLEL_CODEGEN
   if PARALLEL_CODEGEN.value <= 0: return None
   items = [ei for ei in schedule if ei.ast.op is not Ops.COPY and ei.bufs]
+  if len(items) < PARALLEL_CODEGEN.value: return None   # (a matmul's one or two kernels: nothing looked up)
   devs = {buffer_of(plan.get(ei.bufs[0], ei.bufs[0])).device for ei in items}
   if len(devs) != 1: return None
   from tinygrad.codegen import progcache
