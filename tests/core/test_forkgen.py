@@ -1,4 +1,4 @@
-"""Codegen in a forked child (engine/forkgen.py): a schedule's new kernels rendered from both ends give the programs and
+"""Codegen in a forked child (engine/forkgen.py): a schedule's new kernels rendered by two processes give the programs and
 results of rendering them all here; a child that fails, hangs or dies costs a bounded wait, never a hang or a wrong result."""
 import os, sys, time
 import numpy as np
@@ -105,3 +105,21 @@ def test_no_fork_for_few_kernels_or_when_off(db, takes):
   _run(9, 0)
   with Context(PARALLEL_CODEGEN=100): Tensor.realize(*_model(10))
   assert not takes["children"]
+
+def test_both_sides_take_the_costliest_kernels_first():
+  # a matmul's register tile multiplies its ops, a transcendental's decomposition more: rendered first, so the kernel
+  # either side renders last (the other waits for it, its compile ends the call) is a small one
+  mk = lambda t: t.schedule()[-1].ast
+  a, b = Tensor.empty(64, 64), Tensor.empty(64, 64)
+  asts = [mk(a + 1), mk(a @ b), mk((a @ b).exp2()), mk(a.sum(1))]
+  costs = [forkgen.cost(x) for x in asts]
+  assert costs[2] > costs[1] > costs[3] and costs[1] > costs[0], costs
+  order = forkgen.order(asts)
+  assert order[:2] == [2, 1], order
+  # the parent claims the next kernel in that order that neither side has marked
+  fc = object.__new__(forkgen.ForkedCodegen)
+  fc.asts, fc.order, fc.marks = asts, order, bytearray(len(asts))
+  fc.marks[2] = forkgen.CHILD
+  assert fc.claim() is asts[1] and fc.marks[1] == forkgen.PARENT
+  fc.marks[order[2]] = forkgen.CHILD
+  assert fc.claim() is asts[order[3]] and fc.claim() is None

@@ -246,6 +246,12 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
   steps = []
   forked = _fork_codegen(schedule, plan)
   try:
+    # with a child, this side renders the kernels it claims first (costliest first, as the child does); the loop below
+    # then finds them in the method cache and waits for the child's
+    while forked is not None and (ast := forked.claim()) is not None:
+      _take_arrived(forked)
+      try: get_runner(forked.device, ast, wait=False, forked=forked)
+      except Exception: pass   # (raised again, in schedule order, when the loop gets to it)
     for ei in schedule:
       bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
       if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs))
