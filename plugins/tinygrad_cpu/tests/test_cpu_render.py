@@ -77,6 +77,9 @@ def test_llvm_add_and_split():
   assert "_work = 0" in c and "_task" not in c and "_task" not in LLVMRenderer().render(one, "k")
   for frag in ["%ridx0.addr = alloca i32", "%ridx0 = load i32, ptr %ridx0.addr", "fadd float %val0, %val1", "sdiv i64", "br label %ridx0.head"]:
     assert frag in src, frag
+  # the split loop's start is max(start, 0): LLVM's analyses then know it is not negative (values are the same: runs below)
+  assert "declare i32 @llvm.smax.i32(i32, i32)" in src and "%split12 = call i32 @llvm.smax.i32(i32 %split5, i32 0)" in src
+  assert "store i32 %split12, ptr %ridx0.addr" in src
 
 def test_llvm_reduce_gates_divmod_cast():
   assert "%acc0 = alloca [1 x float], align 16" in LLVMRenderer().render(reduce_kernel(4, 8), "k")

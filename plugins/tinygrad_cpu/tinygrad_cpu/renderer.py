@@ -132,7 +132,10 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
       n64 = self._ins("split", "sext i32 %core_count to i64")
       q64 = self._ins("split", f"sdiv i64 {self._ins('split', f'mul i64 {e64}, {c64}')}, {n64}")
       bounds.append(q64 if t == "i64" else self._ins("split", f"trunc i64 {q64} to {t}"))
-    return bounds[0], bounds[1]
+    # the start as max(start, 0), which it is: LLVM's loop analyses do not see through the division, and a start they know
+    # is not negative spares them work (ViT-Ti's pack and transpose kernels compiled in 16-17 instead of 23-29 ms)
+    self.decls.add(f"declare {t} @llvm.smax.{t}({t}, {t})")
+    return self._ins("split", f"call {t} @llvm.smax.{t}({t} {bounds[0]}, {t} 0)"), bounds[1]
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """LLVM IR: `define void @name(ptr bufs..., i32 vars..., i32 core_id, i32 core_count)` and `@name_work`."""
     self.split = self.split_range(uops)
