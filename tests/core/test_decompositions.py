@@ -240,3 +240,29 @@ def test_float16_via_float32(op):
   xs = np.arange(0, 1 << 16, 3, dtype=np.uint32).astype(np.uint16).view(np.float16)
   vals = {x: xs, y: np.roll(xs, 1001)}
   assert same(uop_eval(out, vals), uop_eval(g, vals))
+
+def test_exp2_on_vectors_is_the_scalar_construction_lane_for_lane():
+  # the CPU's LLVM renderer lacks exp2 but packs it into vectors: it is decomposed after the vectorize pass, once per
+  # vector (codegen _deferred), with the same ops per lane as the scalar construction: the same program, the same bits
+  from tinygrad import Tensor, Device
+  import tinygrad.codegen as cg
+  from tinygrad.engine.realize import method_cache
+  if Device.DEFAULT != "CPU" or Ops.EXP2 not in getattr(Device["CPU"].renderer, "vector_ops", ()): pytest.skip("needs the CPU's LLVM renderer")
+  vals = np.concatenate([np.linspace(-160, 140, 4093, dtype=np.float32), [np.inf, -np.inf, np.nan, 0, -0.0, 1e-45, 127.99, -149.5, -126.2, 128]])
+  vals = np.concatenate([vals, vals[::-1] * 0.37]).astype(np.float32)[:8192]
+  def run() -> tuple[np.ndarray, str]:
+    method_cache.clear()
+    out = (Tensor(vals).reshape(64, 128) * 1.0).exp2()
+    k = out.schedule()[-1]
+    src = cg.get_program(k.ast, Device["CPU"].renderer, compile=False).src
+    return out.numpy().reshape(-1), src
+  vec, vsrc = run()
+  orig = cg._deferred
+  cg._deferred = lambda ren: frozenset()
+  try: sca, ssrc = run()
+  finally: cg._deferred = orig
+  assert cg._deferred(Device["CPU"].renderer) == {Ops.EXP2} and vsrc == ssrc   # (the lanes' ops packed are the vector's)
+  np.testing.assert_array_equal(vec.view(np.uint32), sca.view(np.uint32))
+  ref = np.exp2(vals.astype(np.float64))
+  fin = np.isfinite(ref) & (ref < 3e38) & (ref > 1e-37)
+  np.testing.assert_allclose(vec[fin], ref[fin], rtol=2.5e-7)

@@ -53,12 +53,22 @@ def _symbolic() -> PatternMatcher:
   from tinygrad.uop.symbolic import sym
   return sym
 
-def _decompositions(ren: Renderer) -> PatternMatcher: return _lowerings(frozenset(ren.code_for_op))
+def _decompositions(ren: Renderer) -> PatternMatcher: return _lowerings(frozenset(ren.code_for_op), bool(_deferred(ren)))
 @functools.cache
-def _lowerings(ops: frozenset[Ops]) -> PatternMatcher:
+def _lowerings(ops: frozenset[Ops], defer_exp2: bool = False, vector_exp2: bool = False) -> PatternMatcher:
   # one table per set of ops, built once: a new PatternMatcher per kernel compiled its rules again (~1 ms a kernel)
-  from tinygrad.codegen.decompositions import get_late_rewrite_patterns
-  return get_late_rewrite_patterns(ops)
+  from tinygrad.codegen.decompositions import get_late_rewrite_patterns, pm_exp2_later, pm_exp2_vector
+  if defer_exp2: return pm_exp2_later + get_late_rewrite_patterns(ops | {Ops.EXP2})
+  return (pm_exp2_vector if vector_exp2 else PatternMatcher([])) + get_late_rewrite_patterns(ops)
+
+def _deferred(ren: Renderer) -> frozenset[Ops]:
+  # a float32 exp2 the renderer lacks but packs into vectors is decomposed after the vectorize pass, once per vector: per
+  # lane, ViT-Ti's GELU matmul built 256 copies of it (~30 ops each) that the vectorize pass packed again (the program is
+  # the same either way: the lanes' ops, packed, are the vector's)
+  return frozenset({Ops.EXP2}) if Ops.EXP2 in ren.vector_ops and Ops.EXP2 not in ren.code_for_op else frozenset()
+def _late_decompositions(sink: UOp, ren: Renderer) -> UOp:
+  if not _deferred(ren) or not any(u.op is Ops.EXP2 for u in sink.toposort()): return sink
+  return graph_rewrite(sink, _lowerings(frozenset(ren.code_for_op), False, True))
 
 def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
@@ -85,6 +95,7 @@ PASSES: list[Pass] = [
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
   ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
   ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has
+  ("late_decompositions", lambda s, r, o: _late_decompositions(s, r)),                         # exp2 on the vectors it packed
   ("cache_rows", lambda s, r, o: cache_rows(s, r)),                                            # a row's summand stored by its reduce, not computed again
 ]
 

@@ -81,8 +81,7 @@ def _scalar_math(fxn):
   return wrapper
 
 # ---- exp2 ----
-@_scalar_math
-def xexp2(x: UOp) -> UOp:
+def _exp2(x: UOp) -> UOp:
   """2**x from adds, muls and bit assembly: round to k + f (|f| <= 1/2), 2**f by Taylor, 2**k built in the exponent field.
   Overflow gives inf, results below half the smallest denormal give 0, denormal results are rounded once, NaN stays NaN."""
   mb, bias, _, _ = _FMT[x.dtype.scalar()]
@@ -98,6 +97,7 @@ def xexp2(x: UOp) -> UOp:
   s = small.where(2.0**-off, big.where(2.0, 1.0))
   ret = (p * _pow2i(e, x.dtype)) * s
   return (x < hi).where(ret, x.ne(x).where(x, math.inf))
+xexp2 = _scalar_math(_exp2)
 
 # ---- log2 ----
 @_scalar_math
@@ -286,6 +286,10 @@ def _mod_pow2(x: UOp, c: UOp) -> UOp | None:
   return (x < 0).where(-((-x) & (c.arg - 1)), x & (c.arg - 1)) # C remainder takes the dividend's sign (-INT_MIN wraps: fine)
 
 pm_exp2 = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), xexp2)])            # 2**x -> poly(f) * 2**k
+# a float32 vector (lanes the vectorize pass packed): the same construction once on the vector, lane for lane the same ops
+pm_exp2_vector = PatternMatcher([(UPat(Ops.EXP2, src=(UPat.var("x"),)), lambda x: _exp2(x) if x.dtype.count > 1 and x.dtype.scalar() == dtypes.float32 else None)])
+# before vectorizing, where float32 waits for that: other floats now (float16 computes in float32, lanes the packer keeps)
+pm_exp2_later = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), lambda x: xexp2(x) if x.dtype.scalar() != dtypes.float32 else None)])
 pm_log2 = PatternMatcher([(UPat(Ops.LOG2, src=(_F,)), xlog2)])            # log2 x -> k + log2(1+f)
 pm_sin = PatternMatcher([(UPat(Ops.SIN, src=(_F,)), xsin)])               # sin x -> +-sin/cos(x - n pi/2)
 pm_sqrt = PatternMatcher([(UPat(Ops.SQRT, src=(_F,)), xsqrt)])            # sqrt x -> x * rsqrt(x), Newton

@@ -268,7 +268,8 @@ class UOp(metaclass=UOpMetaClass):
   def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
   def bitcast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.BITCAST, dtype, (self,))
   def where(self, x: UOp | ConstType, y: UOp | ConstType) -> UOp:
-    xu = x if isinstance(x, UOp) else (y.const_like(x) if isinstance(y, UOp) else UOp.const(dtypes.from_py(x), x))
+    # (two constants under a vector condition are vectors: a lane-wise select, codegen/decompositions.py on vectors)
+    xu = x if isinstance(x, UOp) else (y.const_like(x) if isinstance(y, UOp) else UOp.const(dtypes.from_py(x).vec(self.dtype.count), x))
     yu = y if isinstance(y, UOp) else xu.const_like(y)
     return UOp(Ops.WHERE, xu.dtype, (self, xu, yu))
   def index(self, idx: UOp, gate: UOp | None = None) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, idx) if gate is None else (self, idx, gate))
