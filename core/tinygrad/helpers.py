@@ -220,6 +220,7 @@ def profile_marker(name: str, color: str = "gray") -> None:
   if marker_sink is not None: marker_sink(name, color)
 
 import gc as _gc, threading as _threading
+GC_PROMOTE = 50_000   # young objects (net of those freed) past which a pause's survivors go old unscanned (~10 ms a young scan)
 _gc_lock, _gc_depth = _threading.Lock(), [0, False]   # [nesting depth, whether the outermost pause turned collection off]
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
@@ -228,8 +229,10 @@ def gc_paused() -> Iterator[None]:
   every live object each time its allocation counts trip, which was ~17% of ViT-Ti's codegen (6 full collections of
   ~400k objects). What the block leaves alive (kernels, programs, caches: ~230k objects after ViT-Ti's cold call) goes
   to the oldest generation unscanned (freeze + unfreeze), where two young collections would have moved it: the first
-  allocation after the block scanned it all, 75-120 ms at the end of that call. Cyclic garbage among it is found by the
-  next full collection. Skipped when the user has frozen objects (unfreeze would release theirs)."""
+  allocation after the block scanned it all, 75-120 ms at the end of that call. Only past GC_PROMOTE new objects (a new
+  model's kernels): the young objects a steady loop's realize leaves (its own and the caller's) stay young, so cyclic
+  garbage among them is found as soon as before, not at the next full collection. Skipped when the user has frozen
+  objects (unfreeze would release theirs)."""
   with _gc_lock:
     if _gc_depth[0] == 0: _gc_depth[1] = _gc.isenabled()
     _gc_depth[0] += 1
@@ -239,7 +242,7 @@ def gc_paused() -> Iterator[None]:
     with _gc_lock:
       _gc_depth[0] -= 1
       if _gc_depth[0] == 0 and _gc_depth[1]:
-        if _gc.get_freeze_count() == 0:
+        if _gc.get_count()[0] > GC_PROMOTE and _gc.get_freeze_count() == 0:
           _gc.freeze()
           _gc.unfreeze()
         _gc.enable()
