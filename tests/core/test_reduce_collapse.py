@@ -151,3 +151,23 @@ def test_kv_cache_write_computes_only_its_position():
   ref = np.zeros((2, 1, 8, 2, 4), np.float32)
   ref[0, :, 3:4], ref[1, :, 3:4] = x.numpy() @ w.numpy(), x.numpy() @ w.numpy() * 2
   np.testing.assert_allclose(cache.numpy(), ref, rtol=1e-6)
+
+def test_early_exit_walks_answer_as_the_full_toposorts():
+  # find_realizes asks "only index ops below?" (_collapses) and "at least n ALU ops above the realized nodes?"
+  # (_alu_at_least) with walks that stop at the answer; they must agree with counting every node below
+  from tinygrad.engine.schedule import _alu_at_least, _collapses, _INDEX_ONLY
+  from tinygrad.uop import GroupOp
+  a, b = Tensor.empty(8, 8), Tensor.empty(8, 8)
+  x = ((a @ b).relu() * 2 + a.exp()).sum(1, keepdim=True) + Tensor.arange(8).reshape(8, 1).float() + Tensor.ones(8, 8).cumsum(1)
+  nodes = list(x.uop.toposort())
+  realizes = {n: None for n in nodes[::7] if n.op in GroupOp.ALU}
+  for u in nodes:
+    if u.op in GroupOp.ALU and u not in realizes:
+      count = sum(1 for v in u.toposort(gate=lambda v: v not in realizes and v.op is not Ops.BUFFER) if v.op in GroupOp.ALU and v not in realizes)
+      assert all(_alu_at_least(u, realizes, k) == (count >= k) for k in range(1, 6)), (u.op, count)
+  got = {}
+  for r in (u for u in nodes if u.op is Ops.REDUCE_AXIS):
+    other_below = any(v.op not in _INDEX_ONLY for v in r.toposort(gate=lambda v: v.op in _INDEX_ONLY))
+    got[r] = _collapses(r)
+    if other_below: assert not got[r]
+  assert set(got.values()) == {True, False}   # the arange's cumsum collapses, the matmul's sum does not

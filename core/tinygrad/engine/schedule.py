@@ -163,8 +163,19 @@ def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
 
 EXPANDED_ALU = 2   # ALU ops from which an elementwise producer broadcast into a reduce is realized instead of recomputed
 
-def _alu_cost(u: UOp, realizes: dict[UOp, None]) -> int:
-  return sum(1 for n in u.toposort(gate=lambda x: x not in realizes and x.op is not Ops.BUFFER) if n.op in GroupOp.ALU and n not in realizes)
+def _alu_at_least(u: UOp, realizes: dict[UOp, None], n: int) -> bool:
+  """u's unrealized graph (down to realized nodes and buffers) holds n ALU ops or more: a walk that stops at the n-th, not
+  a toposort of everything below (ViT-Ti's whole residual stream lies below each layer's reduce)."""
+  stack, seen = [u], set()
+  while stack:
+    x = stack.pop()
+    if x in seen or x in realizes: continue
+    seen.add(x)
+    if x.op in GroupOp.ALU:
+      n -= 1
+      if n <= 0: return True
+    if x.op is not Ops.BUFFER: stack.extend(x.src)
+  return False
 
 def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
   """The elementwise producers that reach reduce r through an EXPAND (by 4x or more) and cost EXPANDED_ALU ALU ops or
@@ -176,7 +187,7 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
     u, ex = stack.pop()
     if (u, ex) in seen or u in realizes or u.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): continue
     seen.add((u, ex))
-    if ex and u.op in GroupOp.ALU and _alu_cost(u, realizes) >= EXPANDED_ALU:
+    if ex and u.op in GroupOp.ALU and _alu_at_least(u, realizes, EXPANDED_ALU):
       out.append(u)
       continue
     # a value per row of r broadcast along r's own axes (logsumexp's inf-guarded max) is the same on every step of r's loop:
@@ -193,8 +204,13 @@ def _collapses(r: UOp) -> bool:
   """A reduce computed from indices alone that the simplifier turns into index arithmetic (an arange: a cumsum of ones,
   symbolic.py's _reduce_collapse) costs nothing where it is used: it needs no kernel of its own even where it is expanded,
   and inlined it stays visible to the rules that read it (an Embedding's arange == idx becomes a gather)."""
-  # (the walk stops at the first node of another op: below a matmul's reduce lies the whole model)
-  if any(u.op not in _INDEX_ONLY for u in r.toposort(gate=lambda x: x.op in _INDEX_ONLY)): return False
+  # (the walk ends at the first node of another op: below a matmul's reduce lies the whole model, ALU and movement ops)
+  stack, seen = [r], set()
+  while stack:
+    if (x := stack.pop()) in seen: continue
+    if x.op not in _INDEX_ONLY: return False
+    seen.add(x)
+    stack.extend(x.src)
   # the answer is a property of r's graph (indices, constants, devices): kept on disk like a program, so a warm process
   # neither imports nor compiles the simplifier for it (~25 ms of GPT-2 small's first call, which needs it for nothing else)
   from tinygrad.codegen.progcache import decision_key
