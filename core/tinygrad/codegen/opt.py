@@ -350,6 +350,13 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
            and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg) or _small(glob[i].src[0].arg))]
+  if vec is None and len(cands) > 1:
+    # no vector axis (both operands run along the reduce: x @ W.T, an nn.Linear over a few rows): the block axis is one the
+    # largest operand does not move with, so each of its loads serves every row of the tile (blocked along W's rows, W was
+    # read again for every row of x: GPT-2's 5-token prefill at 7 GFLOPS, 5x the time of reading its weights once)
+    widest = max((u.src[0] for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[1] in ld),
+                 key=lambda x: x.src[0].dtype.size if isinstance(x.src[0].dtype, PtrDType) else 0)
+    cands.sort(key=lambda i: stride(widest.src[1], glob[i]) != 0)
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
   # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
   if red and any(i is not None and all(_lone(sink, r.arg[0], glob[i].arg[0]) for r in red) for i in (vec, block)): block = None
@@ -359,6 +366,8 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   vbytes = max((u.src[0].src[0].dtype.size * u.src[0].src[0].dtype.base.itemsize for u in cur.toposort() if block is not None and u.op is Ops.LOAD
                 and u.src[0].op is Ops.INDEX and isinstance(u.src[0].src[0].dtype, PtrDType) and stride(u.src[0].src[1], glob[block]) == 0), default=0)
   streamed = not merged and vbytes >= STREAMED
+  # rows of the block axis stored side by side: the vectorize pass packs their lanes (stores, and values gathered row by row)
+  packed_rows = block is not None and bool(st) and all(stride(x, glob[block]) == 1 for x in st)
   rows = 1
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
   if block is not None and block_id is not None:
@@ -373,7 +382,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # 0.23 s at 8x1, and no slower; a 64-wide panel is 2 rows of 4 vectors)
     gathered = vec is not None and any(stride(x, glob[vec]) not in (0, 1) for x in epilogue)
     rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize, streamed) if vec is not None \
-      else (_divisor(bsize, (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
+      else (_divisor(bsize, TILE_ROWS if not packed_rows else (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
     if gathered: rows = next((r for r in TILE_ROWS if r <= rows and bsize % r == 0 and r * lanes <= GATHER_TILE), 1)
     if c > 1 and vi is not None:
       add(Opt(OptOps.UPCAST, vi, c))
@@ -428,7 +437,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # (the last action, valid by its choice, is not applied here: nothing reads the kernel after it, and optimize applies
     # the list to the unsimplified kernel anyway)
     if peel and rows == 1: unroll(len(red)-1, 0, peel)
-    elif wide and (rows == 1 or wide == rsize): opts.append(Opt(OptOps.UNROLL, len(red)-1, wide))
+    elif wide and (rows == 1 or wide == rsize or not packed_rows): opts.append(Opt(OptOps.UNROLL, len(red)-1, wide))
     elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: opts.append(Opt(OptOps.UNROLL, len(red)-1, amt))
   return opts
 

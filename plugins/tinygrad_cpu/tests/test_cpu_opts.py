@@ -242,6 +242,27 @@ def test_head_matches_numpy(device, n, k):
   got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device).T).numpy()
   np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
 
+@pytest.mark.parametrize("m, rows", [(5, 5), (8, 8), (12, 6), (7, 7)])
+def test_few_rows_linear_blocks_the_rows(m, rows):
+  # x @ W.T over a few rows (an nn.Linear in a short prompt's prefill): no vector axis, both operands run along the reduce.
+  # The rows of x are the block axis (W does not move with them), so every vector of W loaded serves all of them, and the
+  # reduce keeps vector accumulators per row; blocked along W's rows instead, W was read once per row of x (GPT-2's
+  # 5-token prefill at 7 GFLOPS, 5x the time of reading its weights once)
+  ren = Device["CPU"].renderer
+  ast = (Tensor.empty(m, 768) @ Tensor.empty(2304, 768).T).schedule()[-1].ast
+  opts = hand_coded_opts(_kernel(ast, ren), ren)
+  assert Opt(OptOps.UPCAST, 0, rows) in opts and max(o.arg for o in opts if o.op is OptOps.UNROLL) >= 16, opts
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("shape", [(5, 768, 300), (3, 100, 7), (7, 33, 129), (2, 1, 5), (12, 64, 40), (2, 5, 9, 72)])
+def test_few_rows_linear_matches_numpy(device, shape):
+  *batch, m, k, n = shape
+  rng = np.random.default_rng(sum(shape) + 1)
+  x, w = rng.standard_normal((*batch, m, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
+  method_cache.clear()
+  got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device).T).numpy()
+  np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-4)
+
 def _mlp_out(h, w, x, cls, pos):
   # ViT's first MLP down-projection plus its residual stream, which is never realized: the class token concatenated before
   # the channel-major conv output (read with stride 196 along the embedding axis, behind the cat's gates), plus positions
