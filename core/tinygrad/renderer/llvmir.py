@@ -324,7 +324,7 @@ class LLVMIRRenderer(Renderer):
         # zeros make zeroinitializer, one value a splat (two instructions): LLVM's time goes by the IR's length, and an
         # upcast kernel broadcasts scalars (a zero accumulator, a gate, a constant, a row's value) to every width it uses
         t, et = self.ty(u.dtype), self.ty(u.dtype.scalar())
-        if all(self.r[s] == self.const(0, s.dtype) for s in u.src) and all(s.op is Ops.CONST for s in u.src): self.r[u] = "zeroinitializer"
+        if all(s.op is Ops.CONST and self.r[s] == self.const(0, s.dtype) for s in u.src): self.r[u] = "zeroinitializer"
         elif len(u.src) > 2 and all(s is u.src[0] for s in u.src):
           one = self._ins("vec", f"insertelement {t} poison, {et} {self.r[u.src[0]]}, i32 0")
           self.r[u] = self._ins("vec", f"shufflevector {t} {one}, {t} poison, <{len(u.src)} x i32> zeroinitializer")
