@@ -350,12 +350,13 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
            and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg) or _small(glob[i].src[0].arg))]
+  # the kernel's global loads (their INDEX), one walk for the two questions below (the largest operand, the streamed one)
+  gidx = [(u.src[0], dt) for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and isinstance(dt := u.src[0].src[0].dtype, PtrDType)]
   if vec is None and len(cands) > 1:
     # no vector axis (both operands run along the reduce: x @ W.T, an nn.Linear over a few rows): the block axis is one the
     # largest operand does not move with, so each of its loads serves every row of the tile (blocked along W's rows, W was
     # read again for every row of x: GPT-2's 5-token prefill at 7 GFLOPS, 5x the time of reading its weights once)
-    widest = max((u.src[0] for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[1] in ld),
-                 key=lambda x: x.src[0].dtype.size if isinstance(x.src[0].dtype, PtrDType) else 0)
+    widest = max(((x, dt) for x, dt in gidx if x.src[1] in ld), key=lambda t: t[1].size)[0]
     cands.sort(key=lambda i: stride(widest.src[1], glob[i]) != 0)
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
   # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
@@ -363,8 +364,7 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
   # the vector operand (loads the block axis does not move) in place and past STREAMED (Tensor.dot's packed one, a merged
   # axis, is read in panels instead)
-  vbytes = max((u.src[0].src[0].dtype.size * u.src[0].src[0].dtype.base.itemsize for u in cur.toposort() if block is not None and u.op is Ops.LOAD
-                and u.src[0].op is Ops.INDEX and isinstance(u.src[0].src[0].dtype, PtrDType) and stride(u.src[0].src[1], glob[block]) == 0), default=0)
+  vbytes = max((dt.size * dt.base.itemsize for x, dt in gidx if block is not None and stride(x.src[1], glob[block]) == 0), default=0)
   streamed = not merged and vbytes >= STREAMED
   # rows of the block axis stored side by side: the vectorize pass packs their lanes (stores, and values gathered row by row)
   packed_rows = block is not None and bool(st) and all(stride(x, glob[block]) == 1 for x in st)
