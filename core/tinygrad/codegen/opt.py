@@ -283,7 +283,9 @@ def _lone(sink: UOp, rid: int, vid: int | None) -> bool:
   return bool(reds) and all(len(u.src) == 2 for u in reds) and \
     (vid is None or not any(u.op is Ops.RANGE and u.arg[0] == vid for x in reds for u in x.toposort()))
 
-def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
+def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]: return _hand_coded(sink, ren)[0]
+
+def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   """Good actions without search, for every renderer that is not a GPU (loops, maybe threads over the outer loop, maybe SIMD
   vectors; off with cpu_heuristics = False):
   1. vectorize the contiguous axis: a global axis with stride 1 in the stores and 0 or 1 in every load is upcast by the
@@ -297,21 +299,24 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
      chunk's rows pass; else a vector operand past one core's L2 (STREAMED) runs its axis outermost (matmul 2048: 23 -> 38 GFLOPS);
   4. the reduce: when it runs along memory (stride 1 in a load) and nothing was vectorized, it is unrolled by a few
      vector widths (vector accumulators, summed across lanes after the loop); else small steps of an untiled kernel are
-     unrolled by 4."""
-  if NOOPT or not ren.cpu_heuristics: return []
+     unrolled by 4.
+  Also the kernel with the first n actions applied, and n: optimize applies only the rest (applying the list again from
+  the start cost ViT-Ti's matmuls 25-95 ms each, where the split of a merged axis was simplified on the way)."""
+  if NOOPT or not ren.cpu_heuristics: return [], sink, 0
   opts: list[Opt] = []
-  cur = sink
+  cur, applied = sink, 0
   from tinygrad.uop.upat import graph_rewrite
   from tinygrad.uop.symbolic import sym
   # a SWAP chosen and not yet applied to cur: what is read after it (the global ranges, which it renumbers, and strides
   # along reduce ranges, which it keeps) needs no copy of the whole kernel with two ids exchanged, unless an action follows
   swap: Opt | None = None
   def add(o: Opt, simplify: bool = False) -> None:
-    nonlocal cur, swap
+    nonlocal cur, swap, applied
     if swap is not None: cur, swap = apply_opt(cur, swap), None
     cur = apply_opt(cur, o)
     if simplify: cur = graph_rewrite(cur, sym)   # the strides read below see through the div/mod the split folded
     opts.append(o)
+    applied = len(opts)
   def swap_later(o: Opt) -> None:
     nonlocal swap
     if len({x.arg[0] for x in kernel_ranges(cur)[0]}) < len(kernel_ranges(cur)[0]): return add(o)   # (ties: order by the graph)
@@ -442,23 +447,27 @@ def hand_coded_opts(sink: UOp, ren: Renderer) -> list[Opt]:
     # bound by reading W, and wider, LLVM took 4-5x as long over the rows' unrolled bodies (GPT-2 tiny: 36 -> 160-206 ms)
     elif wide and not packed_rows and (one := _divisor(rsize, (vw,))): opts.append(Opt(OptOps.UNROLL, len(red)-1, one))
     elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: opts.append(Opt(OptOps.UNROLL, len(red)-1, amt))
-  return opts
+  return opts, cur, applied
 
 def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:
   """The heuristics' choice: GPU-style ones for renderers with threads in a block, else the CPU-style ones (unless the
   renderer opts out with cpu_heuristics = False). OPTS forces
   its actions on every kernel they fit (the conformance suite under forced options); others get the heuristics."""
+  return _heuristic(sink, ren)[0]
+
+def _heuristic(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
+  # (heuristic_opts, and the kernel with the first n of them applied, and n: see _hand_coded)
   if OPTS.value and not NOOPT:
     forced = [o for o in parse_opts(OPTS.value) if o.op is not OptOps.TC]
-    try:
-      apply_opts(sink, forced, ren)
-      return forced
+    try: return forced, apply_opts(sink, forced, ren), len(forced)
     except KernelOptError: pass   # they do not fit this kernel: the heuristics decide
   if ren.has_local and not ren.has_threads:
     from tinygrad.codegen.gpuopt import gpu_opts
-    return gpu_opts(sink, ren)
-  return hand_coded_opts(sink, ren)
+    return gpu_opts(sink, ren), sink, 0
+  return _hand_coded(sink, ren)
 
 def optimize(sink: UOp, ren: Renderer, opts: list[Opt] | None = None) -> UOp:
   """Apply `opts`, or the heuristics' choice when None."""
-  return apply_opts(sink, heuristic_opts(sink, ren) if opts is None else opts, ren)
+  if opts is not None: return apply_opts(sink, opts, ren)
+  opts, cur, n = _heuristic(sink, ren)
+  return apply_opts(cur, opts[n:], ren)

@@ -327,3 +327,25 @@ def test_peeled_softmax_matches_numpy(device, n):
   np.testing.assert_allclose(t.softmax(-1).numpy(), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
   np.testing.assert_allclose(t.max(-1).numpy(), x.max(-1))
   np.testing.assert_allclose(t.sum(-1).numpy(), x.astype(np.float64).sum(-1), rtol=1e-5, atol=1e-4)
+
+@pytest.mark.parametrize("regs", [(32, 16), (64, 32)])
+@pytest.mark.parametrize("m, k, n", [(197, 192, 768), (1024, 1024, 1024), (5, 64, 48)])
+def test_optimize_applies_each_chosen_action_once(regs, m, k, n, monkeypatch):
+  # optimize takes the kernel the heuristics built while choosing and applies only the actions they did not apply (the
+  # list applied again from the start cost ViT-Ti's matmuls 25-95 ms each: their split of a packed axis, simplified on the
+  # way, missed apply_opt's cache); forced actions (OPTS) are applied once too
+  from tinygrad.codegen import opt as O
+  calls = []
+  real = O.apply_opt
+  monkeypatch.setattr(O, "apply_opt", lambda s, o, ren=None: calls.append(o) or real(s, o, ren))
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+    kern = _reduce_kernel(_matmul_asts(m, k, n), ren)
+    opts = hand_coded_opts(kern, ren)
+    assert len(opts) >= 2
+    calls.clear()
+    O.optimize(kern, ren)
+    assert calls == opts
+    calls.clear()
+    with Context(OPTS=",".join(f"{o.op.name}:{o.axis}:{o.arg}" for o in opts)):
+      O.optimize(kern, ren)
+    assert calls == opts
