@@ -7,12 +7,12 @@ The workloads are the modules of bench/workloads/ (their interface is in its __i
 row: the module's prepare() writes random weights and inputs once (our venv); then each framework runs in its own process
 (ours and torch in this venv, public tinygrad in its own, created from the local package index if missing): a cold
 process with an empty cache directory (first call = compile + run, then the steady-state median after warm-up, and
-kernels per call), then, for the tinygrads, a warm process on the filled cache (its first call). Every framework's first
+kernels per call; cold_ms is the median first call of --cold-runs such processes), then, for the tinygrads, a warm process on the filled cache (its first call). Every framework's first
 calls' outputs are compared with torch's: a mismatch is reported and makes the exit status 1 (a wrong fast model is a
 failure). Figures are printed beside the targets of bench/TARGETS.md's "models" section and written as JSON.
 OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for torch's side (as for numpy's in bench/run.py)."""
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -71,6 +71,8 @@ def main() -> int:
   ap.add_argument("--device", default="CPU", help="our device (DEV=...), e.g. CPU, CPU:CLANG")
   ap.add_argument("--runs", type=int, default=5, help="timed calls per steady-state median (a row's config may lower it)")
   ap.add_argument("--max-s", type=float, default=120.0, help="stop timing a side's steady state after this many seconds (>= 1 run)")
+  ap.add_argument("--cold-runs", type=int, default=3, help="cold first calls per side, each a new process on an empty cache: "
+                  "cold_ms is their median (one sample swung +-20%% with the machine's load)")
   ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "models.json"), help="where the JSON goes")
   args = ap.parse_args()
   fws = [f for f in ("torch", "ours", "tinygrad") if f == "torch" or f in args.frameworks.split(",")]
@@ -111,6 +113,15 @@ def main() -> int:
           # public tinygrad imports its own package, not a source tree on PYTHONPATH (a checkout's env sets it to ours)
           if fw == "tinygrad": env.pop("PYTHONPATH", None)
           r = run_side(pythons[fw], modname, key, fw, cfg, env, timeout)
+          colds = [r.get("first_ms")]
+          for _ in range(args.cold_runs - 1 if "error" not in r else 0):   # the others: only the first call, each on an empty cache
+            with tempfile.TemporaryDirectory(prefix=f"tg_models_cold_{fw}_") as c2:
+              c = run_side(pythons[fw], modname, key, fw, cfg, {**env, "XDG_CACHE_HOME": c2, "CACHEDB": os.path.join(c2, "cache.db")},
+                           timeout, "--first-only")
+            colds.append(c.get("first_ms"))
+            if "error" in c or (msg := workloads.check(mod, c["outs"], r["outs"], cfg)) is not None:
+              r["error"] = f"cold run {len(colds)}: {c.get('error') or 'differs from the first: ' + str(msg)}"
+          if "error" not in r: r.update(first_ms=statistics.median(colds), cold_all_ms=colds)
           if "error" not in r and fw != "torch":
             w = run_side(pythons[fw], modname, key, fw, cfg, env, timeout, "--first-only")
             r["warm_ms"] = w.get("first_ms")
