@@ -104,3 +104,21 @@ def test_sum_of_many_equal_values_with_many_outputs():
   # 64 outputs of 40960 equal values each: no split before (many outputs, under _CHUNK); each lane added ~5000 times 0.1
   a = np.full((64, 40960), 0.1, np.float32)
   np.testing.assert_allclose(Tensor(a).sum(1).numpy(), a.astype(np.float64).sum(1), rtol=2e-6)
+
+@pytest.mark.parametrize("shape,cut", [((128, 8, 20, 24), 20), ((16, 3, 17, 21), 19)])
+def test_split_batch_statistic_of_a_strided_view(shape, cut):
+  # a statistic over (n, h, w) of a view whose rows are wider than it reads (a flattened conv's valid columns) is split
+  # into one chunk per image: its loops stay (h, w), affine loads. Cut from the merged (n, h, w) axis, every load of a
+  # chunk indexed the view's rows with a div/mod (scalar, 2 ms per BatchNorm statistic in the MNIST CNN)
+  from tinygrad.uop import Ops
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  a = np.random.default_rng(3).standard_normal(shape).astype(np.float32) + 0.5
+  t, ref = Tensor(a)[:, :, :, :cut], a[:, :, :, :cut].astype(np.float64)
+  for op in ("sum", "max", "mean"):
+    r = getattr(t, op)((0, 2, 3))
+    loads = [u.src[0].src[1] for ei in r.schedule() if ei.ast.op is Ops.SINK for u in graph_rewrite(ei.ast, sym).toposort()
+             if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+    assert not [d for idx in loads for d in idx.toposort() if d.op in (Ops.IDIV, Ops.MOD)], [i.render() for i in loads]
+    np.testing.assert_allclose(r.numpy(), getattr(ref, op)((0, 2, 3)), rtol=2e-6, err_msg=op)
+  np.testing.assert_allclose(t.sum().numpy(), ref.sum(), rtol=2e-6)

@@ -41,6 +41,8 @@ TABLE = [
   ((x % 12)//4, "(x//4)"), ((x % 12) % 4, "(x%4)"), ((z*4+y)//4, "(((z*4)+y)//4)"), ((z*4)//4, "z"), ((x*6+4)//2, "((x*3)+2)"),
   (x//-3, "((x//3)*-1)"), (z % -3, "(z%3)"), ((x*8+12) % 8, "4"), ((x*4-1)//4, "(((x*4)+-1)//4)"), ((p*4-1)//4, "(p+-1)"),
   ((p*4-1) % 4, "3"),
+  # a reshape of a realized (rows, w) buffer read back flat: (r+q//w)*w+q%w is one flat index again (the conv's padded copy)
+  ((z+x//4)*4+x % 4, "((z*4)+x)"), ((y+(z+x//4)*4)+x % 4, "((y+(z*4))+x)"), ((r0+(r1+3)//8)*8+(r1+3) % 8, "((r1+(r0*8))+3)"),
   # factors reduced mod c (x >= 0): a sliding window's index folds to an affine one
   ((y*9+x) % 8, "((y+x)%8)"), ((y*9+x)//8, "(y+((y+x)//8))"), ((r0*17+r0) % 16, "((r0%8)*2)"), ((y*-1+7) % 4, "((y*-1)+3)"),
   # comparisons by bounds

@@ -19,7 +19,7 @@ from tinygrad.helpers import EGRAPH
 ints = tuple(dict.fromkeys((dtypes.index, dtypes.int64) + dtypes.ints))
 intb = ints + (dtypes.bool,)
 X, Y, Z = UPat.var("x"), UPat.var("y"), UPat.var("z")
-XI, YI = UPat.var("x", ints), UPat.var("y", ints)
+XI, YI, ZI = UPat.var("x", ints), UPat.var("y", ints), UPat.var("z", ints)
 XB, CB = UPat.var("x", dtypes.bool), UPat.var("c", dtypes.bool)
 C, C1, C2 = UPat.cvar("c"), UPat.cvar("c1"), UPat.cvar("c2")
 TRUE, FALSE = UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False)
@@ -343,6 +343,8 @@ symbolic = symbolic_simple + PatternMatcher([
   (XI % C + (XI // C) * C, lambda x, c: x),                                                    # x%c+(x//c)*c -> x
   ((YI + XI % C) + (XI // C) * C, lambda y, x, c: y + x),                                      # (y+x%c)+(x//c)*c -> y+x
   ((YI + (XI // C) * C) + XI % C, lambda y, x, c: y + x),                                      # (y+(x//c)*c)+x%c -> y+x
+  ((ZI + XI // C) * C + XI % C, lambda z, x, c: z * c + x),                                    # (z+x//c)*c+x%c -> z*c+x
+  ((YI + (ZI + XI // C) * C) + XI % C, lambda y, z, x, c: (y + z * c) + x),                    # (y+(z+x//c)*c)+x%c -> (y+z*c)+x
   # comparisons and max decided or narrowed by bounds
   ((XI * C1).named("m") < C2, _lt_mul),                                                        # x*c1<c2 -> x<ceil(c2/c1) (c1>0)
   ((XI + C1).named("a") < C2, _lt_add),                                                        # x+c1<c2 -> x<c2-c1
