@@ -360,3 +360,13 @@ def test_two_binds_of_one_variable_in_one_graph_raise_runtime_and_value_error():
   buf[v.bind(1):v.bind(1)+1, :].assign(Tensor.ones(1, 4) * 2)
   for err in (RuntimeError, ValueError):
     with pytest.raises(err, match="bound to two values"): buf[0:1, :].sum().item()
+
+def test_a_symbolic_result_keeps_its_buffer_from_the_memory_planner():
+  # a result of symbolic size is a reshaped shrink of its buffer: the planner did not see that buffer as a result, and
+  # handed it an intermediate's memory (3 blocks: 3 same-size buffers), leaving the result unallocated
+  x0, ws = _data(8, 4), [_data(4, 4, seed=s) for s in range(3)]
+  x = Tensor(x0)[:Variable("n", 1, 8).bind(5)]
+  for w in ws: x = (x @ Tensor(w)).relu() + x.exp().sum(-1, keepdim=True) * 0.1
+  xr = x0[:5]
+  for w in ws: xr = np.maximum(xr @ w, 0) + np.exp(xr).sum(-1, keepdims=True) * 0.1
+  np.testing.assert_allclose(x.numpy(), xr, rtol=1e-4, atol=1e-4)

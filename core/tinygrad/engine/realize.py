@@ -373,7 +373,7 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
   with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
     schedule, results = create_schedule(uops, topo)
     if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
-    keep = {r.src[0] if r.op is Ops.RESHAPE else r for r in results.values()}
+    keep = {r.base for r in results.values()}   # (a symbolic size's view is a reshaped shrink of its buffer)
     plan, progress = memory_plan(schedule, keep), [0]
     try: run_schedule(schedule, plan, progress=progress)
     except BaseException:
