@@ -83,7 +83,7 @@ RING = ContextVar("RING", 1)                 # all-reduce over devices: 0 naive,
 RING_BYTES = ContextVar("RING_BYTES", 256_000)  # the partial's size from which RING=1 uses the ring
 ALL2ALL = ContextVar("ALL2ALL", 0)           # all-reduce as all-to-all (each device reduces one chunk, then sends it to all): 1 for big tensors over >2 devices, 2 always
 ALLREDUCE_CAST = ContextVar("ALLREDUCE_CAST", 0)  # 1: a float sum of half/bfloat16 values all-reduces its partial sums in that narrow dtype (half the traffic, rounded partials; public tinygrad's default is 1)
-SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (no schedule cache)
+SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (no schedule cache) and lower every kernel
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)

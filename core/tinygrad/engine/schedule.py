@@ -59,9 +59,12 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if n.op is Ops.BUFFER: continue
     for s in dict.fromkeys(n.src): consumers[s].append(n)
   realizes: dict[UOp, None] = {}
-  streams: dict[UOp, tuple[UOp, ...]] = {}   # _streams' memo, valid while `realizes` keeps the size in streams_at
-  streams_at = [-1]
+  # _streams' memo: a node's entry holds while nothing at or below it is realized. Nodes are visited users first, so
+  # realizing the visited node leaves every entry a later visit reads (theirs lie below it) valid: only realizing a node
+  # below it (a PAD's source, a reduce's producers) clears the memo
+  streams: dict[UOp, tuple[UOp, ...]] = {}
   above: dict[UOp, tuple[UOp, ...]] = {}     # _kernels_above's memo (what is above a node is settled before it is visited)
+  explored: set = set()                      # _expanded_producers' walks so far
   for r in roots:
     if base_buffer(r) is None: realizes[r] = None
   for n in nodes:
@@ -70,15 +73,15 @@ def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
     if n.op is Ops.KERNEL: realizes.update(dict.fromkeys(_src_of(s) for s in n.src))
     if n.op is Ops.COPY and base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
   for n in reversed(nodes):
+    size, was = len(realizes), n in realizes
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n) and \
        not _row_local(n, consumers, realizes): realizes[n] = None
-    if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes)))
-    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1:
-      if streams_at[0] != len(realizes): streams.clear()   # (realizes only grows)
-      streams_at[0] = len(realizes)
-      if _shared_and_costly(n, consumers, realizes, streams, above): realizes[n] = None
+    if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes, explored)))
+    if len(realizes) - size > (n in realizes) - was: streams.clear()   # (realizes only grows)
+    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1 and _shared_and_costly(n, consumers, realizes, streams, above):
+      realizes[n] = None
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
   targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}
@@ -100,8 +103,8 @@ def _shared_and_costly(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[U
   kernel per layer to compile). Computed once it costs one store and one load per reader."""
   # loads that stream for every element: a buffer a quarter of n's size or more (a broadcast per-channel parameter stays
   # in cache), not behind a PAD (a concat's parts are each read for their own elements: a KV cache ++ the new key is one load)
-  size = smax(prod(n.shape))   # symbolic sizes at their largest
-  srcs = [u for u in _streams(n, realizes, memo) if smax(prod(u.shape)) * 4 >= size]
+  size = _size(n)   # symbolic sizes at their largest
+  srcs = [u for u in _streams(n, realizes, memo) if _size(u) * 4 >= size]
   return len(srcs) >= SHARED_READS and len(_kernels_above(n, consumers, realizes, above)) > 1
 
 def _memo_walk(n: UOp, memo: dict[UOp, tuple[UOp, ...]], nexts, value) -> tuple[UOp, ...]:
@@ -126,7 +129,10 @@ def _kernels_above(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, 
   return _memo_walk(n, memo, lambda u: [c for c in consumers[u] if c not in realizes],
                     lambda u: tuple(dict.fromkeys(x for c in consumers[u] for x in ((c,) if c in realizes else memo[c])))[:2])
 
-def _size(u: UOp) -> int: return smax(prod(u.shape))
+def _size(u: UOp) -> int:
+  # (kept on the node: _streams sorts every node's candidates by it, ~5000 asks in ViT-Ti's graph)
+  if (sz := u.__dict__.get("_smax")) is None: sz = u.__dict__["_smax"] = smax(prod(u.shape))
+  return sz
 
 def _streams(n: UOp, realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]) -> tuple[UOp, ...]:
   """The SHARED_READS largest loads below n: buffers, reduces (an inlined reduce is one value per element, whatever it
@@ -177,16 +183,19 @@ def _alu_at_least(u: UOp, realizes: dict[UOp, None], n: int) -> bool:
     if x.op is not Ops.BUFFER: stack.extend(x.src)
   return False
 
-def _expanded_producers(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
+def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UOp]:
   """The elementwise producers that reach reduce r through an EXPAND (by 4x or more) and cost EXPANDED_ALU ALU ops or
   more: inlined, each would run once per step of the reduce loop instead of once per element (a conv's weight gradient
-  broadcasts dy, with the batchnorm/relu/max-pool backward chain that makes it, over cin x kh x kw: 800x the work)."""
+  broadcasts dy, with the batchnorm/relu/max-pool backward chain that makes it, over cin x kh x kw: 800x the work).
+  `seen`: the states earlier walks took. What they found is realized, and realizes only grows (a walk only stops sooner
+  and counts fewer ALU ops), so a later walk finds nothing new below them: each node's once, not once per reduce above it
+  (the residual stream lies below every reduce of a transformer's later layers)."""
   out: list[UOp] = []
-  stack, seen = [(r.src[0], False)], set()
+  stack, frame = [(r.src[0], False)], (r.shape, r.src[0].shape)   # (the walk's course depends on r's shapes)
   while stack:
     u, ex = stack.pop()
-    if (u, ex) in seen or u in realizes or u.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): continue
-    seen.add((u, ex))
+    if (u, ex, frame) in seen or u in realizes or u.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): continue
+    seen.add((u, ex, frame))
     if ex and u.op in GroupOp.ALU and _alu_at_least(u, realizes, EXPANDED_ALU):
       out.append(u)
       continue
@@ -338,17 +347,21 @@ class KernelBuilder:
     for c in conds[1:]: v = v & c
     return v
 
+  def _edges(self, node: UOp) -> tuple[UOp, ...]:
+    """The sources of `node` that lowering visits: none for a load or a constant."""
+    if node in self.realizes and node is not self.root or node.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR): return ()
+    if node.op in GroupOp.Movement or node.op is Ops.REDUCE_AXIS: return node.src[:1]
+    if node.op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.CAST, Ops.BITCAST) or node.op in GroupOp.ALU: return node.src
+    if node.op is Ops.ASSIGN: return node.src[1:2]
+    raise NotImplementedError(f"the scheduler cannot lower {node.op} inside a kernel")
+
   def _deps(self, node: UOp, ix: tuple[UOp, ...], g: UOp | None) -> list[tuple[UOp, tuple[UOp, ...], UOp | None]]:
-    if node in self.realizes and node is not self.root or node.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR): return []
+    if not (edges := self._edges(node)): return []
     if node.op in GroupOp.Movement:
       six, sg = self._source_index(node, ix, g)
-      return [(node.src[0], six, sg)]
-    if node.op is Ops.REDUCE_AXIS:
-      return [(node.src[0], self._reduce_index(node, ix), g)]
-    if node.op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.CAST, Ops.BITCAST) or node.op in GroupOp.ALU:
-      return [(s, ix, g) for s in node.src]
-    if node.op is Ops.ASSIGN: return [(node.src[1], ix, g)]
-    raise NotImplementedError(f"the scheduler cannot lower {node.op} inside a kernel")
+      return [(edges[0], six, sg)]
+    if node.op is Ops.REDUCE_AXIS: return [(edges[0], self._reduce_index(node, ix), g)]
+    return [(s, ix, g) for s in edges]
 
   def _reduce_index(self, node: UOp, ix: tuple[UOp, ...]) -> tuple[UOp, ...]:
     # one set of reduce ranges per (reduce node, output index): memoised so the REDUCE's value and its ranges agree
@@ -379,11 +392,21 @@ class KernelBuilder:
     if node.op in (Ops.CAST, Ops.BITCAST): return UOp(node.op, node.dtype, (srcs[0],))
     return UOp(node.op, node.dtype, tuple(srcs), node.arg)
 
-  def kernel(self, root: UOp, out_buf: UOp, chain: list[UOp] | None = None) -> UOp:
+  def kernel(self, root: UOp, out_buf: UOp, chain: list[UOp] | None = None, cache: dict | None = None) -> UOp:
     """The kernel storing `root` into `out_buf`; with `chain` (movement ops over root, top first: an assign's view,
     _assign_region) each element goes where the chain puts it, and only those are written; root is then the assign's value,
-    not the kernel's output, so a realized one (a COPY between devices) is loaded like any input."""
+    not the kernel's output, so a realized one (a COPY between devices) is loaded like any input.
+    `cache`: region structure -> (AST, slot -> buffer number) of kernels lowered before, reused by one of the same structure."""
     self.root = root if chain is None else None
+    if cache is not None:
+      key, bufs, reads, deps = self._region(root, out_buf, chain or [])
+      if (hit := cache.get(key)) is not None:
+        self.bufs, self.reads, self.deps = [bufs[i] for i in hit[1]], reads, deps
+        return hit[0]
+      ast = self.kernel(root, out_buf, chain)
+      num = {b: i for i, b in enumerate(bufs)}
+      cache[key] = (ast, [num[b] for b in self.bufs])
+      return ast
     shape = root.shape
     out = self.define(out_buf)
     idx = tuple(self.new_range(s, AxisType.GLOBAL) if s != 1 else UOp.const(dtypes.int64, 0) for s in shape)
@@ -393,6 +416,31 @@ class KernelBuilder:
     for n in reversed(chain or []): oidx, oshape = _forward_index(n, oidx), n.shape
     store = out.index(_flat_index(oidx, oshape)).store(val)
     return narrow_indices(UOp(Ops.SINK, dtypes.void, (store,), _kernel_name(shape, store)))
+
+  def _region(self, root: UOp, out_buf: UOp, chain: list[UOp]) -> tuple[tuple, list[UOp], set[UOp], set[UOp]]:
+    """What lowering the kernel depends on: the graph lowering visits with each load replaced by a placeholder numbered by
+    first visit, carrying its buffer's number (out_buf is 0: a buffer loaded twice, or the assign target read, is one slot),
+    dtype, size and the loaded shape; and the buffers by number, the reads and the deps lowering would record. Two regions
+    of one key (a transformer's blocks: the same ops over other weights) lower to one AST, over their own buffers."""
+    bufs, reads, deps = {out_buf: 0}, set(), set()
+    done: dict[UOp, UOp] = {}
+    stack: list[tuple[UOp, tuple[UOp, ...] | None]] = [(root, None)]   # (node, its edges once they are pushed)
+    while stack:
+      node, edges = stack.pop()
+      if node in done: continue
+      if edges is not None: done[node] = UOp(node.op, node.dtype, tuple(done[s] for s in edges), node.arg, node.tag)
+      elif node.op is Ops.BUFFER or node in self.realizes and node is not self.root:
+        b = node if node.op is Ops.BUFFER else self.buffer_map[node]
+        if node.op is Ops.BUFFER: reads.add(node)
+        else: deps.add(_dep(node))
+        done[node] = UOp(Ops.BUFFER, node.dtype, (), (len(done), bufs.setdefault(b, len(bufs)), b.dtype, b.arg, node.shape), "region")
+      elif not (edges := self._edges(node)): done[node] = node   # a constant, a variable: the same in every region
+      else:
+        stack.append((node, edges))
+        stack.extend((s, None) for s in reversed(edges) if s not in done)
+    top = done[root]
+    for c in reversed(chain): top = UOp(c.op, c.dtype, (top,), c.arg)
+    return (done[root], top, root.shape, root.dtype), list(bufs), reads, deps
 
 def _forward_index(n: UOp, ix: tuple[UOp, ...]) -> tuple[UOp, ...]:
   """Where element `ix` of movement op n's source lands in n (PAD, RESHAPE, PERMUTE, FLIP: one-to-one)."""
@@ -632,6 +680,8 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
   order = [n for n in _graph_topo(roots) if n in realizes]
   def buf(b: UOp) -> UOp: return b if b.op is Ops.BUFFER else buffer_map[b]   # b: a custom kernel tensor's _src_of
+  # kernels of one structure are lowered once (a model's repeated blocks: ViT-Ti's 223 kernels are ~25 ASTs)
+  lowered: dict | None = {} if SCACHE else None
   def build(n: UOp) -> None:
     if n.op is Ops.AFTER:   # the buffer of the custom kernel's tensor, which the kernel wrote
       if len(n.src) != 2 or n.src[1].op is not Ops.KERNEL:
@@ -658,8 +708,8 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     if n.size == 0: return  # nothing to compute for an empty tensor
     kb = KernelBuilder(realizes, buffer_map)
     region = _assign_region(n) if n.op is Ops.ASSIGN and n.src[1] not in realizes else None
-    if region is not None: ast = kb.kernel(region[0], buffer_map[n], region[1])
-    else: ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n])
+    if region is not None: ast = kb.kernel(region[0], buffer_map[n], region[1], lowered)
+    else: ast = kb.kernel(n.src[1] if n.op is Ops.ASSIGN and n.src[1] not in realizes else n, buffer_map[n], None, lowered)
     if n.op is Ops.ASSIGN and _reads_target_elsewhere(ast):
       # the value reads the target at other elements than the one each step writes (x[1:] = x[:-1], x += x.T, a flip): in
       # one kernel a step would read what an earlier step already overwrote. The value (the part going into a view, when
