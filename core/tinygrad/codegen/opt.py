@@ -439,14 +439,15 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
     # block rows upcast (no vector axis): the vectorize pass packs the rows' lanes, gathering each from its own row, so a
     # wide partial unroll only lengthens scalar code (ViT's 1000-class head: 89 KB of IR, 0.3 s of LLVM, a slower loop);
     # a full one, no loop left, stays (a short unroll would sum the lanes in another order: other low bits)
-    # (the last action, valid by its choice, is not applied here: nothing reads the kernel after it, and optimize applies
-    # the list to the unsimplified kernel anyway)
+    # (the last action, valid by its choice, is not applied here: nothing reads the kernel after it; optimize applies it)
     if peel and rows == 1: unroll(len(red)-1, 0, peel)
     elif wide and (rows == 1 or (wide == rsize and packed_rows)): opts.append(Opt(OptOps.UNROLL, len(red)-1, wide))
     # rows not side by side (a few-row x @ W.T): one vector accumulator per row; one vector a step is enough for a loop
     # bound by reading W, and wider, LLVM took 4-5x as long over the rows' unrolled bodies (GPT-2 tiny: 36 -> 160-206 ms)
     elif wide and not packed_rows and (one := _divisor(rsize, (vw,))): opts.append(Opt(OptOps.UNROLL, len(red)-1, one))
-    elif isinstance(rsize, int) and (amt := 4 if upcast <= 64 else 2) and rsize % amt == 0 and rsize >= 4 * amt: opts.append(Opt(OptOps.UNROLL, len(red)-1, amt))
+    # small steps of a tile of at most 64 lanes are unrolled by 4; a bigger tile's step is long enough (AVX-512's 4x4-vector
+    # matmul tile: unrolled by 2 it ran no faster and doubled its IR, 15% of ViT-Ti's cold-call CPU)
+    elif isinstance(rsize, int) and upcast <= 64 and rsize % 4 == 0 and rsize >= 16: opts.append(Opt(OptOps.UNROLL, len(red)-1, 4))
   return opts, cur, applied
 
 def heuristic_opts(sink: UOp, ren: Renderer) -> list[Opt]:

@@ -349,3 +349,13 @@ def test_optimize_applies_each_chosen_action_once(regs, m, k, n, monkeypatch):
     with Context(OPTS=",".join(f"{o.op.name}:{o.axis}:{o.arg}" for o in opts)):
       O.optimize(kern, ren)
     assert calls == opts
+
+@pytest.mark.parametrize("regs, unroll", [((32, 16), [Opt(OptOps.UNROLL, 0, 4)]), ((64, 32), [])])
+def test_only_small_tiles_unroll_their_step(regs, unroll):
+  # AVX2's 4x16 matmul tile (64 lanes) unrolls its k step by 4; AVX-512's 4x64 one (256 lanes) is long enough as it is
+  # (unrolled by 2 it ran no faster, with twice the IR for LLVM: 15% of ViT-Ti's cold-call CPU)
+  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+    opts = hand_coded_opts(_reduce_kernel(_matmul_asts(1024, 1024, 1024), ren), ren)
+    assert [o for o in opts if o.op is OptOps.UNROLL] == unroll
+    a, b = np.random.default_rng(3).standard_normal((2, 67, 45)).astype(np.float32)
+    np.testing.assert_allclose((Tensor(a) @ Tensor(b).T).numpy(), a @ b.T, rtol=1e-4, atol=1e-4)
