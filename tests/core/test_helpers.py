@@ -160,7 +160,9 @@ class TestGCPaused:
     try:
       frozen = gc.get_freeze_count()
       with gc_paused(): kept2 = [Node() for _ in range(helpers.GC_PROMOTE + 10)]
-      assert gc.get_freeze_count() == frozen and gc.isenabled() and kept2
+      # neither unfrozen nor joined by the block's survivors (a frozen object that dies meanwhile, freed by another thread of
+      # the test process, lowers the count by one: this compared for equality and failed now and then under xdist)
+      assert frozen - 100 <= gc.get_freeze_count() <= frozen and gc.isenabled() and kept2
     finally: gc.unfreeze()
   def test_realize_leaves_no_cycles_of_items(self):
     # survivors skip the young collections, so a realize must not leave its schedule in reference cycles (a recursive
