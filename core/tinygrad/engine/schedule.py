@@ -52,8 +52,8 @@ def _i64(x: sint) -> sint:
   return done[x]
 
 # ---- which nodes become kernel outputs ----
-def find_realizes(roots: list[UOp]) -> dict[UOp, None]:
-  nodes = list(UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER))
+def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict[UOp, None]:
+  nodes = list(_graph_topo(roots) if topo is None else topo)   # topo: the roots' _graph_topo, where the caller has it
   consumers: dict[UOp, list[UOp]] = {n: [] for n in nodes}
   for n in nodes:
     if n.op is Ops.BUFFER: continue
@@ -675,10 +675,11 @@ def _pair_nodes(a: list[UOp], b: list[UOp]) -> dict[UOp, UOp]:
   return out
 
 def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  realizes = find_realizes(roots)
+  topo = _graph_topo(roots)
+  realizes = find_realizes(roots, topo)
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
-  order = [n for n in _graph_topo(roots) if n in realizes]
+  order = [n for n in topo if n in realizes]
   def buf(b: UOp) -> UOp: return b if b.op is Ops.BUFFER else buffer_map[b]   # b: a custom kernel tensor's _src_of
   # kernels of one structure are lowered once (a model's repeated blocks: ViT-Ti's 223 kernels are ~25 ASTs)
   lowered: dict | None = {} if SCACHE else None
