@@ -43,6 +43,9 @@ TABLE = [
   ((p*4-1) % 4, "3"),
   # a reshape of a realized (rows, w) buffer read back flat: (r+q//w)*w+q%w is one flat index again (the conv's padded copy)
   ((z+x//4)*4+x % 4, "((z*4)+x)"), ((y+(z+x//4)*4)+x % 4, "((y+(z*4))+x)"), ((r0+(r1+3)//8)*8+(r1+3) % 8, "((r1+(r0*8))+3)"),
+  # a 2x2 pool's gradient over 20-wide rows: (20y+x)//40 with x<20 is y//2, and y's halves put back together are y
+  ((r1*16+r0)//32, "(r1//2)"), ((r1*16+r0) % 32, "(((r1%2)*16)+r0)"), ((r1//2)*48+(r1 % 2)*24, "(r1*24)"),
+  ((r1*8+r0)//32, "(((r1*8)+r0)//32)"), ((((r1*20+r0)//40)*48+(r1 % 2)*24)+r0, "((r1*24)+r0)"),
   # factors reduced mod c (x >= 0): a sliding window's index folds to an affine one
   ((y*9+x) % 8, "((y+x)%8)"), ((y*9+x)//8, "(y+((y+x)//8))"), ((r0*17+r0) % 16, "((r0%8)*2)"), ((y*-1+7) % 4, "((y*-1)+3)"),
   # comparisons by bounds

@@ -25,6 +25,9 @@ C, C1, C2 = UPat.cvar("c"), UPat.cvar("c1"), UPat.cvar("c2")
 TRUE, FALSE = UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False)
 
 # ---- helpers ----
+def _low(x: UOp, c1: UOp, y: UOp, c2: UOp) -> bool:
+  # x*c1+y with y a remainder below c1 (all >= 0) and c2 a multiple of c1: its div/mod by c2 are x's by c2/c1
+  return 0 < c1.arg < c2.arg and c2.arg % c1.arg == 0 and x.vmin >= 0 and y.vmin >= 0 and y.vmax < c1.arg and _nowrap(x * c1 + y)
 def _nowrap(x: UOp) -> bool:
   # bounds narrower than the dtype's range: the sums/products that built x were computed exactly (no wraparound)
   return x.vmin != dtypes.min(x.dtype) or x.vmax != dtypes.max(x.dtype)
@@ -345,6 +348,9 @@ symbolic = symbolic_simple + PatternMatcher([
   ((YI + (XI // C) * C) + XI % C, lambda y, x, c: y + x),                                      # (y+(x//c)*c)+x%c -> y+x
   ((ZI + XI // C) * C + XI % C, lambda z, x, c: z * c + x),                                    # (z+x//c)*c+x%c -> z*c+x
   ((YI + (ZI + XI // C) * C) + XI % C, lambda y, z, x, c: (y + z * c) + x),                    # (y+(z+x//c)*c)+x%c -> (y+z*c)+x
+  ((XI * C1 + YI) // C2, lambda x, c1, y, c2: x // (c2.arg // c1.arg) if _low(x, c1, y, c2) else None),   # (x*a+y)//(a*k) -> x//k (0<=y<a)
+  ((XI * C1 + YI) % C2, lambda x, c1, y, c2: x % (c2.arg // c1.arg) * c1 + y if _low(x, c1, y, c2) else None),  # (x*a+y)%(a*k) -> (x%k)*a+y (0<=y<a)
+  ((XI // C1) * C2 + (XI % C1) * C, lambda x, c1, c2, c: x * c if c1.arg * c.arg == c2.arg else None),  # (x//k)*(k*c)+(x%k)*c -> x*c
   # comparisons and max decided or narrowed by bounds
   ((XI * C1).named("m") < C2, _lt_mul),                                                        # x*c1<c2 -> x<ceil(c2/c1) (c1>0)
   ((XI + C1).named("a") < C2, _lt_add),                                                        # x+c1<c2 -> x<c2-c1
