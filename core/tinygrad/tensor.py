@@ -215,7 +215,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
       if dt is not None and dt != src_dt and dt != dtypes.bfloat16: arr, src_dt = arr.astype(to_numpy(dt)), dt
-      self.uop = Tensor._from_bytes(arr.tobytes(), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
+      # (the array's own bytes, not a copy: the device buffer's copyin is the one copy of a big array, a model's weights)
+      self.uop = Tensor._from_bytes(arr.reshape(-1).view(np.uint8), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
@@ -237,9 +238,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # ---- construction helpers ----
   @staticmethod
   @engine_locked
-  def _from_bytes(raw: bytes, shape: tuple[int, ...], dtype: DType, device: str) -> UOp:
+  def _from_bytes(raw: Any, shape: tuple[int, ...], dtype: DType, device: str) -> UOp:
+    # raw: bytes or any buffer of them (a numpy array's), copied once into the new buffer
     u = new_buffer(device, prod(shape), dtype)
-    buffer_of(u).allocate().copyin(memoryview(bytearray(raw)))
+    buffer_of(u).allocate().copyin(memoryview(raw))
     return u.reshape(shape)
   @staticmethod
   def _full_uop(shape: tuple[int, ...], value: ConstType, dtype: DType, device: str) -> UOp:
