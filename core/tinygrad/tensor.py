@@ -625,6 +625,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       except ValueError: raise ValueError(f"assign: value shape {x.shape} does not fit target shape {self.shape}") from None
     if x is self or x.uop is self.uop: return self
     base = self._view_of
+    # a view of no elements writes nothing (into a sharded base it made copies between shards that assigned each other)
+    if base is not None and any(isinstance(d, int) and d == 0 for d in self.shape): return self
     if base is None:
       self._assign_whole(x.uop)
       return self
