@@ -81,7 +81,7 @@ def test_models_bench_quick_runs_and_checks_against_torch(tmp_path):
   cold and a warm process of ours, outputs checked against torch's, the JSON written."""
   out = tmp_path / "models.json"
   r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "models.py"), "--quick", "--frameworks", "ours,torch", "--runs", "1",
-                      "--cold-runs", "2", "--only", "resnet18_b1", "--json", str(out)], capture_output=True, text=True, timeout=900)
+                      "--first-runs", "2", "--only", "resnet18_b1", "--json", str(out)], capture_output=True, text=True, timeout=900)
   assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
   rows = {row["key"]: row for row in json.loads(out.read_text())["rows"]}
   assert set(rows) == {"resnet18_b1"}
@@ -91,3 +91,4 @@ def test_models_bench_quick_runs_and_checks_against_torch(tmp_path):
     assert ours["ms"] > 0 and ours["cold_ms"] > 0 and ours["warm_ms"] > 0 and ours["kernels"] > 0, (key, ours)
     # cold_ms: the median of the cold processes (each on an empty cache, so each compiles)
     assert len(ours["cold_all_ms"]) == 2 and ours["cold_ms"] == sum(ours["cold_all_ms"]) / 2, ours
+    assert len(ours["warm_all_ms"]) == 2 and ours["warm_ms"] == sum(ours["warm_all_ms"]) / 2, ours
