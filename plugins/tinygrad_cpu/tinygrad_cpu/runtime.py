@@ -10,7 +10,7 @@ calling thread and by workers that spin briefly between kernels). ctypes release
 run in parallel.
 """
 from __future__ import annotations
-import ctypes, functools, os, time, tempfile
+import ctypes, functools, os, struct, threading, time, tempfile
 from typing import Any
 from tinygrad.plugin_api import getenv
 
@@ -67,14 +67,8 @@ class NativeCode:
     else: raise RuntimeError(f"cannot load CPU kernel {self.name}: {err}")
 
   def _load_object(self, lib: bytes) -> None:
-    import llvmlite.binding as llvm
-    from tinygrad_cpu.compiler import llvm_target_machine
-    # an engine over an empty module, given the object: MCJIT's RuntimeDyld relocates it into memory (libm calls resolve
-    # against this process's symbols); no codegen runs. One engine per kernel owns its code: kept alive with this program
-    _load_compiler_runtime()
-    self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine())
-    self._engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
-    self._engine.finalize_object()
+    # MCJIT's RuntimeDyld relocates the object into memory (libm calls resolve against this process's symbols)
+    self._engine = _SharedEngine.load(lib)
 
   def addr(self, symbol: str, data: bool = False) -> int:
     if hasattr(self, "_engine"):
@@ -84,6 +78,64 @@ class NativeCode:
       except ValueError: a = 0
     if not a: raise RuntimeError(f"CPU code {self.name}: symbol {symbol} not found")
     return a
+
+# The relocation types, by ELF machine, whose value RuntimeDyld computes from the target's address alone: objects with only
+# these share an engine. x86-64's GOT-relative types (a position-independent object's) do not: RuntimeDyldELF resolves
+# R_X86_64_GOTOFF64 against the first ".got" section of the whole engine, another object's, and a kernel read its
+# constants from the wrong place (inf for exp(x+1).sum()). LLVMCompiler emits static large-code-model objects: R_X86_64_64.
+_SHAREABLE_RELOCS: dict[int, set[int]] = {62: {1}}   # EM_X86_64: R_X86_64_64
+
+def elf_object_facts(lib: bytes) -> tuple[set[str], bool]:
+  """(the global and weak symbols an ELF64 relocatable object defines, whether all its relocations are of a type that
+  lets it share an engine: _SHAREABLE_RELOCS)."""
+  end = "<" if lib[5:6] == b"\x01" else ">"
+  machine, shoff = struct.unpack_from(end + "H", lib, 0x12)[0], struct.unpack_from(end + "Q", lib, 0x28)[0]
+  shentsize, shnum = struct.unpack_from(end + "HH", lib, 0x3a)
+  secs = [struct.unpack_from(end + "IIQQQQIIQQ", lib, shoff + i * shentsize) for i in range(shnum)]
+  names, ok, allowed = set(), machine in _SHAREABLE_RELOCS, _SHAREABLE_RELOCS.get(machine, set())
+  for _, typ, _, _, off, size, link, _, _, entsize in secs:
+    if typ == 2:   # SHT_SYMTAB
+      stroff = secs[link][4]
+      for o in range(off, off + size, entsize):
+        st_name, st_info, _, st_shndx = struct.unpack_from(end + "IBBH", lib, o)
+        if st_info >> 4 in (1, 2) and st_shndx != 0: names.add(lib[stroff + st_name:lib.index(b"\0", stroff + st_name)].decode())
+    elif typ in (4, 9):   # SHT_RELA, SHT_REL: r_info's low 32 bits are the type
+      ok = ok and all(struct.unpack_from(end + "Q", lib, o + 8)[0] & 0xffffffff in allowed for o in range(off, off + size, entsize))
+  return names, ok
+
+class _SharedEngine:
+  """An MCJIT engine that several kernels' objects are loaded into, each program keeping it alive.
+
+  An engine costs ~0.5 ms to finalize whatever it holds (it runs the backend's pipeline over its empty module) and ~0.2 ms
+  for its TargetMachine, an object added to a finalized one ~20 us: a new process loading ~100 cached kernels spent most
+  of 70 ms on the former. One engine takes up to ENGINE_OBJECTS objects whose global symbols (the kernel's function,
+  `_work`, `_task`) are not in it yet, since a symbol is looked up by name, and whose relocations are all of the types
+  that resolve correctly beside other objects' (elf_object_facts); then the next one starts, and any other object gets
+  an engine of its own. An engine's code is freed with the last program that holds it."""
+  ENGINE_OBJECTS = 64
+  _lock = threading.Lock()
+  _current: _SharedEngine | None = None
+  def __init__(self) -> None:
+    import llvmlite.binding as llvm
+    from tinygrad_cpu.compiler import llvm_target_machine
+    _load_compiler_runtime()
+    self.engine, self.symbols, self.objects = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine()), set(), 0
+  @classmethod
+  def load(cls, lib: bytes) -> _SharedEngine:
+    import llvmlite.binding as llvm
+    syms, shareable = elf_object_facts(lib)
+    with cls._lock:
+      cur = cls._current
+      eng = cur if shareable and cur is not None and cur.objects < cls.ENGINE_OBJECTS and cur.symbols.isdisjoint(syms) else _SharedEngine()
+      if shareable: cls._current = None   # (an engine whose load fails may hold a half-added object: the next load starts anew)
+      eng.engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
+      eng.engine.finalize_object()
+      eng.symbols |= syms
+      eng.objects += 1
+      if shareable: cls._current = eng
+    return eng
+  def get_function_address(self, name: str) -> int: return self.engine.get_function_address(name)
+  def get_global_value_address(self, name: str) -> int: return self.engine.get_global_value_address(name)
 
 @functools.cache
 def _load_compiler_runtime() -> None:
