@@ -136,6 +136,11 @@ class _SharedEngine:
     return eng
   def get_function_address(self, name: str) -> int: return self.engine.get_function_address(name)
   def get_global_value_address(self, name: str) -> int: return self.engine.get_global_value_address(name)
+  @classmethod
+  def _after_fork_in_child(cls) -> None:
+    # (the lock may have been held by another thread of the parent; the child's loads start an engine of their own)
+    cls._lock, cls._current = threading.Lock(), None
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_SharedEngine._after_fork_in_child)
 
 @functools.cache
 def _load_compiler_runtime() -> None:
