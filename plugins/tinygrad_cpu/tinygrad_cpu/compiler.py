@@ -66,12 +66,17 @@ def llvm_host() -> tuple[str, str, str]:
 
 def llvm_target_machine(opt: int = 2) -> Any:
   """A new TargetMachine for the host. Not shared: an MCJIT engine takes ownership of the one it is given and frees it with
-  itself, and one compiling thread's machine is not another's. Static relocations with the JIT's (large) code model: a
-  kernel addresses its constants and calls by absolute address (R_X86_64_64), which lets many kernels' objects share one
-  engine (runtime._SharedEngine); position-independent code's GOT-relative relocations do not resolve right there."""
+  itself, and one compiling thread's machine is not another's."""
   import llvmlite.binding as llvm
   triple, cpu, features = llvm_host()
-  return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=opt, reloc="static", codemodel="jitdefault")
+  return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=opt, reloc=llvm_reloc(), codemodel="jitdefault")
+
+def llvm_reloc() -> str:
+  """The relocation model of the kernels' objects. On x86-64, static with the JIT's (large) code model: a kernel addresses
+  its constants and calls by absolute address (R_X86_64_64), which lets many kernels' objects share one engine
+  (runtime._SharedEngine); position-independent code's GOT-relative relocations do not resolve right there. Elsewhere
+  position-independent, each object in an engine of its own."""
+  return "static" if llvm_host()[0].startswith("x86_64") else "pic"
 
 # llvmlite holds one process-wide lock around every call into LLVM (binding/ffi.py), from the days of one global LLVMContext.
 # A compile here owns everything it touches (its LLVMContext and module, a pass builder with its own instrumentation, the
@@ -123,7 +128,7 @@ class LLVMCompiler(Compiler):
     triple, cpu, features = llvm_host()
     # the code is built for this cpu and these features: a cache copied to another CPU misses instead of faulting
     host = hashlib.sha256(f"{triple}|{cpu}|{features}".encode()).hexdigest()[:16]
-    super().__init__(cachekey=f"compile_cpu_llvm_objstatic_O{opt}_c{codegen_opt}_{triple}_{cpu}_{host}")
+    super().__init__(cachekey=f"compile_cpu_llvm_obj{llvm_reloc()}_O{opt}_c{codegen_opt}_{triple}_{cpu}_{host}")
   @property
   def tm(self) -> Any:
     if (tm := getattr(self._local, "tm", None)) is None: tm = self._local.tm = llvm_target_machine(self.codegen_opt)
