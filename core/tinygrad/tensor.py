@@ -302,13 +302,21 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.uop.op is Ops.MULTI: return all(Tensor(s)._is_realized() for s in self.uop.src)
     base = base_buffer(self.uop)
     return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
+  def _views_a_buffer(self) -> bool:
+    """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is."""
+    base = self._view_of
+    if base is None or self._virtual or self.uop.op is Ops.MULTI or (bb := base_buffer(base.uop)) is None: return False
+    return has_buffer(bb) and buffer_of(bb).is_allocated() and _movement_chain(self.uop, bb) is not None
   @engine_locked
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.
 
-    A view with a pending assign first runs the assign (the base's buffer is written), then becomes a copy of its own.
+    A view of a realized tensor (a slice, permute, flip ...) stays a view of its buffer, as torch's views share their
+    tensor's storage: later writes into either show in the other (`.contiguous()` or `.clone()` gives a copy). A view
+    with a pending assign first runs the assign (the base's buffer is written). A view of a lazy tensor is computed into
+    a buffer of its own (the tensor it views is not computed as a whole).
     The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
-    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and not t._virtual and smax(t.numel()) > 0]
+    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and not t._virtual and smax(t.numel()) > 0 and not t._views_a_buffer()]
     if not todo: return self
     if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)
     from tinygrad.engine import realize as engine
@@ -458,7 +466,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
     if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return buf.as_buffer()
     while b.op in GroupOp.Movement: b = b.src[0]
-    t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
+    t = Tensor(self.uop) if self._virtual or self._views_a_buffer() or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
     t.realize()
     base = base_buffer(t.uop)
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")

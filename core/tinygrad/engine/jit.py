@@ -144,7 +144,11 @@ class TinyJit(Generic[R]):
     constants: list[tuple[Any, Any]] = []
     for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
     for k in sorted(kwargs) if kwargs else (): _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
-    if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
+    if (bufs := _realized_buffers(inputs)) is None and inputs:
+      # a view of a realized tensor (which realize() leaves a view) is an input of its own: copied into its own buffer
+      for t in inputs:
+        if t._views_a_buffer(): t.replace(t.contiguous())
+      Tensor.realize(*inputs)
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
     signature: list[tuple] = []
     for t in inputs:
