@@ -303,10 +303,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     base = base_buffer(self.uop)
     return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
   def _views_a_buffer(self) -> bool:
-    """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is."""
+    """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is (on
+    several devices: each shard a view of the base's shard on its device)."""
     base = self._view_of
-    if base is None or self._virtual or self.uop.op is Ops.MULTI or (bb := base_buffer(base.uop)) is None: return False
-    return has_buffer(bb) and buffer_of(bb).is_allocated() and _movement_chain(self.uop, bb) is not None
+    if base is None or self._virtual: return False
+    def on_buffer(v: UOp, b: UOp) -> bool:
+      return (bb := base_buffer(b)) is not None and has_buffer(bb) and buffer_of(bb).is_allocated() and _movement_chain(v, bb) is not None
+    if self.uop.op is Ops.MULTI:
+      return base.uop.op is Ops.MULTI and len(self.uop.src) == len(base.uop.src) and all(map(on_buffer, self.uop.src, base.uop.src))
+    return on_buffer(self.uop, base.uop)
   @engine_locked
   def realize(self, *lst: Tensor) -> Tensor:
     """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.

@@ -109,3 +109,14 @@ def test_a_view_passed_to_a_jitted_function_is_read_at_each_call():
   x = Tensor.arange(20).float().reshape(4, 5).contiguous().realize()
   for i in range(4):
     np.testing.assert_array_equal(f(x[i]).numpy(), np.arange(5 * i, 5 * i + 5) * 2 + 1)
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("kind", list(VIEWS))
+@pytest.mark.parametrize("case", [_r1, _r2, _r3])
+def test_a_realized_view_of_a_sharded_tensor_still_shares_the_buffer(axis, kind, case):
+  a = np.arange(16, dtype=np.float32).reshape(4, 4)
+  nv = case(a, VIEWS[kind])
+  x = Tensor(np.arange(16, dtype=np.float32).reshape(4, 4)).shard(("CPU:0", "CPU:1"), axis=axis).realize()
+  v = case(x, VIEWS[kind])
+  np.testing.assert_array_equal(x.numpy(), a, err_msg="the base")
+  np.testing.assert_array_equal(v.numpy(), nv, err_msg="the view")
