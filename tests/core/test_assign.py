@@ -219,3 +219,37 @@ def test_assign_cycle_is_named():
   times_a = a * 3                    # reads a's old value...
   a.assign(Tensor.full((4,), 2.).contiguous())
   with pytest.raises(RuntimeError, match="cycle of assigns.*realize what reads"): (a + (times_a - 1)).numpy()   # ...and the new one
+
+# ops that torch defines as making a new tensor, at arguments where they change nothing (a reduce over axes of size 1,
+# roll by a multiple of the size, cat of one tensor, repeat by ones, sort of one element): each came out as self or a
+# view of self, so writing into the result wrote into the input, and a realized result was the input's buffer
+NEW_TENSOR_OPS = {
+  "sum_size1": (lambda t: t.sum(0), lambda a: a.sum(0)),
+  "max_size1_keepdim": (lambda t: t.max(0, keepdim=True), lambda a: a.max(0, keepdims=True)),
+  "prod_size1": (lambda t: t.prod(0), lambda a: a.prod(0)),
+  "cumsum_size1": (lambda t: t.cumsum(0), lambda a: a.cumsum(0)),
+  "roll_by_size": (lambda t: t.roll(3, 1), lambda a: a),
+  "cat_one": (lambda t: Tensor.cat(t), lambda a: a),
+  "stack_one": (lambda t: Tensor.stack(t), lambda a: a[None]),
+  "repeat_ones": (lambda t: t.repeat(1, 1), lambda a: a),
+  "repeat_interleave_one": (lambda t: t.repeat_interleave(1, 0), lambda a: a),
+  "sort_one": (lambda t: t.sort(0)[0], lambda a: a),
+  "topk_one": (lambda t: t.topk(1, 0)[0], lambda a: a),
+  "einsum_identity": (lambda t: Tensor.einsum("ij->ij", t), lambda a: a),
+  "interpolate_same_size": (lambda t: t.reshape(1, 1, 3).interpolate((3,)), lambda a: a.reshape(1, 1, 3)),
+  "floor_of_ints": (lambda t: t.cast(dtypes.int32).floor(), lambda a: a.astype(np.int32)),
+}
+
+@pytest.mark.parametrize("realized", [True, False], ids=["realized", "lazy"])
+@pytest.mark.parametrize("op", list(NEW_TENSOR_OPS))
+def test_a_new_tensor_is_not_an_alias_of_its_input(op, realized):
+  f, ref = NEW_TENSOR_OPS[op]
+  a = np.array([[-3., 2., 5.]], np.float32)
+  y = Tensor(a.copy()).realize() if realized else Tensor(a.copy()) + 0
+  r = f(y)
+  r += 1   # writes r only
+  np.testing.assert_array_equal(y.numpy(), a)
+  np.testing.assert_array_equal(r.numpy(), ref(a) + 1)
+  r.realize()
+  y.assign(Tensor.full(a.shape, 7.0)).realize()   # writes y only (r is realized: it keeps its value)
+  np.testing.assert_array_equal(r.numpy(), ref(a) + 1)

@@ -274,7 +274,7 @@ class ElementwiseMixin:
     return self.logical_not() if dtypes.is_bool(self.dtype) else Tensor(UOp(Ops.NEG, self.dtype, (self.uop,)))
   def abs(self: Tensor) -> Tensor:
     """Elementwise |x|."""
-    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self
+    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self._own(self)   # a new tensor, as torch's
     if not dtypes.is_float(self.dtype): return (self < 0).where(-self, self)
     # zero (either sign) and NaN take a detached branch, so the gradient there is 0 as torch's; d*d is +0 for -0.0, NaN for NaN
     d = self.detach()
@@ -379,20 +379,20 @@ class ElementwiseMixin:
     return self * self
   def trunc(self: Tensor) -> Tensor:
     """Elementwise rounding toward zero."""
-    return Tensor(UOp(Ops.TRUNC, self.dtype, (self.uop,))) if dtypes.is_float(self.dtype) else self
+    return Tensor(UOp(Ops.TRUNC, self.dtype, (self.uop,))) if dtypes.is_float(self.dtype) else self._own(self)
   def floor(self: Tensor) -> Tensor:
     """Elementwise rounding down."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     return (t > self).where(t - 1, t)
   def ceil(self: Tensor) -> Tensor:
     """Elementwise rounding up."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     return (t < self).where(t + 1, t)
   def round(self: Tensor) -> Tensor:
     """Elementwise rounding to the nearest integer, halves to even (like numpy)."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     frac = self - t                                       # exact, same sign as x
     odd = (t - (t * 0.5).trunc() * 2) != 0

@@ -488,7 +488,7 @@ class NNMixin:
       else:
         src = (pos + 0.5) * (n / out) if mode == "nearest-exact" else pos * (n / out)
         x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
-    return x if x.dtype == self.dtype else x.cast(self.dtype)
+    return (x if x.dtype == self.dtype else x.cast(self.dtype))._own(self)   # the same size: a copy, as torch's
 
   def _lerp_uint8(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
     # torch's uint8 bilinear: per output position the two taps' float weights (a triangle filter, normalised), scaled to
