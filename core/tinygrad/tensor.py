@@ -160,7 +160,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
   # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "__weakref__")
+  # _parent: the tensor a view was made from (a view of a view: that view), which it follows once that view is realized
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parent", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -174,6 +175,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._graph: UOp | None = None
     self._virtual = False
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
+    self._parent: weakref.ref[Tensor] | None = None
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
@@ -333,9 +335,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
     for t in direct + kept:
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
+      old = t.uop
       t._set_uop(results[t.uop])
       # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
-      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): t._detach_view()
+      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): t._own_views(old)
     # every realized assign is now its target's buffer: no live tensor may run it a second time
     amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN}
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -678,7 +681,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       new = UOp(Ops.ASSIGN, self.dtype, (tgt, v))
     elif self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
     elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
-    else: new = v  # nothing else can see an unrealized tensor's buffer: take the value
+    # nothing else can see an unrealized tensor's buffer: take the value; a buffer (`b.assign(c)`) as a value of its own, else
+    # both tensors held c's buffer and a write into either showed in the other
+    else: new = v if base_buffer(v) is None else Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new)
     if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self
@@ -856,7 +861,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     other view sees it)."""
     ret = Tensor(fn(self.uop))
     base = self._view_of if self._view_of is not None else self
-    ret._view_of = base
+    ret._view_of, ret._parent = base, weakref.ref(self)
     # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
     # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
     # inverts them on the whole tensor
@@ -874,6 +879,22 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for v in list(self._views.values()):
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
+  def _own_views(self, old: UOp) -> None:
+    # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
+    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph
+    base = self._view_of
+    self._detach_view()
+    if base is None or not base._views: return
+    def made_from_self(v: Tensor) -> bool:
+      p = v._parent() if v._parent is not None else None
+      while p is not None and p is not self: p = p._parent() if p._parent is not None else None
+      return p is self
+    for v in [v for v in base._views.values() if made_from_self(v)]:
+      if (u := _rebase_view(v.uop, old, self.uop)) is None: continue
+      base._views.pop(id(v), None)
+      v.uop, v._view_of = u, self
+      if self._views is None: self._views = weakref.WeakValueDictionary()
+      self._views[id(v)] = v
   def _detach_view(self) -> None:
     if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)
     self._view_of = None

@@ -253,3 +253,38 @@ def test_a_new_tensor_is_not_an_alias_of_its_input(op, realized):
   r.realize()
   y.assign(Tensor.full(a.shape, 7.0)).realize()   # writes y only (r is realized: it keeps its value)
   np.testing.assert_array_equal(r.numpy(), ref(a) + 1)
+
+@pytest.mark.parametrize("src_realized", [True, False], ids=["realized_source", "data_source"])
+def test_assign_of_a_buffer_into_a_lazy_tensor_copies_it(src_realized):
+  # the lazy target took the source's graph, its buffer: both tensors held one buffer, so b += 1 wrote into c (torch's
+  # b.copy_(c) copies)
+  c = Tensor([1.0, 2.0]).realize() if src_realized else Tensor([1.0, 2.0])
+  b = Tensor([5.0, 6.0]) + 0
+  b.assign(c)
+  b += 1
+  b.realize()
+  np.testing.assert_array_equal(c.numpy(), [1, 2])
+  np.testing.assert_array_equal(b.numpy(), [2, 3])
+  # and an assign into the other writes only it (here through a lazy tensor that took the value of one that took a buffer)
+  a = Tensor([-3.0]) + 0
+  d = Tensor([1.0]) + 0
+  a.assign(d.assign(Tensor([4.0])))
+  d.realize()
+  a.assign(Tensor([0.0])).realize()
+  np.testing.assert_array_equal(d.numpy(), [4])
+
+@pytest.mark.parametrize("make", [lambda y: y.sum(0), lambda y: (y * 2).reshape(2)], ids=["sum", "reshaped_product"])
+def test_a_view_of_a_realized_result_follows_it(make):
+  # s is a reshape view of the op's internal result; v, made from s, was registered on that internal result: when s was
+  # realized into a buffer of its own, v still read the lazy graph, so a later write into y reached v and not s
+  y = Tensor([[-3.0], [-2.0]]).realize()
+  s = make(y)
+  v = s.flip(0)
+  w = v[0:1]   # a view of that view
+  want = s.numpy()[::-1].copy()
+  s.realize()
+  y.assign(Tensor.zeros(2, 1).contiguous()).realize()
+  np.testing.assert_array_equal(v.numpy(), want)
+  np.testing.assert_array_equal(w.numpy(), want[0:1])
+  v += 1   # and writes through v reach s
+  np.testing.assert_array_equal(s.numpy(), want[::-1] + 1)
