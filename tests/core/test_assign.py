@@ -238,6 +238,8 @@ NEW_TENSOR_OPS = {
   "einsum_identity": (lambda t: Tensor.einsum("ij->ij", t), lambda a: a),
   "interpolate_same_size": (lambda t: t.reshape(1, 1, 3).interpolate((3,)), lambda a: a.reshape(1, 1, 3)),
   "floor_of_ints": (lambda t: t.cast(dtypes.int32).floor(), lambda a: a.astype(np.int32)),
+  "pad_by_zeros": (lambda t: t.pad(((0, 0), (0, 0))), lambda a: a),
+  "pad_that_cuts": (lambda t: t.pad((-1, 0)), lambda a: a[:, 1:]),   # torch's F.pad with a negative amount copies too
 }
 
 @pytest.mark.parametrize("realized", [True, False], ids=["realized", "lazy"])
@@ -288,3 +290,11 @@ def test_a_view_of_a_realized_result_follows_it(make):
   np.testing.assert_array_equal(w.numpy(), want[0:1])
   v += 1   # and writes through v reach s
   np.testing.assert_array_equal(s.numpy(), want[::-1] + 1)
+
+@pytest.mark.parametrize("value", [lambda: Tensor.ones(0), lambda: Tensor(np.zeros((0,), np.float32)).realize()], ids=["ones", "realized"])
+def test_setitem_of_nothing_into_one_element_writes_nothing(value):
+  # the assign's region kernel (it writes only the view's elements) stored the empty value into a target of one element
+  t = Tensor([-3.0]).realize()
+  t[0:0] = value()
+  t[1:1] = value()
+  np.testing.assert_array_equal(t.numpy(), [-3])

@@ -124,7 +124,8 @@ class MovementMixin:
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
     ret = x._mv(lambda u: u.pad(pos))
-    if value == 0 or all(p == (0, 0) for p in pos): return ret
+    if all(p == (0, 0) for p in pos): return ret._own(self)   # nothing added (a cut at most): a new tensor, as torch's
+    if value == 0: return ret
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
     return mask.where(ret, self._const(value, self.dtype))
