@@ -453,15 +453,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if engine.capturing is not None:
       raise engine.JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
                      "that value would not change on replay; return the tensor from the jitted function instead")
-    # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
-    # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
+    # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base nor
+    # seeing the base's writes (also a view of a lazy computation: `v = (x * 2)[::-1]; v.numpy(); v += 1` must write x * 2)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
     if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return buf.as_buffer()
     while b.op in GroupOp.Movement: b = b.src[0]
-    t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
+    t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() else self
     t.realize()
     base = base_buffer(t.uop)
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")

@@ -298,3 +298,15 @@ def test_setitem_of_nothing_into_one_element_writes_nothing(value):
   t[0:0] = value()
   t[1:1] = value()
   np.testing.assert_array_equal(t.numpy(), [-3])
+
+@pytest.mark.parametrize("make", [lambda: Tensor([1., 2., 3.]) * 2, lambda: Tensor([[1.], [2.], [3.]]).sum(1)], ids=["product", "sum"])
+def test_reading_a_view_of_a_lazy_tensor_keeps_it_a_view(make):
+  # numpy() realized the view itself, into a buffer of its own: it no longer saw its base's writes nor wrote into it
+  b = make()
+  v = b[::-1]
+  first = v.numpy()
+  np.testing.assert_array_equal(first, b.numpy()[::-1])
+  b.assign(Tensor([7., 8., 9.]))
+  np.testing.assert_array_equal(v.numpy(), [9, 8, 7])
+  v += 1
+  np.testing.assert_array_equal(b.numpy(), [8, 9, 10])
