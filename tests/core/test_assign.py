@@ -310,3 +310,17 @@ def test_reading_a_view_of_a_lazy_tensor_keeps_it_a_view(make):
   np.testing.assert_array_equal(v.numpy(), [9, 8, 7])
   v += 1
   np.testing.assert_array_equal(b.numpy(), [8, 9, 10])
+
+def test_realizing_a_view_and_a_view_made_from_it_together():
+  # the first one's realize rebased the second onto its new buffer while the loop still looked the second up by its old
+  # graph (KeyError)
+  e = Tensor(np.zeros((0,), np.float32)).realize()
+  p = e.pad(((1, 0),))
+  q = p.pad(((1, 2),))
+  Tensor.realize(p, q)
+  np.testing.assert_array_equal(q.numpy(), np.zeros(4, np.float32))
+  y = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
+  r = (y * 2).reshape(4)
+  s = r[1:]
+  Tensor.realize(r, s)
+  np.testing.assert_array_equal(s.numpy(), [4, 6, 8])
