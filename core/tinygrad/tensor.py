@@ -553,13 +553,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Self, or a value of its own where it came out as (a view of) a source's data: an op torch defines as a new tensor
     (sum over axes of size 1, roll by 0, cat of one tensor, repeat by ones, sort of one element) that is a no-op here.
     Shared, an in-place write into either would show in the other, and a realized one would alias the source's buffer.
-    A lazy graph is taken as it is, by a tensor that is no view (realized, it gets a buffer of its own); a buffer under
-    reshapes (which is realized already) gets a `* 1` node (folded away in the kernel) that is not that buffer."""
+    A lazy graph is taken as it is, by a tensor that is no view (realized, it gets a buffer of its own); over a buffer or a
+    pending assign (realized, both are the target buffer) it gets a `* 1` node (folded away in the kernel)."""
     def root(u: UOp) -> UOp:
       while u.op in GroupOp.Movement: u = u.src[0]
       return u
     if not any(self is s or root(self.uop) is root(s.uop) for s in srcs): return self
-    if base_buffer(self.uop) is None: return Tensor(self.uop)
+    if root(self.uop).op not in (Ops.BUFFER, Ops.ASSIGN): return Tensor(self.uop)
     return self.bitwise_or(False) if self.dtype == dtypes.bool else self * 1
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""

@@ -242,12 +242,13 @@ NEW_TENSOR_OPS = {
   "pad_that_cuts": (lambda t: t.pad((-1, 0)), lambda a: a[:, 1:]),   # torch's F.pad with a negative amount copies too
 }
 
-@pytest.mark.parametrize("realized", [True, False], ids=["realized", "lazy"])
+@pytest.mark.parametrize("realized", [True, False, "pending_assign"], ids=["realized", "lazy", "pending_assign"])
 @pytest.mark.parametrize("op", list(NEW_TENSOR_OPS))
 def test_a_new_tensor_is_not_an_alias_of_its_input(op, realized):
   f, ref = NEW_TENSOR_OPS[op]
   a = np.array([[-3., 2., 5.]], np.float32)
-  y = Tensor(a.copy()).realize() if realized else Tensor(a.copy()) + 0
+  y = Tensor(a.copy()).realize() if realized is True else Tensor(a.copy()) + 0
+  if realized == "pending_assign": y = Tensor.zeros(1, 3).contiguous().realize().assign(Tensor(a.copy()))   # (realized: its target's buffer)
   r = f(y)
   r += 1   # writes r only
   np.testing.assert_array_equal(y.numpy(), a)
