@@ -334,10 +334,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     held: dict[UOp, UOp] = {}
     results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
     copies: list[tuple[Tensor, UOp]] = []
-    for t in direct + kept:
-      if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
-      old = t.uop
-      t._set_uop(results[t.uop])
+    # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
+    olds = [(t, t.uop) for t in direct + kept]
+    for t, old in olds:
+      if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
+      t._set_uop(results[old])
       # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
       if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
     for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)

@@ -325,3 +325,14 @@ def test_realizing_a_view_and_a_view_made_from_it_together():
   s = r[1:]
   Tensor.realize(r, s)
   np.testing.assert_array_equal(s.numpy(), [4, 6, 8])
+
+def test_realizing_a_lazy_tensor_and_its_view_together():
+  # the base's new buffer rebased its view before the view's own result was looked up by its old graph (KeyError)
+  b = Tensor([1.0]) + 0
+  p = b.pad(((0, 1),))
+  Tensor.realize(b, p)
+  np.testing.assert_array_equal(p.numpy(), [1, 0])
+  b = Tensor([1.0, 2.0]) * 3
+  v = b[::-1]
+  Tensor.realize(b, v)
+  np.testing.assert_array_equal(v.numpy(), [6, 3])
