@@ -160,8 +160,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
   # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
-  # _parent: the tensor a view was made from (a view of a view: that view), which it follows once that view is realized
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parent", "__weakref__")
+  # _parents: the tensors a view was made from, nearest first (a view of a view: that view, then its own), weakly held; it
+  # follows the nearest one realized into a copy of its own
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -175,7 +176,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._graph: UOp | None = None
     self._virtual = False
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
-    self._parent: weakref.ref[Tensor] | None = None
+    self._parents: tuple[weakref.ref[Tensor], ...] = ()
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
@@ -866,7 +867,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     other view sees it)."""
     ret = Tensor(fn(self.uop))
     base = self._view_of if self._view_of is not None else self
-    ret._view_of, ret._parent = base, weakref.ref(self)
+    ret._view_of, ret._parents = base, (weakref.ref(self),) + self._parents
     # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
     # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
     # inverts them on the whole tensor
@@ -890,11 +891,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     base = self._view_of
     self._detach_view()
     if base is None or not base._views: return
-    def made_from_self(v: Tensor) -> bool:
-      p = v._parent() if v._parent is not None else None
-      while p is not None and p is not self: p = p._parent() if p._parent is not None else None
-      return p is self
-    for v in [v for v in base._views.values() if made_from_self(v)]:
+    for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:
       if (u := _rebase_view(v.uop, old, self.uop)) is None: continue
       base._views.pop(id(v), None)
       v.uop, v._view_of = u, self

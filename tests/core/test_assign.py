@@ -336,3 +336,12 @@ def test_realizing_a_lazy_tensor_and_its_view_together():
   v = b[::-1]
   Tensor.realize(b, v)
   np.testing.assert_array_equal(v.numpy(), [6, 3])
+
+def test_an_indexed_view_of_a_realized_result_follows_it():
+  # s[0] is made through an intermediate view (shrink, then reshape) that nothing holds: it was the only parent s[0] knew
+  y = Tensor([[-3.0, -2.0], [-1.0, 0.0]]).realize()
+  s = y.sum(0)
+  v = s[0]
+  s.realize()
+  y.assign(Tensor.zeros(2, 2).contiguous()).realize()
+  assert v.item() == -4
