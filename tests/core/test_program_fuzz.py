@@ -267,8 +267,28 @@ def run_program(device, prog):
     elif kind == "check": _check(e.t, e.a, f"entry {k1 % len(ents)} at step {i}")
   p.check_all("the program")
 
+def _ex(bases, steps): return (bases, steps, [(slice(0, 0, 1),) * 4] * len(steps))
+F0, F1, F21, F22, L1 = ((0,), "float32", "realized"), ((1,), "float32", "realized"), ((2, 1), "float32", "realized"), ((2, 2), "float32", "realized"), ((1,), "float32", "lazy")
+
 @settings(max_examples=80, deadline=None)
 @given(prog=programs())
+# a realized sum over an axis of size 1 was its input's buffer: a write into the input changed it
+@example(prog=_ex([F0, F1], [("reduce", 1, 0, 0), ("view", 0, 0, 0), ("write", 1, 0, 0)]))
+# a view of a realized sum (a view of the reduce inside) kept reading the input
+@example(prog=_ex([F0, F21], [("reduce", 1, 0, 0), ("view", 290, 1, 0), ("write", 1, 0, 0)]))
+@example(prog=_ex([F0, F22, F0], [("reduce", 1, 0, 0), ("view", 3, 5, 0), ("write", 1, 0, 0)]))   # s[-1], made through a view nothing holds
+# b.assign(c) into a lazy b took c's buffer: a later write into either showed in both
+@example(prog=_ex([L1], [("elementwise", 0, 0, 0), ("write", 1, 0, 1), ("write", 32, 1, 0), ("write", 0, 0, 0)]))
+# t[0:0] = (empty) stored the empty value into a one-element t
+@example(prog=_ex([F0, F1], [("write", 81, 0, 0)]))
+# pad by zeros was a writable view of its input
+@example(prog=_ex([F1], [("view", 0, 6, 0), ("write", 0, 0, 0)]))
+# numpy() of a view of a lazy tensor realized the view on its own: it no longer followed its base
+@example(prog=_ex([F0, F0], [("reduce", 0, 4, 0), ("write", 1, 0, 0), ("view", 98, 1, 0), ("check", 3, 0, 0), ("view", 0, 0, 0), ("write", 152, 0, 0)]))
+# realizing a lazy tensor and a view of it together raised KeyError
+@example(prog=_ex([F0, F0, L1], [("view", 104, 6, 0), ("realize", 0, 0, 0)]))
+# a sum over a size-1 axis of a pending assign was, once realized, the assign's target buffer
+@example(prog=_ex([F1, F0], [("write", 0, 0, 1), ("reduce", 0, 0, 0), ("write", 0, 0, 0)]))
 def test_random_programs_match_numpy(prog): run_program(None, prog)
 
 # ---- gradients: random programs over leaves, against torch's autograd ----
