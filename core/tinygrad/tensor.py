@@ -380,6 +380,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
+      # a view realized into copies of its own leaves its base, as on one device (else the base's next write remade it)
+      b = t._view_of
+      if b is not None and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
+        t._own_views(old)
     return self
   @staticmethod
   def _live_contiguous(roots: dict[UOp, None], nodes: dict[UOp, None]) -> list[Tensor]:
@@ -557,11 +561,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     Shared, an in-place write into either would show in the other, and a realized one would alias the source's buffer.
     A lazy graph is taken as it is, by a tensor that is no view (realized, it gets a buffer of its own); over a buffer or a
     pending assign (realized, both are the target buffer) it gets a `* 1` node (folded away in the kernel)."""
-    def root(u: UOp) -> UOp:
-      while u.op in GroupOp.Movement: u = u.src[0]
-      return u
-    if not any(self is s or root(self.uop) is root(s.uop) for s in srcs): return self
-    if root(self.uop).op not in (Ops.BUFFER, Ops.ASSIGN): return Tensor(self.uop)
+    def roots(u: UOp) -> list[UOp]:   # (a multi-device tensor's: one per shard)
+      out = []
+      for s in u.src if u.op is Ops.MULTI else (u,):
+        while s.op in GroupOp.Movement: s = s.src[0]
+        out.append(s)
+      return out
+    mine = roots(self.uop)
+    if not any(self is s or len(r := roots(s.uop)) == len(mine) and all(a is b for a, b in zip(mine, r)) for s in srcs): return self
+    if all(r.op not in (Ops.BUFFER, Ops.ASSIGN) for r in mine): return Tensor(self.uop)
     return self.bitwise_or(False) if self.dtype == dtypes.bool else self * 1
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""
