@@ -179,6 +179,11 @@ def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list) -> tuple[int, 
   for b, d in enumerate(new):
     if sint_eq(acc, pre):
       rest = prod(new[b+1:])
+      # (an empty tensor, rest 0: the axis stays where a dim of its size is, its shards' sizes as they were)
+      if isinstance(rest, int) and rest == 0:
+        if sint_eq(d, shape[ax]): return b, list(sizes)
+        acc = acc * d
+        continue
       per = [_ratio(s * post, rest) for s in sizes]
       if all(p is not None for p in per): return b, [ssimplify(p) for p in per]
     acc = acc * d

@@ -96,3 +96,9 @@ def test_a_realized_view_of_a_sharded_tensor_keeps_its_values(axis):
   e.assign(Tensor([0.0, 0.0]).shard(PAIRS["CPU"], axis=axis)).realize()
   np.testing.assert_array_equal(v.numpy(), [4, -3])
   np.testing.assert_array_equal(p.numpy(), [0, -3, 4, 0, 0])
+
+def test_reshape_of_an_empty_sharded_tensor():
+  # the shards' sizes after the reshape were computed as 0 // 0 (ZeroDivisionError)
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert t.reshape(1, 2, 0).expand(2, 2, 0).numpy().shape == (2, 2, 0)
+  assert t.reshape(2, 0, 1).numpy().shape == (2, 0, 1)
