@@ -111,6 +111,8 @@ def _copy(u: UOp, d: str) -> UOp:
   c = u
   while c.op in GroupOp.Movement or c.op is Ops.CAST: c = c.src[0]
   if c.op is Ops.CONST: return u.substitute({n: _dev(d) for n in u.toposort() if n.op is Ops.DEVICE})
+  # nothing to move either: an empty piece's COPYs (each shard's empty graph the same node) ordered as a cycle of assigns
+  if any(isinstance(s, int) and s == 0 for s in u.shape): return UOp.const(u.dtype, 0, src=(_dev(d),)).reshape((1,) * len(u.shape)).expand(u.shape)
   return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
 def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
   return tuple(v if i == axis else (other(s) if callable(other) else other) for i, s in enumerate(shape))

@@ -102,3 +102,8 @@ def test_reshape_of_an_empty_sharded_tensor():
   t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
   assert t.reshape(1, 2, 0).expand(2, 2, 0).numpy().shape == (2, 2, 0)
   assert t.reshape(2, 0, 1).numpy().shape == (2, 0, 1)
+
+def test_gathering_an_empty_lazy_sharded_tensor():
+  # its shards' empty graphs are one node: the COPYs between the devices were ordered as a cycle of assigns
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0) + 0
+  np.testing.assert_array_equal(t.pad(((1, 0), (1, 0))).numpy(), np.zeros((3, 1), np.float32))
