@@ -128,6 +128,9 @@ def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
     p = s.shrink(_on_axis(s.shape, ax, (l2 - b, h2 - b), lambda n: (0, n)))
     if s.device != d: p = _copy(p, d)
     parts.append(p.pad(_on_axis(p.shape, ax, (l2 - lo, hi - h2), (0, 0))))
+  if not parts:   # an empty range: no shard has a piece of it
+    shape = _on_axis(m.shape, ax, hi - lo, lambda n: n)
+    return UOp.const(m.dtype, 0, src=(_dev(d),)).reshape((1,) * len(shape)).expand(shape)
   return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
 
 def allgather(m: UOp) -> UOp:

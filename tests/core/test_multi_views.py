@@ -107,3 +107,9 @@ def test_gathering_an_empty_lazy_sharded_tensor():
   # its shards' empty graphs are one node: the COPYs between the devices were ordered as a cycle of assigns
   t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0) + 0
   np.testing.assert_array_equal(t.pad(((1, 0), (1, 0))).numpy(), np.zeros((3, 1), np.float32))
+
+@pytest.mark.parametrize("shape", [(0,), (1, 0)])
+def test_broadcasting_an_empty_sharded_tensor(shape):
+  # relaid out onto t's shards, an empty range of the axis had no pieces to add up (reduce() of an empty list)
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert (t + t.reshape(shape)).numpy().shape == (2, 0)
