@@ -695,9 +695,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       new = UOp(Ops.ASSIGN, self.dtype, (tgt, v))
     elif self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
     elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
-    # nothing else can see an unrealized tensor's buffer: take the value; a buffer (`b.assign(c)`) as a value of its own, else
-    # both tensors held c's buffer and a write into either showed in the other
-    else: new = v if base_buffer(v) is None else Tensor(v)._own(Tensor(v)).uop
+    # nothing else can see an unrealized tensor's buffer: take the value; a buffer or a pending assign (`b.assign(c)`, also
+    # per shard) as a value of its own, else both tensors held c's buffer and a write into either showed in the other
+    else: new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new)
     if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self

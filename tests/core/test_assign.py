@@ -345,3 +345,14 @@ def test_an_indexed_view_of_a_realized_result_follows_it():
   s.realize()
   y.assign(Tensor.zeros(2, 2).contiguous()).realize()
   assert v.item() == -4
+
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")], ids=["one_device", "sharded"])
+def test_assign_of_a_pending_assign_into_a_lazy_tensor_copies_it(devs):
+  # the lazy target took the source's ASSIGN node: once realized, both were its target's buffer
+  c = Tensor([1.0]).realize() if devs is None else Tensor([1.0]).shard(devs).realize()
+  c += 1
+  b = c * 5
+  b.assign(c)
+  b.realize()
+  c.assign(c * 0).realize()
+  np.testing.assert_array_equal(b.numpy(), [2])
