@@ -75,12 +75,14 @@ def programs(draw, n_steps: int = 10):
   return bases, steps, slices
 
 class Program:
-  def __init__(self, device: str | tuple):
-    self.device, self.entries, self.rng = device, [], np.random.default_rng(0)
+  def __init__(self, device: str | tuple | None, axis: int | None = None):
+    self.device, self.axis, self.entries = device, axis, []
 
   def _tensor(self, a: np.ndarray) -> Tensor:
+    # several devices: sharded along `axis` where the tensor has one of 2 or more, else replicated
     t = Tensor(a.copy(), device=self.device if isinstance(self.device, str) else None)
-    return t.shard(self.device) if isinstance(self.device, tuple) else t
+    if not isinstance(self.device, tuple): return t
+    return t.shard(self.device, axis=self.axis if self.axis is not None and a.ndim > self.axis and a.shape[self.axis] >= 2 else None)
 
   def add_base(self, shape: tuple, dt: str, how: str):
     a = (np.arange(int(np.prod(shape))).reshape(shape) % 7 - 3).astype(dt)
@@ -234,9 +236,9 @@ class Program:
   def check_all(self, what: str):
     for i, e in enumerate(self.entries): _check(e.t, e.a, f"entry {i} {'(a view)' if e.base is not None else ''} after {what}")
 
-def run_program(device, prog):
+def run_program(device, prog, axis: int | None = None):
   bases, steps, slices = prog
-  p = Program(device)
+  p = Program(device, axis)
   for s, dt, how in bases: p.add_base(s, dt, how)
   for i, ((kind, k1, k2, c), sl) in enumerate(zip(steps, slices)):
     ents = p.entries
@@ -290,6 +292,17 @@ F0, F1, F21, F22, L1 = ((0,), "float32", "realized"), ((1,), "float32", "realize
 # a sum over a size-1 axis of a pending assign was, once realized, the assign's target buffer
 @example(prog=_ex([F1, F0], [("write", 0, 0, 1), ("reduce", 0, 0, 0), ("write", 0, 0, 0)]))
 def test_random_programs_match_numpy(prog): run_program(None, prog)
+
+# the same programs on two devices: every tensor replicated, or split along its first axis (where it has 2 or more rows)
+@pytest.mark.parametrize("axis", [None, 0], ids=["replicated", "split"])
+@settings(max_examples=25, deadline=None)
+@given(prog=programs())
+# pad by zeros and gathering the empty shards of a lazy tensor (a cycle of COPYs)
+@example(prog=_ex([F1], [("view", 0, 6, 0), ("write", 0, 0, 0)]))
+@example(prog=_ex([((2, 0), "float32", "lazy")], [("view", 1, 6, 0)]))
+# a realized pad of a sharded tensor was remade from its base's next write
+@example(prog=_ex([F0, F0, F1], [("view", 227, 6, 0), ("write", 128, 0, 0)]))
+def test_random_sharded_programs_match_numpy(prog, axis): run_program(("CPU:0", "CPU:1"), prog, axis)
 
 # ---- gradients: random programs over leaves, against torch's autograd ----
 
