@@ -522,7 +522,7 @@ class NNMixin:
     x = self._float()
     pos = x > 0
     m, n = pos.where(x, 0), pos.where(0, x)   # max(x, 0) and min(x, 0), each with the gradient of its own side
-    return n - (1 + (n - m).exp()).log()
+    return n - (n - m).exp()._log1p()   # (log(1 + e) lost e's digits: logsigmoid(15) was 17% off, logsigmoid(30) 0)
   def softmin(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """softmax(-x) along `axis`."""
     return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
