@@ -367,7 +367,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
-    for x, u in zip(xs, substitute_all([x.uop for x in xs], done)): x.uop = u
+    olds = [x.uop for x in xs]
+    for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
+    # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
+    for x, old in zip(xs, olds):
+      if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}

@@ -57,7 +57,7 @@ def _reshapes(shape: tuple) -> list[tuple]:
 
 VIEWS = ["slice", "flip", "permute", "reshape", "shrink", "index", "pad", "expand"]
 ELEMENTWISE = ["add", "sub", "mul_const", "neg", "maximum", "where", "abs", "div_const", "floordiv_const", "mod_const", "cast"]
-WRITES = ["assign_const", "assign_self_view", "assign_other", "iadd", "imul", "setitem", "setitem_iadd", "assign_reduce"]
+WRITES = ["assign_const", "assign_self_view", "assign_other", "iadd", "imul", "setitem", "setitem_iadd", "assign_reduce", "setitem_index"]
 
 def _slice(draw, n: int) -> slice:
   step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
@@ -214,6 +214,15 @@ class Program:
       else:
         t[idx] += c
         a[idx] += np.array(c, a.dtype)
+    elif kind == "setitem_index":   # t[idx] = t[other] by index lists or tensors (a repeated index: the last write wins)
+      if a.ndim == 0 or a.shape[0] == 0: return
+      rng = np.random.default_rng(c + 3)
+      n = a.shape[0]
+      idx, other = rng.integers(0, n, 1 + c % 3).tolist(), rng.integers(0, n, 1 + c % 3).tolist()
+      as_tensor = c % 2 == 0
+      it = Tensor(idx, dtype=dtypes.int32) if as_tensor else idx
+      t[it] = t[Tensor(other, dtype=dtypes.int32) if as_tensor else other]
+      a[idx] = a[other]
     elif kind == "assign_reduce":   # the target's own sum, broadcast back (reads every element before any is written)
       s = t.sum(0, keepdim=True) if a.ndim else t * 1
       v, va = fit(s, a.sum(0, keepdims=True) if a.ndim else a * 1)
