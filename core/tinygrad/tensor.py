@@ -477,7 +477,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     t.realize()
     base = base_buffer(t.uop)
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")
-    return buffer_of(base).as_buffer()
+    # a copy's bytes are copied out while it lives: the view of its memory outlived it, and another thread's next buffer
+    # (the allocator hands freed memory out again) overwrote what numpy() was about to read
+    return buffer_of(base).as_buffer() if t is self else memoryview(bytearray(buffer_of(base).as_buffer()))
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
     if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or not all_int(self.shape) or self.numel() == 0: return self.numpy().tolist()
