@@ -219,9 +219,11 @@ class Program:
       rng = np.random.default_rng(c + 3)
       n = a.shape[0]
       idx, other = rng.integers(0, n, 1 + c % 3).tolist(), rng.integers(0, n, 1 + c % 3).tolist()
-      as_tensor = c % 2 == 0
-      it = Tensor(idx, dtype=dtypes.int32) if as_tensor else idx
-      t[it] = t[Tensor(other, dtype=dtypes.int32) if as_tensor else other]
+      def index(ix: list[int]) -> Tensor | list[int]:   # on the target's devices (replicated there)
+        if c % 2: return ix
+        it = Tensor(ix, dtype=dtypes.int32, device=self.device if isinstance(self.device, str) else None)
+        return it.shard(self.device) if isinstance(self.device, tuple) else it
+      t[index(idx)] = t[index(other)]
       a[idx] = a[other]
     elif kind == "assign_reduce":   # the target's own sum, broadcast back (reads every element before any is written)
       s = t.sum(0, keepdim=True) if a.ndim else t * 1
