@@ -228,6 +228,8 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
     nax, nsz = r
     return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
+  if op is Ops.RESHAPE and any(isinstance(s, int) and s == 0 for s in m.shape):   # no elements to move: replicated empties
+    return multi([UOp.const(m.dtype, 0, src=(_dev(d),)).reshape((1,) * len(arg)).expand(arg) for d in m.device], None)
   if op is Ops.RESHAPE:   # as public tinygrad: a reshape may not move elements from one shard to another
     raise RuntimeError(f"reshape from {m.shape} to {arg} moves items between the shards of a tensor {describe(m)}; reshape so the "
                        "sharded axis stays whole (or splits along it), or gather it first with .to(device)")

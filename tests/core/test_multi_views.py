@@ -113,3 +113,8 @@ def test_broadcasting_an_empty_sharded_tensor(shape):
   # relaid out onto t's shards, an empty range of the axis had no pieces to add up (reduce() of an empty list)
   t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
   assert (t + t.reshape(shape)).numpy().shape == (2, 0)
+
+def test_any_reshape_of_an_empty_sharded_tensor():
+  # nothing moves between the shards: it was refused as one that "moves items between the shards"
+  t = Tensor(np.zeros((2, 0, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert (t.reshape(0, 0, 2) + 1).numpy().shape == (0, 0, 2)
