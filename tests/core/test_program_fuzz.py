@@ -256,7 +256,10 @@ def run_program(device, prog, axis: int | None = None):
     e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
     if kind == "view":
       if e.a.ndim == 0: continue
-      r = p.view(e, VIEWS[k2 % len(VIEWS)], sl, k1)
+      try: r = p.view(e, VIEWS[k2 % len(VIEWS)], sl, k1)
+      except RuntimeError as err:   # a reshape that moves elements between shards is refused (as in public tinygrad)
+        if "moves items between the shards" not in str(err): raise
+        continue
       if r is None: continue
       t, a, w = r
       # a view writes into e's tensor and follows its writes; expand follows them too (numpy's broadcast_to is a view), but
