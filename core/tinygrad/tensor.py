@@ -902,11 +902,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _own_views(self, old: UOp) -> None:
     # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
     # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph
-    base = self._view_of
+    base, mine = self._view_of, self._replay or ()
     self._detach_view()
     if base is None or not base._views: return
     for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:
-      if (u := _rebase_view(v.uop, old, self.uop)) is None: continue
+      if v._replay is not None and self.uop.op is Ops.MULTI and v._replay[:len(mine)] == mine:
+        # a multi-device view is remade from its ops (its graph may be rebased on the base's buffers already): those after self's
+        v._replay = v._replay[len(mine):]
+        u = v._replayed(self.uop)
+      elif (u := _rebase_view(v.uop, old, self.uop)) is None: continue
       base._views.pop(id(v), None)
       v.uop, v._view_of = u, self
       if self._views is None: self._views = weakref.WeakValueDictionary()

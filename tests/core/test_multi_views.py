@@ -118,3 +118,14 @@ def test_any_reshape_of_an_empty_sharded_tensor():
   # nothing moves between the shards: it was refused as one that "moves items between the shards"
   t = Tensor(np.zeros((2, 0, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
   assert (t.reshape(0, 0, 2) + 1).numpy().shape == (0, 0, 2)
+
+def test_a_view_of_a_realized_view_of_a_sharded_tensor_follows_it():
+  # f was made from p; p's realize rebased the lazy base onto its buffer first, which remade f from the base, so f no longer
+  # went through p's old graph and stayed a view of the base: the base's next write reached f and not p
+  e = Tensor([-3.0]).shard(PAIRS["CPU"]) + 0
+  p = e.pad(((1, 0),))
+  f = p.flip(0)
+  p.realize()
+  e.assign(Tensor([0.0]).shard(PAIRS["CPU"])).realize()
+  np.testing.assert_array_equal(p.numpy(), [0, -3])
+  np.testing.assert_array_equal(f.numpy(), [-3, 0])

@@ -56,8 +56,10 @@ def _reshapes(shape: tuple) -> list[tuple]:
   return outs + ([shape[::-1]] if len(shape) > 1 and 0 in shape else []) + ([shape + (1,)] if len(shape) < 3 else [])
 
 VIEWS = ["slice", "flip", "permute", "reshape", "shrink", "index", "pad", "expand"]
-ELEMENTWISE = ["add", "sub", "mul_const", "neg", "maximum", "where", "abs", "div_const", "floordiv_const", "mod_const", "cast"]
-WRITES = ["assign_const", "assign_self_view", "assign_other", "iadd", "imul", "setitem", "setitem_iadd", "assign_reduce", "setitem_index"]
+ELEMENTWISE = ["add", "sub", "mul_const", "neg", "maximum", "where", "abs", "div_const", "floordiv_const", "mod_const", "cast",
+               "sigmoid", "clip", "contiguous", "detach", "cumsum"]
+WRITES = ["assign_const", "assign_self_view", "assign_other", "iadd", "imul", "setitem", "setitem_iadd", "assign_reduce", "setitem_index",
+          "isub", "idiv"]
 
 def _slice(draw, n: int) -> slice:
   step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
@@ -142,6 +144,11 @@ class Program:
     if kind == "abs": return t.abs(), np.abs(a)
     if kind == "div_const": return t / 4, (a / 4).astype(np.float32)
     if kind == "cast": return (t.cast(dtypes.int32), _ref_cast(a, np.int32)) if fl else (t.cast(dtypes.float32), a.astype(np.float32))
+    if kind == "sigmoid": return t.sigmoid(), (1 / (1 + np.exp(-a.astype(np.float64)))).astype(np.float32)
+    if kind == "clip": return t.clip(-1, 2), np.clip(a, -1, 2)
+    if kind == "contiguous": return t.contiguous(), a.copy()   # (torch's contiguous() of a contiguous tensor is itself)
+    if kind == "detach": return t.detach() * 1, a.copy()
+    if kind == "cumsum": return (t.cumsum(0), np.cumsum(a, 0)) if a.ndim else (t * 1, a.copy())
     d = c if c != 0 else 2
     if kind == "floordiv_const": return t // d, (np.floor_divide(a, np.array(d, a.dtype)))
     if kind == "mod_const": return t % d, (np.mod(a, np.array(d, a.dtype)))
@@ -177,7 +184,7 @@ class Program:
     self.before_write(target)
     # a pending assign is a lazy value too: it reads its source when it runs (so it is realized before the source is written)
     tb = target.base if target.base is not None else target
-    if kind in ("assign_other", "iadd", "imul", "setitem"): tb.reads = tb.own_reads | src.reads
+    if kind in ("assign_other", "iadd", "imul", "setitem", "isub"): tb.reads = tb.own_reads | src.reads
     if kind == "assign_const":
       t.assign(self._tensor(np.full(a.shape, c, a.dtype)))
       a[...] = c
@@ -192,6 +199,17 @@ class Program:
       v, va = fit(src.t, src.a)
       t.assign(v)
       a[...] = va
+    elif kind in ("isub", "idiv"):   # t -= src (reading the target's other elements where src is a view of it); t //= c, t /= 4
+      if kind == "isub":
+        v, va = fit(src.t, src.a)
+        t -= v
+        a -= va
+      elif a.dtype.kind == "f":
+        t /= 4
+        a /= np.float32(4)
+      else:
+        t //= (c or 3)
+        a //= np.int32(c or 3)
     elif kind in ("iadd", "imul"):
       v, va = fit(src.t, src.a)   # the source may be a view of the target
       if kind == "imul": v, va = fit(v.clip(-2, 2), np.clip(va, -2, 2))
