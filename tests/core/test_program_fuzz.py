@@ -334,6 +334,8 @@ def test_random_programs_match_numpy(prog): run_program(None, prog)
 @example(prog=_ex([((2, 0), "float32", "lazy")], [("view", 1, 6, 0)]))
 # a realized pad of a sharded tensor was remade from its base's next write
 @example(prog=_ex([F0, F0, F1], [("view", 227, 6, 0), ("write", 128, 0, 0)]))
+# a flip of a pad of a lazy sharded tensor, the pad realized first: the flip stayed a view of the base
+@example(prog=_ex([L1], [("view", 1, 6, 0), ("view", 1, 1, 0), ("write", 0, 0, 0)]))
 def test_random_sharded_programs_match_numpy(prog, axis): run_program(("CPU:0", "CPU:1"), prog, axis)
 
 # ---- gradients: random programs over leaves, against torch's autograd ----
