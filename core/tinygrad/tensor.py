@@ -906,6 +906,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._detach_view()
     if base is None or not base._views: return
     for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:
+      u: UOp | None
       if v._replay is not None and self.uop.op is Ops.MULTI and v._replay[:len(mine)] == mine:
         # a multi-device view is remade from its ops (its graph may be rebased on the base's buffers already): those after self's
         v._replay = v._replay[len(mine):]
