@@ -111,6 +111,8 @@ def _copy(u: UOp, d: str) -> UOp:
   c = u
   while c.op in GroupOp.Movement or c.op is Ops.CAST: c = c.src[0]
   if c.op is Ops.CONST: return u.substitute({n: _dev(d) for n in u.toposort() if n.op is Ops.DEVICE})
+  # nothing to move either: an empty piece's COPYs (each shard's empty graph the same node) ordered as a cycle of assigns
+  if any(isinstance(s, int) and s == 0 for s in u.shape): return UOp.const(u.dtype, 0, src=(_dev(d),)).reshape((1,) * len(u.shape)).expand(u.shape)
   return UOp(Ops.COPY, u.dtype, (u, _dev(d)))
 def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
   return tuple(v if i == axis else (other(s) if callable(other) else other) for i, s in enumerate(shape))
@@ -126,6 +128,9 @@ def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
     p = s.shrink(_on_axis(s.shape, ax, (l2 - b, h2 - b), lambda n: (0, n)))
     if s.device != d: p = _copy(p, d)
     parts.append(p.pad(_on_axis(p.shape, ax, (l2 - lo, hi - h2), (0, 0))))
+  if not parts:   # an empty range: no shard has a piece of it
+    shape = _on_axis(m.shape, ax, hi - lo, lambda n: n)
+    return UOp.const(m.dtype, 0, src=(_dev(d),)).reshape((1,) * len(shape)).expand(shape)
   return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
 
 def allgather(m: UOp) -> UOp:
@@ -179,6 +184,11 @@ def _reshape_axis(shape: tuple, new: tuple, ax: int, sizes: list) -> tuple[int, 
   for b, d in enumerate(new):
     if sint_eq(acc, pre):
       rest = prod(new[b+1:])
+      # (an empty tensor, rest 0: the axis stays where a dim of its size is, its shards' sizes as they were)
+      if isinstance(rest, int) and rest == 0:
+        if sint_eq(d, shape[ax]): return b, list(sizes)
+        acc = acc * d
+        continue
       per = [_ratio(s * post, rest) for s in sizes]
       if all(p is not None for p in per): return b, [ssimplify(p) for p in per]
     acc = acc * d
@@ -218,6 +228,8 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
     nax, nsz = r
     return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
+  if op is Ops.RESHAPE and any(isinstance(s, int) and s == 0 for s in m.shape):   # no elements to move: replicated empties
+    return multi([UOp.const(m.dtype, 0, src=(_dev(d),)).reshape((1,) * len(arg)).expand(arg) for d in m.device], None)
   if op is Ops.RESHAPE:   # as public tinygrad: a reshape may not move elements from one shard to another
     raise RuntimeError(f"reshape from {m.shape} to {arg} moves items between the shards of a tensor {describe(m)}; reshape so the "
                        "sharded axis stays whole (or splits along it), or gather it first with .to(device)")

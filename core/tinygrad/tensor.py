@@ -135,7 +135,14 @@ def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   return val if mask is None else mask.where(val, base)
 
 def _unview_mask_check(chain: list[UOp]) -> None:
-  # a view through PAD may only write positions that exist in the base: replay the written mask on the host to check
+  # a view through PAD may only write positions that exist in the base
+  if (pad := _reached_padding(chain)) is not None:
+    raise ValueError(f"assign: the target view reaches into padding (PAD {pad.arg} of shape {pad.src[0].shape}); only positions of the base tensor can be written")
+
+def _reached_padding(chain: list[UOp]) -> UOp | None:
+  """The PAD of the view `chain` (movement ops, top first) whose padding the view shows, or None: a strided slice pads
+  and cuts the padding away again. The mask of the view's positions is replayed on the host."""
+  if not any(n.op is Ops.PAD for n in chain): return None
   import numpy as np
   m = np.ones(chain[0].shape, dtype=bool)
   for n in chain:
@@ -144,11 +151,12 @@ def _unview_mask_check(chain: list[UOp]) -> None:
     elif n.op is Ops.PERMUTE: m = m.transpose(np.argsort(n.arg))
     elif n.op is Ops.FLIP: m = np.flip(m, tuple(i for i, f in enumerate(n.arg) if f))
     elif n.op is Ops.SHRINK: m = np.pad(m, [(b, s - e) for (b, e), s in zip(n.arg, src)])
+    elif n.op is Ops.EXPAND: m = np.asarray(m.any(axis=tuple(i for i, (a, b) in enumerate(zip(src, n.shape)) if a != b), keepdims=True))
     elif n.op is Ops.PAD:
       inner = tuple(slice(b, b + s) for (b, _), s in zip(n.arg, src))
-      if m.sum() != m[inner].sum():
-        raise ValueError(f"assign: the target view reaches into padding (PAD {n.arg} of shape {src}); only positions of the base tensor can be written")
+      if m.sum() != m[inner].sum(): return n
       m = m[inner]
+  return None
 
 def _is_path(x: Any) -> bool:
   # a pathlib path (without importing pathlib for `import tinygrad`: an object can only be one once pathlib is loaded)
@@ -160,7 +168,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
   # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "__weakref__")
+  # _parents: the tensors a view was made from, nearest first (a view of a view: that view, then its own), weakly held; it
+  # follows the nearest one realized into a copy of its own
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -174,6 +184,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._graph: UOp | None = None
     self._virtual = False
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
+    self._parents: tuple[weakref.ref[Tensor], ...] = ()
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
@@ -304,11 +315,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return base is not None and has_buffer(base) and buffer_of(base).is_allocated()
   def _views_a_buffer(self) -> bool:
     """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is (on
-    several devices: each shard a view of the base's shard on its device)."""
+    several devices: each shard a view of the base's shard on its device). A pad is not: it is a value of its own once
+    realized, as torch's F.pad and numpy's np.pad make one."""
     base = self._view_of
-    if base is None or self._virtual: return False
+    if base is None or self._virtual or not all_int(self.shape): return False
     def on_buffer(v: UOp, b: UOp) -> bool:
-      return (bb := base_buffer(b)) is not None and has_buffer(bb) and buffer_of(bb).is_allocated() and _movement_chain(v, bb) is not None
+      if (bb := base_buffer(b)) is None or not has_buffer(bb) or not buffer_of(bb).is_allocated(): return False
+      return (chain := _movement_chain(v, bb)) is not None and _reached_padding(chain) is None
     if self.uop.op is Ops.MULTI:
       return base.uop.op is Ops.MULTI and len(self.uop.src) == len(base.uop.src) and all(map(on_buffer, self.uop.src, base.uop.src))
     return on_buffer(self.uop, base.uop)
@@ -344,11 +357,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     rl = list(roots)
     held: dict[UOp, UOp] = {}
     results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
-    for t in direct + kept:
-      if t.requires_grad is not False and dtypes.is_float(t.dtype) and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
-      t._set_uop(results[t.uop])
+    copies: list[tuple[Tensor, UOp]] = []
+    # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
+    olds = [(t, t.uop) for t in direct + kept]
+    for t, old in olds:
+      if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
+      t._set_uop(results[old])
       # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
-      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): t._detach_view()
+      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
+    for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
     # every realized assign is now its target's buffer: no live tensor may run it a second time
     amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN}
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -373,19 +390,37 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
-    for x, u in zip(xs, substitute_all([x.uop for x in xs], done)): x.uop = u
+    olds = [x.uop for x in xs]
+    for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
+    # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
+    for x, old in zip(xs, olds):
+      if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
+  def _pads(self) -> bool:
+    # whether this multi-device view that gathered shards shows padding: its ops replayed on a stand-in for the whole tensor
+    base = self._view_of
+    if base is None or not all_int(base.shape): return True
+    stand_in = new_buffer(base.device[0], prod(base.shape), base.dtype).reshape(base.shape)
+    return (chain := _movement_chain(self._replayed(stand_in), stand_in)) is None or _reached_padding(chain) is not None
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
     # autograd must not hold them (a shard's source buffer on the default device stayed allocated)
     olds = {id(t): t.uop for t in todo}
+    # a view of a realized tensor that gathers shards (a slice across them) is realized into copies but stays its view, as
+    # on one device: its base's writes remake it from its ops (`_replay`), and writing into it writes the base. A pad is
+    # a value of its own, as is a view of a lazy tensor (not computed as a whole)
+    stays = {id(t) for t in todo if t._view_of is not None and t._replay is not None and t._view_of._is_realized() and not t._pads()}
     Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
       old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
+      # any other view realized into copies of its own leaves its base, as on one device (else the base's next write remade it)
+      b = t._view_of
+      if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
+        t._own_views(old)
     return self
   @staticmethod
   def _live_contiguous(roots: dict[UOp, None], nodes: dict[UOp, None]) -> list[Tensor]:
@@ -463,19 +498,21 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if engine.capturing is not None:
       raise engine.JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
                      "that value would not change on replay; return the tensor from the jitted function instead")
-    # a view of a buffer is read through a copy: realizing it would make it a tensor of its own, no longer writing into
-    # its base (a view of a lazy computation is realized as usual, so a second read does not compute it again)
+    # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base nor
+    # seeing the base's writes (also a view of a lazy computation: `v = (x * 2)[::-1]; v.numpy(); v += 1` must write x * 2)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
     if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return buf.as_buffer()
     while b.op in GroupOp.Movement: b = b.src[0]
-    t = Tensor(self.uop) if self._virtual or self._views_a_buffer() or self._view_of is not None and not self._is_realized() and b.op in (Ops.BUFFER, Ops.ASSIGN) else self
+    t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() else self
     t.realize()
     base = base_buffer(t.uop)
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")
-    return buffer_of(base).as_buffer()
+    # a copy's bytes are copied out while it lives: the view of its memory outlived it, and another thread's next buffer
+    # (the allocator hands freed memory out again) overwrote what numpy() was about to read
+    return buffer_of(base).as_buffer() if t is self else memoryview(bytearray(buffer_of(base).as_buffer()))
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
     if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or not all_int(self.shape) or self.numel() == 0: return self.numpy().tolist()
@@ -557,6 +594,22 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     `.grad` like any float tensor (public tinygrad's rule; torch's detach() sets requires_grad=False instead). A view, as
     in torch: assigning into it writes into self."""
     return self._mv(lambda u: UOp(Ops.DETACH, u.dtype, (u,)))
+  def _own(self, *srcs: Tensor) -> Tensor:
+    """Self, or a value of its own where it came out as (a view of) a source's data: an op torch defines as a new tensor
+    (sum over axes of size 1, roll by 0, cat of one tensor, repeat by ones, sort of one element) that is a no-op here.
+    Shared, an in-place write into either would show in the other, and a realized one would alias the source's buffer.
+    A lazy graph is taken as it is, by a tensor that is no view (realized, it gets a buffer of its own); over a buffer or a
+    pending assign (realized, both are the target buffer) it gets a `* 1` node (folded away in the kernel)."""
+    def roots(u: UOp) -> list[UOp]:   # (a multi-device tensor's: one per shard)
+      out = []
+      for s in u.src if u.op is Ops.MULTI else (u,):
+        while s.op in GroupOp.Movement: s = s.src[0]
+        out.append(s)
+      return out
+    mine = roots(self.uop)
+    if not any(self is s or len(r := roots(s.uop)) == len(mine) and all(a is b for a, b in zip(mine, r)) for s in srcs): return self
+    if all(r.op not in (Ops.BUFFER, Ops.ASSIGN) for r in mine): return Tensor(self.uop)
+    return self.bitwise_or(False) if self.dtype == dtypes.bool else self * 1
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`."""
     dev = self.device if device is None else _canon_device(device)
@@ -681,7 +734,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       new = UOp(Ops.ASSIGN, self.dtype, (tgt, v))
     elif self._is_realized(): new = UOp(Ops.ASSIGN, self.dtype, (self.uop, v))
     elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
-    else: new = v  # nothing else can see an unrealized tensor's buffer: take the value
+    # nothing else can see an unrealized tensor's buffer: take the value; a buffer or a pending assign (`b.assign(c)`, also
+    # per shard) as a value of its own, else both tensors held c's buffer and a write into either showed in the other
+    else: new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new)
     if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self
@@ -859,7 +914,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     other view sees it)."""
     ret = Tensor(fn(self.uop))
     base = self._view_of if self._view_of is not None else self
-    ret._view_of = base
+    ret._view_of, ret._parents = base, (weakref.ref(self),) + self._parents
     # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
     # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
     # inverts them on the whole tensor
@@ -877,6 +932,23 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for v in list(self._views.values()):
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
+  def _own_views(self, old: UOp) -> None:
+    # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
+    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph
+    base, mine = self._view_of, self._replay or ()
+    self._detach_view()
+    if base is None or not base._views: return
+    for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:
+      u: UOp | None
+      if v._replay is not None and self.uop.op is Ops.MULTI and v._replay[:len(mine)] == mine:
+        # a multi-device view is remade from its ops (its graph may be rebased on the base's buffers already): those after self's
+        v._replay = v._replay[len(mine):]
+        u = v._replayed(self.uop)
+      elif (u := _rebase_view(v.uop, old, self.uop)) is None: continue
+      base._views.pop(id(v), None)
+      v.uop, v._view_of = u, self
+      if self._views is None: self._views = weakref.WeakValueDictionary()
+      self._views[id(v)] = v
   def _detach_view(self) -> None:
     if self._view_of is not None and self._view_of._views is not None: self._view_of._views.pop(id(self), None)
     self._view_of = None

@@ -219,3 +219,140 @@ def test_assign_cycle_is_named():
   times_a = a * 3                    # reads a's old value...
   a.assign(Tensor.full((4,), 2.).contiguous())
   with pytest.raises(RuntimeError, match="cycle of assigns.*realize what reads"): (a + (times_a - 1)).numpy()   # ...and the new one
+
+# ops that torch defines as making a new tensor, at arguments where they change nothing (a reduce over axes of size 1,
+# roll by a multiple of the size, cat of one tensor, repeat by ones, sort of one element): each came out as self or a
+# view of self, so writing into the result wrote into the input, and a realized result was the input's buffer
+NEW_TENSOR_OPS = {
+  "sum_size1": (lambda t: t.sum(0), lambda a: a.sum(0)),
+  "max_size1_keepdim": (lambda t: t.max(0, keepdim=True), lambda a: a.max(0, keepdims=True)),
+  "prod_size1": (lambda t: t.prod(0), lambda a: a.prod(0)),
+  "cumsum_size1": (lambda t: t.cumsum(0), lambda a: a.cumsum(0)),
+  "roll_by_size": (lambda t: t.roll(3, 1), lambda a: a),
+  "cat_one": (lambda t: Tensor.cat(t), lambda a: a),
+  "stack_one": (lambda t: Tensor.stack(t), lambda a: a[None]),
+  "repeat_ones": (lambda t: t.repeat(1, 1), lambda a: a),
+  "repeat_interleave_one": (lambda t: t.repeat_interleave(1, 0), lambda a: a),
+  "sort_one": (lambda t: t.sort(0)[0], lambda a: a),
+  "topk_one": (lambda t: t.topk(1, 0)[0], lambda a: a),
+  "einsum_identity": (lambda t: Tensor.einsum("ij->ij", t), lambda a: a),
+  "interpolate_same_size": (lambda t: t.reshape(1, 1, 3).interpolate((3,)), lambda a: a.reshape(1, 1, 3)),
+  "floor_of_ints": (lambda t: t.cast(dtypes.int32).floor(), lambda a: a.astype(np.int32)),
+  "pad_by_zeros": (lambda t: t.pad(((0, 0), (0, 0))), lambda a: a),
+  "pad_that_cuts": (lambda t: t.pad((-1, 0)), lambda a: a[:, 1:]),   # torch's F.pad with a negative amount copies too
+}
+
+@pytest.mark.parametrize("realized", [True, False, "pending_assign"], ids=["realized", "lazy", "pending_assign"])
+@pytest.mark.parametrize("op", list(NEW_TENSOR_OPS))
+def test_a_new_tensor_is_not_an_alias_of_its_input(op, realized):
+  f, ref = NEW_TENSOR_OPS[op]
+  a = np.array([[-3., 2., 5.]], np.float32)
+  y = Tensor(a.copy()).realize() if realized is True else Tensor(a.copy()) + 0
+  if realized == "pending_assign": y = Tensor.zeros(1, 3).contiguous().realize().assign(Tensor(a.copy()))   # (realized: its target's buffer)
+  r = f(y)
+  r += 1   # writes r only
+  np.testing.assert_array_equal(y.numpy(), a)
+  np.testing.assert_array_equal(r.numpy(), ref(a) + 1)
+  r.realize()
+  y.assign(Tensor.full(a.shape, 7.0)).realize()   # writes y only (r is realized: it keeps its value)
+  np.testing.assert_array_equal(r.numpy(), ref(a) + 1)
+
+@pytest.mark.parametrize("src_realized", [True, False], ids=["realized_source", "data_source"])
+def test_assign_of_a_buffer_into_a_lazy_tensor_copies_it(src_realized):
+  # the lazy target took the source's graph, its buffer: both tensors held one buffer, so b += 1 wrote into c (torch's
+  # b.copy_(c) copies)
+  c = Tensor([1.0, 2.0]).realize() if src_realized else Tensor([1.0, 2.0])
+  b = Tensor([5.0, 6.0]) + 0
+  b.assign(c)
+  b += 1
+  b.realize()
+  np.testing.assert_array_equal(c.numpy(), [1, 2])
+  np.testing.assert_array_equal(b.numpy(), [2, 3])
+  # and an assign into the other writes only it (here through a lazy tensor that took the value of one that took a buffer)
+  a = Tensor([-3.0]) + 0
+  d = Tensor([1.0]) + 0
+  a.assign(d.assign(Tensor([4.0])))
+  d.realize()
+  a.assign(Tensor([0.0])).realize()
+  np.testing.assert_array_equal(d.numpy(), [4])
+
+@pytest.mark.parametrize("make", [lambda y: y.sum(0), lambda y: (y * 2).reshape(2)], ids=["sum", "reshaped_product"])
+def test_a_view_of_a_realized_result_follows_it(make):
+  # s is a reshape view of the op's internal result; v, made from s, was registered on that internal result: when s was
+  # realized into a buffer of its own, v still read the lazy graph, so a later write into y reached v and not s
+  y = Tensor([[-3.0], [-2.0]]).realize()
+  s = make(y)
+  v = s.flip(0)
+  w = v[0:1]   # a view of that view
+  want = s.numpy()[::-1].copy()
+  s.realize()
+  y.assign(Tensor.zeros(2, 1).contiguous()).realize()
+  np.testing.assert_array_equal(v.numpy(), want)
+  np.testing.assert_array_equal(w.numpy(), want[0:1])
+  v += 1   # and writes through v reach s
+  np.testing.assert_array_equal(s.numpy(), want[::-1] + 1)
+
+@pytest.mark.parametrize("value", [lambda: Tensor.ones(0), lambda: Tensor(np.zeros((0,), np.float32)).realize()], ids=["ones", "realized"])
+def test_setitem_of_nothing_into_one_element_writes_nothing(value):
+  # the assign's region kernel (it writes only the view's elements) stored the empty value into a target of one element
+  t = Tensor([-3.0]).realize()
+  t[0:0] = value()
+  t[1:1] = value()
+  np.testing.assert_array_equal(t.numpy(), [-3])
+
+@pytest.mark.parametrize("make", [lambda: Tensor([1., 2., 3.]) * 2, lambda: Tensor([[1.], [2.], [3.]]).sum(1)], ids=["product", "sum"])
+def test_reading_a_view_of_a_lazy_tensor_keeps_it_a_view(make):
+  # numpy() realized the view itself, into a buffer of its own: it no longer saw its base's writes nor wrote into it
+  b = make()
+  v = b[::-1]
+  first = v.numpy()
+  np.testing.assert_array_equal(first, b.numpy()[::-1])
+  b.assign(Tensor([7., 8., 9.]))
+  np.testing.assert_array_equal(v.numpy(), [9, 8, 7])
+  v += 1
+  np.testing.assert_array_equal(b.numpy(), [8, 9, 10])
+
+def test_realizing_a_view_and_a_view_made_from_it_together():
+  # the first one's realize rebased the second onto its new buffer while the loop still looked the second up by its old
+  # graph (KeyError)
+  e = Tensor(np.zeros((0,), np.float32)).realize()
+  p = e.pad(((1, 0),))
+  q = p.pad(((1, 2),))
+  Tensor.realize(p, q)
+  np.testing.assert_array_equal(q.numpy(), np.zeros(4, np.float32))
+  y = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
+  r = (y * 2).reshape(4)
+  s = r[1:]
+  Tensor.realize(r, s)
+  np.testing.assert_array_equal(s.numpy(), [4, 6, 8])
+
+def test_realizing_a_lazy_tensor_and_its_view_together():
+  # the base's new buffer rebased its view before the view's own result was looked up by its old graph (KeyError)
+  b = Tensor([1.0]) + 0
+  p = b.pad(((0, 1),))
+  Tensor.realize(b, p)
+  np.testing.assert_array_equal(p.numpy(), [1, 0])
+  b = Tensor([1.0, 2.0]) * 3
+  v = b[::-1]
+  Tensor.realize(b, v)
+  np.testing.assert_array_equal(v.numpy(), [6, 3])
+
+def test_an_indexed_view_of_a_realized_result_follows_it():
+  # s[0] is made through an intermediate view (shrink, then reshape) that nothing holds: it was the only parent s[0] knew
+  y = Tensor([[-3.0, -2.0], [-1.0, 0.0]]).realize()
+  s = y.sum(0)
+  v = s[0]
+  s.realize()
+  y.assign(Tensor.zeros(2, 2).contiguous()).realize()
+  assert v.item() == -4
+
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")], ids=["one_device", "sharded"])
+def test_assign_of_a_pending_assign_into_a_lazy_tensor_copies_it(devs):
+  # the lazy target took the source's ASSIGN node: once realized, both were its target's buffer
+  c = Tensor([1.0]).realize() if devs is None else Tensor([1.0]).shard(devs).realize()
+  c += 1
+  b = c * 5
+  b.assign(c)
+  b.realize()
+  c.assign(c * 0).realize()
+  np.testing.assert_array_equal(b.numpy(), [2])

@@ -85,3 +85,47 @@ def run_program(devs, prog):
 @example(prog=(5, 4, 0, [("setitem_iadd", slice(0, 5, 2), slice(0, 0, 1), False, 0, 0)]))
 @given(prog=programs())
 def test_random_view_programs_match_numpy(dev, prog): run_program(PAIRS[dev], prog)
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_a_realized_view_of_a_sharded_tensor_keeps_its_values(axis):
+  # realize() of a view of a realized tensor leaves it a view, as on one device (docs/guide.md): the base's next write shows
+  # in it; a pad is a value of its own once realized (as torch's F.pad), and keeps its values
+  e = Tensor([-3.0, 4.0]).shard(PAIRS["CPU"], axis=axis).realize()
+  v, p = e[::-1], e.pad(((1, 2),))
+  Tensor.realize(v, p)
+  e.assign(Tensor([1.0, 2.0]).shard(PAIRS["CPU"], axis=axis)).realize()
+  np.testing.assert_array_equal(v.numpy(), [2, 1])
+  np.testing.assert_array_equal(p.numpy(), [0, -3, 4, 0, 0])
+
+def test_reshape_of_an_empty_sharded_tensor():
+  # the shards' sizes after the reshape were computed as 0 // 0 (ZeroDivisionError)
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert t.reshape(1, 2, 0).expand(2, 2, 0).numpy().shape == (2, 2, 0)
+  assert t.reshape(2, 0, 1).numpy().shape == (2, 0, 1)
+
+def test_gathering_an_empty_lazy_sharded_tensor():
+  # its shards' empty graphs are one node: the COPYs between the devices were ordered as a cycle of assigns
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0) + 0
+  np.testing.assert_array_equal(t.pad(((1, 0), (1, 0))).numpy(), np.zeros((3, 1), np.float32))
+
+@pytest.mark.parametrize("shape", [(0,), (1, 0)])
+def test_broadcasting_an_empty_sharded_tensor(shape):
+  # relaid out onto t's shards, an empty range of the axis had no pieces to add up (reduce() of an empty list)
+  t = Tensor(np.zeros((2, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert (t + t.reshape(shape)).numpy().shape == (2, 0)
+
+def test_any_reshape_of_an_empty_sharded_tensor():
+  # nothing moves between the shards: it was refused as one that "moves items between the shards"
+  t = Tensor(np.zeros((2, 0, 0), np.float32)).shard(PAIRS["CPU"], axis=0).realize()
+  assert (t.reshape(0, 0, 2) + 1).numpy().shape == (0, 0, 2)
+
+def test_a_view_of_a_realized_view_of_a_sharded_tensor_follows_it():
+  # f was made from p; p's realize rebased the lazy base onto its buffer first, which remade f from the base, so f no longer
+  # went through p's old graph and stayed a view of the base: the base's next write reached f and not p
+  e = Tensor([-3.0]).shard(PAIRS["CPU"]) + 0
+  p = e.pad(((1, 0),))
+  f = p.flip(0)
+  p.realize()
+  e.assign(Tensor([0.0]).shard(PAIRS["CPU"])).realize()
+  np.testing.assert_array_equal(p.numpy(), [0, -3])
+  np.testing.assert_array_equal(f.numpy(), [-3, 0])

@@ -104,3 +104,18 @@ def test_a_custom_sigint_handler_is_left_alone(monkeypatch):
     assert got == [signal.SIGINT]
     np.testing.assert_array_equal(w.numpy(), np.full((4, 4), 3, np.float32))
   finally: signal.signal(signal.SIGINT, prev)
+
+def test_a_view_whose_copy_ran_before_the_failure_is_a_tensor_of_its_own(monkeypatch):
+  # s is a reshape view of the reduce inside sum(): its kernel ran, then the realize failed; s became that buffer but stayed
+  # a view of the reduce, so assigning into it raised "lost track of the tensor it views"
+  y = Tensor(np.arange(4, dtype=np.float32).reshape(2, 2)).realize()
+  s, other = y.sum(0), (y * 3).sum(1)
+  def action(i, go):
+    if i == 2: raise RuntimeError("stop after one step")
+    return go()
+  _fail_at(monkeypatch, 2, action)
+  with pytest.raises(RuntimeError): Tensor.realize(s, other)
+  monkeypatch.undo()
+  s.assign(s * 2)
+  np.testing.assert_array_equal(s.numpy(), [4, 8])
+  np.testing.assert_array_equal(other.numpy(), [3, 15])

@@ -86,3 +86,11 @@ def test_a_capture_takes_only_its_own_threads_assigns():
   ta.join()
   tb.join()
   assert x.tolist() == [1.0] * 4
+
+def test_the_bytes_read_from_a_view_outlive_its_copy():
+  # a view is read through a copy of its own; the bytes were a view of that copy's memory, freed when _host_bytes returned,
+  # so the next buffer of that size (another thread's, in the test above) overwrote them before numpy() copied them
+  x = Tensor([1.0, 2.0, 3.0]) * 2
+  raw = x[::-1]._host_bytes()
+  for _ in range(4): (Tensor([5.0, 5.0, 5.0]) * 7).realize()
+  np.testing.assert_array_equal(np.frombuffer(raw, np.float32), [6, 4, 2])

@@ -464,6 +464,8 @@ def _assign_region(a: UOp) -> tuple[UOp, list[UOp]] | None:
     chain.append(x)
     m, x = m.src[0], x.src[0]
   while m.op in (Ops.RESHAPE, Ops.EXPAND): m = m.src[0]
+  # (a value of no elements writes nothing: its region kernel stored it into a target of one element, t[0:0] = empty)
+  if any(isinstance(s, int) and s == 0 for s in x.shape): return None
   return (x, chain) if chain and m.op is Ops.CONST and m.arg is True else None
 
 def _nz(x: sint) -> bool: return isinstance(x, UOp) or x != 0

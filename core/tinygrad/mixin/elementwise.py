@@ -274,7 +274,7 @@ class ElementwiseMixin:
     return self.logical_not() if dtypes.is_bool(self.dtype) else Tensor(UOp(Ops.NEG, self.dtype, (self.uop,)))
   def abs(self: Tensor) -> Tensor:
     """Elementwise |x|."""
-    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self
+    if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self._own(self)   # a new tensor, as torch's
     if not dtypes.is_float(self.dtype): return (self < 0).where(-self, self)
     # zero (either sign) and NaN take a detached branch, so the gradient there is 0 as torch's; d*d is +0 for -0.0, NaN for NaN
     d = self.detach()
@@ -379,20 +379,20 @@ class ElementwiseMixin:
     return self * self
   def trunc(self: Tensor) -> Tensor:
     """Elementwise rounding toward zero."""
-    return Tensor(UOp(Ops.TRUNC, self.dtype, (self.uop,))) if dtypes.is_float(self.dtype) else self
+    return Tensor(UOp(Ops.TRUNC, self.dtype, (self.uop,))) if dtypes.is_float(self.dtype) else self._own(self)
   def floor(self: Tensor) -> Tensor:
     """Elementwise rounding down."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     return (t > self).where(t - 1, t)
   def ceil(self: Tensor) -> Tensor:
     """Elementwise rounding up."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     return (t < self).where(t + 1, t)
   def round(self: Tensor) -> Tensor:
     """Elementwise rounding to the nearest integer, halves to even (like numpy)."""
-    if not dtypes.is_float(self.dtype): return self
+    if not dtypes.is_float(self.dtype): return self._own(self)
     t = self.trunc()
     frac = self - t                                       # exact, same sign as x
     odd = (t - (t * 0.5).trunc() * 2) != 0
@@ -416,15 +416,33 @@ class ElementwiseMixin:
     """clip(alpha*x + beta, 0, 1): gradient alpha strictly inside, 0 outside and at NaN (torch's)."""
     y = alpha * self + beta
     return ((y > 0) & (y < 1)).where(y, (y > 0).where(1.0, (y != y).where(y.detach(), 0.0)))
+  def _small_odd(self: Tensor, coeffs: list[float]) -> tuple[Tensor, Tensor, Tensor]:
+    # (|x| < 1/2, x there else 0, x * (1 + x^2 * sum c_k x^2k)): an odd series where 2*sigmoid(2x) - 1 or e**x - e**-x
+    # cancel (tanh(1e-20) was 0, tanh(1e-4) off in its 4th digit); the factored form keeps -0.0 and tiny x exact
+    small = self * self < 0.25
+    xs = small.where(self, 0.0)
+    z = xs * xs
+    return small, xs, xs * (1 + z * z._series(coeffs))
   def tanh(self: Tensor) -> Tensor:
-    """Hyperbolic tangent: 2*sigmoid(2x) - 1."""
-    return 2.0 * (2.0 * self._float()).sigmoid() - 1.0
+    """Hyperbolic tangent: its series for |x| < 1/2, 2*sigmoid(2x) - 1 beyond."""
+    x = self._float()
+    small, _, series = x._small_odd([-1/3, 2/15, -17/315, 62/2835, -1382/155925, 21844/6081075, -929569/638512875, 6404582/10854718875])
+    return small.where(series, 2.0 * (2.0 * small.where(0.0, x)).sigmoid() - 1.0)
+  def _half_exp(self: Tensor) -> Tensor:
+    # e**|x| / 2 as e**(|x|/2) * (e**(|x|/2) / 2): no overflow short of cosh's own (e**89 is inf, cosh(89) is not)
+    h = (self.abs() * 0.5).exp()
+    return h * (h * 0.5)
   def sinh(self: Tensor) -> Tensor:
-    """Hyperbolic sine."""
-    return (self.exp() - self.neg().exp()) / 2
+    """Hyperbolic sine: its series for |x| < 1/2 (e**x - e**-x cancels there), (e**|x| - e**-|x|)/2 with x's sign beyond."""
+    x = self._float()
+    small, _, series = x._small_odd([1/6, 1/120, 1/5040, 1/362880, 1/39916800])
+    xb = small.where(1.0, x)
+    big = xb._half_exp() - 0.5 * (-xb.abs()).exp()
+    return small.where(series, (xb < 0).where(-big, big))
   def cosh(self: Tensor) -> Tensor:
-    """Hyperbolic cosine."""
-    return (self.exp() + self.neg().exp()) / 2
+    """Hyperbolic cosine, finite up to where it passes the dtype's largest value."""
+    x = self._float()
+    return x._half_exp() + 0.5 * (-x.abs()).exp()
   def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
     """GELU: "tanh" (public tinygrad's default) the tanh approximation, "none" (torch's default) the exact x * Phi(x) by erf."""
     x = self._float()
@@ -440,25 +458,29 @@ class ElementwiseMixin:
   def swish(self: Tensor) -> Tensor:
     """x * sigmoid(x)."""
     return self.silu()
-  def softplus(self: Tensor, beta: float = 1.0) -> Tensor:
-    """log(1 + e**(beta x)) / beta, as max(bx, 0) + log1p(e**-|bx|): no overflow, and softplus(-20) keeps its digits."""
-    bx = self._float() * beta
-    return (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta)
+  def softplus(self: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e**(beta x)) / beta, as max(bx, 0) + log1p(e**-|bx|): no overflow, and softplus(-20) keeps its digits; x itself
+    where beta*x > threshold, as torch (softplus(3e38, beta=2) is 3e38: beta*x is inf)."""
+    x = self._float()
+    over = x * beta > threshold
+    bx = over.where(0.0, x) * beta
+    return over.where(x, (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta))
   def mish(self: Tensor) -> Tensor:
     """x * tanh(softplus(x))."""
     return self * self.softplus().tanh()
   def _elu(self: Tensor, alpha: float, inner: float) -> Tensor:
-    # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf)
+    # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf);
+    # expm1, as e**x - 1 cancels near 0 (elu(-1e-6) was 1.3% off, elu(-1e-8) 0)
     neg = self <= 0
-    return neg.where(alpha * ((neg.where(self, 0) * inner).exp() - 1), self)
+    return neg.where(alpha * (neg.where(self, 0) * inner)._expm1(), self)
   def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha*(e**x - 1) otherwise."""
     return self._elu(alpha, 1.0)
   def celu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """max(0, x) + min(0, alpha*(e**(x/alpha) - 1))."""
     return self._elu(alpha, 1 / alpha)
-  def selu(self: Tensor, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor:
-    """gamma * (x if x > 0 else alpha*(e**x - 1))."""
+  def selu(self: Tensor, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
+    """gamma * (x if x > 0 else alpha*(e**x - 1)), with torch's constants (1.67326 and 1.0507 were 3e-6 off)."""
     return gamma * self._elu(alpha, 1.0)
   def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
     """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
@@ -475,14 +497,16 @@ class ElementwiseMixin:
     """x / (1 + |x|)."""
     return self / (1 + self.abs())
   def erf(self: Tensor) -> Tensor:
-    """The error function (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7); erf(+-inf) = +-1."""
+    """The error function: its series for |x| < 1/2 (exact to the last digits, erf(1e-20) is 1.128e-20), Abramowitz-Stegun
+    7.1.26 beyond (|error| < 1.5e-7); erf(+-inf) = +-1."""
     x = self._float()
+    small, _, series = x._small_odd([-1/3, 1/10, -1/42, 1/216, -1/1320, 1/9360, -1/75600])
     a = (x < 0).where(-x, x)   # |x| with slope 1 at 0 (the odd extension keeps erf'(0) = 2/sqrt(pi))
-    a = (a > 10).where(10.0, a)  # erf is +-1 to every float's precision past 10 (and its gradient 0, not inf*0 at inf)
+    a = (a > 10).where(10.0, small.where(1.0, a))  # erf is +-1 to every float's precision past 10 (and its gradient 0, not inf*0 at inf)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
     r = 1.0 - poly * (-a * a).exp()
-    return (x < 0).where(-r, r)
+    return small.where((2 / math.sqrt(math.pi)) * series, (x < 0).where(-r, r))
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Elementwise clamp into [min_, max_] (either bound may be None; max_ wins where min_ > max_). NaN stays NaN, a NaN
     bound gives NaN; the gradient is 1 inside and on the bounds, 0 outside and at NaN (torch's)."""
@@ -540,6 +564,11 @@ class ElementwiseMixin:
     ret = self * 0 + coeffs[-1]
     for c in reversed(coeffs[:-1]): ret = ret * self + c
     return ret
+  def _expm1(self: Tensor) -> Tensor:
+    # e**y - 1 without losing y's digits near 0: the series for |y| < 1/2 (fed 0 elsewhere), e**y - 1 beyond
+    small = self * self < 0.25
+    ys = small.where(self, 0.0)
+    return small.where(ys * (1 + ys * ys._series([1/2, 1/6, 1/24, 1/120, 1/720, 1/5040, 1/40320, 1/362880])), self.exp() - 1)
   def _log1p(self: Tensor) -> Tensor:
     # log(1+y) without losing y's digits near 0: log(u) * y/(u-1) with u = 1+y rounded (Goldberg), y itself where u is 1
     u = 1 + self

@@ -52,6 +52,7 @@ class LinalgMixin:
     operand and not the output needs it. `dtype`: the operands are cast to it, products and sums are in it."""
     xs: list[Tensor] = list(argfix(*operands))
     if not xs: raise ArgumentError("einsum needs at least one operand")
+    srcs = list(xs)
     if dtype is not None: xs = [x.cast(dtype) for x in xs]   # products in dtype too: int8 * int8 would wrap before the sum
     labels, out = _einsum_terms(formula, [x.ndim for x in xs])
     sizes: dict[Label, int] = {}
@@ -81,7 +82,7 @@ class LinalgMixin:
       cur, cls = reduce(align(cur, cls) * align(x, ls), full, needed(n))
     cur, cls = reduce(cur, cls, set(out))
     ret = cur.permute([cls.index(l) for l in out]) if out else cur
-    return ret._broadcast_to(tuple(sizes[l] for l in out)).cast(to_dtype(dtype) if dtype is not None else ret.dtype)
+    return ret._broadcast_to(tuple(sizes[l] for l in out)).cast(to_dtype(dtype) if dtype is not None else ret.dtype)._own(*srcs)   # "ij->ij": a copy
 
   def diag(self: Tensor, diagonal: int = 0) -> Tensor:
     """torch.diag: a 1-D tensor becomes the square matrix with it on diagonal `diagonal` (> 0 above the main one); a 2-D

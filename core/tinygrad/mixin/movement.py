@@ -124,7 +124,8 @@ class MovementMixin:
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
     ret = x._mv(lambda u: u.pad(pos))
-    if value == 0 or all(p == (0, 0) for p in pos): return ret
+    if all(p == (0, 0) for p in pos): return ret._own(self)   # nothing added (a cut at most): a new tensor, as torch's
+    if value == 0: return ret
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
     return mask.where(ret, self._const(value, self.dtype))
@@ -170,7 +171,7 @@ class MovementMixin:
     if len(reps) < self.ndim: raise ValueError(f"repeat: {reps} has fewer entries than shape {self.shape} has dims")
     base = (1,) * (len(reps) - self.ndim) + self.shape
     x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))
-    return x.reshape(tuple(r * s for r, s in zip(reps, base)))
+    return x.reshape(tuple(r * s for r, s in zip(reps, base)))._own(self)   # a new tensor, as torch's (not a view of self)
   def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)`, `Tensor.cat(a, b)` or `Tensor.cat([a, b])`)."""
     ts = _tensor_args("cat", self, args)
@@ -184,7 +185,7 @@ class MovementMixin:
     for t in ts:
       parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]))
       off += t.shape[d]
-    return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)
+    return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)._own(*ts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new dimension `dim` (`a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b])`)."""
     ts = _tensor_args("stack", self, args)
@@ -240,7 +241,7 @@ class MovementMixin:
       if n == 0 or s % n == 0: continue
       s %= n
       x = x.shrink([(n - s, n) if i == d else None for i in range(x.ndim)]).cat(x.shrink([(0, n - s) if i == d else None for i in range(x.ndim)]), dim=d)
-    return x.reshape(self.shape)
+    return x.reshape(self.shape)._own(self)
   def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """torch's Tensor.unfold: the windows of `size` elements every `step` along `dimension`, that dim becoming the window
     count (n - size) // step + 1 and a new last dim of `size`."""
@@ -263,7 +264,7 @@ class MovementMixin:
     shp = x.shape
     if len(set(reps)) <= 1:
       r = reps[0] if reps else 0
-      return x.unsqueeze(d + 1).expand(*shp[:d+1], r, *shp[d+1:]).reshape(*shp[:d], shp[d] * r, *shp[d+1:])
+      return x.unsqueeze(d + 1).expand(*shp[:d+1], r, *shp[d+1:]).reshape(*shp[:d], shp[d] * r, *shp[d+1:])._own(self)
     idx: list[Any] = [slice(None)] * d + [[i for i, r in enumerate(reps) for _ in range(r)]]
     return x[tuple(idx)]
   def meshgrid(self: Tensor | Sequence[Tensor], *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:

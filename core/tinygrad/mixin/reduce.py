@@ -33,7 +33,7 @@ class ReduceMixin:
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape)) if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes)
     # a reduce over an empty axis stays in the graph (the engine folds it to the identity), so gradients still reach self
     split = self._split_reduce(op, axes)
-    return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)
+    return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)._own(self)   # axes of size 1: a copy
   def _split_reduce(self: Tensor, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
     # a reduce of R elements runs as chunks, each summed by one accumulator, then a reduce of the chunk results (itself
     # split again when needed): chunks of at most _CHUNK keep float32 sums at numpy's pairwise accuracy (one accumulator
@@ -158,7 +158,7 @@ class ReduceMixin:
   # ---- cumulative ----
   def _cumalu(self: Tensor, axis: int, op: Ops) -> Tensor:
     ax = self._resolve_dim(axis)
-    if self.ndim == 0: return self
+    if self.ndim == 0: return self._own(self)
     x = self.transpose(ax, -1)
     n = x.shape[-1]
     ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
@@ -174,7 +174,7 @@ class ReduceMixin:
       carry = totals.pad(pre + [(1, -1)], value=ident)._cumalu(-1, op)
       ret = combine(blocks, carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
-    return ret.transpose(ax, -1)
+    return ret.transpose(ax, -1)._own(self)
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
     """Running sum along `axis` (ints and bools in int64, as sum)."""
     return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.ADD)
@@ -185,7 +185,7 @@ class ReduceMixin:
     """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32, int64 past
     int32 as argmax) is the last position at or before i holding the running max (torch's choice on ties)."""
     ax = self._resolve_dim(axis)
-    if self.ndim == 0: return self, self._const(0, dtypes.int32)
+    if self.ndim == 0: return self._own(self), self._const(0, dtypes.int32)
     values = self._cumalu(ax, Ops.MAX)
     # the last j <= i with x_j == max(x_0..x_i) is the last j <= i where x_j equals its own running max
     n = self.shape[ax]

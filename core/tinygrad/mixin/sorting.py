@@ -66,7 +66,7 @@ class SortingMixin:
     """(values, indices) of self sorted along `dim`: stable (equal values keep their order), NaN last (descending: first),
     indices int32. Rank counting up to _RANK_SORT_MAX elements along dim, a bitonic network beyond (see the module doc)."""
     d = self._resolve_dim(dim)
-    if self.ndim == 0 or self.shape[d] <= 1: return self, Tensor.zeros(self.shape, dtype=dtypes.int32, device=self.device)
+    if self.ndim == 0 or self.shape[d] <= 1: return self._own(self), Tensor.zeros(self.shape, dtype=dtypes.int32, device=self.device)
     x = self.transpose(d, -1)
     vals, idx = x._rank_sort(descending) if x.shape[-1] <= _RANK_SORT_MAX else x._bitonic_sort(descending)
     return vals.transpose(d, -1), idx.transpose(d, -1)

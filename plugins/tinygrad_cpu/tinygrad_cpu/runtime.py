@@ -119,7 +119,8 @@ class _SharedEngine:
     import llvmlite.binding as llvm
     from tinygrad_cpu.compiler import llvm_target_machine
     _load_compiler_runtime()
-    self.engine, self.symbols, self.objects = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine()), set(), 0
+    self.engine, self.objects = llvm.create_mcjit_compiler(llvm.parse_assembly(""), llvm_target_machine()), 0
+    self.symbols: set[str] = set()
   @classmethod
   def load(cls, lib: bytes) -> _SharedEngine:
     import llvmlite.binding as llvm
