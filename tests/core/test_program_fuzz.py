@@ -34,6 +34,7 @@ class Entry:
     self.t, self.a, self.writable = t, a, writable
     self.base = base.base if base is not None and base.base is not None else base   # the tensor a view writes into
     self.own_reads = reads | {id(self)}
+    self.buffered = False   # (a base made realized: its views stay views when realized)
 
   @property
   def reads(self) -> frozenset:
@@ -91,7 +92,8 @@ class Program:
     if how == "const" and isinstance(self.device, str):   # a lazy tensor whose value is a graph of no buffer
       t = (Tensor.arange(a.size, device=self.device).reshape(shape) % 7 - 3).cast(dt)
     else: t = self._tensor(a).realize() if how == "realized" else self._tensor(a) + 0
-    self.entries.append(Entry(t, a))
+    self.entries.append(e := Entry(t, a))
+    e.buffered = how == "realized"   # a tensor with a buffer from the start keeps it: every write is an assign into it
 
   def derived(self, t: Tensor, a: np.ndarray, reads: frozenset, writable: bool = True):
     # a computed value: a tensor of its own (writable: an assign into it is an assign into a lazy tensor)
@@ -293,9 +295,9 @@ def run_program(device, prog, axis: int | None = None):
       if r is not None: p.derived(r[0], r[1], e.reads)
     elif kind == "write": p.write(e, WRITES[(k1 >> 4) % len(WRITES)], f, sl, c)
     elif kind in ("realize", "interrupt"):
-      # not views: realize() leaves a view of a realized tensor a view and copies one of a lazy tensor (docs/guide.md;
-      # tests/core/test_view_inplace.py and test_multi_views.py check both)
-      own = [x for x in ents if x.base is None]
+      # realize() leaves a view of a realized tensor a view (numpy's: nothing changes), and copies one of a lazy tensor
+      # (docs/guide.md), which the model does not track: those views are left out
+      own = [x for x in ents if x.base is None or x.base.buffered]
       picks = own[k2 % len(own):]
       if kind == "realize": Tensor.realize(*[x.t for x in picks])
       else: p.interrupt(picks, 1 + k1 % 4)
