@@ -395,12 +395,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
       if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
-  def _pads(self) -> bool:
-    # whether this multi-device view that gathered shards shows padding: its ops replayed on a stand-in for the whole tensor
-    base = self._view_of
-    if base is None or not all_int(base.shape): return True
+  def _whole_chain(self, base: Tensor) -> list[UOp] | None:
+    """This multi-device view's logical movement ops over the whole tensor `base` (top first): its ops (`_replay`) on a
+    stand-in for `base`; None for a view without them or a symbolic base."""
+    if self._replay is None or not all_int(base.shape): return None
     stand_in = new_buffer(base.device[0], prod(base.shape), base.dtype).reshape(base.shape)
-    return (chain := _movement_chain(self._replayed(stand_in), stand_in)) is None or _reached_padding(chain) is not None
+    return _movement_chain(self._replayed(stand_in), stand_in)
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
@@ -410,7 +410,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view of a realized tensor that gathers shards (a slice across them) is realized into copies but stays its view, as
     # on one device: its base's writes remake it from its ops (`_replay`), and writing into it writes the base. A pad is
     # a value of its own, as is a view of a lazy tensor (not computed as a whole)
-    stays = {id(t) for t in todo if t._view_of is not None and t._replay is not None and t._view_of._is_realized() and not t._pads()}
+    stays = {id(t) for t in todo if t._view_of is not None and t._view_of._is_realized() and (c := t._whole_chain(t._view_of)) is not None
+             and _reached_padding(c) is None}
     Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
@@ -714,12 +715,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     v = self.uop
     tgts = [b if (b := base_buffer(s)) is not None else s for s in base.uop.src]
     chains = [_movement_chain(vs, t) for vs, t in zip(v.src, tgts)] if v.op is Ops.MULTI and len(v.src) == len(tgts) else [None]
-    if any(c is None for c in chains) and self._replay is not None and all_int(base.shape):
-      # a view that gathered shards: the same ops on a stand-in for the whole tensor give its logical movement ops,
-      # inverted over the whole (multi-device) tensor, then laid out as its shards
-      stand_in = new_buffer(base.device[0], prod(base.shape), base.dtype).reshape(base.shape)
-      if (chain := _movement_chain(self._replayed(stand_in), stand_in)) is not None:
-        return relayout(_unview(chain, x, base).uop, base.uop)
+    # a view that gathered shards: its logical movement ops, inverted over the whole (multi-device) tensor, then laid out as
+    # its shards
+    if any(c is None for c in chains) and (chain := self._whole_chain(base)) is not None: return relayout(_unview(chain, x, base).uop, base.uop)
     if any(c is None for c in chains):
       raise NotImplementedError(f"assign into this view (shape {self.shape}) of a multi-device tensor (shape {base.shape}, {base.device}) "
                                 "moves elements between its shards; write it with setitem, `t[index] = value` (an in-place op on such a view, as "
