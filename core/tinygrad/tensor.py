@@ -403,6 +403,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return _movement_chain(self._replayed(stand_in), stand_in)
   def _realize_multi(self, todo: list[Tensor]) -> Tensor:
     # a multi-device tensor is realized as one tensor per shard (all in one schedule), then bundled again
+    # a view of a tensor with pending assigns runs them first, as on one device: then it is a view of the written buffers
+    # (realized with them, it became copies of its own and missed the base's next write)
+    if pend := [b for t in todo if (b := t._view_of) is not None and b.uop.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in b.uop.src)]:
+      Tensor.realize(*pend)
+      if rest := [t for t in todo if not t._is_realized() and not t._views_a_buffer()]: Tensor.realize(*rest)
+      return self
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
     # autograd must not hold them (a shard's source buffer on the default device stayed allocated)

@@ -339,6 +339,8 @@ def test_random_programs_match_numpy(prog): run_program(None, prog)
 @example(prog=_ex([F0, F0, F1], [("view", 227, 6, 0), ("write", 128, 0, 0)]))
 # a flip of a pad of a lazy sharded tensor, the pad realized first: the flip stayed a view of the base
 @example(prog=_ex([L1], [("view", 1, 6, 0), ("view", 1, 1, 0), ("write", 0, 0, 0)]))
+# a view realized while its realized base had a pending write became copies of its own and missed the base's next write
+@example(prog=_ex([F1], [("write", 0, 0, 1), ("view", 0, 1, 0), ("realize", 0, 0, 0), ("write", 0, 0, 0)]))
 def test_random_sharded_programs_match_numpy(prog, axis): run_program(("CPU:0", "CPU:1"), prog, axis)
 
 # ---- gradients: random programs over leaves, against torch's autograd ----
