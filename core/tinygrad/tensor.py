@@ -1031,6 +1031,9 @@ for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
   _attr = next(c.__dict__[_name] for c in Tensor.__mro__ if _name in c.__dict__)   # as defined, not bound (getattr_static)
   if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
   elif isinstance(_attr, types.FunctionType): setattr(Tensor, _name, _int_args(_attr))
+# activations, norms, softmax and attention build their graphs once per shape and copy them after (mixin/graphcache.py)
+from tinygrad.mixin import graphcache  # noqa: E402
+graphcache.install(Tensor)
 
 # public tinygrad's UOp shares the Tensor's reductions (its mixins): on a tensor-level UOp they build the Tensor's graph
 def _uop_reduce(name: str) -> Callable[..., UOp]:

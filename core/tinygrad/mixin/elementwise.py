@@ -18,8 +18,6 @@ def _exp_via_exp2(device: str | tuple[str, ...]) -> bool:
   except DeviceError: return False   # an unopenable device: the portable form (realizing it raises the reason)
   return bool(getattr(ren, "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
 
-_EXP_GRAPHS: dict[tuple, tuple[UOp, UOp]] = {}   # Tensor.exp's graphs: (dtype, shape, device) -> (placeholder, exp of it)
-
 def _fma(a: Tensor, b: Tensor | float, c: Tensor | float) -> Tensor:
   # a*b + c as one MULACC: fused (one rounding) where the renderer has it, else a*b+c (decompositions.py)
   a, b = a._broadcasted(b)
@@ -307,20 +305,7 @@ class ElementwiseMixin:
     in float32."""
     x = self._float()
     if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
-    if not isinstance(x.device, str) or not all(isinstance(s, int) and s > 0 for s in x.shape): return x._exp()
-    # its ~90 nodes are built once per (dtype, shape, device) over a placeholder and copied onto x: built through Tensor
-    # ops each call they cost ~1 ms of Python, most of a 4096^2 softmax call's host time (the copy ~0.2 ms)
-    key = (x.dtype, x.shape, x.device)
-    if (hit := _EXP_GRAPHS.get(key)) is None:
-      from tinygrad.engine.buffers import new_buffer
-      buf = new_buffer(x.device, math.prod(x.shape), x.dtype)
-      ph = buf.reshape(x.shape)   # never allocated: only a name for x
-      hit = (ph, Tensor(ph)._exp().uop)
-      # (a graph that reached the buffer other than through the name would read it: built directly instead)
-      if ph is not buf and buf in hit[1].toposort(gate=lambda u: u is not ph): return x._exp()
-      if len(_EXP_GRAPHS) >= 64: _EXP_GRAPHS.clear()
-      _EXP_GRAPHS[key] = hit
-    return Tensor(hit[1].substitute({hit[0]: x.uop}))
+    return x._exp()   # (a graph template: mixin/graphcache.py)
   def _exp(self: Tensor) -> Tensor:
     x = self
     f64 = x.dtype == dtypes.float64

@@ -21,6 +21,7 @@ class RandomMixin:
   # (a state lives in a buffer of the opened device it was made on: after Device.reset() that device is gone, and a state
   # of it is dropped, never assigned: a reopened WEBGPU rejects the old device's buffers)
   _rng_states: dict[str, tuple[Any, Tensor]] = {}
+  _draws = 0   # random calls so far (graphcache.py: a method that draws is no graph template)
   @staticmethod
   def manual_seed(seed: int = 0) -> None:
     """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
@@ -67,6 +68,7 @@ class RandomMixin:
     dev, num = _canon_device(device), prod(shape)
     if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
     st = Tensor._rng_state(dev)
+    Tensor._draws += 1
     snap = st.contiguous()
     st.assign(st + Tensor.ones(1, dtype=dtypes.uint32, device=dev).pad(((2, 0),)))
     Tensor.realize(snap, st)

@@ -1,0 +1,110 @@
+"""Graph templates for the Tensor methods whose graph costs more Python to build than to copy (gelu, tanh, erf, softmax,
+layernorm, attention: 20-150 Tensor ops, 0.3-2 ms per call, paid again by every call of a model that is not jitted).
+
+Such a method's graph depends only on its tensor arguments' (shape, dtype, device), its other arguments and the flags
+(ContextVars, Tensor.training): the first call with a given key builds it over placeholders (names of buffers that are
+never allocated) and keeps the nodes above them in order; a later call rebuilds those nodes over the actual arguments'
+graphs, which is what building the graph again through Tensor ops gives (node for node, up to the constant folding a
+constant argument allows). A key whose build is not a pure template (its result is a placeholder or a view of one, the
+graph reads a placeholder's buffer other than through its name, or it drew random numbers) is built directly, every time."""
+from __future__ import annotations
+import functools, math
+from typing import TYPE_CHECKING, Any, Callable
+from tinygrad.uop.ops import UOp, _rebuild
+from tinygrad.dtype import DType
+from tinygrad.helpers import ContextVar
+if TYPE_CHECKING:
+  from tinygrad.tensor import Tensor
+
+_MAX_ENTRIES = 256   # per method; the cache is dropped whole when full (a model uses a handful of shapes)
+_UNCACHEABLE = object()
+
+class _Template:
+  __slots__ = ("phs", "order", "out")
+  def __init__(self, phs: tuple[UOp, ...], order: list[UOp], out: UOp): self.phs, self.order, self.out = phs, order, out
+  def apply(self, srcs: list[UOp]) -> UOp:
+    done: dict[UOp, UOp] = dict(zip(self.phs, srcs))
+    for n in self.order: done[n] = _rebuild(n, tuple([done.get(s, s) for s in n.src]))
+    return done[self.out]
+
+def _arg_key(v: Any, tensors: list[Tensor]) -> Any:
+  # a value's key: its type with it (1, 1.0 and True are equal in a dict but give other dtypes), floats by repr (-0.0); a
+  # tensor is the next placeholder (appended to `tensors`; the same tensor twice is two placeholders given one graph)
+  if type(v).__name__ == "Tensor":
+    tensors.append(v)
+    return ("T",)
+  if v is None or isinstance(v, (bool, int, str, DType)): return (type(v), v)
+  if isinstance(v, float): return (float, repr(v))
+  if isinstance(v, (tuple, list)): return (type(v), tuple(_arg_key(x, tensors) for x in v))
+  raise TypeError   # anything else (an object, a callable): no key, the method is built directly
+
+def _flags() -> tuple:
+  return tuple(v.value if isinstance(v.value, (int, float, str)) else repr(v.value) for v in ContextVar._cache.values())
+
+def _eligible(t: Tensor) -> bool:
+  return isinstance(t.device, str) and all(isinstance(s, int) and s > 0 for s in t.shape)
+
+def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+  """`fn` (a Tensor method returning a new Tensor) with its graph built once per key."""
+  from tinygrad.tensor import Tensor
+  cache: dict[Any, Any] = {}
+  @functools.wraps(fn)
+  def wrapper(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    tensors: list[Tensor] = [self]
+    try:
+      akey = tuple(_arg_key(a, tensors) for a in args)
+      kkey = tuple((k, _arg_key(kwargs[k], tensors)) for k in sorted(kwargs))
+    except TypeError: return fn(self, *args, **kwargs)
+    if not all(_eligible(t) for t in tensors): return fn(self, *args, **kwargs)
+    key = (tuple((t.shape, t.dtype, t.device) for t in tensors), akey, kkey, bool(Tensor.training), _flags())
+    if (hit := cache.get(key)) is None:
+      tmpl, reusable = _build(fn, tensors, args, kwargs)
+      if len(cache) >= _MAX_ENTRIES: cache.clear()
+      cache[key] = tmpl if reusable else _UNCACHEABLE
+      hit = tmpl if tmpl is not None else _UNCACHEABLE   # (a build that drew: this call's graph, with this call's draw)
+    if hit is _UNCACHEABLE: return fn(self, *args, **kwargs)
+    return Tensor(hit.apply([t.uop for t in tensors]))
+  return wrapper
+
+def _build(fn: Callable[..., Tensor], tensors: list[Tensor], args: tuple, kwargs: dict) -> tuple[_Template | None, bool]:
+  """(template, reusable): None when the graph over the placeholders is not the call's graph; not reusable when the build
+  drew random numbers (the graph holds that draw's counter snapshot: the next call draws anew)."""
+  from tinygrad.tensor import Tensor
+  from tinygrad.engine.buffers import new_buffer
+  bufs = [new_buffer(t.device, math.prod(t.shape), t.dtype) for t in tensors]
+  phs = tuple(b.reshape(t.shape) for b, t in zip(bufs, tensors))   # never allocated: names only
+  pts = iter([Tensor(p) for p in phs])
+  def swap(v: Any) -> Any:   # the arguments again, each tensor replaced by its placeholder (in _arg_key's order)
+    if type(v).__name__ == "Tensor": return next(pts)
+    return type(v)(swap(x) for x in v) if isinstance(v, (tuple, list)) else v
+  draws = Tensor._draws
+  out = fn(swap(tensors[0]), *[swap(a) for a in args], **{k: swap(kwargs[k]) for k in sorted(kwargs)})
+  if not isinstance(out, Tensor) or any(v.uop in phs for v in _view_chain(out)): return None, False
+  # the nodes above a placeholder, sources first; a graph that reaches a placeholder's buffer other than through its name
+  # (a buffer read as a whole) would keep reading the placeholder after the copy
+  above: dict[UOp, None] = dict.fromkeys(phs)
+  named = {b for b, p in zip(bufs, phs) if p is not b}
+  order = []
+  for n in out.uop.toposort():
+    if n in above: continue
+    if any(s in named for s in n.src): return None, False
+    if any(s in above for s in n.src):
+      above[n] = None
+      order.append(n)
+  if out.uop not in above: return None, False   # a graph of none of its arguments (a constant): nothing to copy onto
+  return _Template(phs, order, out.uop), Tensor._draws == draws
+
+def _view_chain(t: Tensor) -> list[Tensor]:
+  # t and the tensors it is a view of: a view of an argument is that argument's storage, not a copy to template (a view of
+  # an intermediate, a matmul's reshaped reduce, is a value: no one else can reach that intermediate)
+  chain = [t]
+  while (v := chain[-1]._view_of) is not None: chain.append(v)
+  return chain
+
+# the methods given templates (attention with dropout while training draws: built directly, a new mask every call)
+CACHED = ("exp", "tanh", "gelu", "quick_gelu", "erf", "sigmoid", "silu", "swish", "mish", "softplus", "elu", "celu", "selu", "hardswish",
+          "sinh", "cosh", "atan", "asinh", "acosh", "atanh", "logsigmoid", "softmax", "log_softmax", "logsumexp", "layernorm",
+          "scaled_dot_product_attention")
+
+def install(cls: type) -> None:
+  for name in CACHED: setattr(cls, name, cached_graph(getattr(cls, name)))

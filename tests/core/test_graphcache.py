@@ -1,0 +1,127 @@
+"""Graph templates (tinygrad/mixin/graphcache.py): a templated method gives the graph a direct build gives, for every key
+its arguments make, and falls back to building directly where a template would be wrong."""
+import math
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
+from tinygrad.mixin import graphcache
+
+def direct(name):
+  return getattr(Tensor, name).__wrapped__   # the method as written, building its graph through Tensor ops
+
+UNARY = [n for n in graphcache.CACHED if n not in ("softmax", "log_softmax", "logsumexp", "layernorm", "scaled_dot_product_attention")]
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("shape", [(1,), (3, 5), (2, 1, 7)])
+def test_same_graph_as_direct(name, shape):
+  for _ in range(2):   # the first call builds the template, the second copies it
+    x = Tensor.randn(*shape) * 3
+    assert getattr(x, name)().uop is direct(name)(x).uop
+
+@pytest.mark.parametrize("name,kwargs", [("softmax", {"axis": 0}), ("softmax", {"axis": -1}), ("log_softmax", {"axis": 1}),
+                                         ("logsumexp", {"axis": 1, "keepdim": True}), ("layernorm", {"eps": 1e-3}),
+                                         ("gelu", {"approximate": "none"}), ("softplus", {"beta": 2, "threshold": 5.0}),
+                                         ("elu", {"alpha": 0.5}), ("softmax", {"axis": 1, "dtype": dtypes.float16})])
+def test_same_graph_with_arguments(name, kwargs):
+  for _ in range(2):
+    x = Tensor.randn(4, 6)
+    assert getattr(x, name)(**kwargs).uop is direct(name)(x, **kwargs).uop
+
+def test_attention_same_graph():
+  q, k, v = Tensor.randn(2, 3, 5, 8), Tensor.randn(2, 3, 7, 8), Tensor.randn(2, 3, 7, 4)
+  m = Tensor.randn(5, 7) > 0
+  for kw in ({}, {"is_causal": True}, {"attn_mask": m}, {"scale": 0.5}):
+    for _ in range(2): assert q.scaled_dot_product_attention(k, v, **kw).uop is direct("scaled_dot_product_attention")(q, k, v, **kw).uop
+  # the same tensor as query, key and value: three placeholders, each given it
+  for _ in range(2): assert q.scaled_dot_product_attention(q, q).uop is direct("scaled_dot_product_attention")(q, q, q).uop
+
+def test_keys_keep_apart_what_differs():
+  x = Tensor(np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6))
+  xt = torch.tensor(x.numpy())
+  # the same shape with other arguments: each its own template (1 and 1.0 are equal dict keys, -0.0 and 0.0 too)
+  np.testing.assert_allclose(x.softmax(0).numpy(), torch.softmax(xt, 0).numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.softmax(1).numpy(), torch.softmax(xt, 1).numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.softplus(1).numpy(), torch.nn.functional.softplus(xt, 1).numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.softplus(2.0).numpy(), torch.nn.functional.softplus(xt, 2.0).numpy(), rtol=1e-6)
+  assert x.elu(0.0).uop is direct("elu")(x, 0.0).uop and x.elu(-0.0).uop is direct("elu")(x, -0.0).uop
+  # another dtype of the same shape
+  xh = x.cast(dtypes.float16)
+  assert x.tanh().dtype == dtypes.float32 and xh.tanh().dtype == dtypes.float16
+  np.testing.assert_allclose(xh.tanh().numpy().astype(np.float32), np.tanh(x.numpy()), atol=2e-3)
+  # an int tensor: the float result of its own template
+  xi = Tensor([[-2, 0, 3]])
+  np.testing.assert_allclose(xi.sigmoid().numpy(), torch.sigmoid(torch.tensor([[-2., 0., 3.]])).numpy(), rtol=1e-6)
+
+def test_views_and_lazy_arguments():
+  base = Tensor(np.arange(30, dtype=np.float32).reshape(5, 6) / 10).realize()
+  v = base[1:4, ::2]   # a strided view
+  for _ in range(2): np.testing.assert_allclose(v.gelu().numpy(), torch.nn.functional.gelu(torch.tensor(v.numpy()), approximate="tanh").numpy(), rtol=1e-5, atol=1e-7)
+  lazy = base * 2 - 1
+  for _ in range(2): np.testing.assert_allclose(lazy.tanh().numpy(), np.tanh(lazy.numpy()), rtol=2e-6, atol=1e-7)
+  c = Tensor.full((3, 4), 0.5)   # a constant: the generic graph over it, the same value
+  np.testing.assert_allclose(c.sigmoid().numpy(), np.full((3, 4), 1 / (1 + math.exp(-0.5)), np.float32), rtol=1e-6)
+
+def test_gradients_through_templates():
+  xn = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+  for _ in range(2):
+    x = Tensor(xn, requires_grad=True)
+    (x.gelu() * x.softmax(-1) + x.layernorm().tanh()).sum().backward()
+    xt = torch.tensor(xn, requires_grad=True)
+    (torch.nn.functional.gelu(xt, approximate="tanh") * torch.softmax(xt, -1) + torch.tanh(torch.nn.functional.layer_norm(xt, (5,)))).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+def test_flags_are_part_of_the_key():
+  # a flag the graph reads (MATMUL_PACK: attention's q @ k.T packs k) gives its own template
+  q, k = Tensor.randn(1, 1, 32, 64), Tensor.randn(1, 1, 256, 64)
+  sdpa = direct("scaled_dot_product_attention")
+  for pack in (1, 0, 1):
+    with Context(MATMUL_PACK=pack):
+      for _ in range(2): assert q.scaled_dot_product_attention(k, k).uop is sdpa(q, k, k).uop
+
+def test_dropout_in_training_draws_every_call():
+  q = Tensor.ones(1, 1, 4, 8)
+  with Tensor.train():
+    outs = [q.scaled_dot_product_attention(q, q, dropout_p=0.5).numpy() for _ in range(4)]
+  assert any(not np.array_equal(outs[0], o) for o in outs[1:]), "dropout reused one random mask"
+
+def test_random_draw_is_never_a_template():
+  m = lambda self: self + Tensor.rand(*self.shape)
+  f = graphcache.cached_graph(m)
+  x = Tensor.zeros(16).contiguous().realize()
+  Tensor.manual_seed(5)
+  a, b = f(x).numpy(), f(x).numpy()
+  assert not np.array_equal(a, b)
+  # each call draws once, as the method built directly does (the first call's build is that call's graph)
+  Tensor.manual_seed(5)
+  np.testing.assert_equal(m(x).numpy(), a)
+  np.testing.assert_equal(m(x).numpy(), b)
+
+def test_view_of_argument_is_never_a_template():
+  # a method returning a view of its argument returns that view (writes through it reach the argument), never a copy
+  f = graphcache.cached_graph(lambda self: self.reshape(2, 3))
+  for _ in range(2):
+    x = Tensor.zeros(6).contiguous().realize()
+    v = f(x)
+    v += 1
+    np.testing.assert_equal(x.numpy(), np.ones(6, np.float32))
+
+def test_argument_buffer_read_whole_is_never_a_template():
+  # a graph that reads its argument's buffer other than through its (reshaped) name would read the placeholder later
+  f = graphcache.cached_graph(lambda self: Tensor(self.uop.base if self.uop.base is not self.uop else self.uop) * 2 + self.sum())
+  for _ in range(2):
+    x = Tensor.arange(6).float().reshape(2, 3).contiguous().realize()
+    np.testing.assert_allclose(f(x).numpy(), np.arange(6, dtype=np.float32) * 2 + 15)   # (the base: 1-d)
+
+def test_unhashable_and_symbolic_arguments_build_directly():
+  from tinygrad import Variable
+  calls = []
+  def m(self, w): calls.append(1); return self * len(w)
+  f = graphcache.cached_graph(m)
+  x = Tensor.ones(3)
+  for _ in range(2): np.testing.assert_equal(f(x, object.__new__(type("W", (), {"__len__": lambda s: 2}))).numpy(), [2, 2, 2])
+  assert len(calls) == 2
+  n = Variable("n", 1, 8).bind(3)
+  y = Tensor.ones(8)[:n]
+  assert y.softmax().shape == (n,)
