@@ -14,4 +14,5 @@ loss.py        losses: cross entropy (indices or probabilities), NLL, binary cro
 sharding.py    shard, shard_, shard_like: multi-device tensors (lowered per device by tinygrad/multi.py)
 linalg.py      einsum, diag/diagonal, qr (Householder), svd (one-sided Jacobi)
 common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
+graphcache.py  graph templates: activations, norms, softmax, attention, conv and losses build their graph once per shape
 """

@@ -8,7 +8,7 @@ graphs, which is what building the graph again through Tensor ops gives (node fo
 constant argument allows). A key whose build is not a pure template (its result is a placeholder or a view of one, the
 graph reads a placeholder's buffer other than through its name, or it drew random numbers) is built directly, every time."""
 from __future__ import annotations
-import functools, math
+import functools, math, numbers
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop.ops import UOp, _rebuild
 from tinygrad.dtype import DType
@@ -28,13 +28,13 @@ class _Template:
     return done[self.out]
 
 def _arg_key(v: Any, tensors: list[Tensor]) -> Any:
-  # a value's key: its type with it (1, 1.0 and True are equal in a dict but give other dtypes), floats by repr (-0.0); a
+  # a value's key: its type and repr (1, 1.0 and True are equal in a dict but give other dtypes; -0.0 and 0.0 too); a
   # tensor is the next placeholder (appended to `tensors`; the same tensor twice is two placeholders given one graph)
   if type(v).__name__ == "Tensor":
     tensors.append(v)
     return ("T",)
-  if v is None or isinstance(v, (bool, int, str, DType)): return (type(v), v)
-  if isinstance(v, float): return (float, repr(v))
+  if v is None or isinstance(v, (str, DType)): return (type(v), v)
+  if isinstance(v, numbers.Real): return (type(v), repr(v))   # (numpy scalars too: a numpy value is strongly typed)
   if isinstance(v, (tuple, list)): return (type(v), tuple(_arg_key(x, tensors) for x in v))
   raise TypeError   # anything else (an object, a callable): no key, the method is built directly
 
@@ -103,8 +103,10 @@ def _view_chain(t: Tensor) -> list[Tensor]:
 
 # the methods given templates (attention with dropout while training draws: built directly, a new mask every call)
 CACHED = ("exp", "tanh", "gelu", "quick_gelu", "erf", "sigmoid", "silu", "swish", "mish", "softplus", "elu", "celu", "selu", "hardswish",
-          "sinh", "cosh", "atan", "asinh", "acosh", "atanh", "logsigmoid", "softmax", "log_softmax", "logsumexp", "layernorm",
-          "scaled_dot_product_attention")
+          "sinh", "cosh", "atan", "asinh", "acosh", "atanh", "logsigmoid", "relu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid",
+          "softsign", "softmax", "log_softmax", "logsumexp", "mean", "var", "std", "layernorm", "batchnorm", "scaled_dot_product_attention", "linear",
+          "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "sparse_categorical_crossentropy", "cross_entropy",
+          "binary_crossentropy", "binary_crossentropy_logits", "nll_loss")
 
 def install(cls: type) -> None:
   for name in CACHED: setattr(cls, name, cached_graph(getattr(cls, name)))
