@@ -370,3 +370,34 @@ def test_a_symbolic_result_keeps_its_buffer_from_the_memory_planner():
   xr = x0[:5]
   for w in ws: xr = np.maximum(xr @ w, 0) + np.exp(xr).sum(-1, keepdims=True) * 0.1
   np.testing.assert_allclose(x.numpy(), xr, rtol=1e-4, atol=1e-4)
+
+# ---- the size helpers' caches ----
+def test_sint_eq_tells_sizes_apart_by_bounds_without_simplifying(monkeypatch):
+  from tinygrad import Variable
+  from tinygrad.uop import ops
+  a = Variable("a", 1, 10) + 5
+  calls = []
+  monkeypatch.setattr(ops, "ssimplify", lambda x: calls.append(x) or x)
+  assert not ops.sint_eq(a, 3) and not ops.sint_eq(16, a) and not ops.sint_eq(a, Variable("b", 20, 30))
+  assert calls == []
+
+def test_ssimplify_is_kept_per_simplifier_mode():
+  from tinygrad import Variable
+  from tinygrad.helpers import Context
+  from tinygrad.uop import ops
+  i, j = Variable("i", 0, 9), Variable("j", 0, 9)
+  x = (i + j + i) - i
+  ops._ssimplify.cache_clear()
+  first = ops.ssimplify(x)
+  assert ops.ssimplify(x) is first and ops._ssimplify.cache_info().hits == 1
+  with Context(EGRAPH=1): again = ops.ssimplify(x)
+  assert ops._ssimplify.cache_info().misses == 2   # the e-graph mode simplified it itself
+  assert ops.sint_eq(first, again) and ops.sint_eq(first, i + j)
+
+def test_cached_nodes_freed_at_exit_quietly():
+  # nodes a module-level cache holds are freed after the modules' globals are gone: their weakref callback must not fail
+  import subprocess, sys
+  code = ("from tinygrad import Tensor, Variable\nv = Variable('v', 1, 8).bind(3)\nt = Tensor.ones(8)[:v]\n"
+          "print((t + 1).softmax().shape[0] is not None)")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0 and "Exception ignored" not in r.stderr, r.stderr[-2000:]

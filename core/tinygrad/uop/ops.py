@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
-from tinygrad.helpers import prod, all_int, to_function_name
+from tinygrad.helpers import prod, all_int, to_function_name, EGRAPH, EGRAPH_BUDGET
 
 class AxisType(Enum):
   """What a RANGE loops over; the optimizer and renderers decide how to map each kind."""
@@ -38,12 +38,14 @@ def _argkey(op: Ops, arg: Any) -> Any:
 class _CacheRef(weakref.ref):
   __slots__ = ("key",)
   key: tuple
-def _drop_cached(ref: _CacheRef) -> None: _remove_dead_weakref(UOpMetaClass.ucache, ref.key)
+_UCACHE: dict[tuple, weakref.ReferenceType[UOp]] = {}
+# (bound as defaults: nodes a module-level cache holds are freed at interpreter exit, after this module's globals are gone)
+def _drop_cached(ref: _CacheRef, remove: Callable = _remove_dead_weakref, cache: dict = _UCACHE) -> None: remove(cache, ref.key)
 class UOpMetaClass(type):
   # key -> a weak reference to the one live UOp with it, whose callback drops the entry when the node is freed (only if it
   # is still that dead reference: atomic, as WeakValueDictionary does). A plain dict: WeakValueDictionary's Python-level
   # get/set made building a node ~2x slower (codegen builds hundreds of thousands)
-  ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
+  ucache = _UCACHE
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
     key = (op, dtype, src, _argkey(op, arg), tag)
     try:
@@ -781,6 +783,11 @@ def ssimplify(x: sint) -> sint:
   of products is also rebuilt with its like terms combined when that is smaller ((i+j+i)-i -> i+j): the simplifier keeps
   the operands' order, so it cannot cancel terms that an earlier step put elsewhere."""
   if not isinstance(x, UOp): return x
+  return _ssimplify(x, EGRAPH.value, EGRAPH_BUDGET.value)
+@functools.lru_cache(maxsize=8192)
+def _ssimplify(x: UOp, _egraph: Any, _budget: Any) -> sint:
+  # a symbolic shape's sizes are simplified again by every op that takes them (a simplify is a graph rewrite, ~0.1 ms): the
+  # answer is kept per node (nodes are immutable) and simplifier mode
   ret = x.simplify()
   if ret.op in _POLY_OPS and (p := _poly(ret)) is not None:
     canon = _from_poly(p, ret.dtype)
@@ -839,6 +846,13 @@ def sint_eq(a: sint, b: sint) -> bool:
   """a == b as sizes: equal ints, or expressions whose difference simplifies to 0 (i+j and j+i are one size)."""
   if a is b: return True
   if not isinstance(a, UOp) and not isinstance(b, UOp): return a == b
+  return _sint_eq(a, b)
+@functools.lru_cache(maxsize=4096)
+def _sint_eq(a: sint, b: sint) -> bool:
+  # (a symbolic shape's broadcasts compare its sizes again for every op: each comparison is a simplify, ~0.1 ms, so the
+  # answers are kept, and sizes whose ranges do not meet are told apart by their bounds)
+  (alo, ahi), (blo, bhi) = ((x.vmin, x.vmax) if isinstance(x, UOp) else (x, x) for x in (a, b))
+  if ahi < blo or bhi < alo: return False
   return ssimplify(a - b) == 0 or ((pa := _poly(a)) is not None and pa == _poly(b))  # type: ignore[operator]
 
 class BroadcastError(ValueError, IndexError):
