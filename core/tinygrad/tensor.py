@@ -170,7 +170,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _virtual: a constant made with buffer=False, which realize() leaves without a buffer (public tinygrad's)
   # _parents: the tensors a view was made from, nearest first (a view of a view: that view, then its own), weakly held; it
   # follows the nearest one realized into a copy of its own
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "__weakref__")
+  # _bits_of: the tensor a bitcast to another item size copied its bits from (writing into the copy raises: it would not
+  # reach the source)
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -183,6 +185,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
     self._graph: UOp | None = None
     self._virtual = False
+    self._bits_of: Tensor | None = None
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
     self._parents: tuple[weakref.ref[Tensor], ...] = ()
     if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
@@ -698,6 +701,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       except ValueError: raise ValueError(f"assign: value shape {x.shape} does not fit target shape {self.shape}") from None
     if x is self or x.uop is self.uop: return self
     base = self._view_of
+    if (src := self._bits_of if self._bits_of is not None else base._bits_of if base is not None else None) is not None:
+      raise RuntimeError(f"assign: this tensor is a copy of the bits of a {src.dtype} tensor (a bitcast to another item size), not a view of "
+                         f"it: writing into it would not change that tensor; write the value's bits there instead, "
+                         f"src.assign(value.bitcast(src.dtype))")
     # a view of no elements writes nothing (into a sharded base it made copies between shards that assigned each other)
     if base is not None and any(isinstance(d, int) and d == 0 for d in self.shape): return self
     if base is None:
@@ -906,10 +913,35 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     dt = to_dtype(dtype)
     return self if dt == self.dtype else Tensor(self.uop.cast(dt))
   def bitcast(self, dtype: DType | str) -> Tensor:
-    """The same bits read as `dtype` (which must have the same item size); a view: assigning into it writes self's bits."""
+    """The same bits read as `dtype`. Of the same item size: a view (assigning into it writes self's bits). Of another item
+    size, the last axis is rescaled by the ratio, as public tinygrad and torch's `view(dtype)` do (a (..., 8) uint8 tensor
+    is (..., 2) as int32, bytes in little-endian order), and the result holds a copy of the bits: writing into it raises
+    (public tinygrad's result drops such a write silently; torch's is a view)."""
     dt = to_dtype(dtype)
-    if dt.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes): sizes differ")
-    return self if dt == self.dtype else self._mv(lambda u: u.bitcast(dt))
+    if dt == self.dtype: return self
+    if dt.itemsize == self.dtype.itemsize: return self._mv(lambda u: u.bitcast(dt))
+    return self._resized_bitcast(dt)
+  def _resized_bitcast(self, dt: DType) -> Tensor:
+    old, new = self.dtype.itemsize, dt.itemsize
+    what = f"bitcast from {self.dtype} ({old} bytes) to {dt} ({new} bytes)"
+    if self.ndim == 0: raise ValueError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
+    last = self.shape[-1]
+    if not isinstance(last, int): raise ValueError(f"{what}: the last axis ({last}) must have a fixed size")
+    uold, unew = (next(u for u in dtypes.uints if u.itemsize == n) for n in (old, new))
+    x = self.bitcast(uold)
+    if new > old:   # k items of self make one of dt: OR their bits together, the first item the lowest
+      k = new // old
+      if last % k: raise ValueError(f"{what}: the last axis ({last}) must be a multiple of {k}")
+      parts = x.reshape(*self.shape[:-1], last // k, k)
+      words = [parts.shrink(tuple((0, s) for s in parts.shape[:-1]) + ((i, i + 1),)).cast(unew) << (8 * old * i) for i in range(k)]
+      ret = functools.reduce(Tensor.bitwise_or, words).reshape(*self.shape[:-1], last // k).bitcast(dt)
+    else:   # one item of self makes k of dt, lowest bits first
+      k = old // new
+      words = [((x >> (8 * new * i)) & (2 ** (8 * new) - 1)).cast(unew) for i in range(k)]
+      ret = Tensor.stack(*words, dim=-1).reshape(*self.shape[:-1], last * k).bitcast(dt)
+    for t in (ret, ret._view_of):   # (ret is a same-size bitcast view of the value: its views' base is that value)
+      if t is not None: t._bits_of = self
+    return ret
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
 
   # ---- views ----

@@ -356,3 +356,38 @@ def test_assign_of_a_pending_assign_into_a_lazy_tensor_copies_it(devs):
   b.realize()
   c.assign(c * 0).realize()
   np.testing.assert_array_equal(b.numpy(), [2])
+
+# ---- bitcast to another item size: the last axis rescaled (public tinygrad's and torch's view(dtype) shapes and bits) ----
+import torch
+_BC = [dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.uint16, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.uint32, dtypes.float32,
+       dtypes.int64, dtypes.uint64, dtypes.float64]
+_TORCH = {dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torch.int16, dtypes.uint16: torch.uint16, dtypes.float16: torch.float16,
+          dtypes.bfloat16: torch.bfloat16, dtypes.int32: torch.int32, dtypes.uint32: torch.uint32, dtypes.float32: torch.float32,
+          dtypes.int64: torch.int64, dtypes.uint64: torch.uint64, dtypes.float64: torch.float64}
+
+@pytest.mark.parametrize("src,dst", [(a, b) for a in _BC for b in _BC if a.itemsize != b.itemsize])
+def test_bitcast_to_other_item_size_matches_torch(src, dst):
+  raw = np.random.default_rng(src.itemsize * 16 + dst.itemsize).integers(0, 256, size=(3, 2, 24), dtype=np.uint8)   # any bits
+  # (but no bfloat16 NaN: a bfloat16 value is stored through float32 here, which makes its NaNs the one quiet NaN 0x7fc0)
+  if dtypes.bfloat16 in (src, dst): raw[..., 1::2] &= 0xBF
+  ref = torch.from_numpy(raw.copy()).view(_TORCH[src]).view(_TORCH[dst])
+  for x in (Tensor(raw).bitcast(src).realize(), (Tensor(raw) + 0).bitcast(src)):   # realized, lazy
+    got = x.bitcast(dst)
+    assert got.dtype == dst and got.shape == tuple(ref.shape)
+    ubits = next(u for u in dtypes.uints if u.itemsize == dst.itemsize)
+    assert got.bitcast(ubits).numpy().tobytes() == ref.contiguous().view(torch.uint8).numpy().tobytes()
+
+def test_bitcast_of_a_strided_view_and_round_trip():
+  a = Tensor(np.arange(48, dtype=np.uint8).reshape(6, 8)).realize()
+  v = a[::2, 4:]   # a strided view: its own bytes, in its logical order
+  np.testing.assert_array_equal(v.bitcast(dtypes.int32).numpy().ravel(), np.ascontiguousarray(a.numpy()[::2, 4:]).view(np.int32).ravel())
+  np.testing.assert_array_equal(a.bitcast(dtypes.float64).bitcast(dtypes.uint8).numpy(), a.numpy())
+
+def test_write_into_resized_bitcast_raises():
+  a = Tensor(np.arange(8, dtype=np.uint8)).realize()
+  b = a.bitcast(dtypes.int32)
+  for write in (lambda: b.__setitem__(0, 5), lambda: b.assign(b + 1), lambda: b[1:].assign(Tensor([1], dtype=dtypes.int32)), lambda: b.__iadd__(1)):
+    with pytest.raises(RuntimeError, match="copy of the bits"): write()
+  np.testing.assert_array_equal(a.numpy(), np.arange(8, dtype=np.uint8))
+  a.assign((b + 1).bitcast(dtypes.uint8))   # the way to write bits back
+  np.testing.assert_array_equal(a.numpy(), (np.arange(8, dtype=np.uint8).view(np.int32) + 1).view(np.uint8))

@@ -72,7 +72,9 @@ def test_casts():
   assert x.float().dtype == dtypes.float32 and x.half().dtype == dtypes.float16 and x.bool().dtype == dtypes.bool
   assert x.float().int().dtype == dtypes.int32 and x.cast("int8").dtype == dtypes.int8 and x.double().dtype == dtypes.float64
   assert x.bitcast(dtypes.float32).dtype == dtypes.float32 and x.bitcast(dtypes.uint32).uop.op is Ops.BITCAST
-  with pytest.raises(ValueError, match="sizes differ"): x.bitcast(dtypes.int8)
+  assert x.bitcast(dtypes.int8).shape == (8,) and x.bitcast(dtypes.int8).dtype == dtypes.int8
+  with pytest.raises(ValueError, match="multiple of 2"): Tensor([1, 2, 3], dtype=dtypes.int32).bitcast(dtypes.int64)
+  with pytest.raises(ValueError, match="0-d"): Tensor(1).bitcast(dtypes.int8)
   with pytest.raises(ValueError, match="unknown dtype"): x.cast("float17")
 
 # ---- promotion ----
