@@ -83,3 +83,19 @@ def test_cifar_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
   x, y = X.numpy().astype(np.float32), Y.numpy()
   means = np.stack([x[y == c].mean((0, 2, 3)) for c in np.unique(y)])
   assert np.ptp(means, axis=0).max() > 20   # the classes differ (a colour cast each): something to learn
+
+def test_mnist_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
+  import functools, socket, urllib.error
+  from tinygrad.nn import datasets
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  with socket.socket() as s:   # a port nothing listens on: the download fails as offline
+    s.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{s.getsockname()[1]}/"
+  with pytest.raises(urllib.error.URLError): datasets.mnist(base_url=url, offline_fallback=False)
+  monkeypatch.setattr(datasets, "_generated_mnist", functools.partial(datasets._generated_mnist, n_train=60, n_test=20))
+  with pytest.warns(RuntimeWarning, match="GENERATED data of MNIST's shapes"): X, Y, Xt, Yt = datasets.mnist(base_url=url)
+  assert X.shape == (60, 1, 28, 28) and Xt.shape == (20, 1, 28, 28) and Y.shape == (60,) and X.dtype == Y.dtype == dtypes.uint8
+  x, y = X.numpy().astype(np.float32).reshape(60, -1), Y.numpy()
+  means = np.stack([x[y == c].mean(0) for c in np.unique(y)])
+  assert np.ptp(means, axis=0).max() > 60   # the classes differ (blobs at other places): something to learn
+  with pytest.warns(RuntimeWarning, match="Fashion-MNIST"): datasets.mnist(base_url=url, fashion=True)

