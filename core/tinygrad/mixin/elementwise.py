@@ -287,11 +287,12 @@ class ElementwiseMixin:
   def _unary(self: Tensor, op: Ops) -> Tensor:
     x = self._float()
     return Tensor(UOp(op, x.dtype, (x.uop,)))
-  def _with_grad(self: Tensor, value: Tensor, rule: str) -> Tensor:
-    # `value` (computed from self, same dtype and shape) with gradient.py's GRAD_RULES[rule] as its derivative w.r.t. self
+  def _with_grad(self: Tensor, value: Tensor, rule: str, *args: float) -> Tensor:
+    # `value` (computed from self, same dtype and shape) with gradient.py's GRAD_RULES[rule] (given `args` after g, y, x) as
+    # its derivative w.r.t. self
     from tinygrad.gradient import CUSTOM_GRAD
     cond = self._const(True, dtypes.bool)._broadcast_to(self.shape)
-    return Tensor(UOp(Ops.WHERE, value.dtype, (cond.uop, value.uop, self.uop), tag=(CUSTOM_GRAD, rule)))
+    return Tensor(UOp(Ops.WHERE, value.dtype, (cond.uop, value.uop, self.uop), tag=(CUSTOM_GRAD, rule, *args)))
   def exp2(self: Tensor) -> Tensor:
     """Elementwise 2**x."""
     return self._unary(Ops.EXP2)
@@ -402,8 +403,9 @@ class ElementwiseMixin:
   # +-300 give the limit with no NaN gradient (a `where` branch that is not taken is fed a harmless value, so its gradient
   # times 0 is 0, never inf*0), and at a kink the gradient is torch's one-sided choice.
   def relu(self: Tensor) -> Tensor:
-    """max(x, 0); NaN stays NaN (as torch); the gradient at 0 is 0."""
-    return (self <= 0).where(0, self)
+    """max(x, 0); NaN stays NaN and -0.0 stays -0.0 (as torch); the gradient at 0 is 0 (torch's)."""
+    ret = (self < 0).where(0, self)
+    return self._with_grad(ret, "relu") if dtypes.is_float(self.dtype) else ret
   def relu6(self: Tensor) -> Tensor:
     """min(max(x, 0), 6) (hardtanh(0, 6))."""
     return self.hardtanh(0, 6)
@@ -438,11 +440,11 @@ class ElementwiseMixin:
     small, _, series = x._small_odd([1/6, 1/120, 1/5040, 1/362880, 1/39916800])
     xb = small.where(1.0, x)
     big = xb._half_exp() - 0.5 * (-xb.abs()).exp()
-    return small.where(series, (xb < 0).where(-big, big))
+    return x._with_grad(small.where(series, (xb < 0).where(-big, big)), "sinh")   # d/dx by the formula: cosh (sinh at 89 overflowed)
   def cosh(self: Tensor) -> Tensor:
     """Hyperbolic cosine, finite up to where it passes the dtype's largest value."""
     x = self._float()
-    return x._half_exp() + 0.5 * (-x.abs()).exp()
+    return x._with_grad(x._half_exp() + 0.5 * (-x.abs()).exp(), "cosh")   # d/dx by the formula: sinh (the graph's cancels near 0)
   def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
     """GELU: "tanh" (public tinygrad's default) the tanh approximation, "none" (torch's default) the exact x * Phi(x) by erf."""
     x = self._float()
@@ -466,8 +468,9 @@ class ElementwiseMixin:
     bx = over.where(0.0, x) * beta
     return over.where(x, (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta))
   def mish(self: Tensor) -> Tensor:
-    """x * tanh(softplus(x))."""
-    return self * self.softplus().tanh()
+    """x * tanh(softplus(x)); the gradient by torch's formula (the graph's overflows at 3e38: inf * 0)."""
+    x = self._float()
+    return x._with_grad(x * x.softplus().tanh(), "mish")
   def _elu(self: Tensor, alpha: float, inner: float) -> Tensor:
     # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf);
     # expm1, as e**x - 1 cancels near 0 (elu(-1e-6) was 1.3% off, elu(-1e-8) 0)
@@ -486,13 +489,15 @@ class ElementwiseMixin:
     """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
     return (self > 0).where(self, self * neg_slope)
   def hardtanh(self: Tensor, min_val: float = -1, max_val: float = 1) -> Tensor:
-    """clip(x, min_val, max_val); NaN stays NaN; the gradient is 0 at and past the bounds (torch's)."""
-    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
+    """clip(x, min_val, max_val); NaN stays NaN, x on a bound stays x (relu6(-0.0) is -0.0); the gradient is 0 at and past
+    the bounds (torch's)."""
+    ret = (self < min_val).where(min_val, (self > max_val).where(max_val, self))
+    return self._with_grad(ret, "hardtanh", min_val, max_val) if dtypes.is_float(self.dtype) else ret
   def hardswish(self: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6: 0 below -3, x above 3 (also +inf; -inf gives 0 where torch's formula gives NaN)."""
     mid = (self >= -3) & (self <= 3)
     xm = mid.where(self, 0)
-    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(0, self))
+    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(-0.0, self))   # x * 0 / 6 is -0.0 below -3, as torch's
   def softsign(self: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return self / (1 + self.abs())
@@ -582,13 +587,16 @@ class ElementwiseMixin:
     big, mid = a > 2.414213562373095, a > 0.41421356237309503
     t = big.where(-1 / big.where(a, 1.0), mid.where((a - 1) / (a + 1), a))
     n = 20 if f64 else 9   # 0.172**n / (2n+1) below half an ulp
-    r = t + t * (t * t)._series([(-1) ** k / (2 * k + 1) for k in range(1, n + 1)]) * (t * t)
-    return big.where(a.full_like(math.pi / 2), mid.where(a.full_like(math.pi / 4), 0.0)) + r
+    r = t * (1 + (t * t)._series([(-1) ** k / (2 * k + 1) for k in range(1, n + 1)]) * (t * t))   # (factored: atan(-0.0) is -0.0)
+    return big.where(r + math.pi / 2, mid.where(r + math.pi / 4, r))
   def atan(self: Tensor) -> Tensor:
     """Elementwise arctangent, accurate to about an ulp over the whole line (argument reduction at tan(pi/8), tan(3pi/8))."""
     x = self._f32up()
-    r = x.abs()._atan01()
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = x._odd_abs()._atan01()
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atan")
+  def _odd_abs(self: Tensor) -> Tensor:
+    # |x| for an odd function f(x) = sign(x) f(|x|), but x itself at +-0.0, so f(-0.0) is -0.0 as torch's
+    return (self < 0).where(-self, self)
   def _asin01(self: Tensor) -> Tensor:
     # asin on [0, 1]: the series for a <= 1/2, else pi/2 - 2 asin(sqrt((1-a)/2)) (no cancellation near 1); NaN past 1
     a, f64 = self, self.dtype == dtypes.float64
@@ -600,8 +608,8 @@ class ElementwiseMixin:
   def asin(self: Tensor) -> Tensor:
     """Elementwise arcsine on [-1, 1] (NaN outside, as torch); accurate to about an ulp, also near +-1."""
     x = self._f32up()
-    r = x.abs()._asin01()
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = x._odd_abs()._asin01()
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "asin")
   def acos(self: Tensor) -> Tensor:
     """Elementwise arccosine on [-1, 1] (NaN outside): 2 asin(sqrt((1-x)/2)) near 1 and pi - that near -1, so small results
     keep their digits."""
@@ -609,7 +617,7 @@ class ElementwiseMixin:
     hi, lo = x > 0.5, x < -0.5
     s = hi.where((1 - x) * 0.5, lo.where((1 + x) * 0.5, 0.0)).sqrt()._asin01() * 2
     mid = math.pi / 2 - (hi | lo).where(0.0, x).abs()._asin01() * (hi | lo).where(1.0, x.sign())
-    return hi.where(s, lo.where(math.pi - s, mid)).cast(self._float().dtype)
+    return self._float()._with_grad(hi.where(s, lo.where(math.pi - s, mid)).cast(self._float().dtype), "acos")
   def _big(self: Tensor) -> float:
     # above this, x**2 + 1 rounds to x**2 and sqrt(x**2 +- 1) is x: asinh/acosh are log(2x)
     return {dtypes.float64: 2.0 ** 28}.get(self.dtype, 2.0 ** 13)
@@ -617,11 +625,11 @@ class ElementwiseMixin:
     """Elementwise inverse hyperbolic sine: log1p(a + a^2/(1 + sqrt(1 + a^2))) with a = |x| (exact near 0), log(a) + ln 2
     for large a (no overflow)."""
     x = self._f32up()
-    a = x.abs()
+    a = x._odd_abs()
     big = a > x._big()
     s = big.where(1.0, a)
-    r = big.where(big.where(a, 1.0).log() + math.log(2), (s + s * s / (1 + (s * s + 1).sqrt()))._log1p())
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = big.where(big.where(a, 1.0).log() + math.log(2), (s * (1 + s / (1 + (s * s + 1).sqrt())))._log1p())
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "asinh")
   def acosh(self: Tensor) -> Tensor:
     """Elementwise inverse hyperbolic cosine on [1, inf) (NaN below 1): log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact
     near 1), log(x) + ln 2 for large x."""
@@ -633,7 +641,7 @@ class ElementwiseMixin:
   def atanh(self: Tensor) -> Tensor:
     """Elementwise inverse hyperbolic tangent on [-1, 1] (+-inf at +-1, NaN outside): log1p(2a/(1-a))/2 with a = |x|."""
     x = self._f32up()
-    a = x.abs()
+    a = x._odd_abs()
     r = (2 * a / (1 - a))._log1p() * 0.5
     return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atanh")
   def log10(self: Tensor) -> Tensor:
