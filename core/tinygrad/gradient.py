@@ -88,7 +88,7 @@ GRAD_RULES: dict[str, Any] = {
   "sinh": lambda g, y, x: g * _t(x).cosh().uop,                                             # d sinh x = cosh x (no overflow short of its own)
   "cosh": lambda g, y, x: g * _t(x).sinh().uop,                                             # d cosh x = sinh x
   "mish": lambda g, y, x: g * _mish_grad(_t(x)).uop,                                        # torch's formula, below
-  "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),         # torch's: 0 at x <= 0 (-0.0 too)
+  "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
   "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds
 }
 def _outside(x: UOp, lo: float, hi: float | None) -> UOp:
@@ -124,7 +124,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),                                                                             # d(x+y) = 1, 1
   (UPat(Ops.SUB), lambda ctx: (ctx, -ctx)),                                                                            # d(x-y) = 1, -1
   (UPat(Ops.MUL, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx)),                                  # d(xy) = y, x
-  (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret.src[0] / (ret.src[1] * ret.src[1]))),    # d(x/y) = 1/y, -x/y^2
+  (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret / ret.src[1])),                        # d(x/y) = 1/y, -(x/y)/y (y*y under/overflows)
   (UPat(Ops.MULACC, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx, ctx)),                          # d(xy+z) = y, x, 1
   (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
   (UPat(Ops.MAX, name="ret"), lambda ctx, ret: (_max_grad(ret.src[0], ret.src[1], ctx), _max_grad(ret.src[1], ret.src[0], ctx))),  # to the larger, ties split

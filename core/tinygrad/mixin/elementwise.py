@@ -77,18 +77,36 @@ class ElementwiseMixin:
     return a._int_divmod(b, "//")[0]
   def _floordiv(self: Tensor, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if dtypes.is_float(a.dtype): return a._float_floordiv(b)
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
     q, r = a._int_divmod(b, "//")
     if dtypes.is_unsigned(a.dtype): return q
     # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
     return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+  def _float_floordiv(self: Tensor, b: Tensor) -> Tensor:
+    # torch's (and Python's) floor division: (a - fmod(a, b)) / b is exact where floor(a / b) is not (1 // 0.1 is 9, not
+    # floor(10.0); 1e-45 // -2.5 is -1, not the floor of an underflowed -0.0), rounded to the nearest integer; a zero
+    # quotient keeps a/b's sign, and b = 0 gives a/b
+    a = self
+    m = a.fmod(b)
+    div = (a - m) / b
+    div = ((m != 0) & ((b < 0) != (m < 0))).where(div - 1, div)
+    fl = div.floor()
+    fl = (div - fl > 0.5).where(fl + 1, fl)
+    q = a / b
+    # (1/q: -0.0's sign; a quotient past 2**mantissa_bits is an integer already (and +-inf where a finite a over a tiny b
+    # overflows, as torch))
+    big = q.abs() >= {dtypes.float64: 2.0 ** 52, dtypes.float16: 2.0 ** 10, dtypes.bfloat16: 2.0 ** 7}.get(q.dtype, 2.0 ** 23)
+    return ((b == 0) | (big & a.isfinite())).where(q, (div != 0).where(fl, ((q < 0) | (q.reciprocal() < 0)).where(-0.0, 0.0)))
   def mod(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
-    """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign)."""
+    """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign; a zero result has the
+    dividend's, as torch)."""
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype):
-      # x mod +-inf is x where the signs agree (or x is 0), else the divisor, as numpy and torch (the formula gives inf*0 = nan)
-      return (b.isinf() & a.isfinite()).where(((a == 0) | ((a < 0) == (b < 0))).where(a, b), a - b * (a / b).floor())
+      # torch's: fmod (exact where a - b * floor(a/b) rounds: 1 % 0.1 is 0.09999995, not 0), moved by b into b's sign; x mod
+      # +-inf is x where the signs agree, else the divisor
+      m = a.fmod(b)
+      return ((m != 0) & ((b < 0) != (m < 0))).where(m + b, m)
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
     r = a._int_divmod(b, "%")[1]
     if dtypes.is_unsigned(a.dtype): return r
@@ -654,12 +672,31 @@ class ElementwiseMixin:
     if not dtypes.is_float(a.dtype):
       if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
       return a._int_divmod(b, "fmod")[1]
-    r = a - b * (a / b).trunc()
+    odt = a.dtype
+    a, b = a._f32up(), b._f32up()
+    # a - b*q exactly (C's fmod; a - b*q with b*q rounded gave 1 fmod 0.1 = 0, C's 0.09999999): b*q as p + e by Dekker's
+    # product (b and q split into halves whose products are exact), a - p is exact as p is near a, and so is (a - p) - e
+    # as the result is representable. q = trunc(a/b) is off by up to a/b * 2**-mantissa_bits, so a second step reduces
+    # that rest: exact for quotients below 2**(2*mantissa_bits) (2**48 for float32), NaN past them
+    r, bh = a, b._high_half()
+    bl = b - bh
+    for _ in range(2):
+      q = (r / b).trunc()
+      p, qh = b * q, q._high_half()
+      ql = q - qh
+      r = (r - p) - (((bh * qh - p) + bh * ql + bl * qh) + bl * ql)
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
     ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
     r = (r * sa < 0).where(r + sa * ab, r)
     r = ((r.abs() >= ab) & (r.abs() != 0)).where(r - sa * ab, r)
-    return (b.isinf() & a.isfinite()).where(a, r)
+    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch
+    # (the gradient is r's: torch's 1 and -trunc(a/b), also where the value is a or a * 0)
+    ret = r._with_grad((b.isinf() & a.isfinite()).where(a, (r.abs() < ab).where((r == 0).where(a * 0, r), math.nan)), "same")
+    return ret.cast(odt) if ret.dtype != odt else ret
+  def _high_half(self: Tensor) -> Tensor:
+    # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too)
+    udt, bits = (dtypes.uint64, 27) if self.dtype == dtypes.float64 else (dtypes.uint32, 12)
+    return (self.bitcast(udt) & ((1 << udt.itemsize * 8) - (1 << bits))).bitcast(self.dtype)
   def copysign(self: Tensor, other: Tensor | ConstType) -> Tensor:
     """Elementwise |self| with the sign of `other` (-0.0 counts as negative); the result dtype follows broadcasting, as in
     tinygrad (torch always returns a float)."""
