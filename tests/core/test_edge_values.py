@@ -32,7 +32,8 @@ UNARY = {
 # no-argument methods that keep the shape but are not elementwise math (casts, copies, reductions along the last axis ...)
 NOT_UNARY = {"argsort", "bfloat16", "bool", "cat", "clone", "contiguous", "contiguous_backward", "cumprod", "cumsum", "detach",
              "double", "dropout", "empty_like", "flatten", "float", "half", "int", "is_param_", "layernorm", "log_softmax",
-             "logcumsumexp", "long", "ones_like", "realize", "short", "softmax", "softmin", "squeeze", "zeros_like"}
+             "logcumsumexp", "long", "ones_like", "rand_like", "randn_like", "realize", "short", "softmax", "softmin", "squeeze",
+             "zeros_like"}
 # documented differences (docs/guide.md, "Numerics" and "Differences from public tinygrad"): sign(NaN) is NaN as numpy
 # (torch: 0); hardswish(-inf) is 0, the limit (torch's formula: NaN)
 EXCEPT = {("sign", nan), ("hardswish", -inf)}
