@@ -84,20 +84,24 @@ class ElementwiseMixin:
     # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
     return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
   def _float_floordiv(self: Tensor, b: Tensor) -> Tensor:
-    # torch's (and Python's) floor division: (a - fmod(a, b)) / b is exact where floor(a / b) is not (1 // 0.1 is 9, not
-    # floor(10.0); 1e-45 // -2.5 is -1, not the floor of an underflowed -0.0), rounded to the nearest integer; a zero
-    # quotient keeps a/b's sign, and b = 0 gives a/b
-    a = self
-    m = a.fmod(b)
-    div = (a - m) / b
-    div = ((m != 0) & ((b < 0) != (m < 0))).where(div - 1, div)
-    fl = div.floor()
-    fl = (div - fl > 0.5).where(fl + 1, fl)
-    q = a / b
-    # (1/q: -0.0's sign; a quotient past 2**mantissa_bits is an integer already (and +-inf where a finite a over a tiny b
-    # overflows, as torch))
-    big = q.abs() >= {dtypes.float64: 2.0 ** 52, dtypes.float16: 2.0 ** 10, dtypes.bfloat16: 2.0 ** 7}.get(q.dtype, 2.0 ** 23)
-    return ((b == 0) | (big & a.isfinite())).where(q, (div != 0).where(fl, ((q < 0) | (q.reciprocal() < 0)).where(-0.0, 0.0)))
+    # torch's (and Python's) floor division, the true floor of a/b: floor(a/b) is one off where a/b rounds onto an integer
+    # (1 // 0.1 is 9: 0.1 is 0.100000001) or underflows (1e-45 // -2.5 is -1, not -0.0). q = trunc(a/b) is the true
+    # quotient truncated or one further from 0; the exact remainder a - b*q (as in fmod) tells: where its sign is not b's,
+    # the floor is q - 1, else q. A quotient past 2**mantissa_bits is an integer already; b = 0 gives a/b, and a finite a
+    # by +-inf 0 or -1, an infinite a NaN (torch's); a zero quotient has a/b's sign
+    a, b = self._f32up(), b._f32up()
+    q0 = a / b
+    q = q0.trunc()
+    r = (b.isinf() & a.isfinite()).where(a, a._exact_rest(b, q))
+    q = ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+    big = q0.abs() >= {dtypes.float64: 2.0 ** 52, dtypes.float16: 2.0 ** 10, dtypes.bfloat16: 2.0 ** 7}.get(q0.dtype, 2.0 ** 23)
+    return ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
+  def _exact_rest(self: Tensor, b: Tensor, q: Tensor) -> Tensor:
+    # self - b*q exactly, for an integer q within one of self/b: b*q as p + e by Dekker's product (b and q split into halves
+    # whose products are exact), self - p is exact as p is near self, and so is (self - p) - e, as the result is representable
+    p, bh, qh = b * q, b._high_half(), q._high_half()
+    bl, ql = b - bh, q - qh
+    return (self - p) - (((bh * qh - p) + bh * ql + bl * qh) + bl * ql)
   def mod(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign; a zero result has the
     dividend's, as torch)."""
@@ -674,17 +678,11 @@ class ElementwiseMixin:
       return a._int_divmod(b, "fmod")[1]
     odt = a.dtype
     a, b = a._f32up(), b._f32up()
-    # a - b*q exactly (C's fmod; a - b*q with b*q rounded gave 1 fmod 0.1 = 0, C's 0.09999999): b*q as p + e by Dekker's
-    # product (b and q split into halves whose products are exact), a - p is exact as p is near a, and so is (a - p) - e
-    # as the result is representable. q = trunc(a/b) is off by up to a/b * 2**-mantissa_bits, so a second step reduces
-    # that rest: exact for quotients below 2**(2*mantissa_bits) (2**48 for float32), NaN past them
-    r, bh = a, b._high_half()
-    bl = b - bh
-    for _ in range(2):
-      q = (r / b).trunc()
-      p, qh = b * q, q._high_half()
-      ql = q - qh
-      r = (r - p) - (((bh * qh - p) + bh * ql + bl * qh) + bl * ql)
+    # a - b*q exactly (C's fmod; with b*q rounded 1 fmod 0.1 was 0, C's 0.09999999). q = trunc(a/b) is off by up to
+    # a/b * 2**-mantissa_bits, so a second step reduces that rest: exact for quotients below 2**(2*mantissa_bits) (2**48
+    # for float32), NaN past them
+    r = a
+    for _ in range(2): r = r._exact_rest(b, (r / b).trunc())
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
     ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
     r = (r * sa < 0).where(r + sa * ab, r)
