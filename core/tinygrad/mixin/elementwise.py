@@ -94,7 +94,7 @@ class ElementwiseMixin:
     q = q0.trunc()
     r = (b.isinf() & a.isfinite()).where(a, a._exact_rest(b, q))
     q = ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
-    big = q0.abs() >= {dtypes.float64: 2.0 ** 52, dtypes.float16: 2.0 ** 10, dtypes.bfloat16: 2.0 ** 7}.get(q0.dtype, 2.0 ** 23)
+    big = q0.abs() >= (2.0 ** 52 if q0.dtype == dtypes.float64 else 2.0 ** 23)
     return ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
   def _exact_rest(self: Tensor, b: Tensor, q: Tensor) -> Tensor:
     # self - b*q exactly, for an integer q within one of self/b: b*q as p + e by Dekker's product (b and q split into halves
@@ -692,7 +692,8 @@ class ElementwiseMixin:
     ret = r._with_grad((b.isinf() & a.isfinite()).where(a, (r.abs() < ab).where((r == 0).where(a * 0, r), math.nan)), "same")
     return ret.cast(odt) if ret.dtype != odt else ret
   def _high_half(self: Tensor) -> Tensor:
-    # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too)
+    # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too; for
+    # float64's 53 bits the two low halves' product has 54: the last bit of an fmod may round)
     udt, bits = (dtypes.uint64, 27) if self.dtype == dtypes.float64 else (dtypes.uint32, 12)
     return (self.bitcast(udt) & ((1 << udt.itemsize * 8) - (1 << bits))).bitcast(self.dtype)
   def copysign(self: Tensor, other: Tensor | ConstType) -> Tensor:
