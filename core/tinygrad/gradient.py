@@ -43,15 +43,16 @@ def const_like(x: UOp, v: Any) -> UOp:
   return c.reshape((1,)*len(x.shape)).expand(x.shape)
 
 def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
-  # the gradient of max(x, y) w.r.t. x: all of it where x wins, half of it on a tie
-  return y.alu(Ops.CMPLT, x).where(g, x.eq(y).where(g * const_like(g, 0.5), const_like(g, 0)))
+  # the gradient of max(x, y) w.r.t. x: none where x loses, half of it on a tie, else all of it (torch's: a NaN on either side
+  # passes it to both)
+  return x.alu(Ops.CMPLT, y).where(const_like(g, 0), x.eq(y).where(g * const_like(g, 0.5), g))
 
 def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
   # the gradient flows to every position equal to the max, split equally among ties
   mask = x.eq(ret.expand(x.shape))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
-  return mask.where(eg, const_like(eg, 0))
+  return mask.where(eg, eg * const_like(eg, 0))   # a NaN max matches no input: g/0 * 0 is NaN over its row, as torch's
 
 def _sum_to(g: UOp, shape: tuple[int, ...]) -> UOp:
   # undo an EXPAND: sum the expanded axes (in the accumulation dtype, so half grads keep their precision)
@@ -72,15 +73,36 @@ def _pow_grad(ret: UOp, x: UOp, y: UOp, g: UOp) -> tuple[UOp, UOp]:
 # a NaN branch's gradient). Such a function returns WHERE(True, value, x) tagged (CUSTOM_GRAD, name): the forward pass is
 # `value` (the kernel folds True ? a : b to a), and its gradient w.r.t. x is GRAD_RULES[name](g, value, x), torch's formula.
 CUSTOM_GRAD = "custom_grad"
+def _t(u: UOp) -> Tensor: return _tensor_cls()(u, requires_grad=False)   # a rule that needs a Tensor method (cos, sinh ...)
 GRAD_RULES: dict[str, Any] = {
+  "same": lambda g, y, x: g,                                                                # x's gradient, for a value that is x but for its edges
   "exp": lambda g, y, x: g * y,                                                             # d e^x = e^x
   "cos": lambda g, y, x: -(g * x.sin()),                                                    # d cos x = -sin x
   "tan": lambda g, y, x: g * (const_like(y, 1.0) + y * y),                                  # d tan x = 1 + tan^2 x
   "acosh": lambda g, y, x: g / (x * x - const_like(x, 1.0)).sqrt(),                         # d acosh x = 1/sqrt(x^2-1)
   "atanh": lambda g, y, x: g / (const_like(x, 1.0) - x * x),                                # d atanh x = 1/(1-x^2)
+  "asin": lambda g, y, x: g / (const_like(x, 1.0) - x * x).sqrt(),                         # d asin x = 1/sqrt(1-x^2)
+  "acos": lambda g, y, x: -g / (const_like(x, 1.0) - x * x).sqrt(),                        # d acos x = -1/sqrt(1-x^2)
+  "asinh": lambda g, y, x: g / (x * x + const_like(x, 1.0)).sqrt(),                        # d asinh x = 1/sqrt(x^2+1)
+  "atan": lambda g, y, x: g / (x * x + const_like(x, 1.0)),                                 # d atan x = 1/(1+x^2)
+  "sinh": lambda g, y, x: g * _t(x).cosh().uop,                                             # d sinh x = cosh x (no overflow short of its own)
+  "cosh": lambda g, y, x: g * _t(x).sinh().uop,                                             # d cosh x = sinh x
+  "mish": lambda g, y, x: g * _mish_grad(_t(x)).uop,                                        # torch's formula, below
+  "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
+  "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds
 }
+def _outside(x: UOp, lo: float, hi: float | None) -> UOp:
+  # x <= lo or x >= hi (False at NaN: torch passes the gradient there)
+  c_lo = const_like(x, lo)
+  ret = x.alu(Ops.CMPLT, c_lo) | x.eq(c_lo)
+  return ret if hi is None else ret | const_like(x, hi).alu(Ops.CMPLT, x) | x.eq(const_like(x, hi))
+def _mish_grad(x: Tensor) -> Tensor:
+  # d x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2): the chain through tanh and softplus overflows its incoming
+  # gradient (x * 2 at x = 3.4e38) and multiplies inf by 0
+  tsp = x.softplus().tanh()
+  return tsp + x * x.sigmoid() * (1 - tsp * tsp)
 def _where_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
-  if isinstance(ret.tag, tuple) and ret.tag[0] == CUSTOM_GRAD: return (None, None, GRAD_RULES[ret.tag[1]](ctx, ret.src[1], ret.src[2]))
+  if isinstance(ret.tag, tuple) and ret.tag[0] == CUSTOM_GRAD: return (None, None, GRAD_RULES[ret.tag[1]](ctx, ret.src[1], ret.src[2], *ret.tag[2:]))
   return (None, ret.src[0].where(ctx, const_like(ctx, 0)), ret.src[0].where(const_like(ctx, 0), ctx))
 
 # Tensor.contiguous_backward is a DETACH with this tag: an identity in the forward pass (the scheduler passes DETACH
@@ -94,7 +116,7 @@ _nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, 
 pm_gradient = PatternMatcher([
   (UPat(Ops.CAST, name="ret"), lambda ctx, ret: (ctx.cast(ret.src[0].dtype),)),                                       # d cast(x) = cast back
   (UPat(Ops.RECIPROCAL, name="ret"), lambda ctx, ret: (-ctx * ret * ret,)),                                            # d(1/x) = -1/x^2
-  (UPat(Ops.SIN, name="ret"), lambda ctx, ret: ((const_like(ret, math.pi/2) - ret.src[0]).sin() * ctx,)),              # d sin x = cos x = sin(pi/2-x)
+  (UPat(Ops.SIN, name="ret"), lambda ctx, ret: (_t(ret.src[0]).cos().uop * ctx,)),                                   # d sin x = cos x (not sin(pi/2-x): rounds at 1e10)
   (UPat(Ops.LOG2, name="ret"), lambda ctx, ret: (ctx / (ret.src[0] * const_like(ret, math.log(2))),)),                 # d log2 x = 1/(x ln2)
   (UPat(Ops.EXP2, name="ret"), lambda ctx, ret: (ret * const_like(ret, math.log(2)) * ctx,)),                          # d 2^x = 2^x ln2
   (UPat(Ops.SQRT, name="ret"), lambda ctx, ret: (ctx / (ret * const_like(ret, 2)),)),                                  # d sqrt x = 1/(2 sqrt x)
@@ -102,7 +124,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),                                                                             # d(x+y) = 1, 1
   (UPat(Ops.SUB), lambda ctx: (ctx, -ctx)),                                                                            # d(x-y) = 1, -1
   (UPat(Ops.MUL, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx)),                                  # d(xy) = y, x
-  (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret.src[0] / (ret.src[1] * ret.src[1]))),    # d(x/y) = 1/y, -x/y^2
+  (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret / ret.src[1])),                        # d(x/y) = 1/y, -(x/y)/y (y*y under/overflows)
   (UPat(Ops.MULACC, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx, ctx)),                          # d(xy+z) = y, x, 1
   (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
   (UPat(Ops.MAX, name="ret"), lambda ctx, ret: (_max_grad(ret.src[0], ret.src[1], ctx), _max_grad(ret.src[1], ret.src[0], ctx))),  # to the larger, ties split

@@ -263,13 +263,15 @@ def xtrunc(x: UOp) -> UOp:
 
 def _is_int(y: UOp) -> UOp: return xtrunc(y).ne(y).where(False, True)
 def xpow(x: UOp, y: UOp) -> UOp:
-  """x**y = 2**(y*log2|x|), negated for a negative x and an odd integer y; NaN for a finite negative x and a non-integer
-  y (C's pow: (-inf)**y is inf or 0 for such y, 1**y and x**0 are 1, also for NaN)."""
-  ax = (x < 0).where(-x, x)
-  ret = (y * ax.log2()).exp2()
+  """x**y = 2**(y*log2|x|), negated for a negative x (-0.0 too: (-0.0)**3 is -0.0) and an odd integer y; NaN for a finite
+  negative x and a non-integer y (C's pow: (-inf)**y and (-0.0)**y are inf or 0 for such y; 1**y, (-1)**+-inf and x**0
+  are 1, also for NaN)."""
+  neg = x.bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize].vec(x.dtype.count)) < 0   # the sign bit
+  ax = neg.where(-x, x)
+  ret = ax.ne(1.0).where(y * ax.log2(), 0.0).exp2()   # (not inf * log2(1) = NaN)
   odd = _is_int(y * 0.5).where(False, _is_int(y))
-  ret = (x < 0).where(odd.where(-ret, (_is_int(y) | x.eq(-math.inf)).where(ret, math.nan)), ret)
-  return (y.ne(0.0) & x.ne(1.0)).where(ret, 1.0)
+  ret = neg.where(odd.where(-ret, (_is_int(y) | x.eq(-math.inf) | x.eq(0.0)).where(ret, math.nan)), ret)
+  return y.ne(0.0).where(ret, 1.0)
 
 # ---- lowering rules: one table per op a renderer may lack ----
 _F, _B = UPat.var("x", dtypes.floats), UPat.var("x", dtypes.bool)

@@ -1,8 +1,8 @@
 # mypy: disable-error-code="misc"
 """Tensor methods, elementwise ops: arithmetic, bitwise, comparisons, Python operators, unary math and activations."""
 from __future__ import annotations
-import math
-from typing import TYPE_CHECKING, Any
+import functools, math
+from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
@@ -24,6 +24,15 @@ def _fma(a: Tensor, b: Tensor | float, c: Tensor | float) -> Tensor:
   a, c = a._broadcasted(c)
   b = b._broadcast_to(a.shape)
   return Tensor(UOp(Ops.MULACC, a.dtype, (a.uop, b.uop, c.uop)))
+
+def _opmath(fn: Callable) -> Callable:
+  # float16/bfloat16 in, computed in float32 and rounded once, as torch's "opmath": a formula evaluated in 8 or 11 bits
+  # loses its argument's digits (bfloat16 x/ln2 inside sigmoid(-12) was 4% off, gelu(-1) 2%)
+  @functools.wraps(fn)
+  def wrapper(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    if self.dtype in (dtypes.float16, dtypes.bfloat16): return fn(self.float(), *args, **kwargs).cast(self.dtype)
+    return fn(self, *args, **kwargs)
+  return wrapper
 
 class ElementwiseMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -75,18 +84,40 @@ class ElementwiseMixin:
     return a._int_divmod(b, "//")[0]
   def _floordiv(self: Tensor, x: Any, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): return (a / b).floor()
+    if dtypes.is_float(a.dtype): return a._float_floordiv(b)
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
     q, r = a._int_divmod(b, "//")
     if dtypes.is_unsigned(a.dtype): return q
     # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
     return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+  def _float_floordiv(self: Tensor, b: Tensor) -> Tensor:
+    # torch's (and Python's) floor division, the true floor of a/b: floor(a/b) is one off where a/b rounds onto an integer
+    # (1 // 0.1 is 9: 0.1 is 0.100000001) or underflows (1e-45 // -2.5 is -1, not -0.0). q = trunc(a/b) is the true
+    # quotient truncated or one further from 0; the exact remainder a - b*q (as in fmod) tells: where its sign is not b's,
+    # the floor is q - 1, else q. A quotient past 2**mantissa_bits is an integer already; b = 0 gives a/b, and a finite a
+    # by +-inf 0 or -1, an infinite a NaN (torch's); a zero quotient has a/b's sign
+    a, b = self._f32up(), b._f32up()
+    q0 = a / b
+    q = q0.trunc()
+    r = (b.isinf() & a.isfinite()).where(a, a._exact_rest(b, q))
+    q = ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+    big = q0.abs() >= (2.0 ** 52 if q0.dtype == dtypes.float64 else 2.0 ** 23)
+    return ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
+  def _exact_rest(self: Tensor, b: Tensor, q: Tensor) -> Tensor:
+    # self - b*q exactly, for an integer q within one of self/b: b*q as p + e by Dekker's product (b and q split into halves
+    # whose products are exact), self - p is exact as p is near self, and so is (self - p) - e, as the result is representable
+    p, bh, qh = b * q, b._high_half(), q._high_half()
+    bl, ql = b - bh, q - qh
+    return (self - p) - (((bh * qh - p) + bh * ql + bl * qh) + bl * ql)
   def mod(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
-    """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign)."""
+    """Elementwise remainder with Python/numpy semantics (the result has the divisor's sign; a zero result has the
+    dividend's, as torch)."""
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype):
-      # x mod +-inf is x where the signs agree (or x is 0), else the divisor, as numpy and torch (the formula gives inf*0 = nan)
-      return (b.isinf() & a.isfinite()).where(((a == 0) | ((a < 0) == (b < 0))).where(a, b), a - b * (a / b).floor())
+      # torch's: fmod (exact where a - b * floor(a/b) rounds: 1 % 0.1 is 0.09999995, not 0), moved by b into b's sign; x mod
+      # +-inf is x where the signs agree, else the divisor
+      m = a.fmod(b)
+      return ((m != 0) & ((b < 0) != (m < 0))).where(m + b, m)
     if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
     r = a._int_divmod(b, "%")[1]
     if dtypes.is_unsigned(a.dtype): return r
@@ -285,11 +316,12 @@ class ElementwiseMixin:
   def _unary(self: Tensor, op: Ops) -> Tensor:
     x = self._float()
     return Tensor(UOp(op, x.dtype, (x.uop,)))
-  def _with_grad(self: Tensor, value: Tensor, rule: str) -> Tensor:
-    # `value` (computed from self, same dtype and shape) with gradient.py's GRAD_RULES[rule] as its derivative w.r.t. self
+  def _with_grad(self: Tensor, value: Tensor, rule: str, *args: float) -> Tensor:
+    # `value` (computed from self, same dtype and shape) with gradient.py's GRAD_RULES[rule] (given `args` after g, y, x) as
+    # its derivative w.r.t. self
     from tinygrad.gradient import CUSTOM_GRAD
     cond = self._const(True, dtypes.bool)._broadcast_to(self.shape)
-    return Tensor(UOp(Ops.WHERE, value.dtype, (cond.uop, value.uop, self.uop), tag=(CUSTOM_GRAD, rule)))
+    return Tensor(UOp(Ops.WHERE, value.dtype, (cond.uop, value.uop, self.uop), tag=(CUSTOM_GRAD, rule, *args)))
   def exp2(self: Tensor) -> Tensor:
     """Elementwise 2**x."""
     return self._unary(Ops.EXP2)
@@ -387,11 +419,13 @@ class ElementwiseMixin:
   # +-300 give the limit with no NaN gradient (a `where` branch that is not taken is fed a harmless value, so its gradient
   # times 0 is 0, never inf*0), and at a kink the gradient is torch's one-sided choice.
   def relu(self: Tensor) -> Tensor:
-    """max(x, 0); NaN stays NaN (as torch); the gradient at 0 is 0."""
-    return (self <= 0).where(0, self)
+    """max(x, 0); NaN stays NaN and -0.0 stays -0.0 (as torch); the gradient at 0 is 0 (torch's)."""
+    ret = (self < 0).where(0, self)
+    return self._with_grad(ret, "relu") if dtypes.is_float(self.dtype) else ret
   def relu6(self: Tensor) -> Tensor:
     """min(max(x, 0), 6) (hardtanh(0, 6))."""
     return self.hardtanh(0, 6)
+  @_opmath
   def sigmoid(self: Tensor) -> Tensor:
     """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0: e**-|x| never overflows, so the gradient at +-300 or +-inf is 0."""
     x = self._float()
@@ -408,6 +442,7 @@ class ElementwiseMixin:
     xs = small.where(self, 0.0)
     z = xs * xs
     return small, xs, xs * (1 + z * z._series(coeffs))
+  @_opmath
   def tanh(self: Tensor) -> Tensor:
     """Hyperbolic tangent: its series for |x| < 1/2, 2*sigmoid(2x) - 1 beyond."""
     x = self._float()
@@ -417,32 +452,38 @@ class ElementwiseMixin:
     # e**|x| / 2 as e**(|x|/2) * (e**(|x|/2) / 2): no overflow short of cosh's own (e**89 is inf, cosh(89) is not)
     h = (self.abs() * 0.5).exp()
     return h * (h * 0.5)
+  @_opmath
   def sinh(self: Tensor) -> Tensor:
     """Hyperbolic sine: its series for |x| < 1/2 (e**x - e**-x cancels there), (e**|x| - e**-|x|)/2 with x's sign beyond."""
     x = self._float()
     small, _, series = x._small_odd([1/6, 1/120, 1/5040, 1/362880, 1/39916800])
     xb = small.where(1.0, x)
     big = xb._half_exp() - 0.5 * (-xb.abs()).exp()
-    return small.where(series, (xb < 0).where(-big, big))
+    return x._with_grad(small.where(series, (xb < 0).where(-big, big)), "sinh")   # d/dx by the formula: cosh (sinh at 89 overflowed)
+  @_opmath
   def cosh(self: Tensor) -> Tensor:
     """Hyperbolic cosine, finite up to where it passes the dtype's largest value."""
     x = self._float()
-    return x._half_exp() + 0.5 * (-x.abs()).exp()
+    return x._with_grad(x._half_exp() + 0.5 * (-x.abs()).exp(), "cosh")   # d/dx by the formula: sinh (the graph's cancels near 0)
+  @_opmath
   def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
     """GELU: "tanh" (public tinygrad's default) the tanh approximation, "none" (torch's default) the exact x * Phi(x) by erf."""
     x = self._float()
     if approximate == "none": return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
     if approximate != "tanh": raise RuntimeError(f"gelu: approximate {approximate!r} is not one of 'tanh', 'none'")   # torch: RuntimeError
     return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+  @_opmath
   def quick_gelu(self: Tensor) -> Tensor:
     """x * sigmoid(1.702 x)."""
     return self * (self * 1.702).sigmoid()
+  @_opmath
   def silu(self: Tensor) -> Tensor:
     """x * sigmoid(x) (swish)."""
     return self * self.sigmoid()
   def swish(self: Tensor) -> Tensor:
     """x * sigmoid(x)."""
     return self.silu()
+  @_opmath
   def softplus(self: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + e**(beta x)) / beta, as max(bx, 0) + log1p(e**-|bx|): no overflow, and softplus(-20) keeps its digits; x itself
     where beta*x > threshold, as torch (softplus(3e38, beta=2) is 3e38: beta*x is inf)."""
@@ -450,9 +491,12 @@ class ElementwiseMixin:
     over = x * beta > threshold
     bx = over.where(0.0, x) * beta
     return over.where(x, (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta))
+  @_opmath
   def mish(self: Tensor) -> Tensor:
-    """x * tanh(softplus(x))."""
-    return self * self.softplus().tanh()
+    """x * tanh(softplus(x)); the gradient by torch's formula (the graph's overflows at 3e38: inf * 0)."""
+    x = self._float()
+    return x._with_grad(x * x.softplus().tanh(), "mish")
+  @_opmath
   def _elu(self: Tensor, alpha: float, inner: float) -> Tensor:
     # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf);
     # expm1, as e**x - 1 cancels near 0 (elu(-1e-6) was 1.3% off, elu(-1e-8) 0)
@@ -471,16 +515,19 @@ class ElementwiseMixin:
     """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
     return (self > 0).where(self, self * neg_slope)
   def hardtanh(self: Tensor, min_val: float = -1, max_val: float = 1) -> Tensor:
-    """clip(x, min_val, max_val); NaN stays NaN; the gradient is 0 at and past the bounds (torch's)."""
-    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
+    """clip(x, min_val, max_val); NaN stays NaN, x on a bound stays x (relu6(-0.0) is -0.0); the gradient is 0 at and past
+    the bounds (torch's)."""
+    ret = (self < min_val).where(min_val, (self > max_val).where(max_val, self))
+    return self._with_grad(ret, "hardtanh", min_val, max_val) if dtypes.is_float(self.dtype) else ret
   def hardswish(self: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6: 0 below -3, x above 3 (also +inf; -inf gives 0 where torch's formula gives NaN)."""
     mid = (self >= -3) & (self <= 3)
     xm = mid.where(self, 0)
-    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(0, self))
+    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(-0.0, self))   # x * 0 / 6 is -0.0 below -3, as torch's
   def softsign(self: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return self / (1 + self.abs())
+  @_opmath
   def erf(self: Tensor) -> Tensor:
     """The error function: its series for |x| < 1/2 (exact to the last digits, erf(1e-20) is 1.128e-20), Abramowitz-Stegun
     7.1.26 beyond (|error| < 1.5e-7); erf(+-inf) = +-1."""
@@ -567,13 +614,16 @@ class ElementwiseMixin:
     big, mid = a > 2.414213562373095, a > 0.41421356237309503
     t = big.where(-1 / big.where(a, 1.0), mid.where((a - 1) / (a + 1), a))
     n = 20 if f64 else 9   # 0.172**n / (2n+1) below half an ulp
-    r = t + t * (t * t)._series([(-1) ** k / (2 * k + 1) for k in range(1, n + 1)]) * (t * t)
-    return big.where(a.full_like(math.pi / 2), mid.where(a.full_like(math.pi / 4), 0.0)) + r
+    r = t * (1 + (t * t)._series([(-1) ** k / (2 * k + 1) for k in range(1, n + 1)]) * (t * t))   # (factored: atan(-0.0) is -0.0)
+    return big.where(r + math.pi / 2, mid.where(r + math.pi / 4, r))
   def atan(self: Tensor) -> Tensor:
     """Elementwise arctangent, accurate to about an ulp over the whole line (argument reduction at tan(pi/8), tan(3pi/8))."""
     x = self._f32up()
-    r = x.abs()._atan01()
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = x._odd_abs()._atan01()
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atan")
+  def _odd_abs(self: Tensor) -> Tensor:
+    # |x| for an odd function f(x) = sign(x) f(|x|), but x itself at +-0.0, so f(-0.0) is -0.0 as torch's
+    return (self < 0).where(-self, self)
   def _asin01(self: Tensor) -> Tensor:
     # asin on [0, 1]: the series for a <= 1/2, else pi/2 - 2 asin(sqrt((1-a)/2)) (no cancellation near 1); NaN past 1
     a, f64 = self, self.dtype == dtypes.float64
@@ -585,8 +635,8 @@ class ElementwiseMixin:
   def asin(self: Tensor) -> Tensor:
     """Elementwise arcsine on [-1, 1] (NaN outside, as torch); accurate to about an ulp, also near +-1."""
     x = self._f32up()
-    r = x.abs()._asin01()
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = x._odd_abs()._asin01()
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "asin")
   def acos(self: Tensor) -> Tensor:
     """Elementwise arccosine on [-1, 1] (NaN outside): 2 asin(sqrt((1-x)/2)) near 1 and pi - that near -1, so small results
     keep their digits."""
@@ -594,7 +644,7 @@ class ElementwiseMixin:
     hi, lo = x > 0.5, x < -0.5
     s = hi.where((1 - x) * 0.5, lo.where((1 + x) * 0.5, 0.0)).sqrt()._asin01() * 2
     mid = math.pi / 2 - (hi | lo).where(0.0, x).abs()._asin01() * (hi | lo).where(1.0, x.sign())
-    return hi.where(s, lo.where(math.pi - s, mid)).cast(self._float().dtype)
+    return self._float()._with_grad(hi.where(s, lo.where(math.pi - s, mid)).cast(self._float().dtype), "acos")
   def _big(self: Tensor) -> float:
     # above this, x**2 + 1 rounds to x**2 and sqrt(x**2 +- 1) is x: asinh/acosh are log(2x)
     return {dtypes.float64: 2.0 ** 28}.get(self.dtype, 2.0 ** 13)
@@ -602,11 +652,11 @@ class ElementwiseMixin:
     """Elementwise inverse hyperbolic sine: log1p(a + a^2/(1 + sqrt(1 + a^2))) with a = |x| (exact near 0), log(a) + ln 2
     for large a (no overflow)."""
     x = self._f32up()
-    a = x.abs()
+    a = x._odd_abs()
     big = a > x._big()
     s = big.where(1.0, a)
-    r = big.where(big.where(a, 1.0).log() + math.log(2), (s + s * s / (1 + (s * s + 1).sqrt()))._log1p())
-    return (x < 0).where(-r, r).cast(self._float().dtype)
+    r = big.where(big.where(a, 1.0).log() + math.log(2), (s * (1 + s / (1 + (s * s + 1).sqrt())))._log1p())
+    return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "asinh")
   def acosh(self: Tensor) -> Tensor:
     """Elementwise inverse hyperbolic cosine on [1, inf) (NaN below 1): log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact
     near 1), log(x) + ln 2 for large x."""
@@ -618,7 +668,7 @@ class ElementwiseMixin:
   def atanh(self: Tensor) -> Tensor:
     """Elementwise inverse hyperbolic tangent on [-1, 1] (+-inf at +-1, NaN outside): log1p(2a/(1-a))/2 with a = |x|."""
     x = self._f32up()
-    a = x.abs()
+    a = x._odd_abs()
     r = (2 * a / (1 - a))._log1p() * 0.5
     return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atanh")
   def log10(self: Tensor) -> Tensor:
@@ -631,12 +681,26 @@ class ElementwiseMixin:
     if not dtypes.is_float(a.dtype):
       if dtypes.is_bool(a.dtype): a, b = a.int(), b.int()
       return a._int_divmod(b, "fmod")[1]
-    r = a - b * (a / b).trunc()
+    odt = a.dtype
+    a, b = a._f32up(), b._f32up()
+    # a - b*q exactly (C's fmod; with b*q rounded 1 fmod 0.1 was 0, C's 0.09999999). q = trunc(a/b) is off by up to
+    # a/b * 2**-mantissa_bits, so a second step reduces that rest: exact for quotients below 2**(2*mantissa_bits) (2**48
+    # for float32), NaN past them
+    r = a
+    for _ in range(2): r = r._exact_rest(b, (r / b).trunc())
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
     ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
     r = (r * sa < 0).where(r + sa * ab, r)
     r = ((r.abs() >= ab) & (r.abs() != 0)).where(r - sa * ab, r)
-    return (b.isinf() & a.isfinite()).where(a, r)
+    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch
+    # (the gradient is r's: torch's 1 and -trunc(a/b), also where the value is a or a * 0)
+    ret = r._with_grad((b.isinf() & a.isfinite()).where(a, (r.abs() < ab).where((r == 0).where(a * 0, r), math.nan)), "same")
+    return ret.cast(odt) if ret.dtype != odt else ret
+  def _high_half(self: Tensor) -> Tensor:
+    # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too; for
+    # float64's 53 bits the two low halves' product has 54: the last bit of an fmod may round)
+    udt, bits = (dtypes.uint64, 27) if self.dtype == dtypes.float64 else (dtypes.uint32, 12)
+    return (self.bitcast(udt) & ((1 << udt.itemsize * 8) - (1 << bits))).bitcast(self.dtype)
   def copysign(self: Tensor, other: Tensor | ConstType) -> Tensor:
     """Elementwise |self| with the sign of `other` (-0.0 counts as negative); the result dtype follows broadcasting, as in
     tinygrad (torch always returns a float)."""

@@ -9,6 +9,7 @@ from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_d
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError
 from tinygrad.mixin.indexing import _check_oob
+from tinygrad.mixin.elementwise import _opmath
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
   from tinygrad.uop.ops import UOp
@@ -517,6 +518,7 @@ class NNMixin:
       [idx.shape[0] if i == ax else s for i, s in enumerate(self.shape)]))
 
   # ---- activations and normalisations ----
+  @_opmath
   def logsigmoid(self: Tensor) -> Tensor:
     """log(sigmoid(x)) = min(x, 0) - log(1 + e**-|x|), without overflow and with the gradient 1/2 at 0."""
     x = self._float()

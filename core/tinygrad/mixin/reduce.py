@@ -106,6 +106,15 @@ class ReduceMixin:
     """Arithmetic mean over `axis` (ints give float32, as public tinygrad, divided from their exact int64 sum; an empty
     reduction gives NaN)."""
     out_dt = self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
+    if self.dtype in (dtypes.int64, dtypes.uint64):
+      # their int64 sum wraps past 2**63 (numpy's mean does not: it sums in float64): the high and low 32-bit halves are
+      # summed apart (each exact below 2**31 elements) and joined in the float. int64's high half is rounded to nearest, so
+      # the low one is signed and small values are all low half (their sum exact: [-3, 5] is not 2**32 - 2**32 + 2)
+      if self.dtype == dtypes.uint64: hi_x = self >> 32
+      else: hi_x = (self >> 32) + ((self >> 31) & 1)
+      lo_x = self - (hi_x << 32)   # (wraps back into range where hi_x << 32 wraps)
+      hi, lo = hi_x.sum(axis, keepdim), lo_x.sum(axis, keepdim)
+      return (hi.cast(out_dt) * 2.0 ** 32 + lo.cast(out_dt)) / self._count(axis)
     return (self.cast(self._acc_dtype()).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
@@ -114,8 +123,9 @@ class ReduceMixin:
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
     return squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    """Standard deviation over `axis`."""
-    return self.var(axis, keepdim, correction).sqrt()
+    """Standard deviation over `axis`; its gradient is 0 where it is 0 (torch's; sqrt's 1/(2*0) times 0 was NaN)."""
+    v = self.var(axis, keepdim, correction)
+    return (v == 0).where(v.detach(), v).sqrt()
   def var_mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
     """(var, mean) over `axis`."""
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
@@ -187,10 +197,12 @@ class ReduceMixin:
     ax = self._resolve_dim(axis)
     if self.ndim == 0: return self._own(self), self._const(0, dtypes.int32)
     values = self._cumalu(ax, Ops.MAX)
-    # the last j <= i with x_j == max(x_0..x_i) is the last j <= i where x_j equals its own running max
+    # the last j <= i with x_j == max(x_0..x_i) is the last j <= i where x_j equals its own running max (or is NaN: the
+    # running max is NaN from the first NaN on, and torch's index is the last NaN)
     n = self.shape[ax]
     pos = Tensor.arange(n, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
-    return values, (self == values).where(pos, 0)._cumalu(ax, Ops.MAX).cast(_index_dtype(n))
+    at_max = (self == values) | self.isnan() if dtypes.is_float(self.dtype) else self == values
+    return values, at_max.where(pos, 0)._cumalu(ax, Ops.MAX).cast(_index_dtype(n))
   def cummin(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running minimum along `axis` (indices as cummax)."""
     values, indices = self._inverse().cummax(axis)
