@@ -196,7 +196,7 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UO
     u, ex = stack.pop()
     if (u, ex, frame) in seen or u in realizes or u.op in (Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): continue
     seen.add((u, ex, frame))
-    if ex and u.op in GroupOp.ALU and _alu_at_least(u, realizes, EXPANDED_ALU):
+    if ex and u.op in GroupOp.ALU and _alu_at_least(u, realizes, EXPANDED_ALU) and not _one_hot(u):
       out.append(u)
       continue
     # a value per row of r broadcast along r's own axes (logsumexp's inf-guarded max) is the same on every step of r's loop:
@@ -207,6 +207,22 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UO
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
     stack.extend((s, ex) for s in u.src)
   return out
+
+def _one_hot(u: UOp) -> bool:
+  """A comparison of an arange with something (the one-hot masks of x[idx], gather, Embedding): inlined into the reduce that
+  sums over the arange's axis, the simplifier turns the whole sum into a load at the index (_reduce_collapse); realized, it is
+  a mask as large as the table times the indices, and the reduce reads every row (x[idx] over 60000 rows: 3 s, not 10 us)."""
+  if u.op is not Ops.CMPEQ: return False
+  # (an arange reaches the comparison reshaped, expanded, offset and cast: index arithmetic above its reduce)
+  stack, seen = list(u.src), set()
+  while stack:
+    if (x := stack.pop()) in seen or x.op not in _INDEX_ONLY: continue
+    seen.add(x)
+    if x.op is Ops.REDUCE_AXIS:
+      if _collapses(x): return True
+      continue
+    stack.extend(x.src)
+  return False
 
 _INDEX_ONLY = GroupOp.ALU | GroupOp.Movement | {Ops.CONST, Ops.DEVICE, Ops.DEFINE_VAR, Ops.BIND, Ops.CAST, Ops.REDUCE_AXIS, Ops.DETACH}
 def _collapses(r: UOp) -> bool:
