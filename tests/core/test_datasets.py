@@ -69,13 +69,17 @@ def test_cifar_reads_public_tinygrads_layout(mnist_server, tmp_path, monkeypatch
   np.testing.assert_array_equal(Y.numpy(), train[:, 0])
   np.testing.assert_array_equal(Yt.numpy(), b["test_batch"][:, 0])
 
-def test_cifar_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
-  import functools, socket, urllib.error
-  from tinygrad.nn import datasets
+def _offline_url(tmp_path, monkeypatch, name: str = "") -> str:
+  import socket
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
   with socket.socket() as s:   # a port nothing listens on: the download fails as offline
     s.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{s.getsockname()[1]}/cifar-10-binary.tar.gz"
+    return f"http://127.0.0.1:{s.getsockname()[1]}/{name}"
+
+def test_cifar_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
+  import functools, urllib.error
+  from tinygrad.nn import datasets
+  url = _offline_url(tmp_path, monkeypatch, "cifar-10-binary.tar.gz")
   with pytest.raises(urllib.error.URLError): datasets.cifar(url=url, offline_fallback=False)
   monkeypatch.setattr(datasets, "_generated_cifar", functools.partial(datasets._generated_cifar, n_train=40, n_test=20))
   with pytest.warns(RuntimeWarning, match="GENERATED data of CIFAR-10's shapes"): X, Y, Xt, Yt = datasets.cifar(url=url)
@@ -85,12 +89,9 @@ def test_cifar_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
   assert np.ptp(means, axis=0).max() > 20   # the classes differ (a colour cast each): something to learn
 
 def test_mnist_offline_warns_and_generates_or_raises(tmp_path, monkeypatch):
-  import functools, socket, urllib.error
+  import functools, urllib.error
   from tinygrad.nn import datasets
-  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-  with socket.socket() as s:   # a port nothing listens on: the download fails as offline
-    s.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{s.getsockname()[1]}/"
+  url = _offline_url(tmp_path, monkeypatch)
   with pytest.raises(urllib.error.URLError): datasets.mnist(base_url=url, offline_fallback=False)
   monkeypatch.setattr(datasets, "_generated_mnist", functools.partial(datasets._generated_mnist, n_train=60, n_test=20))
   with pytest.warns(RuntimeWarning, match="GENERATED data of MNIST's shapes"): X, Y, Xt, Yt = datasets.mnist(base_url=url)
