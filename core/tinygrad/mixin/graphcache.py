@@ -1,15 +1,17 @@
 """Graph templates for the Tensor methods whose graph costs more Python to build than to copy (gelu, tanh, erf, softmax,
 layernorm, attention: 20-150 Tensor ops, 0.3-2 ms per call, paid again by every call of a model that is not jitted).
 
-Such a method's graph depends only on its tensor arguments' (shape, dtype, device), its other arguments and the flags
-(ContextVars, Tensor.training): the first call with a given key builds it over placeholders (names of buffers that are
-never allocated) and keeps the nodes above them in order; a later call rebuilds those nodes over the actual arguments'
+Such a method's graph depends only on its tensor arguments' (dtype, device, and the movement ops over the node below them,
+which a method may read: matmul packs a transposed operand), its other arguments and the flags (ContextVars,
+Tensor.training): the first call with a given key builds it over placeholders (names of buffers that are never allocated,
+under the arguments' movement ops) and keeps the nodes above them in order; a later call rebuilds those nodes over the actual arguments'
 graphs, which is what building the graph again through Tensor ops gives (node for node, up to the constant folding a
 constant argument allows). A key whose build is not a pure template (its result is a placeholder or a view of one, the
 graph reads a placeholder's buffer other than through its name, or it drew random numbers) is built directly, every time."""
 from __future__ import annotations
 import functools, math, numbers
 from typing import TYPE_CHECKING, Any, Callable
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, _rebuild
 from tinygrad.dtype import DType
 from tinygrad.helpers import ContextVar
@@ -44,6 +46,17 @@ def _flags() -> tuple:
 def _eligible(t: Tensor) -> bool:
   return isinstance(t.device, str) and all(isinstance(s, int) and s > 0 for s in t.shape)
 
+_MOVES = {Ops.RESHAPE: "reshape", Ops.PERMUTE: "permute", Ops.EXPAND: "expand", Ops.PAD: "pad", Ops.SHRINK: "shrink", Ops.FLIP: "flip"}
+def _chain(u: UOp) -> tuple[UOp, tuple]:
+  """The node below u's movement ops and those ops, lowest first. Part of the key, and the placeholder repeats them: a
+  method may read its argument's structure (matmul packs a transposed operand: weight.T in nn.Linear), so a placeholder
+  of another structure would give another graph."""
+  moves = []
+  while u.op in _MOVES:
+    moves.append((u.op, u.arg))
+    u = u.src[0]
+  return u, tuple(reversed(moves))
+
 def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
   """`fn` (a Tensor method returning a new Tensor) with its graph built once per key."""
   from tinygrad.tensor import Tensor
@@ -56,24 +69,29 @@ def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
       kkey = tuple((k, _arg_key(kwargs[k], tensors)) for k in sorted(kwargs))
     except TypeError: return fn(self, *args, **kwargs)
     if not all(_eligible(t) for t in tensors): return fn(self, *args, **kwargs)
-    key = (tuple((t.shape, t.dtype, t.device) for t in tensors), akey, kkey, bool(Tensor.training), _flags())
+    chains = [_chain(t.uop) for t in tensors]
+    key = (tuple((t.dtype, t.device, b.shape, moves) for t, (b, moves) in zip(tensors, chains)), akey, kkey, bool(Tensor.training), _flags())
     if (hit := cache.get(key)) is None:
-      tmpl, reusable = _build(fn, tensors, args, kwargs)
+      tmpl, reusable = _build(fn, tensors, chains, args, kwargs)
       if len(cache) >= _MAX_ENTRIES: cache.clear()
       cache[key] = tmpl if reusable else _UNCACHEABLE
       hit = tmpl if tmpl is not None else _UNCACHEABLE   # (a build that drew: this call's graph, with this call's draw)
     if hit is _UNCACHEABLE: return fn(self, *args, **kwargs)
-    return Tensor(hit.apply([t.uop for t in tensors]))
+    return Tensor(hit.apply([b for b, _ in chains]))
   return wrapper
 
-def _build(fn: Callable[..., Tensor], tensors: list[Tensor], args: tuple, kwargs: dict) -> tuple[_Template | None, bool]:
+def _build(fn: Callable[..., Tensor], tensors: list[Tensor], chains: list[tuple[UOp, tuple]], args: tuple,
+           kwargs: dict) -> tuple[_Template | None, bool]:
   """(template, reusable): None when the graph over the placeholders is not the call's graph; not reusable when the build
   drew random numbers (the graph holds that draw's counter snapshot: the next call draws anew)."""
   from tinygrad.tensor import Tensor
   from tinygrad.engine.buffers import new_buffer
-  bufs = [new_buffer(t.device, math.prod(t.shape), t.dtype) for t in tensors]
-  phs = tuple(b.reshape(t.shape) for b, t in zip(bufs, tensors))   # never allocated: names only
-  pts = iter([Tensor(p) for p in phs])
+  bufs = [new_buffer(t.device, math.prod(b.shape), t.dtype) for t, (b, _) in zip(tensors, chains)]
+  phs = tuple(buf.reshape(b.shape) for buf, (b, _) in zip(bufs, chains))   # never allocated: names only
+  def moved(u: UOp, moves: tuple) -> UOp:   # the argument's movement ops again, over its placeholder
+    for op, arg in moves: u = getattr(u, _MOVES[op])(arg)
+    return u
+  pts = iter([Tensor(moved(p, moves)) for p, (_, moves) in zip(phs, chains)])
   def swap(v: Any) -> Any:   # the arguments again, each tensor replaced by its placeholder (in _arg_key's order)
     if type(v).__name__ == "Tensor": return next(pts)
     return type(v)(swap(x) for x in v) if isinstance(v, (tuple, list)) else v
