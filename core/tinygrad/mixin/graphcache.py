@@ -70,6 +70,8 @@ def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     except TypeError: return fn(self, *args, **kwargs)
     if not all(_eligible(t) for t in tensors): return fn(self, *args, **kwargs)
     chains = [_chain(t.uop) for t in tensors]
+    # (a constant argument is built directly: its graph folds, and a method may read the constant, as // does)
+    if any(b.op is Ops.CONST for b, _ in chains): return fn(self, *args, **kwargs)
     key = (tuple((t.dtype, t.device, b.shape, moves) for t, (b, moves) in zip(tensors, chains)), akey, kkey, bool(Tensor.training), _flags())
     if (hit := cache.get(key)) is None:
       tmpl, reusable = _build(fn, tensors, chains, args, kwargs)
