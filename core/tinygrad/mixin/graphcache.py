@@ -78,7 +78,7 @@ def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
       if len(cache) >= _MAX_ENTRIES: cache.clear()
       cache[key] = tmpl if reusable else _UNCACHEABLE
       hit = tmpl if tmpl is not None else _UNCACHEABLE   # (a build that drew: this call's graph, with this call's draw)
-    if hit is _UNCACHEABLE: return fn(self, *args, **kwargs)
+    if not isinstance(hit, _Template): return fn(self, *args, **kwargs)   # (_UNCACHEABLE)
     return Tensor(hit.apply([b for b, _ in chains]))
   return wrapper
 
