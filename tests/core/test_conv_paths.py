@@ -215,6 +215,29 @@ def test_weight_grad_batch_chunks_fit_the_cache_budget(bs, c, hw, k):
   nchunks = next(u.src[0].dtype.size for u in part.toposort() if u.op is Ops.INDEX) // (c * c * k * k)
   assert nchunks > 1 and bs % nchunks == 0 and bs // nchunks * per_image <= _DW_CHUNK_BYTES, nchunks
 
+@pytest.mark.parametrize("case", [(48, 8, 16, (30, 30), (3, 3), 1, 1, 1, 1), (40, 8, 8, (33, 31), (3, 3), 2, 1, 1, 2),
+                                  (36, 16, 16, (28, 28), (5, 5), 1, 2, 2, 16), (64, 4, 12, (35, 29), (4, 2), (2, 1), 0, 1, 1),
+                                  (45, 6, 6, (32, 32), (3, 3), 1, 1, 1, 3)], ids=str)
+def test_weight_grad_batch_chunked_matches_torch(case):
+  # batches past _DW_CHUNK_BYTES sum chunks into partials (strided, dilated, grouped, depthwise; batch sizes whose divisors
+  # are odd or prime-ish): every gradient as torch's
+  # (sums of ~40000 products: compared with float64 torch, relative to the gradient's largest value, as torch's own float32
+  # is off by 2e-7..6e-6 here)
+  from tinygrad.mixin.nn import _DW_CHUNK_BYTES
+  bs, cin, cout, hw, k, s, p, d, g = case
+  assert bs * (cin + cout) * hw[0] * hw[1] * 4 // 2 > _DW_CHUNK_BYTES   # (roughly: the output is about the input's size)
+  rng = np.random.default_rng(0)
+  xn, wn = rng.standard_normal((bs, cin, *hw)).astype(np.float32), rng.standard_normal((cout, cin // g, *k)).astype(np.float32)
+  xt, wt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xn, wn))
+  yt = torch.nn.functional.conv2d(xt, wt, stride=s, padding=p, dilation=d, groups=g)
+  gn = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+  (yt * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  (x.conv2d(w, stride=s, padding=p, dilation=d, groups=g) * Tensor(gn)).sum().backward()
+  for name, ours, ref in (("input grad", x.grad, xt.grad), ("weight grad", w.grad, wt.grad)):
+    ref = ref.numpy()
+    assert np.abs(ours.numpy() - ref).max() <= 1e-5 * np.abs(ref).max(), f"{name} of conv {case}"
+
 def test_flat_conv_input_grad_reads_dy_without_nested_division():
   # the flattened form's output gradient is the valid one's (bs, cout, oh, ow) padded, flattened and padded: the input
   # grad's padded copy of dy reads that valid gradient directly; cut back out of the flat one its index nested a dozen
