@@ -569,3 +569,26 @@ def test_trunc_of_a_constant_keeps_the_sign_of_zero():
     for f in [Tensor.trunc, Tensor.ceil, Tensor.round]:
       assert math.copysign(1, f(Tensor(v)).item()) == -1.0
   assert math.copysign(1, (Tensor(0.0) // -3).item()) == -1.0   # (torch: 0.0 // -3 is -0.0)
+
+@pytest.mark.parametrize("dt,tdt", [(dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)], ids=["half", "bfloat16"])
+def test_half_var_layernorm_cumsum_compute_in_float32(dt, tdt):
+  # torch computes these in float32 and rounds once; in float16 the squares' sum (and N past 65504) overflowed to inf/NaN
+  # (var of 70000 values was NaN, layernorm of +-300 was 0), and bfloat16's cumsum carried its block totals rounded (a
+  # running sum of ones stuck at 65536)
+  x = torch.linspace(-300, 300, 1000).to(tdt)
+  h = T(x.float()).cast(dt)
+  check(h.var(), x.var(), rtol=1e-2, dtype=True)
+  check(h.std(correction=0), x.std(correction=0), rtol=1e-2, dtype=True)
+  check(h.layernorm(), F.layer_norm(x, (1000,)), rtol=1e-2, atol=1e-3, dtype=True)
+  y = torch.linspace(-3, 3, 70000).to(tdt)
+  check(T(y.float()).cast(dt).var(), y.var(), rtol=1e-2, dtype=True)
+  check(Tensor.ones(70000, dtype=dt).cumsum(), torch.ones(70000, dtype=tdt).cumsum(0), dtype=True)
+  check(Tensor.full((300,), 1.01, dtype=dt).cumprod(0), torch.full((300,), 1.01, dtype=tdt).cumprod(0), rtol=1e-2, dtype=True)
+  grad_check(lambda a: a.cast(dt).var(1).cast(dtypes.float32), lambda a: a.to(tdt).var(1).float(), GX, rtol=2e-2, atol=2e-2)
+
+def test_uint8_interpolate_matches_torch():
+  img = torch.tensor(RNG.integers(0, 256, (1, 3, 5, 7)), dtype=torch.uint8)
+  for size, ac in itertools.product([(3, 4), (10, 9)], [False, True]):
+    check(T(img).interpolate(size, mode="linear", align_corners=ac), F.interpolate(img, size=size, mode="bilinear", align_corners=ac), dtype=True)
+    check(T(img).interpolate(size, mode="nearest"), F.interpolate(img, size=size, mode="nearest"), dtype=True)
+    check(T(img).interpolate(size, mode="nearest-exact"), F.interpolate(img, size=size, mode="nearest-exact"), dtype=True)
