@@ -138,7 +138,8 @@ def test_out_of_range_indices_read_zero_or_raise_with_check_oob():
   assert T(x).gather(1, Tensor([[3], [-1]])).tolist() == [[0.0], [0.0]]   # (gather: no negative indices, as torch)
   with Context(CHECK_OOB=1):
     for fn in [lambda: T(x)[Tensor([2])], lambda: T(x)[Tensor([-3])], lambda: T(x).gather(1, Tensor([[3], [0]])),
-               lambda: T(x).gather(1, Tensor([[-1], [0]])), lambda: Tensor([-1, 2]).one_hot(3)]:
+               lambda: T(x).gather(1, Tensor([[-1], [0]])), lambda: Tensor([-1, 2]).one_hot(3),
+               lambda: T(x).scatter(1, Tensor([[3], [0]]), 1.0), lambda: T(x).scatter_reduce(1, Tensor([[-1], [0]]), Tensor([[1.0], [2.0]]), "sum")]:
       with pytest.raises(IndexError): fn().realize()
     with pytest.raises(IndexError):
       t = T(x).contiguous()
