@@ -51,7 +51,8 @@ def _narrowable(sink: UOp) -> list[UOp] | None:
   topo = sink.toposort()
   for u in topo:
     if u in b or u.op not in GroupOp.ALU or not _arith(u, dtypes.int64) or not any(s in b for s in u.src): continue
-    if not all(s in b or _arith(s, dtypes.int64) and s.op is Ops.CONST for s in u.src): continue
+    # (a constant joining them must fit too: a bool result fits always, but `x < 2**40` retyped would compare with 0)
+    if not all(s in b or _arith(s, dtypes.int64) and s.op is Ops.CONST and _fits(s, s._min_max) for s in u.src): continue
     if not _fits(u, lohi := _bounds(u, b)): continue
     for s in u.src:
       if s not in b: b[s] = s._min_max

@@ -314,7 +314,7 @@ class IndexingMixin:
       if include_self: return cand.cat(self.unsqueeze(-1), dim=-1).max(-1)   # self joins the max: ties share the gradient
       return hit.where(cand._max(-1), self)
     if reduce == "prod":
-      r = mask.where(src, src._const(1, shape=())).prod(-1)
+      r = mask.where(src, src._const(1, shape=())).prod(-1).cast(self.dtype)   # (an int prod accumulates in int64: back to self's)
       return r * self if include_self else hit.where(r, self)
     acc = mask.where(src, src._const(0, shape=())).sum(-1).cast(self.dtype)
     if reduce == "sum": return acc + self if include_self else hit.where(acc, self)

@@ -64,6 +64,9 @@ class ReduceMixin:
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
+  def _wide(self: Tensor) -> Tensor:
+    # float16/bfloat16 as float32 (torch's accumulation type for them); any other dtype as it is
+    return self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self
   def _acc_dtype(self: Tensor) -> DType:
     # ints and bools: int64 (uint64 for uint64), as torch; the 32-bit kind on a device without int64 (WEBGPU)
     if not (dtypes.is_int(self.dtype) or dtypes.is_bool(self.dtype)): return sum_acc_dtype(self.dtype)
@@ -118,10 +121,13 @@ class ReduceMixin:
     return (self.cast(self._acc_dtype()).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
-    squares = (self - self.mean(axis, keepdim=True)).square()
+    # float16/bfloat16 in float32, rounded once (as torch): their squares' sum (and N) overflow at 65504
+    x = self._wide()
+    squares = (x - x.mean(axis, keepdim=True)).square()
     n = self._count(axis) - correction
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
-    return squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
+    ret = squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
+    return ret if x is self else ret.cast(self.dtype)
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over `axis`; its gradient is 0 where it is 0 (torch's; sqrt's 1/(2*0) times 0 was NaN)."""
     v = self.var(axis, keepdim, correction)
@@ -186,11 +192,13 @@ class ReduceMixin:
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)._own(self)
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
-    """Running sum along `axis` (ints and bools in int64, as sum)."""
-    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.ADD)
+    """Running sum along `axis` (ints and bools in int64, as sum; float16/bfloat16 in float32, each value rounded once)."""
+    if dtypes.is_float(self.dtype): return self._wide()._cumalu(axis, Ops.ADD).cast(self.dtype)
+    return self.cast(self._acc_dtype())._cumalu(axis, Ops.ADD)
   def cumprod(self: Tensor, axis: int = 0) -> Tensor:
-    """Running product along `axis` (ints and bools in int64, as prod)."""
-    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.MUL)
+    """Running product along `axis` (ints and bools in int64, as prod; float16/bfloat16 in float32 as cumsum)."""
+    if dtypes.is_float(self.dtype): return self._wide()._cumalu(axis, Ops.MUL).cast(self.dtype)
+    return self.cast(self._acc_dtype())._cumalu(axis, Ops.MUL)
   def cummax(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32, int64 past
     int32 as argmax) is the last position at or before i holding the running max (torch's choice on ties)."""

@@ -684,7 +684,7 @@ def _shr(a: int, b: int) -> int: return a >> b if 0 <= b < 64 else (-1 if a < 0 
 python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.EXP2: _safe(lambda x: 2.0**x if x < 1100 else math.inf, lambda x: False), Ops.LOG2: _log2,
   Ops.SIN: _safe(math.sin, math.isinf), Ops.SQRT: _safe(math.sqrt, lambda x: x < 0),
-  Ops.RECIPROCAL: lambda x: _fdiv(1.0, x), Ops.NEG: operator.neg, Ops.TRUNC: lambda x: x if math.isinf(x) or math.isnan(x) else float(math.trunc(x)),
+  Ops.RECIPROCAL: lambda x: _fdiv(1.0, x), Ops.NEG: operator.neg, Ops.TRUNC: lambda x: x if math.isinf(x) or math.isnan(x) else math.copysign(float(math.trunc(x)), x),
   Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.FDIV: _fdiv, Ops.MAX: max,
   Ops.IDIV: lambda a, b: _c_idiv(a, b) if b != 0 else 0, Ops.MOD: lambda a, b: _c_mod(a, b) if b != 0 else 0,
   Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
