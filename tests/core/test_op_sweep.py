@@ -670,3 +670,16 @@ def test_random_chains_of_long_tail_ops(shape, chain, seed):
     r = rng.integers(0, max(1, t.shape[ax]), t.shape)
     t, o = ft(t, ax, r), fo(o, ax, r)
   check(t, o, rtol=1e-3, atol=1e-4)
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "logsumexp"])
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_softmax_rows_past_the_half_range(fn, dt):
+  # a float16 row of 70000 near-equal values: its sum of exps (about 70000) overflowed float16, so every probability was
+  # 0 (and logsumexp inf); computed in float32 and rounded once, as torch
+  x = np.full((2, 70000), 3.0, dtype=np.float32)
+  x[:, 0] = 2.0
+  tdt = getattr(torch, dt)
+  ref = getattr(torch.tensor(x).to(tdt).float(), fn)(-1).to(tdt).float().numpy()
+  got = getattr(Tensor(x).cast(getattr(dtypes, dt)), fn)(-1)
+  assert got.dtype == getattr(dtypes, dt)
+  np.testing.assert_allclose(got.float().numpy(), ref, rtol=1e-2)

@@ -156,20 +156,24 @@ class ReduceMixin:
     return self._inverse().argmax(axis, keepdim)
   def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis`, computed stably."""
-    m = self._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
+    x = self._wide()   # (float16/bfloat16 in float32, rounded once: the sum of exps overflows float16 past 65504)
+    m = x._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
     m = m.isinf().where(0, m)
-    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
+    ret = ((x - m).exp().sum(axis, keepdim=True).log() + m).cast(self.dtype)
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
   def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
     x = self.cast(dtype) if dtype is not None else self
-    e = (x - x._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
-    return e * e.sum(axis, keepdim=True).reciprocal()
+    # float16/bfloat16 in float32, rounded once, as torch: their row sum overflowed past 65504 (every probability 0)
+    w = x._wide()
+    e = (w - w._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
+    return (e * e.sum(axis, keepdim=True).reciprocal()).cast(x.dtype)
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
     x = self.cast(dtype) if dtype is not None else self
-    ss = x - x._max(axis, keepdim=True).detach()
-    return ss - ss.exp().sum(axis, keepdim=True).log()
+    w = x._wide()   # (float16/bfloat16 in float32, rounded once, as softmax)
+    ss = w - w._max(axis, keepdim=True).detach()
+    return (ss - ss.exp().sum(axis, keepdim=True).log()).cast(x.dtype)
 
   # ---- cumulative ----
   def _cumalu(self: Tensor, axis: int, op: Ops) -> Tensor:
