@@ -21,10 +21,16 @@ def is_numpy_ndarray(x: Any) -> bool:
   """Whether `x` is a numpy array (checked without importing numpy)."""
   return type(x).__module__ == "numpy" and type(x).__name__ == "ndarray"
 
+# how many times Tensor.training was read (dropout, BatchNorm, user code): TinyJit tells from it whether a capture depends on
+# the mode (a replay in the other mode is then an error); the library's own lookups that do not change a graph read TRAINING
+training_reads = [0]
+
 class _TensorType(type):
   # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch
   @property
-  def training(cls) -> bool: return bool(TRAINING.value)
+  def training(cls) -> bool:
+    training_reads[0] += 1
+    return bool(TRAINING.value)
   @training.setter
   def training(cls, v: bool) -> None: TRAINING.value = int(v)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, _rebuild
 from tinygrad.dtype import DType
-from tinygrad.helpers import ContextVar
+from tinygrad.helpers import ContextVar, TRAINING
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
 
@@ -22,8 +22,10 @@ _MAX_ENTRIES = 256   # per method; the cache is dropped whole when full (a model
 _UNCACHEABLE = object()
 
 class _Template:
-  __slots__ = ("phs", "order", "out")
-  def __init__(self, phs: tuple[UOp, ...], order: list[UOp], out: UOp): self.phs, self.order, self.out = phs, order, out
+  # reads_training: its build read Tensor.training (its graph is the mode's): every use counts as a read (tensor.training_reads)
+  __slots__ = ("phs", "order", "out", "reads_training")
+  def __init__(self, phs: tuple[UOp, ...], order: list[UOp], out: UOp, reads_training: bool = False):
+    self.phs, self.order, self.out, self.reads_training = phs, order, out, reads_training
   def apply(self, srcs: list[UOp]) -> UOp:
     done: dict[UOp, UOp] = dict(zip(self.phs, srcs))
     for n in self.order: done[n] = _rebuild(n, tuple([done.get(s, s) for s in n.src]))
@@ -59,7 +61,7 @@ def _chain(u: UOp) -> tuple[UOp, tuple]:
 
 def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
   """`fn` (a Tensor method returning a new Tensor) with its graph built once per key."""
-  from tinygrad.tensor import Tensor
+  from tinygrad.tensor import Tensor, training_reads
   cache: dict[Any, Any] = {}
   @functools.wraps(fn)
   def wrapper(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -72,13 +74,14 @@ def cached_graph(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     chains = [_chain(t.uop) for t in tensors]
     # (a constant argument is built directly: its graph folds, and a method may read the constant, as // does)
     if any(b.op is Ops.CONST for b, _ in chains): return fn(self, *args, **kwargs)
-    key = (tuple((t.dtype, t.device, b.shape, moves) for t, (b, moves) in zip(tensors, chains)), akey, kkey, bool(Tensor.training), _flags())
+    key = (tuple((t.dtype, t.device, b.shape, moves) for t, (b, moves) in zip(tensors, chains)), akey, kkey, bool(TRAINING.value), _flags())
     if (hit := cache.get(key)) is None:
       tmpl, reusable = _build(fn, tensors, chains, args, kwargs)
       if len(cache) >= _MAX_ENTRIES: cache.clear()
       cache[key] = tmpl if reusable else _UNCACHEABLE
       hit = tmpl if tmpl is not None else _UNCACHEABLE   # (a build that drew: this call's graph, with this call's draw)
     if not isinstance(hit, _Template): return fn(self, *args, **kwargs)   # (_UNCACHEABLE)
+    if hit.reads_training: training_reads[0] += 1
     return Tensor(hit.apply([b for b, _ in chains]))
   return wrapper
 
@@ -86,7 +89,7 @@ def _build(fn: Callable[..., Tensor], tensors: list[Tensor], chains: list[tuple[
            kwargs: dict) -> tuple[_Template | None, bool]:
   """(template, reusable): None when the graph over the placeholders is not the call's graph; not reusable when the build
   drew random numbers (the graph holds that draw's counter snapshot: the next call draws anew)."""
-  from tinygrad.tensor import Tensor
+  from tinygrad.tensor import Tensor, training_reads
   from tinygrad.engine.buffers import new_buffer
   bufs = [new_buffer(t.device, math.prod(b.shape), t.dtype) for t, (b, _) in zip(tensors, chains)]
   phs = tuple(buf.reshape(b.shape) for buf, (b, _) in zip(bufs, chains))   # never allocated: names only
@@ -97,7 +100,7 @@ def _build(fn: Callable[..., Tensor], tensors: list[Tensor], chains: list[tuple[
   def swap(v: Any) -> Any:   # the arguments again, each tensor replaced by its placeholder (in _arg_key's order)
     if type(v).__name__ == "Tensor": return next(pts)
     return type(v)(swap(x) for x in v) if isinstance(v, (tuple, list)) else v
-  draws = Tensor._draws
+  draws, reads = Tensor._draws, training_reads[0]
   out = fn(swap(tensors[0]), *[swap(a) for a in args], **{k: swap(kwargs[k]) for k in sorted(kwargs)})
   if not isinstance(out, Tensor) or any(v.uop in phs for v in _view_chain(out)): return None, False
   # the nodes above a placeholder, sources first; a graph that reaches a placeholder's buffer other than through its name
@@ -112,7 +115,7 @@ def _build(fn: Callable[..., Tensor], tensors: list[Tensor], chains: list[tuple[
       above[n] = None
       order.append(n)
   if out.uop not in above: return None, False   # a graph of none of its arguments (a constant): nothing to copy onto
-  return _Template(phs, order, out.uop), Tensor._draws == draws
+  return _Template(phs, order, out.uop, training_reads[0] != reads), Tensor._draws == draws
 
 def _view_chain(t: Tensor) -> list[Tensor]:
   # t and the tensors it is a view of: a view of an argument is that argument's storage, not a copy to template (a view of

@@ -169,7 +169,7 @@ class RandomMixin:
   def dropout(self: Tensor, p: float = 0.5) -> Tensor:
     """While Tensor.training, zero each element with probability p and scale the rest by 1/(1-p); else the tensor itself."""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    if not Tensor.training or p == 0: return self
+    if p == 0 or not Tensor.training: return self
     if p == 1: return self * 0   # everything dropped (torch: x * 0, so NaN stays NaN; the gradient is 0)
     return (self.rand_like(dtype=dtypes.float32) >= p).where(self, 0) * (1 / (1 - p))
   @staticmethod

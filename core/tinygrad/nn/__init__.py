@@ -204,7 +204,7 @@ class Dropout:
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     self.p = p
   def __call__(self, x: Tensor) -> Tensor:
-    if not Tensor.training or self.p == 0: return x
+    if self.p == 0 or not Tensor.training: return x
     return x * 0 if self.p == 1 else x.dropout(self.p)
 
 __all__ = ["Linear", "Conv2d", "Conv1d", "ConvTranspose2d", "ConvTranspose1d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "LayerNorm2d", "RMSNorm",
