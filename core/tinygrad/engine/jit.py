@@ -3,7 +3,7 @@ from __future__ import annotations
 import enum, functools, inspect, threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.helpers import CAPTURING, JIT, DEBUG, engine_locked
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
@@ -66,14 +66,57 @@ def _unbound(shape: tuple) -> tuple:
   if all(type(s) is int for s in shape): return shape
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
 
-def _buffers(t: Any) -> list[Buffer]:
-  """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
+def _view_chain(u: UOp) -> tuple[UOp, tuple] | None:
+  """A view of a buffer: the BUFFER and the view's form (the buffer's size and dtype, then each movement op, top first),
+  None when `u` is not a view of a buffer by constant arguments."""
+  chain = []
+  while u.op in GroupOp.Movement or u.op in (Ops.DETACH, Ops.BITCAST):
+    if isinstance(u.arg, UOp) or any(isinstance(x, UOp) or isinstance(x, tuple) and any(isinstance(y, UOp) for y in x) for x in u.arg or ()):
+      return None   # (by a Variable: its form changes with the bound value)
+    chain.append((u.op, u.arg, u.dtype))
+    u = u.src[0]
+  return (u, (u.arg, u.dtype, tuple(chain))) if u.op is Ops.BUFFER else None
+
+def _view_form(t: Tensor) -> tuple | None:
+  """() for an input that is its buffer (or a reshape of it), else the form of the view of a realized buffer it is, per
+  shard (`_view_chain`), or None for another view (by Variables, or of padding)."""
+  if all(base_buffer(s) is not None for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))): return ()
+  if not t._views_a_buffer(): return None
+  chains = [_view_chain(s) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
+  return tuple(c[1] for c in chains) if all(c is not None for c in chains) else None   # type: ignore[index]
+
+def _buffer_uops(t: Any) -> list[UOp]:
+  """The BUFFER UOps an input tensor is read from: its own, or a multi-device tensor's shards' (for a view: its base's)."""
   out = []
   for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)):
     u = base_buffer(s)
+    if u is None and (c := _view_chain(s)) is not None: u = c[0]
     if u is None: raise JitError(f"jit input is not realized into a buffer ({s.op})")
-    out.append(buffer_of(u))
+    out.append(u)
   return out
+
+def _aliases(bufs: list[Buffer]) -> tuple[int, ...]:
+  # per buffer the first position it is at: which inputs are one buffer (two arguments, or views of one tensor)
+  first: dict[int, int] = {}
+  return tuple(first.setdefault(id(b), i) for i, b in enumerate(bufs))
+
+def _written(step: Any) -> list[Buffer]:
+  # the buffers a captured step writes: a kernel's outputs; a copy's (or another step's) first buffer
+  p = getattr(step.runner, "p", None)
+  return [step.bufs[i] for i in p.outs] if p is not None else step.bufs[:1]
+
+def _buffers(t: Any) -> list[Buffer]:
+  """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
+  return [buffer_of(u) for u in _buffer_uops(t)]
+
+def _map_tensors(x: Any, f: Callable[[Tensor], Any]) -> Any:
+  """`x` with each Tensor in it (lists, tuples, named tuples and dicts are walked) replaced by f(tensor)."""
+  if isinstance(x, Tensor): return f(x)
+  if isinstance(x, (list, tuple)):
+    out = [_map_tensors(v, f) for v in x]
+    return type(x)(*out) if hasattr(x, "_fields") else type(x)(out)
+  if isinstance(x, dict): return {k: _map_tensors(v, f) for k, v in x.items()}
+  return x
 
 def _layout(t: Any) -> tuple:
   # a multi-device input's sharding (axis and shard shapes) is part of what the capture was made for
@@ -114,6 +157,14 @@ class TinyJit(Generic[R]):
     self.cnt = 0
     self.steps: list[_realize.ExecStep] = []
     self.in_bufs: list[Buffer] = []
+    self.in_uops: list[UOp] = []   # (the captured inputs' BUFFER UOps, as in_bufs)
+    # the returned tensors that are inputs, or views of their buffers (by id): the input's position, or None for a view;
+    # a replay returns the new input, or the same view of the new input's buffer, in their place
+    self.from_inputs: dict[int, int | None] = {}
+    self.views: list[tuple | None] = []   # per input its `_view_form` at capture, when any input was a view
+    self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
+    self.written: list[bool] = []         # per input: whether the capture writes into its buffer
+    self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -144,11 +195,10 @@ class TinyJit(Generic[R]):
     constants: list[tuple[Any, Any]] = []
     for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
     for k in sorted(kwargs) if kwargs else (): _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
-    if (bufs := _realized_buffers(inputs)) is None and inputs:
-      # a view of a realized tensor (which realize() leaves a view) is an input of its own: copied into its own buffer
-      for t in inputs:
-        if t._views_a_buffer(): t.replace(t.contiguous())
-      Tensor.realize(*inputs)
+    # a lazy input is realized into a buffer of its own; a view of a realized tensor (which realize() leaves a view) is
+    # passed as it is: its kernels read and write the viewed buffer, as without the JIT (`_view_form`)
+    if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
+    forms = [_view_form(t) for t in inputs] if bufs is None or self.views else None
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
     signature: list[tuple] = []
     for t in inputs:
@@ -167,12 +217,22 @@ class TinyJit(Generic[R]):
       return self._run_and_realize(args, kwargs)
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
-      self.in_bufs, self.signature, self.constants = [b for t in inputs for b in _buffers(t)], signature, constants
+      if forms is not None:
+        for k, t in enumerate(inputs):
+          # a view by Variables (or of padding) cannot be replayed as the same view of another buffer: copied into its own
+          if forms[k] is None: forms[k] = _view_form(t.replace(t.contiguous()).realize())
+      self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
+      self.in_bufs = [buffer_of(u) for u in self.in_uops]
+      self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
+      self.from_inputs = self._outputs_from_inputs(inputs)
+      wrote = {id(b) for step in self.steps for b in _written(step)}
+      self.written = [any(id(buffer_of(u)) in wrote for u in _buffer_uops(t)) for t in inputs]
+      self.written_bufs = [id(b) in wrote for b in self.in_bufs]
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
       return self.ret
@@ -194,19 +254,71 @@ class TinyJit(Generic[R]):
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     assert self.replay is not None
-    if bufs is None: bufs = [b for t in inputs for b in _buffers(t)]
+    copies = self._view_copies(inputs, forms) if forms is not None else {}
+    in_uops = [u for k, t in enumerate(inputs) for u in _buffer_uops(copies.get(k, t))] if bufs is None or self.from_inputs else []
+    if bufs is None: bufs = [buffer_of(u) for u in in_uops]
+    if (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with {self._fmt_aliases(self.aliases)} "
+                     f"but called with {self._fmt_aliases(_aliases(bufs))}: the captured kernels "
+                     "cannot replay that (one buffer read as one, or written while read as another); pass the inputs as at capture "
+                     "(.clone() one for a buffer of its own), or call .reset() to capture again")
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:
       with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
         self.replay(bufs, var_vals)
+    from tinygrad.engine.schedule import rebind_graph
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
-      from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
-        if sym_vars(t.shape): t._set_uop(rebind_graph(t.uop, var_vals))
+        if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
     self.cnt += 1
-    return self.ret
+    if not self.from_inputs: return self.ret
+    # a returned input (or a view of one) is this call's: the captured one is the capture call's input, which it still shows
+    new = dict(zip(self.in_uops, in_uops))
+    def mine(t: Tensor) -> Tensor:
+      if (k := self.from_inputs.get(id(t), -1)) == -1: return t
+      if k is not None: return inputs[k]
+      u = t.uop.substitute(new)
+      return Tensor(rebind_graph(u, var_vals) if var_vals else u)
+    return _map_tensors(self.ret, mine)
+
+  def _view_copies(self, inputs: list[Tensor], forms: list[tuple | None]) -> dict[int, Tensor]:
+    """The inputs that are views of another form than at capture, each copied into a buffer of its own (the captured
+    kernels read them as whole buffers); an error where that cannot replay the capture."""
+    name, copies = getattr(self.fxn, '__name__', 'function'), {}
+    for k, (t, form) in enumerate(zip(inputs, forms)):
+      want = self.views[k] if self.views else ()
+      if form == want: continue
+      if want != ():
+        raise JitError(f"jitted {name} was captured with input {k} ({self.names[k]!r}) a view of a buffer, and its kernels read that "
+                       f"buffer; now it is {'another view' if form else 'a tensor of its own'}: pass the same view of a tensor of the same "
+                       "size, or call .reset() to capture again")
+      if self.written[k]:
+        raise JitError(f"jitted {name} writes into input {k} ({self.names[k]!r}), captured as a tensor of its own; now it is a view of "
+                       "another tensor, which the replay cannot write through: pass a tensor of its own (.contiguous()) as at capture, "
+                       "or call .reset() to capture again")
+      copies[k] = t.contiguous()
+    if copies: Tensor.realize(*copies.values())
+    return copies
+
+  def _may_alias(self, aliases: tuple[int, ...]) -> bool:
+    # input buffers captured as one must still be one; ones captured apart may be one now where the capture reads them only
+    cap, w = self.aliases, self.written_bufs
+    return all(aliases[i] == aliases[cap[i]] for i in range(len(cap))) and \
+           all(not w[i] and not w[aliases[i]] for i in range(len(cap)) if aliases[i] != i and cap[i] != cap[aliases[i]])
+
+  @staticmethod
+  def _fmt_aliases(aliases: tuple[int, ...]) -> str:
+    same = [f"{aliases[i]} and {i}" for i in range(len(aliases)) if aliases[i] != i]
+    return "input buffers " + ", ".join(same) + " the same buffer" if same else "every input buffer distinct"
+
+  def _outputs_from_inputs(self, inputs: list[Tensor]) -> dict[int, int | None]:
+    ins, out = set(self.in_uops), {}
+    for t in _tensors_in(self.ret):
+      k = next((i for i, x in enumerate(inputs) if x is t), None)
+      if k is not None or any(u in ins for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER)): out[id(t)] = k
+    return out
 
   def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
     from tinygrad.tensor import Tensor, pending_assigns
