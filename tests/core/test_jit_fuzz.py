@@ -8,19 +8,20 @@ to the kernel-by-kernel one (JIT=2). The eager programs themselves are checked a
 import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, Variable, dtypes
+from tinygrad.engine.jit import JitError
 from tinygrad.helpers import Context
 from test_program_fuzz import _check, _slice
 
 VMAX = 4   # a program's Variable n is bound to 1..VMAX; a tensor sliced by it has a first axis of at least VMAX
-STEPS = ["view"] * 3 + ["elementwise"] * 4 + ["reduce"] * 2 + ["matmul", "var", "write_state", "write_state", "write_state",
-         "write_input", "realize"]
+STEPS = ["view"] * 3 + ["elementwise"] * 4 + ["reduce"] * 2 + ["matmul", "var", "var", "write_state", "write_state", "write_state",
+         "write_input", "realize", "rand", "pad", "cat", "compare"]
 # how a call passes an input: a new tensor, the last call's buffer updated in place, a view of a bigger tensor. A replay
 # reads a view input's base buffer: an input is a view (of one form) in every call or in none (docs/guide.md, TinyJit)
 MODES = ["new", "same"]
 
 @st.composite
-def jit_programs(draw, max_steps: int = 8, dims=(1, 2, 3, 5)):
-  shape = st.lists(st.sampled_from(dims), min_size=1, max_size=2).map(tuple)
+def jit_programs(draw, max_steps: int = 10, dims=(1, 2, 3, 5)):
+  shape = st.lists(st.sampled_from(dims), min_size=1, max_size=3).map(tuple)
   use_var = draw(st.booleans())
   def base(): return draw(shape), draw(st.sampled_from(["float32", "int32"]))
   inputs, state = [base() for _ in range(draw(st.integers(1, 2)))], [base() for _ in range(draw(st.integers(1, 2)))]
@@ -28,7 +29,7 @@ def jit_programs(draw, max_steps: int = 8, dims=(1, 2, 3, 5)):
   alias = len(inputs) == 2 and inputs[0] == inputs[1] and draw(st.booleans())   # the same tensor passed twice, every call
   steps = [(draw(st.sampled_from(STEPS)), draw(st.integers(0, 2**16)), draw(st.integers(0, 2**16)), draw(st.integers(-3, 3)))
            for _ in range(draw(st.integers(1, max_steps)))]
-  slices = [tuple(_slice(draw, 5) for _ in range(2)) for _ in steps]
+  slices = [tuple(_slice(draw, 5) for _ in range(3)) for _ in steps]
   outs = draw(st.lists(st.integers(0, 2**16), min_size=1, max_size=3))
   views = [draw(st.booleans()) for _ in inputs]
   modes = [["view" if v else draw(st.sampled_from(MODES)) for v in views] for _ in range(5)]
@@ -42,45 +43,68 @@ def _fit(v: Tensor, t: Tensor) -> Tensor:
   return v.expand(t.shape).cast(t.dtype) if v.dtype != t.dtype else v.expand(t.shape)
 
 def make_fn(prog, state: list[Tensor]):
-  """The program as a function of its inputs (and the bound Variable n when it has one), closing over `state`."""
+  """The program as a function of its inputs (and xs[:n] and the bound Variable n when it has one), closing over `state`."""
   _, _, use_var, _, steps, slices, outs, _ = prog
   def fn(*args):
-    ins, n = (args[:-1], args[-1]) if use_var else (args, None)
+    ins, xs, n = (args[:-2], *args[-2:]) if use_var else (args, None, None)
     pool: list[Tensor] = list(ins) + list(state)
+    roots = len(pool)   # the inputs and the state: the tensors written into (an input passed twice is one root)
+    root = {id(t): i for i, t in reversed(list(enumerate(pool)))}
+    # per entry: the roots its lazy value reads, and for a view of a root that root (it reads what the root reads now)
+    own: list[set[int]] = [{root[id(t)]} for t in pool]
+    base: list[int | None] = [None] * roots
+    def reads(i: int) -> set[int]: return own[i] | (reads(b) if (b := base[i]) is not None else set())
+    def add(v: Tensor, *src: int, view: bool = False):
+      b = src[0] if src[0] < roots else base[src[0]]
+      pool.append(v)
+      own.append(set() if view and b is not None else set().union(*(reads(i) for i in src)))
+      base.append(b if view else None)
     for (kind, k1, k2, c), sl in zip(steps, slices):
-      t, u = pool[k1 % len(pool)], pool[k2 % len(pool)]
+      i, j = k1 % len(pool), k2 % len(pool)
+      t, u = pool[i], pool[j]
       if kind == "view" and t.ndim:
         v = ["slice", "flip", "permute", "reshape", "expand"][k2 % 5]
         if v == "slice":
-          idx = tuple(sl[i] for i in range(t.ndim))
-          if 0 not in np.empty(t.shape)[idx].shape: pool.append(t[idx])   # (no empty tensors: a sum of one is 0, a max raises)
-        elif v == "flip": pool.append(t.flip(k1 % t.ndim))
-        elif v == "permute": pool.append(t.permute(tuple(reversed(range(t.ndim)))))
-        elif v == "reshape": pool.append(t.reshape(-1, 1) if k1 % 2 else t.reshape(-1))
-        else: pool.append(t.reshape((1,) + t.shape).expand((2,) + t.shape))
+          idx = tuple(sl[d % len(sl)] for d in range(t.ndim))
+          if 0 not in np.empty(t.shape)[idx].shape: add(t[idx], i, view=True)   # (no empty tensors: a sum of one is 0, a max raises)
+        elif v == "flip": add(t.flip(k1 % t.ndim), i, view=True)
+        elif v == "permute": add(t.permute(tuple(reversed(range(t.ndim)))), i, view=True)
+        elif v == "reshape": add(t.reshape(-1, 1) if k1 % 2 else t.reshape(-1), i, view=True)
+        else: add(t.reshape((1,) + t.shape).expand((2,) + t.shape), i, view=True)
       elif kind == "elementwise":
         try: np.broadcast_shapes(t.shape, u.shape)
         except ValueError: u = u.sum()
         op = ["add", "sub", "mul", "maximum", "where", "cast", "neg", "relu", "div"][(k1 >> 4) % 9]
-        if op == "add": pool.append(t + u)
-        elif op == "sub": pool.append(t - u * c)
-        elif op == "mul": pool.append(t * u.clip(-2, 2))
-        elif op == "maximum": pool.append(t.maximum(u))
-        elif op == "where": pool.append((t > u).where(t, u * 2))
-        elif op == "cast": pool.append(t.cast(dtypes.float32 if dtypes.is_int(t.dtype) else dtypes.int32))
-        elif op == "neg": pool.append(-t)
-        elif op == "relu": pool.append(t.relu())
-        else: pool.append(t / 4 if dtypes.is_float(t.dtype) else t // (c or 2))
+        if op == "add": add(t + u, i, j)
+        elif op == "sub": add(t - u * c, i, j)
+        elif op == "mul": add(t * u.clip(-2, 2), i, j)
+        elif op == "maximum": add(t.maximum(u), i, j)
+        elif op == "where": add((t > u).where(t, u * 2), i, j)
+        elif op == "cast": add(t.cast(dtypes.float32 if dtypes.is_int(t.dtype) else dtypes.int32), i)
+        elif op == "neg": add(-t, i)
+        elif op == "relu": add(t.relu(), i)
+        else: add(t / 4 if dtypes.is_float(t.dtype) else t // (c or 2), i)
       elif kind == "reduce" and t.ndim:
         ax, op = k2 % t.ndim, ["sum", "max", "mean"][(k2 >> 3) % 3]
-        pool.append(getattr(t, op)(ax, keepdim=bool(k2 & 4)))
+        add(getattr(t, op)(ax, keepdim=bool(k2 & 4)), i)
       elif kind == "matmul" and 1 <= t.ndim <= 2:
-        pool.append(t @ t.T if t.ndim == 2 else t.dot(t))   # (m, k) @ (k, m), or a dot product
-      elif kind == "var" and n is not None:
+        add(t @ t.T if t.ndim == 2 else t.dot(t), i)   # (m, k) @ (k, m), or a dot product
+      elif kind == "var" and n is not None:   # n as a size (of a slice and of an input), and as a value
         x = pool[0]   # the first input: its first axis is VMAX + 1 long
-        pool.append(x[:n].sum(0) if k2 % 2 else x[:n].max(0) * 2 + Tensor(n).cast(x.dtype))   # n as a size, and as a value
+        add([x[:n].sum(0), x[:n].max(0) * 2 + Tensor(n).cast(x.dtype), xs.sum(0), (xs * xs).mean(0) - n][k2 % 4], 0)
+      elif kind == "rand": add(Tensor.rand(*t.shape, device=t.device) + t if dtypes.is_float(t.dtype) else t.cast(dtypes.float32).rand_like(), i)
+      elif kind == "pad" and t.ndim: add(t.pad(((1, c % 2),) + ((0, 0),) * (t.ndim - 1), value=c), i)
+      elif kind == "cat" and t.ndim: add(t.cat(t * 2, dim=k2 % t.ndim), i)
+      elif kind == "compare": add((t > u).where(t.cast(dtypes.float32) * 0.5, 1.5) if t.shape == u.shape else (t >= 0).cast(t.dtype), i, j)
       elif kind in ("write_state", "write_input"):
         target = state[k1 % len(state)] if kind == "write_state" else ins[k1 % len(ins)]
+        r = root[id(target)]
+        # one graph that needs a tensor's value before and after its update raises "cannot order the schedule" (documented,
+        # docs/guide.md): what reads the target's old value is realized first, as the guide says to
+        stale = [e for e in range(len(pool)) if base[e] is None and root.get(id(pool[e])) != r and r in reads(e)]
+        if stale:
+          Tensor.realize(*[pool[e] for e in stale])
+          for e in stale: own[e] = {root[id(pool[e])]} if e < roots else set()
         how = ["assign", "iadd", "setitem", "setitem_var"][k2 % 4]
         if how == "assign": target.assign(_fit(u * 2 - 1, target))
         elif how == "iadd" or target.ndim == 0: target += _fit(u, target)
@@ -89,6 +113,7 @@ def make_fn(prog, state: list[Tensor]):
           idx = sl[0]
           sub = np.empty(target.shape)[idx].shape
           if 0 not in sub: target[idx] = _fit(u, target[idx])
+        own[r] |= reads(j)   # (a pending assign reads its source)
       elif kind == "realize": Tensor.realize(*pool[k1 % len(pool):])
     return tuple(pool[o % len(pool)] for o in outs)
   return fn
@@ -96,69 +121,56 @@ def make_fn(prog, state: list[Tensor]):
 def _values(shape: tuple, dt: str, rng) -> np.ndarray:
   return rng.integers(-4, 5, shape).astype(dt) if dt == "int32" else rng.standard_normal(shape).astype(dt)
 
-def run_jit_program(prog, device: str | None = None, jit: int = 1, calls: int = 5):
-  """Calls the jitted program `calls` times and the same function eagerly; checks each call's outputs, state and inputs.
-  Returns every value the jitted calls produced (as numpy arrays), in order."""
+def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int = 5) -> list[tuple[str, np.ndarray]]:
+  """Calls the program `calls` times (under TinyJit with JIT=`jit`; None: the plain function) with the same input values
+  (from a seeded rng) and the same seed for Tensor.rand; every value it produced, named, in order: per call the outputs,
+  the state, the inputs and the tensors the view inputs view."""
   inputs, state_specs, use_var, alias, _, _, _, modes = prog
   rng = np.random.default_rng(len(prog[4]))
-  init = [_values(s, dt, rng) for s, dt in state_specs]
-  jstate = [Tensor(a.copy(), device=device).realize() for a in init]
-  rstate = [Tensor(a.copy(), device=device).realize() for a in init]
-  with Context(JIT=jit): jf = TinyJit(make_fn(prog, jstate))
-  rf = make_fn(prog, rstate)
+  state = [Tensor(_values(s, dt, rng), device=device).realize() for s, dt in state_specs]
+  fn = make_fn(prog, state)
+  if jit is not None:
+    with Context(JIT=jit): fn = TinyJit(fn)
+  Tensor.manual_seed(1)
   prev: list[Tensor | None] = [None] * len(inputs)
   seen = []
   for call in range(calls):
     vals = [_values(s, dt, rng) for s, dt in inputs]
-    if alias: vals[1] = vals[0]
-    jin, bases = [], []
+    xs = Tensor(_values((VMAX + 1, 3), "float32", rng), device=device).realize()   # read as xs[:n]
+    ins, bases = [], []
     for i, ((s, dt), mode, a) in enumerate(zip(inputs, modes[call], vals)):
-      if alias and i == 1:
-        jin.append(jin[0])
-        bases.append(None)
+      if alias and i == 1:   # the same tensor as input 0
+        ins.append(ins[0])
         continue
       if mode == "same" and prev[i] is not None:
         x = prev[i]
         x.assign(Tensor(a, device=device)).realize()
-        bases.append(None)
       elif mode == "view":   # a[...] at an offset of a bigger realized tensor (two junk rows before, one after)
-        big = np.concatenate([_values((2,) + s[1:], dt, rng), a, _values((1,) + s[1:], dt, rng)])
-        bt = Tensor(big, device=device).realize()
-        x = bt[2:2 + s[0]]
-        bases.append((bt, big))
-      else:
-        x = Tensor(a, device=device).realize()
-        bases.append(None)
-      jin.append(x)
-    prev = list(jin)
-    rin = [Tensor(a.copy(), device=device).realize() for a in vals]
-    if alias: rin[1] = rin[0]
-    extra = [Variable("n", 1, VMAX).bind(1 + (call * 3 + len(inputs)) % VMAX)] if use_var else []
-    with Context(JIT=jit): got = jf(*jin, *extra)
-    want = rf(*rin, *extra)
-    Tensor.realize(*want)
+        big = Tensor(np.concatenate([_values((2,) + s[1:], dt, rng), a, _values((1,) + s[1:], dt, rng)]), device=device).realize()
+        x = big[2:2 + s[0]]
+        bases.append(big)
+      else: x = Tensor(a, device=device).realize()
+      ins.append(x)
+    prev = list(ins)
+    extra = [xs[:(n := Variable("n", 1, VMAX).bind(1 + (call * 3 + len(inputs)) % VMAX))], n] if use_var else []
+    with Context(JIT=jit or 0): got = fn(*ins, *extra)
+    # TinyJit realizes a call's outputs and its assigns at its end, together (docs/guide.md: a value made before an update
+    # and realized with it reads the old value); the plain function's are realized the same way
+    if jit is None: Tensor.realize(*got, *state, *ins, *bases)
     what = f"call {call} ({'capture' if call == 1 else 'replay' if call > 1 else 'first run'})"
-    for j, (g, w) in enumerate(zip(got, want)):
-      wn = w.numpy()
-      _check(g, wn, f"{what}: output {j}")
-      seen.append(g.numpy())
-    for j, (g, w) in enumerate(zip(jstate, rstate)):
-      _check(g, w.numpy(), f"{what}: state {j}")
-      seen.append(g.numpy())
-    for j, (g, w, b) in enumerate(zip(jin, rin, bases)):
-      _check(g, w.numpy(), f"{what}: input {j}")
-      if b is not None:   # an input written through a view writes into the tensor it views
-        bt, big = b
-        big = big.copy()
-        big[2:2 + w.shape[0]] = w.numpy()
-        _check(bt, big, f"{what}: the tensor input {j} is a view of")
+    # (read now: a replay's outputs are the capture's tensors, rewritten by the next call)
+    seen += [(f"{what}: output {j}", g.numpy()) for j, g in enumerate(got)]
+    seen += [(f"{what}: state {j}", g.numpy()) for j, g in enumerate(state)]
+    seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins)]
+    seen += [(f"{what}: the tensor a view input views", g.numpy()) for g in bases]
   return seen
 
 def check_program(prog, device: str | None = None):
-  graph = run_jit_program(prog, device, jit=1)
-  each = run_jit_program(prog, device, jit=2)
-  for i, (g, e) in enumerate(zip(graph, each)):
-    assert g.tobytes() == e.tobytes(), f"value {i}: the graph replay differs from the kernel-by-kernel one"
+  eager, graph, each = run_calls(prog, device, None), run_calls(prog, device, 1), run_calls(prog, device, 2)
+  assert [w for w, _ in eager] == [w for w, _ in graph] == [w for w, _ in each]
+  for (what, e), (_, g), (_, k) in zip(eager, graph, each):
+    _check(Tensor(g), e, what)
+    assert g.tobytes() == k.tobytes(), f"{what}: the graph replay differs from the kernel-by-kernel one (JIT=2)"
 
 @settings(max_examples=30, deadline=None)
 @given(prog=jit_programs())
@@ -167,3 +179,110 @@ def test_random_jitted_programs_match_eager(prog): check_program(prog)
 @settings(max_examples=4, deadline=None)
 @given(prog=jit_programs(max_steps=4, dims=(1, 2, 3)))
 def test_random_jitted_programs_match_eager_python_device(prog): check_program(prog, "PYTHON")
+
+# ---- pinned: what the fuzz found, and the documented behaviours around it ----
+
+def test_a_returned_input_is_this_calls_input():
+  # a replay returned the capture call's input tensor (and views of it), showing that call's values
+  @TinyJit
+  def f(x, y, n):
+    x += 1
+    return x, x[1:], y.reshape(3, 1), (x * y).sum(), y[:n]
+  for i in range(5):
+    xa, ya = np.arange(3, dtype=np.float32) + 10 * i, np.arange(3, dtype=np.float32) - i
+    x, y = Tensor(xa).realize(), Tensor(ya).realize()
+    a, b, c, d, e = f(x, y, Variable("n", 1, 3).bind(1 + i % 3))
+    assert a is x, f"call {i}"
+    assert a.tolist() == (xa + 1).tolist() and b.tolist() == (xa + 1)[1:].tolist(), f"call {i}"
+    assert c.tolist() == ya.reshape(3, 1).tolist() and d.item() == ((xa + 1) * ya).sum(), f"call {i}"
+    assert e.tolist() == ya[:1 + i % 3].tolist(), f"call {i}"
+
+def test_a_view_input_written_in_place_writes_the_tensor_it_views():
+  # a view input was copied into a tensor of its own (the user's view replaced by it): the function's writes never
+  # reached the viewed tensor, without the JIT (JIT=0) too
+  for jit in (0, 1, 2):
+    with Context(JIT=jit):
+      @TinyJit
+      def f(v, w):
+        v += w
+        return (v * 2).sum()
+      for i in range(5):
+        base = Tensor(np.arange(6, dtype=np.float32) * (i + 1)).realize()
+        v = base[1:4]
+        out = f(v, Tensor([1.0, 2.0, 3.0]).realize())
+        want = np.arange(6, dtype=np.float32) * (i + 1)
+        want[1:4] += [1.0, 2.0, 3.0]
+        assert base.tolist() == want.tolist(), f"JIT={jit} call {i}"
+        assert out.item() == want[1:4].sum() * 2, f"JIT={jit} call {i}"
+        base.assign(base + 1).realize()   # the user's view is still a view of base
+        assert v.tolist() == (want[1:4] + 1).tolist(), f"JIT={jit} call {i}"
+
+def test_a_view_input_at_a_variable_offset_is_written_in_place():
+  # a view by a bound Variable (cache[n:n+2]) was copied at capture: the capture's write was lost, replays raised
+  @TinyJit
+  def f(v):
+    v += 1
+    return (v * 2).sum()
+  for i in range(5):
+    base = Tensor(np.arange(6, dtype=np.float32)).realize()
+    n = i % 4
+    out = f(base[Variable("n", 0, 4).bind(n):Variable("n", 0, 4).bind(n) + 2])
+    want = np.arange(6, dtype=np.float32)
+    want[n:n + 2] += 1
+    assert base.tolist() == want.tolist() and out.item() == want[n:n + 2].sum() * 2, f"call {i}"
+
+def test_view_inputs_of_another_form_than_captured():
+  @TinyJit
+  def reads(x): return x * 2
+  @TinyJit
+  def writes(x):
+    x += 1
+    return x.sum()
+  for i in range(4):   # captured with a tensor of its own, read only: a view is read through a copy
+    b = Tensor(np.arange(5, dtype=np.float32) + i).realize()
+    x = b[1:4] if i >= 2 else Tensor(np.arange(1, 4, dtype=np.float32) + i).realize()
+    assert reads(x).tolist() == ((np.arange(1, 4) + i) * 2).tolist(), f"call {i}"
+  b.assign(b * 0).realize()
+  assert x.tolist() == [0.0, 0.0, 0.0]   # (x is still a view of b)
+  for i in range(2): writes(Tensor([1.0, 2.0]).realize())
+  with pytest.raises(JitError, match=r"writes into input 0 .*captured as a tensor of its own; now it is a view"):
+    writes(Tensor([1.0, 2.0, 3.0]).realize()[1:])
+  reads.reset()
+  for i in range(2): reads(Tensor([1.0, 2.0, 3.0]).realize()[1:])   # captured with a view: it reads the viewed buffer
+  assert reads(Tensor([5.0, 6.0, 7.0]).realize()[1:]).tolist() == [12.0, 14.0]
+  with pytest.raises(JitError, match=r"input 0 \(0\) a view of a buffer.*now it is a tensor of its own"): reads(Tensor([1.0, 2.0]).realize())
+  with pytest.raises(JitError, match=r"now it is another view"): reads(Tensor([1.0, 2.0, 3.0]).realize()[:2])
+
+def test_the_same_tensor_passed_twice():
+  # captured with one tensor as both arguments, a replay with two read the second for both (the kernel had one buffer)
+  @TinyJit
+  def f(a, b): return a * 2 + b
+  x = Tensor([1.0, 2.0]).realize()
+  for _ in range(2): f(x, x)
+  assert f(x, x).tolist() == [3.0, 6.0]
+  with pytest.raises(JitError, match=r"captured with input buffers 0 and 1 the same buffer but called with every input buffer distinct"):
+    f(Tensor([1.0, 2.0]).realize(), Tensor([10.0, 20.0]).realize())
+  # captured apart: the same tensor twice is fine where the capture only reads them, an error where it writes one
+  @TinyJit
+  def g(a, b): return a * 2 + b
+  for i in range(2): g(Tensor([1.0, 2.0]).realize(), Tensor([3.0, 4.0]).realize())
+  assert g(x, x).tolist() == [3.0, 6.0]
+  @TinyJit
+  def h(a, b):
+    a += b.flip(0)
+    return a.sum()
+  for i in range(2): h(Tensor([1.0, 2.0]).realize(), Tensor([3.0, 4.0]).realize())
+  with pytest.raises(JitError, match=r"one buffer read as one, or written while read as another"): h(x, x)
+
+def test_held_outputs_are_rewritten_by_the_next_replay():
+  # documented (docs/guide.md, TinyJit): call 1 runs the function and returns tensors of its own; from the capture (call 2)
+  # on, every call returns the capture's tensors, rewritten by each replay, as in public tinygrad
+  @TinyJit
+  def f(x): return x * 2, (x + 1).sum()
+  outs = [f(Tensor([float(i), 1.0]).realize()) for i in range(4)]
+  assert outs[0][0].tolist() == [0.0, 2.0]
+  assert outs[1][0] is outs[2][0] is outs[3][0] and outs[1][1] is outs[3][1]
+  assert [o[0].tolist() for o in outs[1:]] == [[6.0, 2.0]] * 3 and outs[1][1].item() == 6.0
+  kept = f(Tensor([7.0, 1.0]).realize())[0].clone().realize()   # a copy of its own keeps the value
+  f(Tensor([8.0, 1.0]).realize())
+  assert kept.tolist() == [14.0, 2.0] and outs[1][0].tolist() == [16.0, 2.0]

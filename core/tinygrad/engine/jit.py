@@ -66,23 +66,28 @@ def _unbound(shape: tuple) -> tuple:
   if all(type(s) is int for s in shape): return shape
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
 
-def _view_chain(u: UOp) -> tuple[UOp, tuple] | None:
-  """A view of a buffer: the BUFFER and the view's form (the buffer's size and dtype, then each movement op, top first),
-  None when `u` is not a view of a buffer by constant arguments."""
+def _unbind_arg(a: Any, binds: list[UOp]) -> Any:
+  # a movement op's argument with its bound variables unbound (their BINDs added to `binds`: inputs of the call)
+  if isinstance(a, tuple): return tuple(_unbind_arg(x, binds) for x in a)
+  if not isinstance(a, UOp) or not (bs := sym_vars(a)): return a
+  binds += bs
+  return a.substitute({b: b.src[0] for b in bs})
+
+def _view_chain(u: UOp, binds: list[UOp]) -> tuple[UOp, tuple] | None:
+  """A view of a buffer: the BUFFER and the view's form (the buffer's size and dtype, then each movement op, top first,
+  by its variables: their BINDs are added to `binds`), None when `u` is not a view of a buffer."""
   chain = []
   while u.op in GroupOp.Movement or u.op in (Ops.DETACH, Ops.BITCAST):
-    if isinstance(u.arg, UOp) or any(isinstance(x, UOp) or isinstance(x, tuple) and any(isinstance(y, UOp) for y in x) for x in u.arg or ()):
-      return None   # (by a Variable: its form changes with the bound value)
-    chain.append((u.op, u.arg, u.dtype))
+    chain.append((u.op, _unbind_arg(u.arg, binds), u.dtype))
     u = u.src[0]
   return (u, (u.arg, u.dtype, tuple(chain))) if u.op is Ops.BUFFER else None
 
-def _view_form(t: Tensor) -> tuple | None:
+def _view_form(t: Tensor, binds: list[UOp]) -> tuple | None:
   """() for an input that is its buffer (or a reshape of it), else the form of the view of a realized buffer it is, per
-  shard (`_view_chain`), or None for another view (by Variables, or of padding)."""
+  shard (`_view_chain`), or None for another view (of a symbolic shape, or showing padding)."""
   if all(base_buffer(s) is not None for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))): return ()
   if not t._views_a_buffer(): return None
-  chains = [_view_chain(s) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
+  chains = [_view_chain(s, binds) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
   return tuple(c[1] for c in chains) if all(c is not None for c in chains) else None   # type: ignore[index]
 
 def _buffer_uops(t: Any) -> list[UOp]:
@@ -90,7 +95,7 @@ def _buffer_uops(t: Any) -> list[UOp]:
   out = []
   for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)):
     u = base_buffer(s)
-    if u is None and (c := _view_chain(s)) is not None: u = c[0]
+    if u is None and (c := _view_chain(s, [])) is not None: u = c[0]
     if u is None: raise JitError(f"jit input is not realized into a buffer ({s.op})")
     out.append(u)
   return out
@@ -198,7 +203,7 @@ class TinyJit(Generic[R]):
     # a lazy input is realized into a buffer of its own; a view of a realized tensor (which realize() leaves a view) is
     # passed as it is: its kernels read and write the viewed buffer, as without the JIT (`_view_form`)
     if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
-    forms = [_view_form(t) for t in inputs] if bufs is None or self.views else None
+    forms = [_view_form(t, binds) for t in inputs] if bufs is None or self.views else None
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
     signature: list[tuple] = []
     for t in inputs:
@@ -220,7 +225,7 @@ class TinyJit(Generic[R]):
       if forms is not None:
         for k, t in enumerate(inputs):
           # a view by Variables (or of padding) cannot be replayed as the same view of another buffer: copied into its own
-          if forms[k] is None: forms[k] = _view_form(t.replace(t.contiguous()).realize())
+          if forms[k] is None: forms[k] = _view_form(t.replace(t.contiguous()).realize(), [])
       self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
