@@ -9,15 +9,17 @@ import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, Variable, dtypes
 from tinygrad.engine.jit import JitError
+from tinygrad.uop import Ops
 from tinygrad.helpers import Context
 from test_program_fuzz import _check, _slice
 
+DTYPES = {"float32": dtypes.float32, "int32": dtypes.int32}
 VMAX = 4   # a program's Variable n is bound to 1..VMAX; a tensor sliced by it has a first axis of at least VMAX
 STEPS = ["view"] * 3 + ["elementwise"] * 4 + ["reduce"] * 2 + ["matmul", "var", "var", "write_state", "write_state", "write_state",
          "write_input", "realize", "rand", "pad", "cat", "compare"]
 # how a call passes an input: a new tensor, the last call's buffer updated in place, a view of a bigger tensor. A replay
 # reads a view input's base buffer: an input is a view (of one form) in every call or in none (docs/guide.md, TinyJit)
-MODES = ["new", "same"]
+MODES = ["new", "same", "feedback"]   # feedback: an output of the last call of the input's shape and dtype (h = f(h)), if any
 
 @st.composite
 def jit_programs(draw, max_steps: int = 10, dims=(1, 2, 3, 5)):
@@ -91,7 +93,7 @@ def make_fn(prog, state: list[Tensor]):
         add(t @ t.T if t.ndim == 2 else t.dot(t), i)   # (m, k) @ (k, m), or a dot product
       elif kind == "var" and n is not None:   # n as a size (of a slice and of an input), and as a value
         x = pool[0]   # the first input: its first axis is VMAX + 1 long
-        add([x[:n].sum(0), x[:n].max(0) * 2 + Tensor(n).cast(x.dtype), xs.sum(0), (xs * xs).mean(0) - n][k2 % 4], 0)
+        add([x[:n].sum(0), x[:n].max(0) * 2 + Tensor(n, device=x.device).cast(x.dtype), xs.sum(0), (xs * xs).mean(0) - n][k2 % 4], 0)
       elif kind == "rand": add(Tensor.rand(*t.shape, device=t.device) + t if dtypes.is_float(t.dtype) else t.cast(dtypes.float32).rand_like(), i)
       elif kind == "pad" and t.ndim: add(t.pad(((1, c % 2),) + ((0, 0),) * (t.ndim - 1), value=c), i)
       elif kind == "cat" and t.ndim: add(t.cat(t * 2, dim=k2 % t.ndim), i)
@@ -133,7 +135,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     with Context(JIT=jit): fn = TinyJit(fn)
   Tensor.manual_seed(1)
   prev: list[Tensor | None] = [None] * len(inputs)
-  seen = []
+  seen, got = [], ()
   for call in range(calls):
     vals = [_values(s, dt, rng) for s, dt in inputs]
     xs = Tensor(_values((VMAX + 1, 3), "float32", rng), device=device).realize()   # read as xs[:n]
@@ -142,7 +144,11 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
       if alias and i == 1:   # the same tensor as input 0
         ins.append(ins[0])
         continue
-      if mode == "same" and prev[i] is not None:
+      # (a state tensor, or a view, passed back is another case: an error where the function writes that input, documented)
+      back = [g for g in got if mode == "feedback" and g.shape == s and g.dtype == DTYPES[dt] and g.uop.op is Ops.BUFFER and
+              not any(g.uop is x.uop for x in state + prev if x is not None)]
+      if back: x = back[0]
+      elif mode == "same" and prev[i] is not None:
         x = prev[i]
         x.assign(Tensor(a, device=device)).realize()
       elif mode == "view":   # a[...] at an offset of a bigger realized tensor (two junk rows before, one after)
@@ -286,3 +292,35 @@ def test_held_outputs_are_rewritten_by_the_next_replay():
   kept = f(Tensor([7.0, 1.0]).realize())[0].clone().realize()   # a copy of its own keeps the value
   f(Tensor([8.0, 1.0]).realize())
   assert kept.tolist() == [14.0, 2.0] and outs[1][0].tolist() == [16.0, 2.0]
+
+def test_an_earlier_output_passed_back_as_input():
+  # h = f(h): from the second replay on, the input is the capture's own output buffer, which the matmul kernel wrote while
+  # it still read it (the replay read its own writes)
+  p = np.roll(np.eye(64, dtype=np.float32), 1, axis=1)
+  w = Tensor(p).realize()
+  @TinyJit
+  def f(h): return h @ w
+  h, want = Tensor(np.arange(64, dtype=np.float32).reshape(1, 64)).realize(), np.arange(64, dtype=np.float32).reshape(1, 64)
+  for i in range(6):
+    h, want = f(h), want @ p
+    np.testing.assert_array_equal(h.numpy(), want, err_msg=f"call {i}")
+
+def test_a_state_tensor_passed_as_input_at_replay():
+  # the function updates w (its state) and reads its input flipped; a replay given w itself reads a copy, as without the JIT
+  w = Tensor(np.arange(64, dtype=np.float32)).realize()
+  want = np.arange(64, dtype=np.float32)
+  @TinyJit
+  def f(x):
+    w.assign(w + x.flip(0))
+    return w.sum()
+  for i in range(6):
+    x = w if i >= 3 else Tensor(np.full(64, i, np.float32)).realize()
+    want = want + (want if i >= 3 else np.full(64, i, np.float32))[::-1]
+    f(x)
+    np.testing.assert_array_equal(w.numpy(), want, err_msg=f"call {i}")
+  @TinyJit
+  def g(x):
+    x += w.flip(0)
+    return x.sum()
+  for i in range(2): g(Tensor(np.ones(64, np.float32)).realize())
+  with pytest.raises(JitError, match=r"got as input 0 \(0\) a buffer its captured kernels use otherwise .* it writes into that input"): g(w)

@@ -170,6 +170,8 @@ class TinyJit(Generic[R]):
     self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
     self.written: list[bool] = []         # per input: whether the capture writes into its buffer
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
+    self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
+    self.owned: set[int] = set()          # those it writes
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -238,6 +240,8 @@ class TinyJit(Generic[R]):
       wrote = {id(b) for step in self.steps for b in _written(step)}
       self.written = [any(id(buffer_of(u)) in wrote for u in _buffer_uops(t)) for t in inputs]
       self.written_bufs = [id(b) in wrote for b in self.in_bufs]
+      self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
+      self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
       return self.ret
@@ -267,6 +271,12 @@ class TinyJit(Generic[R]):
                      f"but called with {self._fmt_aliases(_aliases(bufs))}: the captured kernels "
                      "cannot replay that (one buffer read as one, or written while read as another); pass the inputs as at capture "
                      "(.clone() one for a buffer of its own), or call .reset() to capture again")
+    if self.touched and any(id(b) in self.touched for b in bufs):
+      # an input that is a buffer the captured kernels write (an output of an earlier call, as `h = f(h)`, or a state buffer)
+      # is read from a copy: a kernel writing a buffer it reads would read its own writes
+      copies = self._owned_copies(inputs, copies)
+      in_uops = [u for k, t in enumerate(inputs) for u in _buffer_uops(copies.get(k, t))]
+      bufs = [buffer_of(u) for u in in_uops]
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:
@@ -312,6 +322,21 @@ class TinyJit(Generic[R]):
     cap, w = self.aliases, self.written_bufs
     return all(aliases[i] == aliases[cap[i]] for i in range(len(cap))) and \
            all(not w[i] and not w[aliases[i]] for i in range(len(cap)) if aliases[i] != i and cap[i] != cap[aliases[i]])
+
+  def _owned_copies(self, inputs: list[Tensor], copies: dict[int, Tensor]) -> dict[int, Tensor]:
+    """`copies` and a copy of each input that is a buffer the capture writes; an error where the capture writes the
+    input while it uses its buffer otherwise too, or reads it as a view (a copy would take neither)."""
+    made: dict[int, Tensor] = {}
+    for k, t in enumerate(inputs):
+      if k in copies or not (mine := [id(b) for b in _buffers(t) if id(b) in self.touched]): continue
+      if not self.written[k] and not any(b in self.owned for b in mine): continue   # (read here and there: nothing is written)
+      if self.written[k] or self.views and self.views[k]:
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {k} ({self.names[k]!r}) a buffer its captured "
+                       f"kernels use otherwise (an earlier call's output, or a tensor it reads or updates), and it {'writes into' if self.written[k] else 'reads a view of'} "
+                       "that input: pass a copy (.clone()), or call .reset() to capture again")
+      if id(t) not in made: made[id(t)] = t.clone().realize()
+      copies[k] = made[id(t)]
+    return copies
 
   @staticmethod
   def _fmt_aliases(aliases: tuple[int, ...]) -> str:
