@@ -168,6 +168,7 @@ class TinyJit(Generic[R]):
     self.from_inputs: dict[int, int | None] = {}
     self.views: list[tuple | None] = []   # per input its `_view_form` at capture, when any input was a view
     self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
+    self.distinct = True                  # (whether they are distinct buffers)
     self.written: list[bool] = []         # per input: whether the capture writes into its buffer
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
@@ -231,6 +232,7 @@ class TinyJit(Generic[R]):
       self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
+      self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
@@ -266,12 +268,13 @@ class TinyJit(Generic[R]):
     copies = self._view_copies(inputs, forms) if forms is not None else {}
     in_uops = [u for k, t in enumerate(inputs) for u in _buffer_uops(copies.get(k, t))] if bufs is None or self.from_inputs else []
     if bufs is None: bufs = [buffer_of(u) for u in in_uops]
-    if (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
+    ids = [id(b) for b in bufs]
+    if (len(set(ids)) != len(ids) or not self.distinct) and (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with {self._fmt_aliases(self.aliases)} "
                      f"but called with {self._fmt_aliases(_aliases(bufs))}: the captured kernels "
                      "cannot replay that (one buffer read as one, or written while read as another); pass the inputs as at capture "
                      "(.clone() one for a buffer of its own), or call .reset() to capture again")
-    if self.touched and any(id(b) in self.touched for b in bufs):
+    if not self.touched.isdisjoint(ids):
       # an input that is a buffer the captured kernels write (an output of an earlier call, as `h = f(h)`, or a state buffer)
       # is read from a copy: a kernel writing a buffer it reads would read its own writes
       copies = self._owned_copies(inputs, copies)
@@ -282,9 +285,9 @@ class TinyJit(Generic[R]):
     else:
       with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
         self.replay(bufs, var_vals)
-    from tinygrad.engine.schedule import rebind_graph
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
+      from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
         if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
     self.cnt += 1
@@ -294,6 +297,7 @@ class TinyJit(Generic[R]):
     def mine(t: Tensor) -> Tensor:
       if (k := self.from_inputs.get(id(t), -1)) == -1: return t
       if k is not None: return inputs[k]
+      from tinygrad.engine.schedule import rebind_graph
       u = t.uop.substitute(new)
       return Tensor(rebind_graph(u, var_vals) if var_vals else u)
     return _map_tensors(self.ret, mine)
