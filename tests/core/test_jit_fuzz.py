@@ -9,7 +9,6 @@ import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, Variable, dtypes
 from tinygrad.engine.jit import JitError
-from tinygrad.uop import Ops
 from tinygrad.helpers import Context
 from test_program_fuzz import _check, _slice
 
@@ -56,8 +55,10 @@ def make_fn(prog, state: list[Tensor]):
     own: list[set[int]] = [{root[id(t)]} for t in pool]
     base: list[int | None] = [None] * roots
     def reads(i: int) -> set[int]: return own[i] | (reads(b) if (b := base[i]) is not None else set())
+    views: set[int] = set()
     def add(v: Tensor, *src: int, view: bool = False):
       b = src[0] if src[0] < roots else base[src[0]]
+      if view: views.add(len(pool))
       pool.append(v)
       own.append(set() if view and b is not None else set().union(*(reads(i) for i in src)))
       base.append(b if view else None)
@@ -117,7 +118,10 @@ def make_fn(prog, state: list[Tensor]):
           if 0 not in sub: target[idx] = _fit(u, target[idx])
         own[r] |= reads(j)   # (a pending assign reads its source)
       elif kind == "realize": Tensor.realize(*pool[k1 % len(pool):])
+    # the outputs that are values of their own (computed, not a view of anything): what run_calls may pass back as inputs
+    fn.fresh = [o % len(pool) >= roots and o % len(pool) not in views for o in outs]   # type: ignore[attr-defined]
     return tuple(pool[o % len(pool)] for o in outs)
+  fn.fresh = []   # type: ignore[attr-defined]
   return fn
 
 def _values(shape: tuple, dt: str, rng) -> np.ndarray:
@@ -130,7 +134,8 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
   inputs, state_specs, use_var, alias, _, _, _, modes = prog
   rng = np.random.default_rng(len(prog[4]))
   state = [Tensor(_values(s, dt, rng), device=device).realize() for s, dt in state_specs]
-  fn = make_fn(prog, state)
+  fn = fn_ = make_fn(prog, state)
+  writes_inputs = any(k == "write_input" for k, *_ in prog[4])
   if jit is not None:
     with Context(JIT=jit): fn = TinyJit(fn)
   Tensor.manual_seed(1)
@@ -144,10 +149,11 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
       if alias and i == 1:   # the same tensor as input 0
         ins.append(ins[0])
         continue
-      # (a state tensor, or a view, passed back is another case: an error where the function writes that input, documented)
-      back = [g for g in got if mode == "feedback" and g.shape == s and g.dtype == DTYPES[dt] and g.uop.op is Ops.BUFFER and
-              not any(g.uop is x.uop for x in state + prev if x is not None)]
-      if back: x = back[0]
+      # only values of their own are passed back, and only to a function that writes no input: a view (of a state tensor or
+      # an input), or an input the function writes into, are other cases, errors where the capture cannot replay them
+      # (docs/guide.md, test_an_earlier_output_passed_back_as_input and test_a_state_tensor_passed_as_input_at_replay)
+      back = [g for g, fresh in zip(got, fn_.fresh) if mode == "feedback" and fresh and g.shape == s and g.dtype == DTYPES[dt]]
+      if back and not writes_inputs: x = back[0]
       elif mode == "same" and prev[i] is not None:
         x = prev[i]
         x.assign(Tensor(a, device=device)).realize()

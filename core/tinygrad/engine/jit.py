@@ -226,9 +226,9 @@ class TinyJit(Generic[R]):
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
       if forms is not None:
-        for k, t in enumerate(inputs):
-          # a view by Variables (or of padding) cannot be replayed as the same view of another buffer: copied into its own
-          if forms[k] is None: forms[k] = _view_form(t.replace(t.contiguous()).realize(), [])
+        for j, t in enumerate(inputs):
+          # a view of a symbolic shape (or showing padding) cannot be replayed as the same view of another buffer: a copy
+          if forms[j] is None: forms[j] = _view_form(t.replace(t.contiguous()).realize(), [])
       self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
@@ -266,7 +266,7 @@ class TinyJit(Generic[R]):
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     assert self.replay is not None
     copies = self._view_copies(inputs, forms) if forms is not None else {}
-    in_uops = [u for k, t in enumerate(inputs) for u in _buffer_uops(copies.get(k, t))] if bufs is None or self.from_inputs else []
+    in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))] if bufs is None or self.from_inputs else []
     if bufs is None: bufs = [buffer_of(u) for u in in_uops]
     ids = [id(b) for b in bufs]
     if (len(set(ids)) != len(ids) or not self.distinct) and (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
@@ -278,7 +278,7 @@ class TinyJit(Generic[R]):
       # an input that is a buffer the captured kernels write (an output of an earlier call, as `h = f(h)`, or a state buffer)
       # is read from a copy: a kernel writing a buffer it reads would read its own writes
       copies = self._owned_copies(inputs, copies)
-      in_uops = [u for k, t in enumerate(inputs) for u in _buffer_uops(copies.get(k, t))]
+      in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))]
       bufs = [buffer_of(u) for u in in_uops]
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
@@ -293,12 +293,12 @@ class TinyJit(Generic[R]):
     self.cnt += 1
     if not self.from_inputs: return self.ret
     # a returned input (or a view of one) is this call's: the captured one is the capture call's input, which it still shows
-    new = dict(zip(self.in_uops, in_uops))
+    swap = dict(zip(self.in_uops, in_uops))
     def mine(t: Tensor) -> Tensor:
-      if (k := self.from_inputs.get(id(t), -1)) == -1: return t
-      if k is not None: return inputs[k]
+      if (j := self.from_inputs.get(id(t), -1)) == -1: return t
+      if j is not None: return inputs[j]
       from tinygrad.engine.schedule import rebind_graph
-      u = t.uop.substitute(new)
+      u = t.uop.substitute(swap)
       return Tensor(rebind_graph(u, var_vals) if var_vals else u)
     return _map_tensors(self.ret, mine)
 
@@ -335,9 +335,10 @@ class TinyJit(Generic[R]):
       if k in copies or not (mine := [id(b) for b in _buffers(t) if id(b) in self.touched]): continue
       if not self.written[k] and not any(b in self.owned for b in mine): continue   # (read here and there: nothing is written)
       if self.written[k] or self.views and self.views[k]:
+        how = "writes into" if self.written[k] else "reads a view of"
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {k} ({self.names[k]!r}) a buffer its captured "
-                       f"kernels use otherwise (an earlier call's output, or a tensor it reads or updates), and it {'writes into' if self.written[k] else 'reads a view of'} "
-                       "that input: pass a copy (.clone()), or call .reset() to capture again")
+                       f"kernels use otherwise (an earlier call's output, or a tensor it reads or updates), and it {how} that input: "
+                       "pass a copy (.clone()), or call .reset() to capture again")
       if id(t) not in made: made[id(t)] = t.clone().realize()
       copies[k] = made[id(t)]
     return copies
