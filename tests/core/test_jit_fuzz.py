@@ -144,16 +144,19 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
   for call in range(calls):
     vals = [_values(s, dt, rng) for s, dt in inputs]
     xs = Tensor(_values((VMAX + 1, 3), "float32", rng), device=device).realize()   # read as xs[:n]
-    ins, bases = [], []
+    ins, bases, fed = [], [], set()
     for i, ((s, dt), mode, a) in enumerate(zip(inputs, modes[call], vals)):
       if alias and i == 1:   # the same tensor as input 0
         ins.append(ins[0])
+        if 0 in fed: fed.add(1)
         continue
       # only values of their own are passed back, and only to a function that writes no input: a view (of a state tensor or
       # an input), or an input the function writes into, are other cases, errors where the capture cannot replay them
       # (docs/guide.md, test_an_earlier_output_passed_back_as_input and test_a_state_tensor_passed_as_input_at_replay)
       back = [g for g, fresh in zip(got, fn_.fresh) if mode == "feedback" and fresh and g.shape == s and g.dtype == DTYPES[dt]]
-      if back and not writes_inputs: x = back[0]
+      if back and not writes_inputs:
+        x = back[0]
+        fed.add(i)
       elif mode == "same" and prev[i] is not None:
         x = prev[i]
         x.assign(Tensor(a, device=device)).realize()
@@ -173,7 +176,8 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     # (read now: a replay's outputs are the capture's tensors, rewritten by the next call)
     seen += [(f"{what}: output {j}", g.numpy()) for j, g in enumerate(got)]
     seen += [(f"{what}: state {j}", g.numpy()) for j, g in enumerate(state)]
-    seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins)]
+    # (an output passed back is, from the capture on, the capture's output tensor: the replay rewrites it, as documented)
+    seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins) if j not in fed]
     seen += [(f"{what}: the tensor a view input views", g.numpy()) for g in bases]
   return seen
 
