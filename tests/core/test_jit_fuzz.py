@@ -120,6 +120,7 @@ def make_fn(prog, state: list[Tensor]):
       elif kind == "realize": Tensor.realize(*pool[k1 % len(pool):])
     # the outputs that are values of their own (computed, not a view of anything): what run_calls may pass back as inputs
     fn.fresh = [o % len(pool) >= roots and o % len(pool) not in views for o in outs]   # type: ignore[attr-defined]
+    fn.picks = [o % len(pool) for o in outs]   # type: ignore[attr-defined]
     return tuple(pool[o % len(pool)] for o in outs)
   fn.fresh = []   # type: ignore[attr-defined]
   return fn
@@ -174,9 +175,10 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     if jit is None: Tensor.realize(*got, *state, *ins, *bases)
     what = f"call {call} ({'capture' if call == 1 else 'replay' if call > 1 else 'first run'})"
     # (read now: a replay's outputs are the capture's tensors, rewritten by the next call)
-    seen += [(f"{what}: output {j}", g.numpy()) for j, g in enumerate(got)]
+    seen += [(f"{what}: output {j}", g.numpy()) for j, g in enumerate(got) if fn_.picks[j] not in fed]
     seen += [(f"{what}: state {j}", g.numpy()) for j, g in enumerate(state)]
-    # (an output passed back is, from the capture on, the capture's output tensor: the replay rewrites it, as documented)
+    # (an output passed back is, from the capture on, the capture's output tensor: the replay rewrites it, as documented,
+    # also where the function returns that input)
     seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins) if j not in fed]
     seen += [(f"{what}: the tensor a view input views", g.numpy()) for g in bases]
   return seen
