@@ -190,8 +190,18 @@ def check_program(prog, device: str | None = None):
     _check(Tensor(g), e, what)
     assert g.tobytes() == k.tobytes(), f"{what}: the graph replay differs from the kernel-by-kernel one (JIT=2)"
 
+def _ex(inputs, state, steps, outs, modes, use_var=False, alias=False):
+  return inputs, state, use_var, alias, steps, [(slice(0, 0, 1),) * 3] * len(steps), outs, modes
+
 @settings(max_examples=30, deadline=None)
 @given(prog=jit_programs())
+# a replay returned the capture call's input where the function returns its input
+@example(prog=_ex([((1,), "float32")], [((1,), "float32")], [("view", 0, 0, 0)], [0], [["new"]] * 5))
+# a view input written in place: the write went into a copy, never into the tensor it views
+@example(prog=_ex([((2, 1), "float32")], [((3, 1), "int32")], [("write_input", 0, 1, 0)], [1], [["view"]] * 5))
+# an earlier output passed back as the input the function returns (the capture's output: rewritten, as documented)
+@example(prog=_ex([((1,), "float32"), ((1, 1), "float32")], [((1,), "float32"), ((1,), "float32")],
+                  [("view", 0, 1, 0), ("elementwise", 0, 0, 0)], [0, 257], [["new", "view"]] * 4 + [["feedback", "view"]]))
 def test_random_jitted_programs_match_eager(prog): check_program(prog)
 
 @settings(max_examples=4, deadline=None)
