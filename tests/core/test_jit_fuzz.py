@@ -141,7 +141,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     with Context(JIT=jit): fn = TinyJit(fn)
   Tensor.manual_seed(1)
   prev: list[Tensor | None] = [None] * len(inputs)
-  seen, got = [], ()
+  seen, got, prev_fed = [], (), set()
   for call in range(calls):
     vals = [_values(s, dt, rng) for s, dt in inputs]
     xs = Tensor(_values((VMAX + 1, 3), "float32", rng), device=device).realize()   # read as xs[:n]
@@ -160,6 +160,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
         fed.add(i)
       elif mode == "same" and prev[i] is not None:
         x = prev[i]
+        if i in prev_fed: fed.add(i)   # (still the capture's output tensor)
         x.assign(Tensor(a, device=device)).realize()
       elif mode == "view":   # a[...] at an offset of a bigger realized tensor (two junk rows before, one after)
         big = Tensor(np.concatenate([_values((2,) + s[1:], dt, rng), a, _values((1,) + s[1:], dt, rng)]), device=device).realize()
@@ -167,7 +168,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
         bases.append(big)
       else: x = Tensor(a, device=device).realize()
       ins.append(x)
-    prev = list(ins)
+    prev, prev_fed = list(ins), fed
     extra = [xs[:(n := Variable("n", 1, VMAX).bind(1 + (call * 3 + len(inputs)) % VMAX))], n] if use_var else []
     with Context(JIT=jit or 0): got = fn(*ins, *extra)
     # TinyJit realizes a call's outputs and its assigns at its end, together (docs/guide.md: a value made before an update
