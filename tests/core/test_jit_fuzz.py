@@ -5,10 +5,12 @@ times with new input values: new tensors, the same buffers updated in place, vie
 twice. Each call's outputs, the state and the inputs after each call must equal the same function run without the JIT on
 a copy of the state (allclose: the eager run may fuse its kernels differently), and the graph replay must be bit-identical
 to the kernel-by-kernel one (JIT=2). The eager programs themselves are checked against numpy in test_program_fuzz.py."""
+import contextlib
 import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, Variable, dtypes
 from tinygrad.engine.jit import JitError
+from tinygrad.engine.realize import method_cache
 from tinygrad.helpers import Context
 from test_program_fuzz import _check, _slice
 
@@ -204,6 +206,23 @@ def _ex(inputs, state, steps, outs, modes, use_var=False, alias=False):
 @example(prog=_ex([((1,), "float32"), ((1, 1), "float32")], [((1,), "float32"), ((1,), "float32")],
                   [("view", 0, 1, 0), ("elementwise", 0, 0, 0)], [0, 257], [["new", "view"]] * 4 + [["feedback", "view"]]))
 def test_random_jitted_programs_match_eager(prog): check_program(prog)
+
+@contextlib.contextmanager
+def _split_cpu_kernels():
+  # every CPU kernel with a few elements split across two threads of the pool (the graph runner's threaded path)
+  rt = pytest.importorskip("tinygrad_cpu.runtime")
+  old = rt.CPU_THREAD_WORK, rt.CPU_COUNT
+  rt.CPU_THREAD_WORK, rt.CPU_COUNT = 8, 2
+  method_cache.clear()   # (a loaded program keeps the split it was loaded with)
+  try: yield
+  finally:
+    rt.CPU_THREAD_WORK, rt.CPU_COUNT = old
+    method_cache.clear()
+
+@settings(max_examples=8, deadline=None)
+@given(prog=jit_programs(max_steps=6, dims=(1, 3, 7, 16)))
+def test_random_jitted_programs_match_eager_split_kernels(prog):
+  with _split_cpu_kernels(): check_program(prog, "CPU")
 
 @settings(max_examples=4, deadline=None)
 @given(prog=jit_programs(max_steps=4, dims=(1, 2, 3)))
