@@ -196,7 +196,7 @@ def check_program(prog, device: str | None = None):
 def _ex(inputs, state, steps, outs, modes, use_var=False, alias=False):
   return inputs, state, use_var, alias, steps, [(slice(0, 0, 1),) * 3] * len(steps), outs, modes
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(prog=jit_programs())
 # a replay returned the capture call's input where the function returns its input
 @example(prog=_ex([((1,), "float32")], [((1,), "float32")], [("view", 0, 0, 0)], [0], [["new"]] * 5))
@@ -219,13 +219,13 @@ def _split_cpu_kernels():
     rt.CPU_THREAD_WORK, rt.CPU_COUNT = old
     method_cache.clear()
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(prog=jit_programs(max_steps=6, dims=(1, 3, 7, 16)))
 def test_random_jitted_programs_match_eager_split_kernels(prog):
   with _split_cpu_kernels(): check_program(prog, "CPU")
 
-@settings(max_examples=4, deadline=None)
-@given(prog=jit_programs(max_steps=4, dims=(1, 2, 3)))
+@settings(max_examples=15, deadline=None)
+@given(prog=jit_programs(max_steps=6, dims=(1, 2, 3)))
 def test_random_jitted_programs_match_eager_python_device(prog): check_program(prog, "PYTHON")
 
 # ---- pinned: what the fuzz found, and the documented behaviours around it ----
