@@ -20,7 +20,8 @@ STEPS = ["view"] * 3 + ["elementwise"] * 4 + ["reduce"] * 2 + ["matmul", "var", 
          "write_input", "realize", "rand", "pad", "cat", "compare"]
 # how a call passes an input: a new tensor, the last call's buffer updated in place, a view of a bigger tensor. A replay
 # reads a view input's base buffer: an input is a view (of one form) in every call or in none (docs/guide.md, TinyJit)
-MODES = ["new", "same", "feedback"]   # feedback: an output of the last call of the input's shape and dtype (h = f(h)), if any
+# feedback: an output of the last call of the input's shape and dtype (h = f(h)), if any; lazy: a value not yet computed
+MODES = ["new", "same", "feedback", "lazy"]
 
 @st.composite
 def jit_programs(draw, max_steps: int = 10, dims=(1, 2, 3, 5)):
@@ -168,6 +169,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
         big = Tensor(np.concatenate([_values((2,) + s[1:], dt, rng), a, _values((1,) + s[1:], dt, rng)]), device=device).realize()
         x = big[2:2 + s[0]]
         bases.append(big)
+      elif mode == "lazy": x = Tensor(a, device=device) * 1
       else: x = Tensor(a, device=device).realize()
       ins.append(x)
     prev, prev_fed = list(ins), fed
