@@ -17,7 +17,7 @@ from test_program_fuzz import _check, _slice
 DTYPES = {"float32": dtypes.float32, "int32": dtypes.int32}
 VMAX = 4   # a program's Variable n is bound to 1..VMAX; a tensor sliced by it has a first axis of at least VMAX
 STEPS = ["view"] * 3 + ["elementwise"] * 4 + ["reduce"] * 2 + ["matmul", "var", "var", "write_state", "write_state", "write_state",
-         "write_input", "realize", "rand", "pad", "cat", "compare"]
+         "write_input", "write_view", "realize", "rand", "pad", "cat", "compare"]
 # how a call passes an input: a new tensor, the last call's buffer updated in place, a view of a bigger tensor. A replay
 # reads a view input's base buffer: an input is a view (of one form) in every call or in none (docs/guide.md, TinyJit)
 # feedback: an output of the last call of the input's shape and dtype (h = f(h)), if any; lazy: a value not yet computed
@@ -58,7 +58,7 @@ def make_fn(prog, state: list[Tensor]):
     own: list[set[int]] = [{root[id(t)]} for t in pool]
     base: list[int | None] = [None] * roots
     def reads(i: int) -> set[int]: return own[i] | (reads(b) if (b := base[i]) is not None else set())
-    views: set[int] = set()
+    views, fixed = set(), set()   # (the views; the views that cannot be written: of an expand)
     def add(v: Tensor, *src: int, view: bool = False):
       b = src[0] if src[0] < roots else base[src[0]]
       if view: views.add(len(pool))
@@ -76,7 +76,10 @@ def make_fn(prog, state: list[Tensor]):
         elif v == "flip": add(t.flip(k1 % t.ndim), i, view=True)
         elif v == "permute": add(t.permute(tuple(reversed(range(t.ndim)))), i, view=True)
         elif v == "reshape": add(t.reshape(-1, 1) if k1 % 2 else t.reshape(-1), i, view=True)
-        else: add(t.reshape((1,) + t.shape).expand((2,) + t.shape), i, view=True)
+        else:
+          add(t.reshape((1,) + t.shape).expand((2,) + t.shape), i, view=True)
+          fixed.add(len(pool) - 1)
+        if i in fixed: fixed.add(len(pool) - 1)
       elif kind == "elementwise":
         try: np.broadcast_shapes(t.shape, u.shape)
         except ValueError: u = u.sum()
@@ -102,9 +105,14 @@ def make_fn(prog, state: list[Tensor]):
       elif kind == "pad" and t.ndim: add(t.pad(((1, c % 2),) + ((0, 0),) * (t.ndim - 1), value=c), i)
       elif kind == "cat" and t.ndim: add(t.cat(t * 2, dim=k2 % t.ndim), i)
       elif kind == "compare": add((t > u).where(t.cast(dtypes.float32) * 0.5, 1.5) if t.shape == u.shape else (t >= 0).cast(t.dtype), i, j)
-      elif kind in ("write_state", "write_input"):
-        target = state[k1 % len(state)] if kind == "write_state" else ins[k1 % len(ins)]
-        r = root[id(target)]
+      elif kind in ("write_state", "write_input", "write_view"):
+        if kind == "write_view":   # into a view of an input or a state tensor (a slice, a flip, a transpose, a reshape)
+          if base[i] is None or i in fixed: continue
+          target, r = t, base[i]
+        else:
+          target = state[k1 % len(state)] if kind == "write_state" else ins[k1 % len(ins)]
+          r = root[id(target)]
+        if kind == "write_view" and c % 2: u, j = target.flip(0) if target.ndim else target, i   # (reads itself, elsewhere)
         # one graph that needs a tensor's value before and after its update raises "cannot order the schedule" (documented,
         # docs/guide.md): what reads the target's old value is realized first, as the guide says to
         stale = [e for e in range(len(pool)) if base[e] is None and root.get(id(pool[e])) != r and r in reads(e)]
