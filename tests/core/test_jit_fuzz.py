@@ -392,3 +392,16 @@ def test_the_functions_own_state_passed_as_input_at_capture():
     want = want + (want if i == 1 else np.array([float(i), 0.0], np.float32))
     f(x)
     np.testing.assert_array_equal(w.numpy(), want, err_msg=f"call {i}")
+
+def test_a_changed_training_mode_is_an_error():
+  # captured in training mode, a replay outside it replayed dropout (design.md: anything but tensors and bound Variables
+  # that changes between calls is an error, not a silently replayed old value)
+  @TinyJit
+  def f(x): return x.dropout(0.5) * 1
+  x = Tensor.ones(8).contiguous().realize()
+  with Tensor.train():
+    for _ in range(3): f(x)
+  with pytest.raises(JitError, match=r"captured with Tensor.training=True, now it is False"): f(x)
+  f.reset()
+  for _ in range(3): assert f(x).tolist() == [1.0] * 8
+  with Tensor.train(), pytest.raises(JitError, match=r"Tensor.training=False, now it is True"): f(x)

@@ -4,7 +4,7 @@ import enum, functools, inspect, threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.helpers import CAPTURING, JIT, DEBUG, engine_locked
+from tinygrad.helpers import CAPTURING, JIT, DEBUG, TRAINING, engine_locked
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
@@ -173,6 +173,7 @@ class TinyJit(Generic[R]):
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
     self.owned: set[int] = set()          # those it writes
+    self.training = 0   # Tensor.training when captured (Dropout, BatchNorm's batch statistics: other kernels in the other mode)
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -233,6 +234,7 @@ class TinyJit(Generic[R]):
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
+      self.training = TRAINING.value
       self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
@@ -258,6 +260,10 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
+    if TRAINING.value != self.training:
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
+                     f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
+                     "or call .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
