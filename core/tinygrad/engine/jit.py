@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import enum, functools, inspect, threading
+import enum, functools, inspect, threading, weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -110,6 +110,17 @@ def _written(step: Any) -> list[Buffer]:
   p = getattr(step.runner, "p", None)
   return [step.bufs[i] for i in p.outs] if p is not None else step.bufs[:1]
 
+def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
+  """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""
+  written: set[int] = set()
+  out: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+  for step in steps:
+    p = getattr(step.runner, "p", None)
+    for b in ([step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]):
+      if id(b) not in written and id(b) not in inputs: out[id(b)] = b
+    written.update(id(b) for b in _written(step))
+  return out
+
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
   return [buffer_of(u) for u in _buffer_uops(t)]
@@ -173,6 +184,10 @@ class TinyJit(Generic[R]):
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
     self.owned: set[int] = set()          # those it writes
+    # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
+    self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+    self.first_writes: list[bool] = []   # per input: whether the first call wrote into it ([]: not seen)
+    self.copied: list[bool] = []         # per input: whether the capture read it through a copy (a view not written into)
     self.training = 0   # Tensor.training when captured (Dropout, BatchNorm's batch statistics: other kernels in the other mode)
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
@@ -222,20 +237,31 @@ class TinyJit(Generic[R]):
       if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
     signature += [("var",) + v.arg for v in var_vals]
     if not CAPTURING or not JIT or self.cnt == 0:
+      first = self.cnt == 0 and CAPTURING and JIT and _realize.capturing is None and _realize.observing is None
       self.cnt += 1
-      return self._run_and_realize(args, kwargs)
+      if not first: return self._run_and_realize(args, kwargs)
+      _realize.observing = []
+      try: ret = self._run_and_realize(args, kwargs)
+      finally: seen, _realize.observing = _realize.observing, None
+      self.state = _state_read(seen, {id(b) for t in inputs for b in _buffers(t)})
+      wrote = {id(b) for step in seen for b in _written(step)}
+      self.first_writes = [any(id(b) in wrote for b in _buffers(t)) for t in inputs]
+      return ret
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
-      if forms is not None:
-        for j, t in enumerate(inputs):
-          # a view of a symbolic shape (or showing padding) cannot be replayed as the same view of another buffer: a copy
-          if forms[j] is None: forms[j] = _view_form(t.replace(t.contiguous()).realize(), [])
+      if self.state and (own := [k for k, t in enumerate(inputs) if any(id(b) in self.state for b in _buffers(t))]):
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {own[0]} ({self.names_of(args, kwargs)[own[0]]!r}) a "
+                       "tensor it also reads without taking it as an argument (its first call did): the capture could not tell the "
+                       "two apart, and every replay would read (and write) the new input in both places; pass a copy (.clone()), "
+                       "or call .reset() and capture with another tensor")
+      self.copied = [False] * len(inputs)
+      if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.training = TRAINING.value
-      self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
+      self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
@@ -243,6 +269,10 @@ class TinyJit(Generic[R]):
       self.from_inputs = self._outputs_from_inputs(inputs)
       wrote = {id(b) for step in self.steps for b in _written(step)}
       self.written = [any(id(buffer_of(u)) in wrote for u in _buffer_uops(t)) for t in inputs]
+      if (lost := [j for j in range(len(inputs)) if self.written[j] and self.copied[j]]):
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} wrote into input {lost[0]} ({self.names[lost[0]]!r}), a view it "
+                       "did not write into at its first call, so it was captured reading a copy: the write did not reach the "
+                       "tensor it views; call .reset() to capture again (the function's writes must not depend on the call)")
       self.written_bufs = [id(b) in wrote for b in self.in_bufs]
       self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
       self.owned = wrote & self.touched
@@ -308,6 +338,23 @@ class TinyJit(Generic[R]):
       return Tensor(rebind_graph(u, var_vals) if var_vals else u)
     return _map_tensors(self.ret, mine)
 
+  def _read_views(self, args: tuple, kwargs: dict, inputs: list[Tensor], forms: list) -> tuple[tuple, dict, list[Tensor], list]:
+    """At capture, the view inputs the first call did not write into (or that cannot be replayed as a view: of a symbolic
+    shape, showing padding) are passed to the function as copies of their own, so that a replay may take any view of that
+    shape (read through a copy); a view it wrote into is passed as it is (a replay must then get a view of the same form)."""
+    copies: dict[int, Tensor] = {}
+    for j, t in enumerate(inputs):
+      if forms[j] == () or forms[j] is not None and (not self.first_writes or self.first_writes[j]): continue
+      if forms[j] is None and self.first_writes and self.first_writes[j]:
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} writes into input {j}, a view of a symbolic shape (or showing "
+                       "padding) that a capture cannot replay as a view of another tensor: pass a tensor of its own (.contiguous())")
+      if id(t) not in copies: copies[id(t)] = t.contiguous()
+      self.copied[j] = True
+    if not copies: return args, kwargs, inputs, forms
+    Tensor.realize(*copies.values())
+    def mine(t: Tensor) -> Tensor: return copies.get(id(t), t)
+    return _map_tensors(args, mine), _map_tensors(kwargs, mine), [mine(t) for t in inputs], [() if c else f for c, f in zip(self.copied, forms)]
+
   def _view_copies(self, inputs: list[Tensor], forms: list[tuple | None]) -> dict[int, Tensor]:
     """The inputs that are views of another form than at capture, each copied into a buffer of its own (the captured
     kernels read them as whole buffers); an error where that cannot replay the capture."""
@@ -369,6 +416,11 @@ class TinyJit(Generic[R]):
     outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.pop(k, None)) is not None]
     if outs: Tensor.realize(*outs)
     return ret
+
+  @staticmethod
+  def names_of(args: tuple, kwargs: dict) -> list[int | str]:
+    # per input tensor the argument it is in: a position or a keyword
+    return [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
 
   @staticmethod
   def _fmt(sig: list[tuple]) -> str:
