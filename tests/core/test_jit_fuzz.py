@@ -1,10 +1,13 @@
 """Whole random jitted programs: a function of input tensors and captured state tensors (optimizer-like buffers updated
-in place by assign, += and slice assignment; views of inputs, elementwise ops, casts, reduces, matmul, where, a bound
-Variable as a size and as a value), float32 and int32, shapes with 1 and odd sizes, wrapped in TinyJit and called five
-times with new input values: new tensors, the same buffers updated in place, views of bigger tensors, one tensor passed
-twice. Each call's outputs, the state and the inputs after each call must equal the same function run without the JIT on
-a copy of the state (allclose: the eager run may fuse its kernels differently), and the graph replay must be bit-identical
-to the kernel-by-kernel one (JIT=2). The eager programs themselves are checked against numpy in test_program_fuzz.py."""
+in place by assign, += and slice assignment, also through views; views of inputs, elementwise ops, casts, reduces, matmul,
+where, pad, cat, Tensor.rand, a bound Variable as a size and as a value), float32 and int32, shapes with 1 and odd sizes,
+wrapped in TinyJit and called five times with new input values: new tensors, the same buffers updated in place, views of
+bigger tensors, values not yet computed, an earlier call's output passed back, one tensor passed twice. Each call's
+outputs, the state and the inputs after each call must equal the same function run without the JIT on a copy of the
+state (allclose: the eager run may fuse its kernels differently; the same seed for Tensor.rand), and the graph replay must
+be bit-identical to the kernel-by-kernel one (JIT=2). On the CPU (also with every kernel split across the pool's threads)
+and on the PYTHON device. The eager programs themselves are checked against numpy in test_program_fuzz.py; the pinned tests
+at the end are what the fuzz found, and the documented behaviours around them (docs/guide.md, "Fast replays")."""
 import contextlib
 import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
