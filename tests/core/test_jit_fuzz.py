@@ -427,3 +427,16 @@ def test_a_changed_training_mode_is_an_error():
   f.reset()
   for _ in range(3): assert f(x).tolist() == [1.0] * 8
   with Tensor.train(), pytest.raises(JitError, match=r"Tensor.training=False, now it is True"): f(x)
+
+def test_a_view_written_only_from_the_capture_on_is_an_error():
+  # a view the first call only read is captured through a copy; a capture that writes into it (the function's writes
+  # depend on the call) would lose the write: an error, not a silently dropped update
+  calls = []
+  @TinyJit
+  def f(x):
+    calls.append(1)
+    if len(calls) > 1: x += 1
+    return x * 2
+  b = Tensor(np.arange(4, dtype=np.float32)).realize()
+  f(b[1:3])
+  with pytest.raises(JitError, match=r"wrote into input 0 \(0\), a view it did not write into at its first call"): f(b[1:3])
