@@ -1,10 +1,10 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import enum, functools, inspect, threading
+import enum, functools, inspect, threading, weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
-from tinygrad.uop import Ops
-from tinygrad.helpers import CAPTURING, JIT, DEBUG, engine_locked
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.helpers import CAPTURING, JIT, DEBUG, TRAINING, engine_locked
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
@@ -66,14 +66,73 @@ def _unbound(shape: tuple) -> tuple:
   if all(type(s) is int for s in shape): return shape
   return tuple(s.substitute({b: b.src[0] for b in sym_vars(s)}) if isinstance(s, UOp) else s for s in shape)
 
-def _buffers(t: Any) -> list[Buffer]:
-  """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
+def _unbind_arg(a: Any, binds: list[UOp]) -> Any:
+  # a movement op's argument with its bound variables unbound (their BINDs added to `binds`: inputs of the call)
+  if isinstance(a, tuple): return tuple(_unbind_arg(x, binds) for x in a)
+  if not isinstance(a, UOp) or not (bs := sym_vars(a)): return a
+  binds += bs
+  return a.substitute({b: b.src[0] for b in bs})
+
+def _view_chain(u: UOp, binds: list[UOp]) -> tuple[UOp, tuple] | None:
+  """A view of a buffer: the BUFFER and the view's form (the buffer's size and dtype, then each movement op, top first,
+  by its variables: their BINDs are added to `binds`), None when `u` is not a view of a buffer."""
+  chain = []
+  while u.op in GroupOp.Movement or u.op in (Ops.DETACH, Ops.BITCAST):
+    chain.append((u.op, _unbind_arg(u.arg, binds), u.dtype))
+    u = u.src[0]
+  return (u, (u.arg, u.dtype, tuple(chain))) if u.op is Ops.BUFFER else None
+
+def _view_form(t: Tensor, binds: list[UOp]) -> tuple | None:
+  """() for an input that is its buffer (or a reshape of it), else the form of the view of a realized buffer it is, per
+  shard (`_view_chain`), or None for another view (of a symbolic shape, or showing padding)."""
+  if all(base_buffer(s) is not None for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))): return ()
+  if not t._views_a_buffer(): return None
+  chains = [_view_chain(s, binds) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
+  return tuple(c[1] for c in chains) if all(c is not None for c in chains) else None   # type: ignore[index]
+
+def _buffer_uops(t: Any) -> list[UOp]:
+  """The BUFFER UOps an input tensor is read from: its own, or a multi-device tensor's shards' (for a view: its base's)."""
   out = []
   for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)):
     u = base_buffer(s)
+    if u is None and (c := _view_chain(s, [])) is not None: u = c[0]
     if u is None: raise JitError(f"jit input is not realized into a buffer ({s.op})")
-    out.append(buffer_of(u))
+    out.append(u)
   return out
+
+def _aliases(bufs: list[Buffer]) -> tuple[int, ...]:
+  # per buffer the first position it is at: which inputs are one buffer (two arguments, or views of one tensor)
+  first: dict[int, int] = {}
+  return tuple(first.setdefault(id(b), i) for i, b in enumerate(bufs))
+
+def _written(step: Any) -> list[Buffer]:
+  # the buffers a captured step writes: a kernel's outputs; a copy's (or another step's) first buffer
+  p = getattr(step.runner, "p", None)
+  return [step.bufs[i] for i in p.outs] if p is not None else step.bufs[:1]
+
+def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
+  """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""
+  written: set[int] = set()
+  out: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+  for step in steps:
+    p = getattr(step.runner, "p", None)
+    for b in ([step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]):
+      if id(b) not in written and id(b) not in inputs: out[id(b)] = b
+    written.update(id(b) for b in _written(step))
+  return out
+
+def _buffers(t: Any) -> list[Buffer]:
+  """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
+  return [buffer_of(u) for u in _buffer_uops(t)]
+
+def _map_tensors(x: Any, f: Callable[[Tensor], Any]) -> Any:
+  """`x` with each Tensor in it (lists, tuples, named tuples and dicts are walked) replaced by f(tensor)."""
+  if isinstance(x, Tensor): return f(x)
+  if isinstance(x, (list, tuple)):
+    out = [_map_tensors(v, f) for v in x]
+    return type(x)(*out) if hasattr(x, "_fields") else type(x)(out)
+  if isinstance(x, dict): return {k: _map_tensors(v, f) for k, v in x.items()}
+  return x
 
 def _layout(t: Any) -> tuple:
   # a multi-device input's sharding (axis and shard shapes) is part of what the capture was made for
@@ -114,6 +173,22 @@ class TinyJit(Generic[R]):
     self.cnt = 0
     self.steps: list[_realize.ExecStep] = []
     self.in_bufs: list[Buffer] = []
+    self.in_uops: list[UOp] = []   # (the captured inputs' BUFFER UOps, as in_bufs)
+    # the returned tensors that are inputs, or views of their buffers (by id): the input's position, or None for a view;
+    # a replay returns the new input, or the same view of the new input's buffer, in their place
+    self.from_inputs: dict[int, int | None] = {}
+    self.views: list[tuple | None] = []   # per input its `_view_form` at capture, when any input was a view
+    self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
+    self.distinct = True                  # (whether they are distinct buffers)
+    self.written: list[bool] = []         # per input: whether the capture writes into its buffer
+    self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
+    self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
+    self.owned: set[int] = set()          # those it writes
+    # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
+    self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+    self.first_writes: list[bool] = []   # per input: whether the first call wrote into it ([]: not seen)
+    self.copied: list[bool] = []         # per input: whether the capture read it through a copy (a view not written into)
+    self.training = 0   # Tensor.training when captured (Dropout, BatchNorm's batch statistics: other kernels in the other mode)
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -144,11 +219,10 @@ class TinyJit(Generic[R]):
     constants: list[tuple[Any, Any]] = []
     for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
     for k in sorted(kwargs) if kwargs else (): _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
-    if (bufs := _realized_buffers(inputs)) is None and inputs:
-      # a view of a realized tensor (which realize() leaves a view) is an input of its own: copied into its own buffer
-      for t in inputs:
-        if t._views_a_buffer(): t.replace(t.contiguous())
-      Tensor.realize(*inputs)
+    # a lazy input is realized into a buffer of its own; a view of a realized tensor (which realize() leaves a view) is
+    # passed as it is: its kernels read and write the viewed buffer, as without the JIT (`_view_form`)
+    if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
+    forms = [_view_form(t, binds) for t in inputs] if bufs is None or self.views else None
     # bound variables are inputs: the arguments' and those in the input tensors' shapes
     signature: list[tuple] = []
     for t in inputs:
@@ -163,16 +237,45 @@ class TinyJit(Generic[R]):
       if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
     signature += [("var",) + v.arg for v in var_vals]
     if not CAPTURING or not JIT or self.cnt == 0:
+      first = self.cnt == 0 and CAPTURING and JIT and _realize.capturing is None and _realize.observing is None
       self.cnt += 1
-      return self._run_and_realize(args, kwargs)
+      if not first: return self._run_and_realize(args, kwargs)
+      _realize.observing = []
+      try: ret = self._run_and_realize(args, kwargs)
+      finally: seen, _realize.observing = _realize.observing, None
+      self.state = _state_read(seen, {id(b) for t in inputs for b in _buffers(t)})
+      wrote = {id(b) for step in seen for b in _written(step)}
+      self.first_writes = [any(id(b) in wrote for b in _buffers(t)) for t in inputs]
+      return ret
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
-      self.in_bufs, self.signature, self.constants = [b for t in inputs for b in _buffers(t)], signature, constants
-      self.names = [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
+      if self.state and (own := [k for k, t in enumerate(inputs) if any(id(b) in self.state for b in _buffers(t))]):
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {own[0]} ({self.names_of(args, kwargs)[own[0]]!r}) a "
+                       "tensor it also reads without taking it as an argument (its first call did): the capture could not tell the "
+                       "two apart, and every replay would read (and write) the new input in both places; pass a copy (.clone()), "
+                       "or call .reset() and capture with another tensor")
+      self.copied = [False] * len(inputs)
+      if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
+      self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
+      self.in_bufs = [buffer_of(u) for u in self.in_uops]
+      self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
+      self.distinct = self.aliases == tuple(range(len(self.aliases)))
+      self.training = TRAINING.value
+      self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed = [], []
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
+      self.from_inputs = self._outputs_from_inputs(inputs)
+      wrote = {id(b) for step in self.steps for b in _written(step)}
+      self.written = [any(id(buffer_of(u)) in wrote for u in _buffer_uops(t)) for t in inputs]
+      if (lost := [j for j in range(len(inputs)) if self.written[j] and self.copied[j]]):
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} wrote into input {lost[0]} ({self.names[lost[0]]!r}), a view it "
+                       "did not write into at its first call, so it was captured reading a copy: the write did not reach the "
+                       "tensor it views; call .reset() to capture again (the function's writes must not depend on the call)")
+      self.written_bufs = [id(b) in wrote for b in self.in_bufs]
+      self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
+      self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
       return self.ret
@@ -187,6 +290,10 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
+    if TRAINING.value != self.training:
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
+                     f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
+                     "or call .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
@@ -194,7 +301,21 @@ class TinyJit(Generic[R]):
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     assert self.replay is not None
-    if bufs is None: bufs = [b for t in inputs for b in _buffers(t)]
+    copies = self._view_copies(inputs, forms) if forms is not None else {}
+    in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))] if bufs is None or self.from_inputs else []
+    if bufs is None: bufs = [buffer_of(u) for u in in_uops]
+    ids = [id(b) for b in bufs]
+    if (len(set(ids)) != len(ids) or not self.distinct) and (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with {self._fmt_aliases(self.aliases)} "
+                     f"but called with {self._fmt_aliases(_aliases(bufs))}: the captured kernels "
+                     "cannot replay that (one buffer read as one, or written while read as another); pass the inputs as at capture "
+                     "(.clone() one for a buffer of its own), or call .reset() to capture again")
+    if not self.touched.isdisjoint(ids):
+      # an input that is a buffer the captured kernels write (an output of an earlier call, as `h = f(h)`, or a state buffer)
+      # is read from a copy: a kernel writing a buffer it reads would read its own writes
+      copies = self._owned_copies(inputs, copies)
+      in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))]
+      bufs = [buffer_of(u) for u in in_uops]
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:
@@ -204,9 +325,88 @@ class TinyJit(Generic[R]):
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
       from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
-        if sym_vars(t.shape): t._set_uop(rebind_graph(t.uop, var_vals))
+        if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
     self.cnt += 1
-    return self.ret
+    if not self.from_inputs: return self.ret
+    # a returned input (or a view of one) is this call's: the captured one is the capture call's input, which it still shows
+    swap = dict(zip(self.in_uops, in_uops))
+    def mine(t: Tensor) -> Tensor:
+      if (j := self.from_inputs.get(id(t), -1)) == -1: return t
+      if j is not None: return inputs[j]
+      from tinygrad.engine.schedule import rebind_graph
+      u = t.uop.substitute(swap)
+      return Tensor(rebind_graph(u, var_vals) if var_vals else u)
+    return _map_tensors(self.ret, mine)
+
+  def _read_views(self, args: tuple, kwargs: dict, inputs: list[Tensor], forms: list) -> tuple[tuple, dict, list[Tensor], list]:
+    """At capture, the view inputs the first call did not write into (or that cannot be replayed as a view: of a symbolic
+    shape, showing padding) are passed to the function as copies of their own, so that a replay may take any view of that
+    shape (read through a copy); a view it wrote into is passed as it is (a replay must then get a view of the same form)."""
+    copies: dict[int, Tensor] = {}
+    for j, t in enumerate(inputs):
+      if forms[j] == () or forms[j] is not None and (not self.first_writes or self.first_writes[j]): continue
+      if forms[j] is None and self.first_writes and self.first_writes[j]:
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} writes into input {j}, a view of a symbolic shape (or showing "
+                       "padding) that a capture cannot replay as a view of another tensor: pass a tensor of its own (.contiguous())")
+      if id(t) not in copies: copies[id(t)] = t.contiguous()
+      self.copied[j] = True
+    if not copies: return args, kwargs, inputs, forms
+    Tensor.realize(*copies.values())
+    def mine(t: Tensor) -> Tensor: return copies.get(id(t), t)
+    return _map_tensors(args, mine), _map_tensors(kwargs, mine), [mine(t) for t in inputs], [() if c else f for c, f in zip(self.copied, forms)]
+
+  def _view_copies(self, inputs: list[Tensor], forms: list[tuple | None]) -> dict[int, Tensor]:
+    """The inputs that are views of another form than at capture, each copied into a buffer of its own (the captured
+    kernels read them as whole buffers); an error where that cannot replay the capture."""
+    name, copies = getattr(self.fxn, '__name__', 'function'), {}
+    for k, (t, form) in enumerate(zip(inputs, forms)):
+      want = self.views[k] if self.views else ()
+      if form == want: continue
+      if want != ():
+        raise JitError(f"jitted {name} was captured with input {k} ({self.names[k]!r}) a view of a buffer, and its kernels read that "
+                       f"buffer; now it is {'another view' if form else 'a tensor of its own'}: pass the same view of a tensor of the same "
+                       "size, or call .reset() to capture again")
+      if self.written[k]:
+        raise JitError(f"jitted {name} writes into input {k} ({self.names[k]!r}), captured as a tensor of its own; now it is a view of "
+                       "another tensor, which the replay cannot write through: pass a tensor of its own (.contiguous()) as at capture, "
+                       "or call .reset() to capture again")
+      copies[k] = t.contiguous()
+    if copies: Tensor.realize(*copies.values())
+    return copies
+
+  def _may_alias(self, aliases: tuple[int, ...]) -> bool:
+    # input buffers captured as one must still be one; ones captured apart may be one now where the capture reads them only
+    cap, w = self.aliases, self.written_bufs
+    return all(aliases[i] == aliases[cap[i]] for i in range(len(cap))) and \
+           all(not w[i] and not w[aliases[i]] for i in range(len(cap)) if aliases[i] != i and cap[i] != cap[aliases[i]])
+
+  def _owned_copies(self, inputs: list[Tensor], copies: dict[int, Tensor]) -> dict[int, Tensor]:
+    """`copies` and a copy of each input that is a buffer the capture writes; an error where the capture writes the
+    input while it uses its buffer otherwise too, or reads it as a view (a copy would take neither)."""
+    made: dict[int, Tensor] = {}
+    for k, t in enumerate(inputs):
+      if k in copies or not (mine := [id(b) for b in _buffers(t) if id(b) in self.touched]): continue
+      if not self.written[k] and not any(b in self.owned for b in mine): continue   # (read here and there: nothing is written)
+      if self.written[k] or self.views and self.views[k]:
+        how = "writes into" if self.written[k] else "reads a view of"
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {k} ({self.names[k]!r}) a buffer its captured "
+                       f"kernels use otherwise (an earlier call's output, or a tensor it reads or updates), and it {how} that input: "
+                       "pass a copy (.clone()), or call .reset() to capture again")
+      if id(t) not in made: made[id(t)] = t.clone().realize()
+      copies[k] = made[id(t)]
+    return copies
+
+  @staticmethod
+  def _fmt_aliases(aliases: tuple[int, ...]) -> str:
+    same = [f"{aliases[i]} and {i}" for i in range(len(aliases)) if aliases[i] != i]
+    return "input buffers " + ", ".join(same) + " the same buffer" if same else "every input buffer distinct"
+
+  def _outputs_from_inputs(self, inputs: list[Tensor]) -> dict[int, int | None]:
+    ins, out = set(self.in_uops), {}
+    for t in _tensors_in(self.ret):
+      k = next((i for i, x in enumerate(inputs) if x is t), None)
+      if k is not None or any(u in ins for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER)): out[id(t)] = k
+    return out
 
   def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
     from tinygrad.tensor import Tensor, pending_assigns
@@ -216,6 +416,11 @@ class TinyJit(Generic[R]):
     outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.pop(k, None)) is not None]
     if outs: Tensor.realize(*outs)
     return ret
+
+  @staticmethod
+  def names_of(args: tuple, kwargs: dict) -> list[int | str]:
+    # per input tensor the argument it is in: a position or a keyword
+    return [i for i, a in enumerate(args) for _ in _tensors_in(a)] + [k for k in sorted(kwargs) for _ in _tensors_in(kwargs[k])]
 
   @staticmethod
   def _fmt(sig: list[tuple]) -> str:

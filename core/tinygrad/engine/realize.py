@@ -230,6 +230,8 @@ class ExecStep:
 
 # when not None, every step run is also appended here (TinyJit's capture)
 capturing: list[ExecStep] | None = None
+# when not None (and not capturing), every step run is appended here (a TinyJit's first call: the buffers it reads)
+observing: list[ExecStep] | None = None
 
 class UnboundVariableError(ValueError, RuntimeError):
   """A kernel reads a variable that has no value (a Tensor of an unbound Variable can be built and scheduled, not run)."""
@@ -330,6 +332,7 @@ def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, pro
       step.run(var_vals)
       if progress is not None: progress[0] = i + 1
       if capturing is not None: capturing.append(step)
+      elif observing is not None: observing.append(step)
       held.check()
 
 def run_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None, var_vals: dict[UOp, int] | None = None,
