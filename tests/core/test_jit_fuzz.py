@@ -428,6 +428,26 @@ def test_a_changed_training_mode_is_an_error():
   for _ in range(3): assert f(x).tolist() == [1.0] * 8
   with Tensor.train(), pytest.raises(JitError, match=r"Tensor.training=False, now it is True"): f(x)
 
+def test_a_function_that_does_not_read_the_mode_replays_in_either():
+  # a capture reads Tensor.training only through dropout, BatchNorm and the like (or the function's own code): one that
+  # does not (an eval function also called during training, dropout with p=0, attention) replays in either mode, as in
+  # public tinygrad, rather than raise
+  from tinygrad import nn
+  lin = nn.Linear(4, 3)
+  @TinyJit
+  def f(x): return lin(x).relu().dropout(0.0) + x.scaled_dot_product_attention(x, x).sum()
+  x = Tensor.ones(2, 4).contiguous().realize()
+  want = f(x).numpy()
+  for i in range(4):
+    with Context(TRAINING=i % 2): np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-6)
+  # while BatchNorm reads it: an error in the other mode
+  bn = nn.BatchNorm(4)
+  @TinyJit
+  def g(x): return bn(x)
+  with Tensor.train():
+    for _ in range(3): g(x)
+  with pytest.raises(JitError, match=r"captured with Tensor.training=True, now it is False"): g(x)
+
 def test_a_view_written_only_from_the_capture_on_is_an_error():
   # a view the first call only read is captured through a copy; a capture that writes into it (the function's writes
   # depend on the call) would lose the write: an error, not a silently dropped update

@@ -10,7 +10,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, _buffers as _buffer_table
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, training_reads
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -188,7 +188,9 @@ class TinyJit(Generic[R]):
     self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
     self.first_writes: list[bool] = []   # per input: whether the first call wrote into it ([]: not seen)
     self.copied: list[bool] = []         # per input: whether the capture read it through a copy (a view not written into)
-    self.training = 0   # Tensor.training when captured (Dropout, BatchNorm's batch statistics: other kernels in the other mode)
+    # Tensor.training when captured, if the capture read it (Dropout, BatchNorm's batch statistics: other kernels in the
+    # other mode); None: it did not, and a replay in either mode runs the same kernels
+    self.training: int | None = None
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -260,11 +262,12 @@ class TinyJit(Generic[R]):
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
-      self.training = TRAINING.value
       self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed = [], []
+      reads, mode = training_reads[0], TRAINING.value
       try: self.ret = self._run_and_realize(args, kwargs)
       finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
+      self.training = mode if training_reads[0] != reads else None
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
       self.from_inputs = self._outputs_from_inputs(inputs)
       wrote = {id(b) for step in self.steps for b in _written(step)}
@@ -290,7 +293,7 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {name} was captured with different non-Tensor arguments ({'; '.join(diff)}): the capture replays the "
                      "old value. Pass a Tensor (or a bound Variable) for a value that changes, mark the argument static "
                      f"(TinyJit({name}, static=(...))) if it does not change the result, or call .reset() to capture again")
-    if TRAINING.value != self.training:
+    if self.training is not None and TRAINING.value != self.training:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
