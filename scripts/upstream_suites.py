@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run public tinygrad's own test suites, unmodified, against this project's tinygrad, and count what passes.
 
-  python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user] [--dev CPU] [-k EXPR] [--failures] [--slow]
+  python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user,jit] [--dev CPU] [-k EXPR] [--failures] [--slow]
 
 DIR is a checkout of public tinygrad (its test/ folder is used; nothing of it is copied into this repository). Its test/
 folder, with the examples/ and extra/ its tests import, is copied to a scratch directory (--workdir, default: a folder in
@@ -30,6 +30,7 @@ SUITES: dict[str, list[str]] = {
            "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
            "test/unit/test_assign.py"],
   "custom": ["test/backend/test_custom_kernel.py"],
+  "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py", "test/unit/test_jit_footguns.py"],
 }
 
 # (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module
