@@ -30,7 +30,8 @@ SUITES: dict[str, list[str]] = {
            "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
            "test/unit/test_assign.py"],
   "custom": ["test/backend/test_custom_kernel.py"],
-  "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py", "test/unit/test_jit_footguns.py"],
+  "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py",
+          "test/unit/test_jit_footguns.py"],
 }
 
 # (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module
