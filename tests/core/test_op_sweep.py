@@ -335,6 +335,11 @@ def test_one_hot_arange_linspace_meshgrid():
                    (0, 5, 1.5), (1, 2.0000001, 0.1), (3, 3, 1)]:
     check(Tensor.arange(s, e, st), torch.arange(s, e, st))
   assert Tensor.arange(0, -1, 1).shape == np.arange(0, -1, 1).shape == (0,)   # (numpy's empty range; torch raises)
+  # an int dtype from float arguments: numpy's fill (the first two values truncated, their difference repeated); torch's
+  # answer there depends on the dtype (int32 [0, 1, 2], int64 [0, 1, 2, 3, 4] for 0.5..5 by 1.5) and 0.14's is off
+  for s, e, st in [(0, 5, 1.5), (0.5, 5, 1.5), (-3.7, 4.2, 0.9), (5, 0, -1.5), (2.5, -3, -0.7), (0, 3, 0.3), (1.9, 7, 2.2)]:
+    for dt, ndt in ((dtypes.int32, np.int32), (dtypes.int64, np.int64), (dtypes.int16, np.int16)):
+      assert Tensor.arange(s, e, st, dtype=dt).tolist() == np.arange(s, e, st, dtype=ndt).tolist(), (s, e, st, dt)
   for s, e, n in [(0, 1, 5), (0, 1, 1), (0, 1, 0), (-3, 7, 11), (1, 0, 4), (0, 10, 2)]:
     check(Tensor.linspace(s, e, n), torch.linspace(s, e, n), dtype=True)
   check(Tensor.linspace(0, 10, 4, dtype=dtypes.int32), torch.linspace(0, 10, 4, dtype=torch.int32))
