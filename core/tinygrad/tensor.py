@@ -820,10 +820,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # numpy's int fill from float arguments: the first two values cast (truncated), then their difference repeated
       # (arange(0, 5, 1.5, dtype=int32) is [0, 1, 2, 3]; truncating 0, 1.5, 3, 4.5 gave [0, 1, 3, 4]; torch's answer
       # depends on the dtype, 0.14 gave [0, 0, 1, 2])
-      f0, d = int(start), int(start + step) - int(start)
+      i0, d = int(start), int(start + step) - int(start)
       if dtypes.is_int(dt):
-        for v in (f0, f0 + (n-1)*d): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
-      ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + f0).cast(dt)
+        for v in (i0, i0 + (n-1)*d): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
+      ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
     else:
       # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type
       fdt = least_upper_float(dt)
