@@ -232,11 +232,11 @@ class NNMixin:
   def sequential(self: Tensor, ll: Sequence[Callable[[Tensor], Tensor]]) -> Tensor:
     """Apply each callable in turn."""
     return functools.reduce(lambda x, f: f(x), ll, self)
+  @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: y*y overflows float16 past |y| = 256)
   def layernorm(self: Tensor, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `axis` (population variance)."""
-    x = self._wide()   # (float16/bfloat16 in float32, rounded once, as torch: y*y overflows float16 past |y| = 256)
-    y = x - x.mean(axis, keepdim=True)
-    return (y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()).cast(self.dtype)
+    y = self - self.mean(axis, keepdim=True)
+    return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
   def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims as movement ops: (..., *in) -> (..., *out, *k_)."""
     nk = len(k_)

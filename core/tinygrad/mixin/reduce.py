@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp, smax, sint
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
+from tinygrad.mixin.elementwise import _opmath
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -64,9 +65,6 @@ class ReduceMixin:
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
-  def _wide(self: Tensor) -> Tensor:
-    # float16/bfloat16 as float32 (torch's accumulation type for them); any other dtype as it is
-    return self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self
   def _acc_dtype(self: Tensor) -> DType:
     # ints and bools: int64 (uint64 for uint64), as torch; the 32-bit kind on a device without int64 (WEBGPU)
     if not (dtypes.is_int(self.dtype) or dtypes.is_bool(self.dtype)): return sum_acc_dtype(self.dtype)
@@ -119,15 +117,13 @@ class ReduceMixin:
       hi, lo = hi_x.sum(axis, keepdim), lo_x.sum(axis, keepdim)
       return (hi.cast(out_dt) * 2.0 ** 32 + lo.cast(out_dt)) / self._count(axis)
     return (self.cast(self._acc_dtype()).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
+  @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their squares' sum (and N) overflow at 65504)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
-    # float16/bfloat16 in float32, rounded once (as torch): their squares' sum (and N) overflow at 65504
-    x = self._wide()
-    squares = (x - x.mean(axis, keepdim=True)).square()
+    squares = (self - self.mean(axis, keepdim=True)).square()
     n = self._count(axis) - correction
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
-    ret = squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
-    return ret if x is self else ret.cast(self.dtype)
+    return squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over `axis`; its gradient is 0 where it is 0 (torch's; sqrt's 1/(2*0) times 0 was NaN)."""
     v = self.var(axis, keepdim, correction)
@@ -154,26 +150,27 @@ class ReduceMixin:
     """Index of the first minimum along `axis` (int32, or int64 as argmax)."""
     self._nonempty("argmin", axis)
     return self._inverse().argmax(axis, keepdim)
+  @_opmath   # (float16/bfloat16 in float32, rounded once: the sum of exps overflows float16 past 65504)
   def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis`, computed stably."""
-    x = self._wide()   # (float16/bfloat16 in float32, rounded once: the sum of exps overflows float16 past 65504)
-    m = x._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
+    m = self._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
     m = m.isinf().where(0, m)
-    ret = ((x - m).exp().sum(axis, keepdim=True).log() + m).cast(self.dtype)
+    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
   def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
-    x = self.cast(dtype) if dtype is not None else self
-    # float16/bfloat16 in float32, rounded once, as torch: their row sum overflowed past 65504 (every probability 0)
-    w = x._wide()
-    e = (w - w._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
-    return (e * e.sum(axis, keepdim=True).reciprocal()).cast(x.dtype)
+    return (self.cast(dtype) if dtype is not None else self)._softmax(axis)
+  @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their row sum overflowed past 65504, every probability 0)
+  def _softmax(self: Tensor, axis: int) -> Tensor:
+    e = (self - self._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
+    return e * e.sum(axis, keepdim=True).reciprocal()
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
-    x = self.cast(dtype) if dtype is not None else self
-    w = x._wide()   # (float16/bfloat16 in float32, rounded once, as softmax)
-    ss = w - w._max(axis, keepdim=True).detach()
-    return (ss - ss.exp().sum(axis, keepdim=True).log()).cast(x.dtype)
+    return (self.cast(dtype) if dtype is not None else self)._log_softmax(axis)
+  @_opmath   # (float16/bfloat16 in float32, rounded once, as softmax)
+  def _log_softmax(self: Tensor, axis: int) -> Tensor:
+    ss = self - self._max(axis, keepdim=True).detach()
+    return ss - ss.exp().sum(axis, keepdim=True).log()
 
   # ---- cumulative ----
   def _cumalu(self: Tensor, axis: int, op: Ops) -> Tensor:
@@ -195,14 +192,14 @@ class ReduceMixin:
       ret = combine(blocks, carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)._own(self)
+  @_opmath
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
     """Running sum along `axis` (ints and bools in int64, as sum; float16/bfloat16 in float32, each value rounded once)."""
-    if dtypes.is_float(self.dtype): return self._wide()._cumalu(axis, Ops.ADD).cast(self.dtype)
-    return self.cast(self._acc_dtype())._cumalu(axis, Ops.ADD)
+    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.ADD)
+  @_opmath
   def cumprod(self: Tensor, axis: int = 0) -> Tensor:
     """Running product along `axis` (ints and bools in int64, as prod; float16/bfloat16 in float32 as cumsum)."""
-    if dtypes.is_float(self.dtype): return self._wide()._cumalu(axis, Ops.MUL).cast(self.dtype)
-    return self.cast(self._acc_dtype())._cumalu(axis, Ops.MUL)
+    return (self if dtypes.is_float(self.dtype) else self.cast(self._acc_dtype()))._cumalu(axis, Ops.MUL)
   def cummax(self: Tensor, axis: int = 0) -> tuple[Tensor, Tensor]:
     """(values, indices) of the running maximum along `axis`, as public tinygrad and torch. An index (int32, int64 past
     int32 as argmax) is the last position at or before i holding the running max (torch's choice on ties)."""
