@@ -812,18 +812,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # int64 where an index or a value leaves int32 (default dtype only: a given dtype is kept)
     wide = n > dtypes.max(dtypes.int32) or (ints and not -2**31 <= start + (n-1)*step < 2**31)
     if wide and not given and ints: dt = dtypes.int64
-    if ints and dtypes.is_int(dt):   # a given int dtype holds the first and the last value, or the range is an error
-      for v in (start, start + (n-1)*step): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
+    # an int or bool dtype from float arguments: numpy's int fill, the first two values cast (truncated), then their
+    # difference repeated (arange(0, 5, 1.5, dtype=int32) is [0, 1, 2, 3]; truncating 0, 1.5, 3, 4.5 gave [0, 1, 3, 4];
+    # torch's answer depends on the dtype, 0.14 gave [0, 0, 1, 2])
+    i0, d = (start, step) if ints or dtypes.is_float(dt) else (int(start), int(start + step) - int(start))
+    if dtypes.is_int(dt):   # a given int dtype holds the first and the last value, or the range is an error
+      for v in (i0, i0 + (n-1)*d): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
     idx = Tensor._arange_index(n, dtypes.int64 if wide else dtypes.int32, dev)
     if ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
-    elif dtypes.is_int(dt) or dtypes.is_bool(dt):
-      # numpy's int fill from float arguments: the first two values cast (truncated), then their difference repeated
-      # (arange(0, 5, 1.5, dtype=int32) is [0, 1, 2, 3]; truncating 0, 1.5, 3, 4.5 gave [0, 1, 3, 4]; torch's answer
-      # depends on the dtype, 0.14 gave [0, 0, 1, 2])
-      i0, d = int(start), int(start + step) - int(start)
-      if dtypes.is_int(dt):
-        for v in (i0, i0 + (n-1)*d): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
-      ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
+    elif not dtypes.is_float(dt): ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
     else:
       # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type
       fdt = least_upper_float(dt)
