@@ -266,3 +266,23 @@ def test_exp2_on_vectors_is_the_scalar_construction_lane_for_lane():
   ref = np.exp2(vals.astype(np.float64))
   fin = np.isfinite(ref) & (ref < 3e38) & (ref > 1e-37)
   np.testing.assert_allclose(vec[fin], ref[fin], rtol=2.5e-7)
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32, dtypes.float64])
+def test_ldexp_lowering_rounds_once(dt):
+  # a renderer without LDEXP gets two exact power-of-two multiplies: the value np.ldexp (one rounding) gives, over the
+  # domain docs/ir.md states (|n| <= 2*(bias-1), x * 2**(n>>1) normal), subnormal and overflowing results included
+  npf = F[dt][0]
+  bias = {dtypes.float16: 15, dtypes.float32: 127, dtypes.float64: 1023}[dt]
+  rng = np.random.default_rng(7)
+  xs = np.concatenate([rng.uniform(0.5, 2.0, 3000), -rng.uniform(0.5, 2.0, 1000), [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0]]).astype(npf)
+  ns = rng.integers(-2 * (bias - 1), 2 * (bias - 1) + 1, len(xs)).astype(np.int32)
+  ns[:40] = np.arange(-bias - F[dt][2] - 4, -bias - F[dt][2] + 36)   # around the smallest subnormal
+  ns[40:60] = np.arange(bias - 10, bias + 10)                          # around overflow
+  x, n = var(dt, "x"), var(dtypes.int32, "n")
+  got = uop_eval(lower(x.alu(Ops.LDEXP, n), {Ops.LDEXP}), {x: xs, n: ns})
+  want = np.ldexp(xs.astype(np.float64), ns).astype(npf) if dt == dtypes.float16 else np.ldexp(xs, ns)
+  assert same(got, want), (xs[got != want][:5], ns[got != want][:5], got[got != want][:5], want[got != want][:5])
+  # the constant folder (exec_alu) and the PYTHON device's ALU agree with it
+  from tinygrad.uop.ops import exec_alu
+  assert exec_alu(Ops.LDEXP, dt, [1.5, -3]) == 0.1875 and math.isinf(exec_alu(Ops.LDEXP, dt, [1.5, 5000]))
+  assert exec_alu(Ops.LDEXP, dt, [1.5, -5000]) == 0.0

@@ -532,3 +532,33 @@ def test_exp_ulp_error_over_random_bit_patterns(name, npdt):
   np.testing.assert_array_equal(got[~fin], w[~fin])   # +inf where it overflows, NaN for NaN
   zero = want < np.finfo(npdt).smallest_subnormal / 4
   assert np.all(got[zero] == 0) and not np.signbit(got[~np.isnan(got)]).any()
+
+# ---- exp's 2**n: LDEXP (one instruction) where the renderer lists it, two exact multiplies elsewhere: the same bits ----
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64, dtypes.float16], ids=str)
+@pytest.mark.parametrize("name", ["CPU:LLVM", "PYTHON"])
+def test_exp_ldexp_form_matches_two_multiplies(name, dt, monkeypatch):
+  # CPU:LLVM lists LDEXP where the host has AVX-512 (vscalefps), PYTHON always (numpy's ldexp); the form without it is two
+  # exact power-of-two multiplies. Both round once: the same bits, subnormal results, the clamp's 0 and inf and NaN included
+  from tinygrad.uop import Ops
+  d = _dev(name)
+  lo, hi = {dtypes.float32: (-110, 95), dtypes.float64: (-760, 720), dtypes.float16: (-20, 13)}[dt]
+  xs = np.concatenate([np.linspace(lo, hi, 20001 if d != "PYTHON" else 1001), [np.nan, np.inf, -np.inf, 0.0, -0.0]]).astype(to_numpy(dt))
+  ren = Device[d].renderer
+  if d == "CPU:LLVM" and "avx512f" in __import__("tinygrad_cpu.renderer", fromlist=["host_flags"]).host_flags():
+    assert Ops.LDEXP in ren.code_for_op   # the form this test exists for is the one used here
+  if Ops.LDEXP not in ren.code_for_op: pytest.skip(f"{d}'s renderer has no LDEXP on this host (AVX-512 only): exp uses the multiplies")
+  def exp(shape):   # (a shape of its own: a graph template of the other form is not reused)
+    t = Tensor(xs, device=d).reshape(shape).exp()
+    has = any(u.op is Ops.LDEXP for u in t.uop.toposort())
+    return t.numpy().reshape(-1), has
+  with_ldexp, has = exp((1, len(xs)))
+  assert has
+  monkeypatch.setattr(ren, "code_for_op", {k: v for k, v in ren.code_for_op.items() if k is not Ops.LDEXP})
+  without, has = exp((len(xs), 1))
+  assert not has
+  bits = to_numpy({dtypes.float32: dtypes.uint32, dtypes.float64: dtypes.uint64, dtypes.float16: dtypes.uint16}[dt])
+  num = ~np.isnan(xs)
+  assert np.array_equal(with_ldexp[num].view(bits), without[num].view(bits)) and np.isnan(with_ldexp[~num]).all() and np.isnan(without[~num]).all()
+  # and exp to within an ulp of the float64 reference rounded to dt (results are >= 0: the bits are ordered), subnormals too
+  with np.errstate(over="ignore"): ref = np.exp(xs[num].astype(np.float64)).astype(to_numpy(dt))
+  assert np.abs(with_ldexp[num].view(bits).astype(np.int64) - ref.view(bits).astype(np.int64)).max() <= 1

@@ -41,6 +41,7 @@ def _alu(op: Ops, dt: DType, s: list[np.ndarray]) -> np.ndarray:
   if op is Ops.SQRT: return np.sqrt(s[0])
   if op is Ops.TRUNC: return np.trunc(s[0])
   if op is Ops.POW: return np.power(s[0], s[1])
+  if op is Ops.LDEXP: return np.ldexp(s[0], s[1])
   raise NotImplementedError(f"uop_eval: no numpy rule for {op} on {dt} (float={isf})")
 
 def _cast(x: np.ndarray, dt: DType) -> np.ndarray:

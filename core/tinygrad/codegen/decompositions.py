@@ -99,6 +99,15 @@ def _exp2(x: UOp) -> UOp:
   return (x < hi).where(ret, x.ne(x).where(x, math.inf))
 xexp2 = _scalar_math(_exp2)
 
+# ---- ldexp ----
+def xldexp(x: UOp, n: UOp) -> UOp:
+  """x * 2**n as two exact powers 2**(n>>1) * 2**(n - (n>>1)), each normal: rounded once, in the second multiply, where
+  |n| <= 2*(bias-1) and x * 2**(n>>1) is normal (Tensor.exp's use: x near 1, n from its clamped argument)."""
+  if x.dtype.count > 1: return UOp(Ops.VECTORIZE, x.dtype, tuple(xldexp(x.gep(i), n.gep(i)) for i in range(x.dtype.count)))
+  if x.dtype in _HALF: return xldexp(x.cast(dtypes.float32), n).cast(x.dtype)
+  ha = n >> 1
+  return (x * _pow2i(ha, x.dtype)) * _pow2i(n - ha, x.dtype)
+
 # ---- log2 ----
 @_scalar_math
 def xlog2(x: UOp) -> UOp:
@@ -297,6 +306,7 @@ pm_sin = PatternMatcher([(UPat(Ops.SIN, src=(_F,)), xsin)])               # sin 
 pm_sqrt = PatternMatcher([(UPat(Ops.SQRT, src=(_F,)), xsqrt)])            # sqrt x -> x * rsqrt(x), Newton
 pm_trunc = PatternMatcher([(UPat(Ops.TRUNC, src=(_F,)), xtrunc)])         # trunc x -> float(int(x))
 pm_pow = PatternMatcher([(UPat(Ops.POW, src=(_F, UPat.var("y"))), xpow)])  # x**y -> 2**(y log2 x)
+pm_ldexp = PatternMatcher([(UPat(Ops.LDEXP, src=(_F, UPat.var("n"))), xldexp)])  # x*2**n -> x * 2**(n>>1) * 2**(n-(n>>1))
 pm_reciprocal = PatternMatcher([(UPat(Ops.RECIPROCAL, src=(_F,)), lambda x: x.const_like(1.0) / x)])  # 1/x -> FDIV(1, x)
 pm_fdiv = PatternMatcher([(UPat(Ops.FDIV, src=(_F, UPat.var("y"))), lambda x, y: x * y.reciprocal())])  # x/y -> x*(1/y)
 pm_idiv = PatternMatcher([(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), _idiv_pow2)])  # x//2^k -> (x + (x<0)*(2^k-1)) >> k
@@ -367,6 +377,7 @@ pm_numerics = PatternMatcher([
 _LOWERINGS: list[tuple[Ops, PatternMatcher, frozenset[Ops]]] = [
   (Ops.EXP2, pm_exp2, frozenset()), (Ops.LOG2, pm_log2, frozenset()), (Ops.SIN, pm_sin, frozenset()),
   (Ops.SQRT, pm_sqrt, frozenset()), (Ops.TRUNC, pm_trunc, frozenset()), (Ops.POW, pm_pow, frozenset()),
+  (Ops.LDEXP, pm_ldexp, frozenset()),
   (Ops.RECIPROCAL, pm_reciprocal, frozenset({Ops.FDIV})), (Ops.FDIV, pm_fdiv, frozenset({Ops.RECIPROCAL})),
   (Ops.IDIV, pm_idiv, frozenset({Ops.SHR})), (Ops.MOD, pm_mod, frozenset()), (Ops.SUB, pm_sub, frozenset()),
   (Ops.NEG, pm_neg, frozenset()), (Ops.CMPEQ, pm_cmpeq, frozenset()), (Ops.CMPNE, pm_cmpne, frozenset()),

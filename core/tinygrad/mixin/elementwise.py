@@ -11,12 +11,16 @@ if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
 
+def _renderer_of(device: str | tuple[str, ...]) -> Any:
+  from tinygrad.device import Device, DeviceError
+  try: return Device[device if isinstance(device, str) else device[0]].renderer
+  except DeviceError: return None   # an unopenable device: the portable form (realizing it raises the reason)
 def _exp_via_exp2(device: str | tuple[str, ...]) -> bool:
   """Whether exp on `device` uses its renderer's EXP2 (Renderer.exp_via_exp2, with EXP2 in code_for_op) over a polynomial."""
-  from tinygrad.device import Device, DeviceError
-  try: ren = Device[device if isinstance(device, str) else device[0]].renderer
-  except DeviceError: return False   # an unopenable device: the portable form (realizing it raises the reason)
-  return bool(getattr(ren, "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
+  return bool(getattr(ren := _renderer_of(device), "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
+def _has_ldexp(device: str | tuple[str, ...]) -> bool:
+  """Whether `device`'s renderer has LDEXP (x * 2**n in one instruction, AVX-512's vscalefps) for exp's 2**n."""
+  return (ren := _renderer_of(device)) is not None and Ops.LDEXP in ren.code_for_op
 
 def _fma(a: Tensor, b: Tensor | float, c: Tensor | float) -> Tensor:
   # a*b + c as one MULACC: fused (one rounding) where the renderer has it, else a*b+c (decompositions.py)
@@ -355,14 +359,17 @@ class ElementwiseMixin:
     # n as a float from m, not t - magic: a shader compiler that reassociates (WebGPU's) folds that back to x/ln2, unrounded
     n = m.cast(dtypes.int32).cast(x.dtype) - off
     r = _fma(n, -lo, _fma(n, -hi, xc))
-    ha = m >> 1
-    pa, pb = (((ha + (bias - off // 2)) << mb).bitcast(x.dtype), ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype))
     if _exp_via_exp2(x.device):   # the renderer's own EXP2 on the reduced argument (|r/ln2| <= 1/2): one instruction on GPUs
       poly = (r * (1 / math.log(2))).exp2()
     else:   # e**r, |r| <= ln2/2, by Taylor to the degree whose remainder is below 1/16 ulp (7 for float32, 13 for float64)
       poly = _fma(r, 1 / math.factorial(13 if f64 else 7), 1 / math.factorial(12 if f64 else 6))
       for i in reversed(range(12 if f64 else 6)): poly = _fma(poly, r, 1 / math.factorial(i))
-    return x._with_grad(poly * pa * pb, "exp")
+    if _has_ldexp(x.device):   # the same single rounding in one op
+      ret = Tensor(UOp(Ops.LDEXP, x.dtype, (poly.uop, (m.cast(dtypes.int32) - off).uop)))
+    else:
+      ha = m >> 1
+      ret = poly * ((ha + (bias - off // 2)) << mb).bitcast(x.dtype) * ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype)
+    return x._with_grad(ret, "exp")
   def log(self: Tensor) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)

@@ -109,11 +109,21 @@ class LLVMIRRenderer(Renderer):
     self.decls.add(f"declare {t} {name}({', '.join([t]*len(args))})")
     return self._ins("alu", f"call {t} {name}({', '.join(f'{t} {a}' for a in args)})")
 
+  def _ldexp(self, dt: DType, x: str, n: str, ndt: DType) -> str:
+    # llvm.ldexp: one rounding (AVX-512's vscalefps); a target without such an instruction calls libm per lane, so only
+    # a renderer that lists LDEXP in code_for_op gets it (the pipeline lowers it otherwise)
+    s = dtypes.float32 if dt.scalar() == dtypes.bfloat16 else dt.scalar()
+    vec = f"v{dt.count}" if dt.count > 1 else ""
+    name = f"@llvm.ldexp.{vec}f{s.itemsize*8}.{vec}i32"
+    t, nt = self.ty(dt), self.ty(ndt)
+    self.decls.add(f"declare {t} {name}({t}, {nt})")
+    return self._ins("alu", f"call {t} {name}({t} {x}, {nt} {n})")
   def _alu(self, u: UOp) -> str:
     dt = u.dtype
     sdt = u.src[0].dtype if u.op in GroupOp.Comparison else dt
     t, st = self.ty(dt), self.ty(sdt)
     a = [self.r[s] for s in u.src]
+    if u.op is Ops.LDEXP: return self._round(self._ldexp(dt, a[0], a[1], u.src[1].dtype), dt)
     # operands whose dtype differs from the result's (a decomposition's float ADD of an int WHERE) convert, as C does
     same = range(1, 3) if u.op is Ops.WHERE else range(0) if u.op in GroupOp.Comparison | {Ops.SHL, Ops.SHR} else range(len(u.src))
     a = [self._convert(a[i], s.dtype, dt) if i in same and s.dtype.scalar() != dt.scalar() else a[i] for i, s in enumerate(u.src)]

@@ -125,6 +125,7 @@ def _alu(op: Ops, dt: DType, srcs: list):
   elif op is Ops.RECIPROCAL: r = np.true_divide(ndt.type(1) if hasattr(ndt, "type") else 1, a[0])
   elif op is Ops.TRUNC: r = np.trunc(a[0])
   elif op is Ops.POW: r = np.power(a[0], a[1])
+  elif op is Ops.LDEXP: r = np.ldexp(a[0], np.asarray(a[1]).astype(np.int32))
   else: raise NotImplementedError(f"PYTHON device cannot run {op}")
   r = np.asarray(r).astype(ndt, copy=False)
   return _round_bf16(r) if dt.scalar() == dtypes.bfloat16 else r

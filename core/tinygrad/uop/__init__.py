@@ -42,11 +42,12 @@ class Ops(FastEnum):
   MULTI = auto()                                             # a multi-device tensor: one graph per device (src), arg = sharded axis or None
   AFTER = auto()                                             # src[0]'s buffer once src[1:] ran: a custom kernel's output / a hand-written kernel's ordering
   CALL = auto()                                              # one step of a LINEAR schedule (Tensor.linear_with_vars): src = (SINK|COPY, *buffers)
+  LDEXP = auto()                                             # ALU, binary: x * 2**n (x float, n int32 of x's lane count), rounded once
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
   Binary = {Ops.ADD, Ops.MUL, Ops.SUB, Ops.IDIV, Ops.FDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
-            Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
+            Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.LDEXP}
   Ternary = {Ops.WHERE, Ops.MULACC}
   ALU = Unary | Binary | Ternary
   Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP}

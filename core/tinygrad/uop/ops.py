@@ -678,6 +678,11 @@ def _log2(x: float) -> float:
   if x == 0: return -math.inf
   return math.inf if math.isinf(x) else math.log2(x)
 # shifts by an amount outside [0, 64) (a dtype is at most 64 bits): numpy's and torch's answer, 0 for <<, the sign fill for >>
+def _ldexp(a: float, b: int) -> float:
+  # C's ldexp: overflow is inf (math.ldexp raises), an exponent past any result's range saturates
+  if math.isnan(a) or math.isinf(a) or a == 0: return a
+  try: return math.ldexp(a, max(-4000, min(4000, int(b))))
+  except OverflowError: return math.copysign(math.inf, a)
 def _shl(a: int, b: int) -> int: return a << b if 0 <= b < 64 else 0
 def _shr(a: int, b: int) -> int: return a >> b if 0 <= b < 64 else (-1 if a < 0 else 0)
 
@@ -690,7 +695,7 @@ python_alu: dict[Ops, Callable[..., Any]] = {
   Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
   Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.SHL: _shl, Ops.SHR: _shr,
   Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
-  Ops.POW: _pow}
+  Ops.POW: _pow, Ops.LDEXP: _ldexp}
 
 def exec_alu(op: Ops, dtype: DType, operands: Sequence[ConstType]) -> ConstType:
   """The value of `op` on constant operands, with the wraparound and rounding of `dtype`."""

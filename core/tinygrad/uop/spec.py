@@ -36,6 +36,8 @@ def _unary(x: UOp) -> bool:
   return x.op in (Ops.NEG,) or dtypes.is_float(x.dtype)   # EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC are float-only
 def _shift(x: UOp) -> bool:
   return len(x.src) == 2 and _same(x, x.src[0]) and (dtypes.is_int(x.dtype) or dtypes.is_bool(x.dtype)) and dtypes.is_int(x.src[1].dtype)
+def _ldexp(x: UOp) -> bool:
+  return len(x.src) == 2 and _same(x, x.src[0]) and dtypes.is_float(x.dtype) and x.src[1].dtype == dtypes.int32.vec(x.dtype.count)
 def _bitcast(x: UOp) -> bool: return x.dtype.itemsize == x.src[0].dtype.itemsize
 def _ptr(x: UOp, space: AddrSpace | None = None) -> bool:
   return isinstance(x.dtype, PtrDType) and (space is None or x.dtype.addrspace is space)
@@ -47,6 +49,7 @@ spec_alu = PatternMatcher([
   (UPat(Ops.WHERE, src=(UPat(), UPat(), UPat()), name="x"), _where),                              # c:bool ? x:T : y:T -> T
   (UPat(GroupOp.Unary, name="x"), _unary),                                                        # f(x:T) -> T
   (UPat((Ops.SHL, Ops.SHR), name="x"), _shift),                                                   # x:int << n:int -> x's dtype
+  (UPat(Ops.LDEXP, name="x"), _ldexp),                                                            # x:float * 2**n:int32 -> x's dtype
   (UPat(Ops.MULACC, src=(UPat(), UPat(), UPat()), name="x"), lambda x: _same(x, *x.src)),          # a*b+c, all T
   (UPat(Ops.CAST, src=(UPat(),), name="x"), lambda x: x.dtype != dtypes.void),                   # C conversion
   (UPat(Ops.BITCAST, src=(UPat(),), name="x"), _bitcast),                                          # same size reinterpret
