@@ -162,7 +162,8 @@ class ReduceMixin:
     return (self.cast(dtype) if dtype is not None else self)._softmax(axis)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their row sum overflowed past 65504, every probability 0)
   def _softmax(self: Tensor, axis: int) -> Tensor:
-    e = (self - self._max(axis, keepdim=True).detach()).exp()   # no gradient through the shift (0 exactly, as torch's)
+    # no gradient through the shift (0 exactly, as torch's); x - max(x) is <= 0 or NaN: exp's upper clamp is not needed
+    e = (self - self._max(axis, keepdim=True).detach())._float()._exp(nonpos=True)
     return e * e.sum(axis, keepdim=True).reciprocal()
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
@@ -170,7 +171,7 @@ class ReduceMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as softmax)
   def _log_softmax(self: Tensor, axis: int) -> Tensor:
     ss = self - self._max(axis, keepdim=True).detach()
-    return ss - ss.exp().sum(axis, keepdim=True).log()
+    return ss - ss._float()._exp(nonpos=True).sum(axis, keepdim=True).log()
 
   # ---- cumulative ----
   def _cumalu(self: Tensor, axis: int, op: Ops) -> Tensor:
