@@ -10,11 +10,11 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import graph_rewrite
 from tinygrad.dtype import DType, dtypes, to_numpy
-from tinygrad.codegen.decompositions import xexp2, xlog2, xsin, xsqrt, get_late_rewrite_patterns, pm_float16_via_float32
+from tinygrad.codegen.decompositions import xexp2, xexp2_ldexp, xlog2, xsin, xsqrt, get_late_rewrite_patterns, pm_float16_via_float32
 
 F = {dtypes.float16: (np.float16, np.uint16, 10, -14), dtypes.float32: (np.float32, np.uint32, 23, -126),
      dtypes.float64: (np.float64, np.uint64, 52, -1022)}
-REF = {xexp2: np.exp2, xlog2: np.log2, xsin: np.sin, xsqrt: np.sqrt}
+REF = {xexp2: np.exp2, xexp2_ldexp: np.exp2, xlog2: np.log2, xsin: np.sin, xsqrt: np.sqrt}
 # ops the transcendental constructions may use (SUB/NEG/FDIV are lowered themselves when a renderer lacks them)
 ALLOWED = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.FDIV, Ops.CMPLT, Ops.CMPNE, Ops.WHERE, Ops.CAST, Ops.BITCAST,
            Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.CONST, Ops.DEFINE_VAR}
@@ -55,7 +55,8 @@ SPECIALS = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 2.0, 0.5, 1e-45
             -3.4028235e38, 1e30, -1e30, 127.99999, 128.0, 128.5, -126.0, -149.0, -149.5, -150.0, -150.5, -151.0, -200.0, 1e-30,
             math.pi, math.pi/2, math.pi/4, 3*math.pi/4, 1e6, 3.0e38, 1.5707964, 105414350.0, 2.0**-126, 2.0**-149, 16777216.0]
 
-@pytest.mark.parametrize("fn", [xexp2, xlog2, xsin, xsqrt], ids=lambda f: f.__name__)
+# (xexp2_ldexp: exp2 for a renderer with LDEXP, 2**k applied by it)
+@pytest.mark.parametrize("fn", [xexp2, xexp2_ldexp, xlog2, xsin, xsqrt], ids=lambda f: f.__name__)
 class TestTranscendental:
   def test_specials_exact(self, fn):
     assert check(fn, np.array(SPECIALS), dtypes.float32, 1) <= 1
@@ -85,7 +86,9 @@ class TestTranscendental:
   @pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32, dtypes.float64], ids=str)
   def test_only_basic_ops(self, fn, dt):
     used = {u.op for u in fn(var(dt)).toposort()}
-    assert used <= ALLOWED | {Ops.CAST}, used - ALLOWED
+    allowed = ALLOWED | {Ops.CAST} | ({Ops.LDEXP} if fn is xexp2_ldexp else set())
+    assert used <= allowed, used - allowed
+    if fn is xexp2_ldexp: assert Ops.LDEXP in used
 
 def test_sin_huge_args():
   # 1e30 and friends: the reduction must be exact (a naive x - n*pi/2 in float32 is pure noise here)

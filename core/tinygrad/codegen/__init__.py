@@ -57,9 +57,9 @@ def _decompositions(ren: Renderer) -> PatternMatcher: return _lowerings(frozense
 @functools.cache
 def _lowerings(ops: frozenset[Ops], defer_exp2: bool = False, vector_exp2: bool = False) -> PatternMatcher:
   # one table per set of ops, built once: a new PatternMatcher per kernel compiled its rules again (~1 ms a kernel)
-  from tinygrad.codegen.decompositions import get_late_rewrite_patterns, pm_exp2_later, pm_exp2_vector
-  if defer_exp2: return pm_exp2_later + get_late_rewrite_patterns(ops | {Ops.EXP2})
-  return (pm_exp2_vector if vector_exp2 else PatternMatcher([])) + get_late_rewrite_patterns(ops)
+  from tinygrad.codegen.decompositions import get_late_rewrite_patterns, exp2_later, exp2_vector
+  if defer_exp2: return exp2_later(Ops.LDEXP in ops) + get_late_rewrite_patterns(ops | {Ops.EXP2})
+  return (exp2_vector(Ops.LDEXP in ops) if vector_exp2 else PatternMatcher([])) + get_late_rewrite_patterns(ops)
 
 def _deferred(ren: Renderer) -> frozenset[Ops]:
   # a float32 exp2 the renderer lacks but packs into vectors is decomposed after the vectorize pass, once per vector: per

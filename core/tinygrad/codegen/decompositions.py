@@ -81,9 +81,10 @@ def _scalar_math(fxn):
   return wrapper
 
 # ---- exp2 ----
-def _exp2(x: UOp) -> UOp:
+def _exp2(x: UOp, ldexp: bool = False) -> UOp:
   """2**x from adds, muls and bit assembly: round to k + f (|f| <= 1/2), 2**f by Taylor, 2**k built in the exponent field.
-  Overflow gives inf, results below half the smallest denormal give 0, denormal results are rounded once, NaN stays NaN."""
+  Overflow gives inf, results below half the smallest denormal give 0, denormal results are rounded once, NaN stays NaN.
+  ldexp: the renderer has LDEXP, which does 2**f * 2**k in one op with the same single rounding."""
   mb, bias, _, _ = _FMT[x.dtype.scalar()]
   hi, lo, off = bias + 1, -(bias + mb + 3), (64 if mb == 23 else 128)
   idt = dtypes.int32.vec(x.dtype.count)
@@ -92,12 +93,15 @@ def _exp2(x: UOp) -> UOp:
   f = xc - k.cast(x.dtype)                                     # exact
   ln2, n = _consts()["ln2"], (8 if mb == 23 else 13)
   p = _poly(f, [float(ln2**i / math.factorial(i)) for i in range(n+1)])   # 2**f = sum (f ln2)^i / i!
+  if ldexp: return (x < hi).where(p.alu(Ops.LDEXP, k), x.ne(x).where(x, math.inf))
   small, big = k < (1 - bias), (bias < k)
   e = small.where(k + off, big.where(k - 1, k))                # keep 2**e normal, finish with one more (exact or rounding) multiply
   s = small.where(2.0**-off, big.where(2.0, 1.0))
   ret = (p * _pow2i(e, x.dtype)) * s
   return (x < hi).where(ret, x.ne(x).where(x, math.inf))
 xexp2 = _scalar_math(_exp2)
+@_scalar_math
+def xexp2_ldexp(x: UOp) -> UOp: return _exp2(x, ldexp=True)   # (for a renderer with LDEXP)
 
 # ---- ldexp ----
 def xldexp(x: UOp, n: UOp) -> UOp:
@@ -297,10 +301,13 @@ def _mod_pow2(x: UOp, c: UOp) -> UOp | None:
   return (x < 0).where(-((-x) & (c.arg - 1)), x & (c.arg - 1)) # C remainder takes the dividend's sign (-INT_MIN wraps: fine)
 
 pm_exp2 = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), xexp2)])            # 2**x -> poly(f) * 2**k
+pm_exp2_ldexp = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), xexp2_ldexp)])  # 2**x -> ldexp(poly(f), k)
 # a float32 vector (lanes the vectorize pass packed): the same construction once on the vector, lane for lane the same ops
-pm_exp2_vector = PatternMatcher([(UPat(Ops.EXP2, src=(UPat.var("x"),)), lambda x: _exp2(x) if x.dtype.count > 1 and x.dtype.scalar() == dtypes.float32 else None)])
+def exp2_vector(ldexp: bool) -> PatternMatcher:
+  return PatternMatcher([(UPat(Ops.EXP2, src=(UPat.var("x"),)), lambda x: _exp2(x, ldexp) if x.dtype.count > 1 and x.dtype.scalar() == dtypes.float32 else None)])
 # before vectorizing, where float32 waits for that: other floats now (float16 computes in float32, lanes the packer keeps)
-pm_exp2_later = PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), lambda x: xexp2(x) if x.dtype.scalar() != dtypes.float32 else None)])
+def exp2_later(ldexp: bool) -> PatternMatcher:
+  return PatternMatcher([(UPat(Ops.EXP2, src=(_F,)), lambda x: (xexp2_ldexp if ldexp else xexp2)(x) if x.dtype.scalar() != dtypes.float32 else None)])
 pm_log2 = PatternMatcher([(UPat(Ops.LOG2, src=(_F,)), xlog2)])            # log2 x -> k + log2(1+f)
 pm_sin = PatternMatcher([(UPat(Ops.SIN, src=(_F,)), xsin)])               # sin x -> +-sin/cos(x - n pi/2)
 pm_sqrt = PatternMatcher([(UPat(Ops.SQRT, src=(_F,)), xsqrt)])            # sqrt x -> x * rsqrt(x), Newton
@@ -395,7 +402,7 @@ def get_late_rewrite_patterns(ops: set[Ops] | frozenset[Ops], force_transcendent
   if force_transcendental: missing |= {Ops.EXP2, Ops.LOG2, Ops.SIN}
   ret = PatternMatcher([])
   for op, pm, needs in _LOWERINGS:
-    if op in missing and not (needs & missing): ret = ret + pm
+    if op in missing and not (needs & missing): ret = ret + (pm_exp2_ldexp if pm is pm_exp2 and Ops.LDEXP not in missing else pm)
   return ret
 
 def _half_alu(x: UOp) -> UOp | None:
