@@ -222,8 +222,7 @@ def profile_marker(name: str, color: str = "gray") -> None:
 import gc as _gc, threading as _threading
 GC_PROMOTE = 50_000   # young objects (net of those freed) past which a pause's survivors go old unscanned (~10 ms a young scan)
 _gc_lock, _gc_depth = _threading.Lock(), [0, False]   # [nesting depth, whether the outermost pause turned collection off]
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+class gc_paused:
   """No cyclic garbage collection inside the block (nested and thread-safe: the outermost block restores it). Scheduling
   and codegen allocate hundreds of thousands of short-lived UOps, freed by reference counting; the collector still scans
   every live object each time its allocation counts trip, which was ~17% of ViT-Ti's codegen (6 full collections of
@@ -233,12 +232,14 @@ def gc_paused() -> Iterator[None]:
   model's kernels): the young objects a steady loop's realize leaves (its own and the caller's) stay young, so cyclic
   garbage among them is found as soon as before, not at the next full collection. Skipped when the user has frozen
   objects (unfreeze would release theirs)."""
-  with _gc_lock:
-    if _gc_depth[0] == 0: _gc_depth[1] = _gc.isenabled()
-    _gc_depth[0] += 1
-    _gc.disable()
-  try: yield
-  finally:
+  # (a class, not a @contextmanager generator: it wraps every realize, and the generator's protocol cost ~3 us of a tiny one)
+  __slots__ = ()
+  def __enter__(self) -> None:
+    with _gc_lock:
+      if _gc_depth[0] == 0: _gc_depth[1] = _gc.isenabled()
+      _gc_depth[0] += 1
+      _gc.disable()
+  def __exit__(self, *exc: Any) -> None:
     with _gc_lock:
       _gc_depth[0] -= 1
       if _gc_depth[0] == 0 and _gc_depth[1]:
@@ -365,7 +366,8 @@ class _TinyTqdm:
 def _tiny_trange(n: int, **kwargs: Any) -> _TinyTqdm: return _TinyTqdm(range(n), total=n, **kwargs)
 def __getattr__(name: str) -> Any:
   # `tqdm` and `trange`: the tqdm package's when installed (imported on first use: it costs ~50 ms), else the small one
-  if name not in ("tqdm", "trange"): raise AttributeError(f"module 'tinygrad.helpers' has no attribute {name!r}")
+  # (every `from tinygrad.helpers import X` in a function body asks for __path__ here: no message built for that)
+  if name not in ("tqdm", "trange"): raise AttributeError(name if name.startswith("__") else f"module 'tinygrad.helpers' has no attribute {name!r}")
   try: import tqdm as _pkg
   except ImportError: _pkg = None
   globals().update(tqdm=_pkg.tqdm if _pkg else _TinyTqdm, trange=_pkg.trange if _pkg else _tiny_trange)

@@ -6,7 +6,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, colored, ansilen, GlobalCounters, gc_paused
+from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
@@ -279,7 +279,6 @@ def _take_arrived(forked: Any) -> None:
 def _fork_codegen(schedule: list[ExecItem], plan: dict[UOp, UOp]) -> Any:
   """A child process rendering some of the schedule's new kernels (engine/forkgen.py), when there are enough of them
   (one device, none in the method cache or, judged by the last one, in the program cache), else None."""
-  from tinygrad.helpers import PARALLEL_CODEGEN
   if PARALLEL_CODEGEN.value <= 0: return None
   items = [ei for ei in schedule if ei.ast.op is not Ops.COPY and ei.bufs]
   if len(items) < PARALLEL_CODEGEN.value: return None   # (a matmul's one or two kernels: nothing looked up)
