@@ -88,6 +88,8 @@ GRAD_RULES: dict[str, Any] = {
   "sinh": lambda g, y, x: g * _t(x).cosh().uop,                                             # d sinh x = cosh x (no overflow short of its own)
   "cosh": lambda g, y, x: g * _t(x).sinh().uop,                                             # d cosh x = sinh x
   "mish": lambda g, y, x: g * _mish_grad(_t(x)).uop,                                        # torch's formula, below
+  "erf": lambda g, y, x: g * (_t(x) * _t(x)).neg().exp().mul(2 / math.sqrt(math.pi)).cast(_t(g).dtype).uop,   # d erf x = 2/sqrt(pi) e^-x^2
+  "softplus": lambda g, y, x, beta, th: _softplus_grad(_t(g), _t(x), beta, th).uop,         # g past the threshold, else g sigmoid(bx)
   "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
   "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds
 }
@@ -96,6 +98,9 @@ def _outside(x: UOp, lo: float, hi: float | None) -> UOp:
   c_lo = const_like(x, lo)
   ret = x.alu(Ops.CMPLT, c_lo) | x.eq(c_lo)
   return ret if hi is None else ret | const_like(x, hi).alu(Ops.CMPLT, x) | x.eq(const_like(x, hi))
+def _softplus_grad(g: Tensor, x: Tensor, beta: float, th: float) -> Tensor:
+  # torch's formula: NaN at a NaN input (the max/abs form's own chain gave 1 there: max's gradient picked a side)
+  return (x * beta > th).where(g, g * (x * beta).sigmoid())
 def _mish_grad(x: Tensor) -> Tensor:
   # d x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2): the chain through tanh and softplus overflows its incoming
   # gradient (x * 2 at x = 3.4e38) and multiplies inf by 0

@@ -94,3 +94,38 @@ def test_activations_keep_their_digits(name):
 def test_cosh_and_sinh_do_not_overflow_before_their_value():
   np.testing.assert_allclose(Tensor([89.0, -89.0]).cosh().numpy(), np.cosh(np.float64([89, -89])), rtol=1e-6)
   np.testing.assert_allclose(Tensor([89.0, -89.0]).sinh().numpy(), np.sinh(np.float64([89, -89])), rtol=1e-6)
+
+# float64 to its last digits (the stdlib's math functions are the reference: a few ulp): the series and the float32
+# approximations these used were 1e-11 (tanh), 4e-14 (sinh), 6e-10 (elu's expm1) and 1.5e-7 (erf) off
+F64 = {"tanh": (Tensor.tanh, math.tanh), "sinh": (Tensor.sinh, math.sinh), "elu": (Tensor.elu, lambda v: v if v > 0 else math.expm1(v)),
+       "erf": (Tensor.erf, math.erf), "sigmoid": (Tensor.sigmoid, lambda v: 1 / (1 + math.exp(-v)) if v > -700 else math.exp(v))}
+@pytest.mark.parametrize("name", list(F64))
+def test_float64_activations_to_the_last_digits(name):
+  rng = np.random.default_rng(5)
+  xs = np.concatenate([rng.uniform(-0.6, 0.6, 400), rng.uniform(-7, 7, 400), [0.4999, 0.5, 0.5001, -1.9999, 2.0, 2.0001, 1e-300, -0.0, 6.5, 30.0]])
+  got = F64[name][0](Tensor(xs)).numpy()
+  want = np.array([F64[name][1](float(v)) for v in xs])
+  rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
+  assert rel.max() < 4e-15, (name, xs[rel.argmax()], got[rel.argmax()], want[rel.argmax()])
+  # the gradient of erf is its formula's, not the approximation's slope
+  if name == "erf":
+    x = Tensor(xs, requires_grad=True)
+    g = x.erf().sum().gradient(x)[0].numpy()
+    np.testing.assert_allclose(g, 2 / math.sqrt(math.pi) * np.exp(-xs * xs), rtol=1e-14, atol=1e-300)
+
+def test_softplus_gradient_at_nan_is_nan():
+  # torch's (vectorized) and public tinygrad's answer; the max/abs form's chain gave 1 (max's gradient picked a side)
+  for beta in (1.0, 2.0):
+    x = Tensor([math.nan, -30.0, 0.0, 25.0], requires_grad=True)
+    g = x.softplus(beta).sum().gradient(x)[0].numpy()
+    tx = torch.tensor([math.nan, -30.0, 0.0, 25.0], requires_grad=True)
+    F.softplus(tx, beta).sum().backward()
+    assert math.isnan(g[0])
+    np.testing.assert_allclose(g[1:], tx.grad.numpy()[1:], rtol=1e-6)
+
+def test_float16_selu_rounds_once():
+  # scale * alpha * expm1(x) in float32 and one rounding to float16, as torch: selu(-1.19e-7) was a subnormal step off
+  xs = np.array([-1.1920929e-07, -5.96e-8, -1e-4, -0.3, -2.0, 0.7, 3.0], dtype=np.float16)
+  got = Tensor(xs).selu().numpy()
+  want = F.selu(torch.tensor(xs)).numpy()
+  assert np.array_equal(got.view(np.uint16), want.view(np.uint16)), (got, want)

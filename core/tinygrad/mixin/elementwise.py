@@ -22,6 +22,14 @@ def _has_ldexp(device: str | tuple[str, ...]) -> bool:
   """Whether `device`'s renderer has LDEXP (x * 2**n in one instruction, AVX-512's vscalefps) for exp's 2**n."""
   return (ren := _renderer_of(device)) is not None and Ops.LDEXP in ren.code_for_op
 
+@functools.cache
+def _tanh_coeffs(n: int) -> list[float]:
+  """tanh x = x * (1 + sum_k c_k x**2k): the first n of c_1.. (-1/3, 2/15, ...), 4**m (4**m - 1) B_2m / (2m)! with m = k+1."""
+  from fractions import Fraction
+  b = [Fraction(1)]   # Bernoulli numbers B_0.. by their recurrence
+  for i in range(1, 2 * n + 3): b.append(-sum((math.comb(i + 1, j) * b[j] for j in range(i)), Fraction(0)) / (i + 1))
+  return [float(4**m * (4**m - 1) * b[2 * m] / math.factorial(2 * m)) for m in range(2, n + 2)]
+
 def _fma(a: Tensor, b: Tensor | float, c: Tensor | float) -> Tensor:
   # a*b + c as one MULACC: fused (one rounding) where the renderer has it, else a*b+c (decompositions.py)
   a, b = a._broadcasted(b)
@@ -438,7 +446,9 @@ class ElementwiseMixin:
   def sigmoid(self: Tensor) -> Tensor:
     """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0: e**-|x| never overflows, so the gradient at +-300 or +-inf is 0."""
     x = self._float()
-    e = ((x < 0).where(x, -x) * (1 / math.log(2))).exp2()   # e**-|x| (the gradient passes at NaN, as torch's)
+    # e**-|x| (the gradient passes at NaN, as torch's) by exp's exact reduction: exp2 of x/ln2 took that product's rounding
+    # times |x| into the result (sigmoid(-30) was 10 ulp off in float32)
+    e = (x < 0).where(x, -x)._exp(nonpos=True)
     return (x < 0).where(e, 1.0) / (1 + e)
   def hardsigmoid(self: Tensor, alpha: float = 1/6, beta: float = 0.5) -> Tensor:
     """clip(alpha*x + beta, 0, 1): gradient alpha strictly inside, 0 outside and at NaN (torch's)."""
@@ -455,7 +465,8 @@ class ElementwiseMixin:
   def tanh(self: Tensor) -> Tensor:
     """Hyperbolic tangent: its series for |x| < 1/2, 2*sigmoid(2x) - 1 beyond."""
     x = self._float()
-    small, _, series = x._small_odd([-1/3, 2/15, -17/315, 62/2835, -1382/155925, 21844/6081075, -929569/638512875, 6404582/10854718875])
+    # (float64: the terms to x**35, below its last digit for |x| < 1/2; the first 8 left float64 tanh(0.5) 1e-11 off)
+    small, _, series = x._small_odd(_tanh_coeffs(17 if x.dtype == dtypes.float64 else 8))
     return small.where(series, 2.0 * (2.0 * small.where(0.0, x)).sigmoid() - 1.0)
   def _half_exp(self: Tensor) -> Tensor:
     # e**|x| / 2 as e**(|x|/2) * (e**(|x|/2) / 2): no overflow short of cosh's own (e**89 is inf, cosh(89) is not)
@@ -465,7 +476,8 @@ class ElementwiseMixin:
   def sinh(self: Tensor) -> Tensor:
     """Hyperbolic sine: its series for |x| < 1/2 (e**x - e**-x cancels there), (e**|x| - e**-|x|)/2 with x's sign beyond."""
     x = self._float()
-    small, _, series = x._small_odd([1/6, 1/120, 1/5040, 1/362880, 1/39916800])
+    # (float64: the terms to x**19, below its last digit for |x| < 1/2; float32's five left float64 sinh(0.5) 4e-14 off)
+    small, _, series = x._small_odd([1 / math.factorial(2 * k + 1) for k in range(1, 10 if x.dtype == dtypes.float64 else 6)])
     xb = small.where(1.0, x)
     big = xb._half_exp() - 0.5 * (-xb.abs()).exp()
     return x._with_grad(small.where(series, (xb < 0).where(-big, big)), "sinh")   # d/dx by the formula: cosh (sinh at 89 overflowed)
@@ -499,18 +511,20 @@ class ElementwiseMixin:
     x = self._float()
     over = x * beta > threshold
     bx = over.where(0.0, x) * beta
-    return over.where(x, (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta))
+    return x._with_grad(over.where(x, (bx.maximum(0) + (-bx.abs()).exp()._log1p()) * (1 / beta)), "softplus", beta, threshold)
   @_opmath
   def mish(self: Tensor) -> Tensor:
     """x * tanh(softplus(x)); the gradient by torch's formula (the graph's overflows at 3e38: inf * 0)."""
     x = self._float()
     return x._with_grad(x * x.softplus().tanh(), "mish")
   @_opmath
-  def _elu(self: Tensor, alpha: float, inner: float) -> Tensor:
+  def _elu(self: Tensor, alpha: float, inner: float, scale: float = 1.0) -> Tensor:
     # x for x > 0 (and NaN), alpha*(e**(x*inner) - 1) for x <= 0, the exp fed 0 where it is not taken (e**300 is inf);
-    # expm1, as e**x - 1 cancels near 0 (elu(-1e-6) was 1.3% off, elu(-1e-8) 0)
+    # expm1, as e**x - 1 cancels near 0 (elu(-1e-6) was 1.3% off, elu(-1e-8) 0); times selu's scale inside, so that a
+    # float16 result is rounded once (float16 selu(-1.2e-7) was a subnormal step off)
     neg = self <= 0
-    return neg.where(alpha * (neg.where(self, 0) * inner)._expm1(), self)
+    ret = neg.where(alpha * (neg.where(self, 0) * inner)._expm1(), self)
+    return ret if scale == 1.0 else scale * ret
   def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha*(e**x - 1) otherwise."""
     return self._elu(alpha, 1.0)
@@ -519,7 +533,7 @@ class ElementwiseMixin:
     return self._elu(alpha, 1 / alpha)
   def selu(self: Tensor, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
     """gamma * (x if x > 0 else alpha*(e**x - 1)), with torch's constants (1.67326 and 1.0507 were 3e-6 off)."""
-    return gamma * self._elu(alpha, 1.0)
+    return self._elu(alpha, 1.0, gamma)
   def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
     """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
     return (self > 0).where(self, self * neg_slope)
@@ -539,8 +553,23 @@ class ElementwiseMixin:
   @_opmath
   def erf(self: Tensor) -> Tensor:
     """The error function: its series for |x| < 1/2 (exact to the last digits, erf(1e-20) is 1.128e-20), Abramowitz-Stegun
-    7.1.26 beyond (|error| < 1.5e-7); erf(+-inf) = +-1."""
+    7.1.26 beyond (|error| < 1.5e-7); erf(+-inf) = +-1. float64: its series for |x| < 2 and 1 - erfc by erfc's continued
+    fraction beyond, to a few ulp. The gradient is 2/sqrt(pi) e**-x**2 (torch's), not the approximation's slope."""
     x = self._float()
+    return x._with_grad(x._erf64() if x.dtype == dtypes.float64 else x._erf32(), "erf")
+  def _erf64(self: Tensor) -> Tensor:
+    x, a = self, self.abs()
+    small = a < 2
+    xs = small.where(x, 0.0)
+    # sum_k (-1)^k x^(2k+1) / (k! (2k+1)): 30 terms reach float64's last digit at |x| = 2 (the largest term there is ~2)
+    series = xs * xs._series_z([(-1) ** k / (math.factorial(k) * (2 * k + 1)) for k in range(30)]) * (2 / math.sqrt(math.pi))
+    ab = small.where(2.0, (a > 10).where(10.0, a))   # (erfc(10) is far below float64's half ulp of 1; NaN stays NaN)
+    t = ab   # erfc x = e**-x**2 / sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))): 60 levels for 1e-16 at x = 2
+    for k in range(60, 0, -1): t = ab + (k / 2) / t
+    big = 1.0 - (-ab * ab).exp() / (math.sqrt(math.pi) * t)
+    return small.where(series, (x < 0).where(-big, big))
+  def _erf32(self: Tensor) -> Tensor:
+    x = self
     small, _, series = x._small_odd([-1/3, 1/10, -1/42, 1/216, -1/1320, 1/9360, -1/75600])
     a = (x < 0).where(-x, x)   # |x| with slope 1 at 0 (the odd extension keeps erf'(0) = 2/sqrt(pi))
     a = (a > 10).where(10.0, small.where(1.0, a))  # erf is +-1 to every float's precision past 10 (and its gradient 0, not inf*0 at inf)
@@ -600,6 +629,9 @@ class ElementwiseMixin:
   def _f32up(self: Tensor) -> Tensor:
     x = self._float()
     return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+  def _series_z(self: Tensor, coeffs: list[float]) -> Tensor:
+    # sum c_k x^(2k) by Horner in z = x*x
+    return (self * self)._series(coeffs)
   def _series(self: Tensor, coeffs: list[float]) -> Tensor:
     # sum c_k z^k by Horner (z = self)
     ret = self * 0 + coeffs[-1]
@@ -609,7 +641,9 @@ class ElementwiseMixin:
     # e**y - 1 without losing y's digits near 0: the series for |y| < 1/2 (fed 0 elsewhere), e**y - 1 beyond
     small = self * self < 0.25
     ys = small.where(self, 0.0)
-    return small.where(ys * (1 + ys * ys._series([1/2, 1/6, 1/24, 1/120, 1/720, 1/5040, 1/40320, 1/362880])), self.exp() - 1)
+    # (float64: the terms to y**17, below its last digit for |y| < 1/2; the first 9 left float64 elu(-0.5) 6e-10 off)
+    n = 17 if self.dtype == dtypes.float64 else 9
+    return small.where(ys * (1 + ys * ys._series([1 / math.factorial(k) for k in range(2, n + 1)])), self.exp() - 1)
   def _log1p(self: Tensor) -> Tensor:
     # log(1+y) without losing y's digits near 0: log(u) * y/(u-1) with u = 1+y rounded (Goldberg), y itself where u is 1
     u = 1 + self
