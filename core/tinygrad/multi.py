@@ -225,7 +225,8 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   if (op is Ops.FLIP and not arg[ax]) or (op is Ops.PAD and arg[ax] == (0, 0)): return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], ax)
   if op is Ops.SHRINK and arg[ax] == (0, full): return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, (0, s.shape[ax]), lambda a: a)) for s in m.src], ax)
   if op is Ops.EXPAND and arg[ax] == full: return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, s.shape[ax], lambda a: a)) for s in m.src], ax)
-  if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
+  # (the shards must add up to the new axis: in an empty tensor a 0 before the axis makes any split look like it divides)
+  if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None and sint_eq(ssimplify(sum(r[1])), arg[r[0]]):
     nax, nsz = r
     return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
   if op is Ops.RESHAPE and any(isinstance(s, int) and s == 0 for s in m.shape):   # no elements to move: replicated empties
