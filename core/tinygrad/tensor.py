@@ -756,7 +756,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new)
-    if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self
+    # (an assign into a multi-device tensor is built as one ASSIGN per shard)
+    if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
+      pending_assigns[(threading.get_ident(), id(self))] = self
 
   # ---- creation ----
   @staticmethod

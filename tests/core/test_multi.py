@@ -247,6 +247,32 @@ def test_tinyjit_replays_with_sharded_inputs():
   assert f.cnt == 4 and f.steps
   with pytest.raises(Exception, match="captured with inputs"): f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
 
+@pytest.mark.parametrize("how", ["assign", "iadd", "setitem"])
+@pytest.mark.parametrize("axis", [0, None], ids=["sharded", "replicated"])
+def test_tinyjit_replays_an_unrealized_assign_into_sharded_state(axis, how):
+  # the function leaves its write into the state pending: TinyJit realizes a call's pending assigns at its end, but one
+  # into a multi-device tensor (an ASSIGN per shard) was never registered as pending, so the capture left it out and every
+  # replay kept the state the capture call wrote
+  from tinygrad import TinyJit
+  devs = ("CPU:0", "CPU:1")
+  state = Tensor.zeros(4, 2).contiguous().shard(devs, axis).realize()
+  want = np.zeros((4, 2), np.float32)
+  @TinyJit
+  def f(x):
+    if how == "assign": state.assign(x * 2 - 1)
+    elif how == "iadd":
+      s = state
+      s += x
+    else: state[:, 1:] = x[:, :1]
+    return x.sum()
+  for i in range(4):
+    a = _rand(4, 2, seed=20 + i)
+    f(Tensor(a).shard(devs, axis).realize())
+    if how == "assign": want = a * 2 - 1
+    elif how == "iadd": want += a
+    else: want[:, 1:] = a[:, :1]
+    np.testing.assert_allclose(state.numpy(), want, rtol=1e-6, err_msg=f"call {i}")
+
 def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
   # a weight broadcast over a sharded batch is expanded to each shard's rows, not expanded to the whole batch and cut:
   # its gradient then sums only the shard's rows
