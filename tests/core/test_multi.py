@@ -273,6 +273,21 @@ def test_tinyjit_replays_an_unrealized_assign_into_sharded_state(axis, how):
     else: want[:, 1:] = a[:, :1]
     np.testing.assert_allclose(state.numpy(), want, rtol=1e-6, err_msg=f"call {i}")
 
+@pytest.mark.parametrize("of", ["input", "computed"])
+def test_tinyjit_replays_a_returned_strided_view_of_a_replicated_tensor_after_it_was_read(of):
+  # out.numpy() computed the view's first shard into a buffer on the way and handed that buffer to the view itself (the
+  # rule that lets live graphs reuse a realize's intermediates missed that the reused node was the shard, a reshape, and
+  # so that a view held it): the capture's returned view then showed that call's values in every replay
+  from tinygrad import TinyJit
+  devs = ("CPU:0", "CPU:1")
+  @TinyJit
+  def f(x):
+    v = (x if of == "input" else (x * 2).realize())[::2]
+    return v.realize()
+  for i in range(4):
+    a = _rand(5, seed=30 + i)
+    np.testing.assert_allclose(f(Tensor(a).shard(devs).realize()).numpy(), (a if of == "input" else a * 2)[::2], rtol=1e-6, err_msg=f"call {i}")
+
 def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
   # a weight broadcast over a sharded batch is expanded to each shard's rows, not expanded to the whole batch and cut:
   # its gradient then sums only the shard's rows
