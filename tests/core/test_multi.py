@@ -350,6 +350,22 @@ def test_like_constructors_keep_the_sharding(axis):
   with pytest.raises(RuntimeError, match="take no device"): t.rand_like(device=devs)
   with pytest.raises(ValueError, match="drawn on one device"): Tensor.rand(4, device=devs)
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_rand_like_of_a_sharded_tensor_draws_other_numbers_on_each_shard(axis):
+  # every device keys its generator alike and counts its own calls: drawn shard by shard, the shards were the same numbers
+  # wherever the devices' counters agreed (after manual_seed: a data-parallel dropout dropped the same rows on every device)
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  t = Tensor.zeros(6, 6).contiguous().shard(devs, axis)
+  for draw in ("rand_like", "randn_like"):
+    Tensor.manual_seed(3)
+    r = getattr(t, draw)().numpy()
+    assert len(np.unique(r)) == 36, f"{draw}: the shards repeat each other"
+    Tensor.manual_seed(3)   # while the counters agree: the numbers of one device's draw of the whole tensor
+    np.testing.assert_allclose(r, getattr(Tensor, draw[:-5])(6, 6, device=devs[0]).numpy(), rtol=1e-6, atol=1e-6)
+  Tensor.manual_seed(3)
+  with Tensor.train(): d = Tensor.ones(6, 16).contiguous().shard(devs, 0).dropout(0.5).numpy()
+  assert not (np.array_equal(d[:2], d[2:4]) and np.array_equal(d[2:4], d[4:]))
+
 def test_uop_axis_bounds_and_shard():
   devs = ("CPU:0", "CPU:1")
   u = Tensor(_rand(5, 2)).realize().uop
