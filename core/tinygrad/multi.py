@@ -10,7 +10,8 @@ first gathers them. So MULTI only ever sits at the top of a graph, the scheduler
 every device plugin gets sharding without writing any of it.
 
 Uneven splits follow tinygrad 0.9's rule (public tinygrad today refuses them): each shard holds ceil(size/n) elements
-of the axis and the last one the remainder; a split that would leave a shard empty is an error."""
+of the axis and the last one the remainder; a split that would leave a shard empty is an error (an empty axis splits into
+empty shards, as public tinygrad's)."""
 from __future__ import annotations
 import functools
 from typing import Any, Sequence
@@ -26,7 +27,7 @@ def shard_bounds(size: int, n: int) -> list[tuple[int, int]]:
   """The [start, end) of each of `n` shards of an axis of `size`: ceil(size/n) each, the remainder to the last."""
   sz = ceildiv(size, n)
   b = [(min(i*sz, size), min((i+1)*sz, size)) for i in range(n)]
-  if any(e <= s for s, e in b):
+  if size and any(e <= s for s, e in b):   # (an empty axis splits as public tinygrad's: 0 on each device)
     raise ValueError(f"cannot split an axis of size {size} over {n} devices: {sz} per shard (ceil) leaves a shard empty; "
                      "shard another axis, use fewer devices, or replicate with axis=None")
   return b
