@@ -288,6 +288,33 @@ def test_tinyjit_replays_a_returned_strided_view_of_a_replicated_tensor_after_it
     a = _rand(5, seed=30 + i)
     np.testing.assert_allclose(f(Tensor(a).shard(devs).realize()).numpy(), (a if of == "input" else a * 2)[::2], rtol=1e-6, err_msg=f"call {i}")
 
+def test_tinyjit_refuses_a_write_through_an_input_view_across_shards():
+  # x = big[2:] of a tensor split on that axis is copies of its shards, and writing it writes big: the capture wrote the
+  # capture call's big, and every replay left the new big (and the returned x) as they were
+  from tinygrad import TinyJit
+  from tinygrad.engine.jit import JitError
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  @TinyJit
+  def f(x):
+    x.assign(x * 2 - 1)
+    return x
+  a = _rand(5, seed=40)
+  big = Tensor(a).shard(devs, 0).realize()
+  f(big[2:])
+  np.testing.assert_allclose(big.numpy(), np.concatenate([a[:2], a[2:] * 2 - 1]), rtol=1e-6)
+  with pytest.raises(JitError, match="a view across the shards"): f(Tensor(a).shard(devs, 0).realize()[2:])
+  # (written and not returned: the first call raised "jit input is not realized into a buffer", the view being remade lazily
+  # from its base)
+  h = TinyJit(lambda x, y: x.assign(y * 2).sum().realize())
+  big = Tensor(a).shard(devs, 0).realize()
+  h(big[2:], Tensor(a[:3]).shard(devs).realize())
+  np.testing.assert_allclose(big.numpy(), np.concatenate([a[:2], a[:3] * 2]), rtol=1e-6)
+  with pytest.raises(JitError, match="a view across the shards"): h(Tensor(a).shard(devs, 0).realize()[2:], Tensor(a[:3]).shard(devs).realize())
+  g = TinyJit(lambda x: (x * 2).realize())   # reading such a view replays
+  for i in range(4):
+    b = _rand(5, seed=41 + i)
+    np.testing.assert_allclose(g(Tensor(b).shard(devs, 0).realize()[2:]).numpy(), b[2:] * 2, rtol=1e-6, err_msg=f"call {i}")
+
 def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
   # a weight broadcast over a sharded batch is expanded to each shard's rows, not expanded to the whole batch and cut:
   # its gradient then sums only the shard's rows
