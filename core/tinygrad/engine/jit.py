@@ -275,8 +275,8 @@ class TinyJit(Generic[R]):
       wrote = {id(b) for step in self.steps for b in _written(step)}
       # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
       # the replay would write the capture call's tensor
-      if (across := [j for j, t in enumerate(inputs) if t.uop.op is Ops.MULTI and (b := t._view_of) is not None and not t._views_a_buffer()
-                     and b._is_realized() and any(id(x) in wrote for x in _buffers(b))]):
+      if (across := [j for j, t in enumerate(inputs) if t.uop.op is Ops.MULTI and (of := t._view_of) is not None and not t._views_a_buffer()
+                     and of._is_realized() and any(id(x) in wrote for x in _buffers(of))]):
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} writes into input {across[0]} ({self.names[across[0]]!r}), a view "
                        "across the shards of a multi-device tensor, which a replay cannot write through: pass a tensor of its own "
                        "(.contiguous()) and write it back, or pass the tensor it views")
