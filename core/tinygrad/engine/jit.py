@@ -370,7 +370,7 @@ class TinyJit(Generic[R]):
   def _view_copies(self, inputs: list[Tensor], forms: list[tuple | None]) -> dict[int, Tensor]:
     """The inputs that are views of another form than at capture, each copied into a buffer of its own (the captured
     kernels read them as whole buffers); an error where that cannot replay the capture."""
-    name, copies = getattr(self.fxn, '__name__', 'function'), {}
+    name, copies, made = getattr(self.fxn, '__name__', 'function'), {}, {}
     for k, (t, form) in enumerate(zip(inputs, forms)):
       want = self.views[k] if self.views else ()
       if form == want: continue
@@ -382,8 +382,10 @@ class TinyJit(Generic[R]):
         raise JitError(f"jitted {name} writes into input {k} ({self.names[k]!r}), captured as a tensor of its own; now it is a view of "
                        "another tensor, which the replay cannot write through: pass a tensor of its own (.contiguous()) as at capture, "
                        "or call .reset() to capture again")
-      copies[k] = t.contiguous()
-    if copies: Tensor.realize(*copies.values())
+      # one copy per tensor: a view passed twice is one buffer, as the capture saw it (_read_views)
+      if id(t) not in made: made[id(t)] = t.contiguous()
+      copies[k] = made[id(t)]
+    if made: Tensor.realize(*made.values())
     return copies
 
   def _may_alias(self, aliases: tuple[int, ...]) -> bool:
