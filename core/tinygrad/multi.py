@@ -10,7 +10,8 @@ first gathers them. So MULTI only ever sits at the top of a graph, the scheduler
 every device plugin gets sharding without writing any of it.
 
 Uneven splits follow tinygrad 0.9's rule (public tinygrad today refuses them): each shard holds ceil(size/n) elements
-of the axis and the last one the remainder; a split that would leave a shard empty is an error."""
+of the axis and the last one the remainder; a split that would leave a shard empty is an error (an empty axis splits into
+empty shards, as public tinygrad's)."""
 from __future__ import annotations
 import functools
 from typing import Any, Sequence
@@ -26,7 +27,7 @@ def shard_bounds(size: int, n: int) -> list[tuple[int, int]]:
   """The [start, end) of each of `n` shards of an axis of `size`: ceil(size/n) each, the remainder to the last."""
   sz = ceildiv(size, n)
   b = [(min(i*sz, size), min((i+1)*sz, size)) for i in range(n)]
-  if any(e <= s for s, e in b):
+  if size and any(e <= s for s, e in b):   # (an empty axis splits as public tinygrad's: 0 on each device)
     raise ValueError(f"cannot split an axis of size {size} over {n} devices: {sz} per shard (ceil) leaves a shard empty; "
                      "shard another axis, use fewer devices, or replicate with axis=None")
   return b
@@ -225,7 +226,8 @@ def _movement(op: Ops, m: UOp, arg: Any) -> UOp:
   if (op is Ops.FLIP and not arg[ax]) or (op is Ops.PAD and arg[ax] == (0, 0)): return multi([UOp(op, m.dtype, (s,), arg) for s in m.src], ax)
   if op is Ops.SHRINK and arg[ax] == (0, full): return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, (0, s.shape[ax]), lambda a: a)) for s in m.src], ax)
   if op is Ops.EXPAND and arg[ax] == full: return multi([UOp(op, m.dtype, (s,), _on_axis(arg, ax, s.shape[ax], lambda a: a)) for s in m.src], ax)
-  if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None:
+  # (the shards must add up to the new axis: in an empty tensor a 0 before the axis makes any split look like it divides)
+  if op is Ops.RESHAPE and (r := _reshape_axis(m.shape, arg, ax, sizes)) is not None and sint_eq(ssimplify(sum(r[1])), arg[r[0]]):
     nax, nsz = r
     return multi([UOp(op, m.dtype, (s,), _on_axis(arg, nax, n, lambda x: x)) for s, n in zip(m.src, nsz)], nax)
   if op is Ops.RESHAPE and any(isinstance(s, int) and s == 0 for s in m.shape):   # no elements to move: replicated empties

@@ -472,7 +472,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     holders: dict[UOp, list[Tensor]] = {}
     for x in live:
       for b in x.uop.src if x.uop.op is Ops.MULTI else (x.uop,):
-        while b.op is Ops.RESHAPE: b = b.src[0]
+        while b not in held and b.op is Ops.RESHAPE: b = b.src[0]   # (the held node may be a reshape itself: a view's shard)
         if b in held: holders.setdefault(b, []).append(x)
     grad_nodes = set() if Tensor.no_grad else {x.uop for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype)}
     targets = {base_buffer(n.src[0]) for n in nodes if n.op is Ops.ASSIGN} - {None}
@@ -756,7 +756,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new)
-    if new.op is Ops.ASSIGN: pending_assigns[(threading.get_ident(), id(self))] = self
+    # (an assign into a multi-device tensor is built as one ASSIGN per shard)
+    if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
+      pending_assigns[(threading.get_ident(), id(self))] = self
 
   # ---- creation ----
   @staticmethod

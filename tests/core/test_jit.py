@@ -124,3 +124,12 @@ def test_replay_reads_each_kind_of_input_tensor():
     out = f(kinds[0], [kinds[1], kinds[2]], extra={"v": kinds[3]})
     np.testing.assert_allclose(out.numpy(), a * 2 + b.reshape(2, 3) - c.T + d[:, 1:4], rtol=1e-6, err_msg=f"call {i}")
   assert f.cnt == 5
+
+def test_a_view_passed_twice_replays():
+  # one view of a bigger tensor passed as two arguments: the capture read it through one copy (one buffer for both), each
+  # replay made a copy per argument and raised "captured with input buffers 0 and 1 the same buffer"
+  f = TinyJit(lambda x, y: (x + y * 2).realize())
+  for i in range(4):
+    a = np.arange(6, dtype=np.float32) + i
+    v = Tensor(a).realize()[1:4]
+    np.testing.assert_array_equal(f(v, v).numpy(), a[1:4] * 3, err_msg=f"call {i}")

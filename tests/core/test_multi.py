@@ -247,6 +247,74 @@ def test_tinyjit_replays_with_sharded_inputs():
   assert f.cnt == 4 and f.steps
   with pytest.raises(Exception, match="captured with inputs"): f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
 
+@pytest.mark.parametrize("how", ["assign", "iadd", "setitem"])
+@pytest.mark.parametrize("axis", [0, None], ids=["sharded", "replicated"])
+def test_tinyjit_replays_an_unrealized_assign_into_sharded_state(axis, how):
+  # the function leaves its write into the state pending: TinyJit realizes a call's pending assigns at its end, but one
+  # into a multi-device tensor (an ASSIGN per shard) was never registered as pending, so the capture left it out and every
+  # replay kept the state the capture call wrote
+  from tinygrad import TinyJit
+  devs = ("CPU:0", "CPU:1")
+  state = Tensor.zeros(4, 2).contiguous().shard(devs, axis).realize()
+  want = np.zeros((4, 2), np.float32)
+  @TinyJit
+  def f(x):
+    if how == "assign": state.assign(x * 2 - 1)
+    elif how == "iadd":
+      s = state
+      s += x
+    else: state[:, 1:] = x[:, :1]
+    return x.sum()
+  for i in range(4):
+    a = _rand(4, 2, seed=20 + i)
+    f(Tensor(a).shard(devs, axis).realize())
+    if how == "assign": want = a * 2 - 1
+    elif how == "iadd": want += a
+    else: want[:, 1:] = a[:, :1]
+    np.testing.assert_allclose(state.numpy(), want, rtol=1e-6, err_msg=f"call {i}")
+
+@pytest.mark.parametrize("of", ["input", "computed"])
+def test_tinyjit_replays_a_returned_strided_view_of_a_replicated_tensor_after_it_was_read(of):
+  # out.numpy() computed the view's first shard into a buffer on the way and handed that buffer to the view itself (the
+  # rule that lets live graphs reuse a realize's intermediates missed that the reused node was the shard, a reshape, and
+  # so that a view held it): the capture's returned view then showed that call's values in every replay
+  from tinygrad import TinyJit
+  devs = ("CPU:0", "CPU:1")
+  @TinyJit
+  def f(x):
+    v = (x if of == "input" else (x * 2).realize())[::2]
+    return v.realize()
+  for i in range(4):
+    a = _rand(5, seed=30 + i)
+    np.testing.assert_allclose(f(Tensor(a).shard(devs).realize()).numpy(), (a if of == "input" else a * 2)[::2], rtol=1e-6, err_msg=f"call {i}")
+
+def test_tinyjit_refuses_a_write_through_an_input_view_across_shards():
+  # x = big[2:] of a tensor split on that axis is copies of its shards, and writing it writes big: the capture wrote the
+  # capture call's big, and every replay left the new big (and the returned x) as they were
+  from tinygrad import TinyJit
+  from tinygrad.engine.jit import JitError
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  @TinyJit
+  def f(x):
+    x.assign(x * 2 - 1)
+    return x
+  a = _rand(5, seed=40)
+  big = Tensor(a).shard(devs, 0).realize()
+  f(big[2:])
+  np.testing.assert_allclose(big.numpy(), np.concatenate([a[:2], a[2:] * 2 - 1]), rtol=1e-6)
+  with pytest.raises(JitError, match="a view across the shards"): f(Tensor(a).shard(devs, 0).realize()[2:])
+  # (written and not returned: the first call raised "jit input is not realized into a buffer", the view being remade lazily
+  # from its base)
+  h = TinyJit(lambda x, y: x.assign(y * 2).sum().realize())
+  big = Tensor(a).shard(devs, 0).realize()
+  h(big[2:], Tensor(a[:3]).shard(devs).realize())
+  np.testing.assert_allclose(big.numpy(), np.concatenate([a[:2], a[:3] * 2]), rtol=1e-6)
+  with pytest.raises(JitError, match="a view across the shards"): h(Tensor(a).shard(devs, 0).realize()[2:], Tensor(a[:3]).shard(devs).realize())
+  g = TinyJit(lambda x: (x * 2).realize())   # reading such a view replays
+  for i in range(4):
+    b = _rand(5, seed=41 + i)
+    np.testing.assert_allclose(g(Tensor(b).shard(devs, 0).realize()[2:]).numpy(), b[2:] * 2, rtol=1e-6, err_msg=f"call {i}")
+
 def test_a_broadcast_replica_meets_a_shard_at_the_shards_size():
   # a weight broadcast over a sharded batch is expanded to each shard's rows, not expanded to the whole batch and cut:
   # its gradient then sums only the shard's rows
@@ -308,6 +376,22 @@ def test_like_constructors_keep_the_sharding(axis):
   assert t.empty_like().uop.has_buffer_identity()
   with pytest.raises(RuntimeError, match="take no device"): t.rand_like(device=devs)
   with pytest.raises(ValueError, match="drawn on one device"): Tensor.rand(4, device=devs)
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_rand_like_of_a_sharded_tensor_draws_other_numbers_on_each_shard(axis):
+  # every device keys its generator alike and counts its own calls: drawn shard by shard, the shards were the same numbers
+  # wherever the devices' counters agreed (after manual_seed: a data-parallel dropout dropped the same rows on every device)
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  t = Tensor.zeros(6, 6).contiguous().shard(devs, axis)
+  for draw in ("rand_like", "randn_like"):
+    Tensor.manual_seed(3)
+    r = getattr(t, draw)().numpy()
+    assert len(np.unique(r)) == 36, f"{draw}: the shards repeat each other"
+    Tensor.manual_seed(3)   # while the counters agree: the numbers of one device's draw of the whole tensor
+    np.testing.assert_allclose(r, getattr(Tensor, draw[:-5])(6, 6, device=devs[0]).numpy(), rtol=1e-6, atol=1e-6)
+  Tensor.manual_seed(3)
+  with Tensor.train(): d = Tensor.ones(6, 16).contiguous().shard(devs, 0).dropout(0.5).numpy()
+  assert not (np.array_equal(d[:2], d[2:4]) and np.array_equal(d[2:4], d[4:]))
 
 def test_uop_axis_bounds_and_shard():
   devs = ("CPU:0", "CPU:1")

@@ -129,3 +129,18 @@ def test_a_view_of_a_realized_view_of_a_sharded_tensor_follows_it():
   e.assign(Tensor([0.0]).shard(PAIRS["CPU"])).realize()
   np.testing.assert_array_equal(p.numpy(), [0, -3])
   np.testing.assert_array_equal(f.numpy(), [-3, 0])
+
+def test_reshape_of_an_empty_tensor_sharded_after_its_zero_axis():
+  # (0, 3) split over three devices on axis 1, reshaped to (0, 1): the 0 before the axis made any split look like it divides,
+  # each shard became (0, 1) and the tensor (0, 3), not the (0, 1) asked for
+  t = Tensor(np.zeros((0, 3), np.float32)).shard(("CPU:0", "CPU:1", "CPU:2"), axis=1).realize()
+  assert t.reshape(0, 1).shape == (0, 1) and t.reshape(0, 1).numpy().shape == (0, 1)
+  assert (t.reshape(0, 1) + 1).numpy().shape == (0, 1)
+
+def test_an_empty_axis_splits_into_empty_shards():
+  # as public tinygrad (0 divides by any device count): it raised "leaves a shard empty"
+  a = np.zeros((0, 3), np.float32)
+  t = Tensor(a).shard(("CPU:0", "CPU:1", "CPU:2"), axis=0)
+  assert [s.shape for s in t.uop.src] == [(0, 3)] * 3 and t.uop.arg == 0
+  np.testing.assert_array_equal((t + 1).sum(0).numpy(), np.zeros(3, np.float32))
+  np.testing.assert_array_equal(t.pad(((1, 0), (0, 0))).numpy(), np.zeros((1, 3), np.float32))

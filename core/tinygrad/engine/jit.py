@@ -242,12 +242,14 @@ class TinyJit(Generic[R]):
       first = self.cnt == 0 and CAPTURING and JIT and _realize.capturing is None and _realize.observing is None
       self.cnt += 1
       if not first: return self._run_and_realize(args, kwargs)
+      # (the inputs' buffers as passed: a view across shards that the function writes is remade from its base, lazy again)
+      in_bufs = [_buffers(t) for t in inputs]
       _realize.observing = []
       try: ret = self._run_and_realize(args, kwargs)
       finally: seen, _realize.observing = _realize.observing, None
-      self.state = _state_read(seen, {id(b) for t in inputs for b in _buffers(t)})
+      self.state = _state_read(seen, {id(b) for bs in in_bufs for b in bs})
       wrote = {id(b) for step in seen for b in _written(step)}
-      self.first_writes = [any(id(b) in wrote for b in _buffers(t)) for t in inputs]
+      self.first_writes = [any(id(b) in wrote for b in bs) for bs in in_bufs]
       return ret
     if self.cnt == 1:
       if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
@@ -271,6 +273,13 @@ class TinyJit(Generic[R]):
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
       self.from_inputs = self._outputs_from_inputs(inputs)
       wrote = {id(b) for step in self.steps for b in _written(step)}
+      # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
+      # the replay would write the capture call's tensor
+      if (across := [j for j, t in enumerate(inputs) if t.uop.op is Ops.MULTI and (of := t._view_of) is not None and not t._views_a_buffer()
+                     and of._is_realized() and any(id(x) in wrote for x in _buffers(of))]):
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} writes into input {across[0]} ({self.names[across[0]]!r}), a view "
+                       "across the shards of a multi-device tensor, which a replay cannot write through: pass a tensor of its own "
+                       "(.contiguous()) and write it back, or pass the tensor it views")
       self.written = [any(id(buffer_of(u)) in wrote for u in _buffer_uops(t)) for t in inputs]
       if (lost := [j for j in range(len(inputs)) if self.written[j] and self.copied[j]]):
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} wrote into input {lost[0]} ({self.names[lost[0]]!r}), a view it "
@@ -361,7 +370,7 @@ class TinyJit(Generic[R]):
   def _view_copies(self, inputs: list[Tensor], forms: list[tuple | None]) -> dict[int, Tensor]:
     """The inputs that are views of another form than at capture, each copied into a buffer of its own (the captured
     kernels read them as whole buffers); an error where that cannot replay the capture."""
-    name, copies = getattr(self.fxn, '__name__', 'function'), {}
+    name, copies, made = getattr(self.fxn, '__name__', 'function'), {}, {}
     for k, (t, form) in enumerate(zip(inputs, forms)):
       want = self.views[k] if self.views else ()
       if form == want: continue
@@ -373,8 +382,10 @@ class TinyJit(Generic[R]):
         raise JitError(f"jitted {name} writes into input {k} ({self.names[k]!r}), captured as a tensor of its own; now it is a view of "
                        "another tensor, which the replay cannot write through: pass a tensor of its own (.contiguous()) as at capture, "
                        "or call .reset() to capture again")
-      copies[k] = t.contiguous()
-    if copies: Tensor.realize(*copies.values())
+      # one copy per tensor: a view passed twice is one buffer, as the capture saw it (_read_views)
+      if id(t) not in made: made[id(t)] = t.contiguous()
+      copies[k] = made[id(t)]
+    if made: Tensor.realize(*made.values())
     return copies
 
   def _may_alias(self, aliases: tuple[int, ...]) -> bool:

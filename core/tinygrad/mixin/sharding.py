@@ -10,7 +10,7 @@ class ShardingMixin:
   def shard(self: Tensor, devices: Sequence[str], axis: int | None = None) -> Tensor:
     """This tensor split over `devices` along `axis` (None: a whole copy on each, replicated): a multi-device tensor whose
     `.device` is the tuple of their canonical names. An axis that does not divide gives each shard ceil(size/n) and the last
-    the remainder (tinygrad 0.9's rule); a split that would leave a shard empty is an error."""
+    the remainder (tinygrad 0.9's rule); a split that would leave a shard empty is an error (an empty axis gives empty shards)."""
     from tinygrad.multi import to_layout
     devs, ax = _canon_device(tuple(devices)), None if axis is None else self._resolve_dim(axis)
     if self.uop.op is Ops.MULTI:
