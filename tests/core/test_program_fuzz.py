@@ -369,6 +369,41 @@ def _grad_unary(x, kind: str, lib):
   if kind == "gelu": return x.gelu() if lib == "tiny" else lib.nn.functional.gelu(x, approximate="tanh")
   raise AssertionError(kind)
 
+# (shared with test_shard_fuzz.py's sharded programs)
+def grad_binary(t, r, t2, r2, k1: int):
+  """One binary op of (tinygrad, torch) values that broadcast: add, mul, sub, maximum or a where."""
+  import torch
+  op = ["add", "mul", "sub", "maximum", "where"][(k1 >> 4) % 5]
+  if op == "add": return t + t2, r + r2
+  if op == "mul": return t * t2, r * r2
+  if op == "sub": return t - t2, r - r2
+  if op == "maximum": return t.maximum(t2), torch.maximum(r, r2)
+  return (t > t2).where(t, t2 * 2), torch.where(r > r2, r, r2 * 2)
+
+def grad_inplace(t, r, idx, w, wr):
+  """An in-place update of a copy (not a leaf): z = t * 1; z[idx] += w * 2 (w summed where it does not fit)."""
+  z, zr = t * 1, r * 1
+  sub = np.empty(t.shape)[idx].shape
+  try: ok = np.broadcast_shapes(w.shape, sub) == sub
+  except ValueError: ok = False
+  if not ok: w, wr = w.sum(), wr.sum()
+  z[idx] += w * 2
+  zr[idx] += wr * 2
+  return z, zr
+
+def check_grads(out, seed: int, leaves_t: list, leaves_r: list, place=lambda t: t) -> None:
+  """The program's value and its leaves' gradients of a random weighting of it (`place` lays the weights out like it)."""
+  import torch
+  out_t, out_r = out
+  wts = np.random.default_rng(seed + 1).standard_normal(out_t.shape).astype(np.float32)
+  (out_t * place(Tensor(wts))).sum().backward()
+  (out_r * torch.tensor(wts)).sum().backward()
+  np.testing.assert_allclose(out_t.numpy(), out_r.detach().numpy(), rtol=1e-4, atol=1e-5, err_msg="the value")
+  for i, (lt, lr) in enumerate(zip(leaves_t, leaves_r)):
+    gr = lr.grad.numpy() if lr.grad is not None else np.zeros(lt.shape, np.float32)
+    gt = lt.grad.numpy() if lt.grad is not None else np.zeros(lt.shape, np.float32)
+    np.testing.assert_allclose(gt, gr, rtol=1e-4, atol=1e-5, err_msg=f"the gradient of leaf {i}")
+
 def run_grad_program(prog):
   import torch
   shapes, steps, slices, seed = prog
@@ -411,12 +446,7 @@ def run_grad_program(prog):
       t2, r2 = cur[k2 % len(cur)]
       try: np.broadcast_shapes(t.shape, t2.shape)
       except ValueError: t2, r2 = t2.sum(), r2.sum()
-      op = ["add", "mul", "sub", "maximum", "where"][(k1 >> 4) % 5]
-      if op == "add": cur.append((t + t2, r + r2))
-      elif op == "mul": cur.append((t * t2, r * r2))
-      elif op == "sub": cur.append((t - t2, r - r2))
-      elif op == "maximum": cur.append((t.maximum(t2), torch.maximum(r, r2)))
-      else: cur.append(((t > t2).where(t, t2 * 2), torch.where(r > r2, r, r2 * 2)))
+      cur.append(grad_binary(t, r, t2, r2, k1))
     elif kind == "reduce" and nd:
       ax, keep = k2 % nd, bool(k2 & 8)
       if t.shape[ax] == 0: continue
@@ -425,25 +455,8 @@ def run_grad_program(prog):
       else: cur.append((getattr(t, op)(ax, keepdim=keep), getattr(r, op)(ax, keepdim=keep)))
     elif kind == "inplace" and nd:
       # an in-place update of a copy (not a leaf): z = t * 1; z[sl] += w (torch differentiates it, and so does tinygrad)
-      z, zr = t * 1, r * 1
-      idx = sl[0] if sl[0].step > 0 else slice(None)
-      w, wr = cur[k2 % len(cur)]
-      sub = np.empty(t.shape)[idx].shape
-      try: ok = np.broadcast_shapes(w.shape, sub) == sub
-      except ValueError: ok = False
-      if not ok: w, wr = w.sum(), wr.sum()
-      z[idx] += w * 2
-      zr[idx] += wr * 2
-      cur.append((z, zr))
-  out_t, out_r = cur[-1]
-  wts = np.random.default_rng(seed + 1).standard_normal(out_t.shape).astype(np.float32)
-  (out_t * Tensor(wts)).sum().backward()
-  (out_r * torch.tensor(wts)).sum().backward()
-  np.testing.assert_allclose(out_t.numpy(), out_r.detach().numpy(), rtol=1e-4, atol=1e-5, err_msg="the value")
-  for i, (lt, lr) in enumerate(zip(leaves_t, leaves_r)):
-    gr = lr.grad.numpy() if lr.grad is not None else np.zeros(lt.shape, np.float32)
-    gt = lt.grad.numpy() if lt.grad is not None else np.zeros(lt.shape, np.float32)
-    np.testing.assert_allclose(gt, gr, rtol=1e-4, atol=1e-5, err_msg=f"the gradient of leaf {i}")
+      cur.append(grad_inplace(t, r, sl[0] if sl[0].step > 0 else slice(None), *cur[k2 % len(cur)]))
+  check_grads(cur[-1], seed, leaves_t, leaves_r)
 
 @settings(max_examples=60, deadline=None)
 @given(prog=grad_programs())

@@ -14,7 +14,7 @@ from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.multi import shard_bounds
 from tinygrad.engine.jit import JitError
-from test_program_fuzz import _ref_cast, _slice, _np_view
+from test_program_fuzz import _ref_cast, _slice, _np_view, grad_binary, grad_inplace, check_grads
 
 DEVS = {"CPU": ("CPU:0", "CPU:1", "CPU:2"), "PYTHON": ("PYTHON:0", "PYTHON:1", "PYTHON:2")}
 NPDT = {dtypes.float32: np.float32, dtypes.int32: np.int32, dtypes.int64: np.int64, dtypes.bool: np.bool_}
@@ -387,12 +387,7 @@ def run_grad_program(devs: tuple, prog):
       if not ok:
         v = rng.standard_normal(t.shape).astype(np.float32)
         t2, r2 = sharded(Tensor(v), ax), torch.tensor(v)
-      op = ["add", "mul", "sub", "maximum", "where"][(k1 >> 4) % 5]
-      if op == "add": cur.append((t + t2, r + r2))
-      elif op == "mul": cur.append((t * t2, r * r2))
-      elif op == "sub": cur.append((t - t2, r - r2))
-      elif op == "maximum": cur.append((t.maximum(t2), torch.maximum(r, r2)))
-      else: cur.append(((t > t2).where(t, t2 * 2), torch.where(r > r2, r, r2 * 2)))
+      cur.append(grad_binary(t, r, t2, r2, k1))
     elif kind == "reduce" and nd:
       a, keep = k2 % nd, bool(k2 & 8)
       op = ["sum", "max", "mean", "logsumexp"][(k2 >> 4) % 4]
@@ -411,26 +406,8 @@ def run_grad_program(devs: tuple, prog):
       if t2.ndim != nd or any(m != n for i, (m, n) in enumerate(zip(t.shape, t2.shape)) if i != d): t2, r2 = t * 2, r * 2
       cur.append((Tensor.cat(t, t2, dim=d), torch.cat([r, r2], d)))
     elif kind == "inplace" and nd:
-      # an in-place update of a copy (not a leaf): z = t * 1; z[sl] += w * 2
-      z, zr = t * 1, r * 1
-      idx = sl[0] if sl[0].step > 0 else slice(None)
-      sub = np.empty(t.shape)[idx].shape
-      w, wr = cur[k2 % len(cur)]
-      try: ok = np.broadcast_shapes(w.shape, sub) == sub
-      except ValueError: ok = False
-      if not ok: w, wr = w.sum(), wr.sum()
-      z[idx] += w * 2
-      zr[idx] += wr * 2
-      cur.append((z, zr))
-  out_t, out_r = cur[-1]
-  wts = np.random.default_rng(seed + 1).standard_normal(out_t.shape).astype(np.float32)
-  (out_t * Tensor(wts).shard(devs)).sum().backward()
-  (out_r * torch.tensor(wts)).sum().backward()
-  np.testing.assert_allclose(out_t.numpy(), out_r.detach().numpy(), rtol=1e-4, atol=1e-5, err_msg="the value")
-  for i, (t, r) in enumerate(zip(lt, lr)):
-    gr = r.grad.numpy() if r.grad is not None else np.zeros(t.shape, np.float32)
-    gt = t.grad.numpy() if t.grad is not None else np.zeros(t.shape, np.float32)
-    np.testing.assert_allclose(gt, gr, rtol=1e-4, atol=1e-5, err_msg=f"the gradient of leaf {i}")
+      cur.append(grad_inplace(t, r, sl[0] if sl[0].step > 0 else slice(None), *cur[k2 % len(cur)]))
+  check_grads(cur[-1], seed, lt, lr, place=lambda w: w.shard(devs))
 
 @settings(max_examples=30, deadline=None)
 @given(prog=grad_programs())
