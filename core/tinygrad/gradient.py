@@ -88,7 +88,7 @@ GRAD_RULES: dict[str, Any] = {
   "sinh": lambda g, y, x: g * _t(x).cosh().uop,                                             # d sinh x = cosh x (no overflow short of its own)
   "cosh": lambda g, y, x: g * _t(x).sinh().uop,                                             # d cosh x = sinh x
   "mish": lambda g, y, x: g * _mish_grad(_t(x)).uop,                                        # torch's formula, below
-  "erf": lambda g, y, x: g * (_t(x) * _t(x)).neg().exp().mul(2 / math.sqrt(math.pi)).cast(_t(g).dtype).uop,   # d erf x = 2/sqrt(pi) e^-x^2
+  "erf": lambda g, y, x: g * ((_t(x) * _t(x)).neg().exp() * (2 / math.sqrt(math.pi))).uop,    # d erf x = 2/sqrt(pi) e^-x^2
   "softplus": lambda g, y, x, beta, th: _softplus_grad(_t(g), _t(x), beta, th).uop,         # g past the threshold, else g sigmoid(bx)
   "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
   "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds

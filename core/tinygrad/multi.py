@@ -40,6 +40,11 @@ def bounds(m: UOp) -> list[tuple[int, int]]:
     off += s.shape[m.arg]
   return out
 
+def shard_regions(m: UOp) -> list[tuple]:
+  """The [start, end) per axis of the part of the whole (logical) tensor each shard of a sharded MULTI `m` holds."""
+  if is_mesh(m): return [_block_slice(m.shape, m.arg, i) for i in range(len(m.src))]
+  return [tuple((b, e) if d == m.arg else (0, n) for d, n in enumerate(m.shape)) for b, e in bounds(m)]
+
 def describe(u: UOp) -> str:
   if u.op is not Ops.MULTI: return f"on {u.device}"
   if is_mesh(u): return f"sharded over {u.device} on a mesh ({', '.join(f'axis {a} in {max(p)+1}' for a, p in u.arg)})"

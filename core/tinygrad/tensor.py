@@ -1020,19 +1020,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if isinstance(v, int): return self._const(v, dtype or (self.dtype if dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype) else dtypes.default_int))
       return Tensor(v, device=self.device if isinstance(self.device, str) else self.device[0], dtype=dtype).to(self.device)
     if isinstance(y, UOp) and y.op is Ops.DEFINE_VAR: raise ValueError(f"variable {y.arg[0]} used as a value must be bound: use .bind(value)")
-    if _is_scalar(y):
-      if dtype is None:
-        weak = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and isinstance(y, int) and not isinstance(y, bool))
-        dtype = self.dtype if weak else dtypes.from_py(y)
-        if weak: _check_int(y, dtype, f"cast the tensor first, e.g. t.cast(dtypes.int64), to compute with {y}")
-      return self._const(y, dtype)
+    if _is_scalar(y): return self._const(y, self._scalar_dtype(y) if dtype is None else dtype)
     return Tensor(y, device=self.device)
+  def _scalar_dtype(self, y: ConstType) -> DType:
+    """A Python scalar's dtype beside this tensor: weak (this tensor's) where it fits its kind, else its own."""
+    weak = dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and isinstance(y, int) and not isinstance(y, bool))
+    if weak: _check_int(y, self.dtype, f"cast the tensor first, e.g. t.cast(dtypes.int64), to compute with {y}")
+    return self.dtype if weak else dtypes.from_py(y)
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
-    if type(y) in (int, float, bool) and (dtypes.is_float(self.dtype) or (dtypes.is_int(self.dtype) and type(y) is int)):
-      # a weak Python scalar (x + 1, 0.5 * x): the same constant _to_tensor and _broadcast_to below make, in this tensor's
-      # shape at once (a fifth of the host time of `x + 1`: no second tensor, no view bookkeeping for it)
-      if type(y) is int: _check_int(y, self.dtype, f"cast the tensor first, e.g. t.cast(dtypes.int64), to compute with {y}")
-      t = Tensor(Tensor._full_uop(self.shape, y, self.dtype, self.device))
+    if _is_scalar(y) and (dt := self._scalar_dtype(y)) == self.dtype:
+      # a scalar of this tensor's dtype (x + 1, 0.5 * x): the constant _to_tensor and _broadcast_to below make, in this
+      # tensor's shape at once (a fifth of the host time of `x + 1`: no second tensor, no view bookkeeping for it)
+      t = self._const(y, dt, self.shape)
       return (t, self) if reverse else (self, t)
     x, t = self, self._to_tensor(y)
     if reverse: x, t = t, x

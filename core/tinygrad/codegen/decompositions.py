@@ -73,11 +73,12 @@ def _pow2i(k: UOp, dt: DType) -> UOp:
 def _not(c: UOp) -> UOp: return c.where(False, True)
 def _scalar_math(fxn):
   # the bit-level constructions are written for scalars: a vector is done lane by lane; half types go through float32
+  # (further operands, ldexp's exponent, go lane by lane with x and keep their type)
   @functools.wraps(fxn)
-  def wrapper(x: UOp) -> UOp:
-    if x.dtype.count > 1: return UOp(Ops.VECTORIZE, x.dtype, tuple(wrapper(x.gep(i)) for i in range(x.dtype.count)))
-    if x.dtype in _HALF: return wrapper(x.cast(dtypes.float32)).cast(x.dtype)
-    return fxn(x)
+  def wrapper(x: UOp, *rest: UOp) -> UOp:
+    if x.dtype.count > 1: return UOp(Ops.VECTORIZE, x.dtype, tuple(wrapper(x.gep(i), *(r.gep(i) for r in rest)) for i in range(x.dtype.count)))
+    if x.dtype in _HALF: return wrapper(x.cast(dtypes.float32), *rest).cast(x.dtype)
+    return fxn(x, *rest)
   return wrapper
 
 # ---- exp2 ----
@@ -93,22 +94,22 @@ def _exp2(x: UOp, ldexp: bool = False) -> UOp:
   f = xc - k.cast(x.dtype)                                     # exact
   ln2, n = _consts()["ln2"], (8 if mb == 23 else 13)
   p = _poly(f, [float(ln2**i / math.factorial(i)) for i in range(n+1)])   # 2**f = sum (f ln2)^i / i!
-  if ldexp: return (x < hi).where(p.alu(Ops.LDEXP, k), x.ne(x).where(x, math.inf))
-  small, big = k < (1 - bias), (bias < k)
-  e = small.where(k + off, big.where(k - 1, k))                # keep 2**e normal, finish with one more (exact or rounding) multiply
-  s = small.where(2.0**-off, big.where(2.0, 1.0))
-  ret = (p * _pow2i(e, x.dtype)) * s
+  if ldexp: ret = p.alu(Ops.LDEXP, k)
+  else:
+    small, big = k < (1 - bias), (bias < k)
+    e = small.where(k + off, big.where(k - 1, k))              # keep 2**e normal, finish with one more (exact or rounding) multiply
+    s = small.where(2.0**-off, big.where(2.0, 1.0))
+    ret = (p * _pow2i(e, x.dtype)) * s
   return (x < hi).where(ret, x.ne(x).where(x, math.inf))
 xexp2 = _scalar_math(_exp2)
 @_scalar_math
 def xexp2_ldexp(x: UOp) -> UOp: return _exp2(x, ldexp=True)   # (for a renderer with LDEXP)
 
 # ---- ldexp ----
+@_scalar_math
 def xldexp(x: UOp, n: UOp) -> UOp:
   """x * 2**n as two exact powers 2**(n>>1) * 2**(n - (n>>1)), each normal: rounded once, in the second multiply, where
   |n| <= 2*(bias-1) and x * 2**(n>>1) is normal (Tensor.exp's use: x near 1, n from its clamped argument)."""
-  if x.dtype.count > 1: return UOp(Ops.VECTORIZE, x.dtype, tuple(xldexp(x.gep(i), n.gep(i)) for i in range(x.dtype.count)))
-  if x.dtype in _HALF: return xldexp(x.cast(dtypes.float32), n).cast(x.dtype)
   ha = n >> 1
   return (x * _pow2i(ha, x.dtype)) * _pow2i(n - ha, x.dtype)
 
@@ -313,7 +314,7 @@ pm_sin = PatternMatcher([(UPat(Ops.SIN, src=(_F,)), xsin)])               # sin 
 pm_sqrt = PatternMatcher([(UPat(Ops.SQRT, src=(_F,)), xsqrt)])            # sqrt x -> x * rsqrt(x), Newton
 pm_trunc = PatternMatcher([(UPat(Ops.TRUNC, src=(_F,)), xtrunc)])         # trunc x -> float(int(x))
 pm_pow = PatternMatcher([(UPat(Ops.POW, src=(_F, UPat.var("y"))), xpow)])  # x**y -> 2**(y log2 x)
-pm_ldexp = PatternMatcher([(UPat(Ops.LDEXP, src=(_F, UPat.var("n"))), xldexp)])  # x*2**n -> x * 2**(n>>1) * 2**(n-(n>>1))
+pm_ldexp = PatternMatcher([(UPat(Ops.LDEXP, src=(_F, UPat.var("n"))), lambda x, n: xldexp(x, n))])  # x*2**n -> x * 2**(n>>1) * 2**(n-(n>>1))
 pm_reciprocal = PatternMatcher([(UPat(Ops.RECIPROCAL, src=(_F,)), lambda x: x.const_like(1.0) / x)])  # 1/x -> FDIV(1, x)
 pm_fdiv = PatternMatcher([(UPat(Ops.FDIV, src=(_F, UPat.var("y"))), lambda x, y: x * y.reciprocal())])  # x/y -> x*(1/y)
 pm_idiv = PatternMatcher([(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), _idiv_pow2)])  # x//2^k -> (x + (x<0)*(2^k-1)) >> k

@@ -562,7 +562,7 @@ class ElementwiseMixin:
     small = a < 2
     xs = small.where(x, 0.0)
     # sum_k (-1)^k x^(2k+1) / (k! (2k+1)): 30 terms reach float64's last digit at |x| = 2 (the largest term there is ~2)
-    series = xs * xs._series_z([(-1) ** k / (math.factorial(k) * (2 * k + 1)) for k in range(30)]) * (2 / math.sqrt(math.pi))
+    series = xs * (xs * xs)._series([(-1) ** k / (math.factorial(k) * (2 * k + 1)) for k in range(30)]) * (2 / math.sqrt(math.pi))
     ab = small.where(2.0, (a > 10).where(10.0, a))   # (erfc(10) is far below float64's half ulp of 1; NaN stays NaN)
     t = ab   # erfc x = e**-x**2 / sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))): 60 levels for 1e-16 at x = 2
     for k in range(60, 0, -1): t = ab + (k / 2) / t
@@ -629,9 +629,6 @@ class ElementwiseMixin:
   def _f32up(self: Tensor) -> Tensor:
     x = self._float()
     return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
-  def _series_z(self: Tensor, coeffs: list[float]) -> Tensor:
-    # sum c_k x^(2k) by Horner in z = x*x
-    return (self * self)._series(coeffs)
   def _series(self: Tensor, coeffs: list[float]) -> Tensor:
     # sum c_k z^k by Horner (z = self)
     ret = self * 0 + coeffs[-1]

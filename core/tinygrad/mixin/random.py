@@ -213,15 +213,13 @@ class RandomMixin:
     dt = dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float
     if isinstance(self.device, tuple):   # sharded like this tensor: each device draws its own shard
       if kwargs.pop("device", None) is not None: raise RuntimeError("rand_like/randn_like of a multi-device tensor take no device: the result is laid out like it")
-      from tinygrad.multi import bounds, is_mesh, multi, _block_slice
+      from tinygrad.multi import multi, shard_regions
       m = self.uop
       if m.arg is None: return self._multi_like(lambda shape, dev: fn(*shape, device=dev, dtype=dt, **kwargs))   # (drawn once, copied)
       # every device keys its generator alike: each draws the whole tensor's numbers and keeps its shard's (only those are
       # computed), so the shards differ (drawn as shards, they were the same numbers wherever the devices' counters agreed,
       # as after manual_seed) and, while the counters agree, they are the numbers one device draws for the whole tensor
-      if is_mesh(m): regions = [_block_slice(m.shape, m.arg, i) for i in range(len(m.src))]
-      else: regions = [tuple((b, e) if d == m.arg else (0, n) for d, n in enumerate(m.shape)) for b, e in bounds(m)]
-      return Tensor(multi([fn(*self.shape, device=s.device, dtype=dt, **kwargs).shrink(r).uop for s, r in zip(m.src, regions)], m.arg))
+      return Tensor(multi([fn(*self.shape, device=s.device, dtype=dt, **kwargs).shrink(r).uop for s, r in zip(m.src, shard_regions(m))], m.arg))
     return fn(*self.shape, device=kwargs.pop("device", self.device), dtype=dt, **kwargs)
   def rand_like(self: Tensor, **kwargs: Any) -> Tensor:
     """Uniform random values shaped (and, for a multi-device tensor, sharded) like this tensor."""
