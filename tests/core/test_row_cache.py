@@ -106,3 +106,67 @@ def test_forced_actions_keep_softmax_right(opts, cached):
              for r, body in _loops(p.uops) if r.arg[1].name == "REDUCE" for u in body)
   assert side == cached
   with Context(OPTS=opts): _check(Tensor(a, device="CPU").softmax(-1), torch.tensor(a).softmax(-1))
+
+@pytest.fixture
+def streamed(monkeypatch):
+  """Every output streams (as a 32 MB one does), each kernel rendered afresh: no program of another test from a cache."""
+  import tinygrad.codegen.rowcache as rc
+  from tinygrad.helpers import CACHELEVEL, PARALLEL_CODEGEN
+  from tinygrad.engine.realize import method_cache
+  monkeypatch.setattr(rc, "ROW_STREAM_BYTES", 0)
+  monkeypatch.setattr(CACHELEVEL, "value", min(CACHELEVEL.value, 1))
+  monkeypatch.setattr(PARALLEL_CODEGEN, "value", 0)
+  saved = dict(method_cache)
+  method_cache.clear()
+  yield
+  method_cache.clear()
+  method_cache.update(saved)
+
+def test_large_softmax_streams_its_output(streamed):
+  # the sum's loop keeps exp(x - max) in a scratch row of the kernel's own; the output loop writes the output once,
+  # non-temporally: the output's memory is never read (a store into it from the sum's loop read every line of it first)
+  (k,) = kernels(Tensor.empty(64, 4096, device="CPU").softmax(-1))
+  ren = Device["CPU"].renderer
+  p = render(k, ren)
+  loops = _loops(p.uops)
+  red_stores = [u for r, body in loops if r.arg[1].name == "REDUCE" for u in body if u.op is Ops.STORE]
+  assert any(u.src[0].src[0].op is Ops.DEFINE_REG and u.src[0].src[0].arg == "row" for u in red_stores)
+  assert not any(u.src[0].src[0].op is Ops.DEFINE_GLOBAL for u in red_stores), "the sum's loop still writes the output"
+  outs = [u for u in p.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
+  assert [u.arg for u in outs] == ["nontemporal"]
+  if ren.nontemporal_stores and type(ren).__name__ == "LLVMRenderer":
+    assert "!nontemporal" in p.src and "fence seq_cst" in p.src
+
+def test_streaming_stays_off_for_small_outputs_and_long_rows():
+  # a small output stays in the caches for its reader; a row past ROW_SCRATCH_BYTES might not fit a thread's stack
+  import tinygrad.codegen.rowcache as rc
+  ren = Device["CPU"].renderer
+  for shape, stream_bytes, scratch_bytes in (((64, 4096), rc.ROW_STREAM_BYTES, rc.ROW_SCRATCH_BYTES), ((64, 4096), 0, 4096 * 4 - 4)):
+    with pytest.MonkeyPatch.context() as mp:
+      mp.setattr(rc, "ROW_STREAM_BYTES", stream_bytes)
+      mp.setattr(rc, "ROW_SCRATCH_BYTES", scratch_bytes)
+      for k in kernels(Tensor.empty(*shape, device="CPU").softmax(-1)):
+        p = render(k, ren)
+        assert not any(u.op is Ops.STORE and u.arg == "nontemporal" for u in p.uops), shape
+        assert not any(u.op is Ops.DEFINE_REG and u.arg == "row" for u in p.uops), shape
+
+@pytest.mark.parametrize("shape", [(16, 64), (48, 1024), (3, 17, 256), (20, 4096), (16, 4160), (17, 192), (5, 33)])
+def test_streamed_softmax_family_matches_torch(streamed, shape):
+  # odd row lengths put rows at addresses no vector store may stream to (the aligned check falls back to a plain store)
+  a = _rand(*shape, seed=sum(shape) + 1)
+  a.reshape(-1, shape[-1])[0, :5] = 80.0
+  a.reshape(-1, shape[-1])[1] = -np.inf
+  a.reshape(-1, shape[-1])[2, 7 % shape[-1]] = np.nan
+  a.reshape(-1, shape[-1])[3] = 1.5
+  x, ta = Tensor(a, device="CPU"), torch.tensor(a)
+  _check(x.softmax(-1), ta.softmax(-1))
+  _check(x.log_softmax(-1), ta.log_softmax(-1))
+  e = x.exp()
+  _check(e * e.sum(-1, keepdim=True).reciprocal(), ta.exp() / ta.exp().sum(-1, keepdim=True))
+  # into a view of a larger buffer at an odd offset, and in place
+  big = Tensor.zeros(int(np.prod(shape)) + 3, device="CPU").contiguous().realize()
+  big[3:].assign(x.softmax(-1).flatten()).realize()
+  _check(big[3:].reshape(shape), ta.softmax(-1))
+  y = Tensor(a, device="CPU").contiguous().realize()
+  y.assign(y.softmax(-1)).realize()
+  _check(y, ta.softmax(-1))

@@ -90,6 +90,10 @@ class Renderer:
   element, `vload4`, LLVM's `align <element size>`). False: the language's vector accesses need the vector's own alignment
   (CUDA's float4, Metal's, PTX's ld.v4), so the vectorize pass emits one only where its element offset is a multiple of
   its lane count by construction, and keeps the rest scalar. docs/plugins.md, "Vector alignment"."""
+  nontemporal_stores: bool = False
+  """The renderer writes a STORE whose arg is "nontemporal" past the caches (x86's movntps; it orders those stores before
+  the kernel returns). A hint: a renderer without it writes such a STORE as any other. codegen/rowcache.py streams a
+  large fused-softmax output this way on a renderer that sets it."""
   register_bytes: int = 0
   """CPU register tiling: the width in bytes of one SIMD register; 0: vector_bytes."""
   registers: int = 16

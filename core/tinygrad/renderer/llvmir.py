@@ -224,7 +224,16 @@ class LLVMIRRenderer(Renderer):
     body = "\n".join(self.body)   # either bfloat16 helper may be used alone (a kernel that only stores bfloat16 calls @__f2b)
     helpers = [_bf16_llvm] if "@__b2f" in body or "@__f2b" in body else []
     head = f"define {self.kernel_cc}void @{name}({', '.join(args)}) {self.fn_attrs(uops)} {{"
-    return "\n".join([*sorted(self.decls), *helpers, *self.globals, head, "entry:", *self.allocas, *self.body, "  ret void", "}", *self.meta]) + "\n"
+    # non-temporal stores are weakly ordered: a fence makes them visible before the kernel returns (to the thread that waits)
+    fence = ["  fence seq_cst"] if self.nt_meta is not None else []
+    return "\n".join([*sorted(self.decls), *helpers, *self.globals, head, "entry:", *self.allocas, *self.body, *fence, "  ret void", "}", *self.meta]) + "\n"
+
+  def _nt_meta(self) -> int:
+    """The module's `!{i32 1}` node that marks a store non-temporal."""
+    if self.nt_meta is None:
+      self.nt_meta = 1000 + len(self.meta)
+      self.meta.append(f"!{self.nt_meta} = !{{i32 1}}")
+    return self.nt_meta
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """LLVM IR for the linearized `uops`: a function `@name(bufs..., i32 vars..., extra args...)`."""
@@ -235,6 +244,7 @@ class LLVMIRRenderer(Renderer):
     self.globals: list[str] = []
     self.allocas: list[str] = []
     self.meta: list[str] = []   # module metadata (loop hints)
+    self.nt_meta: int | None = None
     self.block = "entry"
     args: list[str] = []
     loops: list[tuple[UOp, str]] = []
@@ -320,7 +330,21 @@ class LLVMIRRenderer(Renderer):
         idx, val = u.src[0], u.src[1]
         gate = (idx.src[0] if idx.op is Ops.CAST else idx)
         g = self._gated(gate.src[2] if gate.op is Ops.INDEX and len(gate.src) > 2 else None, "gs")
-        self._emit(f"store {self.mty(val.dtype)} {self._to_mem(self.r[val], val.dtype)}, {self.ty(idx.dtype)} {self.r[idx]}, align {val.dtype.scalar().itemsize}")
+        st = f"store {self.mty(val.dtype)} {self._to_mem(self.r[val], val.dtype)}, {self.ty(idx.dtype)} {self.r[idx]}"
+        if u.arg == "nontemporal" and self.nontemporal_stores and (nb := val.dtype.itemsize) >= 16 and nb & (nb - 1) == 0:
+          # movntps needs the vector's own alignment (LLVM writes a less aligned one as 8-byte movnti's): checked per store
+          a = self._ins("nt", f"ptrtoint {self.ty(idx.dtype)} {self.r[idx]} to i64")
+          ok = self._ins("nt", f"icmp eq i64 {self._ins('nt', f'and i64 {a}, {nb - 1}')}, 0")
+          n = self._new("nt")[1:]
+          self._emit(f"br i1 {ok}, label %{n}.t, label %{n}.f")
+          self._label(f"{n}.t")
+          self._emit(f"{st}, align {nb}, !nontemporal !{self._nt_meta()}")
+          self._emit(f"br label %{n}.e")
+          self._label(f"{n}.f")
+          self._emit(f"{st}, align {val.dtype.scalar().itemsize}")
+          self._emit(f"br label %{n}.e")
+          self._label(f"{n}.e")
+        else: self._emit(f"{st}, align {val.dtype.scalar().itemsize}")
         if g is not None:
           self._emit(f"br label %{g[0]}.e")
           self._label(f"{g[0]}.e")

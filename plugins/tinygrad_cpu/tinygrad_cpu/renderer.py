@@ -125,6 +125,7 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
   # llvm.exp2/log2 on vectors become one libm call per lane: the core's polynomial decompositions vectorize (1 ulp)
   code_for_op = {op: f for op, f in LLVMIRRenderer.code_for_op.items() if op not in (Ops.EXP2, Ops.LOG2)}
   vector_bytes, vector_ops, vector_dtypes = 64, _llvm_vector_ops, _vector_dtypes | {dtypes.bool}
+  nontemporal_stores = True
   def __init__(self) -> None:
     super().__init__()
     # AVX-512's vscalefps is llvm.ldexp in one instruction: Tensor.exp's 2**n then costs 3 ops instead of 9 (elsewhere
