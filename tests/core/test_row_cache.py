@@ -110,10 +110,10 @@ def test_forced_actions_keep_softmax_right(opts, cached):
 @pytest.fixture
 def streamed(monkeypatch):
   """Every output streams (as a 32 MB one does), each kernel rendered afresh: no program of another test from a cache."""
-  import tinygrad.codegen.rowcache as rc
+  import tinygrad.codegen.stream as stream
   from tinygrad.helpers import CACHELEVEL, PARALLEL_CODEGEN
   from tinygrad.engine.realize import method_cache
-  monkeypatch.setattr(rc, "ROW_STREAM_BYTES", 0)
+  monkeypatch.setattr(stream, "STREAM_BYTES", 0)
   monkeypatch.setattr(CACHELEVEL, "value", min(CACHELEVEL.value, 1))
   monkeypatch.setattr(PARALLEL_CODEGEN, "value", 0)
   saved = dict(method_cache)
@@ -139,11 +139,11 @@ def test_large_softmax_streams_its_output(streamed):
 
 def test_streaming_stays_off_for_small_outputs_and_long_rows():
   # a small output stays in the caches for its reader; a row past ROW_SCRATCH_BYTES might not fit a thread's stack
-  import tinygrad.codegen.rowcache as rc
+  import tinygrad.codegen.rowcache as rc, tinygrad.codegen.stream as stream
   ren = Device["CPU"].renderer
-  for shape, stream_bytes, scratch_bytes in (((64, 4096), rc.ROW_STREAM_BYTES, rc.ROW_SCRATCH_BYTES), ((64, 4096), 0, 4096 * 4 - 4)):
+  for shape, stream_bytes, scratch_bytes in (((64, 4096), stream.STREAM_BYTES, rc.ROW_SCRATCH_BYTES), ((64, 4096), 0, 4096 * 4 - 4)):
     with pytest.MonkeyPatch.context() as mp:
-      mp.setattr(rc, "ROW_STREAM_BYTES", stream_bytes)
+      mp.setattr(stream, "STREAM_BYTES", stream_bytes)
       mp.setattr(rc, "ROW_SCRATCH_BYTES", scratch_bytes)
       for k in kernels(Tensor.empty(*shape, device="CPU").softmax(-1)):
         p = render(k, ren)
@@ -170,3 +170,30 @@ def test_streamed_softmax_family_matches_torch(streamed, shape):
   y = Tensor(a, device="CPU").contiguous().realize()
   y.assign(y.softmax(-1)).realize()
   _check(y, ta.softmax(-1))
+
+def test_large_elementwise_output_streams_and_small_or_read_ones_do_not(monkeypatch):
+  # a*b+c into a fresh 64 MB output writes whole lines past the caches; an in-place update reads its output (it is in the
+  # cache already) and a small output stays for its reader: both store plainly
+  import tinygrad.codegen.stream as stream
+  ren = Device["CPU"].renderer
+  def marks(t: Tensor) -> list:
+    return [u.arg for k in kernels(t) for u in render(k, ren).uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
+  n = stream.STREAM_BYTES // 4
+  a, b, c = (Tensor.empty(n, device="CPU") for _ in range(3))
+  assert marks(a * b + c) == ["nontemporal"]
+  assert marks(a.assign(a * b + c)) == [None]
+  assert marks(Tensor.empty(1 << 20, device="CPU") * 2) == [None]
+  monkeypatch.setattr(stream, "STREAM_BYTES", 0)
+  assert marks(Tensor.empty(1 << 20, device="CPU") * 2) == ["nontemporal"]
+  assert marks(Tensor.empty(1 << 20, device="CPU", dtype="bool") & True) == [None]   # (16-byte vectors: part of a line)
+
+def test_streamed_elementwise_matches_numpy(streamed):
+  # every output streams, at aligned and unaligned addresses (a view at an odd offset), in every dtype the CPU vectorizes
+  rng = np.random.default_rng(9)
+  for dt in ("float32", "float64", "int32", "int64", "float16"):
+    a = rng.standard_normal(4099).astype(dt) if "float" in dt else rng.integers(-1000, 1000, 4099).astype(dt)
+    x = Tensor(a, device="CPU")
+    np.testing.assert_array_equal((x * 3 + 1).numpy(), a * 3 + 1)
+    big = Tensor.zeros(4099 + 5, device="CPU", dtype=dt).contiguous().realize()
+    big[5:].assign(x * 2).realize()
+    np.testing.assert_array_equal(big.numpy(), np.concatenate([np.zeros(5, dt), a * 2]))

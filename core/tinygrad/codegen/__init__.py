@@ -15,6 +15,7 @@ from tinygrad.codegen.tc import tensor_cores
 from tinygrad.codegen.gpuopt import lower_groups
 from tinygrad.codegen.vectorize import vectorize
 from tinygrad.codegen.rowcache import cache_rows
+from tinygrad.codegen.stream import stream_stores
 
 def _rsize(r: UOp) -> int | UOp: return r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0]   # a range's size (symbolic: a UOp)
 
@@ -97,6 +98,7 @@ PASSES: list[Pass] = [
   ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has
   ("late_decompositions", lambda s, r, o: _late_decompositions(s, r)),                         # exp2 on the vectors it packed
   ("cache_rows", lambda s, r, o: cache_rows(s, r)),                                            # a row's summand stored by its reduce, not computed again
+  ("stream_stores", lambda s, r, o: stream_stores(s, r)),                                      # a large output written once: past the caches
 ]
 
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:

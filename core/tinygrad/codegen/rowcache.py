@@ -10,8 +10,8 @@ Sound only when k's loop runs once per row before j's: every range the stored va
 global one outside j's loop (a lower id) that the output index reads (rows written by one iteration only, one thread), j's
 range covers n*k + c exactly, the store is ungated and the kernel reads nothing of `out` before. Else the kernel is left.
 
-Streaming: a large output (ROW_STREAM_BYTES or more, far past the caches, so nothing reads it from there next) on a renderer
-with `nontemporal_stores` gets the row in a scratch array of the kernel's own (a DEFINE_REG of the row's size, at most
+Streaming: a large output (codegen/stream.py's `streams`: far past the caches, so nothing reads it from there next) on a
+renderer with `nontemporal_stores` gets the row in a scratch array of the kernel's own (a DEFINE_REG of the row's size, at most
 ROW_SCRATCH_BYTES: a thread's stack holds it) instead: k's loop stores g_c into scratch[(n*k + c)*L], j's loop reads
 scratch[j*L] (L: the stored value's lanes) and writes out[idx] with a non-temporal STORE (arg "nontemporal"). The output's
 memory is then written once and never read: a store into it from k's loop first read every line of it from memory.
@@ -23,11 +23,10 @@ from tinygrad.dtype import AddrSpace
 from tinygrad.uop.upat import graph_rewrite
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.vectorize import _flatten
+from tinygrad.codegen.stream import streams
 
 ROW_CACHE_BYTES = 1 << 18   # a row this large or smaller is still in the core's cache when its output loop reads it back
 ROW_CACHE_ALU = 4           # ALU ops from which recomputing a summand costs more than its store and load
-ROW_STREAM_BYTES = 1 << 26  # an output this large or larger is written past the caches (nontemporal_stores renderers;
-                            # on this 2-core VM a 32 MB output was still read back from the cache, 8% faster stored plainly)
 ROW_SCRATCH_BYTES = 1 << 16 # the largest row a kernel keeps in a scratch array of its own (on each thread's stack)
 
 def _open_ranges(u: UOp, memo: dict[UOp, frozenset[UOp]]) -> frozenset[UOp]:
@@ -68,8 +67,7 @@ def cache_rows(sink: UOp, ren: Renderer) -> UOp:
         sidx = [graph_rewrite(oidx.substitute(s), sym) for s in subs]
         if any(_open_ranges(x, memo) - {k} - rows for x in sidx + leaves): continue
         lanes, row = h.dtype.count, j.src[0].arg * h.dtype.count
-        if ren.nontemporal_stores and out.dtype.size * out.dtype.base.itemsize >= ROW_STREAM_BYTES and \
-           row * h.dtype.scalar().itemsize <= ROW_SCRATCH_BYTES:
+        if ren.nontemporal_stores and streams(out) and row * h.dtype.scalar().itemsize <= ROW_SCRATCH_BYTES:
           scratch = UOp(Ops.DEFINE_REG, h.dtype.scalar().ptr(row, AddrSpace.REG), (), "row")
           ends = tuple(UOp(Ops.STORE, st.dtype, (scratch.index((k * n + c) * lanes), g)).end(k) for c, g in enumerate(leaves))
           ld = UOp(Ops.LOAD, h.dtype, (scratch.index(j * lanes),) + ends)

@@ -92,8 +92,8 @@ class Renderer:
   its lane count by construction, and keeps the rest scalar. docs/plugins.md, "Vector alignment"."""
   nontemporal_stores: bool = False
   """The renderer writes a STORE whose arg is "nontemporal" past the caches (x86's movntps; it orders those stores before
-  the kernel returns). A hint: a renderer without it writes such a STORE as any other. codegen/rowcache.py streams a
-  large fused-softmax output this way on a renderer that sets it."""
+  the kernel returns). A hint: a renderer without it writes such a STORE as any other. On a renderer that sets it,
+  codegen/stream.py marks the whole-line vector stores into a large output the kernel never reads."""
   register_bytes: int = 0
   """CPU register tiling: the width in bytes of one SIMD register; 0: vector_bytes."""
   registers: int = 16
