@@ -197,3 +197,26 @@ def test_streamed_elementwise_matches_numpy(streamed):
     big = Tensor.zeros(4099 + 5, device="CPU", dtype=dt).contiguous().realize()
     big[5:].assign(x * 2).realize()
     np.testing.assert_array_equal(big.numpy(), np.concatenate([np.zeros(5, dt), a * 2]))
+
+def test_streamed_softmax_prefetches_the_next_row(streamed):
+  # the sum's loop (compute-bound) prefetches what the next row's max loop (memory-bound) will read, one line per load,
+  # the last row its own (an address inside the input)
+  (k,) = kernels(Tensor.empty(64, 4096, device="CPU").softmax(-1))
+  p = render(k, Device["CPU"].renderer)
+  loops = _loops(p.uops)
+  sum_loop = [body for r, body in loops if r.arg[1].name == "REDUCE" and any(u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_REG
+              and u.src[0].src[0].arg == "row" for u in body)]
+  assert len(sum_loop) == 1
+  pfs = [u for u in sum_loop[0] if u.op is Ops.PREFETCH]
+  loads = [u for u in sum_loop[0] if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
+  assert pfs and len(pfs) == len(loads)
+  assert all(u.src[0].src[0] is loads[0].src[0].src[0] for u in pfs)
+  from uop_eval import uop_eval   # the prefetched element, for each row and step of the loop: the next row's
+  def at(idx, rv, kv): return int(uop_eval(idx, {row: np.array(rv), kr: np.array(kv)}))
+  row = next(r for r, _ in loops if r.arg[1].name == "GLOBAL")
+  kr = next(r for r, body in loops if body is sum_loop[0])
+  for pf, ld in zip(pfs, loads):
+    for rv in (0, 5, 63):
+      for kv in (0, kr.src[0].arg - 1):
+        assert at(pf.src[0].src[1], rv, kv) == at(ld.src[0].src[1], min(rv + 1, 63), kv)
+  if type(Device["CPU"].renderer).__name__ == "LLVMRenderer": assert "@llvm.prefetch.p0" in p.src

@@ -14,12 +14,13 @@ Streaming: a large output (codegen/stream.py's `streams`: far past the caches, s
 renderer with `nontemporal_stores` gets the row in a scratch array of the kernel's own (a DEFINE_REG of the row's size, at most
 ROW_SCRATCH_BYTES: a thread's stack holds it) instead: k's loop stores g_c into scratch[(n*k + c)*L], j's loop reads
 scratch[j*L] (L: the stored value's lanes) and writes out[idx] with a non-temporal STORE (arg "nontemporal"). The output's
-memory is then written once and never read: a store into it from k's loop first read every line of it from memory.
+memory is then written once and never read: a store into it from k's loop first read every line of it from memory. k's
+loop also PREFETCHes what its loads read for the next row, so the next row's max loop does not wait on memory.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType
-from tinygrad.dtype import AddrSpace
+from tinygrad.dtype import AddrSpace, dtypes
 from tinygrad.uop.upat import graph_rewrite
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.vectorize import _flatten
@@ -36,6 +37,15 @@ def _open_ranges(u: UOp, memo: dict[UOp, frozenset[UOp]]) -> frozenset[UOp]:
     s = frozenset().union(*(memo[x] for x in n.src)) if n.src else frozenset()
     memo[n] = s | {n} if n.op is Ops.RANGE else s - set(n.src[1:]) if n.op is Ops.REDUCE else s
   return memo[u]
+
+def _prefetch_next_row(leaves: list[UOp], out: UOp, k: UOp, r: UOp) -> list[tuple[UOp, ...]]:
+  """For each summand, a PREFETCH of what its loads read for the next row (range r's next value; the last row its own):
+  the row's max loop then finds it in the cache, read while this row's exp ran, instead of waiting on memory."""
+  nr = r + 1
+  nxt = (nr < r.src[0]).where(nr, r)
+  return [tuple(UOp(Ops.PREFETCH, dtypes.void, (ld.src[0].substitute({r: nxt}),)) for ld in g.toposort()
+                if ld.op is Ops.LOAD and ld.src[0].op is Ops.INDEX and ld.src[0].src[0].op is Ops.DEFINE_GLOBAL
+                and ld.src[0].src[0] is not out and {r, k} <= ld.src[0].range_set) for g in leaves]
 
 def cache_rows(sink: UOp, ren: Renderer) -> UOp:
   if not ren.has_threads or len(sink.src) != 1 or (st := sink.src[0]).op is not Ops.STORE or len(st.src) != 2: return sink
@@ -69,7 +79,8 @@ def cache_rows(sink: UOp, ren: Renderer) -> UOp:
         lanes, row = h.dtype.count, j.src[0].arg * h.dtype.count
         if ren.nontemporal_stores and streams(out) and row * h.dtype.scalar().itemsize <= ROW_SCRATCH_BYTES:
           scratch = UOp(Ops.DEFINE_REG, h.dtype.scalar().ptr(row, AddrSpace.REG), (), "row")
-          ends = tuple(UOp(Ops.STORE, st.dtype, (scratch.index((k * n + c) * lanes), g)).end(k) for c, g in enumerate(leaves))
+          pfs = _prefetch_next_row(leaves, out, k, max(rows, key=lambda r: r.arg[0])) if rows else [() for _ in leaves]
+          ends = tuple(UOp(Ops.STORE, st.dtype, (scratch.index((k * n + c) * lanes), g) + pf).end(k) for c, (g, pf) in enumerate(zip(leaves, pfs)))
           ld = UOp(Ops.LOAD, h.dtype, (scratch.index(j * lanes),) + ends)
           return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld})), arg="nontemporal"),))
         ends = tuple(UOp(Ops.STORE, st.dtype, (x, g)).end(k) for x, g in zip(sidx, leaves))

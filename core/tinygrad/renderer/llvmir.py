@@ -348,6 +348,10 @@ class LLVMIRRenderer(Renderer):
         if g is not None:
           self._emit(f"br label %{g[0]}.e")
           self._label(f"{g[0]}.e")
+      elif u.op is Ops.PREFETCH:   # (a hint: read, keep in every cache level)
+        if self.ty(u.src[0].dtype) == "ptr":
+          self.decls.add("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+          self._emit(f"call void @llvm.prefetch.p0(ptr {self.r[u.src[0]]}, i32 0, i32 3, i32 1)")
       elif u.op is Ops.CAST: self.r[u] = self._cast(u)
       elif u.op is Ops.BITCAST:
         x, sdt = self.r[u.src[0]], u.src[0].dtype

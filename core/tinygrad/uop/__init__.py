@@ -43,6 +43,7 @@ class Ops(FastEnum):
   AFTER = auto()                                             # src[0]'s buffer once src[1:] ran: a custom kernel's output / a hand-written kernel's ordering
   CALL = auto()                                              # one step of a LINEAR schedule (Tensor.linear_with_vars): src = (SINK|COPY, *buffers)
   LDEXP = auto()                                             # ALU, binary: x * 2**n (x float, n int32 of x's lane count), rounded once
+  PREFETCH = auto()                                          # a hint: bring the line of src[0] (an INDEX) into the cache; void, no value
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}

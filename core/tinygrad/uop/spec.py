@@ -110,6 +110,7 @@ spec_kernel = spec_alu + PatternMatcher([
   (UPat(Ops.LOAD, src=(UPat.var("p"),), name="x", allow_any_len=True), _load),                    # element of the pointer
   (UPat(Ops.STORE, src=(UPat.var("p"), UPat.var("v")), name="x", allow_any_len=True), _store),     # void, value of the pointer's type
   (UPat(Ops.BARRIER, name="x"), lambda x: x.dtype == dtypes.void),
+  (UPat(Ops.PREFETCH, src=(UPat(Ops.INDEX),), name="x"), lambda x: x.dtype == dtypes.void),       # a cache hint for an address
   (UPat(Ops.IF, src=(UPat.var("c"),), name="x", allow_any_len=True), lambda x, c: x.dtype == dtypes.void and c.dtype == dtypes.bool),
   (UPat(Ops.ENDIF, src=(UPat(Ops.IF),), name="x"), lambda x: x.dtype == dtypes.void),
   (UPat(Ops.VECTORIZE, name="x"), lambda x: len(x.src) > 0 and x.dtype == x.src[0].dtype.vec(len(x.src)) and all(s.dtype == x.src[0].dtype for s in x.src)),
