@@ -237,6 +237,8 @@ STREAMED = 1 << 20
 CHUNK_BYTES = 1 << 20   # bytes of the broadcast operand's rows one chunk of a panel-blocked matmul covers (both cores' L2)
 TILE_ROWS = (8, 6, 4, 3, 2)
 UNROLL_WORK = 1 << 27   # multiply-adds of a register-tiled reduce kernel from which its reduce is unrolled (hand_coded_opts)
+TRANSPOSE_ROWS = (4, 2)   # rows of an elementwise transpose's tile, each read as one vector (see _hand_coded; 8 or 16
+                          # rows compiled 2-6x longer for little more: 4096^2 x.T 12 ms at 4 rows, 9-12 at 8 or 16)
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
 
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
@@ -353,13 +355,20 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   # the same, vector stores and ALU over loads gathered lane by lane (the CNN's channels-last copies: 0.59 -> 0.35 ms, ViT's
   # weight transposes 0.075 -> 0.06 ms, one thread). Not under gates along it (a cat's: 16 gated scalar loads a vector,
   # LLVM took 30 instead of 19 ms over ViT's E_3_7_64_32 for nothing)
+  tile: int | None = None
   if vec is None and st and not red:
     gates = [u.src[0].src[2] for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) > 2]
     vec = next((i for i in reversed(range(len(glob))) if all(stride(x, glob[i]) == 1 for x in st) and not any(glob[i] in g.range_set for g in gates)
                 and None not in [stride(x, glob[i]) for x in ld] and _divisor(glob[i].src[0].arg, amts)), None)
+    # and the axis the gathered loads run along is upcast too (a transposing tile: the values each line read brings are used
+    # at once, LLVM packs them into vectors): a 4096^2 x.T.contiguous() 74 -> 12 ms, a gather used one value of each line
+    if vec is not None and ren.vector_bytes:
+      tile = next((i for i in reversed(range(len(glob))) if i != vec and any(stride(x, glob[i]) == 1 for x in ld)
+                   and None not in [stride(x, glob[i]) for x in st + ld] and all(stride(x, glob[i]) != 0 for x in st)
+                   and not any(glob[i] in g.range_set for g in gates) and _divisor(glob[i].src[0].arg, amts)), None)
   merged = vec is not None and any(stride(x, glob[vec]) is None for x in ld)
   lanes = (split_lanes(vec) if merged else _divisor(glob[vec].src[0].arg, amts)) if vec is not None else 1
-  if not lanes: vec, lanes = None, 1
+  if not lanes: vec, lanes, tile = None, 1, None
   # the block axis (reduce kernels): one the vector loads do not depend on, else one some load does not depend on
   vloads = [x for x in ld if vec is not None and stride(x, glob[vec]) != 0]
   cands = [i for i in reversed(range(len(glob))) if red and i != vec and None not in (strides := [stride(x, glob[i]) for x in ld])
@@ -384,6 +393,9 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   packed_rows = block is not None and bool(st) and all(stride(x, glob[block]) == 1 for x in st)
   rows = 1
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
+  if tile is not None and (ti := _axis(cur, glob[tile].arg[0])) is not None and (rows_t := _divisor(glob[tile].src[0].arg, TRANSPOSE_ROWS)):
+    add(Opt(OptOps.UPCAST, ti, rows_t))
+    lanes *= rows_t
   if block is not None and block_id is not None:
     # a block axis with no small divisor (197 tokens, a prime) is padded to a multiple of PAD_ROWS: the extra rows are gated
     # off, every other row is register-blocked as usual (unpadded it ran one row at a time: 2 GFLOPS)
