@@ -382,11 +382,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
     # result the KV-cache assign needs, which the queries need too)
     # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
-    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl, nodes)
+    inter = Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl, nodes) if held else {}
+    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | inter
     if amap:
       # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
       xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
+      # the graphs kept for autograd read those intermediates as buffers too, as the live graphs now do: else a lazy
+      # parameter (a fresh model's random init, whose seed arithmetic is such an intermediate) is no longer the node its
+      # reader's kept graph holds, and backward gives it no gradient. Only these: no gradient flows below them (an assign
+      # that ran, or a custom kernel, stays a node its gradient rule sees)
+      gs = [t for t, _ in olds if t._graph is not None] if inter else []
       for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
+      for t, g in zip(gs, substitute_all([t._graph for t in gs], inter) if gs else []): t._graph = g
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)

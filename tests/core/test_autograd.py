@@ -435,6 +435,28 @@ def test_backward_after_reading_the_loss_keeps_the_graph(read):
   np.testing.assert_allclose(loss.gradient(tw)[0].numpy(), ref_grad, rtol=1e-4, atol=1e-5)
 
 @needs_tensor
+@pytest.mark.parametrize("read", ["numpy", "realize"])
+def test_fresh_random_weights_get_gradients_after_the_forward_is_read(read):
+  # a fresh model's weights are lazy random inits: reading the forward computes them (and the init's seed arithmetic into
+  # buffers of their own); backward afterwards must still reach the weights, with the values the forward used
+  Tensor = _bind()
+  from tinygrad import nn
+  a = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+  l1, l2 = nn.Linear(3, 5), nn.Linear(5, 2)
+  out = l2(l1(Tensor(a)).relu())
+  getattr(out, read)()
+  (out * out).sum().backward()
+  w1, b1, w2, b2 = (t.numpy() for t in (l1.weight, l1.bias, l2.weight, l2.bias))
+  h = np.maximum(a @ w1.T + b1, 0)
+  o = h @ w2.T + b2
+  np.testing.assert_allclose(out.numpy(), o, rtol=1e-5, atol=1e-6)
+  dh = (2 * o) @ w2 * (h > 0)
+  assert all(t.grad is not None for t in (l1.weight, l1.bias, l2.weight, l2.bias))
+  np.testing.assert_allclose(l2.weight.grad.numpy(), (2 * o).T @ h, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(l1.weight.grad.numpy(), dh.T @ a, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(l1.bias.grad.numpy(), dh.sum(0), rtol=1e-4, atol=1e-5)
+
+@needs_tensor
 def test_tensors_realized_from_equal_graphs_get_their_own_gradients():
   Tensor = _bind()
   w1, w2 = Tensor.ones(3).contiguous().realize(), Tensor.ones(3).contiguous().realize()   # one (hash-consed) graph each

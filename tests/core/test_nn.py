@@ -90,6 +90,25 @@ def test_batchnorm_train_and_eval(n, c, hw):
   rm, rv = 0.1 * mean, 0.9 + 0.1 * var * m / max(m - 1, 1)
   close(out, (x - rm.reshape(1, -1, 1, 1)) / np.sqrt(rv.reshape(1, -1, 1, 1) + 1e-5), atol=1e-4)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float64"])
+def test_norm_parameters_follow_the_default_float(dt):
+  # public tinygrad makes a norm's ones/zeros (and BatchNorm's running statistics) in the default float: with DEFAULT_FLOAT=HALF
+  # a BatchNorm trains in half (its running-stat assign needs the statistics' dtype), a LayerNorm keeps a half model half
+  from tinygrad import dtypes
+  from tinygrad.helpers import Context
+  with Context(DEFAULT_FLOAT=dt):
+    want = dtypes.default_float
+    bn, ln, gn = nn.BatchNorm(3), nn.LayerNorm(4), nn.GroupNorm(1, 3)
+    assert {bn.weight.dtype, bn.bias.dtype, bn.running_mean.dtype, bn.running_var.dtype, ln.weight.dtype, gn.bias.dtype} == {want}
+    assert bn.running_var.requires_grad is False and bn.num_batches_tracked.dtype == dtypes.int32
+    x = Tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 2, 2)).cast(want)
+    with Tensor.train():
+      y = bn(x)
+      y.realize()
+    assert y.dtype == want and ln(Tensor.ones(2, 4, dtype=want)).dtype == want
+    var = np.arange(24, dtype=np.float64).reshape(2, 3, 2, 2).var(axis=(0, 2, 3), ddof=1)
+    np.testing.assert_allclose(bn.running_var.float().numpy(), 0.9 + 0.1 * var, rtol=1e-2)
+
 def test_batchnorm_params_not_aliased():
   # two BatchNorms' ones/zeros parameters are separate buffers (a shared constant node would share gradients)
   a, b = nn.BatchNorm2d(3), nn.BatchNorm2d(3)

@@ -38,6 +38,21 @@ def test_state_dict_namedtuple_prefix_and_cycles():
   c.me, c.w = c, t1   # a cycle ends, it does not loop
   assert get_state_dict(c) == {"w": t1}
 
+def test_state_dict_names_a_shared_module_under_each_parent():
+  # a module held by two parents (a tied embedding) is listed under both names, so a checkpoint naming either one loads
+  emb = nn.Embedding(4, 2)
+  class Enc:
+    def __init__(self): self.embed_tokens = emb
+  class M:
+    def __init__(self): self.shared, self.encoder = emb, Enc()
+  m = M()
+  sd = get_state_dict(m)
+  assert list(sd) == ["shared.weight", "encoder.embed_tokens.weight"] and sd["shared.weight"] is sd["encoder.embed_tokens.weight"]
+  w = np.arange(8, dtype=np.float32).reshape(4, 2)
+  load_state_dict(m, {"encoder.embed_tokens.weight": Tensor(w)}, strict=False, verbose=False)
+  np.testing.assert_array_equal(m.shared.weight.numpy(), w)
+  assert len(get_parameters(m)) == 1
+
 def test_get_parameters_dedups():
   lin = nn.Linear(2, 2)
   holder = {"a": lin, "b": lin}

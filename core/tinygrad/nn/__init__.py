@@ -12,11 +12,16 @@ from tinygrad.mixin.indexing import _check_oob
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import prod, make_tuple
 
-def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType = dtypes.float32) -> Tensor:
-  # a constant parameter in its own fresh buffer (see the module docstring)
+def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType | None = None) -> Tensor:
+  # a constant parameter in its own fresh buffer (see the module docstring), in the default float unless told (as public
+  # tinygrad's Tensor.ones: DEFAULT_FLOAT=HALF makes a BatchNorm's statistics half, which its running-stat assign needs)
   import numpy as np
   from tinygrad.dtype import to_numpy
-  return Tensor(np.full(shape, value, dtype=to_numpy(dtype)), requires_grad=requires_grad)
+  dt = dtypes.default_float if dtype is None else dtype
+  if dt != dtypes.bfloat16: return Tensor(np.full(shape, value, dtype=to_numpy(dt)), requires_grad=requires_grad)
+  ret = Tensor(np.full(shape, value, dtype=np.float32)).cast(dt)   # (numpy has no bfloat16)
+  ret.requires_grad = requires_grad
+  return ret
 
 def _uniform(shape: tuple[int, ...], bound: float) -> Tensor: return Tensor.uniform(*shape, low=-bound, high=bound)
 

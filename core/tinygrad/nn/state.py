@@ -16,21 +16,22 @@ from tinygrad.helpers import GlobalCounters
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
   """Every Tensor reachable from `obj` (attributes, lists, tuples, dicts, namedtuples) by dotted name: {"l1.weight": t, ...}."""
   out: dict[str, Tensor] = {}
-  seen: set[int] = set()
-  # (object, prefix) work list, processed in order so names come out in attribute order
-  todo: list[tuple[Any, str]] = [(obj, prefix)]
+  # (object, prefix, ids of the objects above it) work list, processed in order so names come out in attribute order
+  todo: list[tuple[Any, str, frozenset[int]]] = [(obj, prefix, frozenset())]
   while todo:
-    o, p = todo.pop(0)
+    o, p, above = todo.pop(0)
     if isinstance(o, tensor_type):
       out[p.strip(".")] = o  # type: ignore[assignment]
       continue
-    if id(o) in seen: continue   # a cycle or a shared sub-object: first name wins
-    seen.add(id(o))
+    # a cycle ends here; a sub-object shared by two parents (T5's embedding, held as `shared` and `encoder.embed_tokens`)
+    # is listed under each name, as public tinygrad does: a checkpoint may name it either way
+    if id(o) in above: continue
+    above = above | {id(o)}
     if hasattr(o, "_asdict"): o = o._asdict()
     elif isinstance(o, OrderedDict): o = dict(o)
     elif hasattr(o, "__dict__") and not isinstance(o, type): o = o.__dict__
-    if isinstance(o, (list, tuple)): todo[0:0] = [(x, f"{p}{i}.") for i, x in enumerate(o)]
-    elif isinstance(o, dict): todo[0:0] = [(v, f"{p}{k}.") for k, v in o.items()]
+    if isinstance(o, (list, tuple)): todo[0:0] = [(x, f"{p}{i}.", above) for i, x in enumerate(o)]
+    elif isinstance(o, dict): todo[0:0] = [(v, f"{p}{k}.", above) for k, v in o.items()]
   return out
 
 def get_parameters(obj: Any) -> list[Tensor]:
