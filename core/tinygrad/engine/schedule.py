@@ -12,7 +12,7 @@ from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _r
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
-from tinygrad.engine.buffers import new_buffer, base_buffer
+from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
 @dataclass
@@ -787,6 +787,7 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
 
 def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
   """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive the schedule."""
+  if len(schedule) < 2: return {}   # (a buffer is only reused after a step that ended its last use: none before the last item)
   last_use: dict[UOp, int] = {}
   first_def: dict[UOp, int] = {}
   for i, ei in enumerate(schedule):
@@ -806,6 +807,4 @@ def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
         free.setdefault((b.device, b.dtype, b.arg), []).append(assigned.get(b, b))
   return assigned
 
-def _fresh(b: UOp) -> bool:
-  from tinygrad.engine.buffers import has_buffer
-  return not has_buffer(b)
+def _fresh(b: UOp) -> bool: return not has_buffer(b)
