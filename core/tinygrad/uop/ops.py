@@ -573,6 +573,10 @@ def _device(n: UOp) -> Any:
 _OWN_SHAPE = frozenset({Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.RESHAPE, Ops.EXPAND, Ops.DEVICE, Ops.UNIQUE})   # _shape reads no source
 def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   op, arg = n.op, n.arg
+  if op in GroupOp.ALU:   # (the commonest node, first) a constant source is 0-d: the others give the shape
+    for x in n.src:
+      if x.op is not Ops.DEVICE and x.op is not Ops.UNIQUE and (sh := x.shape) != (): return sh
+    return ()
   if op is Ops.BUFFER: return (arg,)
   if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
   if op in (Ops.RESHAPE, Ops.EXPAND): return arg
@@ -589,8 +593,6 @@ def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
   if op in GroupOp.Defines and isinstance(n.dtype, PtrDType): return (n.dtype.size,)   # a hand-written kernel's buffer (UOp.placeholder)
   srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
   if not srcs: return ()
-  # an ALU op's constant source is a 0-d CONST (`1 - u`, `c.where(u, 0)` on tensor-level UOps): the others give the shape
-  if op in GroupOp.ALU: return next((sh for x in srcs if (sh := x.shape) != ()), ())
   return srcs[0].shape
 
 # ---- bounds of one node from its sources' bounds ----
