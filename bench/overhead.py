@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Compiler and dispatch speed against public tinygrad (TINYGRAD_REF_PYTHON names its interpreter), with the targets of
 the overhead issue: import, cold and warm first result, schedule+codegen of a new kernel (on NULL: nothing compiles or
-runs), and the per-call cost of a tiny realize with and without TinyJit; then dispatch inside a TinyJit replay: the cost
-per small kernel (two chains of 10 and 200 16-element kernels: the slope) through the device's graph (JIT=1) and kernel
-by kernel (JIT=2), the replay's fixed cost per call, and sym_infer's cost per call on launch-size expressions. Every
+runs), and the per-call cost of a tiny realize with and without TinyJit; eager (un-jitted) realizes of a tiny matmul,
+exp, sum and elementwise chain, and a 512 matmul's host time (the call less its kernel launches) and its time against
+numpy's; then dispatch inside a TinyJit replay: the cost per small kernel (two chains of 10 and 200 16-element kernels:
+the slope) through the device's graph (JIT=1) and kernel by kernel (JIT=2), the replay's fixed cost per call, and
+sym_infer's cost per call on launch-size expressions. Every
 figure is measured in fresh processes, each checked against numpy (a wrong result is an error, not a figure): the output
 ends with the checks' verdict and the machine's load before and after, and the exit status is 1 when a check failed.
   nice python bench/overhead.py --ref /tmp/tinygrad-0.14-venv/bin/python     (or TINYGRAD_REF_PYTHON=...)"""
@@ -49,6 +51,53 @@ live_assign = per_call(lambda: w.assign(w + 1).realize(), 500)
 assert (w.numpy() == 520).all()
 print(json.dumps({"plain": plain, "jit": jitted, "live": live, "live_assign": live_assign}))
 """
+EAGER = """
+import json, time, statistics
+import numpy as np
+from tinygrad import Tensor
+x, w = Tensor.rand(4, 16).realize(), Tensor.rand(16, 16).realize()
+xn, wn = x.numpy(), w.numpy()
+def per_call(f, n=300):
+  for _ in range(20): f()
+  best = 1e9
+  for _ in range(5):
+    st = time.perf_counter()
+    for _ in range(n): f()
+    best = min(best, (time.perf_counter() - st) / n)
+  return best
+cases = {"eager_mm": (lambda: (x @ w).realize(), xn @ wn), "eager_exp": (lambda: x.exp().realize(), np.exp(xn)),
+         "eager_sum": (lambda: x.sum(axis=1).realize(), xn.sum(axis=1)), "eager_chain": (lambda: (x * 2 + 1).relu().realize(), np.maximum(xn * 2 + 1, 0))}
+out = {}
+for k, (f, want) in cases.items():
+  np.testing.assert_allclose(f().numpy(), want, rtol=1e-5, atol=1e-6)
+  out[k] = per_call(f)
+# a 512 matmul: the whole call, and its host time (the call less the kernel's launches, timed around each runner call)
+a, b = Tensor.rand(512, 512).realize(), Tensor.rand(512, 512).realize()
+an, bn = a.numpy(), b.numpy()
+np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
+from tinygrad.engine import realize as R
+kern, orig = [], R.CompiledRunner.__call__
+def timed(self, *args, **kw):
+  st = time.perf_counter()
+  try: return orig(self, *args, **kw)
+  finally: kern.append(time.perf_counter() - st)
+R.CompiledRunner.__call__ = timed
+calls = []
+for i in range(80):
+  kern.clear()
+  st = time.perf_counter()
+  (a @ b).realize()
+  if i >= 10: calls.append((time.perf_counter() - st, sum(kern)))
+R.CompiledRunner.__call__ = orig
+ts = []
+for _ in range(30):
+  st = time.perf_counter()
+  an @ bn
+  ts.append(time.perf_counter() - st)
+out["mm512_host"] = statistics.median(c - k for c, k in calls)
+out["mm512_np"] = statistics.median(c for c, _ in calls) / statistics.median(ts)
+print(json.dumps(out))
+"""
 REPLAY = """
 import json, time
 import numpy as np
@@ -92,18 +141,23 @@ print(json.dumps((time.perf_counter() - st) / (n * len(exprs))))
 """
 # a target is a ratio to public tinygrad ("x") or an absolute figure in the row's unit ("abs": issue 35's per-kernel cost)
 TARGETS = {"import": ("abs", 60.0), "cold": ("x", 0.4), "warm": ("x", 0.4), "ew": ("x", 0.3), "mm": ("x", 0.3), "plain": ("x", 0.15),
-           "live": ("x", 0.15), "live_assign": ("x", 0.3),
+           "live": ("x", 0.15), "live_assign": ("x", 0.3), "eager_mm": ("x", 0.5), "eager_exp": ("x", 0.5), "eager_sum": ("x", 0.5),
+           "eager_chain": ("x", 0.5), "mm512_host": ("abs", 80.0), "mm512_np": ("abs", 1.0),
            "jit": ("x", 0.2), "kernel": ("abs", 3.0), "kernel_cpu": ("abs", 3.0), "kernel_nograph": ("x", 0.5), "call": ("x", 0.5),
            "sym_infer": ("x", 0.5)}
 LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (ms)", "warm": "first result, warm cache (ms)",
           "ew": "schedule+codegen elementwise (ms)", "mm": "schedule+codegen matmul 1024 (ms)", "plain": "tiny realize per call (us)",
           "live": "  same, 5000 other live tensors (us)", "live_assign": "  an in-place update, 5000 live (us)",
+          "eager_mm": "tiny matmul 4x16 @ 16x16 realize (us)", "eager_exp": "exp of 4x16 realize (us)",
+          "eager_sum": "sum(axis=1) of 4x16 realize (us)", "eager_chain": "relu(x*2+1) of 4x16 realize (us)",
+          "mm512_host": "matmul 512 host time, call - kernel (us)", "mm512_np": "matmul 512 call / numpy's (ratio)",
           "jit": "tiny jitted call (us)", "kernel": "replay per small kernel, graph (us)",
           "kernel_cpu": "  same, calling thread's CPU time (us)", "kernel_nograph": "replay per small kernel, JIT=2 (us)",
           "call": "replay fixed cost per call (us)", "sym_infer": "sym_infer per call (us)"}
 
 # what each snippet's process asserts before printing its figures (NULL's codegen runs nothing to check)
-CHECKED = "first result == [2, 4, 6]; tiny realize, jitted call and in-place update, replay chains (graph and JIT=2) == numpy; sym_infer == Python's"
+CHECKED = ("first result == [2, 4, 6]; tiny realize, jitted call and in-place update, eager matmul/exp/sum/chain and 512 matmul, "
+           "replay chains (graph and JIT=2) == numpy; sym_infer == Python's")
 
 def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]:
   """Every figure in its unit; a figure whose process failed (its check or anything else) is absent."""
@@ -122,6 +176,8 @@ def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]
   out.update({k: v * 1e3 for k, v in cg.items()})
   dp = run_json(python, DISPATCH, env) or {}
   out.update({k: v * 1e6 for k, v in dp.items()})
+  ea = run_json(python, EAGER, env) or {}
+  out.update({k: v if k == "mm512_np" else v * 1e6 for k, v in ea.items()})
   rp = run_json(python, REPLAY, env) or {}
   out.update({k: v * 1e6 for k, v in rp.items()})
   if (rp2 := run_json(python, REPLAY, dict(env, JIT="2"))) is not None: out["kernel_nograph"] = rp2["kernel"] * 1e6

@@ -100,6 +100,9 @@ def _is_const(u: UOp) -> bool:
 def _on_device(u: UOp, device: Any) -> UOp:
   return u.substitute({n: UOp(Ops.DEVICE, arg=device) for n in u.toposort() if n.op is Ops.DEVICE})
 
+_BUFFER = Ops.BUFFER
+def _above_buffers(x: UOp) -> bool: return x.op is not _BUFFER   # a tensor graph's toposort gate (a global: no Ops.X per node)
+
 def _deviceless(u: UOp) -> bool:
   try: u.device
   except ValueError: return True
@@ -360,8 +363,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         direct.append(t)
     # the graph's nodes, once: the kept-contiguous search, the schedule and the assign map below read them (the kept ones
     # are among them: the same nodes, in the same order, as the roots' and theirs)
-    nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=lambda x: x.op is not Ops.BUFFER)
-    kept = Tensor._live_contiguous(roots, nodes)
+    nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
+    ops = {n.op for n in nodes}   # (one pass: most graphs have no CONTIGUOUS, COPY or ASSIGN to look for)
+    kept = Tensor._live_contiguous(roots, nodes) if Ops.CONTIGUOUS in ops or Ops.COPY in ops else []
     for t in kept: roots[t.uop] = None
     rl = list(roots)
     held: dict[UOp, UOp] = {}
@@ -376,7 +380,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
     for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
     # every realized assign is now its target's buffer: no live tensor may run it a second time
-    amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN}
+    amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
     amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
     # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose

@@ -157,3 +157,18 @@ def test_unhashable_and_symbolic_arguments_build_directly():
   n = Variable("n", 1, 8).bind(3)
   y = Tensor.ones(8)[:n]
   assert y.softmax().shape == (n,)
+
+@pytest.mark.parametrize("name", ["exp", "softmax", "gelu"])
+def test_template_hands_on_the_shapes_and_devices_of_this_call(name):
+  # a template's nodes give each new graph their shapes and devices: each must be the one this call's graph has, found
+  # again from scratch (a node's own rule over its sources'), for every key (other shapes, views, dtypes, devices)
+  from tinygrad.uop.ops import _shape, _device
+  for x in (Tensor.rand(4, 16).realize(), Tensor.rand(3, 5).realize(), Tensor.rand(16, 4).realize().T, Tensor.rand(2, 7, 3).realize()[1:],
+            Tensor.rand(4, 6, dtype=dtypes.float16).realize(), Tensor.rand(4, 16, device="PYTHON").realize()):
+    for _ in range(2):   # the first call builds the template, the second applies it
+      out = getattr(x, name)().uop
+      nodes = list(out.toposort(gate=lambda u: "_shape" in u.__dict__ or "_device" in u.__dict__))
+      for n in nodes:
+        if "_shape" in n.__dict__: assert n.__dict__["_shape"] == _shape(n), (x.shape, n.op)
+        if "_device" in n.__dict__: assert n.__dict__["_device"] == _device(n), (x.device, n.op)
+      assert out.shape == x.shape and out.device == x.device

@@ -101,3 +101,16 @@ def test_the_cache_keeps_no_copied_buffer_alive():
     del x
     gc.collect()
     assert w() is None and y.tolist() == [1] * 64
+
+def test_a_variable_only_in_a_shrink_bound_is_unbound():
+  # a SHRINK's bounds (pairs) may hold a bound variable while its shape is all ints: the schedule key sees the variable,
+  # not its value, and each value reads its own rows
+  from tinygrad import Variable
+  x = Tensor.arange(32).reshape(8, 4).contiguous().realize()
+  v = Variable("row", 0, 7)
+  for i in (2, 5):
+    r = x.shrink(((v.bind(i), v.bind(i) + 1), None))
+    uroots, var_vals = S.unbind_graph([r.uop])
+    assert var_vals == {v: i}
+    assert not any(n.op is S.Ops.BIND for n in S._graph_topo(uroots))
+    np.testing.assert_array_equal((r + 0).numpy(), np.arange(32).reshape(8, 4)[i:i+1])

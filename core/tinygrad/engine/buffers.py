@@ -12,9 +12,14 @@ _unique = itertools.count()
 _buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()   # two threads' first buffer_of of one BUFFER must get the same Buffer
 
+_device_uops: dict[str, UOp] = {}   # each device name's DEVICE node, kept (one per device used: ~1 us of every new buffer)
 def new_buffer(device: str, size: int, dtype: DType) -> UOp:
   """A fresh BUFFER UOp of `size` elements of `dtype` on `device`; its Buffer is created (not allocated) on first use."""
-  return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), UOp(Ops.DEVICE, arg=device)), size)
+  if (dev := _device_uops.get(device)) is None:
+    dev = UOp(Ops.DEVICE, arg=device)
+    if len(_device_uops) >= 64: _device_uops.clear()   # (DISK:<path> names one per file)
+    _device_uops[device] = dev
+  return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), dev), size)
 
 def buffer_of(u: UOp) -> Buffer:
   """The device Buffer behind a BUFFER UOp (created on first call; allocate() it before use)."""

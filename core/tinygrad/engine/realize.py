@@ -28,6 +28,7 @@ class CompiledRunner:
     self._runtime, self._compiler = self.dev.runtime, self.dev.compiler
     self._rerender = rerender   # `p` came from the program cache: how to render it afresh if it fails to compile or load
     self._prg: Any = None
+    self._dims: tuple[tuple[int, ...], tuple[int, ...] | None] | None = None   # the launch sizes of a kernel without variables
     self._lib: Future[bytes] | None = None
     if p.lib is not None: self.lib = p.lib
     elif self.dev.compiler is None: self.lib = p.src.encode()   # source is the binary (PYTHON, WGSL, Metal source)
@@ -80,6 +81,11 @@ class CompiledRunner:
     return self
   def __call__(self, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None, wait: bool = False) -> float | None:
     if self._prg is None: self.ready()
+    # (most kernels: no variable to check or pass and launch sizes of plain ints, kept: ~2 us of each launch)
+    if self._dims is None and not self.p.vars and all(type(s) is int for s in [*self.p.global_size, *(self.p.local_size or ())]):
+      self._dims = self.p.launch_dims({})
+    if self._dims is not None:
+      return self._prg(*[b._buf for b in bufs], global_size=self._dims[0], local_size=self._dims[1], vals=(), wait=wait)
     vv = var_vals or {}
     missing = [v.arg[0] for v in self.p.vars if v not in vv]
     if missing: raise UnboundVariableError(f"kernel {self.p.name} reads the unbound variable(s) {missing}: bind each (Variable(...).bind(value))")

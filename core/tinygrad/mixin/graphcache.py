@@ -26,9 +26,19 @@ class _Template:
   __slots__ = ("phs", "order", "out", "reads_training")
   def __init__(self, phs: tuple[UOp, ...], order: list[UOp], out: UOp, reads_training: bool = False):
     self.phs, self.order, self.out, self.reads_training = phs, order, out, reads_training
+    # every node's shape and device found once, here, for apply to hand on
+    for n in order:
+      try: n.shape, n.device
+      except Exception: pass   # (a node without one: apply hands on what there is)
   def apply(self, srcs: list[UOp]) -> UOp:
     done: dict[UOp, UOp] = dict(zip(self.phs, srcs))
-    for n in self.order: done[n] = _rebuild(n, tuple([done.get(s, s) for s in n.src]))
+    for n in self.order:
+      new = done[n] = _rebuild(n, tuple([done.get(s, s) for s in n.src]))
+      # each node's shape and device are its template node's (the placeholders have the call's base shapes, movement ops
+      # and devices: they are the key), so the first realize does not walk the new graph to find them
+      have, known = new.__dict__, n.__dict__
+      for k in ("_shape", "_device"):
+        if k not in have and k in known: have[k] = known[k]
     return done[self.out]
 
 def _arg_key(v: Any, tensors: list[Tensor]) -> Any:
