@@ -154,15 +154,18 @@ def test_a_merged_axis_that_never_splits_costs_no_whole_kernel_rewrite(monkeypat
 
 @pytest.mark.parametrize("shape,perm", [((64, 48), (1, 0)), ((4, 16, 8, 12), (0, 2, 3, 1)), ((37, 20), (1, 0)), ((20, 37), (1, 0)),
                                         ((6, 8, 5), (2, 1, 0)), ((1, 16), (1, 0))])
-def test_transposing_copy_reads_rows_as_vectors(shape, perm):
+def test_transposing_copy_reads_rows_as_vectors(shape, perm, monkeypatch):
   # an elementwise transpose upcasts the stores' axis and, where the loads run along another axis, that one too (a tile:
   # the values each line read brings are used at once, not one per pass over the rows); the values are numpy's for any size
+  import tinygrad.codegen.opt as opt_mod
   from tinygrad.codegen.opt import hand_coded_opts, TRANSPOSE_ROWS
   from tinygrad.plugin_api import kernels
   a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
   t = (Tensor(a, device="CPU").realize().permute(perm) * 2).contiguous()
   ren = Device["CPU"].renderer
   (k,) = kernels(t)
+  assert len([o for o in hand_coded_opts(k, ren) if o.op is OptOps.UPCAST]) <= 1, "a small transpose is tiled (compile time)"
+  monkeypatch.setattr(opt_mod, "TRANSPOSE_BYTES", 0)   # (as a large one is)
   opts = hand_coded_opts(k, ren)
   # (the stores' axis splits into vectors, the loads' axis is another one and splits into tile rows)
   tiled = ren.vector_bytes > 0 and perm[-1] != len(shape) - 1 and shape[perm[-1]] % 2 == 0 and shape[-1] % TRANSPOSE_ROWS[-1] == 0

@@ -237,6 +237,8 @@ STREAMED = 1 << 20
 CHUNK_BYTES = 1 << 20   # bytes of the broadcast operand's rows one chunk of a panel-blocked matmul covers (both cores' L2)
 TILE_ROWS = (8, 6, 4, 3, 2)
 UNROLL_WORK = 1 << 27   # multiply-adds of a register-tiled reduce kernel from which its reduce is unrolled (hand_coded_opts)
+TRANSPOSE_BYTES = 1 << 20   # an elementwise transpose this large or larger is tiled (a smaller one gained tens of us a
+                            # call for ~30 ms more compile: ViT-Ti's cold call 5-8% longer with every transpose tiled)
 TRANSPOSE_ROWS = (4, 2)   # rows of an elementwise transpose's tile, each read as one vector (see _hand_coded; 8 or 16
                           # rows compiled 2-6x longer for little more: 4096^2 x.T 12 ms at 4 rows, 9-12 at 8 or 16)
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
@@ -362,7 +364,7 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
                 and None not in [stride(x, glob[i]) for x in ld] and _divisor(glob[i].src[0].arg, amts)), None)
     # and the axis the gathered loads run along is upcast too (a transposing tile: the values each line read brings are used
     # at once, LLVM packs them into vectors): a 4096^2 x.T.contiguous() 74 -> 12 ms, a gather used one value of each line
-    if vec is not None and ren.vector_bytes:
+    if vec is not None and ren.vector_bytes and all_int(sizes := [g.src[0].arg for g in glob]) and prod(sizes) * out_dt.itemsize >= TRANSPOSE_BYTES:
       tile = next((i for i in reversed(range(len(glob))) if i != vec and any(stride(x, glob[i]) == 1 for x in ld)
                    and None not in [stride(x, glob[i]) for x in st + ld] and all(stride(x, glob[i]) != 0 for x in st)
                    and not any(glob[i] in g.range_set for g in gates) and _divisor(glob[i].src[0].arg, amts)), None)

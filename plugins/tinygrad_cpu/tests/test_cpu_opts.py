@@ -373,10 +373,13 @@ def _elementwise_kernel(t, ren):
 def test_transpose_upcasts_its_store_axis(regs):
   # a channels-last copy (n, c, h, w) -> (n, h, w, c): no axis runs along memory in both the store and the load, so the
   # store's axis (c) is upcast by the vector width, its loads gathered lane by lane (the CNN's conv weight-grad operands:
-  # 0.59 -> 0.35 ms one thread), and the axis the loads run along (w) by TRANSPOSE_ROWS, a tile: each line read serves
-  # several outputs at once; not under a gate along it (a cat of two inputs): gathered gated loads only lengthen the IR
+  # 0.59 -> 0.35 ms one thread), and from TRANSPOSE_BYTES on the axis the loads run along (w) too, a tile: each line read
+  # serves several outputs at once; not under a gate along it (a cat of two inputs): gathered gated loads only lengthen the IR
   with _host(*regs) as ren:
     a, b = Tensor.empty(8, 32, 24, 24), Tensor.empty(8, 32, 24, 24)
+    kern = _elementwise_kernel((a > 0).where(b, 0).permute(0, 2, 3, 1).contiguous(), ren)
+    assert hand_coded_opts(kern, ren) == [Opt(OptOps.UPCAST, 3, ren.vector_bytes // 4)]   # (576 KB: below TRANSPOSE_BYTES)
+    a, b = Tensor.empty(16, 32, 24, 24), Tensor.empty(16, 32, 24, 24)
     kern = _elementwise_kernel((a > 0).where(b, 0).permute(0, 2, 3, 1).contiguous(), ren)
     assert hand_coded_opts(kern, ren) == [Opt(OptOps.UPCAST, 3, ren.vector_bytes // 4), Opt(OptOps.UPCAST, 2, 4)]
     cat = _elementwise_kernel(Tensor.empty(8, 16, 24, 24).cat(Tensor.empty(8, 16, 24, 24), dim=1).permute(0, 2, 3, 1).contiguous(), ren)
