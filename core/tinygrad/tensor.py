@@ -397,7 +397,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # that ran, or a custom kernel, stays a node its gradient rule sees)
       gs = [t for t, _ in olds if t._graph is not None] if inter else []
       for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
-      for t, g in zip(gs, substitute_all([t._graph for t in gs], inter) if gs else []): t._graph = g
+      for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._graph = g
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)

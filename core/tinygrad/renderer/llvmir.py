@@ -59,6 +59,7 @@ class LLVMIRRenderer(Renderer):
   addrspaces: dict[AddrSpace, int] = {}   # LLVM address space of each pointer kind, where it is not 0
   kernel_cc: str = ""                     # the kernel's calling convention and a space (`amdgpu_kernel `)
   unaligned_vectors = True                # every load and store carries `align <element size>`
+  nt_meta: int | None = None              # (per render) the `!{i32 1}` node non-temporal stores name, once one is emitted
 
   # ---- types ----
   def ty(self, dt: DType) -> str:
@@ -244,7 +245,7 @@ class LLVMIRRenderer(Renderer):
     self.globals: list[str] = []
     self.allocas: list[str] = []
     self.meta: list[str] = []   # module metadata (loop hints)
-    self.nt_meta: int | None = None
+    self.nt_meta = None
     self.block = "entry"
     args: list[str] = []
     loops: list[tuple[UOp, str]] = []
