@@ -397,7 +397,6 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
   if tile is not None and (ti := _axis(cur, glob[tile].arg[0])) is not None and (rows_t := _divisor(glob[tile].src[0].arg, TRANSPOSE_ROWS)):
     add(Opt(OptOps.UPCAST, ti, rows_t))
-    lanes *= rows_t
   if block is not None and block_id is not None:
     # a block axis with no small divisor (197 tokens, a prime) is padded to a multiple of PAD_ROWS: the extra rows are gated
     # off, every other row is register-blocked as usual (unpadded it ran one row at a time: 2 GFLOPS)

@@ -10,10 +10,10 @@ Sound only when k's loop runs once per row before j's: every range the stored va
 global one outside j's loop (a lower id) that the output index reads (rows written by one iteration only, one thread), j's
 range covers n*k + c exactly, the store is ungated and the kernel reads nothing of `out` before. Else the kernel is left.
 
-Streaming: a large output (codegen/stream.py's `streams`: far past the caches, so nothing reads it from there next) on a
-renderer with `nontemporal_stores` gets the row in a scratch array of the kernel's own (a DEFINE_REG of the row's size, at most
+Streaming: an output codegen/stream.py's `streams` writes past the caches (large, whole-line stores, a renderer with
+`nontemporal_stores`) gets the row in a scratch array of the kernel's own (a DEFINE_REG of the row's size, at most
 ROW_SCRATCH_BYTES: a thread's stack holds it) instead: k's loop stores g_c into scratch[(n*k + c)*L], j's loop reads
-scratch[j*L] (L: the stored value's lanes) and writes out[idx] with a non-temporal STORE (arg "nontemporal"). The output's
+scratch[j*L] (L: the stored value's lanes) and writes out[idx], a store the stream pass then marks non-temporal. The output's
 memory is then written once and never read: a store into it from k's loop first read every line of it from memory. k's
 loop also PREFETCHes what its loads read for the next row, so the next row's max loop does not wait on memory.
 """
@@ -77,12 +77,13 @@ def cache_rows(sink: UOp, ren: Renderer) -> UOp:
         sidx = [graph_rewrite(oidx.substitute(s), sym) for s in subs]
         if any(_open_ranges(x, memo) - {k} - rows for x in sidx + leaves): continue
         lanes, row = h.dtype.count, j.src[0].arg * h.dtype.count
-        if ren.nontemporal_stores and streams(out) and row * h.dtype.scalar().itemsize <= ROW_SCRATCH_BYTES:
+        if streams(out, val.dtype, ren) and row * h.dtype.scalar().itemsize <= ROW_SCRATCH_BYTES:
+          # (the output store, which no longer reads `out` back, is then marked non-temporal by codegen/stream.py)
           scratch = UOp(Ops.DEFINE_REG, h.dtype.scalar().ptr(row, AddrSpace.REG), (), "row")
           pfs = _prefetch_next_row(leaves, out, k, max(rows, key=lambda r: r.arg[0])) if rows else [() for _ in leaves]
           ends = tuple(UOp(Ops.STORE, st.dtype, (scratch.index((k * n + c) * lanes), g) + pf).end(k) for c, (g, pf) in enumerate(zip(leaves, pfs)))
           ld = UOp(Ops.LOAD, h.dtype, (scratch.index(j * lanes),) + ends)
-          return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld})), arg="nontemporal"),))
+          return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld}))),))
         ends = tuple(UOp(Ops.STORE, st.dtype, (x, g)).end(k) for x, g in zip(sidx, leaves))
         ld = UOp(Ops.LOAD, h.dtype, (oidx,) + ends)
         return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld}))),))
