@@ -21,7 +21,10 @@ CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os,
 # gains microseconds at best, and on a loaded machine a worker preempted mid-chunk stalls the caller for a scheduler
 # slice (a dim-128 decoder: 4.5-5.3 ms/token at 1 << 16 against 0.95-1.2 at 1 << 18, load ~10)
 CPU_THREAD_WORK: int = getenv("CPU_THREAD_WORK", 1 << 18)   # estimated uops per thread below which a kernel stays on fewer threads
-CPU_SPIN_US: int = getenv("CPU_SPIN_US", 100)   # microseconds an idle pool worker spins for the next kernel before it sleeps
+# An eager realize spends ~90-150 us of Python between two kernels (a*b+c, a 512 matmul), and a sleeping worker takes ~40-50 us
+# to wake from its futex on this VM: at 100 us the worker was often asleep when the next kernel came (a*b+c over 1M floats,
+# back to back: 400-680 us a call against 355-365 us at 300); at 1000 its calls were as fast but with a heavier tail
+CPU_SPIN_US: int = getenv("CPU_SPIN_US", 300)   # microseconds an idle pool worker spins for the next kernel before it sleeps
 # A split kernel's loop is cut into parts claimed by the caller and the workers as each comes free: a worker that wakes late
 # (~50 us from its futex on this VM) or is preempted by another process delays the kernel by one part, where with one part
 # per thread the caller waited for that thread's whole half
