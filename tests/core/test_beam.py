@@ -72,3 +72,25 @@ def test_beam_results_are_keyed_by_code_version(beam_db, monkeypatch):
     monkeypatch.setattr(progcache, "_code_hash", lambda *mods: "f" * 64)   # another version of the optimizer
     search.beam_search(ast, "PYTHON", 1)
   assert len(calls) > searched   # searched again: the other version's result is not taken
+
+def test_candidates_are_timed_on_zeroed_buffers(beam_db, monkeypatch):
+  # what the memory held before (denormals slow every FMA; garbage indices send a gather anywhere) must not time a candidate
+  import tinygrad.codegen.search as search
+  from tinygrad.device import Buffer
+  from tinygrad.helpers import Context
+  from tinygrad import Tensor, dtypes
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop import Ops
+  t = Tensor.arange(64, device="CPU").reshape(8, 8).float().sum(1)
+  ast, seen = [it.ast for it in create_schedule([t.uop])[0] if it.ast.op is Ops.SINK][0], []
+  # memory full of 0xff bytes (NaN floats, -1 ints), freed: the search's allocations of these sizes reuse it (the CPU's
+  # allocator keeps freed memory for the next allocation of its size)
+  for n in (64, 8):
+    b = Buffer("CPU", n, dtypes.float32).allocate()
+    b.copyin(memoryview(bytearray(b"\xff" * b.nbytes)))
+    del b
+  orig = search._time_prog
+  monkeypatch.setattr(search, "_time_prog", lambda r, bufs, *a, **k: seen.append([bytes(b.as_buffer()) for b in bufs]) or orig(r, bufs, *a, **k))
+  with Context(BEAM_TIMEOUT=5, BEAM_MAX_CANDIDATES=2):
+    search.beam_search(ast, "CPU", 1)
+  assert seen and all(set(m) <= {0} for m in seen[0])

@@ -84,6 +84,9 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()): return None   # symbolic sizes: no values to time with
   args = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
   bufs = [Buffer(dev.device, max(d.size, 1), d.base).allocate() for d in (u.dtype for u in args) if isinstance(d, PtrDType)]
+  # zeros, not what the memory held (the allocator reuses freed memory): every search times its candidates on the same
+  # data, whatever ran before it (a CPU without flush-to-zero slows on denormal leftovers; a NaN can take another branch)
+  for b in bufs: b.copyin(memoryview(bytearray(b.nbytes)))
   st = time.perf_counter()
   seen: set[tuple[Opt, ...]] = set()
   with ThreadPoolExecutor(max(1, BEAM_THREADS.value)) as pool:
