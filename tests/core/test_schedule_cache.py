@@ -205,13 +205,14 @@ def test_a_damaged_or_foreign_row_is_a_miss(db, damage):
   dkey, where = _row(roots)
   v = diskcache.diskcache_get("schedule", dkey, **where)
   assert isinstance(v, dict)
-  if damage == "op": v["vals"][v["nodes"][0][0]] = '"NOT_AN_OP"'
+  def fields(op="CONST", dtype=json.loads(progcache._json(dtypes.int)), arg=["i", "7"]): return json.dumps([op, dtype, arg, None])
+  if damage == "op": v["vals"][v["nodes"][0][0]] = fields("NOT_AN_OP")
   elif damage == "index": v["nodes"][1].append(len(v["nodes"]) + 5)
   elif damage == "negative": v["nodes"][3].append(-1)
-  elif damage == "enum": v["vals"].append(json.dumps(["e", "os.SEEK_SET", "x"]))
-  elif damage == "class": v["vals"].append(json.dumps(["c", "subprocess.Popen", [["args", "true"]]]))
-  elif damage == "dtype": v["vals"].append(json.dumps(["d", "Popen", []]))
-  elif damage == "inexact": v["vals"].append('["i",  "7"]')   # decodes, but is not the text the encoder writes
+  elif damage == "enum": v["vals"].append(fields(arg=["e", "os.SEEK_SET", "x"]))
+  elif damage == "class": v["vals"].append(fields(arg=["c", "subprocess.Popen", [["args", "true"]]]))
+  elif damage == "dtype": v["vals"].append(fields(dtype=["d", "Popen", []]))
+  elif damage == "inexact": v["vals"][-1] = v["vals"][-1].replace(",", ", ", 1)   # decodes, but is not the text the encoder writes
   elif damage == "input": v["items"][0][1][0] = [True, 99]
   else: v = {"vals": 1}
   diskcache.diskcache_put("schedule", dkey, v, **where)

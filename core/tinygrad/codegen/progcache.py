@@ -91,38 +91,44 @@ def _dec_val(x: Any) -> Any:
 _NOT_STORED = frozenset({Ops.UNIQUE, Ops.MULTI})
 
 def encode_graph(roots: list[UOp]) -> tuple[list[str], list[list[int]], dict[UOp, int]]:
-  """`roots`' nodes exactly, as plain data: the distinct field values (JSON texts of _enc) and per node, sources first,
-  [op name, dtype, arg, tag] as indices into them followed by its sources' node indices; and node -> index. Raises Uncacheable for an arg
-  the encoder does not know and for nodes that must not be stored (_NOT_STORED, a DEVICE of several devices)."""
+  """`roots`' nodes exactly, as plain data: the distinct node fields (_fields' JSON texts, which the program keys' digests
+  share) and per node, sources first, [its fields' index, *its sources' node indices]; and node -> index. Raises
+  Uncacheable for an arg the encoder does not know and for nodes that must not be stored (_NOT_STORED, a DEVICE of several
+  devices)."""
   vals: dict[str, int] = {}
   pos: dict[UOp, int] = {}
   nodes: list[list[int]] = []
-  def val(t: str) -> int: return vals.setdefault(t, len(vals))
   for r in roots:
     for u in r.toposort(gate=lambda x: x not in pos):
       if u in pos: continue
       if u.op in _NOT_STORED or (u.op is Ops.DEVICE and not isinstance(u.arg, str)): raise Uncacheable(f"a {u.op} node")
       pos[u] = len(nodes)
-      nodes.append([val(_json(u.op.name)), val(_json(u.dtype)), val(_json(u.arg)), val(_json(u.tag)), *[pos[s] for s in u.src]])
+      nodes.append([vals.setdefault(_fields(u).decode(), len(vals)), *[pos[s] for s in u.src]])
   return list(vals), nodes, pos
 
 def decode_graph(vals: Any, nodes: Any) -> list[UOp]:
   """encode_graph's nodes built again (hash-consing gives back the very nodes where they are alive); ValueError for
-  anything malformed, and for a value that does not encode back to its text (the decoder must give what was stored)."""
+  anything malformed, and for fields that do not encode back to their text (the decoder must give what was stored)."""
   if not (isinstance(vals, list) and isinstance(nodes, list) and all(isinstance(t, str) for t in vals)): raise ValueError("not a graph")
-  dec = []
+  fields = []
   for t in vals:
-    dec.append(v := _dec_val(json.loads(t)))
-    if _json(v) != t: raise ValueError(f"value {t[:60]} does not decode exactly")
-  ops = [Ops[v] if isinstance(v, str) and v in Ops.__members__ and Ops[v] not in _NOT_STORED else None for v in dec]
+    f = json.loads(t)
+    if not (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and f[0] in Ops.__members__): raise ValueError("not a node's fields")
+    op, dtype, arg, tag = Ops[f[0]], _dec_val(f[1]), _dec_val(f[2]), _dec_val(f[3])
+    if op in _NOT_STORED or not isinstance(dtype, DType) or (op is Ops.DEVICE and not isinstance(arg, str)): raise ValueError(f"not a stored node: {op}")
+    fields.append((op, dtype, arg, tag))
   built: list[UOp] = []
+  first = [-1] * len(fields)   # per fields text, the first node built from it
   for n in nodes:
     # (min/max: every index an int in range, checked in C; a node costs ~2 us to build, the checks must not cost more)
-    if not (type(n) is list and len(n) >= 4 and min(n) >= 0 and max(n[:4]) < len(dec) and (len(n) == 4 or max(n[4:]) < len(built))):
-      raise ValueError("not a graph node")
-    if (op := ops[n[0]]) is None or not isinstance(dtype := dec[n[1]], DType) or (op is Ops.DEVICE and not isinstance(dec[n[2]], str)):
-      raise ValueError("not a graph node (or a DEVICE of several devices)")
-    built.append(UOp(op, dtype, tuple([built[i] for i in n[4:]]), dec[n[2]], dec[n[3]]))
+    if not (type(n) is list and n and min(n) >= 0 and n[0] < len(fields) and (len(n) == 1 or max(n[1:]) < len(built))): raise ValueError("not a graph node")
+    op, dtype, arg, tag = fields[n[0]]
+    if first[n[0]] < 0: first[n[0]] = len(built)
+    built.append(UOp(op, dtype, tuple([built[i] for i in n[1:]]), arg, tag))
+  # exact: each text is what the encoder writes for what was built from it (_fields is kept on the node: the program keys
+  # of these kernels, asked for next, read it again)
+  for t, i in zip(vals, first):
+    if i >= 0 and _fields(built[i]) != t.encode(): raise ValueError(f"fields {t[:60]} do not decode exactly")
   return built
 
 def _fields(u: UOp) -> bytes:
