@@ -114,3 +114,116 @@ def test_a_variable_only_in_a_shrink_bound_is_unbound():
     assert var_vals == {v: i}
     assert not any(n.op is S.Ops.BIND for n in S._graph_topo(uroots))
     np.testing.assert_array_equal((r + 0).numpy(), np.arange(32).reshape(8, 4)[i:i+1])
+
+# ---- on disk: a new process reuses an earlier one's schedules ----
+import json, os, subprocess, sys
+from tinygrad import Device, diskcache
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.codegen import progcache
+
+WARM = r"""
+import json, sys
+import numpy as np
+import tinygrad.codegen
+from tinygrad.engine import schedule as S
+from tinygrad import Tensor
+if sys.argv[1] == "warm":   # every schedule and every kernel must come from the disk cache
+  def refuse(*a, **k): raise AssertionError("scheduled or rendered in the warm process")
+  S._create_schedule = tinygrad.codegen.get_program = refuse
+rng = np.random.default_rng(0)
+x, w = Tensor(rng.standard_normal((5, 12)).astype(np.float32)), Tensor(rng.standard_normal((12, 8)).astype(np.float32))
+cache = Tensor.zeros(2, 16, 8).contiguous().realize()
+h = (x @ w).gelu()
+cache[0, 0:5].assign(h).realize()
+outs = {"attn": (h.softmax(-1) @ cache[0, :5].T).sum(1), "ln": x.layernorm().max(0), "cache": cache}
+print(json.dumps({k: v.numpy().tolist() for k, v in outs.items()}))
+"""
+
+def test_a_warm_process_schedules_nothing_and_matches_the_cold_one(tmp_path):
+  env = {**os.environ, "CACHEDB": str(tmp_path / "c.db"), "PYTHONPATH": os.pathsep.join(sys.path)}
+  def run(mode: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", WARM, mode], capture_output=True, text=True, env={**env, **extra}, timeout=600)
+  cold, warm = run("cold"), run("warm")
+  assert cold.returncode == 0 and warm.returncode == 0, (cold.stderr + warm.stderr)[-3000:]
+  assert json.loads(warm.stdout.splitlines()[-1]) == json.loads(cold.stdout.splitlines()[-1])   # bit for bit
+  # another flag value is another key: the warm process must schedule (and the stub refuses)
+  r = run("warm", INDEX64="1")
+  assert r.returncode != 0 and "scheduled or rendered" in r.stderr
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "c.db"))
+  diskcache.reset()
+  S._schedule_cache.clear()
+  yield
+  S._schedule_cache.clear()
+  diskcache.reset()
+
+def _graph():
+  a = Tensor.arange(256).reshape(32, 8).float().contiguous().realize()   # (32 rows: enough to fuse a row's reduces where threads split rows)
+  return [(a.softmax(-1) * 3 + a.sum(0)).uop]
+
+def _fresh(roots, **flags):
+  with Context(SCACHE=0, **flags): return [ei.ast for ei in S.create_schedule(roots)[0]]
+
+def _from_cache(roots, **flags):
+  S._schedule_cache.clear()   # (what a new process starts with: only the disk)
+  with Context(**flags): return [ei.ast for ei in S.create_schedule(roots)[0]]
+
+def test_a_disk_hit_gives_the_very_kernels_scheduling_gives(db, count_calls):
+  roots = _graph()
+  first = _from_cache(roots)
+  n = count_calls(S, "_create_schedule")
+  assert _from_cache(roots) == first == _fresh(roots) and n["n"] == 1   # (the one call: _fresh's)
+
+def test_a_changed_flag_does_not_get_the_old_schedule(db):
+  roots = _graph()
+  old = _from_cache(roots)
+  new = _from_cache(roots, INDEX64=1)   # int64 index math: other kernel ASTs
+  assert new != old and new == _fresh(roots, INDEX64=1)
+  assert _from_cache(roots) == old   # both stay on disk
+
+def test_a_renderer_ability_is_in_the_key(db, monkeypatch):
+  roots = _graph()
+  ren = Device[roots[0].device].renderer
+  old = _from_cache(roots)
+  # the scheduler asks the renderer whether threads split rows (softmax's reduces fuse into its kernel or not)
+  monkeypatch.setattr(ren, "has_threads", not ren.has_threads)
+  new = _from_cache(roots)
+  assert new != old and new == _fresh(roots)
+
+def _row(roots):
+  key, _ = S._structure(S.unbind_graph(roots)[0])
+  dkey = S._disk_key(key)
+  return dkey, dict(version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
+
+@pytest.mark.parametrize("damage", ["op", "index", "negative", "enum", "class", "dtype", "inexact", "input", "garbage"])
+def test_a_damaged_or_foreign_row_is_a_miss(db, damage):
+  roots = _graph()
+  want = _from_cache(roots)
+  dkey, where = _row(roots)
+  v = diskcache.diskcache_get("schedule", dkey, **where)
+  assert isinstance(v, dict)
+  def fields(op="CONST", dtype=json.loads(progcache._json(dtypes.int)), arg=["i", "7"]): return json.dumps([op, dtype, arg, None])
+  if damage == "op": v["vals"][v["nodes"][0][0]] = fields("NOT_AN_OP")
+  elif damage == "index": v["nodes"][1].append(len(v["nodes"]) + 5)
+  elif damage == "negative": v["nodes"][3].append(-1)
+  elif damage == "enum": v["vals"].append(fields(arg=["e", "os.SEEK_SET", "x"]))
+  elif damage == "class": v["vals"].append(fields(arg=["c", "subprocess.Popen", [["args", "true"]]]))
+  elif damage == "dtype": v["vals"].append(fields(dtype=["d", "Popen", []]))
+  elif damage == "inexact": v["vals"][-1] = v["vals"][-1].replace(",", ", ", 1)   # decodes, but is not the text the encoder writes
+  elif damage == "input": v["items"][0][1][0] = [True, 99]
+  else: v = {"vals": 1}
+  diskcache.diskcache_put("schedule", dkey, v, **where)
+  assert S._disk_load(dkey, S._structure(S.unbind_graph(roots)[0])[0], 1) is None
+  assert _from_cache(roots) == want   # scheduled again, and stored again
+
+def test_graphs_round_trip_exactly():
+  roots = _graph()
+  asts = [ei.ast for ei in S.create_schedule(roots)[0]]
+  vals, nodes, pos = progcache.encode_graph(asts)
+  built = progcache.decode_graph(json.loads(json.dumps(vals)), json.loads(json.dumps(nodes)))
+  assert all(built[pos[a]] is a for a in asts)   # hash-consing: the same objects
+  assert progcache._dec_val(progcache._enc(Ops.ADD)) is Ops.ADD   # (an IntEnum: not its int)
+  assert progcache._dec_val(progcache._enc((1, 1.0, True, -0.0, None, "x", [2]))) == (1, 1.0, True, -0.0, None, "x", [2])

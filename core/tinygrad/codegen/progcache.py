@@ -14,6 +14,8 @@ LRU eviction. Values are JSON (diskcache): source text, sizes (ints or small exp
 buffer indices, estimates. Anything malformed on read is a miss; so is a program that fails to compile or load (the
 runner renders it again, engine/realize.py). CACHELEVEL=2 (the default)
 uses it; CACHELEVEL=1 keeps only the compile cache, 0 neither. A traced (VIZ) or DEBUG>=5 run always renders.
+The same exact encoding stores whole graphs (encode_graph/decode_graph: the scheduler's kernels, engine/schedule.py);
+decoding builds only UOps, and enums, dtypes and frozen dataclasses of tinygrad's already imported modules, by name.
 """
 from __future__ import annotations
 import enum, functools, hashlib, json, os, sys, dataclasses
@@ -37,12 +39,12 @@ def _enc(x: Any) -> Any:
   # tagged so values that compare equal in Python stay apart (1, 1.0, True; 0.0, -0.0; a tuple and a list)
   if x is None or isinstance(x, str): return x
   if isinstance(x, bool): return ["b", x]
+  if isinstance(x, enum.Enum): return ["e", f"{type(x).__module__}.{type(x).__qualname__}", x.name]   # (before int: Ops is an IntEnum)
   if isinstance(x, int): return ["i", str(x)]
   if isinstance(x, float): return ["f", x.hex()]
   if isinstance(x, tuple): return ["t", [_enc(v) for v in x]]
   if isinstance(x, list): return ["l", [_enc(v) for v in x]]
   if isinstance(x, (frozenset, set)): return ["s", sorted(json.dumps(_enc(v)) for v in x)]
-  if isinstance(x, enum.Enum): return ["e", f"{type(x).__module__}.{type(x).__qualname__}", x.name]
   if isinstance(x, DType): return ["d", type(x).__name__, [_enc(getattr(x, f.name)) for f in dataclasses.fields(x)]]
   if dataclasses.is_dataclass(x) and not isinstance(x, type) and getattr(type(x), "__dataclass_params__").frozen:
     return ["c", f"{type(x).__module__}.{type(x).__qualname__}", [[f.name, _enc(getattr(x, f.name))] for f in dataclasses.fields(x)]]
@@ -55,6 +57,79 @@ def _json(x: Any) -> str:
     if (hit := _dtype_json.get(id(x))) is None or hit[0] is not x: hit = _dtype_json[id(x)] = (x, json.dumps(_enc(x), separators=(",", ":")))
     return hit[1]
   return json.dumps(_enc(x), separators=(",", ":"))
+
+def _dec_val(x: Any) -> Any:
+  # the inverse of _enc: plain values, and the enums, dtypes and frozen dataclasses of tinygrad's own modules, found by
+  # name among the modules already imported (nothing is imported or evaluated); ValueError for anything else
+  if x is None or isinstance(x, str): return x
+  if not (isinstance(x, list) and len(x) in (2, 3) and isinstance(x[0], str)): raise ValueError("not an encoded value")
+  tag, v = x[0], x[1]
+  if tag == "b" and isinstance(v, bool): return v
+  if tag == "i" and isinstance(v, str): return int(v)
+  if tag == "f" and isinstance(v, str): return float.fromhex(v)
+  if tag in ("t", "l") and isinstance(v, list): return (tuple if tag == "t" else list)(_dec_val(e) for e in v)
+  if tag == "s" and isinstance(v, list) and all(isinstance(e, str) for e in v): return frozenset(_dec_val(json.loads(e)) for e in v)
+  if tag == "d" and len(x) == 3 and isinstance(x[2], list):
+    import tinygrad.dtype as dt
+    cls = getattr(dt, v, None) if isinstance(v, str) and v.isidentifier() else None
+    if not (isinstance(cls, type) and issubclass(cls, DType) and len(x[2]) == len(dataclasses.fields(cls))): raise ValueError(f"not a dtype class: {v!r}")
+    return dt._intern(cls, *(_dec_val(e) for e in x[2]))
+  if tag in ("e", "c") and len(x) == 3 and isinstance(v, str):
+    mod, _, qual = v.rpartition(".")
+    cls = sys.modules.get(mod) if mod.split(".")[0] == "tinygrad" or mod.startswith("tinygrad_") else None
+    for part in qual.split(".") if cls is not None else ():
+      cls = getattr(cls, part, None) if part.isidentifier() else None
+    if tag == "e" and isinstance(cls, type) and issubclass(cls, enum.Enum) and isinstance(x[2], str) and x[2] in cls.__members__: return cls[x[2]]
+    if tag == "c" and isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen and isinstance(x[2], list):  # type: ignore[attr-defined]
+      fs = {f.name for f in dataclasses.fields(cls) if f.init}
+      if all(isinstance(e, list) and len(e) == 2 and e[0] in fs for e in x[2]) and len(x[2]) == len(dataclasses.fields(cls)):
+        return cls(**{e[0]: _dec_val(e[1]) for e in x[2]})
+  raise ValueError(f"not an encoded value: {tag!r}")
+
+# nodes no graph on disk may hold: a buffer's identity in this process (UNIQUE), and nodes built through the multi-device
+# lowering (a rebuilt one would be lowered again)
+_NOT_STORED = frozenset({Ops.UNIQUE, Ops.MULTI})
+
+def encode_graph(roots: list[UOp]) -> tuple[list[str], list[list[int]], dict[UOp, int]]:
+  """`roots`' nodes exactly, as plain data: the distinct node fields (_fields' JSON texts, which the program keys' digests
+  share) and per node, sources first, [its fields' index, *its sources' node indices]; and node -> index. Raises
+  Uncacheable for an arg the encoder does not know and for nodes that must not be stored (_NOT_STORED, a DEVICE of several
+  devices)."""
+  vals: dict[str, int] = {}
+  pos: dict[UOp, int] = {}
+  nodes: list[list[int]] = []
+  for r in roots:
+    for u in r.toposort(gate=lambda x: x not in pos):
+      if u in pos: continue
+      if u.op in _NOT_STORED or (u.op is Ops.DEVICE and not isinstance(u.arg, str)): raise Uncacheable(f"a {u.op} node")
+      pos[u] = len(nodes)
+      nodes.append([vals.setdefault(_fields(u).decode(), len(vals)), *[pos[s] for s in u.src]])
+  return list(vals), nodes, pos
+
+def decode_graph(vals: Any, nodes: Any) -> list[UOp]:
+  """encode_graph's nodes built again (hash-consing gives back the very nodes where they are alive); ValueError for
+  anything malformed, and for fields that do not encode back to their text (the decoder must give what was stored)."""
+  if not (isinstance(vals, list) and isinstance(nodes, list) and all(isinstance(t, str) for t in vals)): raise ValueError("not a graph")
+  fields = []
+  for t in vals:
+    f = json.loads(t)
+    if not (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and f[0] in Ops.__members__): raise ValueError("not a node's fields")
+    op, dtype, arg, tag = Ops[f[0]], _dec_val(f[1]), _dec_val(f[2]), _dec_val(f[3])
+    if op in _NOT_STORED or not isinstance(dtype, DType) or (op is Ops.DEVICE and not isinstance(arg, str)): raise ValueError(f"not a stored node: {op}")
+    fields.append((op, dtype, arg, tag))
+  built: list[UOp] = []
+  first = [-1] * len(fields)   # per fields text, the first node built from it
+  for n in nodes:
+    # (min/max: every index an int in range, checked in C; a node costs ~2 us to build, the checks must not cost more)
+    if not (type(n) is list and n and min(n) >= 0 and n[0] < len(fields) and (len(n) == 1 or max(n[1:]) < len(built))): raise ValueError("not a graph node")
+    op, dtype, arg, tag = fields[n[0]]
+    if first[n[0]] < 0: first[n[0]] = len(built)
+    built.append(UOp(op, dtype, tuple([built[i] for i in n[1:]]), arg, tag))
+  # exact: each text is what the encoder writes for what was built from it (_fields is kept on the node: the program keys
+  # of these kernels, asked for next, read it again)
+  for t, i in zip(vals, first):
+    if i >= 0 and _fields(built[i]) != t.encode(): raise ValueError(f"fields {t[:60]} do not decode exactly")
+  return built
 
 def _fields(u: UOp) -> bytes:
   # a node's own fields as a JSON array, once per node: a schedule's kernels share most of their nodes (GPT-2's 34: 1494,

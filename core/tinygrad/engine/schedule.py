@@ -5,12 +5,13 @@ ops become index arithmetic. Realized buffers, CONTIGUOUS, COPY and reduces that
 are kernel boundaries.
 """
 from __future__ import annotations
+import json
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
-from tinygrad.dtype import dtypes, PtrDType
+from tinygrad.dtype import DType, dtypes, PtrDType
 from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
 from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer
 from tinygrad.codegen.index64 import narrow_indices
@@ -567,6 +568,65 @@ SCHEDULE_CACHE_SIZE = 512
 # structure key -> (per item: its AST, its buffers as (is an input, index), the key graph's node it computes), the roots' buffers, new buffers
 _schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
 
+def _remember(key: UOp, entry: Any) -> None:
+  if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
+  _schedule_cache[key] = entry
+
+# ---- the schedule cache on disk: a new process (the warm start of a model) reuses an earlier one's schedules ----
+def _disk_key(key: UOp) -> tuple | None:
+  """The disk cache key of the schedule of structure `key`, or None when it must not be cached: the structure exactly, the
+  code and every flag (progcache.decision_key), and each device's compiler and renderer (the scheduler asks the renderer,
+  has_threads; a device that does not open is not cached)."""
+  from tinygrad.codegen.progcache import decision_key, code_version, Uncacheable
+  from tinygrad.device import Device
+  if (k := decision_key("schedule", key)) is None: return None
+  devs = []
+  for d in sorted({u.arg for u in key.toposort() if u.op is Ops.DEVICE}, key=repr):
+    if not isinstance(d, str): return None
+    try:
+      dev = Device[d]
+      ren = dev.renderer
+      devs.append([d, dev.compiler_name, f"{type(ren).__module__}.{type(ren).__qualname__}", repr(ren.ability_key()), code_version(ren)])
+    except Exception: return None   # (Uncacheable: a renderer without a source folder)
+  return (*k, devs)
+
+def _disk_store(dkey: tuple, key: UOp, entry: Any) -> None:
+  from tinygrad.codegen.progcache import encode_graph, Uncacheable, _json
+  from tinygrad.diskcache import diskcache_put
+  items, outs, news = entry
+  try: vals, nodes, pos = encode_graph([ast for ast, _, _ in items])
+  except Uncacheable as e:
+    if DEBUG >= 3: print(f"schedule cache: not stored ({e})")
+    return
+  kpos = {u: i for i, u in enumerate(key.toposort())}
+  if any(kn is not None and kn not in kpos for _, _, kn in items) or any(not isinstance(d, str) for d, _, _ in news): return
+  diskcache_put("schedule", dkey, {"vals": vals, "nodes": nodes, "outs": [[a, i] for a, i in outs], "news": [[d, n, _json(dt)] for d, n, dt in news],
+                                   "items": [[pos[ast], [[a, i] for a, i in refs], -1 if kn is None else kpos[kn]] for ast, refs, kn in items]},
+                version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
+
+def _disk_load(dkey: tuple, key: UOp, n_inputs: int) -> Any:
+  """The cached entry (as _schedule_cache holds it) of structure `key`, or None: a miss, or a row that does not decode or
+  does not fit this structure (its items read inputs it lacks, compute nodes it does not have)."""
+  from tinygrad.codegen.progcache import decode_graph, _dec_val
+  from tinygrad.diskcache import diskcache_get
+  v = diskcache_get("schedule", dkey, version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
+  if not isinstance(v, dict): return None
+  try:
+    built, knodes = decode_graph(v["vals"], v["nodes"]), list(key.toposort())
+    news = [(d, n, _dec_val(json.loads(dt))) for d, n, dt in v["news"]]
+    if not all(isinstance(d, str) and type(n) is int and n >= 0 and isinstance(dt, DType) for d, n, dt in news): return None
+    def ref(r: Any) -> tuple[bool, int]:
+      a, i = r
+      if not (type(a) is bool and type(i) is int and 0 <= i < (n_inputs if a else len(news))): raise ValueError("bad buffer reference")
+      return (a, i)
+    items = []
+    for a, refs, k in v["items"]:
+      if not (type(a) is int and 0 <= a < len(built) and built[a].op in (Ops.SINK, Ops.COPY) and type(k) is int and -1 <= k < len(knodes)):
+        return None
+      items.append((built[a], [ref(r) for r in refs], knodes[k] if k >= 0 else None))
+    return items, [ref(r) for r in v["outs"]], news
+  except (ValueError, TypeError, KeyError, IndexError): return None
+
 def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
   if isinstance(a, UOp): return a.substitute(sub)
   if isinstance(a, tuple): return tuple(_map_arg(x, sub) for x in a)
@@ -648,7 +708,8 @@ def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tu
   """Kernels and copies that compute `roots`, in dependency order, and the BUFFER (viewed in its shape) for each root.
 
   Cached by graph structure: the ASTs are reused and only the buffers are fresh, so a loop that builds the same graph
-  again skips scheduling. Any change of shape, dtype, device or op gives a different key; a bound variable's value does
+  again skips scheduling; kept on disk too (CACHELEVEL=2), so a new process (a model's warm start) skips it for a graph an
+  earlier one scheduled. Any change of shape, dtype, device or op gives a different key; a bound variable's value does
   not (the kernels take it as an argument: each ExecItem carries the values in `var_vals`).
   Each item's `node` is the node of `roots`' graph it computes (None for an item of a cached schedule until asked for:
   `item_nodes`). `topo`: the roots' `_graph_topo` (its last node, a SINK, may be over fewer of them), where the caller has it."""
@@ -656,6 +717,8 @@ def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tu
   uroots, var_vals = unbind_graph(roots, topo)
   key, inputs = _structure(uroots, topo if uroots is roots else None)
   hit = _schedule_cache.get(key) if SCACHE else None
+  dkey = _disk_key(key) if hit is None and SCACHE else None
+  if dkey is not None and (hit := _disk_load(dkey, key, len(inputs))) is not None: _remember(key, hit)
   if hit is None:
     schedule, results = _create_schedule(uroots)
     pos = {b: i for i, b in enumerate(inputs)}
@@ -671,8 +734,9 @@ def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tu
              for ei in schedule]
     outs = [ref(results[r]) for r in uroots]
     news = sorted(created, key=created.__getitem__)
-    if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
-    if SCACHE: _schedule_cache[key] = (items, outs, [(b.device, b.arg, b.dtype) for b in news])
+    if SCACHE:
+      _remember(key, entry := (items, outs, [(b.device, b.arg, b.dtype) for b in news]))
+      if dkey is not None: _disk_store(dkey, key, entry)
     if uroots is not roots:   # the nodes of the caller's graph (with its bound variables), not of the unbound one
       to_bound = _pair_nodes(uroots, roots)
       for ei in schedule: ei.node = to_bound.get(ei.node) if ei.node is not None else None
