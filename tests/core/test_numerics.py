@@ -409,6 +409,13 @@ def test_int_division_by_a_zero_element_gives_numpy_zero(device):
                         (ta.fmod(tb), np.fmod(a, b)), (ta.idiv(tb), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0))]:
         np.testing.assert_array_equal(got.numpy(), want.astype(npdt), err_msg=f"{npdt} on {device}")
 
+# ---- a negative constant operand of a minus: C's `--2.0f` and `a--2` do not compile (CPU:CLANG/GCC failed on these) ----
+def test_negative_constant_under_a_minus(dev):
+  x = Tensor([1.0, 2.0, 3.0], device=dev)
+  np.testing.assert_allclose(((-2) ** x).numpy(), [-2.0, 4.0, -8.0])   # pow's sign fix negates the base
+  np.testing.assert_equal((-3 // Tensor([1, -1, 2, 0, -2], device=dev)).numpy(), [-3, 3, -2, 0, 1])   # a / -1 is -a
+  np.testing.assert_equal((-(Tensor([-5], device=dev) * 0 - 7)).numpy(), [7])
+
 # ---- public tinygrad's test_ops features: DType.min/.max, error classes torch's tests check, shifts and bit ops per dtype ----
 def test_dtype_min_max_properties():
   assert dtypes.int32.max == 2**31 - 1 and dtypes.int32.min == -2**31 and dtypes.uint8.max == 255 and dtypes.uint8.min == 0
