@@ -165,6 +165,19 @@ def test_int_pow_negative_int_raises(dt):
   np.testing.assert_allclose((t ** -1.0).numpy(), np.array([2, 3], to_numpy(dt)) ** -1.0, rtol=1e-6)  # a float exponent: float
   assert (t ** 2).tolist() == [4, 9] and (Tensor([2.0, 4.0], device="PYTHON") ** -1).tolist() == [0.5, 0.25]
 
+# ---- int ** int tensor: exact and wrapping, as torch (through float it lost digits past 2**24 and saturated) ----
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_int_pow_int_tensor_is_exact_and_wraps_like_torch(device):
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  for npdt in ("int8", "uint8", "int16", "int32", "int64"):
+    signed = npdt[0] == "i"
+    b = np.array([3, 3, 2, 7, 5, 0, 0, 1] + ([-3, -1, -1, 2, 0] if signed else [3, 1, 255, 2, 0]), npdt)
+    e = np.array([19, 5, 7, 100, 40, 0, 3, 9] + ([33, -3, -4, -1, -2] if signed else [41, 200, 2, 9, 1]), npdt)
+    want = (torch.tensor(b) ** torch.tensor(e)).numpy()
+    np.testing.assert_array_equal((Tensor(b, device=device) ** Tensor(e, device=device)).numpy(), want, err_msg=npdt)
+    np.testing.assert_array_equal((3 ** Tensor(np.abs(e), device=device)).numpy(), (3 ** torch.tensor(np.abs(e))).numpy(), err_msg=npdt)
+  assert (2 ** Tensor([31], dtype=dtypes.int32, device=device)).tolist() == [-2**31]
+
 # ---- bad sizes, strides, kernels: one ValueError naming the argument and the valid range ----
 _X, _W = (1, 1, 4, 4), (1, 1, 2, 2)
 BAD_INPUT = [
