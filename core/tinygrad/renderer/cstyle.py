@@ -227,12 +227,13 @@ class CStyleLanguage(Renderer):
       cdt = self.compute_dtype(dt)
       if math.isnan(v): ret = self.nan
       elif math.isinf(v): ret = self.infinity if v > 0 else f"(-{self.infinity})"
-      elif cdt == dtypes.float64: ret = repr(float(v))
+      elif cdt == dtypes.float64: return repr(float(v))
       else:
         # exact float32 literal: the shortest repr when it round-trips, else the hex form
         f32 = struct.unpack("f", struct.pack("f", v))[0]
         ret = (repr(f32) if float(repr(f32)) == f32 else f32.hex()) + "f"
-      return ret if cdt in (dtypes.float32, dtypes.float64) else f"(({self.render_dtype(cdt)}){ret})"
+      # (NAN and INFINITY are float: OpenCL's as_ulong(NAN) of a double NaN failed to build)
+      return ret if cdt == dtypes.float32 else f"(({self.render_dtype(cdt)}){ret})"
     if dt == dtypes.bool: return "1" if v else "0"
     if dtypes.is_int(dt):
       v = int(v)
