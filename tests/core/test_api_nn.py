@@ -54,6 +54,16 @@ def test_cross_entropy_probabilities_like_torch(dev, shape):
     compare(dev, lambda a, b: a.cross_entropy(b.detach(), reduction=reduction, label_smoothing=0.2),
             lambda a, b: F.cross_entropy(a, b.detach(), reduction=reduction, label_smoothing=0.2), x, y)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_cross_entropy_of_half_logits_is_half_like_torch(dt):
+  x, y = rnd(4, 9), np.array([1, 2, 0, 8])
+  tdt, gdt = getattr(torch, dt), getattr(dtypes, dt)
+  for ls in (0.0, 0.1):
+    want = F.cross_entropy(torch.tensor(x).to(tdt), torch.tensor(y), label_smoothing=ls)
+    got = Tensor(x).cast(gdt).cross_entropy(Tensor(y), label_smoothing=ls)
+    assert got.dtype == gdt, got.dtype
+    close(got.float().numpy(), want.float().numpy(), atol=2e-2, rtol=2e-2)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(6, 4), (1, 1), (2, 3, 5)])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

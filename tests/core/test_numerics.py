@@ -165,6 +165,19 @@ def test_int_pow_negative_int_raises(dt):
   np.testing.assert_allclose((t ** -1.0).numpy(), np.array([2, 3], to_numpy(dt)) ** -1.0, rtol=1e-6)  # a float exponent: float
   assert (t ** 2).tolist() == [4, 9] and (Tensor([2.0, 4.0], device="PYTHON") ** -1).tolist() == [0.5, 0.25]
 
+# ---- int ** int tensor: exact and wrapping, as torch (through float it lost digits past 2**24 and saturated) ----
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_int_pow_int_tensor_is_exact_and_wraps_like_torch(device):
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  for npdt in ("int8", "uint8", "int16", "int32", "int64"):
+    signed = npdt[0] == "i"
+    b = np.array([3, 3, 2, 7, 5, 0, 0, 1] + ([-3, -1, -1, 2, 0] if signed else [3, 1, 255, 2, 0]), npdt)
+    e = np.array([19, 5, 7, 100, 40, 0, 3, 9] + ([33, -3, -4, -1, -2] if signed else [41, 200, 2, 9, 1]), npdt)
+    want = (torch.tensor(b) ** torch.tensor(e)).numpy()
+    np.testing.assert_array_equal((Tensor(b, device=device) ** Tensor(e, device=device)).numpy(), want, err_msg=npdt)
+    np.testing.assert_array_equal((3 ** Tensor(np.abs(e), device=device)).numpy(), (3 ** torch.tensor(np.abs(e))).numpy(), err_msg=npdt)
+  assert (2 ** Tensor([31], dtype=dtypes.int32, device=device)).tolist() == [-2**31]
+
 # ---- bad sizes, strides, kernels: one ValueError naming the argument and the valid range ----
 _X, _W = (1, 1, 4, 4), (1, 1, 2, 2)
 BAD_INPUT = [
@@ -408,6 +421,13 @@ def test_int_division_by_a_zero_element_gives_numpy_zero(device):
       for got, want in [(ta // tb, a // b), (ta % tb, a % b), (ta.div(tb, rounding_mode="trunc"), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0)),
                         (ta.fmod(tb), np.fmod(a, b)), (ta.idiv(tb), np.trunc(a / np.where(b == 0, 1, b)) * (b != 0))]:
         np.testing.assert_array_equal(got.numpy(), want.astype(npdt), err_msg=f"{npdt} on {device}")
+
+# ---- a negative constant operand of a minus: C's `--2.0f` and `a--2` do not compile (CPU:CLANG/GCC failed on these) ----
+def test_negative_constant_under_a_minus(dev):
+  x = Tensor([1.0, 2.0, 3.0], device=dev)
+  np.testing.assert_allclose(((-2) ** x).numpy(), [-2.0, 4.0, -8.0])   # pow's sign fix negates the base
+  np.testing.assert_equal((-3 // Tensor([1, -1, 2, 0, -2], device=dev)).numpy(), [-3, 3, -2, 0, 1])   # a / -1 is -a
+  np.testing.assert_equal((-(Tensor([-5], device=dev) * 0 - 7)).numpy(), [7])
 
 # ---- public tinygrad's test_ops features: DType.min/.max, error classes torch's tests check, shifts and bit ops per dtype ----
 def test_dtype_min_max_properties():

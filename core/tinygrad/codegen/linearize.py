@@ -38,6 +38,7 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   _end_nesting(topo, parents, closes)
   replace: dict[UOp, UOp] = {}
   inits: dict[UOp, tuple[UOp, ...]] = {}   # an accumulator's init STORE -> the ranges it is reset before
+  results: dict[UOp, tuple[tuple[UOp, ...], set[UOp]]] = {}   # a reduce's value -> (its ranges, the loops its operand reads)
   nacc = 0
   for u in topo:
     new = u.replace(src=tuple(replace.get(s, s) for s in u.src)) if any(s in replace for s in u.src) else u
@@ -56,6 +57,7 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
       upd = UOp(Ops.STORE, dtypes.void, (ptr, _accumulate(new.arg, cur, val, mulacc)))
       res = UOp(Ops.LOAD, val.dtype, (ptr, upd))
       closes[res] = frozenset(ranges)
+      results[res] = (tuple(ranges), _scope_of(val, {}, closes))
       new = res
     if new is not u:
       replace[u] = new
@@ -63,6 +65,11 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
   # the reset runs inside every loop its ranges ended up nested in: a later reduce sharing a range can nest that range
   # deeper than this reduce's own operands reach, and a reset outside that loop would carry the sum across its iterations
   for init, rs in inits.items(): parents[init] = frozenset().union(*(parents[r] for r in rs)) - set(rs)
+  # so its value is also read after the reduce loops its ranges were nested in and it does not read: the reset restarts
+  # the sum at each of their iterations, so the last one's is the value (an upcast's lanes stored as one vector read it
+  # beside a lane that closes those loops: a cycle)
+  for res, (rs, own) in results.items():
+    closes[res] = closes[res] | frozenset(p for r in rs for p in parents[r] if p.op is Ops.RANGE and p.arg[1] is AxisType.REDUCE and p not in own)
   return replace.get(sink, sink), parents, closes
 
 def _end_nesting(topo: dict[UOp, None], parents: dict[UOp, frozenset[UOp]], closes: dict[UOp, frozenset[UOp]]) -> None:

@@ -596,8 +596,8 @@ class ElementwiseMixin:
     return self + (end - self) * weight
   def pow(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
-    int constant is a ValueError, as in numpy. With an int tensor exponent the power is computed in float, rounded and cast
-    back, so a negative exponent gives round(b**e) (0 for |b| > 1, as 2**-1 = 0.5 rounds to even) rather than an error."""
+    int constant is a ValueError, as in numpy. With an int tensor exponent a negative one gives torch's integer 1 / b**-e
+    (1 for b = 1, +-1 for b = -1, else 0) rather than an error."""
     if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
       raise ArgumentError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
@@ -607,6 +607,7 @@ class ElementwiseMixin:
       if n < 0 and dtypes.is_float(base.dtype) and -n <= 16: return base._pow_int(-n).reciprocal()
     if not reverse and isinstance(x, float) and x == 0.5: return self.sqrt()
     b, e = self._broadcasted(x, reverse)
+    if dtypes.is_int(b.dtype): return Tensor._pow_int_tensor(b, e)
     if not dtypes.is_float(b.dtype): return Tensor._pow_float(b._float(), e._float()).round().cast(b.dtype)
     return Tensor._pow_float(b, e)
   def _pow_int(self: Tensor, n: int) -> Tensor:
@@ -617,6 +618,17 @@ class ElementwiseMixin:
       if n: base = base * base
     # x**0 is 1 (nan and inf included); a where on a constant True keeps x in the graph: its gradient is 0, not missing
     return ret if ret is not None else Tensor.full(self.shape, True, dtype=dtypes.bool, device=self.device).where(self._const(1, self.dtype), self)
+  @staticmethod
+  def _pow_int_tensor(b: Tensor, e: Tensor) -> Tensor:
+    # square-and-multiply over every bit of the exponent: exact and wrapping, as torch and numpy (through float it lost
+    # the digits past 2**24, 3**19, and saturated where the power wraps, int8 3**5)
+    ret, sq = b._const(1).expand(b.shape), b
+    for i in range(e.dtype.itemsize * 8 - (0 if dtypes.is_unsigned(e.dtype) else 1)):
+      ret = ((e >> i) & 1).cast(dtypes.bool).where(ret * sq, ret)
+      sq = sq * sq
+    if dtypes.is_unsigned(e.dtype): return ret
+    # a negative exponent: torch's integer 1 / b**-e
+    return (e < 0).where((b == 1).where(1, (b == -1).where(1 - 2 * (e & 1), 0)), ret)
   @staticmethod
   def _pow_float(b: Tensor, e: Tensor) -> Tensor:
     # one POW (C's pow; lowered to exp2/log2 where a renderer has none): its gradient is y*x**(y-1), finite where the

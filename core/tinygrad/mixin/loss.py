@@ -76,6 +76,7 @@ class LossMixin:
         raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
       Y = Y._one_hot_at(n, cdim).where(1.0, 0.0)
+      if dtypes.is_float(self.dtype): Y = Y.cast(self.dtype)   # a float32 one-hot made half logits' loss float32 (torch: half)
     elif not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
     Y = Y * (1 - label_smoothing) + label_smoothing / n
     return (-(self.log_softmax(cdim) * Y).sum(cdim))._reduce_loss(op, reduction)

@@ -44,6 +44,12 @@ def test_literals_types_and_bitcast():
   src = src_of(f.bitcast(dtypes.uint32) + 1)
   assert "as_uint(" in src and "__global uint* data0" in src
 
+def test_double_nan_and_inf_literals_are_double():
+  # NAN and INFINITY are float in OpenCL C: as_ulong(NAN) of a double NaN (floor's split of a float64) failed to build
+  ren = OpenCLRenderer(CLLimits(fp64=True))
+  assert ren.render_const(float("nan"), dtypes.float64) == "((double)NAN)" and ren.render_const(float("-inf"), dtypes.float64) == "((double)(-INFINITY))"
+  assert ren.render_const(float("nan"), dtypes.float32) == "NAN" and ren.render_const(2.5, dtypes.float64) == "2.5"
+
 def test_integer_division_is_guarded():
   a, b = Tensor.empty(4, dtype=dtypes.int32, device="NULL"), Tensor.empty(4, dtype=dtypes.int32, device="NULL")
   src = src_of(a // b)

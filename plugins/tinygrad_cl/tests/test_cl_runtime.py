@@ -40,6 +40,11 @@ def test_int64_and_division_by_zero(cl):
   n, d = Tensor([7, -7, 5, 0], dtype=dtypes.int32, device=cl), Tensor([2, 2, 0, 0], dtype=dtypes.int32, device=cl)
   assert (n // d).tolist()[:2] == [3, -4] and (n // d).tolist()[2:] == [0, 0]   # a zero divisor gives 0, as on PYTHON
 
+def test_double_nan_constant_builds(cl):
+  if dtypes.float64 not in Device[cl].renderer.supported_dtypes: pytest.skip(f"{cl} has no cl_khr_fp64")
+  x = Tensor([1.5, -2.0, float("inf")], dtype=dtypes.float64, device=cl)
+  assert np.isnan((x.abs() // float("nan")).numpy()).all()   # floor of x / NaN bit-masks a double NaN constant
+
 def test_compile_error_carries_the_build_log(cl):
   from tinygrad.plugin_api import CompileError
   comp = Device[cl].compiler
