@@ -109,6 +109,15 @@ def test_norm_parameters_follow_the_default_float(dt):
     var = np.arange(24, dtype=np.float64).reshape(2, 3, 2, 2).var(axis=(0, 2, 3), ddof=1)
     np.testing.assert_allclose(bn.running_var.float().numpy(), 0.9 + 0.1 * var, rtol=1e-2)
 
+def test_batchnorm_num_batches_tracked_is_a_scalar():
+  # a 0-d counter as torch's (and public tinygrad's): a checkpoint's () entry keeps its shape, a training step counts in it
+  import torch
+  bn = nn.BatchNorm2d(2)
+  assert bn.num_batches_tracked.shape == torch.nn.BatchNorm2d(2).num_batches_tracked.shape == ()
+  with Tensor.train():
+    for _ in range(2): bn(Tensor(np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2))).realize()
+  assert bn.num_batches_tracked.numpy().shape == () and bn.num_batches_tracked.item() == 2
+
 def test_batchnorm_params_not_aliased():
   # two BatchNorms' ones/zeros parameters are separate buffers (a shared constant node would share gradients)
   a, b = nn.BatchNorm2d(3), nn.BatchNorm2d(3)

@@ -132,7 +132,7 @@ def test_batchnorm_running_stats_use_the_old_weights():
     G.backward(out.square().sum())
     opt.step()
   np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * (x @ w0.T + b0).mean(0), rtol=1e-5, atol=1e-6)
-  assert bn.num_batches_tracked.numpy().tolist() == [1]
+  assert bn.num_batches_tracked.numpy().tolist() == 1
   assert not np.allclose(lin.weight.numpy(), w0)
 
 # ---- LARS and Muon (tinygrad's formulation) against numpy ----

@@ -97,7 +97,8 @@ class BatchNorm:
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight: Tensor | None = _full((sz,), 1.0) if affine else None
     self.bias: Tensor | None = _full((sz,), 0.0) if affine else None
-    self.num_batches_tracked = _full((1,), 0, requires_grad=False, dtype=dtypes.int32)
+    # a 0-d counter, as torch's and public tinygrad's (a checkpoint's () entry round-trips unchanged); int32 so every device has it
+    self.num_batches_tracked = _full((), 0, requires_grad=False, dtype=dtypes.int32)
     if track_running_stats: self.running_mean, self.running_var = _full((sz,), 0.0, requires_grad=False), _full((sz,), 1.0, requires_grad=False)
   def calc_stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
     """(mean, var) over every axis but 1: the batch's in training (or without running stats), else the running ones."""
