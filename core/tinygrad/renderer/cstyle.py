@@ -16,8 +16,8 @@ from tinygrad.helpers import prod
 
 def _narrow_int(dt: DType) -> bool: return dtypes.is_int(dt) and dt.scalar().itemsize < 4
 
-# a negative literal after a minus: `--2.0f` is a decrement of a constant in C and `a--2` parses as `a-- 2`
-def _minus(x: str) -> str: return f"(-({x}))" if x.startswith("-") else f"(-{x})"
+# minus x, a negative literal parenthesized: `--2.0f` is a decrement of a constant in C and `a--2` parses as `a-- 2`
+def _neg(x: str) -> str: return f"-({x})" if x.startswith("-") else f"-{x}"
 
 def safe_div(op: str) -> Callable[..., str]:
   """C integer `/` or `%` (op) that never divides by 0 or INT_MIN by -1 (a trap on x86, garbage on GPUs): such divisors
@@ -29,17 +29,17 @@ def safe_div(op: str) -> Callable[..., str]:
     except ValueError: lit = None
     if lit is not None and lit not in (0, -1): return f"({a}{op}{b})"
     if dtypes.is_unsigned(dtype) or dtype.itemsize < 4: return f"(({b})==0?0:({a}{op}{b}))"
-    return f"(({b})==0?0:({b})==-1?{_minus(a) if op == '/' else '0'}:({a}{op}{b}))"
+    return f"(({b})==0?0:({b})==-1?{'(' + _neg(a) + ')' if op == '/' else '0'}:({a}{op}{b}))"
   return f
 
 # ALU op -> C text; every entry gets the rendered operands and the result dtype
 base_code_for_op: dict[Ops, Callable[..., str]] = {
-  Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}{_minus(b)[1:-1]})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",
+  Ops.ADD: lambda a, b, dtype: f"({a}+{b})", Ops.SUB: lambda a, b, dtype: f"({a}{_neg(b)})", Ops.MUL: lambda a, b, dtype: f"({a}*{b})",
   Ops.IDIV: lambda a, b, dtype: f"({a}/{b})", Ops.MOD: lambda a, b, dtype: f"({a}%{b})", Ops.FDIV: lambda a, b, dtype: f"({a}/{b})",
   Ops.CMPLT: lambda a, b, dtype: f"({a}<{b})", Ops.CMPNE: lambda a, b, dtype: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dtype: f"({a}=={b})",
   Ops.AND: lambda a, b, dtype: f"({a}&{b})", Ops.OR: lambda a, b, dtype: f"({a}|{b})", Ops.XOR: lambda a, b, dtype: f"({a}^{b})",
   Ops.SHL: lambda a, b, dtype: f"({a}<<{b})", Ops.SHR: lambda a, b, dtype: f"({a}>>{b})",
-  Ops.NEG: lambda x, dtype: f"(!{x})" if dtype == dtypes.bool else _minus(x),
+  Ops.NEG: lambda x, dtype: f"(!{x})" if dtype == dtypes.bool else f"({_neg(x)})",
   Ops.RECIPROCAL: lambda x, dtype: f"(1/{x})",
   # MAX propagates NaN like numpy.maximum: a NaN in `a` is kept by the `a!=a` test, a NaN in `b` by `a>b` being false
   Ops.MAX: lambda a, b, dtype: f"((({a}>{b})||({a}!={a}))?{a}:{b})" if dtypes.is_float(dtype) else f"(({a}>{b})?{a}:{b})",
