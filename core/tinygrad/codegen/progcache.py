@@ -58,16 +58,19 @@ def _json(x: Any) -> str:
     return hit[1]
   return json.dumps(_enc(x), separators=(",", ":"))
 
-def _dec_val(x: Any) -> Any:
+_PLAIN_TAGS = frozenset({"b", "i", "f", "t"})
+def _dec_val(x: Any, plain: bool = False) -> Any:
   # the inverse of _enc: plain values, and the enums, dtypes and frozen dataclasses of tinygrad's own modules, found by
-  # name among the modules already imported (nothing is imported or evaluated); ValueError for anything else
+  # name among the modules already imported (nothing is imported or evaluated); ValueError for anything else. plain: only
+  # the kinds a size expression's args hold (None, str, bool, int, float and tuples of them)
   if x is None or isinstance(x, str): return x
-  if not (isinstance(x, list) and len(x) in (2, 3) and isinstance(x[0], str)): raise ValueError("not an encoded value")
+  if not (isinstance(x, list) and len(x) in ((2,) if plain else (2, 3)) and isinstance(x[0], str)): raise ValueError("not an encoded value")
   tag, v = x[0], x[1]
+  if plain and tag not in _PLAIN_TAGS: raise ValueError("not a size argument")
   if tag == "b" and isinstance(v, bool): return v
   if tag == "i" and isinstance(v, str): return int(v)
   if tag == "f" and isinstance(v, str): return float.fromhex(v)
-  if tag in ("t", "l") and isinstance(v, list): return (tuple if tag == "t" else list)(_dec_val(e) for e in v)
+  if tag in ("t", "l") and isinstance(v, list): return (tuple if tag == "t" else list)(_dec_val(e, plain) for e in v)
   if tag == "s" and isinstance(v, list) and all(isinstance(e, str) for e in v): return frozenset(_dec_val(json.loads(e)) for e in v)
   if tag == "d" and len(x) == 3 and isinstance(x[2], list):
     import tinygrad.dtype as dt
@@ -217,17 +220,6 @@ def _enc_size(x: int | UOp) -> Any:
 _SCALARS = {d.name: d for d in (dtypes.index, dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
                                 dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64)}
 
-def _dec(x: Any) -> Any:
-  # the inverse of _enc for the plain kinds a size expression's args hold
-  if x is None or isinstance(x, str): return x
-  if isinstance(x, list) and len(x) == 2:
-    tag, v = x
-    if tag == "b" and isinstance(v, bool): return v
-    if tag == "i" and isinstance(v, str): return int(v)
-    if tag == "f" and isinstance(v, str): return float.fromhex(v)
-    if tag == "t" and isinstance(v, list): return tuple(_dec(e) for e in v)
-  raise ValueError("not a size argument")
-
 def _dec_size(x: Any) -> int | UOp:
   if isinstance(x, int) and not isinstance(x, bool): return x
   if not (isinstance(x, dict) and isinstance(nodes := x.get("expr"), list) and nodes): raise ValueError("not a size")
@@ -235,7 +227,7 @@ def _dec_size(x: Any) -> int | UOp:
   for n in nodes:
     if not (isinstance(n, list) and len(n) == 4 and n[0] in Ops.__members__ and Ops[n[0]] in _EXPR_OPS and n[1] in _SCALARS and
             isinstance(n[3], list) and all(isinstance(i, int) and 0 <= i < len(built) for i in n[3])): raise ValueError("not a size node")
-    built.append(UOp(Ops[n[0]], _SCALARS[n[1]], tuple(built[i] for i in n[3]), _dec(n[2])))
+    built.append(UOp(Ops[n[0]], _SCALARS[n[1]], tuple(built[i] for i in n[3]), _dec_val(n[2], plain=True)))
   return built[-1]
 
 def _ints(x: Any) -> list[int]:
