@@ -100,6 +100,11 @@ def _is_const(u: UOp) -> bool:
 def _on_device(u: UOp, device: Any) -> UOp:
   return u.substitute({n: UOp(Ops.DEVICE, arg=device) for n in u.toposort() if n.op is Ops.DEVICE})
 
+def _unbound_in(arg: Any) -> bool:
+  # a movement op's argument holds a Variable that is not bound (`x[:v]` of Variable("v", 1, 4)): its graph cannot run yet
+  if type(arg) is UOp: return arg.op is not Ops.BIND and any(n.op is Ops.DEFINE_VAR for n in arg.toposort(gate=lambda n: n.op is not Ops.BIND))
+  return type(arg) is tuple and any(type(a) is not int and _unbound_in(a) for a in arg)
+
 _BUFFER = Ops.BUFFER
 def _above_buffers(x: UOp) -> bool: return x.op is not _BUFFER   # a tensor graph's toposort gate (a global: no Ops.X per node)
 
@@ -118,6 +123,11 @@ def _rebase_view(view: UOp, old: UOp, new: UOp) -> UOp | None:
   u = new
   for n in reversed(chain): u = n.replace(src=(u,) + n.src[1:])
   return u
+
+def _shows_padding(view: UOp, base: UOp) -> bool:
+  # the view (of one device, or shard by shard) pads `base` where it shows
+  if view.op is Ops.MULTI and base.op is Ops.MULTI: return any(_shows_padding(v, b) for v, b in zip(view.src, base.src))
+  return (chain := _movement_chain(view, base)) is not None and _reached_padding(chain) is not None
 
 def _unview(chain: list[UOp], x: Tensor, base: Tensor) -> Tensor:
   """`base` with the elements that the view `chain` (movement ops, top first) shows replaced by `x`: each op inverted in turn."""
@@ -181,6 +191,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # follows the nearest one realized into a copy of its own
   # _bits_of: the tensor a bitcast to another item size copied its bits from (writing into the copy raises: it would not
   # reach the source)
+  _in_shards = 0   # inside _realize_multi's realize of the shards
   __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
@@ -367,6 +378,23 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     ops = {n.op for n in nodes}   # (one pass: most graphs have no CONTIGUOUS, COPY or ASSIGN to look for)
     kept = Tensor._live_contiguous(roots, nodes) if Ops.CONTIGUOUS in ops or Ops.COPY in ops else []
     for t in kept: roots[t.uop] = None
+    # live lazy tensors that read what this realize's assigns overwrite are computed by it, before the writes (torch's values)
+    twins: list[tuple[Tensor, UOp, Tensor]] = []
+    frozen: list[Tensor] | None = []
+    frontier: dict[UOp, UOp] = {}
+    if Ops.ASSIGN in ops and (frozen := Tensor._stale_readers(roots, nodes, engine, frontier)) is None:
+      # (None: some were computed in a realize of their own first, which may have rebased the graphs here: start again)
+      return Tensor.realize(self, *lst)
+    if frozen:
+      for t in frozen:
+        if t.uop in roots: twins.append((t, t.uop, next(k for k in kept if k.uop is t.uop)))
+        else:
+          roots[t.uop] = None
+          kept.append(t)
+    kept_roots = [t.uop for t in kept]
+    frontier = {f: r for f, r in frontier.items() if f not in roots}
+    for r in frontier.values(): roots[r] = None
+    if frozen or frontier: nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
     rl = list(roots)
     held: dict[UOp, UOp] = {}
     results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
@@ -382,7 +410,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # every realized assign is now its target's buffer: no live tensor may run it a second time
     amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
     # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
-    amap |= {k: results[k] for k in rl[len(rl)-len(kept):]}
+    amap |= {k: results[k] for k in kept_roots}
+    # and every graph that read old and new values reads the old parts' buffers (_readers_of)
+    amap |= {f: results[r] for f, r in frontier.items()}
     # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
     # result the KV-cache assign needs, which the queries need too)
     # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
@@ -398,6 +428,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       gs = [t for t, _ in olds if t._graph is not None] if inter else []
       for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
       for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._graph = g
+    # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
+    for t, old, first in twins:
+      if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
+      t.uop = first.clone().uop
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
@@ -429,6 +463,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       Tensor.realize(*pend)
       if rest := [t for t in todo if not t._is_realized() and not t._views_a_buffer()]: Tensor.realize(*rest)
       return self
+    # live tensors on several devices that read what these assigns overwrite are computed with them (see _readers_of; one
+    # device's are, in the realize of the shards below)
+    nodes = UOp(Ops.SINK, src=tuple(t.uop for t in todo)).toposort(gate=_above_buffers)
+    if asg := {n for n in nodes if n.op is Ops.ASSIGN}:
+      from tinygrad.engine import realize as engine
+      targets = {tb for n in asg if (tb := base_buffer(n.src[0])) is not None}
+      ids = {id(t) for t in todo}
+      if (readers := Tensor._readers_of(targets, asg, {t.uop: None for t in todo}, engine, multi=True)) is None: return Tensor.realize(*todo)
+      todo = todo + [x for x in readers if id(x) not in ids]
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
     # autograd must not hold them (a shard's source buffer on the default device stayed allocated)
@@ -438,7 +481,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a value of its own, as is a view of a lazy tensor (not computed as a whole)
     stays = {id(t) for t in todo if t._view_of is not None and t._view_of._is_realized() and (c := t._whole_chain(t._view_of)) is not None
              and _reached_padding(c) is None}
-    Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
+    # (the tensors on several devices that read what it overwrites are in todo already)
+    Tensor._in_shards += 1
+    try: Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
+    finally: Tensor._in_shards -= 1
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
       old = olds[id(t)]
@@ -449,6 +495,100 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
         t._own_views(old)
     return self
+  @staticmethod
+  def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], engine: Any, frontier: dict[UOp, UOp]) -> list[Tensor] | None:
+    # the live readers (_readers_of) of the buffers this realize's assigns overwrite; None when some were computed now, in
+    # a realize of their own (the caller's graphs may have changed)
+    # (one on several devices, whose shards a copy of it reads, is computed first, in a realize of its own)
+    targets = {b for n in nodes if n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None}
+    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, engine, multi=None, frontier=frontier) if targets else []
+    if out is None: return None
+    if (multi := [x for x in out if x.uop.op is Ops.MULTI]) and not Tensor._in_shards:
+      Tensor.realize(*multi)
+      if any(x._is_realized() for x in multi): return None
+    return [x for x in out if x.uop.op is not Ops.MULTI]
+  @staticmethod
+  def _readers_of(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], engine: Any, multi: bool | None = False,
+                  frontier: dict[UOp, UOp] | None = None) -> list[Tensor] | None:
+    # live lazy tensors whose graph reads a buffer of `targets` as it is now, and none of `updates` (pending assigns of
+    # them) nor an unbound Variable (it cannot run yet): a realize that overwrites those buffers computes each one first,
+    # so it keeps the value it had when it was built, as in torch (later it would read the updated buffer: a PPO ratio read
+    # after opt.step(), losses kept in a list, `t = w * 2; w += 1`). A graph that reads an update (of a chain
+    # `w += 1; t = w * 2; w += 1`, or old and new values at once) is left lazy, and so is a view (it follows its base) and
+    # an implicit gradient (below). `multi`: tensors on one device (False), on several (True), or both (None). Under
+    # TinyJit, a tensor that was live before the call is computed now, outside the capture (a replay must not write it
+    # again), and left out.
+    cands, live = [], live_tensors()
+    # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
+    # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
+    implicit = {id(t.grad) for t in live if t.grad is not None and t.requires_grad is None}
+    for x in live:
+      if id(x) in implicit or (u := x.uop) in roots or u.op is Ops.BUFFER or x._virtual: continue
+      if u.op is Ops.MULTI:
+        if multi is False or smax(x.numel()) == 0: continue
+        shards = list(u.src)
+      elif multi is True: continue
+      else: shards = [u]
+      # a view follows its base (a pad that shows padding is a value of its own, as F.pad's copy)
+      # (on several devices, a shard that a realize cut short computed is a buffer beside lazy ones: not a view)
+      padded, views = False, 0
+      for b in shards:
+        chain = []
+        while b.op in GroupOp.Movement:
+          chain.append(b)
+          b = b.src[0]
+        padded = padded or _reached_padding(chain) is not None
+        # (a pending update of another buffer is a reader too: `c += v + a` with v computed from a before a's update)
+        if b.op is Ops.ASSIGN and (chain or b in updates) or b.op is Ops.MULTI: break
+        views += b.op is Ops.BUFFER and not padded
+      else:
+        # (a view across the shards, or of a tensor with a pending update: realized after it, as its view, _realize_multi)
+        if views == len(shards) or u.op is Ops.MULTI and x._view_of is not None and not padded: continue
+        if u.op is Ops.MULTI or smax(x.numel()) != 0: cands.append(x)
+    # (the realize's own results too, for the parts of them that read old values: `prev = w * 1; w += 1; w - prev`)
+    own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] if frontier is not None else []
+    if not cands and not own: return []
+    flags: dict[UOp, int] = {}   # 1: reads an old value, 2: reads an update, 4: an unbound Variable
+    for top in [x.uop for x in cands] + own:
+      stack = [top]
+      while stack:
+        u = stack[-1]
+        if u in flags: stack.pop(); continue
+        # (a pending update of a target that this realize does not run counts as an update: run here, it could land
+        # after the newer one)
+        if u.op is Ops.BUFFER or u in updates or u.op is Ops.BIND or u.op is Ops.DEFINE_VAR or u.op is Ops.ASSIGN and base_buffer(u.src[0]) in targets:
+          flags[u] = 2 if u.op is Ops.ASSIGN else 1 if u in targets else 4 if u.op is Ops.DEFINE_VAR else 0
+          stack.pop()
+          continue
+        if pend := [s for s in u.src if s not in flags]:
+          stack.extend(pend)
+          continue
+        f = 4 if u.op in GroupOp.Movement and _unbound_in(u.arg) else 0
+        for s in u.src: f |= flags[s]
+        flags[u] = f
+        stack.pop()
+    out = [x for x in cands if flags[x.uop] == 1]
+    if frontier is not None:
+      # a graph that reads old and new values (a pending `b += a` where b was computed from a, and a's update runs here):
+      # each part of it that reads only old values is computed here, before the writes, and the graph reads its buffer
+      for top in [x.uop for x in cands] + own:
+        if flags[top] != 3: continue
+        for u in top.toposort(gate=lambda n: flags.get(n) == 3):
+          if flags.get(u) != 3: continue
+          for part in u.src:
+            if flags.get(part) != 1 or part in frontier: continue
+            pb = part
+            while pb.op in GroupOp.Movement: pb = pb.src[0]
+            # (an old buffer read as it is, or a view of it: a copy of its values)
+            frontier[part] = UOp(Ops.COPY, part.dtype, (part, UOp(Ops.DEVICE, arg=part.device))) if pb.op is Ops.BUFFER else part
+    if out and (engine.capturing is not None or engine.observing is not None) and engine.call_outer is not None:
+      outer = [x for x in out if (r := engine.call_outer.get(id(x))) is not None and r() is x and not any(n.op is Ops.ASSIGN for n in x.uop.toposort(gate=_above_buffers))]
+      if outer:
+        saved, engine.capturing, engine.observing = (engine.capturing, engine.observing), None, None
+        try: Tensor.realize(*outer)
+        finally: engine.capturing, engine.observing = saved
+        if any(x._is_realized() for x in outer): return None
+    return out
   @staticmethod
   def _live_contiguous(roots: dict[UOp, None], nodes: dict[UOp, None]) -> list[Tensor]:
     # live tensors whose graph is an unrealized CONTIGUOUS inside `roots` (a transformer block's output that the layer's
@@ -989,7 +1129,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph)."""
     old, self.uop = self.uop, new
     if old is new or not self._views: return
+    # (a pad that shows padding is a value, as F.pad's copy: it keeps reading the buffer, not a pending update of it)
+    update = new.op is Ops.ASSIGN or new.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in new.src)
     for v in list(self._views.values()):
+      if update and (_reached_padding(c) is not None if v._replay is not None and (c := v._whole_chain(self)) is not None
+                     else v._replay is None and _shows_padding(v.uop, old)): continue
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
   def _own_views(self, old: UOp) -> None:

@@ -171,9 +171,11 @@ class Program:
     return getattr(t, op)(ax, keepdim=keep), getattr(a, op)(ax, keepdims=keep)
 
   def before_write(self, target: Entry):
-    # tinygrad's values stay lazy: one not realized when its input is updated reads the update (docs/guide.md). numpy's
-    # are computed at once, so values read from the target are realized first, as the guide tells users to do
+    # a lazy value keeps the value it had when built, as numpy's: the realize that updates a buffer computes its live
+    # readers first (docs/guide.md, "In-place updates"). Not a reader of a pending update of the target (it sees the later
+    # updates too): those are realized first, as the guide tells users to do
     tb = target.base if target.base is not None else target
+    if tb.t._is_realized(): return
     pending = [e.t for e in self.entries if e.base is None and e is not tb and id(tb) in e.reads]
     if pending: Tensor.realize(*pending)
 

@@ -121,6 +121,10 @@ def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[in
     written.update(id(b) for b in _written(step))
   return out
 
+def _outer_tensors() -> dict[int, weakref.ref[Tensor]]:
+  # the tensors live before a call (Tensor.realize computes one that the call's updates would change outside its capture)
+  from tinygrad.tensor import live_tensors
+  return {id(t): weakref.ref(t) for t in live_tensors() if t.uop.op is not Ops.BUFFER}
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
   return [buffer_of(u) for u in _buffer_uops(t)]
@@ -244,9 +248,9 @@ class TinyJit(Generic[R]):
       if not first: return self._run_and_realize(args, kwargs)
       # (the inputs' buffers as passed: a view across shards that the function writes is remade from its base, lazy again)
       in_bufs = [_buffers(t) for t in inputs]
-      _realize.observing = []
+      _realize.observing, _realize.call_outer = [], _outer_tensors()
       try: ret = self._run_and_realize(args, kwargs)
-      finally: seen, _realize.observing = _realize.observing, None
+      finally: seen, _realize.observing, _realize.call_outer = _realize.observing, None, None
       self.state = _state_read(seen, {id(b) for bs in in_bufs for b in bs})
       wrote = {id(b) for step in seen for b in _written(step)}
       self.first_writes = [any(id(b) in wrote for b in bs) for bs in in_bufs]
@@ -265,13 +269,20 @@ class TinyJit(Generic[R]):
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.names = self.names_of(args, kwargs)
-      _realize.capturing, _ops.assumed = [], []
+      _realize.capturing, _ops.assumed, _realize.call_outer = [], [], _outer_tensors()
       reads, mode = training_reads[0], TRAINING.value
       try: self.ret = self._run_and_realize(args, kwargs)
-      finally: (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
+      finally:
+        (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
+        _realize.call_outer = None
       self.training = mode if training_reads[0] != reads else None
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
       self.from_inputs = self._outputs_from_inputs(inputs)
+      # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
+      # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
+      # not remake it (a replay with another input returned the remade view of the old one)
+      for t in _tensors_in(self.ret):
+        if id(t) not in self.from_inputs and t._view_of is not None and not t._views_a_buffer(): t._detach_view()
       wrote = {id(b) for step in self.steps for b in _written(step)}
       # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
       # the replay would write the capture call's tensor

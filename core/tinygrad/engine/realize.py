@@ -238,6 +238,9 @@ class ExecStep:
 capturing: list[ExecStep] | None = None
 # when not None (and not capturing), every step run is appended here (a TinyJit's first call: the buffers it reads)
 observing: list[ExecStep] | None = None
+# while a TinyJit call is observed or captured: id -> weak reference of every tensor live before the call (Tensor.realize
+# computes such a tensor outside the capture when an update inside the call would change what it reads)
+call_outer: dict[int, Any] | None = None
 
 class UnboundVariableError(ValueError, RuntimeError):
   """A kernel reads a variable that has no value (a Tensor of an unbound Variable can be built and scheduled, not run)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import dedup
+from tinygrad.engine.buffers import base_buffer
+from tinygrad.uop import Ops
 
 def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
   # optimizer state lives in its own realized buffer (so each step updates it in place)
@@ -61,8 +63,14 @@ class Optimizer:
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
     # with the losses whose backward made the grads: realized later (loss.realize(*opt.schedule_step())), the forward they
     # share with the grads ran a second time (the MNIST CNN step: every conv twice)
+    # and with the live lazy tensors that read the parameters (a model's output kept by the caller): the step's update
+    # would compute them first anyway (they keep the values of these weights), here they share the forward
     from tinygrad.gradient import backward_roots
-    Tensor.realize(*grads, *self.buffers, *backward_roots())  # type: ignore[arg-type]
+    from tinygrad.engine import realize as engine
+    targets = {b for p in self.params for u in (p.uop.src if p.uop.op is Ops.MULTI else (p.uop,)) if (b := base_buffer(u)) is not None}
+    readers: list[Tensor] | None = None
+    while readers is None: readers = Tensor._readers_of(targets, set(), {}, engine, multi=None) if targets else []   # (None: some ran first)
+    Tensor.realize(*grads, *self.buffers, *backward_roots(), *readers)  # type: ignore[arg-type]
     new_params, state = self._step(grads)  # type: ignore[arg-type]
     for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
     return self.params + self.buffers + state
