@@ -865,6 +865,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view of no elements writes nothing (into a sharded base it made copies between shards that assigned each other)
     if base is not None and any(isinstance(d, int) and d == 0 for d in self.shape): return self
     if base is None:
+      # a pending update that this one does not read would run later, if another tensor reads it, and overwrite this one
+      # (`b.assign(x); s = b.sum(); b.assign(y)`, then y's result realized first): it runs now, and s keeps its value
+      pend = [u for u in (self.uop.src if self.uop.op is Ops.MULTI else (self.uop,)) if u.op is Ops.ASSIGN]
+      if pend and not any(n in pend for n in x.uop.toposort(gate=_above_buffers)) and Tensor._read_by_others(pend, self): self.realize()
       self._assign_whole(x.uop)
       return self
     if base.uop.op is Ops.MULTI:
@@ -878,6 +882,20 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                                          "assign into that tensor with setitem instead")
     base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
     return self
+  @staticmethod
+  def _read_by_others(nodes: list[UOp], me: Tensor) -> bool:
+    # whether a live tensor other than `me` (or its views) has one of `nodes` in its graph
+    want, seen = set(nodes), set()
+    for t in live_tensors():
+      if t is me or t._view_of is me: continue
+      stack = [t.uop]
+      while stack:
+        u = stack.pop()
+        if u in want: return True
+        if u in seen or u.op is Ops.BUFFER: continue
+        seen.add(u)
+        stack.extend(u.src)
+    return False
   def _unview_multi(self, base: Tensor, x: Tensor) -> UOp:
     # a view of a multi-device tensor whose every shard is a view of the base's shard on its device: each shard of the base
     # takes the part of x its view shows (x laid out like the view first); a view that gathered shards has no such chains

@@ -237,3 +237,26 @@ def test_a_pending_update_of_another_tensor_keeps_the_old_value_it_read():
   np.testing.assert_array_equal(a.numpy(), [0])
   np.testing.assert_array_equal(c.numpy(), [-5])
   np.testing.assert_array_equal(d.numpy(), [11])
+
+@pytest.mark.parametrize("devs", ["CPU", ("CPU:0", "CPU:1")])
+def test_an_overwritten_pending_update_read_elsewhere_runs_in_order(devs):
+  # buf's first update is pending and read by mid; the second does not read it. Realizing the second first ran the first
+  # one later, for mid, and it overwrote the second: buf ended at 3s (torch: mid 12, final 20, buf 5s)
+  def mk(v): return Tensor.full((4,), v).contiguous().shard(devs) if isinstance(devs, tuple) else Tensor.full((4,), v).contiguous()
+  buf = mk(0.).realize()
+  buf.assign(mk(3.))
+  mid = buf.sum()
+  buf.assign(mk(5.))
+  final = buf.sum()
+  assert final.item() == 20
+  assert mid.item() == 12
+  np.testing.assert_array_equal(buf.numpy(), [5, 5, 5, 5])
+
+def test_an_overwritten_pending_update_nobody_reads_does_not_run():
+  from tinygrad.helpers import GlobalCounters
+  buf = Tensor.zeros(4).contiguous().realize()
+  buf.assign(Tensor.full((4,), 3.))
+  buf.assign(Tensor.full((4,), 5.))
+  GlobalCounters.reset()
+  np.testing.assert_array_equal(buf.numpy(), [5, 5, 5, 5])
+  assert GlobalCounters.kernel_count == 1
