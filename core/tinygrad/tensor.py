@@ -192,6 +192,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _bits_of: the tensor a bitcast to another item size copied its bits from (writing into the copy raises: it would not
   # reach the source)
   _in_shards = 0   # inside _realize_multi's realize of the shards
+  _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
   __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
@@ -397,7 +398,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if frozen or frontier: nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
     rl = list(roots)
     held: dict[UOp, UOp] = {}
-    results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
+    try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
+    except RuntimeError as e:
+      # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
+      if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise
+      Tensor._own_parts = True
+      try: return Tensor.realize(self, *lst)
+      finally: Tensor._own_parts = False
     copies: list[tuple[Tensor, UOp]] = []
     # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
     olds = [(t, t.uop) for t in direct + kept]
@@ -501,7 +508,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a realize of their own (the caller's graphs may have changed)
     # (one on several devices, whose shards a copy of it reads, is computed first, in a realize of its own)
     targets = {b for n in nodes if n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None}
-    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, engine, multi=None, frontier=frontier) if targets else []
+    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, engine, multi=None, frontier=frontier, nodes=nodes) if targets else []
     if out is None: return None
     if (multi := [x for x in out if x.uop.op is Ops.MULTI]) and not Tensor._in_shards:
       Tensor.realize(*multi)
@@ -509,7 +516,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return [x for x in out if x.uop.op is not Ops.MULTI]
   @staticmethod
   def _readers_of(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], engine: Any, multi: bool | None = False,
-                  frontier: dict[UOp, UOp] | None = None) -> list[Tensor] | None:
+                  frontier: dict[UOp, UOp] | None = None, nodes: dict[UOp, None] | None = None) -> list[Tensor] | None:
     # live lazy tensors whose graph reads a buffer of `targets` as it is now, and none of `updates` (pending assigns of
     # them) nor an unbound Variable (it cannot run yet): a realize that overwrites those buffers computes each one first,
     # so it keeps the value it had when it was built, as in torch (later it would read the updated buffer: a PPO ratio read
@@ -545,34 +552,47 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # (a view across the shards, or of a tensor with a pending update: realized after it, as its view, _realize_multi)
         if views == len(shards) or u.op is Ops.MULTI and x._view_of is not None and not padded: continue
         if u.op is Ops.MULTI or smax(x.numel()) != 0: cands.append(x)
-    # (the realize's own results too, for the parts of them that read old values: `prev = w * 1; w += 1; w - prev`)
-    own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] if frontier is not None else []
+    # (the realize's own results too, for the parts of them that read old values, `d = w * 1; w += 1; d = w - d`: only
+    # once their schedule could not be ordered, so that a realize pays for the walk of its graph only then)
+    own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] if frontier is not None and Tensor._own_parts else []
     if not cands and not own: return []
     flags: dict[UOp, int] = {}   # 1: reads an old value, 2: reads an update, 4: an unbound Variable
+    # (a pending update of a target that this realize does not run counts as an update: run here, it could land after the
+    # newer one)
+    def leaf(u: UOp) -> int | None:
+      if u.op is Ops.BUFFER: return 1 if u in targets else 0
+      if u in updates or u.op is Ops.ASSIGN and base_buffer(u.src[0]) in targets: return 2
+      return 4 if u.op is Ops.DEFINE_VAR else 0 if u.op is Ops.BIND else None
+    # the realize's own graph, sources first, in one pass (the live graphs mostly share it: a decoder's residual stream)
+    for u in nodes or ():
+      if (lf := leaf(u)) is None:
+        lf = 0
+        for s in u.src: lf |= flags.get(s, 0)
+      flags[u] = lf
     for top in [x.uop for x in cands] + own:
       stack = [top]
       while stack:
         u = stack[-1]
         if u in flags: stack.pop(); continue
-        # (a pending update of a target that this realize does not run counts as an update: run here, it could land
-        # after the newer one)
-        if u.op is Ops.BUFFER or u in updates or u.op is Ops.BIND or u.op is Ops.DEFINE_VAR or u.op is Ops.ASSIGN and base_buffer(u.src[0]) in targets:
-          flags[u] = 2 if u.op is Ops.ASSIGN else 1 if u in targets else 4 if u.op is Ops.DEFINE_VAR else 0
+        if (lf := leaf(u)) is not None:
+          flags[u] = lf
           stack.pop()
           continue
         if pend := [s for s in u.src if s not in flags]:
           stack.extend(pend)
           continue
-        f = 4 if u.op in GroupOp.Movement and _unbound_in(u.arg) else 0
+        f = 0
         for s in u.src: f |= flags[s]
         flags[u] = f
         stack.pop()
-    out = [x for x in cands if flags[x.uop] == 1]
+    # (a Variable that is not bound, in a movement op's argument: looked for only in the graphs about to run)
+    def unbound(top: UOp) -> bool: return any(n.op in GroupOp.Movement and _unbound_in(n.arg) for n in top.toposort(gate=_above_buffers))
+    out = [x for x in cands if flags[x.uop] == 1 and not unbound(x.uop)]
     if frontier is not None:
       # a graph that reads old and new values (a pending `b += a` where b was computed from a, and a's update runs here):
       # each part of it that reads only old values is computed here, before the writes, and the graph reads its buffer
       for top in [x.uop for x in cands] + own:
-        if flags[top] != 3: continue
+        if flags[top] != 3 or unbound(top): continue
         for u in top.toposort(gate=lambda n: flags.get(n) == 3):
           if flags.get(u) != 3: continue
           for part in u.src:
