@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, sys, time, weakref, numbers, functools, types, threading
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, BroadcastError
+from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
@@ -102,7 +102,7 @@ def _on_device(u: UOp, device: Any) -> UOp:
 
 def _unbound_in(arg: Any) -> bool:
   # a movement op's argument holds a Variable that is not bound (`x[:v]` of Variable("v", 1, 4)): its graph cannot run yet
-  if type(arg) is UOp: return arg.op is not Ops.BIND and any(n.op is Ops.DEFINE_VAR for n in arg.toposort(gate=lambda n: n.op is not Ops.BIND))
+  if type(arg) is UOp: return not all_bound(arg)
   return type(arg) is tuple and any(type(a) is not int and _unbound_in(a) for a in arg)
 
 _BUFFER = Ops.BUFFER
@@ -383,7 +383,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     twins: list[tuple[Tensor, UOp, Tensor]] = []
     frozen: list[Tensor] | None = []
     frontier: dict[UOp, UOp] = {}
-    if Ops.ASSIGN in ops and (frozen := Tensor._stale_readers(roots, nodes, engine, frontier)) is None:
+    if Ops.ASSIGN in ops and (frozen := Tensor._stale_readers(roots, nodes, frontier)) is None:
       # (None: some were computed in a realize of their own first, which may have rebased the graphs here: start again)
       return Tensor.realize(self, *lst)
     if frozen:
@@ -474,10 +474,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # device's are, in the realize of the shards below)
     nodes = UOp(Ops.SINK, src=tuple(t.uop for t in todo)).toposort(gate=_above_buffers)
     if asg := {n for n in nodes if n.op is Ops.ASSIGN}:
-      from tinygrad.engine import realize as engine
       targets = {tb for n in asg if (tb := base_buffer(n.src[0])) is not None}
       ids = {id(t) for t in todo}
-      if (readers := Tensor._readers_of(targets, asg, {t.uop: None for t in todo}, engine, multi=True)) is None: return Tensor.realize(*todo)
+      if (readers := Tensor._readers_of(targets, asg, {t.uop: None for t in todo}, multi=True)) is None: return Tensor.realize(*todo)
       todo = todo + [x for x in readers if id(x) not in ids]
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
@@ -503,19 +502,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         t._own_views(old)
     return self
   @staticmethod
-  def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], engine: Any, frontier: dict[UOp, UOp]) -> list[Tensor] | None:
+  def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], frontier: dict[UOp, UOp]) -> list[Tensor] | None:
     # the live readers (_readers_of) of the buffers this realize's assigns overwrite; None when some were computed now, in
     # a realize of their own (the caller's graphs may have changed)
     # (one on several devices, whose shards a copy of it reads, is computed first, in a realize of its own)
     targets = {b for n in nodes if n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None}
-    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, engine, multi=None, frontier=frontier, nodes=nodes) if targets else []
+    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, multi=None, frontier=frontier, nodes=nodes) if targets else []
     if out is None: return None
     if (multi := [x for x in out if x.uop.op is Ops.MULTI]) and not Tensor._in_shards:
       Tensor.realize(*multi)
       if any(x._is_realized() for x in multi): return None
     return [x for x in out if x.uop.op is not Ops.MULTI]
   @staticmethod
-  def _readers_of(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], engine: Any, multi: bool | None = False,
+  def _readers_of(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], multi: bool | None = False,
                   frontier: dict[UOp, UOp] | None = None, nodes: dict[UOp, None] | None = None) -> list[Tensor] | None:
     # live lazy tensors whose graph reads a buffer of `targets` as it is now, and none of `updates` (pending assigns of
     # them) nor an unbound Variable (it cannot run yet): a realize that overwrites those buffers computes each one first,
@@ -600,7 +599,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
             pb = part
             while pb.op in GroupOp.Movement: pb = pb.src[0]
             # (an old buffer read as it is, or a view of it: a copy of its values)
-            frontier[part] = UOp(Ops.COPY, part.dtype, (part, UOp(Ops.DEVICE, arg=part.device))) if pb.op is Ops.BUFFER else part
+            frontier[part] = part.copy_to_device(part.device) if pb.op is Ops.BUFFER else part
+    from tinygrad.engine import realize as engine
     if out and (engine.capturing is not None or engine.observing is not None) and engine.call_outer is not None:
       outer = [x for x in out if (r := engine.call_outer.get(id(x))) is not None and r() is x and not any(n.op is Ops.ASSIGN for n in x.uop.toposort(gate=_above_buffers))]
       if outer:

@@ -66,10 +66,9 @@ class Optimizer:
     # and with the live lazy tensors that read the parameters (a model's output kept by the caller): the step's update
     # would compute them first anyway (they keep the values of these weights), here they share the forward
     from tinygrad.gradient import backward_roots
-    from tinygrad.engine import realize as engine
     targets = {b for p in self.params for u in (p.uop.src if p.uop.op is Ops.MULTI else (p.uop,)) if (b := base_buffer(u)) is not None}
     readers: list[Tensor] | None = None
-    while readers is None: readers = Tensor._readers_of(targets, set(), {}, engine, multi=None) if targets else []   # (None: some ran first)
+    while readers is None: readers = Tensor._readers_of(targets, set(), {}, multi=None) if targets else []   # (None: some ran first)
     Tensor.realize(*grads, *self.buffers, *backward_roots(), *readers)  # type: ignore[arg-type]
     new_params, state = self._step(grads)  # type: ignore[arg-type]
     for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
