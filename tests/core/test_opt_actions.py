@@ -93,6 +93,27 @@ def test_padto_divisible_is_rejected_and_swap_reorders():
   glob, _ = kernel_ranges(apply_opts(ast, [Opt(OptOps.PADTO, 1, 4)]))
   assert [r.src[0].arg for r in glob] == [8, 8]
 
+def test_padto_gates_stores_and_clamps_loads():
+  # the padded rows (7 -> 8) store nothing; their loads read the last real row instead, ungated (a gate per load in the
+  # reduce loop cost a padded matmul tile more than its extra accumulators gained)
+  from tinygrad.uop import Ops
+  from tinygrad.uop.upat import graph_rewrite
+  from tinygrad.uop.symbolic import sym
+  k = apply_opts(graph_rewrite(_mm_ast(7, 13, 6), sym), [Opt(OptOps.PADTO, 0, 4)])
+  stores = {u.src[0] for u in k.toposort() if u.op is Ops.STORE}
+  idx = [u for u in k.toposort() if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL]
+  assert stores and all(len(u.src) == 3 for u in stores), "every store is gated"
+  loads = [u for u in idx if u not in stores]
+  assert len(loads) == 2 and all(len(u.src) == 2 for u in loads), "no load is"
+  assert any(u.op is Ops.WHERE for x in loads for u in x.src[1].toposort()), "the load of the padded axis' operand is clamped"
+
+def test_padto_in_place_update(forced):
+  # a kernel that loads and stores one buffer's element (x += 1 under PADTO): that access stays gated, load and store
+  forced([Opt(OptOps.PADTO, 0, 8)])
+  x = Tensor(np.arange(13, dtype=np.float32)).realize()
+  x += 1
+  np.testing.assert_array_equal(x.numpy(), np.arange(13, dtype=np.float32) + 1)
+
 def test_optimize_reuses_the_actions_the_heuristics_applied():
   # hand_coded_opts applies each action to choose the next; optimize then applies the chosen list to the same kernel:
   # those repeats are cache hits of the pure (kernel, action) -> kernel map, and the kernel is the one a fresh apply builds.

@@ -182,13 +182,25 @@ def _padto(sink: UOp, glob: list[UOp], opt: Opt) -> UOp:
     raise KernelOptError(f"PADTO axis {opt.axis} of size {size} to a multiple of {opt.arg}: the amount must be >1 and not divide the size")
   big = UOp.range((size + opt.arg - 1) // opt.arg * opt.arg, r.arg[0], r.arg[1], r.dtype)
   valid = big < size
-  # every global access that depends on the axis is gated: padded iterations read nothing and store nothing
+  # the padded iterations store nothing: every store that depends on the axis is gated. When every store depends on it,
+  # what they load reaches only their own (gated) stores, so a load reads the last real row instead (r clamped to size-1:
+  # in bounds, a value the kernel also computes for a real row, so no new trap), ungated: a gate in a reduce loop costs
+  # a branch or select per load (matmul 512's 6-row tile, 4 rows padded: 2.7 ms gated, against 1.9 for 4 rows unpadded).
+  # Else (an axis some store does not use) every access is gated, loads too: padded iterations read nothing.
   order = sink.toposort()
   idxs = [u for u in order if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and r in u.src[1].range_set]
-  gates = [valid if len(u.src) < 3 else (u.src[2] & valid) for u in idxs]
-  moved = substitute_all([u.src[1] for u in idxs] + gates, {r: big})   # r -> big in every address and gate, one walk
+  stored = {s.src[0] for s in order if s.op is Ops.STORE}
+  clamp = all(s.src[0].op is Ops.INDEX and r in s.src[0].src[1].range_set for s in order if s.op is Ops.STORE)
+  gated = [u for u in idxs if u in stored or not clamp]
+  loads = [u for u in idxs if u not in stored and clamp]
+  gates = [valid if len(u.src) < 3 else (u.src[2] & valid) for u in gated]
+  moved = substitute_all([u.src[1] for u in gated] + gates, {r: big})   # r -> big in every address and gate, one walk
+  last = valid.where(big, UOp.const(big.dtype, size - 1))
+  clamped = substitute_all([u.src[1] for u in loads] + [u.src[2] for u in loads if len(u.src) > 2], {r: last})
   sub: dict[UOp, UOp] = {r: big}
-  for i, u in enumerate(idxs): sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], moved[i], moved[len(idxs) + i]), u.arg)
+  for i, u in enumerate(gated): sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], moved[i], moved[len(gated) + i]), u.arg)
+  it = iter(clamped[len(loads):])
+  for i, u in enumerate(loads): sub[u] = UOp(Ops.INDEX, u.dtype, (u.src[0], clamped[i]) + ((next(it),) if len(u.src) > 2 else ()), u.arg)
   # sink.substitute(gated).substitute({r: big}) in one walk: a gated access holds no r left to move
   done: dict[UOp, UOp] = {}
   for n in order: done[n] = sub[n] if n in sub else _rebuild(n, tuple(map(done.__getitem__, n.src)))
@@ -248,6 +260,9 @@ def _divisor(size: object, amts: tuple[int, ...]) -> int:
 
 PAD_ROWS = 8   # a block axis that (4, 3, 2) do not divide is padded to a multiple of this, when that adds at most 1/8 of its size
 
+PAD_TILE = 32   # a big matmul's rows may be padded by up to 1/PAD_TILE of them to a register tile with more accumulators
+PAD_ACCUMULATORS = 12   # registers of accumulators that cover the FMA latency (2 pipes x 4-5 cycles): fewer, padding may add more
+
 SMALL_ROWS = 8   # a block axis this short that (4, 3, 2) do not divide (5, 7 kernel taps) is upcast whole
 
 def _small(size: object) -> bool: return isinstance(size, int) and 2 <= size <= SMALL_ROWS and not _divisor(size, (4, 3, 2))
@@ -261,14 +276,25 @@ def _axis(sink: UOp, axis_id: int) -> int | None:
   """The position among the global axes of the range with this id (None: it was upcast away)."""
   return next((i for i, g in enumerate(kernel_ranges(sink)[0]) if g.arg[0] == axis_id), None)
 
-def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int, streamed: bool = False) -> tuple[int, int]:
+def _pad_fits(rows: object, r: int) -> bool:
+  """`rows` rounded up to a multiple of `r` adds at most 1/PAD_TILE of them (PADTO: the rows past the end are computed
+  from the last real row's loads and not stored)."""
+  return isinstance(rows, int) and rows >= r and (-rows % r) * PAD_TILE <= rows
+
+def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int, streamed: bool = False, pad: bool = False) -> tuple[int, int]:
   """(r, c): the register tile of a reduce kernel, r values of the block axis (dividing `rows`) by c vectors of `vec_bytes`
   (dividing `cols`), with the most accumulators the SIMD registers hold beside one row of vectors and a broadcast value;
   ties go to the fewest loads per step (r + vectors), then to more rows (the vector operand is the one read from cache).
-  streamed: the vector operand is read in place from L2 (see STREAMED): ties go to more rows, fewer of its vectors a step."""
+  streamed: the vector operand is read in place from L2 (see STREAMED): ties go to more rows, fewer of its vectors a step.
+  pad: where the dividing tiles hold fewer than PAD_ACCUMULATORS registers of accumulators, r may also be one `rows` is
+  padded to (_pad_fits) for a tile with more (AVX2's 16 registers: 6 rows x 2 vectors, 12 accumulators, where 512 rows
+  allow only 4 x 2: matmul 512 1.86 -> 1.72 ms; AVX-512's 4x4 vectors, 16, are enough)."""
   per_vec = max(1, -(-vec_bytes // (ren.register_bytes or ren.vector_bytes or vec_bytes)))
   fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4)
           if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+  if pad and max((r*c for r, c in fits), default=0) * per_vec < PAD_ACCUMULATORS:
+    padded = [(r, c) for r in TILE_ROWS for c in (1, 2, 4) if rows % r and _pad_fits(rows, r) and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+    if padded and max(r*c for r, c in padded) > max((r*c for r, c in fits), default=0): fits = padded
   key = (lambda t: (t[0]*t[1], t[0])) if streamed else (lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]))
   return max(fits, key=key, default=(_divisor(rows, (4, 3, 2)) or 1, 1))
 
@@ -393,7 +419,7 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   streamed = not merged and vbytes >= STREAMED
   # rows of the block axis stored side by side: the vectorize pass packs their lanes (stores, and values gathered row by row)
   packed_rows = block is not None and bool(st) and all(stride(x, glob[block]) == 1 for x in st)
-  rows = 1
+  rows, padded_rows = 1, False
   if vec is not None: add(Opt(OptOps.UPCAST, vec, lanes), simplify=merged)
   if tile is not None and (ti := _axis(cur, glob[tile].arg[0])) is not None and (rows_t := _divisor(glob[tile].src[0].arg, TRANSPOSE_ROWS)):
     add(Opt(OptOps.UPCAST, ti, rows_t))
@@ -408,13 +434,17 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
     # wide and at most GATHER_TILE outputs keep it short (ViT's first MLP: 136 KB of IR, 1 s of LLVM at 4x4 vectors; 72 KB,
     # 0.23 s at 8x1, and no slower; a 64-wide panel is 2 rows of 4 vectors)
     gathered = vec is not None and any(stride(x, glob[vec]) not in (0, 1) for x in epilogue)
-    rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize, streamed) if vec is not None \
+    # (a padded tile only for a matmul of at least UNROLL_WORK multiply-adds: its 1.5x longer body costs compile time)
+    big = all_int(sizes := [g.src[0].arg for g in glob] + [x.src[0].arg for x in red]) and prod(sizes) >= UNROLL_WORK and not pad
+    rows, c = register_tile(ren, bsize, left if isinstance(left, int) and not gathered else 1, lanes * out_dt.itemsize, streamed, big) if vec is not None \
       else (_divisor(bsize, TILE_ROWS if not packed_rows else (4, 3, 2)) or (bsize if _small(bsize) else 1), 1)
     if gathered: rows = next((r for r in TILE_ROWS if r <= rows and bsize % r == 0 and r * lanes <= GATHER_TILE), 1)
     if c > 1 and vi is not None:
       add(Opt(OptOps.UPCAST, vi, c))
       lanes *= c
-    if (bi := _axis(cur, block_id)) is not None and rows > 1: add(Opt(OptOps.UPCAST, bi, rows))
+    if (bi := _axis(cur, block_id)) is not None and rows > 1:
+      if padded_rows := isinstance(bsize, int) and bsize % rows != 0: add(Opt(OptOps.PADTO, bi, rows))
+      add(Opt(OptOps.UPCAST, bi, rows))
   upcast = lanes * rows
   if block_id is not None and (bi := _axis(cur, block_id)) is not None:
     g, r = kernel_ranges(cur)
@@ -433,6 +463,10 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
       rsize = r[-1].src[0].arg
       per_chunk = max(1, CHUNK_BYTES // (rows * rsize * out_dt.itemsize)) if isinstance(rsize, int) else 0
       count = tiles // per_chunk if isinstance(tiles, int) and per_chunk and tiles % per_chunk == 0 else 0
+      # a padded tile's count of tiles (2052 rows / 6: 342) is rarely a multiple of a chunk: the fewest chunks of at most
+      # one, an even count (the chunks are shared out among the cores: 9 on 2 cores left one 5 chunks and the other 4)
+      if padded_rows and not count and isinstance(tiles, int) and per_chunk:
+        count = next((n for n in range(-(-tiles // per_chunk), tiles + 1) if tiles % n == 0 and n % 2 == 0), 0)
       if bi is not None and 1 < count < tiles: add(Opt(OptOps.THREAD, bi, count))
     else:
       if (streamed or vbytes >= BIG_OPERAND) and vec_id is not None and (vi := _axis(cur, vec_id)) is not None and bi < vi: swap_later(Opt(OptOps.SWAP, bi, vi))

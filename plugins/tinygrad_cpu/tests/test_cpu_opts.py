@@ -43,8 +43,10 @@ class _host:
 # (registers, m=k=n) -> the matmul kernel's opts and its global loops after them: the tile (rows x vectors of 16 floats),
 # the panel axis outside the rows (SWAP), the rows cut into chunks of 1 MB of A (THREAD) where that makes several
 @pytest.mark.parametrize("regs, size, want, loops", [
-  # AVX2, 16 ymm: 4x16 (8 accumulators of 2 registers: 11 of 16 with B's vector and the broadcast), 64-byte panels
-  ((32, 16), 1024, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.THREAD, 1, 4)], [4, 64, 64]),
+  # AVX2, 16 ymm: 6x16 (12 accumulators of 2 registers: 15 of 16 with B's vector and the broadcast), 64-byte panels; the
+  # rows padded to a multiple of 6 (2052: 342 tiles, in 18 chunks); 1026 rows make 171 tiles, no even count of chunks
+  ((32, 16), 2048, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.PADTO, 0, 6), Opt(OptOps.UPCAST, 0, 6), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.THREAD, 1, 18)], [18, 128, 19]),
+  ((32, 16), 1024, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.PADTO, 0, 6), Opt(OptOps.UPCAST, 0, 6), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.UNROLL, 0, 4)], [64, 171]),
   # AVX-512, 32 zmm: 4x64 (16 accumulators, 21 registers), 256-byte panels, so one k step reads one panel's row
   ((64, 32), 1024, [Opt(OptOps.UPCAST, 1, 64), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1), Opt(OptOps.THREAD, 1, 4)], [4, 16, 64])])
 def test_big_matmul_is_packed_and_panel_blocked(regs, size, want, loops):
@@ -76,7 +78,7 @@ def test_small_matmul_is_not_packed():
 @pytest.mark.parametrize("regs, want", [
   # AVX-512: 8 rows x 2 vectors (16 accumulators, as 4x4, with half the vectors of B per k step), stripes of B outermost
   ((64, 32), [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.SWAP, 0, 1)]),
-  ((32, 16), [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.SWAP, 0, 1)])])   # AVX2: 4x1 either way
+  ((32, 16), [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.PADTO, 0, 6), Opt(OptOps.UPCAST, 0, 6), Opt(OptOps.SWAP, 0, 1)])])   # AVX2: 6x1 on 516 rows
 def test_streamed_operand_runs_in_stripes(regs, want):
   # B of 1 MB read in place (matmul 512) does not stay in one core's L2 beside the rows: each stripe of it stays while
   # every row passes, and the tile takes more rows and fewer of B's vectors; below STREAMED the rows stay outermost
@@ -85,6 +87,31 @@ def test_streamed_operand_runs_in_stripes(regs, want):
     small = hand_coded_opts(_kernel(_matmul_asts(512, 256, 512)[-1], ren), ren)
   assert opts[:len(want)] == want
   assert not any(o.op is OptOps.SWAP for o in small), small
+
+@pytest.mark.parametrize("regs, rows, want", [
+  ((32, 16), 512, (6, 1)),    # AVX2: 4x1 divides 512 (8 accumulator registers); 6x1 on 516 rows holds 12
+  ((32, 16), 522, (6, 1)),    # 6 divides 522: no padding needed
+  ((64, 32), 512, (8, 2)),    # AVX-512: 8x2 divides 512, 16 accumulator registers: enough, no padding
+  ((32, 16), 40, (4, 1))])    # 40 rows: the 2 padded rows are more than 1/32 of them
+def test_padded_register_tile(regs, rows, want):
+  assert register_tile(_renderer(*regs), rows, 32, 64, streamed=True, pad=True) == want
+  assert register_tile(_renderer(*regs), rows, 32, 64, streamed=True) == (want if rows % want[0] == 0 else (4, 1))
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("mkn", [(512, 512, 512), (1024, 256, 512), (514, 512, 528), (1000, 256, 528)])
+def test_padded_tile_matmul_matches_numpy(device, mkn):
+  # AVX2's registers on whatever host runs this: the rows padded to a multiple of 6, the padded rows' loads clamped to the
+  # last real row and their stores dropped; with a bias and relu after (an epilogue read per row), packed or not
+  m, k, n = mkn
+  rng = np.random.default_rng(m + k + n)
+  a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (n,)))
+  method_cache.clear()
+  with _host(32, 16) as ren, Context(MATMUL_PACK=1):
+    opts = hand_coded_opts(_kernel(_matmul_asts(m, k, n, _dev(device))[-1], ren), ren)
+    assert Opt(OptOps.PADTO, 0, 6) in opts, opts
+    got = ((Tensor(a, device=device) @ Tensor(b, device=device) + Tensor(c, device=device)).relu()).numpy()
+  method_cache.clear()
+  np.testing.assert_allclose(got, np.maximum(a.astype(np.float64) @ b + c, 0), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
 @pytest.mark.parametrize("mkn", [(512, 512, 512), (40, 512, 512), (518, 512, 512), (30, 1024, 256)])
