@@ -67,11 +67,16 @@ def test_panel_is_the_register_tile_width(regs, panel):
     assert len(_matmul_asts(64, 64, 2 * panel)) == 2
 
 def test_small_matmul_is_not_packed():
-  with Context(MATMUL_PACK=1):
+  with _host(64, 32), Context(MATMUL_PACK=1):
     assert len(_matmul_asts(64, 64, 64)) == 1
     # a right operand of up to MATMUL_PACK_BYTES (one core's L2) is read in place: at 512 the pack's kernel and the host
-    # work of its extra ops and kernel (~250 us) cost more than the panels save (the matmul kernel ~0-40 us of ~650)
+    # work of its extra ops and kernel (~250 us) cost more than the panels save (AVX-512: the matmul kernel ~0-40 us of ~650)
     assert len(_matmul_asts(512, 512, 512)) == 1 and len(_matmul_asts(512, 512, 528)) == 2
+  with _host(32, 16), Context(MATMUL_PACK=1):
+    # AVX2's tile is one cache line wide: read in place, each k step reads one line of another row; packed from half of
+    # MATMUL_PACK_BYTES in a big matmul (UNROLL_WORK multiply-adds: matmul 512, its kernel 2.9 -> 2.0 ms)
+    assert len(_matmul_asts(512, 512, 512)) == 2 and len(_matmul_asts(512, 256, 512)) == 1 and len(_matmul_asts(256, 512, 512)) == 1
+  with Context(MATMUL_PACK=1):
     assert len(_matmul_asts(1024, 1024, 1002)) == 1   # no panel width (16, 8, 4) divides n
     assert len(_matmul_asts(1024, 1024, 1000)) == 2   # 8-wide panels
 
@@ -82,7 +87,7 @@ def test_small_matmul_is_not_packed():
 def test_streamed_operand_runs_in_stripes(regs, want):
   # B of 1 MB read in place (matmul 512) does not stay in one core's L2 beside the rows: each stripe of it stays while
   # every row passes, and the tile takes more rows and fewer of B's vectors; below STREAMED the rows stay outermost
-  with _host(*regs) as ren, Context(MATMUL_PACK=1):
+  with _host(*regs) as ren, Context(MATMUL_PACK=1, MATMUL_PACK_BYTES=4 << 20):   # (read in place, not packed)
     opts = hand_coded_opts(_kernel(_matmul_asts(512, 512, 512)[-1], ren), ren)
     small = hand_coded_opts(_kernel(_matmul_asts(512, 256, 512)[-1], ren), ren)
   assert opts[:len(want)] == want
@@ -120,7 +125,7 @@ def test_streamed_matmul_matches_numpy(device, mkn):
   rng = np.random.default_rng(m + k + n)
   a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
   method_cache.clear()
-  with Context(MATMUL_PACK=1):
+  with Context(MATMUL_PACK=1, MATMUL_PACK_BYTES=4 << 20):   # (read in place, whatever the host's tile)
     got = (Tensor(a, device=_dev(device)) @ Tensor(b, device=device)).numpy()
   np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
 
