@@ -884,11 +884,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                          f"src.assign(value.bitcast(src.dtype))")
     # a view of no elements writes nothing (into a sharded base it made copies between shards that assigned each other)
     if base is not None and any(isinstance(d, int) and d == 0 for d in self.shape): return self
+    # a pending update that another live tensor reads runs now, so that tensor keeps the value it was built from, as in
+    # torch: left pending, it either ran later for that tensor, over this update (`b.assign(x); s = b.sum(); b.assign(y)`),
+    # or ran with this one and the reader read the buffer after both (`w += 1; t = w * 2; w += 1`, t realized after w); the
+    # next realize computes the reader before it overwrites the buffer. An update only `x` reads stays pending (one chain)
+    tgt = self if base is None else base
+    pend = [u for u in (tgt.uop.src if tgt.uop.op is Ops.MULTI else (tgt.uop,)) if u.op is Ops.ASSIGN]
+    if pend and Tensor._read_by_others(pend, tgt, x): tgt.realize()
     if base is None:
-      # a pending update that this one does not read would run later, if another tensor reads it, and overwrite this one
-      # (`b.assign(x); s = b.sum(); b.assign(y)`, then y's result realized first): it runs now, and s keeps its value
-      pend = [u for u in (self.uop.src if self.uop.op is Ops.MULTI else (self.uop,)) if u.op is Ops.ASSIGN]
-      if pend and not any(n in pend for n in x.uop.toposort(gate=_above_buffers)) and Tensor._read_by_others(pend, self): self.realize()
       self._assign_whole(x.uop)
       return self
     if base.uop.op is Ops.MULTI:
@@ -903,11 +906,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
     return self
   @staticmethod
-  def _read_by_others(nodes: list[UOp], me: Tensor) -> bool:
-    # whether a live tensor other than `me` (or its views) has one of `nodes` in its graph
+  def _read_by_others(nodes: list[UOp], me: Tensor, value: Tensor) -> bool:
+    # whether a live tensor other than `me` (or its views) and the `value` written into it has one of `nodes` in its graph
     want, seen = set(nodes), set()
     for t in live_tensors():
-      if t is me or t._view_of is me: continue
+      if t is me or t._view_of is me or t is value: continue
       stack = [t.uop]
       while stack:
         u = stack.pop()
