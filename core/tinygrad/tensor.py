@@ -476,7 +476,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if asg := {n for n in nodes if n.op is Ops.ASSIGN}:
       targets = {tb for n in asg if (tb := base_buffer(n.src[0])) is not None}
       ids = {id(t) for t in todo}
-      if (readers := Tensor._readers_of(targets, asg, {t.uop: None for t in todo}, multi=True)) is None: return Tensor.realize(*todo)
+      if (readers := Tensor._readers_closure(targets, asg, {t.uop: None for t in todo}, True)) is None: return Tensor.realize(*todo)
       todo = todo + [x for x in readers if id(x) not in ids]
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
@@ -506,13 +506,28 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # the live readers (_readers_of) of the buffers this realize's assigns overwrite; None when some were computed now, in
     # a realize of their own (the caller's graphs may have changed)
     # (one on several devices, whose shards a copy of it reads, is computed first, in a realize of its own)
-    targets = {b for n in nodes if n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None}
-    out = Tensor._readers_of(targets, {n for n in nodes if n.op is Ops.ASSIGN}, roots, multi=None, frontier=frontier, nodes=nodes) if targets else []
+    updates = {n for n in nodes if n.op is Ops.ASSIGN}
+    targets = {b for n in updates if (b := base_buffer(n.src[0])) is not None}
+    out = Tensor._readers_closure(targets, updates, roots, None, frontier, nodes) if targets else []
     if out is None: return None
     if (multi := [x for x in out if x.uop.op is Ops.MULTI]) and not Tensor._in_shards:
       Tensor.realize(*multi)
       if any(x._is_realized() for x in multi): return None
     return [x for x in out if x.uop.op is not Ops.MULTI]
+  @staticmethod
+  def _readers_closure(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], multi: bool | None,
+                       frontier: dict[UOp, UOp] | None = None, nodes: dict[UOp, None] | None = None) -> list[Tensor] | None:
+    # _readers_of, and a pending update of another buffer that a reader (or an old-value part, `frontier`) is or holds runs
+    # here too, so that buffer's readers are computed before it (`c = b.cumsum(0); b *= a.max(); a += 1`: realizing a runs
+    # b's update, which c must not see): to a fixed point
+    out = Tensor._readers_of(targets, updates, roots, multi, frontier, nodes)
+    def held(xs: list[UOp]) -> set[UOp]: return {n for x in xs for n in x.toposort(gate=_above_buffers) if n.op is Ops.ASSIGN}
+    while out is not None and (more := held([x.uop for x in out] + list((frontier or {}).values())) - updates):
+      updates, seen = updates | more, {id(x) for x in out}
+      targets = targets | {b for n in more if (b := base_buffer(n.src[0])) is not None}
+      if (nxt := Tensor._readers_of(targets, updates, roots | {x.uop: None for x in out}, multi, frontier, nodes)) is None: return None
+      out += [x for x in nxt if id(x) not in seen]
+    return out
   @staticmethod
   def _readers_of(targets: set[UOp], updates: set[UOp], roots: dict[UOp, None], multi: bool | None = False,
                   frontier: dict[UOp, UOp] | None = None, nodes: dict[UOp, None] | None = None) -> list[Tensor] | None:

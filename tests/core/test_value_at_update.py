@@ -76,6 +76,16 @@ def test_a_pending_update_that_reads_a_pending_update():
   np.testing.assert_array_equal(a.numpy(), [11, 21, 31])
   np.testing.assert_array_equal(b.numpy(), [11, 22, 33])
 
+def test_a_reader_of_a_buffer_that_a_reader_overwrites():
+  # c reads b; b's pending update reads a; realizing a's update runs b's first (it reads the old a), and c before that
+  a, b = _w(), _w()
+  c = b.cumsum(0)
+  b *= a.max() + 1
+  a.assign(a.flip(0) + 1)
+  np.testing.assert_array_equal(a.numpy(), [4, 3, 2])
+  np.testing.assert_array_equal(c.numpy(), [1, 3, 6])
+  np.testing.assert_array_equal(b.numpy(), [4, 8, 12])
+
 def test_old_and_new_in_one_graph_through_a_live_tensor():
   w = _w()
   prev = w * 1
@@ -279,3 +289,40 @@ def test_an_overwritten_pending_update_nobody_reads_does_not_run():
   GlobalCounters.reset()
   np.testing.assert_array_equal(buf.numpy(), [5, 5, 5, 5])
   assert GlobalCounters.kernel_count == 1
+
+def test_a_reader_that_holds_a_pending_update_of_another_buffer():
+  # r reads b's pending update and a; realizing a computes r first, which runs b's update: c (a reader of b) before it
+  a, b, z = _w(), _w(), _w()
+  c = b.cumsum(0)
+  b *= b.max() + 1
+  r = b * 3 + a
+  a *= z.max() + 1
+  a.realize()
+  np.testing.assert_array_equal(c.numpy(), [1, 3, 6])
+  np.testing.assert_array_equal(r.numpy(), [13, 26, 39])
+  np.testing.assert_array_equal(b.numpy(), [4, 8, 12])
+
+def test_an_old_value_part_that_is_a_pending_update_of_another_buffer():
+  # b's second update reads a before and after a's update: realizing a computes b's first update as the old part,
+  # so c (a reader of b) is computed before it
+  a, b = _w(), _w()
+  c = b.cumsum(0)
+  b *= a.max() + 1
+  a[:1].assign(a[2:] + 1)
+  b *= a.max() + 1
+  a.realize()
+  np.testing.assert_array_equal(c.numpy(), [1, 3, 6])
+  np.testing.assert_array_equal(a.numpy(), [4, 2, 3])
+  np.testing.assert_array_equal(b.numpy(), [20, 40, 60])
+
+@pytest.mark.parametrize("axis", [None, 0])
+def test_a_reader_of_a_buffer_that_a_sharded_reader_overwrites(axis):
+  def w(): return Tensor([1., 2., 3., 4.]).shard(("CPU:0", "CPU:1"), axis=axis).contiguous().realize()
+  a, b = w(), w()
+  c = b.cumsum(0)
+  b[:2].assign(a[2:] + 1)
+  a[::2] = a[1::2]
+  a.realize()
+  np.testing.assert_array_equal(c.numpy(), [1, 3, 6, 10])
+  np.testing.assert_array_equal(b.numpy(), [4, 5, 3, 4])
+  np.testing.assert_array_equal(a.numpy(), [2, 2, 4, 4])
