@@ -568,7 +568,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         if u.op is Ops.MULTI or smax(x.numel()) != 0: cands.append(x)
     # (the realize's own results too, for the parts of them that read old values, `d = w * 1; w += 1; d = w - d`: only
     # once their schedule could not be ordered, so that a realize pays for the walk of its graph only then)
-    own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] if frontier is not None and Tensor._own_parts else []
+    # (and the values of its updates: `y = x + 0; x[1:] += x[:-1]; x[1:] += y[:-1]` with y dead by then)
+    own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] + [u.src[1] for u in updates] \
+      if frontier is not None and Tensor._own_parts else []
     if not cands and not own: return []
     flags: dict[UOp, int] = {}   # 1: reads an old value, 2: reads an update, 4: an unbound Variable
     # (a pending update of a target that this realize does not run counts as an update: run here, it could land after the
