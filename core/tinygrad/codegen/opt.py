@@ -290,10 +290,10 @@ def register_tile(ren: Renderer, rows: int, cols: int, vec_bytes: int, streamed:
   padded to (_pad_fits) for a tile with more (AVX2's 16 registers: 6 rows x 2 vectors, 12 accumulators, where 512 rows
   allow only 4 x 2: matmul 512 1.86 -> 1.72 ms; AVX-512's 4x4 vectors, 16, are enough)."""
   per_vec = max(1, -(-vec_bytes // (ren.register_bytes or ren.vector_bytes or vec_bytes)))
-  fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4)
-          if rows % r == 0 and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+  def held(r: int, c: int) -> bool: return cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers
+  fits = [(r, c) for r in TILE_ROWS + ((rows,) if rows <= SMALL_ROWS else ()) for c in (1, 2, 4) if rows % r == 0 and held(r, c)]
   if pad and max((r*c for r, c in fits), default=0) * per_vec < PAD_ACCUMULATORS:
-    padded = [(r, c) for r in TILE_ROWS for c in (1, 2, 4) if rows % r and _pad_fits(rows, r) and cols % c == 0 and (r*c + c)*per_vec + 1 <= ren.registers]
+    padded = [(r, c) for r in TILE_ROWS for c in (1, 2, 4) if rows % r and _pad_fits(rows, r) and held(r, c)]
     if padded and max(r*c for r, c in padded) > max((r*c for r, c in fits), default=0): fits = padded
   key = (lambda t: (t[0]*t[1], t[0])) if streamed else (lambda t: (t[0]*t[1], -(t[0] + t[1]*per_vec), t[0]))
   return max(fits, key=key, default=(_divisor(rows, (4, 3, 2)) or 1, 1))

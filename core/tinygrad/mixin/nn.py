@@ -26,12 +26,13 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: b
   from tinygrad.codegen.opt import panel_bytes, UNROLL_WORK
   try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
-  p = panel_bytes(ren) // itemsize
+  pb = panel_bytes(ren)
+  p = pb // itemsize
   # a tile one cache line wide (AVX2's 16 floats) reads one line of an operand in place per k step, each from another
   # row: a big matmul (UNROLL_WORK multiply-adds) packs it from half of MATMUL_PACK_BYTES (matmul 512 on a Zen 3: its
   # kernel 2.9 -> 2.0 ms packed, the pack ~0.1 ms). AVX-512's 4-line panels read in place ran within 40 us of packed
   # ones at 512, less than the pack's own kernel costs
-  half = panel_bytes(ren) <= ren.matmul_pack and m * k * n >= UNROLL_WORK
+  half = pb <= ren.matmul_pack and m * k * n >= UNROLL_WORK
   if k * n * itemsize <= MATMUL_PACK_BYTES.value // (2 if half else 1) and not along_k: return 0
   # the widest panel dividing n, narrower ones where it does not (1000: 8); a transposed operand is padded instead, to a
   # panel of at least matmul_pack bytes, where that adds at most a quarter more columns
