@@ -104,3 +104,20 @@ def test_a_kept_result_keeps_its_value_when_an_input_is_updated_later(data):
   _, _, xq = _cache_write(x, w, b)
   w.assign(w + 1).realize()
   np.testing.assert_allclose(xq.numpy(), (xn @ wn + bn)[..., :D], rtol=1e-5, atol=1e-5)
+
+def test_intermediates_are_looked_for_only_where_a_live_graph_may_read_them(monkeypatch):
+  # (x - x.max()): the max is a kernel of its own, an intermediate. With a lazy tensor that reads it alive, the realize
+  # hands its buffer on (that tensor runs no reduce again); with every other live tensor a buffer, nothing is looked for
+  from tinygrad.engine import realize as engine
+  calls: list[int] = []
+  real = engine._completed
+  monkeypatch.setattr(engine, "_completed", lambda *a: calls.append(1) or real(*a))
+  xn = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32)
+  x = Tensor(xn, requires_grad=False).realize()   # (no gradient can reach it: its graph need not stay lazy)
+  y = (x - x.max()).realize()
+  assert calls == [] and np.allclose(y.numpy(), xn - xn.max())
+  z = x.max() * 2
+  y2 = (x - x.max()).exp().realize()
+  assert calls == [1] and _reduces(z) == 0
+  np.testing.assert_allclose(z.numpy(), xn.max() * 2)
+  np.testing.assert_allclose(y2.numpy(), np.exp(xn - xn.max()), rtol=1e-6)
