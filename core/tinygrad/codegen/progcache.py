@@ -142,13 +142,25 @@ def _fields(u: UOp) -> bytes:
 
 def ast_digest(ast: UOp) -> str:
   """The sha256 of the kernel's exact encoding (raises Uncacheable for an arg the encoder does not know): per node, its
-  fields (a JSON array) and the positions of its sources."""
+  fields (a JSON array) and the positions of its sources. Kept on the node (a function of the node alone): the schedule
+  cache stores its kernels' digests with them, and a warm process's program lookups read them back (set_digests)."""
+  if (d := ast.__dict__.get("_pc_digest")) is not None: return d
   pos: dict[UOp, int] = {}
   h = hashlib.sha256()
   for u in ast.toposort():
     pos[u] = len(pos)
     h.update(_fields(u) + repr([pos[s] for s in u.src]).encode() + b"\n")
-  return h.hexdigest()
+  d = ast.__dict__["_pc_digest"] = h.hexdigest()
+  return d
+
+def set_digests(pairs: list[tuple[UOp, Any]]) -> None:
+  """Give each kernel the digest a cache row stored for it (the row that holds the graphs holds their digests: both are
+  read back or neither). ValueError, and none set, for anything but a sha256's hex text or one that differs from the
+  digest a kernel already has."""
+  for ast, d in pairs:
+    if not (isinstance(d, str) and len(d) == 64 and all(c in "0123456789abcdef" for c in d)) or ast.__dict__.get("_pc_digest", d) != d:
+      raise ValueError("not the kernel's digest")
+  for ast, d in pairs: ast.__dict__["_pc_digest"] = d
 
 def _code_hash(*modules: str) -> str:
   # the .py files of the packages that generate programs: any edit (or another version installed) is another key

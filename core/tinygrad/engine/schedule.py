@@ -591,23 +591,26 @@ def _disk_key(key: UOp) -> tuple | None:
   return (*k, devs)
 
 def _disk_store(dkey: tuple, key: UOp, entry: Any) -> None:
-  from tinygrad.codegen.progcache import encode_graph, Uncacheable, _json
+  from tinygrad.codegen.progcache import encode_graph, Uncacheable, _json, ast_digest
   from tinygrad.diskcache import diskcache_put
   items, outs, news = entry
-  try: vals, nodes, pos = encode_graph([ast for ast, _, _ in items])
+  # (each kernel's digest too: the program lookups of a warm process that loads this row need not walk the kernels again)
+  try:
+    vals, nodes, pos = encode_graph([ast for ast, _, _ in items])
+    digests = [ast_digest(ast) if ast.op is Ops.SINK else None for ast, _, _ in items]
   except Uncacheable as e:
     if DEBUG >= 3: print(f"schedule cache: not stored ({e})")
     return
   kpos = {u: i for i, u in enumerate(key.toposort())}
   if any(kn is not None and kn not in kpos for _, _, kn in items) or any(not isinstance(d, str) for d, _, _ in news): return
   diskcache_put("schedule", dkey, {"vals": vals, "nodes": nodes, "outs": [[a, i] for a, i in outs], "news": [[d, n, _json(dt)] for d, n, dt in news],
-                                   "items": [[pos[ast], [[a, i] for a, i in refs], -1 if kn is None else kpos[kn]] for ast, refs, kn in items]},
+                                   "items": [[pos[ast], [[a, i] for a, i in refs], -1 if kn is None else kpos[kn], dg] for (ast, refs, kn), dg in zip(items, digests)]},
                 version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
 
 def _disk_load(dkey: tuple, key: UOp, n_inputs: int) -> Any:
   """The cached entry (as _schedule_cache holds it) of structure `key`, or None: a miss, or a row that does not decode or
   does not fit this structure (its items read inputs it lacks, compute nodes it does not have)."""
-  from tinygrad.codegen.progcache import decode_graph, _dec_val
+  from tinygrad.codegen.progcache import decode_graph, _dec_val, set_digests
   from tinygrad.diskcache import diskcache_get
   v = diskcache_get("schedule", dkey, version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
   if not isinstance(v, dict): return None
@@ -620,10 +623,11 @@ def _disk_load(dkey: tuple, key: UOp, n_inputs: int) -> Any:
       if not (type(a) is bool and type(i) is int and 0 <= i < (n_inputs if a else len(news))): raise ValueError("bad buffer reference")
       return (a, i)
     items = []
-    for a, refs, k in v["items"]:
+    for a, refs, k, _ in v["items"]:
       if not (type(a) is int and 0 <= a < len(built) and built[a].op in (Ops.SINK, Ops.COPY) and type(k) is int and -1 <= k < len(knodes)):
         return None
       items.append((built[a], [ref(r) for r in refs], knodes[k] if k >= 0 else None))
+    set_digests([(ast, dg) for (ast, _, _), (_, _, _, dg) in zip(items, v["items"]) if ast.op is Ops.SINK])
     return items, [ref(r) for r in v["outs"]], news
   except (ValueError, TypeError, KeyError, IndexError): return None
 
