@@ -336,14 +336,16 @@ def _plain(x: Any) -> Any:
 def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, str, str]:
   if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", table): raise ValueError(f"cache table name must be an identifier, got {table!r}")
   if not isinstance(version, str) or not isinstance(device, str): raise TypeError(f"cache version and device are str, got {version!r}, {device!r}")
-  text = json.dumps(["tinygrad-cache-key", SCHEMA, _plain(key)], separators=(",", ":"), allow_nan=False)
+  text = _dumps(["tinygrad-cache-key", SCHEMA, _plain(key)])
   return table, version, device, hashlib.sha256(text.encode()).hexdigest()
+
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode   # (json.dumps with options builds one per call)
 
 def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
 
 def _encode(value: Value) -> tuple[str, bytes]:
   if isinstance(value, (bytes, bytearray, memoryview)): return "bytes", bytes(value)
-  try: return "json", json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+  try: return "json", _dumps(value).encode()
   except (TypeError, ValueError) as e: raise TypeError(f"cache values are bytes or JSON data, got {type(value).__name__}: {e}") from None
 
 _WHERE = "ns=? AND version=? AND device=? AND key=?"

@@ -3,10 +3,11 @@ every input of a program is in its key, and a damaged or foreign row is a miss."
 import json, os, subprocess, sys
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, Device, Variable, diskcache
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import Context
 from tinygrad.codegen import progcache
 from tinygrad.engine.realize import method_cache, get_runner
@@ -102,6 +103,19 @@ def test_the_ast_encoding_keeps_apart_values_python_calls_equal():
   assert len({progcache.ast_digest(u(a)) for a in ((1, 2), "12", 12, ("1", 2), None)}) == 5
   class Opaque: pass
   with pytest.raises(progcache.Uncacheable): progcache.ast_digest(u(Opaque()))
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
+                  st.sampled_from([Ops.ADD, Ops.RANGE, AddrSpace.GLOBAL, dtypes.float, dtypes.half.vec(4), dtypes.int.ptr(8)]))
+_arg = st.recursive(_leaf, lambda c: st.one_of(st.tuples(c, c), st.lists(c, max_size=3), st.tuples(c)), max_leaves=8)
+
+@settings(max_examples=300, deadline=None)
+@given(_arg)
+def test_the_direct_encoder_writes_what_json_writes(x):
+  # _json writes node fields without the json module (a warm process encodes every node): the same text exactly, for
+  # every kind of arg, and an int-only tuple's memo never answers for an equal tuple of other types (1 and True)
+  want = json.dumps(progcache._enc(x), separators=(",", ":"))
+  assert progcache._json(x) == want and progcache._json(x) == want   # (the second: from the memo where there is one)
+  assert progcache._json((1, 2)) != progcache._json((True, 2)) and progcache._json(int(Ops.ADD)) != progcache._json(Ops.ADD)
 
 def test_a_damaged_or_foreign_row_is_a_miss(db):
   from tinygrad.diskcache import diskcache_put

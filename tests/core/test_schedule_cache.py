@@ -198,7 +198,7 @@ def _row(roots):
   dkey = S._disk_key(key)
   return dkey, dict(version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
 
-@pytest.mark.parametrize("damage", ["op", "index", "negative", "enum", "class", "dtype", "inexact", "input", "garbage"])
+@pytest.mark.parametrize("damage", ["op", "index", "negative", "enum", "class", "dtype", "inexact", "input", "digest", "other_digest", "garbage"])
 def test_a_damaged_or_foreign_row_is_a_miss(db, damage):
   roots = _graph()
   want = _from_cache(roots)
@@ -214,10 +214,14 @@ def test_a_damaged_or_foreign_row_is_a_miss(db, damage):
   elif damage == "dtype": v["vals"].append(fields(dtype=["d", "Popen", []]))
   elif damage == "inexact": v["vals"][-1] = v["vals"][-1].replace(",", ", ", 1)   # decodes, but is not the text the encoder writes
   elif damage == "input": v["items"][0][1][0] = [True, 99]
+  # a kernel's stored digest (its program's key): not a digest, or not the one of the kernel it is stored with
+  elif damage == "digest": v["items"][-1][3] = "../x"
+  elif damage == "other_digest": v["items"][-1][3] = "0" * 64
   else: v = {"vals": 1}
   diskcache.diskcache_put("schedule", dkey, v, **where)
   assert S._disk_load(dkey, S._structure(S.unbind_graph(roots)[0])[0], 1) is None
   assert _from_cache(roots) == want   # scheduled again, and stored again
+  assert all(progcache.ast_digest(a) != "0" * 64 for a in want)   # (a rejected row gave no kernel its digest)
 
 def test_graphs_round_trip_exactly():
   roots = _graph()

@@ -18,7 +18,7 @@ The same exact encoding stores whole graphs (encode_graph/decode_graph: the sche
 decoding builds only UOps, and enums, dtypes and frozen dataclasses of tinygrad's already imported modules, by name.
 """
 from __future__ import annotations
-import enum, functools, hashlib, json, os, sys, dataclasses
+import enum, functools, hashlib, json, json.encoder, os, sys, dataclasses
 from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -50,13 +50,44 @@ def _enc(x: Any) -> Any:
     return ["c", f"{type(x).__module__}.{type(x).__qualname__}", [[f.name, _enc(getattr(x, f.name))] for f in dataclasses.fields(x)]]
   raise Uncacheable(f"{type(x).__name__} {x!r:.60}")
 
+def _text(x: Any) -> str:
+  # json.dumps(_enc(x), separators=(",", ":")) written directly: the json module costs ~3 us a call on a small value (a
+  # new C encoder each time), and a warm process encodes every node of its graphs (tests/core/test_progcache.py checks
+  # the two agree)
+  if x is None: return "null"
+  if isinstance(x, str): return _quote(x)
+  if isinstance(x, bool): return '["b",true]' if x else '["b",false]'
+  if isinstance(x, enum.Enum):
+    if (e := _enum_text.get((type(x), x))) is None: e = _enum_text[(type(x), x)] = f'["e",{_quote(f"{type(x).__module__}.{type(x).__qualname__}")},{_quote(x.name)}]'
+    return e
+  if isinstance(x, int): return f'["i","{int(x)}"]'
+  if isinstance(x, float): return f'["f","{x.hex()}"]'
+  if isinstance(x, tuple): return '["t",[' + ",".join([_text(v) for v in x]) + "]]"
+  if isinstance(x, list): return '["l",[' + ",".join([_text(v) for v in x]) + "]]"
+  if isinstance(x, DType): return f'["d",{_quote(type(x).__name__)},[' + ",".join([_text(getattr(x, f.name)) for f in dataclasses.fields(x)]) + "]]"
+  return json.dumps(_enc(x), separators=(",", ":"))   # (sets, dataclasses: rare)
+_quote = json.encoder.encode_basestring_ascii   # (json.dumps's own quoting of a str, in C)
+_enum_text: dict[tuple[type, enum.Enum], str] = {}   # (keyed with the class: two IntEnums' equal members encode apart)
+
 _dtype_json: dict[int, tuple[DType, str]] = {}   # id -> (dtype, its JSON): dtypes are interned, few, and on every node
+# ints and (nested) tuples of ints -> their JSON: a graph's shapes and axes repeat on many nodes (equal keys of exactly
+# these types encode alike: 1 and True, or an IntEnum and its value, never share an entry)
+_int_json: dict[Any, str] = {}
+def _ints_only(x: Any) -> bool:
+  for e in x:
+    if type(e) is not int and (type(e) is not tuple or not _ints_only(e)): return False
+  return True
 def _json(x: Any) -> str:
   if x is None: return "null"
+  if type(x) is int or (type(x) is tuple and _ints_only(x)):
+    if (hit := _int_json.get(x)) is None:
+      if len(_int_json) >= 4096: _int_json.clear()
+      hit = _int_json[x] = _text(x)
+    return hit
   if isinstance(x, DType):
-    if (hit := _dtype_json.get(id(x))) is None or hit[0] is not x: hit = _dtype_json[id(x)] = (x, json.dumps(_enc(x), separators=(",", ":")))
-    return hit[1]
-  return json.dumps(_enc(x), separators=(",", ":"))
+    if (hit2 := _dtype_json.get(id(x))) is None or hit2[0] is not x: hit2 = _dtype_json[id(x)] = (x, _text(x))
+    return hit2[1]
+  return _text(x)
 
 _PLAIN_TAGS = frozenset({"b", "i", "f", "t"})
 def _dec_val(x: Any, plain: bool = False) -> Any:
