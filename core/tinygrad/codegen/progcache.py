@@ -146,9 +146,14 @@ def decode_graph(vals: Any, nodes: Any) -> list[UOp]:
   if not (isinstance(vals, list) and isinstance(nodes, list) and all(isinstance(t, str) for t in vals)): raise ValueError("not a graph")
   fields = []
   for t in vals:
-    f = json.loads(t)
-    if not (isinstance(f, list) and len(f) == 4 and isinstance(f[0], str) and f[0] in Ops.__members__): raise ValueError("not a node's fields")
-    op, dtype, arg, tag = Ops[f[0]], _dec_val(f[1]), _dec_val(f[2]), _dec_val(f[3])
+    # '["OP",dtype,arg,tag]' (_fields): each value decoded by its text, which repeats across nodes (a few dtypes, shapes)
+    q = t.find('",', 2)
+    if not (t.startswith('["') and q > 2 and (name := t[2:q]) in Ops.__members__): raise ValueError("not a node's fields")
+    dtype, e1 = _dec_at(t, q + 2)
+    arg, e2 = _dec_at(t, e1 + 1) if t[e1:e1 + 1] == "," else _bad()
+    tag, e3 = _dec_at(t, e2 + 1) if t[e2:e2 + 1] == "," else _bad()
+    if t[e3:] != "]": raise ValueError("not a node's fields")
+    op = Ops[name]
     if op in _NOT_STORED or not isinstance(dtype, DType) or (op is Ops.DEVICE and not isinstance(arg, str)): raise ValueError(f"not a stored node: {op}")
     fields.append((op, dtype, arg, tag))
   built: list[UOp] = []
@@ -164,6 +169,21 @@ def decode_graph(vals: Any, nodes: Any) -> list[UOp]:
   for t, i in zip(vals, first):
     if i >= 0 and _fields(built[i]) != t.encode(): raise ValueError(f"fields {t[:60]} do not decode exactly")
   return built
+
+_scan = json.JSONDecoder().raw_decode
+_MISS = object()
+_decoded: dict[str, Any] = {}   # an encoded value's text -> the value, where it is hashable (immutable: nodes may share it)
+def _dec_at(t: str, i: int) -> tuple[Any, int]:
+  # the encoded value whose text starts at t[i], and where its text ends
+  obj, end = _scan(t, i)
+  if (v := _decoded.get(text := t[i:end], _MISS)) is _MISS:
+    v = _dec_val(obj)
+    try: hash(v)
+    except TypeError: return v, end
+    if len(_decoded) >= 8192: _decoded.clear()
+    _decoded[text] = v
+  return v, end
+def _bad() -> Any: raise ValueError("not a node's fields")
 
 def _fields(u: UOp) -> bytes:
   # a node's own fields as a JSON array, once per node: a schedule's kernels share most of their nodes (GPT-2's 34: 1494,
