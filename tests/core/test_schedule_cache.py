@@ -1,7 +1,7 @@
 """The schedule cache: the same graph structure reuses its kernels with fresh buffers; any change of shape, dtype,
 device or op misses; results stay correct and independent."""
 import numpy as np, pytest
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, Variable, dtypes
 from tinygrad.engine import schedule as S
 
 def _sched(t: Tensor):
@@ -231,3 +231,20 @@ def test_graphs_round_trip_exactly():
   assert all(built[pos[a]] is a for a in asts)   # hash-consing: the same objects
   assert progcache._dec_val(progcache._enc(Ops.ADD)) is Ops.ADD   # (an IntEnum: not its int)
   assert progcache._dec_val(progcache._enc((1, 1.0, True, -0.0, None, "x", [2]))) == (1, 1.0, True, -0.0, None, "x", [2])
+
+@pytest.mark.parametrize("bound", [False, True])
+def test_a_cached_schedules_items_find_the_nodes_a_fresh_one_computes(bound):
+  # item_nodes: a hit's items carry the key graph's nodes; they are found again in the caller's graph (by the key's node
+  # map, or by pairing the graphs where variables were unbound), the very nodes a fresh schedule names
+  def graph():
+    a = Tensor.arange(64).reshape(8, 8).float().contiguous().realize()
+    n = Variable("n", 1, 8).bind(5) if bound else 5
+    x = (a.exp() + 1).contiguous()
+    return [(x[:n].sum(0) * 2 + x.max()).uop]
+  roots = graph()
+  with Context(SCACHE=0): fresh = S.create_schedule(roots)[0]
+  assert len(fresh) >= 3 and all(ei.node is not None for ei in fresh)
+  S.create_schedule(graph())   # (fills the cache from another graph of the same structure)
+  hit = S.create_schedule(roots)[0]
+  assert all(ei.node is None for ei in hit)
+  assert S.item_nodes(roots, hit) == [ei.node for ei in fresh]

@@ -696,11 +696,12 @@ def rebind_graph(root: UOp, var_vals: dict[UOp, int]) -> UOp:
   binds = {b: b.src[0].bind(var_vals[b.src[0]]) for b in _graph_binds(topo) if b.src[0] in var_vals}
   return _replace_binds([root], topo, binds)[0] if binds else root
 
-def _structure(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple[UOp, list[UOp]]:
+def _structure(roots: list[UOp], topo: dict[UOp, None] | None = None, done: dict[UOp, UOp] | None = None) -> tuple[UOp, list[UOp]]:
   """The graph with each input BUFFER replaced by a placeholder numbered by first use, and the inputs in that order.
-  One walk (the roots' `_graph_topo`, reused when the caller has it): this runs on every realize."""
+  One walk (the roots' `_graph_topo`, reused when the caller has it): this runs on every realize. `done`, when given,
+  gets each node of `roots`' graph -> its node in the key."""
   inputs: list[UOp] = []
-  done: dict[UOp, UOp] = {}
+  if done is None: done = {}
   for n in (_graph_topo(roots) if topo is None else topo):
     if n.op is _BUFFER:
       done[n] = UOp(_BUFFER, n.dtype, (n.src[1],), n.arg, tag=("input", len(inputs)))
@@ -719,7 +720,8 @@ def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tu
   `item_nodes`). `topo`: the roots' `_graph_topo` (its last node, a SINK, may be over fewer of them), where the caller has it."""
   if topo is None: topo = _graph_topo(roots)
   uroots, var_vals = unbind_graph(roots, topo)
-  key, inputs = _structure(uroots, topo if uroots is roots else None)
+  to_key: dict[UOp, UOp] = {}
+  key, inputs = _structure(uroots, topo if uroots is roots else None, to_key)
   hit = _schedule_cache.get(key) if SCACHE else None
   dkey = _disk_key(key) if hit is None and SCACHE else None
   if dkey is not None and (hit := _disk_load(dkey, key, len(inputs))) is not None: _remember(key, hit)
@@ -749,13 +751,19 @@ def create_schedule(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tu
   items, outs, news_spec = hit
   fresh = [new_buffer(dev, size, dt) for dev, size, dt in news_spec]
   def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
-  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals, metadata={"key_node": kn, "key": key}) for ast, refs, kn in items], \
+  # (the key and, where it is of `roots`' own graph, its node map: item_nodes finds each item's node without a walk)
+  meta = {"key": key, "to_key": to_key if uroots is roots else None}
+  return [ExecItem(ast, [get(r) for r in refs], var_vals=var_vals, metadata={"key_node": kn, **meta}) for ast, refs, kn in items], \
     {root: buffer_view(get(o), root.shape) for root, o in zip(roots, outs)}
 
 def item_nodes(roots: list[UOp], schedule: list[ExecItem]) -> list[UOp | None]:
   """The node of `roots`' graph each item of `create_schedule(roots)` computes (found again for a cached schedule's items,
   whose nodes the cache keeps as its key graph's)."""
   if all(ei.node is not None or "key_node" not in ei.metadata for ei in schedule): return [ei.node for ei in schedule]
+  if (to_key := next((m for ei in schedule if (m := ei.metadata.get("to_key")) is not None), None)) is not None:
+    want = {kn for ei in schedule if ei.node is None and (kn := ei.metadata.get("key_node")) is not None}
+    found = {k: n for n, k in to_key.items() if k in want}
+    return [ei.node if ei.node is not None else found.get(ei.metadata.get("key_node")) for ei in schedule]  # type: ignore[arg-type]
   # (the key create_schedule built: building it again was ~1/3 of the host work of a realize that hands on its intermediates)
   key = next((k for ei in schedule if (k := ei.metadata.get("key")) is not None), None)
   if key is None: key = _structure(unbind_graph(roots)[0])[0]
