@@ -60,7 +60,7 @@ def _text(x: Any) -> str:
   if isinstance(x, enum.Enum):
     if (e := _enum_text.get((type(x), x))) is None: e = _enum_text[(type(x), x)] = f'["e",{_quote(f"{type(x).__module__}.{type(x).__qualname__}")},{_quote(x.name)}]'
     return e
-  if isinstance(x, int): return f'["i","{int(x)}"]'
+  if isinstance(x, int): return '["i","' + str(x) + '"]'
   if isinstance(x, float): return f'["f","{x.hex()}"]'
   if isinstance(x, tuple): return '["t",[' + ",".join([_text(v) for v in x]) + "]]"
   if isinstance(x, list): return '["l",[' + ",".join([_text(v) for v in x]) + "]]"
