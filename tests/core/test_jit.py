@@ -133,3 +133,51 @@ def test_a_view_passed_twice_replays():
     a = np.arange(6, dtype=np.float32) + i
     v = Tensor(a).realize()[1:4]
     np.testing.assert_array_equal(f(v, v).numpy(), a[1:4] * 3, err_msg=f"call {i}")
+
+def _kernels(fn, *args) -> tuple[np.ndarray, int]:
+  from tinygrad.helpers import GlobalCounters
+  GlobalCounters.reset()
+  out = fn(*args).numpy()
+  return out, GlobalCounters.kernel_count
+
+def test_prune_skips_kernels_that_read_no_input_and_stays_right():
+  # public tinygrad's TinyJit(fn, prune=True) and @TinyJit(prune=True): the weight's transform (no input, no state) ran in
+  # the capture call and is not replayed; a replay gives what the unpruned jit gives
+  rng = np.random.default_rng(0)
+  w = Tensor(rng.standard_normal((8, 8)).astype(np.float32)).realize()
+  def step(x): return (x @ (w * 2 + 1).contiguous()).realize()
+  pruned, plain, decorated = TinyJit(step, prune=True), TinyJit(step), TinyJit(prune=True)(step)
+  for i in range(5):
+    x = Tensor(rng.standard_normal((4, 8)).astype(np.float32))
+    (a, ka), (b, kb), (c, _) = _kernels(pruned, x), _kernels(plain, x), _kernels(decorated, x)
+    np.testing.assert_allclose(a, x.numpy() @ (w.numpy() * 2 + 1), rtol=1e-5)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    if i >= 2: assert (ka, kb) == (1, 2)   # (replays: the matmul alone)
+
+def test_prune_keeps_kernels_whose_result_a_replay_changes():
+  # kernels that read no input but reset a buffer a replayed kernel accumulates into, or read state a replayed kernel
+  # updates, are replayed: pruning them would carry one call's state into the next (public tinygrad prunes these)
+  count = Tensor.zeros(1).contiguous().realize()
+  def step(x):
+    acc = Tensor.zeros(3).contiguous()
+    acc += x
+    before = (count * 10).contiguous()
+    count.assign(count + 1)
+    return (acc + before).realize()
+  pruned = TinyJit(step, prune=True)
+  for i in range(5):
+    x = Tensor([1.0, 2.0, 3.0]) * (i + 1)
+    np.testing.assert_allclose(pruned(x).numpy(), np.array([1.0, 2.0, 3.0]) * (i + 1) + 10 * i)
+  assert count.item() == 5
+
+def test_prune_keeps_kernels_of_a_variable():
+  from tinygrad import Variable
+  @TinyJit(prune=True)
+  def f(x, n): return (x + Tensor.arange(8)[:n].sum()).realize()
+  for i in range(1, 6):
+    v = Variable("n", 1, 8).bind(i)
+    np.testing.assert_allclose(f(Tensor([1.0]), v).numpy(), [1.0 + sum(range(i))])
+
+def test_captured_from_another_process_is_refused_with_the_reason():
+  with pytest.raises(NotImplementedError, match="pickle"): TinyJit(lambda x: x, captured=object())

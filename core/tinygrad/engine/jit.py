@@ -110,6 +110,29 @@ def _written(step: Any) -> list[Buffer]:
   p = getattr(step.runner, "p", None)
   return [step.bufs[i] for i in p.outs] if p is not None else step.bufs[:1]
 
+def _prune(steps: list, inputs: list[Buffer]) -> list:
+  """TinyJit(prune=True): the captured steps a replay runs. Public tinygrad's rule, in order: a step that uses an input's
+  buffer, or a buffer a step kept before it uses, is kept. And so is one whose result could differ at a replay or whose
+  skipping would change one: it reads a Variable, updates state (writes a buffer that it or a step before it read: a
+  counter's `+= 1`), reads or writes a buffer a kept step writes (an accumulator it resets), to a fixed point. The rest
+  give each replay the value they gave the capture call, which ran them."""
+  keep, read = [False] * len(steps), set()
+  for i, s in enumerate(steps):
+    p = getattr(s.runner, "p", None)
+    read |= {id(s.bufs[j]) for j in p.ins} if p is not None else {id(b) for b in s.bufs[1:]}
+    keep[i] = not read.isdisjoint(id(b) for b in _written(s))
+  while True:
+    needed = {id(b) for b in inputs}
+    for i, s in enumerate(steps):
+      ids = {id(b) for b in s.bufs}
+      if keep[i] or not needed.isdisjoint(ids) or getattr(getattr(s.runner, "p", None), "vars", None):
+        keep[i] = True
+        needed |= ids
+    kept_writes = {id(b) for i, s in enumerate(steps) if keep[i] for b in _written(s)}
+    more = [i for i, s in enumerate(steps) if not keep[i] and not kept_writes.isdisjoint(id(b) for b in s.bufs)]
+    if not more: return [s for s, k in zip(steps, keep) if k]
+    for i in more: keep[i] = True
+
 def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
   """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""
   written: set[int] = set()
@@ -162,9 +185,19 @@ class TinyJit(Generic[R]):
   object is passed, and the Tensors inside such an object are not inputs (the captured buffers are read). `static` names arguments
   (keyword names or positions) that are known not to change what the function computes: they are not checked, e.g.
   `TinyJit(step, static=("log_every", 2))` or `@functools.partial(TinyJit, static=("name",))`.
-  Assigns made inside (`x += 1`, `cache[a:b].assign(v)`) are realized at the end of each call, so replays write them too."""
-  def __init__(self, fxn: Callable[..., R], static: tuple[str | int, ...] | list[str | int] = ()):
-    self.fxn, self.static = fxn, set(static)
+  Assigns made inside (`x += 1`, `cache[a:b].assign(v)`) are realized at the end of each call, so replays write them too.
+  `prune=True` (public tinygrad's, also as `@TinyJit(prune=True)`): kernels whose results do not change from call to call
+  (they read no input, no Variable and nothing a replayed kernel writes, and write nothing one writes: a model's weights
+  cast or packed once) ran in the capture call and are not replayed (_prune)."""
+  def __new__(cls, fxn: Callable[..., R] | None = None, *args: Any, **kwargs: Any) -> Any:
+    # `@TinyJit(prune=True)`: without the function, a decorator that makes the TinyJit
+    if fxn is None: return functools.partial(cls, *args, **kwargs)
+    return super().__new__(cls)
+  def __init__(self, fxn: Callable[..., R], static: tuple[str | int, ...] | list[str | int] = (), prune: bool = False, captured: Any = None):
+    if captured is not None:
+      raise NotImplementedError("TinyJit(captured=...) replays a capture unpickled from another process, which this tinygrad does not "
+                                "do: a pickle runs code as it loads. Call the jitted function twice to capture it in this process")
+    self.fxn, self.static, self.prune = fxn, set(static), prune
     # a position also names its parameter (and a name its position), so either spelling of the call is covered
     try: params = [n for n, p in inspect.signature(fxn).parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError): params = []
@@ -218,7 +251,7 @@ class TinyJit(Generic[R]):
   def __call__(self, *args: Any, **kwargs: Any) -> R:
     if self.owner is None: self.owner = threading.get_ident()
     elif (me := threading.get_ident()) != self.owner:
-      if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static))
+      if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static), self.prune)
       return other(*args, **kwargs)
     inputs: list[Tensor] = []
     binds: list[UOp] = []
@@ -256,7 +289,7 @@ class TinyJit(Generic[R]):
       self.first_writes = [any(id(b) in wrote for b in bs) for bs in in_bufs]
       return ret
     if self.cnt == 1:
-      if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested")
+      if _realize.capturing is not None: raise JitError("TinyJit functions cannot be nested (having TinyJit inside another TinyJit is not supported)")
       if self.state and (own := [k for k, t in enumerate(inputs) if any(id(b) in self.state for b in _buffers(t))]):
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} got as input {own[0]} ({self.names_of(args, kwargs)[own[0]]!r}) a "
                        "tensor it also reads without taking it as an argument (its first call did): the capture could not tell the "
@@ -276,6 +309,9 @@ class TinyJit(Generic[R]):
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
         _realize.call_outer = None
       self.training = mode if training_reads[0] != reads else None
+      if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
+        if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
+        self.steps = kept
       self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
       self.from_inputs = self._outputs_from_inputs(inputs)
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
