@@ -181,3 +181,28 @@ def test_prune_keeps_kernels_of_a_variable():
 
 def test_captured_from_another_process_is_refused_with_the_reason():
   with pytest.raises(NotImplementedError, match="pickle"): TinyJit(lambda x: x, captured=object())
+
+def test_free_intermediates_frees_memory_and_the_next_replay_is_right():
+  # public tinygrad's captured.free_intermediates(): the capture's scratch buffers go; the outputs, the inputs and state a
+  # live tensor holds (a weight the function updates) stay, and the next replay allocates the scratch again
+  from tinygrad.helpers import GlobalCounters
+  rng = np.random.default_rng(1)
+  wn = rng.standard_normal((64, 64)).astype(np.float32)
+  w = Tensor(wn).realize()
+  @TinyJit
+  def f(x):
+    h = (x @ w).relu().contiguous()   # (a buffer of its own: scratch)
+    out = (h * 2).sum(1).realize()
+    w.assign(w * 0.5)
+    return out
+  for i in range(4):
+    xn = rng.standard_normal((32, 64)).astype(np.float32)
+    out = f(Tensor(xn)).numpy()
+    np.testing.assert_allclose(out, (np.maximum(xn @ wn, 0) * 2).sum(1), rtol=1e-4, atol=1e-4)
+    wn = wn * 0.5
+    if i == 3: assert GlobalCounters.mem_used == before   # (the replay allocated the scratch again: it does not write freed memory)
+    if i == 2:
+      before = GlobalCounters.mem_used
+      f.captured.free_intermediates()
+      assert GlobalCounters.mem_used <= before - 32 * 64 * 4   # (at least h's buffer)
+  np.testing.assert_allclose(w.numpy(), wn, rtol=1e-6)

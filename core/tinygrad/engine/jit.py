@@ -1,7 +1,7 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
 import enum, functools, inspect, threading, weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.helpers import CAPTURING, JIT, DEBUG, TRAINING, engine_locked
@@ -174,6 +174,12 @@ class CapturedJit:
   jit_cache: list
   expected_names: list[int | str]
   expected_input_info: list[tuple]
+  _free: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+  def free_intermediates(self) -> None:
+    """Free the memory of the capture's intermediate buffers (public tinygrad's, between a training and an eval step):
+    those its replays write before they read them, that are not inputs and that no live tensor holds (the returned
+    outputs, a model's state, keep theirs). The next replay allocates them again."""
+    if self._free is not None: self._free()
 
 class TinyJit(Generic[R]):
   """Decorate a function of Tensors: call 1 runs it normally, call 2 records its kernels, later calls replay them with the
@@ -234,6 +240,7 @@ class TinyJit(Generic[R]):
     self.names: list[int | str] = []
     self.ret: Any = None
     self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
+    self.replay_vars: list[UOp] = []    # (the Variables a replay takes)
     # the thread whose calls these are; another thread's calls go to a capture of its own (a replay rewrites the outputs'
     # buffers, which the other thread may still be reading)
     self.owner: int | None = None
@@ -245,7 +252,28 @@ class TinyJit(Generic[R]):
     if self.cnt < 2 or not self.steps and self.ret is None: return None
     variables = tuple(e[1] for e in self.signature if e[0] == "var")
     tensors = [e for e in self.signature if e[0] != "var"]
-    return CapturedJit(self.ret, list(self.steps), list(self.names), [(shape, variables, dt, dev) for shape, dt, dev, _ in tensors])
+    return CapturedJit(self.ret, list(self.steps), list(self.names), [(shape, variables, dt, dev) for shape, dt, dev, _ in tensors],
+                       self._free_intermediates)
+
+  def _free_intermediates(self) -> None:
+    from tinygrad.tensor import live_tensors
+    from tinygrad.engine.buffers import has_buffer
+    held: set[int] = set()   # every buffer a live tensor's graph (or the graph autograd keeps) reads
+    for t in live_tensors():
+      for g in (t.uop, t._graph):
+        for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
+          if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
+    seen, first_written = {id(b) for b in self.in_bufs}, []
+    for step in self.steps:
+      p = getattr(step.runner, "p", None)
+      seen.update(id(b) for b in ([step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]))
+      for b in _written(step):
+        if id(b) not in seen: first_written.append(b)
+        seen.add(id(b))
+    freed = [b for b in first_written if id(b) not in held and b.is_allocated()]
+    for b in freed: b.deallocate()
+    if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
+
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -312,7 +340,8 @@ class TinyJit(Generic[R]):
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
         self.steps = kept
-      self.replay = Replay(self.steps, self.in_bufs, list(var_vals))
+      self.replay_vars = list(var_vals)
+      self.replay = Replay(self.steps, self.in_bufs, self.replay_vars)
       self.from_inputs = self._outputs_from_inputs(inputs)
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
@@ -359,7 +388,7 @@ class TinyJit(Generic[R]):
                            f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
-    assert self.replay is not None
+    if self.replay is None: self.replay = Replay(self.steps, self.in_bufs, self.replay_vars)
     copies = self._view_copies(inputs, forms) if forms is not None else {}
     in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))] if bufs is None or self.from_inputs else []
     if bufs is None: bufs = [buffer_of(u) for u in in_uops]
