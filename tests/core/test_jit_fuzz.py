@@ -146,7 +146,7 @@ def make_fn(prog, state: list[Tensor]):
 def _values(shape: tuple, dt: str, rng) -> np.ndarray:
   return rng.integers(-4, 5, shape).astype(dt) if dt == "int32" else rng.standard_normal(shape).astype(dt)
 
-def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int = 5) -> list[tuple[str, np.ndarray]]:
+def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int = 5, prune: bool = False) -> list[tuple[str, np.ndarray]]:
   """Calls the program `calls` times (under TinyJit with JIT=`jit`; None: the plain function) with the same input values
   (from a seeded rng) and the same seed for Tensor.rand; every value it produced, named, in order: per call the outputs,
   the state, the inputs and the tensors the view inputs view."""
@@ -157,7 +157,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
   writes_inputs = any(k == "write_input" for k, *_ in prog[4])
   fixed = [all(m[i] == "view" for m in modes) for i in range(len(inputs))]   # (a view in every call)
   if jit is not None:
-    with Context(JIT=jit): fn = TinyJit(fn)
+    with Context(JIT=jit): fn = TinyJit(fn, prune=prune)
   Tensor.manual_seed(1)
   prev: list[Tensor | None] = [None] * len(inputs)
   seen, got, prev_fed = [], (), set()
@@ -226,6 +226,15 @@ def _ex(inputs, state, steps, outs, modes, use_var=False, alias=False):
 @example(prog=_ex([((1,), "float32"), ((1, 1), "float32")], [((1,), "float32"), ((1,), "float32")],
                   [("view", 0, 1, 0), ("elementwise", 0, 0, 0)], [0, 257], [["new", "view"]] * 4 + [["feedback", "view"]]))
 def test_random_jitted_programs_match_eager(prog): check_program(prog)
+
+@settings(max_examples=30, deadline=None)
+@given(prog=jit_programs())
+def test_random_pruned_jitted_programs_match_eager(prog):
+  # TinyJit(prune=True) skips only kernels whose results cannot change between calls: the same values as without the JIT
+  # (the state updated in place, Tensor.rand's draws, the Variable)
+  eager, pruned = run_calls(prog, None, None), run_calls(prog, None, 1, prune=True)
+  assert [w for w, _ in eager] == [w for w, _ in pruned]
+  for (what, e), (_, p) in zip(eager, pruned): _check(Tensor(p), e, what + " (pruned)")
 
 @contextlib.contextmanager
 def _split_cpu_kernels():
