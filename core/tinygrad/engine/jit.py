@@ -110,6 +110,11 @@ def _written(step: Any) -> list[Buffer]:
   p = getattr(step.runner, "p", None)
   return [step.bufs[i] for i in p.outs] if p is not None else step.bufs[:1]
 
+def _read(step: Any) -> list[Buffer]:
+  # the buffers a captured step reads: a kernel's inputs; a copy's source
+  p = getattr(step.runner, "p", None)
+  return [step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]
+
 def _prune(steps: list, inputs: list[Buffer]) -> list:
   """TinyJit(prune=True): the captured steps a replay runs. Public tinygrad's rule, in order: a step that uses an input's
   buffer, or a buffer a step kept before it uses, is kept. And so is one whose result could differ at a replay or whose
@@ -118,8 +123,7 @@ def _prune(steps: list, inputs: list[Buffer]) -> list:
   give each replay the value they gave the capture call, which ran them."""
   keep, read = [False] * len(steps), set()
   for i, s in enumerate(steps):
-    p = getattr(s.runner, "p", None)
-    read |= {id(s.bufs[j]) for j in p.ins} if p is not None else {id(b) for b in s.bufs[1:]}
+    read |= {id(b) for b in _read(s)}
     keep[i] = not read.isdisjoint(id(b) for b in _written(s))
   while True:
     needed = {id(b) for b in inputs}
@@ -138,8 +142,7 @@ def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[in
   written: set[int] = set()
   out: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
   for step in steps:
-    p = getattr(step.runner, "p", None)
-    for b in ([step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]):
+    for b in _read(step):
       if id(b) not in written and id(b) not in inputs: out[id(b)] = b
     written.update(id(b) for b in _written(step))
   return out
@@ -265,8 +268,7 @@ class TinyJit(Generic[R]):
           if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
     seen, first_written = {id(b) for b in self.in_bufs}, []
     for step in self.steps:
-      p = getattr(step.runner, "p", None)
-      seen.update(id(b) for b in ([step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]))
+      seen.update(id(b) for b in _read(step))
       for b in _written(step):
         if id(b) not in seen: first_written.append(b)
         seen.add(id(b))
