@@ -60,6 +60,7 @@ CACHEDB_MAX_BYTES = ContextVar("CACHEDB_MAX_BYTES", 1 << 30)  # the disk cache's
 CACHEDB_MAX_DAYS = ContextVar("CACHEDB_MAX_DAYS", 30)  # disk cache rows unused for this many days are dropped (0: kept until the size cap)
 NOOPT = ContextVar("NOOPT", 0)               # disable kernel optimizations
 BEAM = ContextVar("BEAM", 0)                 # beam search width
+JITBEAM = ContextVar("JITBEAM", -1)          # beam search width for the kernels a TinyJit captures (-1: BEAM's), as public tinygrad
 BEAM_TIMEOUT = ContextVar("BEAM_TIMEOUT", 60)  # seconds one kernel's beam search may take (the best so far wins)
 BEAM_MAX_CANDIDATES = ContextVar("BEAM_MAX_CANDIDATES", 64)  # candidates timed per beam step
 BEAM_THREADS = ContextVar("BEAM_THREADS", 2)  # threads compiling beam candidates in parallel

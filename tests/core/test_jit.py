@@ -206,3 +206,18 @@ def test_free_intermediates_frees_memory_and_the_next_replay_is_right():
       f.captured.free_intermediates()
       assert GlobalCounters.mem_used <= before - 32 * 64 * 4   # (at least h's buffer)
   np.testing.assert_allclose(w.numpy(), wn, rtol=1e-6)
+
+def test_jitbeam_searches_the_captured_kernels_only(monkeypatch):
+  # public tinygrad's JITBEAM: the kernels a TinyJit captures are searched with that width, the first call's are not
+  import tinygrad.codegen.search as search
+  from tinygrad.helpers import Context
+  calls: list[int] = []
+  monkeypatch.setattr(search, "beam_search", lambda ast, dev, amt, *a, **k: calls.append(amt) or [])
+  @TinyJit
+  def f(a, b): return (a @ b + 1).realize()
+  rng = np.random.default_rng(3)
+  with Context(JITBEAM=2, BEAM=0, CACHELEVEL=1):   # (no program cache: a cached program is not searched again)
+    for i in range(4):
+      a, b = (rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32))
+      np.testing.assert_allclose(f(Tensor(a), Tensor(b)).numpy(), a @ b + 1, rtol=1e-5, atol=1e-5)
+      assert calls == ([] if i == 0 else [2])   # (the capture's kernel: once)

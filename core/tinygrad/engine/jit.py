@@ -1,10 +1,10 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import enum, functools, inspect, threading, weakref
+import contextlib, enum, functools, inspect, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.helpers import CAPTURING, JIT, DEBUG, TRAINING, engine_locked
+from tinygrad.helpers import CAPTURING, JIT, JITBEAM, DEBUG, TRAINING, Context, engine_locked
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
@@ -334,7 +334,9 @@ class TinyJit(Generic[R]):
       self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed, _realize.call_outer = [], [], _outer_tensors()
       reads, mode = training_reads[0], TRAINING.value
-      try: self.ret = self._run_and_realize(args, kwargs)
+      # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
+      try:
+        with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext(): self.ret = self._run_and_realize(args, kwargs)
       finally:
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
         _realize.call_outer = None
