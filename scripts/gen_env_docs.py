@@ -41,7 +41,8 @@ MEANING = {
   "NV_ARCH": "the sm target NV compiles for when no GPU is open", "NV_PTX_JIT": "1: PTX is loaded by the driver's JIT, not ptxas",
   "NV_ARENA": "bytes of each NV memory arena (TLSF sub-allocated)", "NV_CACHE_BYTES": "bytes of freed NV buffers kept for reuse",
   "CUDA_PATH": "where CUDA is (nvcc, NVRTC)",
-  "CPU_COUNT": "threads a CPU kernel is split across (default: the cores this process may use)",
+  "CPU_COUNT": "threads a CPU kernel is split across (default: NUM_CPU_THREADS, else the cores this process may use)",
+  "NUM_CPU_THREADS": "public tinygrad's name for CPU_COUNT: its default",
   "CPU_CACHE_BYTES": "bytes of freed CPU buffers kept for reuse", "METAL_CACHE_BYTES": "bytes of freed Metal buffers kept for reuse",
   "WEBGPU_CACHE_BYTES": "bytes of freed WebGPU buffers kept for reuse",
   "VK_ICD_FILENAMES": "the Vulkan driver manifest(s) WEBGPU uses (the Vulkan loader's own variable)",
@@ -82,7 +83,8 @@ def collect() -> dict[str, tuple[str, str, str]]:
         for m in rx.finditer(line):
           name, default, comment = m.group(1), (m.group(2) or "").strip(), (m.group(3) or "").strip() or (" ".join(above) if line[:1].isalpha() else "")
           if rx.pattern.endswith('_CC)"\\)()()'): default, comment = "", "which compiler the device uses, by name (`python -m tinygrad` lists them); an unknown name is an error listing the valid ones"
-          if default.count("(") != default.count(")"): default = "computed"   # a call: the meaning says what it is
+          # a call, or a module's private value: the meaning says what it is
+          if default.count("(") != default.count(")") or default.startswith("_"): default = "computed"
           add(name, default, _where(f), comment)
       above = []
   for line in open(os.path.join(ROOT, "scripts", "setup_system.sh"), encoding="utf-8"):

@@ -256,3 +256,12 @@ def test_vector_access_at_odd_offsets(cc, lo):
   if cc[1].__class__.__name__ != "LLVMCompiler" and platform.machine() in ("x86_64", "AMD64") and shutil.which("objdump"):
     asm = cc[1].disassemble(cc[1].compile(src))
     assert "movups" in asm and not re.search(r"movaps\s+\S*\(", asm), asm   # still vector moves, and none that needs alignment
+
+@pytest.mark.parametrize("env,want", [({"NUM_CPU_THREADS": "1"}, 1), ({"NUM_CPU_THREADS": "1", "CPU_COUNT": "3"}, 3)])
+def test_num_cpu_threads_is_public_tinygrads_name_for_cpu_count(env, want):
+  # NUM_CPU_THREADS=1 (public tinygrad's) gives one thread, as CPU_COUNT=1 does; CPU_COUNT wins where both are set
+  import os, subprocess, sys
+  code = "import tinygrad_cpu.runtime as r; print(r.CPU_COUNT)"
+  out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert int(out.stdout.split()[-1]) == want

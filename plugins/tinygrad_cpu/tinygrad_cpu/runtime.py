@@ -14,7 +14,8 @@ import ctypes, functools, os, struct, threading, time, tempfile
 from typing import Any
 from tinygrad.plugin_api import getenv
 
-CPU_COUNT: int = getenv("CPU_COUNT", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+_NUM_CPU_THREADS: int = getenv("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+CPU_COUNT: int = getenv("CPU_COUNT", _NUM_CPU_THREADS)
 # A kernel under twice CPU_THREAD_WORK runs on the calling thread, waking nothing. bench/cpu_threads.py measures the
 # terms: a hand-off to spinning workers costs ~2-3 us, and LLVM's kernels run ~0.03 ns per estimated uop (clang's ~0.25),
 # so 1 << 18 gives each thread >= ~8 us of work, a split that pays its hand-off several times over. Below that a split
