@@ -157,9 +157,10 @@ def unwrap(x: T | None) -> T:
   if x is None: raise ValueError("unexpected None")
   return x
 _COLORS = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white']
+_NO_COLOR = os.environ.get("NO_COLOR", "") not in ("", "0")   # set (not 0): no ANSI colours in output, even on a terminal (no-color.org; public tinygrad's)
 def colored(st: str, color: str | None = None, background: bool = False) -> str:
-  """`st` in an ANSI colour (one of _COLORS; upper case: the bright variant) when stdout is a terminal."""
-  if color is None or not os.isatty(1): return st
+  """`st` in an ANSI colour (one of _COLORS; upper case: the bright variant) when stdout is a terminal and NO_COLOR is not set."""
+  if color is None or _NO_COLOR or not os.isatty(1): return st
   if color.lower() not in _COLORS: raise ValueError(f"unknown color {color!r}; valid: {_COLORS} (upper case for bright)")
   return f"\u001b[{10*background+60*(color.upper() == color)+30+_COLORS.index(color.lower())}m{st}\u001b[0m"
 def ansistrip(s: str) -> str: return re.sub(r"\x1b\[(K|.*?m)", "", s)

@@ -191,3 +191,10 @@ class TestGCPaused:
     assert ((Tensor(a) * 2).sum(1).numpy() == (a * 2).sum(1)).all() and gc.isenabled()
     get_program((Tensor.empty(4, 4, device="PYTHON") + 1).schedule()[-1].ast, Device["PYTHON"].renderer)
     assert gc.isenabled()
+
+def test_no_color_turns_colours_off_on_a_terminal(monkeypatch):
+  from tinygrad import helpers
+  monkeypatch.setattr(helpers.os, "isatty", lambda fd: True)
+  assert helpers.colored("x", "red") != "x"
+  monkeypatch.setattr(helpers, "_NO_COLOR", True)
+  assert helpers.colored("x", "red") == "x"
