@@ -232,6 +232,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       return
     dev = _canon_device(device)
     if data is None: data = []
+    # a typed memoryview (t.data(), a numpy array's): its items, as numpy and torch read it; a plain one is bytes
+    if isinstance(data, memoryview) and (data.format != "B" or data.ndim != 1):
+      import numpy as np
+      data = np.asarray(data)
     if _is_scalar(data):
       dt = dt or dtypes.from_py(data)
       _check_int(data, dt, "pass a wider dtype=, e.g. dtypes.int64")

@@ -36,6 +36,17 @@ def test_from_numpy_keeps_dtype(npdt, dt):
   x = Tensor(np.zeros((2, 3), dtype=npdt))
   assert x.shape == (2, 3) and x.dtype == dt
 
+def test_from_a_typed_memoryview_reads_its_items():
+  # a memoryview with a format (t.data(), a numpy array's) holds items, as numpy and torch read it: not its raw bytes
+  # (int32 [1, -2] was uint8 [1, 0, 0, 0, 254, 255, 255, 255]); a plain byte view is still bytes
+  x = Tensor(memoryview(np.array([[1, -2, 3], [4, 5, 6]], np.int32)[:, ::2]))
+  assert x.shape == (2, 2) and x.dtype == dtypes.int32 and x.tolist() == [[1, 3], [4, 6]]
+  h = Tensor(memoryview(np.array([1.5, -2.0], np.float16)))
+  assert h.dtype == dtypes.float16 and h.tolist() == [1.5, -2.0]
+  assert Tensor(memoryview(np.array([1, 2], np.int32)), dtype=dtypes.float32).tolist() == [1.0, 2.0]
+  b = Tensor(memoryview(b"ab"))
+  assert b.dtype == dtypes.uint8 and b.tolist() == [97, 98]
+
 def test_explicit_dtype_and_device():
   assert Tensor([1, 2], dtype=dtypes.float16).dtype == dtypes.float16
   assert Tensor(np.zeros(3, np.float32), dtype="int8").dtype == dtypes.int8
