@@ -95,6 +95,22 @@ def test_changed_plain_object_argument_replays_like_public_tinygrad():
   with pytest.raises(JitError, match=r"argument 2: captured 2, now 3"): step(x, Holder(w), 3)   # a Python scalar still raises
   with pytest.raises(JitError, match=r"argument 2"): step(x, Holder(w), np.float32(2.5))   # a numpy value too
 
+def test_numpy_array_argument_is_compared_by_its_items():
+  # an array is baked in like a scalar: a new array of the same items replays, other items raise (a new array raised
+  # ValueError from its ==), and so does the captured array changed in place (it replayed the old items)
+  @TinyJit
+  def f(x, arr): return x + Tensor(arr)
+  x = Tensor([1.0, 1.0]).realize()
+  for _ in range(3): assert f(x, np.array([2.0, np.nan], np.float32)).tolist()[0] == 3.0
+  with pytest.raises(JitError, match=r"argument 1: captured array"): f(x, np.array([5.0, np.nan], np.float32))
+  with pytest.raises(JitError, match=r"argument 1"): f(x, np.array([2.0, np.nan]))   # (float64: another dtype)
+  buf = np.array([1.0, 2.0], np.float32)
+  @TinyJit
+  def g(x, arr): return x + Tensor(arr)
+  for _ in range(3): assert g(x, buf).tolist() == [2.0, 3.0]
+  buf[0] = 7.0
+  with pytest.raises(JitError, match=r"argument 1: captured array\(\[1., 2.\]"): g(x, buf)
+
 def test_captured_describes_the_capture():
   @TinyJit
   def f(a, b, scale=1.0): return (a + b * scale).realize()

@@ -18,9 +18,15 @@ from tinygrad.dtype import DType
 
 R = TypeVar("R")
 
+def _is_array(x: Any) -> bool: return type(x).__name__ == "ndarray" and type(x).__module__ == "numpy"
+
 def _same(a: Any, b: Any) -> bool:
-  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN
+  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; numpy arrays: of one
+  # dtype and shape, with equal items (an array's == is an array, whose truth value raises)
   if type(a) is not type(b): return False
+  if _is_array(a):
+    import numpy as np   # (loaded already: a is its array)
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
   try: return bool(a == b or a != a and b != b)
   except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
 
@@ -327,7 +333,9 @@ class TinyJit(Generic[R]):
                        "or call .reset() and capture with another tensor")
       self.copied = [False] * len(inputs)
       if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
-      self.in_uops, self.signature, self.constants = [u for t in inputs for u in _buffer_uops(t)], signature, constants
+      # (an array as it is now: one changed in place by the next call is another value)
+      self.in_uops, self.signature = [u for t in inputs for u in _buffer_uops(t)], signature
+      self.constants = [(w, v.copy() if _is_array(v) else v) for w, v in constants]
       self.in_bufs = [buffer_of(u) for u in self.in_uops]
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
@@ -374,7 +382,7 @@ class TinyJit(Generic[R]):
     if signature != self.signature:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with inputs {self._fmt(self.signature)} "
                      f"but called with {self._fmt(signature)}; call .reset() to capture again")
-    if constants != self.constants:
+    if len(constants) != len(self.constants) or not all(w == cw and _same(v, cv) for (w, v), (cw, cv) in zip(constants, self.constants)):
       name = getattr(self.fxn, '__name__', 'function')
       old, new = {_where(w): v for w, v in self.constants}, {_where(w): v for w, v in constants}
       diff = [f"{w}: captured {old.get(w, '<absent>')!r}, now {new.get(w, '<absent>')!r}" for w in dict.fromkeys(list(old) + list(new))
