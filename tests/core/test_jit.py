@@ -237,3 +237,13 @@ def test_jitbeam_searches_the_captured_kernels_only(monkeypatch):
       a, b = (rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3)).astype(np.float32))
       np.testing.assert_allclose(f(Tensor(a), Tensor(b)).numpy(), a @ b + 1, rtol=1e-5, atol=1e-5)
       assert calls == ([] if i == 0 else [2])   # (the capture's kernel: once)
+
+def test_a_dict_argument_binds_by_key_whatever_its_order():
+  # {"b": y, "a": x} at a replay reads x where the capture read "a" (public tinygrad binds in the order given: y as "a");
+  # other keys raise
+  @TinyJit
+  def f(d): return (d["a"] * 10 + d["b"]).realize()
+  for i in range(5):
+    a, b = Tensor([float(i)]), Tensor([100.0])
+    np.testing.assert_equal(f({"a": a, "b": b} if i % 2 else {"b": b, "a": a}).numpy(), [10.0 * i + 100])
+  with pytest.raises(JitError, match="keys"): f({"a": Tensor([1.0]), "c": Tensor([2.0])})

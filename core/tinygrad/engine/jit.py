@@ -30,10 +30,21 @@ def _same(a: Any, b: Any) -> bool:
   try: return bool(a == b or a != a and b != b)
   except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
 
+def _items(d: dict) -> list[tuple[Any, Any]]:
+  # a dict's items in one order whatever order it was built in: a replay's {"b": y, "a": x} binds its tensors as the
+  # capture's {"a": x, "b": y} did (in the order given, y would be read where x was captured)
+  try: return sorted(d.items(), key=lambda kv: kv[0])
+  except TypeError: return sorted(d.items(), key=lambda kv: (type(kv[0]).__qualname__, repr(kv[0])))
+
+class _DictKeys(tuple):
+  """A dict argument's keys, compared like a plain value: a replay with other keys raises (its tensors would be read where
+  the capture's other keys' were)."""
+  def __repr__(self) -> str: return f"a dict with keys {list(self)!r}"
+
 def _tensors_in(x: Any) -> list[Tensor]:
   if isinstance(x, Tensor): return [x]
   if isinstance(x, (list, tuple)): return [t for v in x for t in _tensors_in(v)]
-  if isinstance(x, dict): return [t for v in x.values() for t in _tensors_in(v)]
+  if isinstance(x, dict): return [t for _, v in _items(x) for t in _tensors_in(v)]
   return []
 
 # the values a capture bakes in as constants: a change would replay the old value, so it is an error
@@ -50,7 +61,9 @@ def _scan(x: Any, where: Any, static: bool, tensors: list[Tensor], binds: list[U
   elif isinstance(x, (list, tuple)):
     for i, v in enumerate(x): _scan(v, (where, i), static, tensors, binds, constants)
   elif isinstance(x, dict):
-    for k, v in x.items(): _scan(v, (where, k), static, tensors, binds, constants)
+    items = _items(x)
+    if not static: constants.append((where, _DictKeys(k for k, _ in items)))
+    for k, v in items: _scan(v, (where, k), static, tensors, binds, constants)
   elif not static and (isinstance(x, _PLAIN) or type(x).__module__ == "numpy"): constants.append((where, x))
 
 def _where(path: Any) -> str:
