@@ -716,6 +716,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                      "that value would not change on replay; return the tensor from the jitted function instead")
     # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base nor
     # seeing the base's writes (also a view of a lazy computation: `v = (x * 2)[::-1]; v.numpy(); v += 1` must write x * 2)
+    if all_int(self.shape) and prod(self.shape) == 0: return memoryview(bytearray(0))   # (nothing to realize: an empty view)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
