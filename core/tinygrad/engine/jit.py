@@ -28,7 +28,7 @@ def _same(a: Any, b: Any) -> bool:
     import numpy as np   # (loaded already: a is its array)
     return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
   try: return bool(a == b or a != a and b != b)
-  except Exception: return a is b   # (an object whose == is not a bool, e.g. an array: only itself is the same)
+  except Exception: return a is b   # (an object whose == is not a bool, another library's array: only itself is the same)
 
 def _items(d: dict) -> list[tuple[Any, Any]]:
   # a dict's items in one order whatever order it was built in: a replay's {"b": y, "a": x} binds its tensors as the
@@ -294,7 +294,6 @@ class TinyJit(Generic[R]):
     freed = [b for b in first_written if id(b) not in held and b.is_allocated()]
     for b in freed: b.deallocate()
     if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
-
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
