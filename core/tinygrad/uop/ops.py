@@ -28,9 +28,9 @@ def kernel_name(sink: UOp) -> str:
   """The function name of the kernel a SINK describes: its KernelInfo's (made a valid identifier), its string arg, else "kernel"."""
   return sink.arg.function_name if isinstance(sink.arg, KernelInfo) else sink.arg if isinstance(sink.arg, str) else "kernel"
 
-def _argkey(op: Ops, arg: Any) -> Any:
+def _argkey(op: Ops, arg: Any, CONST: Ops = Ops.CONST) -> Any:   # (bound once: see _DEVICE_RULES)
   # 0.0 == -0.0 and 1 == 1.0 == True in Python: keep such consts apart in the cache
-  if op is Ops.CONST:
+  if op is CONST:
     if isinstance(arg, float) and arg != arg: return ("nan", float)  # every NaN is one const (nan != nan breaks the lookup)
     return (arg, type(arg), math.copysign(1.0, arg) if isinstance(arg, float) else 0)
   return arg
@@ -100,6 +100,28 @@ def _go_multi() -> None:
   _multi_live = True
 
 _NO_RANGES: frozenset = frozenset()
+
+def _fill_up(u: UOp, key: str, fn: Callable[[UOp], Any], leaves: frozenset = frozenset()) -> Any:
+  """u.__dict__[key], set to fn(node) on u and on every node below it without one, sources first (fn reads its sources'
+  values; a node whose op is in `leaves` reads none). Iterative, so a deep graph never recurses; a node is computed once
+  and pushed at most once per user, with no visited set or gate call per node (a gated toposort cost ~a tenth of building
+  a small op's graph)."""
+  stack = [u]
+  while stack:
+    n = stack[-1]
+    if key in n.__dict__:
+      stack.pop()
+      continue
+    top = len(stack)
+    if n.op not in leaves: stack.extend(s for s in n.src if key not in s.__dict__)
+    if len(stack) == top: n.__dict__[key] = fn(stack.pop())
+  return u.__dict__[key]
+
+def _range_set(n: UOp) -> frozenset:
+  acc = _NO_RANGES
+  for x in (s.__dict__["_rs"] for s in n.src):
+    if x and not x <= acc: acc = x if not acc else acc | x   # (most nodes share their sources' set)
+  return acc | {n} if n.op is Ops.RANGE else acc
 
 def _rebuild(node: UOp, new_src: tuple[UOp, ...]) -> UOp:
   return node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg, node.tag)
@@ -173,13 +195,7 @@ class UOp(metaclass=UOpMetaClass):
     walking x's graph each time (the simplifier and the heuristics ask it of every lane of an upcast kernel)."""
     rs = self.__dict__.get("_rs")
     if rs is not None: return rs
-    for n in self.toposort(gate=lambda x: "_rs" not in x.__dict__):
-      if "_rs" in n.__dict__: continue
-      acc = _NO_RANGES
-      for x in (s.__dict__["_rs"] for s in n.src):
-        if x and not x <= acc: acc = x if not acc else acc | x   # (most nodes share their sources' set)
-      n.__dict__["_rs"] = acc | {n} if n.op is Ops.RANGE else acc
-    return self.__dict__["_rs"]
+    return _fill_up(self, "_rs", _range_set)
   def sink(*srcs: UOp, arg: Any = None) -> UOp: return UOp(Ops.SINK, dtypes.void, srcs, arg)   # x.sink(y) or UOp.sink(x, y, arg=...)
   def substitute(self, dvars: dict[UOp, UOp]) -> UOp:
     """This graph with every node in `dvars` replaced by its value."""
@@ -346,10 +362,7 @@ class UOp(metaclass=UOpMetaClass):
     if all("_mm" in s.__dict__ for s in self.src):   # the usual case in a rewrite: the sources' bounds are known
       mm = self.__dict__["_mm"] = _bounds(self)
       return mm
-    # fill bounds bottom-up so deep graphs never recurse
-    for n in self.toposort(gate=lambda x: "_mm" not in x.__dict__):
-      if "_mm" not in n.__dict__: n.__dict__["_mm"] = _bounds(n)
-    return self.__dict__["_mm"]
+    return _fill_up(self, "_mm", _bounds)
   def divides(self, v: int) -> UOp | None:
     """This expression divided by `v` when that is exact by construction, else None."""
     if v == 1: return self
@@ -379,9 +392,7 @@ class UOp(metaclass=UOpMetaClass):
     # (a new node over known sources, as a Tensor op builds it, or one whose shape is its own arg: no walk. A fresh
     # BUFFER's sources, UNIQUE and DEVICE, never have one: the walk over them cost ~4 us of every realize's result)
     if self.op in _OWN_SHAPE or all("_shape" in s.__dict__ for s in self.src): self.__dict__["_shape"] = _shape(self)
-    else:
-      for n in self.toposort(gate=lambda x: "_shape" not in x.__dict__):
-        if "_shape" not in n.__dict__: n.__dict__["_shape"] = _shape(n)
+    else: _fill_up(self, "_shape", _shape, _OWN_SHAPE)
     return self.__dict__["_shape"]
   @property
   def size(self) -> int: return prod(self.shape)
@@ -473,10 +484,8 @@ class UOp(metaclass=UOpMetaClass):
   def device(self) -> str:
     """The device of a tensor-level UOp: its DEVICE source's, a COPY's target, else its first source's (cached per node)."""
     if "_device" not in self.__dict__ and all("_device" in s.__dict__ for s in self.src): self.__dict__["_device"] = _device(self)
-    if "_device" not in self.__dict__:
-      # fill bottom-up and cache: a Tensor op asks for its operands' device, so an uncached walk makes graph building quadratic
-      for n in self.toposort(gate=lambda x: "_device" not in x.__dict__):
-        if "_device" not in n.__dict__: n.__dict__["_device"] = _device(n)
+    # (cached: a Tensor op asks for its operands' device, so an uncached walk would make graph building quadratic)
+    if "_device" not in self.__dict__: _fill_up(self, "_device", _device, _OWN_DEVICE)
     if (dev := self.__dict__["_device"]) is None: raise ValueError(f"{self.op} has no device")
     return dev
   # tensor-level movement constructors (no-ops return self)
@@ -563,37 +572,47 @@ def _view_offset(v: UOp, idx: tuple[UOp, ...]) -> UOp:
 
 _UOP_SLOTS = tuple(getattr(UOp, f).__set__ for f in ("op", "dtype", "src", "arg", "tag"))   # UOpMetaClass builds nodes with them
 
+# (the rules are looked up by op in dicts and frozensets: on CPython 3.11 each `Ops.X` attribute read costs ~0.1 us,
+# enum's metaclass __getattr__ blocking the fast path, and these run for every node a Tensor op builds)
+_DEVICE_RULES: dict[Ops, Callable[[UOp], Any]] = {
+  Ops.DEVICE: lambda n: n.arg,
+  Ops.MULTI: lambda n: tuple(s.device for s in n.src),
+  Ops.COPY: lambda n: n.src[1].arg,
+  Ops.CALL: lambda n: n.src[1].__dict__["_device"]}   # its output buffer's (src[0], the kernel's SINK, has none)
 def _device(n: UOp) -> Any:
-  if n.op is Ops.DEVICE: return n.arg
-  if n.op is Ops.MULTI: return tuple(s.device for s in n.src)
-  if n.op is Ops.COPY: return n.src[1].arg
-  if n.op is Ops.CALL: return n.src[1].__dict__["_device"]   # its output buffer's (src[0], the kernel's SINK, has none)
-  return next((d for s in n.src if (d := s.__dict__["_device"]) is not None), None)
+  if (rule := _DEVICE_RULES.get(n.op)) is not None: return rule(n)
+  for s in n.src:   # the first source's with one
+    if (d := s.__dict__["_device"]) is not None: return d
+  return None
 
+_OWN_DEVICE = frozenset({Ops.DEVICE})   # _device reads no source
 _OWN_SHAPE = frozenset({Ops.BUFFER, Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.RESHAPE, Ops.EXPAND, Ops.DEVICE, Ops.UNIQUE})   # _shape reads no source
+_SHAPELESS = frozenset({Ops.DEVICE, Ops.UNIQUE})   # sources that give no shape
+def _shape_alu(n: UOp) -> tuple[Any, ...]:   # a constant source is 0-d: the others give the shape
+  for x in n.src:
+    if x.op not in _SHAPELESS and (sh := x.shape) != (): return sh
+  return ()
+def _shape_multi(n: UOp) -> tuple[Any, ...]:
+  arg, sh = n.arg, n.src[0].shape
+  if arg is None: return sh
+  if isinstance(arg, tuple): return tuple(d * (max(dict(arg)[i]) + 1) if i in dict(arg) else d for i, d in enumerate(sh))   # a mesh
+  return tuple(sum(s.shape[i] for s in n.src) if i == arg else d for i, d in enumerate(sh))
+_SHAPE_RULES: dict[Ops, Callable[[UOp], tuple[Any, ...]]] = {
+  **{op: _shape_alu for op in GroupOp.ALU},
+  Ops.BUFFER: lambda n: (n.arg,),
+  **{op: lambda n: () for op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.STORE, Ops.END)},
+  Ops.RESHAPE: lambda n: n.arg, Ops.EXPAND: lambda n: n.arg,
+  Ops.PERMUTE: lambda n: tuple(n.src[0].shape[i] for i in n.arg),
+  Ops.PAD: lambda n: tuple(ssimplify(s+b+a) for s, (b, a) in zip(n.src[0].shape, n.arg)),
+  Ops.SHRINK: lambda n: tuple(ssimplify(e-b) for b, e in n.arg),
+  Ops.REDUCE_AXIS: lambda n: tuple(1 if i in n.arg[1] else s for i, s in enumerate(n.src[0].shape)),
+  Ops.ASSIGN: lambda n: n.src[0].shape,
+  Ops.MULTI: _shape_multi}
 def _shape(n: UOp) -> tuple[Any, ...]:   # ints, or symbolic sizes (sint)
-  op, arg = n.op, n.arg
-  if op in GroupOp.ALU:   # (the commonest node, first) a constant source is 0-d: the others give the shape
-    for x in n.src:
-      if x.op is not Ops.DEVICE and x.op is not Ops.UNIQUE and (sh := x.shape) != (): return sh
-    return ()
-  if op is Ops.BUFFER: return (arg,)
-  if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
-  if op in (Ops.RESHAPE, Ops.EXPAND): return arg
-  if op is Ops.PERMUTE: return tuple(n.src[0].shape[i] for i in arg)
-  if op is Ops.PAD: return tuple(ssimplify(s+b+a) for s, (b, a) in zip(n.src[0].shape, arg))
-  if op is Ops.SHRINK: return tuple(ssimplify(e-b) for b, e in arg)
-  if op is Ops.REDUCE_AXIS: return tuple(1 if i in arg[1] else s for i, s in enumerate(n.src[0].shape))
-  if op is Ops.ASSIGN: return n.src[0].shape
-  if op is Ops.MULTI:
-    if arg is None: return n.src[0].shape
-    if isinstance(arg, tuple): return tuple(d * (max(dict(arg)[i]) + 1) if i in dict(arg) else d for i, d in enumerate(n.src[0].shape))   # a mesh
-    return tuple(sum(s.shape[i] for s in n.src) if i == arg else d for i, d in enumerate(n.src[0].shape))
-  if op in (Ops.DEVICE, Ops.UNIQUE, Ops.SINK, Ops.KERNEL, Ops.STORE, Ops.END): return ()
-  if op in GroupOp.Defines and isinstance(n.dtype, PtrDType): return (n.dtype.size,)   # a hand-written kernel's buffer (UOp.placeholder)
-  srcs = [s for s in n.src if s.op not in (Ops.DEVICE, Ops.UNIQUE)]
-  if not srcs: return ()
-  return srcs[0].shape
+  if (rule := _SHAPE_RULES.get(n.op)) is not None: return rule(n)
+  if n.op in GroupOp.Defines and isinstance(n.dtype, PtrDType): return (n.dtype.size,)   # a hand-written kernel's buffer (UOp.placeholder)
+  srcs = [s for s in n.src if s.op not in _SHAPELESS]
+  return srcs[0].shape if srcs else ()
 
 # ---- bounds of one node from its sources' bounds ----
 _FULL: dict[DType, tuple[ConstType, ConstType]] = {}   # a dtype's whole range, asked for every node
