@@ -305,7 +305,11 @@ def panel_bytes(ren: Renderer) -> int:
   64-byte panels read 4 panels at once and went unblocked (matmul 1024, one core: 157 -> 233 GFLOPS in 256-byte ones)."""
   if not ren.matmul_pack: return 0
   vb = ren.vector_bytes
-  return max(ren.matmul_pack, register_tile(ren, 24, 4, vb)[1] * vb if vb else 0)
+  # (memoized by every field it reads: Tensor.dot asks it for each matmul, and the tile search cost ~12 us of a@b's build)
+  key = (ren.matmul_pack, vb, ren.register_bytes, ren.registers)
+  if (pb := _PANEL_BYTES.get(key)) is None: pb = _PANEL_BYTES[key] = max(ren.matmul_pack, register_tile(ren, 24, 4, vb)[1] * vb if vb else 0)
+  return pb
+_PANEL_BYTES: dict[tuple, int] = {}
 
 def _lone(sink: UOp, rid: int, vid: int | None) -> bool:
   """The range with id `rid` is the only range of the REDUCEs over it (not one loop of a conv's nest), and none of them
