@@ -1,6 +1,6 @@
 """The map from BUFFER UOps (the tensor graph's handles) to device Buffers holding the data."""
 from __future__ import annotations
-import itertools, threading, weakref
+import itertools, threading
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, register_buffer_lookup
@@ -9,8 +9,10 @@ if TYPE_CHECKING:
   from tinygrad.device import Buffer
 
 _unique = itertools.count()
-_buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()   # two threads' first buffer_of of one BUFFER must get the same Buffer
+_BUFFER = Ops.BUFFER
+# A BUFFER node's Buffer is kept in the node's own __dict__ (as its cached shape and device are): it lives exactly as long
+# as the node, as in a WeakKeyDictionary, whose Python-level get (a weak reference made per lookup) cost ~1 us a lookup
 
 _device_uops: dict[str, UOp] = {}   # each device name's DEVICE node, kept (one per device used: ~1 us of every new buffer)
 def new_buffer(device: str, size: int, dtype: DType) -> UOp:
@@ -23,14 +25,18 @@ def new_buffer(device: str, size: int, dtype: DType) -> UOp:
 
 def buffer_of(u: UOp) -> Buffer:
   """The device Buffer behind a BUFFER UOp (created on first call; allocate() it before use)."""
-  if u.op is not Ops.BUFFER: raise ValueError(f"expected a BUFFER UOp, got {u.op}")
-  if (buf := _buffers.get(u)) is None:
-    from tinygrad.device import Buffer
-    with _lock:
-      if (buf := _buffers.get(u)) is None: _buffers[u] = buf = Buffer(u.src[1].arg, u.arg, u.dtype)
+  if (buf := u.__dict__.get("_buf")) is not None: return buf
+  if u.op is not _BUFFER: raise ValueError(f"expected a BUFFER UOp, got {u.op}")
+  from tinygrad.device import Buffer
+  with _lock:
+    if (buf := u.__dict__.get("_buf")) is None: buf = u.__dict__["_buf"] = Buffer(u.src[1].arg, u.arg, u.dtype)
   return buf
 
-def has_buffer(u: UOp) -> bool: return u in _buffers
+def buffer_if_any(u: UOp) -> Buffer | None:
+  """The Buffer of a BUFFER UOp if buffer_of made one, else None (none is made)."""
+  return u.__dict__.get("_buf")
+
+def has_buffer(u: UOp) -> bool: return "_buf" in u.__dict__
 
 def base_buffer(u: UOp) -> UOp | None:
   """The BUFFER under a chain of RESHAPEs (and the prefix SHRINK of a symbolic-shaped tensor, which is realized into a

@@ -9,7 +9,7 @@ from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
-from tinygrad.engine.buffers import buffer_of, base_buffer, _buffers as _buffer_table
+from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any
 from tinygrad.tensor import Tensor, training_reads
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
@@ -76,7 +76,7 @@ def _realized_buffers(inputs: list[Tensor]) -> list[Buffer] | None:
   for t in inputs:
     u = t.uop
     while u.op is Ops.RESHAPE: u = u.src[0]
-    if u.op is not Ops.BUFFER or (b := _buffer_table.get(u)) is None or not b.is_allocated(): return None
+    if u.op is not Ops.BUFFER or (b := buffer_if_any(u)) is None or not b.is_allocated(): return None
     out.append(b)
   return out
 
