@@ -32,6 +32,10 @@ class ContextVar:
     self.key, self.default = key, default
     self.value = self.initial = getenv(key, default)
     ContextVar._cache[key] = self
+  def __setattr__(self, name: str, v: Any) -> None:
+    object.__setattr__(self, name, v)
+    if name == "value": ContextVar.version += 1   # (reads stay a plain attribute; Context and `X.value = v` both count)
+  version = 0   # bumped by every flag change: what is derived from all the flags (graphcache's key) is found again only then
   def __bool__(self) -> bool: return bool(self.value)
   def __ge__(self, x: int) -> bool: return self.value >= x
   def __gt__(self, x: int) -> bool: return self.value > x

@@ -52,8 +52,11 @@ def _arg_key(v: Any, tensors: list[Tensor]) -> Any:
   if isinstance(v, (tuple, list)): return (type(v), tuple(_arg_key(x, tensors) for x in v))
   raise TypeError   # anything else (an object, a callable): no key, the method is built directly
 
+_FLAGS: list = [-1, ()]   # (ContextVar.version, every flag's value then)
 def _flags() -> tuple:
-  return tuple(v.value if isinstance(v.value, (int, float, str)) else repr(v.value) for v in ContextVar._cache.values())
+  if _FLAGS[0] != ContextVar.version:
+    _FLAGS[:] = ContextVar.version, tuple(v.value if isinstance(v.value, (int, float, str)) else repr(v.value) for v in ContextVar._cache.values())
+  return _FLAGS[1]
 
 def _eligible(t: Tensor) -> bool:
   return isinstance(t.device, str) and all(isinstance(s, int) and s > 0 for s in t.shape)
