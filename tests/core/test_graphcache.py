@@ -112,6 +112,17 @@ def test_flags_are_part_of_the_key():
     with Context(MATMUL_PACK=pack):
       for _ in range(2): assert q.scaled_dot_product_attention(k, k).uop is sdpa(q, k, k).uop
 
+def test_flag_set_directly_is_part_of_the_key():
+  # `FLAG.value = v` (no Context) changes the key too: the flags' tuple is memoized by ContextVar.version
+  from tinygrad.helpers import MATMUL_PACK
+  q, k = Tensor.randn(1, 1, 32, 64).realize(), Tensor.randn(1, 1, 256, 64).realize()
+  sdpa, old = direct("scaled_dot_product_attention"), MATMUL_PACK.value
+  try:
+    for pack in (1, 0, 1, 0):
+      MATMUL_PACK.value = pack
+      for _ in range(2): assert q.scaled_dot_product_attention(k, k).uop is sdpa(q, k, k).uop
+  finally: MATMUL_PACK.value = old
+
 def test_dropout_in_training_draws_every_call():
   q = Tensor.ones(1, 1, 4, 8)
   with Tensor.train():
