@@ -192,6 +192,8 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
       ins.append(x)
     prev, prev_fed = list(ins), fed
     extra = [xs[:(n := Variable("n", 1, VMAX).bind(1 + (call * 3 + len(inputs)) % VMAX))], n] if use_var else []
+    # (TinyJit realizes a lazy input at the start of every call, docs/guide.md "Fast replays": the plain run's do too)
+    if jit is None: Tensor.realize(*ins)
     with Context(JIT=jit or 0): got = fn(*ins, *extra)
     # TinyJit realizes a call's outputs and its assigns at its end, together (docs/guide.md: a value made before an update
     # and realized with it reads the old value); the plain function's are realized the same way

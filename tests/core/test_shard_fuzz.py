@@ -496,6 +496,9 @@ def run_jit_calls(devs: tuple, prog, jit: bool) -> list[tuple[str, np.ndarray]]:
       else: x = shard(a, devs, ax, lazy=mode == "lazy").realize() if mode == "new" else shard(a, devs, ax) * 1
       ins.append(x)
     prev = list(ins)
+    # TinyJit realizes a lazy input at the start of every call (docs/guide.md, "Fast replays"), so the eager reference
+    # does too: a view of a lazy input that the function realizes is a copy, of a realized one a view that sees its writes
+    if not jit: Tensor.realize(*ins)
     got = fn(*ins)
     if not jit: Tensor.realize(*got, *state, *ins, *bigs)
     seen += [(f"call {call}: output {j}", g.numpy()) for j, g in enumerate(got)]
