@@ -10,9 +10,9 @@ torch = pytest.importorskip("torch", reason="torch (CPU) is the test reference: 
 
 # the same calls spelled for each library
 TG = types.SimpleNamespace(empty=Tensor.empty, tensor=Tensor, conv2d=Tensor.conv2d, meshgrid=Tensor.meshgrid, einsum=Tensor.einsum,
-                           cross_entropy=Tensor.cross_entropy)
+                           cross_entropy=Tensor.cross_entropy, conv_transpose2d=Tensor.conv_transpose2d)
 TH = types.SimpleNamespace(empty=torch.empty, tensor=torch.tensor, conv2d=torch.nn.functional.conv2d, meshgrid=torch.meshgrid, einsum=torch.einsum,
-                           cross_entropy=torch.nn.functional.cross_entropy)
+                           cross_entropy=torch.nn.functional.cross_entropy, conv_transpose2d=torch.nn.functional.conv_transpose2d)
 
 # (what, the call on (tensor of `shape`, library), shapes, text our message must hold)
 CASES = [
@@ -28,6 +28,8 @@ CASES = [
   ("matmul 2d x 2d", lambda x, m: x @ m.empty(x.shape[-1] + 2, 3), [(2, 4), (1, 1), (5, 3)], "matmul"),
   ("conv kernel larger than input", lambda x, m: m.conv2d(x, m.empty(2, x.shape[1], 3, 3), dilation=3), [(1, 1, 6, 7), (2, 3, 5, 5)],
    "larger than the input"),
+  ("conv_transpose output too small", lambda x, m: m.conv_transpose2d(x, m.empty(x.shape[1], 2, 1, 1), padding=1), [(1, 2, 2, 2), (3, 1, 1, 5)],
+   "too small"),
   ("clip without bounds", lambda x, m: x.clip(None, None), [(3,), (0, 2)], "clip"),
   ("gather index dims", lambda x, m: x.gather(0, m.tensor([1])), [(4, 5, 6), (3, 1)], "dims"),
   ("gather bool index", lambda x, m: x.gather(0, m.tensor([[True]] * x.shape[0])), [(4, 5), (1, 1)], "int dtype"),

@@ -430,6 +430,12 @@ class NNMixin:
     if any(not 0 <= o < max(s, d) for o, s, d in zip(op_, s_, d_)):   # torch raises RuntimeError
       raise RuntimeError(f"conv_transpose2d: output_padding {op_} must be >= 0 and smaller than the stride {s_} or the dilation {d_}")
     pads = Tensor._pool_pads(padding, nd)   # last dim first
+    # (as torch: an output of size 0 or less is an error naming the sizes, not the inner conv's about its window)
+    out = [(i - 1) * s - pads[2*(nd-1-j)] - pads[2*(nd-1-j)+1] + d * (k - 1) + o + 1
+           for j, (i, s, d, k, o) in enumerate(zip(self.shape[2:], s_, d_, hw, op_))]
+    if all_int(out) and all_int(self.shape[2:]) and all(i > 0 for i in self.shape[2:]) and any(n <= 0 for n in out):
+      raise ArgumentError(f"conv_transpose2d: input spatial size {tuple(self.shape[2:])} with kernel {tuple(hw)}, stride {s_}, padding "
+                          f"{padding}, dilation {d_} and output_padding {op_} gives output size {tuple(out)}: too small")
     x = self
     if any(s > 1 for s in s_):
       # (.., i) -> (.., i, 1) -> pad to (.., i, s) -> (.., i*s) -> cut the trailing s-1 zeros
