@@ -9,7 +9,7 @@ from tinygrad import Tensor
 torch = pytest.importorskip("torch", reason="the reference for activations: pip install torch")
 F = torch.nn.functional
 
-# (not exactly +-3, hardswish's kinks: torch's scalar and vectorized gradients differ there)
+# (not exactly +-3, hardswish's kinks: test_edge_values.py's test_kink_gradients_are_torchs has them)
 EDGES = [-300.0, 300.0, -math.inf, math.inf, math.nan, 0.0, -1e30, 1e30, -88.5, 88.5, -20.0, 20.0, -3.5, 2.9, -1.5, 0.25, 6.0, -1e-30]
 ACTS = {  # name: (tinygrad, torch)
   "sigmoid": (Tensor.sigmoid, torch.sigmoid), "tanh": (Tensor.tanh, torch.tanh), "relu": (Tensor.relu, torch.relu),

@@ -261,13 +261,16 @@ def test_odd_functions_keep_negative_zero(device):
   assert np.signbit(Tensor([-5.0, -1e30], device=device).hardswish().numpy()).all()   # x * 0 / 6: -0.0 below -3, as torch
 
 def test_kink_gradients_are_torchs():
-  # relu: 0 at +-0 (and 1 at NaN, torch's threshold_backward); relu6/hardtanh 0 on the bounds; abs 0 at 0; clamp 1 on the bounds
-  x = Tensor([0.0, -0.0, 1.0, -1.0, 6.0, nan], requires_grad=True)
+  # relu: 0 at +-0 (and 1 at NaN, torch's threshold_backward); relu6/hardtanh 0 on the bounds; abs 0 at 0; clamp 1 on the bounds;
+  # hardswish 0 at -3 and 1 at 3 (it was -0.5 and 1.5: the inner side of both kinks); hardsigmoid 0 at both
+  x = Tensor([0.0, -0.0, 1.0, -1.0, 6.0, 3.0, -3.0, nan], requires_grad=True)
   for fn, tfn in ((Tensor.relu, torch.relu), (Tensor.relu6, F.relu6), (Tensor.hardtanh, F.hardtanh), (Tensor.abs, torch.abs),
-                  (lambda t: t.clamp(0.0, 1.0), lambda t: t.clamp(0.0, 1.0)), (Tensor.leaky_relu, F.leaky_relu)):
+                  (lambda t: t.clamp(0.0, 1.0), lambda t: t.clamp(0.0, 1.0)), (Tensor.leaky_relu, F.leaky_relu),
+                  (Tensor.hardswish, F.hardswish), (Tensor.hardsigmoid, F.hardsigmoid)):
     tx = torch.tensor(x.tolist(), requires_grad=True)
     tfn(tx).sum().backward()
-    assert fn(x).sum().gradient(x)[0].tolist()[:5] == tx.grad.tolist()[:5]
+    np.testing.assert_allclose(fn(x).sum().gradient(x)[0].numpy()[:7], tx.grad.numpy()[:7], rtol=1e-6, err_msg=str(fn))
+  assert Tensor([-3.0, 3.0]).hardswish().tolist() == [-0.0, 3.0] and np.signbit(Tensor([-3.0]).hardswish().numpy())[0]
 
 def test_sinh_cosh_gradients_do_not_overflow_early():
   x = Tensor([88.0, 89.0, -89.0, 89.2, 1e-20, -1e-20, 0.0], requires_grad=True)

@@ -543,10 +543,11 @@ class ElementwiseMixin:
     ret = (self < min_val).where(min_val, (self > max_val).where(max_val, self))
     return self._with_grad(ret, "hardtanh", min_val, max_val) if dtypes.is_float(self.dtype) else ret
   def hardswish(self: Tensor) -> Tensor:
-    """x * relu6(x + 3) / 6: 0 below -3, x above 3 (also +inf; -inf gives 0 where torch's formula gives NaN)."""
-    mid = (self >= -3) & (self <= 3)
+    """x * relu6(x + 3) / 6: 0 up to -3, x from 3 (also +inf; -inf gives 0 where torch's formula gives NaN); the gradient is
+    0 at -3 and 1 at 3 (torch's: the outer side of each kink)."""
+    mid = (self > -3) & (self < 3)
     xm = mid.where(self, 0)
-    return mid.where(xm * (xm + 3) * (1 / 6), (self < -3).where(-0.0, self))   # x * 0 / 6 is -0.0 below -3, as torch's
+    return mid.where(xm * (xm + 3) * (1 / 6), (self <= -3).where(-0.0, self))   # x * 0 / 6 is -0.0 up to -3, as torch's
   def softsign(self: Tensor) -> Tensor:
     """x / (1 + |x|)."""
     return self / (1 + self.abs())
