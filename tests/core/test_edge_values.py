@@ -260,6 +260,18 @@ def test_odd_functions_keep_negative_zero(device):
     assert np.signbit(y).tolist() == np.signbit(want.numpy()).tolist(), name
   assert np.signbit(Tensor([-5.0, -1e30], device=device).hardswish().numpy()).all()   # x * 0 / 6: -0.0 below -3, as torch
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_cat_and_pad_keep_negative_zero(device):
+  # cat adds its parts padded along the axis: padded with 0.0, -0.0 + 0.0 gave 0.0 wherever the kernel computed the sum
+  # (1 / cat(...) was +inf where torch gives -inf, max over a cat 0.0); pad(value=-0.0) padded with 0.0
+  a, b = Tensor.full((5,), -0.0, device=device).contiguous(), Tensor([-0.0, 2.0, -0.0], device=device)
+  ta, tb = torch.full((5,), -0.0), torch.tensor([-0.0, 2.0, -0.0])
+  assert (1 / a.cat(b)).tolist() == (1 / torch.cat([ta, tb])).tolist()
+  assert np.signbit(a.cat(b, a).numpy()).tolist() == torch.signbit(torch.cat([ta, tb, ta])).tolist()
+  assert np.signbit(Tensor.stack(a, a, dim=1).T.contiguous().numpy()).all()
+  assert np.signbit(Tensor([-1.0, -2.0], device=device).cat(Tensor([-0.0], device=device)).max().numpy())
+  assert np.signbit(Tensor([1.0], device=device).pad((1, 1), value=-0.0).numpy()).tolist() == [True, False, True]
+
 def test_kink_gradients_are_torchs():
   # relu: 0 at +-0 (and 1 at NaN, torch's threshold_backward); relu6/hardtanh 0 on the bounds; abs 0 at 0; clamp 1 on the bounds;
   # hardswish 0 at -3 and 1 at 3 (it was -0.5 and 1.5: the inner side of both kinks); hardsigmoid 0 at both

@@ -125,7 +125,7 @@ class MovementMixin:
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
     ret = x._mv(lambda u: u.pad(pos))
     if all(p == (0, 0) for p in pos): return ret._own(self)   # nothing added (a cut at most): a new tensor, as torch's
-    if value == 0: return ret
+    if value == 0 and math.copysign(1.0, value) > 0: return ret   # (a -0.0 fill is a value: F.pad keeps its sign)
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
     return mask.where(ret, self._const(value, self.dtype))
@@ -182,8 +182,10 @@ class MovementMixin:
         raise ArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
     total, off, parts = sum(t.shape[d] for t in ts), 0, []
+    # a float part is padded with -0.0, the exact identity of +: with 0.0 an element -0.0 summed to 0.0 (1/cat gave +inf)
+    fill = -0.0 if dtypes.is_float(dt) else 0
     for t in ts:
-      parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]))
+      parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)], value=fill))
       off += t.shape[d]
     return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)._own(*ts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
