@@ -626,6 +626,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (a Variable that is not bound, in a movement op's argument: looked for only in the graphs about to run)
     def unbound(top: UOp) -> bool: return any(n.op in GroupOp.Movement and _unbound_in(n.arg) for n in top.toposort(gate=_above_buffers))
     out = [x for x in cands if flags[x.uop] == 1 and not unbound(x.uop)]
+    # a view of a tensor computed here follows it, as a view of a buffer does (its base's _set_uop rebases it onto the new
+    # buffer): computed into a copy of its own, it no longer saw its base's later writes (`s = t + t; v = s.flip(0);
+    # t.assign(s).realize(); s += 1` left v at the old s). Not a pad that shows padding (a value, as F.pad's copy)
+    # (the first of two tensors of one graph only: the second gets a copy of its value, and its views stay copies too)
+    here: dict[UOp, int] = {}
+    for x in out: here.setdefault(x.uop, id(x))
+    out = [x for x in out if not ((b := x._view_of) is not None and x.uop.op is not Ops.MULTI and (here.get(b.uop) == id(b) or b.uop in roots)
+                                  and _movement_chain(x.uop, b.uop) is not None and not _shows_padding(x.uop, b.uop))]
     if frontier is not None:
       # a graph that reads old and new values (a pending `b += a` where b was computed from a, and a's update runs here):
       # each part of it that reads only old values is computed here, before the writes, and the graph reads its buffer

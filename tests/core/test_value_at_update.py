@@ -47,6 +47,35 @@ def test_a_view_follows_its_base():
   w.assign(w + 1).realize()
   np.testing.assert_array_equal(v.numpy(), [3, 4])
 
+@pytest.mark.parametrize("also", [False, True])
+def test_a_view_of_a_computed_reader_follows_it(also):
+  # s reads w, so w's update computes s first; its views were computed too, each into a copy of its own, and so kept the
+  # old s when s itself was updated later (the program fuzz: v stayed -6 where s became -13). A pad showing padding is a value
+  w = _w()
+  s = w + w
+  v, vv, r, p = s.flip(0), s[1:].flip(0), s.reshape(3, 1).expand(3, 2), s.pad((1, 1))
+  Tensor.realize(w.assign(s * 10), *([s] if also else []))
+  s.assign(s * 2 - 1)
+  np.testing.assert_array_equal(s.numpy(), [3, 7, 11])
+  np.testing.assert_array_equal(v.numpy(), [11, 7, 3])
+  np.testing.assert_array_equal(vv.numpy(), [11, 7])
+  np.testing.assert_array_equal(r.numpy(), [[3, 3], [7, 7], [11, 11]])
+  np.testing.assert_array_equal(p.numpy(), [0, 2, 4, 6, 0])
+  v += 100
+  np.testing.assert_array_equal(s.numpy(), [103, 107, 111])
+  np.testing.assert_array_equal(w.numpy(), [20, 40, 60])
+
+def test_views_of_two_computed_readers_of_one_graph_do_not_alias():
+  # a and b are one (hash-consed) graph: b gets a copy of a's value, and b's view must not become a view of a's buffer
+  w = _w()
+  a, b = w + w, w + w
+  va, vb = a[1:], b.flip(0)
+  w.assign(w * 10).realize()
+  a += 1
+  np.testing.assert_array_equal(va.numpy(), [5, 7])
+  np.testing.assert_array_equal(vb.numpy(), [6, 4, 2])
+  np.testing.assert_array_equal(b.numpy(), [2, 4, 6])
+
 @pytest.mark.parametrize("first", ["w", "t"])
 def test_a_reader_of_a_pending_update_keeps_its_value(first):
   # w += 1; t = w * 2; w += 1: t reads the first update only, whichever is realized first (torch: [4, 6, 8]); it read the
