@@ -995,7 +995,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # per shard) as a value of its own, else both tensors held c's buffer and a write into either showed in the other
     else: new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
-    self._set_uop(new)
+    self._set_uop(new, write=True)
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
     if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
       pending_assigns[(threading.get_ident(), id(self))] = self
@@ -1214,12 +1214,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _replayed(self, base: UOp) -> UOp:
     """This multi-device view's movement ops (`_replay`) applied to `base` instead of its base's graph."""
     return functools.reduce(lambda u, f: f(u), self._replay or (), base)
-  def _set_uop(self, new: UOp) -> None:
-    """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph)."""
+  def _set_uop(self, new: UOp, write: bool = False) -> None:
+    """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph). `write`: the new
+    graph is an in-place update's value (of a tensor with no buffer yet: no ASSIGN)."""
     old, self.uop = self.uop, new
     if old is new or not self._views: return
-    # (a pad that shows padding is a value, as F.pad's copy: it keeps reading the buffer, not a pending update of it)
-    update = new.op is Ops.ASSIGN or new.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in new.src)
+    # (a pad that shows padding is a value, as F.pad's copy: it keeps reading the buffer, or the graph of a tensor with no
+    # buffer yet, not a pending update of it: `s = t + t; p = s.pad((1, 0)); s += 1` gave p the new s)
+    update = write or new.op is Ops.ASSIGN or new.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in new.src)
     for v in list(self._views.values()):
       if update and (_reached_padding(c) is not None if v._replay is not None and (c := v._whole_chain(self)) is not None
                      else v._replay is None and _shows_padding(v.uop, old)): continue

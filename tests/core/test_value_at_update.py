@@ -65,6 +65,20 @@ def test_a_view_of_a_computed_reader_follows_it(also):
   np.testing.assert_array_equal(s.numpy(), [103, 107, 111])
   np.testing.assert_array_equal(w.numpy(), [20, 40, 60])
 
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")])
+@pytest.mark.parametrize("how", ["lazy", "const"])
+def test_a_pad_of_a_tensor_without_a_buffer_keeps_its_value(devs, how):
+  # a pad that shows padding is a value (F.pad's copy), also when its tensor has no buffer yet: an in-place update of that
+  # tensor rebased the pad onto the new graph (p followed `s += 1`, `s[1:] = 0`), where a realized tensor's pad did not
+  w = Tensor([1., 2., 3., 4.]) if devs is None else Tensor([1., 2., 3., 4.]).shard(devs, axis=0)
+  s = w + w if how == "lazy" else (Tensor.zeros(4) if devs is None else Tensor.zeros(4).shard(devs, axis=0))
+  p, v = s.pad((1, 0)), s.flip(0)
+  before = [0, 0, 0, 0, 0] if how == "const" else [0, 2, 4, 6, 8]
+  s += 1
+  s[1:] *= 3
+  np.testing.assert_array_equal(p.numpy(), before)
+  np.testing.assert_array_equal(v.numpy(), s.numpy()[::-1])
+
 def test_views_of_two_computed_readers_of_one_graph_do_not_alias():
   # a and b are one (hash-consed) graph: b gets a copy of a's value, and b's view must not become a view of a's buffer
   w = _w()
