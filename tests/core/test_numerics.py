@@ -74,6 +74,16 @@ def test_bool_reductions(dev):
   assert Tensor(np.ones(300, bool), device=dev).sum().item() == 300
   assert t.max().item() is True and t.min().item() is False and t.any().item() is True and t.all().item() is False
 
+def test_bool_sum_in_bool_is_any(dev):
+  # sum(dtype=bool) accumulated with +, which LLVM's add i1 makes xor: [True, True] summed to False (numpy, torch: True)
+  x = np.array([[1, 0, 3], [2, 0, 0], [-5, 0, 0], [7, 0, 0]], np.int32)
+  t = Tensor(x, device=dev)
+  np.testing.assert_equal(t.sum(0, dtype=dtypes.bool).numpy(), np.sum(x, 0, dtype=bool))
+  np.testing.assert_equal(t.sum(1, dtype=dtypes.bool).numpy(), np.sum(x, 1, dtype=bool))
+  assert Tensor(B1, device=dev).sum(dtype=dtypes.bool).item() is True
+  assert Tensor(np.ones(1001, bool), device=dev).sum(dtype=dtypes.bool).item() is True
+  assert Tensor([[True, True]], device=dev).dot(Tensor([[True], [True]], device=dev), dtype=dtypes.bool).tolist() == [[True]]
+
 def test_bool_sub_raises():
   # numpy and torch refuse bool - bool (there is no bool result that means subtraction)
   with pytest.raises(TypeError, match="bool"): Tensor(B1) - Tensor(B2)

@@ -379,6 +379,7 @@ pm_numerics = PatternMatcher([
   (UPat(Ops.ADD, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # b+c -> b|c (LLVM's add i1 is xor)
   (UPat(Ops.MUL, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x & y),    # b*c -> b&c
   (UPat(Ops.MAX, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # max(b,c) -> b|c (i1 true is -1 signed)
+  (UPat(Ops.REDUCE, dtype=dtypes.bool, arg=Ops.ADD, name="r"), lambda r: r.replace(arg=Ops.MAX)),  # sum_r b -> any_r b (its acc += b was add i1)
 ])
 
 # the table for a missing op, and the ops its rules emit (a rule is used only when what it emits is available)
