@@ -96,6 +96,7 @@ DEFAULT_FLOAT = ContextVar("DEFAULT_FLOAT", "float32")   # dtypes.default_float:
 DEFAULT_INT = ContextVar("DEFAULT_INT", "int32")   # dtypes.default_int: the dtype of Python ints that fit it
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
 WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
+OPTIM_DTYPE = ContextVar("OPTIM_DTYPE", "float32")   # optimizer state (momentum, Adam's m and v) dtype, as public tinygrad; a float64 parameter's stays float64
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)     # public tinygrad's switch to update all parameters as one flat buffer (fewer kernels); accepted, same result: the update here is one schedule already
 class _DevVar(ContextVar):
   """DEV: the default device as a string ("NV", "CPU:LLVM", "NV:1:PTX"; read when Device.DEFAULT is first chosen). Its

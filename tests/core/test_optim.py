@@ -289,3 +289,19 @@ def test_fuse_optim_is_accepted_and_changes_no_value():
   with Context(FUSE_OPTIM=1):
     got = tiny_run(lambda p: AdamW(p, lr=0.01))
   for g, w in zip(got, np_adam(0.01, wd=0.01)): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+def test_half_params_keep_float32_state():
+  # public tinygrad keeps optimizer state in OPTIM_DTYPE (float32): in half, Adam's v = (1-b2)*g*g underflowed to 0 for a
+  # gradient of 1e-4 and the step was m/eps, moving the weights by ~300 instead of ~0.03
+  from tinygrad import dtypes
+  from tinygrad.helpers import Context
+  w = Tensor([1.0, 2.0, 3.0], dtype=dtypes.half, requires_grad=True)
+  opt = Adam([w], lr=0.01)
+  for _ in range(3):
+    opt.zero_grad()
+    G.backward((w * 1e-4).sum())
+    opt.step()
+  assert {m.dtype for m in opt.m + opt.v} == {dtypes.float32}
+  np.testing.assert_allclose(w.numpy(), [0.97, 1.97, 2.97], atol=2e-3)
+  assert SGD([Tensor([1.0], dtype=dtypes.float64, requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.float64
+  with Context(OPTIM_DTYPE="half"): assert SGD([Tensor([1.0], requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.half

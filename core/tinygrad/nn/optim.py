@@ -7,7 +7,7 @@ A step builds every new parameter and state value lazily, writes each with `assi
 from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import dedup
+from tinygrad.helpers import dedup, OPTIM_DTYPE
 from tinygrad.engine.buffers import base_buffer
 from tinygrad.uop import Ops
 
@@ -15,7 +15,10 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   # optimizer state lives in its own realized buffer (so each step updates it in place)
   import numpy as np
   from tinygrad.dtype import to_numpy
-  dt = dtype or (t.dtype if dtypes.is_float(t.dtype) and t.dtype not in (dtypes.bfloat16,) else dtypes.float32)
+  # OPTIM_DTYPE (float32), as public tinygrad, not the parameter's: a half Adam's v = g*g underflows to 0 for |g| < 2e-4 and
+  # its step becomes m/eps (a jump of ~1e4*lr); a float64 parameter's state keeps float64 (more precision never hurts)
+  from tinygrad.dtype import _flag_dtype
+  dt = dtype or (dtypes.float64 if t.dtype == dtypes.float64 else _flag_dtype(OPTIM_DTYPE, dtypes.is_float, "a float"))
   shape = t.shape if shape is None else shape
   multi = isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
   ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=t.device[0] if multi else t.device).reshape(shape)
