@@ -166,6 +166,12 @@ def test_embedding_grad():
   emb(Tensor(idx)).sum().backward()
   np.testing.assert_allclose(emb.weight.grad.numpy(), [[0, 0], [2, 2], [0, 0], [1, 1]])
 
+def test_embedding_rejects_non_int_indices():
+  # a float index silently gathered the rows it equals (a zero row for 1.5); public tinygrad and torch raise
+  emb = nn.Embedding(4, 2)
+  for idx in (Tensor([1.0]), Tensor([1.5]), Tensor([True])):
+    with pytest.raises(TypeError, match="integer dtype"): emb(idx)
+
 def test_dropout():
   d = nn.Dropout(0.5)
   x = Tensor.ones(2000)

@@ -197,6 +197,8 @@ class Embedding:
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
   def __call__(self, idx: Tensor) -> Tensor:
+    # a float index would compare equal to arange only where it is whole (1.5 -> a zero row, no error): public tinygrad raises
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"Embedding: indices must have an integer dtype, got {idx.dtype}")
     # compare against arange and sum: a gather built from broadcasts, differentiable through WHERE
     _check_oob("Embedding", idx, self.vocab_sz, idx.ndim, False)
     big = (*idx.shape, self.vocab_sz, self.embed_sz)
