@@ -175,6 +175,20 @@ def test_safetensors_corrupt_files(tmp_path):
   bad.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
   with pytest.raises(ValueError, match="needs 16 bytes"): safe_load(bad)
 
+def test_safetensors_read_from_a_tensor_of_the_file_bytes(tmp_path):
+  # public tinygrad's safe_load takes the file's bytes as a uint8 Tensor too (Tensor(pathlib.Path(fn)), Tensor.from_url):
+  # a Tensor raised TypeError from open()
+  import pathlib
+  fn = tmp_path / "x.safetensors"
+  src = {"w": Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)), "b": Tensor([1.5, -2.0], dtype=dtypes.bfloat16), "e": Tensor.zeros(0, 2)}
+  safe_save(src, fn, metadata={"k": "v"})
+  for t in (Tensor(pathlib.Path(fn)), Tensor(fn.read_bytes())):
+    back = safe_load(t)
+    assert list(back) == list(src) and safe_load_metadata(t)["__metadata__"] == {"k": "v"}
+    for k, v in src.items(): np.testing.assert_array_equal(raw_of(back[k]), raw_of(v))
+  with pytest.raises(ValueError, match="not a safetensors file"): safe_load(Tensor(b"\x01\x02"))
+  with pytest.raises(ValueError, match="not a safetensors file"): safe_load(Tensor(b""))
+
 def test_model_save_load_round_trip(tmp_path):
   m1, m2 = Model(), Model()
   safe_save(get_state_dict(m1), tmp_path / "m.safetensors")

@@ -134,6 +134,19 @@ def test_torch_load_rejects_out_of_bounds_views(tmp_path):
     for n, b in members.items(): z.writestr(n, b)
   with pytest.raises(ValueError, match="reaches past its storage"): torch_load(fn)
 
+@pytest.mark.parametrize("fmt", ["zip", "legacy", "tar"])
+def test_torch_load_reads_a_tensor_of_the_file_bytes(tmp_path, fmt):
+  # public tinygrad's readers take the file's bytes as a uint8 Tensor too (Tensor(pathlib.Path(fn)), Tensor.from_url):
+  # a Tensor raised TypeError from open()
+  import pathlib
+  fn = tmp_path / "x.pt"
+  arrays = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "i": np.arange(5, dtype=np.int64) - 2}
+  if fmt == "tar": _tar_checkpoint(fn, arrays)
+  else: torch.save({k: torch.tensor(a) for k, a in arrays.items()}, fn, _use_new_zipfile_serialization=fmt == "zip")
+  got = torch_load(Tensor(pathlib.Path(fn)))
+  for k, a in arrays.items(): np.testing.assert_array_equal(got[k].numpy(), a)
+  with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(Tensor(b"hello"))
+
 def test_not_a_checkpoint(tmp_path):
   (tmp_path / "junk").write_bytes(b"hello")
   with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(tmp_path / "junk")

@@ -182,11 +182,22 @@ def _check_header(header: Any, fn: Any, data_size: int) -> None:
   for (_, e0, n0), (b1, _, n1) in zip(spans, spans[1:]):
     if b1 < e0: raise ValueError(f"{fn}: corrupt safetensors header: entries {n0!r} and {n1!r} overlap")
 
+# ---- a file named by path, or its bytes in a uint8 Tensor (Tensor(pathlib.Path(fn)), Tensor.from_url), as public tinygrad's
+# readers accept both ----
+FileLike = str | os.PathLike | Tensor
+def _name(fn: FileLike) -> Any: return "<file bytes in a Tensor>" if isinstance(fn, Tensor) else fn
+def _open(fn: FileLike) -> Any:
+  """A fresh binary file object over `fn`: the file, or a Tensor's bytes in memory."""
+  if not isinstance(fn, Tensor): return open(fn, "rb")
+  import io
+  return io.BytesIO(fn.numpy().tobytes())
+def _size(f: Any) -> int: return len(f.getbuffer()) if hasattr(f, "getbuffer") else os.fstat(f.fileno()).st_size
+
 def _read_header(f: Any, fn: Any) -> tuple[dict[str, Any], int]:
   head = f.read(8)
   if len(head) != 8: raise ValueError(f"{fn}: not a safetensors file (shorter than 8 bytes)")
   n = struct.unpack("<Q", head)[0]
-  size = os.fstat(f.fileno()).st_size
+  size = _size(f)
   if n > size - 8: raise ValueError(f"{fn}: not a safetensors file (header length {n} > file size {size})")
   try: header = json.loads(f.read(n), object_pairs_hook=_no_duplicates(fn))
   except ValueError as e: raise ValueError(f"{fn}: corrupt safetensors header: {e}") from None
@@ -194,20 +205,20 @@ def _read_header(f: Any, fn: Any) -> tuple[dict[str, Any], int]:
   _check_header(header, fn, size - 8 - n)
   return header, 8 + n
 
-def safe_load_metadata(fn: str | os.PathLike) -> dict[str, Any]:
-  """The JSON header of a safetensors file: {name: {"dtype", "shape", "data_offsets"}, "__metadata__": {...}}; a
-  malformed header raises one ValueError naming the file and the entry."""
-  with open(fn, "rb") as f: return _read_header(f, fn)[0]
+def safe_load_metadata(fn: FileLike) -> dict[str, Any]:
+  """The JSON header of a safetensors file (a path, or a uint8 Tensor of its bytes): {name: {"dtype", "shape",
+  "data_offsets"}, "__metadata__": {...}}; a malformed header raises one ValueError naming the file and the entry."""
+  with _open(fn) as f: return _read_header(f, _name(fn))[0]
 
-def safe_load(fn: str | os.PathLike, device: str | None = None) -> dict[str, Tensor]:
-  """The tensors of a safetensors file, by name, on `device` (the default device when None); a malformed header raises
-  one ValueError naming the file and the entry."""
+def safe_load(fn: FileLike, device: str | None = None) -> dict[str, Tensor]:
+  """The tensors of a safetensors file (a path, or a uint8 Tensor of its bytes), by name, on `device` (the default device
+  when None); a malformed header raises one ValueError naming the file and the entry."""
   import mmap
-  with open(fn, "rb") as f:
-    header, start = _read_header(f, fn)
+  with _open(fn) as f:
+    header, start = _read_header(f, _name(fn))
     # the file mapped, not read: each tensor's bytes are copied once, from the page cache into its buffer (read, then
     # copied through numpy and bytes, GPT-2 small's 500 MB took 4 copies into fresh memory, each page faulted in)
-    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    with f.getbuffer() if isinstance(fn, Tensor) else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
       return {name: _safe_tensor(mm, start, info, device) for name, info in header.items() if name != "__metadata__"}
 
 def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
@@ -220,8 +231,8 @@ def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
   return t.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else t
 
 # ---- archives: tar and zip members as uint8 tensors ----
-def _archive_bytes(t: Tensor | str | os.PathLike) -> bytes:
-  return bytes(t.numpy().tobytes()) if isinstance(t, Tensor) else open(t, "rb").read()
+def _archive_bytes(t: FileLike) -> bytes:
+  with _open(t) as f: return f.read()
 
 def tar_extract(t: Tensor | str | os.PathLike) -> dict[str, Tensor]:
   """The regular files of a tar archive (a uint8 Tensor of its bytes, or a path), by member name, as uint8 Tensors."""
@@ -306,9 +317,9 @@ def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
   if len(b) != n: raise ValueError(f"{fn}: {what} is truncated ({len(b)} of {n} bytes)")
   return b
 
-def _torch_zip(fn: Any) -> Any:
+def _torch_zip(fobj: Any, fn: Any) -> Any:
   import io, zipfile
-  with zipfile.ZipFile(fn) as z:
+  with zipfile.ZipFile(fobj) as z:
     names = z.namelist()
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
     if not pkl: raise ValueError(f"{fn}: a zip file without <archive>/data.pkl is not a torch checkpoint")
@@ -323,12 +334,12 @@ def _torch_zip(fn: Any) -> Any:
       return _TorchStorage(dt, data)
     return _torch_unpickler(io.BytesIO(z.read(pkl[0])), load_zip).load()
 
-def _torch_tar(fn: Any) -> Any:
+def _torch_tar(fobj: Any, fn: Any) -> Any:
   """torch < 0.4's tar format: members 'storages' (count; per storage: (key, location, type), int64 count, bytes), 'tensors'
   (count; per tensor: (key, storage key, type), int32 ndim, 4 bytes, sizes, strides, int64 offset) and 'pickle' (the object,
   whose persistent ids are tensor keys)."""
   import io, tarfile
-  with tarfile.open(fn, "r:") as tar:
+  with tarfile.open(fileobj=fobj, mode="r:") as tar:
     def member(name: str) -> io.BytesIO:
       try: return io.BytesIO(tar.extractfile(name).read())  # type: ignore[union-attr]
       except KeyError: raise ValueError(f"{fn}: a tar file without a '{name}' member is not a torch checkpoint") from None
@@ -351,42 +362,45 @@ def _torch_tar(fn: Any) -> Any:
       return tensors[str(pid)]
     return _torch_unpickler(member("pickle"), load_tar).load()
 
-def _torch_legacy(fn: Any) -> Any:
+def _torch_legacy(f: Any, fn: Any) -> Any:
   """torch.save(_use_new_zipfile_serialization=False): pickles of the magic number, protocol version, system info, the object
   and the storage keys, then each storage as int64 count + bytes. The object is rebuilt twice: the first pass learns the
   storages' types, the second has their bytes."""
-  with open(fn, "rb") as f:
-    try: magic = _torch_unpickler(f).load()
-    except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
-    if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
-    for _ in range(2): _torch_unpickler(f).load()  # protocol version, sys info: plain data
-    storages: dict[str, _TorchStorage] = {}
-    def load_legacy(pid: Any) -> _TorchStorage:
-      key = str(_storage_pid(pid)[2])
-      if key not in storages: storages[key] = _TorchStorage(_storage_dtype(pid[1]))
-      return storages[key]
-    _torch_unpickler(f, load_legacy).load()
-    raw = {}
-    for k in _torch_unpickler(f).load():
-      if str(k) not in storages: raise ValueError(f"{fn}: storage {k} is stored but the object never names it")
-      n = struct.unpack("<q", _read_exact(f, 8, fn, f"storage {k}"))[0]
-      raw[str(k)] = _read_exact(f, n * storages[str(k)].dtype.itemsize, fn, f"storage {k}")
+  try: magic = _torch_unpickler(f).load()
+  except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
+  if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
+  for _ in range(2): _torch_unpickler(f).load()  # protocol version, sys info: plain data
+  storages: dict[str, _TorchStorage] = {}
+  def load_legacy(pid: Any) -> _TorchStorage:
+    key = str(_storage_pid(pid)[2])
+    if key not in storages: storages[key] = _TorchStorage(_storage_dtype(pid[1]))
+    return storages[key]
+  _torch_unpickler(f, load_legacy).load()
+  raw = {}
+  for k in _torch_unpickler(f).load():
+    if str(k) not in storages: raise ValueError(f"{fn}: storage {k} is stored but the object never names it")
+    n = struct.unpack("<q", _read_exact(f, 8, fn, f"storage {k}"))[0]
+    raw[str(k)] = _read_exact(f, n * storages[str(k)].dtype.itemsize, fn, f"storage {k}")
   if (lost := [k for k in storages if k not in raw]): raise ValueError(f"{fn}: storages {lost} are named but not stored in the file")
   for k, st in storages.items(): st.data = raw[k]
-  with open(fn, "rb") as f:
-    for _ in range(3): _torch_unpickler(f).load()
-    return _torch_unpickler(f, load_legacy).load()
+  f.seek(0)
+  for _ in range(3): _torch_unpickler(f).load()
+  return _torch_unpickler(f, load_legacy).load()
 
-def torch_load(fn: str | os.PathLike) -> Any:
-  """The object torch.save wrote to `fn` (usually a state dict), its tensors as tinygrad Tensors on the default device.
+def torch_load(fn: FileLike) -> Any:
+  """The object torch.save wrote to `fn` (a path, or a uint8 Tensor of its bytes; usually a state dict), its tensors as
+  tinygrad Tensors on the default device.
 
   Reads torch's zip format (torch >= 1.6), the legacy format (`_use_new_zipfile_serialization=False`) and torch < 0.4's tar
   format without importing torch. Every pickle in every format goes through one restricted unpickler: it may only name the
   globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else raises pickle.UnpicklingError before it runs."""
   import tarfile, zipfile
-  if zipfile.is_zipfile(fn): return _torch_zip(fn)
-  if tarfile.is_tarfile(fn): return _torch_tar(fn)
-  return _torch_legacy(fn)
+  with _open(fn) as f:
+    is_zip = zipfile.is_zipfile(f)
+    f.seek(0)
+    is_tar = not is_zip and tarfile.is_tarfile(f)
+    f.seek(0)
+    return (_torch_zip if is_zip else _torch_tar if is_tar else _torch_legacy)(f, _name(fn))
 
 # ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
 # dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
