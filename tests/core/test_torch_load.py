@@ -147,6 +147,17 @@ def test_torch_load_reads_a_tensor_of_the_file_bytes(tmp_path, fmt):
   for k, a in arrays.items(): np.testing.assert_array_equal(got[k].numpy(), a)
   with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(Tensor(b"hello"))
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_torch_load_truncated_file_names_the_file(tmp_path, legacy):
+  # a legacy file cut inside one of its pickles raised pickle's bare EOFError ("Ran out of input") or UnpicklingError
+  # ("pickle data was truncated"), naming neither the file nor the cause
+  fn, cut = tmp_path / "x.pt", tmp_path / "cut.pt"
+  torch.save({"w": torch.ones(3, 4), "i": torch.arange(5)}, fn, _use_new_zipfile_serialization=not legacy)
+  data = fn.read_bytes()
+  for n in range(0, len(data), 1 if legacy else 13):
+    cut.write_bytes(data[:n])
+    with pytest.raises(ValueError, match="cut.pt: .*(truncated|not a torch checkpoint)"): torch_load(cut)
+
 def test_not_a_checkpoint(tmp_path):
   (tmp_path / "junk").write_bytes(b"hello")
   with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(tmp_path / "junk")

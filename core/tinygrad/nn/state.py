@@ -366,18 +366,26 @@ def _torch_legacy(f: Any, fn: Any) -> Any:
   """torch.save(_use_new_zipfile_serialization=False): pickles of the magic number, protocol version, system info, the object
   and the storage keys, then each storage as int64 count + bytes. The object is rebuilt twice: the first pass learns the
   storages' types, the second has their bytes."""
+  import pickle
+  def load(persistent: Callable[[Any], Any] | None = None) -> Any:
+    # a file cut short ends a pickle early: pickle's bare EOFError / "pickle data was truncated" named neither file nor cause
+    try: return _torch_unpickler(f, persistent).load()
+    except EOFError: raise ValueError(f"{fn}: the torch checkpoint is truncated (a pickle runs past the end of the file)") from None
+    except pickle.UnpicklingError as e:
+      if "truncated" not in str(e): raise
+      raise ValueError(f"{fn}: the torch checkpoint is truncated ({e})") from None
   try: magic = _torch_unpickler(f).load()
   except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
   if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
-  for _ in range(2): _torch_unpickler(f).load()  # protocol version, sys info: plain data
+  for _ in range(2): load()  # protocol version, sys info: plain data
   storages: dict[str, _TorchStorage] = {}
   def load_legacy(pid: Any) -> _TorchStorage:
     key = str(_storage_pid(pid)[2])
     if key not in storages: storages[key] = _TorchStorage(_storage_dtype(pid[1]))
     return storages[key]
-  _torch_unpickler(f, load_legacy).load()
+  load(load_legacy)
   raw = {}
-  for k in _torch_unpickler(f).load():
+  for k in load():
     if str(k) not in storages: raise ValueError(f"{fn}: storage {k} is stored but the object never names it")
     n = struct.unpack("<q", _read_exact(f, 8, fn, f"storage {k}"))[0]
     raw[str(k)] = _read_exact(f, n * storages[str(k)].dtype.itemsize, fn, f"storage {k}")
