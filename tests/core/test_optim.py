@@ -305,3 +305,49 @@ def test_half_params_keep_float32_state():
   np.testing.assert_allclose(w.numpy(), [0.97, 1.97, 2.97], atol=2e-3)
   assert SGD([Tensor([1.0], dtype=dtypes.float64, requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.float64
   with Context(OPTIM_DTYPE="half"): assert SGD([Tensor([1.0], requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.half
+
+def test_public_tinygrad_keyword_arguments():
+  # public tinygrad's optimizers take device= and fused= (and SGD classic=); each raised TypeError here
+  import inspect
+  from tinygrad.nn.optim import LARS, Muon, Optimizer
+  for f in (SGD, LARS, Muon, Adam, AdamW, LAMB, Optimizer):
+    assert {"device", "fused"} <= set(inspect.signature(f).parameters), f
+  assert "classic" in inspect.signature(SGD).parameters
+  for bad in (dict(lr=-0.1), dict(momentum=-0.5)):
+    with pytest.raises(ValueError): SGD([Tensor([1.0], requires_grad=True)], **bad)
+  with pytest.raises(ValueError): LAMB([Tensor([1.0], requires_grad=True)], weight_decay=-1.0)
+
+def test_sgd_classic_scales_before_the_momentum():
+  # classic momentum accumulates lr*g: after the lr changes, the old steps keep their old lr (torch's form rescales them)
+  def ref(lr, mom):
+    ps, bufs = [A0.astype(np.float64), B0.astype(np.float64)], [np.zeros(3), np.zeros(3)]
+    for i in range(STEPS):
+      gs = np_grads(*ps)
+      for j in range(2):
+        bufs[j] = mom * bufs[j] + (lr * (3 if i >= 2 else 1)) * gs[j]
+        ps[j] = ps[j] - bufs[j]
+    return ps
+  a, b = Tensor(A0.copy(), requires_grad=True), Tensor(B0.copy(), requires_grad=True)
+  opt = SGD([a, b], lr=0.05, momentum=0.9, classic=True)
+  for i in range(STEPS):
+    if i == 2: opt.lr.assign(opt.lr * 3).realize()
+    opt.zero_grad()
+    G.backward(((a * b) ** 2).sum() + (a * Tensor(C)).sum())
+    opt.step()
+  for g, w in zip((a.numpy(), b.numpy()), ref(0.05, 0.9)): np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("make", [lambda p, **k: SGD(p, lr=0.05, momentum=0.9, weight_decay=0.1, **k), lambda p, **k: Adam(p, lr=0.05, **k),
+                                  lambda p, **k: LAMB(p, lr=0.05, weight_decay=0.1, **k)], ids=["sgd", "adam", "lamb"])
+def test_optimizer_device_holds_the_state_and_gives_the_same_values(make):
+  # device=: the state lives there, the update is computed there and each parameter keeps its own device
+  from tinygrad import Device
+  default = tiny_run(make)
+  got = tiny_run(lambda p: make(p, device="PYTHON"))
+  for g, w in zip(got, default): np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+  a = Tensor(A0.copy(), requires_grad=True)
+  opt = make([a], device="python")
+  assert opt.device == "PYTHON" and all(s.device == "PYTHON" for s in getattr(opt, "b", []) + getattr(opt, "m", []))
+  opt.zero_grad()
+  G.backward((a * a).sum())
+  opt.step()
+  assert a.device == Device.DEFAULT

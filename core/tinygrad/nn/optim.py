@@ -5,14 +5,15 @@ A step builds every new parameter and state value lazily, writes each with `assi
 `Tensor.realize(...)` so the whole update is scheduled (and fused) together.
 """
 from __future__ import annotations
+from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import dedup, OPTIM_DTYPE
+from tinygrad.helpers import dedup, OPTIM_DTYPE, FUSE_OPTIM
 from tinygrad.engine.buffers import base_buffer
 from tinygrad.uop import Ops
 
-def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None) -> Tensor:
-  # optimizer state lives in its own realized buffer (so each step updates it in place)
+def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None, device: str | None = None) -> Tensor:
+  # optimizer state lives in its own realized buffer (so each step updates it in place), on t's device unless told
   import numpy as np
   from tinygrad.dtype import to_numpy
   # OPTIM_DTYPE (float32), as public tinygrad, not the parameter's: a half Adam's v = g*g underflows to 0 for |g| < 2e-4 and
@@ -20,8 +21,9 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   from tinygrad.dtype import _flag_dtype
   dt = dtype or (dtypes.float64 if t.dtype == dtypes.float64 else _flag_dtype(OPTIM_DTYPE, dtypes.is_float, "a float"))
   shape = t.shape if shape is None else shape
-  multi = isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
-  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=t.device[0] if multi else t.device).reshape(shape)
+  multi = device is None and isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
+  dev = device if device is not None else t.device[0] if multi else t.device
+  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=dev).reshape(shape)
   if multi: ret = ret.shard_like(t) if shape == t.shape else ret.shard(t.device)
   ret.requires_grad = False
   return ret
@@ -40,17 +42,28 @@ def _realize_unaliased(ts: list[Tensor]) -> None:
 class Optimizer:
   """The base: holds the parameters (tensors with requires_grad; None becomes True) and the buffers (requires_grad False, e.g.
   BatchNorm running stats, realized with each step). Subclasses implement `_step` returning the new parameter values and the
-  state tensors they assigned."""
-  def __init__(self, params: list[Tensor], lr: float):
+  state tensors they assigned.
+
+  device: where the state lives and the update is computed (public tinygrad's; default the first parameter's); the
+  gradients go there and each new value comes back. fused: public tinygrad's one-flat-buffer update, accepted and the same
+  values (the step here is one schedule already)."""
+  def __init__(self, params: list[Tensor], lr: float, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for x in params:
       if x.requires_grad is None: x.requires_grad = True   # put into an optimizer: it trains
     self.params: list[Tensor] = dedup([x for x in params if x.requires_grad])
     if not self.params: raise ValueError("optimizer needs at least one parameter with requires_grad (got none)")
     self.buffers: list[Tensor] = dedup([x for x in params if not x.requires_grad])
-    self.device = self.params[0].device
+    from tinygrad.device import Device
+    # _on: the device asked for, None: each parameter's state on its own device
+    self._on = None if device is None or isinstance(device, tuple) else Device.canonicalize(device)
+    if device is not None and (isinstance(device, tuple) or isinstance(self.params[0].device, tuple)) and device != self.params[0].device:
+      raise ValueError(f"optimizer device={device!r}: sharded state lives on its parameters' devices {self.params[0].device}; leave device unset")
+    self.device = self.params[0].device if self._on is None else self._on
+    self.fused = bool(getattr(fused, "value", fused))
     # a tensor: changing it needs no new kernel. Shape (1,) as public tinygrad's, so its schedulers (extra/lr_scheduler.py)
     # can assign into it; the steps read it as a scalar (_lr)
-    self.lr = _state(self.params[0], lr, (1,), dtypes.float32)
+    self.lr = _state(self.params[0], lr, (1,), dtypes.float32, self._on)
     _realize_unaliased(self.params + self.buffers)
 
   def zero_grad(self) -> None:
@@ -73,8 +86,8 @@ class Optimizer:
     readers: list[Tensor] | None = None
     while readers is None: readers = Tensor._readers_of(targets, set(), {}, multi=None) if targets else []   # (None: some ran first)
     Tensor.realize(*grads, *self.buffers, *backward_roots(), *readers)  # type: ignore[arg-type]
-    new_params, state = self._step(grads)  # type: ignore[arg-type]
-    for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype))
+    new_params, state = self._step([self._here(g) for g in grads])  # type: ignore[arg-type]
+    for p, v in zip(self.params, new_params): p.assign(v.cast(p.dtype).to(p.device) if v.device != p.device else v.cast(p.dtype))
     return self.params + self.buffers + state
 
   def step(self) -> None:
@@ -82,6 +95,8 @@ class Optimizer:
     Tensor.realize(*self.schedule_step())
 
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]: raise NotImplementedError
+  def _here(self, t: Tensor) -> Tensor: return t if self._on is None or t.device == self._on else t.to(self._on)   # onto the state's device
+  def _p(self, t: Tensor) -> Tensor: return self._here(t.detach())   # a parameter's value, as the update reads it
   def _lr(self) -> Tensor: return self.lr.reshape(()) if self.lr.shape != () else self.lr   # (a scalar parameter keeps its shape)
 
 class OptimizerGroup(Optimizer):
@@ -97,20 +112,24 @@ class OptimizerGroup(Optimizer):
 
 class SGD(Optimizer):
   """Stochastic gradient descent (torch's formulation, tinygrad's defaults):
-  g = grad + weight_decay*p; b = momentum*b + g; g = g + momentum*b if nesterov else b (when momentum); p -= lr*g."""
-  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
-    super().__init__(params, lr)
+  g = grad + weight_decay*p; b = momentum*b + g; g = g + momentum*b if nesterov else b (when momentum); p -= lr*g.
+  classic (public tinygrad's): the lr scales g before the momentum (b accumulates lr*g; differs once the lr changes)."""
+  def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+               classic: bool = False, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    super().__init__(params, lr, device, fused)
+    if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
-    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
-    self.b = [_state(p) for p in self.params] if momentum else []
+    self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
+    self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     out = []
     for i, (t, g) in enumerate(zip(self.params, grads)):
-      g = g + self.wd * t.detach() if self.wd else g
+      g = g + self.wd * self._p(t) if self.wd else g
+      if self.classic: g = g * self._lr()
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
-      out.append(t.detach() - self._lr() * g)
+      out.append(self._p(t) - (g if self.classic else self._lr() * g))
     return out, self.b
 
 def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps: float = 1e-7) -> Tensor:
@@ -134,37 +153,40 @@ class LARS(Optimizer):
   """
   def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, ns_steps: int = 0,
                ns_coefficients: tuple[float, float, float] | None = None, nesterov: bool = False, classic: bool = True, pre_wd: bool = True,
-               tcoef: float = 0.001):
-    super().__init__(params, lr)
+               tcoef: float = 0.001, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    super().__init__(params, lr, device, fused)
+    if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
     if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
     self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
     self.ns_steps, self.ns_coefficients = ns_steps, ns_coefficients
-    self.b = [_state(p) for p in self.params] if momentum else []
+    self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     out = []
     for i, (t, g) in enumerate(zip(self.params, grads)):
       r: Tensor | float = 1.0
       if self.tcoef != 0:
-        r1, r2 = t.detach().square().sum().sqrt(), g.square().sum().sqrt()
+        r1, r2 = self._p(t).square().sum().sqrt(), g.square().sum().sqrt()
         r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
-      if self.pre_wd and self.wd > 0: g = g + self.wd * t.detach()
+      if self.pre_wd and self.wd > 0: g = g + self.wd * self._p(t)
       if self.classic: g = g * r * self._lr()
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
         g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
-      p = t.detach() * (1.0 - self.wd * self._lr()) if not self.pre_wd and self.wd > 0 else t.detach()
+      p = self._p(t) * (1.0 - self.wd * self._lr()) if not self.pre_wd and self.wd > 0 else self._p(t)
       if not self.classic: g = g * r * self._lr()
       out.append(p - g)
     return out, self.b
 
 def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight_decay: float = 0.1, ns_steps: int = 5,
-         ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315), nesterov: bool = True) -> LARS:
+         ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315), nesterov: bool = True, device: str | tuple | None = None,
+         fused: bool | Any = FUSE_OPTIM) -> LARS:
   """Muon (public tinygrad's and torch.optim.Muon's defaults: lr 0.001, weight decay 0.1): nesterov momentum, then the
   update orthogonalised by `ns_steps` Newton-Schulz iterations, decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer."""
-  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0)
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device,
+              fused=fused)
 
 class LAMB(Optimizer):
   """LAMB (layer-wise adaptive moments); with adam=True it is Adam with decoupled weight decay (tinygrad's Adam/AdamW).
@@ -173,12 +195,13 @@ class LAMB(Optimizer):
   p -= lr * r * up, r = ||p||/||up|| (LAMB) or 1 (Adam).
   """
   def __init__(self, params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, weight_decay: float = 0.0,
-               adam: bool = False):
-    super().__init__(params, lr)
+               adam: bool = False, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    super().__init__(params, lr, device, fused)
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
-    self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), dtypes.float32) for _ in range(2))
-    self.m = [_state(p) for p in self.params]
-    self.v = [_state(p) for p in self.params]
+    self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), dtypes.float32, self._on) for _ in range(2))
+    self.m = [_state(p, device=self._on) for p in self.params]
+    self.v = [_state(p, device=self._on) for p in self.params]
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     self.b1_t.assign(self.b1_t * self.b1)
     self.b2_t.assign(self.b2_t * self.b2)
@@ -189,19 +212,21 @@ class LAMB(Optimizer):
       self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
       m_hat = self.m[i] / (1.0 - self.b1_t)
       v_hat = self.v[i] / (1.0 - self.b2_t)
-      up = m_hat / (v_hat.sqrt() + self.eps) + self.wd * t.detach()
+      up = m_hat / (v_hat.sqrt() + self.eps) + self.wd * self._p(t)
       if not self.adam:
-        r1, r2 = t.detach().square().sum().sqrt(), up.square().sum().sqrt()
+        r1, r2 = self._p(t).square().sum().sqrt(), up.square().sum().sqrt()
         up = up * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
-      out.append(t.detach() - self._lr() * up)
+      out.append(self._p(t) - self._lr() * up)
     return out, [self.b1_t, self.b2_t] + self.m + self.v
 
-def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0) -> LAMB:
+def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
+         device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM) -> LAMB:
   """Adam with bias correction (tinygrad's defaults); a weight_decay is decoupled, as in AdamW."""
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device, fused=fused)
 
-def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01) -> LAMB:
+def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01,
+          device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM) -> LAMB:
   """Adam with decoupled weight decay (tinygrad's defaults: weight_decay=0.01)."""
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device, fused=fused)
 
 __all__ = ["Optimizer", "OptimizerGroup", "SGD", "LARS", "Muon", "LAMB", "Adam", "AdamW"]
