@@ -147,6 +147,27 @@ def test_rand_stays_in_unit_interval(dtype):
   assert x.min() >= 0 and x.max() < 1
   assert uniform_chi2(x, 16) < chi2_crit(15)
 
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64])
+@pytest.mark.parametrize("low,high", [(0, 1), (-3, 5), (0.1, 0.7), (100, 101)])
+def test_uniform_stays_below_high(dtype, low, high):
+  # u*(high-low)+low was rounded to dtype, and to high itself for u near 1: uniform(0, 1, dtype=half) gave 1.0 once in 4096
+  # draws, float32 (100, 101) gave 101.0 once in 2**18
+  Tensor.manual_seed(5)
+  x = Tensor.uniform(200_000, low=low, high=high, dtype=dtype)
+  x = (x.float() if dtype == dtypes.bfloat16 else x).numpy().astype(np.float64)
+  from tinygrad.dtype import truncate_float
+  assert x.min() >= truncate_float(low, dtype) and x.max() < high   # (low itself rounded to dtype: 0.1 in half is 0.09998)
+  if dtype in (dtypes.float32, dtypes.float64) and high - low < 10: assert abs(x.mean() - (low + high) / 2) < 0.01 * (high - low)
+  from tinygrad.mixin.random import _below
+  assert _below(1.0, dtypes.float16) == 1 - 2**-11 and _below(1.0, dtypes.bfloat16) == 1 - 2**-8 and _below(0.0, dtypes.float32) == -2.0**-149
+  assert _below(0.7, dtypes.float32) == float(np.float32(0.7)) and _below(-1.0, dtypes.float16) == -(1 + 2**-10)
+
+def test_uniform_float64_uses_the_float64_generator():
+  # drawn as float32 and cast, a float64 uniform had float32's grid: (100, 101) took only ~2**17 distinct values
+  Tensor.manual_seed(6)
+  x = Tensor.uniform(100_000, low=100, high=101, dtype=dtypes.float64).numpy()
+  assert len(np.unique(x)) == len(x) and len(np.unique(x.astype(np.float32))) < len(x)
+
 def test_rand_float64_uses_52_bits():
   Tensor.manual_seed(4)
   x = Tensor.rand(4096, dtype=dtypes.float64).numpy()

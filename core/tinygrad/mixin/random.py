@@ -4,11 +4,23 @@ from __future__ import annotations
 import math
 import functools
 from typing import TYPE_CHECKING, Any, Callable
-from tinygrad.dtype import DType, dtypes, to_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
 from tinygrad.helpers import prod, argfix
 from tinygrad.mixin.common import _canon_device, _dtname
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
+
+def _below(x: float, dt: DType) -> float:
+  """The largest value of float dtype `dt` below x."""
+  if dt == dtypes.float64: return math.nextafter(x, -math.inf)
+  v = truncate_float(x, dt)
+  if v < x: return v
+  e, m = dtypes.finfo(dt)
+  emin = 2 - 2 ** (e - 1)   # the smallest normal exponent: |v| in [2**emin, 2**(emin+1)) has the subnormals' spacing
+  if v == 0: return -2.0 ** (emin - m)
+  ex = math.frexp(v)[1] - 1   # |v| in [2**ex, 2**(ex+1))
+  ulp = 2.0 ** (max(ex, emin) - m)
+  return v - (ulp / 2 if v > 0 and abs(v) == 2.0 ** ex and ex > emin else ulp)   # below a power of two the spacing halves
 
 class RandomMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -174,9 +186,12 @@ class RandomMixin:
     return (self.rand_like(dtype=dtypes.float32) >= p).where(self, 0) * (1 / (1 - p))
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
-    """Uniform random values in [low, high)."""
-    dt, rg = kwargs.pop("dtype", None) or dtypes.default_float, kwargs.pop("requires_grad", None)
-    ret = (Tensor.rand(*shape, **kwargs) * (high - low) + low).cast(dt)
+    """Uniform random values in [low, high) (float64 ones from 52 random bits)."""
+    dt, rg = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float), kwargs.pop("requires_grad", None)
+    ret = (Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs) * (high - low) + low).cast(dt)
+    # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
+    # 2**18): the largest value below high instead, as if rounded down
+    if dtypes.is_float(dt) and low < high and (top := _below(high, dt)) >= truncate_float(low, dt): ret = ret.minimum(top)
     ret.requires_grad = rg
     return ret
   @staticmethod
