@@ -592,3 +592,19 @@ def test_exp_ldexp_form_matches_two_multiplies(name, dt, monkeypatch):
   # and exp to within an ulp of the float64 reference rounded to dt (results are >= 0: the bits are ordered), subnormals too
   with np.errstate(over="ignore"): ref = np.exp(xs[num].astype(np.float64)).astype(to_numpy(dt))
   assert np.abs(with_ldexp[num].view(bits).astype(np.int64) - ref.view(bits).astype(np.int64)).max() <= 1
+
+@pytest.mark.parametrize("npdt", [np.float32, np.float64])
+def test_float_floordiv_is_the_true_floor_while_integers_are_floats(npdt):
+  # from 2**23 (2**52) to 2**24 (2**53) every integer is a float, so a // b can be the exact floor there; it returned a/b
+  # rounded to nearest, an integer already but one above the floor for about half of those quotients (numpy's and torch's
+  # (a - fmod(a, b)) / b rounds as well: numpy's is off by one for ~1 in 8 of these)
+  import math
+  from fractions import Fraction
+  rng = np.random.default_rng(0)
+  mant = 23 if npdt == np.float32 else 52
+  b = (rng.uniform(0.5, 64, 500) * rng.choice([-1, 1], 500)).astype(npdt)
+  q = rng.uniform(2.0 ** mant, 2.0 ** (mant + 1), 500) * rng.choice([-1, 1], 500)
+  a = (q * b).astype(npdt)
+  got = (Tensor(a) // Tensor(b)).numpy()
+  want = [math.floor(Fraction(float(x)) / Fraction(float(y))) for x, y in zip(a, b)]
+  assert [int(g) for g in got] == want

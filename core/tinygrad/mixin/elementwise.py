@@ -106,14 +106,15 @@ class ElementwiseMixin:
     # torch's (and Python's) floor division, the true floor of a/b: floor(a/b) is one off where a/b rounds onto an integer
     # (1 // 0.1 is 9: 0.1 is 0.100000001) or underflows (1e-45 // -2.5 is -1, not -0.0). q = trunc(a/b) is the true
     # quotient truncated or one further from 0; the exact remainder a - b*q (as in fmod) tells: where its sign is not b's,
-    # the floor is q - 1, else q. A quotient past 2**mantissa_bits is an integer already; b = 0 gives a/b, and a finite a
-    # by +-inf 0 or -1, an infinite a NaN (torch's); a zero quotient has a/b's sign
+    # the floor is q - 1, else q. Up to 2**(mantissa_bits+1) every integer is a float, so that floor is exact (from 2**23 on
+    # a/b rounded to nearest is an integer already, but can be the floor + 1); past it a/b is kept. b = 0 gives a/b, and a
+    # finite a by +-inf 0 or -1, an infinite a NaN (torch's); a zero quotient has a/b's sign
     a, b = self._f32up(), b._f32up()
     q0 = a / b
     q = q0.trunc()
     r = (b.isinf() & a.isfinite()).where(a, a._exact_rest(b, q))
     q = ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
-    big = q0.abs() >= (2.0 ** 52 if q0.dtype == dtypes.float64 else 2.0 ** 23)
+    big = q0.abs() > (2.0 ** 53 if q0.dtype == dtypes.float64 else 2.0 ** 24)
     return ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
   def _exact_rest(self: Tensor, b: Tensor, q: Tensor) -> Tensor:
     # self - b*q exactly, for an integer q within one of self/b: b*q as p + e by Dekker's product (b and q split into halves
