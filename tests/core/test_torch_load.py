@@ -158,6 +158,34 @@ def test_torch_load_truncated_file_names_the_file(tmp_path, legacy):
     cut.write_bytes(data[:n])
     with pytest.raises(ValueError, match="cut.pt: .*(truncated|not a torch checkpoint)"): torch_load(cut)
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_torch_load_unsigned_dtypes_torch_writes_untyped(tmp_path, legacy):
+  # torch writes uint16/32/64 tensors through _rebuild_tensor_v3 (untyped bytes plus a dtype): refused as an unknown global
+  fn = tmp_path / "u.pt"
+  sd = {"a": torch.tensor([1, 2, 65535], dtype=torch.int32).to(torch.uint16), "b": torch.tensor([[1, 2], [3, 4]]).to(torch.uint32).t(),
+        "c": torch.tensor([5, 2**62], dtype=torch.uint64)[1:]}
+  torch.save(sd, fn, _use_new_zipfile_serialization=not legacy)
+  got = torch_load(fn)
+  assert {k: (v.dtype.name, v.tolist()) for k, v in got.items()} == \
+    {"a": ("unsigned short", [1, 2, 65535]), "b": ("unsigned int", [[1, 3], [2, 4]]), "c": ("unsigned long", [2**62])}
+  torch.save({"x": torch.zeros(2).to(torch.float8_e4m3fn)}, fn)
+  with pytest.raises(TypeError, match="tensors of torch.float8_e4m3fn are not supported"): torch_load(fn)
+
+@pytest.mark.parametrize("dtype", ["float32", "uint16"])
+def test_torch_load_big_endian_zip(tmp_path, dtype):
+  # a checkpoint written on a big-endian machine: its byteorder member says so and every storage is swapped (an untyped
+  # one, as uint16's, by the dtype its tensor names)
+  t = torch.tensor([1.5, -2.0, 3.25]) if dtype == "float32" else torch.tensor([1, 258, 65535], dtype=torch.int32).to(torch.uint16)
+  torch.save({"t": t}, tmp_path / "le.pt")
+  isz = t.element_size()
+  with zipfile.ZipFile(tmp_path / "le.pt") as z: members = {n: z.read(n) for n in z.namelist()}
+  with zipfile.ZipFile(tmp_path / "be.pt", "w") as z:
+    for n, b in members.items():
+      if n.endswith("/byteorder"): b = b"big"
+      elif "/data/" in n: b = np.frombuffer(b, dtype=f"<u{isz}").astype(f">u{isz}").tobytes()
+      z.writestr(n, b)
+  assert torch_load(tmp_path / "be.pt")["t"].tolist() == t.tolist()
+
 def test_not_a_checkpoint(tmp_path):
   (tmp_path / "junk").write_bytes(b"hello")
   with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(tmp_path / "junk")

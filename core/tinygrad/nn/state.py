@@ -253,8 +253,16 @@ _TORCH_STORAGES: dict[str, DType] = {"FloatStorage": dtypes.float32, "DoubleStor
   "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool, "UInt16Storage": dtypes.uint16,
   "UInt32Storage": dtypes.uint32, "UInt64Storage": dtypes.uint64}
 
+_TORCH_DTYPES: dict[str, DType] = {"float32": dtypes.float32, "float64": dtypes.float64, "float16": dtypes.float16, "bfloat16": dtypes.bfloat16,
+  "int64": dtypes.int64, "int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8, "bool": dtypes.bool,
+  "uint16": dtypes.uint16, "uint32": dtypes.uint32, "uint64": dtypes.uint64}
+
 class _TorchStorage:
-  def __init__(self, dtype: DType, data: bytes | None = None): self.dtype, self.data = dtype, data
+  def __init__(self, dtype: DType, data: bytes | None = None, big: bool = False): self.dtype, self.data, self.big = dtype, data, big
+
+def _swap(data: bytes, itemsize: int) -> bytes:
+  import numpy as np
+  return np.frombuffer(data, dtype=f">u{itemsize}").astype(f"<u{itemsize}").tobytes()
 
 def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...] | None = None, *args: Any) -> Tensor:
   import numpy as np
@@ -273,6 +281,12 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   ret = Tensor(arr.reshape(-1)).reshape(tuple(size))
   return ret.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else ret
 
+def _rebuild_tensor_v3(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...], requires_grad: Any, hooks: Any,
+                       dtype: Any, *args: Any) -> Tensor:
+  # torch >= 2.3 writes tensors of the dtypes without a typed storage class (uint16/32/64, float8) as untyped bytes plus a dtype
+  dt = _storage_dtype(dtype)
+  data = _swap(storage.data, dt.itemsize) if storage.big and storage.data is not None and dt.itemsize > 1 else storage.data   # (untyped: not swapped yet)
+  return _rebuild_tensor(_TorchStorage(dt, data), offset, size, stride)
 def _rebuild_parameter(data: Tensor, requires_grad: bool = True, *args: Any) -> Tensor: return data
 def _rebuild_from_type_v2(func: Callable, new_type: Any, args: tuple, state: Any) -> Any: return func(*args)
 
@@ -286,7 +300,11 @@ _TORCH_GLOBALS: dict[tuple[str, str], Any] = {("collections", "OrderedDict"): Or
   ("torch._utils", "_rebuild_tensor"): _rebuild_tensor, ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
   ("torch._utils", "_rebuild_parameter"): _rebuild_parameter, ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
   ("torch", "Tensor"): _TorchType("torch.Tensor"), ("torch.nn.parameter", "Parameter"): _TorchType("torch.nn.Parameter"),
-  **{("torch", k): v for k, v in _TORCH_STORAGES.items()}}
+  ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3, ("torch.storage", "UntypedStorage"): dtypes.uint8,
+  **{("torch", k): v for k, v in _TORCH_STORAGES.items()}, **{("torch", k): v for k, v in _TORCH_DTYPES.items()},
+  # dtypes tinygrad lacks: named, so the error says which (a _TorchType is never called)
+  **{("torch", k): _TorchType(f"torch.{k}") for k in ("complex32", "complex64", "complex128", "ComplexFloatStorage", "ComplexDoubleStorage",
+     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "QInt8Storage", "QUInt8Storage", "QInt32Storage")}}
 
 def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> Any:
   """The one unpickler every pickle of every checkpoint format goes through: globals only from _TORCH_GLOBALS, persistent ids
@@ -310,7 +328,8 @@ def _storage_pid(pid: Any) -> tuple:
 
 def _storage_dtype(t: Any) -> DType:
   if isinstance(t, DType): return t
-  raise TypeError(f"torch_load: storage type {t!r} is not supported; supported: {list(_TORCH_STORAGES)}")
+  what = t.name if isinstance(t, _TorchType) else repr(t)
+  raise TypeError(f"torch_load: tensors of {what} are not supported; supported: {list(_TORCH_STORAGES)} and the dtypes {list(_TORCH_DTYPES)}")
 
 def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
   b = f.read(n)
@@ -328,10 +347,8 @@ def _torch_zip(fobj: Any, fn: Any) -> Any:
     def load_zip(pid: Any) -> _TorchStorage:
       dt = _storage_dtype(_storage_pid(pid)[1])
       data = z.read(f"{root}data/{pid[2]}")
-      if big and dt.itemsize > 1:   # stored big-endian: swap to little, which _rebuild_tensor reads
-        import numpy as np
-        data = np.frombuffer(data, dtype=f">u{dt.itemsize}").astype(f"<u{dt.itemsize}").tobytes()
-      return _TorchStorage(dt, data)
+      if big and dt.itemsize > 1: data = _swap(data, dt.itemsize)   # stored big-endian: to little, which _rebuild_tensor reads
+      return _TorchStorage(dt, data, big)
     return _torch_unpickler(io.BytesIO(z.read(pkl[0])), load_zip).load()
 
 def _torch_tar(fobj: Any, fn: Any) -> Any:
