@@ -186,6 +186,22 @@ def test_torch_load_big_endian_zip(tmp_path, dtype):
       z.writestr(n, b)
   assert torch_load(tmp_path / "be.pt")["t"].tolist() == t.tolist()
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_torch_load_plain_data_torch_allows(tmp_path, legacy):
+  # the plain data torch.load(weights_only=True) reads was refused as an unknown global: bytes (protocol 2's
+  # _codecs.encode), set, complex, bytearray, Counter, torch.Size, torch.device, a parameter with state
+  fn = tmp_path / "misc.pt"
+  obj = {"b": b"\x00\xffab", "s": {1, 2}, "c": 1 + 2j, "ba": bytearray(b"xy"), "cnt": collections.Counter("aab"), "size": torch.Size([2, 3]),
+         "dev": torch.device("cuda", 1), "cpu": torch.device("cpu"), "w": torch.nn.Parameter(torch.ones(2))}
+  torch.save(obj, fn, _use_new_zipfile_serialization=not legacy)
+  got = torch_load(fn)
+  assert {k: v for k, v in got.items() if k != "w"} == {"b": b"\x00\xffab", "s": {1, 2}, "c": 1 + 2j, "ba": bytearray(b"xy"),
+    "cnt": collections.Counter("aab"), "size": (2, 3), "dev": "cuda:1", "cpu": "cpu"} and got["w"].tolist() == [1.0, 1.0]
+  for evil in (b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x04\x00\x00\x00zlib\x86R.", b"\x80\x02c__builtin__\nbytearray\nJ\x00\x00\x00\x7f\x85R."):
+    (tmp_path / "e.pkl").write_bytes(evil)   # another codec than latin1, bytearray(2**31): refused
+    with zipfile.ZipFile(tmp_path / "e.pt", "w") as z: z.writestr("archive/data.pkl", evil)
+    with pytest.raises(ValueError, match="refusing"): torch_load(tmp_path / "e.pt")
+
 def test_not_a_checkpoint(tmp_path):
   (tmp_path / "junk").write_bytes(b"hello")
   with pytest.raises(ValueError, match="not a torch checkpoint"): torch_load(tmp_path / "junk")

@@ -5,7 +5,7 @@ optional "__metadata__": {str: str}), then the raw little-endian data; offsets c
 small enough that owning it keeps the core's dependencies at pluggy + numpy.
 """
 from __future__ import annotations
-import json, math, os, struct, tempfile, time
+import collections, json, math, os, struct, tempfile, time
 from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
@@ -246,8 +246,9 @@ def zip_extract(t: Tensor | str | os.PathLike) -> dict[str, Tensor]:
   with zipfile.ZipFile(io.BytesIO(_archive_bytes(t))) as z: return {i.filename: Tensor(z.read(i)) for i in z.infolist() if not i.is_dir()}
 
 # ---- torch's checkpoint formats (zip and legacy), read without torch ----
-# A restricted unpickler: the only globals a checkpoint may name are the ones below (tensor rebuilders, storage types,
-# OrderedDict); any other global -- os.system, builtins.eval, a model class -- is refused, so loading runs no code from the file.
+# A restricted unpickler: the only globals a checkpoint may name are the ones below (tensor rebuilders, storage types and
+# dtypes, the plain data torch's weights_only loader allows: OrderedDict, set, bytes ...); any other global -- os.system,
+# builtins.eval, a model class -- is refused, so loading runs no code from the file.
 _TORCH_STORAGES: dict[str, DType] = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
   "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32, "ShortStorage": dtypes.int16,
   "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool, "UInt16Storage": dtypes.uint16,
@@ -288,6 +289,15 @@ def _rebuild_tensor_v3(storage: _TorchStorage, offset: int, size: tuple[int, ...
   data = _swap(storage.data, dt.itemsize) if storage.big and storage.data is not None and dt.itemsize > 1 else storage.data   # (untyped: not swapped yet)
   return _rebuild_tensor(_TorchStorage(dt, data), offset, size, stride)
 def _rebuild_parameter(data: Tensor, requires_grad: bool = True, *args: Any) -> Tensor: return data
+def _latin1_bytes(s: str, encoding: str = "latin1") -> bytes:
+  # protocol 2 pickles bytes as _codecs.encode(str, "latin1"); any other codec is not how bytes are written
+  if encoding not in ("latin1", "latin-1") or not isinstance(s, str): raise ValueError(f"torch_load: refusing _codecs.encode(..., {encoding!r})")
+  return s.encode("latin1")
+def _bytearray(data: Any = b"", *args: Any) -> bytearray:
+  # pickled as bytearray(bytes) (or (str, "latin-1")); an int would allocate that many zero bytes from a few bytes of file
+  if isinstance(data, int): raise ValueError("torch_load: refusing bytearray(int) (an allocation the file sizes, not data)")
+  return bytearray(data, *args)
+def _torch_device(kind: str, index: int | None = None) -> str: return kind if index is None else f"{kind}:{index}"   # torch.device as its string
 def _rebuild_from_type_v2(func: Callable, new_type: Any, args: tuple, state: Any) -> Any: return func(*args)
 
 class _TorchType:
@@ -301,6 +311,10 @@ _TORCH_GLOBALS: dict[tuple[str, str], Any] = {("collections", "OrderedDict"): Or
   ("torch._utils", "_rebuild_parameter"): _rebuild_parameter, ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
   ("torch", "Tensor"): _TorchType("torch.Tensor"), ("torch.nn.parameter", "Parameter"): _TorchType("torch.nn.Parameter"),
   ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3, ("torch.storage", "UntypedStorage"): dtypes.uint8,
+  ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter, ("torch", "Size"): tuple, ("torch", "device"): _torch_device,
+  # plain data torch's own weights_only loader also allows (protocol 2 names builtins "__builtin__")
+  **{(m, k): v for m in ("builtins", "__builtin__") for k, v in (("set", set), ("complex", complex),
+     ("bytearray", _bytearray))}, ("collections", "Counter"): collections.Counter, ("_codecs", "encode"): _latin1_bytes,
   **{("torch", k): v for k, v in _TORCH_STORAGES.items()}, **{("torch", k): v for k, v in _TORCH_DTYPES.items()},
   # dtypes tinygrad lacks: named, so the error says which (a _TorchType is never called)
   **{("torch", k): _TorchType(f"torch.{k}") for k in ("complex32", "complex64", "complex128", "ComplexFloatStorage", "ComplexDoubleStorage",
@@ -314,7 +328,7 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
     def find_class(self, module: str, name: str) -> Any:
       if (module, name) not in _TORCH_GLOBALS:
         raise pickle.UnpicklingError(f"torch_load: refusing global {module}.{name}: a checkpoint may only name tensor rebuilders, storage "
-                                     f"types and OrderedDict (loading never runs code from the file); save a state_dict of tensors instead")
+                                     f"types, dtypes and plain data (loading never runs code from the file); save a state_dict of tensors instead")
       return _TORCH_GLOBALS[(module, name)]
     def persistent_load(self, pid: Any) -> Any:
       if persistent is None: raise pickle.UnpicklingError(f"torch_load: unexpected persistent id {pid!r} in a pickle of plain data")
