@@ -26,6 +26,14 @@ def test_linear(bs, fin, fout, bias):
   ref = x @ w.T + (layer.bias.numpy() if bias else 0)
   close(layer(Tensor(x)), ref)
 
+def test_tensor_linear_takes_public_tinygrads_dtype():
+  # Tensor.linear(weight, bias, dtype) casts all three first (public tinygrad's argument): it raised TypeError here
+  from tinygrad import dtypes
+  x, w, b = Tensor([[1.0, 2.0]]), Tensor([[0.5], [0.25]]), Tensor([0.125])
+  out = x.linear(w, b, dtype="half")
+  assert out.dtype == dtypes.half and out.tolist() == [[1.125]]
+  assert x.linear(w, dtype=dtypes.float64).dtype == dtypes.float64 and Tensor([1, 2]).linear(Tensor([3, 4]), dtype=dtypes.int64).tolist() == [3, 8]
+
 def test_linear_params_distinct():
   a, b = nn.Linear(3, 3), nn.Linear(3, 3)
   assert not np.allclose(a.weight.numpy(), b.weight.numpy())

@@ -233,8 +233,12 @@ class NNMixin:
   def matmul(self: Tensor, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
     """self @ x (reverse: x @ self)."""
     return x.dot(self, dtype) if reverse else self.dot(x, dtype)
-  def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """self @ weight + bias (weight is (in, out); a 1-d weight multiplies elementwise)."""
+  def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
+    """self @ weight + bias (weight is (in, out); a 1-d weight multiplies elementwise); dtype: all three cast to it first, as
+    public tinygrad's."""
+    if dtype is not None:
+      dt = to_dtype(dtype)
+      return self.cast(dt).linear(weight.cast(dt), bias.cast(dt) if bias is not None else None)
     x = self * weight if weight.ndim == 1 else self.dot(weight)
     return x + bias if bias is not None else x
   def sequential(self: Tensor, ll: Sequence[Callable[[Tensor], Tensor]]) -> Tensor:
