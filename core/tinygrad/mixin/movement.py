@@ -8,6 +8,7 @@ import itertools
 from typing import TYPE_CHECKING, Any, Sequence, cast
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint
 from tinygrad.mixin.common import ArgumentError, UnknownModeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
@@ -184,6 +185,20 @@ class MovementMixin:
     total, off, parts = sum(t.shape[d] for t in ts), 0, []
     # a float part is padded with -0.0, the exact identity of +: with 0.0 an element -0.0 summed to 0.0 (1/cat gave +inf)
     fill = -0.0 if dtypes.is_float(dt) else 0
+    dev = first.device
+    if type(dev) is str and all(t.device == dev and all_int(t.shape) for t in ts):
+      # one device, concrete sizes: the same graph built on UOps, where a 16-part cat's Tensor ops (each part a padded view
+      # of its source, a mask and a where) cost ~2 ms of Python
+      acc = None
+      for t in ts:
+        arg = tuple((off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(t.ndim))
+        u = t.cast(dt).uop
+        part = u.pad(arg)
+        if fill == 0 and math.copysign(1.0, fill) < 0 and part is not u:
+          part = Tensor._full_uop(u.shape, True, dtypes.bool, dev).pad(arg).where(part, Tensor._full_uop(part.shape, fill, dt, dev))
+        acc = part if acc is None else acc.alu(Ops.OR if dt == dtypes.bool else Ops.ADD, part)
+        off += t.shape[d]
+      return Tensor(acc)._own(*ts)
     for t in ts:
       parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)], value=fill))
       off += t.shape[d]
