@@ -632,8 +632,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (the first of two tensors of one graph only: the second gets a copy of its value, and its views stay copies too)
     here: dict[UOp, int] = {}
     for x in out: here.setdefault(x.uop, id(x))
-    out = [x for x in out if not ((b := x._view_of) is not None and x.uop.op is not Ops.MULTI and (here.get(b.uop) == id(b) or b.uop in roots)
-                                  and _movement_chain(x.uop, b.uop) is not None and not _shows_padding(x.uop, b.uop))]
+    out = [x for x in out if not ((vb := x._view_of) is not None and x.uop.op is not Ops.MULTI and (here.get(vb.uop) == id(vb) or vb.uop in roots)
+                                  and _movement_chain(x.uop, vb.uop) is not None and not _shows_padding(x.uop, vb.uop))]
     if frontier is not None:
       # a graph that reads old and new values (a pending `b += a` where b was computed from a, and a's update runs here):
       # each part of it that reads only old values is computed here, before the writes, and the graph reads its buffer
