@@ -83,6 +83,9 @@ ARANGE_FOLD_MAX = 1 << 16   # aranges up to this size are one count the simplifi
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
 # (keyed by (thread, id): a TinyJit captures the assigns of its own thread, never another thread's)
 pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.WeakValueDictionary()
+# bumped whenever a tensor may start to read other buffers (a tensor made from a graph, a graph rebound, a realize): a TinyJit
+# replay looks for the lazy tensors that read what it overwrites only when this moved since it last looked (engine/jit.py)
+graph_epoch = [0]
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
   """The movement ops (and detach()/bitcast() views) from `top` down to `bottom` (top first), or None when `top` is not a
@@ -231,6 +234,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
+      graph_epoch[0] += 1
       self.uop = data
       self.requires_grad = requires_grad
       return
@@ -461,6 +465,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for t, old, first in twins:
       if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
       t.uop = first.clone().uop
+    graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
@@ -474,6 +479,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
     olds = [x.uop for x in xs]
+    graph_epoch[0] += 1
     for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
@@ -910,6 +916,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if not isinstance(x, Tensor): raise TypeError(f"replace needs a Tensor, got {type(x).__name__}; use assign for a value")
     if self.shape != x.shape: raise ValueError(f"replace: shape {x.shape} != this tensor's {self.shape}; reshape it first")
     self._detach_view()
+    graph_epoch[0] += 1
     self.uop = x.uop
     return self
   def assign(self, x: Tensor | ConstType | list) -> Tensor:
@@ -1218,6 +1225,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph). `write`: the new
     graph is an in-place update's value (of a tensor with no buffer yet: no ASSIGN)."""
     old, self.uop = self.uop, new
+    graph_epoch[0] += 1
     if old is new or not self._views: return
     # (a pad that shows padding is a value, as F.pad's copy: it keeps reading the buffer, or the graph of a tensor with no
     # buffer yet, not a pending update of it: `s = t + t; p = s.pad((1, 0)); s += 1` gave p the new s)

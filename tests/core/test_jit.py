@@ -265,3 +265,40 @@ def test_a_lazy_input_is_realized_at_every_call():
     np.testing.assert_equal(f(x).numpy(), v * 2 - 1)
     want += (v * 2 - 1)[::-1]
     np.testing.assert_equal(state.numpy(), want)
+
+def test_a_lazy_tensor_keeps_its_value_across_a_replay():
+  # a lazy tensor built before a call that updates what it reads (an input, the function's own state, a returned buffer)
+  # keeps the value it had when built, as without the JIT: the replay computes it first
+  w = Tensor([10.0, 20.0, 30.0]).contiguous().realize()
+  @TinyJit
+  def f(t):
+    t.assign(t * 2 + 1)
+    w.assign(w + t)
+    return (t * 1).contiguous()
+  t, out = Tensor([1.0, 2.0, 3.0]).contiguous().realize(), None
+  for i in range(5):
+    s, sw, so = t * 2, w - 1, (out * 3 if out is not None else None)
+    want_s, want_w, want_o = [2 * v for v in t.tolist()], [v - 1 for v in w.tolist()], (None if out is None else [3 * v for v in out.tolist()])
+    out = f(t)
+    assert s.tolist() == want_s and sw.tolist() == want_w, i
+    if so is not None: assert so.tolist() == want_o, i
+  # a view of an input is no lazy value: it shows the update, as torch's views do
+  v = t[1:]
+  f(t)
+  assert v.tolist() == t.tolist()[1:]
+
+def test_a_replay_looks_for_lazy_readers_only_when_graphs_changed(monkeypatch):
+  from tinygrad.engine import jit
+  looks: list[int] = []
+  orig = jit._lazy_readers
+  monkeypatch.setattr(jit, "_lazy_readers", lambda written: looks.append(1) or orig(written))
+  @TinyJit
+  def f(t): t.assign(t + 1).realize()
+  t = Tensor([1.0]).contiguous().realize()
+  for _ in range(3): f(t)
+  n = len(looks)
+  for _ in range(5): f(t)   # nothing built between the calls: no look
+  assert len(looks) == n and t.item() == 9.0
+  s = t * 2                 # a new lazy tensor: the next replay looks (and computes it first)
+  f(t)
+  assert len(looks) == n + 1 and s.item() == 18.0 and t.item() == 10.0

@@ -10,7 +10,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any
-from tinygrad.tensor import Tensor, training_reads
+from tinygrad.tensor import Tensor, training_reads, graph_epoch
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -170,6 +170,13 @@ def _outer_tensors() -> dict[int, weakref.ref[Tensor]]:
   # the tensors live before a call (Tensor.realize computes one that the call's updates would change outside its capture)
   from tinygrad.tensor import live_tensors
   return {id(t): weakref.ref(t) for t in live_tensors() if t.uop.op is not Ops.BUFFER}
+def _lazy_readers(written: set[int]) -> list[Tensor]:
+  """The live tensors with a graph to compute (not a buffer, nor a view of one: a view shows later writes, as torch's) that
+  reads a buffer whose id is in `written`."""
+  from tinygrad.tensor import live_tensors, _views_buffer, _above_buffers
+  def view(u: UOp) -> bool: return all(_views_buffer(s) for s in (u.src if u.op is Ops.MULTI else (u,)))
+  return [t for t in live_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
+                                                              for n in t.uop.toposort(gate=_above_buffers))]
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
   return [buffer_of(u) for u in _buffer_uops(t)]
@@ -249,6 +256,8 @@ class TinyJit(Generic[R]):
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
     self.owned: set[int] = set()          # those it writes
+    # graph_epoch and the buffers a replay wrote when it last looked for lazy tensors reading them (_lazy_readers)
+    self.seen_epoch, self.seen_written = -1, set[int]()
     # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
     self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
     self.first_writes: list[bool] = []   # per input: whether the first call wrote into it ([]: not seen)
@@ -428,6 +437,12 @@ class TinyJit(Generic[R]):
       copies = self._owned_copies(inputs, copies)
       in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))]
       bufs = [buffer_of(u) for u in in_uops]
+    # a lazy tensor reading what this replay overwrites (an input or state it updates, a buffer it returns) keeps the value it
+    # had when built, as without the JIT: it is computed first (looked for only when some graph changed since the last look)
+    written = self.owned | {id(b) for b, w in zip(bufs, self.written_bufs) if w}
+    if graph_epoch[0] != self.seen_epoch or not written <= self.seen_written:
+      if readers := _lazy_readers(written): Tensor.realize(*readers)
+      self.seen_epoch, self.seen_written = graph_epoch[0], written
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:
