@@ -551,3 +551,10 @@ def test_reading_an_empty_view_gives_no_bytes():
   t = Tensor.arange(6).realize()
   assert t[2:2].data().nbytes == 0 and t[2:2].tolist() == [] and t.reshape(2, 3)[:, 1:1].tolist() == [[], []]
   assert t[2:2].numpy().shape == (0,)
+
+def test_topk_and_unfold_take_public_tinygrads_keyword_names_and_torchs():
+  # public tinygrad: topk(sorted_=), unfold(dim, ...); torch: topk(sorted=), unfold(dimension=, ...)
+  x = Tensor([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0])
+  assert x.topk(3, sorted_=False)[0].tolist() == x.topk(3, sorted=False)[0].tolist() == [9.0, 5.0, 4.0]
+  assert x.unfold(dim=0, size=3, step=2).tolist() == x.unfold(dimension=0, size=3, step=2).tolist() == [[3, 1, 4], [4, 1, 5], [5, 9, 2]]
+  with pytest.raises(TypeError): x.unfold(0, 3, 2, dimension=0)

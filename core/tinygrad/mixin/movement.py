@@ -259,11 +259,15 @@ class MovementMixin:
       s %= n
       x = x.shrink([(n - s, n) if i == d else None for i in range(x.ndim)]).cat(x.shrink([(0, n - s) if i == d else None for i in range(x.ndim)]), dim=d)
     return x.reshape(self.shape)._own(self)
-  def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    """torch's Tensor.unfold: the windows of `size` elements every `step` along `dimension`, that dim becoming the window
-    count (n - size) // step + 1 and a new last dim of `size`."""
+  def unfold(self: Tensor, dim: int | None = None, size: int | None = None, step: int | None = None, *, dimension: int | None = None) -> Tensor:
+    """torch's Tensor.unfold: the windows of `size` elements every `step` along `dim` (public tinygrad's name; torch's
+    `dimension=` too), that dim becoming the window count (n - size) // step + 1 and a new last dim of `size`."""
+    if dimension is not None:
+      if dim is not None: raise TypeError("unfold: got both dim and dimension (one name for the same argument)")
+      dim = dimension
+    if dim is None or size is None or step is None: raise TypeError("unfold() needs dim, size and step")
     if self.ndim == 0: return self.reshape(1).unfold(0, size, step).reshape(size)
-    d = self._resolve_dim(dimension)
+    d = self._resolve_dim(dim)
     n = self.shape[d]
     if not isinstance(size, int) or not 0 <= size <= n: raise RuntimeError(f"unfold: size {size!r} must be in 0..{n} (the size of dim {d})")
     if not isinstance(step, int) or step <= 0: raise RuntimeError(f"unfold: step {step!r} must be an int > 0")

@@ -73,9 +73,10 @@ class SortingMixin:
   def argsort(self: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
     """The int32 indices that sort self along `dim` (stable; see sort)."""
     return self.sort(dim, descending)[1]
-  def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+  def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True, *, sorted: bool = True) -> tuple[Tensor, Tensor]:
     """(values, indices) of the k largest (largest=False: smallest) elements along `dim`, in sorted order; ties keep their
-    original order. sorted=False gives the same (sorted) answer, one of those torch allows."""
+    original order. sorted_=False (public tinygrad's name; torch's `sorted=` too) gives the same (sorted) answer, one of
+    those torch allows."""
     d = self._resolve_dim(dim)
     n = self.shape[d] if self.ndim else 1
     if not isinstance(k, int) or not 0 <= k <= n: raise ValueError(f"topk: k={k!r} is out of range for dim {d} of shape {self.shape} (valid: 0..{n})")
