@@ -351,3 +351,21 @@ def test_optimizer_device_holds_the_state_and_gives_the_same_values(make):
   G.backward((a * a).sum())
   opt.step()
   assert a.device == Device.DEFAULT
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_lamb_state_offloaded_after_construction(sharded):
+  # public tinygrad's CPU offload: the moments moved with to_() after construction are updated where they are, and the
+  # update comes back to the parameter's devices (a sharded one raised "tensors on different devices"); same values
+  from tinygrad.nn.optim import LAMB
+  x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+  t = Tensor(x.copy()).shard(("CPU:0", "CPU:1"), axis=1) if sharded else Tensor(x.copy(), device="CPU:1")
+  ref = Tensor(x.copy())
+  opt, ropt = LAMB([t]), LAMB([ref])
+  for s in opt.m + opt.v + [opt.b1_t, opt.b2_t]: s.to_("CPU")
+  for _ in range(3):
+    for q, o in ((t, opt), (ref, ropt)):
+      o.zero_grad()
+      G.backward((q * q).sum())
+      o.step()
+  assert opt.m[0].device == "CPU" and t.device == (("CPU", "CPU:1") if sharded else "CPU:1")
+  np.testing.assert_array_equal(t.numpy(), ref.numpy())

@@ -207,16 +207,23 @@ class LAMB(Optimizer):
     self.b2_t.assign(self.b2_t * self.b2)
     out = []
     for i, (t, g) in enumerate(zip(self.params, grads)):
+      # state moved to another device after construction (`m.to_("CPU")`: offloaded, as public tinygrad allows): the
+      # moments are updated there, and the update comes back to the parameter's devices
+      dev, p = self.m[i].device, self._p(t)
+      b1_t, b2_t = (b if b.device == dev else b.to(dev) for b in (self.b1_t, self.b2_t))
+      if g.device != dev: g = g.contiguous().to(dev)
       g = g.cast(self.m[i].dtype)   # realized by schedule_step, so m and v do not each recompute it
       self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
       self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
-      m_hat = self.m[i] / (1.0 - self.b1_t)
-      v_hat = self.v[i] / (1.0 - self.b2_t)
-      up = m_hat / (v_hat.sqrt() + self.eps) + self.wd * self._p(t)
+      m_hat = self.m[i] / (1.0 - b1_t)
+      v_hat = self.v[i] / (1.0 - b2_t)
+      up = m_hat / (v_hat.sqrt() + self.eps)
+      if up.device != p.device: up = up.shard_like(p) if isinstance(p.device, tuple) else up.to(p.device)
+      up = up + self.wd * p
       if not self.adam:
-        r1, r2 = self._p(t).square().sum().sqrt(), up.square().sum().sqrt()
+        r1, r2 = p.square().sum().sqrt(), up.square().sum().sqrt()
         up = up * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
-      out.append(self._p(t) - self._lr() * up)
+      out.append(p - self._lr() * up)
     return out, [self.b1_t, self.b2_t] + self.m + self.v
 
 def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
