@@ -194,6 +194,9 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     extra = [xs[:(n := Variable("n", 1, VMAX).bind(1 + (call * 3 + len(inputs)) % VMAX))], n] if use_var else []
     # (TinyJit realizes a lazy input at the start of every call, docs/guide.md "Fast replays": the plain run's do too)
     if jit is None: Tensor.realize(*ins)
+    # lazy tensors built before the call from the state it may update (and from the last call's outputs, which a replay
+    # rewrites) keep the values they had when built, with or without the JIT (docs/guide.md, "Fast replays")
+    lazy = [(s * 2 + 1, s.numpy() * 2 + 1) for s in state] + [(g * 3, g.numpy() * 3) for g in got if g.dtype == DTYPES["float32"]]
     with Context(JIT=jit or 0): got = fn(*ins, *extra)
     # TinyJit realizes a call's outputs and its assigns at its end, together (docs/guide.md: a value made before an update
     # and realized with it reads the old value); the plain function's are realized the same way
@@ -206,6 +209,7 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     # also where the function returns that input)
     seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins) if j not in fed]
     seen += [(f"{what}: the tensor a view input views", g.numpy()) for g in bases]
+    for k, (t, want) in enumerate(lazy): np.testing.assert_array_equal(t.numpy(), want, err_msg=f"{what}: lazy value {k} built before the call")
   return seen
 
 def check_program(prog, device: str | None = None):
