@@ -499,12 +499,15 @@ def run_jit_calls(devs: tuple, prog, jit: bool) -> list[tuple[str, np.ndarray]]:
     # TinyJit realizes a lazy input at the start of every call (docs/guide.md, "Fast replays"), so the eager reference
     # does too: a view of a lazy input that the function realizes is a copy, of a realized one a view that sees its writes
     if not jit: Tensor.realize(*ins)
+    # a lazy tensor built before the call from the state it may update keeps the value it had when built
+    lazy = [(s * 2 + 1, s.numpy() * 2 + 1) for s in state]
     got = fn(*ins)
     if not jit: Tensor.realize(*got, *state, *ins, *bigs)
     seen += [(f"call {call}: output {j}", g.numpy()) for j, g in enumerate(got)]
     seen += [(f"call {call}: state {j}", g.numpy()) for j, g in enumerate(state)]
     seen += [(f"call {call}: input {j}", g.numpy()) for j, g in enumerate(ins)]
     seen += [(f"call {call}: the tensor input {j} views", g.numpy()) for j, g in enumerate(bigs)]
+    for k, (t, want) in enumerate(lazy): np.testing.assert_array_equal(t.numpy(), want, err_msg=f"call {call}: lazy value {k} built before it")
   return seen
 
 def check_jit_program(devs: tuple, prog):
