@@ -256,7 +256,7 @@ class TinyJit(Generic[R]):
     self.written_bufs: list[bool] = []    # the same per input buffer (as in_bufs)
     self.touched: set[int] = set()        # (ids of) the buffers the capture uses that are not its inputs: outputs, state
     self.owned: set[int] = set()          # those it writes
-    # graph_epoch and the buffers a replay wrote when it last looked for lazy tensors reading them (_lazy_readers)
+    # graph_epoch and the input buffers a replay wrote when it last looked for lazy tensors reading them (_lazy_readers)
     self.seen_epoch, self.seen_written = -1, set[int]()
     # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
     self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
@@ -439,10 +439,11 @@ class TinyJit(Generic[R]):
       bufs = [buffer_of(u) for u in in_uops]
     # a lazy tensor reading what this replay overwrites (an input or state it updates, a buffer it returns) keeps the value it
     # had when built, as without the JIT: it is computed first (looked for only when some graph changed since the last look)
-    written = self.owned | {id(b) for b, w in zip(bufs, self.written_bufs) if w}
-    if graph_epoch[0] != self.seen_epoch or not written <= self.seen_written:
-      if readers := _lazy_readers(written): Tensor.realize(*readers)
-      self.seen_epoch, self.seen_written = graph_epoch[0], written
+    # (the capture's own writes, `owned`, are the same every replay: only the inputs it writes are compared)
+    wrote_in = {id(b) for b, w in zip(bufs, self.written_bufs) if w}
+    if graph_epoch[0] != self.seen_epoch or not wrote_in <= self.seen_written:
+      if readers := _lazy_readers(self.owned | wrote_in): Tensor.realize(*readers)
+      self.seen_epoch, self.seen_written = graph_epoch[0], wrote_in
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
     else:

@@ -194,7 +194,7 @@ class MovementMixin:
         arg = tuple((off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(t.ndim))
         u = t.cast(dt).uop
         part = u.pad(arg)
-        if fill == 0 and math.copysign(1.0, fill) < 0 and part is not u:
+        if dtypes.is_float(dt) and part is not u:   # (the -0.0 fill)
           part = Tensor._full_uop(u.shape, True, dtypes.bool, dev).pad(arg).where(part, Tensor._full_uop(part.shape, fill, dt, dev))
         acc = part if acc is None else acc.alu(Ops.OR if dt == dtypes.bool else Ops.ADD, part)
         off += t.shape[d]
