@@ -512,6 +512,42 @@ def test_exp_is_few_alu_ops():
     n = sum(1 for u in uops if u.op in GroupOp.ALU and u.op is not Ops.BITCAST)
     assert n <= most, f"exp({dt}) is {n} ALU ops, want <= {most}"
 
+def test_softmax_exp_is_fewer_ops():
+  # softmax/log_softmax's exp (x - max <= 0) drops the upper clamp and builds 2**n as one power 2**(n+64) and a constant
+  # 2**-64 (n >= -150 there), and on the CPU n comes from t - magic (keeps_float_order): 17 ALU ops for float32, not 25
+  from tinygrad.plugin_api import render
+  from tinygrad.uop import Ops, GroupOp
+  for dt, most in ((dtypes.float32, 17), (dtypes.float64, 23)):
+    uops = render(Tensor.empty(64, dtype=dt, device="CPU")._exp(nonpos=True), Device["CPU"].renderer, opts=[]).uops or []
+    n = sum(1 for u in uops if u.op in GroupOp.ALU and u.op is not Ops.BITCAST)
+    assert n <= most, f"softmax's exp({dt}) is {n} ALU ops, want <= {most}"
+    assert not any(u.op is Ops.CAST and dtypes.is_float(u.dtype.scalar()) for u in uops), "n should be t - magic on the CPU, not a convert"
+
+@pytest.mark.parametrize("npdt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", DEVICES + ["WEBGPU", "CL"])
+def test_softmax_exp_ulp_error_down_to_the_subnormals(name, npdt):
+  # the x <= 0 exp of softmax, log_softmax (and sigmoid's) scales by 2**(n+64) (exact) then 2**-64, the one rounding: results
+  # down into the subnormals stay < 1.5 ulp, below half the smallest subnormal +0; -inf -> 0, NaN -> NaN. WEBGPU and CL
+  # read n through an int -> float convert (no keeps_float_order), the CPU renderers as t - magic: both are checked
+  dev = _dev(name)
+  if npdt == np.float64 and dev in ("NV", "AMD", "AMD:LLVM", "WEBGPU", "CL"): pytest.skip("float64 exp is checked on the CPU renderers and PYTHON")
+  rng = np.random.default_rng(3)
+  lo = -105.0 if npdt == np.float32 else -746.0
+  x = np.concatenate([rng.uniform(lo, 0.0, 20_000 if dev == "PYTHON" else 200_000), -rng.exponential(1.0, 2000),
+                      [0.0, -0.0, -np.inf, np.nan, -87.33, -103.27, -103.28, -103.97, -103.98, -104.0, -745.13, -745.14]]).astype(npdt)
+  got = Tensor(x, device=dev)._exp(nonpos=True).numpy()
+  with np.errstate(under="ignore"): want = np.exp(x.astype(np.longdouble))
+  w = want.astype(npdt)
+  assert np.isnan(got[np.isnan(x)]).all() and (got[x == -np.inf] == 0).all()
+  fin = np.isfinite(x)
+  ulps = np.abs(got[fin].astype(np.longdouble) - want[fin]) / np.spacing(w[fin]).astype(np.longdouble)
+  assert ulps.max() < 1.5, f"{ulps.max()} ulp at x={x[fin][np.argmax(ulps)]!r}"
+  assert not np.signbit(got[fin]).any()
+  # and through softmax itself: a row whose max is 0, so each result is that exp over a sum within [1, 1 + 2**-20]
+  row = np.concatenate([[0.0], np.linspace(lo + 1, -30.0, 999)]).astype(npdt)
+  np.testing.assert_allclose(Tensor(row, device=dev).softmax(0).numpy(), np.exp(row.astype(np.float64)) / np.exp(row.astype(np.float64)).sum(),
+                             rtol=4e-7 if npdt == np.float32 else 1e-15, atol=np.finfo(npdt).smallest_subnormal)
+
 def test_exp_graph_is_the_one_tensor_ops_build():
   # Tensor.exp copies a graph built once per (dtype, shape, device) onto its input: the very nodes its Tensor ops build
   # (kernels, gradients and the schedule cache see no difference), for every input of that key, and not for another key

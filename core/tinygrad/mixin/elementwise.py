@@ -18,6 +18,9 @@ def _renderer_of(device: str | tuple[str, ...]) -> Any:
 def _exp_via_exp2(device: str | tuple[str, ...]) -> bool:
   """Whether exp on `device` uses its renderer's EXP2 (Renderer.exp_via_exp2, with EXP2 in code_for_op) over a polynomial."""
   return bool(getattr(ren := _renderer_of(device), "exp_via_exp2", False)) and Ops.EXP2 in ren.code_for_op
+def _keeps_float_order(device: str | tuple[str, ...]) -> bool:
+  """Whether `device`'s compiler evaluates float arithmetic as written (Renderer.keeps_float_order: no reassociation)."""
+  return bool(getattr(_renderer_of(device), "keeps_float_order", False))
 def _has_ldexp(device: str | tuple[str, ...]) -> bool:
   """Whether `device`'s renderer has LDEXP (x * 2**n in one instruction, AVX-512's vscalefps) for exp's 2**n."""
   return (ren := _renderer_of(device)) is not None and Ops.LDEXP in ren.code_for_op
@@ -352,7 +355,7 @@ class ElementwiseMixin:
     if x.dtype in (dtypes.float16, dtypes.bfloat16): return x.float().exp().cast(x.dtype)
     return x._exp()   # (a graph template: mixin/graphcache.py)
   def _exp(self: Tensor, nonpos: bool = False) -> Tensor:
-    # nonpos: the caller knows x <= 0 or NaN (softmax's x - max(x)): the upper clamp is left out (2 of ~22 vector ops)
+    # nonpos: the caller knows x <= 0 or NaN (softmax's x - max(x)): the upper clamp is left out and 2**n is one power (17 ALU ops, not 25)
     x = self
     f64 = x.dtype == dtypes.float64
     # ln2 split so that n*hi is exact (n has at most 11 bits for float64, 8 for float32); past the clamp e**x rounds to 0
@@ -367,8 +370,9 @@ class ElementwiseMixin:
     t = _fma(xc, 1 / math.log(2), magic)
     # unsigned: the bits of NaN's t wrap (defined in C) into some power whose product with NaN's polynomial is NaN
     m = t.bitcast(udt) - ((bias + mb) << mb | (1 << (mb - 1)))   # n + off, from t's bits (t = 2**mb * (1.5 + (n+off)/2**(mb+1)))
-    # n as a float from m, not t - magic: a shader compiler that reassociates (WebGPU's) folds that back to x/ln2, unrounded
-    n = m.cast(dtypes.int32).cast(x.dtype) - off
+    # n as a float: t - magic is exact (both integers below 2**(mb+1)) and one op, but a shader compiler that reassociates
+    # (WebGPU's) folds it back to x/ln2, unrounded (exp(1) = 2); there m is converted (int -> float and a subtract)
+    n = (t - magic) if _keeps_float_order(x.device) else m.cast(dtypes.int32).cast(x.dtype) - off
     r = _fma(n, -lo, _fma(n, -hi, xc))
     if _exp_via_exp2(x.device):   # the renderer's own EXP2 on the reduced argument (|r/ln2| <= 1/2): one instruction on GPUs
       poly = (r * (1 / math.log(2))).exp2()
@@ -377,6 +381,8 @@ class ElementwiseMixin:
       for i in reversed(range(12 if f64 else 6)): poly = _fma(poly, r, 1 / math.factorial(i))
     if _has_ldexp(x.device):   # the same single rounding in one op
       ret = Tensor(UOp(Ops.LDEXP, x.dtype, (poly.uop, (m.cast(dtypes.int32) - off).uop)))
+    elif nonpos:   # n in [-off, 0]: 2**(n+64) is normal, so poly * 2**(n+64) is exact and * 2**-64 rounds once (4 ops, not 8)
+      ret = poly * ((m + (bias + 64 - off)) << mb).bitcast(x.dtype) * 2.0**-64
     else:
       ha = m >> 1
       ret = poly * ((ha + (bias - off // 2)) << mb).bitcast(x.dtype) * ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype)

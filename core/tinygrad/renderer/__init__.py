@@ -120,6 +120,10 @@ class Renderer:
   exp_via_exp2: bool = False
   """Tensor.exp reduces its argument and calls EXP2 (this renderer's, from code_for_op) instead of building e**r as a
   polynomial: set it when EXP2 is a fast, accurate instruction (GPUs). It takes effect only where EXP2 is in code_for_op."""
+  keeps_float_order: bool = False
+  """The target's compiler evaluates float arithmetic in the order written (no fast-math reassociation, as C and LLVM
+  without fast-math flags): Tensor.exp then reads round(x/ln2) as (x/ln2 + c) - c, one op. Leave it False where the
+  compiler may reassociate (shader compilers): that subtract would fold back to an unrounded x/ln2."""
   compiler: Compiler | None = None
   """The Compiler for the rendered source, set by CompilerPair selection; None: the source is the binary."""
   cache_programs: bool = True

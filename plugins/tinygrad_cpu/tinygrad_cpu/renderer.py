@@ -72,6 +72,7 @@ class CPUAbilities:
   has_threads = True
   global_max: tuple[int, ...] | None = None
   local_max: tuple[int, ...] | None = None
+  keeps_float_order = True   # C without -ffast-math, LLVM IR without fast-math flags
   matmul_pack = 64   # a cache line: Tensor.dot copies a big right operand into panels at least this wide (see Renderer)
   def __init__(self) -> None: self.register_bytes, self.registers = host_simd()
 
