@@ -42,7 +42,8 @@ def test_softmax_computes_exp_once_per_element(rows, n):
   red_stores = [u for r, body in loops if r.arg[1].name == "REDUCE" for u in body if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL]
   assert red_stores, "the sum's loop stores nothing into the output"
   alu = lambda prog: sum(1 for u in prog.uops if u.op in GroupOp.ALU)
-  assert alu(p) < alu(_without_pass(lambda: render(k, Device["CPU"].renderer))) - 15
+  # (without the pass the output loop computes exp again: softmax's exp is 17 ALU ops, ~14 more in the kernel)
+  assert alu(p) < alu(_without_pass(lambda: render(k, Device["CPU"].renderer))) - 10
 
 def _check(got: Tensor, want: torch.Tensor) -> None:
   np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=2e-5, atol=2e-6)
