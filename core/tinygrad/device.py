@@ -452,6 +452,10 @@ class Compiled:
 
 FIRST_PARTY = {"CPU": "tinygrad-cpu", "NV": "tinygrad-nv", "AMD": "tinygrad-amd", "METAL": "tinygrad-metal", "WEBGPU": "tinygrad-webgpu", "CL": "tinygrad-cl"}
 
+def _disk_path(name: Any) -> str | None:
+  """The file of a DISK device name ("disk:/path/to/file", public tinygrad's spelling, any case of "disk"), else None."""
+  return name[5:] if type(name) is str and len(name) > 5 and name[:5].upper() == "DISK:" else None
+
 class _Device:
   """The device registry: `Device["NV:1"]` opens (once) and returns a device; `Device.DEFAULT` is the default's name."""
   def __init__(self) -> None:
@@ -464,6 +468,7 @@ class _Device:
     """Split "NAME[:index][:compiler]" into (NAME upper-case, index, compiler upper-case or None); DeviceNameError if malformed.
 
     ASCII only: str.isdigit() and int() also accept other scripts' digits ('CPU:١' would be CPU:1, 'CPU:²' breaks int())."""
+    if _disk_path(name) is not None: return "DISK", 0, None
     parts = name.strip().split(":") if isinstance(name, str) else [""]
     rest, index = parts[1:], 0
     if rest and re.fullmatch(r"[0-9]+", rest[0]): index = int(rest.pop(0))
@@ -475,6 +480,7 @@ class _Device:
   @staticmethod
   def canonicalize(name: str) -> str:
     """The canonical spelling: upper-case, ":0" dropped ("nv:0" -> "NV", "nv:1:ptx" -> "NV:1:PTX", "cpu:llvm" -> "CPU:LLVM")."""
+    if (path := _disk_path(name)) is not None: return "DISK:" + path   # (the file's path as given: paths are case-sensitive)
     base, index, comp = _Device.parse(name)
     return base + (f":{index}" if index else "") + (f":{comp}" if comp else "")
 
@@ -541,7 +547,7 @@ class _Device:
     if err is not None or not callable(cls):
       raise DeviceError(f"device {base} from {who}: cannot import {entry.spec.import_path}: "
                         + (f"{type(err).__name__}: {err}" if err is not None else f"{cls!r} is not a class")) from err
-    devname = base + (f":{index}" if index else "")
+    devname = key if base == "DISK" else base + (f":{index}" if index else "")
     token = _compiler_choice.set((devname, choice))
     try: dev, err = guarded(cls, devname)
     finally: _compiler_choice.reset(token)

@@ -65,6 +65,7 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # numpy() reads with the dtype's numpy dtype: looked up once per dtype
 @functools.cache
+def _is_disk(device: Any) -> bool: return type(device) is str and device.startswith("DISK:")
 def _numpy_dtype(dt: DType) -> Any:
   from tinygrad.dtype import to_numpy
   return to_numpy(dt)
@@ -253,8 +254,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
+    elif _is_path(data) and (device is None or _is_disk(dev)):
+      # a path with no device: the file itself, a DISK tensor (read or copy it to compute), its bytes as `dtype` (uint8)
+      path = sys.modules["pathlib"].Path(data).resolve()
+      size = path.stat().st_size   # (FileNotFoundError before the DISK device would create the file)
+      dt = dt or dtypes.uint8
+      self.uop = new_buffer(f"DISK:{path}", size // dt.itemsize, dt)
     elif isinstance(data, (bytes, bytearray, memoryview)) or _is_path(data):
-      # a path: the file's bytes (public tinygrad gives a DISK tensor of them; here they are read now: Tensor(fetch(url)))
+      # a path given a device: the file's bytes, read into it now
       raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else sys.modules["pathlib"].Path(data).read_bytes()
       self.uop = Tensor._from_bytes(raw, (len(raw),), dtypes.uint8, dev)
       if dt is not None and dt != dtypes.uint8: self.uop = self.uop.bitcast(dt) if dt.itemsize == 1 else self.uop.cast(dt)
@@ -741,6 +748,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base nor
     # seeing the base's writes (also a view of a lazy computation: `v = (x * 2)[::-1]; v.numpy(); v += 1` must write x * 2)
     if all_int(self.shape) and prod(self.shape) == 0: return memoryview(bytearray(0))   # (nothing to realize: an empty view)
+    if _is_disk(self.device):
+      from tinygrad.mixin.disk import disk_bytes
+      return disk_bytes(self)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
@@ -858,7 +868,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def to(self, device: str | None) -> Tensor:
     """This tensor on `device` (a COPY when it differs)."""
     dev = _canon_device(device)
-    return self if dev == self.device else Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
+    if dev == self.device: return self
+    if _is_disk(self.device):   # a file's bytes (or a view of them) read now: the DISK device runs no kernels
+      from tinygrad.mixin.disk import disk_read
+      return disk_read(self, dev)
+    if _is_disk(dev):   # written into the file now, from its start (public tinygrad's copy to a disk tensor)
+      return Tensor.empty(*self.shape, dtype=self.dtype, device=dev).assign(self)
+    return Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
   def to_(self, device: str | None) -> Tensor:
     """Move this tensor (and its .grad) to `device` in place; it no longer writes into a tensor it was a view of. Returns self."""
     dev = _canon_device(device)
@@ -924,6 +940,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
     A view (slices, reshape, permute, flip, shrink, a view of a view) writes into the tensor it views: that tensor and every
     view of it see the new values. A broadcast (expanded) view, or one reaching into padding, cannot be written: an error."""
+    if _is_disk(self.device):   # written into the file now (from any device)
+      from tinygrad.mixin.disk import disk_write
+      disk_write(self, x)
+      return self
     if not isinstance(x, Tensor): x = Tensor(x, device=self.device, dtype=self.dtype)
     if x.device != self.device and _is_const(x.uop) and isinstance(self.device, str): x = Tensor(_on_device(x.uop, self.device))   # no buffer to move, as in binary ops
     if x.device != self.device: raise ValueError(f"assign: value is on {x.device}, target on {self.device}; use .to({self.device!r})")
@@ -1180,6 +1200,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     dt = to_dtype(dtype)
     if dt == self.dtype: return self
     if dt.itemsize == self.dtype.itemsize: return self._mv(lambda u: u.bitcast(dt))
+    if _is_disk(self.device):   # a view of the same bytes of the file (the DISK device computes nothing)
+      from tinygrad.mixin.disk import disk_bitcast
+      return disk_bitcast(self, dt)
     return self._resized_bitcast(dt)
   def _resized_bitcast(self, dt: DType) -> Tensor:
     old, new = self.dtype.itemsize, dt.itemsize

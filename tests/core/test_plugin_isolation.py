@@ -130,7 +130,7 @@ def test_bad_device_spec_refuses_that_plugin_only(bad_plugin, capsys, ret, shown
   assert status(reg, dist).status == "failed" and shown in status(reg, dist).error, status(reg, dist).error
   assert Device.DEFAULT == "GOOD"
   report = listing(capsys)
-  assert report["default_device"] == "GOOD" and {d["name"] for d in report["devices"]} == {"GOOD", "PYTHON", "NULL"}
+  assert report["default_device"] == "GOOD" and {d["name"] for d in report["devices"]} == {"GOOD", "PYTHON", "NULL", "DISK"}
 
 @pytest.mark.parametrize("ret,shown", [("'1'", "tinygrad_api_version() returned '1', not an int"),
                                        ("1/0", "tinygrad_api_version() raised ZeroDivisionError")])

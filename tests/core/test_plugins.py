@@ -130,7 +130,7 @@ def test_listing_shows_plugins_and_devices(site):
   assert plugins["foo"]["devices"] == ["FOO"] and plugins["bar"]["status"] == "ok"
   assert plugins["broken"]["status"] == "failed" and "libbroken.so" in plugins["broken"]["error"]
   assert plugins["future"]["status"] == "incompatible" and "999" in plugins["future"]["error"]
-  assert "builtin" in plugins and plugins["builtin"]["devices"] == ["PYTHON", "NULL"]
+  assert "builtin" in plugins and plugins["builtin"]["devices"] == ["PYTHON", "NULL", "DISK"]
   devices = {d["name"]: d for d in report["devices"]}
   foo = devices["FOO"]
   assert foo["status"] == "ok" and foo["default"] and report["default_device"] == "FOO"

@@ -15,4 +15,5 @@ sharding.py    shard, shard_, shard_like: multi-device tensors (lowered per devi
 linalg.py      einsum, diag/diagonal, qr (Householder), svd (one-sided Jacobi)
 common.py      what they share: argument checks, broadcasting, host-side packing, AxisError
 graphcache.py  graph templates: activations, norms, softmax, attention, conv and losses build their graph once per shape
+disk.py        tensors on the DISK device (a file): read, written and bitcast through its mapping (no kernels run there)
 """

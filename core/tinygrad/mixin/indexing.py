@@ -215,6 +215,12 @@ class IndexingMixin:
     """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
     indices (where an index repeats, the last write wins, as in numpy) and bool masks (a whole-shape mask with a value of
     one element stays lazy; others realize, as nonzero() does)."""
+    if type(self.device) is str and self.device.startswith("DISK:"):   # a file: written through the view (mixin/disk.py)
+      if any(isinstance(i, (Tensor, list)) for i in (indices if isinstance(indices, tuple) else (indices,))):
+        raise NotImplementedError(f"setitem into {self.device}: tensor (advanced) indices are not supported on a DISK tensor; "
+                                  "write slices, or copy it to a computing device")
+      self[indices].assign(v if isinstance(v, Tensor) else Tensor(v, dtype=self.dtype))
+      return
     vt, indices = self._to_tensor(v).cast(self.dtype), _list_as_tuple(indices)
     if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and vt.numel() == 1:
       self.assign(indices.where(vt.reshape(()), self))

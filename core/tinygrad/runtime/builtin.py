@@ -6,6 +6,7 @@ def tinygrad_api_version() -> int: return API_VERSION
 
 @hookimpl
 def tinygrad_devices() -> list[DeviceSpec]:
-  # PYTHON runs everything (slowly, exactly): the fallback default. NULL runs nothing (negative priority: never the default).
+  # PYTHON runs everything (slowly, exactly): the fallback default. NULL and DISK run nothing (negative priority: never the default).
   return [DeviceSpec("PYTHON", 0, "tinygrad.runtime.python:PythonDevice", instances=VIRTUAL_INSTANCES),
-          DeviceSpec("NULL", -1, "tinygrad.runtime.null:NullDevice", instances=VIRTUAL_INSTANCES)]
+          DeviceSpec("NULL", -1, "tinygrad.runtime.null:NullDevice", instances=VIRTUAL_INSTANCES),
+          DeviceSpec("DISK", -2, "tinygrad.runtime.disk:DiskDevice", instances=1)]   # a file: "disk:/path" (runs nothing)
