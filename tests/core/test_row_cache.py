@@ -83,6 +83,19 @@ def test_softmax_in_place_and_empty():
   assert Tensor.empty(0, 512, device="CPU").softmax(-1).numpy().shape == (0, 512)
   _check(Tensor(a[:1], device="CPU").softmax(-1), torch.tensor(a[:1]).softmax(-1))
 
+def test_output_of_another_dtype_is_not_a_cache():
+  # a bool mask of a float row (x == x.max(-1), scatter_reduce amax's gradient): the float summand does not fit the output's
+  # 1-byte slots, each 4-byte store overwrote its neighbours (rows of ties came back [False, False, True], gradients NaN)
+  idx, src = np.zeros((3, 4), np.int32), np.ones((3, 4), np.float32)
+  cand = (Tensor(idx, device="CPU").T.unsqueeze(0) == Tensor.arange(4, device="CPU").reshape(4, 1, 1)).where(Tensor(src, device="CPU").T.unsqueeze(0), -np.inf)
+  c = np.where(idx.T[None] == np.arange(4).reshape(4, 1, 1), src.T[None], -np.inf)
+  np.testing.assert_array_equal((cand == cand.max(-1, keepdim=True)).numpy(), c == c.max(-1, keepdims=True))
+  x, s = Tensor.zeros(4, 4, requires_grad=True, device="CPU"), Tensor.ones(3, 4, requires_grad=True, device="CPU")
+  x.scatter_reduce(0, Tensor(idx, device="CPU"), s, "amax", include_self=False).sum().backward()
+  xt, st = torch.zeros(4, 4, requires_grad=True), torch.ones(3, 4, requires_grad=True)
+  xt.scatter_reduce(0, torch.tensor(idx, dtype=torch.int64), st, "amax", include_self=False).sum().backward()
+  np.testing.assert_allclose(s.grad.numpy(), st.grad.numpy())
+
 def test_clang_renderer_matches_torch():
   try: Device["CPU:CLANG"]
   except Exception as e: pytest.skip(f"CPU:CLANG does not open here ({type(e).__name__})")

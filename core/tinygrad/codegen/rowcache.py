@@ -84,6 +84,9 @@ def cache_rows(sink: UOp, ren: Renderer) -> UOp:
           ends = tuple(UOp(Ops.STORE, st.dtype, (scratch.index((k * n + c) * lanes), g) + pf).end(k) for c, (g, pf) in enumerate(zip(leaves, pfs)))
           ld = UOp(Ops.LOAD, h.dtype, (scratch.index(j * lanes),) + ends)
           return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld}))),))
+        # `out` holds the summand only where it is of out's dtype: a bool mask of a float row (x == x.max(-1)) stored
+        # 4-byte floats into 1-byte slots, each store overwriting its neighbours, and read back garbage
+        if h.dtype != val.dtype: continue
         ends = tuple(UOp(Ops.STORE, st.dtype, (x, g)).end(k) for x, g in zip(sidx, leaves))
         ld = UOp(Ops.LOAD, h.dtype, (oidx,) + ends)
         return sink.replace(src=(st.replace(src=(oidx, val.substitute({h: ld}))),))
