@@ -416,6 +416,19 @@ def test_advanced_getitem_gradient_matches_torch(dev, idx):
   backward_both(out, tout)
   close(x.grad, tx.grad)
 
+@pytest.mark.parametrize("dtype", [dtypes.int8, dtypes.int16])
+def test_small_int_index_into_a_longer_axis(dtype):
+  # a negative index is wrapped by adding the axis length, which an int8 (int16) index cannot hold: it raised OverflowError
+  n = 300 if dtype == dtypes.int8 else 40000
+  a, i = np.arange(2 * n, dtype=np.float32).reshape(2, n), [-1, -128, 5, 127]
+  want = a[:, i]
+  np.testing.assert_array_equal(Tensor(a)[:, Tensor(i, dtype=dtype)].numpy(), want)
+  t = Tensor(a).contiguous()
+  t[:, Tensor(i, dtype=dtype)] = -5.0
+  want = a.copy()
+  want[:, i] = -5.0
+  np.testing.assert_array_equal(t.numpy(), want)
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_bool_mask_getitem_matches_numpy(dev):
   a = np.random.default_rng(10).standard_normal((3, 4)).astype(np.float32)

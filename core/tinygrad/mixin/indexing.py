@@ -176,6 +176,8 @@ class IndexingMixin:
       else: t = i if isinstance(i, Tensor) else Tensor(i, device=self.device)
       if not dtypes.is_int(t.dtype): raise IndexError(f"tensor indices must be ints or bools, got {t.dtype}")
       _check_oob("index", t, n, dd, True)
+      # t + n must hold n: an int8 index into an axis of 300 raised (300 does not fit int8), as torch's long indices do not
+      if not dtypes.is_unsigned(t.dtype) and n > dtypes.max(t.dtype): t = t.cast(dtypes.int64 if n > dtypes.max(dtypes.int32) else dtypes.int32)
       ts.append((pos, (t < 0).where(t + n, t) if not dtypes.is_unsigned(t.dtype) else t, n))
     bshape = _broadcast_shape(*(t.shape for _, t, _ in ts))
     if oob and prod(bshape) != 0: raise IndexError(oob[0])
