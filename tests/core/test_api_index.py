@@ -416,6 +416,17 @@ def test_advanced_getitem_gradient_matches_torch(dev, idx):
   backward_both(out, tout)
   close(x.grad, tx.grad)
 
+@pytest.mark.parametrize("idx,vshape", [((slice(0, 2),), (1, 2, 5)), (([0, 2],), (1, 1, 2, 5)), ((1,), (1, 1, 5)), ((1, 2), (1, 1))])
+def test_setitem_value_with_leading_ones(idx, vshape):
+  # torch and numpy drop a value's leading dims of size 1 past the indexed rank; they raised "does not fit" here
+  a = np.arange(15, dtype=np.float32).reshape(3, 5)
+  v = np.arange(np.prod(vshape), dtype=np.float32).reshape(vshape) + 100
+  t, tt = Tensor(a).contiguous(), torch.tensor(a)
+  t[idx] = Tensor(v)
+  tt[tuple(torch.tensor(i) if isinstance(i, list) else i for i in idx)] = torch.tensor(v)
+  np.testing.assert_array_equal(t.numpy(), tt.numpy())
+  with pytest.raises(ValueError): t[0:2] = Tensor(np.ones((2, 2, 5), np.float32))   # only dims of size 1 go
+
 @pytest.mark.parametrize("dtype", [dtypes.int8, dtypes.int16])
 def test_small_int_index_into_a_longer_axis(dtype):
   # a negative index is wrapped by adding the axis length, which an int8 (int16) index cannot hold: it raised OverflowError

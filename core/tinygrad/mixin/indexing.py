@@ -65,6 +65,11 @@ def _list_as_tuple(indices: Any) -> Any:
   if not isinstance(indices, list) or all(isinstance(i, int) for i in indices): return indices
   def bools(x: Any) -> bool: return all(bools(v) for v in x) if isinstance(x, (list, tuple)) else isinstance(x, bool)
   return indices if bools(indices) else tuple(indices)
+def _fit_value(v: Tensor, shape: tuple[sint, ...]) -> Tensor:
+  # a setitem value broadcasts to the indexed shape after dropping leading dims of size 1 past its rank (torch and numpy:
+  # x[0:2] = ones(1, 2, 5) writes a (2, 5) view)
+  while v.ndim > len(shape) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
+  return v._broadcast_to(shape)
 def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
 
 class IndexingMixin:
@@ -238,7 +243,7 @@ class IndexingMixin:
       x = x.pad([(b, n - e) for (b, e), n in zip(p.shrinks, self.shape)])
       return x.flip(p.flips) if p.flips else x
     if not p.tensor_idx:
-      try: vt = vt._broadcast_to(tuple(p.out_shape))
+      try: vt = _fit_value(vt, tuple(p.out_shape))
       except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None
       self.assign(scatter(Tensor.full(tuple(p.out_shape), True, dtype=dtypes.bool, device=self.device)).where(scatter(vt), self))
       return
@@ -248,7 +253,7 @@ class IndexingMixin:
     rest = tuple(s for j, s in enumerate(p.out_shape) if j not in axes)
     full = bshape + rest
     shape = tuple(full[o] for o in order) if order is not None else full
-    try: vt = vt._broadcast_to(shape)
+    try: vt = _fit_value(vt, shape)
     except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {shape}") from None
     if order is not None: vt = vt.permute([order.index(j) for j in range(len(order))])
     vt = vt.reshape(bshape + tuple(1 if j in axes else s for j, s in enumerate(p.out_shape)))
