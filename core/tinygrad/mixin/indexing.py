@@ -3,7 +3,7 @@
 masked_select/nonzero, one_hot, triu/tril."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Any
-from tinygrad.dtype import dtypes, ConstType
+from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
 from tinygrad.helpers import flatten, prod, CHECK_OOB
 from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
 from tinygrad.uop import Ops
@@ -326,13 +326,17 @@ class IndexingMixin:
       cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
       if include_self: return cand.cat(self.unsqueeze(-1), dim=-1).max(-1)   # self joins the max: ties share the gradient
       return hit.where(cand._max(-1), self)
+    # float16/bfloat16 combine with self in float32 and round once, as torch (rounding the src's sum or product first was
+    # 1 ulp off in one of seven places); an int wraps the same in its own dtype as in int64
+    acc_dt = sum_acc_dtype(self.dtype) if dtypes.is_float(self.dtype) else self.dtype
+    me = self.cast(acc_dt)
     if reduce == "prod":
-      r = mask.where(src, src._const(1, shape=())).prod(-1).cast(self.dtype)   # (an int prod accumulates in int64: back to self's)
-      return r * self if include_self else hit.where(r, self)
-    acc = mask.where(src, src._const(0, shape=())).sum(-1).cast(self.dtype)
-    if reduce == "sum": return acc + self if include_self else hit.where(acc, self)
+      r = mask.where(src, src._const(1, shape=())).prod(-1, dtype=acc_dt)
+      return (r * me if include_self else hit.where(r, me)).cast(self.dtype)
+    acc = mask.where(src, src._const(0, shape=())).sum(-1, dtype=acc_dt)
+    if reduce == "sum": return (acc + me if include_self else hit.where(acc, me)).cast(self.dtype)
     count = mask.sum(-1) + int(include_self)
-    total = acc + self if include_self else acc
+    total = (acc + me if include_self else acc).cast(self.dtype)   # torch's mean: the sum rounded, then divided
     mean = total // count.maximum(1).cast(self.dtype) if dtypes.is_int(self.dtype) else total / count.maximum(1).cast(self.dtype)
     return mean.cast(self.dtype) if include_self else hit.where(mean.cast(self.dtype), self)
 
