@@ -124,6 +124,7 @@ class ReduceMixin:
     n = self._count(axis) - correction
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
     return squares.sum(axis, keepdim) / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
+  @_opmath   # (float16/bfloat16: the float32 variance's root rounded once; the variance rounded first was 1 ulp off in 1 of 8)
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over `axis`; its gradient is 0 where it is 0 (torch's; sqrt's 1/(2*0) times 0 was NaN)."""
     v = self.var(axis, keepdim, correction)
