@@ -481,6 +481,18 @@ def test_bool_mask_setitem_matches_numpy(dev):
   t[Tensor(m, device=dev)] = Tensor(np.arange(4, dtype=np.float32), device=dev)
   np.testing.assert_array_equal(t.numpy(), want)
 
+def test_numpy_bool_array_is_a_mask():
+  # as in numpy and torch; it was taken for an int index and raised "tensor indices must be ints or bools, got bool"
+  a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  m, m2 = np.array([False, True]), np.array([[True, False, True], [False, False, True]])
+  np.testing.assert_array_equal(Tensor(a)[m].numpy(), a[m])
+  np.testing.assert_array_equal(Tensor(a)[m2].numpy(), a[m2])
+  np.testing.assert_array_equal(Tensor(a)[:, m2[0], 1].numpy(), a[:, m2[0], 1])
+  t, want = Tensor(a).contiguous(), a.copy()
+  t[m2] = -1.0
+  want[m2] = -1.0
+  np.testing.assert_array_equal(t.numpy(), want)
+
 def test_advanced_setitem_inplace_op_and_view():
   a = np.arange(12, dtype=np.float32).reshape(3, 4)
   want, t = a.copy(), Tensor(a.copy())

@@ -147,6 +147,8 @@ class IndexingMixin:
     def as_mask(i: Any) -> Tensor | None:
       if isinstance(i, Tensor): return i if i.dtype == dtypes.bool else None
       if isinstance(i, list) and i and all(isinstance(v, bool) for v in _flatten_py(i)[1]): return Tensor(i, dtype=dtypes.bool, device=self.device)
+      # a numpy bool array is a mask too (as in numpy and torch); it raised "tensor indices must be ints or bools"
+      if not isinstance(i, UOp) and str(getattr(i, "dtype", "")) == "bool": return Tensor(i, device=self.device)
       return None
     masks = [as_mask(i) for i in idx]
     if all(m is None for m in masks): return indices
