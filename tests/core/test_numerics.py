@@ -84,6 +84,16 @@ def test_bool_sum_in_bool_is_any(dev):
   assert Tensor(np.ones(1001, bool), device=dev).sum(dtype=dtypes.bool).item() is True
   assert Tensor([[True, True]], device=dev).dot(Tensor([[True], [True]], device=dev), dtype=dtypes.bool).tolist() == [[True]]
 
+def test_bool_bitcast_to_and_from_bytes(dev):
+  # LLVM has no bitcast between i1 and i8 (the kernel failed to compile), and C's bool of a byte 2 was undefined (clang
+  # read False): a bool's byte is 0 or 1, a nonzero byte read as bool is True (numpy's and torch's view)
+  np.testing.assert_equal(Tensor(B1, device=dev).bitcast(dtypes.uint8).numpy(), B1.view(np.uint8))
+  np.testing.assert_equal((Tensor(B1, device=dev) ^ True).bitcast(dtypes.int8).numpy(), (B1 ^ True).view(np.int8))
+  x = np.array([0, 1, 2, 255, 0, 128], np.uint8)
+  np.testing.assert_equal(Tensor(x, device=dev).bitcast(dtypes.bool).numpy(), x.view(bool))
+  np.testing.assert_equal((Tensor(x, device=dev) + 0).bitcast(dtypes.bool).numpy(), x.view(bool))
+  np.testing.assert_equal(Tensor(B1.reshape(1, 4), device=dev).bitcast(dtypes.int32).numpy(), B1.reshape(1, 4).view(np.int32))
+
 def test_bool_sub_raises():
   # numpy and torch refuse bool - bool (there is no bool result that means subtraction)
   with pytest.raises(TypeError, match="bool"): Tensor(B1) - Tensor(B2)

@@ -380,6 +380,10 @@ pm_numerics = PatternMatcher([
   (UPat(Ops.MUL, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x & y),    # b*c -> b&c
   (UPat(Ops.MAX, dtype=dtypes.bool, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x | y),    # max(b,c) -> b|c (i1 true is -1 signed)
   (UPat(Ops.REDUCE, dtype=dtypes.bool, arg=Ops.ADD, name="r"), lambda r: r.replace(arg=Ops.MAX)),  # sum_r b -> any_r b (its acc += b was add i1)
+  # a bool's byte read as an int and back: LLVM's i1 has no bitcast to i8 (its compile failed), and C's bool of a byte 2 was
+  # undefined (clang read False): numpy's and torch's reading on every device
+  (UPat(Ops.BITCAST, dtype=dtypes.bool, src=(UPat.var("x"),)), lambda x: x.ne(0)),                 # bool(bits x) -> x != 0
+  (UPat(Ops.BITCAST, dtypes.ints, src=(UPat.var("x", dtypes.bool),), name="b"), lambda b, x: x.cast(b.dtype)),  # bits(b) -> 0 or 1
 ])
 
 # the table for a missing op, and the ops its rules emit (a rule is used only when what it emits is available)
