@@ -92,6 +92,8 @@ GRAD_RULES: dict[str, Any] = {
   "softplus": lambda g, y, x, beta, th: _softplus_grad(_t(g), _t(x), beta, th).uop,         # g past the threshold, else g sigmoid(bx)
   "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
   "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds
+  "bce_log": lambda g, y, x: _bce_grad(_t(g), _t(x), False).uop,                            # d log x as torch's BCE: (1-x)/max(x(1-x), 1e-12)
+  "bce_log1m": lambda g, y, x: _bce_grad(_t(g), _t(x), True).uop,                           # d log(1-x) as torch's BCE: -x/max(x(1-x), 1e-12)
 }
 def _outside(x: UOp, lo: float, hi: float | None) -> UOp:
   # x <= lo or x >= hi (False at NaN: torch passes the gradient there)
@@ -101,6 +103,13 @@ def _outside(x: UOp, lo: float, hi: float | None) -> UOp:
 def _softplus_grad(g: Tensor, x: Tensor, beta: float, th: float) -> Tensor:
   # torch's formula: NaN at a NaN input (the max/abs form's own chain gave 1 there: max's gradient picked a side)
   return (x * beta > th).where(g, g * (x * beta).sigmoid())
+def _bce_grad(g: Tensor, x: Tensor, one_minus: bool) -> Tensor:
+  # binary_crossentropy's two clamped logs: torch's gradient (x - y)/max(x(1-x), 1e-12), split between the y log x and the
+  # (1-y) log(1-x) terms. The logs' own chain gave 0 * inf = NaN at x = 0 or 1 (the clamp's side times 1/x), whatever y.
+  # float16/bfloat16 in float32, g too, rounded once (1e-12 is 0 in float16 and 1e12 inf: a term with g = 0 gave NaN)
+  f, gf = (x.float(), g.float()) if x.dtype.itemsize < 4 else (x, g)
+  d = (f * (1 - f)).maximum(1e-12)
+  return (gf * (-f if one_minus else 1 - f) / d).cast(x.dtype)
 def _mish_grad(x: Tensor) -> Tensor:
   # d x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2): the chain through tanh and softplus overflows its incoming
   # gradient (x * 2 at x = 3.4e38) and multiplies inf by 0

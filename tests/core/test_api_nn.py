@@ -108,6 +108,16 @@ def test_binary_crossentropy_clamps_the_log_as_torch():
   close(Tensor(p).binary_crossentropy(Tensor(y), "none").numpy(), F.binary_cross_entropy(torch.tensor(p), torch.tensor(y), reduction="none").numpy())
 
 @pytest.mark.parametrize("dev", DEVS)
+def test_binary_crossentropy_gradient_at_0_and_1_as_torch(dev):
+  # torch's (p - y)/max(p(1-p), 1e-12): finite where p is 0 or 1 (the clamped logs' own chain gave 0 * inf = NaN)
+  p = np.array([0, 1, 0, 1, 1e-30, 1 - 1e-7, 0.5, 1e-4], dtype=np.float32)
+  y = np.array([0, 1, 1, 0, 0.5, 0.3, 0.5, 1], dtype=np.float32)
+  compare(dev, lambda a, b: a.binary_crossentropy(b.detach(), "none"), lambda a, b: F.binary_cross_entropy(a, b.detach(), reduction="none"), p, y)
+  x = Tensor(p, device=dev, requires_grad=True)
+  x.half().binary_crossentropy(Tensor(y, device=dev).half(), "sum").backward()
+  assert not np.isnan(x.grad.numpy()).any(), x.grad.numpy()   # (torch's half: NaN at 0 and 1)
+
+@pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(7,), (1,), (3, 4)])
 def test_binary_crossentropy_logits_like_torch(dev, shape):
   x, y = rnd(*shape, scale=3.0), (rnd(*shape, seed=1) > 0).astype(np.float32)

@@ -37,7 +37,10 @@ class LossMixin:
     """-(Y log p + (1-Y) log(1-p)) with p = self (probabilities in [0, 1]); each log is clamped at -100 as torch's BCELoss,
     so p = 0 or 1 gives a finite loss."""
     _check_reduction("binary_crossentropy", reduction)
-    loss = -(Y * self.log().maximum(-100) + (1 - Y) * (1 - self).log().maximum(-100))
+    x = self._float()
+    # the clamped logs' gradients are torch's, finite at p = 0 and 1 (gradient.py GRAD_RULES)
+    logp, log1mp = x._with_grad(x.log().maximum(-100), "bce_log"), x._with_grad((1 - x).log().maximum(-100), "bce_log1m")
+    loss = -(Y * logp + (1 - Y) * log1mp)
     return loss._reduce_loss("binary_crossentropy", reduction)
   def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy on logits (self), computed stably through logsigmoid; pos_weight scales the positive term."""
