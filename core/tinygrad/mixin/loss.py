@@ -78,9 +78,13 @@ class LossMixin:
       if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:   # the shapes first: a (32, 1) target of a (32, 10) input is a shape error
         raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
-      Y = Y._one_hot_at(n, cdim).where(1.0, 0.0)
-      if dtypes.is_float(self.dtype): Y = Y.cast(self.dtype)   # a float32 one-hot made half logits' loss float32 (torch: half)
-    elif not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
+      # the target's log-probability picked, not a one-hot product: a masked (-inf) logit of another class gave 0 * -inf =
+      # NaN (torch's loss is finite there); the smoothing term reads every class, as torch's (inf with a -inf logit)
+      logp = self.log_softmax(cdim)
+      loss = -(Y._one_hot_at(n, cdim).where(logp, 0).sum(cdim))
+      if label_smoothing: loss = (1 - label_smoothing) * loss - label_smoothing * logp.mean(cdim)
+      return loss._reduce_loss(op, reduction)
+    if not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
     Y = Y * (1 - label_smoothing) + label_smoothing / n
     return (-(self.log_softmax(cdim) * Y).sum(cdim))._reduce_loss(op, reduction)
 
