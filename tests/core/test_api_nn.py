@@ -63,6 +63,7 @@ def test_cross_entropy_with_masked_logits_like_torch(dev):
   for reduction in ("mean", "none"):
     compare(dev, lambda a, b: a.cross_entropy(b, reduction=reduction), lambda a, b: F.cross_entropy(a, b, reduction=reduction), x, y)
   close(Tensor(x, device=dev).cross_entropy(Tensor(y, device=dev), label_smoothing=0.1).numpy(), F.cross_entropy(torch.tensor(x), torch.tensor(y), label_smoothing=0.1).numpy())
+  compare(dev, lambda a, b: a.sparse_categorical_crossentropy(b), lambda a, b: F.cross_entropy(a, b), x, y)
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_cross_entropy_of_half_logits_is_half_like_torch(dt):

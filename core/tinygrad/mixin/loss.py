@@ -62,7 +62,8 @@ class LossMixin:
     except ValueError: raise ValueError(f"{op}: labels of shape {Y.shape} do not broadcast with logits {self.shape} without the class (last) axis") from None
     logp, keep = self.log_softmax(-1), Y != ignore_index
     nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
-    loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1), 0)
+    # (the smoothing term only with smoothing: 0 * the mean of a row with a masked -inf logit was NaN, torch's loss is finite)
+    loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1) if label_smoothing else nll, 0)
     if reduction == "mean": return loss.sum() / keep.sum()
     return loss.sum() if reduction == "sum" else loss
 
