@@ -52,6 +52,21 @@ def test_strided_conv_is_a_vectorized_stride1_conv():
   opts = hand_coded_opts(ks[0], Device[Device.DEFAULT].renderer)
   assert any(o.op is OptOps.UPCAST and o.arg >= 4 for o in opts), opts
 
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2), dict(padding=(1, 0), stride=(1, 2)), dict(groups=2, padding=1)], ids=str)
+def test_conv_of_an_empty_batch_has_a_zero_weight_grad(kw):
+  # as torch: (0, cout, ...) out and zeros for the weight's and the bias's gradients (the padded and the strided forms
+  # and conv_backward crashed on the empty batch: a division by bs*cout, a permute of the phases' reshape)
+  x, w, b = Tensor.randn(0, 4, 7, 6, requires_grad=True), Tensor.randn(6, 4 // kw.get("groups", 1), 3, 3, requires_grad=True), Tensor.randn(6, requires_grad=True)
+  yt = torch.nn.functional.conv2d(torch.zeros(0, 4, 7, 6), torch.tensor(w.numpy()), **kw)
+  y = x.conv2d(w, b, **kw)
+  assert y.shape == tuple(yt.shape)
+  y.sum().backward()
+  np.testing.assert_equal(w.grad.numpy(), np.zeros(w.shape, np.float32))
+  np.testing.assert_equal(b.grad.numpy(), np.zeros(6, np.float32))
+  xt, wt = Tensor.randn(0, 4, 5, 5), Tensor.randn(4, 3, 3, 3, requires_grad=True)
+  xt.conv_transpose2d(wt, stride=2, padding=1).sum().backward()
+  np.testing.assert_equal(wt.grad.numpy(), np.zeros(wt.shape, np.float32))
+
 @pytest.mark.parametrize("pad_copy", [0, 10**6])
 def test_conv_with_and_without_padded_copy(pad_copy):
   # the padded input as a copy (border gates gone) or read in place (border gates in the conv's loads)

@@ -377,9 +377,12 @@ class NNMixin:
     _check_positive("conv2d", "dilation", tuple(make_tuple(dilation, nd)))
     s_, d_, pads = tuple(make_tuple(stride, nd)), tuple(make_tuple(dilation, nd)), Tensor._pool_pads(padding, nd)
     xp, rcout = self.pad(pads), cout // groups
-    if CONV_S2D and any(s > 1 for s in s_) and all(d == 1 for d in d_) and all_int(xp.shape[2:]) and all_int(hw):
+    # an empty batch or channel axis: the plain windowed product (the faster forms and conv_backward's convs divide by and
+    # reshape over those sizes: a batch of 0 crashed the padded or strided conv's backward)
+    empty = all_int(xp.shape) and 0 in xp.shape[:2]
+    if CONV_S2D and not empty and any(s > 1 for s in s_) and all(d == 1 for d in d_) and all_int(xp.shape[2:]) and all_int(hw):
       return _conv_space_to_depth(xp, weight, bias, groups, s_, dtype)
-    sp, copy = xp.shape[2:], prod(hw) * rcout >= CONV_PAD_COPY
+    sp, copy = xp.shape[2:], prod(hw) * rcout >= CONV_PAD_COPY and not empty
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(sp, d_, hw, s_))
     pix: tuple[int, ...]   # the output pixel axes: the flattened padded image's (one), else the output's
     if _conv_flat(sp, o_, s_) and copy:
@@ -407,7 +410,7 @@ class NNMixin:
     w = weight.reshape(1, groups, rcout, *[1] * np_, cin, *hw)
     ret = (x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype)
     u = ret.uop
-    if u.op is Ops.RESHAPE and u.src[0].op is Ops.REDUCE_AXIS and u.src[0].src[0].op is Ops.MUL:
+    if u.op is Ops.RESHAPE and u.src[0].op is Ops.REDUCE_AXIS and u.src[0].src[0].op is Ops.MUL and not empty:
       # tagged so autograd takes conv_backward's convs instead of differentiating the window view (a 4x4 reduce with div/mod
       # indices); one reduce straight off the product only: a cast or split reduce keeps the generic gradient
       ret = Tensor(u.replace(src=(u.src[0].replace(tag=("conv", tuple(xp.shape), tuple(weight.shape), s_, d_, groups, len(pix) != nd)),)))
