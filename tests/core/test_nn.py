@@ -126,6 +126,15 @@ def test_batchnorm_num_batches_tracked_is_a_scalar():
     for _ in range(2): bn(Tensor(np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2))).realize()
   assert bn.num_batches_tracked.numpy().shape == () and bn.num_batches_tracked.item() == 2
 
+def test_batchnorm_empty_batch_keeps_the_running_statistics():
+  # as torch: an empty training batch gives an empty output and counts, the running statistics stay (they became NaN: 0/0)
+  bn = nn.BatchNorm(3)
+  with Tensor.train():
+    assert bn(Tensor.randn(0, 3, 4)).numpy().shape == (0, 3, 4)
+    bn(Tensor(rnd(2, 3, 4))).realize()
+  np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * rnd(2, 3, 4).mean((0, 2)), atol=1e-6)
+  assert not np.isnan(bn.running_var.numpy()).any() and bn.num_batches_tracked.item() == 2
+
 def test_batchnorm_params_not_aliased():
   # two BatchNorms' ones/zeros parameters are separate buffers (a shared constant node would share gradients)
   a, b = nn.BatchNorm2d(3), nn.BatchNorm2d(3)

@@ -111,8 +111,10 @@ class BatchNorm:
     mean, var = self.calc_stats(x)
     if self.track_running_stats and Tensor.training:
       n = x.numel() / x.shape[1]
-      self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
-      self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * n / max(n - 1, 1) * var.detach())
+      # an empty batch counts but leaves the running statistics as they are, as torch (its mean and var are NaN: 0/0)
+      if n:
+        self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
+        self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * n / max(n - 1, 1) * var.detach())
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
     shape = (1, -1, *[1] * (x.ndim - 2))
     out = (x - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
