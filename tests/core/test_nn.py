@@ -169,6 +169,10 @@ def test_groupnorm():
   ref = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   close(gn(Tensor(x)), ref, atol=1e-4)
 
+def test_group_and_instance_norm_of_an_empty_batch():
+  # torch gives the empty output (the reshape to (0, groups, -1) raised: -1 is not inferable from 0 elements)
+  for m in (nn.GroupNorm(2, 4), nn.InstanceNorm(4)): assert m(Tensor.randn(0, 4, 3)).numpy().shape == (0, 4, 3)
+
 @HS
 @given(vocab=st.integers(1, 6), dim=st.integers(1, 4), shape=st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple))
 def test_embedding(vocab, dim, shape):

@@ -158,7 +158,8 @@ class GroupNorm:
     self.weight: Tensor | None = _full((num_channels,), 1.0) if affine else None
     self.bias: Tensor | None = _full((num_channels,), 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
-    x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(-1, self.eps).reshape(x.shape)
+    # (each group's size spelled out: -1 cannot be inferred for an empty batch, which torch allows)
+    x = x.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups).layernorm(-1, self.eps).reshape(x.shape)
     if self.weight is None or self.bias is None: return x
     shape = (1, -1, *[1] * (x.ndim - 2))
     return x * self.weight.reshape(shape) + self.bias.reshape(shape)
@@ -172,7 +173,7 @@ class InstanceNorm:
     self.bias: Tensor | None = _full((num_features,), 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_features: raise ValueError(f"InstanceNorm({self.num_features}): input shape {x.shape} needs C={self.num_features} at axis 1")
-    x = x.reshape(x.shape[0], self.num_features, -1).layernorm(-1, self.eps).reshape(x.shape)
+    x = x.reshape(x.shape[0], self.num_features, prod(x.shape[2:])).layernorm(-1, self.eps).reshape(x.shape)
     if self.weight is None or self.bias is None: return x
     shape = (1, -1, *[1] * (x.ndim - 2))
     return x * self.weight.reshape(shape) + self.bias.reshape(shape)
