@@ -228,6 +228,16 @@ def test_attention_grouped_query_like_torch(dev):
   with pytest.raises(RuntimeError, match="divide"): Tensor(q).scaled_dot_product_attention(Tensor(rnd(2, 4, 5, 4)), Tensor(rnd(2, 4, 5, 3)), enable_gqa=True)
   with pytest.raises(RuntimeError, match="is_causal"): Tensor(q).scaled_dot_product_attention(Tensor(q), Tensor(q), attn_mask=Tensor(q), is_causal=True)
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_half_attention_scores_past_the_half_range_like_torch(dev):
+  # a score q.k * scale past 65504 (each product q_i k_i well inside float16) stays finite through the float32 softmax: cast
+  # to float16 first it was inf, a NaN row where torch's is finite
+  q, k, v = (rnd(1, 1, 2, 1024, seed=1) * 55).astype(np.float16), (rnd(1, 1, 3, 1024, seed=2) * 55).astype(np.float16), rnd(1, 1, 3, 4, seed=3).astype(np.float16)
+  k[0, 0, 1] = q[0, 0, 0]
+  assert np.abs(q.astype(np.float32) * k[:, :, 1:2].astype(np.float32)).max() < 65504 < (q[0, 0, 0].astype(np.float32) ** 2).sum() / 32
+  want = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v))).float().numpy()
+  close(Tensor(q, device=dev).scaled_dot_product_attention(Tensor(k, device=dev), Tensor(v, device=dev)).float().numpy(), want, atol=2e-2, rtol=1e-2)
+
 def test_attention_dropout_goes_through_tensor_dropout():
   q, k, v = (Tensor(rnd(1, 2, 4, 3, seed=s)) for s in range(3))
   plain = q.scaled_dot_product_attention(k, v).numpy()

@@ -473,13 +473,15 @@ class NNMixin:
     qk = qk * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
     if is_causal: attn_mask = Tensor.arange(S, device=self.device) <= Tensor.arange(L, device=self.device).reshape(L, 1)
     if attn_mask is not None: qk = attn_mask.where(qk, -math.inf) if attn_mask.dtype == dtypes.bool else qk + attn_mask
-    qk = qk.cast(self.dtype)
+    # the scores stay in the product's float32 through the softmax, the probabilities are cast to the query's dtype: float16
+    # scores rounded first lost their digits (logits near 30 are 1/32 apart: 10-20x torch's error) and overflowed past 65504
+    # (inf - inf: a NaN row where torch's is finite)
     if attn_mask is None: p = qk.softmax(-1)
     else:
       # a row masked everywhere: softmax of zeros instead (no NaN, no gradient), then zeros out
       dead = qk._max(-1, keepdim=True) == -math.inf
       p = dead.where(0, dead.where(0, qk).softmax(-1))
-    p = p.dropout(dropout_p)
+    p = p.cast(self.dtype).dropout(dropout_p)
     return p @ value
   def _repeat_heads(self: Tensor, r: int) -> Tensor:
     # (..., H, S, E) -> (..., H*r, S, E), each head r times in a row (torch's repeat_interleave on dim -3)
