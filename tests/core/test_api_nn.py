@@ -87,6 +87,14 @@ def test_sparse_categorical_crossentropy_like_torch(dev, shape, reduction):
     compare(dev, lambda a, b: a.sparse_categorical_crossentropy(b, label_smoothing=ls, reduction=reduction),
             lambda a, b: F.cross_entropy(a.movedim(-1, 1) if a.ndim > 1 else a, b, ignore_index=-1, label_smoothing=ls, reduction=reduction), x, y)
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_nll_loss_ignored_label_at_a_minus_inf_log_probability_like_torch(dev):
+  # the ignored label's log-probability is -inf (a masked class): its term is 0 as torch's, not 0 * -inf = NaN
+  x, y = np.log(np.array([[0.5, 0.5, 1.0], [0.1, 0.3, 0.6], [0.2, 0.2, 0.6]], dtype=np.float32)), np.array([2, 0, 1], dtype=np.int64)
+  x[0, 2] = -np.inf
+  for reduction in ("none", "mean", "sum"):
+    compare(dev, lambda a, b: a.nll_loss(b, ignore_index=2, reduction=reduction), lambda a, b: F.nll_loss(a, b, ignore_index=2, reduction=reduction), x, y)
+
 def test_sparse_categorical_crossentropy_other_ignore_index():
   x, y = rnd(5, 3), np.array([0, 2, 2, 1, 2], dtype=np.int64)
   compare("CPU", lambda a, b: a.sparse_categorical_crossentropy(b, ignore_index=2), lambda a, b: F.cross_entropy(a, b, ignore_index=2), x, y)

@@ -101,7 +101,10 @@ class LossMixin:
     if weight is not None and weight.shape != (n,): raise ValueError(f"{op}: weight of shape {weight.shape} needs one value per class ({n},)")
     hit = Y._one_hot_at(n, cdim)  # an ignored label outside 0..n-1 just matches no class
     w = hit.where(self._const(1.0, shape=()) if weight is None else weight.reshape(n, *[1] * (Y.ndim - cdim)), 0.0).sum(cdim)
-    if ignore_index is not None: w = (Y != ignore_index).where(w, 0.0)
     nll = -(hit.where(self, 0).sum(cdim) * w)
+    if ignore_index is not None:
+      # an ignored label's term is 0, not 0 * its log-probability: a -inf there (a masked class) was NaN, as torch's it is 0
+      keep = Y != ignore_index
+      w, nll = keep.where(w, 0.0), keep.where(nll, 0.0)
     if reduction == "mean": return nll.sum() / w.sum()
     return nll.sum() if reduction == "sum" else nll
