@@ -348,6 +348,17 @@ def test_interpolate_int_linear_computes_in_float():
   want = F.interpolate(torch.tensor(x, dtype=torch.float32)[None], size=(7,), mode="linear")[0].numpy().astype(np.int32)
   np.testing.assert_array_equal(Tensor(x).interpolate((7,), mode="linear").numpy(), want)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("align", [False, True])
+def test_interpolate_half_bilinear_rounds_once_like_torch(dt, align):
+  # computed in float32 and rounded once, as torch's: rounded to float16 at each step (b - a, its product with the weight,
+  # the sum, per axis) about half the values were an ulp or more off torch's
+  x = torch.tensor(rnd(2, 3, 17, 19) * 50).to(getattr(torch, dt))
+  want = F.interpolate(x, size=(40, 7), mode="bilinear", align_corners=align).float().numpy()
+  got = Tensor(x.float().numpy()).cast(getattr(dtypes, dt)).interpolate((40, 7), mode="linear", align_corners=align)
+  assert got.dtype == getattr(dtypes, dt)
+  assert (got.float().numpy() == want).mean() > 0.99
+
 def test_interpolate_any_leading_dims_and_checks():
   x = rnd(5, 4)
   close(Tensor(x).interpolate((3,), mode="linear").numpy(), F.interpolate(torch.tensor(x)[None], size=(3,), mode="linear")[0].numpy())
