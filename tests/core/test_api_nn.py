@@ -136,6 +136,16 @@ def test_binary_crossentropy_gradient_at_0_and_1_as_torch(dev):
   x.half().binary_crossentropy(Tensor(y, device=dev).half(), "sum").backward()
   assert not np.isnan(x.grad.numpy()).any(), x.grad.numpy()   # (torch's half: NaN at 0 and 1)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_binary_crossentropy_rounds_once_like_torch(dt):
+  # computed and reduced in float32, rounded once as torch's (rounded at each log and product: 2-4x torch's error)
+  tdt, gdt = getattr(torch, dt), getattr(dtypes, dt)
+  p, y = torch.tensor(rnd(64, 10) * 3).to(tdt).sigmoid(), torch.tensor((rnd(64, 10, seed=1) > 0).astype(np.float32)).to(tdt)
+  for reduction in ("none", "mean"):
+    got = Tensor(p.float().numpy()).cast(gdt).binary_crossentropy(Tensor(y.float().numpy()).cast(gdt), reduction)
+    assert got.dtype == gdt
+    np.testing.assert_array_equal(got.float().numpy(), F.binary_cross_entropy(p, y, reduction=reduction).float().numpy())
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(7,), (1,), (3, 4)])
 def test_binary_crossentropy_logits_like_torch(dev, shape):
