@@ -118,7 +118,8 @@ DEV = _DevVar("DEV", "")                     # the default device, "NV", "CPU:LL
 DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
 OSX = sys.platform == "darwin"
 CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
-# 1: tensor indices (getitem, gather, one_hot, Embedding) are checked against the dimension size and an out-of-range one
+# 1: tensor indices (getitem, gather, one_hot, Embedding, the class labels of cross_entropy, nll_loss and
+# sparse_categorical_crossentropy but their ignore_index) are checked against the dimension size and an out-of-range one
 # raises IndexError; this realizes the index tensor (a device sync). Off (default, as public tinygrad): out-of-range reads give 0
 CHECK_OOB = ContextVar("CHECK_OOB", 0)
 # seconds a tinygrad.distributed collective may wait for the other ranks before it aborts the job (a rank died or hangs)

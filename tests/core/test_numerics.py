@@ -257,6 +257,18 @@ def test_check_oob_embedding():
     with pytest.raises(IndexError, match="Embedding: index 4"): emb(Tensor([[1, 4]]))
     assert emb(Tensor([[1, 3]])).shape == (1, 2, 2)
 
+def test_check_oob_loss_labels():
+  # a class label outside 0..C-1 raises as torch's (off: its row matches no class, a loss of 0); ignore_index is not checked
+  from tinygrad import Context
+  x = Tensor(np.zeros((3, 4), np.float32), device="PYTHON")
+  with Context(CHECK_OOB=1):
+    with pytest.raises(IndexError, match="cross_entropy: index 4"): x.cross_entropy(Tensor([0, 4, 1], device="PYTHON"))
+    with pytest.raises(IndexError, match="nll_loss: index -2"): x.nll_loss(Tensor([0, -2, 1], device="PYTHON"), ignore_index=-1)
+    with pytest.raises(IndexError, match="sparse_categorical_crossentropy: index 7"): x.sparse_categorical_crossentropy(Tensor([7, -1, 1], device="PYTHON"))
+    assert x.nll_loss(Tensor([0, -100, 1], device="PYTHON"), ignore_index=-100).shape == ()
+    assert x.sparse_categorical_crossentropy(Tensor([3, -1, 1], device="PYTHON")).shape == ()
+    assert x.cross_entropy(Tensor([3, 0, 1], device="PYTHON")).shape == ()
+
 def test_compare_with_int_past_the_dtype_is_exact():
   # numpy 2 compares a Python int that does not fit the array's dtype exactly (no wrap, no error); so do we
   a = np.array([1, -5, 200], np.int32)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.uop.ops import _broadcast_shape
+from tinygrad.helpers import CHECK_OOB
 from tinygrad.mixin.common import ArgumentError
+from tinygrad.mixin.indexing import _check_oob
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -21,6 +23,10 @@ def _check_smoothing(op: str, label_smoothing: float) -> float:
 
 def _check_labels(op: str, Y: Tensor) -> None:
   if not dtypes.is_int(Y.dtype): raise TypeError(f"{op}: class-index targets need an int dtype, got {Y.dtype}; pass probabilities of the input's shape instead")
+
+def _check_label_range(op: str, Y: Tensor, n: int, axis: int, ignore_index: int | None) -> None:
+  # CHECK_OOB=1: a label outside 0..n-1 (other than ignore_index) raises as torch's; off, its row matches no class (loss 0)
+  if CHECK_OOB: _check_oob(op, Y if ignore_index is None else (Y != ignore_index).where(Y, 0), n, axis, False)
 
 
 class LossMixin:
@@ -64,6 +70,7 @@ class LossMixin:
     # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits)
     try: _broadcast_shape(Y.shape, self.shape[:-1])
     except ValueError: raise ValueError(f"{op}: labels of shape {Y.shape} do not broadcast with logits {self.shape} without the class (last) axis") from None
+    _check_label_range(op, Y, self.shape[-1], self.ndim - 1, ignore_index)
     logp, keep = self.log_softmax(-1), Y != ignore_index
     nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
     # (the smoothing term only with smoothing: 0 * the mean of a row with a masked -inf logit was NaN, torch's loss is finite)
@@ -83,6 +90,7 @@ class LossMixin:
       if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:   # the shapes first: a (32, 1) target of a (32, 10) input is a shape error
         raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
+      _check_label_range(op, Y, n, cdim, None)
       # the target's log-probability picked, not a one-hot product: a masked (-inf) logit of another class gave 0 * -inf =
       # NaN (torch's loss is finite there); the smoothing term reads every class, as torch's (inf with a -inf logit)
       logp = self.log_softmax(cdim)
@@ -103,6 +111,7 @@ class LossMixin:
     n = self.shape[cdim]
     if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]: raise ValueError(f"{op}: target shape {Y.shape} does not match input {self.shape} without axis {cdim}")
     if weight is not None and weight.shape != (n,): raise ValueError(f"{op}: weight of shape {weight.shape} needs one value per class ({n},)")
+    _check_label_range(op, Y, n, cdim, ignore_index)
     hit = Y._one_hot_at(n, cdim)  # an ignored label outside 0..n-1 just matches no class
     w = hit.where(self._const(1.0, shape=()) if weight is None else weight.reshape(n, *[1] * (Y.ndim - cdim)), 0.0).sum(cdim)
     nll = -(hit.where(self, 0).sum(cdim) * w)
