@@ -86,3 +86,11 @@ def test_float_slice_is_a_type_error(idx):
   with pytest.raises(TypeError): np.zeros((3, 4))[idx]
   with pytest.raises(TypeError, match="slice indices"): Tensor.empty(3, 4)[idx]
   with pytest.raises(IndexError): Tensor.empty(3, 4)[0.0, :]
+
+@pytest.mark.parametrize("pad", ["same", "valid"])
+def test_string_padding_of_tensor_conv_and_pool_is_named(pad):
+  # public tinygrad's Tensor.conv2d/pools take int padding (nn.Conv2d takes the strings): a string was read as its
+  # characters ("invalid literal for int() with base 10: 's'", or 5 pads for 'valid')
+  x = Tensor.empty(1, 2, 5, 5)
+  for f in (lambda: x.conv2d(Tensor.empty(3, 2, 3, 3), padding=pad), lambda: x.max_pool2d(3, padding=pad), lambda: x.avg_pool2d(3, padding=pad)):
+    with pytest.raises(ValueError, match=f"padding '{pad}'.*nn.Conv2d"): f()

@@ -276,6 +276,8 @@ class NNMixin:
   def _pool_pads(padding: int | Sequence[int], dims: int) -> list[int]:
     """Padding as a flat torch-order list (last dim first) for `dims` spatial dims."""
     if isinstance(padding, int): return [padding] * (2 * dims)
+    # (a string was read as its characters: 'same' as 4 pads, "invalid literal for int() ... 's'")
+    if isinstance(padding, str): raise ValueError(f"padding {padding!r} must be an int or a tuple of ints here, as public tinygrad's; nn.Conv2d takes 'same' and 'valid'")
     if len(padding) == dims: return [p for p in reversed(padding) for _ in range(2)]
     if len(padding) == 2 * dims: return list(padding)
     raise ValueError(f"padding {tuple(padding)} must be an int, {dims} ints (one per spatial dim) or {2*dims} ints (before/after, last dim first)")
