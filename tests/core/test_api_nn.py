@@ -431,6 +431,17 @@ def test_max_pool_indices_ties_take_the_first_like_torch(dev):
   compare(dev, lambda a: a.max_pool2d(2, 1, padding=1, return_indices=True)[0], lambda a: F.max_pool2d(a, 2, 1, padding=1), rnd(1, 2, 3, 4))
 
 @pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+def test_max_pool_indices_of_nans_take_the_last_like_torch(dev, dt):
+  # torch's scan takes every NaN it meets: a window with several NaNs gives the last one's index (it was the first here)
+  x = np.array([[[[1, np.nan, np.nan, 2], [np.nan, 1, 1, 2], [0, 0, -np.inf, 0], [np.nan, -np.inf, 5, np.nan]]]], dtype=np.float32)
+  for kw in ({"kernel_size": 2, "stride": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}, {"kernel_size": 2, "stride": 1}):
+    tv, ti = F.max_pool2d(torch.tensor(x).to(getattr(torch, dt)), **kw, return_indices=True)
+    v, i = Tensor(x, device=dev).cast(getattr(dtypes, dt)).max_pool2d(**kw, return_indices=True)
+    np.testing.assert_array_equal(i.numpy(), ti.numpy(), err_msg=str(kw))
+    np.testing.assert_array_equal(v.float().numpy(), tv.float().numpy())
+
+@pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("k,s,p,shape", [(2, 2, 0, (4, 6)), (2, 2, 0, (5, 5)), (3, 2, 1, (5, 5)), (3, 1, 1, (3, 4)), (1, 1, 0, (1, 1))])
 def test_max_unpool2d_like_torch(dev, k, s, p, shape):
   # (3, 1, 1): overlapping windows pick the same input more than once; each copy gets the whole gradient, as torch

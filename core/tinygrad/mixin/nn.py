@@ -308,8 +308,8 @@ class NNMixin:
                  return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Max over sliding windows of the last len(kernel_size) dims (stride defaults to the kernel size). return_indices:
     also the flat index (within each plane of the last len(kernel_size) input dims) of the max, as torch: the first one in
-    window order where several are equal, a NaN where the window has one. The indices are int32 as public tinygrad's
-    (torch's are int64), int64 for a plane of more than 2**31 - 1 elements."""
+    window order where several are equal, the last NaN where the window has NaNs. The indices are int32 as public
+    tinygrad's (torch's are int64), int64 for a plane of more than 2**31 - 1 elements."""
     k_, s_, d_ = Tensor._window_args("max_pool2d", kernel_size, stride, dilation)
     pads = Tensor._pool_pads(padding, len(k_))
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
@@ -317,14 +317,17 @@ class NNMixin:
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
     ret = x.max(axes)
     if not return_indices: return ret
-    # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum
+    # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum. A NaN
+    # at position q counts P + 1 + q, above every max: the window's last NaN wins, as torch's (its scan takes every NaN)
     plane = self.shape[-len(k_):]
     P = prod(plane)
     idt = dtypes.int32 if P <= dtypes.max(dtypes.int32) else dtypes.int64
-    idx = Tensor.arange(P, 0, -1, dtype=idt, device=self.device).reshape(plane).pad(pads, value=dtypes.min(idt))._pool(k_, s_, d_)
-    hit = x == ret.reshape(*ret.shape, *[1] * len(k_))
-    if dtypes.is_float(self.dtype): hit = hit | x.isnan()
-    return ret, (P - hit.where(idx, 0).max(axes)).cast(idt)
+    kdt = dtypes.int32 if 2 * P + 1 <= dtypes.max(dtypes.int32) else dtypes.int64
+    idx = Tensor.arange(P, 0, -1, dtype=kdt, device=self.device).reshape(plane).pad(pads, value=dtypes.min(kdt))._pool(k_, s_, d_)
+    key = (x == ret.reshape(*ret.shape, *[1] * len(k_))).where(idx, 0)
+    if dtypes.is_float(self.dtype): key = x.isnan().where(2 * P + 1 - idx, key)
+    key = key.max(axes)
+    return ret, (key > P).where(key - (P + 1), P - key).cast(idt)
   def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0,
                    output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool2d: each value of self (N, C, *spatial) put at its flat index (from max_pool2d's
