@@ -326,11 +326,13 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
 
-_BACKWARD_ROOTS: weakref.WeakSet = weakref.WeakSet()   # tensors backward() ran on, for the optimizer's first realize
+# tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's
+# == is elementwise: a second backward() on the same loss raised "truth value of a Tensor is ambiguous")
+_BACKWARD_ROOTS: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 def backward_roots() -> list[Tensor]:
   """The tensors backward() ran on since the last call (the losses of the pending gradients), and forget them."""
-  out = list(_BACKWARD_ROOTS)
+  out = list(_BACKWARD_ROOTS.values())
   _BACKWARD_ROOTS.clear()
   return out
 
@@ -345,7 +347,7 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   if not need: return t
   root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
-  _BACKWARD_ROOTS.add(t)
+  _BACKWARD_ROOTS[id(t)] = t
   for x, u in need:
     g = _target_grad(u, grads)
     if g is None: continue
@@ -353,7 +355,9 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
     if x.grad is None: x.grad = _wrap(g)
     else:
       if x.grad.shape != x.shape: raise RuntimeError(f"existing grad shape {x.grad.shape} != tensor shape {x.shape}")
-      x.grad = _wrap(x.grad.uop + g)
+      # accumulated in place, as public tinygrad and torch do: a reference to x.grad taken earlier sees the sum
+      if x.grad.dtype == g.dtype and x.grad.device == x.device: x.grad.assign(_wrap(x.grad.uop + g))
+      else: x.grad = _wrap(x.grad.uop + g)
   return t
 
 class _FlagContext(contextlib.ContextDecorator):

@@ -294,6 +294,20 @@ def test_tensor_backward_accumulates():
   np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0, 9.0])
 
 @needs_tensor
+def test_tensor_backward_twice_on_one_loss_accumulates_in_place():
+  # backward() twice on the same loss (once raised "truth value of a Tensor is ambiguous"), and the sum lands in the
+  # .grad tensor that was there: a reference taken after the first backward sees it (public tinygrad and torch)
+  Tensor = _bind()
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  loss = (x * x).sum()
+  loss.backward()
+  first = x.grad
+  loss.backward()
+  (x * 3).sum().backward()
+  assert x.grad is first
+  np.testing.assert_allclose(first.numpy(), [7.0, 11.0, 15.0])
+
+@needs_tensor
 def test_tensor_gradient_fn():
   Tensor = _bind()
   x = Tensor([1.0, 2.0], requires_grad=True)
