@@ -1,7 +1,7 @@
 """Tensor: the lazy, user-facing array. Every op builds a tensor-level UOp graph (docs/ir.md); nothing runs until
 `realize()`, `numpy()`, `tolist()` or `item()`. The API follows public tinygrad's Tensor (names, arguments, semantics)."""
 from __future__ import annotations
-import math, sys, time, weakref, numbers, functools, types, threading
+import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
@@ -87,6 +87,7 @@ pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.
 # bumped whenever a tensor may start to read other buffers (a tensor made from a graph, a graph rebound, a realize): a TinyJit
 # replay looks for the lazy tensors that read what it overwrites only when this moved since it last looked (engine/jit.py)
 graph_epoch = [0]
+_clone_ids = itertools.count()   # Tensor.clone's node numbers
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
   """The movement ops (and detach()/bitcast() views) from `top` down to `bottom` (top first), or None when `top` is not a
@@ -862,9 +863,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if all(r.op not in (Ops.BUFFER, Ops.ASSIGN) for r in mine): return Tensor(self.uop)
     return self.bitwise_or(False) if self.dtype == dtypes.bool else self * 1
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
-    """A copy in a new buffer, on this tensor's device or on `device`."""
+    """A copy in a new buffer, on this tensor's device or on `device`, with a copy of `.grad` when it has one."""
     dev = self.device if device is None else _canon_device(device)
-    return Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
+    # numbered: two clones of one tensor are two nodes (hash-consed into one, both got the sum of their gradients)
+    ret = Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev)), tag=("clone", next(_clone_ids))))
+    if self.grad is not None: ret.grad = self.grad.clone(device)
+    return ret
   def to(self, device: str | None) -> Tensor:
     """This tensor on `device` (a COPY when it differs)."""
     dev = _canon_device(device)

@@ -308,6 +308,29 @@ def test_tensor_backward_twice_on_one_loss_accumulates_in_place():
   np.testing.assert_allclose(first.numpy(), [7.0, 11.0, 15.0])
 
 @needs_tensor
+def test_tensor_clones_get_their_own_gradients():
+  # two clones of one tensor are two tensors: each gets its own gradient, not the sum of both (they were one node)
+  Tensor = _bind()
+  w1, w2 = Tensor(3.5).clone(), Tensor(3.5).clone()
+  (w1 + w2 * 2).backward()
+  assert (w1.grad.item(), w2.grad.item()) == (1.0, 2.0)
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  b, c = a.clone(), a.clone()
+  (b * c * Tensor([1.0, 3.0])).sum().backward()
+  np.testing.assert_allclose(b.grad.numpy(), [1.0, 6.0])
+  np.testing.assert_allclose(c.grad.numpy(), [1.0, 6.0])
+  np.testing.assert_allclose(a.grad.numpy(), [2.0, 12.0])
+
+@needs_tensor
+def test_tensor_clone_copies_grad():
+  Tensor = _bind()
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  (a * 5).sum().backward()
+  b = a.clone()
+  assert b.grad is not None and b.grad is not a.grad
+  np.testing.assert_allclose(b.grad.numpy(), [5.0, 5.0])
+
+@needs_tensor
 def test_tensor_gradient_fn():
   Tensor = _bind()
   x = Tensor([1.0, 2.0], requires_grad=True)

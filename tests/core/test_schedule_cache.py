@@ -45,6 +45,18 @@ def test_assign_through_cache_writes_the_right_buffer():
     assert w.tolist() == [2.0, 4.0]
   np.testing.assert_allclose((Tensor([1.0, 2.0]) * 2).numpy(), [2.0, 4.0])
 
+def test_clones_share_a_key_and_stay_apart():
+  # each clone is a node of its own (its own gradient), numbered only to keep clones apart: a loop's clones hit one key,
+  # and two clones in one graph are still two buffers
+  a = Tensor([1.0, 2.0]).realize()
+  key1, _ = S._structure([(a.clone() * 2).uop])
+  key2, _ = S._structure([(a.clone() * 2).uop])
+  assert key1 is key2
+  b, c = a.clone(), a.clone()
+  Tensor.realize(b, c)
+  b += 1
+  assert b.tolist() == [2.0, 3.0] and c.tolist() == [1.0, 2.0]
+
 def test_compiler_change_gets_its_own_kernels():
   # the schedule (ASTs) is compiler-independent; the compiled runners are per (device, compiler)
   from tinygrad.device import Device

@@ -638,7 +638,7 @@ def _map_arg(a: Any, sub: dict[UOp, UOp]) -> Any:
 
 # (the loops below run over every node of every realize's graph: an `Ops.X` lookup in them costs ~0.05 us a node on
 # CPython 3.11, ~8 us of exp(x)'s 77-node graph per pass; these are plain globals)
-_BUFFER, _BIND, _MOVEMENT = Ops.BUFFER, Ops.BIND, GroupOp.Movement
+_BUFFER, _BIND, _COPY, _MOVEMENT = Ops.BUFFER, Ops.BIND, Ops.COPY, GroupOp.Movement
 
 def _int_arg(arg: tuple) -> bool:
   # a movement op's arg holds no symbolic size: ints, or pairs of ints (PAD, SHRINK), or bools (FLIP)
@@ -701,11 +701,15 @@ def _structure(roots: list[UOp], topo: dict[UOp, None] | None = None, done: dict
   One walk (the roots' `_graph_topo`, reused when the caller has it): this runs on every realize. `done`, when given,
   gets each node of `roots`' graph -> its node in the key."""
   inputs: list[UOp] = []
+  clones: dict[Any, int] = {}
   if done is None: done = {}
   for n in (_graph_topo(roots) if topo is None else topo):
     if n.op is _BUFFER:
       done[n] = UOp(_BUFFER, n.dtype, (n.src[1],), n.arg, tag=("input", len(inputs)))
       inputs.append(n)
+    elif n.op is _COPY and type(n.tag) is tuple and n.tag[:1] == ("clone",):
+      # a clone's own number (Tensor.clone) only keeps two clones apart: numbered by first use, a loop's clones share a key
+      done[n] = UOp(_COPY, n.dtype, tuple([done[s] for s in n.src]), n.arg, ("clone", clones.setdefault(n.tag, len(clones))))
     else: done[n] = _rebuild(n, tuple([done[s] for s in n.src]))
   return UOp(Ops.SINK, src=tuple(done[r] for r in roots)), inputs
 
