@@ -339,6 +339,8 @@ def test_pad_to_shrink_to(dev):
   with pytest.raises(ValueError, match="shrink_to"): x.pad_to(1, 3)
   with pytest.raises(ValueError, match="pad_to"): x.shrink_to(3, 3)
   with pytest.raises(ValueError, match="dims"): x.pad_to(3)
+  assert x.pad_to(3, 4, value=-1).tolist() == [[0.0, 1.0, 2.0, -1.0], [3.0, 4.0, 5.0, -1.0], [-1.0] * 4]   # public tinygrad's value=
+  assert Tensor([1, 2]).pad_to(4, value=7).tolist() == [1, 2, 7, 7]
 
 # ---- advanced indexing ----
 SHAPE = (4, 3, 5)

@@ -231,12 +231,12 @@ class MovementMixin:
     return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))
 
   # ---- shifts, windows, repeats, grids ----
-  def pad_to(self: Tensor, shape: Any, *args: int | None) -> Tensor:
-    """Pad at the end of each dim to `shape` (None keeps a dim)."""
+  def pad_to(self: Tensor, shape: Any, *args: int | None, value: ConstType = 0) -> Tensor:
+    """Pad at the end of each dim to `shape` (None keeps a dim) with `value`."""
     new = argfix(shape, *args)
     if len(new) != self.ndim: raise ValueError(f"pad_to: shape {new} has {len(new)} dims, tensor of shape {self.shape} has {self.ndim}")
     if any(s is not None and s < c for s, c in zip(new, self.shape)): raise ValueError(f"pad_to: {new} is smaller than {self.shape} somewhere; use shrink_to")
-    return self.pad(tuple(None if s is None else (0, s - c) for s, c in zip(new, self.shape)))
+    return self.pad(tuple(None if s is None else (0, s - c) for s, c in zip(new, self.shape)), value=value)
   def shrink_to(self: Tensor, shape: Any, *args: int | None) -> Tensor:
     """Keep the first `shape[i]` elements of each dim (None keeps a dim)."""
     new = argfix(shape, *args)
