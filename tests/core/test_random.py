@@ -226,6 +226,13 @@ def test_randint_errors():
   with pytest.raises(ValueError, match="needs an int dtype"): Tensor.randint(3, dtype=dtypes.float32)
   with pytest.raises(ValueError, match="needs a float dtype"): Tensor.rand(3, dtype=dtypes.int32)
 
+def test_unknown_keywords_raise():
+  # a typo or torch's generator= was dropped silently; requires_grad (and public tinygrad's contiguous=) are taken
+  for fn in (Tensor.rand, Tensor.randn, Tensor.uniform, Tensor.normal, Tensor.randint, Tensor.kaiming_uniform):
+    with pytest.raises(TypeError, match="generator"): fn(5, generator="foo")
+  with pytest.raises(TypeError, match="dtpye"): Tensor.randperm(5, dtpye=dtypes.int64)
+  assert Tensor.rand(2, requires_grad=True).requires_grad and Tensor.randn(2, contiguous=False).shape == (2,)
+
 # ---- shapes ----
 @pytest.mark.parametrize("device", DEVICES)
 def test_random_shapes(device):

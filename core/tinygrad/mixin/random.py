@@ -22,6 +22,13 @@ def _below(x: float, dt: DType) -> float:
   ulp = 2.0 ** (max(ex, emin) - m)
   return v - (ulp / 2 if v > 0 and abs(v) == 2.0 ** ex and ex > emin else ulp)   # below a power of two the spacing halves
 
+def _requires_grad_kwarg(name: str, kwargs: dict) -> bool | None:
+  # the random constructors' only other keywords (public tinygrad's rand also takes contiguous=, which changes no value
+  # here): anything else is a typo or torch's generator=, and raises instead of being dropped
+  if bad := sorted(set(kwargs) - {"requires_grad", "contiguous"}):
+    raise TypeError(f"Tensor.{name}() got unexpected keyword argument(s) {', '.join(bad)}; valid: device, dtype, requires_grad")
+  return kwargs.get("requires_grad")
+
 class RandomMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- random: threefry2x32-20 run as kernels on the tensor's device, keyed by the seed, counted per device ----
@@ -103,14 +110,14 @@ class RandomMixin:
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Uniform random values in [0, 1), generated on `device` (threefry2x32; see manual_seed)."""
-    sh, dt = argfix(*shape), Tensor._random_dtype("rand", dtype)
+    sh, dt, rg = argfix(*shape), Tensor._random_dtype("rand", dtype), _requires_grad_kwarg("rand", kwargs)
     ret = Tensor.zeros(sh, dtype=dt, device=device) if prod(sh) == 0 else Tensor._uniform_bits(*Tensor._random_bits(sh, device), dt)
-    ret.requires_grad = kwargs.get("requires_grad")
+    ret.requires_grad = rg
     return ret
   @staticmethod
   def randn(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Standard normal random values (Box-Muller on two uniforms per element, in float32; float64 in float64)."""
-    sh, dt = argfix(*shape), Tensor._random_dtype("randn", dtype)
+    sh, dt, rg = argfix(*shape), Tensor._random_dtype("randn", dtype), _requires_grad_kwarg("randn", kwargs)
     if prod(sh) == 0: ret = Tensor.zeros(sh, dtype=dt, device=device)
     else:
       x0, x1 = Tensor._random_bits(sh, device)
@@ -118,7 +125,7 @@ class RandomMixin:
       # 1 - u is in (0, 1]: the log stays finite (|z| <= 5.8 in float32)
       u1, u2 = (1.0 - (x0 >> 8).cast(cdt) * 2.0**-24), (x1 >> 8).cast(cdt) * 2.0**-24
       ret = ((-2.0 * u1.log()).sqrt() * (u2 * (2 * math.pi)).cos()).cast(dt)
-    ret.requires_grad = kwargs.get("requires_grad")
+    ret.requires_grad = rg
     return ret
   @staticmethod
   def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
@@ -126,6 +133,7 @@ class RandomMixin:
     above 2**32 (64-bit dtypes) the 64-bit bits modulo the range (bias below range/2**64)."""
     if not isinstance(low, int) or not isinstance(high, int): raise TypeError(f"randint: low and high must be ints, got {low!r}, {high!r}")
     if high <= low: raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    _requires_grad_kwarg("randint", kwargs)
     dt, sh = Tensor._random_dtype("randint", dtype, "int"), argfix(*shape)
     if low < dtypes.min(dt) or high - 1 > dtypes.max(dt):  # type: ignore[operator]
       raise ValueError(f"randint: [{low}, {high}) does not fit {_dtname(dt)} ([{dtypes.min(dt)}, {dtypes.max(dt)}]); use a wider dtype")
@@ -144,6 +152,7 @@ class RandomMixin:
   def randperm(n: int, device: str | None = None, dtype: DType | str = dtypes.int32, **kwargs: Any) -> Tensor:
     """A random permutation of 0..n-1: the rank of each index's random key (ties by index), as n x n kernels (for modest n)."""
     dt = Tensor._random_dtype("randperm", dtype, "int")
+    _requires_grad_kwarg("randperm", kwargs)
     if n < 0: raise ValueError(f"randperm: n must be >= 0, got {n}")
     if n == 0: return Tensor.zeros(0, dtype=dt, device=device)
     keys = Tensor._random_bits((n,), device)[0]
