@@ -205,8 +205,12 @@ VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned ch
 class DTypeNameError(ValueError, AttributeError):
   """An unknown dtype name (public tinygrad raises AttributeError from `getattr(dtypes, name)`; a ValueError too)."""
 
+class DTypeArgError(TypeError, AttributeError):
+  """A dtype that is neither a DType nor a name (public tinygrad raises AttributeError from `x.lower()`; a TypeError too)."""
+
 def to_dtype(x: DType | str) -> DType:
   if isinstance(x, DType): return x
+  if not isinstance(x, str): raise DTypeArgError(f"dtype must be a DType or its name, got {type(x).__name__} {x!r}; e.g. dtypes.float32 or 'float32'")
   if x in DTYPES_DICT: return DTYPES_DICT[x]
   alias = getattr(dtypes, x, None)
   if isinstance(alias, DType): return alias

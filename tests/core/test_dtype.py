@@ -143,6 +143,9 @@ class TestNumpyConversion:
   def test_to_dtype(self):
     assert to_dtype("float32") == dtypes.float32 and to_dtype("half") == dtypes.float16 and to_dtype(dtypes.int8) is dtypes.int8
     with pytest.raises(ValueError, match="float33"): to_dtype("float33")
+    for bad in ((dtypes.int,), 3, None):   # not a dtype or a name: a TypeError, and public tinygrad's AttributeError
+      with pytest.raises(TypeError, match="DType or its name"): to_dtype(bad)
+      with pytest.raises(AttributeError): to_dtype(bad)
 
 INT_DTYPES = list(dtypes.ints)
 
