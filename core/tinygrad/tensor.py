@@ -264,8 +264,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     elif isinstance(data, (bytes, bytearray, memoryview)) or _is_path(data):
       # a path given a device: the file's bytes, read into it now
       raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else sys.modules["pathlib"].Path(data).read_bytes()
-      self.uop = Tensor._from_bytes(raw, (len(raw),), dtypes.uint8, dev)
-      if dt is not None and dt != dtypes.uint8: self.uop = self.uop.bitcast(dt) if dt.itemsize == 1 else self.uop.cast(dt)
+      # with a dtype the bytes are its items, as public tinygrad reads them (raw weights: Tensor(f.read(), dtype=dtypes.float32))
+      dt = dt or dtypes.uint8
+      if len(raw) % dt.itemsize: raise ValueError(f"{len(raw)} bytes are not a whole number of {dt.name} items ({dt.itemsize} bytes each)")
+      self.uop = Tensor._from_bytes(raw, (len(raw) // dt.itemsize,), dt, dev)
     elif hasattr(data, "dtype") and hasattr(data, "shape") and hasattr(data, "tobytes"):  # numpy array or scalar
       import numpy as np
       from tinygrad.dtype import from_numpy, to_numpy

@@ -47,6 +47,15 @@ def test_from_a_typed_memoryview_reads_its_items():
   b = Tensor(memoryview(b"ab"))
   assert b.dtype == dtypes.uint8 and b.tolist() == [97, 98]
 
+def test_bytes_with_a_dtype_are_its_items():
+  # public tinygrad reads bytes given a dtype as that dtype's items (raw weights from a file); they were cast one by one
+  raw = np.array([0.25, -3.5], np.float32).tobytes()
+  x = Tensor(raw, dtype=dtypes.float32)
+  assert x.shape == (2,) and x.dtype == dtypes.float32 and x.tolist() == [0.25, -3.5]
+  assert Tensor(np.array([-2, 7], np.int16).tobytes(), dtype="int16").tolist() == [-2, 7]
+  assert Tensor(b"\xff\x01", dtype=dtypes.int8).tolist() == [-1, 1]
+  with pytest.raises(ValueError, match="whole number"): Tensor(b"abc", dtype=dtypes.int16)
+
 def test_explicit_dtype_and_device():
   assert Tensor([1, 2], dtype=dtypes.float16).dtype == dtypes.float16
   assert Tensor(np.zeros(3, np.float32), dtype="int8").dtype == dtypes.int8
