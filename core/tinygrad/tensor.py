@@ -780,9 +780,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
   def data(self) -> memoryview:
-    """The realized bytes as a memoryview (cast to the dtype's struct format when it has one)."""
+    """The realized bytes as a memoryview, cast to the dtype's struct format when it has one: of the tensor's shape (a 0-d
+    tensor's is 0-d), or 1-d of length 0 for an empty tensor (a memoryview's shape holds no zeros)."""
     mv = self._host_bytes()
-    if self.dtype.fmt is None or self.numel() == 0 or not self.shape: return mv
+    if self.dtype.fmt is None: return mv
+    if self.numel() == 0: return mv.cast(self.dtype.fmt)  # type: ignore[call-overload]
     return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
   @engine_locked
   def schedule(self, *lst: Tensor) -> list:

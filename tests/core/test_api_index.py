@@ -605,6 +605,16 @@ def test_reading_an_empty_view_gives_no_bytes():
   assert t[2:2].data().nbytes == 0 and t[2:2].tolist() == [] and t.reshape(2, 3)[:, 1:1].tolist() == [[], []]
   assert t[2:2].numpy().shape == (0,)
 
+def test_data_is_typed_for_empty_and_0d_tensors():
+  # public tinygrad's data(): the dtype's format for an empty tensor (1-d, length 0) and a 0-d one (shape ()); they were bytes
+  for t in (Tensor([], dtype=dtypes.int32), Tensor([], dtype=dtypes.int32).reshape(0, 2)):
+    d = t.data()
+    assert (d.format, d.itemsize, d.shape, list(d)) == ("i", 4, (0,), [])
+  d = Tensor(3, dtype=dtypes.int32).data()
+  assert (d.format, d.itemsize, d.shape, d.tolist()) == ("i", 4, (), 3)
+  d = (Tensor([1.5]) * 2).reshape(()).data()
+  assert (d.format, d.shape, d.tolist()) == ("f", (), 3.0)
+
 def test_topk_and_unfold_take_public_tinygrads_keyword_names_and_torchs():
   # public tinygrad: topk(sorted_=), unfold(dim, ...); torch: topk(sorted=), unfold(dimension=, ...)
   x = Tensor([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0])
