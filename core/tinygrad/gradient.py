@@ -256,17 +256,31 @@ def _wrap(u: UOp) -> Tensor:
 def _check_float(t: Tensor, what: str) -> None:
   if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float tensors have gradients; {what} has dtype {t.dtype}")
 
-def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
+class GradientShapeError(ValueError, AssertionError):
+  """A missing or misshapen `gradient` for a non-scalar output (public tinygrad asserts: an AssertionError too)."""
+
+def _root_grad(t: Tensor, gradient: Tensor | None, what: str) -> UOp | None:
+  # d loss / d t: None for a scalar t's 1; a gradient whose shape differs from t's only by size-1 dims (shape (1,) for a
+  # scalar, as public tinygrad takes it) is reshaped to t's
+  if gradient is None:
+    if t.shape != (): raise GradientShapeError(f"{what} of a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
+    return None
+  g = gradient.uop
+  if g.shape != t.shape and [d for d in g.shape if d != 1] == [d for d in t.shape if d != 1]: g = g.reshape(t.shape)
+  if g.shape != t.shape: raise GradientShapeError(f"gradient shape {g.shape} != tensor shape {t.shape}")
+  return g
+
+def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = True) -> list[Tensor]:
   """The gradients of `t` with respect to each of `targets` (a scalar `t` needs no `gradient`), as new lazy tensors.
 
-  A target `t` does not depend on raises, unless `materialize_grads` (then its gradient is zeros).
+  A target `t` does not depend on gets zeros (as public tinygrad), or raises with `materialize_grads=False`.
   """
-  if gradient is None and t.shape != (): raise ValueError(f"gradient of a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
+  g0 = _root_grad(t, gradient, "gradient")
   _check_float(t, "the output")
   for x in targets: _check_float(x, "a target")
   ex = _Realized(_live_tensors())
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
-  root_grad = const_like(sink.src[0], 1.0) if gradient is None else gradient.uop
+  root_grad = const_like(sink.src[0], 1.0) if g0 is None else g0
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
   grads = compute_gradient(sink.src[0], root_grad, {f for u in sink.src[1:] for f in _flat(u)})
   ret = []
@@ -339,13 +353,13 @@ def backward_roots() -> list[Tensor]:
 def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   """Set (or add to) `.grad` of every tensor that `t` depends on and whose requires_grad is not False; `t` must be a scalar
   unless `gradient` is given. Works after `t` (or anything in its graph) was realized: realized tensors keep their graph."""
-  if gradient is None and t.shape != (): raise ValueError(f"backward on a non-scalar tensor (shape {t.shape}) needs an explicit `gradient`")
+  g0 = _root_grad(t, gradient, "backward")
   _check_float(t, "the output")
   live = _live_tensors()   # one scan of the heap (gc.get_objects) serves both
   ex = _Realized(live)
   root, need = _grad_tensors(t, [x for x in live if x is not t], ex)
   if not need: return t
-  root_grad = const_like(root, 1.0) if gradient is None else gradient.uop.cast(t.uop.dtype)
+  root_grad = const_like(root, 1.0) if g0 is None else g0.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
   _BACKWARD_ROOTS[id(t)] = t
   for x, u in need:

@@ -815,8 +815,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Accumulate d(self)/dx into `.grad` of every tensor x with requires_grad that self depends on. Returns self."""
     from tinygrad.gradient import backward
     return backward(self, gradient)
-  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False) -> list[Tensor]:
-    """The gradients of self with respect to `targets`, as new lazy tensors."""
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = True) -> list[Tensor]:
+    """The gradients of self with respect to `targets`, as new lazy tensors: zeros for a target self does not depend on
+    (as public tinygrad), or a RuntimeError with materialize_grads=False."""
     from tinygrad.gradient import gradient as grad_fn
     return grad_fn(self, *targets, gradient=gradient, materialize_grads=materialize_grads)
   @staticmethod

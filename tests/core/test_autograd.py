@@ -268,7 +268,7 @@ def _bind():
   from tinygrad import gradient as G
   # until tensor.py binds these itself
   if not hasattr(Tensor, "backward"): Tensor.backward = lambda self, gradient=None: G.backward(self, gradient)
-  if not hasattr(Tensor, "gradient"): Tensor.gradient = lambda self, *t, gradient=None, materialize_grads=False: G.gradient(self, *t, gradient=gradient, materialize_grads=materialize_grads)
+  if not hasattr(Tensor, "gradient"): Tensor.gradient = lambda self, *t, gradient=None, materialize_grads=True: G.gradient(self, *t, gradient=gradient, materialize_grads=materialize_grads)
   if not hasattr(Tensor, "train"): Tensor.train = G.train
   if not hasattr(Tensor, "test"): Tensor.test = G.test
   if not hasattr(Tensor, "training"): Tensor.training = False
@@ -339,6 +339,28 @@ def test_tensor_gradient_fn():
   np.testing.assert_allclose(gx.numpy(), [3.0, 4.0])
   np.testing.assert_allclose(gy.numpy(), [1.0, 2.0])
   assert x.grad is None   # gradient() does not touch .grad
+
+@needs_tensor
+def test_tensor_gradient_of_an_unused_target_is_zeros():
+  # public tinygrad's gradient(): zeros for a target the output does not depend on; materialize_grads=False raises
+  Tensor = _bind()
+  x, w = Tensor([1.0, 2.0, 3.0]), Tensor([4.0, 5.0, 6.0])
+  gx, gw = x.sum().gradient(x, w)
+  assert gx.tolist() == [1.0, 1.0, 1.0] and gw.tolist() == [0.0, 0.0, 0.0]
+  with pytest.raises(RuntimeError, match="does not depend"): x.sum().gradient(w, materialize_grads=False)
+
+@needs_tensor
+def test_tensor_gradient_shaped_with_extra_ones():
+  # a gradient whose shape differs from the output's only by size-1 dims is taken (shape (1,) for a scalar, as public
+  # tinygrad); any other shape raises, also as public tinygrad's AssertionError
+  Tensor = _bind()
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  assert (x * x).sum().gradient(x, gradient=Tensor([3.0]))[0].tolist() == [6.0, 12.0, 18.0]
+  (x * 2).reshape(3, 1).backward(Tensor([1.0, 10.0, 100.0]))
+  assert x.grad.tolist() == [2.0, 20.0, 200.0]
+  for bad in (Tensor([1.0, 1.0]), Tensor([1.0])):
+    with pytest.raises(ValueError, match="gradient shape"): (x * 2).gradient(x, gradient=bad)
+  with pytest.raises(AssertionError): (x * 2).gradient(x)
 
 @needs_tensor
 def test_tensor_nonscalar_needs_gradient():
