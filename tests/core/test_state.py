@@ -189,6 +189,19 @@ def test_safetensors_read_from_a_tensor_of_the_file_bytes(tmp_path):
   with pytest.raises(ValueError, match="not a safetensors file"): safe_load(Tensor(b"\x01\x02"))
   with pytest.raises(ValueError, match="not a safetensors file"): safe_load(Tensor(b""))
 
+def test_tensor_io_reads_a_tensors_bytes_as_a_file():
+  # public tinygrad's nn.state.TensorIO: a read-only seekable file over a 1-d uint8 tensor
+  import io, pickle
+  from tinygrad.nn.state import TensorIO
+  f = TensorIO(Tensor(b"Hello World!"))
+  assert (f.read(1), f.read(5), f.read(100), f.read(100)) == (b"H", b"ello ", b"World!", b"")
+  assert f.seek(2) == 2 and f.read() == b"llo World!" and f.tell() == 12
+  assert f.seek(-3, io.SEEK_END) == 9 and f.read(2) == b"ld" and f.seek(-100, io.SEEK_CUR) == 0 and f.seek(50) == 12
+  assert pickle.load(TensorIO(Tensor(pickle.dumps({"a": [1, 2]})))) == {"a": [1, 2]}
+  assert list(TensorIO(Tensor(b"ab\ncd\n")[3:])) == [b"cd\n"]   # a view: its own bytes
+  with pytest.raises(io.UnsupportedOperation): f.write(b"x")
+  with pytest.raises(ValueError, match="1-d uint8"): TensorIO(Tensor([1, 2]))
+
 def test_model_save_load_round_trip(tmp_path):
   m1, m2 = Model(), Model()
   safe_save(get_state_dict(m1), tmp_path / "m.safetensors")

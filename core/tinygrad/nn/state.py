@@ -5,12 +5,36 @@ optional "__metadata__": {str: str}), then the raw little-endian data; offsets c
 small enough that owning it keeps the core's dependencies at pluggy + numpy.
 """
 from __future__ import annotations
-import collections, json, math, os, struct, tempfile, time
+import collections, io, json, math, os, struct, tempfile, time
 from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import GlobalCounters
+
+# ---- a tensor's bytes as a file ----
+class TensorIO(io.RawIOBase):
+  """A read-only, seekable binary file over the bytes of a 1-d uint8 tensor (public tinygrad's; e.g. for a reader that
+  takes a file object). The bytes are read from the device once, at the first read."""
+  def __init__(self, t: Tensor):
+    if t.ndim != 1 or t.dtype != dtypes.uint8: raise ValueError(f"TensorIO needs a 1-d uint8 tensor, got shape {t.shape} and {t.dtype}")
+    super().__init__()
+    self._tensor, self._pos, self._data = t, 0, None
+  def readable(self) -> bool: return True
+  def seekable(self) -> bool: return True
+  def readinto(self, buffer: Any) -> int:
+    if self._data is None: self._data = self._tensor.data()
+    n = max(0, min(len(buffer), len(self._data) - self._pos))
+    memoryview(buffer).cast("B")[:n] = self._data[self._pos:self._pos + n]
+    self._pos += n
+    return n
+  def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+    if whence not in (io.SEEK_SET, io.SEEK_CUR, io.SEEK_END): raise ValueError(f"TensorIO.seek: whence must be 0, 1 or 2, got {whence}")
+    base = (0, self._pos, len(self._tensor))[whence]
+    self._pos = min(len(self._tensor), max(0, base + offset))   # kept inside the data, as public tinygrad's
+    return self._pos
+  def tell(self) -> int: return self._pos
+  def write(self, b: Any) -> int: raise io.UnsupportedOperation("TensorIO is read-only")
 
 # ---- parameters and state dicts ----
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
