@@ -369,9 +369,10 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
     if x.grad is None: x.grad = _wrap(g)
     else:
       if x.grad.shape != x.shape: raise RuntimeError(f"existing grad shape {x.grad.shape} != tensor shape {x.shape}")
-      # accumulated in place, as public tinygrad and torch do: a reference to x.grad taken earlier sees the sum
-      if x.grad.dtype == g.dtype and x.grad.device == x.device: x.grad.assign(_wrap(x.grad.uop + g))
-      else: x.grad = _wrap(x.grad.uop + g)
+      # the sum goes into the .grad tensor already there, as public tinygrad and torch do: a reference to x.grad taken
+      # earlier sees it. Replaced, not written into its buffer: that may be another tensor's (backward(G) of x + 0 made
+      # x.grad G's buffer, and an assign wrote the sum into G)
+      x.grad.replace(_wrap(x.grad.uop + g))
   return t
 
 class _FlagContext(contextlib.ContextDecorator):

@@ -306,6 +306,12 @@ def test_tensor_backward_twice_on_one_loss_accumulates_in_place():
   (x * 3).sum().backward()
   assert x.grad is first
   np.testing.assert_allclose(first.numpy(), [7.0, 11.0, 15.0])
+  # a .grad that is the buffer of the gradient passed in (x + 0) is not written into: G keeps its values
+  G = Tensor([10.0, 20.0, 30.0]).realize()
+  y = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  (y + 0).backward(G)
+  (y + 0).backward(G)
+  assert y.grad.tolist() == [20.0, 40.0, 60.0] and G.tolist() == [10.0, 20.0, 30.0]
 
 @needs_tensor
 def test_tensor_clones_get_their_own_gradients():
