@@ -19,13 +19,15 @@ class TensorIO(io.RawIOBase):
   def __init__(self, t: Tensor):
     if t.ndim != 1 or t.dtype != dtypes.uint8: raise ValueError(f"TensorIO needs a 1-d uint8 tensor, got shape {t.shape} and {t.dtype}")
     super().__init__()
-    self._tensor, self._pos, self._data = t, 0, None
+    self._tensor, self._pos = t, 0
+    self._data: memoryview | None = None
   def readable(self) -> bool: return True
   def seekable(self) -> bool: return True
   def readinto(self, buffer: Any) -> int:
     if self._data is None: self._data = self._tensor.data()
-    n = max(0, min(len(buffer), len(self._data) - self._pos))
-    memoryview(buffer).cast("B")[:n] = self._data[self._pos:self._pos + n]
+    data = self._data
+    n = max(0, min(len(buffer), len(data) - self._pos))
+    memoryview(buffer).cast("B")[:n] = data[self._pos:self._pos + n]
     self._pos += n
     return n
   def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
