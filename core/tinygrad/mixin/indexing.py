@@ -247,6 +247,12 @@ class IndexingMixin:
     if not p.tensor_idx:
       try: vt = _fit_value(vt, tuple(p.out_shape))
       except ValueError: raise ValueError(f"setitem: value of shape {vt.shape} does not fit the indexed shape {tuple(p.out_shape)}") from None
+      if tuple(p.out_shape) == self.shape and all(b == 0 and e == n for (b, e), n in zip(p.shrinks, self.shape)) and \
+         all(s == 1 for s in p.steps) and not p.flips:
+        # the whole tensor (x[:] = v, x[0:1] = v of one row): the value itself, so that writing x into itself stays the no-op
+        # it is for a view (a TinyJit capture saw a write into a copied view input the first call had not written)
+        self.assign(vt)
+        return
       self.assign(scatter(Tensor.full(tuple(p.out_shape), True, dtype=dtypes.bool, device=self.device)).where(scatter(vt), self))
       return
     # advanced: bring v to (broadcast dims + the basic view's shape), then per view position take the last index that hits it
