@@ -666,3 +666,22 @@ def test_float_floordiv_is_the_true_floor_while_integers_are_floats(npdt):
   got = (Tensor(a) // Tensor(b)).numpy()
   want = [math.floor(Fraction(float(x)) / Fraction(float(y))) for x, y in zip(a, b)]
   assert [int(g) for g in got] == want
+
+# ---- half matmul: products in float32 (exact), one rounding at the end, as torch ----
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("mkn", [(33, 300, 17), (64, 256, 48)])
+def test_half_matmul_rounds_once(dev, dt, mkn):
+  # each product rounded to the half type before the float32 sum left ~40% of the outputs off the correctly rounded value;
+  # in float32 (exact products) only the sum's order can tip one (torch: 0-0.7% here), and the error is torch's
+  if dev in ("NV", "AMD", "AMD:LLVM") and dt == dtypes.bfloat16: pytest.skip("bfloat16 matmul is checked on the CPU renderers and PYTHON")
+  m, k, n = mkn if dev != "PYTHON" else (9, 40, 5)
+  rng = np.random.default_rng(5)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  A, B = Tensor(a, device=dev).cast(dt), Tensor(b, device=dev).cast(dt)
+  ah, bh = A.float().numpy().astype(np.float64), B.float().numpy().astype(np.float64)
+  exact = Tensor(ah @ bh, device="PYTHON").cast(dt).float().numpy()   # (products exact, the sum in float64: rounded once)
+  # (dot(dtype=half) asks for a half accumulator: its sum rounds at each step, as in torch's and public tinygrad's)
+  for got in ((A @ B).float().numpy(), A.linear(B).float().numpy(), A.reshape(1, m, k).matmul(B).float().numpy()[0]):
+    assert (got != exact).mean() < 0.02, f"{(got != exact).mean():.1%} of {dt} matmul outputs are off the correctly rounded value"
+  f32 = A.dot(B, dtype=dtypes.float32).numpy()   # dtype=float32: the float32 sum of the exact products, not rounded to half
+  np.testing.assert_allclose(f32, ah @ bh, rtol=1e-5, atol=1e-4)

@@ -215,6 +215,12 @@ class NNMixin:
     except ValueError: raise ArgumentError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
     out_dt = least_upper_dtype(a.dtype, b.dtype) if dtype is None else to_dtype(dtype)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    # float16/bfloat16 operands are multiplied in their sum's float32, where each product is exact (11 + 11 or 8 + 8 bits),
+    # as torch does: a product rounded to the half type first left ~40% of the outputs off the correctly rounded value (a
+    # cast inside the kernel: the loads stay half; a tensor core takes the cast operands as the half inputs they are)
+    pdt = least_upper_dtype(a.dtype, b.dtype)
+    wide = sum_acc_dtype(pdt) if dtype is None else to_dtype(dtype)
+    up = (lambda t: t.cast(wide)) if dtypes.is_float(pdt) and dtypes.is_float(wide) and wide.itemsize > pdt.itemsize else (lambda t: t)
     p = _matmul_panel(self.device, b.dtype.itemsize, m, k, n, _rows_along_k(b.uop))
     if (fast := _dot_uop(a, b, dtype, p)) is not None: ret = Tensor(fast)
     elif p:
@@ -222,11 +228,11 @@ class NNMixin:
       npad = ceildiv(n, p) * p
       if npad != n: b = b.pad([(0, 0)] * (b.ndim - 1) + [(0, npad - n)])   # zero columns, cut off the (realized) result
       bp = b.reshape(*b.shape[:-2], k, npad // p, p).transpose(-3, -2).contiguous().transpose(-1, -2)   # (..., n/p, p, k)
-      ret = (a.reshape(*a.shape[:-2], m, 1, 1, k) * bp.unsqueeze(-4)).sum(-1, dtype=dtype).cast(out_dt)
+      ret = (up(a.reshape(*a.shape[:-2], m, 1, 1, k)) * up(bp.unsqueeze(-4))).sum(-1, dtype=dtype).cast(out_dt)
       ret = ret.reshape(*ret.shape[:-2], npad)
       # realized before the cut: folded into the kernel, the cut would leave it a 197-wide axis of 16-wide panels (scalar)
       if npad != n: ret = ret.contiguous().shrink([(0, s) for s in ret.shape[:-1]] + [(0, n)])
-    else: ret = (a.reshape(*a.shape[:-2], m, 1, k) * b.transpose(-1, -2).reshape(*b.shape[:-2], 1, n, k)).sum(-1, dtype=dtype).cast(out_dt)
+    else: ret = (up(a.reshape(*a.shape[:-2], m, 1, k)) * up(b.transpose(-1, -2).reshape(*b.shape[:-2], 1, n, k))).sum(-1, dtype=dtype).cast(out_dt)
     if self.ndim == 1: ret = ret.squeeze(-2)
     if w.ndim == 1: ret = ret.squeeze(-1)
     return ret
