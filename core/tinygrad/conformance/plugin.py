@@ -8,7 +8,7 @@ Which devices run:
   --tinygrad-device=FOO[,BAR]   exactly these devices, each required: one that is missing or fails to open FAILS
   TEST_DEVICES=CPU,PYTHON       (without the option) restrict the installed devices to these
   REQUIRE_DEVICES=CPU,WEBGPU    (without the option) a listed device that is missing or fails to open FAILS, not skips
-Without either, every installed device that opens runs (NULL excluded). `--tinygrad-quick` (or
+Without either, every installed device that opens runs (NULL and DISK excluded). `--tinygrad-quick` (or
 TINYGRAD_CONFORMANCE_QUICK=1) draws far fewer hypothesis examples, for a first look or a CI smoke run.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def installed_devices() -> tuple[str, ...]:
     from tinygrad.plugins import registry
     names = [e.spec.name.upper() for e in registry().devices()]
   except ImportError: names = ["PYTHON"]
-  return tuple(n for n in names if n != "NULL")
+  return tuple(n for n in names if n not in ("NULL", "DISK"))   # (NULL runs nothing; DISK is a file: it computes nothing)
 
 def required_devices() -> list[str]:
   """Devices that must run: those named by --tinygrad-device, else REQUIRE_DEVICES."""
