@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sy
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
+from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
 from tinygrad.mixin.common import AxisError, ArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
@@ -65,7 +66,6 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # numpy() reads with the dtype's numpy dtype: looked up once per dtype
 @functools.cache
-def _is_disk(device: Any) -> bool: return type(device) is str and device.startswith("DISK:")
 def _numpy_dtype(dt: DType) -> Any:
   from tinygrad.dtype import to_numpy
   return to_numpy(dt)
@@ -255,7 +255,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
-    elif _is_path(data) and (device is None or _is_disk(dev)):
+    elif _is_path(data) and (device is None or is_disk(dev)):
       # a path with no device: the file itself, a DISK tensor (read or copy it to compute), its bytes as `dtype` (uint8)
       path = sys.modules["pathlib"].Path(data).resolve()
       size = path.stat().st_size   # (FileNotFoundError before the DISK device would create the file)
@@ -751,7 +751,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view is read through a copy: realizing it would make it a tensor of its own, no longer writing into its base nor
     # seeing the base's writes (also a view of a lazy computation: `v = (x * 2)[::-1]; v.numpy(); v += 1` must write x * 2)
     if all_int(self.shape) and prod(self.shape) == 0: return memoryview(bytearray(0))   # (nothing to realize: an empty view)
-    if _is_disk(self.device):
+    if is_disk(self.device):
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
@@ -878,10 +878,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """This tensor on `device` (a COPY when it differs)."""
     dev = _canon_device(device)
     if dev == self.device: return self
-    if _is_disk(self.device):   # a file's bytes (or a view of them) read now: the DISK device runs no kernels
+    if is_disk(self.device):   # a file's bytes (or a view of them) read now: the DISK device runs no kernels
       from tinygrad.mixin.disk import disk_read
       return disk_read(self, dev)
-    if _is_disk(dev):   # written into the file now, from its start (public tinygrad's copy to a disk tensor)
+    if is_disk(dev):   # written into the file now, from its start (public tinygrad's copy to a disk tensor)
       return Tensor.empty(*self.shape, dtype=self.dtype, device=dev).assign(self)
     return Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev))))
   def to_(self, device: str | None) -> Tensor:
@@ -949,7 +949,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
     A view (slices, reshape, permute, flip, shrink, a view of a view) writes into the tensor it views: that tensor and every
     view of it see the new values. A broadcast (expanded) view, or one reaching into padding, cannot be written: an error."""
-    if _is_disk(self.device):   # written into the file now (from any device)
+    if is_disk(self.device):   # written into the file now (from any device)
       from tinygrad.mixin.disk import disk_write
       disk_write(self, x)
       return self
@@ -1209,7 +1209,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     dt = to_dtype(dtype)
     if dt == self.dtype: return self
     if dt.itemsize == self.dtype.itemsize: return self._mv(lambda u: u.bitcast(dt))
-    if _is_disk(self.device):   # a view of the same bytes of the file (the DISK device computes nothing)
+    if is_disk(self.device):   # a view of the same bytes of the file (the DISK device computes nothing)
       from tinygrad.mixin.disk import disk_bitcast
       return disk_bitcast(self, dt)
     return self._resized_bitcast(dt)

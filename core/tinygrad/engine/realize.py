@@ -135,12 +135,12 @@ def _runner_key(dev: Any, ast: UOp) -> tuple: return (dev.device, dev.compiler_n
 def get_runner(device: str, ast: UOp, wait: bool = True, forked: Any = None) -> CompiledRunner:
   """The runner of kernel `ast` on `device`, from the method cache or rendered now; `wait=False`: its compile may still
   run in the background (call `ready()` before use). `forked`: a ForkedCodegen that may have rendered it already."""
-  if device.startswith("DISK:"):
-    raise NotImplementedError(f"{device} is a file (the DISK device), which runs no kernels: copy the tensor to a computing device "
-                       "first (t.to('CPU')); reading, slicing, bitcasting and assigning into it work in place")
   dev = Device[device]
   key = _runner_key(dev, ast)
   if (ret := method_cache.get(key)) is None:
+    if device.startswith("DISK:"):
+      raise NotImplementedError(f"{device} is a file (the DISK device), which runs no kernels: copy the tensor to a computing device "
+                                "first (t.to('CPU')); reading, slicing, bitcasting and assigning into it work in place")
     from tinygrad.codegen import get_program, progcache
     _check_dtypes(dev, ast)
     pool = None if wait else _compile_pool(dev)

@@ -6,15 +6,16 @@ from typing import Any
 
 def is_disk(device: Any) -> bool: return type(device) is str and device.startswith("DISK:")
 
+def _cstrides(shape: tuple[int, ...], item: int) -> tuple[int, ...]:
+  from tinygrad.helpers import prod
+  return tuple(prod(shape[k+1:]) * item for k in range(len(shape)))
+def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+  return all(st == c for n, st, c in zip(shape, strides, _cstrides(shape, item)) if n != 1)
+
 def _strided(u: Any) -> tuple[Any, int, tuple[int, ...], tuple[int, ...]] | None:
   """View `u` of a DISK buffer as numpy sees a strided array: (BUFFER node, byte offset, shape, byte strides), in u's dtype;
   None where no such form exists (a pad, a reshape of a non-contiguous view, a bitcast of one to another item size)."""
   from tinygrad.uop import Ops
-  from tinygrad.helpers import prod
-  def cstrides(shape: tuple[int, ...], item: int) -> tuple[int, ...]:
-    return tuple(prod(shape[k+1:]) * item for k in range(len(shape)))
-  def contiguous(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
-    return all(st == c for n, st, c in zip(shape, strides, cstrides(shape, item)) if n != 1)
   if u.op is Ops.BUFFER: return u, 0, (u.arg,), (u.dtype.itemsize,)
   if u.op not in (Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK, Ops.EXPAND, Ops.FLIP, Ops.BITCAST, Ops.CONTIGUOUS) or \
      (r := _strided(u.src[0])) is None or not all(isinstance(s, int) for s in u.shape): return None
@@ -22,8 +23,8 @@ def _strided(u: Any) -> tuple[Any, int, tuple[int, ...], tuple[int, ...]] | None
   item = u.src[0].dtype.itemsize
   if u.op is Ops.CONTIGUOUS: return r   # (a file's bytes have no lazier form: contiguous() does nothing here, as upstream)
   if u.op is Ops.RESHAPE or (u.op is Ops.BITCAST and u.dtype.itemsize != item):
-    if not contiguous(shape, strides, item): return None
-    return base, off, u.shape, cstrides(u.shape, u.dtype.itemsize)
+    if not _contiguous(shape, strides, item): return None
+    return base, off, u.shape, _cstrides(u.shape, u.dtype.itemsize)
   if u.op is Ops.BITCAST: return r
   if u.op is Ops.PERMUTE: return base, off, tuple(shape[i] for i in u.arg), tuple(strides[i] for i in u.arg)
   if u.op is Ops.SHRINK: return base, off + sum(b * st for (b, _), st in zip(u.arg, strides)), u.shape, strides
@@ -89,29 +90,30 @@ def _elements(t: Any) -> tuple[Any, Any]:
   base, idx = r
   return np.frombuffer(buffer_of(base).allocate()._buf.view(), dtype=np.dtype(f"V{t.dtype.itemsize}")), idx
 
-def disk_bytes(t: Any) -> memoryview:
-  """The bytes of DISK tensor `t` (any view of its file), in order: read now."""
+def _items(t: Any) -> tuple[Any, bool]:
+  """(t's items in t's shape, as raw bytes; whether that array views the mapping rather than being a copy)."""
   import numpy as np
-  if (m := _mapped(t)) is not None: arr = np.array(m, order="C")   # (a copy: no view of the mapping escapes)
-  else:   # no strided form (a strided slice is a pad, a reshape and a shrink): gathered element by element
-    items, idx = _elements(t)
-    if (idx < 0).any(): arr = np.where(idx < 0, np.zeros(1, items.dtype), items[np.maximum(idx, 0)])   # (padding reads 0)
-    else: arr = items[idx]
-    del items
-  m = None
-  return arr.reshape(-1).view(np.uint8).data
+  if (m := _mapped(t)) is not None: return m, True
+  # no strided form (a strided slice is a pad, a reshape and a shrink): gathered element by element
+  items, idx = _elements(t)
+  if (idx < 0).any(): return np.where(idx < 0, np.zeros(1, items.dtype), items[np.maximum(idx, 0)]), False   # (padding reads 0)
+  return items[idx], False
+
+def disk_bytes(t: Any) -> memoryview:
+  """The bytes of DISK tensor `t` (any view of its file), in order: read now (a copy: no view of the mapping escapes)."""
+  import numpy as np
+  arr, view = _items(t)
+  return (np.array(arr, order="C") if view else arr).reshape(-1).view(np.uint8).data
 
 def disk_read(t: Any, device: str) -> Any:
-  """DISK tensor `t` (or a view of it) copied to `device`: read now, so it keeps the file's current contents."""
+  """DISK tensor `t` (or a view of it) copied to `device`: read now, so it keeps the file's current contents. A contiguous
+  range of the file is copied once, straight into the device's buffer."""
   import numpy as np
   from tinygrad.helpers import prod
   Tensor = type(t)
   if prod(t.shape) == 0: return Tensor.empty(*t.shape, dtype=t.dtype, device=device)
-  if (m := _mapped(t)) is not None and m.flags.c_contiguous:   # a range of the file: copied once, into the device's buffer
-    ret = Tensor(Tensor._from_bytes(m.reshape(-1).view(np.uint8), t.shape, t.dtype, device))
-    del m
-    return ret
-  return Tensor(Tensor._from_bytes(disk_bytes(t), t.shape, t.dtype, device))
+  arr = np.ascontiguousarray(_items(t)[0])
+  return Tensor(Tensor._from_bytes(arr.reshape(-1).view(np.uint8), t.shape, t.dtype, device))
 
 def disk_write(t: Any, x: Any) -> None:
   """Write `x` (a Tensor on any device, or Python values) into DISK tensor `t`, a strided view of its file: now."""
@@ -146,7 +148,7 @@ def disk_bitcast(t: Any, dt: Any) -> Any:
   what = f"bitcast of a {t.device} tensor from {t.dtype} to {dt}"
   if t.ndim == 0: raise ValueError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
   _file_base(t)
-  if (r := _strided(t.uop)) is None or any(st != prod(r[2][k+1:]) * t.dtype.itemsize for k, (n, st) in enumerate(zip(r[2], r[3])) if n != 1):
+  if (r := _strided(t.uop)) is None or not _contiguous(r[2], r[3], t.dtype.itemsize):
     raise ValueError(f"{what}: only a contiguous range of the file can be read as another item size (this view is strided)")
   base, off, shape, _ = r
   if (shape[-1] * t.dtype.itemsize) % dt.itemsize: raise ValueError(f"{what}: the last axis ({shape[-1]}) does not fill whole {dt} items")

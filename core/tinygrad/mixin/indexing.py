@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
 from tinygrad.helpers import flatten, prod, CHECK_OOB
 from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
+from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
 from dataclasses import dataclass
@@ -224,7 +225,7 @@ class IndexingMixin:
     """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
     indices (where an index repeats, the last write wins, as in numpy) and bool masks (a whole-shape mask with a value of
     one element stays lazy; others realize, as nonzero() does)."""
-    if type(self.device) is str and self.device.startswith("DISK:"):   # a file: written through the view (mixin/disk.py)
+    if is_disk(self.device):   # a file: written through the view (mixin/disk.py)
       if any(isinstance(i, (Tensor, list)) for i in (indices if isinstance(indices, tuple) else (indices,))):
         raise NotImplementedError(f"setitem into {self.device}: tensor (advanced) indices are not supported on a DISK tensor; "
                                   "write slices, or copy it to a computing device")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
 from tinygrad.mixin.common import _canon_device
+from tinygrad.mixin.disk import is_disk
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 class ShardingMixin:
@@ -17,7 +18,7 @@ class ShardingMixin:
       if (devs, ax) == (self.device, self.uop.arg): return self
       raise RuntimeError(f"can't shard a multi-device tensor (sharded over {self.device} on axis {self.uop.arg}) again, as in public "
                          f"tinygrad: gather it first, t.to({devs[0]!r}).shard(devices, axis)")
-    if type(self.device) is str and self.device.startswith("DISK:"): return self.to(devs[0]).shard(devs, ax)   # (read, then split)
+    if is_disk(self.device): return self.to(devs[0]).shard(devs, ax)   # (read, then split)
     return Tensor(to_layout(self.uop, devs, ax))
   def shard_like(self: Tensor, y: Tensor) -> Tensor:
     """This tensor laid out like `y`: sharded over y's devices on y's axis, or moved to y's one device."""
