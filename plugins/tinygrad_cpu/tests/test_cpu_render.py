@@ -14,6 +14,7 @@ void E_16(float* restrict data0, float* restrict data1, float* restrict data2, i
   }
 }
 const long long E_16_work = 116LL;
+const long long E_16_trips = 16LL;
 void E_16_task(void **tg_c[2], int tg_core, int tg_n) { __typeof__(E_16) *volatile tg_f = E_16; tg_f(tg_c[0][0], tg_c[0][1], tg_c[0][2], tg_core, tg_n); }
 """
 

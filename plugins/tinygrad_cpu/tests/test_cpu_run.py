@@ -202,12 +202,37 @@ def test_runtime_threads_heuristic(cc):
   assert small.threads == 1 and 0 < small.work < CPU_THREAD_WORK
   big = CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(1 << 22), "test_kernel")))
   assert big.work > CPU_THREAD_WORK
-  # split, its loop is cut into CPU_PARTS parts per thread (each of >= CPU_THREAD_WORK) that any thread claims
+  # split, its loop is cut into up to CPU_PARTS parts per thread (each of >= CPU_THREAD_WORK) that any thread claims
   big.threads = 2
-  assert big.parts == min(CPU_PARTS * 2, big.work // CPU_THREAD_WORK) > 2
+  assert big.trips == 1 << 22 and big.parts == min(CPU_PARTS * 2, big.work // CPU_THREAD_WORK) > 2
   a, b, o = np.random.randn(1 << 22).astype(np.float32), np.random.randn(1 << 22).astype(np.float32), np.zeros(1 << 22, np.float32)
   big(o.ctypes.data, a.ctypes.data, b.ctypes.data)
   np.testing.assert_array_equal(o, a + b)
+
+def test_split_trips_exported(cc):
+  # the split loop's trip count reaches the runtime where it is a constant; a variable's bound gives 0 (unknown)
+  from tinygrad_cpu.runtime import CPUProgram
+  renderer, compiler = cc
+  assert CPUProgram("test_kernel", compiler.compile(renderer.render(add_kernel(1 << 21), "test_kernel"))).trips == 1 << 21
+  if (prg := CPUProgram("test_kernel", compiler.compile(renderer.render(var_kernel(1 << 22), "test_kernel")))).work:
+    assert prg.trips == 0 and prg.parts >= 1
+
+def _last_finish(threads: int, sizes: list[int]) -> int:
+  free = [0] * threads   # parts claimed in order by whichever thread is free first, every iteration one unit of time
+  for s in sizes: free[free.index(min(free))] += s
+  return max(free)
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_part_count_finishes_threads_together(threads):
+  from tinygrad_cpu.runtime import _part_count
+  for most in (threads, 2 * threads, 4 * threads):
+    for trips in range(1, 120):
+      n = _part_count(threads, most, trips)
+      assert 1 <= n <= min(max(most, threads), trips)
+      # the shortest possible, ceil(trips / threads) (one part per thread always reaches it), with parts no coarser than needed
+      assert _last_finish(threads, [trips * (c + 1) // n - trips * c // n for c in range(n)]) == -(-trips // threads), (most, trips, n)
+  # matmul 2048's 18 row chunks on 2 threads: 9 each (4 parts per thread gave one thread 10), in more than 2 parts
+  assert _part_count(2, 8, 18) > 2 and _part_count(2, 8, 0) == 8
 
 def test_fork_child_runs_threaded_kernels(cc):
   # a fork child inherits the runtime's thread pool without its threads: it must start its own, not wait forever

@@ -12,6 +12,11 @@ from tinygrad.plugin_api import (Ops, GroupOp, UOp, DType, PtrDType, dtypes, CSt
 def _counts(uops: list[UOp]) -> tuple[int, int]:
   return sum(u.op is Ops.DEFINE_GLOBAL for u in uops), sum(u.op is Ops.DEFINE_VAR for u in uops)
 
+# It also exports `<name>_trips`, the split loop's trip count when it is a constant (0: it depends on a variable), so the
+# runtime can cut the loop into parts that the threads finish together (runtime._part_count)
+def split_trips(split: UOp | None) -> int:
+  return int(split.src[0].arg) if split is not None and split.src[0].op is Ops.CONST else 0
+
 # ------------------------------------------------------------------ C ------------------------------------------------------------------
 
 def _math(fn: str) -> Callable[..., str]:
@@ -109,9 +114,11 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
     if dtypes.bfloat16 in used: ret.append(_bf16_helpers)
     return ret
   def render_kernel(self, name: str, body: list[str], args: list[str], uops: list[UOp], prelude: list[str]) -> str:
-    work = thread_work(uops, self.split_range(uops))
+    split = self.split_range(uops)
+    work = thread_work(uops, split)
     src = super().render_kernel(name, body, args, uops, prelude) + f"const long long {name}_work = {work}LL;\n"
     if not work: return src
+    src += f"const long long {name}_trips = {split_trips(split)}LL;\n"
     # the pool's task (see _task_args): through a volatile pointer, so the compiler never inlines the kernel into it
     nb, nv = _counts(uops)
     call = ", ".join([f"tg_c[0][{i}]" for i in range(nb)] + [f"((int*)tg_c[1])[{i}]" for i in range(nv)] + ["tg_core", "tg_n"])
@@ -155,6 +162,7 @@ class LLVMRenderer(CPUAbilities, LLVMIRRenderer):
   def render_kernel(self, name: str, args: list[str], uops: list[UOp]) -> str:
     work = thread_work(uops, self.split)
     self.globals.append(f"@{name}_work = constant i64 {work}")
+    if work: self.globals.append(f"@{name}_trips = constant i64 {split_trips(self.split)}")
     src = super().render_kernel(name, args, uops)
     if not work: return src
     # the pool's task (see _task_args); noinline: the kernel stays one copy (an inlined one would compile twice)
