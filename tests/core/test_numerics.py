@@ -685,3 +685,28 @@ def test_half_matmul_rounds_once(dev, dt, mkn):
     assert (got != exact).mean() < 0.02, f"{(got != exact).mean():.1%} of {dt} matmul outputs are off the correctly rounded value"
   f32 = A.dot(B, dtype=dtypes.float32).numpy()   # dtype=float32: the float32 sum of the exact products, not rounded to half
   np.testing.assert_allclose(f32, ah @ bh, rtol=1e-5, atol=1e-4)
+
+# ---- half conv: the same (products in float32, one rounding), forward and through conv_backward's convs ----
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("case", [((2, 16, 12, 12), (8, 16, 3, 3), {}), ((2, 16, 11, 11), (8, 16, 3, 3), {"padding": 1}),
+                                  ((2, 8, 13, 13), (8, 2, 3, 3), {"groups": 4, "stride": 2}), ((1, 32, 5, 5), (16, 32, 1, 1), {})])
+def test_half_conv_rounds_once(dev, dt, case):
+  torch = pytest.importorskip("torch")
+  xs, ws, kw = case
+  if dev == "PYTHON": xs = (1, xs[1], 7, 7)   # (the interpreter: a small image)
+  rng = np.random.default_rng(11)
+  X, W = (Tensor(rng.standard_normal(s).astype(np.float32), device=dev).cast(dt).realize() for s in (xs, ws))
+  xh, wh = (torch.tensor(T.float().numpy().astype(np.float64), requires_grad=True) for T in (X, W))
+  ref = torch.nn.functional.conv2d(xh, wh, **kw)   # (products exact, sums in float64)
+  exact = Tensor(ref.detach().numpy(), device="PYTHON").cast(dt).float().numpy()
+  # each product rounded to the half type first left 30-45% of the outputs off the correctly rounded value (torch: 0-0.2%)
+  got = X.conv2d(W, **kw)
+  assert got.dtype == dt and (off := (got.float().numpy() != exact).mean()) < 0.02, f"{off:.1%} of {dt} conv outputs are off"
+  # the gradients (conv_backward's convs, past the casts) keep the operands' dtype and the float64 values to their precision
+  X.requires_grad = W.requires_grad = True
+  X.conv2d(W, **kw).float().square().sum().backward()
+  ref.square().sum().backward()
+  tol = 2e-3 if dt == dtypes.float16 else 1.6e-2
+  for T, R in ((X, xh), (W, wh)):
+    assert T.grad is not None and T.grad.dtype == dt
+    np.testing.assert_allclose(T.grad.float().numpy(), R.grad.numpy(), rtol=0, atol=tol * np.abs(R.grad.numpy()).max())

@@ -49,11 +49,22 @@ def _rows_along_k(b: UOp) -> bool:
 
 
 def _movement_base(u: UOp, shape: tuple[int, ...]) -> UOp | None:
-  # the first node of `shape` under u's movement ops (the conv's window view of its input, or the weight's reshape)
+  # the first node of `shape` under u's movement ops (the conv's window view of its input, or the weight's reshape), past a
+  # half conv's cast of its operands to float32 (_product_dtype): the gradient is cast back to the operand's dtype
+  # (only there, right under the product: a cast lower down is the caller's, whose own gradient rule must run)
+  if u.op is Ops.CAST and dtypes.is_float(u.dtype) and dtypes.is_float(u.src[0].dtype) and u.dtype.itemsize > u.src[0].dtype.itemsize: u = u.src[0]
   while u.shape != shape:
     if u.op not in GroupOp.Movement and u.op is not Ops.CONTIGUOUS: return None   # (the flattened form's copy)
     u = u.src[0]
   return u
+
+def _product_dtype(a: DType, b: DType, dtype: DType | str | None) -> tuple[DType, DType | None]:
+  """(the dtype of a product of a and b, the wider float dtype its factors are cast to first or None): float16/bfloat16 are
+  multiplied in their sum's float32, where each product is exact (11 + 11 or 8 + 8 bits), as torch does; dtype= given,
+  that dtype's products (its accumulator, as asked)."""
+  pdt = least_upper_dtype(a, b)
+  wide = sum_acc_dtype(pdt) if dtype is None else to_dtype(dtype)
+  return pdt, (wide if dtypes.is_float(pdt) and dtypes.is_float(wide) and wide.itemsize > pdt.itemsize else None)
 
 def _conv_flat(sp: tuple, o_: tuple, s_: tuple) -> bool:
   # the flattened form (conv2d) for 2-d stride-1 convs whose dropped columns are at most a third of the work
@@ -218,9 +229,8 @@ class NNMixin:
     # float16/bfloat16 operands are multiplied in their sum's float32, where each product is exact (11 + 11 or 8 + 8 bits),
     # as torch does: a product rounded to the half type first left ~40% of the outputs off the correctly rounded value (a
     # cast inside the kernel: the loads stay half; a tensor core takes the cast operands as the half inputs they are)
-    pdt = least_upper_dtype(a.dtype, b.dtype)
-    wide = sum_acc_dtype(pdt) if dtype is None else to_dtype(dtype)
-    up = (lambda t: t.cast(wide)) if dtypes.is_float(pdt) and dtypes.is_float(wide) and wide.itemsize > pdt.itemsize else (lambda t: t)
+    pdt, wide = _product_dtype(a.dtype, b.dtype, dtype)
+    up = (lambda t: t.cast(wide)) if wide is not None else (lambda t: t)
     p = _matmul_panel(self.device, b.dtype.itemsize, m, k, n, _rows_along_k(b.uop))
     if (fast := _dot_uop(a, b, dtype, p)) is not None: ret = Tensor(fast)
     elif p:
@@ -421,12 +431,18 @@ class NNMixin:
     x = x.reshape(bs, groups, cin, 1, *pix, *hw).expand(bs, groups, cin, rcout, *pix, *hw)
     x = x.permute(0, 1, 3, *[4 + j for j in range(np_)], 2, *[4 + np_ + j for j in range(nd)])  # (bs, groups, rcout, *pix, cin, *hw)
     w = weight.reshape(1, groups, rcout, *[1] * np_, cin, *hw)
-    ret = (x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype)
+    # float16/bfloat16 products in their float32 sum's dtype, rounded once at the end (as Tensor.dot and torch): each product
+    # rounded to half first left ~30-40% of a half conv's outputs off the correctly rounded value. A cast inside the kernel:
+    # the loads and the padded copies stay half. dtype= given: its products and sum, as asked
+    pdt, up = _product_dtype(x.dtype, w.dtype, dtype)
+    # (each cast right under the product, where conv_backward looks past it: w's after its broadcast)
+    ret = ((x.cast(up) * w.expand(x.shape).cast(up)) if up is not None else x * w).sum(tuple(range(-1 - nd, 0)), dtype=dtype)
     u = ret.uop
     if u.op is Ops.RESHAPE and u.src[0].op is Ops.REDUCE_AXIS and u.src[0].src[0].op is Ops.MUL and not empty:
       # tagged so autograd takes conv_backward's convs instead of differentiating the window view (a 4x4 reduce with div/mod
-      # indices); one reduce straight off the product only: a cast or split reduce keeps the generic gradient
+      # indices); one reduce straight off the product only: a split reduce keeps the generic gradient
       ret = Tensor(u.replace(src=(u.src[0].replace(tag=("conv", tuple(xp.shape), tuple(weight.shape), s_, d_, groups, len(pix) != nd)),)))
+    if up is not None: ret = ret.cast(pdt)
     ret = ret.reshape(bs, cout, *pix)
     # the flattened form is realized as it is (else the scheduler folds the cut into the kernel's ranges and undoes it);
     # what follows (the bias, bn, relu, the next conv's padded copy) reads the valid columns of it. (The bias added in the
