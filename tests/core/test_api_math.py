@@ -22,8 +22,7 @@ def check_fwd_bwd(fn_tg, fn_torch, *arrays, dev="CPU", atol=1e-5, rtol=1e-5, gra
   w = rnd(*ref.shape, seed=7) if ref.shape else np.float32(1.3)
   (out * Tensor(w, device=dev)).sum().backward()
   (ref * torch.tensor(w)).sum().backward()
-  for t, p in zip(ts, ps):
-    if t.numel() == 0: continue   # an empty input's gradient is empty (autograd may leave it None)
+  for t, p in zip(ts, ps):   # (an empty input gets its empty gradient, as in torch)
     close(t.grad.numpy(), p.grad.numpy(), atol * 10, rtol * 10)
 
 # ---- inverse trigonometric and hyperbolic ----
@@ -379,6 +378,20 @@ def test_empty_axis_reduction_gradient_reaches_the_input(shape, axis):
   big = Tensor.ones(1, 1, 5, 5, requires_grad=True)
   g = big.pad((0, 0, 0, -5), mode="reflect").sum().gradient(big)[0]
   np.testing.assert_array_equal(g.numpy(), torch.zeros(1, 1, 5, 5).numpy())
+
+def test_empty_leaf_gets_an_empty_gradient():
+  # torch: an empty leaf in the loss's graph gets an empty .grad (an optimizer step over it then runs); it was None here (an
+  # empty tensor has no buffer: a constant, which backward left out), and one not in the graph still gets none
+  from tinygrad.nn.optim import SGD
+  x, w, unused = Tensor.empty(0, 3, requires_grad=True), Tensor.ones(3, 4, requires_grad=True), Tensor.empty(0, 2, requires_grad=True)
+  tx, tw = torch.empty(0, 3, requires_grad=True), torch.ones(3, 4, requires_grad=True)
+  (x @ w).sum().backward()
+  (tx @ tw).sum().backward()
+  close(x.grad.numpy(), tx.grad.numpy(), 0, 0)
+  close(w.grad.numpy(), tw.grad.numpy(), 0, 0)
+  assert x.grad.shape == (0, 3) and unused.grad is None
+  SGD([x, w], lr=0.1).step()
+  assert x.shape == (0, 3) and (w.numpy() == 1).all()
 
 # ---- linspace ----
 @settings(max_examples=40, deadline=None)
