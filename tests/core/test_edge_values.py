@@ -370,3 +370,19 @@ def test_half_precision_unary_edges_match_torch(name, dt):
   bad = [f"{name}({x0}) = {a}, torch {w}" for x0, a, w, t in zip(HALF_EDGES, got, want, true)
          if (name, x0) not in EXCEPT and not (math.isnan(x0) and (name, nan) in EXCEPT) and not _close(a, w, t, rtol, 1e-7)]
   assert not bad, "\n".join(bad)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [2, 7, 40])
+def test_sorted_values_are_the_elements_at_the_indices(device, n):
+  # bit for bit, -0.0 and NaN included: the values were summed out of a one-hot, whose sum starts at +0.0 (a -0.0 came out
+  # as 0.0; torch's sort and topk keep it)
+  rng = np.random.default_rng(n)
+  x = rng.choice(np.array([-0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32), size=(3, n))
+  x[:, ::3] = -0.0
+  t = Tensor(x, device=device)
+  for desc in (False, True):
+    v, i = t.sort(descending=desc)
+    assert np.array_equal(v.numpy().view(np.uint32), np.take_along_axis(x, i.numpy().astype(np.int64), -1).view(np.uint32))
+  v, i = t.topk(min(n, 3), largest=False)
+  assert np.array_equal(v.numpy().view(np.uint32), np.take_along_axis(x, i.numpy().astype(np.int64), -1).view(np.uint32))
+  assert np.signbit(Tensor(np.array([0.0, -0.0, 1.0], np.float32), device=device).sort()[0].numpy()).tolist() == [False, True, False]

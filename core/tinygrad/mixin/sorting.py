@@ -36,8 +36,10 @@ class SortingMixin:
     ar = Tensor.arange(n, device=self.device)
     rank = _before(self.unsqueeze(-2), ar, self.unsqueeze(-1), ar.unsqueeze(-1), descending).sum(-1, dtype=dtypes.int32)
     onehot = rank.unsqueeze(-1) == ar   # [..., i, r]
-    vals = onehot.where(self.unsqueeze(-1), self._const(0, shape=())).sum(-2, dtype=self.dtype)
-    return vals, onehot.where(ar.unsqueeze(-1), 0).sum(-2, dtype=dtypes.int32)
+    idx = onehot.where(ar.unsqueeze(-1), 0).sum(-2, dtype=dtypes.int32)
+    # the values read at those indices, not summed out of the one-hot like the indices: a sum starts at +0.0, so a -0.0 came
+    # out as 0.0 (torch keeps it); a gather of known in-range indices is one load each, and its gradient goes to each place
+    return self.gather(-1, idx), idx
   def _bitonic_sort(self: Tensor, descending: bool) -> tuple[Tensor, Tensor]:
     # along the last dim, padded to N = 2**k; the pads (index >= n) go after everything. Stage s sorts blocks of 2**s:
     # first each element against its mirror in the block, then half-cleaners of distance 2**(s-2) .. 1, all one direction.
