@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import numpy as np
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, Variable
 
 # devices too slow for millions of elements (the core's uop interpreter); TINYGRAD_CONFORMANCE_SLOW adds to the list
 SLOW = {"PYTHON"} | {d.strip().upper() for d in os.environ.get("TINYGRAD_CONFORMANCE_SLOW", "").split(",") if d.strip()}
@@ -51,3 +51,11 @@ class TestLaunch:
     np.testing.assert_allclose((t * 2 + 1).numpy(), a * 2 + 1, err_msg=f"{shape} elementwise")
     np.testing.assert_allclose(t.sum(axis=0).numpy(), a.astype(np.float64).sum(axis=0), rtol=1e-5, err_msg=f"{shape} sum(0)")
     np.testing.assert_allclose(t.sum().numpy(), a.astype(np.float64).sum(), rtol=1e-5, err_msg=f"{shape} sum")
+  # a Variable is a kernel argument: named like a name the renderer generates (idx0, data0, alu0, core_id ...) or like a
+  # word of the kernel's language (int), it must still be its own argument (public tinygrad's TestSample binds idx0..idx15)
+  @pytest.mark.parametrize("name", ["idx0", "data0", "data1", "alu0", "val0", "acc0", "ridx0", "gidx0", "lidx0", "cast0", "core_id", "int", "float", "n"])
+  def test_variable_named_like_generated_names(self, device, name):
+    a = arange((20, 6))
+    t = Tensor(a, device=device)
+    v = Variable(name, 0, 18).bind(7)
+    np.testing.assert_allclose((t[v:v+2] * v).sum(1).numpy(), (a[7:9] * 7).sum(1), rtol=1e-6, err_msg=f"Variable {name!r}")

@@ -165,6 +165,11 @@ class Renderer:
     """The source text of one kernel function called `name` for the linearized `uops` (docs/ir.md, linearized form).
     Called once per new kernel by `get_program`, after every codegen pass; the default raises NotImplementedError."""
     raise NotImplementedError(f"{type(self).__name__} does not implement render")
+  @staticmethod
+  def var_name(u: UOp) -> str:
+    """The identifier of a DEFINE_VAR (a Variable) in rendered source: its name behind `var_`, a prefix none of the names a
+    renderer generates has, so a Variable called `idx0`, `data0`, `core_id` or `int` clashes with no name in the kernel."""
+    return f"var_{u.arg[0]}"
   def split_range(self, uops: list[UOp]) -> UOp | None:
     """The RANGE whose trips are shared among threads (the module's `split_range`) when has_threads, else None; each thread
     runs its share of it (CStyleLanguage.split_start), and `ProgramSpec.thread_work` estimates the kernel's work."""

@@ -99,7 +99,7 @@ def _render_store(ctx: CStyleLanguage, x: UOp) -> str:
 base_rewrite = PatternMatcher([
   (UPat(Ops.CONST, name="x"), lambda ctx, x: ctx.render_const(x.arg, x.dtype)),
   (UPat(Ops.VCONST, name="x"), lambda ctx, x: ctx.render_vectorize([ctx.render_const(v, x.dtype.scalar()) for v in x.arg], x.dtype)),
-  (UPat(Ops.DEFINE_VAR, name="x"), lambda x: x.arg[0]),
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: ctx.var_name(x)),
   (UPat(Ops.INDEX, name="x"), lambda ctx, x: f"({ctx.r[x.src[0]]}+{ctx.r[x.src[1]]})"),
   (UPat(Ops.CAST, name="x"), lambda ctx, x: f"(({ctx.render_ptr(x.dtype.base, x.dtype.addrspace)})({ctx.r[x.src[0]]}))"
      if isinstance(x.dtype, PtrDType) else None),                                      # a pointer cast keeps its address space
@@ -306,8 +306,8 @@ class CStyleLanguage(Renderer):
         args.append(f"{self.render_dtype(u.dtype)}{self.buffer_suffix} data{u.arg}")
         continue
       if u.op is Ops.DEFINE_VAR:
-        self.r[u] = u.arg[0]
-        args.append(f"{self.arg_int_prefix} {u.arg[0]}")
+        self.r[u] = self.var_name(u)
+        args.append(f"{self.arg_int_prefix} {self.r[u]}")
         continue
       if u.op in (Ops.SINK, Ops.NOOP): continue
       if u.op is Ops.RANGE:

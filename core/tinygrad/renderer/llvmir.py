@@ -256,11 +256,11 @@ class LLVMIRRenderer(Renderer):
         args.append(f"{self.ty(u.dtype)} noalias %data{u.arg}")
       elif u.op is Ops.DEFINE_VAR:
         # the launch contract passes every variable as a 32-bit int; a wider one (Variable(..., dtype=dtypes.long)) is extended
-        self.r[u] = f"%{u.arg[0]}"
-        if u.dtype.itemsize == 4: args.append(f"i32 %{u.arg[0]}")
+        self.r[u] = nm = f"%{self.var_name(u)}"
+        if u.dtype.itemsize == 4: args.append(f"i32 {nm}")
         else:
-          args.append(f"i32 %{u.arg[0]}.arg")
-          self.allocas.append(f"  %{u.arg[0]} = {'sext' if u.dtype.itemsize > 4 else 'trunc'} i32 %{u.arg[0]}.arg to {self.ty(u.dtype)}")
+          args.append(f"i32 {nm}.arg")
+          self.allocas.append(f"  {nm} = {'sext' if u.dtype.itemsize > 4 else 'trunc'} i32 {nm}.arg to {self.ty(u.dtype)}")
       elif u.op is Ops.CONST: self.r[u] = self.const(u.arg, u.dtype)
       elif u.op is Ops.VCONST: self.r[u] = f"<{', '.join(f'{self.ty(u.dtype.scalar())} {self.const(v, u.dtype.scalar())}' for v in u.arg)}>"
       elif u.op in (Ops.SINK, Ops.NOOP): continue

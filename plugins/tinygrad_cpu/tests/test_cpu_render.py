@@ -59,8 +59,9 @@ def test_c_half_is_emulated():
 
 def test_c_define_var_argument():
   src = ClangRenderer().render(var_kernel(64), "k")
-  assert "(float* restrict data0, float* restrict data1, const int n, int core_id, int core_count)" in src
-  assert "(long long)(n)" in src
+  # a Variable's name behind var_: one called data0, idx0 or int would clash with the kernel's own names otherwise
+  assert "(float* restrict data0, float* restrict data1, const int var_n, int core_id, int core_count)" in src
+  assert "(long long)(var_n)" in src
 
 def test_llvm_add_and_split():
   src = LLVMRenderer().render(add_kernel(16), "E_16")

@@ -30,7 +30,7 @@ kernel void add(device float* data0 [[buffer(0)]], device float* data1 [[buffer(
 
 def test_variables_bind_after_buffers_sorted_by_name():
   src = render("two_vars")
-  assert "constant int& b [[buffer(3)]]" in src and "constant int& a [[buffer(2)]]" in src and "device float* data1 [[buffer(1)]]" in src
+  assert "constant int& var_b [[buffer(3)]]" in src and "constant int& var_a [[buffer(2)]]" in src and "device float* data1 [[buffer(1)]]" in src
 
 def test_threadgroup_memory_barrier_and_group_ids():
   src = render("local_sum")

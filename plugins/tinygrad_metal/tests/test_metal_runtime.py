@@ -69,7 +69,7 @@ def test_launch_binds_buffers_then_packed_vars(dev):
   assert enc.bufs == {0: (bufs[0].buf, 0), 1: (bufs[1].buf, 64)}
   assert enc.bytes == {2: struct.pack("<i", 5), 3: struct.pack("<i", -3)}
   # the kernel reads its variables at exactly those indices (sorted by name: a then b)
-  assert "constant int& a [[buffer(2)]]" in src and "constant int& b [[buffer(3)]]" in src
+  assert "constant int& var_a [[buffer(2)]]" in src and "constant int& var_b [[buffer(3)]]" in src
 
 def test_launch_sizes(dev):
   p, _ = program(dev)

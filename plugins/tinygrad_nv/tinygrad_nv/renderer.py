@@ -369,8 +369,8 @@ class PTXRenderer(NVAbilities, Renderer):
         raw = self._ins("u64", f"ld.param.u64 {{d}}, [data{u.arg}];")
         r[u] = self._ins("u64", f"cvta.to.global.u64 {{d}}, {raw};")
       elif u.op is Ops.DEFINE_VAR:
-        params.append(f".param .s32 {u.arg[0]}")
-        r[u] = self._ins("s32", f"ld.param.s32 {{d}}, [{u.arg[0]}];")
+        params.append(f".param .s32 {self.var_name(u)}")
+        r[u] = self._ins("s32", f"ld.param.s32 {{d}}, [{self.var_name(u)}];")
       elif u.op in (Ops.DEFINE_LOCAL, Ops.DEFINE_REG):
         assert isinstance(u.dtype, PtrDType)
         nm = f"{'smem' if u.op is Ops.DEFINE_LOCAL else 'acc'}{len(decls)}"
