@@ -69,6 +69,29 @@ def test_slicing_with_bound_variables(device):
     np.testing.assert_allclose((x[1:3, v:v+1] * 2).numpy(), xn[1:3, val:val+1] * 2)
     if val < 5: np.testing.assert_allclose(x[Variable("j", 0, 4).bind(val)].numpy(), xn[val])
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_negative_ints_count_from_a_symbolic_end(device):
+  # x[:, :v][:, -1] is the last of the v columns (as slice.indices gives it); -1 was taken as [v-1, 0), out of bounds
+  xn = _data(3, 10, 4)
+  x = Tensor(xn, device=device).realize()
+  for val in (3, 7, 10):
+    y, yn = x[:, :Variable("i", 2, 10).bind(val)], xn[:, :val]
+    for idx in [(slice(None), -1), (slice(None), -2), (slice(None), slice(-3, -1)), (slice(None), slice(-1, None)), (slice(None), slice(None, -1))]:
+      got = y[idx]
+      np.testing.assert_allclose(got.shrink(tuple((0, s) for s in yn[idx].shape)).numpy() if got.ndim == 3 else got.numpy(), yn[idx], err_msg=str(idx))
+
+@pytest.mark.parametrize("stride,padding,k", [(6, 3, 12), (2, 1, 3), (1, 0, 4)])
+def test_conv_with_overlapping_windows_over_a_symbolic_length(stride, padding, k):
+  # windows that overlap (kernel > stride) tile the input by a count that depends on its symbolic length
+  xn, wn = _data(1, 8, 100), _data(16, 8, k, seed=1)
+  x, w = Tensor(xn).realize(), Tensor(wn).realize()
+  v = Variable("v", 11, 100)
+  for val in (11, 40, 79, 100):
+    got = x[:, :, :v.bind(val)].conv2d(w, stride=stride, padding=(padding, padding))
+    want = Tensor(xn[:, :, :val]).conv2d(w, stride=stride, padding=(padding, padding)).numpy()
+    assert tuple(sym_infer(s, {"v": val}) for s in got.shape) == want.shape
+    np.testing.assert_allclose(got.shrink(((0, 1), (0, 16), (0, want.shape[2]))).numpy(), want, atol=1e-4, rtol=1e-4)
+
 def test_a_bound_slice_is_checked_at_its_value_an_unbound_one_over_its_range():
   # public tinygrad's rule: a shape over bound variables holds when it holds for their values (i may reach 7 > 6, but is 2)
   xn = _data(4, 6)

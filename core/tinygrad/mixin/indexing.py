@@ -41,9 +41,11 @@ def _symbolic_index(i: Any, n: sint, d: int) -> tuple[sint, sint]:
   if isinstance(i, slice):
     if i.step not in (None, 1): raise IndexError(f"a slice with symbolic bounds or size needs step 1, got {i.step} (axis {d})")
     start, stop = (0 if i.start is None else i.start), (n if i.stop is None else i.stop)
-  else: start, stop = i, i + 1
-  if isinstance(start, int) and start < 0: start = start + n
-  if isinstance(stop, int) and stop < 0: stop = stop + n
+    if isinstance(start, int) and start < 0: start = start + n
+    if isinstance(stop, int) and stop < 0: stop = stop + n
+  else:   # an int counts from the end when negative, and its one element follows it: x[-1] is [n-1, n), not [n-1, 0)
+    start = i + n if isinstance(i, int) and i < 0 else i
+    stop = start + 1
   start, stop = ssimplify(start), ssimplify(stop)
   if not (sint_le(0, start) and sint_le(start, stop) and sint_le(stop, n)):
     shown = f"{_r(i.start)}:{_r(i.stop)}" if isinstance(i, slice) else _r(i)

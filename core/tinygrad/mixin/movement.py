@@ -168,7 +168,9 @@ class MovementMixin:
   def repeat(self: Tensor, repeats: Any, *args: int) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dimension (extra leading repeats add dimensions)."""
     reps = argfix(repeats, *args)
-    if any(not isinstance(r, int) or isinstance(r, bool) or r < 0 for r in reps): raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
+    # (a symbolic count, from a bound Variable, is fine where it is >= 0 for every value: a pool over a symbolic length tiles by one)
+    if any(isinstance(r, bool) or not (isinstance(r, int) and r >= 0 or isinstance(r, UOp) and dtypes.is_int(r.dtype) and r.vmin >= 0) for r in reps):
+      raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
     if len(reps) < self.ndim: raise ValueError(f"repeat: {reps} has fewer entries than shape {self.shape} has dims")
     base = (1,) * (len(reps) - self.ndim) + self.shape
     x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import sint_le
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError
@@ -282,8 +283,11 @@ class NNMixin:
       return x.permute(*range(npre), *[npre + 2*j for j in range(nk)], *[npre + 2*j + 1 for j in range(nk)])
     # overlapping windows: tile the axis and cut it into k rows of length L = f*i + d (L = d mod i), so row a starts a*d
     # elements further; every stride-th column of the first o*s then holds window element a of each output position
-    L_ = [max(1, ceildiv(o * s - d, i)) * i + d for i, o, s, d in zip(i_, o_, s_, d_)]
-    x = self.repeat(*[1] * npre, *[ceildiv(k * L, i) for k, L, i in zip(k_, L_, i_)])
+    f_ = [max(1, ceildiv(o * s - d, i)) for i, o, s, d in zip(i_, o_, s_, d_)]
+    L_ = [f * i + d for f, i, d in zip(f_, i_, d_)]
+    # (a symbolic length: k*L <= k*(f+1)*i as d <= i, a count the shrink below provably fits, where ceildiv(k*L, i) is not)
+    x = self.repeat(*[1] * npre, *[ceildiv(k * L, i) if isinstance(i, int) else k * (f + (1 if sint_le(d, i) else d))
+                                   for k, L, i, d, f in zip(k_, L_, i_, d_, f_)])
     x = x.shrink(keep + [(0, k * L) for k, L in zip(k_, L_)]).reshape(*pre, *flatten((k, L) for k, L in zip(k_, L_)))
     x = x.shrink(keep + flatten(((0, k), (0, o * s)) for k, o, s in zip(k_, o_, s_))).reshape(*pre, *flatten((k, o, s) for k, o, s in zip(k_, o_, s_)))
     x = x.shrink(keep + flatten(((0, k), (0, o), (0, 1)) for k, o in zip(k_, o_))).reshape(*pre, *flatten((k, o) for k, o in zip(k_, o_)))
