@@ -9,7 +9,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.disk import is_disk
-from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar
+from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
 from tinygrad.mixin.common import AxisError, ArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
@@ -252,6 +252,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.uop = UOp.const(dt, data, src=(UOp(Ops.DEVICE, arg=dev),))
     elif isinstance(data, (list, tuple)):
       shape, vals = _flatten_py(data)
+      if any(_is_np_scalar(v) for v in vals):
+        # numpy scalars (np.float16(1), an element of an array) keep their dtype and promote with the rest, as in torch:
+        # [np.int8(1), 2] is int32, [np.float16(1), 1.5] float32; the values go on as Python numbers
+        dt = dt or least_upper_dtype(*{dtypes.from_py(v) for v in vals})
+        vals = [v.item() if _is_np_scalar(v) else v for v in vals]
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)

@@ -184,3 +184,29 @@ class TestAsConst:
     assert dtypes.min(dtypes.uint16) == 0 and dtypes.max(dtypes.uint16) == 65535
     assert dtypes.max(dtypes.int64) == 2**63-1 and dtypes.max(dtypes.uint64) == 2**64-1
     assert dtypes.min(dtypes.float32) == -math.inf and dtypes.max(dtypes.bool) is True
+
+# ---- a list of numpy scalars ----
+# (data, torch.tensor(data)'s dtype but for a Python int, the default int here and int64 in torch)
+NP_SCALAR_LISTS = [([np.float16(1.5)], dtypes.float16), ([np.float16(1.0), 1.5], dtypes.float32), ([np.int8(1), 300], dtypes.int32),
+                   ([np.int8(1), 2.5], dtypes.float32), ([np.uint8(1), True], dtypes.uint8), ([np.float32(1), np.float64(2)], dtypes.float64),
+                   ([np.int64(1), 2], dtypes.int64), ([np.uint8(3), np.int8(-4)], dtypes.int16), ([np.bool_(True), False], dtypes.bool),
+                   ([[np.int32(1), np.int32(2)], [np.int32(3), 4]], dtypes.int32), ([np.float64(0.1), np.float32(0.25)], dtypes.float64)]
+@pytest.mark.parametrize("data,want", NP_SCALAR_LISTS, ids=str)
+def test_a_list_of_numpy_scalars_keeps_their_dtypes_as_torch(data, want):
+  # numpy scalars (np.float16(x), arr[i], arr.sum()) in a list are numbers of their dtype, promoted with the rest as
+  # torch.tensor does; it raised TypeError
+  from tinygrad import Tensor
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  ref = torch.tensor(data)
+  if want != dtypes.int32: assert from_numpy(ref.numpy().dtype) == want
+  t = Tensor(data, device="CPU")
+  assert t.dtype == want and t.shape == tuple(ref.shape)
+  np.testing.assert_array_equal(t.numpy(), ref.numpy().astype(to_numpy(want)))
+
+def test_numpy_scalars_with_a_dtype_are_cast_to_it_and_0d_arrays_are_scalars():
+  from tinygrad import Tensor
+  t = Tensor([np.float16(0.1), np.float64(2.5), np.int32(3)], dtype=dtypes.float16, device="CPU")
+  assert t.dtype == dtypes.float16 and t.tolist() == [float(np.float16(0.1)), 2.5, 3.0]
+  a = np.arange(3, dtype=np.float32)
+  t = Tensor([a.sum(), a[1], np.array(7, dtype=np.float32)], device="CPU")   # as np.array([...]) reads them
+  assert t.dtype == dtypes.float32 and t.tolist() == [3.0, 1.0, 7.0]

@@ -82,3 +82,6 @@ def _round_to(x: float, dt: DType) -> float:
 def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half
 
 def _is_scalar(x: Any) -> bool: return isinstance(x, (int, float, bool)) and not isinstance(x, UOp)
+def _is_np_scalar(x: Any) -> bool:
+  # a numpy scalar or 0-d array (without importing numpy): np.float16(1), np.int32(2), arr[0], arr.sum()
+  return type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 and hasattr(x, "item")
