@@ -224,7 +224,21 @@ def test_randint_errors():
   with pytest.raises(ValueError, match="greater than low"): Tensor.randint(3, low=5, high=5)
   with pytest.raises(ValueError, match="does not fit int8"): Tensor.randint(3, low=0, high=300, dtype=dtypes.int8)
   with pytest.raises(ValueError, match="needs an int dtype"): Tensor.randint(3, dtype=dtypes.float32)
+  with pytest.raises(TypeError, match="needs an int dtype"): Tensor.randint(3, dtype="float")   # (public tinygrad's TypeError)
   with pytest.raises(ValueError, match="needs a float dtype"): Tensor.rand(3, dtype=dtypes.int32)
+  assert Tensor.randint(5, low=-2, high=5, dtype="int32").dtype == dtypes.int32
+
+@pytest.mark.parametrize("low,high", [(5.0, 3.0), (1.0, 1.0), (0.0, float("nan"))])
+def test_uniform_needs_low_below_high(low, high):
+  # (it drew values in [high, low) or the constant low; torch and public tinygrad raise)
+  with pytest.raises(ValueError, match="less than high"): Tensor.uniform(3, 4, low=low, high=high)
+  with pytest.raises(RuntimeError, match="less than high"): Tensor.uniform(3, 4, low=low, high=high)
+
+def test_normal_needs_a_std_of_at_least_0():
+  # (a negative std flipped the values' sign; torch raises RuntimeError, public tinygrad ValueError)
+  for exc in (ValueError, RuntimeError):
+    with pytest.raises(exc, match="std must be >= 0"): Tensor.normal(3, 4, mean=0, std=-1)
+  assert (Tensor.normal(3, mean=2.0, std=0.0).numpy() == 2.0).all()
 
 def test_unknown_keywords_raise():
   # a typo or torch's generator= was dropped silently; requires_grad (and public tinygrad's contiguous=) are taken
@@ -330,9 +344,12 @@ def test_multinomial_without_replacement_matches_sequential_draws():
   assert sorted(full) == [0, 1, 2] and full[2] == 1   # the zero-weight category comes last
 
 def test_multinomial_errors():
-  with pytest.raises(ValueError, match="num_samples"): Tensor([1.0, 2.0]).multinomial(3)
-  with pytest.raises(ValueError, match="1-d or 2-d"): Tensor.ones(2, 2, 2).multinomial(1)
-  with pytest.raises(ValueError, match="num_samples must be >= 1"): Tensor([1.0]).multinomial(0)
+  # ValueError, torch's RuntimeError and the AssertionError of public tinygrad's asserts
+  for exc in (ValueError, RuntimeError, AssertionError):
+    with pytest.raises(exc, match="num_samples"): Tensor([1.0, 2.0]).multinomial(3)
+    with pytest.raises(exc, match="1-d or 2-d"): Tensor.ones(2, 2, 2).multinomial(1)
+    with pytest.raises(exc, match="1-d or 2-d"): Tensor(2.0).multinomial(1)
+    with pytest.raises(exc, match="num_samples must be >= 1"): Tensor([1.0]).multinomial(0)
 
 # ---- randperm ----
 @pytest.mark.parametrize("device,n", [("CPU", 1), ("CPU", 7), ("CPU", 300), ("PYTHON", 33)])

@@ -6,7 +6,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
 from tinygrad.helpers import prod, argfix
-from tinygrad.mixin.common import _canon_device, _dtname
+from tinygrad.mixin.common import _canon_device, _dtname, ArgumentError, AssertedArgumentError, DTypeKindError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -105,7 +105,7 @@ class RandomMixin:
   def _random_dtype(name: str, dtype: DType | str | None, kind: str = "float") -> DType:
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     ok, valid = (dtypes.is_float, dtypes.floats) if kind == "float" else (dtypes.is_int, dtypes.ints)
-    if not ok(dt): raise ValueError(f"{name} needs {'a float' if kind == 'float' else 'an int'} dtype, got {_dtname(dt)}; valid: {', '.join(map(_dtname, valid))}")
+    if not ok(dt): raise DTypeKindError(f"{name} needs {'a float' if kind == 'float' else 'an int'} dtype, got {_dtname(dt)}; valid: {', '.join(map(_dtname, valid))}")
     return dt
   @staticmethod
   def rand(*shape: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
@@ -171,13 +171,13 @@ class RandomMixin:
     """Indices (int32) drawn from the categories weighted by this 1-d (n,) or 2-d (b, n) tensor, like torch.multinomial:
     with replacement by searching the normalized cumulative sum, without it by the largest log(u)/w keys (exponential races,
     the same law as drawing one by one); zero-weight categories come only after every positive one."""
-    if self.ndim not in (1, 2): raise ValueError(f"multinomial needs 1-d or 2-d weights, got shape {self.shape}")
-    if num_samples < 1: raise ValueError(f"multinomial: num_samples must be >= 1, got {num_samples}")
+    if self.ndim not in (1, 2): raise AssertedArgumentError(f"multinomial needs 1-d or 2-d weights, got shape {self.shape}")
+    if num_samples < 1: raise AssertedArgumentError(f"multinomial: num_samples must be >= 1, got {num_samples}")
     w = (self.unsqueeze(0) if self.ndim == 1 else self)._float()
     b, n = w.shape
-    if n == 0: raise ValueError("multinomial: the weights have no categories (shape {self.shape})")
+    if n == 0: raise AssertedArgumentError(f"multinomial: the weights have no categories (shape {self.shape})")
     if not replacement and num_samples > n:
-      raise ValueError(f"multinomial without replacement: num_samples ({num_samples}) > number of categories ({n}); use replacement=True")
+      raise AssertedArgumentError(f"multinomial without replacement: num_samples ({num_samples}) > number of categories ({n}); use replacement=True")
     if replacement:
       cdf = w.cumsum(1)
       cdf = cdf / cdf.shrink((None, (n - 1, n)))
@@ -196,6 +196,8 @@ class RandomMixin:
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
     """Uniform random values in [low, high) (float64 ones from 52 random bits)."""
+    # (torch: from <= to; public tinygrad: low < high, an empty range draws nothing)
+    if not low < high: raise ArgumentError(f"uniform: low ({low}) must be less than high ({high})")
     dt, rg = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float), kwargs.pop("requires_grad", None)
     ret = (Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs) * (high - low) + low).cast(dt)
     # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
@@ -206,6 +208,7 @@ class RandomMixin:
   @staticmethod
   def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, **kwargs: Any) -> Tensor:
     """Normal random values with `mean` and `std`."""
+    if not std >= 0: raise ArgumentError(f"normal: std must be >= 0, got {std}")   # (as torch and public tinygrad)
     rg = kwargs.pop("requires_grad", None)
     ret = Tensor.randn(*shape, **kwargs) * std + mean
     ret.requires_grad = rg
