@@ -1219,16 +1219,17 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       return disk_bitcast(self, dt)
     return self._resized_bitcast(dt)
   def _resized_bitcast(self, dt: DType) -> Tensor:
+    # (a shape that does not divide is an ArgumentError: a ValueError, and the RuntimeError of torch's view(dtype) and public tinygrad)
     old, new = self.dtype.itemsize, dt.itemsize
     what = f"bitcast from {self.dtype} ({old} bytes) to {dt} ({new} bytes)"
-    if self.ndim == 0: raise ValueError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
+    if self.ndim == 0: raise ArgumentError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
     last = self.shape[-1]
-    if not isinstance(last, int): raise ValueError(f"{what}: the last axis ({last}) must have a fixed size")
+    if not isinstance(last, int): raise ArgumentError(f"{what}: the last axis ({last}) must have a fixed size")
     uold, unew = (next(u for u in dtypes.uints if u.itemsize == n) for n in (old, new))
     x = self.bitcast(uold)
     if new > old:   # k items of self make one of dt: OR their bits together, the first item the lowest
       k = new // old
-      if last % k: raise ValueError(f"{what}: the last axis ({last}) must be a multiple of {k}")
+      if last % k: raise ArgumentError(f"{what}: the last axis ({last}) must be a multiple of {k}")
       parts = x.reshape(*self.shape[:-1], last // k, k)
       words = [parts.shrink(tuple((0, s) for s in parts.shape[:-1]) + ((i, i + 1),)).cast(unew) << (8 * old * i) for i in range(k)]
       ret = functools.reduce(Tensor.bitwise_or, words).reshape(*self.shape[:-1], last // k).bitcast(dt)
