@@ -53,3 +53,47 @@ def test_malformed_gguf_raises_one_value_error_naming_the_file(tmp_path):
     (tmp_path / f"{name}.gguf").write_bytes(data)
     with pytest.raises(ValueError, match=f"{name}.gguf: not a valid GGUF file"): gguf_load(tmp_path / f"{name}.gguf")
   with pytest.raises(ValueError, match="GGUF bytes in a Tensor.*not a valid GGUF file"): gguf_load(Tensor(cases["truncated"]))
+
+def _write_part(path, tensors, no, count):
+  w = gguf.GGUFWriter(str(path), "llama")
+  w.add_uint16("split.no", no)
+  w.add_uint16("split.count", count)
+  for name, arr in tensors.items(): w.add_tensor(name, arr)
+  w.write_header_to_file()
+  w.write_kv_data_to_file()
+  w.write_tensors_to_file()
+  w.close()
+
+def test_a_split_model_loads_whole_from_its_first_part(tmp_path):
+  # (llama.cpp's gguf-split: name-00001-of-00003.gguf ...; public tinygrad's gguf_load merges the parts' tensors)
+  parts = [{"a": np.arange(4, dtype=np.float32)}, {"b": np.ones((2, 3), np.float32)}, {"c": np.arange(5, dtype=np.int32)}]
+  for i, ts in enumerate(parts): _write_part(tmp_path / f"m-{i+1:05d}-of-00003.gguf", ts, i, 3)
+  kv, sd = gguf_load(tmp_path / "m-00001-of-00003.gguf")
+  assert kv["split.count"] == 3 and sorted(sd) == ["a", "b", "c"]
+  for ts in parts:
+    for k, v in ts.items(): np.testing.assert_array_equal(sd[k].numpy(), v)
+  with pytest.raises(ValueError, match="first part"): gguf_load(tmp_path / "m-00002-of-00003.gguf")
+  with pytest.raises(ValueError, match="path of its first part"): gguf_load(Tensor((tmp_path / "m-00001-of-00003.gguf").read_bytes()))
+  (tmp_path / "m-00003-of-00003.gguf").unlink()
+  with pytest.raises(FileNotFoundError, match="part 3 of 3"): gguf_load(tmp_path / "m-00001-of-00003.gguf")
+
+@pytest.mark.parametrize("quant", ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "MXFP4"])
+def test_ggml_data_to_tensor_decodes_blocks_like_the_reference(quant):
+  # public tinygrad's ggml_data_to_tensor(raw bytes, n, type id): n float32 values, also at its tinygrad.llm.gguf path
+  from tinygrad.llm.gguf import ggml_data_to_tensor
+  q = getattr(gguf.GGMLQuantizationType, quant)
+  elems, nbytes = gguf.GGML_QUANT_SIZES[q]
+  try: raw = gguf.quants.quantize(np.random.default_rng(2).standard_normal(3 * elems).astype(np.float32) * 4, q)
+  except NotImplementedError: raw = np.random.default_rng(2).integers(0, 256, 3 * nbytes, dtype=np.uint8)   # (no quantizer: any bits)
+  got = ggml_data_to_tensor(Tensor(raw.reshape(-1)), 3 * elems, q.value)
+  assert got.dtype == dtypes.float32 and got.shape == (3 * elems,)
+  np.testing.assert_array_equal(got.numpy(), gguf.quants.dequantize(raw, q).reshape(-1))
+
+def test_ggml_data_to_tensor_plain_types_and_errors():
+  from tinygrad.nn.state import ggml_data_to_tensor
+  vals = np.array([1.5, -2.25, 3.0], np.float16)
+  got = ggml_data_to_tensor(Tensor(np.frombuffer(vals.tobytes() + b"\x00" * 6, np.uint8)), 3, 1)   # F16, bytes past n ignored
+  assert got.dtype == dtypes.float16 and got.tolist() == vals.tolist()
+  assert ggml_data_to_tensor(Tensor(np.arange(4, dtype=np.int32).view(np.uint8)), 4, 26).tolist() == [0, 1, 2, 3]   # I32
+  with pytest.raises(ValueError, match="unknown GGML type 1337"): ggml_data_to_tensor(Tensor.empty(512, dtype=dtypes.uint8), 256, 1337)
+  with pytest.raises(ValueError, match="multiple"): ggml_data_to_tensor(Tensor.empty(34, dtype=dtypes.uint8), 31, 8)

@@ -469,40 +469,83 @@ def torch_load(fn: FileLike) -> Any:
 
 # ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
 # dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
+def _gguf() -> Any:
+  try: import gguf
+  except ImportError: raise ImportError("GGUF support needs the gguf package: pip install 'tinygrad-core[gguf]' (or pip install gguf)") from None
+  return gguf
+
+def _gguf_read(path: str, name: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
+  """(metadata, tensors) of one GGUF file; a malformed one is a ValueError naming `name`."""
+  import numpy as np
+  gguf = _gguf()
+  # the gguf package reports a malformed file as whatever numpy or struct raised (IndexError, ValueError, ...): one
+  # ValueError naming the file instead
+  try:
+    reader = gguf.GGUFReader(path)
+    kv = {k: f.contents() for k, f in reader.fields.items() if not k.startswith("GGUF.")}
+    Q = gguf.GGMLQuantizationType
+    plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
+    arrays: dict[str, tuple[Any, bool]] = {}   # name -> (numpy array, is bfloat16 bits)
+    for rt in reader.tensors:
+      shape = tuple(int(d) for d in reversed(rt.shape.tolist()))
+      if rt.tensor_type in plain: arrays[rt.name] = (np.array(rt.data).reshape(shape), False)
+      elif rt.tensor_type == Q.BF16: arrays[rt.name] = (np.array(rt.data).view(np.uint16).reshape(shape), True)
+      else: arrays[rt.name] = (gguf.quants.dequantize(np.array(rt.data), rt.tensor_type).astype(np.float32).reshape(shape), False)
+  except (ValueError, IndexError, KeyError, TypeError, OverflowError, EOFError, struct.error, NotImplementedError) as e:
+    raise ValueError(f"{name}: not a valid GGUF file ({type(e).__name__}: {e})") from None
+  out: dict[str, Tensor] = {}
+  for n, (arr, bf16) in arrays.items():
+    flat = Tensor(np.ascontiguousarray(arr).reshape(-1))
+    out[n] = (flat.bitcast(dtypes.bfloat16) if bf16 else flat).reshape(arr.shape)
+  return kv, out
+
 def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, Tensor]]:
   """(key-value metadata, tensors by name) of a GGUF file (a path, or a uint8 Tensor of its bytes). Quantized tensors are
-  dequantized to float32 on the host; float and int tensors keep their dtype. Shapes are row-major (GGUF's dims reversed)."""
-  try: import gguf
-  except ImportError: raise ImportError("gguf_load needs the gguf package: pip install 'tinygrad-core[gguf]' (or pip install gguf)") from None
-  import numpy as np, tempfile
-  tmp = None
-  if isinstance(t, Tensor):
-    fd, tmp = tempfile.mkstemp(suffix=".gguf")
-    with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
-  name = "<GGUF bytes in a Tensor>" if tmp is not None else os.fspath(t)  # type: ignore[arg-type]
+  dequantized to float32 on the host; float and int tensors keep their dtype. Shapes are row-major (GGUF's dims reversed).
+  A model split into parts (`name-00001-of-00003.gguf` ..., metadata `split.count`) is loaded whole from the path of its
+  first part, as in public tinygrad; a missing part is a FileNotFoundError."""
+  if not isinstance(t, Tensor): return _gguf_load_parts(os.fspath(t))  # type: ignore[arg-type]
+  fd, tmp = tempfile.mkstemp(suffix=".gguf")
   try:
-    # the gguf package reports a malformed file as whatever numpy or struct raised (IndexError, ValueError, ...): one
-    # ValueError naming the file instead
-    try:
-      reader = gguf.GGUFReader(tmp if tmp is not None else os.fspath(t))  # type: ignore[arg-type]
-      kv = {k: f.contents() for k, f in reader.fields.items() if not k.startswith("GGUF.")}
-      Q = gguf.GGMLQuantizationType
-      plain = {Q.F32, Q.F16, Q.F64, Q.I8, Q.I16, Q.I32, Q.I64}
-      arrays: dict[str, tuple[Any, bool]] = {}   # name -> (numpy array, is bfloat16 bits)
-      for rt in reader.tensors:
-        shape = tuple(int(d) for d in reversed(rt.shape.tolist()))
-        if rt.tensor_type in plain: arrays[rt.name] = (np.array(rt.data).reshape(shape), False)
-        elif rt.tensor_type == Q.BF16: arrays[rt.name] = (np.array(rt.data).view(np.uint16).reshape(shape), True)
-        else: arrays[rt.name] = (gguf.quants.dequantize(np.array(rt.data), rt.tensor_type).astype(np.float32).reshape(shape), False)
-    except (ValueError, IndexError, KeyError, TypeError, OverflowError, EOFError, struct.error, NotImplementedError) as e:
-      raise ValueError(f"{name}: not a valid GGUF file ({type(e).__name__}: {e})") from None
-    out: dict[str, Tensor] = {}
-    for n, (arr, bf16) in arrays.items():
-      flat = Tensor(np.ascontiguousarray(arr).reshape(-1))
-      out[n] = (flat.bitcast(dtypes.bfloat16) if bf16 else flat).reshape(arr.shape)
-    return kv, out
-  finally:
-    if tmp is not None: os.unlink(tmp)
+    with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
+    kv, sd = _gguf_read(tmp, "<GGUF bytes in a Tensor>")
+  finally: os.unlink(tmp)
+  if kv.get("split.count", 1) > 1: raise ValueError("a multi-part GGUF file (split.count > 1) is loaded from the path of its first part, not from a Tensor")
+  return kv, sd
+
+def _gguf_load_parts(path: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
+  import re
+  kv, sd = _gguf_read(path, path)
+  if (total := kv.get("split.count", 1)) <= 1: return kv, sd
+  if kv.get("split.no", 0) != 0: raise ValueError(f"{path}: part {kv['split.no']} of a multi-part GGUF file; load it from its first part (-00001-of-{total:05d}.gguf)")
+  if not (m := re.fullmatch(r"(.*)-00001-of-\d{5}\.gguf", path)): raise ValueError(f"{path}: the first part of a multi-part GGUF file must be named <name>-00001-of-{total:05d}.gguf")
+  for i in range(2, total + 1):
+    part = f"{m.group(1)}-{i:05d}-of-{total:05d}.gguf"
+    if not os.path.exists(part): raise FileNotFoundError(f"{part}: part {i} of {total} of the GGUF model {path} is missing")
+    sd.update(_gguf_read(part, part)[1])
+  return kv, sd
+
+# GGML's own element types: the dtype of each plain one (a quantized one is decoded by the gguf package)
+_GGML_PLAIN = {0: dtypes.float32, 1: dtypes.float16, 24: dtypes.int8, 25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64, 28: dtypes.float64,
+               30: dtypes.bfloat16}
+
+def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
+  """The `n` values of GGML type `ggml_type` (its GGMLQuantizationType id) stored in the bytes of the uint8 tensor `t`, as
+  public tinygrad's: a plain type (F32 0, F16 1, I8..I64 24-27, F64 28, BF16 30) is a 1-d tensor of its dtype, a view of
+  the bytes; a quantized one (Q4_0 2, Q8_0 8, Q4_K 12, Q6_K 14, IQ4_XS 23, MXFP4 39 ..., every type the gguf package
+  decodes) is a 1-d float32 tensor of the n values, decoded on the host by the gguf package, on t's device."""
+  if (dt := _GGML_PLAIN.get(ggml_type)) is not None: return t[:dt.itemsize * n].bitcast(dt)
+  import numpy as np
+  gguf = _gguf()
+  try: qt = gguf.GGMLQuantizationType(ggml_type)
+  except ValueError:
+    raise ValueError(f"unknown GGML type {ggml_type!r}; valid: {', '.join(f'{q.name} {q.value}' for q in gguf.GGMLQuantizationType)}") from None
+  elems, nbytes = gguf.GGML_QUANT_SIZES[qt]
+  if n % elems: raise ValueError(f"{qt.name} stores values in blocks of {elems}: n = {n} is not a multiple of it")
+  raw = t[:n // elems * nbytes].numpy().reshape(-1, nbytes)
+  try: vals = gguf.quants.dequantize(raw, qt)
+  except NotImplementedError: raise ValueError(f"the gguf package cannot decode GGML type {qt.name} ({ggml_type})") from None
+  return Tensor(np.ascontiguousarray(vals, dtype=np.float32).reshape(-1), device=t.device)
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "SAFE_DTYPES",
-           "tar_extract", "zip_extract", "torch_load", "gguf_load"]
+           "tar_extract", "zip_extract", "torch_load", "gguf_load", "ggml_data_to_tensor"]
