@@ -433,6 +433,35 @@ def test_advanced_getitem_gradient_matches_torch(dev, idx):
   backward_both(out, tout)
   close(x.grad, tx.grad)
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_several_tensor_indices_cost_the_index_size(dev):
+  # x[0, i, j] picks one element of the (100, 200) plane per index pair: one index into the plane flattened, which the
+  # codegen turns into a load. A one-hot mask per axis ANDed together summed over the whole plane per pair (245M ops, not 3K)
+  from tinygrad import GlobalCounters
+  rng = np.random.default_rng(3)
+  a = rng.standard_normal((3, 100, 200) if dev == "CPU" else (2, 10, 20)).astype(np.float32)
+  i1, i2 = rng.integers(-a.shape[1], a.shape[1], (5, 6)), rng.integers(-a.shape[2], a.shape[2], (5, 6))
+  x, t1, t2 = Tensor(a, device=dev).realize(), Tensor(i1, device=dev).realize(), Tensor(i2, dtype=dtypes.int64, device=dev).realize()
+  for got, want, per in [(lambda: x[0, t1, t2], a[0, i1, i2], 1), (lambda: x[:, t1, t2], a[:, i1, i2], a.shape[0]),
+                         (lambda: x[t1 % a.shape[0], :, t2], torch.from_numpy(a)[torch.from_numpy(i1 % a.shape[0]), :, torch.from_numpy(i2)].numpy(), a.shape[1]),
+                         (lambda: x[t1 % a.shape[0], t1, t2], a[i1 % a.shape[0], i1, i2], 1)]:
+    GlobalCounters.reset()
+    np.testing.assert_array_equal(got().numpy(), want)
+    assert GlobalCounters.global_ops < 40 * 30 * per, GlobalCounters.global_ops   # a few ops per picked element
+
+def test_few_picks_from_a_long_axis_cost_the_picks():
+  # a one-hot sum over 60000 into a few outputs was split into chunks (as a long float sum is, for accuracy), each chunk
+  # summing its share of the axis: 900K ops for 5 picks (Embedding(60000, 16) of 2 tokens: 6.7M); whole, it is a load each
+  from tinygrad import GlobalCounters, nn
+  x = Tensor(np.arange(60000, dtype=np.float32)).realize()
+  i = np.random.default_rng(4).integers(0, 60000, 5)
+  e = nn.Embedding(60000, 16)
+  w = e.weight.numpy()
+  for got, want in [(lambda: x[Tensor(i)], i), (lambda: x.gather(0, Tensor(i)), i), (lambda: e(Tensor([[3, 59999]])), w[[[3, 59999]]])]:
+    GlobalCounters.reset()
+    np.testing.assert_array_equal(got().numpy(), want)
+    assert GlobalCounters.global_ops < 100, GlobalCounters.global_ops
+
 @pytest.mark.parametrize("idx,vshape", [((slice(0, 2),), (1, 2, 5)), (([0, 2],), (1, 1, 2, 5)), ((1,), (1, 1, 5)), ((1, 2), (1, 1))])
 def test_setitem_value_with_leading_ones(idx, vshape):
   # torch and numpy drop a value's leading dims of size 1 past the indexed rank; they raised "does not fit" here

@@ -4,7 +4,7 @@ masked_select/nonzero, one_hot, triu/tril."""
 from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
-from tinygrad.helpers import flatten, prod, CHECK_OOB
+from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
 from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
@@ -170,10 +170,8 @@ class IndexingMixin:
       out.extend(m.nonzero(as_tuple=True))
       d += m.ndim
     return tuple(out)
-  def _adv_plan(self: Tensor, p: _IndexPlan) -> tuple[Tensor, int, tuple[int, ...], list[int] | None]:
-    """Advanced indexing over the basic view (shape p.out_shape): the one-hot mask (broadcast index shape + view shape) of
-    the positions each index picks, the number of broadcast dims, the view axes the indices consume, and the order that
-    moves the broadcast dims to where torch puts them (None: they stay first)."""
+  def _adv_indices(self: Tensor, p: _IndexPlan) -> tuple[list[tuple[int, Tensor, int]], tuple[sint, ...]]:
+    """The tensor indices of p as (view axis, int index tensor made non-negative, axis size), and their broadcast shape."""
     ts = []
     oob: list[str] = []   # raised unless the indices broadcast to nothing (torch and numpy pick no element then)
     for dd, pos, i in p.tensor_idx:
@@ -191,6 +189,17 @@ class IndexingMixin:
       ts.append((pos, (t < 0).where(t + n, t) if not dtypes.is_unsigned(t.dtype) else t, n))
     bshape = _broadcast_shape(*(t.shape for _, t, _ in ts))
     if oob and prod(bshape) != 0: raise IndexError(oob[0])
+    return ts, bshape
+  def _adv_order(self: Tensor, p: _IndexPlan, nb: int, nx: int, nt: int) -> list[int] | None:
+    # torch: tensor indices next to each other (ints aside) put the broadcast dims where they were; otherwise first
+    if not p.adv_adjacent: return None
+    first = sum(1 for i in p.idx[:p.adv_pos[0]] if i is None or isinstance(i, slice))
+    return list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + nx - nt))
+  def _adv_plan(self: Tensor, p: _IndexPlan) -> tuple[Tensor, int, tuple[int, ...], list[int] | None]:
+    """Advanced indexing over the basic view (shape p.out_shape): the one-hot mask (broadcast index shape + view shape) of
+    the positions each index picks, the number of broadcast dims, the view axes the indices consume, and the order that
+    moves the broadcast dims to where torch puts them (None: they stay first)."""
+    ts, bshape = self._adv_indices(p)
     nb, nx = len(bshape), len(p.out_shape)
     mask: Tensor | None = None
     for pos, t, n in ts:
@@ -198,12 +207,7 @@ class IndexingMixin:
         Tensor.arange(n, device=self.device).reshape((1,) * nb + tuple(n if j == pos else 1 for j in range(nx)))
       mask = m if mask is None else mask & m
     assert mask is not None
-    # torch: tensor indices next to each other (ints aside) put the broadcast dims where they were; otherwise first
-    order = None
-    if p.adv_adjacent:
-      first = sum(1 for i in p.idx[:p.adv_pos[0]] if i is None or isinstance(i, slice))
-      order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + nx - len(ts)))
-    return mask, nb, tuple(pos for pos, _, _ in ts), order
+    return mask, nb, tuple(pos for pos, _, _ in ts), self._adv_order(p, nb, nx, len(ts))
   def __getitem__(self: Tensor, indices: Any) -> Tensor:
     """torch-style indexing: ints, slices (any step), None, Ellipsis, int Tensor/list/tuple indices (lazy: one-hot masks
     and a sum; their dims go where torch puts them, which differs from numpy where an int separates them: x[1, :, t] has
@@ -219,9 +223,29 @@ class IndexingMixin:
       x = x.shrink(flatten(((0, ln), (0, 1)) for ln in p.lens)).reshape(p.lens)
     x = x.reshape(p.out_shape)
     if not p.tensor_idx: return x
+    if len(p.tensor_idx) > 1 and all_int(x.shape):
+      # several tensor indices pick one element of their axes together: one index into those axes flattened (moved last),
+      # whose one-hot sum the codegen turns into a load, O(index size); a mask per axis ANDed together summed over every
+      # element of those axes, O(index size * their size) (x[0, i, j] of a (100, 200) plane: 20000x the work)
+      ts, bshape = self._adv_indices(p)
+      picked = [pos for pos, _, _ in ts]
+      rest = [j for j in range(x.ndim) if j not in picked]
+      total = prod(n for _, _, n in ts)
+      idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
+      lin, stride = None, 1
+      for _, t, n in reversed(ts):
+        term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
+        lin, stride = term if lin is None else lin + term, stride * n
+      assert lin is not None
+      nb, nr = len(bshape), len(rest)
+      xf = x.permute(rest + picked).reshape((1,) * nb + tuple(x.shape[j] for j in rest) + (total,))
+      hit = lin._broadcast_to(bshape).reshape(bshape + (1,) * nr + (1,)) == Tensor.arange(total, device=self.device, dtype=idt).reshape((1,) * (nb + nr) + (total,))
+      ret = hit.where(xf, xf._const(0, shape=()))._pick(-1, self.dtype)
+      order = self._adv_order(p, nb, x.ndim, len(ts))
+      return ret.permute(order) if order is not None else ret
     mask, nb, axes, order = self._adv_plan(p)
     xe = x.reshape((1,) * nb + x.shape)
-    ret = mask.where(xe, xe._const(0, shape=())).sum(tuple(nb + a for a in axes), dtype=self.dtype)
+    ret = mask.where(xe, xe._const(0, shape=()))._pick(tuple(nb + a for a in axes), self.dtype)
     return ret.permute(order) if order is not None else ret
   def __setitem__(self: Tensor, indices: Any, v: Tensor | ConstType) -> None:
     """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
@@ -286,7 +310,7 @@ class IndexingMixin:
     x = self.shrink([None if i == d else (0, s) for i, s in enumerate(index.shape)])
     xe = x.unsqueeze(-1).transpose(d, -1).expand(*index.shape, n)
     mask = index.unsqueeze(-1) == Tensor.arange(n, device=self.device)
-    return mask.where(xe, xe._const(0, shape=())).sum(-1, dtype=self.dtype)
+    return mask.where(xe, xe._const(0, shape=()))._pick(-1, self.dtype)
   # ---- scatter: the inverse of gather, as one-hot masks over the scattered dim and a reduce (lazy, no host work) ----
   def _pre_scatter(self: Tensor, op: str, dim: int, index: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
     """(src, mask) of shape self.shape + (index.shape[dim],): mask[..., k, ..., j] says src's j-th element along dim goes

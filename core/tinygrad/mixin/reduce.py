@@ -29,11 +29,11 @@ class ReduceMixin:
     axes = tuple(self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis))
     if len(set(axes)) != len(axes): raise ValueError(f"repeated axis in {axis} for a tensor of shape {self.shape}")
     return tuple(a for a in axes if self.ndim)
-  def _reduce(self: Tensor, op: Ops, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+  def _reduce(self: Tensor, op: Ops, axis: int | Sequence[int] | None = None, keepdim: bool = False, split_ok: bool = True) -> Tensor:
     axes = self._axes(axis)
     new_shape = tuple(1 if i in axes else s for i, s in enumerate(self.shape)) if keepdim else tuple(s for i, s in enumerate(self.shape) if i not in axes)
     # a reduce over an empty axis stays in the graph (the engine folds it to the identity), so gradients still reach self
-    split = self._split_reduce(op, axes)
+    split = self._split_reduce(op, axes) if split_ok else None
     return (split if split is not None else Tensor(self.uop.r(op, axes))).reshape(new_shape)._own(self)   # axes of size 1: a copy
   def _split_reduce(self: Tensor, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
     # a reduce of R elements runs as chunks, each summed by one accumulator, then a reduce of the chunk results (itself
@@ -75,6 +75,11 @@ class ReduceMixin:
     acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16) else ret
+  def _pick(self: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
+    """The sum over `axis` of a one-hot selection (`mask.where(x, 0)`, at most one term nonzero: indexing, gather, Embedding)
+    in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked element, O(picks), where the
+    chunks of a split reduce would each sum their part of the axis (a few picks out of 100000: 20000x the work)."""
+    return self.cast(dtype)._reduce(Ops.ADD, axis, split_ok=False)
   def prod(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
     """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given)."""
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
