@@ -107,6 +107,9 @@ BINARY = {
   "pow": (Tensor.pow, torch.pow), "maximum": (Tensor.maximum, torch.maximum), "minimum": (Tensor.minimum, torch.minimum),
   "fmod": (Tensor.fmod, torch.fmod), "mod": (Tensor.mod, torch.remainder), "floordiv": (lambda a, b: a // b, lambda a, b: a // b),
   "copysign": (Tensor.copysign, torch.copysign), "logaddexp": (Tensor.logaddexp, torch.logaddexp),
+  # lerp from the nearer end, as torch: lerp(1e8, 1, 1) is 1 (was 0), lerp(-inf, 1, 0.5) is -inf (was NaN)
+  "lerp_1": (lambda a, b: a.lerp(b, 1.0), lambda a, b: torch.lerp(a, b, 1.0)), "lerp_3/4": (lambda a, b: a.lerp(b, 0.75), lambda a, b: torch.lerp(a, b, 0.75)),
+  "lerp_1/4_tensor": (lambda a, b: a.lerp(b, a.full_like(0.25)), lambda a, b: torch.lerp(a, b, torch.full_like(a, 0.25))),
   "lt": (lambda a, b: a < b, lambda a, b: a < b), "eq": (lambda a, b: a == b, lambda a, b: a == b), "ne": (lambda a, b: a != b, lambda a, b: a != b),
 }
 # the tie max(-0.0, 0.0) is numpy's (the second operand: MAX is commutative in the IR); torch returns the first
@@ -115,6 +118,8 @@ def _binary_skip(name, a, b):
   # fmod/% with a quotient past 2**48 (two exact reduction steps of float32) is NaN (3.4e38 fmod 2.5: C's 1.5), and so is
   # the remainder by the denormal 1e-45 (the quotient overflows; the true remainder of any float by 2**-149 is 0)
   if name in ("fmod", "mod") and math.isfinite(a) and math.isfinite(b) and b != 0 and abs(a / b) >= 2.0 ** 48: return True
+  # torch's lerp is a fused multiply-add: the sign of a zero from a product that underflows is the fma's (-0.0), ours +0.0
+  if name.startswith("lerp") and abs(a) <= 1e-45 and abs(b) <= 1e-45: return True
   return False
 # x**y by 2**(y log2 x) where the renderer has no pow: about |y log2 x| ulps (1e30**1 is 1.1e-6 off)
 BINARY_RTOL = {"pow": 2e-5}

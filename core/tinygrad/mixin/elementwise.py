@@ -600,8 +600,11 @@ class ElementwiseMixin:
     """Alias of clip."""
     return self.clip(min_, max_)
   def lerp(self: Tensor, end: Tensor | ConstType, weight: Tensor | ConstType) -> Tensor:
-    """self + (end - self) * weight."""
-    return self + (end - self) * weight
+    """self + (end - self) * weight, from the nearer end as torch (|weight| >= 0.5: end - (end - self) * (1 - weight)), so
+    weight 1 gives end exactly (`lerp(1e8, 1, 1)` is 1, not 0) and the infinities are torch's (`lerp(-inf, 1, 0.5)` is -inf)."""
+    diff = end - self
+    if not isinstance(weight, Tensor): return self + diff * weight if abs(weight) < 0.5 else diff * (weight - 1) + end
+    return (weight.abs() < 0.5).where(self + diff * weight, diff * (weight - 1) + end)
   def pow(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
     int constant is a ValueError, as in numpy. With an int tensor exponent a negative one gives torch's integer 1 / b**-e
