@@ -8,6 +8,7 @@ import inspect, itertools, math
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
+from tinygrad.dtype import to_numpy
 
 torch = pytest.importorskip("torch", reason="the reference for edge values: pip install torch")
 F = torch.nn.functional
@@ -332,6 +333,24 @@ def test_int64_mean_does_not_wrap():
   u = np.array([2**64 - 1, 2**64 - 1, 3], dtype=np.uint64)
   np.testing.assert_allclose(Tensor(u).mean().item(), np.mean(u), rtol=1e-6)
   np.testing.assert_allclose(Tensor(np.array([[2**62, 2**62], [-3, 5]], dtype=np.int64)).mean(1).numpy(), [2.0**62, 1.0], rtol=1e-6)
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.int16], ids=str)
+def test_int_variance_at_a_large_offset_is_numpys(dt, device):
+  # ints' deviations were taken in float32: [2**30 + 1, 2**30 + 3] became [2**30, 2**30], variance 0 (numpy's 2); one
+  # int64 element had variance inf (its mean 1 ulp off its float32 value), not NaN
+  rng = np.random.default_rng(0)
+  base = {dtypes.int16: 30000, dtypes.int32: 2**30, dtypes.uint32: 2**31 + 2**30, dtypes.int64: -2**62, dtypes.uint64: 2**63 + 2**62}[dt]
+  a = (np.array(base, dtype=to_numpy(dt)) + rng.integers(0, 9, (5, 4)).astype(to_numpy(dt))).astype(to_numpy(dt))
+  t = Tensor(a, device=device)
+  for axis, keep in [(None, False), (0, True), (1, False), ((0, 1), True)]:
+    for corr in (0, 1):
+      want = (a - a.min()).astype(np.float64)   # (exact: the deviations are small)
+      np.testing.assert_allclose(t.var(axis, keep, corr).numpy(), want.var(axis, ddof=corr, keepdims=keep), rtol=1e-6, err_msg=f"{axis} {corr}")
+      np.testing.assert_allclose(t.std(axis, keep, corr).numpy(), want.std(axis, ddof=corr, keepdims=keep), rtol=1e-6, err_msg=f"{axis} {corr}")
+  assert math.isnan(Tensor(np.array([2**62 + 1]), device=device).var().item())
+  huge = np.array([2**63 - 1, -2**63, 5, -7], dtype=np.int64)   # (deviations past 2**63: the float's)
+  np.testing.assert_allclose(Tensor(huge, device=device).std().item(), huge.astype(np.float64).std(ddof=1), rtol=1e-6)
 
 def test_float_floor_division_and_remainder_are_torchs():
   # the quotient rounded before the floor: 1e-45 // -2.5 was -0.0 (torch -1: floor(-4e-46)), 1 // 0.1 was 10 (torch 9: 0.1

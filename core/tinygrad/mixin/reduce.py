@@ -124,7 +124,16 @@ class ReduceMixin:
     return (self.cast(self._acc_dtype()).sum(axis, keepdim) / self._count(axis)).cast(out_dt)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their squares' sum (and N) overflow at 65504)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1)."""
+    """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1). Ints give float32, as mean."""
+    if dtypes.is_int(self.dtype) and isinstance(n := self._count(axis), int) and n > 0:
+      # the deviations from the first element, exact in int64 (int32 on a device without it) before the float: float32 of
+      # [2**30 + 1, 2**30 + 3] is [2**30, 2**30] (variance 0, numpy's 2). Where the difference may wrap, the float's
+      first = self[tuple(slice(0, 1) if i in self._axes(axis) else slice(None) for i in range(self.ndim))]
+      wide = dtypes.int64 if self.dtype.itemsize == 8 or _has_dtype(self.device, dtypes.int64) else dtypes.int32
+      d = self.cast(wide) - first.cast(wide)
+      if self.dtype.itemsize >= wide.itemsize:
+        d = ((df := self.cast(dtypes.float32) - first.cast(dtypes.float32)).abs() >= 2.0 ** (wide.itemsize * 8 - 2)).where(df, d)
+      return d.cast(dtypes.float32).var(axis, keepdim, correction)
     squares = (self - self.mean(axis, keepdim=True)).square()
     n = self._count(axis) - correction
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
