@@ -12,8 +12,19 @@ settings.register_profile("triage", parent=settings.get_profile("tinygrad"), pha
 # random search runs wherever the profile is not set (make test, a developer's pytest), and what it finds is kept as
 # an @example
 settings.register_profile("ci", parent=settings.get_profile("tinygrad"), derandomize=True, database=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tinygrad"))
+# long: a fuzz campaign, every hypothesis test at HYPOTHESIS_SCALE (default 30) times its own max_examples, random draws
+# (the tests pick their own max_examples, which a profile cannot raise: pytest_collection_modifyitems scales them)
+settings.register_profile("long", parent=settings.get_profile("tinygrad"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "tinygrad")
+settings.load_profile(PROFILE)
 
 def pytest_configure(config):
   config.addinivalue_line("markers", "slow: long-running extras (deselect with -m 'not slow')")
 
+
+def pytest_collection_modifyitems(config, items):
+  if PROFILE != "long": return
+  scale = int(os.environ.get("HYPOTHESIS_SCALE", "30"))
+  for fn in {getattr(item.obj, "__func__", item.obj) for item in items if hasattr(item, "obj")}:
+    if (s := getattr(fn, "_hypothesis_internal_use_settings", None)) is not None:
+      fn._hypothesis_internal_use_settings = settings(s, max_examples=s.max_examples * scale)
