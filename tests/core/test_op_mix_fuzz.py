@@ -58,8 +58,9 @@ def run(prog, device=None):
     elif op == "reduce" and nd:
       axes = tuple(sorted({(r >> j) % nd for j in range(1 + r % nd)}))
       kind = ["sum", "max", "min", "prod", "mean"][k % 5]
-      if kind in ("max", "min", "mean") and any(s[x] == 0 for x in axes) or kind == "mean" and not fl: continue
-      src = a if kind in ("max", "min") else a.astype(np.float64 if fl else np.int64)
+      if kind in ("max", "min") and any(s[x] == 0 for x in axes): continue
+      # (the mean of ints is float32 of the exact sum; an empty one NaN)
+      src = a if kind in ("max", "min") else a.astype(np.float64 if fl or kind == "mean" else np.int64)
       add(getattr(t, kind)(axes, keepdim=bool(r & 1)), getattr(np, kind)(src, axis=axes, keepdims=bool(r & 1)))
     elif op == "argmax" and nd and s[ax]:
       add(t.argmax(ax) if r & 2 else t.argmin(ax), np.argmax(a, ax) if r & 2 else np.argmin(a, ax))
@@ -78,7 +79,8 @@ def run(prog, device=None):
       n = 1 + r % s[ax]
       add(t.topk(n, ax)[0], np.take(-np.sort(-a.astype(np.float64 if fl else np.int64), ax), range(n), axis=ax))
     elif op == "triu" and nd >= 2: add(t.triu(r % 5 - 2), np.triu(a, r % 5 - 2))
-    elif op == "var" and nd and fl and s[ax] > 1: add(t.var(ax), a.astype(np.float64).var(ax, ddof=1))
+    elif op == "var" and nd and s[ax] > 1:   # (ints: float32, as mean; std too)
+      add(t.var(ax) if r & 2 else t.std(ax, keepdim=True), a.astype(np.float64).var(ax, ddof=1) if r & 2 else a.astype(np.float64).std(ax, ddof=1, keepdims=True))
     elif op == "einsum" and nd == 2:
       # (ints: each product in the tensor's dtype, wrapping as t * t does, then summed in int64 as sum(); public tinygrad's too)
       if fl: ref = np.einsum("ij,kj->ik", a.astype(np.float64), a)

@@ -1,7 +1,8 @@
 """Whole random programs against numpy (and torch for gradients): a few tensors of random shapes (0, 1 and odd sizes,
 float32, float16, int8, uint8, int16, int32 and int64) go through a sequence of steps, each a view (reshape, permute, slice with steps, flip, pad, expand,
-shrink), an elementwise op, a reduce, an assign or in-place op into a tensor or a view of it (sources that read the
-target included), a realize or a realize that fails part-way; the same steps run on numpy arrays, whose views write
+shrink), an elementwise op (a division brings in NaN and +-inf), a reduce (var and std of ints too), an assign or in-place
+op into a tensor or a view of it (sources that read the target included: t[1:] += t[:-1], t[::2] = t[1::2] * 2,
+x.assign(x.T @ x), its running sum, t[idx] = a row of t), a realize or a realize that fails part-way; the same steps run on numpy arrays, whose views write
 through like tinygrad's. Single ops are tested elsewhere: these find the bugs in how ops meet (a view of a pending
 assign, an update reading its own target, a realize cut short between them)."""
 import numpy as np, pytest
@@ -61,9 +62,9 @@ def _reshapes(shape: tuple) -> list[tuple]:
 
 VIEWS = ["slice", "flip", "permute", "reshape", "shrink", "index", "pad", "expand"]
 ELEMENTWISE = ["add", "sub", "mul_const", "neg", "maximum", "where", "abs", "div_const", "floordiv_const", "mod_const", "cast",
-               "sigmoid", "clip", "contiguous", "detach", "cumsum", "pow"]
+               "sigmoid", "clip", "contiguous", "detach", "cumsum", "pow", "div", "cummax", "cumprod", "cube"]
 WRITES = ["assign_const", "assign_self_view", "assign_other", "iadd", "imul", "setitem", "setitem_iadd", "assign_reduce", "setitem_index",
-          "isub", "idiv"]
+          "isub", "idiv", "shift_iadd", "strided_set", "assign_matmul", "setitem_index_bcast", "assign_cumsum"]
 
 def _slice(draw, n: int) -> slice:
   step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
@@ -154,6 +155,14 @@ class Program:
     if kind == "contiguous": return t.contiguous(), a.copy()   # (torch's contiguous() of a contiguous tensor is itself)
     if kind == "detach": return t.detach() * 1, a.copy()
     if kind == "cumsum": return (t.cumsum(0), np.cumsum(a, 0)) if a.ndim else (t * 1, a.copy())
+    if kind == "div":   # t / u: an int quotient is float32, 0 / 0 NaN and x / 0 +-inf (the edge values enter the program)
+      with np.errstate(all="ignore"): return t / ut, np.true_divide(a.astype(np.float64), ua)   # (derived() rounds it to t's dtype)
+    if kind == "cummax": return (t.cummax(0)[0], np.maximum.accumulate(a, 0)) if a.ndim and a.shape[0] else (t * 1, a.copy())
+    if kind == "cumprod":   # (ints: an int64 product that wraps as numpy's; float16: float32 products rounded once)
+      if not a.ndim: return t * 1, a.copy()
+      return t.cumprod(0), np.cumprod(a.astype(np.float32), 0).astype(a.dtype) if a.dtype == np.float16 else np.cumprod(a, 0)
+    if kind == "cube":   # ints wrap in their own width (t * t * t of int8 100 is 64)
+      with np.errstate(all="ignore"): return t * t * t, a * a * a
     if kind == "pow":   # an int tensor exponent: exact and wrapping past 2**24 (it went through float)
       return (t * t, a * a) if fl else (t ** (t % 4 + 14), a ** (a % np.array(4, a.dtype) + np.array(14, a.dtype)))
     d = c if c != 0 else 2
@@ -163,11 +172,18 @@ class Program:
 
   def reduce(self, e: Entry, k: int):
     t, a = e.t, e.a
-    ax, keep, op = k % a.ndim, bool(k & 4), ["sum", "max", "mean", "min"][(k >> 3) % 4]
+    ax, keep, op = k % a.ndim, bool(k & 4), ["sum", "max", "mean", "min", "var", "prod", "std"][(k >> 3) % 7]
     if op in ("max", "min") and a.shape[ax] == 0: return None   # raises, as torch (tested elsewhere)
     if op == "mean":
       with np.errstate(all="ignore"): ref = a.mean(ax, keepdims=keep).astype(np.float32)
       return t.mean(ax, keepdim=keep), ref
+    if op in ("var", "std"):   # (ints: float32, of their exact deviations; float16 in float32, rounded once)
+      with np.errstate(all="ignore"):
+        ref = getattr(a.astype(np.float64), op)(ax, ddof=1, keepdims=keep).astype(np.float16 if a.dtype == np.float16 else np.float32)
+      return getattr(t, op)(ax, keepdim=keep), ref
+    if op == "prod":   # (ints in int64, wrapping as numpy's; float16 in its own dtype)
+      if a.dtype == np.float16: return None   # (numpy multiplies float16 in float16, each product rounded; tinygrad too, in another order)
+      with np.errstate(all="ignore"): return t.prod(ax, keepdim=keep), np.prod(a.astype(np.int64) if a.dtype.kind in "iu" else a, ax, keepdims=keep)
     return getattr(t, op)(ax, keepdim=keep), getattr(a, op)(ax, keepdims=keep)
 
   def before_write(self, target: Entry):
@@ -252,6 +268,47 @@ class Program:
         return it.shard(self.device) if isinstance(self.device, tuple) else it
       t[index(idx)] = t[index(other)]
       a[idx] = a[other]
+    elif kind == "shift_iadd":   # t[1:] += t[:-1] (or t[:-1] += t[1:]) along an axis: each element adds its neighbour's old value
+      if a.ndim == 0: return
+      ax = abs(c) % a.ndim
+      hi, lo = (tuple(s if d == ax else slice(None) for d in range(a.ndim)) for s in (slice(1, None), slice(None, -1)))
+      dst, srci = (hi, lo) if c >= 0 else (lo, hi)
+      t[dst] += t[srci]
+      a[dst] += a[srci].copy()
+    elif kind == "strided_set":   # t[0:2m:2] = t[1:2m:2] * 2 (or the odd rows from the even ones): rows set from other rows
+      if a.ndim == 0 or a.shape[0] < 2: return
+      m2 = a.shape[0] // 2 * 2
+      dst, srci = (slice(0, m2, 2), slice(1, m2, 2)) if c % 2 else (slice(1, m2, 2), slice(0, m2, 2))
+      t[dst] = t[srci] * 2
+      a[dst] = a[srci] * np.array(2, a.dtype)
+    elif kind == "assign_matmul":   # a square block assigned its transpose's product with it: x.assign(x.T @ x)
+      if a.ndim != 2 or 0 in a.shape: return
+      n = min(a.shape)
+      blk, ba = (t, a) if a.shape[0] == a.shape[1] else (t[:n, :n], a[:n, :n])
+      wide = np.float64 if a.dtype.kind == "f" else np.int64   # (ints wrap modulo their width, as numpy's int matmul)
+      blk.assign(blk.T @ blk if c % 2 else blk @ blk.T)
+      with np.errstate(all="ignore"): ba[...] = _ref_cast(ba.T.astype(wide) @ ba.astype(wide) if c % 2 else ba.astype(wide) @ ba.T.astype(wide), a.dtype)
+    elif kind == "setitem_index_bcast":   # t[idx tensor] = one row of t itself (broadcast over the picked rows), or a column of picked rows
+      if a.ndim == 0 or a.shape[0] == 0: return
+      rng = np.random.default_rng(c + 7)
+      n = a.shape[0]
+      idx = rng.integers(-n, n, 1 + abs(c) % 3).tolist()   # (negative indices too)
+      it = Tensor(idx, dtype=dtypes.int32, device=self.device if isinstance(self.device, str) else None)
+      if isinstance(self.device, tuple): it = it.shard(self.device)
+      row = abs(c) % n
+      if c % 2 or a.ndim == 1:
+        t[it] = t[row]
+        a[idx] = a[row].copy()
+      else:   # a (len(idx), ..., 1) value of other rows' first column, broadcast along the last axis (a repeated index: the last wins)
+        other = rng.integers(0, n, len(idx)).tolist()
+        t[it] = t[other][..., :1]
+        a[idx] = a[other][..., :1]
+    elif kind == "assign_cumsum":   # the target's running sum along its first axis (reads the elements before each)
+      if a.ndim == 0: return
+      ref = np.cumsum(a.astype(np.float32) if a.dtype == np.float16 else a, 0)
+      v, va = fit(t.cumsum(0), ref)
+      t.assign(v)
+      a[...] = va
     elif kind == "assign_reduce":   # the target's own sum, broadcast back (reads every element before any is written)
       s = t.sum(0, keepdim=True) if a.ndim else t * 1
       v, va = fit(s, a.sum(0, keepdims=True) if a.ndim else a * 1)
@@ -336,7 +393,7 @@ F0, F1, F21, F22, L1 = ((0,), "float32", "realized"), ((1,), "float32", "realize
 # a sum over a size-1 axis of a pending assign was, once realized, the assign's target buffer
 @example(prog=_ex([F1, F0], [("write", 0, 0, 1), ("reduce", 0, 0, 0), ("write", 0, 0, 0)]))
 # int ** an int tensor went through float: (-3)**15 was off by some units, int8 powers saturated instead of wrapping
-@example(prog=_ex([((1,), "int32", "realized")], [("elementwise", 65536, 0, 0)]))
+@example(prog=_ex([((1,), "int32", "realized")], [("elementwise", 256, 0, 0)]))
 def test_random_programs_match_numpy(prog): run_program(None, prog)
 
 # the same programs on two devices: every tensor replicated, or split along its first axis (where it has 2 or more rows)
