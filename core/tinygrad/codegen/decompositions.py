@@ -279,7 +279,9 @@ def _is_int(y: UOp) -> UOp: return xtrunc(y).ne(y).where(False, True)
 def xpow(x: UOp, y: UOp) -> UOp:
   """x**y = 2**(y*log2|x|), negated for a negative x (-0.0 too: (-0.0)**3 is -0.0) and an odd integer y; NaN for a finite
   negative x and a non-integer y (C's pow: (-inf)**y and (-0.0)**y are inf or 0 for such y; 1**y, (-1)**+-inf and x**0
-  are 1, also for NaN)."""
+  are 1, also for NaN). float16/bfloat16 compute in float32 and round once: y * log2|x| rounded to 8 bits put bfloat16
+  0.039 ** -6.19 9% off."""
+  if x.dtype.scalar() in _HALF: return xpow(x.cast(f32 := dtypes.float32.vec(x.dtype.count)), y.cast(f32)).cast(x.dtype)
   neg = x.bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize].vec(x.dtype.count)) < 0   # the sign bit
   ax = neg.where(-x, x)
   ret = ax.ne(1.0).where(y * ax.log2(), 0.0).exp2()   # (not inf * log2(1) = NaN)

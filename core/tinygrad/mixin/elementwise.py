@@ -387,12 +387,14 @@ class ElementwiseMixin:
       ha = m >> 1
       ret = poly * ((ha + (bias - off // 2)) << mb).bitcast(x.dtype) * ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype)
     return x._with_grad(ret, "exp")
+  @_opmath
   def log(self: Tensor) -> Tensor:
     """Elementwise natural logarithm."""
     return self.log2() * math.log(2)
   def sqrt(self: Tensor) -> Tensor:
     """Elementwise square root."""
     return self._unary(Ops.SQRT)
+  @_opmath
   def rsqrt(self: Tensor) -> Tensor:
     """Elementwise 1/sqrt(x)."""
     return self.sqrt().reciprocal()
@@ -402,6 +404,7 @@ class ElementwiseMixin:
   def sin(self: Tensor) -> Tensor:
     """Elementwise sine."""
     return self._unary(Ops.SIN)
+  @_opmath
   def cos(self: Tensor) -> Tensor:
     """Elementwise cosine from SIN of exactly representable arguments (pi/2 - x would round away accuracy for large x):
     sin(2x) / (2 sin x) in general, 1 - 2 sin(x/2)**2 near 0 and where 2x overflows."""
@@ -411,6 +414,7 @@ class ElementwiseMixin:
     via_double = (x * 2).sin() / (2 * x.sin())
     big = {dtypes.float16: 32752.0, dtypes.bfloat16: 1.69e38, dtypes.float32: 1.7e38}.get(x.dtype, 8.9e307)  # about max/2
     return x._with_grad(((x.abs() < 0.5) | (x.abs() > big)).where(via_half, via_double), "cos")
+  @_opmath
   def tan(self: Tensor) -> Tensor:
     """Elementwise tangent."""
     x = self._float()
@@ -457,6 +461,7 @@ class ElementwiseMixin:
     # times |x| into the result (sigmoid(-30) was 10 ulp off in float32)
     e = (x < 0).where(x, -x)._exp(nonpos=True)
     return (x < 0).where(e, 1.0) / (1 + e)
+  @_opmath
   def hardsigmoid(self: Tensor, alpha: float = 1/6, beta: float = 0.5) -> Tensor:
     """clip(alpha*x + beta, 0, 1): gradient alpha strictly inside, 0 outside and at NaN (torch's)."""
     y = alpha * self + beta
@@ -541,6 +546,7 @@ class ElementwiseMixin:
   def selu(self: Tensor, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
     """gamma * (x if x > 0 else alpha*(e**x - 1)), with torch's constants (1.67326 and 1.0507 were 3e-6 off)."""
     return self._elu(alpha, 1.0, gamma)
+  @_opmath
   def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
     """x for x > 0, neg_slope*x otherwise (the gradient at 0 is neg_slope, as torch's)."""
     return (self > 0).where(self, self * neg_slope)
@@ -549,6 +555,7 @@ class ElementwiseMixin:
     the bounds (torch's)."""
     ret = (self < min_val).where(min_val, (self > max_val).where(max_val, self))
     return self._with_grad(ret, "hardtanh", min_val, max_val) if dtypes.is_float(self.dtype) else ret
+  @_opmath
   def hardswish(self: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6: 0 up to -3, x from 3 (also +inf; -inf gives 0 where torch's formula gives NaN); the gradient is
     0 at -3 and 1 at 3 (torch's: the outer side of each kink)."""
@@ -602,6 +609,10 @@ class ElementwiseMixin:
   def lerp(self: Tensor, end: Tensor | ConstType, weight: Tensor | ConstType) -> Tensor:
     """self + (end - self) * weight, from the nearer end as torch (|weight| >= 0.5: end - (end - self) * (1 - weight)), so
     weight 1 gives end exactly (`lerp(1e8, 1, 1)` is 1, not 0) and the infinities are torch's (`lerp(-inf, 1, 0.5)` is -inf)."""
+    if self.dtype in (dtypes.float16, dtypes.bfloat16) and all(not isinstance(v, Tensor) or v.dtype == self.dtype for v in (end, weight)):
+      # in float32, rounded once (torch's opmath): end - self rounded to 8 or 11 bits put a lerp near 0 hundreds of ulp off
+      def up(v): return v.float() if isinstance(v, Tensor) else v
+      return self.float().lerp(up(end), up(weight)).cast(self.dtype)
     diff = end - self
     if not isinstance(weight, Tensor): return self + diff * weight if abs(weight) < 0.5 else diff * (weight - 1) + end
     return (weight.abs() < 0.5).where(self + diff * weight, diff * (weight - 1) + end)
@@ -734,6 +745,7 @@ class ElementwiseMixin:
     a = x._odd_abs()
     r = (2 * a / (1 - a))._log1p() * 0.5
     return self._float()._with_grad((x < 0).where(-r, r).cast(self._float().dtype), "atanh")
+  @_opmath
   def log10(self: Tensor) -> Tensor:
     """Elementwise base-10 logarithm."""
     return self.log2() * math.log10(2)
