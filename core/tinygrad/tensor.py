@@ -1034,7 +1034,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     elif self.uop.op is Ops.ASSIGN: new = UOp(Ops.ASSIGN, self.dtype, (self.uop.src[0], v))
     # nothing else can see an unrealized tensor's buffer: take the value; a buffer or a pending assign (`b.assign(c)`, also
     # per shard) as a value of its own, else both tensors held c's buffer and a write into either showed in the other
-    else: new = Tensor(v)._own(Tensor(v)).uop
+    else:
+      # a multi-device tensor with views keeps its layout: they are made again from their movement ops, which may not
+      # divide over the value's shards (a reshape of a replicated tensor, then a value split on axis 0: "moves items")
+      if self.uop.op is Ops.MULTI and v.op is Ops.MULTI and self._views and any(w._replay is not None for w in self._views.values()):
+        from tinygrad.multi import relayout
+        v = relayout(v, self.uop)
+      new = Tensor(v)._own(Tensor(v)).uop
     self._graph = None
     self._set_uop(new, write=True)
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)

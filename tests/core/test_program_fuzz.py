@@ -409,6 +409,9 @@ def test_random_programs_match_numpy(prog): run_program(None, prog)
 @example(prog=_ex([L1], [("view", 1, 6, 0), ("view", 1, 1, 0), ("write", 0, 0, 0)]))
 # a view realized while its realized base had a pending write became copies of its own and missed the base's next write
 @example(prog=_ex([F1], [("write", 0, 0, 1), ("view", 0, 1, 0), ("realize", 0, 0, 0), ("write", 0, 0, 0)]))
+# a lazy tensor made replicated by an assign (its own sum), reshaped across its rows, then assigned a value split on axis 0:
+# the view, made again from its reshape over the new value's shards, raised "moves items between the shards" in the assign
+@example(prog=_ex([((5, 2, 4), "float32", "lazy")], [("write", 112, 0, 0), ("view", 3, 3, 0), ("write", 0, 0, 0)]))
 def test_random_sharded_programs_match_numpy(prog, axis): run_program(("CPU:0", "CPU:1"), prog, axis)
 
 # ---- gradients: random programs over leaves, against torch's autograd ----
