@@ -37,7 +37,7 @@ def test_vector_loads_and_stores_keep_global_and_local_qualifiers():
 
 def test_gated_vector_load_keeps_its_qualifier():
   src = SpacedRenderer().render(vector_kernel(gate=True), "k")
-  assert "((n<5)?(*((__global float4*)(data1+4))):((float4)(0.0f,0.0f,0.0f,0.0f)))" in src
+  assert "((var_n<5)?(*((__global float4*)(data1+4))):((float4)(0.0f,0.0f,0.0f,0.0f)))" in src
 
 def test_buffer_prefix_is_the_global_default():
   class Prefixed(CStyleLanguage): buffer_prefix = "device "
