@@ -234,6 +234,12 @@ def test_uniform_needs_low_below_high(low, high):
   with pytest.raises(ValueError, match="less than high"): Tensor.uniform(3, 4, low=low, high=high)
   with pytest.raises(RuntimeError, match="less than high"): Tensor.uniform(3, 4, low=low, high=high)
 
+def test_a_negative_size_is_a_shape_error_before_the_bounds_are_checked():
+  # glorot/kaiming compute their bound or std from the shape: of a negative size it is complex, which the low < high and
+  # std >= 0 checks must not meet first (TypeError: '<' not supported between complex)
+  for fn in (Tensor.uniform, Tensor.normal, Tensor.scaled_uniform, Tensor.glorot_uniform, Tensor.kaiming_uniform, Tensor.kaiming_normal):
+    with pytest.raises(ValueError): fn(2, -3)
+
 def test_normal_needs_a_std_of_at_least_0():
   # (a negative std flipped the values' sign; torch raises RuntimeError, public tinygrad ValueError)
   for exc in (ValueError, RuntimeError):

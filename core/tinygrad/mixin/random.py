@@ -196,10 +196,11 @@ class RandomMixin:
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, **kwargs: Any) -> Tensor:
     """Uniform random values in [low, high) (float64 ones from 52 random bits)."""
+    dt, rg = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float), kwargs.pop("requires_grad", None)
+    u = Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs)   # (checks the shape first)
     # (torch: from <= to; public tinygrad: low < high, an empty range draws nothing)
     if not low < high: raise ArgumentError(f"uniform: low ({low}) must be less than high ({high})")
-    dt, rg = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float), kwargs.pop("requires_grad", None)
-    ret = (Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs) * (high - low) + low).cast(dt)
+    ret = (u * (high - low) + low).cast(dt)
     # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
     # 2**18): the largest value below high instead, as if rounded down
     if dtypes.is_float(dt) and low < high and (top := _below(high, dt)) >= truncate_float(low, dt): ret = ret.minimum(top)
@@ -208,9 +209,10 @@ class RandomMixin:
   @staticmethod
   def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, **kwargs: Any) -> Tensor:
     """Normal random values with `mean` and `std`."""
-    if not std >= 0: raise ArgumentError(f"normal: std must be >= 0, got {std}")   # (as torch and public tinygrad)
     rg = kwargs.pop("requires_grad", None)
-    ret = Tensor.randn(*shape, **kwargs) * std + mean
+    z = Tensor.randn(*shape, **kwargs)   # (checks the shape first: kaiming_normal's std of a negative size is complex)
+    if not std >= 0: raise ArgumentError(f"normal: std must be >= 0, got {std}")   # (as torch and public tinygrad)
+    ret = z * std + mean
     ret.requires_grad = rg
     return ret
   @staticmethod
