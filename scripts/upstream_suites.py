@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run public tinygrad's own test suites, unmodified, against this project's tinygrad, and count what passes.
 
-  python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user,jit] [--dev CPU] [-k EXPR] [--failures] [--slow]
+  python scripts/upstream_suites.py --upstream DIR [--suites ops,variable,multi,user,jit,custom,extra] [--dev CPU] [-k EXPR] [--failures] [--slow]
 
 DIR is a checkout of public tinygrad (its test/ folder is used; nothing of it is copied into this repository). Its test/
 folder, with the examples/ and extra/ its tests import, is copied to a scratch directory (--workdir, default: a folder in
@@ -15,6 +15,10 @@ this script writes next to the copy installs a placeholder for each name in SHIM
 object is an instance of (isinstance checks are False), a flag that is 0, or a function that raises NotImplementedError
 naming itself. A test that really uses one of them fails; it never passes through a shim. Every run prints the shims it
 installed. Names a user program imports are not shimmed here: they belong in the package.
+
+Upstream files in no suite, and why: test_dtype, test_dtype_alu, test_transcendental and test_dtype_spec use its fp8
+dtypes and EMULATED_DTYPES (a software emulation of dtypes) at import; test_dtype_weak tests the IR of its newer weak
+dtypes, test_attention its tinygrad.llm.model, test_invalid_tensor its Invalid value and Buffer.copy_from.
 """
 from __future__ import annotations
 import argparse, os, shutil, subprocess, sys, tempfile, xml.etree.ElementTree as ET
@@ -30,6 +34,10 @@ SUITES: dict[str, list[str]] = {
            "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
            "test/unit/test_assign.py"],
   "custom": ["test/backend/test_custom_kernel.py"],
+  # semantics beyond the op suite: linalg, einops-style rearrange, tar/GGUF reading, getitem's cost, symbolic ops, randomness
+  "extra": ["test/unit/test_linalg.py", "test/unit/test_rearrange_einops.py", "test/unit/test_tar.py", "test/unit/test_masked_tensor.py",
+            "test/unit/test_getitem_ops.py", "test/backend/test_symbolic_ops.py", "test/unit/test_randomness.py", "test/backend/test_randomness.py",
+            "test/backend/test_interop.py", "test/unit/test_gguf.py"],
   "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py",
           "test/unit/test_jit_footguns.py"],
 }
@@ -49,6 +57,10 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.helpers", "Target", "class"),
   ("tinygrad.renderer.ptx", "PTXRenderer", "class"),                # upstream's PTX renderer (ours is the NV plugin's)
   ("tinygrad.dtype", "Invalid", "flag"),                            # upstream's marker of an unwritten value (imported, unused)
+  ("tinygrad.renderer.isa.x86", "X86Renderer", "class"),            # upstream's x86 assembly renderer
+  ("tinygrad.llm.gguf", "_ggml_iq_grid", "function"),               # upstream's private IQ lookup tables (gguf_load decodes with the gguf package)
+  ("tinygrad.runtime.autogen.ggml_common", "iq2s_grid", "flag"),    # upstream's generated ggml headers (the tables' source)
+  ("tinygrad.helpers", "disable_gc", "function"),                   # upstream's gc switch (test_gguf's leak test; it downloads a model too)
 ]
 
 CONFTEST = '''# written by scripts/upstream_suites.py: placeholders for upstream-only internals (see SHIMS there)
