@@ -82,3 +82,22 @@ class TestDtypes:
     got = Tensor(a, device=device).numpy()
     assert got.dtype == a.dtype, f"{dtype}: round trip gave numpy dtype {got.dtype}"
     np.testing.assert_array_equal(got, a, err_msg=f"round trip of {dtype}")
+  # same-size bitcasts between every pair of declared dtypes of a width, bfloat16 included: the bits go through unchanged
+  # (the PYTHON device took a float16's value, not its bits, as a bfloat16's: 1.5 became 9.2e-41)
+  @pytest.mark.parametrize("src,dst", [(a, b) for w in (("int16", "uint16", "float16", "bfloat16"), ("int32", "uint32", "float32"),
+                                                           ("int64", "uint64", "float64")) for a in w for b in w if a != b])
+  def test_bitcast_keeps_the_bits(self, device, src, dst):
+    sdt, ddt = declared(device, src), declared(device, dst)
+    width = sdt.itemsize * 8
+    ubits = np.dtype(f"uint{width}")
+    # bit patterns that are finite numbers in every float format of the width (the exponent's top bit clear), signs both ways
+    bits = (np.random.default_rng(width).integers(0, 2**(width - 1), 17, dtype=np.uint64) & ~np.uint64(1 << (width - 2))).astype(ubits)
+    bits[::2] |= ubits.type(1 << (width - 1))
+    def from_bits(b: np.ndarray, name: str) -> Tensor:
+      return Tensor(b, device=device).bitcast(dtypes.bfloat16) if name == "bfloat16" else Tensor(b.view(name), device=device)
+    def to_bits(t: Tensor, name: str) -> np.ndarray:
+      v = t.numpy()
+      return (v.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) if name == "bfloat16" else v.view(ubits)
+    for what, x in (("realized", from_bits(bits, src).realize()), ("lazy", from_bits(bits, src) * 1)):
+      got = to_bits(x.bitcast(ddt), dst)
+      np.testing.assert_array_equal(got, bits, err_msg=f"bitcast {src} -> {dst} ({what} source) changed the bits")

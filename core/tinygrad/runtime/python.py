@@ -148,7 +148,8 @@ def _bitcast(x, src_dt: DType, dt: DType):
   np = _np()
   x = np.asarray(x)
   if src_dt.scalar() == dtypes.bfloat16: x = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-  if dt.scalar() == dtypes.bfloat16: return (x.astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
+  else: x = np.ascontiguousarray(x.astype(_np_dtype(src_dt.scalar())))   # the source's own bits (a float16 is not its value)
+  if dt.scalar() == dtypes.bfloat16: return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
   return np.ascontiguousarray(x).view(_np_dtype(dt))
 
 def _ptr_size(dt: DType) -> int:
