@@ -125,8 +125,13 @@ def make_fn(prog, state: list[Tensor]):
         if stale:
           Tensor.realize(*[pool[e] for e in stale])
           for e in stale: own[e] = {root[id(pool[e])]} if e < roots else set()
-        how = ["assign", "iadd", "setitem", "setitem_var"][k2 % 4]
+        # (c = +-3: an update that reads the target's other elements, or one at indices computed from this call's values)
+        how = "shift" if c == 3 else "setitem_idx" if c == -3 else ["assign", "iadd", "setitem", "setitem_var"][k2 % 4]
         if how == "assign": target.assign(_fit(u * 2 - 1, target))
+        elif how == "shift" and target.ndim and target.shape[0] > 1: target[1:] += target[:-1]
+        elif how == "setitem_idx" and target.ndim and target.shape[0] > 1:   # t[idx] = v, idx from u's values (new in every call)
+          idx = (u.flatten()[:2].abs() if u.ndim else u.reshape(1).abs()).cast(dtypes.int32) % target.shape[0]
+          target[idx] = _fit(u.sum(), target[0]).reshape((1,) + target.shape[1:]) + idx.reshape((-1,) + (1,) * (target.ndim - 1)).cast(target.dtype)
         elif how == "iadd" or target.ndim == 0: target += _fit(u, target)
         elif how == "setitem_var" and n is not None and target.shape[0] >= VMAX: target[n - 1:n] += _fit(u.sum(), target[0:1])
         else:

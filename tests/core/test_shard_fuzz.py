@@ -61,7 +61,8 @@ SHAPES = {"CPU": [3, 1, 5, 7, 0, 2, 4, 6], "PYTHON": [3, 1, 5, 0, 2]}
 STEPS = ["base", "view", "view", "view", "binary", "binary", "unary", "reduce", "reduce", "matmul", "cat", "write", "write",
          "write", "write", "realize", "to_one", "check"]
 VIEWS = ["slice", "flip", "permute", "reshape", "expand", "pad", "shrink", "index"]
-WRITES = ["setitem_const", "setitem_tensor", "setitem_index", "iadd_self", "assign_self", "iadd_other", "assign_other", "imul_view"]
+WRITES = ["setitem_const", "setitem_tensor", "setitem_index", "iadd_self", "assign_self", "iadd_other", "assign_other", "imul_view",
+          "shift_iadd", "strided_set"]
 
 @st.composite
 def programs(draw, dev: str = "CPU", max_steps: int = 12):
@@ -185,6 +186,21 @@ class Program:
       else:
         t.assign(r[0].expand(t.shape) if r[0].shape != t.shape else r[0])
         a[...] = r[1]
+    elif kind == "shift_iadd":   # t[1:] += t[:-1] along an axis (the sharded one too): each element adds its neighbour's old value
+      if a.ndim == 0: return
+      ax = abs(c) % a.ndim
+      hi, lo = (tuple(s if d == ax else slice(None) for d in range(a.ndim)) for s in (slice(1, None), slice(None, -1)))
+      dst, srci = (hi, lo) if c >= 0 else (lo, hi)
+      t[dst] += t[srci]
+      a[dst] += a[srci].copy()
+      reads = frozenset()
+    elif kind == "strided_set":   # rows set from other rows across the shards: t[0:2m:2] = t[1:2m:2] * 2 (or the odd from the even)
+      if a.ndim == 0 or a.shape[0] < 2: return
+      m2 = a.shape[0] // 2 * 2
+      dst, srci = (slice(0, m2, 2), slice(1, m2, 2)) if c % 2 else (slice(1, m2, 2), slice(0, m2, 2))
+      t[dst] = t[srci] * 2
+      a[dst] = a[srci] * np.array(2, a.dtype)
+      reads = frozenset()
     elif kind == "imul_view":   # an in-place op on a slice of the target: t[sl] *= c
       if a.ndim == 0: return
       t[sl[0]] *= c
@@ -195,7 +211,7 @@ class Program:
 
   def reduce(self, e: Entry, k: int):
     t, a = e.t, e.a
-    op, keep = ["sum", "max", "min", "mean", "argmax", "argmin", "sum_all", "max_all", "argmax_all"][(k >> 3) % 9], bool(k & 4)
+    op, keep = ["sum", "max", "min", "mean", "argmax", "argmin", "sum_all", "max_all", "argmax_all", "var", "std"][(k >> 3) % 11], bool(k & 4)
     ax = k % a.ndim
     if op.endswith("_all"):
       if op != "sum_all" and a.size == 0: return None
@@ -210,6 +226,10 @@ class Program:
       with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # (numpy's mean of an empty slice: nan, as tinygrad's)
         return t.mean(ax, keepdim=keep), a.astype(np.float64).mean(ax, keepdims=keep).astype(np.float32)
+    if op in ("var", "std"):   # (ints: float32 of their exact deviations)
+      with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # (numpy's var of fewer than 2: nan, as tinygrad's)
+        return getattr(t, op)(ax, keepdim=keep), getattr(a.astype(np.float64), op)(ax, ddof=1, keepdims=keep).astype(np.float32)
     if op in ("argmax", "argmin"):
       r = getattr(a, op)(ax, keepdims=keep).astype(np.int32)
       return getattr(t, op)(ax, keepdim=keep), r
