@@ -227,9 +227,12 @@ class Program:
         warnings.simplefilter("ignore", RuntimeWarning)   # (numpy's mean of an empty slice: nan, as tinygrad's)
         return t.mean(ax, keepdim=keep), a.astype(np.float64).mean(ax, keepdims=keep).astype(np.float32)
     if op in ("var", "std"):   # (ints: float32 of their exact deviations)
+      # checked here and not kept: a variance is an ulp or so off numpy's, which a later int cast would magnify
       with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # (numpy's var of fewer than 2: nan, as tinygrad's)
-        return getattr(t, op)(ax, keepdim=keep), getattr(a.astype(np.float64), op)(ax, ddof=1, keepdims=keep).astype(np.float32)
+        ref = getattr(a.astype(np.float64), op)(ax, ddof=1, keepdims=keep).astype(np.float32)
+      _check(getattr(t, op)(ax, keepdim=keep), ref, f"{op} over axis {ax} of {a.shape}")
+      return None
     if op in ("argmax", "argmin"):
       r = getattr(a, op)(ax, keepdims=keep).astype(np.int32)
       return getattr(t, op)(ax, keepdim=keep), r
