@@ -222,9 +222,21 @@ class WGSLRenderer(CStyleLanguage):
     if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"
     return _wrap(ret, dt)
   def _bitcast(self, x: UOp) -> str:
-    if x.dtype.itemsize != x.src[0].dtype.itemsize or x.dtype.itemsize not in (4, 8):
-      raise NotImplementedError(f"WEBGPU cannot bitcast {x.src[0].dtype} to {x.dtype}: only 32-bit and 64-bit int bitcasts")
-    return f"bitcast<{self.reg(x.dtype)}>({self.r[x.src[0]]})"
+    sdt, dt = x.src[0].dtype, x.dtype
+    if sdt.itemsize == dt.itemsize == 2 and dt.count == 1: return self._bitcast16(self.r[x.src[0]], sdt, dt)
+    if sdt.itemsize != dt.itemsize or dt.itemsize not in (4, 8):
+      raise NotImplementedError(f"WEBGPU cannot bitcast {sdt} to {dt}: only 32-bit and 64-bit ones, and scalar 16-bit ones")
+    return f"bitcast<{self.reg(dt)}>({self.r[x.src[0]]})"
+  def _bitcast16(self, src: str, sdt: DType, dt: DType) -> str:
+    # WGSL has no 16-bit ints (int16/uint16 live in i32/u32 registers) and, without the feature, no f16 (an f32 register):
+    # the 16 bits as the low half of a u32, then read as dt. float16 goes through pack2x16float/unpack2x16float, exact for
+    # every half value (naga rejects bitcast<vec2<f16>>)
+    half = f"f32({src})" if self.native_f16 else src
+    bits = {dtypes.int16: f"(bitcast<u32>({src})&65535u)", dtypes.uint16: f"({src}&65535u)",
+            dtypes.float16: f"(pack2x16float(vec2<f32>({half}, 0.0f))&65535u)"}[sdt.scalar()]
+    if dt.scalar() == dtypes.int16: return f"((bitcast<i32>({bits})<<16u)>>16u)"
+    if dt.scalar() == dtypes.uint16: return bits
+    return f"f16(unpack2x16float({bits})[0])" if self.native_f16 else f"unpack2x16float({bits})[0]"
 
   def _special(self, x: UOp) -> str:
     # a launch index from the linear one it is part of: the invocation's (no lidx), the workgroup's (gidx) or the thread's
