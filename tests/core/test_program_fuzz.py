@@ -55,6 +55,25 @@ def _np_view(a: np.ndarray, shape: tuple) -> np.ndarray | None:
   except AttributeError: return None
   return v
 
+def self_read_update(kind: str, t: Tensor, a: np.ndarray, c: int) -> bool:
+  """An update of t (and its numpy twin a) that reads its own target through another view; False where a's shape has none.
+  shift_iadd: t[1:] += t[:-1] (or t[:-1] += t[1:]) along an axis, each element adding its neighbour's old value;
+  strided_set: t[0:2m:2] = t[1:2m:2] * 2 (or the odd rows from the even ones)."""
+  if kind == "shift_iadd":
+    if a.ndim == 0: return False
+    ax = abs(c) % a.ndim
+    hi, lo = (tuple(s if d == ax else slice(None) for d in range(a.ndim)) for s in (slice(1, None), slice(None, -1)))
+    dst, srci = (hi, lo) if c >= 0 else (lo, hi)
+    t[dst] += t[srci]
+    a[dst] += a[srci].copy()
+    return True
+  if a.ndim == 0 or a.shape[0] < 2: return False
+  m2 = a.shape[0] // 2 * 2
+  dst2, src2 = (slice(0, m2, 2), slice(1, m2, 2)) if c % 2 else (slice(1, m2, 2), slice(0, m2, 2))
+  t[dst2] = t[src2] * 2
+  a[dst2] = a[src2] * np.array(2, a.dtype)
+  return True
+
 def _reshapes(shape: tuple) -> list[tuple]:
   n = int(np.prod(shape))
   outs = [(n,), (1, n), (n, 1)] + ([(2, n // 2)] if n % 2 == 0 and n else []) + ([(n // 3, 3)] if n % 3 == 0 and n else [])
@@ -270,19 +289,8 @@ class Program:
         return it.shard(self.device) if isinstance(self.device, tuple) else it
       t[index(idx)] = t[index(other)]
       a[idx] = a[other]
-    elif kind == "shift_iadd":   # t[1:] += t[:-1] (or t[:-1] += t[1:]) along an axis: each element adds its neighbour's old value
-      if a.ndim == 0: return
-      ax = abs(c) % a.ndim
-      hi, lo = (tuple(s if d == ax else slice(None) for d in range(a.ndim)) for s in (slice(1, None), slice(None, -1)))
-      dst, srci = (hi, lo) if c >= 0 else (lo, hi)
-      t[dst] += t[srci]
-      a[dst] += a[srci].copy()
-    elif kind == "strided_set":   # t[0:2m:2] = t[1:2m:2] * 2 (or the odd rows from the even ones): rows set from other rows
-      if a.ndim == 0 or a.shape[0] < 2: return
-      m2 = a.shape[0] // 2 * 2
-      dst, srci = (slice(0, m2, 2), slice(1, m2, 2)) if c % 2 else (slice(1, m2, 2), slice(0, m2, 2))
-      t[dst] = t[srci] * 2
-      a[dst] = a[srci] * np.array(2, a.dtype)
+    elif kind in ("shift_iadd", "strided_set"):
+      if not self_read_update(kind, t, a, c): return
     elif kind == "assign_matmul":   # a square block assigned its transpose's product with it: x.assign(x.T @ x)
       if a.ndim != 2 or 0 in a.shape: return
       n = min(a.shape)

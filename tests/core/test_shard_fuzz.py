@@ -14,7 +14,7 @@ from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.multi import shard_bounds
 from tinygrad.engine.jit import JitError
-from test_program_fuzz import _ref_cast, _slice, _np_view, grad_binary, grad_inplace, check_grads
+from test_program_fuzz import _ref_cast, _slice, _np_view, grad_binary, grad_inplace, check_grads, self_read_update
 
 DEVS = {"CPU": ("CPU:0", "CPU:1", "CPU:2"), "PYTHON": ("PYTHON:0", "PYTHON:1", "PYTHON:2")}
 NPDT = {dtypes.float32: np.float32, dtypes.int32: np.int32, dtypes.int64: np.int64, dtypes.bool: np.bool_}
@@ -186,20 +186,8 @@ class Program:
       else:
         t.assign(r[0].expand(t.shape) if r[0].shape != t.shape else r[0])
         a[...] = r[1]
-    elif kind == "shift_iadd":   # t[1:] += t[:-1] along an axis (the sharded one too): each element adds its neighbour's old value
-      if a.ndim == 0: return
-      ax = abs(c) % a.ndim
-      hi, lo = (tuple(s if d == ax else slice(None) for d in range(a.ndim)) for s in (slice(1, None), slice(None, -1)))
-      dst, srci = (hi, lo) if c >= 0 else (lo, hi)
-      t[dst] += t[srci]
-      a[dst] += a[srci].copy()
-      reads = frozenset()
-    elif kind == "strided_set":   # rows set from other rows across the shards: t[0:2m:2] = t[1:2m:2] * 2 (or the odd from the even)
-      if a.ndim == 0 or a.shape[0] < 2: return
-      m2 = a.shape[0] // 2 * 2
-      dst, srci = (slice(0, m2, 2), slice(1, m2, 2)) if c % 2 else (slice(1, m2, 2), slice(0, m2, 2))
-      t[dst] = t[srci] * 2
-      a[dst] = a[srci] * np.array(2, a.dtype)
+    elif kind in ("shift_iadd", "strided_set"):   # (across the shards, the sharded axis too)
+      if not self_read_update(kind, t, a, c): return
       reads = frozenset()
     elif kind == "imul_view":   # an in-place op on a slice of the target: t[sl] *= c
       if a.ndim == 0: return
