@@ -5,6 +5,15 @@ import numpy as np, pytest
 from tinygrad import Tensor, TinyJit
 from tinygrad.engine import realize as engine
 
+@pytest.fixture(autouse=True)
+def _python_sigint_handler():
+  # these tests are about Python's own Ctrl-C handler (KeyboardInterrupt), the one a program has unless it installs one:
+  # pinned here, since whatever handler an earlier test in this process left behind would be the one left alone
+  # (test_a_custom_sigint_handler_is_left_alone)
+  prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+  yield
+  signal.signal(signal.SIGINT, prev)
+
 def _queue(n: int) -> Tensor:
   # n updates of one buffer, each two kernels (the matmul, then the assign that reads it): the value counts the updates
   w = Tensor.zeros(4, 4).contiguous().realize()
