@@ -79,7 +79,7 @@ def live_tensors() -> list[Tensor]:
   """Every live, fully built Tensor (a snapshot: safe while other threads make tensors)."""
   with _registry_lock: refs = list(all_tensors)
   return [t for r in refs if (t := r()) is not None and hasattr(t, "uop")]   # one still in its __init__ has no graph yet
-ARANGE_FOLD_MAX = 1 << 16   # aranges up to this size are one count the simplifier folds (Tensor._arange_index); past it, two combined
+ARANGE_FOLD_MAX = 1 << 30   # aranges up to this size are one count the simplifier folds (Tensor._arange_index); past it, two combined
 # tensors holding an assign that has not run yet: TinyJit realizes them at the end of a call so the write is captured
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
 # (keyed by (thread, id): a TinyJit captures the assigns of its own thread, never another thread's)

@@ -462,6 +462,22 @@ def test_few_picks_from_a_long_axis_cost_the_picks():
     np.testing.assert_array_equal(got().numpy(), want)
     assert GlobalCounters.global_ops < 100, GlobalCounters.global_ops
 
+def test_few_picks_past_65536_cost_the_picks():
+  # an arange longer than 2**16 was built from two aranges (i = hi*16384 + lo), which the one-hot rule cannot read as the
+  # reduce's own index: Embedding(128256, 64) (Llama 3's vocabulary) of 2 tokens read the whole table, 33M ops; now 128
+  from tinygrad import GlobalCounters, nn
+  n = 128256
+  x = Tensor(np.arange(n, dtype=np.float32)).realize()
+  i = np.array([0, 70000, n - 1])
+  e = nn.Embedding(n, 64)
+  w = e.weight.numpy()
+  for got, want in [(lambda: x[Tensor(i)], i), (lambda: x.gather(0, Tensor(i)), i), (lambda: e(Tensor([[3, n - 1]])), w[[[3, n - 1]]])]:
+    GlobalCounters.reset()
+    np.testing.assert_array_equal(got().numpy(), want)
+    assert GlobalCounters.global_ops < 300, GlobalCounters.global_ops
+  np.testing.assert_array_equal(Tensor.arange(n).numpy(), np.arange(n))
+  np.testing.assert_array_equal(Tensor.arange(5, 2 * n + 5, 2, dtype="float32").numpy(), np.arange(5, 2 * n + 5, 2, dtype=np.float32))
+
 @pytest.mark.parametrize("idx,vshape", [((slice(0, 2),), (1, 2, 5)), (([0, 2],), (1, 1, 2, 5)), ((1,), (1, 1, 5)), ((1, 2), (1, 1))])
 def test_setitem_value_with_leading_ones(idx, vshape):
   # torch and numpy drop a value's leading dims of size 1 past the indexed rank; they raised "does not fit" here
