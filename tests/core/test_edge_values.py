@@ -351,6 +351,10 @@ def test_int_variance_at_a_large_offset_is_numpys(dt, device):
   assert math.isnan(Tensor(np.array([2**62 + 1]), device=device).var().item())
   huge = np.array([2**63 - 1, -2**63, 5, -7], dtype=np.int64)   # (deviations past 2**63: the float's)
   np.testing.assert_allclose(Tensor(huge, device=device).std().item(), huge.astype(np.float64).std(ddof=1), rtol=1e-6)
+  # 64-bit deviations' float32 squares summed past float32's range: var was inf where numpy's is 4.3e37 (finite in float32)
+  wide = np.tile(huge, 16)
+  np.testing.assert_allclose(Tensor(wide, device=device).var().item(), wide.astype(np.float64).var(ddof=1), rtol=1e-5)
+  np.testing.assert_allclose(Tensor(wide.view(np.uint64), device=device).std(0).numpy(), wide.view(np.uint64).astype(np.float64).std(ddof=1), rtol=1e-5)
 
 def test_float_floor_division_and_remainder_are_torchs():
   # the quotient rounded before the floor: 1e-45 // -2.5 was -0.0 (torch -1: floor(-4e-46)), 1 // 0.1 was 10 (torch 9: 0.1

@@ -133,6 +133,9 @@ class ReduceMixin:
       d = self.cast(wide) - first.cast(wide)
       if self.dtype.itemsize >= wide.itemsize:
         d = ((df := self.cast(dtypes.float32) - first.cast(dtypes.float32)).abs() >= 2.0 ** (wide.itemsize * 8 - 2)).where(df, d)
+      # 64-bit ints: deviations up to 2**64, whose float32 squares overflow (two of them already); scaled by 2**-32 (exact)
+      # the sum of squares stays finite and the variance (at most ~2**126) comes back finite
+      if self.dtype.itemsize == 8: return (d.cast(dtypes.float32) * 2.0 ** -32).var(axis, keepdim, correction) * 2.0 ** 64
       return d.cast(dtypes.float32).var(axis, keepdim, correction)
     squares = (self - self.mean(axis, keepdim=True)).square()
     n = self._count(axis) - correction
