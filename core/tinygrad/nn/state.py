@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import GlobalCounters
+from tinygrad.helpers import DEBUG, GlobalCounters
 
 # ---- a tensor's bytes as a file ----
 class TensorIO(io.RawIOBase):
@@ -73,9 +73,10 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   """Copy `state_dict`'s tensors into `model`'s (in place, cast to the model's dtype, moved to its device); returns the model
   tensors that were loaded, in the model's order (public tinygrad's return value).
 
-  strict: every model key must be present and no extra key may be; shape mismatches are always an error (a () and a (1,)
-  tensor are taken for each other, as public tinygrad does: an old checkpoint's scalar optimizer lr). The error lists every
-  missing key, unexpected key and mismatched shape at once. consume: delete loaded keys from `state_dict`. verbose (the
+  strict: every model key must be present; shape mismatches are always an error (a () and a (1,) tensor are taken for each
+  other, as public tinygrad does: an old checkpoint's scalar optimizer lr). The error lists every missing key and
+  mismatched shape at once. Keys the model does not have are left unused, as in public tinygrad (a checkpoint with more
+  than the model: a classifier head, optimizer state); the verbose line counts them, and DEBUG>=1 names them. consume: delete loaded keys from `state_dict`. verbose (the
   default, as public tinygrad's): print one line with the time taken and the bytes loaded.
   """
   st, mem0 = time.perf_counter(), GlobalCounters.mem_used
@@ -86,8 +87,7 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
     if k in state_dict and {v.shape, state_dict[k].shape} == {(), (1,)}: state_dict[k] = state_dict[k].reshape(v.shape)
   shapes = [f"Shape mismatch in layer `{k}`: Expected shape {v.shape}, but found {state_dict[k].shape} in state dict." for k, v in model_sd.items()
             if k in state_dict and v.shape != state_dict[k].shape]   # (public tinygrad's wording)
-  problems = ([f"missing keys: {missing}"] if strict and missing else []) + ([f"unexpected keys: {unexpected}"] if strict and unexpected else []) + \
-             shapes
+  problems = ([f"missing keys: {missing}"] if strict and missing else []) + shapes
   if problems: raise ValueError("load_state_dict: " + "; ".join(problems))
   from tinygrad.multi import to_layout
   todo = [(k, v) for k, v in model_sd.items() if k in state_dict]
@@ -107,7 +107,9 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   if verbose:
     nbytes = sum(v.nbytes() for _, v in todo)
     print(f"loaded {len(todo)} weights ({nbytes/1e9:.2f} GB, {(GlobalCounters.mem_used-mem0)/1e9:.2f} GB newly allocated) in "
-          f"{(time.perf_counter()-st)*1e3:.2f} ms" + ("" if realize else " (not realized yet)"))
+          f"{(time.perf_counter()-st)*1e3:.2f} ms" + ("" if realize else " (not realized yet)") +
+          (f"; {len(unexpected)} state dict keys the model does not have were not used" if unexpected else ""))
+  if unexpected and DEBUG >= 1: print(f"load_state_dict: unused keys: {unexpected}")
   return [v for _, v in todo]
 
 # ---- safetensors ----
