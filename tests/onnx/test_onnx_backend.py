@@ -17,7 +17,8 @@ FULL = os.environ.get("TINYGRAD_ONNX_FULL", "").strip() not in ("", "0")
 # family of ops; only these modules are imported (generating every node test's data takes ~1 min by itself)
 QUICK = ("abs", "add", "relu", "pow", "where", "reducesum", "argmax", "cumsum", "topk", "slice", "split", "concat", "transpose", "unsqueeze",
          "gather", "gathernd", "scatternd", "matmul", "gemm", "einsum", "conv", "convtranspose", "globalaveragepool", "batch_normalization",
-         "instance_normalization", "groupnormalization", "quantizelinear", "dequantizelinear", "onehot", "depthtospace", "rotaryembedding", "pad")
+         "instance_normalization", "groupnormalization", "quantizelinear", "dequantizelinear", "onehot", "depthtospace", "rotaryembedding", "pad",
+         "convinteger", "matmulinteger")
 
 def exclusions(path: Path = Path(__file__).with_name("exclusions.txt")) -> dict[str, str]:
   """The excluded tests, name -> reason: lines `test_name` under a `## reason` heading (# starts a comment)."""

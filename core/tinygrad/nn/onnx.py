@@ -737,7 +737,8 @@ def _matmul_int(ctx: _Ctx, a: Tensor, b: Tensor, azp: Tensor | None = None, bzp:
   return ai @ _zp_sub(b, bzp, b.ndim - 1)
 def _conv_int(ctx: _Ctx, x: Tensor, w: Tensor, xzp: Tensor | None = None, wzp: Tensor | None = None, **attrs: Any) -> Tensor:
   xi = x.cast(dtypes.int32) - (xzp.cast(dtypes.int32) if xzp is not None else 0)
-  return _conv(ctx, xi, _zp_sub(w, wzp, 0), None, **attrs)
+  # (ONNX's output is int32; a tinygrad int conv, a sum, gives int64)
+  return _conv(ctx, xi, _zp_sub(w, wzp, 0), None, **attrs).cast(dtypes.int32)
 def _qlinear_matmul(ctx: _Ctx, a: Tensor, a_s: Tensor, azp: Tensor, b: Tensor, b_s: Tensor, bzp: Tensor, y_s: Tensor, yzp: Tensor) -> Tensor:
   af = (a.cast(dtypes.int32) - azp.cast(dtypes.int32)).cast(dtypes.float32) * a_s
   bf = (b.cast(dtypes.int32) - _reshape_to(bzp, b.ndim - 1, b.ndim).cast(dtypes.int32)).cast(dtypes.float32) * _reshape_to(b_s, b.ndim - 1, b.ndim)
