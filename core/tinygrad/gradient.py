@@ -92,6 +92,7 @@ GRAD_RULES: dict[str, Any] = {
   "softplus": lambda g, y, x, beta, th: _softplus_grad(_t(g), _t(x), beta, th).uop,         # g past the threshold, else g sigmoid(bx)
   "relu": lambda g, y, x: _outside(x, 0.0, None).where(const_like(g, 0.0), g),              # torch's: 0 at x <= 0 (-0.0 too)
   "hardtanh": lambda g, y, x, lo, hi: _outside(x, lo, hi).where(const_like(g, 0.0), g),    # 0 at and past the bounds
+  "pow_neg_int": lambda g, y, x, n: g * (_t(x)._pow_int(1 - n).reciprocal() * n).uop,              # d x^n = n x^(n-1) (n < 0)
   "bce_log": lambda g, y, x: _bce_grad(_t(g), _t(x), False).uop,                            # d log x as torch's BCE: (1-x)/max(x(1-x), 1e-12)
   "bce_log1m": lambda g, y, x: _bce_grad(_t(g), _t(x), True).uop,                           # d log(1-x) as torch's BCE: -x/max(x(1-x), 1e-12)
 }

@@ -383,6 +383,43 @@ def test_pow_of_negative_zero_and_minus_one(device):
   np.testing.assert_equal(got, want)
   np.testing.assert_equal(np.signbit(got), np.signbit(want))
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [-2, -3, -16])
+def test_pow_by_a_negative_int_constant_gradient_at_zero_and_inf(n, device):
+  # x ** -n is 1/x**n; its chain (-1/(x**n)**2 times n x**(n-1)) was 0 * inf = NaN at +-0 and +-inf, where torch's n x**(n-1)
+  # is +-inf and +-0
+  vals = [0.0, -0.0, inf, -inf, 2.0, -0.5]
+  x, tx = Tensor(vals, device=device, requires_grad=True), torch.tensor(vals, requires_grad=True)
+  (x ** n).sum().backward()
+  (tx ** n).sum().backward()
+  got, want = x.grad.numpy(), tx.grad.numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+  np.testing.assert_equal(np.signbit(got), np.signbit(want))
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
+def test_half_pow_by_an_int_constant_rounds_once(dt, device):
+  # x ** n with a constant int n is a chain of products (1/x**|n| for n < 0); in the half type each product rounded and one
+  # past 65504 overflowed: float16 53.5 ** -3 was 0 (torch 6.6e-6), 300 ** -2 0, bfloat16 x ** 16 15 ulp off. Computed in
+  # float32 and rounded once: within 1 ulp of the exact power, and that in under 1% (torch's own bfloat16 x**-2 and x**3
+  # round twice: 25% of them are 1 ulp off the exact power, so the reference is float64, not torch)
+  tdt, mb, emin = (torch.float16, 10, -14) if dt == dtypes.float16 else (torch.bfloat16, 7, -126)
+  rng = np.random.default_rng(0)
+  xs = torch.tensor(np.concatenate([[53.5, 300.0, -41.0], rng.uniform(1e-3, 1e-2, 500), rng.uniform(0.5, 3, 500), rng.uniform(10, 300, 500)
+                                    * rng.choice([-1, 1], 500)]).astype(np.float32)).to(tdt)
+  x = Tensor(xs.float().numpy(), device=device).cast(dt)
+  bad = []
+  for n in [-16, -4, -3, -2, -1, 2, 3, 4, 5, 16]:
+    got = (x ** n).float().numpy().astype(np.float64)
+    want = torch.tensor(xs.double().numpy() ** n).to(tdt).double().numpy()
+    same = got == want
+    with np.errstate(all="ignore"):
+      ulp = 2.0 ** (np.maximum(np.floor(np.log2(np.abs(want))), emin) - mb)
+      off = np.where(same, 0, np.abs(got - want) / ulp)
+    if np.nan_to_num(off, nan=99, posinf=99).max() > 1 or (~same).mean() > 0.01: bad.append(f"x ** {n}: {(~same).mean():.1%} differ, up to {off.max()} ulp")
+  assert not bad, "\n".join(bad)
+  assert (Tensor([53.5], dtype=dt, device=device) ** -3).item() == pytest.approx(6.53e-6, rel=1e-2)
+
 # ---- float16 and bfloat16: the formulas run in float32 and round once (torch's opmath) ----
 
 HALF_OPS = {**{n: (lambda n: (lambda x: getattr(x, n)()))(n) for n in UNARY if n not in ("isnan", "isinf", "isfinite", "logical_not", "gelu", "quick_gelu")},

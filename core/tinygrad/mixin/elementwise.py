@@ -625,8 +625,17 @@ class ElementwiseMixin:
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
       base = self if isinstance(x, int) or dtypes.is_float(self.dtype) else self._float()
-      if n >= 0 and (dtypes.is_int(base.dtype) or n <= 16): return base._pow_int(n)
-      if n < 0 and dtypes.is_float(base.dtype) and -n <= 16: return base._pow_int(-n).reciprocal()
+      if dtypes.is_float(base.dtype) and -16 <= n <= 16:
+        # float16/bfloat16 multiply in float32 and round once, as torch's pow: in the half type each product rounded and
+        # overflowed (float16 53.5 ** -3 was 0 through 53.5**3 = inf; torch 6.6e-6), bfloat16 x ** 16 was 15 ulp off
+        half = base.dtype in (dtypes.float16, dtypes.bfloat16) and n not in (0, 1)
+        f = base.float() if half else base
+        if n >= 0: return f._pow_int(n).cast(base.dtype)
+        # x**-n with torch's gradient n x**(n-1): 1/x**n's own chain multiplied 0 by inf at x = 0 and +-inf (NaN). From a half
+        # type, (1/x)**n: float32's 1/x has digits to spare and the products leave float32's range only where the result
+        # does (bfloat16 0.004 ** -16 = 2.3e38 went through 0.004**16, a float32 subnormal: 32 ulp off)
+        return f._with_grad(f.reciprocal()._pow_int(-n) if half else f._pow_int(-n).reciprocal(), "pow_neg_int", n).cast(base.dtype)
+      if n >= 0 and dtypes.is_int(base.dtype): return base._pow_int(n)
     if not reverse and isinstance(x, float) and x == 0.5: return self.sqrt()
     b, e = self._broadcasted(x, reverse)
     if dtypes.is_int(b.dtype): return Tensor._pow_int_tensor(b, e)
