@@ -204,6 +204,16 @@ def test_normalize_like_torch(dev, p):
   compare(dev, lambda a: a.normalize(p=p), lambda a: F.normalize(a, p=p), x, atol=1e-5, gatol=1e-3)
   compare(dev, lambda a: a.normalize(p=p, dim=-1, eps=0.5), lambda a: F.normalize(a, p=p, dim=-1, eps=0.5), x)
 
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("p", [2.0, 3.0, 1.0])
+def test_half_normalize_computes_in_float32_like_torch(dt, p):
+  # the sum of |x|**p in float16 overflowed past 65504: every value of rows of |x| ~ 300 (p = 2) was 0, torch's are the
+  # float32 norm's; bfloat16 p = 3 was 2% off (the cubes and their sum rounded to 8 bits)
+  tdt = torch.float16 if dt == dtypes.float16 else torch.bfloat16
+  x = torch.tensor(rnd(4, 16, 3, scale=300.0)).to(tdt)
+  got = Tensor(x.float().numpy()).cast(dt).normalize(p=p).float().numpy()
+  close(got, F.normalize(x.float(), p=p).to(tdt).float().numpy(), atol=1e-3, rtol=1e-2 if dt == dtypes.bfloat16 else 2e-3)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(4, 3), (2, 3, 5), (1, 2, 3, 3)])
 def test_batchnorm_functional_like_torch(dev, shape):

@@ -117,6 +117,32 @@ def test_norm_parameters_follow_the_default_float(dt):
     var = np.arange(24, dtype=np.float64).reshape(2, 3, 2, 2).var(axis=(0, 2, 3), ddof=1)
     np.testing.assert_allclose(bn.running_var.float().numpy(), 0.9 + 0.1 * var, rtol=1e-2)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("params", ["float32", "half"])
+def test_half_batchnorm_statistics_in_float32_like_torch(dt, params):
+  # a float16 batch's variance was the float16 mean of its squares: inf past |x - mean| = 256, so every output was 0 and
+  # the running variance inf (torch: the float32 statistics, the output rounded once). Parameters of either dtype, as torch
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import dtypes
+  tdt = getattr(torch, dt)
+  x = torch.tensor(rnd(4, 3, 5, 5) * 300 + 50).to(tdt)
+  bn, tbn = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+  if params == "half":
+    for k in ("weight", "bias", "running_mean", "running_var"): setattr(bn, k, getattr(bn, k).cast(getattr(dtypes, dt)).contiguous().realize())
+    tbn = tbn.to(tdt)
+  with Tensor.train():
+    out = bn(Tensor(x.float().numpy()).cast(getattr(dtypes, dt)))
+    Tensor.realize(out, bn.running_mean, bn.running_var)
+  want = tbn.train()(x)
+  assert out.dtype == (dtypes.float32 if params == "float32" else getattr(dtypes, dt))
+  tol = 1e-2 if dt == "bfloat16" else 2e-3
+  close(out.float(), want.detach().float().numpy(), atol=tol, rtol=tol)
+  close(bn.running_mean.float(), tbn.running_mean.float().numpy(), atol=tol, rtol=tol)
+  close(bn.running_var.float(), tbn.running_var.float().numpy(), atol=tol, rtol=tol)
+  # eval: the running statistics
+  out = bn(Tensor(x.float().numpy()).cast(getattr(dtypes, dt)))
+  close(out.float(), tbn.eval()(x).detach().float().numpy(), atol=tol, rtol=tol)
+
 def test_batchnorm_num_batches_tracked_is_a_scalar():
   # a 0-d counter as torch's (and public tinygrad's): a checkpoint's () entry keeps its shape, a training step counts in it
   import torch

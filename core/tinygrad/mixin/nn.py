@@ -592,6 +592,7 @@ class NNMixin:
   def softmin(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """softmax(-x) along `axis`."""
     return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
+  @_opmath   # (float16/bfloat16 in float32, rounded once, as torch's norm: the sum of squares overflowed past 65504, every value 0)
   def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p: any number or +-inf; 0 counts the nonzeros)."""
     if math.isnan(p): raise ArgumentError(f"normalize: p must be a number or +-inf, got {p}")

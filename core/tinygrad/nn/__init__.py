@@ -9,7 +9,7 @@ import math
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.mixin.indexing import _check_oob
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, least_upper_dtype
 from tinygrad.helpers import prod, make_tuple
 
 def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType | None = None) -> Tensor:
@@ -88,6 +88,8 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
   """A 1-D transposed convolution over (N, C, L) inputs: ConvTranspose2d with a one-element kernel size."""
   return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)
 
+def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+
 class BatchNorm:
   """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.
 
@@ -101,25 +103,32 @@ class BatchNorm:
     self.num_batches_tracked = _full((), 0, requires_grad=False, dtype=dtypes.int32)
     if track_running_stats: self.running_mean, self.running_var = _full((sz,), 0.0, requires_grad=False), _full((sz,), 1.0, requires_grad=False)
   def calc_stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
-    """(mean, var) over every axis but 1: the batch's in training (or without running stats), else the running ones."""
+    """(mean, var) over every axis but 1: the batch's in training (or without running stats), else the running ones. A
+    float16/bfloat16 batch's are float32, as torch's (its squares' mean overflowed float16 past |x - mean| = 256)."""
     if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
     axes = tuple(i for i in range(x.ndim) if i != 1)
+    x = _f32(x)
     mean = x.mean(axes)
     y = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # var about the detached mean, like tinygrad
     return mean, (y * y).mean(axes)
   def __call__(self, x: Tensor) -> Tensor:
     mean, var = self.calc_stats(x)
+    batch = not (self.track_running_stats and not Tensor.training)
+    # the dtype x, the parameters (and running statistics used) promote to; a float16/bfloat16 x is computed in float32 and
+    # rounded once to it, as torch's
+    out_dt = least_upper_dtype(x.dtype, *[t.dtype for t in ([] if batch else [mean, var]) + [self.weight, self.bias] if t is not None])
     if self.track_running_stats and Tensor.training:
       n = x.numel() / x.shape[1]
       # an empty batch counts but leaves the running statistics as they are, as torch (its mean and var are NaN: 0/0)
       if n:
-        self.running_mean.assign((1 - self.momentum) * self.running_mean + self.momentum * mean.detach())
-        self.running_var.assign((1 - self.momentum) * self.running_var + self.momentum * n / max(n - 1, 1) * var.detach())
+        rm, rv = self.running_mean, self.running_var
+        rm.assign(((1 - self.momentum) * rm + self.momentum * mean.detach()).cast(rm.dtype))
+        rv.assign(((1 - self.momentum) * rv + self.momentum * n / max(n - 1, 1) * var.detach()).cast(rv.dtype))
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
     shape = (1, -1, *[1] * (x.ndim - 2))
-    out = (x - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
+    out = (_f32(x) - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
     if self.weight is not None: out = out * self.weight.reshape(shape)
-    return out + self.bias.reshape(shape) if self.bias is not None else out
+    return (out + self.bias.reshape(shape) if self.bias is not None else out).cast(out_dt)
 BatchNorm2d = BatchNorm1d = BatchNorm3d = BatchNorm
 
 class LayerNorm:
