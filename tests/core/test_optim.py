@@ -306,6 +306,25 @@ def test_half_params_keep_float32_state():
   assert SGD([Tensor([1.0], dtype=dtypes.float64, requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.float64
   with Context(OPTIM_DTYPE="half"): assert SGD([Tensor([1.0], requires_grad=True)], momentum=0.9).b[0].dtype == dtypes.half
 
+@pytest.mark.parametrize("make", [lambda p: LAMB(p, lr=0.01), lambda p: LARS(p, lr=0.01)], ids=["LAMB", "LARS"])
+def test_half_params_trust_ratio_norms_do_not_overflow(make):
+  # LAMB's and LARS's trust ratio divides the weights' norm by the update's (or the gradient's): for float16 weights the
+  # sums of squares were float16, inf past 65504 (here 300k weights of 0.5 make 75000), so one step left every weight inf
+  # (LAMB) or NaN (LARS). The float32 weights' step is the reference, rounded to float16
+  from tinygrad import dtypes
+  rng = np.random.default_rng(0)
+  w0, g0 = (rng.standard_normal(300_000) * 0.5).astype(np.float32), (rng.standard_normal(300_000) * 0.5).astype(np.float32)
+  got = []
+  for dt in (dtypes.float16, dtypes.float32):
+    w = Tensor(w0, dtype=dt, requires_grad=True)
+    opt = make([w])
+    opt.zero_grad()
+    G.backward((w * Tensor(g0, dtype=dt)).sum())
+    opt.step()
+    got.append(w.float().numpy())
+  assert np.isfinite(got[0]).all()
+  np.testing.assert_allclose(got[0], got[1], atol=2e-3, rtol=2e-3)
+
 def test_public_tinygrad_keyword_arguments():
   # public tinygrad's optimizers take device= and fused= (and SGD classic=); each raised TypeError here
   import inspect

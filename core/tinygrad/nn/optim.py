@@ -132,6 +132,11 @@ class SGD(Optimizer):
       out.append(self._p(t) - (g if self.classic else self._lr() * g))
     return out, self.b
 
+def _l2(x: Tensor) -> Tensor:
+  # ||x|| of a whole tensor, float16/bfloat16 in float32: their sum of squares passed 65504 (300k weights of 0.5), the norm
+  # was inf and the trust ratio made the weights inf or NaN in one step
+  return (x.float() if x.dtype.itemsize < 4 else x).square().sum().sqrt()
+
 def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps: float = 1e-7) -> Tensor:
   # the quintic Newton-Schulz iteration that maps a matrix towards the nearest semi-orthogonal one (Muon's update),
   # run on the wide orientation so X @ X.T is the small product
@@ -166,7 +171,7 @@ class LARS(Optimizer):
     for i, (t, g) in enumerate(zip(self.params, grads)):
       r: Tensor | float = 1.0
       if self.tcoef != 0:
-        r1, r2 = self._p(t).square().sum().sqrt(), g.square().sum().sqrt()
+        r1, r2 = _l2(self._p(t)), _l2(g)
         r = (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
       if self.pre_wd and self.wd > 0: g = g + self.wd * self._p(t)
       if self.classic: g = g * r * self._lr()
@@ -221,7 +226,7 @@ class LAMB(Optimizer):
       if up.device != p.device: up = up.shard_like(p) if isinstance(p.device, tuple) else up.to(p.device)
       up = up + self.wd * p
       if not self.adam:
-        r1, r2 = p.square().sum().sqrt(), up.square().sum().sqrt()
+        r1, r2 = _l2(p), _l2(up)
         up = up * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0)
       out.append(p - self._lr() * up)
     return out, [self.b1_t, self.b2_t] + self.m + self.v
