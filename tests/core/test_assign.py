@@ -254,6 +254,13 @@ NEW_TENSOR_OPS = {
   "floor_of_ints": (lambda t: t.cast(dtypes.int32).floor(), lambda a: a.astype(np.int32)),
   "pad_by_zeros": (lambda t: t.pad(((0, 0), (0, 0))), lambda a: a),
   "pad_that_cuts": (lambda t: t.pad((-1, 0)), lambda a: a[:, 1:]),   # torch's F.pad with a negative amount copies too
+  # (the other pad modes by zeros or a cut, and a power of 1: each was the input or a view of it, where torch copies)
+  "pad_reflect_by_zeros": (lambda t: t.pad((0, 0), mode="reflect"), lambda a: a),
+  "pad_replicate_by_zeros": (lambda t: t.pad((0, 0, 0, 0), mode="replicate"), lambda a: a),
+  "pad_circular_that_cuts": (lambda t: t.pad((-1, 0), mode="circular"), lambda a: a[:, 1:]),
+  "pad_reflect_that_cuts": (lambda t: t.pad((0, -2), mode="reflect"), lambda a: a[:, :1]),
+  "pow_one": (lambda t: t ** 1, lambda a: a),
+  "int_pow_one": (lambda t: (t.cast(dtypes.int32) ** 1), lambda a: a.astype(np.int32)),
 }
 
 @pytest.mark.parametrize("realized", [True, False, "pending_assign"], ids=["realized", "lazy", "pending_assign"])

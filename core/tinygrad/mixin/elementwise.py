@@ -630,12 +630,13 @@ class ElementwiseMixin:
         # overflowed (float16 53.5 ** -3 was 0 through 53.5**3 = inf; torch 6.6e-6), bfloat16 x ** 16 was 15 ulp off
         half = base.dtype in (dtypes.float16, dtypes.bfloat16) and n not in (0, 1)
         f = base.float() if half else base
-        if n >= 0: return f._pow_int(n).cast(base.dtype)
+        # (x ** 1 is a new tensor, as torch's, not x itself: a later x += 1 showed in it)
+        if n >= 0: return f._pow_int(n).cast(base.dtype)._own(self)
         # x**-n with torch's gradient n x**(n-1): 1/x**n's own chain multiplied 0 by inf at x = 0 and +-inf (NaN). From a half
         # type, (1/x)**n: float32's 1/x has digits to spare and the products leave float32's range only where the result
         # does (bfloat16 0.004 ** -16 = 2.3e38 went through 0.004**16, a float32 subnormal: 32 ulp off)
         return f._with_grad(f.reciprocal()._pow_int(-n) if half else f._pow_int(-n).reciprocal(), "pow_neg_int", n).cast(base.dtype)
-      if n >= 0 and dtypes.is_int(base.dtype): return base._pow_int(n)
+      if n >= 0 and dtypes.is_int(base.dtype): return base._pow_int(n)._own(self)
     if not reverse and isinstance(x, float) and x == 0.5: return self.sqrt()
     b, e = self._broadcasted(x, reverse)
     if dtypes.is_int(b.dtype): return Tensor._pow_int_tensor(b, e)

@@ -149,7 +149,7 @@ class MovementMixin:
                       "circular": lambda: take(0, a)}[mode]())
       x = parts[0].cat(*parts[1:], dim=d) if len(parts) > 1 else x
       if mode != "circular" and (b0 < 0 or a0 < 0): x = take(max(-b0, 0), x.shape[d] - max(-a0, 0))   # reflect/replicate: cut last
-    return x
+    return x._own(self)   # (no padding added, a cut at most: a new tensor, as torch's, not a view that shows later writes)
   def shrink(self: Tensor, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
