@@ -1,6 +1,6 @@
 """Whole random programs of the ops test_program_fuzz.py does not mix: matmuls (batched, broadcast, a transposed operand,
 int operands that wrap), cat and stack, gather, sort and topk, softmax and log_softmax, triu, reduces over several axes
-(keepdim), argmax, var, einsum, and in-place updates between them (a slice +=, a square tensor assigned its own
+(keepdim), argmax, var, einsum, pads in every mode, max and average pooling, constant int powers, normalize, and in-place updates between them (a slice +=, a square tensor assigned its own
 product, a row set from a reduce of its tensor), in float32 and the int dtypes, against numpy. Each new tensor keeps the
 value it had when built (docs/guide.md, "In-place updates"), so the reference copies each result; views that write
 through are test_program_fuzz.py's. On the CPU and on the PYTHON device."""
@@ -11,7 +11,8 @@ from tinygrad import Tensor, dtypes
 NP = {dtypes.float32: np.float32, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16, dtypes.int32: np.int32,
       dtypes.uint32: np.uint32, dtypes.int64: np.int64, dtypes.bool: np.bool_}
 OPS = ["matmul", "matmul", "cat", "stack", "reduce", "argmax", "softmax", "permute", "gather", "sort", "topk", "triu", "var", "einsum",
-       "iadd_slice", "assign_product", "setitem_row", "realize"]
+       "iadd_slice", "assign_product", "setitem_row", "realize", "pad_mode", "pool", "pow_int", "normalize"]
+PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}   # ours: numpy's
 
 @st.composite
 def programs(draw, n_steps: int):
@@ -86,6 +87,26 @@ def run(prog, device=None):
       if fl: ref = np.einsum("ij,kj->ik", a.astype(np.float64), a)
       else: ref = (a[:, None, :].astype(np.int64) * a[None, :, :]).astype(a.dtype).astype(np.int64).sum(-1)
       add(Tensor.einsum("ij,kj->ik", t, t), ref)
+    elif op == "pad_mode" and nd and s[-1]:
+      mode = list(PAD_MODES)[r % 4]
+      lim = s[-1] - 1 if mode == "reflect" else s[-1] if mode == "circular" else 3   # (reflect: pads below the size)
+      p0, p1 = min((r >> 2) % 4, lim), min((r >> 4) % 4, lim)
+      add(t.pad((p0, p1), mode=mode), np.pad(a, [(0, 0)] * (nd - 1) + [(p0, p1)], mode=PAD_MODES[mode]))
+    elif op == "pool" and nd >= 2 and min(s[-2:]) >= 1:
+      # max (any dtype) or average (float32) pooling of the last two axes, windows up to 3 x 3 and strides up to 3
+      kk, st = (1 + r % min(3, s[-2]), 1 + (r >> 2) % min(3, s[-1])), (1 + (r >> 4) % 3, 1 + (r >> 6) % 3)
+      win = np.lib.stride_tricks.sliding_window_view(a, kk, axis=(-2, -1))[..., ::st[0], ::st[1], :, :]
+      if fl and r & 256: add(t.avg_pool2d(kk, st), win.astype(np.float64).mean((-2, -1)))
+      else: add(t.max_pool2d(kk, st), win.max((-2, -1)))
+    elif op == "pow_int":
+      # a constant int power: float32 (negative ones too: 1/x**n, inf at 0) or ints (wrapping)
+      n = [-3, -2, -1, 2, 3, 5][r % 6] if fl else r % 6
+      with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        add(t ** n, a.astype(np.float64) ** n if fl else a.astype(np.int64) ** n)
+    elif op == "normalize" and nd and fl:
+      p = [1.0, 2.0, 3.0][r % 3]
+      norm = (np.abs(a.astype(np.float64)) ** p).sum(ax, keepdims=True) ** (1 / p)
+      add(t.normalize(p=p, dim=ax), a / np.maximum(norm, 1e-12))
     elif op in ("iadd_slice", "setitem_row", "assign_product") and nd and s[0]:
       if not t._is_realized():   # (an update goes into a buffer: the entry becomes one, with the value it had)
         t = t.contiguous().realize()
