@@ -195,6 +195,27 @@ def test_prune_keeps_kernels_of_a_variable():
     v = Variable("n", 1, 8).bind(i)
     np.testing.assert_allclose(f(Tensor([1.0]), v).numpy(), [1.0 + sum(range(i))])
 
+def test_training_on_bound_slices_of_a_data_tensor_replays():
+  # hlb_cifar10's loop: the batch is x[i:i+bs] with i a bound Variable, and backward gives x (a float tensor in the graph)
+  # a lazy .grad that accumulates one step's bind per step: a graph binding i to two values, which no realize can compute.
+  # A replay computes the lazy tensors reading the weights it overwrites first; that one it must leave (it raised
+  # VariableBindError at the first replay). Values as public tinygrad 0.14 gives them.
+  from tinygrad import Variable, Context
+  from tinygrad.nn.optim import SGD
+  x = Tensor(np.arange(32, dtype=np.float32).reshape(8, 4))
+  w = Tensor.ones(4).contiguous().realize()
+  opt = SGD([w], lr=0.01)
+  vi = Variable("i", 0, 6)
+  @TinyJit
+  def step(xb):
+    loss = (xb * w).sum()
+    opt.zero_grad()
+    loss.backward()
+    return loss.realize(*opt.schedule_step())
+  with Context(TRAINING=1): losses = [step(x[vi.bind(i):vi.bind(i)+2]).item() for i in (0, 2, 4, 6, 0)]
+  np.testing.assert_allclose(losses, [28.0, 85.36, 108.8, 67.6, -7.52], rtol=1e-5)
+  np.testing.assert_allclose(w.numpy(), [-0.16, -0.26, -0.36, -0.46], rtol=1e-5)
+
 def test_captured_from_another_process_is_refused_with_the_reason():
   with pytest.raises(NotImplementedError, match="pickle"): TinyJit(lambda x: x, captured=object())
 

@@ -177,6 +177,28 @@ def _lazy_readers(written: set[int]) -> list[Tensor]:
   def view(u: UOp) -> bool: return all(_views_buffer(s) for s in (u.src if u.op is Ops.MULTI else (u,)))
   return [t for t in live_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
                                                               for n in t.uop.toposort(gate=_above_buffers))]
+def _realize_readers(readers: list[Tensor]) -> None:
+  """Compute `readers` (_lazy_readers) before a replay overwrites what they read, in as few realizes as their bound Variables
+  allow: readers binding one variable to different values (each a step's slice x[i:i+bs]) are computed apart. A reader that
+  binds one variable to two values itself can never be computed, by any realize (VariableBindError): left as it is. That is
+  the gradient a training loop accumulates into its data tensor over steps of bound slices (hlb_cifar10's X_train.grad)."""
+  from tinygrad.engine.schedule import _graph_topo, _graph_binds
+  groups: list[tuple[dict[UOp, int], list[Tensor]]] = []
+  for t in readers:
+    vals: dict[UOp, int] | None = {}
+    for b in _graph_binds(_graph_topo([t.uop])):
+      v, x = b.unbind()
+      if vals.setdefault(v, x) != x:
+        vals = None
+        break
+    if vals is None: continue
+    for gvals, ts in groups:
+      if all(gvals.get(v, x) == x for v, x in vals.items()):
+        gvals.update(vals)
+        ts.append(t)
+        break
+    else: groups.append((vals, [t]))
+  for _, ts in groups: Tensor.realize(*ts)
 def _buffers(t: Any) -> list[Buffer]:
   """The Buffers an input tensor is read from: its own, or a multi-device tensor's shards'."""
   return [buffer_of(u) for u in _buffer_uops(t)]
@@ -442,7 +464,7 @@ class TinyJit(Generic[R]):
     # (the capture's own writes, `owned`, are the same every replay: only the inputs it writes are compared)
     wrote_in = {id(b) for b, w in zip(bufs, self.written_bufs) if w}
     if graph_epoch[0] != self.seen_epoch or not wrote_in <= self.seen_written:
-      if readers := _lazy_readers(self.owned | wrote_in): Tensor.realize(*readers)
+      if readers := _lazy_readers(self.owned | wrote_in): _realize_readers(readers)
       self.seen_epoch, self.seen_written = graph_epoch[0], wrote_in
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
