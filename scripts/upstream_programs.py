@@ -241,9 +241,9 @@ def write_gguf(path: str, kv: dict[str, Any], tensors: dict[str, tuple[str, np.n
   with open(path, "wb") as f: f.write(blob + b"\0" * (-len(blob) % 32) + data)
 
 def prog_gguf() -> dict[str, np.ndarray]:
-  """nn.state.gguf_load on a GGUF file written here (F32, F16, Q8_0, Q4_0 tensors), read from a disk tensor as llama3.py does."""
+  """gguf_load on a GGUF file written here (F32, F16, Q8_0, Q4_0 tensors), read from a disk tensor as llama3.py does."""
   from tinygrad import Tensor, Device, dtypes
-  from tinygrad.nn.state import gguf_load
+  from tinygrad.llm.gguf import gguf_load   # (where llama3.py and gpt2.py import it from)
   rng = np.random.default_rng(0)
   ts = {f"t.{k}": (k, rng.standard_normal((4, 64)).astype(np.float32)) for k in ("F32", "F16", "Q8_0", "Q4_0")}
   path = os.path.join(tempfile.mkdtemp(), "m.gguf")
@@ -347,14 +347,16 @@ def prog_llama3() -> dict[str, np.ndarray]:
   # (float32: public tinygrad 0.14 on CPU cannot run this file's bfloat16 (clang rejects __bf16 here, its LLVM IR is invalid))
   write_safetensors(path, sd)
   out: dict[str, np.ndarray] = {}
-  for q in (None, "float16", "int8", "nf4"):
-    m = l3.build_transformer(Path(path), model_size="tiny", quantize=q, max_context=32)
+  from tinygrad import Device
+  shard = tuple(f"{Device.DEFAULT}:{i}" for i in range(2))
+  for q, dev in ((None, None), ("float16", None), ("int8", None), ("nf4", None), ("shard", shard), ("int8shard", shard)):
+    m = l3.build_transformer(Path(path), model_size="tiny", quantize={"shard": None, "int8shard": "int8"}.get(q, q), max_context=32, device=dev)
     prompt, toks = [1, 17, 33, 5, 70], []
-    lg = m(Tensor([prompt]), 0, math.nan).float().numpy()
+    lg = m(Tensor([prompt], device=dev), 0, math.nan).float().numpy()
     out[f"{q}_prefill"] = lg
     toks.append(int(lg[0, -1].argmax()))
     for pos in range(len(prompt), len(prompt) + 5):
-      lg = m(Tensor([[toks[-1]]]), pos, math.nan).float().numpy()
+      lg = m(Tensor([[toks[-1]]], device=dev), pos, math.nan).float().numpy()
       out[f"{q}_step{pos}"] = lg
       toks.append(int(lg[0, -1].argmax()))
     out[f"{q}_tokens"] = np.array(toks)

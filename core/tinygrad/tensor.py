@@ -102,6 +102,12 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
 def _is_const(u: UOp) -> bool:
   while u.op in GroupOp.Movement or u.op is Ops.CAST: u = u.src[0]
   return u.op is Ops.CONST
+_NOT_COMPUTED = frozenset({Ops.BUFFER, Ops.MULTI, Ops.COPY, Ops.ASSIGN})
+def _computed_anywhere(u: UOp) -> bool:
+  # a graph of constants only (Tensor.arange, Tensor.full, a constant): it reads no data, so it is computed on whatever
+  # device(s) the other operand is on, as public tinygrad's elementwise ops do (llama3's Int8Embedding compares its arange
+  # with sharded token ids); a tensor with data stays an error (data is not moved silently)
+  return _is_const(u) or not any(n.op in _NOT_COMPUTED for n in u.toposort(gate=_above_buffers))
 def _on_device(u: UOp, device: Any) -> UOp:
   return u.substitute({n: UOp(Ops.DEVICE, arg=device) for n in u.toposort() if n.op is Ops.DEVICE})
 
@@ -1334,10 +1340,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     x, t = self, self._to_tensor(y)
     if reverse: x, t = t, x
     if x.device != t.device:
-      # a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))) joins the other operand on its device(s), as public
-      # tinygrad's device-less constants do: it has no data to move
-      if _is_const(t.uop): t = Tensor(_on_device(t.uop, x.device))
-      elif _is_const(x.uop): x = Tensor(_on_device(x.uop, t.device))
+      # a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))), or a graph of constants (Tensor.arange), joins the other
+      # operand on its device(s), as public tinygrad's device-less constants do: it has no data to move
+      if _computed_anywhere(t.uop): t = Tensor(_on_device(t.uop, x.device))
+      elif _computed_anywhere(x.uop): x = Tensor(_on_device(x.uop, t.device))
       else: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
     if match_dtype and x.dtype != t.dtype:
       out = least_upper_dtype(x.dtype, t.dtype)

@@ -470,6 +470,20 @@ def test_a_constant_joins_a_tensor_on_other_devices():
   assert UOp.const(3).dtype == dtypes.int and UOp.const(2.5, dtypes.half).dtype == dtypes.half and UOp.const(dtypes.int8, 7).arg == 7
   with pytest.raises(ValueError, match="different devices"): s + Tensor(a)   # data is not moved silently
 
+def test_a_graph_of_constants_joins_a_multi_device_tensor():
+  # public tinygrad's elementwise ops compute a tensor that reads no data (Tensor.arange) on the other operand's devices:
+  # examples/llama3.py's Int8Embedding compares its arange with token ids on the shard devices (--shard with int8 weights);
+  # that raised "tensors on different devices"
+  ids = Tensor([[3, 1]]).shard(("CPU:0", "CPU:1"), axis=None)
+  np.testing.assert_array_equal((Tensor.arange(4).unsqueeze(-1) == ids).numpy(), np.arange(4)[:, None] == np.array([[3, 1]]))
+  for axis in (0, 1):
+    y = Tensor(_rand(2, 2)).shard(("CPU:0", "CPU:1"), axis=axis)
+    out = Tensor.arange(4).reshape(2, 2) * y
+    assert out.device == y.device and out.uop.arg == axis
+    np.testing.assert_allclose(out.numpy(), np.arange(4).reshape(2, 2) * y.numpy())
+    np.testing.assert_allclose((y - Tensor.full((2, 1), 3.0)).numpy(), y.numpy() - 3)
+    with pytest.raises(ValueError, match="different devices"): y + Tensor(_rand(2, 2))   # data is still not moved silently
+
 @pytest.mark.parametrize("axis", [None, 0])
 def test_a_buffer_false_constant_stays_a_constant_when_sharded(axis):
   # Tensor.ones(n, buffer=False) (public tinygrad's): realize() gives it no buffer, and sharding a constant makes the
