@@ -290,6 +290,30 @@ def prog_whisper() -> dict[str, np.ndarray]:
     out[f"step{i}"] = logits.numpy()
   return out | {"tokens": np.array(toks)}
 
+def prog_whisper_transcribe() -> dict[str, np.ndarray]:
+  """whisper.py's own transcribe_waveform, batch 2 (two waveforms of different lengths): its mel front end (audio_helpers.mel),
+  the jitted encoder and one jitted decoder per token shape, on a toy model with 80 mels and 1500 audio positions. librosa's
+  stft is stood in for by a numpy one (its defaults: centered, reflect padding, periodic Hann window)."""
+  stub_modules("librosa", "tiktoken", "tiktoken.load", "sounddevice", "pyaudio")
+  def stft(y: np.ndarray, n_fft: int, hop_length: int, window: str = "hann", dtype: Any = np.csingle) -> np.ndarray:
+    y = np.pad(y, [(0, 0)] * (y.ndim - 1) + [(n_fft // 2, n_fft // 2)], mode="reflect")
+    w = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)
+    n = 1 + (y.shape[-1] - n_fft) // hop_length
+    frames = np.stack([y[..., i * hop_length:i * hop_length + n_fft] * w for i in range(n)], axis=-1)
+    return np.fft.rfft(frames, axis=-2).astype(dtype)
+  sys.modules["librosa"].stft = stft  # type: ignore[attr-defined]
+  import examples.whisper as W
+  dims = {"n_mels": 80, "n_audio_ctx": 1500, "n_audio_state": 32, "n_audio_head": 4, "n_audio_layer": 2, "n_vocab": 120, "n_text_ctx": 16,
+          "n_text_state": 32, "n_text_head": 4, "n_text_layer": 2}
+  m = W.Whisper(dims, batch_size=2)
+  randomize(m, 0, skip=("cache_", "mask"), scale={"positional_embedding": 1.0, "blocks": 0.5})
+  class Enc:
+    _special_tokens = {"<|startoftranscript|>": 100, "<|notimestamps|>": 101, "<|endoftext|>": 102, "<|startofprev|>": 103, "<|transcribe|>": 104}
+    def decode(self, toks: list) -> str: return ",".join(str(int(t)) for t in toks)
+  rng = np.random.default_rng(5)
+  texts = W.transcribe_waveform(m, Enc(), [rng.standard_normal(16000).astype(np.float32) * 0.1, rng.standard_normal(8000).astype(np.float32) * 0.3])
+  return {f"text{i}": np.array([int(x) for x in t.split(",") if x] or [-1]) for i, t in enumerate(texts)}
+
 def prog_t5() -> dict[str, np.ndarray]:
   stub_modules("sentencepiece")
   from tinygrad import Tensor
@@ -560,6 +584,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "sd_sampler": (prog_sd_sampler, 2e-3, {}),
   "sdxl": (prog_sdxl, 5e-3, {}),
   "whisper": (prog_whisper, 1e-4, {}),
+  "whisper_transcribe": (prog_whisper_transcribe, 0, {}),
   "t5": (prog_t5, 1e-4, {}),
   "rnnt": (prog_rnnt, 1e-4, {}),
 }
