@@ -433,6 +433,23 @@ def prog_mixtral() -> dict[str, np.ndarray]:
     toks.append(int(out[f"logits{i}"][0, -1].argmax()))
   return out | {"tokens": np.array(toks)}
 
+def prog_olmoe() -> dict[str, np.ndarray]:
+  """olmoe.py's model: llama's Transformer with q/k norms and its MixtureFeedForward (bfloat16 experts picked by topk inside the
+  jitted one-token step), decoded as its main loop does, one token at a time; logits compared."""
+  import functools
+  from tinygrad import Tensor
+  from extra.models.llama import Transformer
+  from examples.olmoe import MixtureFeedForward
+  m = Transformer(n_layers=2, dim=32, hidden_dim=24, n_heads=4, norm_eps=1e-5, qk_norm=1e-5, max_context=32, vocab_size=50,
+                  feed_forward=functools.partial(MixtureFeedForward, 6, 2))
+  randomize(m, 0, skip=("freqs_cis",), scale={"_proj": 0.2})
+  toks, out = [7], {}
+  for start_pos in range(6):
+    lg = m(Tensor([toks[start_pos:]]), start_pos, math.nan).float().numpy()
+    out[f"logits{start_pos}"] = lg
+    toks.append(int(lg[0, -1].argmax()))
+  return out | {"tokens": np.array(toks)}
+
 def prog_hlb_cifar10_steps() -> dict[str, np.ndarray]:
   """hlb_cifar10's model (its batchnorm, quick_gelu, whitening conv), optimizers and OneCycleLR schedule, trained a few jitted steps
   on fixed data from fixed weights (the example's own loop draws its augmentations from the RNG, whose stream is not public
@@ -561,12 +578,14 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "llama3": (prog_llama3, 3e-3, {}),
   "mamba": (prog_mamba, 1e-4, {}),
   "mixtral": (prog_mixtral, 2e-2, {}),
+X
   "hlb_cifar10_steps": (prog_hlb_cifar10_steps, 1e-4, {}),
   "hlb_cifar10_train": (prog_hlb_cifar10_train, 0, {}),
   "cartpole": (prog_cartpole, 0, {}),
   "stunning_mnist": (lambda: run_script("stunning_mnist", {"STEPS": "3", "BS": "16"}), 0, {}),
   "gradaccum_mnist": (lambda: run_script("gradaccum_mnist", {"STEPS": "2", "BS": "16", "ACC_STEPS": "2"}), 0, {}),
   "minrf": (lambda: run_script("minrf", {"STEPS": "2", "BS": "8", "SAMPLE_STEPS": "2"}), 0, {}),
+  "beautiful_mnist": (lambda: run_script("beautiful_mnist", {"STEPS": "3", "BS": "16"}), 0, {}),
   "beautiful_mnist_multigpu": (lambda: run_script("beautiful_mnist_multigpu", {"STEPS": "3", "BS": "16", "GPUS": "2"}), 0, {}),
   "beautiful_cifar": (lambda: run_script("beautiful_cifar", {"BS": "32"}, n_train=32), 0, {}),   # (12 epochs of one step)
   "gpt2": (prog_gpt2, 0, {}),
