@@ -183,15 +183,15 @@ def _realize_readers(readers: list[Tensor]) -> None:
   binds one variable to two values itself can never be computed, by any realize (VariableBindError): left as it is. That is
   the gradient a training loop accumulates into its data tensor over steps of bound slices (hlb_cifar10's X_train.grad)."""
   from tinygrad.engine.schedule import _graph_topo, _graph_binds
-  groups: list[tuple[dict[UOp, int], list[Tensor]]] = []
-  for t in readers:
-    vals: dict[UOp, int] | None = {}
+  def bound(t: Tensor) -> dict[UOp, int] | None:
+    vals: dict[UOp, int] = {}
     for b in _graph_binds(_graph_topo([t.uop])):
       v, x = b.unbind()
-      if vals.setdefault(v, x) != x:
-        vals = None
-        break
-    if vals is None: continue
+      if vals.setdefault(v, x) != x: return None
+    return vals
+  groups: list[tuple[dict[UOp, int], list[Tensor]]] = []
+  for t in readers:
+    if (vals := bound(t)) is None: continue
     for gvals, ts in groups:
       if all(gvals.get(v, x) == x for v, x in vals.items()):
         gvals.update(vals)
