@@ -386,6 +386,46 @@ def prog_llama3() -> dict[str, np.ndarray]:
     out[f"{q}_tokens"] = np.array(toks)
   return out
 
+def prog_llama1() -> dict[str, np.ndarray]:
+  """examples/llama.py's LLaMa.build: two consolidated.NN.pth files written by torch (split as Meta's tensor-parallel
+  checkpoints are, joined by its concat_weights), read with torch_load through disk tensors, then prefill and jitted decode
+  steps. The files are written by the first run that has torch (ours) into the work directory; the reference reads them."""
+  stub_modules("sentencepiece", "tiktoken", "tiktoken.load")
+  from tinygrad import Tensor
+  import examples.llama as L
+  args = {"dim": 32, "n_heads": 4, "n_layers": 2, "norm_eps": 1e-06, "vocab_size": 64, "hidden_dim": 48}
+  class Tok:
+    def __init__(self, model_file: str): pass
+    def vocab_size(self) -> int: return 64
+  L.MODEL_PARAMS["1"]["tiny"], L.MODEL_PARAMS["1"]["tokenizer"] = {"args": args, "files": 2}, Tok
+  d = Path.cwd() / "llama1-checkpoint"
+  if not (d / "consolidated.01.pth").exists():
+    import torch
+    d.mkdir(exist_ok=True)
+    rng, D, H = np.random.default_rng(0), 32, 48
+    n = lambda *s, std=0.18: torch.tensor((rng.standard_normal(s) * std).astype(np.float32))
+    full = {"tok_embeddings.weight": n(64, D, std=1.0), "norm.weight": 1 + n(D, std=0.1), "output.weight": n(64, D)}
+    for i in range(2):
+      p = f"layers.{i}."
+      full |= {p+"attention_norm.weight": 1 + n(D, std=0.1), p+"ffn_norm.weight": 1 + n(D, std=0.1), p+"attention.wq.weight": n(D, D),
+               p+"attention.wk.weight": n(D, D), p+"attention.wv.weight": n(D, D), p+"attention.wo.weight": n(D, D),
+               p+"feed_forward.w1.weight": n(H, D), p+"feed_forward.w2.weight": n(D, H, std=0.14), p+"feed_forward.w3.weight": n(H, D)}
+    for part in range(2):   # (as concat_weights joins them: 1-d replicated, wo/w2/tok_embeddings on axis 1, the rest on axis 0)
+      def half(k: str, v: Any) -> Any:
+        if v.ndim == 1: return v
+        ax = 1 if k.startswith("tok_embeddings.") or k.endswith((".attention.wo.weight", ".feed_forward.w2.weight")) else 0
+        return v.chunk(2, dim=ax)[part].clone()
+      torch.save({k: half(k, v) for k, v in full.items()}, d / f"consolidated.{part:02d}.pth")
+  m = L.LLaMa.build(d, "tokenizer.model", model_gen="1", model_size="tiny").model
+  toks, out = [1, 9, 33], {}
+  lg = m(Tensor([toks]), 0, math.nan).numpy()
+  out["prefill"] = lg
+  for pos in range(3, 8):
+    toks.append(int(lg[0, -1].argmax()))
+    lg = m(Tensor([[toks[-1]]]), pos, math.nan).numpy()
+    out[f"step{pos}"] = lg
+  return out | {"tokens": np.array(toks)}
+
 def prog_mamba() -> dict[str, np.ndarray]:
   stub_modules("transformers")
   try: import tqdm  # noqa: F401
@@ -576,6 +616,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   # (3e-3: float16 logits. Public tinygrad's C renderer computes half arithmetic in float without rounding each op (clang's
   # excess precision), as in Int8Linear's dequantized weight; ours rounds every half op, as torch does)
   "llama3": (prog_llama3, 3e-3, {}),
+  "llama1": (prog_llama1, 1e-4, {}),
   "mamba": (prog_mamba, 1e-4, {}),
   "mixtral": (prog_mixtral, 2e-2, {}),
   # (0.14's bfloat16 fails on this machine's CPU, clang and LLVM alike: its PYTHON device is the reference)

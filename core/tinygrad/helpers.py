@@ -97,6 +97,7 @@ DEFAULT_INT = ContextVar("DEFAULT_INT", "int32")   # dtypes.default_int: the dty
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)
 WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tinygrad's switch; accepted, no winograd path yet)
 OPTIM_DTYPE = ContextVar("OPTIM_DTYPE", "float32")   # optimizer state (momentum, Adam's m and v) dtype, as public tinygrad; a float64 parameter's stays float64
+TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0)  # public tinygrad's rewrite-statistics switch (examples/llama.py sets it in a Context); accepted, no statistics kept (VIZ=1 records the rewrites)
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)     # public tinygrad's switch to update all parameters as one flat buffer (fewer kernels); accepted, same result: the update here is one schedule already
 class _DevVar(ContextVar):
   """DEV: the default device as a string ("NV", "CPU:LLVM", "NV:1:PTX"; read when Device.DEFAULT is first chosen). Its

@@ -33,6 +33,12 @@ class TestContext:
     with pytest.raises(KeyError, match="NOT_A_FLAG") as ei:
       with Context(NOT_A_FLAG=1): pass
     assert "DEBUG" in str(ei.value)
+  def test_the_flags_public_programs_set_are_known(self):
+    # every name public tinygrad's examples/ and extra/ set in a Context: examples/llama.py's LLaMa.build runs under
+    # Context(BEAM=0, TRACK_MATCH_STATS=0), which raised KeyError (unknown context variable) before the model was built
+    names = {"TRAINING": 1, "DEBUG": 0, "BEAM": 0, "TRACK_MATCH_STATS": 0, "JIT": 1, "FUSE_OPTIM": 0, "DEFAULT_FLOAT": "float32"}
+    with Context(**names): pass
+
   def test_unknown_name_changes_nothing(self):
     old = DEBUG.value
     with pytest.raises(KeyError):
