@@ -610,6 +610,23 @@ def run_script(module: str, env: dict[str, str], n_train: int = 64) -> dict[str,
   runpy.run_module(f"examples.{module}", run_name="__main__")
   return {}
 
+def prog_onnx_bench() -> dict[str, np.ndarray]:
+  """examples/benchmark_onnx.py's load_onnx_model (OnnxRunner under TinyJit(prune=True)) on a small CNN exported by torch, its inputs
+  from extra/onnx_helpers.get_example_inputs(OnnxRunner.graph_inputs), checked by onnx_helpers.validate against onnxruntime.
+  Needs torch, onnx and onnxruntime (a reference without them reports its ImportError)."""
+  import warnings, torch
+  m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+  path = os.path.join(tempfile.mkdtemp(), "small.onnx")
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    torch.onnx.export(m.eval(), (torch.randn(1, 3, 16, 16),), path, dynamo=False, input_names=["x"], dynamic_axes={"x": {0: "batch_size"}})
+  from examples.benchmark_onnx import load_onnx_model
+  from extra.onnx_helpers import get_example_inputs, validate
+  run, specs = load_onnx_model(path)
+  for _ in range(4): out = run(**(inp := get_example_inputs(specs))).numpy()
+  validate(path, inp, rtol=1e-3, atol=1e-3)
+  return {}
+
 # name -> (program, tolerance, environment of the reference's run)
 PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, str]]] = {
   "llama": (prog_llama, 1e-4, {}),
@@ -632,6 +649,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "beautiful_cifar": (lambda: run_script("beautiful_cifar", {"BS": "32"}, n_train=32), 0, {}),   # (12 epochs of one step)
   "gpt2": (prog_gpt2, 0, {}),
   "gguf": (prog_gguf, 0, {}),
+  "onnx_bench": (prog_onnx_bench, 0, {}),
   "bert": (prog_bert, 1e-4, {}),
   "yolov8": (prog_yolov8, 1e-3, {}),
   "retinanet": (prog_retinanet, 1e-4, {}),

@@ -92,6 +92,23 @@ def test_runner_accepts_every_model_form(form: str, tmp_path):
   x = np.array([[-1.0, 1.0, -4.0], [0.5, 3.0, -3.5]], dtype=np.float32)
   np.testing.assert_equal(OnnxRunner(model)({"x": x})["z"].numpy(), np.maximum(x + [1.0, -2.0, 3.0], 0))
 
+def test_graph_inputs_give_each_inputs_declared_type():
+  # public tinygrad's OnnxRunner.graph_inputs / graph_outputs: examples/benchmark_onnx.py and yolov8-onnx.py build example
+  # inputs from them (extra/onnx_helpers.get_example_inputs); OnnxRunner had neither
+  from tinygrad import dtypes
+  from tinygrad.nn.onnx import OnnxValue
+  h = onnx.helper
+  opt = h.make_optional_type_proto(h.make_tensor_type_proto(onnx.TensorProto.INT64, [2]))
+  g = h.make_graph([h.make_node("Relu", ["x"], ["y"]), h.make_node("Identity", ["s"], ["t"])], "g",
+                   [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, ["batch", 3, None]),
+                    h.make_tensor_sequence_value_info("s", onnx.TensorProto.FLOAT, [4]), h.make_value_info("o", opt)],
+                   [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, ["batch", 3, None]),
+                    h.make_tensor_sequence_value_info("t", onnx.TensorProto.FLOAT, [4])])
+  r = OnnxRunner(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+  assert r.graph_inputs == {"x": OnnxValue(("batch", 3, None), dtypes.float16, False, False), "s": OnnxValue((4,), dtypes.float32, False, True),
+                            "o": OnnxValue((2,), dtypes.int64, True, False)}
+  assert r.graph_outputs == ("y", "t")
+
 def test_unsupported_op_is_one_error_before_compute():
   with pytest.raises(NotImplementedError, match=r"opset 17.*NoSuchOp \(node act0\)"): OnnxRunner(_tiny_model("NoSuchOp"))
 

@@ -39,6 +39,25 @@ def _tensor(arr: np.ndarray, device: str | None, dtype: DType | None = None) -> 
   t = Tensor(arr if arr.flags.c_contiguous else arr.copy(), device=device)   # (np.ascontiguousarray makes a 0-d array 1-d)
   return t.cast(dtype) if dtype is not None and t.dtype != dtype else t
 
+@dataclass(frozen=True)
+class OnnxValue:
+  """A graph input's declared type, as public tinygrad's OnnxRunner.graph_inputs gives it: the shape (an int per fixed dim,
+  the dim's name for a symbolic one, None for an unknown one), the element dtype, and whether it is optional or a sequence."""
+  shape: tuple[str | int | None, ...]
+  dtype: DType
+  is_optional: bool
+  is_sequence: bool
+
+def _value_of(t: Any) -> OnnxValue:
+  # an onnx TypeProto: optional(sequence(tensor)) at most
+  optional = t.HasField("optional_type")
+  if optional: t = t.optional_type.elem_type
+  sequence = t.HasField("sequence_type")
+  if sequence: t = t.sequence_type.elem_type
+  dims = t.tensor_type.shape.dim
+  shape = tuple(d.dim_param if d.HasField("dim_param") else d.dim_value if d.HasField("dim_value") else None for d in dims)
+  return OnnxValue(shape, dtype_of(t.tensor_type.elem_type), optional, sequence)
+
 @dataclass
 class _Ctx:
   """What an op needs besides its inputs and attributes: the opset of its domain, the device, and host values of inputs."""
@@ -793,6 +812,9 @@ class OnnxRunner:
     inits = set(self.initializers)
     self.inputs = {i.name: i for i in model.graph.input if i.name not in inits}
     self.outputs = [o.name for o in model.graph.output]
+    # public tinygrad's names: each input's declared type (examples' get_example_inputs builds inputs from it), the outputs
+    self.graph_inputs = {name: _value_of(i.type) for name, i in self.inputs.items()}
+    self.graph_outputs = tuple(self.outputs)
 
   def _init_tensor(self, t: Any) -> tuple[Tensor, np.ndarray | None]:
     arr = _to_numpy(t)
