@@ -585,6 +585,21 @@ def prog_retinanet() -> dict[str, np.ndarray]:
   det = m.postprocess_detections(out["eager"], input_size=(64, 64), score_thresh=0.3)[0]
   return out | {f"det_{k}": v for k, v in det.items()}
 
+def prog_mask_rcnn() -> dict[str, np.ndarray]:
+  """extra/models/mask_rcnn.py's MaskRCNN (ResNet-50 FPN, RPN, RoI box and mask heads: its ROIAlign, nms and post-processing)
+  on one 64x64 image with random weights; the detections' boxes, scores, labels and masks."""
+  from tinygrad import Tensor
+  from extra.models.resnet import ResNet
+  from extra.models.mask_rcnn import MaskRCNN
+  m = MaskRCNN(ResNet(50, num_classes=None, stride_in_1x1=True))
+  randomize(m, 0, scale={"cls_score": 0.1, "objectness": 0.1})   # (confident scores: some detections pass 0.05)
+  res = m([rand(3, 64, 64, seed=2)])
+  if not res: return {"detections": np.array([0])}
+  res = res[0]
+  out = {"boxes": res.bbox.numpy() if isinstance(res.bbox, Tensor) else np.asarray(res.bbox)}
+  for k, v in res.extra_fields.items(): out[k] = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
+  return out
+
 def prog_transformer() -> dict[str, np.ndarray]:
   from tinygrad import Tensor
   from extra.models.transformer import Transformer
@@ -657,6 +672,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "yolov8": (prog_yolov8, 1e-3, {}),
   "retinanet": (prog_retinanet, 1e-4, {}),
   "transformer": (prog_transformer, 1e-4, {}),
+  "mask_rcnn": (prog_mask_rcnn, 1e-3, {}),
   "convnext": (prog_convnext, 1e-4, {}),
   "efficientnet": (prog_efficientnet, 1e-4, {}),
   "resnet50": (prog_resnet50, 1e-4, {}),
