@@ -122,6 +122,13 @@ class dtypes(metaclass=_DTypesMeta):
   uint32: Final[DType] = DType.new(6, 4, "unsigned int", "I")
   int64: Final[DType] = DType.new(7, 8, "long", "q")
   uint64: Final[DType] = DType.new(8, 8, "unsigned long", "Q")
+  # fp8 (OCP e4m3fn / e5m2, and AMD's fnuz variants: no -0, no inf, NaN is 0x80, exponent bias one more): stored as bytes,
+  # no struct format; no renderer computes them: codegen/decompositions.py lowers their loads, stores and casts to byte and
+  # float32 ops (a renderer may take some over natively: Renderer.native_fp8)
+  fp8e4m3: Final[DType] = DType.new(10, 1, "float8_e4m3", None)
+  fp8e5m2: Final[DType] = DType.new(11, 1, "float8_e5m2", None)
+  fp8e4m3fnuz: Final[DType] = DType.new(10, 1, "float8_e4m3fnuz", None)
+  fp8e5m2fnuz: Final[DType] = DType.new(11, 1, "float8_e5m2fnuz", None)
   float16: Final[DType] = DType.new(11, 2, "half", "e")
   bfloat16: Final[DType] = DType.new(12, 2, "__bf16", None)
   float32: Final[DType] = DType.new(13, 4, "float", "f")
@@ -135,7 +142,10 @@ class dtypes(metaclass=_DTypesMeta):
   char = int8; short = int16; int = int32; long = int64
   index: DType = int32  # dtype of index arithmetic
 
-  floats: tuple[DType, ...] = (float16, bfloat16, float32, float64)
+  fp8_ocp: tuple[DType, ...] = (fp8e4m3, fp8e5m2)
+  fp8_fnuz: tuple[DType, ...] = (fp8e4m3fnuz, fp8e5m2fnuz)
+  fp8s: tuple[DType, ...] = fp8_ocp + fp8_fnuz
+  floats: tuple[DType, ...] = fp8s + (float16, bfloat16, float32, float64)
   uints: tuple[DType, ...] = (uint8, uint16, uint32, uint64)
   sints: tuple[DType, ...] = (int8, int16, int32, int64)
   ints: tuple[DType, ...] = uints + sints
@@ -176,11 +186,13 @@ class dtypes(metaclass=_DTypesMeta):
   def min(dtype: DType) -> ConstType:
     s = dtype.scalar()
     if dtypes.is_int(s): return 0 if dtypes.is_unsigned(s) else -2**(s.itemsize*8-1)
+    if s in _FP8: return -fp8_to_float(_FP8[s].maxcode, s) if _FP8[s].inf is None else -math.inf  # (no inf: the finite extreme)
     return -math.inf if dtypes.is_float(s) else False
   @staticmethod
   def max(dtype: DType) -> ConstType:
     s = dtype.scalar()
     if dtypes.is_int(s): return 2**(s.itemsize*8)-1 + (dtypes.min(s) if not dtypes.is_unsigned(s) else 0)  # type: ignore[operator]
+    if s in _FP8: return fp8_to_float(_FP8[s].maxcode, s) if _FP8[s].inf is None else math.inf
     return math.inf if dtypes.is_float(s) else True
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_DICT
@@ -190,17 +202,20 @@ class dtypes(metaclass=_DTypesMeta):
     if dtype.scalar() not in _FINFO: raise TypeError(f"finfo needs a float dtype, got {dtype}; valid: {list(_FINFO)}")
     return _FINFO[dtype.scalar()]
 
-_FINFO: dict[DType, tuple[int, int]] = {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
+_FINFO: dict[DType, tuple[int, int]] = {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.fp8e4m3fnuz: (4, 3), dtypes.fp8e5m2fnuz: (5, 2),
+  dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
 _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtypes.weakint,)), frozenset(dtypes.uints)  # fast membership
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
-  "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64, "void": dtypes.void}
+  "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64, "fp8e4m3": dtypes.fp8e4m3, "fp8e5m2": dtypes.fp8e5m2,
+  "fp8e4m3fnuz": dtypes.fp8e4m3fnuz, "fp8e5m2fnuz": dtypes.fp8e5m2fnuz, "void": dtypes.void}
 INVERSE_DTYPES_DICT: dict[str, str] = {v.name: k for k, v in DTYPES_DICT.items()}
 # the short C-vector spelling of each scalar: float4, uchar4, half2
 VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned char": "uchar", "short": "short", "unsigned short": "ushort",
   "int": "int", "unsigned int": "uint", "long": "long", "unsigned long": "ulong", "half": "half", "__bf16": "bfloat16", "float": "float",
-  "double": "double", "weakint": "weakint"}
+  "double": "double", "weakint": "weakint", "float8_e4m3": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e4m3fnuz": "fp8e4m3fnuz",
+  "float8_e5m2fnuz": "fp8e5m2fnuz"}
 
 class DTypeNameError(ValueError, AttributeError):
   """An unknown dtype name (public tinygrad raises AttributeError from `getattr(dtypes, name)`; a ValueError too)."""
@@ -229,6 +244,7 @@ def truncate_int(v: int, dt: DType) -> int:
   return v - (1 << bits) if not dtypes.is_unsigned(dt) and v >= 1 << (bits-1) else v
 
 def truncate_float(v: float, dt: DType) -> float:
+  if dt in _FP8: return fp8_to_float(float_to_fp8(v, dt), dt)   # (inf and NaN too: e4m3 has no inf)
   if dt == dtypes.float64 or math.isnan(v) or math.isinf(v): return v
   if dt == dtypes.float32:
     try: return struct.unpack("f", struct.pack("f", v))[0]
@@ -237,6 +253,7 @@ def truncate_float(v: float, dt: DType) -> float:
     try: return struct.unpack("e", struct.pack("e", v))[0]
     except OverflowError: return math.copysign(math.inf, v)
   if dt == dtypes.bfloat16: return bf16_to_float(float_to_bf16(v))
+  if dt in _FP8: return fp8_to_float(float_to_fp8(v, dt), dt)
   raise TypeError(f"not a float dtype: {dt}")
 
 def float_to_bf16(x: float) -> int:
@@ -249,6 +266,47 @@ def float_to_bf16(x: float) -> int:
 
 def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
 
+# ---- fp8: the formats and their conversions (the same integer algorithm the kernels run: codegen/decompositions.py) ----
+@dataclass(frozen=True)
+class FP8Format:
+  mbits: int            # explicit mantissa bits
+  bias: int             # exponent bias
+  maxcode: int          # the largest finite magnitude's bits
+  nan: int              # the NaN bits (OCP: | the sign; fnuz: 0x80, unsigned)
+  inf: int | None       # the inf bits (| the sign), None: no inf
+  overflow: int         # the bits a too-large magnitude rounds to (| the sign unless fnuz): e4m3 saturates, e5m2 is inf, fnuz NaN
+  fnuz: bool            # no -0, NaN is 0x80
+_FP8: dict[DType, FP8Format] = {dtypes.fp8e4m3: FP8Format(3, 7, 0x7e, 0x7f, None, 0x7e, False),
+  dtypes.fp8e5m2: FP8Format(2, 15, 0x7b, 0x7f, 0x7c, 0x7c, False), dtypes.fp8e4m3fnuz: FP8Format(3, 8, 0x7f, 0x80, None, 0x80, True),
+  dtypes.fp8e5m2fnuz: FP8Format(2, 16, 0x7f, 0x80, None, 0x80, True)}
+
+def float_to_fp8(x: float, dt: DType) -> int:
+  """The fp8 bits of float32(x), rounded to nearest even; too large (inf too): e4m3 saturates to +-448, e5m2 is +-inf,
+  the fnuz dtypes NaN (as torch's casts). NaN -> NaN; fnuz has no -0."""
+  f = _FP8[dt]
+  try: u = struct.unpack("I", struct.pack("f", x))[0]
+  except OverflowError: u = 0x7f800000 | (0x80000000 if x < 0 else 0)
+  sign, a = (u >> 24) & 0x80, u & 0x7fffffff
+  if a > 0x7f800000: return f.nan if f.fnuz else f.nan | sign
+  sh = 23 - f.mbits
+  if (a >> 23) > 127 - f.bias: code = (a + (1 << (sh-1)) - 1 + ((a >> sh) & 1) >> sh) - ((127 - f.bias) << f.mbits)   # normal: round the low bits
+  else:   # an fp8 subnormal (or 0): the mantissa with its implicit bit, shifted right by the exponent gap, rounded to even
+    s = min(sh + 128 - f.bias - (a >> 23), 25)
+    m = (a & 0x7fffff) | (0x800000 if a >> 23 else 0)
+    rem, half = m & ((1 << s) - 1), 1 << (s-1)
+    code = (m >> s) + (1 if rem > half or rem == half and (m >> s) & 1 else 0)
+  if code > f.maxcode: return f.overflow if f.fnuz else f.overflow | sign
+  return code if f.fnuz and code == 0 else code | sign
+
+def fp8_to_float(b: int, dt: DType) -> float:
+  """The value of fp8 bits `b` (exact in float32)."""
+  f = _FP8[dt]
+  mag, neg = b & 0x7f, -1.0 if b & 0x80 else 1.0
+  if f.inf is not None and mag == f.inf: return neg * math.inf
+  if b == f.nan or not f.fnuz and mag > f.maxcode: return math.nan   # (e5m2: every code above inf)
+  e, m = mag >> f.mbits, mag & ((1 << f.mbits) - 1)
+  return neg * (math.ldexp(m, 1 - f.bias - f.mbits) if e == 0 else math.ldexp((1 << f.mbits) | m, e - f.bias - f.mbits))
+
 # ---- promotion lattice (tinygrad's): an edge a -> b means a promotes to b ----
 # uint64 with a signed int: no int holds both. Public tinygrad (0.14 and since, "like JAX") joins them at its weak float,
 # which becomes the default float (int64(-5) + uint64(3) is -2.0); uint64 made it 2**64-2, float16 made 10**12 inf. The
@@ -257,7 +315,8 @@ _WEAKFLOAT = DType.new(9, 4, "weakfloat", None)
 PROMO_LATTICE: dict[DType, list[DType]] = {
   dtypes.bool: [dtypes.weakint], dtypes.weakint: [dtypes.int8, dtypes.uint8], dtypes.int8: [dtypes.int16], dtypes.int16: [dtypes.int32], dtypes.int32: [dtypes.int64],
   dtypes.int64: [_WEAKFLOAT], dtypes.uint8: [dtypes.int16, dtypes.uint16], dtypes.uint16: [dtypes.int32, dtypes.uint32],
-  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [_WEAKFLOAT], _WEAKFLOAT: [dtypes.float16, dtypes.bfloat16],
+  dtypes.uint32: [dtypes.int64, dtypes.uint64], dtypes.uint64: [_WEAKFLOAT], _WEAKFLOAT: list(dtypes.fp8s),
+  **{d: [dtypes.float16, dtypes.bfloat16] for d in dtypes.fp8s},
   dtypes.float16: [dtypes.float32], dtypes.bfloat16: [dtypes.float32], dtypes.float32: [dtypes.float64]}
 
 @functools.cache
@@ -297,7 +356,7 @@ def from_numpy(npdtype: Any) -> DType:
 def to_numpy(dtype: DType) -> Any:
   """The numpy dtype of a scalar tinygrad dtype (bfloat16 has none: it is returned as float32 by Tensor.numpy)."""
   import numpy as np
-  if dtype == dtypes.bfloat16: raise TypeError("numpy has no bfloat16")
+  if dtype == dtypes.bfloat16 or dtype.scalar() in _FP8: raise TypeError(f"numpy has no {dtype.scalar().name}")
   if dtype.scalar() == dtypes.weakint: dtype = dtypes.default_int   # what a weak int commits to when computed
   return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])
 
@@ -309,15 +368,17 @@ def _to_np_dtype(dtype: DType) -> Any:
   """The numpy scalar type of `dtype` (np.float32 for bfloat16, which numpy lacks), or None for void."""
   import numpy as np
   if dtype == dtypes.void: return None
-  return np.float32 if dtype.scalar() == dtypes.bfloat16 else to_numpy(dtype).type
+  return np.float32 if dtype.scalar() == dtypes.bfloat16 or dtype.scalar() in _FP8 else to_numpy(dtype).type
 _from_np_dtype = from_numpy
 def _to_torch_dtype(dtype: DType) -> Any:
   """The torch dtype of `dtype` (torch is imported here: it is never a dependency), or None for void."""
   import torch
   if dtype == dtypes.void: return None
+  if dtype.scalar() in _FP8: return getattr(torch, dtype.scalar().name + ("fn" if dtype.scalar() == dtypes.fp8e4m3 else ""))  # float8_e4m3fn
   return torch.bfloat16 if dtype.scalar() == dtypes.bfloat16 else getattr(torch, INVERSE_DTYPES_DICT[dtype.scalar().name])
 def _from_torch_dtype(torchdtype: Any) -> DType:
   """The tinygrad dtype of a torch dtype; TypeError naming the supported ones for the others (complex, fp8 ...)."""
-  name = str(torchdtype).removeprefix("torch.")
+  name = {"float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e4m3fnuz": "fp8e4m3fnuz", "float8_e5m2fnuz": "fp8e5m2fnuz"}.get(
+    n := str(torchdtype).removeprefix("torch."), n)
   if name not in DTYPES_DICT or name == "void": raise TypeError(f"torch dtype {torchdtype} has no tinygrad dtype; supported: {', '.join(DTYPES_DICT)}")
   return DTYPES_DICT[name]

@@ -66,6 +66,12 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # numpy() reads with the dtype's numpy dtype: looked up once per dtype
 @functools.cache
+def _fp8_table(dt: DType) -> Any:
+  """The float32 value of each of the 256 bytes of fp8 dtype `dt` (numpy has no fp8: numpy() reads through it)."""
+  import numpy as np
+  from tinygrad.dtype import fp8_to_float
+  return np.array([fp8_to_float(b, dt) for b in range(256)], dtype=np.float32)
+@functools.cache
 def _numpy_dtype(dt: DType) -> Any:
   from tinygrad.dtype import to_numpy
   return to_numpy(dt)
@@ -286,7 +292,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
-      if dt is not None and dt != src_dt and dt != dtypes.bfloat16: arr, src_dt = arr.astype(to_numpy(dt)), dt
+      if dt is not None and dt != src_dt and dt != dtypes.bfloat16 and dt not in dtypes.fp8s: arr, src_dt = arr.astype(to_numpy(dt)), dt
       # (the array's own bytes, not a copy: the device buffer's copyin is the one copy of a big array, a model's weights)
       self.uop = Tensor._from_bytes(arr.reshape(-1).view(np.uint8), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
@@ -738,14 +744,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       out[n] = buf
     return out
   def numpy(self) -> Any:
-    """The data as a numpy array (realizes the tensor; bfloat16 comes back as float32)."""
+    """The data as a numpy array (realizes the tensor; bfloat16 and the fp8 dtypes come back as float32)."""
     import numpy as np
     bf16 = (dt := self.dtype) is dtypes.bfloat16 or dt == dtypes.bfloat16
-    npdt = np.float32 if bf16 else _numpy_dtype(dt)
+    npdt = np.float32 if bf16 or dt in dtypes.fp8s else _numpy_dtype(dt)
     shape = self._concrete_shape()
     if (n := prod(shape)) == 0: return np.zeros(shape, dtype=npdt)
     raw = self._host_bytes()
     if bf16: arr = (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    elif dt in dtypes.fp8s: arr = _fp8_table(dt)[np.frombuffer(raw, dtype=np.uint8)]   # each byte's value
     else: arr = np.frombuffer(raw, dtype=npdt).copy()
     return (arr if arr.size == n else arr[:n]).reshape(shape)   # a symbolic shape's buffer holds its largest size
   def _concrete_shape(self) -> tuple[int, ...]:

@@ -71,6 +71,9 @@ def _late_decompositions(sink: UOp, ren: Renderer) -> UOp:
   if not _deferred(ren) or not any(u.op is Ops.EXP2 for u in sink.toposort()): return sink
   return graph_rewrite(sink, _lowerings(frozenset(ren.code_for_op), False, True))
 
+def _lower_fp8(sink: UOp, ren: Renderer) -> UOp:
+  from tinygrad.codegen.decompositions import lower_fp8
+  return lower_fp8(sink, ren.native_fp8)
 def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
   return pm_numerics
@@ -92,6 +95,7 @@ PASSES: list[Pass] = [
   ("lower_groups", lambda s, r, o: lower_groups(s, r)),                                        # grouped reduces: shared memory + barrier
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
+  ("fp8", lambda s, r, o: _lower_fp8(s, r)),                                                  # fp8 values as bytes, casts as uint32/float32 ops
   ("numerics", lambda s, r, o: graph_rewrite(s, _numerics())),                                # shifts past the width, bool +,*,max: numpy's answer; float->int casts saturate
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
   ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks

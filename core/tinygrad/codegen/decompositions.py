@@ -15,7 +15,7 @@ from fractions import Fraction
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, dtypes
+from tinygrad.dtype import DType, PtrDType, dtypes
 
 # ---- float format facts: (explicit mantissa bits, exponent bias, same-width unsigned int, same-width signed int) ----
 _FMT: dict[DType, tuple[int, int, DType, DType]] = {dtypes.float32: (23, 127, dtypes.uint32, dtypes.int32),
@@ -426,3 +426,76 @@ pm_float16_via_float32 = PatternMatcher([
   (UPat(GroupOp.ALU - GroupOp.Comparison - {Ops.WHERE}, dtype=_HALF, name="x"), _half_alu),  # op_h(a) -> half(op_f(float(a)))
   (UPat(GroupOp.Comparison, src=(_halfs, _halfs), name="x"), _half_cmp),                     # a_h < b_h -> float(a) < float(b)
 ])
+
+# ---- fp8: bytes in memory, float32 in registers (no renderer computes fp8; Renderer.native_fp8 is the hook for one that does) ----
+# The conversions are integer ops on the float32 bits, the algorithm of dtype.float_to_fp8 / fp8_to_float: round to nearest
+# even, too large (inf too) -> the format's overflow code (e4m3 saturates, e5m2 inf, fnuz NaN), as torch's casts.
+def _fp8_decode(bits: UOp, dt: DType) -> UOp:
+  """float32 value of the fp8 `bits` (uint8): exact."""
+  from tinygrad.dtype import _FP8
+  f, n = _FP8[dt], bits.dtype.count
+  u32, f32 = dtypes.uint32.vec(n), dtypes.float32.vec(n)
+  b = bits.cast(u32)
+  mag, sign = b & 0x7f, (b & 0x80) << 24
+  normal = (mag << (23 - f.mbits)) + ((127 - f.bias) << 23)                            # e<<23 | m<<(23-M), rebiased
+  sub = (mag.cast(f32) * UOp.const(f32, 2.0 ** (1 - f.bias - f.mbits))).bitcast(u32)  # e == 0: m * 2**(1-bias-M), a float32 normal
+  ret = (mag < (1 << f.mbits)).where(sub, normal) | sign
+  if f.inf is not None: ret = mag.eq(f.inf).where(sign | 0x7f800000, ret)
+  isnan = b.eq(f.nan) if f.fnuz else f.maxcode < mag if f.inf is None else (f.inf < mag)
+  return isnan.where(UOp.const(u32, 0x7fc00000) | (sign if not f.fnuz else 0), ret).bitcast(f32)
+
+def _fp8_encode(x: UOp, dt: DType) -> UOp:
+  """fp8 bits (uint8) of the float32 `x`."""
+  from tinygrad.dtype import _FP8
+  f, n = _FP8[dt], x.dtype.count
+  u32 = dtypes.uint32.vec(n)
+  u = x.bitcast(u32)
+  sign, a = (u >> 24) & 0x80, u & 0x7fffffff
+  e, sh = a >> 23, 23 - f.mbits
+  normal = ((a + ((1 << (sh - 1)) - 1) + ((a >> sh) & 1)) >> sh) - ((127 - f.bias) << f.mbits)   # round the low bits to even
+  t = UOp.const(u32, sh + 128 - f.bias) - e
+  s = (t < 25).where(t, 25)   # an fp8 subnormal: the mantissa (implicit bit set) shifted right by s (25 and more: 0)
+  m = (a & 0x7fffff) | 0x800000
+  q, rem, half = m >> s, m & ((UOp.const(u32, 1) << s) - 1), UOp.const(u32, 1) << (s - 1)
+  sub = q + (half < rem).where(1, rem.eq(half).where(q & 1, 0))
+  code = (e > 127 - f.bias).where(normal, sub)
+  code = (f.maxcode < code).where(f.overflow, code)
+  signed = (code.eq(0).where(code, code | sign) if f.fnuz else code | sign)   # fnuz: no -0 (its NaN 0x80 has no sign to add)
+  return (UOp.const(u32, 0x7f800000) < a).where(f.nan if f.fnuz else sign | f.nan, signed).cast(dtypes.uint8.vec(n))
+
+def _fp8_dt(dt: DType, emu: frozenset[DType]) -> DType:
+  """`dt` with emulated fp8 replaced by uint8 (scalars, vectors and pointers)."""
+  if isinstance(dt, PtrDType):
+    if dt.base.scalar() not in emu: return dt
+    return dtypes.uint8.vec(dt.base.count).ptr(dt.size, dt.addrspace).vec(dt.v)
+  return dtypes.uint8.vec(dt.count) if dt.scalar() in emu else dt
+
+def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset()) -> UOp:
+  """The kernel with every emulated fp8 value held as its uint8 bits: CONSTs encoded, casts from and to fp8 become
+  _fp8_decode/_fp8_encode, an ALU op or REDUCE on fp8 runs in float32 and is rounded to fp8 once (as torch's), WHERE and
+  BITCAST move the bits."""
+  emu = frozenset(dtypes.fp8s) - native
+  def is8(dt: DType) -> bool: return (dt.base if isinstance(dt, PtrDType) else dt).scalar() in emu
+  topo = sink.toposort()
+  if not any(is8(u.dtype) for u in topo): return sink
+  from tinygrad.dtype import float_to_fp8
+  new: dict[UOp, UOp] = {}
+  for u in topo:
+    src = tuple(new[s] for s in u.src)
+    def dec(i: int) -> UOp:   # source i as float32 (decoded when it was fp8)
+      return _fp8_decode(src[i], u.src[i].dtype.scalar()) if is8(u.src[i].dtype) else src[i]
+    f32 = dtypes.float32.vec(u.dtype.count)
+    if u.op is Ops.CONST and is8(u.dtype):
+      ret = UOp.const(_fp8_dt(u.dtype, emu), tuple(float_to_fp8(v, u.dtype.scalar()) for v in u.arg) if isinstance(u.arg, tuple) else float_to_fp8(u.arg, u.dtype.scalar()))
+    elif u.op is Ops.CAST and (is8(u.dtype) or is8(u.src[0].dtype)):
+      x = dec(0)
+      ret = _fp8_encode(x.cast(f32), u.dtype.scalar()) if is8(u.dtype) else x.cast(u.dtype)
+    elif u.op is Ops.BITCAST and (is8(u.dtype) or is8(u.src[0].dtype)): ret = src[0].bitcast(_fp8_dt(u.dtype, emu))
+    elif (u.op in GroupOp.ALU and u.op is not Ops.WHERE or u.op is Ops.REDUCE) and any(is8(s.dtype) for s in u.src[:1 if u.op is Ops.REDUCE else None]):
+      srcs = tuple(dec(i) if i == 0 or u.op is not Ops.REDUCE else src[i] for i in range(len(src)))
+      ret = u.replace(dtype=f32 if is8(u.dtype) else u.dtype, src=srcs)
+      if is8(u.dtype): ret = _fp8_encode(ret, u.dtype.scalar())
+    elif is8(u.dtype) or src != u.src: ret = u.replace(dtype=_fp8_dt(u.dtype, emu), src=src)
+    else: ret = u
+    new[u] = ret
+  return new[sink]

@@ -33,7 +33,8 @@ class _SupportedDTypes:
   def __get__(self, obj: Any, owner: type) -> DTypeSet:
     return obj.__dict__["_supported_dtypes"] if obj is not None and "_supported_dtypes" in obj.__dict__ else owner._supported_dtypes  # type: ignore[attr-defined]
   def __set__(self, obj: Any, v: frozenset[DType] | set[DType] | None) -> None: obj.__dict__["_supported_dtypes"] = _dtype_set(v)
-def _dtype_set(v: frozenset[DType] | set[DType] | None) -> DTypeSet: return DTypeSet(dtypes.all if v is None else v)
+# the fp8 dtypes are in every set: the core stores them as bytes and casts them with uint32/float32 ops (native_fp8)
+def _dtype_set(v: frozenset[DType] | set[DType] | None) -> DTypeSet: return DTypeSet(dtypes.all if v is None else frozenset(v) | frozenset(dtypes.fp8s))
 
 def _norm(v: Any) -> Any:   # (module level: a recursive closure is a reference cycle left for the collector)
   if isinstance(v, (frozenset, set)): return tuple(sorted(map(str, v)))
@@ -114,6 +115,10 @@ class Renderer:
   (class attribute or ability) as a frozenset, None: all. Read, it is a DTypeSet: `dt in ren.supported_dtypes`, or
   public tinygrad's method spelling `ren.supported_dtypes()` (a set)."""
   _supported_dtypes: ClassVar[DTypeSet] = _dtype_set(None)
+  native_fp8: frozenset[DType] = frozenset()
+  """The fp8 dtypes (dtypes.fp8s) this renderer loads, stores and casts itself; for the others (every one, today) the core
+  keeps the values as their bytes (uint8) and lowers casts and arithmetic to uint32/float32 ops (codegen/decompositions.py,
+  lower_fp8), so the renderer never sees them. A renderer that lists one must render its loads, stores, CONSTs and CASTs."""
   approx_domain: dict[Ops, float] = {}
   """ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins,
   documented by the renderer); the suite checks them inside that domain and reports the limit."""
