@@ -356,7 +356,7 @@ def from_numpy(npdtype: Any) -> DType:
 def to_numpy(dtype: DType) -> Any:
   """The numpy dtype of a scalar tinygrad dtype (bfloat16 has none: it is returned as float32 by Tensor.numpy)."""
   import numpy as np
-  if dtype == dtypes.bfloat16 or dtype.scalar() in _FP8: raise TypeError(f"numpy has no {dtype.scalar().name}")
+  if dtype == dtypes.bfloat16 or dtype.scalar() in _FP8: raise TypeError(f"numpy has no {INVERSE_DTYPES_DICT[dtype.scalar().name]}")
   if dtype.scalar() == dtypes.weakint: dtype = dtypes.default_int   # what a weak int commits to when computed
   return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])
 

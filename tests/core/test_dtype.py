@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from tinygrad.dtype import dtypes, DType, PtrDType, AddrSpace, least_upper_dtype, least_upper_float, sum_acc_dtype, from_numpy, to_numpy, \
   to_dtype, truncate_float, float_to_bf16, bf16_to_float
 
-NP_DTYPES = [d for d in dtypes.all if d != dtypes.bfloat16]
+NP_DTYPES = [d for d in dtypes.all if d != dtypes.bfloat16 and d not in dtypes.fp8s]   # (numpy has neither)
 
 def np_promote(a: DType, b: DType) -> DType: return from_numpy(np.promote_types(to_numpy(a), to_numpy(b)))
 
@@ -37,26 +37,32 @@ class TestPromotionLattice:
       assert (Tensor([2**63 - 1], dtype=dtypes.int64, device=dev) < 2**63).tolist() == [True]   # a Python int past int64: exact
 
   # every pair, as public tinygrad's least_upper_dtype gives it (0.14's promo_lattice; uint64 with a signed int is its weak
-  # float, the default float32; its weakint and fp8 nodes change none of these joins), row dtype with column dtype
+  # float, the default float32; its weakint node changes none of these joins), row dtype with column dtype; fp8 (e4 e5 e4z e5z)
+  # joins another fp8 at float16
   PUBLIC_TABLE = """
-         b   i8   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-    b    b   i8   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-   i8   i8   i8  i16  i16  i32  i32  i64  i64  f32  f16 bf16  f32  f64
-   u8   u8  i16   u8  i16  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-  i16  i16  i16  i16  i16  i32  i32  i64  i64  f32  f16 bf16  f32  f64
-  u16  u16  i32  u16  i32  u16  i32  u32  i64  u64  f16 bf16  f32  f64
-  i32  i32  i32  i32  i32  i32  i32  i64  i64  f32  f16 bf16  f32  f64
-  u32  u32  i64  u32  i64  u32  i64  u32  i64  u64  f16 bf16  f32  f64
-  i64  i64  i64  i64  i64  i64  i64  i64  i64  f32  f16 bf16  f32  f64
-  u64  u64  f32  u64  f32  u64  f32  u64  f32  u64  f16 bf16  f32  f64
-  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f32  f64
- bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16  f32 bf16  f32  f64
-  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64
-  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64
+         b   i8   u8  i16  u16  i32  u32  i64  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+    b    b   i8   u8  i16  u16  i32  u32  i64  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+   i8   i8   i8  i16  i16  i32  i32  i64  i64  f32   e4   e5  e4z  e5z  f16 bf16  f32  f64
+   u8   u8  i16   u8  i16  u16  i32  u32  i64  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  i16  i16  i16  i16  i16  i32  i32  i64  i64  f32   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  u16  u16  i32  u16  i32  u16  i32  u32  i64  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  i32  i32  i32  i32  i32  i32  i32  i64  i64  f32   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  u32  u32  i64  u32  i64  u32  i64  u32  i64  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  i64  i64  i64  i64  i64  i64  i64  i64  i64  f32   e4   e5  e4z  e5z  f16 bf16  f32  f64
+  u64  u64  f32  u64  f32  u64  f32  u64  f32  u64   e4   e5  e4z  e5z  f16 bf16  f32  f64
+   e4   e4   e4   e4   e4   e4   e4   e4   e4   e4   e4  f16  f16  f16  f16 bf16  f32  f64
+   e5   e5   e5   e5   e5   e5   e5   e5   e5   e5  f16   e5  f16  f16  f16 bf16  f32  f64
+  e4z  e4z  e4z  e4z  e4z  e4z  e4z  e4z  e4z  e4z  f16  f16  e4z  f16  f16 bf16  f32  f64
+  e5z  e5z  e5z  e5z  e5z  e5z  e5z  e5z  e5z  e5z  f16  f16  f16  e5z  f16 bf16  f32  f64
+  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f32  f64
+ bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16  f32 bf16  f32  f64
+  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64
+  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64
 """
   SHORT = {"b": dtypes.bool, "i8": dtypes.int8, "u8": dtypes.uint8, "i16": dtypes.int16, "u16": dtypes.uint16, "i32": dtypes.int32,
            "u32": dtypes.uint32, "i64": dtypes.int64, "u64": dtypes.uint64, "f16": dtypes.float16, "bf16": dtypes.bfloat16,
-           "f32": dtypes.float32, "f64": dtypes.float64}
+           "f32": dtypes.float32, "f64": dtypes.float64, "e4": dtypes.fp8e4m3, "e5": dtypes.fp8e5m2, "e4z": dtypes.fp8e4m3fnuz,
+           "e5z": dtypes.fp8e5m2fnuz}
   def test_every_pair_matches_public_tinygrad(self):
     head, *rows = [line.split() for line in self.PUBLIC_TABLE.strip().splitlines()]
     wrong = [(r[0], c, least_upper_dtype(self.SHORT[r[0]], self.SHORT[c]), self.SHORT[w]) for r in rows for c, w in zip(head, r[1:])

@@ -128,11 +128,15 @@ def make(dt, shape, seed=0) -> tuple[Tensor, np.ndarray]:
     bits = rng.integers(0, 2**16, shape, dtype=np.uint16)
     bits[((bits >> 7) & 0xff) == 0xff] = 0x3f80   # no inf/nan patterns: compare exactly
     return T(bits).bitcast(dtypes.bfloat16), bits
+  if dt in dtypes.fp8s:   # every byte is a value (NaN too): compared as bytes
+    bits = rng.integers(0, 256, shape, dtype=np.uint8)
+    return T(bits).bitcast(dt), bits
   npdt = np.dtype(NP_NAMES[dt])
   a = rng.standard_normal(shape).astype(npdt) if npdt.kind == "f" else rng.integers(np.iinfo(npdt).min, np.iinfo(npdt).max, shape, dtype=npdt)
   return T(a), a
 
 def raw_of(t: Tensor) -> np.ndarray:
+  if t.dtype in dtypes.fp8s: return t.bitcast(dtypes.uint8).numpy()
   return t.bitcast(dtypes.uint16).numpy() if t.dtype == dtypes.bfloat16 else t.numpy()
 
 @HS
@@ -172,6 +176,19 @@ def test_safetensors_reads_a_handwritten_file(tmp_path):
   sd = safe_load(fn)
   np.testing.assert_array_equal(sd["w"].numpy(), np.array([1.5, -2.0, 0.25], np.float16))
   assert sd["i"].shape == () and sd["i"].item() == 200
+
+def test_safetensors_reads_handwritten_fp8(tmp_path):
+  # F8_E4M3 / F8_E5M2 (the OCP formats, as torch's float8_e4m3fn / float8_e5m2 save them): one byte each
+  header = json.dumps({"a": {"dtype": "F8_E4M3", "shape": [5], "data_offsets": [0, 5]},
+                       "b": {"dtype": "F8_E5M2", "shape": [5], "data_offsets": [5, 10]}}).encode()
+  fn = tmp_path / "f8.safetensors"
+  fn.write_bytes(struct.pack("<Q", len(header)) + header + bytes([0x38, 0x7e, 0x01, 0xb8, 0x80]) + bytes([0x3c, 0x7b, 0x7c, 0x01, 0xc0]))
+  sd = safe_load(fn)
+  assert sd["a"].dtype == dtypes.fp8e4m3 and sd["b"].dtype == dtypes.fp8e5m2
+  assert sd["a"].tolist() == [1.0, 448.0, 2**-9, -1.0, -0.0] and sd["b"].tolist() == [1.0, 57344.0, float("inf"), 2**-16, -2.0]
+  safe_save(sd, fn2 := tmp_path / "f8b.safetensors")
+  assert fn2.read_bytes().endswith(bytes([0x38, 0x7e, 0x01, 0xb8, 0x80, 0x3c, 0x7b, 0x7c, 0x01, 0xc0]))   # the bytes written back as read
+  assert {k: v["dtype"] for k, v in safe_load_metadata(fn2).items()} == {"a": "F8_E4M3", "b": "F8_E5M2"}
 
 def test_safetensors_corrupt_files(tmp_path):
   short = tmp_path / "short"

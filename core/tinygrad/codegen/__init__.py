@@ -74,6 +74,9 @@ def _late_decompositions(sink: UOp, ren: Renderer) -> UOp:
 def _lower_fp8(sink: UOp, ren: Renderer) -> UOp:
   from tinygrad.codegen.decompositions import lower_fp8
   return lower_fp8(sink, ren.native_fp8)
+def _fp8_retyped(u: UOp, ren: Renderer) -> UOp:
+  from tinygrad.codegen.decompositions import _fp8_dt
+  return u.replace(dtype=_fp8_dt(u.dtype, frozenset(dtypes.fp8s) - ren.native_fp8))
 def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
   return pm_numerics
@@ -115,8 +118,9 @@ def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list
       try: sink = fxn(sink, ren, opts)
       finally: rec.close(i, sink)
   # a buffer whose every use folded away (a load under an always-false gate) stays a parameter: the runtime passes it
-  kept = set(sink.toposort())
-  lost = tuple(u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u not in kept)
+  # (matched by index: a pass may retype a kept one, as fp8's become uint8's)
+  kept = {u.arg for u in sink.toposort() if u.op is Ops.DEFINE_GLOBAL}
+  lost = tuple(_fp8_retyped(u, ren) for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u.arg not in kept)
   if lost: sink = sink.replace(src=sink.src + lost)
   uops = linearize(sink, mulacc=Ops.MULACC in ren.code_for_op)
   if DEBUG >= 5:

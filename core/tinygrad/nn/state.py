@@ -115,12 +115,13 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
 # ---- safetensors ----
 SAFE_DTYPES: dict[str, DType] = {"BOOL": dtypes.bool, "I8": dtypes.int8, "U8": dtypes.uint8, "I16": dtypes.int16, "U16": dtypes.uint16,
   "I32": dtypes.int32, "U32": dtypes.uint32, "I64": dtypes.int64, "U64": dtypes.uint64, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
-  "F32": dtypes.float32, "F64": dtypes.float64}
+  "F32": dtypes.float32, "F64": dtypes.float64, "F8_E4M3": dtypes.fp8e4m3, "F8_E5M2": dtypes.fp8e5m2}   # (safetensors has no fnuz fp8)
 _SAFE_NAMES = {v: k for k, v in SAFE_DTYPES.items()}
 
 def _raw_bytes(t: Tensor) -> bytes:
   if t.numel() == 0: return b""
   if t.dtype == dtypes.bfloat16: return t.bitcast(dtypes.uint16).numpy().astype("<u2").tobytes()
+  if t.dtype in dtypes.fp8s: return t.bitcast(dtypes.uint8).numpy().tobytes()   # the bytes themselves (numpy() would widen them)
   return t.numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
 
 def _umask() -> int:
@@ -253,10 +254,10 @@ def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
   import numpy as np
   from tinygrad.dtype import to_numpy
   dt, shape = SAFE_DTYPES[info["dtype"]], tuple(info["shape"])
-  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else to_numpy(dt).newbyteorder("<")
+  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
   arr = np.frombuffer(mm, dtype=npdt, count=math.prod(shape), offset=start + info["data_offsets"][0])
   t = Tensor(arr if npdt.isnative else arr.astype(npdt.newbyteorder("=")), device=device).reshape(shape)
-  return t.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else t
+  return t.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else t
 
 # ---- archives: tar and zip members as uint8 tensors ----
 def _archive_bytes(t: FileLike) -> bytes:
