@@ -485,8 +485,9 @@ def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset()) -> UOp:
     def dec(i: int) -> UOp:   # source i as float32 (decoded when it was fp8)
       return _fp8_decode(src[i], u.src[i].dtype.scalar()) if is8(u.src[i].dtype) else src[i]
     f32 = dtypes.float32.vec(u.dtype.count)
-    if u.op is Ops.CONST and is8(u.dtype):
-      ret = UOp.const(_fp8_dt(u.dtype, emu), tuple(float_to_fp8(v, u.dtype.scalar()) for v in u.arg) if isinstance(u.arg, tuple) else float_to_fp8(u.arg, u.dtype.scalar()))
+    if u.op in (Ops.CONST, Ops.VCONST) and is8(u.dtype):   # (a VCONST's arg is a tuple, one value per lane)
+      enc = tuple(float_to_fp8(v, u.dtype.scalar()) for v in u.arg) if isinstance(u.arg, tuple) else float_to_fp8(u.arg, u.dtype.scalar())
+      ret = u.replace(dtype=_fp8_dt(u.dtype, emu), arg=enc)
     elif u.op is Ops.CAST and (is8(u.dtype) or is8(u.src[0].dtype)):
       x = dec(0)
       ret = _fp8_encode(x.cast(f32), u.dtype.scalar()) if is8(u.dtype) else x.cast(u.dtype)

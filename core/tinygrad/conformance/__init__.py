@@ -11,4 +11,4 @@ test modules here (`test_*.py`) need numpy, hypothesis and pytest; `import tinyg
 See docs/plugins.md, "Testing your plugin".
 """
 MODULES = ("test_ops", "test_alignment", "test_dtypes", "test_launch", "test_copy", "test_allocator", "test_compile_cache", "test_kernel_count", "test_errors",
-           "test_inplace", "test_programs", "test_jit")
+           "test_inplace", "test_programs", "test_jit", "test_fp8")
