@@ -250,7 +250,7 @@ def _run(name: str, desc: str, t: Tensor, fxn: Callable[[Buffer, Buffer], None])
 def _mpi_dtype(t: Tensor, what: str) -> DType | None:
   # the dtype the collective moves t in: half floats go as float32 (MPI has no 16-bit float), bools are refused
   if t.dtype == dtypes.bool: raise TypeError(f"{what} of a bool tensor is not supported; cast it first, e.g. t.int()")
-  return dtypes.float32 if t.dtype in (dtypes.float16, dtypes.bfloat16) else None
+  return dtypes.float32 if t.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else None
 
 def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
   """A new Tensor on `tensor`'s device: `op` over every rank's `tensor` ("sum", "mean", "max" or "min"; "mean" needs a

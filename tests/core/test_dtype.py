@@ -216,3 +216,80 @@ def test_numpy_scalars_with_a_dtype_are_cast_to_it_and_0d_arrays_are_scalars():
   a = np.arange(3, dtype=np.float32)
   t = Tensor([a.sum(), a[1], np.array(7, dtype=np.float32)], device="CPU")   # as np.array([...]) reads them
   assert t.dtype == dtypes.float32 and t.tolist() == [3.0, 1.0, 7.0]
+
+# ---- fp8: public tinygrad 0.14's names, torch's conversions (docs/guide.md, "fp8") ----
+from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_torch_dtype, _from_torch_dtype  # noqa: E402
+
+class TestFP8:
+  def test_names_as_public_tinygrad(self):
+    # 0.14: priority 10 (e4m3) / 11 (e5m2), one byte, no struct format, floats first in dtypes.floats
+    assert dtypes.fp8s == dtypes.fp8_ocp + dtypes.fp8_fnuz == (dtypes.fp8e4m3, dtypes.fp8e5m2, dtypes.fp8e4m3fnuz, dtypes.fp8e5m2fnuz)
+    assert dtypes.floats[:4] == dtypes.fp8s and set(dtypes.fp8s) <= set(dtypes.all)
+    for d, prio, name, fi in [(dtypes.fp8e4m3, 10, "float8_e4m3", (4, 3)), (dtypes.fp8e5m2, 11, "float8_e5m2", (5, 2)),
+                              (dtypes.fp8e4m3fnuz, 10, "float8_e4m3fnuz", (4, 3)), (dtypes.fp8e5m2fnuz, 11, "float8_e5m2fnuz", (5, 2))]:
+      assert (d.priority, d.itemsize, d.name, d.fmt, dtypes.finfo(d)) == (prio, 1, name, None, fi) and dtypes.is_float(d)
+      assert not dtypes.is_int(d) and repr(d) == f"dtypes.{INV[d]}" and to_dtype(INV[d]) is d and dtypes.fields()[INV[d]] is d
+      assert pickle.loads(pickle.dumps(d.vec(4))) == d.vec(4) and d.vec(4).itemsize == 4
+
+  def test_promotion(self):
+    assert least_upper_dtype(dtypes.fp8e4m3, dtypes.float16) == dtypes.float16 and least_upper_dtype(dtypes.fp8e5m2, dtypes.bfloat16) == dtypes.bfloat16
+    assert least_upper_dtype(dtypes.fp8e4m3, dtypes.fp8e5m2) == dtypes.float16 and least_upper_dtype(dtypes.fp8e4m3, dtypes.int64) == dtypes.fp8e4m3
+    assert least_upper_dtype(dtypes.fp8e4m3fnuz, dtypes.float32) == dtypes.float32 and least_upper_float(dtypes.fp8e5m2) == dtypes.fp8e5m2
+    assert sum_acc_dtype(dtypes.fp8e4m3) == dtypes.float32
+
+  def test_conversions_known_bits(self):
+    # e4m3: bias 7, 3 mantissa bits, max 448, no inf (too large saturates, as torch); e5m2: bias 15, max 57344, inf;
+    # fnuz: bias one more, no -0, NaN is 0x80, too large is NaN
+    e4, e5, e4z, e5z = dtypes.fp8s
+    assert [fp8_to_float(b, e4) for b in (0x38, 0x7e, 0x01, 0xb8, 0x80)] == [1.0, 448.0, 2**-9, -1.0, -0.0] and math.isnan(fp8_to_float(0x7f, e4))
+    assert [fp8_to_float(b, e5) for b in (0x3c, 0x7b, 0x7c, 0xfc, 0x01)] == [1.0, 57344.0, math.inf, -math.inf, 2**-16]
+    assert all(math.isnan(fp8_to_float(b, e5)) for b in (0x7d, 0x7e, 0x7f, 0xff))
+    assert [fp8_to_float(b, e4z) for b in (0x40, 0x7f, 0x01, 0x00)] == [1.0, 240.0, 2**-10, 0.0] and math.isnan(fp8_to_float(0x80, e4z))
+    assert fp8_to_float(0x7f, e5z) == 57344.0 and fp8_to_float(0x01, e5z) == 2**-17 and math.isnan(fp8_to_float(0x80, e5z))
+    assert [float_to_fp8(v, e4) for v in (448, 464, 1e6, math.inf, -math.inf, math.nan, -0.0, 1.0625, 1.1875)] == [0x7e] * 4 + [0xfe, 0x7f, 0x80, 0x38, 0x3a]
+    assert [float_to_fp8(v, e5) for v in (57344, 61439, 61440, math.inf, -1e9, 2**-17, 2**-17 * 1.01)] == [0x7b, 0x7b, 0x7c, 0x7c, 0xfc, 0x00, 0x01]
+    assert [float_to_fp8(v, e4z) for v in (240, 247, 248, -1e9, math.inf, -0.0, -2**-12, math.nan)] == [0x7f, 0x7f, 0x80, 0x80, 0x80, 0x00, 0x00, 0x80]
+    assert dtypes.max(e4) == 448.0 and dtypes.min(e4) == -448.0 and dtypes.max(e5) == math.inf and dtypes.max(e4z) == 240.0 and dtypes.min(e5z) == -57344.0
+    assert truncate_float(300.0, e4) == 288.0 and dtypes.as_const(1e9, e4) == 448.0 and math.isnan(truncate_float(1e9, e4z))
+
+  def test_conversions_match_torch(self):
+    torch = pytest.importorskip("torch", reason="the fp8 reference is torch's float8 dtypes: pip install torch")
+    rng = np.random.default_rng(0)
+    bits = np.concatenate([rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32), np.arange(0x30000000, 0x48000000, 0x4000, dtype=np.uint32)])
+    x = bits.view(np.float32)
+    for d in dtypes.fp8s:
+      td = _to_torch_dtype(d)
+      assert _from_torch_dtype(td) is d
+      want = torch.from_numpy(x).to(td).view(torch.uint8).numpy()
+      assert [float_to_fp8(float(v), d) for v in x] == want.tolist(), d
+      wantf = torch.arange(256, dtype=torch.uint8).view(td).float().tolist()
+      assert all(fp8_to_float(b, d) == w or math.isnan(w) and math.isnan(fp8_to_float(b, d)) for b, w in enumerate(wantf)), d
+
+  @pytest.mark.parametrize("dev", ["PYTHON", "CPU"])
+  def test_tensor_front_end(self, dev):
+    from tinygrad import Tensor
+    t = Tensor([1.0, 500.0, -0.3, 3 * 2**-10], dtype=dtypes.fp8e4m3, device=dev)   # (3 * 2**-10: a tie, to the even 2**-8)
+    assert t.dtype == dtypes.fp8e4m3 and t.numpy().dtype == np.float32 and t.nbytes() == 4
+    assert t.tolist() == [1.0, 448.0, -0.3125, 2**-8] and t[1].item() == 448.0 and isinstance(t[0].item(), float)
+    assert t.bitcast(dtypes.uint8).tolist() == [0x38, 0x7e, 0xaa, 0x02] and t.bitcast(dtypes.int8).bitcast(dtypes.fp8e4m3).tolist() == t.tolist()
+    assert Tensor(np.array([1.5, 3e4], np.float32), dtype=dtypes.fp8e5m2, device=dev).tolist() == [1.5, 28672.0]
+    assert Tensor(np.array([1.5, 70000.0], np.float32), device=dev).cast(dtypes.fp8e5m2).tolist() == [1.5, math.inf]
+    # arithmetic: float32, rounded to fp8 once per op; with a wider float it promotes
+    assert (t + t).dtype == dtypes.fp8e4m3 and (t + t).tolist() == [2.0, 448.0, -0.625, 2**-7]
+    assert (t * Tensor([1.0], dtype=dtypes.float16, device=dev)).dtype == dtypes.float16 and (t * 2.0).dtype == dtypes.fp8e4m3
+    assert Tensor([3.0], dtype=dtypes.fp8e4m3, device=dev).exp().tolist() == [20.0]   # e**3 = 20.09 computed in float32, rounded once
+    assert Tensor([-0.0, 5.0], device=dev).cast(dtypes.fp8e4m3fnuz).bitcast(dtypes.uint8).tolist() == [0x00, 0x52]
+
+  def test_no_fp8_reaches_a_renderer(self):
+    # the core lowers fp8 to bytes + uint32/float32 ops (codegen/decompositions.py lower_fp8): the linearized kernel has none
+    from tinygrad import Tensor
+    from tinygrad.device import Device
+    from tinygrad.codegen import full_rewrite
+    ren = Device["CPU"].renderer
+    assert ren.native_fp8 == frozenset() and set(dtypes.fp8s) <= ren.supported_dtypes
+    out = (Tensor([1.0, 2.0], dtype=dtypes.fp8e5m2, device="CPU") * Tensor([3.0, 4.0], device="CPU").cast(dtypes.fp8e5m2))
+    for si in out.schedule():
+      uops = full_rewrite(si.ast, ren)
+      assert not any((u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype).scalar() in dtypes.fp8s for u in uops)
+
+INV = {dtypes.fp8e4m3: "fp8e4m3", dtypes.fp8e5m2: "fp8e5m2", dtypes.fp8e4m3fnuz: "fp8e4m3fnuz", dtypes.fp8e5m2fnuz: "fp8e5m2fnuz"}

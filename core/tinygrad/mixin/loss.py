@@ -47,7 +47,7 @@ class LossMixin:
     out = least_upper_dtype(x.dtype, Y.dtype)
     # float16/bfloat16 in float32, the reduction too, rounded once as torch's (each product and log rounded to float16 the
     # loss was 2-4x torch's error)
-    if out in (dtypes.float16, dtypes.bfloat16): x, Y = x.float(), Y.float()
+    if out in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s): x, Y = x.float(), Y.float()
     # the clamped logs' gradients are torch's, finite at p = 0 and 1 (gradient.py GRAD_RULES)
     logp, log1mp = x._with_grad(x.log().maximum(-100), "bce_log"), x._with_grad((1 - x).log().maximum(-100), "bce_log1m")
     loss = -(Y * logp + (1 - Y) * log1mp)

@@ -385,7 +385,7 @@ class NNMixin:
     if count_include_pad and not ceil_mode: return self.pad(pads)._pool(k_, s_, d_).mean(axes)
     # (float16/bfloat16: the sum kept in float32 and divided there, one rounding as torch's; rounded twice a fifth of the
     # windows' means were an ulp off)
-    total = self.pad(full)._pool(k_, s_, d_).sum(axes, dtype=self._acc_dtype() if self.dtype in (dtypes.float16, dtypes.bfloat16) else None)
+    total = self.pad(full)._pool(k_, s_, d_).sum(axes, dtype=self._acc_dtype() if self.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else None)
     ones = Tensor.ones(self.shape[-len(k_):], device=self.device)
     if count_include_pad: ones = ones.pad(pads, value=1)  # padding counts; the ceil_mode overhang does not
     extra = [f - p for f, p in zip(full, pads)] if count_include_pad else full

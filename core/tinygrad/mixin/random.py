@@ -97,9 +97,9 @@ class RandomMixin:
   @staticmethod
   def _uniform_bits(x0: Tensor, x1: Tensor, dtype: DType) -> Tensor:
     """Bits -> [0, 1): float64 from 52 bits (26 of each word, exact sum); other floats by mantissa fill in float32 with only
-    as many bits as the target keeps (float32 23, float16 10, bfloat16 7), so the cast is exact and never rounds up to 1."""
+    as many bits as the target keeps (float32 23, float16 10, bfloat16 7, fp8 3 or 2), so the cast is exact and never rounds up to 1."""
     if dtype == dtypes.float64: return (x0 >> 6).cast(dtypes.float64) * 2.0**-26 + (x1 >> 6).cast(dtypes.float64) * 2.0**-52
-    m = {dtypes.float16: 10, dtypes.bfloat16: 7}.get(dtype, 23)
+    m = min(dtypes.finfo(dtype)[1], 23)   # (fp8: 3 or 2 bits)
     return (((x0 >> (32 - m)) << (23 - m)) | 0x3F800000).bitcast(dtypes.float32).sub(1.0).cast(dtype)
   @staticmethod
   def _random_dtype(name: str, dtype: DType | str | None, kind: str = "float") -> DType:

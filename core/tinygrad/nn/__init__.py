@@ -88,7 +88,7 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
   """A 1-D transposed convolution over (N, C, L) inputs: ConvTranspose2d with a one-element kernel size."""
   return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)
 
-def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
+def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else x
 
 class BatchNorm:
   """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.
