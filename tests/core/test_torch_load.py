@@ -3,7 +3,7 @@ malicious pickle is refused without running; tar_extract/zip_extract against the
 import collections, io, os, pickle, struct, tarfile, zipfile
 import numpy as np
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 from tinygrad.nn.state import torch_load, tar_extract, zip_extract, load_state_dict, get_state_dict
 from tinygrad import nn
 torch = pytest.importorskip("torch", reason="torch writes the checkpoints these tests read: pip install torch")
@@ -168,8 +168,15 @@ def test_torch_load_unsigned_dtypes_torch_writes_untyped(tmp_path, legacy):
   got = torch_load(fn)
   assert {k: (v.dtype.name, v.tolist()) for k, v in got.items()} == \
     {"a": ("unsigned short", [1, 2, 65535]), "b": ("unsigned int", [[1, 3], [2, 4]]), "c": ("unsigned long", [2**62])}
-  torch.save({"x": torch.zeros(2).to(torch.float8_e4m3fn)}, fn)
-  with pytest.raises(TypeError, match="tensors of torch.float8_e4m3fn are not supported"): torch_load(fn)
+  # the float8 dtypes load as tinygrad's fp8 (their bytes, bitcast); float8_e8m0fnu has no tinygrad dtype
+  x = torch.tensor([[1.0, 500.0, -0.3], [2**-9, 0.0, -7.0]])
+  torch.save({k: x.to(getattr(torch, k)).t() for k in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")}, fn)
+  for k, v in torch_load(fn).items():
+    want = x.to(getattr(torch, k)).t()
+    assert v.dtype.name.startswith(k.removesuffix("fn")) and v.bitcast(dtypes.uint8).tolist() == want.view(torch.uint8).tolist(), k
+    np.testing.assert_array_equal(v.numpy(), want.float().numpy(), err_msg=k)   # (500 is NaN in e4m3fnuz: equal as NaN)
+  torch.save({"x": torch.zeros(2).to(torch.float8_e8m0fnu)}, fn)
+  with pytest.raises(TypeError, match="tensors of torch.float8_e8m0fnu are not supported"): torch_load(fn)
 
 @pytest.mark.parametrize("dtype", ["float32", "uint16"])
 def test_torch_load_big_endian_zip(tmp_path, dtype):

@@ -285,7 +285,8 @@ _TORCH_STORAGES: dict[str, DType] = {"FloatStorage": dtypes.float32, "DoubleStor
 
 _TORCH_DTYPES: dict[str, DType] = {"float32": dtypes.float32, "float64": dtypes.float64, "float16": dtypes.float16, "bfloat16": dtypes.bfloat16,
   "int64": dtypes.int64, "int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8, "bool": dtypes.bool,
-  "uint16": dtypes.uint16, "uint32": dtypes.uint32, "uint64": dtypes.uint64}
+  "uint16": dtypes.uint16, "uint32": dtypes.uint32, "uint64": dtypes.uint64, "float8_e4m3fn": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2,
+  "float8_e4m3fnuz": dtypes.fp8e4m3fnuz, "float8_e5m2fnuz": dtypes.fp8e5m2fnuz}
 
 class _TorchStorage:
   def __init__(self, dtype: DType, data: bytes | None = None, big: bool = False): self.dtype, self.data, self.big = dtype, data, big
@@ -299,7 +300,7 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   from tinygrad.dtype import to_numpy
   if storage.data is None: return None  # type: ignore[return-value]  # legacy format's first pass: the bytes come after the pickle
   dt = storage.dtype
-  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else to_numpy(dt).newbyteorder("<")
+  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
   n = len(storage.data) // npdt.itemsize
   stride = tuple(stride) if stride is not None else tuple(int(np.prod(size[i+1:])) for i in range(len(size)))
   last = offset + sum((s - 1) * st for s, st in zip(size, stride)) if all(s > 0 for s in size) else offset - 1
@@ -309,7 +310,7 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(size), strides=tuple(st * npdt.itemsize for st in stride))
   arr = np.ascontiguousarray(arr).astype(npdt.newbyteorder("="))
   ret = Tensor(arr.reshape(-1)).reshape(tuple(size))
-  return ret.bitcast(dtypes.bfloat16) if dt == dtypes.bfloat16 else ret
+  return ret.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else ret
 
 def _rebuild_tensor_v3(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...], requires_grad: Any, hooks: Any,
                        dtype: Any, *args: Any) -> Tensor:
@@ -347,7 +348,7 @@ _TORCH_GLOBALS: dict[tuple[str, str], Any] = {("collections", "OrderedDict"): Or
   **{("torch", k): v for k, v in _TORCH_STORAGES.items()}, **{("torch", k): v for k, v in _TORCH_DTYPES.items()},
   # dtypes tinygrad lacks: named, so the error says which (a _TorchType is never called)
   **{("torch", k): _TorchType(f"torch.{k}") for k in ("complex32", "complex64", "complex128", "ComplexFloatStorage", "ComplexDoubleStorage",
-     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "QInt8Storage", "QUInt8Storage", "QInt32Storage")}}
+     "float8_e8m0fnu", "QInt8Storage", "QUInt8Storage", "QInt32Storage")}}
 
 def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> Any:
   """The one unpickler every pickle of every checkpoint format goes through: globals only from _TORCH_GLOBALS, persistent ids
