@@ -492,9 +492,9 @@ def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset()) -> UOp:
       x = dec(0)
       ret = _fp8_encode(x.cast(f32), u.dtype.scalar()) if is8(u.dtype) else x.cast(u.dtype)
     elif u.op is Ops.BITCAST and (is8(u.dtype) or is8(u.src[0].dtype)): ret = src[0].bitcast(_fp8_dt(u.dtype, emu))
-    elif (u.op in GroupOp.ALU and u.op is not Ops.WHERE or u.op is Ops.REDUCE) and any(is8(s.dtype) for s in u.src[:1 if u.op is Ops.REDUCE else None]):
-      srcs = tuple(dec(i) if i == 0 or u.op is not Ops.REDUCE else src[i] for i in range(len(src)))
-      ret = u.replace(dtype=f32 if is8(u.dtype) else u.dtype, src=srcs)
+    elif (u.op in GroupOp.ALU - {Ops.WHERE} or u.op is Ops.REDUCE) and any(is8(s.dtype) for s in u.src[:1 if u.op is Ops.REDUCE else None]):
+      nval = 1 if u.op is Ops.REDUCE else len(src)   # (a REDUCE's other sources are its ranges)
+      ret = u.replace(dtype=f32 if is8(u.dtype) else u.dtype, src=tuple(dec(i) for i in range(nval)) + src[nval:])
       if is8(u.dtype): ret = _fp8_encode(ret, u.dtype.scalar())
     elif is8(u.dtype) or src != u.src: ret = u.replace(dtype=_fp8_dt(u.dtype, emu), src=src)
     else: ret = u

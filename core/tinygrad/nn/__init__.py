@@ -18,8 +18,8 @@ def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = Non
   import numpy as np
   from tinygrad.dtype import to_numpy
   dt = dtypes.default_float if dtype is None else dtype
-  if dt != dtypes.bfloat16: return Tensor(np.full(shape, value, dtype=to_numpy(dt)), requires_grad=requires_grad)
-  ret = Tensor(np.full(shape, value, dtype=np.float32)).cast(dt)   # (numpy has no bfloat16)
+  if dt != dtypes.bfloat16 and dt not in dtypes.fp8s: return Tensor(np.full(shape, value, dtype=to_numpy(dt)), requires_grad=requires_grad)
+  ret = Tensor(np.full(shape, value, dtype=np.float32)).cast(dt)   # (numpy has no bfloat16 nor fp8)
   ret.requires_grad = requires_grad
   return ret
 

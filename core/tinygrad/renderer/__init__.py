@@ -118,7 +118,8 @@ class Renderer:
   native_fp8: frozenset[DType] = frozenset()
   """The fp8 dtypes (dtypes.fp8s) this renderer loads, stores and casts itself; for the others (every one, today) the core
   keeps the values as their bytes (uint8) and lowers casts and arithmetic to uint32/float32 ops (codegen/decompositions.py,
-  lower_fp8), so the renderer never sees them. A renderer that lists one must render its loads, stores, CONSTs and CASTs."""
+  lower_fp8), so the renderer never sees them. A renderer that lists one must render its loads, stores, CONSTs and CASTs.
+  An ability (a GPU generation may have what its language lacks elsewhere): part of the compile-cache key."""
   approx_domain: dict[Ops, float] = {}
   """ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins,
   documented by the renderer); the suite checks them inside that domain and reports the limit."""
@@ -138,7 +139,7 @@ class Renderer:
 
   ABILITIES: ClassVar[tuple[str, ...]] = ("has_local", "has_shared", "has_threads", "cpu_heuristics", "global_max", "local_max", "local_total_max",
     "shared_max", "tensor_cores", "vector_bytes", "vector_ops", "vector_dtypes", "register_bytes", "registers", "matmul_pack",
-    "supported_dtypes", "exp_via_exp2")
+    "supported_dtypes", "exp_via_exp2", "native_fp8")
   """The attributes a device may set per instance (constructor keywords, `apply_abilities`); the others are the language's."""
 
   def __init__(self, **abilities: Any) -> None:
