@@ -102,7 +102,9 @@ class Program:
       perm = tuple(np.random.default_rng(k).permutation(nd).tolist())
       return t.permute(perm), a.transpose(perm)
     if kind == "shrink":
-      arg = tuple((min(max(x, 0) for x in s.indices(n)[:2]), max(max(x, 0) for x in s.indices(n)[:2])) for s, n in zip(sl, a.shape))
+      # (the drawn slices cover three axes: a stack's fourth, and any past them, is kept whole)
+      arg = tuple((min(max(x, 0) for x in s.indices(n)[:2]), max(max(x, 0) for x in s.indices(n)[:2])) for s, n in zip(sl, a.shape)) + \
+        tuple((0, n) for n in a.shape[len(sl):])
       return t.shrink(arg), a[tuple(slice(lo, hi) for lo, hi in arg)]
     if kind == "index":
       if a.shape[0] == 0: return None
