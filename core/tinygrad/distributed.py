@@ -26,7 +26,7 @@ MPI backend here reads and writes them through host memory.
 from __future__ import annotations
 import os, sys, time, hashlib, threading, contextlib
 from typing import Any, Callable, ClassVar, Iterator
-from tinygrad.dtype import DType, dtypes, to_numpy
+from tinygrad.dtype import DType, dtypes, to_numpy, OPMATH_F32
 from tinygrad.helpers import DIST_TIMEOUT, prod
 from tinygrad.device import Buffer, Device
 from tinygrad.renderer import ProgramSpec, Estimates
@@ -250,7 +250,7 @@ def _run(name: str, desc: str, t: Tensor, fxn: Callable[[Buffer, Buffer], None])
 def _mpi_dtype(t: Tensor, what: str) -> DType | None:
   # the dtype the collective moves t in: half floats go as float32 (MPI has no 16-bit float), bools are refused
   if t.dtype == dtypes.bool: raise TypeError(f"{what} of a bool tensor is not supported; cast it first, e.g. t.int()")
-  return dtypes.float32 if t.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else None
+  return dtypes.float32 if t.dtype in OPMATH_F32 else None
 
 def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
   """A new Tensor on `tensor`'s device: `op` over every rank's `tensor` ("sum", "mean", "max" or "min"; "mean" needs a

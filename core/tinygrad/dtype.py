@@ -205,6 +205,8 @@ class dtypes(metaclass=_DTypesMeta):
 _FINFO: dict[DType, tuple[int, int]] = {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.fp8e4m3fnuz: (4, 3), dtypes.fp8e5m2fnuz: (5, 2),
   dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
 _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtypes.weakint,)), frozenset(dtypes.uints)  # fast membership
+# floats narrower than float32: ops on them compute in float32 and round once, as torch's opmath does
+OPMATH_F32: frozenset[DType] = frozenset((dtypes.float16, dtypes.bfloat16, *dtypes.fp8s))
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,

@@ -5,7 +5,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, OPMATH_F32
 from tinygrad.mixin.common import _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -45,7 +45,7 @@ def _opmath(fn: Callable) -> Callable:
   # loses its argument's digits (bfloat16 x/ln2 inside sigmoid(-12) was 4% off, gelu(-1) 2%)
   @functools.wraps(fn)
   def wrapper(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    if self.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s): return fn(self.float(), *args, **kwargs).cast(self.dtype)
+    if self.dtype in OPMATH_F32: return fn(self.float(), *args, **kwargs).cast(self.dtype)
     return fn(self, *args, **kwargs)
   return wrapper
 
@@ -352,7 +352,7 @@ class ElementwiseMixin:
     last multiply. The polynomial is fused multiply-adds (MULACC) where the renderer has them. float16/bfloat16 compute
     in float32."""
     x = self._float()
-    if x.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s): return x.float().exp().cast(x.dtype)
+    if x.dtype in OPMATH_F32: return x.float().exp().cast(x.dtype)
     return x._exp()   # (a graph template: mixin/graphcache.py)
   def _exp(self: Tensor, nonpos: bool = False) -> Tensor:
     # nonpos: the caller knows x <= 0 or NaN (softmax's x - max(x)): the upper clamp is left out and 2**n is one power (17 ALU ops, not 25)
@@ -609,7 +609,7 @@ class ElementwiseMixin:
   def lerp(self: Tensor, end: Tensor | ConstType, weight: Tensor | ConstType) -> Tensor:
     """self + (end - self) * weight, from the nearer end as torch (|weight| >= 0.5: end - (end - self) * (1 - weight)), so
     weight 1 gives end exactly (`lerp(1e8, 1, 1)` is 1, not 0) and the infinities are torch's (`lerp(-inf, 1, 0.5)` is -inf)."""
-    if self.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) and all(not isinstance(v, Tensor) or v.dtype == self.dtype for v in (end, weight)):
+    if self.dtype in OPMATH_F32 and all(not isinstance(v, Tensor) or v.dtype == self.dtype for v in (end, weight)):
       # in float32, rounded once (torch's opmath): end - self rounded to 8 or 11 bits put a lerp near 0 hundreds of ulp off
       def up(v): return v.float() if isinstance(v, Tensor) else v
       return self.float().lerp(up(end), up(weight)).cast(self.dtype)
@@ -628,7 +628,7 @@ class ElementwiseMixin:
       if dtypes.is_float(base.dtype) and -16 <= n <= 16:
         # float16/bfloat16 multiply in float32 and round once, as torch's pow: in the half type each product rounded and
         # overflowed (float16 53.5 ** -3 was 0 through 53.5**3 = inf; torch 6.6e-6), bfloat16 x ** 16 was 15 ulp off
-        half = base.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) and n not in (0, 1)
+        half = base.dtype in OPMATH_F32 and n not in (0, 1)
         f = base.float() if half else base
         # (x ** 1 is a new tensor, as torch's, not x itself: a later x += 1 showed in it)
         if n >= 0: return f._pow_int(n).cast(base.dtype)._own(self)
@@ -672,7 +672,7 @@ class ElementwiseMixin:
   # and every branch that `where` does not pick is fed a harmless value, so its gradient (times 0) cannot be NaN.
   def _f32up(self: Tensor) -> Tensor:
     x = self._float()
-    return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else x
+    return x.float() if x.dtype in OPMATH_F32 else x
   def _series(self: Tensor, coeffs: list[float]) -> Tensor:
     # sum c_k z^k by Horner (z = self)
     ret = self * 0 + coeffs[-1]

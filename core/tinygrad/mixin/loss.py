@@ -3,7 +3,7 @@
 or logits). `self` is the prediction, `Y` the target; reduction is one of "none", "sum", "mean" as in torch."""
 from __future__ import annotations
 from typing import TYPE_CHECKING
-from tinygrad.dtype import dtypes, least_upper_dtype
+from tinygrad.dtype import dtypes, least_upper_dtype, OPMATH_F32
 from tinygrad.uop.ops import _broadcast_shape
 from tinygrad.helpers import CHECK_OOB
 from tinygrad.mixin.common import ArgumentError
@@ -47,7 +47,7 @@ class LossMixin:
     out = least_upper_dtype(x.dtype, Y.dtype)
     # float16/bfloat16 in float32, the reduction too, rounded once as torch's (each product and log rounded to float16 the
     # loss was 2-4x torch's error)
-    if out in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s): x, Y = x.float(), Y.float()
+    if out in OPMATH_F32: x, Y = x.float(), Y.float()
     # the clamped logs' gradients are torch's, finite at p = 0 and 1 (gradient.py GRAD_RULES)
     logp, log1mp = x._with_grad(x.log().maximum(-100), "bce_log"), x._with_grad((1 - x).log().maximum(-100), "bce_log1m")
     loss = -(Y * logp + (1 - Y) * log1mp)

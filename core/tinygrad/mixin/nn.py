@@ -6,7 +6,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import sint_le
-from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError
 from tinygrad.mixin.indexing import _check_oob
@@ -385,7 +385,7 @@ class NNMixin:
     if count_include_pad and not ceil_mode: return self.pad(pads)._pool(k_, s_, d_).mean(axes)
     # (float16/bfloat16: the sum kept in float32 and divided there, one rounding as torch's; rounded twice a fifth of the
     # windows' means were an ulp off)
-    total = self.pad(full)._pool(k_, s_, d_).sum(axes, dtype=self._acc_dtype() if self.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else None)
+    total = self.pad(full)._pool(k_, s_, d_).sum(axes, dtype=self._acc_dtype() if self.dtype in OPMATH_F32 else None)
     ones = Tensor.ones(self.shape[-len(k_):], device=self.device)
     if count_include_pad: ones = ones.pad(pads, value=1)  # padding counts; the ceil_mode overhang does not
     extra = [f - p for f, p in zip(full, pads)] if count_include_pad else full

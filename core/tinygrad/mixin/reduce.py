@@ -5,7 +5,7 @@ import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, smax, sint
-from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
 from tinygrad.mixin.elementwise import _opmath
@@ -74,7 +74,7 @@ class ReduceMixin:
     device without int64, such as WEBGPU, int32/uint32); float16/bfloat16 accumulate in float32 and return their own dtype."""
     acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
-    return ret.cast(self.dtype) if dtype is None and self.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else ret
+    return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret
   def _pick(self: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
     """The sum over `axis` of a one-hot selection (`mask.where(x, 0)`, at most one term nonzero: indexing, gather, Embedding)
     in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked element, O(picks), where the

@@ -9,7 +9,7 @@ import math
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.mixin.indexing import _check_oob
-from tinygrad.dtype import dtypes, DType, least_upper_dtype
+from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32
 from tinygrad.helpers import prod, make_tuple
 
 def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType | None = None) -> Tensor:
@@ -88,7 +88,7 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
   """A 1-D transposed convolution over (N, C, L) inputs: ConvTranspose2d with a one-element kernel size."""
   return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)
 
-def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else x
+def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in OPMATH_F32 else x
 
 class BatchNorm:
   """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.

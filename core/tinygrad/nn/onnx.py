@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinygrad.tensor import Tensor
-from tinygrad.dtype import DType, dtypes, from_numpy
+from tinygrad.dtype import DType, dtypes, from_numpy, OPMATH_F32
 from tinygrad.helpers import DEBUG, prod, flatten
 
 def _onnx() -> Any:
@@ -604,7 +604,7 @@ def _attention(ctx: _Ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None =
   hq = q.shape[1]
   kr, vr = k._repeat_heads(hq // k.shape[1]), v._repeat_heads(hq // v.shape[1])
   sc = math.sqrt((1 / math.sqrt(q.shape[-1])) if scale is None else scale)
-  acc = dtypes.float32 if q.dtype in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s) else q.dtype   # half inputs: float32 sums, as numpy
+  acc = dtypes.float32 if q.dtype in OPMATH_F32 else q.dtype   # half inputs: float32 sums, as numpy
   qk = (q * sc).matmul((kr * sc).transpose(-2, -1), dtype=acc).cast(q.dtype)
   if softcap: qk = softcap * (qk / softcap).tanh()
   qkb = qk + bias

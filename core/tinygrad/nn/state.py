@@ -250,14 +250,21 @@ def safe_load(fn: FileLike, device: str | None = None) -> dict[str, Tensor]:
     with f.getbuffer() if isinstance(fn, Tensor) else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
       return {name: _safe_tensor(mm, start, info, device) for name, info in header.items() if name != "__metadata__"}
 
-def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
+def _file_npdt(dt: DType) -> Any:
+  """The little-endian numpy dtype a file stores dt's values as: numpy has no bfloat16 or fp8, so those are read as their bits."""
   import numpy as np
   from tinygrad.dtype import to_numpy
+  return np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
+
+def _from_file_bits(t: Tensor, dt: DType) -> Tensor: return t.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else t
+
+def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
+  import numpy as np
   dt, shape = SAFE_DTYPES[info["dtype"]], tuple(info["shape"])
-  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
+  npdt = _file_npdt(dt)
   arr = np.frombuffer(mm, dtype=npdt, count=math.prod(shape), offset=start + info["data_offsets"][0])
   t = Tensor(arr if npdt.isnative else arr.astype(npdt.newbyteorder("=")), device=device).reshape(shape)
-  return t.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else t
+  return _from_file_bits(t, dt)
 
 # ---- archives: tar and zip members as uint8 tensors ----
 def _archive_bytes(t: FileLike) -> bytes:
@@ -297,10 +304,9 @@ def _swap(data: bytes, itemsize: int) -> bytes:
 
 def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...] | None = None, *args: Any) -> Tensor:
   import numpy as np
-  from tinygrad.dtype import to_numpy
   if storage.data is None: return None  # type: ignore[return-value]  # legacy format's first pass: the bytes come after the pickle
   dt = storage.dtype
-  npdt = np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
+  npdt = _file_npdt(dt)
   n = len(storage.data) // npdt.itemsize
   stride = tuple(stride) if stride is not None else tuple(int(np.prod(size[i+1:])) for i in range(len(size)))
   last = offset + sum((s - 1) * st for s, st in zip(size, stride)) if all(s > 0 for s in size) else offset - 1
@@ -310,7 +316,7 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(size), strides=tuple(st * npdt.itemsize for st in stride))
   arr = np.ascontiguousarray(arr).astype(npdt.newbyteorder("="))
   ret = Tensor(arr.reshape(-1)).reshape(tuple(size))
-  return ret.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else ret
+  return _from_file_bits(ret, dt)
 
 def _rebuild_tensor_v3(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...], requires_grad: Any, hooks: Any,
                        dtype: Any, *args: Any) -> Tensor:
