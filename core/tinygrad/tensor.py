@@ -627,7 +627,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] + [u.src[1] for u in updates] \
       if frontier is not None and Tensor._own_parts else []
     if not cands and not own: return []
-    flags: dict[UOp, int] = {}   # 1: reads an old value, 2: reads an update, 4: an unbound Variable
+    # 1: reads an old value, 2: reads an update, 4: an unbound Variable, 8: one in a movement op's argument (`x[:v]` of an
+    # unbound v: it cannot run yet); set in the same pass (a toposort per candidate for the last was ~a tenth of a plain step)
+    flags: dict[UOp, int] = {}
     # (a pending update of a target that this realize does not run counts as an update: run here, it could land after the
     # newer one)
     def leaf(u: UOp) -> int | None:
@@ -637,7 +639,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # the realize's own graph, sources first, in one pass (the live graphs mostly share it: a decoder's residual stream)
     for u in nodes or ():
       if (lf := leaf(u)) is None:
-        lf = 0
+        lf = 8 if u.op in _MOVEMENT and _unbound_in(u.arg) else 0
         for s in u.src: lf |= flags.get(s, 0)
       flags[u] = lf
     for top in [x.uop for x in cands] + own:
@@ -652,13 +654,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         if pend := [s for s in u.src if s not in flags]:
           stack.extend(pend)
           continue
-        f = 0
+        f = 8 if u.op in _MOVEMENT and _unbound_in(u.arg) else 0
         for s in u.src: f |= flags[s]
         flags[u] = f
         stack.pop()
-    # (a Variable that is not bound, in a movement op's argument: looked for only in the graphs about to run)
-    def unbound(top: UOp) -> bool: return any(n.op in GroupOp.Movement and _unbound_in(n.arg) for n in top.toposort(gate=_above_buffers))
-    out = [x for x in cands if flags[x.uop] == 1 and not unbound(x.uop)]
+    out = [x for x in cands if flags[x.uop] == 1]
     # a view of a tensor computed here follows it, as a view of a buffer does (its base's _set_uop rebases it onto the new
     # buffer): computed into a copy of its own, it no longer saw its base's later writes (`s = t + t; v = s.flip(0);
     # t.assign(s).realize(); s += 1` left v at the old s). Not a pad that shows padding (a value, as F.pad's copy)
@@ -671,7 +671,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # a graph that reads old and new values (a pending `b += a` where b was computed from a, and a's update runs here):
       # each part of it that reads only old values is computed here, before the writes, and the graph reads its buffer
       for top in [x.uop for x in cands] + own:
-        if flags[top] != 3 or unbound(top): continue
+        if flags[top] != 3: continue
         for u in top.toposort(gate=lambda n: flags.get(n) == 3):
           if flags.get(u) != 3: continue
           for part in u.src:
