@@ -280,6 +280,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   _check_float(t, "the output")
   for x in targets: _check_float(x, "a target")
   ex = _Realized(_live_tensors())
+  ex.prune({f for x in targets for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
   root_grad = const_like(sink.src[0], 1.0) if g0 is None else g0
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
@@ -321,6 +322,22 @@ class _Realized:
   def __init__(self, live: list[Tensor]):
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
     self.wrap: dict[UOp, UOp] = {}
+  def prune(self, want: set[UOp]) -> None:
+    """Forget the graphs no gradient to a node of `want` can pass through: those holding none of them, nor a realized
+    tensor whose graph does. A realized input from Tensor.randn kept its random graph, and every backward walked it
+    (four times) to differentiate nothing: half of a small MLP's backward. Each graph's node set is kept on its root."""
+    if not self.graphs: return
+    inner: dict[UOp, frozenset[UOp]] = {}
+    need: set[UOp] = set()
+    keys = frozenset(self.graphs)
+    for r, g in self.graphs.items():
+      if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
+      if not want.isdisjoint(ns): need.add(r)
+      else: inner[r] = (ns & keys) - {r}
+    while more := [r for r, rs in inner.items() if not need.isdisjoint(rs)]:   # (through another realized tensor's graph)
+      for r in more: del inner[r]
+      need.update(more)
+    self.graphs = {r: g for r, g in self.graphs.items() if r in need}
   def _stand_in(self, r: UOp) -> UOp:
     if r not in self.wrap:
       self.wrap[r] = r   # (a graph that reads its own result, through an assign: stops there)
@@ -342,6 +359,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements)."""
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and
            (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape))]
+  ex.prune({f for x in cands for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]

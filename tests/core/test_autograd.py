@@ -627,3 +627,22 @@ def test_softmax_family_gradient_is_torch_tight(fn):
   y = x.logsumexp(1) if fn == "logsumexp" else getattr(x, fn)(1)
   ty = tx.logsumexp(1) if fn == "logsumexp" else (torch.nn.functional.softmin(tx, 1) if fn == "softmin" else getattr(tx, fn)(1))
   np.testing.assert_allclose(y.sum().gradient(x)[0].numpy(), torch.autograd.grad(ty.sum(), tx)[0].numpy(), atol=1e-7, rtol=1e-3)
+
+@needs_tensor
+def test_gradient_passes_through_chains_of_realized_tensors_and_skips_graphs_with_nothing_to_train():
+  # backward forgets the kept graphs of realized tensors that hold no tensor to differentiate (a realized Tensor.randn
+  # input's random graph): the gradient is the same, through graphs that do hold one, directly or through another's
+  Tensor = _bind()
+  from tinygrad.gradient import _Realized, _live_tensors
+  w = Tensor([1.0, 2.0, 3.0]) * 1   # lazy: its node is inside y's graph
+  y = (w * 2).realize()
+  z = (y + 1).realize()             # its graph reads y's buffer only: the gradient reaches w through y's graph
+  x = Tensor.randn(3).realize()     # its graph (seeds, counters: ints) holds nothing to train
+  ex = _Realized(_live_tensors())
+  assert x.uop in ex.graphs and z.uop in ex.graphs
+  ex.prune({w.uop})
+  assert x.uop not in ex.graphs and z.uop in ex.graphs and y.uop in ex.graphs
+  (z * x).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), 2 * x.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(x.grad.numpy(), z.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(y.grad.numpy(), x.numpy(), rtol=1e-6)
