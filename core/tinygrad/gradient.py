@@ -356,9 +356,10 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out, but for
   an empty one asked for (requires_grad=True: Tensor.empty(0, 3) is a constant with no buffer) that gets its empty gradient
-  as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements)."""
+  as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements). Not one whose
+  gradient is gone (Tensor._mark_gone): a sum with it would be gone too, so it stays as it is."""
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and
-           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape))]
+           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and (x.grad is None or x.grad.uop.op is not Ops.NOOP)]
   ex.prune({f for x in cands for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)

@@ -598,6 +598,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
     # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
     implicit = {id(t.grad) for t in live if t.grad is not None and t.requires_grad is None}
+    # (those of one device that are lazy are walked too: one that reads an old value is marked gone below)
+    implicit_lazy = [x for x in live if id(x) in implicit and x.uop.op is not Ops.MULTI and base_buffer(x.uop) is None and not x._virtual]
     for x in live:
       if id(x) in implicit or (u := x.uop) in roots or u.op is Ops.BUFFER or x._virtual: continue
       if u.op is Ops.MULTI:
@@ -626,7 +628,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (and the values of its updates: `y = x + 0; x[1:] += x[:-1]; x[1:] += y[:-1]` with y dead by then)
     own = [r for r in roots if r.op is not Ops.ASSIGN and r.op is not Ops.MULTI] + [u.src[1] for u in updates] \
       if frontier is not None and Tensor._own_parts else []
-    if not cands and not own: return []
+    if not cands and not own and not implicit_lazy: return []
     # 1: reads an old value, 2: reads an update, 4: an unbound Variable, 8: one in a movement op's argument (`x[:v]` of an
     # unbound v: it cannot run yet); set in the same pass (a toposort per candidate for the last was ~a tenth of a plain step)
     flags: dict[UOp, int] = {}
@@ -642,7 +644,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         lf = 8 if u.op in _MOVEMENT and _unbound_in(u.arg) else 0
         for s in u.src: lf |= flags.get(s, 0)
       flags[u] = lf
-    for top in [x.uop for x in cands] + own:
+    for top in [x.uop for x in cands + implicit_lazy] + own:
       stack = [top]
       while stack:
         u = stack[-1]
@@ -659,6 +661,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         flags[u] = f
         stack.pop()
     out = [x for x in cands if flags[x.uop] == 1]
+    # an implicit gradient that reads an old value is not computed now (every training step would compute each input's
+    # gradient, unasked): it is marked gone, so that reading it later raises instead of giving a value computed from the
+    # updated buffers (public tinygrad's is silently wrong there), and its graph is dropped (a reused input's implicit
+    # gradient grew by a whole backward each step, and every realize walked it)
+    for x in implicit_lazy:
+      if flags[x.uop] & 1: x._mark_gone()
     # a view of a tensor computed here follows it, as a view of a buffer does (its base's _set_uop rebases it onto the new
     # buffer): computed into a copy of its own, it no longer saw its base's later writes (`s = t + t; v = s.flip(0);
     # t.assign(s).realize(); s += 1` left v at the old s). Not a pad that shows padding (a value, as F.pad's copy)
@@ -953,6 +961,16 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr <= 0: raise ValueError(f"from_blob: ptr must be a host address (an int > 0), got {ptr!r}")
     raw = ctypes.string_at(ptr, prod(sh) * dt.itemsize)
     return Tensor(Tensor._from_bytes(raw, sh, dt, _canon_device(device)) if prod(sh) else Tensor._full_uop(sh, 0, dt, _canon_device(device)), **kwargs)
+  def _mark_gone(self) -> None:
+    # this lazy tensor's value can no longer be computed: in place of its graph, a node with its shape, dtype and device
+    # that the scheduler refuses with this message (schedule.gone_error)
+    why = (f"this {self.dtype.name} tensor of shape {self.shape} is the gradient backward() gave a tensor that did not ask for "
+           "one (requires_grad=None), and an update (an optimizer step, an assign) overwrote values it reads before it was "
+           "computed: its value is gone. Read it before the update, or set requires_grad=True on the tensor it belongs to "
+           "(the update then computes it first)")
+    self._detach_view()
+    graph_epoch[0] += 1
+    self.uop = UOp(Ops.NOOP, self.dtype, (Tensor.zeros(*self.shape, dtype=self.dtype, device=self.device).uop,), arg=("gone", why))
   def replace(self, x: Tensor) -> Tensor:
     """This tensor now holds `x`'s data (its graph: dtype and device may differ; only the shapes must match), without a
     copy or a kernel. Unlike `assign`, nothing is written into this tensor's old buffer: its other views keep the old data."""

@@ -7,7 +7,7 @@ are kernel boundaries.
 from __future__ import annotations
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
@@ -787,8 +787,14 @@ def _pair_nodes(a: list[UOp], b: list[UOp]) -> dict[UOp, UOp]:
     stack.extend(zip(x.src, y.src))
   return out
 
+def gone_error(nodes: Iterable[UOp]) -> None:
+  """Raise, with its message, for a graph that reads a tensor whose value is gone (Tensor._mark_gone: a NOOP tagged "gone")."""
+  for n in nodes:
+    if n.op is Ops.NOOP and isinstance(n.arg, tuple) and n.arg[:1] == ("gone",): raise RuntimeError(n.arg[1])
+
 def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   topo = _graph_topo(roots)
+  gone_error(topo)
   realizes = find_realizes(roots, topo)
   buffer_map: dict[UOp, UOp] = {}
   items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]] = {}   # realized node -> (item, BUFFERs read, nodes depended on)
