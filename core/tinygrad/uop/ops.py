@@ -889,6 +889,7 @@ class BroadcastError(ValueError, IndexError):
 def _broadcast_shape(*shapes: tuple[sint, ...]) -> tuple[sint, ...]:
   """The shape `shapes` broadcast to (numpy's rule, aligned at the right). A symbolic size is never 1: it broadcasts with 1
   and with an equal size only (also one whose variable may be 0)."""
+  if len(shapes) == 2 and shapes[0] == shapes[1]: return tuple(shapes[0])   # (most ops: a third of building `a * b`)
   nd = max((len(s) for s in shapes), default=0)
   out: list[sint] = []
   for dims in zip(*[(1,) * (nd - len(s)) + tuple(s) for s in shapes]):
