@@ -4,8 +4,9 @@ the overhead issue: import, cold and warm first result, schedule+codegen of a ne
 runs), and the per-call cost of a tiny realize with and without TinyJit; eager (un-jitted) realizes of a tiny matmul,
 exp, sum and elementwise chain, and a 512 matmul's host time (the call less its kernel launches) and its time against
 numpy's; then dispatch inside a TinyJit replay: the cost per small kernel (two chains of 10 and 200 16-element kernels:
-the slope) through the device's graph (JIT=1) and kernel by kernel (JIT=2), the replay's fixed cost per call, and
-sym_infer's cost per call on launch-size expressions. Every
+the slope) through the device's graph (JIT=1) and kernel by kernel (JIT=2), the replay's fixed cost per call,
+sym_infer's cost per call on launch-size expressions, and an un-jitted MLP training step (Adam, one batch reused: early
+and late steps, so a graph that grows step after step shows). Every
 figure is measured in fresh processes, each checked against numpy (a wrong result is an error, not a figure): the output
 ends with the checks' verdict and the machine's load before and after, and the exit status is 1 when a check failed.
   nice python bench/overhead.py --ref /tmp/tinygrad-0.14-venv/bin/python     (or TINYGRAD_REF_PYTHON=...)"""
@@ -124,6 +125,40 @@ for n, o in ((10, o10), (200, o200)):
 per = (w200 - w10) / 190
 print(json.dumps({"kernel": per, "kernel_cpu": (c200 - c10) / 190, "call": w10 - 10 * per}))
 """
+# a plain (un-jitted) training step: a 3-layer MLP with Adam over one batch kept across steps (its implicit gradient must
+# not grow), the first loss checked against numpy's forward; the figure is the median step of the last 20 of 60
+PLAIN_STEP = """
+import os
+os.environ.setdefault("TRAINING", "1")   # (public tinygrad's optimizer refuses to step without it)
+import json, time
+import numpy as np
+from tinygrad import Tensor, nn
+Tensor.training = True
+rng = np.random.default_rng(0)
+Ws = [(rng.standard_normal(s) * 0.1).astype(np.float32) for s in ((128, 64), (128,), (128, 128), (128,), (10, 128), (10,))]
+ls = [nn.Linear(64, 128), nn.Linear(128, 128), nn.Linear(128, 10)]
+for i, l in enumerate(ls): l.weight, l.bias = Tensor(Ws[2 * i]), Tensor(Ws[2 * i + 1])
+opt = nn.optim.Adam([p for l in ls for p in (l.weight, l.bias)], lr=1e-3)
+xn, yn = rng.standard_normal((32, 64)).astype(np.float32), rng.integers(0, 10, 32)
+X, Y = Tensor(xn), Tensor(yn.astype(np.int32))
+def step():
+  opt.zero_grad()
+  loss = ls[2](ls[1](ls[0](X).relu()).relu()).sparse_categorical_crossentropy(Y)
+  loss.backward()
+  return loss.realize(*opt.schedule_step()).item()   # (public tinygrad's idiom: the loss with the update, one schedule)
+h = np.maximum(np.maximum(xn @ Ws[0].T + Ws[1], 0) @ Ws[2].T + Ws[3], 0) @ Ws[4].T + Ws[5]
+h = h - h.max(1, keepdims=True)
+want = float(-(h - np.log(np.exp(h).sum(1, keepdims=True)))[np.arange(32), yn].mean())
+first = step()
+assert abs(first - want) < 1e-4 * max(1.0, abs(want)), (first, want)
+ts, losses = [], []
+for _ in range(60):
+  st = time.perf_counter()
+  losses.append(step())
+  ts.append(time.perf_counter() - st)
+assert losses[-1] < first, (first, losses[-1])
+print(json.dumps({"plain_step": sorted(ts[40:])[10], "plain_step_early": sorted(ts[:20])[10]}))
+"""
 SYMINFER = """
 import json, time
 from tinygrad import Variable
@@ -144,7 +179,7 @@ TARGETS = {"import": ("abs", 60.0), "cold": ("x", 0.4), "warm": ("x", 0.4), "ew"
            "live": ("x", 0.15), "live_assign": ("x", 0.3), "eager_mm": ("x", 0.5), "eager_exp": ("x", 0.5), "eager_sum": ("x", 0.5),
            "eager_chain": ("x", 0.5), "mm512_host": ("abs", 80.0), "mm512_np": ("abs", 1.0),
            "jit": ("x", 0.2), "kernel": ("abs", 3.0), "kernel_cpu": ("abs", 3.0), "kernel_nograph": ("x", 0.5), "call": ("x", 0.5),
-           "sym_infer": ("x", 0.5)}
+           "sym_infer": ("x", 0.5), "plain_step_early": ("x", 0.5), "plain_step": ("x", 0.5)}
 LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (ms)", "warm": "first result, warm cache (ms)",
           "ew": "schedule+codegen elementwise (ms)", "mm": "schedule+codegen matmul 1024 (ms)", "plain": "tiny realize per call (us)",
           "live": "  same, 5000 other live tensors (us)", "live_assign": "  an in-place update, 5000 live (us)",
@@ -153,11 +188,12 @@ LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (
           "mm512_host": "matmul 512 host time, call - kernel (us)", "mm512_np": "matmul 512 call / numpy's (ratio)",
           "jit": "tiny jitted call (us)", "kernel": "replay per small kernel, graph (us)",
           "kernel_cpu": "  same, calling thread's CPU time (us)", "kernel_nograph": "replay per small kernel, JIT=2 (us)",
-          "call": "replay fixed cost per call (us)", "sym_infer": "sym_infer per call (us)"}
+          "call": "replay fixed cost per call (us)", "sym_infer": "sym_infer per call (us)",
+          "plain_step_early": "MLP Adam step, un-jitted, steps 2-21 (ms)", "plain_step": "  same, steps 42-61 (ms)"}
 
 # what each snippet's process asserts before printing its figures (NULL's codegen runs nothing to check)
 CHECKED = ("first result == [2, 4, 6]; tiny realize, jitted call and in-place update, eager matmul/exp/sum/chain and 512 matmul, "
-           "replay chains (graph and JIT=2) == numpy; sym_infer == Python's")
+           "replay chains (graph and JIT=2) == numpy; sym_infer == Python's; the MLP step's first loss == numpy's, its last one lower")
 
 def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]:
   """Every figure in its unit; a figure whose process failed (its check or anything else) is absent."""
@@ -182,6 +218,7 @@ def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]
   out.update({k: v * 1e6 for k, v in rp.items()})
   if (rp2 := run_json(python, REPLAY, dict(env, JIT="2"))) is not None: out["kernel_nograph"] = rp2["kernel"] * 1e6
   if (si := run_json(python, SYMINFER, env)) is not None: out["sym_infer"] = si * 1e6
+  out.update({k: v * 1e3 for k, v in (run_json(python, PLAIN_STEP, env) or {}).items()})
   return out
 
 def main() -> int:
