@@ -188,16 +188,23 @@ def _reached_padding(chain: list[UOp]) -> UOp | None:
   and cuts the padding away again. The mask of the view's positions is replayed on the host."""
   if not any(n.op is Ops.PAD for n in chain): return None
   import numpy as np
-  m = np.ones(chain[0].shape, dtype=bool)
+  # (a symbolic size or offset is replayed at its variable's bound value; with one unbound, the first PAD is the answer)
+  def at(x: Any) -> Any:
+    if isinstance(x, UOp): return int(sym_infer(x, {})) if all_bound(x) else None
+    return tuple(at(y) for y in x) if isinstance(x, tuple) else x
+  def known(x: Any) -> bool: return x is not None and (not isinstance(x, tuple) or all(known(y) for y in x))
+  if not all(known(at(n.shape)) and known(at(n.src[0].shape)) and known(at(n.arg)) for n in chain):
+    return next(n for n in chain if n.op is Ops.PAD)
+  m = np.ones(at(chain[0].shape), dtype=bool)
   for n in chain:
-    src = n.src[0].shape
+    src, arg = at(n.src[0].shape), at(n.arg)
     if n.op is Ops.RESHAPE: m = m.reshape(src)
-    elif n.op is Ops.PERMUTE: m = m.transpose(np.argsort(n.arg))
-    elif n.op is Ops.FLIP: m = np.flip(m, tuple(i for i, f in enumerate(n.arg) if f))
-    elif n.op is Ops.SHRINK: m = np.pad(m, [(b, s - e) for (b, e), s in zip(n.arg, src)])
-    elif n.op is Ops.EXPAND: m = np.asarray(m.any(axis=tuple(i for i, (a, b) in enumerate(zip(src, n.shape)) if a != b), keepdims=True))
+    elif n.op is Ops.PERMUTE: m = m.transpose(np.argsort(arg))
+    elif n.op is Ops.FLIP: m = np.flip(m, tuple(i for i, f in enumerate(arg) if f))
+    elif n.op is Ops.SHRINK: m = np.pad(m, [(b, s - e) for (b, e), s in zip(arg, src)])
+    elif n.op is Ops.EXPAND: m = np.asarray(m.any(axis=tuple(i for i, (a, b) in enumerate(zip(src, at(n.shape))) if a != b), keepdims=True))
     elif n.op is Ops.PAD:
-      inner = tuple(slice(b, b + s) for (b, _), s in zip(n.arg, src))
+      inner = tuple(slice(b, b + s) for (b, _), s in zip(arg, src))
       if m.sum() != m[inner].sum(): return n
       m = m[inner]
   return None
@@ -964,7 +971,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _mark_gone(self) -> None:
     # this lazy tensor's value can no longer be computed: in place of its graph, a node with its shape, dtype and device
     # that the scheduler refuses with this message (schedule.gone_error)
-    why = (f"this {self.dtype.name} tensor of shape {self.shape} is the gradient backward() gave a tensor that did not ask for "
+    why = (f"this {self.dtype.name} tensor of shape ({', '.join(str(d) if isinstance(d, int) else d.render() for d in self.shape)}) is the gradient backward() gave a tensor that did not ask for "
            "one (requires_grad=None), and an update (an optimizer step, an assign) overwrote values it reads before it was "
            "computed: its value is gone. Read it before the update, or set requires_grad=True on the tensor it belongs to "
            "(the update then computes it first)")

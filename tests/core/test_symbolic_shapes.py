@@ -424,3 +424,17 @@ def test_cached_nodes_freed_at_exit_quietly():
           "print((t + 1).softmax().shape[0] is not None)")
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert r.returncode == 0 and "Exception ignored" not in r.stderr, r.stderr[-2000:]
+
+def test_an_update_with_a_live_symbolic_slice_of_a_realized_tensor():
+  # an optimizer step looks at every live view (does it show padding?) by replaying its mask on the host; a slice x[:v]
+  # of a bound Variable raised TypeError there (its sizes are UOps): now replayed at the bound value
+  from tinygrad import nn
+  v = Variable("v", 1, 8).bind(3)
+  w = Tensor.ones(8, requires_grad=True)
+  x = Tensor.arange(8).float().contiguous().realize()
+  xs = x[:v]
+  (xs * w[:v]).sum().backward()
+  nn.optim.SGD([w], lr=1.0).step()
+  assert w.tolist() == [1.0, 0.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+  with pytest.raises(RuntimeError, match="v"): xs.grad.numpy()   # an implicit gradient the step overwrote: gone, named
+  assert xs.tolist() == [0.0, 1.0, 2.0]
