@@ -271,6 +271,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.uop = UOp.const(dt, data, src=(UOp(Ops.DEVICE, arg=dev),))
     elif isinstance(data, (list, tuple)):
       shape, vals = _flatten_py(data)
+      if any(type(v).__name__ == "ndarray" and v.ndim for v in vals):   # (a 0-d one is a scalar, below)
+        # numpy arrays in a list (a replay buffer of observations, beautiful_cartpole's): one array, of numpy's dtype, as
+        # torch.tensor and numpy read it (ragged ones: numpy's error)
+        import numpy as np
+        self.uop = Tensor(np.asarray(data), device=dev, dtype=dt).uop
+        self.requires_grad = requires_grad
+        return
       if any(_is_np_scalar(v) for v in vals):
         # numpy scalars (np.float16(1), an element of an array) keep their dtype and promote with the rest, as in torch:
         # [np.int8(1), 2] is int32, [np.float16(1), 1.5] float32; the values go on as Python numbers

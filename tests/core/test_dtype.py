@@ -217,6 +217,19 @@ def test_numpy_scalars_with_a_dtype_are_cast_to_it_and_0d_arrays_are_scalars():
   t = Tensor([a.sum(), a[1], np.array(7, dtype=np.float32)], device="CPU")   # as np.array([...]) reads them
   assert t.dtype == dtypes.float32 and t.tolist() == [3.0, 1.0, 7.0]
 
+@pytest.mark.parametrize("data", [[np.array([1., 2.]), np.array([3., 4.])], [np.array([1, 2], np.float32), np.array([3, 4], np.float32)],
+                                  [[np.array([1, 2])], [np.array([3, 4])]], [np.array([True, False])]], ids=str)
+def test_a_list_of_numpy_arrays_is_one_array_as_torch(data):
+  # beautiful_cartpole keeps its observations in a list and calls Tensor(list): it raised TypeError ("must be numbers")
+  from tinygrad import Tensor
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  ref = torch.tensor(np.asarray(data)).numpy()
+  t = Tensor(data, device="CPU")
+  assert t.dtype == from_numpy(ref.dtype) and t.shape == ref.shape
+  np.testing.assert_array_equal(t.numpy(), ref)
+  assert Tensor(data, dtype=dtypes.float16, device="CPU").dtype == dtypes.float16
+  with pytest.raises(ValueError): Tensor([np.array([1., 2.]), np.array([3.])])   # ragged: numpy's error
+
 # ---- fp8: public tinygrad 0.14's names, torch's conversions (docs/guide.md, "fp8") ----
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_torch_dtype, _from_torch_dtype  # noqa: E402
 
