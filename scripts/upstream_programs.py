@@ -655,7 +655,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "olmoe": (prog_olmoe, 1e-2, {"DEV": "PYTHON"}),
   "hlb_cifar10_steps": (prog_hlb_cifar10_steps, 1e-4, {}),
   "hlb_cifar10_train": (prog_hlb_cifar10_train, 0, {}),
-  # (BROKEN on public tinygrad 0.14 and the mirror too: Tensor(list of numpy arrays) raises there as here)
+  # (BROKEN on public tinygrad 0.14 and the mirror: Tensor(list of numpy arrays) raises there; here it is one array, as in torch)
   "cartpole": (prog_cartpole, 0, {}),
   # (BROKEN on 0.14 too: "bind mismatch" when it realizes the losses; here it stops earlier, at its assert that building the
   # model ran no kernel: the RNG counter and the optimizer's parameters are realized eagerly here)
