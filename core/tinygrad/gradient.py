@@ -352,6 +352,9 @@ class _Realized:
     back = {w: r for r, w in self.wrap.items() if w is not r}
     return substitute_all(us, back) if back and us else us
 
+def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: a NOOP, or one per shard)
+  return g is not None and (g.uop.op is Ops.NOOP or g.uop.op is Ops.MULTI and g.uop.src[0].op is Ops.NOOP)
+
 def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out, but for
@@ -359,7 +362,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements). Not one whose
   gradient is gone (Tensor._mark_gone): a sum with it would be gone too, so it stays as it is."""
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and
-           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and (x.grad is None or x.grad.uop.op is not Ops.NOOP)]
+           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and not _gone(x.grad)]
   ex.prune({f for x in cands for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)

@@ -612,8 +612,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
     # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
     implicit = {id(t.grad) for t in live if t.grad is not None and t.requires_grad is None}
-    # (those of one device that are lazy are walked too: one that reads an old value is marked gone below)
-    implicit_lazy = [x for x in live if id(x) in implicit and x.uop.op is not Ops.MULTI and base_buffer(x.uop) is None and not x._virtual]
+    # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)
+    def lazy(u: UOp) -> bool: return any(base_buffer(s) is None for s in u.src) if u.op is Ops.MULTI else base_buffer(u) is None
+    implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)]
     for x in live:
       if id(x) in implicit or (u := x.uop) in roots or u.op is Ops.BUFFER or x._virtual: continue
       if u.op is Ops.MULTI:
@@ -978,13 +979,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _mark_gone(self) -> None:
     # this lazy tensor's value can no longer be computed: in place of its graph, a node with its shape, dtype and device
     # that the scheduler refuses with this message (schedule.gone_error)
-    why = (f"this {self.dtype.name} tensor of shape ({', '.join(str(d) if isinstance(d, int) else d.render() for d in self.shape)}) is the gradient backward() gave a tensor that did not ask for "
+    why = (f"this {self.dtype.name} tensor of shape ({', '.join(str(d) if isinstance(d, int) else d.render() for d in self.shape)}{',' * (self.ndim == 1)}) is the gradient backward() gave a tensor that did not ask for "
            "one (requires_grad=None), and an update (an optimizer step, an assign) overwrote values it reads before it was "
            "computed: its value is gone. Read it before the update, or set requires_grad=True on the tensor it belongs to "
            "(the update then computes it first)")
     self._detach_view()
     graph_epoch[0] += 1
-    self.uop = UOp(Ops.NOOP, self.dtype, (Tensor.zeros(*self.shape, dtype=self.dtype, device=self.device).uop,), arg=("gone", why))
+    z = self.zeros_like().uop   # (sharded like it: a NOOP per shard)
+    def gone(u: UOp) -> UOp: return UOp(Ops.NOOP, u.dtype, (u,), arg=("gone", why))
+    self.uop = UOp(Ops.MULTI, z.dtype, tuple(gone(s) for s in z.src), z.arg) if z.op is Ops.MULTI else gone(z)
   def replace(self, x: Tensor) -> Tensor:
     """This tensor now holds `x`'s data (its graph: dtype and device may differ; only the shapes must match), without a
     copy or a kernel. Unlike `assign`, nothing is written into this tensor's old buffer: its other views keep the old data."""
