@@ -979,7 +979,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _mark_gone(self) -> None:
     # this lazy tensor's value can no longer be computed: in place of its graph, a node with its shape, dtype and device
     # that the scheduler refuses with this message (schedule.gone_error)
-    why = (f"this {self.dtype.name} tensor of shape ({', '.join(str(d) if isinstance(d, int) else d.render() for d in self.shape)}{',' * (self.ndim == 1)}) is the gradient backward() gave a tensor that did not ask for "
+    shape = ", ".join(str(d) if isinstance(d, int) else d.render() for d in self.shape) + "," * (self.ndim == 1)
+    why = (f"this {self.dtype.name} tensor of shape ({shape}) is the gradient backward() gave a tensor that did not ask for "
            "one (requires_grad=None), and an update (an optimizer step, an assign) overwrote values it reads before it was "
            "computed: its value is gone. Read it before the update, or set requires_grad=True on the tensor it belongs to "
            "(the update then computes it first)")
