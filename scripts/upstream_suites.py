@@ -40,9 +40,13 @@ SUITES: dict[str, list[str]] = {
             "test/backend/test_interop.py", "test/unit/test_gguf.py"],
   "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py",
           "test/unit/test_jit_footguns.py"],
+  # casts, bitcasts, ALU per dtype, transcendental accuracy, promotion: where silent wrong numbers hide
+  "dtype": ["test/backend/test_dtype.py", "test/backend/test_dtype_alu.py", "test/backend/test_transcendental.py", "test/unit/test_dtype_spec.py",
+            "test/null/test_dtype.py", "test/null/test_dtype_spec.py", "test/null/test_transcendental_helpers.py"],
 }
 
-# (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module
+# (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module, or
+# alias:MODULE: a name this package has, in MODULE, that upstream also exports from another module (the real one, no placeholder)
 SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.renderer.nir", "NIRRenderer", "class"),               # Mesa NIR renderer: no device here uses it
   ("tinygrad.helpers", "IMAGE", "flag"),                            # image dtypes (Qualcomm): not supported here
@@ -61,6 +65,14 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.llm.gguf", "_ggml_iq_grid", "function"),               # upstream's private IQ lookup tables (gguf_load decodes with the gguf package)
   ("tinygrad.runtime.autogen.ggml_common", "iq2s_grid", "flag"),    # upstream's generated ggml headers (the tables' source)
   ("tinygrad.helpers", "disable_gc", "function"),                   # upstream's gc switch (test_gguf's leak test; it downloads a model too)
+  ("tinygrad.dtype", "InvalidType", "class"),                       # the class of Invalid (test_dtype's singleton tests)
+  ("tinygrad.renderer.llvmir", "CPULLVMRenderer", "class"),         # upstream's LLVM renderer class (ours is the CPU plugin's)
+  ("tinygrad.runtime.ops_python", "from_storage_scalar", "alias:tinygrad.dtype"),   # upstream re-exports the dtype helper there
+  ("tinygrad.codegen.decomp.transcendental", "payne_hanek_reduction", "function"),  # upstream's transcendental decomposition helpers
+  ("tinygrad.codegen.decomp.transcendental", "cody_waite_reduction", "function"),
+  ("tinygrad.codegen.decomp.transcendental", "frexp", "function"),
+  ("tinygrad.codegen.decomp.transcendental", "rintk", "function"),
+  ("tinygrad.codegen.decomp.transcendental", "pow2if", "function"),
 ]
 
 CONFTEST = '''# written by scripts/upstream_suites.py: placeholders for upstream-only internals (see SHIMS there)
@@ -68,6 +80,7 @@ import importlib, sys, types
 SHIMS = {shims!r}
 installed = []
 def _placeholder(mod, name, kind):
+  if kind.startswith("alias:"): return getattr(importlib.import_module(kind[6:]), name)   # our own implementation, at upstream's path
   if kind == "class": return type(name, (), {{"__doc__": f"placeholder for upstream-only {{mod}}.{{name}}"}})
   if kind == "flag": return 0
   def missing(*args, **kwargs): raise NotImplementedError(f"{{mod}}.{{name}} is upstream-only machinery (a shim of scripts/upstream_suites.py)")

@@ -254,11 +254,11 @@ def truncate_float(v: float, dt: DType) -> float:
   if dt == dtypes.float16:
     try: return struct.unpack("e", struct.pack("e", v))[0]
     except OverflowError: return math.copysign(math.inf, v)
-  if dt == dtypes.bfloat16: return bf16_to_float(float_to_bf16(v))
+  if dt == dtypes.bfloat16: return bf16_to_float(float_to_bf16_bits(v))
   if dt in _FP8: return fp8_to_float(float_to_fp8(v, dt), dt)
   raise TypeError(f"not a float dtype: {dt}")
 
-def float_to_bf16(x: float) -> int:
+def float_to_bf16_bits(x: float) -> int:
   """Round-to-nearest-even float32 -> bfloat16 bits."""
   try: u = struct.unpack("I", struct.pack("f", x))[0]
   except OverflowError: u = 0x7f800000 if x > 0 else 0xff800000
@@ -267,6 +267,9 @@ def float_to_bf16(x: float) -> int:
   return (u >> 16) & 0xffff
 
 def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
+# public tinygrad's names: the value a Python float becomes as a half / bfloat16 (a float, not bits)
+def float_to_bf16(x: float) -> float: return bf16_to_float(float_to_bf16_bits(float(x)))
+def float_to_fp16(x: float) -> float: return truncate_float(float(x), dtypes.float16)
 
 # ---- fp8: the formats and their conversions (the same integer algorithm the kernels run: codegen/decompositions.py) ----
 @dataclass(frozen=True)
@@ -333,6 +336,29 @@ def least_upper_dtype(*ds: DType) -> DType:
   ret = min(common) if common else dtypes.float32
   return dtypes.default_float if ret is _WEAKFLOAT else ret
 def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
+def strong_dtype(dt: DType) -> DType:
+  """The dtype a weak dtype commits to when computed (the weak int: default_int); any other dtype is itself."""
+  return dtypes.default_int if dt == dtypes.weakint else dt
+
+# every value of the key is exactly a value of each dtype listed (numpy's can_cast "safe" less its int->float rounding:
+# a float holds an int dtype only where its mantissa covers every value); bool goes anywhere, a dtype to itself. As public
+# tinygrad's, no cast to bfloat16 is listed (int8 and the fp8s would fit): False only means "not known to be lossless"
+_LOSSLESS: dict[DType, frozenset[DType]] = {
+  dtypes.int8: frozenset({dtypes.int16, dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32, dtypes.float64}),
+  dtypes.uint8: frozenset({dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float16,
+                           dtypes.float32, dtypes.float64}),
+  dtypes.int16: frozenset({dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64}),
+  dtypes.uint16: frozenset({dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float32, dtypes.float64}),
+  dtypes.int32: frozenset({dtypes.int64, dtypes.float64}), dtypes.uint32: frozenset({dtypes.int64, dtypes.uint64, dtypes.float64}),
+  dtypes.int64: frozenset(), dtypes.uint64: frozenset(),
+  **{d: frozenset({dtypes.float16, dtypes.float32, dtypes.float64}) for d in dtypes.fp8s},
+  dtypes.float16: frozenset({dtypes.float32, dtypes.float64}), dtypes.bfloat16: frozenset({dtypes.float32, dtypes.float64}),
+  dtypes.float32: frozenset({dtypes.float64}), dtypes.float64: frozenset()}
+def can_lossless_cast(dt0: DType, dt1: DType) -> bool:
+  """Whether casting dt0 to dt1 keeps every value of dt0 (int8 -> float16 does, int32 -> float32 and int8 -> uint64 do not)."""
+  if dt0 == dt1 or dt0 == dtypes.bool: return True
+  if dt1 == dtypes.weakint: return dt0 in dtypes.ints
+  return dt1 in _LOSSLESS.get(dt0, frozenset())
 
 def sum_acc_dtype(dt: DType, int64: bool = True) -> DType:
   """The dtype a sum (cumsum, integer prod) accumulates in and returns: ints and bools in int64 as torch (uint64 stays
@@ -366,6 +392,16 @@ def to_numpy(dtype: DType) -> Any:
 # truncate[dtype](x): the Python value x as `dtype` stores it (ints wrap around, floats round)
 truncate: dict[DType, Callable[[Any], Any]] = {dtypes.bool: bool, **{d: functools.partial(lambda d, x: truncate_int(int(x), d), d) for d in dtypes.ints},
                                                **{d: functools.partial(lambda d, x: truncate_float(float(x), d), d) for d in dtypes.floats}}
+def to_storage_scalar(x: Any, dtype: DType) -> Any:
+  """The Python value a buffer of `dtype` stores for `x`: bfloat16 and fp8 values as their bits (ints), others rounded as stored."""
+  if dtype == dtypes.bfloat16: return float_to_bf16_bits(float(x))
+  if dtype in _FP8: return float_to_fp8(float(x), dtype)
+  return truncate[dtype](x)
+def from_storage_scalar(x: Any, dtype: DType) -> Any:
+  """The value of a stored scalar: bfloat16 and fp8 bits to their float value; other dtypes' values as they are."""
+  if dtype == dtypes.bfloat16: return bf16_to_float(int(x))
+  if dtype in _FP8: return fp8_to_float(int(x), dtype)
+  return x
 def _to_np_dtype(dtype: DType) -> Any:
   """The numpy scalar type of `dtype` (np.float32 for bfloat16, which numpy lacks), or None for void."""
   import numpy as np

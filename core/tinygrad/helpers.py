@@ -42,6 +42,13 @@ class ContextVar:
   def __lt__(self, x: int) -> bool: return self.value < x
   def __le__(self, x: int) -> bool: return self.value <= x
   def __repr__(self) -> str: return f"ContextVar({self.key}={self.value!r})"
+  def tolist(self, obj: Any = None) -> list:
+    """A comma-separated string flag as a list of its names, or of `obj`'s attributes of those names (`EMULATED_DTYPES.tolist(dtypes)`)."""
+    if not isinstance(self.value, str): raise TypeError(f"{self.key}={self.value!r} is not a comma-separated list of names")
+    names = [x.strip() for x in self.value.split(",") if x.strip()]
+    if obj is None: return names
+    if unknown := [x for x in names if not hasattr(obj, x)]: raise ValueError(f"{self.key}: unknown name(s) {', '.join(unknown)} of {getattr(obj, '__name__', obj)}")
+    return [getattr(obj, x) for x in names]
 
 class Context(contextlib.ContextDecorator):
   """Temporarily set flags: `with Context(DEBUG=2, SPEC=1): ...`. Unknown names are an error."""
@@ -90,6 +97,7 @@ ALL2ALL = ContextVar("ALL2ALL", 0)           # all-reduce as all-to-all (each de
 ALLREDUCE_CAST = ContextVar("ALLREDUCE_CAST", 0)  # 1: a float sum of half/bfloat16 values all-reduces its partial sums in that narrow dtype (half the traffic, rounded partials; public tinygrad's default is 1)
 SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (no schedule cache) and lower every kernel
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
+EMULATED_DTYPES = ContextVar("EMULATED_DTYPES", "")   # "fp8e4m3,half": dtypes computed in the core's software form even where the renderer has them (fp8: the byte/float32 lowering; others have one form here)
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)
 DEFAULT_FLOAT = ContextVar("DEFAULT_FLOAT", "float32")   # dtypes.default_float: the dtype of Python floats and float results of int ops ("half", "float16" ...)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad.dtype import dtypes, DType, PtrDType, AddrSpace, least_upper_dtype, least_upper_float, sum_acc_dtype, from_numpy, to_numpy, \
-  to_dtype, truncate_float, float_to_bf16, bf16_to_float
+  to_dtype, truncate_float, float_to_bf16_bits, bf16_to_float
 
 NP_DTYPES = [d for d in dtypes.all if d != dtypes.bfloat16 and d not in dtypes.fp8s]   # (numpy has neither)
 
@@ -183,7 +183,7 @@ class TestAsConst:
   def test_bfloat16(self):
     assert dtypes.as_const(1.0, dtypes.bfloat16) == 1.0
     assert dtypes.as_const(1.0 + 2**-9, dtypes.bfloat16) == 1.0  # round to nearest even: 7 mantissa bits
-    assert bf16_to_float(float_to_bf16(3.0)) == 3.0 and math.isnan(bf16_to_float(float_to_bf16(math.nan)))
+    assert bf16_to_float(float_to_bf16_bits(3.0)) == 3.0 and math.isnan(bf16_to_float(float_to_bf16_bits(math.nan)))
     assert truncate_float(1e39, dtypes.bfloat16) == math.inf  # beyond bfloat16's range
   def test_min_max(self):
     assert dtypes.min(dtypes.int8) == -128 and dtypes.max(dtypes.int8) == 127

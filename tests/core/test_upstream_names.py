@@ -1,6 +1,6 @@
 """Names public tinygrad's programs import from its modules (tinygrad.tensor, helpers, dtype, uop.ops, renderer), each
 checked for what it does there, not only that it exists."""
-import ctypes, os, pathlib, tempfile, typing
+import ctypes, math, os, pathlib, tempfile, typing
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context, dtypes, diskcache as dc
@@ -259,3 +259,55 @@ def test_invalids_is_a_scratch_tensor_to_write_before_reading():
   z[6:7] = 3
   z.realize()
   assert z.shape == (10,) and z.dtype == dtypes.int32 and z[2:5].tolist() == [2, 2, 2] and z[6:7].tolist() == [3]
+
+def test_dtype_value_helpers_return_values():
+  # public tinygrad's float_to_bf16 / float_to_fp16 give the value as that dtype stores it (a float), not its bits
+  from tinygrad.dtype import float_to_bf16, float_to_fp16, truncate
+  torch = pytest.importorskip("torch")
+  for v in (1.0 + 2**-9, 3.1, -60000.0, 1e-40, 3.4e38, 1e39, -math.inf):
+    assert float_to_bf16(v) == torch.tensor(v, dtype=torch.float32).to(torch.bfloat16).item() == truncate[dtypes.bfloat16](v), v
+    assert float_to_fp16(v) == float(np.float32(v).astype(np.float16)) == truncate[dtypes.float16](v), v
+  assert math.isnan(float_to_bf16(math.nan)) and math.isnan(float_to_fp16(math.nan))
+
+def test_storage_scalars_round_trip():
+  from tinygrad.dtype import to_storage_scalar, from_storage_scalar, fp8_to_float
+  for dt in dtypes.fp8s: assert all(from_storage_scalar(b, dt) == fp8_to_float(b, dt) or math.isnan(fp8_to_float(b, dt)) for b in range(256))
+  assert to_storage_scalar(1.0, dtypes.bfloat16) == 0x3f80 and from_storage_scalar(0x4040, dtypes.bfloat16) == 3.0
+  assert to_storage_scalar(3.1, dtypes.fp8e4m3) == 0x44 and to_storage_scalar(300, dtypes.uint8) == 44 and from_storage_scalar(7, dtypes.int32) == 7
+
+def test_strong_dtype():
+  from tinygrad.dtype import strong_dtype
+  assert strong_dtype(dtypes.weakint) == dtypes.default_int and strong_dtype(dtypes.uint8) == dtypes.uint8
+  with Context(DEFAULT_INT="int64"): assert strong_dtype(dtypes.weakint) == dtypes.int64
+
+def _values(dt):
+  # every value of a dtype of at most 16 bits; the extremes and their neighbours of wider ones
+  if dt == dtypes.bool: return [False, True]
+  if dt.itemsize <= 2 and dt in dtypes.floats:
+    return [from_bits for b in range(1 << (8*dt.itemsize)) if math.isfinite(from_bits := _from_bits(b, dt))]
+  if dt.itemsize <= 2: return list(range(int(dt.min), int(dt.max)+1))
+  if dt in dtypes.ints: return [v for v in (int(dt.min), int(dt.min)+1, -1, 0, 1, int(dt.max)-1, int(dt.max)) if dt.min <= v <= dt.max]
+  return [float(np.finfo(np.dtype(dt.fmt)).max), float(np.finfo(np.dtype(dt.fmt)).smallest_subnormal), 1.0 + float(np.finfo(np.dtype(dt.fmt)).eps)]
+def _from_bits(b, dt):
+  from tinygrad.dtype import from_storage_scalar
+  return float(np.array(b, np.uint16).view(np.float16)) if dt == dtypes.float16 else from_storage_scalar(b, dt)
+
+def test_can_lossless_cast_is_never_wrong():
+  # True must mean every value of dt0 survives the cast to dt1 (the simplifier may drop a cast on it); the pairs public
+  # tinygrad's tests name are checked as they are
+  from tinygrad.dtype import can_lossless_cast, truncate
+  for d0 in dtypes.all:
+    vals = _values(d0)
+    for d1 in dtypes.all:
+      if can_lossless_cast(d0, d1): assert all(truncate[d1](v) == v for v in vals), (d0, d1)
+  assert not can_lossless_cast(dtypes.int8, dtypes.uint64) and not can_lossless_cast(dtypes.int32, dtypes.float32)
+  assert can_lossless_cast(dtypes.uint32, dtypes.int64) and can_lossless_cast(dtypes.int8, dtypes.half) and can_lossless_cast(dtypes.uint8, dtypes.weakint)
+  assert can_lossless_cast(dtypes.int32, dtypes.float64) and can_lossless_cast(dtypes.fp8e5m2, dtypes.float16)
+  assert not can_lossless_cast(dtypes.int8, dtypes.bfloat16) and not can_lossless_cast(dtypes.float16, dtypes.bfloat16)
+
+def test_emulated_dtypes_flag():
+  assert helpers.EMULATED_DTYPES.tolist(dtypes) == []
+  with Context(EMULATED_DTYPES="fp8e4m3,half"): assert helpers.EMULATED_DTYPES.tolist(dtypes) == [dtypes.fp8e4m3, dtypes.half]
+  with Context(EMULATED_DTYPES="fp8e4m3"):   # the values are the same: fp8 is always the core's software form unless native
+    assert Tensor([1.5, 3.1, -30000.0], dtype=dtypes.fp8e4m3, device="PYTHON").tolist() == [1.5, 3.0, -448.0]
+  with Context(EMULATED_DTYPES="float99"), pytest.raises(ValueError, match="unknown name.*float99"): helpers.EMULATED_DTYPES.tolist(dtypes)

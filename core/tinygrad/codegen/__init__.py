@@ -6,8 +6,8 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.uop import upat as _upat
-from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, DEBUG, SPEC, gc_paused
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import prod, DEBUG, SPEC, EMULATED_DTYPES, gc_paused
 from tinygrad.renderer import Renderer, ProgramSpec, thread_work
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
@@ -71,12 +71,15 @@ def _late_decompositions(sink: UOp, ren: Renderer) -> UOp:
   if not _deferred(ren) or not any(u.op is Ops.EXP2 for u in sink.toposort()): return sink
   return graph_rewrite(sink, _lowerings(frozenset(ren.code_for_op), False, True))
 
+def _native_fp8(ren: Renderer) -> frozenset[DType]:
+  # EMULATED_DTYPES lists dtypes to compute in the core's software form even where the renderer has them natively
+  return ren.native_fp8 - frozenset(EMULATED_DTYPES.tolist(dtypes))
 def _lower_fp8(sink: UOp, ren: Renderer) -> UOp:
   from tinygrad.codegen.decompositions import lower_fp8
-  return lower_fp8(sink, ren.native_fp8)
+  return lower_fp8(sink, _native_fp8(ren))
 def _fp8_retyped(u: UOp, ren: Renderer) -> UOp:
   from tinygrad.codegen.decompositions import _fp8_dt
-  return u.replace(dtype=_fp8_dt(u.dtype, frozenset(dtypes.fp8s) - ren.native_fp8))
+  return u.replace(dtype=_fp8_dt(u.dtype, frozenset(dtypes.fp8s) - _native_fp8(ren)))
 def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
   return pm_numerics

@@ -3,7 +3,7 @@ from __future__ import annotations
 import struct
 from typing import Any, overload
 from tinygrad.uop.ops import UOp, ssimplify, _broadcast_shape  # noqa: F401 (the Tensor modules import it from here)
-from tinygrad.dtype import DType, dtypes, float_to_bf16, float_to_fp8, truncate_float, INVERSE_DTYPES_DICT
+from tinygrad.dtype import DType, dtypes, float_to_bf16_bits, float_to_fp8, truncate_float, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
   """An axis outside a tensor's dimensions (caught by `except IndexError` and `except ValueError`, like numpy's AxisError)."""
@@ -64,7 +64,7 @@ def _check_int(v: Any, dtype: DType, fix: str) -> None:
 
 def _pack(vals: list, dtype: DType) -> bytes:
   for v in vals: _check_int(v, dtype, "pass a wider dtype=, e.g. dtypes.int64")
-  if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16(float(v)) for v in vals))
+  if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16_bits(float(v)) for v in vals))
   if dtype in dtypes.fp8s: return bytes(float_to_fp8(float(v), dtype) for v in vals)
   return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
 
@@ -83,7 +83,7 @@ _CHUNK = 1 << 16   # the most elements one accumulator of a split reduce sums (T
 _ACC_RUN = 1 << 12   # a float sum longer than this into at most 256 outputs (statistics) is split too (Tensor._split_reduce)
 def _round_to(x: float, dt: DType) -> float:
   # a Python float rounded to the nearest value of float dtype `dt` (what numpy's fill computes its start and delta in)
-  if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16(x) << 16))[0]
+  if dt == dtypes.bfloat16: return struct.unpack("f", struct.pack("I", float_to_bf16_bits(x) << 16))[0]
   if dt in dtypes.fp8s: return truncate_float(x, dt)
   return struct.unpack(fmt, struct.pack(fmt, x))[0] if (fmt := {dtypes.float32: "f", dtypes.float16: "e"}.get(dt)) else float(x)
 def _dtname(dt: DType) -> str: return INVERSE_DTYPES_DICT.get(dt.name, dt.name)   # float16, not half

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, float_to_bf16, truncate_int
+from tinygrad.dtype import dtypes, float_to_bf16_bits, truncate_int
 from tinygrad.device import CompileError
 from _cpu_kernels import (add_kernel, reduce_kernel, gated_kernel, gated_store_kernel, divmod_kernel, cast_kernel, var_kernel,
                           elementwise, glob, rng, end, linear)
@@ -123,7 +123,7 @@ def test_bfloat16_store_rounds(cc):
   a = np.array([1.0, 1.00390625, 1.01171875, -3.14159, 65504, 1e-30, np.inf, np.nan], np.float32)
   o = np.zeros(8, np.uint16)
   run(cc, cast_kernel(8, dtypes.float32, dtypes.bfloat16), o, a)
-  assert o.tolist() == [float_to_bf16(float(v)) for v in a.tolist()]
+  assert o.tolist() == [float_to_bf16_bits(float(v)) for v in a.tolist()]
 
 def test_math(cc):
   a = np.array([0.5, 1, 2, 10, 0.001, 100, 3.14159, 1e-3], np.float32)
