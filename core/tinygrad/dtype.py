@@ -409,10 +409,11 @@ def _to_np_dtype(dtype: DType) -> Any:
   return np.float32 if dtype.scalar() == dtypes.bfloat16 or dtype.scalar() in _FP8 else to_numpy(dtype).type
 _from_np_dtype = from_numpy
 def _to_torch_dtype(dtype: DType) -> Any:
-  """The torch dtype of `dtype` (torch is imported here: it is never a dependency), or None for void."""
+  """The torch dtype of `dtype`'s storage (torch is imported here: it is never a dependency), or None for void. As public
+  tinygrad's, fp8 is torch.uint8, its bytes (`_from_torch_dtype` also reads torch's own float8 dtypes as fp8)."""
   import torch
   if dtype == dtypes.void: return None
-  if dtype.scalar() in _FP8: return getattr(torch, dtype.scalar().name + ("fn" if dtype.scalar() == dtypes.fp8e4m3 else ""))  # float8_e4m3fn
+  if dtype.scalar() in _FP8: return torch.uint8
   return torch.bfloat16 if dtype.scalar() == dtypes.bfloat16 else getattr(torch, INVERSE_DTYPES_DICT[dtype.scalar().name])
 def _from_torch_dtype(torchdtype: Any) -> DType:
   """The tinygrad dtype of a torch dtype; TypeError naming the supported ones for the others (complex, fp8 ...)."""

@@ -97,6 +97,7 @@ ALL2ALL = ContextVar("ALL2ALL", 0)           # all-reduce as all-to-all (each de
 ALLREDUCE_CAST = ContextVar("ALLREDUCE_CAST", 0)  # 1: a float sum of half/bfloat16 values all-reduces its partial sums in that narrow dtype (half the traffic, rounded partials; public tinygrad's default is 1)
 SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (no schedule cache) and lower every kernel
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
+TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1)   # 2: exp2/log2/sin always from the core's decompositions (codegen/decompositions.py), not the device's math library; 1: only where the renderer lacks them
 EMULATED_DTYPES = ContextVar("EMULATED_DTYPES", "")   # "fp8e4m3,half": dtypes computed in the core's software form even where the renderer has them (fp8: the byte/float32 lowering; others have one form here)
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)

@@ -271,8 +271,8 @@ class TestFP8:
     bits = np.concatenate([rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32), np.arange(0x30000000, 0x48000000, 0x4000, dtype=np.uint32)])
     x = bits.view(np.float32)
     for d in dtypes.fp8s:
-      td = _to_torch_dtype(d)
-      assert _from_torch_dtype(td) is d
+      td = getattr(torch, d.name + ("fn" if d == dtypes.fp8e4m3 else ""))   # torch's float8_e4m3fn ...
+      assert _from_torch_dtype(td) is d and _to_torch_dtype(d) is torch.uint8   # (public tinygrad's: the storage's bytes)
       want = torch.from_numpy(x).to(td).view(torch.uint8).numpy()
       assert [float_to_fp8(float(v), d) for v in x] == want.tolist(), d
       wantf = torch.arange(256, dtype=torch.uint8).view(td).float().tolist()

@@ -720,3 +720,29 @@ def test_half_conv_rounds_once(dev, dt, case):
   for T, R in ((X, xh), (W, wh)):
     assert T.grad is not None and T.grad.dtype == dt
     np.testing.assert_allclose(T.grad.float().numpy(), R.grad.numpy(), rtol=0, atol=tol * np.abs(R.grad.numpy()).max())
+
+# ---- TRANSCENDENTAL=2 (public tinygrad's flag): exp2/log2/sin from the core's decompositions even where the renderer has them ----
+@pytest.mark.parametrize("mod,cls", [("tinygrad_cpu.renderer", "ClangRenderer"), ("tinygrad_nv.renderer", "CUDARenderer"),
+                                     ("tinygrad_metal.renderer", "MetalRenderer")], ids=["Clang", "CUDA", "Metal"])
+def test_transcendental_2_decomposes_on_every_renderer(mod, cls):
+  from tinygrad import Context
+  from tinygrad.codegen import get_program
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop import Ops
+  ren = getattr(pytest.importorskip(mod), cls)()
+  x = Tensor.empty(16, dtype=dtypes.float32, device="PYTHON")
+  ast = next(ei.ast for ei in create_schedule([(x.exp2() + x.log2() + x.sin()).uop])[0] if ei.ast.op is Ops.SINK)
+  ops = {Ops.EXP2, Ops.LOG2, Ops.SIN}
+  with Context(TRANSCENDENTAL=2): assert not any(u.op in ops for u in get_program(ast, ren, compile=False).uops)
+  assert {u.op for u in get_program(ast, ren, compile=False).uops} >= ops & set(ren.code_for_op)   # (1: the renderer's own where it has them)
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32, dtypes.float64], ids=str)
+def test_transcendental_2_matches_numpy(dev, dt):
+  from tinygrad import Context
+  npdt = to_numpy(dt)
+  x = np.concatenate([np.linspace(-30, 30, 301), [0.0, -0.0, 1e-3, 100.0, 1e4]]).astype(npdt)
+  with Context(TRANSCENDENTAL=2):
+    for tf, nf in ((Tensor.exp2, np.exp2), (Tensor.sin, np.sin), (Tensor.log2, np.log2)):
+      xs = np.abs(x) + np.finfo(npdt).tiny if nf is np.log2 else x
+      with np.errstate(over="ignore"): want = nf(xs.astype(np.float64)).astype(npdt)
+      np.testing.assert_allclose(tf(Tensor(xs, device=dev)).numpy(), want, rtol=2*np.finfo(npdt).eps, atol=2*np.finfo(npdt).eps, err_msg=f"{nf.__name__} {dt}")

@@ -7,7 +7,7 @@ from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
 from tinygrad.uop.upat import graph_rewrite, PatternMatcher
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import DType, dtypes
-from tinygrad.helpers import prod, DEBUG, SPEC, EMULATED_DTYPES, gc_paused
+from tinygrad.helpers import prod, DEBUG, SPEC, EMULATED_DTYPES, TRANSCENDENTAL, gc_paused
 from tinygrad.renderer import Renderer, ProgramSpec, thread_work
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.opt import Opt, OptOps, optimize
@@ -54,7 +54,11 @@ def _symbolic() -> PatternMatcher:
   from tinygrad.uop.symbolic import sym
   return sym
 
-def _decompositions(ren: Renderer) -> PatternMatcher: return _lowerings(frozenset(ren.code_for_op), bool(_deferred(ren)))
+def _decompositions(ren: Renderer) -> PatternMatcher:
+  # TRANSCENDENTAL>=2: exp2/log2/sin from our decompositions even where the renderer has them (the device's math library out of the answer)
+  ops = frozenset(ren.code_for_op) - (_TRANSCENDENTAL_OPS if TRANSCENDENTAL >= 2 else frozenset())
+  return _lowerings(ops, bool(_deferred(ren)))
+_TRANSCENDENTAL_OPS = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN})
 @functools.cache
 def _lowerings(ops: frozenset[Ops], defer_exp2: bool = False, vector_exp2: bool = False) -> PatternMatcher:
   # one table per set of ops, built once: a new PatternMatcher per kernel compiled its rules again (~1 ms a kernel)

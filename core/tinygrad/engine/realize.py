@@ -6,7 +6,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
+from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
@@ -110,7 +110,7 @@ def takes_spec(runtime: Any) -> bool:
 method_cache: dict[tuple, CompiledRunner] = {}
 # the switches that change which program a kernel compiles to: a kernel run under `Context(NOOPT=1)` is not the cached
 # optimized one (MATMUL_PACK and INDEX64 change the kernel AST itself)
-_CODEGEN_VARS = (NOOPT, BEAM, USE_TC, OPTS, EMULATED_DTYPES)
+_CODEGEN_VARS = (NOOPT, BEAM, USE_TC, OPTS, EMULATED_DTYPES, TRANSCENDENTAL)
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
