@@ -5,7 +5,7 @@ import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
-from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float
+from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.disk import is_disk
@@ -1157,7 +1157,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if dtypes.is_int(dt):   # a given int dtype holds the first and the last value, or the range is an error
       for v in (i0, i0 + (n-1)*d): _check_int(v, dt, f"arange({start}, {stop}, {step}) needs a wider dtype=, e.g. dtypes.int64")
     idx = Tensor._arange_index(n, dtypes.int64 if wide else dtypes.int32, dev)
-    if ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
+    if ints and not dtypes.min(dt) <= step <= dtypes.max(dt):   # a step the dtype cannot hold (negative, unsigned): its values can
+      # unsigned: i*step wraps modulo 2**bits (defined on every device) to the in-range value; signed: in int64, cast
+      ret = idx.cast(dt) * truncate_int(step, dt) + start if dtypes.is_unsigned(dt) else (idx.cast(dtypes.int64) * step + start).cast(dt)
+    elif ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
     elif not dtypes.is_float(dt): ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
     else:
       # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type

@@ -80,6 +80,23 @@ def test_arange_at_the_dtype_edges(args, dt):
   got = Tensor.arange(*args, dtype=dt, device="CPU")
   assert got.dtype == dt and got.tolist() == list(range(*args))
 
+@pytest.mark.parametrize("dev", ["PYTHON", "CPU", "CPU:LLVM"])
+@pytest.mark.parametrize("args,dt", [((5, 0, -1), dtypes.uint8), ((255, 0, -7), dtypes.uint8), ((200, 3, -100), dtypes.uint16),
+                                     ((2**64 - 1, 2**64 - 5, -1), dtypes.uint64), ((2**32 - 1, 0, -2**31), dtypes.uint32),
+                                     ((100, -101, -200), dtypes.int8), ((-2**31, 2**31, 2**31 + 1), dtypes.int32), ((1, 0, -1), dtypes.bool)])
+def test_arange_step_the_dtype_cannot_hold(args, dt, dev):
+  # every value fits the dtype, the step does not (negative with an unsigned dtype): numpy's values, not an OverflowError
+  if dev == "CPU:LLVM": pytest.importorskip("llvmlite")
+  got = Tensor.arange(*args, dtype=dt, device=dev)
+  assert got.dtype == dt and got.tolist() == [bool(v) if dt == dtypes.bool else v for v in range(*args)]
+
+def test_argmax_is_int32_whatever_default_int():
+  # argmax counts down with an arange of its own index dtype: a default_int of uint8 could not hold the step -1
+  from tinygrad import Context
+  with Context(DEFAULT_INT="uint8"):
+    for t, want in ((Tensor([False, True, True]), 1), (Tensor([3.0, 1.0, 5.0, 5.0]), 2)):
+      assert t.argmax().dtype == dtypes.int32 and t.argmax().item() == want and t.argmin().item() == [0, 1][want == 2]
+
 @pytest.mark.parametrize("idx", [(slice(0.0, None), 0), (slice(None, 2.5),), (0, slice(None, None, 1.0))])
 def test_float_slice_is_a_type_error(idx):
   # Python's slice.indices and numpy raise TypeError for a float bound (a float int-index is an IndexError, as numpy)

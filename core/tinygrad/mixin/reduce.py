@@ -162,7 +162,7 @@ class ReduceMixin:
     hit = self == self.max(ax, keepdim=True)
     if dtypes.is_float(self.dtype): hit = hit | self.isnan()
     # count down from n so the max picks the first hit
-    rev = Tensor.arange(n, 0, -1, device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])
+    rev = Tensor.arange(n, 0, -1, dtype=_index_dtype(n), device=self.device).reshape(*[n if i == ax else 1 for i in range(self.ndim)])   # (not default_int: it may be uint8)
     return (n - hit.where(rev, 0).max(ax, keepdim)).cast(_index_dtype(n))
   def argmin(self: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum along `axis` (int32, or int64 as argmax)."""
