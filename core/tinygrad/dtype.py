@@ -43,6 +43,8 @@ class DType:
   @property
   def vcount(self) -> int: return self.count
   @property
+  def bitsize(self) -> int: return self.itemsize * 8   # (public tinygrad's: the bits of one element, the whole vector for a vector)
+  @property
   def min(self) -> ConstType:
     """The smallest value of this dtype (public tinygrad's `dtypes.int8.min`; -inf for floats, False for bool)."""
     return dtypes.min(self)
@@ -107,7 +109,7 @@ class _DTypesMeta(type):
 def _flag_dtype(var: Any, ok: Callable[[DType], bool], kind: str) -> DType:
   v = var.value
   dt = v if isinstance(v, DType) else getattr(dtypes, v.lower(), None) if isinstance(v, str) and v.isidentifier() else None   # "HALF", "float16"
-  if not isinstance(dt, DType) or not ok(dt): raise ValueError(f"{var.key}={v!r} is not {kind} dtype; valid: {', '.join(k for k, d in DTYPES_DICT.items() if ok(d))}")
+  if not isinstance(dt, DType) or not ok(dt): raise ValueError(f"{var.key}={v!r} is not {kind} dtype; valid: {', '.join(k for k in _NAMES if ok(DTYPES_DICT[k]))}")
   return dt
 
 class dtypes(metaclass=_DTypesMeta):
@@ -172,7 +174,7 @@ class dtypes(metaclass=_DTypesMeta):
     if isinstance(x, (list, tuple)):
       return max((dtypes.from_py(xi) for xi in x), default=dtypes.default_float)
     if hasattr(x, "dtype") and hasattr(x, "item"): return from_numpy(x.dtype)
-    raise TypeError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
+    raise DTypeInferError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
   @staticmethod
   def as_const(val: Any, dtype: DType) -> ConstType:
     """`val` converted to the Python type that holds a `dtype` value, with the device's wraparound for ints."""
@@ -211,8 +213,11 @@ OPMATH_F32: frozenset[DType] = frozenset((dtypes.float16, dtypes.bfloat16, *dtyp
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
   "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64, "fp8e4m3": dtypes.fp8e4m3, "fp8e5m2": dtypes.fp8e5m2,
-  "fp8e4m3fnuz": dtypes.fp8e4m3fnuz, "fp8e5m2fnuz": dtypes.fp8e5m2fnuz, "void": dtypes.void}
-INVERSE_DTYPES_DICT: dict[str, str] = {v.name: k for k, v in DTYPES_DICT.items()}
+  "fp8e4m3fnuz": dtypes.fp8e4m3fnuz, "fp8e5m2fnuz": dtypes.fp8e5m2fnuz}
+_NAMES: tuple[str, ...] = tuple(DTYPES_DICT)   # the canonical names (float16, not half)
+INVERSE_DTYPES_DICT: dict[str, str] = {**{v.name: k for k, v in DTYPES_DICT.items()}, "void": "void"}
+# as public tinygrad's: every dtype a tensor can hold by each of its names (the aliases too), no void
+DTYPES_DICT.update({k: getattr(dtypes, k) for k in ("half", "float", "double", "uchar", "ushort", "uint", "ulong", "char", "short", "int", "long")})
 # the short C-vector spelling of each scalar: float4, uchar4, half2
 VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned char": "uchar", "short": "short", "unsigned short": "ushort",
   "int": "int", "unsigned int": "uint", "long": "long", "unsigned long": "ulong", "half": "half", "__bf16": "bfloat16", "float": "float",
@@ -221,6 +226,9 @@ VEC_NAMES: dict[str, str] = {"bool": "bool", "signed char": "char", "unsigned ch
 
 class DTypeNameError(ValueError, AttributeError):
   """An unknown dtype name (public tinygrad raises AttributeError from `getattr(dtypes, name)`; a ValueError too)."""
+
+class DTypeInferError(TypeError, RuntimeError):
+  """A Python value with no dtype (None, a dict): public tinygrad raises RuntimeError, a TypeError too."""
 
 class DTypeArgError(TypeError, AttributeError):
   """A dtype that is neither a DType nor a name (public tinygrad raises AttributeError from `x.lower()`; a TypeError too)."""
@@ -231,7 +239,7 @@ def to_dtype(x: DType | str) -> DType:
   if x in DTYPES_DICT: return DTYPES_DICT[x]
   alias = getattr(dtypes, x, None)
   if isinstance(alias, DType): return alias
-  raise DTypeNameError(f"unknown dtype {x!r}; valid: {', '.join(DTYPES_DICT)}")
+  raise DTypeNameError(f"unknown dtype {x!r}; valid: {', '.join(_NAMES)}")
 
 # ---- wraparound and rounding as a device computes them ----
 def saturate_int(v: float, dt: DType) -> int:
@@ -419,5 +427,5 @@ def _from_torch_dtype(torchdtype: Any) -> DType:
   """The tinygrad dtype of a torch dtype; TypeError naming the supported ones for the others (complex, fp8 ...)."""
   name = {"float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float8_e4m3fnuz": "fp8e4m3fnuz", "float8_e5m2fnuz": "fp8e5m2fnuz"}.get(
     n := str(torchdtype).removeprefix("torch."), n)
-  if name not in DTYPES_DICT or name == "void": raise TypeError(f"torch dtype {torchdtype} has no tinygrad dtype; supported: {', '.join(DTYPES_DICT)}")
+  if name not in _NAMES: raise TypeError(f"torch dtype {torchdtype} has no tinygrad dtype; supported: {', '.join(_NAMES)}")
   return DTYPES_DICT[name]

@@ -311,3 +311,13 @@ def test_emulated_dtypes_flag():
   with Context(EMULATED_DTYPES="fp8e4m3"):   # the values are the same: fp8 is always the core's software form unless native
     assert Tensor([1.5, 3.1, -30000.0], dtype=dtypes.fp8e4m3, device="PYTHON").tolist() == [1.5, 3.0, -448.0]
   with Context(EMULATED_DTYPES="float99"), pytest.raises(ValueError, match="unknown name.*float99"): helpers.EMULATED_DTYPES.tolist(dtypes)
+
+def test_dtypes_dict_as_public_tinygrad():
+  # every dtype a tensor holds, by each of its names (aliases too), and no void: programs draw dtypes from its values
+  from tinygrad.dtype import DTYPES_DICT, INVERSE_DTYPES_DICT
+  assert "void" not in DTYPES_DICT and dtypes.void not in DTYPES_DICT.values() and set(DTYPES_DICT.values()) == set(dtypes.all)
+  assert DTYPES_DICT["half"] is dtypes.float16 and DTYPES_DICT["long"] is dtypes.int64 and dtypes.fields() is DTYPES_DICT
+  assert INVERSE_DTYPES_DICT[dtypes.float16.name] == "float16" and INVERSE_DTYPES_DICT["void"] == "void"
+  assert [d.bitsize for d in (dtypes.bool, dtypes.float16, dtypes.float64, dtypes.float32.vec(4))] == [8, 16, 64, 128]
+  for bad in (None, [None], {}, set()):
+    with pytest.raises(RuntimeError, match="cannot infer"): dtypes.from_py(bad)
