@@ -1159,7 +1159,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     idx = Tensor._arange_index(n, dtypes.int64 if wide else dtypes.int32, dev)
     if ints and not dtypes.min(dt) <= step <= dtypes.max(dt):   # a step the dtype cannot hold (negative, unsigned): its values can
       # unsigned: i*step wraps modulo 2**bits (defined on every device) to the in-range value; signed: in int64, cast
-      ret = idx.cast(dt) * truncate_int(step, dt) + start if dtypes.is_unsigned(dt) else (idx.cast(dtypes.int64) * step + start).cast(dt)
+      ret = idx.cast(dt) * truncate_int(int(step), dt) + start if dtypes.is_unsigned(dt) else (idx.cast(dtypes.int64) * step + start).cast(dt)
     elif ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
     elif not dtypes.is_float(dt): ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
     else:
