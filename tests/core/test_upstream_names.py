@@ -321,3 +321,18 @@ def test_dtypes_dict_as_public_tinygrad():
   assert [d.bitsize for d in (dtypes.bool, dtypes.float16, dtypes.float64, dtypes.float32.vec(4))] == [8, 16, 64, 128]
   for bad in (None, [None], {}, set()):
     with pytest.raises(RuntimeError, match="cannot infer"): dtypes.from_py(bad)
+
+def test_emulated_dtypes_lowers_a_native_fp8():
+  # a renderer with native fp8 gets its loads and casts of it; EMULATED_DTYPES lists it: the core's byte/float32 lowering
+  import copy
+  from tinygrad.codegen import full_rewrite
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop import Ops
+  ren = copy.copy(Device["PYTHON"].renderer)
+  ren.native_fp8 = frozenset({dtypes.fp8e4m3})
+  x = Tensor.empty(16, dtype=dtypes.fp8e4m3, device="PYTHON")
+  ast = next(ei.ast for ei in create_schedule([(x.cast(dtypes.float32) * 2).uop])[0] if ei.ast.op is Ops.SINK)
+  def has_fp8() -> bool: return any(u.dtype.base.scalar() == dtypes.fp8e4m3 for u in full_rewrite(ast, ren))
+  assert has_fp8()
+  with Context(EMULATED_DTYPES="fp8e4m3"): assert not has_fp8()
+  with Context(EMULATED_DTYPES="half"): assert has_fp8()
