@@ -66,6 +66,18 @@ class TestDtypes:
     got = Tensor(f, device=device).cast(getattr(dtypes, dtype))
     assert got.tolist() == want, f"cast {src}->{dtype} of {f.tolist()}: {got.tolist()} (want {want})"
     assert [Tensor(v, dtype=getattr(dtypes, src), device=device).cast(getattr(dtypes, dtype)).item() for v in f[:5].tolist()] == want[:5]   # folded
+  @pytest.mark.parametrize("src", INTS)
+  def test_int_to_int_casts(self, device, src):
+    # numpy's answer for every pair: narrowing wraps, widening sign-extends a signed source and zero-extends an unsigned
+    # one, whatever the target's signedness (WEBGPU's naga widened by the target's: int32(-19) -> uint64 was 4294967277)
+    declared(device, src)
+    info = np.iinfo(src)
+    vals = [-2**31, -32769, -129, -19, -1, 0, 1, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**32 + 3]
+    a = np.array(sorted({v for v in vals + [int(info.min), int(info.max)] if info.min <= v <= info.max}), dtype=src)
+    for dst in INTS:
+      dt = getattr(dtypes, dst)
+      if dt not in Device[device].renderer.supported_dtypes: continue
+      np.testing.assert_array_equal(Tensor(a, device=device).cast(dt).numpy(), a.astype(dst), err_msg=f"cast {src}->{dst} of {a.tolist()}")
   @pytest.mark.parametrize("dtype", INTS + FLOATS)
   def test_sum_and_max(self, device, dtype):
     declared(device, dtype)

@@ -218,6 +218,10 @@ class WGSLRenderer(CStyleLanguage):
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
     if dt == dtypes.bool: return f"({src}!={self.render_const(0, x.src[0].dtype)})"
     if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
+    # naga widens a 32-bit int by the target's signedness (u64(-19i) zero-extended, i64(4294967295u) sign-extended):
+    # widen in the source's own signedness, then reinterpret at 64 bits
+    if dt in (dtypes.int64, dtypes.uint64) and _REG.get(sdt) in ("i32", "u32") and (_REG[sdt] == "i32") != (dt == dtypes.int64):
+      src = f"{self.reg((dtypes.int64 if _REG[sdt] == 'i32' else dtypes.uint64).vec(x.dtype.count))}({src})"
     ret = f"{self.reg(x.dtype)}({src})"
     if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"
     return _wrap(ret, dt)
