@@ -96,7 +96,7 @@ class TestDtypes:
     np.testing.assert_array_equal(got, a, err_msg=f"round trip of {dtype}")
   # same-size bitcasts between every pair of declared dtypes of a width, bfloat16 included: the bits go through unchanged
   # (the PYTHON device took a float16's value, not its bits, as a bfloat16's: 1.5 became 9.2e-41)
-  @pytest.mark.parametrize("src,dst", [(a, b) for w in (("int16", "uint16", "float16", "bfloat16"), ("int32", "uint32", "float32"),
+  @pytest.mark.parametrize("src,dst", [(a, b) for w in (("int8", "uint8"), ("int16", "uint16", "float16", "bfloat16"), ("int32", "uint32", "float32"),
                                                            ("int64", "uint64", "float64")) for a in w for b in w if a != b])
   def test_bitcast_keeps_the_bits(self, device, src, dst):
     sdt, ddt = declared(device, src), declared(device, dst)

@@ -228,6 +228,8 @@ class WGSLRenderer(CStyleLanguage):
   def _bitcast(self, x: UOp) -> str:
     sdt, dt = x.src[0].dtype, x.dtype
     if sdt.itemsize == dt.itemsize == 2 and dt.count == 1: return self._bitcast16(self.r[x.src[0]], sdt, dt)
+    # int8 <-> uint8 live in i32/u32 registers: the same byte is the value wrapped to the other's range
+    if {sdt, dt} == {dtypes.int8, dtypes.uint8}: return _wrap(f"{self.reg(dt)}({self.r[x.src[0]]})", dt)
     if sdt.itemsize != dt.itemsize or dt.itemsize not in (4, 8):
       raise NotImplementedError(f"WEBGPU cannot bitcast {sdt} to {dt}: only 32-bit and 64-bit ones, and scalar 16-bit ones")
     return f"bitcast<{self.reg(dt)}>({self.r[x.src[0]]})"
