@@ -149,6 +149,11 @@ def _rebase_view(view: UOp, old: UOp, new: UOp) -> UOp | None:
   for n in reversed(chain): u = n.replace(src=(u,) + n.src[1:])
   return u
 
+def _views_a_pad(t: Tensor) -> bool:
+  # a view (of one device) whose base tensor is a pad's value: the padding is cut away again, but it is no view of the
+  # padded buffer (F.pad copies)
+  return (vb := t._view_of) is not None and vb.uop.op is Ops.PAD
+
 def _shows_padding(view: UOp, base: UOp) -> bool:
   # the view (of one device, or shard by shard) pads `base` where it shows
   if view.op is Ops.MULTI and base.op is Ops.MULTI: return any(_shows_padding(v, b) for v, b in zip(view.src, base.src))
@@ -633,7 +638,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         padded = padded or _reached_padding(chain) is not None
         # (a pending update of another buffer is a reader too: `c += v + a` with v computed from a before a's update)
         if b.op is Ops.ASSIGN and (chain or b in updates) or b.op is Ops.MULTI: break
-        views += b.op is Ops.BUFFER and not padded
+        # (not a view of a pad's value, `t.pad((1, 1))[1:-1]`: its chain reaches t's buffer, but it is a copy, as F.pad's)
+        views += b.op is Ops.BUFFER and not padded and not _views_a_pad(x)
       else:
         # (a view across the shards, or of a tensor with a pending update: realized after it, as its view, _realize_multi)
         if views == len(shards) or u.op is Ops.MULTI and x._view_of is not None and not padded: continue

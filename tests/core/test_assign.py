@@ -99,11 +99,20 @@ def test_assign_into_broadcast_view_is_an_error():
   with pytest.raises(ValueError, match="broadcast"): t.reshape(1, 3).expand(2, 3)[0].assign(Tensor.zeros(3))
   assert t.tolist() == [1.0, 1.0, 1.0]
 
-def test_assign_into_padding_is_an_error():
+def test_a_pad_is_a_copy_that_writes_do_not_cross():
+  # torch's F.pad returns a new tensor: writing into it (or into the part of it over t) leaves t alone, and t's writes
+  # do not reach it, also where a slice cuts the padding away again (the same UOps as a view of t's buffer)
   t = Tensor.ones(3).contiguous().realize()
-  with pytest.raises(ValueError, match="padding"): t.pad(((1, 1),)).assign(Tensor.zeros(5))
-  t.pad(((1, 1),))[1:4].assign(Tensor([5.0, 6.0, 7.0]))   # the part that exists in the base is writable
-  assert t.tolist() == [5.0, 6.0, 7.0]
+  p = t.pad(((1, 1),))
+  p.assign(Tensor.arange(5.0))
+  t.pad(((1, 1),))[1:4].assign(Tensor([5.0, 6.0, 7.0]))
+  assert t.tolist() == [1.0, 1.0, 1.0] and p.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+  t = Tensor.arange(4.0).contiguous().realize()
+  q = t.pad((1, 1))[1:-1]
+  q2 = t.pad((1, 1))[1:-1]
+  q2.realize()   # (realized: a copy, not a view of t's buffer)
+  t += 1
+  assert q.tolist() == [0.0, 1.0, 2.0, 3.0] and q2.tolist() == [0.0, 1.0, 2.0, 3.0] and t.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 def test_assign_into_view_inside_jit_writes_each_replay():
   cache = Tensor.zeros(6, 3).contiguous().realize()
@@ -412,3 +421,58 @@ def test_write_into_resized_bitcast_raises():
   np.testing.assert_array_equal(a.numpy(), np.arange(8, dtype=np.uint8))
   a.assign((b + 1).bitcast(dtypes.uint8))   # the way to write bits back
   np.testing.assert_array_equal(a.numpy(), (np.arange(8, dtype=np.uint8).view(np.int32) + 1).view(np.uint8))
+
+# ops taken before an in-place write into their input: torch's views show the write, its copies do not. Each entry is
+# (tinygrad op, torch op); torch gives the expected values
+import torch, torch.nn.functional as F
+BEFORE_A_WRITE = {
+  "pad_cut_back": (lambda t: t.pad((1, 1))[:, 1:-1], lambda t: F.pad(t, (1, 1))[:, 1:-1]),
+  "pad2d_cut_back": (lambda t: t.pad(((1, 1), (2, 0)))[1:-1, 2:], lambda t: F.pad(t, (2, 0, 1, 1))[1:-1, 2:]),
+  "pad_to_cut_back": (lambda t: t.pad_to(4, 6)[:3, :4], lambda t: F.pad(t, (0, 2, 0, 1))[:3, :4]),
+  "pad_shows_padding": (lambda t: t.pad((1, 1)), lambda t: F.pad(t, (1, 1))),
+  "pad_value_cut_back": (lambda t: t.pad((1, 1), value=2.0)[:, 1:-1], lambda t: F.pad(t, (1, 1), value=2.0)[:, 1:-1]),
+  "pad_reflect_cut_back": (lambda t: t.pad((1, 1), mode="reflect")[:, 1:-1], lambda t: F.pad(t, (1, 1), mode="reflect")[:, 1:-1]),
+  "shrink": (lambda t: t[1:3], lambda t: t[1:3]),
+  "step": (lambda t: t[:, ::2], lambda t: t[:, ::2]),
+  "expand": (lambda t: t[None].expand(2, 3, 4), lambda t: t[None].expand(2, 3, 4)),
+  "permute": (lambda t: t.permute(1, 0), lambda t: t.permute(1, 0)),
+  "T": (lambda t: t.T, lambda t: t.T),
+  "reshape": (lambda t: t.reshape(4, 3), lambda t: t.reshape(4, 3)),
+  "flatten": (lambda t: t.flatten(), lambda t: t.flatten()),
+  "int_index": (lambda t: t[1], lambda t: t[1]),
+  "chunk": (lambda t: t.chunk(2, 1)[1], lambda t: t.chunk(2, 1)[1]),
+  "detach": (lambda t: t.detach(), lambda t: t.detach()),
+  "contiguous_of_permute": (lambda t: t.T.contiguous(), lambda t: t.T.contiguous()),
+  "cast_same": (lambda t: t.cast(dtypes.float32), lambda t: t.to(torch.float32)),
+  "cast_other": (lambda t: t.cast(dtypes.float16), lambda t: t.to(torch.float16)),
+  "to_same_device": (lambda t: t.to(t.device), lambda t: t.to("cpu")),
+  "clone": (lambda t: t.clone(), lambda t: t.clone()),
+  "add_zero": (lambda t: t + 0, lambda t: t + 0),
+  "fancy_index": (lambda t: t[[0, 2]], lambda t: t[[0, 2]]),
+  "cat_of_one": (lambda t: Tensor.cat(t), lambda t: torch.cat([t])),
+  "sum_of_size_one": (lambda t: t[None].sum(0), lambda t: t[None].sum(0)),
+}
+# (where ours differs from torch, by choice: flip() is a view, as numpy's and a negative-step slice (torch's flip copies);
+# contiguous() is always a buffer of its own (torch returns an already contiguous tensor itself); diagonal() and
+# unfold() are copies (torch's are views))
+WRITES = {
+  "iadd": (lambda t: t.__iadd__(1), lambda r: r.add_(1)),
+  "assign": (lambda t: t.assign(t * 2 + 1), lambda r: r.copy_(r * 2 + 1)),
+  "setitem": (lambda t: t.__setitem__((slice(0, 2), slice(1, 3)), 9.0), lambda r: r.__setitem__((slice(0, 2), slice(1, 3)), 9.0)),
+  "slice_iadd": (lambda t: t[1:].__iadd__(5), lambda r: r[1:].add_(5)),
+}
+
+@pytest.mark.parametrize("view_realized", [False, True], ids=["lazy_view", "realized_view"])
+@pytest.mark.parametrize("write", list(WRITES))
+@pytest.mark.parametrize("op", list(BEFORE_A_WRITE))
+def test_a_result_taken_before_a_write_matches_torch(op, write, view_realized):
+  # the base is realized (a view of a lazy base that is realized on its own is computed into a copy: realize's docstring)
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  t, r = Tensor(a.copy()).realize(), torch.tensor(a.copy())
+  (f, fr), (w, wr) = BEFORE_A_WRITE[op], WRITES[write]
+  v, vr = f(t), fr(r)
+  if view_realized: v.realize()
+  w(t)
+  wr(r)
+  np.testing.assert_array_equal(v.numpy().astype(np.float32), vr.numpy().astype(np.float32))
+  np.testing.assert_array_equal(t.numpy(), r.numpy())

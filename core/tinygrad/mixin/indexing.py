@@ -218,7 +218,7 @@ class IndexingMixin:
     x = self.flip(p.flips) if p.flips else self
     x = x.shrink(p.shrinks)
     if any(s > 1 for s in p.steps):
-      x = x.pad([(0, ln * s - (e - b)) for (b, e), s, ln in zip(p.shrinks, p.steps, p.lens)])
+      x = x._pad_view(tuple((0, ln * s - (e - b)) for (b, e), s, ln in zip(p.shrinks, p.steps, p.lens)))   # (cut away again below)
       x = x.reshape(flatten((ln, s) for ln, s in zip(p.lens, p.steps)))
       x = x.shrink(flatten(((0, ln), (0, 1)) for ln in p.lens)).reshape(p.lens)
     x = x.reshape(p.out_shape)

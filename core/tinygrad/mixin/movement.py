@@ -124,8 +124,11 @@ class MovementMixin:
     def neg(p: sint) -> sint: return min(p, 0) if isinstance(p, int) else 0   # a symbolic amount is >= 0 (checked above)
     x = self.shrink(tuple((-neg(b), s + neg(a)) for (b, a), s in zip(pairs, self.shape)))
     pos = tuple((b - neg(b), a - neg(a)) for b, a in pairs)
-    ret = x._mv(lambda u: u.pad(pos))
-    if all(p == (0, 0) for p in pos): return ret._own(self)   # nothing added (a cut at most): a new tensor, as torch's
+    if all(p == (0, 0) for p in pos): return x._mv(lambda u: u.pad(pos))._own(self)   # nothing added (a cut at most): a new tensor, as torch's
+    # a value of its own, as F.pad's copy: no view of self, so neither it nor a view of it that cuts the padding away again
+    # (`t.pad((1, 1))[1:-1]`, the same UOps as a view of t's buffer) shows a later write into self (the graph is the same:
+    # a conv's padding still folds into its kernel)
+    ret = Tensor(x.uop.pad(pos))
     if value == 0 and math.copysign(1.0, value) > 0: return ret   # (a -0.0 fill is a value: F.pad keeps its sign)
     if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
@@ -150,6 +153,9 @@ class MovementMixin:
       x = parts[0].cat(*parts[1:], dim=d) if len(parts) > 1 else x
       if mode != "circular" and (b0 < 0 or a0 < 0): x = take(max(-b0, 0), x.shape[d] - max(-a0, 0))   # reflect/replicate: cut last
     return x._own(self)   # (no padding added, a cut at most: a new tensor, as torch's, not a view that shows later writes)
+  def _pad_view(self: Tensor, pos: tuple[tuple[sint, sint], ...]) -> Tensor:
+    # zero padding that stays a view of self, for a strided slice, which cuts it away again (pad() is a value of its own)
+    return self._mv(lambda u: u.pad(pos))
   def shrink(self: Tensor, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
