@@ -122,3 +122,12 @@ def test_split_batch_statistic_of_a_strided_view(shape, cut):
     assert not [d for idx in loads for d in idx.toposort() if d.op in (Ops.IDIV, Ops.MOD)], [i.render() for i in loads]
     np.testing.assert_allclose(r.numpy(), getattr(ref, op)((0, 2, 3)), rtol=2e-6, err_msg=op)
   np.testing.assert_allclose(t.sum().numpy(), ref.sum(), rtol=2e-6)
+
+@pytest.mark.parametrize("value,n", [(65535.0, 300), (10923.0, 70000), (0.1, 100_000), (10000.3, 1_000_000)])
+def test_variance_of_a_constant_is_zero(value: float, n: int):
+  # the float32 mean is some ulps off (300 copies of 65535.0: by 0.15) and each deviation by as much: var was 0.022 and
+  # std 0.149 where torch and numpy give 0; the corrected two-pass form takes the mean's error back out
+  t = Tensor.full((n,), value).contiguous()
+  assert t.var().item() <= 1e-6 * value * value * 1e-6 and t.std().item() <= 1e-6 * abs(value)
+  rows = Tensor(np.stack([np.full(300, value, np.float32), np.arange(300, dtype=np.float32) + value]))
+  np.testing.assert_allclose(rows.var(1).numpy(), np.stack([np.full(300, value), np.arange(300) + value]).var(1, ddof=1), rtol=1e-5, atol=1e-6)
