@@ -530,6 +530,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
       if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
+    # two tensors of one (hash-consed) graph whose kernel ran: the first holds the buffer, each other one a lazy copy of it,
+    # as a whole realize gives each its own buffer (sharing it, a write into one showed in the other); the copy reads the
+    # buffer, so a write into it computes the copy first (_readers_of)
+    owners: set[UOp] = set()
+    for x, old in zip(xs, olds):
+      if old not in done or old.op is Ops.ASSIGN or base_buffer(x.uop) is None: continue
+      if old in owners: x._set_uop(Tensor(x.uop)._own(Tensor(x.uop)).uop)
+      else: owners.add(old)
   def _whole_chain(self, base: Tensor) -> list[UOp] | None:
     """This multi-device view's logical movement ops over the whole tensor `base` (top first): its ops (`_replay`) on a
     stand-in for `base`; None for a view without them or a symbolic base."""

@@ -359,8 +359,8 @@ def run_program(device, prog, axis: int | None = None):
       if r is None: continue
       t, a, w = r
       # a view writes into e's tensor and follows its writes; expand follows them too (numpy's broadcast_to is a view), but
-      # assigning into it raises; pad is a value (numpy's np.pad copies), realized before its input is written
-      if VIEWS[k2 % len(VIEWS)] == "pad": p.entries.append(Entry(t, a, writable=False, reads=e.reads))
+      # assigning into it raises; pad is a value (numpy's np.pad and torch's F.pad copy): writes into it stay in it
+      if VIEWS[k2 % len(VIEWS)] == "pad": p.entries.append(Entry(t, a, reads=e.reads))
       else: p.entries.append(Entry(t, a, base=e, writable=w and e.writable))
     elif kind == "elementwise":
       t, a = p.elementwise(e, f, ELEMENTWISE[(k1 >> 4) % len(ELEMENTWISE)], c)
@@ -404,6 +404,13 @@ F0, F1, F21, F22, L1 = ((0,), "float32", "realized"), ((1,), "float32", "realize
 @example(prog=_ex([F1, F0], [("write", 0, 0, 1), ("reduce", 0, 0, 0), ("write", 0, 0, 0)]))
 # int ** an int tensor went through float: (-3)**15 was off by some units, int8 powers saturated instead of wrapping
 @example(prog=_ex([((1,), "int32", "realized")], [("elementwise", 256, 0, 0)]))
+# a slice of a pad that cuts the padding away again (the same UOps as a view of the input's buffer) showed a later write
+# into the input, and a write into it reached the input
+@example(prog=([((3,), "float32", "realized")], [("view", 1, 6, 0), ("view", 1, 0, 0), ("write", 0, 0, 1), ("write", 2, 0, 1)],
+               [(slice(0, 0, 1),) * 4, (slice(1, 4, 1),) * 4, (slice(0, 0, 1),) * 4, (slice(0, 0, 1),) * 4]))
+# two tensors of one graph (cummax of the same tensor) shared one buffer after a realize cut short ran its kernel
+@example(prog=_ex([F0, ((2,), "float32", "lazy")], [("elementwise", 289, 0, 0), ("elementwise", 4666, 0, 0), ("elementwise", 1, 0, 0),
+                                                    ("write", 234, 0, 0), ("interrupt", 2, 0, 0), ("write", 237, 0, 0)]))
 def test_random_programs_match_numpy(prog): run_program(None, prog)
 
 # the same programs on two devices: every tensor replicated, or split along its first axis (where it has 2 or more rows)
