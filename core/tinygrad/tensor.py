@@ -627,7 +627,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     implicit = {id(t.grad) for t in live if t.grad is not None and t.requires_grad is None}
     # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)
     def lazy(u: UOp) -> bool: return any(base_buffer(s) is None for s in u.src) if u.op is Ops.MULTI else base_buffer(u) is None
-    implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)]
+    implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)] \
+      if implicit else []
     for x in live:
       if id(x) in implicit or (u := x.uop) in roots or u.op is Ops.BUFFER or x._virtual: continue
       if u.op is Ops.MULTI:
