@@ -467,10 +467,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     rl = list(roots)
     # the intermediate results a realize still holds are handed on (below) only to live graphs that may read them: with
     # none (every other live tensor a buffer or a view of one) and no assign, nothing is looked for (a plain (a @ b)'s
-    # packed panel: ~150 us of a 2 ms realize)
+    # packed panel: ~150 us of a 2 ms realize). Asked only once the schedule has intermediates: the look is a pass over
+    # every live tensor (a tiny realize in a program holding 5000 tensors paid 1.3 ms for it)
     mine = {id(t) for t in direct + kept}
-    held: dict[UOp, UOp] | None = {} if Ops.ASSIGN in ops or any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors()) else None
-    try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes)))
+    def want_held() -> bool: return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors())
+    held: dict[UOp, UOp] = {}
+    try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes, None if Ops.ASSIGN in ops else want_held)))
     except RuntimeError as e:
       # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
       if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise

@@ -375,14 +375,15 @@ def run_linear(linear: UOp, var_vals: dict[str, int] | None = None) -> None:
   run_schedule(_linear_items(linear, var_vals))
 
 def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] | None = None,
-                 held: dict[UOp, UOp] | None = None, topo: dict[UOp, None] | None = None) -> list[UOp]:
+                 held: dict[UOp, UOp] | None = None, topo: dict[UOp, None] | None = None,
+                 want_held: Callable[[], bool] | None = None) -> list[UOp]:
   """Compute the tensor graphs `uops`; each result is a BUFFER reshaped to its tensor's shape.
 
   When a step fails or is interrupted, `on_partial` is given what the steps that ran computed, before the error goes on:
   node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
   stop those from running a second time (an update applied twice) while the rest stays pending. `held`, when given, gets
-  the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values.
-  `topo`: the graph's nodes, sources first (stopping at buffers), where the caller has them."""
+  the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values
+  (only if `want_held()` says so, asked only when the schedule has such outputs). `topo`: the graph's nodes, sources first (stopping at buffers), where the caller has them."""
   st = time.perf_counter()
   with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
     schedule, results = create_schedule(uops, topo)
@@ -396,7 +397,8 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
     # (nothing to hand on when every item wrote a result or an assign's target: the roots' buffers)
     # (and a custom kernel's outputs, which are its tensors' buffers, written in place: it must not run again)
     def custom(ei: ExecItem) -> bool: return getattr(ei.metadata.get("key_node") if ei.node is None else ei.node, "op", None) is Ops.KERNEL
-    if held is not None and any(ei.bufs[0] not in keep or custom(ei) for ei in schedule): held.update(_completed(uops, schedule, plan))
+    if held is not None and any(ei.bufs[0] not in keep or custom(ei) for ei in schedule) and (want_held is None or want_held()):
+      held.update(_completed(uops, schedule, plan))
   return [results[u] for u in uops]
 
 def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> dict[UOp, UOp]:
