@@ -209,6 +209,8 @@ _FINFO: dict[DType, tuple[int, int]] = {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: 
 _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtypes.weakint,)), frozenset(dtypes.uints)  # fast membership
 # floats narrower than float32: ops on them compute in float32 and round once, as torch's opmath does
 OPMATH_F32: frozenset[DType] = frozenset((dtypes.float16, dtypes.bfloat16, *dtypes.fp8s))
+# the dtypes numpy has no type for: numpy() gives their values as float32, files and numpy arrays hold their bits
+NO_NUMPY: frozenset[DType] = frozenset((dtypes.bfloat16, *dtypes.fp8s))
 
 DTYPES_DICT: dict[str, DType] = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
@@ -392,7 +394,7 @@ def from_numpy(npdtype: Any) -> DType:
 def to_numpy(dtype: DType) -> Any:
   """The numpy dtype of a scalar tinygrad dtype (bfloat16 has none: it is returned as float32 by Tensor.numpy)."""
   import numpy as np
-  if dtype == dtypes.bfloat16 or dtype.scalar() in _FP8: raise TypeError(f"numpy has no {INVERSE_DTYPES_DICT[dtype.scalar().name]}")
+  if dtype.scalar() in NO_NUMPY: raise TypeError(f"numpy has no {INVERSE_DTYPES_DICT[dtype.scalar().name]}")
   if dtype.scalar() == dtypes.weakint: dtype = dtypes.default_int   # what a weak int commits to when computed
   return np.dtype(INVERSE_DTYPES_DICT[dtype.scalar().name])
 
@@ -414,7 +416,7 @@ def _to_np_dtype(dtype: DType) -> Any:
   """The numpy scalar type of `dtype` (np.float32 for bfloat16, which numpy lacks), or None for void."""
   import numpy as np
   if dtype == dtypes.void: return None
-  return np.float32 if dtype.scalar() == dtypes.bfloat16 or dtype.scalar() in _FP8 else to_numpy(dtype).type
+  return np.float32 if dtype.scalar() in NO_NUMPY else to_numpy(dtype).type
 _from_np_dtype = from_numpy
 def _to_torch_dtype(dtype: DType) -> Any:
   """The torch dtype of `dtype`'s storage (torch is imported here: it is never a dependency), or None for void. As public

@@ -5,7 +5,7 @@ import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
-from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int
+from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.disk import is_disk
@@ -311,7 +311,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
-      if dt is not None and dt != src_dt and dt != dtypes.bfloat16 and dt not in dtypes.fp8s: arr, src_dt = arr.astype(to_numpy(dt)), dt
+      if dt is not None and dt != src_dt and dt not in NO_NUMPY: arr, src_dt = arr.astype(to_numpy(dt)), dt
       # (the array's own bytes, not a copy: the device buffer's copyin is the one copy of a big array, a model's weights)
       self.uop = Tensor._from_bytes(arr.reshape(-1).view(np.uint8), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)
@@ -787,7 +787,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """The data as a numpy array (realizes the tensor; bfloat16 and the fp8 dtypes come back as float32)."""
     import numpy as np
     bf16 = (dt := self.dtype) is dtypes.bfloat16 or dt == dtypes.bfloat16
-    npdt = np.float32 if bf16 or dt in dtypes.fp8s else _numpy_dtype(dt)
+    npdt = np.float32 if dt in NO_NUMPY else _numpy_dtype(dt)
     shape = self._concrete_shape()
     if (n := prod(shape)) == 0: return np.zeros(shape, dtype=npdt)
     raw = self._host_bytes()

@@ -383,7 +383,8 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
   node of `uops`' graph -> its value's buffer (an ASSIGN -> its target, which holds the written value), so the caller can
   stop those from running a second time (an update applied twice) while the rest stays pending. `held`, when given, gets
   the same map for the whole schedule once it ran: the intermediate kernel outputs whose buffers still hold their values
-  (only if `want_held()` says so, asked only when the schedule has such outputs). `topo`: the graph's nodes, sources first (stopping at buffers), where the caller has them."""
+  (only if `want_held()` says so, asked only when the schedule has such outputs). `topo`: the graph's nodes, sources first
+  (stopping at buffers), where the caller has them."""
   st = time.perf_counter()
   with gc_paused():   # scheduling and codegen build many short-lived UOps: no collector scans of every live object
     schedule, results = create_schedule(uops, topo)

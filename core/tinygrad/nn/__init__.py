@@ -9,7 +9,7 @@ import math
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.mixin.indexing import _check_oob
-from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32
+from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32, NO_NUMPY
 from tinygrad.helpers import prod, make_tuple
 
 def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType | None = None) -> Tensor:
@@ -18,7 +18,7 @@ def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = Non
   import numpy as np
   from tinygrad.dtype import to_numpy
   dt = dtypes.default_float if dtype is None else dtype
-  if dt != dtypes.bfloat16 and dt not in dtypes.fp8s: return Tensor(np.full(shape, value, dtype=to_numpy(dt)), requires_grad=requires_grad)
+  if dt not in NO_NUMPY: return Tensor(np.full(shape, value, dtype=to_numpy(dt)), requires_grad=requires_grad)
   ret = Tensor(np.full(shape, value, dtype=np.float32)).cast(dt)   # (numpy has no bfloat16 nor fp8)
   ret.requires_grad = requires_grad
   return ret

@@ -9,7 +9,7 @@ import collections, io, json, math, os, struct, tempfile, time
 from collections import OrderedDict
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
-from tinygrad.dtype import DType, dtypes
+from tinygrad.dtype import DType, dtypes, NO_NUMPY
 from tinygrad.helpers import DEBUG, GlobalCounters
 
 # ---- a tensor's bytes as a file ----
@@ -256,7 +256,7 @@ def _file_npdt(dt: DType) -> Any:
   from tinygrad.dtype import to_numpy
   return np.dtype("<u2") if dt == dtypes.bfloat16 else np.dtype("u1") if dt in dtypes.fp8s else to_numpy(dt).newbyteorder("<")
 
-def _from_file_bits(t: Tensor, dt: DType) -> Tensor: return t.bitcast(dt) if dt == dtypes.bfloat16 or dt in dtypes.fp8s else t
+def _from_file_bits(t: Tensor, dt: DType) -> Tensor: return t.bitcast(dt) if dt in NO_NUMPY else t
 
 def _safe_tensor(mm: Any, start: int, info: dict, device: str | None) -> Tensor:
   import numpy as np
