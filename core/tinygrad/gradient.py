@@ -352,8 +352,9 @@ class _Realized:
     back = {w: r for r, w in self.wrap.items() if w is not r}
     return substitute_all(us, back) if back and us else us
 
-def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: a NOOP, or one per shard)
-  return g is not None and (g.uop.op is Ops.NOOP or g.uop.op is Ops.MULTI and g.uop.src[0].op is Ops.NOOP)
+def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: one node, or one per shard)
+  from tinygrad.engine.schedule import is_gone
+  return g is not None and is_gone(g.uop.src[0] if g.uop.op is Ops.MULTI else g.uop)
 
 def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default

@@ -995,7 +995,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return Tensor(Tensor._from_bytes(raw, sh, dt, _canon_device(device)) if prod(sh) else Tensor._full_uop(sh, 0, dt, _canon_device(device)), **kwargs)
   def _mark_gone(self) -> None:
     # this lazy tensor's value can no longer be computed: in place of its graph, a node with its shape, dtype and device
-    # that the scheduler refuses with this message (schedule.gone_error)
+    # that the scheduler refuses with this message (schedule.gone)
     shape = ", ".join(str(d) if isinstance(d, int) else d.render() for d in self.shape) + "," * (self.ndim == 1)
     why = (f"this {self.dtype.name} tensor of shape ({shape}) is the gradient backward() gave a tensor that did not ask for "
            "one (requires_grad=None), and an update (an optimizer step, an assign) overwrote values it reads before it was "
@@ -1003,9 +1003,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
            "(the update then computes it first)")
     self._detach_view()
     graph_epoch[0] += 1
-    z = self.zeros_like().uop   # (sharded like it: a NOOP per shard)
-    def gone(u: UOp) -> UOp: return UOp(Ops.NOOP, u.dtype, (u,), arg=("gone", why))
-    self.uop = UOp(Ops.MULTI, z.dtype, tuple(gone(s) for s in z.src), z.arg) if z.op is Ops.MULTI else gone(z)
+    from tinygrad.engine.schedule import gone
+    z = self.zeros_like().uop   # (sharded like it: one per shard)
+    self.uop = UOp(Ops.MULTI, z.dtype, tuple(gone(s, why) for s in z.src), z.arg) if z.op is Ops.MULTI else gone(z, why)
   def replace(self, x: Tensor) -> Tensor:
     """This tensor now holds `x`'s data (its graph: dtype and device may differ; only the shapes must match), without a
     copy or a kernel. Unlike `assign`, nothing is written into this tensor's old buffer: its other views keep the old data."""

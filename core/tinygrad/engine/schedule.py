@@ -787,10 +787,16 @@ def _pair_nodes(a: list[UOp], b: list[UOp]) -> dict[UOp, UOp]:
     stack.extend(zip(x.src, y.src))
   return out
 
+def gone(u: UOp, why: str) -> UOp:
+  """A node in place of `u` (its shape, dtype and device) whose value can no longer be computed: scheduling a graph that
+  reads it raises `why` (Tensor._mark_gone)."""
+  return UOp(Ops.NOOP, u.dtype, (u,), arg=("gone", why))
+def is_gone(u: UOp) -> bool: return u.op is Ops.NOOP and isinstance(u.arg, tuple) and u.arg[:1] == ("gone",)
+
 def gone_error(nodes: Iterable[UOp]) -> None:
-  """Raise, with its message, for a graph that reads a tensor whose value is gone (Tensor._mark_gone: a NOOP tagged "gone")."""
+  """Raise, with its message, for a graph that reads a tensor whose value is gone."""
   for n in nodes:
-    if n.op is Ops.NOOP and isinstance(n.arg, tuple) and n.arg[:1] == ("gone",): raise RuntimeError(n.arg[1])
+    if is_gone(n): raise RuntimeError(n.arg[1])
 
 def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   topo = _graph_topo(roots)
