@@ -46,6 +46,11 @@ SUITES: dict[str, list[str]] = {
             "test/backend/test_interop.py", "test/unit/test_gguf.py"],
   "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py",
           "test/unit/test_jit_footguns.py"],
+  # the Tensor API's own behaviour: creation, data access, edge cases (the long tail of silent wrong numbers), autograd,
+  # disk tensors and file I/O, pickling
+  "tensor": ["test/backend/test_tensor.py", "test/backend/test_edgecases.py", "test/unit/test_gradient.py", "test/unit/test_disk_tensor.py",
+             "test/unit/test_tensor_data.py", "test/unit/test_tensor_io.py", "test/backend/test_pickle.py", "test/backend/test_arange.py",
+             "test/backend/test_const_folding.py"],
   # casts, bitcasts, ALU per dtype, transcendental accuracy, promotion: where silent wrong numbers hide
   "dtype": ["test/backend/test_dtype.py", "test/backend/test_dtype_alu.py", "test/backend/test_transcendental.py", "test/unit/test_dtype_spec.py",
             "test/null/test_dtype.py", "test/null/test_dtype_spec.py", "test/null/test_transcendental_helpers.py"],

@@ -356,6 +356,18 @@ def test_tensor_gradient_of_an_unused_target_is_zeros():
   with pytest.raises(RuntimeError, match="does not depend"): x.sum().gradient(w, materialize_grads=False)
 
 @needs_tensor
+def test_tensor_gradient_wrt_a_constant_raises():
+  # Tensor(2.0) is the one node of every 2.0 in the graph: (t * 2.0).gradient(t) differentiated both factors and gave 4
+  # (public tinygrad raises too); requires_grad=True or a realized tensor has a buffer of its own and gets d/dt = 2
+  Tensor = _bind()
+  for t in (Tensor(2.0), Tensor.full((3,), 2.0), Tensor.ones(2, 2)):
+    with pytest.raises(RuntimeError, match="constant tensor"): (t * 2.0).sum().gradient(t)
+  for t in (Tensor(2.0, requires_grad=True), Tensor(2.0).realize(), Tensor.full((3,), 2.0).contiguous().realize()):
+    assert (t * 2.0).sum().gradient(t)[0].tolist() == ([2.0] * 3 if t.shape else 2.0)
+  e = Tensor.empty(0, 3)   # an empty constant has no values to mix up
+  assert (e * 2.0).sum().gradient(e)[0].shape == (0, 3)
+
+@needs_tensor
 def test_tensor_gradient_shaped_with_extra_ones():
   # a gradient whose shape differs from the output's only by size-1 dims is taken (shape (1,) for a scalar, as public
   # tinygrad); any other shape raises, also as public tinygrad's AssertionError
