@@ -11,7 +11,7 @@ from __future__ import annotations
 import math, weakref, contextlib, gc
 from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, substitute_all, smax
+from tinygrad.uop.ops import UOp, substitute_all
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import dtypes, sum_acc_dtype
 from tinygrad.helpers import argsort
@@ -278,13 +278,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   """
   g0 = _root_grad(t, gradient, "gradient")
   _check_float(t, "the output")
-  for i, x in enumerate(targets):
-    _check_float(x, "a target")
-    if is_const(x.uop) and smax(x.numel()) > 0:
-      # one hash-consed node with every equal constant: in Tensor(2.0) * 2.0 both factors are it, and d/dt came out 4
-      raise RuntimeError(f"gradient: target {i} (shape {x.shape}) is a constant tensor, one node shared with every equal constant "
-                         "in the graph, so its gradient cannot be told apart from theirs; create it with requires_grad=True "
-                         "(e.g. Tensor(2.0, requires_grad=True)) or realize it first, which gives it a buffer of its own")
+  for x in targets: _check_float(x, "a target")
   ex = _Realized(_live_tensors())
   ex.prune({f for x in targets for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))

@@ -341,17 +341,21 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     buffer_of(u).allocate().copyin(memoryview(raw))
     return u.reshape(shape)
   @staticmethod
-  def _full_uop(shape: tuple[int, ...], value: ConstType, dtype: DType, device: str) -> UOp:
-    key = (shape, type(value), value, math.copysign(1.0, value) if type(value) is float else 0, dtype, device)
+  def _full_uop(shape: tuple[int, ...], value: ConstType, dtype: DType, device: str, weak: bool = False) -> UOp:
+    # weak: a Python number in an expression (x * 2.0), a node apart from a constant tensor of the same value (Tensor(2.0),
+    # Tensor.full): one node, the gradient of t = Tensor(2.0) in (t * 2.0).gradient(t) took both factors as t and came out 4
+    # (public tinygrad keeps them apart the same way: its Python numbers have a weak dtype)
+    key = (shape, type(value), value, math.copysign(1.0, value) if type(value) is float else 0, dtype, device, weak)
     if (u := _FULL_MEMO.get(key)) is not None: return u
     c = UOp.const(dtype, value, src=(UOp(Ops.DEVICE, arg=device),))
+    if weak: c = c.replace(tag="weak")
     u = c.reshape((1,) * len(shape)).expand(shape)
     if type(value) in (int, float, bool) and value == value and type(device) is str and all_int(shape):
       if len(_FULL_MEMO) >= 1024: _FULL_MEMO.clear()
       _FULL_MEMO[key] = u
     return u
-  def _const(self, value: ConstType, dtype: DType | None = None, shape: tuple[int, ...] = ()) -> Tensor:
-    return Tensor(Tensor._full_uop(shape, value, dtype or self.dtype, self.device))
+  def _const(self, value: ConstType, dtype: DType | None = None, shape: tuple[int, ...] = (), weak: bool = False) -> Tensor:
+    return Tensor(Tensor._full_uop(shape, value, dtype or self.dtype, self.device, weak))
 
   @property
   def lazydata(self) -> UOp: return self.uop  # the older tinygrad name
@@ -1387,7 +1391,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if isinstance(v, int): return self._const(v, dtype or (self.dtype if dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype) else dtypes.default_int))
       return Tensor(v, device=self.device if isinstance(self.device, str) else self.device[0], dtype=dtype).to(self.device)
     if isinstance(y, UOp) and y.op is Ops.DEFINE_VAR: raise ValueError(f"variable {y.arg[0]} used as a value must be bound: use .bind(value)")
-    if _is_scalar(y): return self._const(y, self._scalar_dtype(y) if dtype is None else dtype)
+    if _is_scalar(y): return self._const(y, self._scalar_dtype(y) if dtype is None else dtype, weak=True)
     return Tensor(y, device=self.device)
   def _scalar_dtype(self, y: ConstType) -> DType:
     """A Python scalar's dtype beside this tensor: weak (this tensor's) where it fits its kind, else its own."""
@@ -1398,7 +1402,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if _is_scalar(y) and (dt := self._scalar_dtype(y)) == self.dtype:
       # a scalar of this tensor's dtype (x + 1, 0.5 * x): the constant _to_tensor and _broadcast_to below make, in this
       # tensor's shape at once (a fifth of the host time of `x + 1`: no second tensor, no view bookkeeping for it)
-      t = self._const(y, dt, self.shape)
+      t = self._const(y, dt, self.shape, weak=True)
       return (t, self) if reverse else (self, t)
     x, t = self, self._to_tensor(y)
     if reverse: x, t = t, x
