@@ -66,6 +66,12 @@ class TestDtypes:
     got = Tensor(f, device=device).cast(getattr(dtypes, dtype))
     assert got.tolist() == want, f"cast {src}->{dtype} of {f.tolist()}: {got.tolist()} (want {want})"
     assert [Tensor(v, dtype=getattr(dtypes, src), device=device).cast(getattr(dtypes, dtype)).item() for v in f[:5].tolist()] == want[:5]   # folded
+  @pytest.mark.parametrize("src", FLOATS)
+  def test_float_to_bool_is_nonzero(self, device, src):
+    # NaN is nonzero, so True (numpy and torch); +-0.0 are False (WEBGPU's x != 0.0 was naga's ordered compare: NaN -> False)
+    declared(device, src)
+    f = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 6e-8, -2.5], src)
+    assert Tensor(f, device=device).cast(dtypes.bool).tolist() == f.astype(bool).tolist(), f"cast {src}->bool of {f.tolist()}"
   @pytest.mark.parametrize("src", INTS)
   def test_int_to_int_casts(self, device, src):
     # numpy's answer for every pair: narrowing wraps, widening sign-extends a signed source and zero-extends an unsigned

@@ -216,7 +216,8 @@ class WGSLRenderer(CStyleLanguage):
     return ret
   def _cast(self, x: UOp) -> str:
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
-    if dt == dtypes.bool: return f"({src}!={self.render_const(0, x.src[0].dtype)})"
+    # bool(NaN) is true: _cmpne, as naga's float != is an ordered compare (NaN != 0.0 false)
+    if dt == dtypes.bool: return _cmpne(src, self.render_const(0, x.src[0].dtype), sdt)
     if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
     # naga widens a 32-bit int by the target's signedness (u64(-19i) zero-extended, i64(4294967295u) sign-extended):
     # widen in the source's own signedness, then reinterpret at 64 bits
