@@ -432,6 +432,18 @@ def test_max_pool_indices_like_torch(nd, k, s, d, ceil, data):
   close(v.numpy(), tv.numpy())
 
 @pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("nd,k,s,d,p,ceil,shape", [(1, 2, 3, 2, 1, True, (1,)), (2, 2, 1, 2, 1, False, (1, 3)), (2, (3, 2), (3, 2), (1, 2), 1, True, (5, 1)),
+                                                   (3, (1, 2, 2), (3, 3, 1), 2, (0, 1, 0), False, (5, 1, 3))])
+def test_max_pool_indices_of_windows_of_padding_only_like_torch(dev, nd, k, s, d, p, ceil, shape):
+  # a dilation stepping over a small plane leaves windows with no input element: torch's index is where its scan starts
+  # (each dim's first position >= 0), ours was P minus the padding's key, -2147483643
+  x = rnd(2, 2, *shape)
+  tv, ti = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd](torch.tensor(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
+  v, i = Tensor(x, device=dev).max_pool2d(k if isinstance(k, tuple) else (k,) * nd, s, d, p, ceil_mode=ceil, return_indices=True)
+  np.testing.assert_array_equal(i.numpy(), ti.numpy())
+  np.testing.assert_array_equal(v.numpy(), tv.numpy())
+
+@pytest.mark.parametrize("dev", DEVS)
 def test_max_pool_indices_ties_take_the_first_like_torch(dev):
   x = np.array([[[[1, 1, 0], [1, 1, 0], [2, 2, 2]]]], dtype=np.float32)
   tv, ti = F.max_pool2d(torch.tensor(x), 2, 1, return_indices=True)

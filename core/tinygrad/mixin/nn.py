@@ -347,7 +347,26 @@ class NNMixin:
     key = (x == ret.reshape(*ret.shape, *[1] * len(k_))).where(idx, 0)
     if dtypes.is_float(self.dtype): key = x.isnan().where(2 * P + 1 - idx, key)
     key = key.max(axes)
-    return ret, (key > P).where(key - (P + 1), P - key).cast(idt)
+    idx = (key > P).where(key - (P + 1), P - key)
+    # a window of padding only (a dilation stepping over a small plane) has no max to point at: torch's index is where its
+    # scan starts, the first position at or past 0 in each dim (P minus the padding's key was -2**31 + 5)
+    if all_int(plane) and all_int(ret.shape) and (holes := self._pool_holes(k_, s_, d_, pads, ret.shape[-len(k_):], kdt)) is not None:
+      idx = holes[0].where(holes[1], idx)
+    return ret, idx.cast(idt)
+  def _pool_holes(self: Tensor, k_: tuple[int, ...], s_: tuple[int, ...], d_: tuple[int, ...], pads: list[int], out: tuple[int, ...],
+                  dt: DType) -> tuple[Tensor, Tensor] | None:
+    """The pooling windows that hold no input element, as a bool mask over the output plane, and torch's flat index for
+    them: each dim's first window position >= 0 (where its scan starts). None where every window holds one."""
+    plane, nd = self.shape[-len(k_):], len(k_)
+    hole, start, found = Tensor(False, device=self.device), Tensor(0, dtype=dt, device=self.device), False
+    for j, (n, o_n, k, s, d) in enumerate(zip(plane, out, k_, s_, d_)):
+      starts = [o * s - pads[2 * (nd - 1 - j)] for o in range(o_n)]
+      empty = [not any(0 <= st + t * d < n for t in range(k)) for st in starts]
+      shape = [o_n if i == j else 1 for i in range(nd)]
+      hole = hole | Tensor(empty, device=self.device).reshape(shape)
+      start = start + Tensor([(st + ceildiv(max(0, -st), d) * d) * prod(plane[j + 1:]) for st in starts], dtype=dt, device=self.device).reshape(shape)
+      found = found or any(empty)
+    return (hole, start) if found else None
   def max_unpool2d(self: Tensor, indices: Tensor, kernel_size: _Win = (2, 2), stride: _Win | None = None, dilation: _Win = 1, padding: _Win = 0,
                    output_size: Sequence[int] | None = None) -> Tensor:
     """The partial inverse of max_pool2d: each value of self (N, C, *spatial) put at its flat index (from max_pool2d's
