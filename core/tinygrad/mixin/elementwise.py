@@ -564,7 +564,8 @@ class ElementwiseMixin:
     return mid.where(xm * (xm + 3) * (1 / 6), (self <= -3).where(-0.0, self))   # x * 0 / 6 is -0.0 up to -3, as torch's
   def softsign(self: Tensor) -> Tensor:
     """x / (1 + |x|)."""
-    return self / (1 + self.abs())
+    x = self._float()   # (1 + |x| of int8 127 wrapped to -128)
+    return x / (1 + x.abs())
   @_opmath
   def erf(self: Tensor) -> Tensor:
     """The error function: its series for |x| < 1/2 (exact to the last digits, erf(1e-20) is 1.128e-20), Abramowitz-Stegun

@@ -610,7 +610,7 @@ class NNMixin:
     return n - (n - m).exp()._log1p()   # (log(1 + e) lost e's digits: logsigmoid(15) was 17% off, logsigmoid(30) 0)
   def softmin(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """softmax(-x) along `axis`."""
-    return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
+    return (-(self.cast(dtype) if dtype is not None else self)._float()).softmax(axis)   # (-int8(-128) wraps to -128)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch's norm: the sum of squares overflowed past 65504, every value 0)
   def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """x / max(||x||_p, eps) along `dim`, as torch.nn.functional.normalize (p: any number or +-inf; 0 counts the nonzeros)."""

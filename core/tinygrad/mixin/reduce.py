@@ -176,13 +176,15 @@ class ReduceMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once: the sum of exps overflows float16 past 65504)
   def logsumexp(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis`, computed stably."""
-    m = self._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
+    x = self._float()   # (ints as floats first: x - max in int8 wrapped, logsumexp([-100, 100, 5]) was 156)
+    m = x._max(axis, keepdim=True).detach()   # the shift's gradient is 0 exactly: none through max (its rounding noise)
     m = m.isinf().where(0, m)
-    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
+    ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
   def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
-    return (self.cast(dtype) if dtype is not None else self)._softmax(axis)
+    # (ints as floats first: x - max in int8 wrapped, softmax([-100, 100, 5]) was [1, 5e-25, 0])
+    return (self.cast(dtype) if dtype is not None else self)._float()._softmax(axis)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their row sum overflowed past 65504, every probability 0)
   def _softmax(self: Tensor, axis: int) -> Tensor:
     # no gradient through the shift (0 exactly, as torch's); x - max(x) is <= 0 or NaN: exp's upper clamp is not needed
@@ -190,7 +192,7 @@ class ReduceMixin:
     return e * e.sum(axis, keepdim=True).reciprocal()
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     """log(softmax(x)) along `axis`, computed stably."""
-    return (self.cast(dtype) if dtype is not None else self)._log_softmax(axis)
+    return (self.cast(dtype) if dtype is not None else self)._float()._log_softmax(axis)   # (ints as floats: as softmax)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as softmax)
   def _log_softmax(self: Tensor, axis: int) -> Tensor:
     ss = self - self._max(axis, keepdim=True).detach()
