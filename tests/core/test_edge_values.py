@@ -484,13 +484,13 @@ def test_sorted_values_are_the_elements_at_the_indices(device, n):
 # ---- float results of int tensors: computed in float from the start, as torch's on x.float() ----
 INT_TO_FLOAT = {"softmax": (lambda x: x.softmax(-1), lambda x: x.softmax(-1)), "log_softmax": (lambda x: x.log_softmax(-1), lambda x: x.log_softmax(-1)),
                 "logsumexp": (lambda x: x.logsumexp(-1), lambda x: x.logsumexp(-1)), "softmin": (lambda x: x.softmin(-1), lambda x: F.softmin(x, -1)),
-                "softsign": (Tensor.softsign, F.softsign)}
+                "softsign": (Tensor.softsign, F.softsign), "lerp": (lambda x: x.lerp(x.flip(0), 0.25), lambda x: torch.lerp(x, x.flip(0), 0.25))}
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(INT_TO_FLOAT))
 def test_float_ops_of_int_tensors_do_not_wrap(name, device):
   # x - max(x), -x and 1 + |x| were taken in the int dtype and wrapped: int8 softmax([-100, 100, 5]) was [1, 5e-25, 0],
-  # logsumexp 156 (torch on the floats: [0, 1, 6e-42] and 100), softsign(127) -1
+  # logsumexp 156 (torch on the floats: [0, 1, 6e-42] and 100), softsign(127) -1, lerp(-128, 127, 0.25) -128.25
   for dt, vals in ((dtypes.int8, [-100, 100, 5, -128, 127]), (dtypes.uint8, [0, 255, 1, 128, 7]), (dtypes.int32, [-2**31, 2**31 - 1, 0, -1, 5])):
     got = INT_TO_FLOAT[name][0](Tensor(vals, dtype=dt, device=device)).numpy()
     want = INT_TO_FLOAT[name][1](torch.tensor(vals, dtype=torch.float64).float()).numpy()

@@ -614,6 +614,9 @@ class ElementwiseMixin:
       # in float32, rounded once (torch's opmath): end - self rounded to 8 or 11 bits put a lerp near 0 hundreds of ulp off
       def up(v): return v.float() if isinstance(v, Tensor) else v
       return self.float().lerp(up(end), up(weight)).cast(self.dtype)
+    if not dtypes.is_float(self.dtype) and (isinstance(weight, float) or isinstance(weight, Tensor) and dtypes.is_float(weight.dtype)):
+      # ints with a float weight in float from the start: end - self wrapped (int8 lerp(-128, 127, 0.25) was -128.25, not -64.25)
+      return self._float().lerp(end._float() if isinstance(end, Tensor) else end, weight)
     diff = end - self
     if not isinstance(weight, Tensor): return self + diff * weight if abs(weight) < 0.5 else diff * (weight - 1) + end
     return (weight.abs() < 0.5).where(self + diff * weight, diff * (weight - 1) + end)
