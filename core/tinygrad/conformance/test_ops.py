@@ -290,6 +290,15 @@ class TestUnary:
       for name, f in [("!=", lambda x, y: x != y), ("==", lambda x, y: x == y), ("<", lambda x, y: x < y), (">", lambda x, y: x > y)]:
         check(f(T(a, device), T(b, device)), f(a, b), what=f"{a.tolist()} {name} {b.tolist()}")
         check(f(T(a, device), 1.0), f(a, np.float32(1.0)), what=f"{a.tolist()} {name} 1.0")
+  def test_division_by_a_zero_constant_is_ieee(self, device):
+    # x / +-0.0 is +-inf by x's sign, NaN for 0 and NaN (WEBGPU's shader compiler took the literal 0.0 divisor as undefined
+    # and stored 0 or nothing; var(correction >= N) divides so)
+    a = np.array([1.0, -1.0, 0.0, 5.0, -0.5, np.nan, np.inf], np.float32)
+    with np.errstate(all="ignore"):
+      check(T(a, device) / 0.0, a / np.float32(0.0), what=f"{a.tolist()} / 0.0")
+      check(T(a, device) / Tensor.full((7,), -0.0, device=device), a / np.float32(-0.0), what=f"{a.tolist()} / -0.0")
+      check((T(a, device) + 1).exp() / 0, np.exp(a + 1) / np.float32(0.0), what=f"exp({a.tolist()} + 1) / 0")
+    assert T(np.array([3.0, 4.0], np.float32), device).var(correction=2).item() == math.inf
   @given(shapes(), st.data(), F32, F32)
   @FEW
   def test_clip(self, device, shape, data, lo, hi):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math, re, struct
 from collections import defaultdict
 from typing import Any, Callable
-from tinygrad.plugin_api import Ops, GroupOp, UOp, DType, PtrDType, AddrSpace, dtypes, CStyleLanguage
+from tinygrad.plugin_api import Ops, GroupOp, UOp, UPat, PatternMatcher, DType, PtrDType, AddrSpace, dtypes, CStyleLanguage
 
 # dtype -> (register type, lanes per u32 word when packed in memory (0: a plain array<T>))
 _PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2}
@@ -80,6 +80,13 @@ def _max(a: str, b: str, dtype: DType) -> str:
   if dtypes.is_float(dtype): return f"select({b}, {a}, (({a}>{b})||{_isnan(a, dtype)}))"
   return f"({a}||{b})" if dtype == dtypes.bool else f"max({a}, {b})"
 
+# the shader compiler takes a division by the literal 0.0 as undefined (llvmpipe stored 0, or nothing: the output kept
+# an old buffer's bytes; var(correction >= N) and t / 0.0 were garbage): IEEE's x / +-0 is x * +-inf (0 and NaN: NaN)
+pm_wgsl = PatternMatcher([
+  (UPat(Ops.FDIV, src=(UPat.var("x"), UPat.cvar("c"))),
+   lambda x, c: x * x.const_like(math.copysign(math.inf, c.arg)) if c.arg == 0 else None),   # x / +-0.0 -> x * +-inf
+])
+
 wgsl_code_for_op: dict[Ops, Callable[..., str]] = {
   Ops.ADD: lambda a, b, dtype: f"({a}||{b})" if dtype == dtypes.bool else f"({a}+{b})",
   Ops.SUB: lambda a, b, dtype: f"({a}-{b})", Ops.MUL: lambda a, b, dtype: f"({a}&&{b})" if dtype == dtypes.bool else f"({a}*{b})",
@@ -107,6 +114,7 @@ class WGSLRenderer(CStyleLanguage):
   infinity = "bitcast<f32>(0x7f800000u)"
   nan = "bitcast<f32>(0x7fc00000u)"
   code_for_op = wgsl_code_for_op
+  extra_matcher = pm_wgsl
   unaligned_vectors = False   # storage arrays hold vec4s only at 16-byte strides
   workgroup_size = 64
   max_dispatch = 65535
