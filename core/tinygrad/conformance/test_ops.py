@@ -292,13 +292,16 @@ class TestUnary:
         check(f(T(a, device), 1.0), f(a, np.float32(1.0)), what=f"{a.tolist()} {name} 1.0")
   def test_division_by_a_zero_constant_is_ieee(self, device):
     # x / +-0.0 is +-inf by x's sign, NaN for 0 and NaN (WEBGPU's shader compiler took the literal 0.0 divisor as undefined
-    # and stored 0 or nothing; var(correction >= N) divides so)
+    # and stored 0 or nothing; var(correction >= N) divides so, and folded (x - x) * inf, a variance over one element, to 0)
     a = np.array([1.0, -1.0, 0.0, 5.0, -0.5, np.nan, np.inf], np.float32)
     with np.errstate(all="ignore"):
       check(T(a, device) / 0.0, a / np.float32(0.0), what=f"{a.tolist()} / 0.0")
       check(T(a, device) / Tensor.full((7,), -0.0, device=device), a / np.float32(-0.0), what=f"{a.tolist()} / -0.0")
       check((T(a, device) + 1).exp() / 0, np.exp(a + 1) / np.float32(0.0), what=f"exp({a.tolist()} + 1) / 0")
+      x = T(np.array([1.0, 2.0], np.float32), device)
+      check((x - x) * math.inf, np.full(2, np.nan, np.float32), what="(x - x) * inf")
     assert T(np.array([3.0, 4.0], np.float32), device).var(correction=2).item() == math.inf
+    assert np.isnan(T(np.array([[3.0], [4.0]], np.float32), device).var(1).numpy()).all(), "var over one element (torch: NaN)"
   @given(shapes(), st.data(), F32, F32)
   @FEW
   def test_clip(self, device, shape, data, lo, hi):

@@ -80,11 +80,19 @@ def _max(a: str, b: str, dtype: DType) -> str:
   if dtypes.is_float(dtype): return f"select({b}, {a}, (({a}>{b})||{_isnan(a, dtype)}))"
   return f"({a}||{b})" if dtype == dtypes.bool else f"max({a}, {b})"
 
-# the shader compiler takes a division by the literal 0.0 as undefined (llvmpipe stored 0, or nothing: the output kept
-# an old buffer's bytes; var(correction >= N) and t / 0.0 were garbage): IEEE's x / +-0 is x * +-inf (0 and NaN: NaN)
+def _times_inf(x: UOp, inf: float) -> UOp:
+  # IEEE's x * +-inf by selects: NaN for 0 and NaN, else the infinity of the product's sign
+  bad = x.eq(x.const_like(0.0)) | x.ne(x)
+  return bad.where(x.const_like(math.nan), (x < x.const_like(0.0)).where(x.const_like(-inf), x.const_like(inf)))
+
+# the shader compiler may assume no float is inf or NaN: it took a division by the literal 0.0 as undefined (llvmpipe
+# stored 0, or nothing: the output kept an old buffer's bytes) and folded (x - x) * inf to 0 (var over one element:
+# 0 * inf, torch's NaN). Both written with selects of the bit-pattern constants instead, which it keeps
 pm_wgsl = PatternMatcher([
   (UPat(Ops.FDIV, src=(UPat.var("x"), UPat.cvar("c"))),
-   lambda x, c: x * x.const_like(math.copysign(math.inf, c.arg)) if c.arg == 0 else None),   # x / +-0.0 -> x * +-inf
+   lambda x, c: _times_inf(x, math.copysign(math.inf, c.arg)) if c.arg == 0 else None),        # x / +-0.0 -> x * +-inf
+  (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]),
+   lambda x, c: _times_inf(x, c.arg) if isinstance(c.arg, float) and math.isinf(c.arg) else None),   # x * +-inf by selects
 ])
 
 wgsl_code_for_op: dict[Ops, Callable[..., str]] = {
