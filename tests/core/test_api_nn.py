@@ -330,6 +330,27 @@ def test_conv_transpose_layers_like_torch(dev):
     close(ours(Tensor(x, device=dev)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-5)
   with pytest.raises(ValueError, match="padding"): nn.ConvTranspose2d(1, 1, 3, padding="same")
 
+@pytest.mark.parametrize("dev", DEVS)
+@pytest.mark.parametrize("dt", ["int8", "uint8"])
+def test_int_conv_and_matmul_products_are_the_asked_dtypes(dev, dt):
+  # an int8 conv summed its int8-wrapped products into int64 (neither the exact sum nor its int8 wrap); dtype= int32 or
+  # float32 (conv and matmul) wrapped the products too: [[100, 100]] @ [[100], [100]] with dtype=int32 was 32, not 20000
+  rng = np.random.default_rng(0)
+  x, w = rng.integers(0 if dt == "uint8" else -100, 100, (2, 3, 5, 5)), rng.integers(0 if dt == "uint8" else -100, 100, (4, 3, 3, 3))
+  exact = F.conv2d(torch.tensor(x).double(), torch.tensor(w).double(), padding=1).long().numpy()
+  X, W = Tensor(x.astype(dt), device=dev), Tensor(w.astype(dt), device=dev)
+  y = X.conv2d(W, padding=1)
+  assert y.dtype == getattr(dtypes, dt)   # the operands' dtype, wrapping as their matmul's (and torch's int matmul)
+  np.testing.assert_array_equal(y.numpy(), exact.astype(dt))
+  for out in (dtypes.int32, dtypes.float32):
+    got = X.conv2d(W, padding=1, dtype=out)
+    assert got.dtype == out
+    np.testing.assert_array_equal(got.numpy(), exact)
+    a, b = X.reshape(10, 15)[:, :9], W.reshape(12, 9).T
+    np.testing.assert_array_equal(a.dot(b, dtype=out).numpy(), x.reshape(10, 15)[:, :9].astype(np.int64) @ w.reshape(12, 9).T.astype(np.int64))
+  # float16 operands with dtype=float32: a float32 result, as matmul's (it was rounded back to float16)
+  assert Tensor.ones(1, 1, 3, 3, dtype=dtypes.half, device=dev).conv2d(Tensor.ones(1, 1, 2, 2, dtype=dtypes.half, device=dev), dtype=dtypes.float32).dtype == dtypes.float32
+
 # ---- interpolate ----
 _TORCH_MODE = {("linear", 1): "linear", ("linear", 2): "bilinear", ("linear", 3): "trilinear"}
 @HS

@@ -64,8 +64,10 @@ def _product_dtype(a: DType, b: DType, dtype: DType | str | None) -> tuple[DType
   multiplied in their sum's float32, where each product is exact (11 + 11 or 8 + 8 bits), as torch does; dtype= given,
   that dtype's products (its accumulator, as asked)."""
   pdt = least_upper_dtype(a, b)
-  wide = sum_acc_dtype(pdt) if dtype is None else to_dtype(dtype)
-  return pdt, (wide if dtypes.is_float(pdt) and dtypes.is_float(wide) and wide.itemsize > pdt.itemsize else None)
+  if dtype is None: return pdt, (sum_acc_dtype(pdt) if dtypes.is_float(pdt) and sum_acc_dtype(pdt).itemsize > pdt.itemsize else None)
+  # an asked wider dtype, or a float one for int operands: int8 products wrapped before an int32/float32 sum of them
+  wide = to_dtype(dtype)
+  return pdt, (wide if dtypes.is_float(wide) and not dtypes.is_float(pdt) or wide.itemsize > pdt.itemsize and dtypes.is_float(wide) == dtypes.is_float(pdt) else None)
 
 def _conv_flat(sp: tuple, o_: tuple, s_: tuple) -> bool:
   # the flattened form (conv2d) for 2-d stride-1 convs whose dropped columns are at most a third of the work
@@ -465,7 +467,9 @@ class NNMixin:
       # tagged so autograd takes conv_backward's convs instead of differentiating the window view (a 4x4 reduce with div/mod
       # indices); one reduce straight off the product only: a split reduce keeps the generic gradient
       ret = Tensor(u.replace(src=(u.src[0].replace(tag=("conv", tuple(xp.shape), tuple(weight.shape), s_, d_, groups, len(pix) != nd)),)))
-    if up is not None: ret = ret.cast(pdt)
+    # the operands' dtype (int sums are int64: an int8 conv's result wraps to int8, as its matmul's), or the asked one
+    out_dt = pdt if dtype is None else to_dtype(dtype)
+    if ret.dtype != out_dt: ret = ret.cast(out_dt)
     ret = ret.reshape(bs, cout, *pix)
     # the flattened form is realized as it is (else the scheduler folds the cut into the kernel's ranges and undoes it);
     # what follows (the bias, bn, relu, the next conv's padded copy) reads the valid columns of it. (The bias added in the
