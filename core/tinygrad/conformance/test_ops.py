@@ -290,6 +290,10 @@ class TestUnary:
       for name, f in [("!=", lambda x, y: x != y), ("==", lambda x, y: x == y), ("<", lambda x, y: x < y), (">", lambda x, y: x > y)]:
         check(f(T(a, device), T(b, device)), f(a, b), what=f"{a.tolist()} {name} {b.tolist()}")
         check(f(T(a, device), 1.0), f(a, np.float32(1.0)), what=f"{a.tolist()} {name} 1.0")
+  def test_sign_keeps_nan(self, device):
+    # docs/guide.md: sign(nan) is NaN, as numpy (WEBGPU's compiler folded the 0*NaN that carried it to 0: sign(nan) was 1)
+    a = np.array([np.nan, -0.0, 0.0, 2.0, -np.inf, np.inf, -3.0], np.float32)
+    check(T(a, device).sign(), np.sign(a), what=f"sign({a.tolist()})")
   def test_division_by_a_zero_constant_is_ieee(self, device):
     # x / +-0.0 is +-inf by x's sign, NaN for 0 and NaN (WEBGPU's shader compiler took the literal 0.0 divisor as undefined
     # and stored 0 or nothing; var(correction >= N) divides so, and folded (x - x) * inf, a variance over one element, to 0)

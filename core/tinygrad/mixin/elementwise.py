@@ -327,8 +327,11 @@ class ElementwiseMixin:
   def sign(self: Tensor) -> Tensor:
     """Elementwise -1, 0 or 1 (NaN stays NaN, as numpy; +-inf give +-1); the gradient is 0."""
     ret = (self != 0).where((self < 0).where(self._const(-1 if not dtypes.is_unsigned(self.dtype) else 0), self._const(1)), self._const(0))
-    # + 0*x (0 or NaN, never inf*0) keeps NaN and keeps x in the graph with a zero gradient
-    return ret + self.isnan().where(self, 0) * 0 if dtypes.is_float(self.dtype) else ret
+    if not dtypes.is_float(self.dtype): return ret
+    # NaN by a select (ret + 0*NaN lost it where the compiler folds y*0 to 0: WEBGPU's sign(nan) was 1); + 0*x (0 or NaN,
+    # never inf*0) keeps x in the graph with a zero gradient
+    nan = self.isnan()
+    return nan.where(self.detach(), ret) + nan.where(self, 0) * 0
   def _unary(self: Tensor, op: Ops) -> Tensor:
     x = self._float()
     return Tensor(UOp(op, x.dtype, (x.uop,)))
