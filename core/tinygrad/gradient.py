@@ -52,7 +52,8 @@ def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
   mask = x.eq(ret.expand(x.shape))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
-  return mask.where(eg, eg * const_like(eg, 0))   # a NaN max matches no input: g/0 * 0 is NaN over its row, as torch's
+  # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0)
+  return mask.where(eg, cnt.eq(const_like(cnt, 0)).expand(x.shape).where(const_like(eg, math.nan), const_like(eg, 0)))
 
 def _sum_to(g: UOp, shape: tuple[int, ...]) -> UOp:
   # undo an EXPAND: sum the expanded axes (in the accumulation dtype, so half grads keep their precision)

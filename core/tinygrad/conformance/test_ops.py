@@ -487,6 +487,9 @@ class TestReduce:
   def test_max_with_nan_and_inf(self, device):
     a = np.array([[1, np.inf, -np.inf], [np.nan, 0, 2]], np.float32)
     check(T(a, device).max(axis=1), np.max(a, axis=1), what="max with inf/nan")
+    # the gradient: NaN over a row whose max is NaN (torch's), split among ties elsewhere (WEBGPU gave 0 for the NaN row)
+    x = Tensor(np.array([[1, np.nan, 3], [2, 2, 1]], np.float32), device=device, requires_grad=True)
+    check(x.max(axis=1).sum().gradient(x)[0], np.array([[np.nan] * 3, [0.5, 0.5, 0]], np.float32), what="d max with nan")
 
 # ================= movement =================
 class TestMovement:
