@@ -290,6 +290,14 @@ class TestUnary:
       for name, f in [("!=", lambda x, y: x != y), ("==", lambda x, y: x == y), ("<", lambda x, y: x < y), (">", lambda x, y: x > y)]:
         check(f(T(a, device), T(b, device)), f(a, b), what=f"{a.tolist()} {name} {b.tolist()}")
         check(f(T(a, device), 1.0), f(a, np.float32(1.0)), what=f"{a.tolist()} {name} 1.0")
+  def test_inf_and_nan_times_zero_and_minus_themselves_are_nan(self, device):
+    # IEEE: inf * 0, NaN * 0, inf - inf are NaN (WEBGPU's compiler folded x * 0 and x - x to 0, as if x were finite)
+    a = np.array([np.inf, -np.inf, np.nan, 1.0, -2.0, 0.0], np.float32)
+    x = T(a, device)
+    with np.errstate(invalid="ignore"):
+      check(x * 0, a * np.float32(0), what=f"{a.tolist()} * 0")
+      check(x - x, a - a, what=f"x - x of {a.tolist()}")
+      check(x.lerp(T(a[::-1].copy(), device), 1.0), a[::-1] - (a[::-1] - a) * np.float32(0), what="lerp(x, y, 1): y - (y - x) * 0")
   def test_sign_keeps_nan(self, device):
     # docs/guide.md: sign(nan) is NaN, as numpy (WEBGPU's compiler folded the 0*NaN that carried it to 0: sign(nan) was 1)
     a = np.array([np.nan, -0.0, 0.0, 2.0, -np.inf, np.inf, -3.0], np.float32)

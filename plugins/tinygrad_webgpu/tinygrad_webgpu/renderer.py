@@ -85,14 +85,27 @@ def _times_inf(x: UOp, inf: float) -> UOp:
   bad = x.eq(x.const_like(0.0)) | x.ne(x)
   return bad.where(x.const_like(math.nan), (x < x.const_like(0.0)).where(x.const_like(-inf), x.const_like(inf)))
 
-# the shader compiler may assume no float is inf or NaN: it took a division by the literal 0.0 as undefined (llvmpipe
-# stored 0, or nothing: the output kept an old buffer's bytes) and folded (x - x) * inf to 0 (var over one element:
-# 0 * inf, torch's NaN). Both written with selects of the bit-pattern constants instead, which it keeps
+def _nonfinite(x: UOp) -> UOp:
+  # x is inf or NaN, by its exponent bits (float16 through float32, which keeps both): a compare with inf may be folded
+  f = x if x.dtype.scalar() == dtypes.float32 else x.cast(dtypes.float32.vec(x.dtype.count))
+  e = f.bitcast(dtypes.uint32.vec(x.dtype.count)) & UOp.const(dtypes.uint32.vec(x.dtype.count), 0x7f800000)
+  return e.eq(e.const_like(0x7f800000))
+
+def _float_const(c: UOp, want: Callable[[float], bool]) -> bool: return isinstance(c.arg, float) and dtypes.is_float(c.dtype) and want(c.arg)
+
+# the shader compiler may assume no float is inf or NaN (llvmpipe does): it took a division by the literal 0.0 as
+# undefined (it stored 0, or nothing: the output kept an old buffer's bytes) and folded x * 0 and x - x to 0, also for an
+# inf or NaN x (torch's NaN: NaN * 0 was 0, var over one element 0 * inf = 0). These are written with selects of the
+# bit-pattern constants and bit tests instead, which it keeps
 pm_wgsl = PatternMatcher([
   (UPat(Ops.FDIV, src=(UPat.var("x"), UPat.cvar("c"))),
-   lambda x, c: _times_inf(x, math.copysign(math.inf, c.arg)) if c.arg == 0 else None),        # x / +-0.0 -> x * +-inf
+   lambda x, c: _times_inf(x, math.copysign(math.inf, c.arg)) if _float_const(c, lambda v: v == 0) else None),   # x / +-0.0 -> x * +-inf
   (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]),
-   lambda x, c: _times_inf(x, c.arg) if isinstance(c.arg, float) and math.isinf(c.arg) else None),   # x * +-inf by selects
+   lambda x, c: _times_inf(x, c.arg) if _float_const(c, math.isinf) else None),                                  # x * +-inf by selects
+  (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _nonfinite(x).where(x.const_like(math.nan),
+   (x < x.const_like(0.0)).where(x.const_like(-c.arg), c)) if _float_const(c, lambda v: v == 0) else None),      # x * +-0.0: NaN at inf, NaN
+  (UPat(Ops.SUB, src=(UPat.var("x"), UPat.var("x"))),
+   lambda x: _nonfinite(x).where(x.const_like(math.nan), x.const_like(0.0)) if dtypes.is_float(x.dtype) else None),   # x - x: NaN at inf, NaN
 ])
 
 wgsl_code_for_op: dict[Ops, Callable[..., str]] = {
