@@ -122,6 +122,18 @@ def test_isclose_matches_torch():
   assert Tensor([1, 2, 3]).isclose(Tensor([1, 2, 4])).tolist() == [True, True, False]
   assert Tensor([[1.0], [2.0]]).isclose(Tensor([1.0, 2.0])).shape == (2, 2) and Tensor([1.0]).isclose(1.0).tolist() == [True]
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_isclose_of_ints_is_exact(dev):
+  # ints were compared as float32, where 2**40 and 2**40 + 1 (or 16777217 and 16777216) are one value: close at rtol = atol
+  # = 0, torch's False; the difference is taken exactly in the ints' width (no wrap at the extremes)
+  cases = [([2**40, 5, -2**63, 2**63 - 1], [2**40 + 1, 5, 2**63 - 1, -2**63], "int64"), ([-2**31, 2**31 - 1, 16777217], [2**31 - 1, -2**31, 16777216], "int32"),
+           ([-128, 127, 3, 100], [127, -128, 4, 101], "int8"), ([0, 255, 3], [255, 0, 4], "uint8")]
+  for a, b, dt in cases:
+    for kw in ({"rtol": 0, "atol": 0}, {}, {"rtol": 0.1, "atol": 1}, {"rtol": 0, "atol": 1}):
+      if dt == "int64" and kw.get("rtol", 1) != 0: continue   # (torch's int64 subtraction wraps there)
+      got = Tensor(a, dtype=getattr(dtypes, dt), device=dev).isclose(Tensor(b, dtype=getattr(dtypes, dt), device=dev), **kw).tolist()
+      assert got == torch.isclose(torch.tensor(a, dtype=getattr(torch, dt)), torch.tensor(b, dtype=getattr(torch, dt)), **kw).tolist(), (dt, kw)
+
 def test_allclose_returns_a_bool_tensor_like_public_tinygrad():
   r = Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.0 + 1e-7]))   # a scalar bool Tensor, as public tinygrad's
   assert isinstance(r, Tensor) and r.shape == () and r.dtype == dtypes.bool

@@ -813,6 +813,11 @@ class ElementwiseMixin:
     """True where |self - other| <= atol + rtol * |other| (torch.isclose); infinities are close only to themselves, NaN only
     to NaN with equal_nan."""
     a, b = self._broadcasted(other)
+    if dtypes.is_int(a.dtype):
+      # ints exactly (float32 of 2**40 and 2**40 + 1 is one value: they were close at rtol = atol = 0): |a - b| taken in
+      # their width and read unsigned, then compared with the tolerance in float
+      err = (a.maximum(b) - a.minimum(b)).bitcast({1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[a.dtype.itemsize])
+      return (a == b) | (err._float() <= atol + rtol * b._float().abs())
     if not dtypes.is_float(a.dtype): a, b = a._float(), b._float()
     close = a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs())
     close = close | ((a.isinf() | b.isinf()) & (a == b))
