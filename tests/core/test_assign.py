@@ -22,6 +22,11 @@ VIEWS = {
   "squeeze_unsqueeze": (lambda t: t[1:2].squeeze(0).unsqueeze(1), lambda a: a[1:2].squeeze(0)[:, None]),
   "shrink_method": (lambda t: t.shrink(((0, 4), (1, 3))), lambda a: a[0:4, 1:3]),
   "detach": (lambda t: t.detach()[1:3].detach(), lambda a: a[1:3]),   # torch's detach() shares the storage too
+  # torch's diagonal and unfold are views (numpy's diagonal is read-only: the same elements by strides here); ours were
+  # values of their own (their padding cut away again made a pad's copy), so an assign into them left t as it was
+  "diagonal": (lambda t: t.diagonal(), lambda a: a.reshape(-1)[::5]),
+  "diagonal_offset": (lambda t: t[1:].diagonal(-1), lambda a: a.reshape(-1)[8::5]),
+  "unfold": (lambda t: t.unfold(1, 1, 3), lambda a: a[:, ::3, None]),
 }
 
 def _base(realized: bool) -> tuple[Tensor, np.ndarray]:
@@ -453,10 +458,12 @@ BEFORE_A_WRITE = {
   "fancy_index": (lambda t: t[[0, 2]], lambda t: t[[0, 2]]),
   "cat_of_one": (lambda t: Tensor.cat(t), lambda t: torch.cat([t])),
   "sum_of_size_one": (lambda t: t[None].sum(0), lambda t: t[None].sum(0)),
+  "diagonal": (lambda t: t.diagonal(1), lambda t: t.diagonal(1)),
+  "unfold": (lambda t: t.unfold(1, 2, 2), lambda t: t.unfold(1, 2, 2)),
+  "unfold_overlapping": (lambda t: t.unfold(1, 3, 1), lambda t: t.unfold(1, 3, 1)),
 }
 # (where ours differs from torch, by choice: flip() is a view, as numpy's and a negative-step slice (torch's flip copies);
-# contiguous() is always a buffer of its own (torch returns an already contiguous tensor itself); diagonal() and
-# unfold() are copies (torch's are views))
+# contiguous() is always a buffer of its own (torch returns an already contiguous tensor itself))
 WRITES = {
   "iadd": (lambda t: t.__iadd__(1), lambda r: r.add_(1)),
   "assign": (lambda t: t.assign(t * 2 + 1), lambda r: r.copy_(r * 2 + 1)),

@@ -104,8 +104,9 @@ class LinalgMixin:
     n, pre = max(0, hi - lo), [None] * (x.ndim - 2)
     if n == 0: return x.shrink(tuple(pre + [(0, 0), (0, 1 if c else 0)])).reshape(*x.shape[:-2], 0)
     x = x.shrink(tuple(pre + [(lo, lo + n), (lo + offset, lo + offset + n)]))
-    # an n x n plane read with row stride n + 1 walks its diagonal
-    x = x.flatten(-2).pad(tuple(pre + [(0, n)])).reshape(*x.shape[:-2], n, n + 1)
+    # an n x n plane read with row stride n + 1 walks its diagonal (padding that the shrink cuts away again: a view of self,
+    # as torch's, where pad() would be a value of its own and drop writes into the diagonal)
+    x = x.flatten(-2)._pad_view(tuple([(0, 0)] * len(pre) + [(0, n)])).reshape(*x.shape[:-2], n, n + 1)
     return x.shrink(tuple(pre + [None, (0, 1)])).reshape(*x.shape[:-2], n)
 
   def newton_schulz(self: Tensor, steps: int, params: tuple[float, ...], eps: float = 1e-7) -> Tensor:

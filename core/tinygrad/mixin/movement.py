@@ -178,9 +178,12 @@ class MovementMixin:
     if any(isinstance(r, bool) or not (isinstance(r, int) and r >= 0 or isinstance(r, UOp) and dtypes.is_int(r.dtype) and r.vmin >= 0) for r in reps):
       raise ValueError(f"repeat: repeats must be ints >= 0, got {reps}")
     if len(reps) < self.ndim: raise ValueError(f"repeat: {reps} has fewer entries than shape {self.shape} has dims")
+    return self._tile(reps)._own(self)   # a new tensor, as torch's (not a view of self)
+  def _tile(self: Tensor, reps: Sequence[sint]) -> Tensor:
+    # repeat as a view of self (a window view, unfold's, reads the tiles: it follows self, and a write into it raises)
     base = (1,) * (len(reps) - self.ndim) + self.shape
     x = self.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(reps, base)))
-    return x.reshape(tuple(r * s for r, s in zip(reps, base)))._own(self)   # a new tensor, as torch's (not a view of self)
+    return x.reshape(tuple(r * s for r, s in zip(reps, base)))
   def cat(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Concatenate tensors along `dim` (`a.cat(b, c, dim=1)`, `Tensor.cat(a, b)` or `Tensor.cat([a, b])`)."""
     ts = _tensor_args("cat", self, args)

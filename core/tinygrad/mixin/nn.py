@@ -280,7 +280,8 @@ class NNMixin:
     npre, keep = len(pre), [None] * len(pre)
     if all(k <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
       # windows don't overlap: split each axis into (out, stride) and keep the first k of each stride
-      x = self.pad(keep + [(0, max(0, o * s - i)) for i, o, s in zip(i_, o_, s_)]).shrink(keep + [(0, o * s) for o, s in zip(o_, s_)])
+      # (padding the shrinks cut away again: a view of self, as torch's unfold, where pad() would be a value of its own)
+      x = self._pad_view(tuple([(0, 0)] * npre + [(0, max(0, o * s - i)) for i, o, s in zip(i_, o_, s_)])).shrink(keep + [(0, o * s) for o, s in zip(o_, s_)])
       x = x.reshape(*pre, *flatten((o, s) for o, s in zip(o_, s_))).shrink(keep + flatten(((0, o), (0, k)) for o, k in zip(o_, k_)))
       return x.permute(*range(npre), *[npre + 2*j for j in range(nk)], *[npre + 2*j + 1 for j in range(nk)])
     # overlapping windows: tile the axis and cut it into k rows of length L = f*i + d (L = d mod i), so row a starts a*d
@@ -288,8 +289,8 @@ class NNMixin:
     f_ = [max(1, ceildiv(o * s - d, i)) for i, o, s, d in zip(i_, o_, s_, d_)]
     L_ = [f * i + d for f, i, d in zip(f_, i_, d_)]
     # (a symbolic length: k*L <= k*(f+1)*i as d <= i, a count the shrink below provably fits, where ceildiv(k*L, i) is not)
-    x = self.repeat(*[1] * npre, *[ceildiv(k * L, i) if isinstance(i, int) else k * (f + (1 if sint_le(d, i) else d))
-                                   for k, L, i, d, f in zip(k_, L_, i_, d_, f_)])
+    x = self._tile([*[1] * npre, *[ceildiv(k * L, i) if isinstance(i, int) else k * (f + (1 if sint_le(d, i) else d))
+                                   for k, L, i, d, f in zip(k_, L_, i_, d_, f_)]])
     x = x.shrink(keep + [(0, k * L) for k, L in zip(k_, L_)]).reshape(*pre, *flatten((k, L) for k, L in zip(k_, L_)))
     x = x.shrink(keep + flatten(((0, k), (0, o * s)) for k, o, s in zip(k_, o_, s_))).reshape(*pre, *flatten((k, o, s) for k, o, s in zip(k_, o_, s_)))
     x = x.shrink(keep + flatten(((0, k), (0, o), (0, 1)) for k, o in zip(k_, o_))).reshape(*pre, *flatten((k, o) for k, o in zip(k_, o_)))
