@@ -1325,13 +1325,19 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _mv(self, fn: Callable[[UOp], UOp]) -> Tensor:
     """The movement-op view `fn(self.uop)` of this tensor: assigning into it writes into the tensor it views (and every
     other view sees it)."""
-    ret = Tensor(fn(self.uop))
+    ret = self._view_at(fn(self.uop))
     base = self._view_of if self._view_of is not None else self
-    ret._view_of, ret._parents = base, (weakref.ref(self),) + self._parents
     # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
     # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
     # inverts them on the whole tensor
     if base.uop.op is Ops.MULTI and (self is base or self._replay is not None): ret._replay = (self._replay or ()) + (fn,)
+    return ret
+  def _view_at(self, u: UOp) -> Tensor:
+    """A tensor of the graph `u`, movement ops over this tensor's graph or buffers (per shard), that is a view of this
+    tensor: assigning into it writes into the tensor this one views."""
+    ret = Tensor(u)
+    base = self._view_of if self._view_of is not None else self
+    ret._view_of, ret._parents = base, (weakref.ref(self),) + self._parents
     if base._views is None: base._views = weakref.WeakValueDictionary()
     base._views[id(ret)] = ret
     return ret

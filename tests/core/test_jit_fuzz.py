@@ -144,8 +144,10 @@ def make_fn(prog, state: list[Tensor]):
     # the outputs that are values of their own (computed, not a view of anything): what run_calls may pass back as inputs
     fn.fresh = [o % len(pool) >= roots and o % len(pool) not in views for o in outs]   # type: ignore[attr-defined]
     fn.picks = [o % len(pool) for o in outs]   # type: ignore[attr-defined]
+    # the outputs that are views of an input or a state tensor that can be written (not of an expand)
+    fn.views = [o % len(pool) in views and o % len(pool) not in fixed for o in outs]   # type: ignore[attr-defined]
     return tuple(pool[o % len(pool)] for o in outs)
-  fn.fresh, fn.wrote_inputs = [], False   # type: ignore[attr-defined]
+  fn.fresh, fn.views, fn.wrote_inputs = [], [], False   # type: ignore[attr-defined]
   return fn
 
 def _values(shape: tuple, dt: str, rng) -> np.ndarray:
@@ -214,6 +216,12 @@ def run_calls(prog, device: str | None = None, jit: int | None = 1, calls: int =
     # also where the function returns that input)
     seen += [(f"{what}: input {j}", g.numpy()) for j, g in enumerate(ins) if j not in fed]
     seen += [(f"{what}: the tensor a view input views", g.numpy()) for g in bases]
+    # a returned view of an input or a state tensor is a view of it (a replay's too): writing into it writes that tensor
+    if mine := [g for j, g in enumerate(got) if fn_.views[j] and fn_.picks[j] not in fed]:
+      for g in mine: g += 1
+      seen += [(f"{what}, outputs written: state {j}", g.numpy()) for j, g in enumerate(state)]
+      seen += [(f"{what}, outputs written: input {j}", g.numpy()) for j, g in enumerate(ins) if j not in fed]
+      seen += [(f"{what}, outputs written: the tensor a view input views", g.numpy()) for g in bases]
     for k, (t, want) in enumerate(lazy): np.testing.assert_array_equal(t.numpy(), want, err_msg=f"{what}: lazy value {k} built before the call")
   return seen
 
@@ -294,6 +302,29 @@ def test_a_returned_input_is_this_calls_input():
     assert a.tolist() == (xa + 1).tolist() and b.tolist() == (xa + 1)[1:].tolist(), f"call {i}"
     assert c.tolist() == ya.reshape(3, 1).tolist() and d.item() == ((xa + 1) * ya).sum(), f"call {i}"
     assert e.tolist() == ya[:1 + i % 3].tolist(), f"call {i}"
+
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")], ids=["one_device", "sharded"])
+@pytest.mark.parametrize("how", ["written", "read", "view_input"])
+def test_a_returned_view_of_an_input_is_a_view_of_it(how, devs):
+  # from the capture on, the returned view was a tensor of its own (or a view of the copy the capture read a view input
+  # through, or of the capture call's copies of a slice across the shards): `v *= 2` after the call left the input as it
+  # was, where the plain function's view writes into it (calls 2.. gave [3, 7, 7, 7, ..] for [3, 14, 14, 14, ..])
+  def f(x):
+    if how == "written": x += 1
+    return x[1:3], x.T
+  def run(fn) -> list:
+    big = Tensor(np.arange(12, dtype=np.float32).reshape(6, 2))
+    big = (big.shard(devs, 0) if devs else big).realize()
+    got = []
+    for _ in range(4):
+      v, t = fn(big[1:5] if how == "view_input" else big)
+      v *= 2
+      t += 1
+      got.append(big.numpy())
+      big += 1   # (the views follow it)
+      got += [v.numpy(), t.numpy()]
+    return got
+  for i, (want, have) in enumerate(zip(run(f), run(TinyJit(f)))): np.testing.assert_array_equal(have, want, err_msg=f"value {i}")
 
 def test_a_view_input_written_in_place_writes_the_tensor_it_views():
   # a view input was copied into a tensor of its own (the user's view replaced by it): the function's writes never

@@ -119,6 +119,15 @@ def _buffer_uops(t: Any) -> list[UOp]:
     out.append(u)
   return out
 
+def _ops_from(t: Tensor, inputs: list[Tensor]) -> tuple[int, tuple] | None:
+  """For a view of a multi-device tensor that is (or views the tensor that) one of `inputs` (views): that input's position
+  and the movement ops (`Tensor._replay`) that make the view from it, or None."""
+  for k, x in enumerate(inputs):
+    if x is t._view_of: return k, t._replay or ()
+    mine = x._replay or ()
+    if x._view_of is not None and x._view_of is t._view_of and t._replay is not None and t._replay[:len(mine)] == mine: return k, t._replay[len(mine):]
+  return None
+
 def _aliases(bufs: list[Buffer]) -> tuple[int, ...]:
   # per buffer the first position it is at: which inputs are one buffer (two arguments, or views of one tensor)
   first: dict[int, int] = {}
@@ -271,6 +280,9 @@ class TinyJit(Generic[R]):
     # the returned tensors that are inputs, or views of their buffers (by id): the input's position, or None for a view;
     # a replay returns the new input, or the same view of the new input's buffer, in their place
     self.from_inputs: dict[int, int | None] = {}
+    # the returned views of a multi-device input (by id; one across its shards the capture computed into copies): the input's
+    # position and the view's movement ops (`Tensor._replay`)
+    self.view_ops: dict[int, tuple[int, tuple]] = {}
     self.views: list[tuple | None] = []   # per input its `_view_form` at capture, when any input was a view
     self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
     self.distinct = True                  # (whether they are distinct buffers)
@@ -374,7 +386,7 @@ class TinyJit(Generic[R]):
                        "tensor it also reads without taking it as an argument (its first call did): the capture could not tell the "
                        "two apart, and every replay would read (and write) the new input in both places; pass a copy (.clone()), "
                        "or call .reset() and capture with another tensor")
-      self.copied = [False] * len(inputs)
+      self.copied, given = [False] * len(inputs), inputs
       if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
       self.in_uops, self.signature = [u for t in inputs for u in _buffer_uops(t)], signature
@@ -401,7 +413,10 @@ class TinyJit(Generic[R]):
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
       # not remake it (a replay with another input returned the remade view of the old one)
+      # (a view of a multi-device input keeps its movement ops: a replay returns them applied to that call's input)
+      self.view_ops = {}
       for t in _tensors_in(self.ret):
+        if t._replay is not None and (g := _ops_from(t, inputs)) is not None: self.view_ops[id(t)] = g
         if id(t) not in self.from_inputs and t._view_of is not None and not t._views_a_buffer(): t._detach_view()
       wrote = {id(b) for step in self.steps for b in _written(step)}
       # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
@@ -421,7 +436,7 @@ class TinyJit(Generic[R]):
       self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
-      return self.ret
+      return self._returned(given, inputs, {}, var_vals)
     if signature != self.signature:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with inputs {self._fmt(self.signature)} "
                      f"but called with {self._fmt(signature)}; call .reset() to capture again")
@@ -477,15 +492,30 @@ class TinyJit(Generic[R]):
       for t in _tensors_in(self.ret):
         if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
     self.cnt += 1
-    if not self.from_inputs: return self.ret
-    # a returned input (or a view of one) is this call's: the captured one is the capture call's input, which it still shows
-    swap = dict(zip(self.in_uops, in_uops))
+    return self._returned(inputs, [copies.get(j, t) for j, t in enumerate(inputs)], dict(zip(self.in_uops, in_uops)), var_vals)
+
+  def _returned(self, inputs: list[Tensor], passed: list[Tensor], swap: dict[UOp, UOp], var_vals: dict[UOp, int]) -> Any:
+    """What this call returns: the captured outputs, where a returned input (or a view of one) is this call's `inputs`' (the
+    captured one is the capture call's input, which it still shows), a view of it as the function returned it: writing into
+    it writes that input, and it shows the input's later writes (`v = f(x); v *= 2`), also where the kernels read the
+    input through a copy (`passed`, whose buffers `swap` names for the captured ones)."""
+    if not self.from_inputs and not self.view_ops: return self.ret
+    from tinygrad.engine.schedule import rebind_graph
+    from tinygrad.tensor import _rebase_view
     def mine(t: Tensor) -> Tensor:
+      if (g := self.view_ops.get(id(t))) is not None and not var_vals:   # a multi-device view: its movement ops on this input
+        return functools.reduce(lambda v, fn: v._mv(fn), g[1], inputs[g[0]])
       if (j := self.from_inputs.get(id(t), -1)) == -1: return t
       if j is not None: return inputs[j]
-      from tinygrad.engine.schedule import rebind_graph
-      u = t.uop.substitute(swap)
-      return Tensor(rebind_graph(u, var_vals) if var_vals else u)
+      u = t.uop.substitute(swap) if swap else t.uop
+      u = rebind_graph(u, var_vals) if var_vals else u
+      reads = set(u.toposort(gate=lambda x: x.op is not Ops.BUFFER))
+      k = next((k for k, x in enumerate(passed) if not reads.isdisjoint(_buffer_uops(x))), None)
+      # (a multi-device view of a view: its shards need not read the viewed tensor's buffers)
+      if k is None or u.op is Ops.MULTI and inputs[k]._view_of is not None: return Tensor(u)
+      if passed[k] is not inputs[k] and (w := _rebase_view(u, passed[k].uop, inputs[k].uop)) is not None: u = w
+      elif passed[k] is not inputs[k]: return Tensor(u)
+      return inputs[k]._view_at(u)
     return _map_tensors(self.ret, mine)
 
   def _read_views(self, args: tuple, kwargs: dict, inputs: list[Tensor], forms: list) -> tuple[tuple, dict, list[Tensor], list]:
