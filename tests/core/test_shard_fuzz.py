@@ -457,8 +457,10 @@ def make_jit_fn(prog, state: list[Tensor]):
   _, _, steps, slices, outs, _ = prog
   def fn(*ins):
     pool: list[Tensor] = list(ins) + list(state)
+    views = set(range(len(pool)))   # the inputs, the state and the views of them (written after the call, run_jit_calls)
     for (kind, k1, k2, c), sl in zip(steps, slices):
       t, u = pool[k1 % len(pool)], pool[k2 % len(pool)]
+      if kind == "view" and t.ndim and k1 % len(pool) in views: views.add(len(pool))
       if kind == "elementwise":
         op = ["add", "mul", "maximum", "where", "cast"][(k1 >> 4) % 5]
         if op == "cast": pool.append(t.cast(dtypes.float32 if dtypes.is_int(t.dtype) else dtypes.int32))
@@ -472,6 +474,7 @@ def make_jit_fn(prog, state: list[Tensor]):
       elif kind == "view" and t.ndim:
         v = k2 % 3
         if v == 1 and 0 in np.empty(t.shape)[sl].shape: continue   # (no empty tensors: a max over one raises)
+        if v == 1 and 0 in np.empty(t.shape)[sl].shape: views.discard(len(pool))
         pool.append(t.flip(k1 % t.ndim) if v == 0 else t[sl] if v == 1 else t.permute(tuple(reversed(range(t.ndim)))))
       elif kind == "cat" and t.ndim: pool.append(t.cat(t * 2, dim=k2 % t.ndim))
       elif kind in ("write_state", "write_input"):
@@ -485,6 +488,7 @@ def make_jit_fn(prog, state: list[Tensor]):
         elif how == "self": target.assign(target.flip(0) * 2 - target)
         elif 0 not in np.empty(target.shape)[sl].shape: target[sl] = _fit(u, target[sl])
       elif kind == "realize": Tensor.realize(*pool[k1 % len(pool):])
+    fn.views = [o % len(pool) in views and o % len(pool) >= len(ins) + len(state) for o in outs]   # type: ignore[attr-defined]
     return tuple(pool[o % len(pool)] for o in outs)
   return fn
 
@@ -492,7 +496,7 @@ def run_jit_calls(devs: tuple, prog, jit: bool) -> list[tuple[str, np.ndarray]]:
   inputs, state_specs, _, _, _, modes = prog
   rng = np.random.default_rng(len(prog[2]))
   state = [shard(_values(rng, s, dt), devs, ax).realize() for s, dt, ax in state_specs]
-  fn = make_jit_fn(prog, state)
+  fn = fn_ = make_jit_fn(prog, state)
   if jit: fn = TinyJit(fn)
   prev: list[Tensor | None] = [None] * len(inputs)
   seen = []
@@ -520,6 +524,11 @@ def run_jit_calls(devs: tuple, prog, jit: bool) -> list[tuple[str, np.ndarray]]:
     seen += [(f"call {call}: state {j}", g.numpy()) for j, g in enumerate(state)]
     seen += [(f"call {call}: input {j}", g.numpy()) for j, g in enumerate(ins)]
     seen += [(f"call {call}: the tensor input {j} views", g.numpy()) for j, g in enumerate(bigs)]
+    # a returned view of an input or a state tensor is a view of it (a replay's too): writing into it writes that tensor
+    if mine := [g for j, g in enumerate(got) if fn_.views[j]]:
+      for g in mine: g += 1
+      seen += [(f"call {call}, outputs written: {w} {j}", g.numpy()) for w, ts in (("state", state), ("input", ins), ("viewed", bigs))
+               for j, g in enumerate(ts)]
     for k, (t, want) in enumerate(lazy): np.testing.assert_array_equal(t.numpy(), want, err_msg=f"call {call}: lazy value {k} built before it")
   return seen
 

@@ -513,9 +513,13 @@ class TinyJit(Generic[R]):
       k = next((k for k, x in enumerate(passed) if not reads.isdisjoint(_buffer_uops(x))), None)
       # (a multi-device view of a view: its shards need not read the viewed tensor's buffers)
       if k is None or u.op is Ops.MULTI and inputs[k]._view_of is not None: return Tensor(u)
-      if passed[k] is not inputs[k] and (w := _rebase_view(u, passed[k].uop, inputs[k].uop)) is not None: u = w
-      elif passed[k] is not inputs[k]: return Tensor(u)
-      return inputs[k]._view_at(u)
+      src = inputs[k]
+      if passed[k] is not src:
+        # (a view of the copy, the values this call read, where the replay rewrites the input: an earlier output passed back)
+        rewritten = any(id(buffer_of(b)) in self.touched for b in _buffer_uops(src))
+        if not rewritten and (w := _rebase_view(u, passed[k].uop, src.uop)) is not None: u = w
+        else: src = passed[k]
+      return src._view_at(u)
     return _map_tensors(self.ret, mine)
 
   def _read_views(self, args: tuple, kwargs: dict, inputs: list[Tensor], forms: list) -> tuple[tuple, dict, list[Tensor], list]:
