@@ -329,6 +329,21 @@ def test_a_returned_view_of_an_input_is_a_view_of_it(how, devs):
     return got
   for i, (want, have) in enumerate(zip(run(f), run(TinyJit(f)))): np.testing.assert_array_equal(have, want, err_msg=f"value {i}")
 
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")], ids=["one_device", "sharded"])
+def test_a_returned_view_of_an_output_passed_back_shows_what_the_call_read(devs):
+  # h = f(h): the replay reads h through a copy and rewrites h's buffer (the capture's output); the returned views of h are
+  # views of that copy (as the eager call's of the old h), not of h, which then shows the new output
+  def f(x): return (x * 2).contiguous(), x[1:3], x.T
+  def run(fn) -> list:
+    h = Tensor(np.arange(8, dtype=np.float32).reshape(4, 2))
+    h = (h.shard(devs, 0) if devs else h).realize()
+    got = []
+    for _ in range(5):
+      h, v, t = fn(h)
+      got += [v.numpy(), t.numpy(), h.numpy()]
+    return got
+  for i, (want, have) in enumerate(zip(run(f), run(TinyJit(f)))): np.testing.assert_array_equal(have, want, err_msg=f"value {i}")
+
 def test_a_view_input_written_in_place_writes_the_tensor_it_views():
   # a view input was copied into a tensor of its own (the user's view replaced by it): the function's writes never
   # reached the viewed tensor, without the JIT (JIT=0) too

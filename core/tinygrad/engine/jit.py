@@ -502,9 +502,11 @@ class TinyJit(Generic[R]):
     if not self.from_inputs and not self.view_ops: return self.ret
     from tinygrad.engine.schedule import rebind_graph
     from tinygrad.tensor import _rebase_view
+    # (an input whose buffers the replay rewrites: an earlier output passed back, read through a copy)
+    def rewritten(x: Tensor) -> bool: return any(id(buffer_of(b)) in self.touched for b in _buffer_uops(x))
     def mine(t: Tensor) -> Tensor:
-      if (g := self.view_ops.get(id(t))) is not None and not var_vals:   # a multi-device view: its movement ops on this input
-        return functools.reduce(lambda v, fn: v._mv(fn), g[1], inputs[g[0]])
+      if (g := self.view_ops.get(id(t))) is not None and not var_vals and not rewritten(inputs[g[0]]):
+        return functools.reduce(lambda v, fn: v._mv(fn), g[1], inputs[g[0]])   # a multi-device view: its movement ops on this input
       if (j := self.from_inputs.get(id(t), -1)) == -1: return t
       if j is not None: return inputs[j]
       u = t.uop.substitute(swap) if swap else t.uop
@@ -515,9 +517,8 @@ class TinyJit(Generic[R]):
       if k is None or u.op is Ops.MULTI and inputs[k]._view_of is not None: return Tensor(u)
       src = inputs[k]
       if passed[k] is not src:
-        # (a view of the copy, the values this call read, where the replay rewrites the input: an earlier output passed back)
-        rewritten = any(id(buffer_of(b)) in self.touched for b in _buffer_uops(src))
-        if not rewritten and (w := _rebase_view(u, passed[k].uop, src.uop)) is not None: u = w
+        # (a view of the copy, the values this call read, where the replay rewrites the input)
+        if not rewritten(src) and (w := _rebase_view(u, passed[k].uop, src.uop)) is not None: u = w
         else: src = passed[k]
       return src._view_at(u)
     return _map_tensors(self.ret, mine)
