@@ -412,9 +412,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _views_a_buffer(self) -> bool:
     """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is (on
     several devices: each shard a view of the base's shard on its device). A pad is not: it is a value of its own once
-    realized, as torch's F.pad and numpy's np.pad make one."""
+    realized, as torch's F.pad and numpy's np.pad make one. Also of a symbolic shape (`t[:n]` of a bound n): realized into a
+    copy, writing into it left t as it was."""
     base = self._view_of
-    if base is None or self._virtual or not all_int(self.shape): return False
+    if base is None or self._virtual: return False
     def on_buffer(v: UOp, b: UOp) -> bool:
       if (bb := base_buffer(b)) is None or not has_buffer(bb) or not buffer_of(bb).is_allocated(): return False
       return (chain := _movement_chain(v, bb)) is not None and _reached_padding(chain) is None

@@ -2,7 +2,7 @@
 `v = x[1:3]; v[0] += 5` raised "the truth value of a Tensor is ambiguous" (setitem evaluated `view_of or self`)."""
 import numpy as np
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, Variable
 
 torch = pytest.importorskip("torch", reason="the reference for in-place views: pip install torch")
 
@@ -59,7 +59,10 @@ def test_inplace_on_a_view_of_a_view_matches_torch(device, realized):
 # into the tensor. numpy is the reference: a flip is a view here as there (torch has no negative strides: its flip copies)
 VIEWS = {"row": lambda t: t[1], "step": lambda t: t[::2, 1::2], "flip": lambda t: t[:, ::-1] if isinstance(t, np.ndarray) else t.flip(1),
          "permute": lambda t: t.T, "column": lambda t: t[:, 2], "view_of_view": lambda t: t[1:3].T[::-1],
-         "detach": lambda t: t[1:3] if isinstance(t, np.ndarray) else t.detach()[1:3]}
+         "detach": lambda t: t[1:3] if isinstance(t, np.ndarray) else t.detach()[1:3],
+         # a slice by a bound Variable (a symbolic shape): realized, it was a copy, so writes into it left x as it was
+         "bound_rows": lambda t: t[:2] if isinstance(t, np.ndarray) else t[:Variable("n", 1, 3).bind(2)],
+         "bound_cols": lambda t: t[:, 1:3] if isinstance(t, np.ndarray) else t[:, 1:1 + Variable("n", 1, 3).bind(2)]}
 
 def _r1(x, view):   # the view realized, then the base written: the view sees it
   v = view(x)

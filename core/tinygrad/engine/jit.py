@@ -4,7 +4,7 @@ import contextlib, enum, functools, inspect, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.helpers import CAPTURING, JIT, JITBEAM, DEBUG, TRAINING, Context, engine_locked
+from tinygrad.helpers import CAPTURING, JIT, JITBEAM, DEBUG, TRAINING, Context, engine_locked, all_int
 from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
@@ -105,7 +105,7 @@ def _view_form(t: Tensor, binds: list[UOp]) -> tuple | None:
   """() for an input that is its buffer (or a reshape of it), else the form of the view of a realized buffer it is, per
   shard (`_view_chain`), or None for another view (of a symbolic shape, or showing padding)."""
   if all(base_buffer(s) is not None for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))): return ()
-  if not t._views_a_buffer(): return None
+  if not all_int(t.shape) or not t._views_a_buffer(): return None
   chains = [_view_chain(s, binds) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
   return tuple(c[1] for c in chains) if all(c is not None for c in chains) else None   # type: ignore[index]
 
