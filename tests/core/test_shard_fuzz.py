@@ -553,4 +553,8 @@ def _jex(steps, slices, outs): return [((3,), "float32", None)], [((3,), "float3
 # a write into an input that is a view across shards (rows 2.. of 5 split 2, 2, 1): replays wrote the capture call's tensor
 @example(prog=([((3,), "float32", 0)], [((3,), "float32", None)], [("write_input", 0, 0, 0)], [slice(0, 0, 1)], [0], [["view"]] * 4))
 @example(prog=([((3,), "float32", 0)], [((3,), "float32", None)], [("write_input", 0, 0, 0)], [slice(0, 0, 1)], [1], [["view"]] * 4))
+# a returned view across the shards of the state (a flip of its sharded axis 1), written after the call: the capture made
+# it the replays' output copies, so the write did not reach the state
+@example(prog=([((3,), "float32", None)], [((3, 3), "float32", 1), ((3,), "float32", None)], [("view", 1, 0, 0), ("elementwise", 0, 0, 0)],
+               [slice(0, 0, 1)] * 2, [428], [["view"]] * 4))
 def test_random_jitted_sharded_programs_match_eager(prog): check_jit_program(DEVS["CPU"], prog)

@@ -283,6 +283,8 @@ class TinyJit(Generic[R]):
     # the returned views of a multi-device input (by id; one across its shards the capture computed into copies): the input's
     # position and the view's movement ops (`Tensor._replay`)
     self.view_ops: dict[int, tuple[int, tuple]] = {}
+    # the same for a returned view across the shards of a tensor that is no input (the function's state): that tensor
+    self.state_views: dict[int, tuple[Tensor, tuple]] = {}
     self.views: list[tuple | None] = []   # per input its `_view_form` at capture, when any input was a view
     self.aliases: tuple[int, ...] = ()    # `_aliases` of the captured input buffers
     self.distinct = True                  # (whether they are distinct buffers)
@@ -414,9 +416,12 @@ class TinyJit(Generic[R]):
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
       # not remake it (a replay with another input returned the remade view of the old one)
       # (a view of a multi-device input keeps its movement ops: a replay returns them applied to that call's input)
-      self.view_ops = {}
+      self.view_ops, self.state_views = {}, {}
+      bases = {id(b) for x in inputs for b in (x, x._view_of) if b is not None}
       for t in _tensors_in(self.ret):
         if t._replay is not None and (g := _ops_from(t, inputs)) is not None: self.view_ops[id(t)] = g
+        elif t._replay is not None and (of := t._view_of) is not None and id(of) not in bases and not t._views_a_buffer():
+          self.state_views[id(t)] = (of, t._replay)
         if id(t) not in self.from_inputs and t._view_of is not None and not t._views_a_buffer(): t._detach_view()
       wrote = {id(b) for step in self.steps for b in _written(step)}
       # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
@@ -499,7 +504,7 @@ class TinyJit(Generic[R]):
     captured one is the capture call's input, which it still shows), a view of it as the function returned it: writing into
     it writes that input, and it shows the input's later writes (`v = f(x); v *= 2`), also where the kernels read the
     input through a copy (`passed`, whose buffers `swap` names for the captured ones)."""
-    if not self.from_inputs and not self.view_ops: return self.ret
+    if not self.from_inputs and not self.view_ops and not self.state_views: return self.ret
     from tinygrad.engine.schedule import rebind_graph
     from tinygrad.tensor import _rebase_view
     # (an input whose buffers the replay rewrites: an earlier output passed back, read through a copy)
@@ -507,6 +512,7 @@ class TinyJit(Generic[R]):
     def mine(t: Tensor) -> Tensor:
       if (g := self.view_ops.get(id(t))) is not None and not var_vals and not rewritten(inputs[g[0]]):
         return functools.reduce(lambda v, fn: v._mv(fn), g[1], inputs[g[0]])   # a multi-device view: its movement ops on this input
+      if (sv := self.state_views.get(id(t))) is not None and not var_vals: return functools.reduce(lambda v, fn: v._mv(fn), sv[1], sv[0])
       if (j := self.from_inputs.get(id(t), -1)) == -1: return t
       if j is not None: return inputs[j]
       u = t.uop.substitute(swap) if swap else t.uop
