@@ -167,6 +167,12 @@ def test_errors_name_the_sharding(devs):
   with pytest.raises(ValueError, match="distinct devices"): Tensor(_rand(4, 2)).shard((devs[0], devs[0]))
   from tinygrad.uop.ops import UOp
   with pytest.raises(NotImplementedError, match=r"Ops.KERNEL is not supported on a tensor sharded over .* on axis 0"): UOp(Ops.KERNEL, src=(x.uop,))
+  # the diagonal of a plane sharded on its column axis steps across the shards: named as diagonal's (it was a reshape's
+  # error, a reshape the program never called); sharded on its row axis, or read with the dims swapped, it is a view
+  a = _rand(4, 4)
+  with pytest.raises(RuntimeError, match="diagonal: this tensor is sharded .* on axis 1, the diagonal's dim2"): Tensor(a).shard(devs, 1).diagonal()
+  np.testing.assert_array_equal(Tensor(a).shard(devs, 1).diagonal(dim1=1, dim2=0).numpy(), a.diagonal())
+  np.testing.assert_array_equal(Tensor(a).shard(devs, 0).diagonal().numpy(), a.diagonal())
 
 class _MLP:
   def __init__(self):

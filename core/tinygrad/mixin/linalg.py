@@ -99,6 +99,10 @@ class LinalgMixin:
     d1, d2 = self._resolve_dim(dim1), self._resolve_dim(dim2)
     if d1 == d2: raise RuntimeError(f"diagonal: dim1 and dim2 are the same dimension ({dim1}, {dim2}) of shape {self.shape}")
     x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2])
+    if isinstance(self.device, tuple) and x.uop.axis == x.ndim - 1:   # (its reshape's error named a reshape not called here)
+      raise RuntimeError(f"diagonal: this tensor is sharded over {self.device} on axis {d2}, the diagonal's dim2, so each shard "
+                         "holds part of every row and the diagonal steps across them; shard it on another axis, or gather "
+                         "it first with .to(device)")
     r, c = x.shape[-2:]
     lo, hi = (0, min(r, max(0, c - offset))) if offset >= 0 else (min(r, -offset), min(r, c - offset))
     n, pre = max(0, hi - lo), [None] * (x.ndim - 2)
