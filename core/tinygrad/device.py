@@ -5,7 +5,7 @@ compiler pairs it offers) and a runtime (program loader). `Device["NAME[:index][
 through the provider that plugin discovery (`tinygrad.plugins`) found for NAME.
 """
 from __future__ import annotations
-import dataclasses, os, re, sys, threading, warnings, contextvars
+import dataclasses, os, re, sys, threading, warnings, weakref, contextvars
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -341,6 +341,12 @@ def _flat(mv: Any) -> memoryview:
 # allocators' caches change from any thread (a buffer the GC frees on another thread): a leaf lock, held only around them
 _alloc_lock = threading.RLock()
 
+def _release(allocator: Allocator, opaque: Any, nbytes: int, options: Any, device: str) -> None:
+  with _alloc_lock:
+    allocator.free(opaque, nbytes, options)
+    GlobalCounters.mem_used -= nbytes
+    GlobalCounters.mem_used_per_device[device] -= nbytes
+
 class Buffer:
   """`size` elements of `dtype` on `device`; memory is allocated on `allocate()` (or now, given `opaque`/`initial_value`)."""
   def __init__(self, device: str, size: int, dtype: DType, options: Any = None, opaque: Any = None, initial_value: bytes | None = None):
@@ -372,19 +378,18 @@ class Buffer:
         self._buf = allocator.alloc(self.nbytes, self.options)
         GlobalCounters.mem_used += self.nbytes
         GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+        # freed by a weakref finalizer, not __del__: its arguments keep the handle reachable, so a Buffer the GC frees in a
+        # reference cycle never takes the handle into the cycle, whose finalizers all run (a wgpu GPUBuffer's releases
+        # it) before the allocator's cache would hand the dead handle out again. Not run at interpreter exit
+        self._finalizer = weakref.finalize(self, _release, allocator, self._buf, self.nbytes, self.options, self.device)
+        self._finalizer.atexit = False
     return self
   def deallocate(self) -> None:
     """Return the memory to the device's allocator."""
     with _alloc_lock:
       if not self.is_allocated(): return
-      if self._owned:
-        self._allocator.free(self._buf, self.nbytes, self.options)
-        GlobalCounters.mem_used -= self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
+      if self._owned: self._finalizer()
       del self._buf
-  def __del__(self) -> None:
-    try: self.deallocate()
-    except Exception: pass   # interpreter shutdown or a device already gone: nothing useful to do
   def copyin(self, mv: memoryview) -> Buffer:
     """Copy host bytes (exactly nbytes) into the buffer, allocating it if needed; returns self."""
     mv = _flat(mv)

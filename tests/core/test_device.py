@@ -1,4 +1,5 @@
 """Device registry, compiler-pair selection, Buffer and allocators, with fake devices registered by an in-process plugin."""
+import gc
 import pytest
 from plugin_isolation import environment_plugins
 from tinygrad import plugins
@@ -274,6 +275,24 @@ def test_buffer_external_opaque_not_freed():
   assert b._buf is mine
   b.deallocate()
   assert alloc.cache_bytes == 0
+
+def test_buffer_freed_in_a_reference_cycle_caches_a_live_handle():
+  # a handle with a finalizer of its own (wgpu's GPUBuffer releases itself in __del__): a Buffer freed by the cyclic GC (a
+  # traceback's frame holding a tensor) took its handle into the cycle, the GC ran both finalizers, and the cache handed
+  # the released handle to the next buffer of that size (WEBGPU aborted in create_bind_group)
+  class Handle:
+    alive = True
+    def __del__(self): self.alive = False
+  class HandleAllocator(LRUAllocator):
+    def _alloc(self, size, options): return Handle()
+    def _free(self, opaque, size, options): pass
+  Device["FAKE"].allocator = alloc = HandleAllocator("FAKE")
+  cycle: list = [Buffer("FAKE", 4, dtypes.float32).allocate()]
+  cycle.append(cycle)
+  del cycle
+  gc.collect()
+  assert alloc.cache_bytes == 16 and alloc.mem_used == 0
+  assert Buffer("FAKE", 4, dtypes.float32).allocate()._buf.alive, "the cache handed out a handle its finalizer had released"
 
 def test_as_buffer_copies_without_host_view():
   class CopyOnly(Allocator):

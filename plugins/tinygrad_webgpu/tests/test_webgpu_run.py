@@ -1,4 +1,5 @@
 """The WEBGPU runtime on a real adapter (llvmpipe in CI): packed dtypes, launch folding, validation errors, timing, refusals."""
+import subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
@@ -134,3 +135,13 @@ def test_threads_in_a_block(webgpu, opts):
   finally:
     ren.has_threads = had
     method_cache.clear()
+
+def test_tensor_freed_in_a_reference_cycle_leaves_no_released_buffer_in_the_cache(webgpu):
+  # a tensor freed by the cyclic GC (held by a traceback's frame, as a failed test's) had its GPUBuffer released by wgpu's
+  # own finalizer and then cached for reuse: the next kernel writing a buffer of that size aborted the interpreter in
+  # create_bind_group (wgpu-native: "invalid bind group entry"). In a subprocess, as that aborted
+  code = ("import gc\nfrom tinygrad import Tensor\n"
+          f"def make():\n  box = [Tensor([1.0, 2.0, 3.0], device='{webgpu}').realize()]\n  box.append(box)\n"
+          f"make()\ngc.collect()\nprint((Tensor.ones(3, device='{webgpu}').contiguous() * 2).tolist())\n")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0 and r.stdout.strip() == "[2.0, 2.0, 2.0]", f"rc {r.returncode}: {r.stdout}{r.stderr[-2000:]}"

@@ -72,6 +72,8 @@ class WebGPUProgram:
     entries = []
     for b, uniform in self.binds:
       buf = ubuf if uniform else bufs[b]
+      # wgpu-native aborts the interpreter on a released buffer (its handle None): say which instead
+      if getattr(buf, "_internal", True) is None: raise RuntimeError(f"WEBGPU kernel {self.name}: buffer {b} was released before the launch")
       entries.append({"binding": b, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
     bind = dev.gpu.create_bind_group(layout=self.bgl, entries=entries)
     ts = wait and "timestamp-query" in dev.features
