@@ -77,6 +77,7 @@ CUSTOM_GRAD = "custom_grad"
 def _t(u: UOp) -> Tensor: return _tensor_cls()(u, requires_grad=False)   # a rule that needs a Tensor method (cos, sinh ...)
 GRAD_RULES: dict[str, Any] = {
   "same": lambda g, y, x: g,                                                                # x's gradient, for a value that is x but for its edges
+  "nan_at_inf": lambda g, y, x: (_t(x).isinf() & (_t(g) != 0)).uop.where(const_like(g, math.nan), g),  # g, NaN at +-inf (d(x - x) there); 0 stays 0
   "exp": lambda g, y, x: g * y,                                                             # d e^x = e^x
   "cos": lambda g, y, x: -(g * x.sin()),                                                    # d cos x = -sin x
   "tan": lambda g, y, x: g * (const_like(y, 1.0) + y * y),                                  # d tan x = 1 + tan^2 x

@@ -660,3 +660,61 @@ def test_gradient_passes_through_chains_of_realized_tensors_and_skips_graphs_wit
   np.testing.assert_allclose(w.grad.numpy(), 2 * x.numpy(), rtol=1e-6)
   np.testing.assert_allclose(x.grad.numpy(), z.numpy(), rtol=1e-6)
   np.testing.assert_allclose(y.grad.numpy(), x.numpy(), rtol=1e-6)
+
+# ---- gradient edge cases that differed from torch (each is torch's value; var's sign is documented in docs/guide.md) ----
+def _grads(out, *xs): return [g.tolist() for g in out.sum().gradient(*xs)]
+
+def test_bce_gradient_wrt_target_is_minus_logit_at_p_0_and_1():
+  # d/dY of -(Y log p + (1-Y) log(1-p)) is log(1-p) - log(p): +-inf at p = 0, 1 (the clamped logs' derivative gave +-100)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  p, y = [0.0, 1.0, 0.3], [0.5, 0.5, 0.2]
+  tp, ty = torch.tensor(p, requires_grad=True), torch.tensor(y, requires_grad=True)
+  torch.nn.functional.binary_cross_entropy(tp, ty).backward()
+  xp, xy = Tensor(p, requires_grad=True), Tensor(y, requires_grad=True)
+  loss = xp.binary_crossentropy(xy)
+  gp, gy = _grads(loss, xp, xy)
+  np.testing.assert_allclose(gy, ty.grad.tolist(), rtol=1e-6)
+  np.testing.assert_allclose(gp, tp.grad.tolist(), rtol=1e-6)
+  assert loss.item() == pytest.approx(torch.nn.functional.binary_cross_entropy(tp, ty).item(), rel=1e-6)   # still clamped: finite
+
+def test_var_gradient_with_correction_at_least_n_is_inf_not_nan():
+  # dividing by max(0, N - correction) = 0: the gradient is 2(x - mean)/0, +-inf, NaN at the mean (all NaN before; torch
+  # gives +inf for both signs); std's stays NaN (0 * inf), as torch's
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  for c in (3, 4):
+    x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = x.var(correction=c)
+    assert v.item() == math.inf and _grads(v, x)[0] == [-math.inf, pytest.approx(math.nan, nan_ok=True), math.inf]
+    tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    torch.std(tx, correction=c).backward()
+    assert all(math.isnan(g) for g in _grads(x.std(correction=c), x)[0]) and all(math.isnan(g) for g in tx.grad.tolist())
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+  np.testing.assert_allclose(_grads(x.var(), x)[0], [-1.0, 0.0, 1.0], atol=1e-7)   # the finite case keeps its path
+
+def test_logaddexp_gradient_at_a_tie_of_infinities_is_nan():
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  inf = math.inf
+  a, b = [-inf, inf, -inf, inf, 1.0, 2.0], [-inf, inf, 1.0, -inf, 1.0, -3.0]   # torch: NaN, NaN, (0, 1), (1, 0), 1/2, ...
+  ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  torch.logaddexp(ta, tb).sum().backward()
+  xa, xb = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  out = xa.logaddexp(xb)
+  assert out.tolist() == torch.logaddexp(ta, tb).tolist()
+  ga, gb = _grads(out, xa, xb)
+  np.testing.assert_allclose(ga, ta.grad.tolist(), rtol=1e-6)
+  np.testing.assert_allclose(gb, tb.grad.tolist(), rtol=1e-6)
+
+def test_clamp_max_wins_the_gradient_where_min_exceeds_max_also_at_nan():
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  xs = [math.nan, 0.0, 5.0, 1.5, math.nan, 0.5, -1.0, 3.0]
+  los, his = [2.0] * 4 + [0.0] * 4, [1.0] * 4 + [1.0] * 4   # min > max, then an ordinary [0, 1]
+  tt = [torch.tensor(v, requires_grad=True) for v in (xs, los, his)]
+  torch.clamp(*tt).sum().backward()
+  ts = [Tensor(v, requires_grad=True) for v in (xs, los, his)]
+  out = ts[0].clamp(ts[1], ts[2])
+  np.testing.assert_equal(np.array(out.tolist()), torch.clamp(*tt).detach().numpy())
+  for g, t in zip(_grads(out, *ts), tt): assert g == t.grad.tolist()

@@ -606,7 +606,11 @@ class ElementwiseMixin:
       return (past | (b != b) if dtypes.is_float(b.dtype) else past).where(b, x)
     ret = bound(self, min_, True) if min_ is not None else self
     ret = bound(ret, max_, False) if max_ is not None else ret
-    return (self != self).where(self.detach(), ret) if dtypes.is_float(self.dtype) else ret   # NaN in: gradient 0
+    if not dtypes.is_float(self.dtype): return ret
+    nan_in = self.detach()   # NaN in: NaN out, gradient 0 to self
+    # but where min_ > max_, max_ wins in the gradient too, as torch (NaN + max_ is NaN, with max_'s gradient)
+    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0)
+    return (self != self).where(nan_in, ret)
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""
     return self.clip(min_, max_)
@@ -803,11 +807,12 @@ class ElementwiseMixin:
     return ret - (b.isinf() | b.isnan()).where(0.0, b * 0).abs()
   def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:
     """Elementwise log(exp(self) + exp(other)), stable for large inputs: max + log1p(exp(min - max)); infinities of one sign
-    give that infinity, and ties split the gradient evenly."""
+    give that infinity, and ties split the gradient evenly (a tie of infinities: NaN, as torch)."""
     a, b = self._broadcasted(other)
     a, b = a._f32up(), b._f32up()
     hi, lo = a.maximum(b), a.minimum(b)
-    ret = hi + (hi == lo).where(0.0, lo - hi).exp()._log1p()
+    # (a tie of infinities takes hi with a NaN gradient: torch's e**(a - out) there is e**(inf - inf))
+    ret = (hi == lo).where(hi._with_grad(hi, "nan_at_inf"), hi) + (hi == lo).where(0.0, lo - hi).exp()._log1p()
     return (a.isnan() | b.isnan()).where(math.nan, ret).cast(self._broadcasted(other)[0]._float().dtype)
   def isclose(self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """True where |self - other| <= atol + rtol * |other| (torch.isclose); infinities are close only to themselves, NaN only

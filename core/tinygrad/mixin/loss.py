@@ -50,7 +50,10 @@ class LossMixin:
     if out in OPMATH_F32: x, Y = x.float(), Y.float()
     # the clamped logs' gradients are torch's, finite at p = 0 and 1 (gradient.py GRAD_RULES)
     logp, log1mp = x._with_grad(x.log().maximum(-100), "bce_log"), x._with_grad((1 - x).log().maximum(-100), "bce_log1m")
-    loss = -(Y * logp + (1 - Y) * log1mp)
+    # Y's gradient is torch's log(1-p) - log(p), from the unclamped logs (inf at p = 0, the clamped ones' 100 was finite):
+    # the clamped loss's value with the unclamped terms' gradient
+    ulogp, ulog1mp = x._with_grad(x.log(), "bce_log"), x._with_grad((1 - x).log(), "bce_log1m")
+    loss = -(Y * ulogp + (1 - Y) * ulog1mp)._with_grad((Y * logp + (1 - Y) * log1mp).detach(), "same")
     return loss._reduce_loss("binary_crossentropy", reduction).cast(out)
   def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy on logits (self), computed stably through logsigmoid; pos_weight scales the positive term."""

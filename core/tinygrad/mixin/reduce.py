@@ -137,13 +137,18 @@ class ReduceMixin:
       # the sum of squares stays finite and the variance (at most ~2**126) comes back finite
       if self.dtype.itemsize == 8: return (d.cast(dtypes.float32) * 2.0 ** -32).var(axis, keepdim, correction) * 2.0 ** 64
       return d.cast(dtypes.float32).var(axis, keepdim, correction)
-    d = self - self.mean(axis, keepdim=True)
+    n = self._count(axis) - correction
+    # correction >= N divides by 0: the paths through the mean and through sum(d) (inf times deviations summing to 0) made
+    # every gradient NaN; without them it is 2(x - mean)/0: +-inf by the deviation's sign, NaN at the mean (torch: +inf
+    # for both signs)
+    by_zero = isinstance(n, int) and n <= 0
+    d = self - (self.mean(axis, keepdim=True).detach() if by_zero else self.mean(axis, keepdim=True))
     # corrected two-pass: the float32 mean is off by some ulps (300 copies of 65535.0: by 0.15), and every deviation by
     # as much; sum(d)**2/N takes that back out (a constant tensor's variance was 0.022, torch's and numpy's 0). Never
     # below 0 (rounding), whose root would be NaN
-    ss = d.square().sum(axis, keepdim) - d.sum(axis, keepdim).square() / self._count(axis)
+    fix = d.sum(axis, keepdim).square() / self._count(axis)
+    ss = d.square().sum(axis, keepdim) - (fix.detach() if by_zero else fix)
     ss = (ss < 0).where(0.0, ss)
-    n = self._count(axis) - correction
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
     return ss / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
   @_opmath   # (float16/bfloat16: the float32 variance's root rounded once; the variance rounded first was 1 ulp off in 1 of 8)
