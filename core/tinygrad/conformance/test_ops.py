@@ -298,6 +298,12 @@ class TestUnary:
       check(x * 0, a * np.float32(0), what=f"{a.tolist()} * 0")
       check(x - x, a - a, what=f"x - x of {a.tolist()}")
       check(x.lerp(T(a[::-1].copy(), device), 1.0), a[::-1] - (a[::-1] - a) * np.float32(0), what="lerp(x, y, 1): y - (y - x) * 0")
+  def test_signed_zeros_of_products_and_fmod(self, device):
+    # -0.0 * +0.0 is -0.0 and fmod(-0.0, y) is -0.0 (C, torch); WEBGPU's x * 0 chose the zero by x < 0, false for -0.0
+    a, b = np.array([-0.0, 0.0, -0.0, -0.0, -3.0, 3.0], np.float32), np.array([2.0, 2.0, -2.0, np.inf, 1.5, -1.5], np.float32)
+    for what, got, want in [("x * 0.0", T(a, device) * 0.0, a * np.float32(0.0)), ("x * -0.0", T(a, device) * -0.0, a * np.float32(-0.0)),
+                            ("fmod", T(a, device).fmod(T(b, device)), np.fmod(a, b))]:
+      assert np.signbit(got.numpy()).tolist() == np.signbit(want).tolist(), f"{what} of {a.tolist()}: {got.tolist()}, want {want.tolist()}"
   def test_sign_keeps_nan(self, device):
     # docs/guide.md: sign(nan) is NaN, as numpy (WEBGPU's compiler folded the 0*NaN that carried it to 0: sign(nan) was 1)
     a = np.array([np.nan, -0.0, 0.0, 2.0, -np.inf, np.inf, -3.0], np.float32)
@@ -430,6 +436,12 @@ class TestReduce:
     a = data.draw(farr(shape, -2, 2) if name == "prod" else farr(shape))
     check(tf(T(a, device), axis=axis, keepdim=keepdim), nf(a.astype(np.float64), axis=axis, keepdims=keepdim).astype(np.float32),
           rtol=1e-5, atol=1e-5, what=f"{name}(axis={axis}, keepdim={keepdim}) of {shape}")
+  def test_sum_of_negative_zeros_is_positive_zero(self, device):
+    # a float sum starts from +0.0, so it is never -0.0 (torch's 0.0; numpy's reduce starts from the first element: -0.0).
+    # WEBGPU's shader compiler folded the 0.0 + x of the first step to x: the sum of [-0.0] * 3 was -0.0
+    x = Tensor([[-0.0] * 3] * 2, device=device)
+    for what, got in [("sum", x.sum()), ("sum(axis=1)", x.sum(1)), ("mean", x.mean()), ("cumsum", x.cumsum(1)), ("half sum", x.half().sum())]:
+      assert not np.signbit(got.numpy()).any(), f"{what} of -0.0s: {got.tolist()}, torch 0.0"
   @pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
   @given(shape_and_axis(), st.booleans(), st.data())
   @FEW

@@ -91,6 +91,20 @@ def _nonfinite(x: UOp) -> UOp:
   e = f.bitcast(dtypes.uint32.vec(x.dtype.count)) & UOp.const(dtypes.uint32.vec(x.dtype.count), 0x7f800000)
   return e.eq(e.const_like(0x7f800000))
 
+def _signbit(x: UOp) -> UOp:
+  # x's sign bit (float16 through float32, which keeps it): x < 0 is false for -0.0, whose product with +0.0 is -0.0
+  f = x if x.dtype.scalar() == dtypes.float32 else x.cast(dtypes.float32.vec(x.dtype.count))
+  s = f.bitcast(dtypes.uint32.vec(x.dtype.count)) & UOp.const(dtypes.uint32.vec(x.dtype.count), 0x80000000)
+  return s.ne(s.const_like(0))
+
+def _plus_zero(r: UOp) -> UOp:
+  # a float sum starts from +0.0, so IEEE never gives -0.0 (+0 + -0 is +0); the compiler folds 0.0 + x to x (a sum of -0.0
+  # was -0.0, torch 0.0): the result's -0.0 made +0.0 by its bits, which it keeps
+  f = r if r.dtype.scalar() == dtypes.float32 else r.cast(dtypes.float32.vec(r.dtype.count))
+  b = f.bitcast(dtypes.uint32.vec(r.dtype.count))
+  ret = b.eq(b.const_like(0x80000000)).where(b.const_like(0), b).bitcast(f.dtype)
+  return ret if ret.dtype == r.dtype else ret.cast(r.dtype)
+
 def _float_const(c: UOp, want: Callable[[float], bool]) -> bool: return isinstance(c.arg, float) and dtypes.is_float(c.dtype) and want(c.arg)
 
 # the shader compiler may assume no float is inf or NaN (llvmpipe does): it took a division by the literal 0.0 as
@@ -103,7 +117,8 @@ pm_wgsl = PatternMatcher([
   (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]),
    lambda x, c: _times_inf(x, c.arg) if _float_const(c, math.isinf) else None),                                  # x * +-inf by selects
   (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _nonfinite(x).where(x.const_like(math.nan),
-   (x < x.const_like(0.0)).where(x.const_like(-c.arg), c)) if _float_const(c, lambda v: v == 0) else None),      # x * +-0.0: NaN at inf, NaN
+   _signbit(x).where(x.const_like(-c.arg), c)) if _float_const(c, lambda v: v == 0) else None),                 # x * +-0.0: NaN at inf, NaN; zero by sign bits
+  (UPat(Ops.REDUCE, arg=Ops.ADD, name="r"), lambda r: _plus_zero(r.replace(tag="+0")) if dtypes.is_float(r.dtype) and r.tag is None else None),  # sum: -0.0 -> +0.0
   (UPat(Ops.SUB, src=(UPat.var("x"), UPat.var("x"))),
    lambda x: _nonfinite(x).where(x.const_like(math.nan), x.const_like(0.0)) if dtypes.is_float(x.dtype) else None),   # x - x: NaN at inf, NaN
 ])
