@@ -23,13 +23,18 @@ from common import run_json, user_env, ensure_tinygrad_venv, ROOT
 TARGETS_MD = os.path.join(ROOT, "bench", "TARGETS.md")
 
 def read_targets(path: str = TARGETS_MD) -> list[dict[str, str]]:
-  """The rows of the targets table: key, workload, unit, target."""
-  rows = []
+  """The rows of the targets table (the one headed `| key | workload | unit | target |`): key, workload, unit, target.
+  Other tables in the file (the measurements' write-ups) are not read."""
+  rows: list[dict[str, str]] = []
+  inside = False
   with open(path) as f:
     for line in f:
       cells = [c.strip() for c in line.strip().strip("|").split("|")]
-      if len(cells) == 4 and cells[0] not in ("key", "") and not cells[0].startswith("-"):
-        rows.append(dict(zip(("key", "workload", "unit", "target"), cells)))
+      if not inside:
+        inside = cells == ["key", "workload", "unit", "target"]
+        continue
+      if not line.lstrip().startswith("|"): break   # the table's end
+      if len(cells) == 4 and not cells[0].startswith("-"): rows.append(dict(zip(("key", "workload", "unit", "target"), cells)))
   return rows
 
 _CLAUSE = re.compile(r"^(>=|<=)\s*([0-9.]+)\s+(\S+)$")

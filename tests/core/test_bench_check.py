@@ -70,3 +70,12 @@ def test_cpu_seconds_counts_this_process():
   sum(i * i for i in range(300_000))
   b = run._cpu_seconds()
   assert a is not None and b is not None and b[0] >= a[0] and b[1] > a[1]
+
+def test_only_the_targets_table_is_read(tmp_path):
+  # a four-column table in a measurement write-up further down (| row | run 1 | run 2 | run 3 |) was read as targets,
+  # and bench-check failed on its "run 3" clause
+  md = tmp_path / "TARGETS.md"
+  md.write_text("intro\n\n| key | workload | unit | target |\n|---|---|---|---|\n| sum | sum | GB/s | >= 1.4 numpy |\n\n"
+                "## measured\n\n| row | run 1 | run 2 | run 3 |\n|---|---|---|---|\n| matmul 512 | 1.2 | 0.9 | 0.9 |\n")
+  assert run.read_targets(str(md)) == [{"key": "sum", "workload": "sum", "unit": "GB/s", "target": ">= 1.4 numpy"}]
+  assert [t["key"] for t in run.read_targets()] == ["matmul512", "matmul1024", "matmul2048", "ew", "sum", "softmax", "beam_matmul1024"]
