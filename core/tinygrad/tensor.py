@@ -412,8 +412,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _views_a_buffer(self) -> bool:
     """Whether this tensor is a view (movement ops) of its base's realized buffer, which realize() leaves as it is (on
     several devices: each shard a view of the base's shard on its device). A pad is not: it is a value of its own once
-    realized, as torch's F.pad and numpy's np.pad make one. Also of a symbolic shape (`t[:n]` of a bound n): realized into a
-    copy, writing into it left t as it was."""
+    realized, as torch's F.pad and numpy's np.pad make one. A view of a symbolic shape (`t[:n]` of a bound n) is one too
+    (it used to be realized into a copy, and writing into it left t as it was)."""
     base = self._view_of
     if base is None or self._virtual: return False
     def on_buffer(v: UOp, b: UOp) -> bool:
