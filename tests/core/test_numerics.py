@@ -746,3 +746,8 @@ def test_transcendental_2_matches_numpy(dev, dt):
       xs = np.abs(x) + np.finfo(npdt).tiny if nf is np.log2 else x
       with np.errstate(over="ignore"): want = nf(xs.astype(np.float64)).astype(npdt)
       np.testing.assert_allclose(tf(Tensor(xs, device=dev)).numpy(), want, rtol=2*np.finfo(npdt).eps, atol=2*np.finfo(npdt).eps, err_msg=f"{nf.__name__} {dt}")
+
+@pytest.mark.parametrize("args", [(-5, 5, 0.7), (0, 1, 0.1), (1, 0, -0.3), (0.5, 1000.5, 1.1)])
+def test_float_arange_is_numpys_fill(dev, args):
+  # docs/guide.md (Numerics): start + i*((start + step) - start), each rounded to float32, bit for bit numpy's
+  np.testing.assert_array_equal(Tensor.arange(*args, device=dev).numpy(), np.arange(*args, dtype=np.float32))
