@@ -35,6 +35,13 @@ def test_index_offsets_past_int32_widen_even_with_short_loops():
   ast = (Tensor.empty(3, 2**30, dtype=dtypes.uint8) + 1).sum(axis=0).schedule()[-1].ast
   assert any(u.dtype == dtypes.int64 for u in index_nodes(ast, dtypes.int64))
 
+def test_zero_trip_reduce_keeps_int32_indices():
+  # the sum of a (2, 0) tensor loops 0 times, indexing with r // 0 (no bounds): that kept the kernel's indices int64, so the
+  # gradient of x[idx, empty_mask] failed to compile on WEBGPU (WGSL without shader-int64 cannot index with an i64)
+  t = (Tensor.empty(2, 1, dtype=dtypes.int32) + Tensor.empty(0, dtype=dtypes.int32)).reshape(0).sum()
+  for ei in t.schedule():
+    assert _ranges(ei.ast) and not index_nodes(narrow_indices(ei.ast), dtypes.int64)
+
 def test_retype_round_trip_and_data_uses_keep_their_type():
   # an arange-like kernel: the range is both an index and stored data; narrowing keeps the stored value int64
   t = Tensor.arange(10, dtype=dtypes.int64) * 3

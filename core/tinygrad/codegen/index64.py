@@ -35,7 +35,11 @@ def _bounds(u: UOp, b: dict[UOp, Any]) -> tuple[Any, Any] | None:
   """Exact bounds of `u` from its sources' (no wraparound clamp); None where unknown."""
   if u.op in (Ops.CONST, Ops.DEFINE_VAR): return u._min_max
   if u.op is Ops.RANGE: return (0, b.get(u.src[0], u.src[0]._min_max)[1] - 1)
-  return _alu_bounds(u, [b.get(s, s._min_max) for s in u.src])
+  srcs = [b.get(s, s._min_max) for s in u.src]
+  # a value of a loop that never runs (a range of 0 trips: bounds (0, -1)) is never computed, so any type holds it: the
+  # reduce of a (2, 0) tensor indexes with r // 0 and r % 0, unbounded, and kept int64 indices that WGSL cannot compile
+  if any(lo > hi for lo, hi in srcs): return (0, -1)
+  return _alu_bounds(u, srcs)
 
 def _fits(u: UOp, lohi: tuple[Any, Any] | None) -> bool:
   return lohi is not None and (u.dtype == dtypes.bool or (_LO <= lohi[0] and lohi[1] <= _HI))
