@@ -147,6 +147,21 @@ def test_masked_select_with_size_is_jittable():
     want = np.concatenate([a[m], np.zeros(6)])[:4]
     np.testing.assert_allclose(f(Tensor(a), Tensor(m)).numpy(), want, rtol=1e-6)
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_selections_keep_negative_zero_like_torch(dev):
+  # each picked value was a one-hot sum starting at +0.0, which made a selected -0.0 come out as 0.0 (torch copies it)
+  z = np.array([-0.0, 2.0, -0.0, 3.0], np.float32)
+  def signs(t): return np.signbit(t.numpy()).tolist()
+  m = np.array([True, False, True, True])
+  assert signs(Tensor(z, device=dev).masked_select(Tensor(m, device=dev))) == signs(torch.tensor(z).masked_select(torch.tensor(m)))
+  i = np.array([2, 0, 1, 3])
+  want = torch.ones(4).scatter(0, torch.tensor(i), torch.tensor(z))
+  assert signs(Tensor.ones(4, device=dev).contiguous().scatter(0, Tensor(i, device=dev), Tensor(z, device=dev))) == signs(want)
+  x, tx = Tensor.ones(2, 4, device=dev).contiguous(), torch.ones(2, 4)
+  x[Tensor([1, 0, 1], device=dev), Tensor([3, 2, 0], device=dev)] = Tensor(z[:3], device=dev)
+  tx[torch.tensor([1, 0, 1]), torch.tensor([3, 2, 0])] = torch.tensor(z[:3])
+  assert signs(x) == signs(tx) and np.signbit(x.numpy()).sum() == 2
+
 def test_masked_select_errors():
   with pytest.raises(RuntimeError, match="bool"): Tensor([1, 2]).masked_select(Tensor([1, 0]))
 

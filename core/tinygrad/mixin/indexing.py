@@ -296,7 +296,8 @@ class IndexingMixin:
     mask, vt = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape)), vt.reshape((nbf,) + vt.shape[nb:])
     bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
     last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
-    vals = (mask & (bid == last)).where(vt, vt._const(0, shape=())).sum(0, dtype=self.dtype)
+    # read the winning value (a load), not a one-hot sum: a sum starting at +0.0 turned a written -0.0 into 0.0
+    vals = vt._broadcast_to((nbf, *p.out_shape)).gather(0, (last - 1).maximum(0).unsqueeze(0)).squeeze(0)
     self.assign(scatter(last > 0).where(scatter(vals), self))
   def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim` (index may be smaller than self in other dims)."""
@@ -345,7 +346,7 @@ class IndexingMixin:
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
     last = mask.where(pos, 0)._max(-1, keepdim=True)   # the last j that writes each position (0: none)
-    val = (mask & (pos == last)).where(src, src._const(0, shape=())).sum(-1, dtype=self.dtype)
+    val = src.gather(-1, (last - 1).maximum(0)).squeeze(-1)   # a load of src[last-1] (a one-hot sum made -0.0 0.0)
     return (last.squeeze(-1) > 0).where(val, self)
   def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """Reduce src's elements into self at `index` along `dim` (torch's scatter_reduce): reduce is 'sum', 'prod', 'mean',
@@ -389,7 +390,10 @@ class IndexingMixin:
     k = int(count.item()) if size is None else size
     slot = m.cast(dtypes.int32)._cumalu(0, Ops.ADD) - 1   # the output slot of each selected element (int32: a count of elements)
     hit = m & (slot == Tensor.arange(k, device=self.device).unsqueeze(-1))
-    out = hit.where(x, x._const(0, shape=())).sum(-1, dtype=self.dtype)
+    # each slot's source position (an exact int sum), then a gather (a load): summing the selected values themselves
+    # starts at +0.0, which turned a selected -0.0 into 0.0 (torch keeps it)
+    src = hit.where(Tensor.arange(x.numel(), device=self.device), 0).sum(-1, dtype=dtypes.int32)
+    out = x.gather(0, src)
     return out if size is None else (Tensor.arange(k, device=self.device) < count).where(out, out._const(fill_value, shape=()))
   def nonzero(self: Tensor, as_tuple: bool = False, size: int | None = None, fill_value: int = 0) -> Tensor | tuple[Tensor, ...]:
     """The indices (int32, row-major order) of the nonzero elements (NaN counts as nonzero): shape (count, ndim), or with
