@@ -6,6 +6,7 @@ from tinygrad import Tensor, dtypes, Device
 from tinygrad.codegen import get_program
 from tinygrad.codegen.index64 import narrow_indices, retype_indices, index_nodes
 from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
 
 CORE = os.path.join(os.path.dirname(__file__), "..", "..", "core")
 BIG = 2**31 + 16
@@ -40,7 +41,17 @@ def test_zero_trip_reduce_keeps_int32_indices():
   # gradient of x[idx, empty_mask] failed to compile on WEBGPU (WGSL without shader-int64 cannot index with an i64)
   t = (Tensor.empty(2, 1, dtype=dtypes.int32) + Tensor.empty(0, dtype=dtypes.int32)).reshape(0).sum()
   for ei in t.schedule():
-    assert _ranges(ei.ast) and not index_nodes(narrow_indices(ei.ast), dtypes.int64)
+    assert _ranges(ei.ast) and all(u.dtype != dtypes.int64 for u in index_nodes(narrow_indices(ei.ast), dtypes.int64))
+
+def test_division_by_a_zero_size_keeps_int32_indices():
+  # an empty (1, 4, 0) index divides the kernel's index math by 0 (x // 0 and x % 0, which the IR defines as 0): their
+  # bounds were unknown, so this scatter_reduce kept int64 indices and WEBGPU rejected the kernel (`ridx3 < 2li`)
+  x = UOp.variable("x", 0, 9)
+  assert (x // 0)._min_max == (x % 0)._min_max == (0, 0)
+  t = Tensor.empty(3, 5, 3, dtype=dtypes.uint8).scatter_reduce(0, Tensor.empty(1, 4, 0, dtype=dtypes.int32),
+                                                               Tensor.empty(2, 5, 1, dtype=dtypes.uint8), "amax")
+  for ei in t.schedule():
+    assert _ranges(ei.ast) and all(u.dtype != dtypes.int64 for u in index_nodes(narrow_indices(ei.ast), dtypes.int64))
 
 def test_retype_round_trip_and_data_uses_keep_their_type():
   # an arange-like kernel: the range is both an index and stored data; narrowing keeps the stored value int64

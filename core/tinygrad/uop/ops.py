@@ -643,6 +643,7 @@ def _alu_bounds(n: UOp, s: list[tuple[Any, Any]]) -> tuple[Any, Any] | None:
     vals = [a*b for a in s[0] for b in s[1]]
     return (min(vals), max(vals))
   if op is Ops.MAX: return (max(s[0][0], s[1][0]), max(s[0][1], s[1][1]))
+  if op in (Ops.IDIV, Ops.MOD) and dtypes.is_int(n.dtype) and s[1] == (0, 0): return (0, 0)   # x // 0 and x % 0 are 0 in the IR
   if op is Ops.IDIV and dtypes.is_int(n.dtype):
     (a0, a1), (b0, b1) = s
     if b0 <= 0 <= b1: return None
