@@ -17,6 +17,8 @@ TH = types.SimpleNamespace(empty=torch.empty, tensor=torch.tensor, conv2d=torch.
 # (what, the call on (tensor of `shape`, library), shapes, text our message must hold)
 CASES = [
   ("flip repeated", lambda x, m: x.flip((0, 0)), [(3, 4), (1, 1), (0, 5)], "twice"),
+  ("triu of a vector", lambda x, m: x.triu(1), [(3,), ()], "at least 2 dims"),   # (an IndexError 'tuple index out of range' before)
+  ("tril of a vector", lambda x, m: x.tril(), [(0,), (5,)], "at least 2 dims"),
   ("flip repeated negative", lambda x, m: x.flip((1, -1)), [(3, 4), (1, 0)], "twice"),
   ("permute short", lambda x, m: x.permute((0, 2)), [(3, 4, 5), (1, 1, 1, 1)], "(0, 2)"),
   ("permute long", lambda x, m: x.permute((0, 1, 2, 2)), [(3, 4, 5), (0, 1, 7)], "(0, 1, 2, 2)"),

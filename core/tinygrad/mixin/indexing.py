@@ -419,6 +419,7 @@ class IndexingMixin:
     _check_oob("one_hot", self, num_classes, self.ndim, False)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
   def _tri(self: Tensor, diagonal: int, upper: bool) -> Tensor:
+    if self.ndim < 2: raise ArgumentError(f"{'triu' if upper else 'tril'}: needs at least 2 dims (the matrix), got shape {self.shape}")
     r, c = self.shape[-2], self.shape[-1]
     rows, cols = Tensor.arange(r, device=self.device).unsqueeze(-1), Tensor.arange(c, device=self.device)
     mask = (cols >= rows + diagonal) if upper else (cols <= rows + diagonal)
