@@ -86,6 +86,17 @@ def test_scatter_reduce_amax_tie_splits_gradient_like_torch():
   close(x.grad, tx.grad)
   close(src.grad, tsrc.grad)
 
+def test_scatter_reduce_amax_without_self_gives_src_the_whole_gradient():
+  # documented difference (docs/guide.md): torch counts a self equal to the result as a tie even with include_self=False
+  # and hands self nothing, so its src gets 0.5 of 1 here; left out, self is no tie and src's gradient is all of it
+  for red in ("amax", "amin"):
+    x, src = Tensor([0.0, 3.0], requires_grad=True), Tensor([0.0, 0.0, 1.0], requires_grad=True)
+    x.scatter_reduce(0, Tensor([0, 0, 1]), src, red, include_self=False).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0] and src.grad.tolist() == [0.5, 0.5, 1.0]
+    tx, tsrc = torch.tensor([0.0, 3.0], requires_grad=True), torch.tensor([0.0, 0.0, 1.0], requires_grad=True)
+    tx.scatter_reduce(0, torch.tensor([0, 0, 1]), tsrc, red, include_self=False).sum().backward()
+    assert np.allclose(tsrc.grad.numpy()[:2], 1 / 3) and tx.grad[0] == 0   # torch: a third of it lost
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_scatter_reduce_int_mean_rounds_down(dev):
   idx, s = [0, 1, 1], [7, -7, 3]

@@ -351,7 +351,8 @@ class IndexingMixin:
   def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """Reduce src's elements into self at `index` along `dim` (torch's scatter_reduce): reduce is 'sum', 'prod', 'mean',
     'amax' or 'amin'; include_self=False leaves self's values out where an index hits (they stay where none does).
-    Integer 'mean' rounds down, as torch; gradients as torch (amax/amin split among tied values, self's included)."""
+    Integer 'mean' rounds down, as torch; gradients as torch (amax/amin split among tied values, self's included), except
+    that with include_self=False a self equal to the result is no tie (torch counts it and loses its share; docs/guide.md)."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
       raise RuntimeError(f"scatter_reduce: reduce={reduce!r}; valid: 'sum', 'prod', 'mean', 'amax', 'amin'")
     if reduce == "amin": return self._inverse().scatter_reduce(dim, index, src._inverse(), "amax", include_self)._inverse()
