@@ -590,6 +590,19 @@ def test_index_errors():
   with pytest.raises(IndexError, match="ints or bools"): t[Tensor([0.0])]
   with pytest.raises(ValueError, match="does not fit"): t[[0, 1], [0, 1]] = Tensor([1.0, 2.0, 3.0])
 
+@pytest.mark.parametrize("dev", DEVS)
+def test_tensor_indices_out_of_bounds_pick_nothing(dev):
+  # public tinygrad's rule for Tensor indices (no host check): an index outside its axis picks 0, as one index does; with
+  # several, their flattened index read a neighbour (x[0, 4] of a (2, 3) gave x[1, 1], its gradient went there) and an
+  # int64 index wrapped to int32 (2**32 + 1 read index 1)
+  x = Tensor(np.arange(1, 7, dtype=np.float32).reshape(2, 3), device=dev, requires_grad=True)
+  i1 = Tensor([4, -5, 2**32 + 1, -1], device=dev, dtype=dtypes.int64)
+  assert x[0][i1].tolist() == [0, 0, 0, 3]
+  out = x[Tensor([0, 1, 0, 0], device=dev), i1]
+  assert out.tolist() == [0, 0, 0, 3]
+  out.sum().backward()
+  assert x.grad.tolist() == [[0, 0, 1], [0, 0, 0]]
+
 # ---- a list index holding slices or lists is a tuple of indices (public tinygrad's rule; torch's before 2.9) ----
 @pytest.mark.parametrize("idx", [[slice(None), [1, 3]], [[0, 2], slice(None)], [[-1], [0]], [[0, 2], [-1]],
                                  [slice(None), [[0, 1], [2, 3]]], [[0, 1], [2, 3]], [None, [1, 2]], [Ellipsis, [0, 4]]])

@@ -232,11 +232,16 @@ class IndexingMixin:
       rest = [j for j in range(x.ndim) if j not in picked]
       total = prod(n for _, _, n in ts)
       idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
-      lin, stride = None, 1
+      lin, stride, inb = None, 1, None
       for _, t, n in reversed(ts):
         term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
         lin, stride = term if lin is None else lin + term, stride * n
-      assert lin is not None
+        # an index past its own axis picks nothing (0, as the one-hot masks give): in the flattened index it landed on
+        # another element (x[0, 4] of a (2, 3) read x[1, 1]), and an int64 index cast to int32 wrapped (2**32 + 1 read 1)
+        ok = (t >= 0) & (t < n)
+        inb = ok if inb is None else inb & ok
+      assert lin is not None and inb is not None
+      lin = inb.where(lin, -1)
       nb, nr = len(bshape), len(rest)
       xf = x.permute(rest + picked).reshape((1,) * nb + tuple(x.shape[j] for j in rest) + (total,))
       hit = lin._broadcast_to(bshape).reshape(bshape + (1,) * nr + (1,)) == Tensor.arange(total, device=self.device, dtype=idt).reshape((1,) * (nb + nr) + (total,))
