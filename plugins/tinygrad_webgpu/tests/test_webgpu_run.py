@@ -145,3 +145,14 @@ def test_tensor_freed_in_a_reference_cycle_leaves_no_released_buffer_in_the_cach
           f"make()\ngc.collect()\nprint((Tensor.ones(3, device='{webgpu}').contiguous() * 2).tolist())\n")
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert r.returncode == 0 and r.stdout.strip() == "[2.0, 2.0, 2.0]", f"rc {r.returncode}: {r.stdout}{r.stderr[-2000:]}"
+
+def test_empty_index_kernels_compile(webgpu):
+  # kernels over a size-0 index divide their index math by 0 or loop 0 times; their bounds were unknown, so they kept int64
+  # indices and WGSL (no shader-int64 here) rejected them ('data0[0li]', 'ridx3 < 2li'); now they narrow to int32
+  x = Tensor(np.ones((1, 1), np.float32), device=webgpu, requires_grad=True)
+  x[Tensor([[-1], [0]], device=webgpu), Tensor([False], device=webgpu)].sum().backward()
+  assert x.grad.tolist() == [[0.0]]
+  a = np.arange(45, dtype=np.uint8).reshape(3, 5, 3)
+  out = Tensor(a, device=webgpu).scatter_reduce(0, Tensor.empty(1, 4, 0, dtype=dtypes.int32, device=webgpu),
+                                                Tensor.ones(2, 5, 1, dtype=dtypes.uint8, device=webgpu), "amax")
+  np.testing.assert_equal(out.numpy(), a)
