@@ -603,6 +603,13 @@ def test_tensor_indices_out_of_bounds_pick_nothing(dev):
   out.sum().backward()
   assert x.grad.tolist() == [[0, 0, 1], [0, 0, 0]]
 
+def test_zero_dim_tensor_index_is_advanced_as_in_public_tinygrad():
+  # documented difference from torch (docs/guide.md): torch reads a 0-d int tensor index as an int, we (and public
+  # tinygrad, and numpy's placement) as an advanced index, so an int-separated pair moves the broadcast dims first
+  t, tt = Tensor.arange(24).reshape(2, 3, 4), torch.arange(24).reshape(2, 3, 4)
+  assert t[Tensor(1), :, Tensor([0, 1])].shape == (2, 3) and tt[torch.tensor(1), :, torch.tensor([0, 1])].shape == (3, 2)
+  assert t[1, :, Tensor([0, 1])].tolist() == tt[1, :, torch.tensor([0, 1])].tolist()
+
 # ---- a list index holding slices or lists is a tuple of indices (public tinygrad's rule; torch's before 2.9) ----
 @pytest.mark.parametrize("idx", [[slice(None), [1, 3]], [[0, 2], slice(None)], [[-1], [0]], [[0, 2], [-1]],
                                  [slice(None), [[0, 1], [2, 3]]], [[0, 1], [2, 3]], [None, [1, 2]], [Ellipsis, [0, 4]]])
