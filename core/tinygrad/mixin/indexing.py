@@ -211,7 +211,8 @@ class IndexingMixin:
   def __getitem__(self: Tensor, indices: Any) -> Tensor:
     """torch-style indexing: ints, slices (any step), None, Ellipsis, int Tensor/list/tuple indices (lazy: one-hot masks
     and a sum; their dims go where torch puts them, which differs from numpy where an int separates them: x[1, :, t] has
-    t's dims in the middle; a 0-d Tensor is a tensor index, as in public tinygrad, where torch reads an int) and bool masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
+    t's dims in the middle; a 0-d Tensor is a tensor index, as in public tinygrad, where torch reads an int) and bool
+    masks (data-dependent: they realize to count their True elements, as nonzero() does)."""
     if isinstance(indices, Tensor) and indices.dtype == dtypes.bool and indices.shape == self.shape and self.ndim:
       return self.masked_select(indices)   # t[t > 0]: the common whole-shape mask in one pass
     p = self._index_plan(self._bool_indices(indices := _list_as_tuple(indices)))
