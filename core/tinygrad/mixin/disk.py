@@ -145,13 +145,14 @@ def disk_bitcast(t: Any, dt: Any) -> Any:
   from tinygrad.device import Buffer
   from tinygrad.engine.buffers import buffer_of, new_buffer
   from tinygrad.helpers import prod
+  from tinygrad.mixin.common import ArgumentError   # ValueError and RuntimeError: the error of public tinygrad and torch's view(dtype)
   what = f"bitcast of a {t.device} tensor from {t.dtype} to {dt}"
-  if t.ndim == 0: raise ValueError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
+  if t.ndim == 0: raise ArgumentError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
   _file_base(t)
   if (r := _strided(t.uop)) is None or not _contiguous(r[2], r[3], t.dtype.itemsize):
-    raise ValueError(f"{what}: only a contiguous range of the file can be read as another item size (this view is strided)")
+    raise ArgumentError(f"{what}: only a contiguous range of the file can be read as another item size (this view is strided)")
   base, off, shape, _ = r
-  if (shape[-1] * t.dtype.itemsize) % dt.itemsize: raise ValueError(f"{what}: the last axis ({shape[-1]}) does not fill whole {dt} items")
+  if (shape[-1] * t.dtype.itemsize) % dt.itemsize: raise ArgumentError(f"{what}: the last axis ({shape[-1]}) does not fill whole {dt} items")
   nbytes = prod(shape) * t.dtype.itemsize
   bb = buffer_of(base).allocate()
   u = new_buffer(t.device, nbytes // dt.itemsize, dt)
