@@ -276,6 +276,22 @@ def test_pad_modes_with_negative_pads(mode):
     for pads in [(-1, 2, 1, -1), (2, -1, -1, 3)]: check(T(x).pad(pads, mode=mode), F.pad(x, pads, mode=mode))
   check(T(x).pad((1, 1), value=-2.5), F.pad(x, (1, 1), value=-2.5))
 
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_pad_fill_promotes_as_a_python_number(dev):
+  # public tinygrad pads with where(mask, t, value), so the fill promotes as any Python number does (t + value): a float fill
+  # of an int tensor gives a float tensor, an int fill of a bool one an int tensor. The fill was cast to the tensor's dtype
+  # (int8 padded with 2.5 gave [2, 1, 2, 2], bool padded with 2 [True, True, False, True]; found by upstream's dtype suite)
+  for data, dt, value, want_dt, want in [([1, 2], dtypes.int8, 2.5, dtypes.float32, [2.5, 1, 2, 2.5]),
+                                         ([True, False], dtypes.bool, 2, dtypes.int32, [2, 1, 0, 2]),
+                                         ([True, False], dtypes.bool, 2.5, dtypes.float32, [2.5, 1, 0, 2.5]),
+                                         ([1, 2], dtypes.int32, -math.inf, dtypes.float32, [-math.inf, 1, 2, -math.inf]),
+                                         ([1, 2], dtypes.uint8, 7, dtypes.uint8, [7, 1, 2, 7]), ([True, False], dtypes.bool, True, dtypes.bool, [True, True, False, True]),
+                                         ([1, 2], dtypes.int16, -0.0, dtypes.int16, [0, 1, 2, 0]), ([1.0, 2.0], dtypes.float16, 2.5, dtypes.float16, [2.5, 1, 2, 2.5])]:
+    got = Tensor(data, dtype=dt, device=dev).pad((1, 1), value=value)
+    assert got.dtype == want_dt and got.tolist() == want, (dt, value, got.dtype, got.tolist())
+    if value != 0: assert got.dtype == (Tensor(data, dtype=dt, device=dev) + value).dtype   # the same rule as a binary op's (a zero fill adds nothing)
+  with pytest.raises(OverflowError): Tensor([1, 2], dtype=dtypes.int8, device=dev).pad((1, 1), value=300)   # as int8_t + 300 (it wrapped to 44)
+
 def test_roll_flip_repeat_unfold_split_chunk():
   x = rand((3, 5, 4))
   for shifts, dims in [(1, 0), (-2, 1), ((1, -3), (0, 2)), (7, 2), (0, 1), (13, None)]: check(T(x).roll(shifts, dims), x.roll(shifts, dims))

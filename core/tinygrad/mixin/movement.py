@@ -129,10 +129,12 @@ class MovementMixin:
     # (`t.pad((1, 1))[1:-1]`, the same UOps as a view of t's buffer) shows a later write into self (the graph is the same:
     # a conv's padding still folds into its kernel)
     ret = Tensor(x.uop.pad(pos))
-    if value == 0 and math.copysign(1.0, value) > 0: return ret   # (a -0.0 fill is a value: F.pad keeps its sign)
-    if dtypes.is_int(self.dtype) and isinstance(value, float) and math.isinf(value): value = dtypes.max(self.dtype) if value > 0 else dtypes.min(self.dtype)
+    # (a -0.0 fill of a float tensor is a value: F.pad keeps its sign; a zero of any type keeps an int or bool tensor's dtype)
+    if value == 0 and (not dtypes.is_float(self.dtype) or math.copysign(1.0, value) > 0): return ret
     mask = Tensor(Tensor._full_uop(x.shape, True, dtypes.bool, self.device).pad(pos))
-    return mask.where(ret, self._const(value, self.dtype))
+    # the fill promotes as a Python number in a where does, as in public tinygrad: an int tensor padded with 2.5 (or -inf) is
+    # float, a bool one padded with 2 int (it was cast to the tensor's dtype: 2.5 became 2, and 2 True)
+    return mask.where(ret, value)
   def _pad_mode(self: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:
     x = self
     for d, (b0, a0) in enumerate(pairs):
