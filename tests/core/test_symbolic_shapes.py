@@ -153,6 +153,17 @@ def test_full_and_zeros_of_symbolic_shape(device):
     np.testing.assert_allclose((Tensor.zeros(v, 3, device=device) + 1).sum(0).numpy(), np.full(3, val, dtype=np.float32))
     assert Tensor.empty(v, 2, device=device).shape[0] is v
 
+def test_a_size_written_with_the_number_first_is_the_same_size():
+  # 2*i and i*2 (3+i and i+3) are one UOp, as in public tinygrad: a constant goes second in a commutative op. They were two,
+  # so `!=` was True and a shape tuple built one way (a cat's 2*i+3 rows) was unequal to the same size written the other
+  # (upstream's test_cat_dim0_is_expanded)
+  i = Variable("i", 1, 5).bind(3)
+  for a, b in [(2*i, i*2), (3+i, i+3), (2*i+3, i*2+3), (1+2*i, i*2+1), (5*(i+1), (i+1)*5)]:
+    assert a is b and not (a != b), (a.render(), b.render())
+  t = Tensor.empty(5, 3)[:i].cat(Tensor.empty(5, 3)[:i], dim=0).cat(Tensor.empty(3, 3), dim=0)
+  assert t.shape == (2*i+3, 3) and t.shape == Tensor.empty(13, 3)[:2*i+3].shape
+  assert (3 - i).render() == "(3-i)" and (10 // i).render() == "(10//i)"   # (not commutative: the order stays)
+
 def test_shape_reports_symbolic_ints_and_tolist_once_bound():
   v = Variable("n", 1, 5).bind(2)
   t = Tensor([[1, 2, 3, 4, 5]] * 2)[:, :v]

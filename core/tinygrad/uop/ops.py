@@ -310,6 +310,9 @@ class UOp(metaclass=UOpMetaClass):
   def _binop(self, op: Ops, x: UOp | ConstType, reverse: bool) -> UOp:
     if not isinstance(x, (UOp, int, float)) and isinstance(getattr(x, "uop", None), UOp): return NotImplemented   # a Tensor: its reflected operator builds the op
     other = self.ufix(x)
+    # a Python number goes second in a commutative op (2*i is i*2, 3+i is i+3), as public tinygrad builds it: a size written
+    # either way is one UOp, so shapes compare equal (a cat's 2*i+3 rows is the user's 2*i+3); it compared unequal
+    if reverse and op in GroupOp.Commutative and not isinstance(x, UOp): reverse = False
     return other.alu(op, self) if reverse else self.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
   def __radd__(self, x): return self._binop(Ops.ADD, x, True)
