@@ -71,6 +71,14 @@ def test_one_hot_needs_a_class_count(n):
   with pytest.raises(ValueError, match="num_classes"): Tensor([1, 2, 4]).one_hot(n)
   assert Tensor([1, 2, 4]).one_hot(6).shape == (3, 6) and Tensor.empty(0, dtype=dtypes.int32).one_hot(0).shape == (0, 0)
 
+def test_one_hot_of_a_float_or_bool_tensor_raises():
+  # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
+  # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)
+  for t in (Tensor([1.5]), Tensor([1.0, 2.0]), Tensor([True, False]), Tensor([1.0], dtype=dtypes.float16)):
+    for exc in (TypeError, RuntimeError):
+      with pytest.raises(exc, match="int tensor"): t.one_hot(3)
+  assert Tensor([1, 2], dtype=dtypes.uint8).one_hot(3).tolist() == [[0, 1, 0], [0, 0, 1]]
+
 @pytest.mark.parametrize("args,dt", [((2**33,), dtypes.int32), ((129,), dtypes.int8), ((-129, 128), dtypes.int8), ((128, 0, -1), dtypes.int8),
                                      ((127, -130, -1), dtypes.int8), ((0, 2**16 + 1, 2**15), dtypes.uint16), ((-1, 3), dtypes.uint8)])
 def test_arange_past_the_dtype_is_overflow(args, dt):

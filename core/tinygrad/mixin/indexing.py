@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
 from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
-from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError
+from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError, OpDTypeError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
@@ -423,6 +423,9 @@ class IndexingMixin:
     """int32 one-hot encoding along a new last dimension of size `num_classes` (public tinygrad's: no -1 to infer it)."""
     if not isinstance(num_classes, int) or num_classes < 0:
       raise ArgumentError(f"one_hot: num_classes must be an int >= 0, got {num_classes!r}; for torch's -1 pass int(t.max().item()) + 1")
+    # (a float index matched no class where it was not whole: 1.5 gave a row of zeros; public tinygrad and torch raise)
+    if not dtypes.is_int(self.dtype) or dtypes.is_bool(self.dtype):
+      raise OpDTypeError(f"one_hot: the indices must be an int tensor, got {self.dtype}; cast whole-number labels first (t.cast(dtypes.int32))")
     _check_oob("one_hot", self, num_classes, self.ndim, False)
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
   def _tri(self: Tensor, diagonal: int, upper: bool) -> Tensor:
