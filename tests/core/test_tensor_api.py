@@ -161,7 +161,7 @@ def test_broadcasting_shapes():
   (lambda x: x.split([1, 2], 1)[1], (2, 2, 4)), (lambda x: x.chunk(2, 1)[1], (2, 1, 4)), (lambda x: x @ t(4, 5), (2, 3, 5)),
   (lambda x: x @ t(4), (2, 3)), (lambda x: t(3) @ x, (2, 4)), (lambda x: t(7, 1, 4, 3) @ x, (7, 2, 4, 4)), (lambda x: x.dot(t(2, 4, 1)), (2, 3, 1)),
   (lambda x: x.linear(t(4, 6), t(6)), (2, 3, 6)), (lambda x: x.sequential([Tensor.relu, lambda y: y.sum(0)]), (3, 4)),
-  (lambda x: x.one_hot(5), (2, 3, 4, 5)), (lambda x: x.gather(1, Tensor.zeros(2, 2, 4, dtype=dtypes.int32)), (2, 2, 4)),
+  (lambda x: x.cast(dtypes.int32).one_hot(5), (2, 3, 4, 5)), (lambda x: x.gather(1, Tensor.zeros(2, 2, 4, dtype=dtypes.int32)), (2, 2, 4)),
   (lambda x: x.triu(1), (2, 3, 4)), (lambda x: x.layernorm(), (2, 3, 4)), (lambda x: x.lerp(1.0, 0.5), (2, 3, 4)), (lambda x: x.clip(0, 1), (2, 3, 4)),
   (lambda x: x.detach(), (2, 3, 4)), (lambda x: x.contiguous(), (2, 3, 4)), (lambda x: x.clone(), (2, 3, 4))])
 def test_op_shapes(op, shape):
