@@ -10,7 +10,7 @@ from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_lo
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
-from tinygrad.mixin.common import AxisError, ArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
+from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
@@ -840,7 +840,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return flat
   def item(self) -> ConstType:
     """The value of a one-element tensor as a Python scalar."""
-    if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, got shape {self.shape}")
+    if self.numel() != 1: raise AssertedArgumentError(f"item() needs a tensor with exactly one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
   def data(self) -> memoryview:
     """The realized bytes as a memoryview, cast to the dtype's struct format when it has one: of the tensor's shape (a 0-d

@@ -71,6 +71,15 @@ def test_one_hot_needs_a_class_count(n):
   with pytest.raises(ValueError, match="num_classes"): Tensor([1, 2, 4]).one_hot(n)
   assert Tensor([1, 2, 4]).one_hot(6).shape == (3, 6) and Tensor.empty(0, dtype=dtypes.int32).one_hot(0).shape == (0, 0)
 
+def test_shape_checks_public_tinygrad_asserts_are_assertion_errors_too():
+  # public tinygrad checks these with assert: code catching its AssertionError missed ours (a ValueError, for cat and stack
+  # a ValueError and RuntimeError); all three catch them now (found comparing errors with 0.14 after upstream's suites)
+  t = Tensor.empty(2, 3)
+  for bad in (lambda: t.cat(Tensor.empty(3, 2)), lambda: Tensor.stack(t, Tensor.empty(3)), lambda: t.split([1, 2]), lambda: t.item(),
+              lambda: Tensor.empty(1, 2, 4, 4).conv2d(Tensor.empty(1, 3, 2, 2)), lambda: t.conv2d(Tensor.empty(1, 3, 2, 2))):
+    for exc in (AssertionError, ValueError, RuntimeError):
+      with pytest.raises(exc): bad()
+
 def test_one_hot_of_a_float_or_bool_tensor_raises():
   # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
   # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)

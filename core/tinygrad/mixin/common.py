@@ -11,7 +11,8 @@ class ArgumentError(ValueError, RuntimeError):
   """A Tensor op's arguments do not fit each other (shapes, axes, options): caught by `except ValueError` and by
   `except RuntimeError`, which is what public tinygrad (and torch) raise for these."""
 class AssertedArgumentError(ArgumentError, AssertionError):
-  """Arguments public tinygrad checks with `assert` (multinomial's): also caught by `except AssertionError`, as there."""
+  """Arguments public tinygrad checks with `assert` (multinomial's; the shapes of cat, stack, split, conv2d, item's one
+  element): also caught by `except AssertionError`, as there."""
 class DTypeKindError(ValueError, TypeError):
   """A dtype of the wrong kind for a random op (randint of a float dtype, rand of an int one): a ValueError, and the
   TypeError public tinygrad raises for randint's."""

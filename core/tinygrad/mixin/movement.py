@@ -10,7 +10,7 @@ from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint
-from tinygrad.mixin.common import ArgumentError, UnknownModeError
+from tinygrad.mixin.common import ArgumentError, AssertedArgumentError, UnknownModeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 def _size_arg(x: Any) -> sint:
@@ -193,7 +193,7 @@ class MovementMixin:
     d = first._resolve_dim(dim)
     for t in ts[1:]:
       if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
-        raise ArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
+        raise AssertedArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
     total, off, parts = sum(t.shape[d] for t in ts), 0, []
     # a float part is padded with -0.0, the exact identity of +: with 0.0 an element -0.0 summed to 0.0 (1/cat gave +inf)
@@ -220,7 +220,7 @@ class MovementMixin:
     """Stack same-shaped tensors along a new dimension `dim` (`a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b])`)."""
     ts = _tensor_args("stack", self, args)
     for t in ts[1:]:
-      if t.shape != ts[0].shape: raise ArgumentError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
+      if t.shape != ts[0].shape: raise AssertedArgumentError(f"stack: shapes {ts[0].shape} and {t.shape} differ")
     d = ts[0]._resolve_dim(dim, extra=True)
     return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
   def split(self: Tensor, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -233,7 +233,7 @@ class MovementMixin:
       sz = [min(sizes, n - i) for i in range(0, max(1, n), sizes)]
     else:
       sz = list(sizes)
-      if sum(sz) != n: raise ValueError(f"split: sizes {sz} sum to {sum(sz)}, but dim {d} of shape {self.shape} has {n}")
+      if sum(sz) != n: raise AssertedArgumentError(f"split: sizes {sz} sum to {sum(sz)}, but dim {d} of shape {self.shape} has {n}")
     offs = list(itertools.accumulate(sz, initial=0))
     return tuple(self.shrink([(offs[k], offs[k+1]) if i == d else None for i in range(self.ndim)]) for k in range(len(sz)))
   def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:

@@ -8,7 +8,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import sint_le
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
-from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError
+from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.mixin.elementwise import _opmath
 if TYPE_CHECKING:
@@ -416,10 +416,10 @@ class NNMixin:
   def conv2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1,
              padding: int | tuple[int, ...] = 0, dtype: DType | str | None = None) -> Tensor:
     """Convolution (cross-correlation) over the spatial dims: input (N, Cin, *spatial), weight (Cout, Cin/groups, *kernel)."""
-    if self.ndim != weight.ndim or self.ndim < 3: raise ValueError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims (>= 3)")
+    if self.ndim != weight.ndim or self.ndim < 3: raise AssertedArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims (>= 3)")
     (bs, cin_), (cout, cin), hw = self.shape[:2], weight.shape[:2], weight.shape[2:]
     _check_positive("conv2d", "groups", (groups,))
-    if groups * cin != cin_: raise ValueError(f"conv2d: input channels {cin_} != groups ({groups}) * weight in-channels ({cin}) for input {self.shape}, weight {weight.shape}")
+    if groups * cin != cin_: raise AssertedArgumentError(f"conv2d: input channels {cin_} != groups ({groups}) * weight in-channels ({cin}) for input {self.shape}, weight {weight.shape}")
     if cout % groups: raise ValueError(f"conv2d: out channels {cout} not divisible by groups {groups}")
     nd = len(hw)
     _check_positive("conv2d", "stride", tuple(make_tuple(stride, nd)))
