@@ -154,9 +154,9 @@ def test_full_and_zeros_of_symbolic_shape(device):
     assert Tensor.empty(v, 2, device=device).shape[0] is v
 
 def test_a_size_written_with_the_number_first_is_the_same_size():
-  # 2*i and i*2 (3+i and i+3) are one UOp, as in public tinygrad: a constant goes second in a commutative op. They were two,
-  # so `!=` was True and a shape tuple built one way (a cat's 2*i+3 rows) was unequal to the same size written the other
-  # (upstream's test_cat_dim0_is_expanded)
+  # 2*i and i*2 (3+i and i+3) are one UOp: a constant goes second in a commutative op. They were two, so `!=` was True
+  # (public tinygrad's symbolic != is False) and a shape tuple built one way (a cat's 2*i+3 rows) was unequal to the same
+  # size written the other (upstream's test_cat_dim0_is_expanded)
   i = Variable("i", 1, 5).bind(3)
   for a, b in [(2*i, i*2), (3+i, i+3), (2*i+3, i*2+3), (1+2*i, i*2+1), (5*(i+1), (i+1)*5)]:
     assert a is b and not (a != b), (a.render(), b.render())

@@ -310,8 +310,9 @@ class UOp(metaclass=UOpMetaClass):
   def _binop(self, op: Ops, x: UOp | ConstType, reverse: bool) -> UOp:
     if not isinstance(x, (UOp, int, float)) and isinstance(getattr(x, "uop", None), UOp): return NotImplemented   # a Tensor: its reflected operator builds the op
     other = self.ufix(x)
-    # a Python number goes second in a commutative op (2*i is i*2, 3+i is i+3), as public tinygrad builds it: a size written
-    # either way is one UOp, so shapes compare equal (a cat's 2*i+3 rows is the user's 2*i+3); it compared unequal
+    # a Python number goes second in a commutative op (2*i is i*2, 3+i is i+3): a size written either way is one UOp, so
+    # shapes compare equal (a cat's 2*i+3 rows is the user's 2*i+3) and `!=`, identity here, is False for them, as public
+    # tinygrad's symbolic `!=` (it simplifies both sides) is; they were two UOps
     if reverse and op in GroupOp.Commutative and not isinstance(x, UOp): reverse = False
     return other.alu(op, self) if reverse else self.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
