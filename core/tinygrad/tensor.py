@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
-from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked
+from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
@@ -423,14 +423,20 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       return base.uop.op is Ops.MULTI and len(self.uop.src) == len(base.uop.src) and all(map(on_buffer, self.uop.src, base.uop.src))
     return on_buffer(self.uop, base.uop)
   @engine_locked
-  def realize(self, *lst: Tensor) -> Tensor:
+  def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
     """Compute this tensor (and `lst`) now: afterwards each one's UOp is a realized buffer. Returns self.
+    `do_update_stats=False` (public tinygrad's) leaves GlobalCounters' kernel, op, byte and time totals as they were.
 
     A view of a realized tensor (a slice, permute, flip ...) stays a view of its buffer, as torch's views share their
     tensor's storage: later writes into either show in the other (`.contiguous()` or `.clone()` gives a copy). A view
     with a pending assign first runs the assign (the base's buffer is written). A view of a lazy tensor is computed into
     a buffer of its own (the tensor it views is not computed as a whole).
     The graph a float tensor was computed from is kept beside the buffer, so `backward()` after `realize()` still works."""
+    if not do_update_stats:
+      # (the totals are put back afterwards: the engine counts each kernel as it runs, also in the realizes this one starts)
+      saved = (GC.kernel_count, GC.global_ops, GC.global_mem, GC.time_sum_s)
+      try: return self.realize(*lst)
+      finally: GC.kernel_count, GC.global_ops, GC.global_mem, GC.time_sum_s = saved
     todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and not t._virtual and smax(t.numel()) > 0 and not t._views_a_buffer()]
     if not todo: return self
     if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)

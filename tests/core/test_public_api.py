@@ -83,6 +83,16 @@ def test_global_counters_count_elementwise_ops():
   ((x + 1) * 3).realize()
   assert GlobalCounters.global_ops == 2 * 400 and GlobalCounters.kernel_count == 1
 
+def test_realize_without_updating_the_stats():
+  # public tinygrad's realize(do_update_stats=False) (its engine warms up with it): a TypeError here before
+  x = Tensor.rand(4, 100).realize()
+  GlobalCounters.reset()
+  y = ((x + 1) * 3).realize(do_update_stats=False)
+  assert (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem) == (0, 0, 0)
+  np.testing.assert_allclose(y.numpy(), (x.numpy() + 1) * 3, rtol=1e-6)
+  ((x - 1) * 2).realize()
+  assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_ops == 2 * 400   # counting goes on after it
+
 def test_debug2_prints_kernels_copies_and_jit_replays():
   code = ("from tinygrad import Tensor, TinyJit\nimport numpy as np\n"
           "a = Tensor(np.ones((64, 64), np.float32)).realize(); b = Tensor(np.ones((64, 64), np.float32)).realize()\n"
