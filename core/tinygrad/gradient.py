@@ -119,7 +119,9 @@ def _mish_grad(x: Tensor) -> Tensor:
   tsp = x.softplus().tanh()
   return tsp + x * x.sigmoid() * (1 - tsp * tsp)
 def _where_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
-  if isinstance(ret.tag, tuple) and ret.tag[0] == CUSTOM_GRAD: return (None, None, GRAD_RULES[ret.tag[1]](ctx, ret.src[1], ret.src[2], *ret.tag[2:]))
+  # y is `ret` itself, not its value src[1]: a gradient of this gradient then takes the rule again (src[1]'s own graph may
+  # have no gradient rule, LDEXP, or differentiate to the polynomial's derivative)
+  if isinstance(ret.tag, tuple) and ret.tag[0] == CUSTOM_GRAD: return (None, None, GRAD_RULES[ret.tag[1]](ctx, ret, ret.src[2], *ret.tag[2:]))
   return (None, ret.src[0].where(ctx, const_like(ctx, 0)), ret.src[0].where(const_like(ctx, 0), ctx))
 
 # Tensor.contiguous_backward is a DETACH with this tag: an identity in the forward pass (the scheduler passes DETACH

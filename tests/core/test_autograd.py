@@ -718,3 +718,27 @@ def test_clamp_max_wins_the_gradient_where_min_exceeds_max_also_at_nan():
   out = ts[0].clamp(ts[1], ts[2])
   np.testing.assert_equal(np.array(out.tolist()), torch.clamp(*tt).detach().numpy())
   for g, t in zip(_grads(out, *ts), tt): assert g == t.grad.tolist()
+
+SECOND_ORDER = {   # name: (tinygrad, torch); each goes through exp's or tan's custom rule, whose value y is the forward pass
+  "exp": (lambda x: x.exp(), lambda x: x.exp()),
+  "tanh": (lambda x: x.tanh(), lambda x: x.tanh()),
+  "sigmoid": (lambda x: x.sigmoid(), lambda x: x.sigmoid()),
+  "tan": (lambda x: x.tan(), lambda x: x.tan()),
+  "gelu": (lambda x: x.gelu(), lambda x: __import__("torch").nn.functional.gelu(x, approximate="tanh")),
+  "softmax": (lambda x: x.softmax(-1) * x, lambda x: x.softmax(-1) * x),
+  "log_softmax": (lambda x: x.log_softmax(-1) ** 2, lambda x: x.log_softmax(-1) ** 2),
+}
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_order_gradients_through_custom_rules_match_torch(name):
+  # a custom rule's y was the WHERE's value src[1], whose own graph the gradient of the gradient then walked: exp's LDEXP
+  # (the CPU's and PYTHON's 2**n) has no rule (RuntimeError for tanh/sigmoid/softmax ...), and without LDEXP the second
+  # derivative of exp was the Taylor polynomial's derivative (not e**x bit for bit)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.random.default_rng(1).uniform(-1.4, 1.4, (3, 5)).astype(np.float32)
+  ft, fr = SECOND_ORDER[name]
+  x, tx = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+  g = ft(x).sum().gradient(x)[0]
+  tg = torch.autograd.grad(fr(tx).sum(), tx, create_graph=True)[0]
+  np.testing.assert_allclose(g.square().sum().gradient(x)[0].numpy(), torch.autograd.grad(tg.square().sum(), tx)[0].numpy(), rtol=1e-4, atol=1e-5)
+  if name == "exp": np.testing.assert_array_equal(g.sum().gradient(x)[0].numpy(), x.exp().numpy())   # d2 e^x = e^x exactly
