@@ -40,11 +40,12 @@ def np_sgd(lr, momentum=0.0, wd=0.0, nesterov=False):
       ps[i] = ps[i] - lr * g
   return ps
 
-def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, lamb=False):
+def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, lamb=False, l2=0.0):
   ps, m, v = [A0.astype(np.float64), B0.astype(np.float64)], [np.zeros(3)] * 2, [np.zeros(3)] * 2
   for t in range(1, STEPS + 1):
     gs = np_grads(*ps)
     for i in range(2):
+      gs[i] = gs[i] + l2 * ps[i]   # torch.optim.Adam's weight_decay
       m[i] = b1 * m[i] + (1 - b1) * gs[i]
       v[i] = b2 * v[i] + (1 - b2) * gs[i] ** 2
       up = (m[i] / (1 - b1 ** t)) / (np.sqrt(v[i] / (1 - b2 ** t)) + eps) + wd * ps[i]
@@ -62,6 +63,8 @@ CASES = [
   ("sgd_wd", lambda p: SGD(p, lr=0.05, momentum=0.5, weight_decay=0.1), lambda: np_sgd(0.05, 0.5, wd=0.1)),
   ("adam", lambda p: Adam(p, lr=0.01), lambda: np_adam(0.01)),
   ("adam_betas", lambda p: Adam(p, lr=0.03, b1=0.8, b2=0.99, eps=1e-6), lambda: np_adam(0.03, 0.8, 0.99, 1e-6)),
+  # Adam's weight_decay was AdamW's decoupled decay (torch.optim.Adam's is an L2 term in the gradient): 0.086 off torch in 6 steps
+  ("adam_wd", lambda p: Adam(p, lr=0.01, weight_decay=0.3), lambda: np_adam(0.01, l2=0.3)),
   ("adamw", lambda p: AdamW(p, lr=0.01), lambda: np_adam(0.01, wd=0.01)),
   ("adamw_wd", lambda p: AdamW(p, lr=0.01, weight_decay=0.3), lambda: np_adam(0.01, wd=0.3)),
   ("lamb", lambda p: LAMB(p, lr=0.01, weight_decay=0.1), lambda: np_adam(0.01, eps=1e-6, wd=0.1, lamb=True)),

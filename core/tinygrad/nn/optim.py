@@ -204,6 +204,7 @@ class LAMB(Optimizer):
     super().__init__(params, lr, device, fused)
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self.l2 = 0.0   # Adam's weight_decay (torch.optim.Adam's): l2*p joins the gradient before the moments
     self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), dtypes.float32, self._on) for _ in range(2))
     self.m = [_state(p, device=self._on) for p in self.params]
     self.v = [_state(p, device=self._on) for p in self.params]
@@ -218,6 +219,7 @@ class LAMB(Optimizer):
       b1_t, b2_t = (b if b.device == dev else b.to(dev) for b in (self.b1_t, self.b2_t))
       if g.device != dev: g = g.contiguous().to(dev)
       g = g.cast(self.m[i].dtype)   # realized by schedule_step, so m and v do not each recompute it
+      if self.l2: g = g + self.l2 * (p if p.device == dev else p.to(dev)).cast(g.dtype)
       self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
       self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
       m_hat = self.m[i] / (1.0 - b1_t)
@@ -233,8 +235,12 @@ class LAMB(Optimizer):
 
 def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
          device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM) -> LAMB:
-  """Adam with bias correction (tinygrad's defaults); a weight_decay is decoupled, as in AdamW."""
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device, fused=fused)
+  """Adam with bias correction (tinygrad's defaults). weight_decay is torch.optim.Adam's L2 penalty: g += weight_decay*p
+  before the moments (public tinygrad's Adam has none; AdamW's decoupled decay is another update)."""
+  if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+  ret = LAMB(params, lr, b1, b2, eps, 0.0, adam=True, device=device, fused=fused)
+  ret.l2 = weight_decay
+  return ret
 
 def AdamW(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.01,
           device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM) -> LAMB:
