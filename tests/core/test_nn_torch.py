@@ -33,18 +33,20 @@ def test_instancenorm_checks_channels():
   with pytest.raises(ValueError, match="C=3"): nn.InstanceNorm(3)(Tensor.ones(2, 4, 5))
 
 @HS
-@given(bs=st.integers(1, 3), fin=st.integers(1, 5), hid=st.integers(1, 4), bias=st.booleans(), state=st.booleans())
+@given(bs=st.integers(0, 3), fin=st.integers(1, 5), hid=st.integers(1, 4), bias=st.booleans(), state=st.booleans())
 def test_lstmcell_like_torch(bs, fin, hid, bias, state):
+  # bs 0: torch's unbatched form, x (fin,) and h, c (hid,); the zero state was (fin, hid) and h' came out (fin, hid), silently
+  b = (bs,) if bs else ()
   tc = torch.nn.LSTMCell(fin, hid, bias=bias)
   m = nn.LSTMCell(fin, hid, bias=bias)
   names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if bias else [])
   for k in names: setattr(m, k, Tensor(getattr(tc, k).detach().numpy().copy(), requires_grad=True))
-  x, h0, c0 = rnd(bs, fin), rnd(bs, hid, seed=1), rnd(bs, hid, seed=2)
+  x, h0, c0 = rnd(*b, fin), rnd(*b, hid, seed=1), rnd(*b, hid, seed=2)
   tx = torch.tensor(x, requires_grad=True)
   gx = Tensor(x, requires_grad=True)
   th, tcc = tc(tx, (torch.tensor(h0), torch.tensor(c0))) if state else tc(tx)
   h, c = m(gx, (Tensor(h0), Tensor(c0))) if state else m(gx)
-  uh, uc = rnd(bs, hid, seed=4), rnd(bs, hid, seed=5)
+  uh, uc = rnd(*b, hid, seed=4), rnd(*b, hid, seed=5)
   ((th * torch.tensor(uh)).sum() + (tcc * torch.tensor(uc)).sum()).backward()
   ((h * Tensor(uh)).sum() + (c * Tensor(uc)).sum()).backward()
   close(h.numpy(), th.detach().numpy())

@@ -189,7 +189,8 @@ class InstanceNorm:
 
 class LSTMCell:
   """One LSTM step, torch's layout: gates (i, f, g, o) = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, every weight
-  uniform in +-1/sqrt(hidden_size); returns (h', c'). hc None: zero state."""
+  uniform in +-1/sqrt(hidden_size); returns (h', c'). hc None: zero state. x (input_size,) with hc (hidden_size,) each is
+  torch's unbatched form."""
   def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
     bound = 1 / math.sqrt(hidden_size)
     self.weight_ih = _uniform((hidden_size * 4, input_size), bound)
@@ -197,6 +198,9 @@ class LSTMCell:
     self.bias_ih: Tensor | None = _uniform((hidden_size * 4,), bound) if bias else None
     self.bias_hh: Tensor | None = _uniform((hidden_size * 4,), bound) if bias else None
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    if x.ndim == 1:   # unbatched: as a batch of one (the batched path broadcast it to an (input_size, hidden_size) state)
+      h, c = self(x.unsqueeze(0), None if hc is None else (hc[0].unsqueeze(0), hc[1].unsqueeze(0)))
+      return h.squeeze(0), c.squeeze(0)
     if hc is None: hc = (Tensor.zeros(x.shape[0], self.weight_hh.shape[1], dtype=x.dtype, device=x.device),) * 2
     gates = x.linear(self.weight_ih.transpose(), self.bias_ih) + hc[0].linear(self.weight_hh.transpose(), self.bias_hh)
     i, f, g, o = gates.chunk(4, dim=1)
