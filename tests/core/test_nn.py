@@ -239,3 +239,19 @@ def test_linear_gradient_vs_numpy():
   y = x @ w.T + b
   close(layer.weight.grad, (2 * y).T @ x, atol=1e-4)
   close(layer.bias.grad, (2 * y).sum(0), atol=1e-4)
+
+@pytest.mark.parametrize("read_each_step", [False, True])
+def test_batchnorm_momentum_none_is_torchs_cumulative_average(read_each_step):
+  # momentum=None (torch: the running statistics are the plain average over batches, each weighs 1/num_batches_tracked)
+  # was accepted and then failed in training with a TypeError (1 - None); an empty batch counts, as torch's
+  import torch
+  bn, tbn = nn.BatchNorm2d(3, momentum=None), torch.nn.BatchNorm2d(3, momentum=None)
+  with Tensor.train():
+    for i, shape in enumerate([(2, 3, 2, 2), (0, 3, 2, 2), (4, 3, 1, 3), (3, 3, 2, 1)]):
+      x = rnd(*shape, seed=i) * (i + 1) + i
+      bn(Tensor(x)).realize()
+      tbn(torch.tensor(x))
+      if read_each_step: close(bn.running_mean, tbn.running_mean.numpy())
+  close(bn.running_mean, tbn.running_mean.numpy())
+  close(bn.running_var, tbn.running_var.numpy())
+  assert bn.num_batches_tracked.item() == tbn.num_batches_tracked.item() == 4

@@ -93,9 +93,10 @@ def _f32(x: Tensor) -> Tensor: return x.float() if x.dtype in OPMATH_F32 else x
 class BatchNorm:
   """Batch normalisation over axis 1 (any rank): batch statistics when `Tensor.training`, else the running ones.
 
-  The running statistics are updated with `assign` during training; the optimizer's step realizes them.
+  The running statistics are updated with `assign` during training; the optimizer's step realizes them. momentum None is
+  torch's cumulative average (each batch weighs 1/num_batches_tracked).
   """
-  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1):
+  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float | None = 0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight: Tensor | None = _full((sz,), 1.0) if affine else None
     self.bias: Tensor | None = _full((sz,), 0.0) if affine else None
@@ -119,12 +120,14 @@ class BatchNorm:
     out_dt = least_upper_dtype(x.dtype, *[t.dtype for t in ([] if batch else [mean, var]) + [self.weight, self.bias] if t is not None])
     if self.track_running_stats and Tensor.training:
       n = x.numel() / x.shape[1]
+      self.num_batches_tracked.assign(self.num_batches_tracked + 1)
+      # (the count read after its assign: the new one)
+      mom = self.momentum if self.momentum is not None else 1 / self.num_batches_tracked.float()
       # an empty batch counts but leaves the running statistics as they are, as torch (its mean and var are NaN: 0/0)
       if n:
         rm, rv = self.running_mean, self.running_var
-        rm.assign(((1 - self.momentum) * rm + self.momentum * mean.detach()).cast(rm.dtype))
-        rv.assign(((1 - self.momentum) * rv + self.momentum * n / max(n - 1, 1) * var.detach()).cast(rv.dtype))
-      self.num_batches_tracked.assign(self.num_batches_tracked + 1)
+        rm.assign(((1 - mom) * rm + mom * mean.detach()).cast(rm.dtype))
+        rv.assign(((1 - mom) * rv + mom * n / max(n - 1, 1) * var.detach()).cast(rv.dtype))
     shape = (1, -1, *[1] * (x.ndim - 2))
     out = (_f32(x) - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
     if self.weight is not None: out = out * self.weight.reshape(shape)
