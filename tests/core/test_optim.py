@@ -122,6 +122,20 @@ def test_lr_change_takes_effect():
   opt.step()
   np.testing.assert_allclose(a.numpy(), [0.5])
 
+@pytest.mark.parametrize("make", [lambda p: SGD(p, lr=0.1, momentum=0.5), lambda p: Adam(p, lr=0.1), lambda p: LAMB(p, lr=0.1)])
+def test_lr_replaced_by_a_float_takes_effect(make):
+  # `opt.lr = 0.5` (public tinygrad's steps multiply by whatever lr is) raised AttributeError: 'float' has no attribute 'shape'
+  a, b = Tensor([1.0, -2.0], requires_grad=True), Tensor([1.0, -2.0], requires_grad=True)
+  o1, o2 = make([a]), make([b])
+  o1.lr, o2.lr = 0.5, Tensor([0.5])
+  for _ in range(2):
+    for p, o in ((a, o1), (b, o2)):
+      o.zero_grad()
+      G.backward((p * p * p).sum())
+      o.step()
+  np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+  assert not np.allclose(a.numpy(), [1.0, -2.0])
+
 def test_batchnorm_running_stats_use_the_old_weights():
   # the running mean is computed from the forward pass, i.e. from the weights before the step
   from tinygrad import nn

@@ -97,7 +97,10 @@ class Optimizer:
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]: raise NotImplementedError
   def _here(self, t: Tensor) -> Tensor: return t if self._on is None or t.device == self._on else t.to(self._on)   # onto the state's device
   def _p(self, t: Tensor) -> Tensor: return self._here(t.detach())   # a parameter's value, as the update reads it
-  def _lr(self) -> Tensor: return self.lr.reshape(()) if self.lr.shape != () else self.lr   # (a scalar parameter keeps its shape)
+  def _lr(self) -> Tensor | float:
+    # (a scalar parameter keeps its shape); `opt.lr = 0.01`, a float, is public tinygrad's too: its steps multiply by it
+    if not isinstance(self.lr, Tensor): return float(self.lr)
+    return self.lr.reshape(()) if self.lr.shape != () else self.lr
 
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""
