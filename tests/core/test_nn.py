@@ -255,3 +255,18 @@ def test_batchnorm_momentum_none_is_torchs_cumulative_average(read_each_step):
   close(bn.running_mean, tbn.running_mean.numpy())
   close(bn.running_var, tbn.running_var.numpy())
   assert bn.num_batches_tracked.item() == tbn.num_batches_tracked.item() == 4
+
+@pytest.mark.parametrize("track", [True, False])
+def test_batchnorm_one_value_per_channel_in_training_is_an_error_like_torch(track):
+  # a (1, C) or (1, C, 1, 1) training batch has variance 0: the output was silently all zeros (the bias) and the running
+  # variance shrank; torch raises ValueError (so does public tinygrad: 1/(n-1) is a ZeroDivisionError). Eval with running
+  # statistics is fine
+  import torch
+  for shape in [(1, 3), (1, 3, 1, 1)]:
+    bn, tbn = nn.BatchNorm(3, track_running_stats=track), torch.nn.BatchNorm2d(3, track_running_stats=track)
+    with pytest.raises(ValueError): tbn(torch.ones(shape))
+    with Tensor.train(), pytest.raises(ValueError, match="more than 1 value per channel"): bn(Tensor.ones(*shape))
+    if track: assert bn(Tensor.ones(*shape)).shape == shape   # eval: the running statistics
+    else:
+      with pytest.raises(ValueError): bn(Tensor.ones(*shape))
+  with Tensor.train(): assert bn(Tensor.ones(2, 3)).shape == (2, 3) and bn(Tensor.ones(0, 3)).shape == (0, 3)

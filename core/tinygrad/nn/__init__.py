@@ -113,8 +113,11 @@ class BatchNorm:
     y = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # var about the detached mean, like tinygrad
     return mean, (y * y).mean(axes)
   def __call__(self, x: Tensor) -> Tensor:
-    mean, var = self.calc_stats(x)
     batch = not (self.track_running_stats and not Tensor.training)
+    # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
+    if batch and x.ndim >= 2 and x.shape[1] and x.numel() == x.shape[1]:
+      raise ValueError(f"BatchNorm: expected more than 1 value per channel when training (batch statistics), got input size {x.shape}")
+    mean, var = self.calc_stats(x)
     # the dtype x, the parameters (and running statistics used) promote to; a float16/bfloat16 x is computed in float32 and
     # rounded once to it, as torch's
     out_dt = least_upper_dtype(x.dtype, *[t.dtype for t in ([] if batch else [mean, var]) + [self.weight, self.bias] if t is not None])
