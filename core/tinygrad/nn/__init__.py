@@ -10,7 +10,7 @@ from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32, NO_NUMPY
-from tinygrad.helpers import prod, make_tuple
+from tinygrad.helpers import prod, make_tuple, all_int
 
 def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = None, dtype: DType | None = None) -> Tensor:
   # a constant parameter in its own fresh buffer (see the module docstring), in the default float unless told (as public
@@ -115,7 +115,7 @@ class BatchNorm:
   def __call__(self, x: Tensor) -> Tensor:
     batch = not (self.track_running_stats and not Tensor.training)
     # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
-    if batch and x.ndim >= 2 and x.shape[1] and x.numel() == x.shape[1]:
+    if batch and x.ndim >= 2 and all_int(x.shape) and x.shape[1] and x.numel() == x.shape[1]:   # (a symbolic batch: unchecked)
       raise ValueError(f"BatchNorm: expected more than 1 value per channel when training (batch statistics), got input size {x.shape}")
     mean, var = self.calc_stats(x)
     # the dtype x, the parameters (and running statistics used) promote to; a float16/bfloat16 x is computed in float32 and
