@@ -55,6 +55,24 @@ def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
   # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0)
   return mask.where(eg, cnt.eq(const_like(cnt, 0)).expand(x.shape).where(const_like(eg, math.nan), const_like(eg, 0)))
 
+def _binary_max_grad(g: UOp, ret: UOp) -> tuple[UOp, UOp]:
+  from tinygrad.multi import SHARD_MAX_CHAIN
+  x, y = ret.src
+  if ret not in SHARD_MAX_CHAIN: return (_max_grad(x, y, g), _max_grad(y, x, g))
+  # the cross-device combine of a sharded max: g whole to each side that is not smaller; _shard_max_grad splits it among ties
+  return (x.alu(Ops.CMPLT, y).where(const_like(g, 0), g), y.alu(Ops.CMPLT, x).where(const_like(g, 0), g))
+
+def _shard_max_grad(ret: UOp, x: UOp, g: UOp, info: tuple) -> UOp:
+  # one device's max over a sharded axis (multi.SHARD_MAX_PARTS): the chain passed g whole to every device whose max ties the
+  # overall one, so split it by the count of ties over all the shards, as one device's max would
+  from tinygrad.multi import all_reduce, local_max
+  srcs, axes, ax, i = info
+  top = all_reduce(Ops.MAX, [local_max(s, axes, ax) for s in srcs])   # the forward's own max (the same nodes, unless flags changed)
+  cnt = all_reduce(Ops.ADD, [s.eq(t.expand(s.shape)).where(const_like(s, 1.0), const_like(s, 0.0)).r(Ops.ADD, axes) for s, t in zip(srcs, top)])[i]
+  eg = (g / cnt.cast(g.dtype)).expand(x.shape)
+  # a NaN anywhere in the row: NaN over it, as one device gives (here this shard's max may be a number that the chain passed on)
+  return cnt.eq(const_like(cnt, 0)).expand(x.shape).where(const_like(eg, math.nan), x.eq(ret.expand(x.shape)).where(eg, const_like(eg, 0)))
+
 def _sum_to(g: UOp, shape: tuple[int, ...]) -> UOp:
   # undo an EXPAND: sum the expanded axes (in the accumulation dtype, so half grads keep their precision)
   axes = tuple(i for i, (s, n) in enumerate(zip(shape, g.shape)) if s != n)
@@ -146,7 +164,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.FDIV, name="ret"), lambda ctx, ret: (ctx / ret.src[1], -ctx * ret / ret.src[1])),                        # d(x/y) = 1/y, -(x/y)/y (y*y under/overflows)
   (UPat(Ops.MULACC, name="ret"), lambda ctx, ret: (ret.src[1] * ctx, ret.src[0] * ctx, ctx)),                          # d(xy+z) = y, x, 1
   (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
-  (UPat(Ops.MAX, name="ret"), lambda ctx, ret: (_max_grad(ret.src[0], ret.src[1], ctx), _max_grad(ret.src[1], ret.src[0], ctx))),  # to the larger, ties split
+  (UPat(Ops.MAX, name="ret"), lambda ctx, ret: _binary_max_grad(ctx, ret)),                                        # to the larger, ties split
   (UPat(Ops.WHERE, name="ret"), lambda ctx, ret: _where_grad(ctx, ret)),                                            # none to cond
   (UPat(_nograd, name="ret"), lambda ret: (None,) * len(ret.src)),                                                    # comparisons, int/bit ops: none
   (UPat(Ops.RESHAPE, name="ret"), lambda ctx, ret: (ctx.reshape(ret.src[0].shape),)),                                  # reshape back
@@ -189,7 +207,10 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   op, axes = ret.arg
   x = ret.src[0]
   if op is Ops.ADD: return (ctx.expand(x.shape),)                                  # sum: every input gets the output's grad
-  if op is Ops.MAX: return (_reduce_max_grad(ret, x, ctx, axes),)                  # max: to the max positions, ties split
+  if op is Ops.MAX:   # max: to the max positions, ties split (over all shards, for one device's part of a sharded max)
+    from tinygrad.multi import SHARD_MAX_PARTS
+    info = SHARD_MAX_PARTS.get(ret)
+    return (_reduce_max_grad(ret, x, ctx, axes) if info is None else _shard_max_grad(ret, x, ctx, info),)
   if op is Ops.MUL:   # prod: the product of the others, prod/x where x != 0 (a 0 elsewhere makes it 0), else the others' product
     zero = x.eq(const_like(x, 0.0))
     safe = zero.where(const_like(x, 1.0), x)

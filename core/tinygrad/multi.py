@@ -13,7 +13,7 @@ Uneven splits follow tinygrad 0.9's rule (public tinygrad today refuses them): e
 of the axis and the last one the remainder; a split that would leave a shard empty is an error (an empty axis splits into
 empty shards, as public tinygrad's)."""
 from __future__ import annotations
-import functools
+import functools, weakref
 from typing import Any, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, register_multi_lowering, sint_eq, ssimplify
@@ -293,16 +293,37 @@ def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
     out.append(functools.reduce(lambda a, b: _combine(rop, a, b), ps))
   return multi(out, keep)
 
+# A max over the sharded axis is each device's max combined by a chain of binary MAXes. One device's max splits its gradient
+# equally among all tied inputs, but the binary MAX halves it at each tie, so a tie across shards got 1/4 and 1/2 where one
+# device gives 1/3 each. gradient.py reads these tables: the chain's MAXes pass the whole gradient on a tie, and each local
+# max divides it by the count of ties over all shards (its shard sources, reduced axes, sharded axis and index are kept here).
+SHARD_MAX_CHAIN: weakref.WeakSet[UOp] = weakref.WeakSet()
+SHARD_MAX_PARTS: weakref.WeakKeyDictionary[UOp, tuple[tuple[UOp, ...], tuple[int, ...], int, int]] = weakref.WeakKeyDictionary()
+
+def local_max(s: UOp, axes: tuple[int, ...], ax: int) -> UOp:
+  # a shard one wide on the sharded axis still gets a REDUCE_AXIS node (.r() drops it): its gradient divides by all shards' ties
+  return UOp(Ops.REDUCE_AXIS, s.dtype, (s,), (Ops.MAX, tuple(a for a in sorted(axes) if s.shape[a] != 1 or a == ax)))
+
+def _mark_shard_max(srcs: tuple[UOp, ...], axes: tuple[int, ...], ax: int, parts: list[UOp], outs: list[UOp]) -> list[UOp]:
+  for i, p in enumerate(parts): SHARD_MAX_PARTS[p] = (srcs, axes, ax, i)   # not the parts themselves: a value may not hold its key
+  stop = set(parts)
+  for o in outs:
+    for u in o.toposort(gate=lambda u: u not in stop):
+      if u.op is Ops.MAX and u not in stop: SHARD_MAX_CHAIN.add(u)
+  return outs
+
 def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
   parts = [s.r(rop, axes) for s in m.src]
   if is_mesh(m): return multi(parts, m.arg) if not any(a in axes for a, _ in m.arg) else _mesh_reduce(rop, m, axes, parts)
   if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
+  if rop is Ops.MAX: parts = [local_max(s, axes, m.arg) for s in m.src]
   # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
   narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
   if ALLREDUCE_CAST.value and narrow is not None and all(s.op is Ops.CAST for s in m.src):
-    return multi([p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])], None)
-  return multi(all_reduce(rop, parts), None)
+    outs = [p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])]
+  else: outs = all_reduce(rop, parts)
+  return multi(_mark_shard_max(tuple(m.src), axes, m.arg, parts, outs) if rop is Ops.MAX else outs, None)
 
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
   # the result's layout: the assign target's, else the first sharded operand's; the other operands are brought to it

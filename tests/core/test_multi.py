@@ -523,3 +523,24 @@ def test_sharding_a_temporary_keeps_no_buffer_on_the_default_device(how):
   gc.collect()
   assert GlobalCounters.mem_used - base == 40000 * (2 if how == "to" else 1)
   np.testing.assert_array_equal(x.numpy(), np.arange(10000, dtype=np.float32).reshape(100, 100))
+
+_TIES = np.array([[1, 3, 3, 0, 3], [3, 2, 1, 3, 0], [0, 0, 0, 0, 0], [3, 1, 3, 3, 3], [np.nan, 1, 2, 3, 4], [1, 2, 3, 4, np.nan],
+                  [np.inf, 1, np.inf, 2, np.inf], [-np.inf] * 5, [2, 2, 1, 2, 2]], np.float32)
+@pytest.mark.parametrize("flags", [{}, {"RING": 2}, {"ALLREDUCE_CAST": 1}], ids=["naive", "ring", "cast"])
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+def test_a_max_over_the_sharded_axis_splits_tied_gradients_like_one_device(flags, dt):
+  # the cross-device combine is a chain of binary MAXes, which halve the gradient at each tie: ties split over 3 shards got
+  # 1/4, 1/4, 1/2 (and a one-wide shard, whose local max .r() dropped, got all of it) where one device gives 1/3 each
+  fs = [lambda x: x.max(1), lambda x: x.min(0), lambda x: x.max(), lambda x: x.max(1, keepdim=True)]
+  for f, axis, devs in [(f, a, d) for f in fs for a in (0, 1) for d in (("CPU", "CPU:1", "CPU:2"), ("PYTHON", "PYTHON:1"))]:
+    x = Tensor(_TIES, requires_grad=True)
+    y = f(x.cast(dt))
+    c = np.arange(1, y.numel() + 1, dtype=np.float32).reshape(y.shape)
+    (y.float() * Tensor(c)).sum().backward()
+    want, want_g = y.numpy(), x.grad.numpy()
+    with Context(**flags):
+      xs = Tensor(_TIES, requires_grad=True)
+      ys = f(xs.shard(devs, axis).cast(dt))
+      (ys.float() * Tensor(c).shard(devs)).sum().backward()
+      np.testing.assert_array_equal(ys.numpy(), want)
+      np.testing.assert_allclose(xs.grad.numpy(), want_g, atol=1e-3, err_msg=f"axis {axis} on {devs}")
