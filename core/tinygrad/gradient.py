@@ -65,10 +65,11 @@ def _binary_max_grad(g: UOp, ret: UOp) -> tuple[UOp, UOp]:
 def _shard_max_grad(ret: UOp, x: UOp, g: UOp, info: tuple) -> UOp:
   # one device's max over a sharded axis (multi.SHARD_MAX_PARTS): the chain passed g whole to every device whose max ties the
   # overall one, so split it by the count of ties over all the shards, as one device's max would
-  from tinygrad.multi import all_reduce, local_max
-  srcs, axes, ax, i = info
-  top = all_reduce(Ops.MAX, [local_max(s, axes, ax) for s in srcs])   # the forward's own max (the same nodes, unless flags changed)
-  cnt = all_reduce(Ops.ADD, [s.eq(t.expand(s.shape)).where(const_like(s, 1.0), const_like(s, 0.0)).r(Ops.ADD, axes) for s, t in zip(srcs, top)])[i]
+  from tinygrad.multi import combine_shards, local_max
+  m, axes, i = info
+  top = combine_shards(Ops.MAX, m, axes, local_max(m, axes))   # the forward's own max (the same nodes, unless flags changed)
+  ties = [s.eq(t.expand(s.shape)).where(const_like(s, 1.0), const_like(s, 0.0)).r(Ops.ADD, axes) for s, t in zip(m.src, top)]
+  cnt = combine_shards(Ops.ADD, m, axes, ties)[i]
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
   # a NaN anywhere in the row: NaN over it, as one device gives (here this shard's max may be a number that the chain passed on)
   return cnt.eq(const_like(cnt, 0)).expand(x.shape).where(const_like(eg, math.nan), x.eq(ret.expand(x.shape)).where(eg, const_like(eg, 0)))

@@ -280,6 +280,30 @@ def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
   return [functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [ch.pad(((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape)
           for i in range(n)]
 
+# A max over a sharded axis is each device's max combined by a chain of binary MAXes. One device's max splits its gradient
+# equally among all tied inputs, but the binary MAX halves it at each tie, so a tie across shards got 1/4 and 1/2 where one
+# device gives 1/3 each. gradient.py reads these tables: the chain's MAXes pass the whole gradient on a tie, and each local
+# max divides it by the count of ties over all shards (the multi-device tensor, the reduced axes and the index are kept here).
+SHARD_MAX_CHAIN: weakref.WeakSet[UOp] = weakref.WeakSet()
+SHARD_MAX_PARTS: weakref.WeakKeyDictionary[UOp, tuple[UOp, tuple[int, ...], int]] = weakref.WeakKeyDictionary()
+
+def local_max(m: UOp, axes: tuple[int, ...]) -> list[UOp]:
+  # each device's max; a shard one wide on a sharded axis still gets a REDUCE_AXIS node (.r() drops it) for the gradient to find
+  sharded = {a for a, _ in m.arg} if is_mesh(m) else {m.arg}
+  return [UOp(Ops.REDUCE_AXIS, s.dtype, (s,), (Ops.MAX, tuple(a for a in sorted(axes) if s.shape[a] != 1 or a in sharded))) for s in m.src]
+
+def combine_shards(op: Ops, m: UOp, axes: tuple[int, ...], parts: list[UOp]) -> list[UOp]:
+  """Each device's `parts` (reduced over `axes` of `m`) combined with `op` over the shards of the reduced axes, one per device."""
+  return list(_mesh_reduce(op, m, axes, parts).src) if is_mesh(m) else all_reduce(op, parts)
+
+def _mark_shard_max(m: UOp, axes: tuple[int, ...], parts: list[UOp], outs: list[UOp]) -> list[UOp]:
+  for i, p in enumerate(parts): SHARD_MAX_PARTS[p] = (m, axes, i)   # m, not the parts: a value may not hold its key
+  stop = set(parts)
+  for o in outs:
+    for u in o.toposort(gate=lambda u: u not in stop):
+      if u.op is Ops.MAX and u not in stop: SHARD_MAX_CHAIN.add(u)
+  return outs
+
 def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
   # the devices that share the kept axes' pieces combine one holder of each block of the reduced ones, in block order, so
   # every device of a group ends with the same bits; the result is sharded on the kept axes only
@@ -293,37 +317,23 @@ def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
     out.append(functools.reduce(lambda a, b: _combine(rop, a, b), ps))
   return multi(out, keep)
 
-# A max over the sharded axis is each device's max combined by a chain of binary MAXes. One device's max splits its gradient
-# equally among all tied inputs, but the binary MAX halves it at each tie, so a tie across shards got 1/4 and 1/2 where one
-# device gives 1/3 each. gradient.py reads these tables: the chain's MAXes pass the whole gradient on a tie, and each local
-# max divides it by the count of ties over all shards (its shard sources, reduced axes, sharded axis and index are kept here).
-SHARD_MAX_CHAIN: weakref.WeakSet[UOp] = weakref.WeakSet()
-SHARD_MAX_PARTS: weakref.WeakKeyDictionary[UOp, tuple[tuple[UOp, ...], tuple[int, ...], int, int]] = weakref.WeakKeyDictionary()
-
-def local_max(s: UOp, axes: tuple[int, ...], ax: int) -> UOp:
-  # a shard one wide on the sharded axis still gets a REDUCE_AXIS node (.r() drops it): its gradient divides by all shards' ties
-  return UOp(Ops.REDUCE_AXIS, s.dtype, (s,), (Ops.MAX, tuple(a for a in sorted(axes) if s.shape[a] != 1 or a == ax)))
-
-def _mark_shard_max(srcs: tuple[UOp, ...], axes: tuple[int, ...], ax: int, parts: list[UOp], outs: list[UOp]) -> list[UOp]:
-  for i, p in enumerate(parts): SHARD_MAX_PARTS[p] = (srcs, axes, ax, i)   # not the parts themselves: a value may not hold its key
-  stop = set(parts)
-  for o in outs:
-    for u in o.toposort(gate=lambda u: u not in stop):
-      if u.op is Ops.MAX and u not in stop: SHARD_MAX_CHAIN.add(u)
-  return outs
-
 def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
   parts = [s.r(rop, axes) for s in m.src]
-  if is_mesh(m): return multi(parts, m.arg) if not any(a in axes for a, _ in m.arg) else _mesh_reduce(rop, m, axes, parts)
+  if is_mesh(m):
+    if not any(a in axes for a, _ in m.arg): return multi(parts, m.arg)
+    if rop is not Ops.MAX: return _mesh_reduce(rop, m, axes, parts)
+    parts = local_max(m, axes)
+    out = _mesh_reduce(rop, m, axes, parts)
+    return multi(_mark_shard_max(m, axes, parts, list(out.src)), out.arg)
   if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
-  if rop is Ops.MAX: parts = [local_max(s, axes, m.arg) for s in m.src]
+  if rop is Ops.MAX: parts = local_max(m, axes)
   # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
   narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
   if ALLREDUCE_CAST.value and narrow is not None and all(s.op is Ops.CAST for s in m.src):
     outs = [p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])]
   else: outs = all_reduce(rop, parts)
-  return multi(_mark_shard_max(tuple(m.src), axes, m.arg, parts, outs) if rop is Ops.MAX else outs, None)
+  return multi(_mark_shard_max(m, axes, parts, outs) if rop is Ops.MAX else outs, None)
 
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
   # the result's layout: the assign target's, else the first sharded operand's; the other operands are brought to it

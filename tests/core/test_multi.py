@@ -544,3 +544,14 @@ def test_a_max_over_the_sharded_axis_splits_tied_gradients_like_one_device(flags
       (ys.float() * Tensor(c).shard(devs)).sum().backward()
       np.testing.assert_array_equal(ys.numpy(), want)
       np.testing.assert_allclose(xs.grad.numpy(), want_g, atol=1e-3, err_msg=f"axis {axis} on {devs}")
+
+def test_a_max_over_a_sharded_axis_of_a_mesh_splits_tied_gradients_like_one_device():
+  # the mesh's combine of its blocks' maxes halved the gradient at each tie too: x.max() of a 2x2 mesh gave 1/16 and 1/4
+  a = np.array([[1, 3, 3, 3], [3, 2, 3, 3], [0, 0, 0, 0], [3, 1, 3, 3]], np.float32)
+  for f in (lambda x: x.max(1), lambda x: x.max(0), lambda x: x.max(), lambda x: x.min(1, keepdim=True)):
+    x = Tensor(a, requires_grad=True)
+    f(x).sum().backward()
+    m = _mesh_2x2(a)[0]
+    m.requires_grad = True
+    f(m).sum().backward()
+    np.testing.assert_allclose(m.grad.numpy(), x.grad.numpy(), atol=1e-6)
