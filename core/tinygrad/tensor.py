@@ -829,7 +829,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if is_disk(self.device):
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
-    if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device
+    if self.uop.op is Ops.MULTI:   # gathered onto the first device
+      # pending assigns run on every shard first: the copy reads only device 0's replica, and running only its assign left
+      # the others to gather their value from device 0's overwritten buffer (`t.assign(t.flip(0) + w_split); t.numpy()`)
+      whole = self._view_of if self._view_of is not None else self
+      if whole.uop.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in whole.uop.src): whole.realize()
+      return self.to(self.device[0])._host_bytes()
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize

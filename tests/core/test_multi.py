@@ -555,3 +555,18 @@ def test_a_max_over_a_sharded_axis_of_a_mesh_splits_tied_gradients_like_one_devi
     m.requires_grad = True
     f(m).sum().backward()
     np.testing.assert_allclose(m.grad.numpy(), x.grad.numpy(), atol=1e-6)
+
+@pytest.mark.parametrize("read", ["numpy", "tolist", "item"])
+def test_reading_one_replica_runs_every_shards_pending_assign(read):
+  # numpy() of a replicated tensor copies device 0's replica: it ran only device 0's pending assign, and the other devices'
+  # assigns, still pending, gathered their value (w is split on axis 0) from device 0's buffer after it was overwritten:
+  # the next t.assign(t.flip(0) + w) gave rows [200,205,210,215,310,305,300] where one device gives [200,...,230]
+  devs = ("CPU", "CPU:1", "CPU:2")
+  a, w = np.arange(35, dtype=np.float32).reshape(7, 5), np.full((7, 5), 100, np.float32)
+  t, want = Tensor(a).shard(devs).contiguous().realize(), a
+  for _ in range(3):
+    t.assign(t.flip(0) + Tensor(w).shard(devs, 0))
+    want = want[::-1] + w
+    {"numpy": lambda: t.numpy(), "tolist": lambda: t.tolist(), "item": lambda: t[0, 0].item()}[read]()
+  assert t.uop.arg is None   # still replicated
+  for s in t.uop.src: np.testing.assert_array_equal(Tensor(s).numpy(), want)
