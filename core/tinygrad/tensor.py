@@ -16,6 +16,7 @@ from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sort
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
 from typing import cast  # noqa: F401
 from tinygrad.uop.ops import Variable  # noqa: F401
+from tinygrad.uop import ops as _uop_ops
 from tinygrad.dtype import _to_np_dtype, _from_np_dtype  # noqa: F401
 from tinygrad.helpers import getenv, fetch  # noqa: F401
 def is_numpy_ndarray(x: Any) -> bool:
@@ -462,6 +463,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # are among them: the same nodes, in the same order, as the roots' and theirs)
     nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
     ops = {n.op for n in nodes}   # (one pass: most graphs have no CONTIGUOUS, COPY or ASSIGN to look for)
+    if Ops.ASSIGN in ops and _uop_ops._multi_live and (whole := Tensor._assigned_with(nodes)):
+      # one shard's pending assign of a tensor on several devices (a copy of one replica reads it) runs with the others:
+      # alone, it overwrote a buffer the others read later (their values gather across devices: t.assign(t.flip(0) +
+      # w.shard(devs, 0)); t.to(dev).realize() left t's other shards built from device 0's new rows)
+      Tensor.realize(*whole)
+      return Tensor.realize(self, *lst)
     kept = Tensor._live_contiguous(roots, nodes) if Ops.CONTIGUOUS in ops or Ops.COPY in ops else []
     for t in kept: roots[t.uop] = None
     # live lazy tensors that read what this realize's assigns overwrite are computed by it, before the writes (torch's values)
@@ -602,6 +609,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
         t._own_views(old)
     return self
+  @staticmethod
+  def _assigned_with(nodes: dict[UOp, None]) -> list[Tensor]:
+    # the live tensors on several devices with a pending assign on some shard among `nodes` but not on all of them
+    asg = {n for n in nodes if n.op is Ops.ASSIGN}
+    return [t for t in live_tensors() if t.uop.op is Ops.MULTI and any(s in asg for s in t.uop.src) and not all(s in nodes for s in t.uop.src)]
   @staticmethod
   def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], frontier: dict[UOp, UOp]) -> list[Tensor] | None:
     # the live readers (_readers_of) of the buffers this realize's assigns overwrite; None when some were computed now, in
@@ -829,12 +841,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if is_disk(self.device):
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
-    if self.uop.op is Ops.MULTI:   # gathered onto the first device
-      # pending assigns run on every shard first: the copy reads only device 0's replica, and running only its assign left
-      # the others to gather their value from device 0's overwritten buffer (`t.assign(t.flip(0) + w_split); t.numpy()`)
-      whole = self._view_of if self._view_of is not None else self
-      if whole.uop.op is Ops.MULTI and any(s.op is Ops.ASSIGN for s in whole.uop.src): whole.realize()
-      return self.to(self.device[0])._host_bytes()
+    if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device (see _assigned_with)
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize

@@ -556,7 +556,7 @@ def test_a_max_over_a_sharded_axis_of_a_mesh_splits_tied_gradients_like_one_devi
     f(m).sum().backward()
     np.testing.assert_allclose(m.grad.numpy(), x.grad.numpy(), atol=1e-6)
 
-@pytest.mark.parametrize("read", ["numpy", "tolist", "item"])
+@pytest.mark.parametrize("read", ["numpy", "tolist", "item", "to", "to_expr"])
 def test_reading_one_replica_runs_every_shards_pending_assign(read):
   # numpy() of a replicated tensor copies device 0's replica: it ran only device 0's pending assign, and the other devices'
   # assigns, still pending, gathered their value (w is split on axis 0) from device 0's buffer after it was overwritten:
@@ -567,6 +567,7 @@ def test_reading_one_replica_runs_every_shards_pending_assign(read):
   for _ in range(3):
     t.assign(t.flip(0) + Tensor(w).shard(devs, 0))
     want = want[::-1] + w
-    {"numpy": lambda: t.numpy(), "tolist": lambda: t.tolist(), "item": lambda: t[0, 0].item()}[read]()
+    {"numpy": lambda: t.numpy(), "tolist": lambda: t.tolist(), "item": lambda: t[0, 0].item(), "to": lambda: t.to("CPU:1").realize(),
+     "to_expr": lambda: (t[1:].to("CPU") * 2).realize()}[read]()
   assert t.uop.arg is None   # still replicated
   for s in t.uop.src: np.testing.assert_array_equal(Tensor(s).numpy(), want)
