@@ -751,3 +751,31 @@ def test_transcendental_2_matches_numpy(dev, dt):
 def test_float_arange_is_numpys_fill(dev, args):
   # docs/guide.md (Numerics): start + i*((start + step) - start), each rounded to float32, bit for bit numpy's
   np.testing.assert_array_equal(Tensor.arange(*args, device=dev).numpy(), np.arange(*args, dtype=np.float32))
+
+# ---- 16-bit floats moved, not computed, keep their bits (NaN sign and payload, -0.0, denormals), as torch's copies ----
+# A renderer holding bfloat16/half as float in registers rounded each load+store through float->16-bit, which makes every
+# NaN the canonical one (bfloat16 0xFFFF, 0x7F81 -> 0x7FC0). Every one of the 65536 bit patterns, through each bit move.
+@pytest.fixture(params=DEVICES + ["CL", "WEBGPU"])
+def mdev(request): return _dev(request.param)
+
+_ALL16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+_MOVES = {
+  "bitcast": lambda t: t,
+  "contiguous": lambda t: t.contiguous(),
+  "permute": lambda t: t.reshape(256, 256).permute(1, 0).contiguous().permute(1, 0).reshape(-1),
+  "pad": lambda t: t.reshape(256, 256).pad(((0, 0), (1, 1)), value=float("nan"))[:, 1:-1].reshape(-1),
+  "where": lambda t: (Tensor.arange(1 << 16, device=t.device) % 3 == 0).where(t, t.flip(0)),
+  "to": lambda t: t.to("PYTHON" if t.device != "PYTHON" else "CPU").contiguous(),
+}
+def _expect(move: str) -> np.ndarray:
+  if move != "where": return _ALL16
+  return np.where(np.arange(1 << 16) % 3 == 0, _ALL16, _ALL16[::-1])
+
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16], ids=str)
+@pytest.mark.parametrize("move", list(_MOVES))
+def test_f16_moves_keep_bits(mdev, dt, move):
+  if dt not in Device[mdev].renderer.supported_dtypes: pytest.skip(f"{mdev} has no {dt}")
+  t = _MOVES[move](Tensor(_ALL16, device=mdev).bitcast(dt)).bitcast(dtypes.uint16)
+  got, want = t.numpy(), _expect(move)
+  bad = np.nonzero(got != want)[0]
+  assert bad.size == 0, f"{mdev} {dt} {move}: {bad.size} patterns changed, e.g. {[(hex(want[i]), hex(got[i])) for i in bad[:4]]}"

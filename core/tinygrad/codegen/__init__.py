@@ -88,6 +88,10 @@ def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
   return pm_numerics
 
+def _keep_bits() -> PatternMatcher:
+  from tinygrad.codegen.decompositions import pm_keep_bits
+  return pm_keep_bits
+
 def _verify(sink: UOp) -> UOp:
   if SPEC:
     from tinygrad.uop.spec import type_verify, spec_kernel
@@ -113,6 +117,7 @@ PASSES: list[Pass] = [
   ("late_decompositions", lambda s, r, o: _late_decompositions(s, r)),                         # exp2 on the vectors it packed
   ("cache_rows", lambda s, r, o: cache_rows(s, r)),                                            # a row's summand stored by its reduce, not computed again
   ("stream_stores", lambda s, r, o: stream_stores(s, r)),                                      # a large output written once: past the caches
+  ("keep_bits", lambda s, r, o: graph_rewrite(s, _keep_bits()) if r.f16_bit_moves else s),    # half/bfloat16 copies and selects move bits (NaN payloads)
 ]
 
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, dtypes
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 
 # ---- float format facts: (explicit mantissa bits, exponent bias, same-width unsigned int, same-width signed int) ----
 _FMT: dict[DType, tuple[int, int, DType, DType]] = {dtypes.float32: (23, 127, dtypes.uint32, dtypes.int32),
@@ -500,3 +500,43 @@ def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset()) -> UOp:
     else: ret = u
     new[u] = ret
   return new[sink]
+
+# ---- 16-bit floats moved, not computed: their bits, as uint16 ----
+# A renderer that holds half/bfloat16 as float in registers converts on every load and store, and float->16-bit rounding
+# makes every NaN one canonical NaN (0xFFFF -> 0x7FC0): a copy, a select or a bitcast lost the sign and payload that torch
+# keeps (a memcpy there). A value that only moves bits (loads, WHERE/GEP/VECTORIZE of them, bitcasts from 16 bits) is
+# loaded and stored as its uint16 bits instead; a computed value still rounds once, as it did.
+_F16 = (dtypes.float16, dtypes.bfloat16)
+def _u16(dt: DType) -> DType:
+  if isinstance(dt, PtrDType): return dtypes.uint16.vec(dt.base.count).ptr(dt.size, dt.addrspace).vec(dt.v)
+  return dtypes.uint16.vec(dt.count)
+def _global(idx: UOp) -> bool:   # (registers and shared memory hold float on some devices: only global memory is bits everywhere)
+  return isinstance(idx.dtype, PtrDType) and idx.dtype.addrspace == AddrSpace.GLOBAL
+def _moved_bits(v: UOp) -> UOp | None:
+  """The uint16 bits of the 16-bit float `v` where `v` only moves bits, else None (it is computed)."""
+  if v.dtype.scalar() not in _F16: return None
+  if v.op is Ops.LOAD and _global(idx := v.src[0]):
+    ptr = idx.replace(dtype=_u16(idx.dtype)) if idx.op is Ops.CAST else idx.cast(_u16(idx.dtype))
+    return v.replace(dtype=_u16(v.dtype), src=(ptr, *v.src[1:]))
+  if v.op is Ops.BITCAST and v.src[0].dtype.scalar().itemsize == 2 and v.src[0].dtype.count == v.dtype.count:
+    if (s := v.src[0]).dtype.scalar() == dtypes.uint16: return s
+    return b if (b := _moved_bits(s)) is not None else s.bitcast(_u16(s.dtype))
+  if v.op is Ops.GEP and (b := _moved_bits(v.src[0])) is not None: return v.replace(dtype=_u16(v.dtype), src=(b,))
+  if v.op in (Ops.WHERE, Ops.VECTORIZE):
+    vals = v.src[1:] if v.op is Ops.WHERE else v.src
+    bs = [_moved_bits(s) for s in vals]
+    if all(b is None for b in bs): return None
+    moved = tuple(b if b is not None else s.bitcast(_u16(s.dtype)) for b, s in zip(bs, vals))   # (a computed branch rounds)
+    return v.replace(dtype=_u16(v.dtype), src=v.src[:1] + moved if v.op is Ops.WHERE else moved)
+  return None
+def _store_bits(x: UOp) -> UOp | None:
+  if len(x.src) < 2 or not _global(idx := x.src[0]) or (b := _moved_bits(x.src[1])) is None: return None
+  ptr = idx.replace(dtype=_u16(idx.dtype)) if idx.op is Ops.CAST else idx.cast(_u16(idx.dtype))
+  return x.replace(src=(ptr, b, *x.src[2:]))
+def _bitcast_bits(x: UOp) -> UOp | None:
+  if x.dtype.scalar().itemsize != 2 or x.dtype.count != x.src[0].dtype.count or (b := _moved_bits(x.src[0])) is None: return None
+  return b if x.dtype.scalar() == dtypes.uint16 else b.bitcast(x.dtype)
+pm_keep_bits = PatternMatcher([
+  (UPat(Ops.STORE, name="x"), _store_bits),                                 # store(p, moved f16) -> store((u16*)p, its bits)
+  (UPat(Ops.BITCAST, src=(UPat(dtype=_F16),), name="x"), _bitcast_bits),    # bitcast(moved f16) -> its bits, bitcast
+])

@@ -120,6 +120,10 @@ class Renderer:
   keeps the values as their bytes (uint8) and lowers casts and arithmetic to uint32/float32 ops (codegen/decompositions.py,
   lower_fp8), so the renderer never sees them. A renderer that lists one must render its loads, stores, CONSTs and CASTs.
   An ability (a GPU generation may have what its language lacks elsewhere): part of the compile-cache key."""
+  f16_bit_moves: bool = True
+  """A half/bfloat16 value that only moves (loads, selects, bitcasts into a global store) is given to the renderer as its
+  uint16 bits through a pointer CAST (codegen/decompositions.py, pm_keep_bits), so float->16-bit rounding never makes a
+  copied NaN canonical; False for a target that cannot render uint16 pointer casts (WGSL packs 16-bit values in words)."""
   approx_domain: dict[Ops, float] = {}
   """ALU ops this target computes to the conformance suite's accuracy only for |x| <= bound (its own builtins,
   documented by the renderer); the suite checks them inside that domain and reports the limit."""

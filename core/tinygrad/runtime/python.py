@@ -217,10 +217,10 @@ class PythonProgram:
             pc = r + 1
             continue
         elif op is Ops.INDEX: values[pc] = (v[0], v[1], v[2] if len(v) > 2 else None)
-        elif op is Ops.LOAD: values[pc] = self._load(v[0], lanes, group, lane)
+        elif op is Ops.LOAD: values[pc] = self._load(v[0], lanes, group, lane, dt)
         elif op is Ops.STORE:
           mask = mask_stack[-1] if mask_stack else None
-          self._store(v[0], v[1], lanes, group, lane, mask)
+          self._store(v[0], v[1], lanes, group, lane, mask, uops[srcs[1]][1])
         elif op is Ops.IF:
           cond = np.broadcast_to(np.asarray(v[0], dtype=bool), (lanes,))
           mask_stack.append(cond if not mask_stack else cond & mask_stack[-1])
@@ -228,6 +228,7 @@ class PythonProgram:
         elif op is Ops.BARRIER: pass  # lockstep execution: every lane has finished the previous uops
         elif op is Ops.VECTORIZE: values[pc] = tuple(v)
         elif op is Ops.GEP: values[pc] = v[0][arg[0]] if len(arg) == 1 else tuple(v[0][i] for i in arg)
+        elif op is Ops.CAST and isinstance(dt, PtrDType): values[pc] = v[0]   # (a pointer cast: the access's dtype says how to read)
         elif op is Ops.CAST: values[pc] = _cast(v[0], uops[srcs[0]][1], dt)
         elif op is Ops.BITCAST: values[pc] = _bitcast(v[0], uops[srcs[0]][1], dt)
         elif op in GroupOp.ALU:
@@ -252,7 +253,7 @@ class PythonProgram:
     gate = None if gate is None else np.broadcast_to(np.asarray(gate, dtype=bool), (lanes,))
     return kind, arr, base, idx, gate
 
-  def _load(self, ptr, lanes: int, group, lane):
+  def _load(self, ptr, lanes: int, group, lane, dt: DType):
     np = _np()
     kind, arr, base, idx, gate = self._addr(ptr, lanes, group, lane)
     safe = idx if gate is None else np.where(gate, idx, 0)
@@ -261,17 +262,21 @@ class PythonProgram:
       if gate is None and (idx.min(initial=0) < 0 or idx.max(initial=0) >= arr.size):
         raise IndexError(f"PYTHON device: out of bounds load from a buffer of {arr.size} at {int(idx.min())}..{int(idx.max())}")
       out = arr[safe]
-      if base.scalar() == dtypes.bfloat16: out = (out.astype(np.uint32) << 16).view(np.float32)
+      # a 16-bit float's bits loaded as uint16 (codegen's keep_bits) are read as they are
+      if base.scalar() == dtypes.bfloat16 and dt.scalar() == dtypes.bfloat16: out = (out.astype(np.uint32) << 16).view(np.float32)
+      elif base.scalar() != dt.scalar() and out.dtype.itemsize == _np_dtype(dt).itemsize: out = out.view(_np_dtype(dt))
     elif kind == "reg": out = arr[lane, safe]
     else: out = arr[group, safe]
     return out if gate is None else np.where(gate, out, out.dtype.type(0))
 
-  def _store(self, ptr, val, lanes: int, group, lane, mask) -> None:
+  def _store(self, ptr, val, lanes: int, group, lane, mask, dt: DType) -> None:
     np = _np()
     kind, arr, base, idx, gate = self._addr(ptr, lanes, group, lane)
     if mask is not None: gate = mask if gate is None else gate & mask
     val = np.broadcast_to(np.asarray(val), (lanes,))
-    if kind == "global" and base.scalar() == dtypes.bfloat16: val = (_round_bf16(val).view(np.uint32) >> 16).astype(np.uint16)
+    if kind == "global" and base.scalar() == dtypes.bfloat16 and dt.scalar() == dtypes.bfloat16:
+      val = (_round_bf16(val).view(np.uint32) >> 16).astype(np.uint16)
+    elif kind == "global" and base.scalar() != dt.scalar() and val.dtype.itemsize == arr.dtype.itemsize: val = val.view(arr.dtype)
     sel = slice(None) if gate is None else gate
     if kind == "global":
       if gate is None and lanes and (idx.min() < 0 or idx.max() >= arr.size):

@@ -162,6 +162,7 @@ class WGSLRenderer(CStyleLanguage):
   # WGSL's builtin sin reduces its argument in float32: measured on llvmpipe, <=2 ulp up to |x| ~ 3e4, 14+ ulp at 1e5.
   # The core's exact decomposition needs uint64, which WGSL lacks, so the accuracy domain is declared instead.
   approx_domain = {Ops.SIN: 16384.0}
+  f16_bit_moves = False   # (16-bit values are packed in u32 words; f16 loads and stores are moves already)
   supported_dtypes = frozenset([dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
                                 dtypes.float32])
 
