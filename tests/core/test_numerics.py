@@ -763,6 +763,7 @@ _MOVES = {
   "bitcast": lambda t: t,
   "contiguous": lambda t: t.contiguous(),
   "permute": lambda t: t.reshape(256, 256).permute(1, 0).contiguous().permute(1, 0).reshape(-1),
+  "cat": lambda t: t[:40000].cat(t[40000:]),
   "pad": lambda t: t.reshape(256, 256).pad(((0, 0), (1, 1)), value=float("nan"))[:, 1:-1].reshape(-1),
   "where": lambda t: (Tensor.arange(1 << 16, device=t.device) % 3 == 0).where(t, t.flip(0)),
   "to": lambda t: t.to("PYTHON" if t.device != "PYTHON" else "CPU").contiguous(),

@@ -195,8 +195,11 @@ class MovementMixin:
       if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
         raise AssertedArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
-    total, off, parts = sum(t.shape[d] for t in ts), 0, []
-    # a float part is padded with -0.0, the exact identity of +: with 0.0 an element -0.0 summed to 0.0 (1/cat gave +inf)
+    total, off = sum(t.shape[d] for t in ts), 0
+    # a float part is selected into place, not added: + rounds, so a NaN's sign and payload became the canonical NaN's
+    # (torch's cat copies bits), and a 0.0 fill turned an element -0.0 into 0.0; ints add, bools or (exact). Sharded parts
+    # still add, padded with -0.0 (+'s exact identity but for NaN payloads): a mask would need the parts' sharding
+    sel = dtypes.is_float(dt) and type(first.device) is str
     fill = -0.0 if dtypes.is_float(dt) else 0
     dev = first.device
     if type(dev) is str and all(t.device == dev and all_int(t.shape) for t in ts):
@@ -207,15 +210,21 @@ class MovementMixin:
         arg = tuple((off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(t.ndim))
         u = t.cast(dt).uop
         part = u.pad(arg)
-        if dtypes.is_float(dt) and part is not u:   # (the -0.0 fill)
-          part = Tensor._full_uop(u.shape, True, dtypes.bool, dev).pad(arg).where(part, Tensor._full_uop(part.shape, fill, dt, dev))
-        acc = part if acc is None else acc.alu(Ops.OR if dt == dtypes.bool else Ops.ADD, part)
+        if acc is None: acc = part
+        elif sel: acc = Tensor._full_uop(u.shape, True, dtypes.bool, dev).pad(arg).where(part, acc)
+        else: acc = acc.alu(Ops.OR if dt == dtypes.bool else Ops.ADD, part)
         off += t.shape[d]
       return Tensor(acc)._own(*ts)
+    acct: Tensor | None = None
     for t in ts:
-      parts.append(t.cast(dt).pad([(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)], value=fill))
+      arg = [(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]
+      part = t.cast(dt).pad(arg, value=0 if sel else fill)
+      if acct is None: acct = part
+      elif sel: acct = Tensor.full(t.shape, True, dtype=dtypes.bool, device=t.device).pad(arg).where(part, acct)
+      else: acct = acct.bitwise_or(part) if dt == dtypes.bool else acct + part
       off += t.shape[d]
-    return functools.reduce(Tensor.bitwise_or if dt == dtypes.bool else Tensor.add, parts)._own(*ts)
+    assert acct is not None
+    return acct._own(*ts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new dimension `dim` (`a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b])`)."""
     ts = _tensor_args("stack", self, args)
