@@ -217,11 +217,11 @@ class MovementMixin:
       return Tensor(acc)._own(*ts)
     acct: Tensor | None = None
     for t in ts:
-      arg = [(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]
-      part = t.cast(dt).pad(arg, value=0 if sel else fill)
-      if acct is None: acct = part
-      elif sel: acct = Tensor.full(t.shape, True, dtype=dtypes.bool, device=t.device).pad(arg).where(part, acct)
-      else: acct = acct.bitwise_or(part) if dt == dtypes.bool else acct + part
+      pads = [(off, total - off - t.shape[d]) if i == d else None for i in range(t.ndim)]
+      pt = t.cast(dt).pad(pads, value=0 if sel else fill)
+      if acct is None: acct = pt
+      elif sel: acct = Tensor.full(t.shape, True, dtype=dtypes.bool, device=t.device).pad(pads).where(pt, acct)
+      else: acct = acct.bitwise_or(pt) if dt == dtypes.bool else acct + pt
       off += t.shape[d]
     assert acct is not None
     return acct._own(*ts)
