@@ -32,8 +32,14 @@ class TinygradRep(BackendRep):
   def __init__(self, runner: OnnxRunner): self.runner = runner
   def run(self, inputs, **kwargs):
     feeds = dict(zip(self.runner.inputs, inputs))
-    # bfloat16 comes back as float32 from Tensor.numpy(); onnx's references hold ml_dtypes' bfloat16
-    return tuple(t.numpy().astype(ml_dtypes.bfloat16) if t.dtype == dtypes.bfloat16 else t.numpy() for t in self.runner(feeds).values())
+    return tuple(_numpy(t) for t in self.runner(feeds).values())
+
+# bfloat16 and fp8 come back as float32 from Tensor.numpy(); onnx's references hold ml_dtypes' types (fp8 goes as its bytes: exact NaN/-0 bits)
+_NP_FP8 = {dtypes.fp8e4m3: ml_dtypes.float8_e4m3fn, dtypes.fp8e4m3fnuz: ml_dtypes.float8_e4m3fnuz, dtypes.fp8e5m2: ml_dtypes.float8_e5m2,
+           dtypes.fp8e5m2fnuz: ml_dtypes.float8_e5m2fnuz}
+def _numpy(t):
+  if t.dtype in _NP_FP8: return t.bitcast(dtypes.uint8).numpy().view(_NP_FP8[t.dtype])
+  return t.numpy().astype(ml_dtypes.bfloat16) if t.dtype == dtypes.bfloat16 else t.numpy()
 
 class TinygradBackend(Backend):
   @classmethod

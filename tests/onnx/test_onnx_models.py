@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the exported-model tests need torch as the exporter: pip install torch")
 onnx = pytest.importorskip("onnx", reason="OnnxRunner needs onnx: pip install tinygrad-core[onnx]")
 ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime: pip install onnxruntime")
-from tinygrad import Tensor, TinyJit
+from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.nn.onnx import OnnxRunner, main
 
 def export(m: torch.nn.Module, *args: torch.Tensor, opset: int = 17) -> bytes:
@@ -155,3 +155,29 @@ def test_broken_graph_edges_are_one_value_error_naming_the_node(case):
   }[case]
   model = _graph_model(nodes, ("y", "z") if case == "dangling_output" else ("y",))
   with pytest.raises(ValueError, match=want): OnnxRunner(model)(({"x": np.ones(2, np.float32)}))
+
+# every fp8 type, saturate 0 and 1: overflow, inf, NaN, -0, subnormals and rounding ties against onnx's reference, bit for bit
+# (the core's own cast follows torch: e4m3fn saturates, which Cast's saturate=0 must not)
+_FP8_TYPES = ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ")
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("to", _FP8_TYPES)
+def test_cast_to_fp8_matches_onnx_reference_bits(to: str, device: str):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  t = getattr(TensorProto, to)
+  g = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=t, saturate=1), helper.make_node("Cast", ["x"], ["z"], to=t, saturate=0),
+                         helper.make_node("Cast", ["y"], ["w"], to=TensorProto.FLOAT)], "g",
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])],
+                        [helper.make_tensor_value_info(n, t, [None]) for n in "yz"] + [helper.make_tensor_value_info("w", TensorProto.FLOAT, [None])])
+  model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+  edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-9, 240, 247.9, 248, 250, 448, 463.9, 464, 464.1, 465, 480, 500, 57344, 61439, 61440, 1e6, 3e38]
+  x = np.concatenate([np.array(edges, np.float32), -np.array(edges, np.float32), np.random.default_rng(0).standard_normal(500).astype(np.float32) *
+                      np.float32(2.0) ** np.random.default_rng(1).integers(-20, 17, 500)]).astype(np.float32)
+  ref = ReferenceEvaluator(model).run(None, {"x": x})
+  out = OnnxRunner(model, device=device)({"x": x})
+  for name, r in zip("yzw", ref):
+    got = out[name].bitcast(dtypes.uint8).numpy() if name != "w" else out[name].numpy()
+    rf = r.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got.view(r.dtype).astype(np.float32) if name != "w" else got), np.isnan(rf), err_msg=name)
+    ok = ~np.isnan(rf)
+    np.testing.assert_array_equal(got[ok], r.view(np.uint8)[ok] if name != "w" else rf[ok], err_msg=name)

@@ -16,9 +16,15 @@ def _onnx() -> Any:
   except ImportError as e: raise ImportError("tinygrad.nn.onnx parses models with the onnx package: pip install tinygrad-core[onnx]") from e
   return onnx
 
-# ONNX TensorProto.DataType -> dtype (the ones a device can hold; string, complex, float8 and 4-bit ints are missing)
+# ONNX TensorProto.DataType -> dtype (the ones a device can hold; string, complex, float4, e8m0 and 4-/2-bit ints are missing)
 _DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16, 6: dtypes.int32, 7: dtypes.int64,
-                             9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16}
+                             9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64, 12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16,
+                             17: dtypes.fp8e4m3, 18: dtypes.fp8e4m3fnuz, 19: dtypes.fp8e5m2, 20: dtypes.fp8e5m2fnuz}
+# ml_dtypes' float8 numpy dtypes (what onnx's numpy_helper gives) -> dtype; their bytes are bitcast, so NaN and -0 bits carry over exactly
+_NP_FP8: dict[str, DType] = {"float8_e4m3fn": dtypes.fp8e4m3, "float8_e4m3fnuz": dtypes.fp8e4m3fnuz, "float8_e5m2": dtypes.fp8e5m2,
+                             "float8_e5m2fnuz": dtypes.fp8e5m2fnuz}
+# the largest finite value of each fp8 dtype: Cast's saturate=1 clips to it (dtypes.max of fp8e5m2 is inf)
+_FP8_MAX: dict[DType, float] = {dtypes.fp8e4m3: 448.0, dtypes.fp8e4m3fnuz: 240.0, dtypes.fp8e5m2: 57344.0, dtypes.fp8e5m2fnuz: 57344.0}
 _DTYPE_NAMES = {0: "UNDEFINED", 8: "STRING", 14: "COMPLEX64", 15: "COMPLEX128", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
                 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2"}
 
@@ -26,7 +32,7 @@ def dtype_of(onnx_type: int) -> DType:
   """The dtype of an ONNX element type, or a clear error for the ones tinygrad has no dtype for."""
   if onnx_type in _DTYPES: return _DTYPES[onnx_type]
   raise NotImplementedError(f"ONNX element type {_DTYPE_NAMES.get(onnx_type, onnx_type)} has no tinygrad dtype; supported: "
-                            "FLOAT, DOUBLE, FLOAT16, BFLOAT16, BOOL, INT8/16/32/64, UINT8/16/32/64")
+                            "FLOAT, DOUBLE, FLOAT16, BFLOAT16, FLOAT8E4M3FN(UZ), FLOAT8E5M2(FNUZ), BOOL, INT8/16/32/64, UINT8/16/32/64")
 
 def _to_numpy(t: Any) -> np.ndarray:
   arr = _onnx().numpy_helper.to_array(t)
@@ -36,6 +42,9 @@ def _to_numpy(t: Any) -> np.ndarray:
 def _tensor(arr: np.ndarray, device: str | None, dtype: DType | None = None) -> Tensor:
   if arr.dtype == object or arr.dtype.kind in "USc": raise NotImplementedError(f"ONNX tensors of {arr.dtype} (strings, complex) are not supported")
   if arr.dtype.name == "bfloat16": arr, dtype = arr.astype(np.float32), dtypes.bfloat16 if dtype is None else dtype
+  if arr.dtype.name in _NP_FP8:
+    t = Tensor(np.ascontiguousarray(arr).view(np.uint8).reshape(arr.shape), device=device).bitcast(_NP_FP8[arr.dtype.name])
+    return t.cast(dtype) if dtype is not None and t.dtype != dtype else t
   t = Tensor(arr if arr.flags.c_contiguous else arr.copy(), device=device)   # (np.ascontiguousarray makes a 0-d array 1-d)
   return t.cast(dtype) if dtype is not None and t.dtype != dtype else t
 
@@ -133,9 +142,14 @@ def _bitshift(ctx: _Ctx, x: Tensor, y: Tensor, direction: str = "") -> Tensor:
   return x.lshift(y) if direction == "LEFT" else x.rshift(y)
 def _shrink(ctx: _Ctx, x: Tensor, bias: float = 0.0, lambd: float = 0.5) -> Tensor:
   return (x < -lambd).where(x + bias, (x > lambd).where(x - bias, 0)).cast(x.dtype)
-def _cast(ctx: _Ctx, x: Tensor, to: int = 1, saturate: int = 1, round_mode: str = "up") -> Tensor:
-  dt = dtype_of(to)
-  return x.cast(dt)
+def _cast_to(x: Tensor, dt: DType, saturate: int) -> Tensor:
+  if dt not in _FP8_MAX or x.dtype in (dt, dtypes.bool): return x.cast(dt)
+  # onnx's reference: saturate=1 clips to the finite range first (inf too, on every fp8 type; NaN stays NaN); saturate=0 is a plain
+  # cast, where e4m3fn (no inf) gives NaN past its rounding boundary 464, which the core's cast (torch's rule) saturates to 448
+  m = _FP8_MAX[dt]
+  if saturate: return (x.isnan().where(x, x.clip(-m, m)) if dtypes.is_float(x.dtype) else x.clip(-m, m)).cast(dt)
+  return (x.abs() > 464).where(math.nan, x.cast(dtypes.float32)).cast(dt) if dt == dtypes.fp8e4m3 else x.cast(dt)
+def _cast(ctx: _Ctx, x: Tensor, to: int = 1, saturate: int = 1, round_mode: str = "up") -> Tensor: return _cast_to(x, dtype_of(to), saturate)
 
 ELEMENTWISE: dict[str, Callable[..., Any]] = {
   "Abs": _unary(Tensor.abs), "Neg": _unary(Tensor.neg), "Reciprocal": _unary(Tensor.reciprocal), "Sqrt": _unary(Tensor.sqrt),
@@ -159,7 +173,7 @@ ELEMENTWISE: dict[str, Callable[..., Any]] = {
   "Equal": lambda ctx, x, y: x == y, "Less": lambda ctx, x, y: x < y, "LessOrEqual": lambda ctx, x, y: x <= y, "Greater": lambda ctx, x, y: x > y,
   "GreaterOrEqual": lambda ctx, x, y: x >= y, "Where": lambda ctx, c, x, y: c.where(x, y), "Cast": _cast,
   "BitCast": lambda ctx, x, to=1: x.cast(dtypes.uint8).bitcast(dtype_of(to)) if x.dtype == dtypes.bool else x.bitcast(dtype_of(to)),
-  "CastLike": lambda ctx, x, like, saturate=1, round_mode="up": x.cast(like.dtype),
+  "CastLike": lambda ctx, x, like, saturate=1, round_mode="up": _cast_to(x, like.dtype, saturate),
 }
 
 # ---- reductions ----
@@ -735,13 +749,17 @@ def _quantize(ctx: _Ctx, x: Tensor, s: Tensor, zp: Tensor | None = None, axis: i
               precision: int = 0) -> Tensor:
   dt = zp.dtype if zp is not None else dtype_of(output_dtype) if output_dtype else dtypes.uint8
   s, zp = _qparams(s, zp, x, axis, block_size)
+  # to fp8: no rounding to integers and no zero point (the spec requires it to be 0), a Cast with the saturate attribute
+  if dt in dtypes.fp8s: return _cast_to(x.cast(dtypes.float32) / s.cast(dtypes.float32), dt, saturate)
   y = (x.cast(dtypes.float32) / s.cast(dtypes.float32)).round()
   if zp is not None: y = y + zp.cast(dtypes.float32)
   return _saturate(y, dt)
 def _dequantize(ctx: _Ctx, x: Tensor, s: Tensor, zp: Tensor | None = None, axis: int = 1, block_size: int = 0, output_dtype: int = 0) -> Tensor:
   s, zp = _qparams(s, zp, x, axis, block_size)
-  y = x.cast(dtypes.int32) - zp.cast(dtypes.int32) if zp is not None else x
-  return (y.cast(s.dtype) * s).cast(dtype_of(output_dtype) if output_dtype else s.dtype)
+  # (an fp8 x has a zero point of 0 by the spec: it is not subtracted; onnx's reference multiplies in float32 and rounds once to the output)
+  y = x.cast(dtypes.int32) - zp.cast(dtypes.int32) if zp is not None and x.dtype not in dtypes.fp8s else x
+  ft = dtypes.float64 if s.dtype == dtypes.float64 else dtypes.float32
+  return (y.cast(ft) * s.cast(ft)).cast(dtype_of(output_dtype) if output_dtype else s.dtype)
 def _dyn_quantize(ctx: _Ctx, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
   lo, hi = x.min().minimum(0), x.max().maximum(0)
   s = (hi - lo) / 255
