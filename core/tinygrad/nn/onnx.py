@@ -567,8 +567,10 @@ def _lpnorm(ctx: _Ctx, x: Tensor, axis: int = -1, p: int = 2) -> Tensor:
   return (x / (n == 0).where(1, n)).cast(x.dtype)   # an all-zero slice stays zero
 def _dropout(ctx: _Ctx, x: Tensor, ratio: Tensor | float | None = None, training_mode: Tensor | None = None, seed: int | None = None, is_test: int = 0,
              _nout: int = 1) -> Any:
-  if training_mode is not None and bool(ctx.val(training_mode).reshape(-1)[0]):
-    raise NotImplementedError("Dropout: training_mode=True draws random masks that cannot match ONNX's; inference only")
+  # ratio 0 drops nothing, so training mode is the identity too (exactly what onnx's reference gives); any other ratio draws a mask
+  r = float(ctx.val(ratio).reshape(-1)[0]) if isinstance(ratio, Tensor) else 0.5 if ratio is None else ratio
+  if training_mode is not None and bool(ctx.val(training_mode).reshape(-1)[0]) and r != 0:
+    raise NotImplementedError(f"Dropout: training_mode=True with ratio {r} draws random masks that cannot match ONNX's; inference (or ratio 0) only")
   return (x, Tensor.full(x.shape, True, dtype=dtypes.bool, device=x.device)) if _nout > 1 else x
 def _nll(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str) -> Tensor:
   t = t.cast(dtypes.int64)
