@@ -802,6 +802,48 @@ def _if(ctx: _Ctx, cond: Tensor, then_branch: Any = None, else_branch: Any = Non
   return tuple(outs[o.name] for o in g.output)
 
 onnx_ops: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **REDUCE, **MOVEMENT, **LINALG, **NORM, **QUANT, "If": _if}
+
+# ---- other domains: the numeric ops of ai.onnx.ml and the optimizer steps of ai.onnx.preview.training (as onnx's reference computes them) ----
+def _array_feature_extractor(ctx: _Ctx, x: Tensor, idx: Tensor) -> Tensor:
+  # x[..., idx.flatten()]; a 1-d x gives one row (onnxruntime's shape, which the reference follows)
+  y = x._take_along(x.ndim - 1, idx.reshape(-1).cast(dtypes.int64))
+  return y.reshape(1, -1) if x.ndim == 1 else y
+def _adagrad(ctx: _Ctx, r: Tensor, t: Tensor, *xgh: Tensor, decay_factor: float = 0.0, epsilon: float = 1e-6, norm_coefficient: float = 0.0) -> tuple:
+  n = len(xgh) // 3   # X1..Xn, G1..Gn, H1..Hn -> X1_new..Xn_new, H1_new..Hn_new
+  lr = r / (1 + t.cast(r.dtype) * decay_factor)
+  steps = [(x, norm_coefficient * x + g, h) for x, g, h in zip(xgh[:n], xgh[n:2 * n], xgh[2 * n:])]
+  hs = [h + g * g for _, g, h in steps]
+  return tuple([(x - lr * g / (hn.sqrt() + epsilon)).cast(x.dtype) for (x, g, _), hn in zip(steps, hs)] + [hn.cast(h.dtype) for (_, _, h), hn in zip(steps, hs)])
+def _momentum(ctx: _Ctx, r: Tensor, t: Tensor, *xgv: Tensor, alpha: float = 0.0, beta: float = 0.0, mode: str = "standard", norm_coefficient: float = 0.0) -> tuple:
+  n = len(xgv) // 3
+  b = (t > 0).where(beta, 1.0)   # the first step (t == 0) takes the whole gradient
+  xs, vs = [], []
+  for x, g, v in zip(xgv[:n], xgv[n:2 * n], xgv[2 * n:]):
+    gr = norm_coefficient * x + g
+    vn = alpha * v + b * gr
+    xs.append((x - r * (vn if mode == "standard" else gr + alpha * vn)).cast(x.dtype))
+    vs.append(vn.cast(v.dtype))
+  return tuple(xs + vs)
+def _adam(ctx: _Ctx, r: Tensor, t: Tensor, *xgvh: Tensor, alpha: float = 0.9, beta: float = 0.999, epsilon: float = 1e-6, norm_coefficient: float = 0.0,
+          norm_coefficient_post: float = 0.0) -> tuple:
+  n = len(xgvh) // 4
+  tf = t.cast(dtypes.float32)
+  lr = (t > 0).where(r * (1 - beta ** tf).sqrt() / (1 - alpha ** tf), r)   # bias correction from the first step on
+  xs, vs, hs = [], [], []
+  for x, g, v, h in zip(xgvh[:n], xgvh[n:2 * n], xgvh[2 * n:3 * n], xgvh[3 * n:]):
+    gr = norm_coefficient * x + g
+    vn, hn = alpha * v + (1 - alpha) * gr, beta * h + (1 - beta) * gr * gr
+    xs.append(((1 - norm_coefficient_post) * (x - lr * vn / (hn.sqrt() + epsilon))).cast(x.dtype))
+    vs.append(vn.cast(v.dtype))
+    hs.append(hn.cast(h.dtype))
+  return tuple(xs + vs + hs)
+domain_ops: dict[str, dict[str, Callable[..., Any]]] = {
+  "ai.onnx.ml": {"Binarizer": lambda ctx, x, threshold=0.0: (x > threshold).cast(x.dtype), "ArrayFeatureExtractor": _array_feature_extractor},
+  "ai.onnx.preview.training": {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam},
+}
+def _op(n: Any) -> Callable[..., Any] | None:
+  # the default domain's table, or another domain's
+  return onnx_ops.get(n.op_type) if n.domain in ("", "ai.onnx") else domain_ops.get(n.domain, {}).get(n.op_type)
 # ops that take their host-side settings as attributes before an opset and as inputs from it (names the op's optional inputs)
 _MULTI_OUT = {"Split", "MaxPool", "BatchNormalization", "LayerNormalization", "Dropout", "SoftmaxCrossEntropyLoss", "Attention"}
 
@@ -845,12 +887,12 @@ class OnnxRunner:
   def _check(self, g: Any) -> None:
     bad = []
     for n in g.node:
-      if n.domain not in ("", "ai.onnx") or n.op_type not in onnx_ops:
+      if _op(n) is None:
         bad.append(f"{n.op_type} (node {n.name or '<unnamed>'}{', domain ' + n.domain if n.domain else ''})")
       for a in n.attribute:
         if a.type == _onnx().AttributeProto.GRAPH: self._check(a.g)
     if bad: raise NotImplementedError(f"ONNX model (opset {self.opset}) uses operators tinygrad.nn.onnx does not support: {', '.join(bad)}; the supported ones are "
-                                      "the keys of tinygrad.nn.onnx.onnx_ops")
+                                      "the keys of tinygrad.nn.onnx.onnx_ops (and of domain_ops)")
 
   def _input(self, name: str, v: Any) -> Tensor:
     spec = self.inputs[name].type
@@ -887,7 +929,8 @@ class OnnxRunner:
       attrs = {a.name: _attr(a) for a in n.attribute}
       if n.op_type in _MULTI_OUT: attrs["_nout"] = len(n.output)
       if n.op_type == "If": attrs.update(_runner=self, _scope=values)
-      fn = onnx_ops[n.op_type]
+      fn = _op(n)
+      assert fn is not None   # (_check rejected the model otherwise)
       try: ret = fn(ctx, *_positional(n.op_type, ctx.opset, args), **attrs)
       except Exception as e:
         raise type(e)(f"ONNX node {num} {n.op_type} ({n.name or '<unnamed>'}, opset {ctx.opset}): {e}") if type(e).__init__ is BaseException.__init__ \
