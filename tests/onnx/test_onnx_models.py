@@ -181,3 +181,28 @@ def test_cast_to_fp8_matches_onnx_reference_bits(to: str, device: str):
     np.testing.assert_array_equal(np.isnan(got.view(r.dtype).astype(np.float32) if name != "w" else got), np.isnan(rf), err_msg=name)
     ok = ~np.isnan(rf)
     np.testing.assert_array_equal(got[ok], r.view(np.uint8)[ok] if name != "w" else rf[ok], err_msg=name)
+
+# the options the backend node tests leave at their defaults: GRU's linear_before_reset (torch's GRU), layout=1 (batch first), LSTM's
+# input_forget and clip, bidirectional with initial states; against onnxruntime, except layout=1 (onnxruntime refuses it): onnx's reference
+@pytest.mark.parametrize("op,attrs,ref", [("GRU", {"linear_before_reset": 1, "direction": "bidirectional"}, "ort"), ("GRU", {"layout": 1, "direction": "reverse"}, "onnx"),
+                                          ("LSTM", {"layout": 1, "direction": "bidirectional"}, "onnx"), ("LSTM", {"input_forget": 1}, "ort"),
+                                          ("LSTM", {"clip": 0.5, "direction": "bidirectional"}, "ort"), ("RNN", {"layout": 1}, "onnx"),
+                                          ("RNN", {"direction": "bidirectional", "activations": ["Relu", "Tanh"]}, "ort")])
+def test_recurrent_options_match_reference(op: str, attrs: dict, ref: str):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  T, N, I, H, D = 5, 3, 4, 6, 2 if attrs.get("direction") == "bidirectional" else 1
+  G = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((N, T, I) if attrs.get("layout") else (T, N, I)).astype(np.float32)
+  w, r, b = [rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((D, G * H, I), (D, G * H, H), (D, 2 * G * H))]
+  h0 = rng.standard_normal((N, D, H) if attrs.get("layout") else (D, N, H)).astype(np.float32)
+  outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+  node = helper.make_node(op, ["x", "w", "r", "b", "", "h0"], outs, hidden_size=H, **attrs)
+  g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("x", "w", "r", "b", "h0")],
+                        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+  model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)])
+  feeds = {"x": x, "w": w, "r": r, "b": b, "h0": h0}
+  got = OnnxRunner(model)(feeds)
+  want = ReferenceEvaluator(model).run(None, feeds) if ref == "onnx" else ort_run(model.SerializeToString(), feeds)
+  for o, v in zip(outs, want): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)

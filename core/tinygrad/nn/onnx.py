@@ -837,6 +837,60 @@ def _adam(ctx: _Ctx, r: Tensor, t: Tensor, *xgvh: Tensor, alpha: float = 0.9, be
     vs.append(vn.cast(v.dtype))
     hs.append(hn.cast(h.dtype))
   return tuple(xs + vs + hs)
+# ---- recurrent layers: a python loop over the time steps (the sequence length is static), each step a few lazy Tensor ops ----
+_RNN_ACTS: dict[str, Callable[[Tensor], Tensor]] = {"Tanh": Tensor.tanh, "Sigmoid": Tensor.sigmoid, "Relu": Tensor.relu, "Softsign": Tensor.softsign,
+                                                    "Softplus": Tensor.softplus}
+def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor | None = None, seq_lens: Tensor | None = None, h0: Tensor | None = None,
+               c0: Tensor | None = None, P: Tensor | None = None, activations: list[str] | None = None, activation_alpha: list[float] | None = None,
+               activation_beta: list[float] | None = None, clip: float | None = None, direction: str = "forward", hidden_size: int = 0, layout: int = 0,
+               linear_before_reset: int = 0, input_forget: int = 0, _nout: int = 1) -> tuple[Tensor, ...]:
+  if activation_alpha or activation_beta: raise NotImplementedError(f"{kind}: activation_alpha/activation_beta are not supported")
+  if direction not in ("forward", "reverse", "bidirectional"): raise ValueError(f"{kind}: direction {direction!r} is not forward, reverse or bidirectional")
+  if layout == 1:   # batch first -> [seq, batch, input], initial states [dirs, batch, hidden]
+    X, h0, c0 = X.transpose(0, 1), h0.transpose(0, 1) if h0 is not None else None, c0.transpose(0, 1) if c0 is not None else None
+  T, N, H, D = X.shape[0], X.shape[1], R.shape[-1], W.shape[0]
+  if seq_lens is not None and any(n != T for n in ctx.ints(seq_lens)):
+    raise NotImplementedError(f"{kind}: sequence_lens shorter than the sequence ({ctx.ints(seq_lens)} < {T}) are not supported")
+  nact = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
+  names = activations or {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind] * D
+  if (bad := [a for a in names if a not in _RNN_ACTS]): raise NotImplementedError(f"{kind}: activations {bad} are not supported; supported: {list(_RNN_ACTS)}")
+  cl = (lambda v: v.clip(-clip, clip)) if clip is not None else (lambda v: v)
+  G = W.shape[1] // H   # gates: RNN 1, GRU 3 (z r h), LSTM 4 (i o f c)
+  ys, hs, cs = [], [], []
+  for d in range(D):
+    acts = [_RNN_ACTS[a] for a in names[d * nact:(d + 1) * nact]]   # this direction's f (and g, h): RNN uses f, GRU f g, LSTM f g h
+    f, g, hact = acts[0], acts[min(1, nact - 1)], acts[nact - 1]
+    w, r = W[d], R[d]
+    b = B[d] if B is not None else Tensor.zeros(2 * G * H, dtype=X.dtype, device=X.device)
+    wb, rb = b[:G * H], b[G * H:]
+    h = h0[d] if h0 is not None else Tensor.zeros(N, H, dtype=X.dtype, device=X.device)
+    c = c0[d] if c0 is not None else Tensor.zeros(N, H, dtype=X.dtype, device=X.device)
+    p = P[d] if P is not None else Tensor.zeros(3 * H, dtype=X.dtype, device=X.device)
+    xw = X @ w.T + wb   # [seq, batch, G*H]: the input's part of every step at once
+    out = []
+    for t in (range(T) if direction == "forward" or (direction == "bidirectional" and d == 0) else range(T - 1, -1, -1)):
+      if kind == "RNN": h = f(cl(xw[t] + h @ r.T + rb))
+      elif kind == "GRU":
+        hr = h @ r.T
+        z, rg = f(cl(xw[t, :, :H] + hr[:, :H] + rb[:H])), f(cl(xw[t, :, H:2 * H] + hr[:, H:2 * H] + rb[H:2 * H]))
+        hh = xw[t, :, 2 * H:] + (rg * (hr[:, 2 * H:] + rb[2 * H:]) if linear_before_reset else (rg * h) @ r[2 * H:].T + rb[2 * H:])
+        h = (1 - z) * g(cl(hh)) + z * h
+      else:
+        gt = xw[t] + h @ r.T + rb
+        i = f(cl(gt[:, :H] + p[:H] * c))
+        fg = 1 - i if input_forget else f(cl(gt[:, 2 * H:3 * H] + p[2 * H:] * c))
+        c = fg * c + i * g(cl(gt[:, 3 * H:]))
+        h = f(cl(gt[:, H:2 * H] + p[H:2 * H] * c)) * hact(c)
+      out.append(h)
+    if direction == "reverse" or (direction == "bidirectional" and d == 1): out = out[::-1]
+    ys.append(Tensor.stack(*out))
+    hs.append(h)
+    cs.append(c)
+  Y, Yh, Yc = Tensor.stack(*ys, dim=1), Tensor.stack(*hs), Tensor.stack(*cs)   # [seq, dirs, batch, hidden], [dirs, batch, hidden]
+  if layout == 1: Y, Yh, Yc = Y.permute(2, 0, 1, 3), Yh.transpose(0, 1), Yc.transpose(0, 1)
+  return (Y, Yh, Yc) if kind == "LSTM" else (Y, Yh)
+onnx_ops.update({k: functools.partial(_recurrent, k) for k in ("RNN", "GRU", "LSTM")})
+
 domain_ops: dict[str, dict[str, Callable[..., Any]]] = {
   "ai.onnx.ml": {"Binarizer": lambda ctx, x, threshold=0.0: (x > threshold).cast(x.dtype), "ArrayFeatureExtractor": _array_feature_extractor},
   "ai.onnx.preview.training": {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam},
