@@ -408,6 +408,18 @@ def _eye_like(ctx: _Ctx, x: Tensor, dtype: int | None = None, k: int = 0) -> Ten
 def _nonzero(ctx: _Ctx, x: Tensor) -> Tensor:
   nz = np.array(np.nonzero(ctx.val(x)), dtype=np.int64)
   return ctx.const(nz.reshape(x.ndim, -1))
+def _unique(ctx: _Ctx, x: Tensor, axis: int | None = None, sorted: int = 1) -> tuple[Tensor, ...]:
+  # the output's length depends on the values: computed on the host, as NonZero (NaNs count as one value, as numpy's unique)
+  a = _axis(axis, x.ndim) if axis is not None else 0
+  v = ctx.val(x) if axis is not None else ctx.val(x).reshape(-1)
+  y, idx, inv, cnt = np.unique(v, return_index=True, return_inverse=True, return_counts=True, axis=a)
+  inv = inv.reshape(-1)
+  if not sorted:   # in order of first occurrence
+    order = np.argsort(idx, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    y, idx, inv, cnt = np.take(v, idx[order], axis=a), idx[order], rank[inv], cnt[order]
+  return (ctx.const(y).cast(x.dtype), *(ctx.const(np.asarray(t, dtype=np.int64)) for t in (idx, inv, cnt)))
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
@@ -442,7 +454,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
 }
 
