@@ -206,3 +206,19 @@ def test_recurrent_options_match_reference(op: str, attrs: dict, ref: str):
   got = OnnxRunner(model)(feeds)
   want = ReferenceEvaluator(model).run(None, feeds) if ref == "onnx" else ort_run(model.SerializeToString(), feeds)
   for o, v in zip(outs, want): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)
+
+# Det against numpy: sizes 1..5 in a batch, a zero pivot that needs a row swap, a singular matrix, a permutation (sign)
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_det_matches_numpy(device: str):
+  from onnx import helper, TensorProto
+  rng = np.random.default_rng(0)
+  for n in range(1, 6):
+    x = rng.standard_normal((4, n, n)).astype(np.float32)
+    if n > 1:
+      x[1, 0, 0] = 0.0                              # the first pivot must come from another row
+      x[2, -1] = x[2, 0] * 2                        # singular
+      x[3] = np.eye(n, dtype=np.float32)[::-1]      # a row reversal: det +-1
+    g = helper.make_graph([helper.make_node("Det", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, n, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)]), device=device)({"x": x})["y"].numpy()
+    np.testing.assert_allclose(got, np.linalg.det(x), rtol=1e-4, atol=1e-5, err_msg=f"n={n}")

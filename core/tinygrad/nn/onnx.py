@@ -420,6 +420,22 @@ def _unique(ctx: _Ctx, x: Tensor, axis: int | None = None, sorted: int = 1) -> t
     rank[order] = np.arange(len(order))
     y, idx, inv, cnt = np.take(v, idx[order], axis=a), idx[order], rank[inv], cnt[order]
   return (ctx.const(y).cast(x.dtype), *(ctx.const(np.asarray(t, dtype=np.int64)) for t in (idx, inv, cnt)))
+def _det(ctx: _Ctx, x: Tensor) -> Tensor:
+  # Gaussian elimination with partial pivoting, unrolled over the (static) n columns; batched over the leading dims
+  n = x.shape[-1]
+  a = x.cast(dtypes.float64 if x.dtype == dtypes.float64 else dtypes.float32)
+  rows = Tensor.arange(n, device=x.device)
+  det = Tensor.ones(*x.shape[:-2], dtype=a.dtype, device=x.device)
+  for k in range(n):
+    piv = (rows >= k).where(a[..., :, k].abs(), -1).argmax(-1)   # the largest remaining |a[i, k]|, i >= k
+    ok, op = (rows == k).unsqueeze(-1), (rows == piv.unsqueeze(-1)).unsqueeze(-1)
+    rk, rp = a[..., k:k + 1, :], (a * op).sum(-2, keepdim=True)
+    a = a + ok * (rp - rk) + op * (rk - rp)   # swap rows k and piv (nothing when piv == k)
+    p = a[..., k, k]
+    det = det * (piv != k).where(-p, p)
+    f = (rows > k).where(a[..., :, k] / (p == 0).where(1, p).unsqueeze(-1), 0)
+    a = a - f.unsqueeze(-1) * a[..., k:k + 1, :]
+  return det.cast(x.dtype)
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
@@ -454,7 +470,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
 }
 
