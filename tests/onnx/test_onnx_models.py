@@ -222,3 +222,17 @@ def test_det_matches_numpy(device: str):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
     got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)]), device=device)({"x": x})["y"].numpy()
     np.testing.assert_allclose(got, np.linalg.det(x), rtol=1e-4, atol=1e-5, err_msg=f"n={n}")
+
+# AffineGrid against torch's affine_grid (2-d and 3-d, both align_corners, a spatial dim of size 1)
+@pytest.mark.parametrize("size", [(2, 1, 3, 5), (2, 3, 1, 4), (2, 1, 2, 3, 4), (2, 1, 3, 1, 2)])
+@pytest.mark.parametrize("align", [0, 1])
+def test_affine_grid_matches_torch(size: tuple, align: int):
+  from onnx import helper, TensorProto
+  k = len(size) - 2
+  theta = np.random.default_rng(0).standard_normal((2, k, k + 1)).astype(np.float32)
+  g = helper.make_graph([helper.make_node("AffineGrid", ["t", "s"], ["y"], align_corners=align)], "g",
+                        [helper.make_tensor_value_info("t", TensorProto.FLOAT, theta.shape), helper.make_tensor_value_info("s", TensorProto.INT64, [len(size)])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+  got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]))({"t": theta, "s": np.array(size, np.int64)})["y"].numpy()
+  want = torch.nn.functional.affine_grid(torch.tensor(theta), list(size), align_corners=bool(align)).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

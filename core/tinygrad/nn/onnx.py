@@ -436,6 +436,15 @@ def _det(ctx: _Ctx, x: Tensor) -> Tensor:
     f = (rows > k).where(a[..., :, k] / (p == 0).where(1, p).unsqueeze(-1), 0)
     a = a - f.unsqueeze(-1) * a[..., k:k + 1, :]
   return det.cast(x.dtype)
+def _affine_grid(ctx: _Ctx, theta: Tensor, size: Tensor, align_corners: int = 0) -> Tensor:
+  # the sampling grid of theta [N, k, k+1] over size's spatial dims: [N, *spatial, k], coordinates (x, y[, z]) in [-1, 1]
+  sp = ctx.ints(size)[2:]
+  def lin(n: int) -> Tensor:   # pixel centers (align_corners=0) or corners (1) of n pixels; a lone pixel sits at 0 either way (as torch's;
+    i = Tensor.arange(n, device=theta.device, dtype=dtypes.float32)   # onnx's reference divides by zero there)
+    return (i * (2 / (n - 1)) - 1 if n > 1 else i) if align_corners else (i * 2 + 1) / n - 1
+  axes = [lin(n).reshape([n if j == d else 1 for j in range(len(sp))]).expand(*sp) for d, n in enumerate(sp)]
+  base = Tensor.stack(*axes[::-1], Tensor.ones(*sp, device=theta.device), dim=-1).reshape(-1, len(sp) + 1)   # [x, y(, z), 1] per point
+  return (base @ theta.cast(dtypes.float32).transpose(1, 2)).reshape(theta.shape[0], *sp, len(sp)).cast(theta.dtype)
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
@@ -470,7 +479,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
 }
 
