@@ -1,6 +1,7 @@
 """Models exported by torch.onnx.export run through OnnxRunner and match onnxruntime (rtol 1e-3) on CPU and PYTHON, plus
 the runner's own contract: the model forms it accepts, one error for unsupported operators, TinyJit, and the CLI."""
 import io, warnings
+from math import prod
 import numpy as np
 import pytest
 torch = pytest.importorskip("torch", reason="the exported-model tests need torch as the exporter: pip install torch")
@@ -236,3 +237,17 @@ def test_affine_grid_matches_torch(size: tuple, align: int):
   got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]))({"t": theta, "s": np.array(size, np.int64)})["y"].numpy()
   want = torch.nn.functional.affine_grid(torch.tensor(theta), list(size), align_corners=bool(align)).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+# Col2Im against torch's fold (2-d): strides, dilations, pads (symmetric: fold has no other), overlapping blocks
+@pytest.mark.parametrize("img,blk,st,dil,pad", [((5, 6), (2, 3), (1, 1), (1, 1), (0, 0)), ((7, 6), (3, 2), (2, 1), (1, 2), (1, 0)),
+                                                ((4, 9), (2, 2), (2, 3), (2, 1), (1, 2))])
+def test_col2im_matches_torch_fold(img, blk, st, dil, pad):
+  from onnx import helper, TensorProto
+  L = prod((img[d] + 2 * pad[d] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1 for d in range(2))
+  x = np.random.default_rng(0).standard_normal((2, 3 * blk[0] * blk[1], L)).astype(np.float32)
+  node = helper.make_node("Col2Im", ["x", "i", "b"], ["y"], strides=list(st), dilations=list(dil), pads=[pad[0], pad[1], pad[0], pad[1]])
+  g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape), helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+                                      helper.make_tensor_value_info("b", TensorProto.INT64, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+  got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))({"x": x, "i": np.array(img), "b": np.array(blk)})["y"].numpy()
+  want = torch.nn.functional.fold(torch.tensor(x), img, blk, dilation=dil, padding=pad, stride=st).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

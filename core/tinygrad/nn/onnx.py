@@ -3,7 +3,7 @@
 schedules and fuses as one program, and can be wrapped in TinyJit. Inputs that set shapes (Reshape's shape, Slice's starts,
 Pad's pads ...) are read on the host: from initializers and Constants directly, otherwise by realizing them."""
 from __future__ import annotations
-import math, os, sys, time, argparse, functools, statistics
+import math, os, sys, time, argparse, functools, itertools, statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -445,6 +445,27 @@ def _affine_grid(ctx: _Ctx, theta: Tensor, size: Tensor, align_corners: int = 0)
   axes = [lin(n).reshape([n if j == d else 1 for j in range(len(sp))]).expand(*sp) for d, n in enumerate(sp)]
   base = Tensor.stack(*axes[::-1], Tensor.ones(*sp, device=theta.device), dim=-1).reshape(-1, len(sp) + 1)   # [x, y(, z), 1] per point
   return (base @ theta.cast(dtypes.float32).transpose(1, 2)).reshape(theta.shape[0], *sp, len(sp)).cast(theta.dtype)
+def _col2im(ctx: _Ctx, x: Tensor, image_shape: Tensor, block_shape: Tensor, dilations: list[int] | None = None, pads: list[int] | None = None,
+            strides: list[int] | None = None) -> Tensor:
+  # the inverse of im2col: every block offset's column is spread over the (padded) image with the stride, overlaps summed
+  img, blk = ctx.ints(image_shape), ctx.ints(block_shape)
+  k = len(img)
+  dil, st, pd = dilations or [1] * k, strides or [1] * k, pads or [0] * (2 * k)
+  full = [img[d] + pd[d] + pd[d + k] for d in range(k)]
+  L = [(full[d] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1 for d in range(k)]
+  cols = x.reshape(x.shape[0], -1, *blk, *L)
+  out: Tensor | None = None
+  for b in itertools.product(*[range(n) for n in blk]):
+    y = cols[(slice(None), slice(None), *b)]   # [N, C, *L]
+    for d in range(k):   # L values at b*dilation + i*stride along spatial dim d
+      a = 2 + d
+      y = y.unsqueeze(a + 1).pad([(0, st[d] - 1) if i == a + 1 else None for i in range(y.ndim + 1)]).flatten(a, a + 1)
+      y = y.shrink([(0, (L[d] - 1) * st[d] + 1) if i == a else None for i in range(y.ndim)])
+      off = b[d] * dil[d]
+      y = y.pad([(off, full[d] - off - y.shape[a]) if i == a else None for i in range(y.ndim)])
+    out = y if out is None else out + y
+  assert out is not None
+  return out.shrink([None, None, *[(pd[d], pd[d] + img[d]) for d in range(k)]])
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
@@ -479,7 +500,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
 }
 
