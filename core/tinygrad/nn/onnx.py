@@ -466,6 +466,9 @@ def _col2im(ctx: _Ctx, x: Tensor, image_shape: Tensor, block_shape: Tensor, dila
     out = y if out is None else out + y
   assert out is not None
   return out.shrink([None, None, *[(pd[d], pd[d] + img[d]) for d in range(k)]])
+def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
+  if x is None: raise ValueError("OptionalGetElement: the optional is empty")
+  return x
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
@@ -500,7 +503,9 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im,
+  # an optional tensor is the tensor or absent (None); optional sequences are not supported (values are tensors)
+  "OptionalHasElement": lambda ctx, x=None: Tensor(x is not None, device=ctx.device), "OptionalGetElement": _optional_get, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
 }
 
@@ -1006,8 +1011,11 @@ class OnnxRunner:
     if bad: raise NotImplementedError(f"ONNX model (opset {self.opset}) uses operators tinygrad.nn.onnx does not support: {', '.join(bad)}; the supported ones are "
                                       "the keys of tinygrad.nn.onnx.onnx_ops (and of domain_ops)")
 
-  def _input(self, name: str, v: Any) -> Tensor:
+  def _input(self, name: str, v: Any) -> Tensor | None:
     spec = self.inputs[name].type
+    if spec.HasField("optional_type") and spec.optional_type.elem_type.HasField("tensor_type"):   # an optional tensor: the tensor or None
+      if v is None: return None
+      spec = spec.optional_type.elem_type
     if not spec.HasField("tensor_type"): raise NotImplementedError(f"input {name!r}: only tensor inputs are supported (not sequences, maps or optionals)")
     dt = dtype_of(spec.tensor_type.elem_type)
     t = v if isinstance(v, Tensor) else _tensor(np.asarray(v), self.device)
@@ -1027,7 +1035,8 @@ class OnnxRunner:
     for n, (t, v) in self.initializers.items():
       values[n] = t
       if v is not None: ctx.set(t, v)
-    for n, v in inputs.items(): values[n] = self._input(n, v)
+    for n, v in inputs.items():
+      if (inp := self._input(n, v)) is not None: values[n] = inp   # (an empty optional is absent, as an omitted input: None to its ops)
     dbg = self.debug if debug is None else int(debug)
     self._run_graph(self.model.graph, values, ctx, dbg)
     return {o: values[o] for o in self.outputs}
@@ -1037,7 +1046,7 @@ class OnnxRunner:
       arr = _to_numpy(t)
       values[t.name] = ctx.set(_tensor(arr, self.device, dtype_of(t.data_type)), arr)
     for num, n in enumerate(g.node):
-      args = [values[i] if i else None for i in n.input]
+      args = [values.get(i) if i else None for i in n.input]
       attrs = {a.name: _attr(a) for a in n.attribute}
       if n.op_type in _MULTI_OUT: attrs["_nout"] = len(n.output)
       if n.op_type == "If": attrs.update(_runner=self, _scope=values)
