@@ -251,3 +251,25 @@ def test_col2im_matches_torch_fold(img, blk, st, dil, pad):
   got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))({"x": x, "i": np.array(img), "b": np.array(blk)})["y"].numpy()
   want = torch.nn.functional.fold(torch.tensor(x), img, blk, dilation=dil, padding=pad, stride=st).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+# TensorScatter against onnx's reference: linear and circular (wrapping past the end), other axes, an int cache, NaN in the update
+@pytest.mark.parametrize("mode,axis,dtype", [("linear", -2, np.float32), ("circular", -2, np.float32), ("circular", 1, np.int32), ("linear", 2, np.float32)])
+def test_tensor_scatter_matches_onnx_reference(mode: str, axis: int, dtype):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  rng = np.random.default_rng(0)
+  past = (rng.standard_normal((3, 4, 6, 5)) * 10).astype(dtype)
+  s = 3
+  upd_shape = [3, 4, 6, 5]
+  upd_shape[axis % 4] = s
+  upd = (rng.standard_normal(upd_shape) * 10).astype(dtype)
+  if dtype == np.float32: upd[0, 0, 0, 0] = np.nan
+  lim = past.shape[axis % 4] - (0 if mode == "circular" else s - 1)
+  w = rng.integers(0, lim, 3).astype(np.int64)
+  tt = TensorProto.FLOAT if dtype == np.float32 else TensorProto.INT32
+  g = helper.make_graph([helper.make_node("TensorScatter", ["p", "u", "w"], ["y"], mode=mode, axis=axis)], "g",
+                        [helper.make_tensor_value_info("p", tt, past.shape), helper.make_tensor_value_info("u", tt, upd.shape),
+                         helper.make_tensor_value_info("w", TensorProto.INT64, [3])], [helper.make_tensor_value_info("y", tt, None)])
+  model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 24)])
+  feeds = {"p": past, "u": upd, "w": w}
+  np.testing.assert_equal(OnnxRunner(model)(feeds)["y"].numpy(), ReferenceEvaluator(model).run(None, feeds)[0])

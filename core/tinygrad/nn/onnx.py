@@ -466,6 +466,18 @@ def _col2im(ctx: _Ctx, x: Tensor, image_shape: Tensor, block_shape: Tensor, dila
     out = y if out is None else out + y
   assert out is not None
   return out.shrink([None, None, *[(pd[d], pd[d] + img[d]) for d in range(k)]])
+def _tensor_scatter(ctx: _Ctx, past: Tensor, upd: Tensor, write_indices: Tensor | None = None, mode: str = "linear", axis: int = -2) -> Tensor:
+  # a KV-cache write: batch b's update goes to positions write_indices[b] + j along axis (mod its length when circular)
+  if mode not in ("linear", "circular"): raise ValueError(f"TensorScatter: mode {mode!r} is not linear or circular")
+  ax, n = _axis(axis, past.ndim), past.ndim
+  smax, s = past.shape[ax], upd.shape[ax]
+  w = write_indices.cast(dtypes.int64) if write_indices is not None else Tensor.zeros(past.shape[0], dtype=dtypes.int64, device=past.device)
+  rel = Tensor.arange(smax, device=past.device).unsqueeze(0) - w.unsqueeze(1)   # [B, smax]: the update index each position takes
+  if mode == "circular": rel = (rel + smax) % smax
+  hit = rel.unsqueeze(-1) == Tensor.arange(s, device=past.device)               # [B, smax, s]
+  hit = hit.reshape(past.shape[0], *[1] * (ax - 1), smax, s, *[1] * (n - ax - 1))
+  new = (hit.where(upd.unsqueeze(ax), 0)).sum(ax + 1, dtype=past.dtype)
+  return hit.any(ax + 1).where(new, past)
 def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
   if x is None: raise ValueError("OptionalGetElement: the optional is empty")
   return x
@@ -503,7 +515,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "TensorScatter": _tensor_scatter,
   # an optional tensor is the tensor or absent (None); optional sequences are not supported (values are tensors)
   "OptionalHasElement": lambda ctx, x=None: Tensor(x is not None, device=ctx.device), "OptionalGetElement": _optional_get, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
