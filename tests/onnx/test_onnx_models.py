@@ -273,3 +273,22 @@ def test_tensor_scatter_matches_onnx_reference(mode: str, axis: int, dtype):
   model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 24)])
   feeds = {"p": past, "u": upd, "w": w}
   np.testing.assert_equal(OnnxRunner(model)(feeds)["y"].numpy(), ReferenceEvaluator(model).run(None, feeds)[0])
+
+# CausalConvWithState streams: two chunks with the carried state give the one-shot output (and state), which is torch's causal depthwise conv
+@pytest.mark.parametrize("k,act", [(4, "silu"), (1, "none"), (3, "none")])
+def test_causal_conv_with_state_streams(k: int, act: str):
+  from onnx import helper, TensorProto
+  rng = np.random.default_rng(0)
+  x, w, b = rng.standard_normal((2, 3, 7)).astype(np.float32), rng.standard_normal((3, 1, k)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+  g = helper.make_graph([helper.make_node("CausalConvWithState", ["x", "w", "b", "s"], ["y", "s2"], activation=act)], "g",
+                        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "xwbs"],
+                        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "s2")])
+  run = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 27)]))
+  s0 = np.zeros((2, 3, k - 1), np.float32)
+  full = run({"x": x, "w": w, "b": b, "s": s0})
+  a = run({"x": x[..., :4], "w": w, "b": b, "s": s0})
+  c = run({"x": x[..., 4:], "w": w, "b": b, "s": a["s2"].numpy()})
+  np.testing.assert_allclose(np.concatenate([a["y"].numpy(), c["y"].numpy()], -1), full["y"].numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_equal(c["s2"].numpy(), full["s2"].numpy())
+  want = torch.nn.functional.conv1d(torch.nn.functional.pad(torch.tensor(x), (k - 1, 0)), torch.tensor(w), torch.tensor(b), groups=3)
+  np.testing.assert_allclose(full["y"].numpy(), (torch.nn.functional.silu(want) if act == "silu" else want).numpy(), rtol=1e-5, atol=1e-6)

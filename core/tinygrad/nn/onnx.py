@@ -478,6 +478,14 @@ def _tensor_scatter(ctx: _Ctx, past: Tensor, upd: Tensor, write_indices: Tensor 
   hit = hit.reshape(past.shape[0], *[1] * (ax - 1), smax, s, *[1] * (n - ax - 1))
   new = (hit.where(upd.unsqueeze(ax), 0)).sum(ax + 1, dtype=past.dtype)
   return hit.any(ax + 1).where(new, past)
+def _causal_conv(ctx: _Ctx, x: Tensor, w: Tensor, b: Tensor | None = None, past: Tensor | None = None, activation: str = "none") -> tuple[Tensor, Tensor]:
+  # a depthwise causal conv1d whose left context is the carried state: (silu(conv([past | x])), the last k-1 steps of [past | x])
+  if activation not in ("none", "silu", "swish"): raise ValueError(f"CausalConvWithState: activation {activation!r} is not none, silu or swish")
+  k = w.shape[2]
+  xp = (past if past is not None else Tensor.zeros(x.shape[0], x.shape[1], k - 1, dtype=x.dtype, device=x.device)).cat(x, dim=2)
+  y = xp.conv2d(w, b, groups=x.shape[1]).cast(x.dtype)
+  if activation != "none": y = y.cast(dtypes.float32).silu().cast(x.dtype)
+  return y, xp.shrink((None, None, (xp.shape[2] - (k - 1), xp.shape[2])))
 def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
   if x is None: raise ValueError("OptionalGetElement: the optional is empty")
   return x
@@ -515,7 +523,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "TensorScatter": _tensor_scatter,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "TensorScatter": _tensor_scatter, "CausalConvWithState": _causal_conv,
   # an optional tensor is the tensor or absent (None); optional sequences are not supported (values are tensors)
   "OptionalHasElement": lambda ctx, x=None: Tensor(x is not None, device=ctx.device), "OptionalGetElement": _optional_get, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
