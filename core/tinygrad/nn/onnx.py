@@ -486,6 +486,51 @@ def _causal_conv(ctx: _Ctx, x: Tensor, w: Tensor, b: Tensor | None = None, past:
   y = xp.conv2d(w, b, groups=x.shape[1]).cast(x.dtype)
   if activation != "none": y = y.cast(dtypes.float32).silu().cast(x.dtype)
   return y, xp.shrink((None, None, (xp.shape[2] - (k - 1), xp.shape[2])))
+def _gs_reflect(v: Tensor, lo: float, hi: float) -> Tensor:
+  # onnx's reflection of a coordinate into [lo, hi] (repeated bounces)
+  rng = hi - lo
+  dlo, dhi = lo - v, v - hi
+  nlo, nhi = (dlo / rng).trunc(), (dhi / rng).trunc()
+  rlo, rhi = dlo - nlo * rng, dhi - nhi * rng
+  even_lo, even_hi = (nlo % 2) == 0, (nhi % 2) == 0
+  return (v < lo).where(even_lo.where(lo + rlo, hi - rlo), (v > hi).where(even_hi.where(hi - rhi, lo + rhi), v))
+def _grid_sample(ctx: _Ctx, x: Tensor, grid: Tensor, align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Tensor:
+  mode = {"bilinear": "linear"}.get(mode, mode)
+  if mode not in ("linear", "nearest"): raise NotImplementedError(f"GridSample: mode {mode!r} is not supported (linear, nearest)")
+  if padding_mode not in ("zeros", "border", "reflection"): raise ValueError(f"GridSample: padding_mode {padding_mode!r} is not zeros, border or reflection")
+  N, C, dims = x.shape[0], x.shape[1], x.shape[2:]
+  k, out_sp = len(dims), grid.shape[1:-1]
+  g = grid.cast(dtypes.float32)
+  coords = []
+  for d, n in enumerate(dims):   # grid's last axis is (x, y[, z]): the last spatial dim first
+    gv = g[..., k - 1 - d]
+    v = (gv + 1) / 2 * (n - 1) if align_corners else ((gv + 1) * n - 1) / 2
+    if mode == "nearest": v = v.round()   # (half to even, as the reference's np.rint)
+    lo, hi = (0.0, n - 1.0) if align_corners else (-0.5, n - 0.5)
+    if padding_mode == "border": v = v.clip(0, n - 1)
+    elif padding_mode == "reflection": v = _gs_reflect(v, lo, hi)
+    coords.append((v, n, lo, hi))
+  def pixel(idx: list[Tensor]) -> Tensor:   # x at integer indices (one per spatial dim), with onnx's index-level padding
+    flat, ok = None, None
+    for (_, n, lo, hi), i in zip(coords, idx):
+      if padding_mode == "border": i = i.clip(0, n - 1)
+      elif padding_mode == "reflection": i = _gs_reflect(i.cast(dtypes.float32), lo, hi).trunc().cast(dtypes.int32)
+      valid = (i >= 0) & (i < n)
+      ok = valid if ok is None else ok & valid
+      i = valid.where(i, 0)
+      flat = i if flat is None else flat * n + i
+    assert flat is not None and ok is not None
+    vals = x.reshape(N, C, -1).gather(2, flat.reshape(N, 1, -1).expand(N, C, -1).cast(dtypes.int64)).reshape(N, C, *out_sp)
+    return ok.unsqueeze(1).where(vals, 0)
+  if mode == "nearest": return pixel([v.trunc().cast(dtypes.int32) for v, *_ in coords]).cast(x.dtype)
+  f = [v.floor() for v, *_ in coords]
+  out: Tensor | None = None
+  for corner in itertools.product((0, 1), repeat=k):
+    w = functools.reduce(lambda a, b: a * b, [(v - fl) if c else (1 - (v - fl)) for (v, *_), fl, c in zip(coords, f, corner)])
+    term = w.unsqueeze(1) * pixel([(fl + c).cast(dtypes.int32) for fl, c in zip(f, corner)])
+    out = term if out is None else out + term
+  assert out is not None
+  return out.cast(x.dtype)
 def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
   if x is None: raise ValueError("OptionalGetElement: the optional is empty")
   return x
@@ -523,7 +568,7 @@ MOVEMENT: dict[str, Callable[..., Any]] = {
   "Constant": _constant, "ConstantOfShape": _constant_of_shape, "Range": _range, "Gather": _gather, "GatherElements": _gather_elements,
   "GatherND": _gather_nd, "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd, "Tile": _tile,
   "Transpose": _transpose, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth, "OneHot": _one_hot, "Trilu": _trilu,
-  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "TensorScatter": _tensor_scatter, "CausalConvWithState": _causal_conv,
+  "EyeLike": _eye_like, "NonZero": _nonzero, "Unique": _unique, "Det": _det, "AffineGrid": _affine_grid, "Col2Im": _col2im, "TensorScatter": _tensor_scatter, "CausalConvWithState": _causal_conv, "GridSample": _grid_sample,
   # an optional tensor is the tensor or absent (None); optional sequences are not supported (values are tensors)
   "OptionalHasElement": lambda ctx, x=None: Tensor(x is not None, device=ctx.device), "OptionalGetElement": _optional_get, "Compress": _compress, "ReverseSequence": _reverse_sequence, "CenterCropPad": _center_crop_pad,
   "HannWindow": _window("hann"), "HammingWindow": _window("hamming"), "BlackmanWindow": _window("blackman"),
