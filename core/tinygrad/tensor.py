@@ -219,7 +219,7 @@ def _is_path(x: Any) -> bool:
   # a pathlib path (without importing pathlib for `import tinygrad`: an object can only be one once pathlib is loaded)
   return "pathlib" in sys.modules and isinstance(x, sys.modules["pathlib"].PurePath)
 
-_NO_GRAD_KEEP = (Ops.DETACH, Ops.BUFFER, Ops.CONST, Ops.ASSIGN)   # leaves and in-place writes stay as they are (their sources too)
+_NO_GRAD_KEEP = (Ops.DETACH, Ops.BUFFER, Ops.CONST, Ops.ASSIGN)   # leaves and in-place writes stay as they are
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
              sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
@@ -265,7 +265,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # made inside no_grad: a constant for autograd, as in torch (a target computed there took gradients through it). Its
       # float sources are detached, not itself: its own op stays on top (a held CONTIGUOUS is still one, and kept)
       if Tensor.no_grad and data.op not in _NO_GRAD_KEEP:
-        srcs = tuple(UOp(Ops.DETACH, x.dtype, (x,)) if dtypes.is_float(x.dtype) and x.op not in (Ops.DETACH, Ops.CONST) else x for x in data.src)
+        srcs = tuple(UOp(Ops.DETACH, x.dtype, (x,)) if dtypes.is_float(x.dtype) and x.op not in _NO_GRAD_KEEP else x for x in data.src)
         if srcs != data.src: data = data.replace(src=srcs)
       graph_epoch[0] += 1
       self.uop = data

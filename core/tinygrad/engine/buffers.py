@@ -40,8 +40,8 @@ def has_buffer(u: UOp) -> bool: return "_buf" in u.__dict__
 
 def base_buffer(u: UOp) -> UOp | None:
   """The BUFFER under a chain of RESHAPEs (and the prefix SHRINK of a symbolic-shaped tensor, which is realized into a
-  buffer of its largest size) that keep it contiguous, and DETACHes (a value identity: detach() is a view), else None."""
-  while u.op in (Ops.RESHAPE, Ops.DETACH): u = u.src[0]
+  buffer of its largest size) that keep it contiguous, else None."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
   if u.op is Ops.SHRINK and len(u.arg) == 1 and isinstance(u.arg[0][1], UOp) and u.arg[0][0] == 0 and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
 
