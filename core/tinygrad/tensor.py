@@ -262,11 +262,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
-      # made inside no_grad: a constant for autograd, as in torch (a target computed there took gradients through it). Its
-      # float sources are detached, not itself: its own op stays on top (a held CONTIGUOUS is still one, and kept)
-      if Tensor.no_grad and data.op not in _NO_GRAD_KEEP:
-        srcs = tuple(UOp(Ops.DETACH, x.dtype, (x,)) if dtypes.is_float(x.dtype) and x.op not in _NO_GRAD_KEEP else x for x in data.src)
-        if srcs != data.src: data = data.replace(src=srcs)
+      # made inside no_grad: a constant for autograd, as in torch (a target computed there took gradients through it)
+      if Tensor.no_grad and dtypes.is_float(data.dtype) and data.op not in _NO_GRAD_KEEP: data = UOp(Ops.DETACH, data.dtype, (data,))
       graph_epoch[0] += 1
       self.uop = data
       self.requires_grad = requires_grad

@@ -72,7 +72,7 @@ def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict
     if n.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.KERNEL, Ops.AFTER): realizes[n] = None
     # a custom kernel's tensors are its buffers: each one that is not one yet is computed into one first
     if n.op is Ops.KERNEL: realizes.update(dict.fromkeys(_src_of(s) for s in n.src))
-    if n.op is Ops.COPY and _copy_base(n.src[0]) is None: realizes[_undetached(n.src[0])] = None
+    if n.op is Ops.COPY and base_buffer(n.src[0]) is None: realizes[n.src[0]] = None
   for n in reversed(nodes):
     size, was = len(realizes), n in realizes
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
@@ -224,14 +224,6 @@ def _one_hot(u: UOp) -> bool:
       continue
     stack.extend(x.src)
   return False
-
-def _undetached(u: UOp) -> UOp:
-  while u.op is Ops.DETACH: u = u.src[0]
-  return u
-def _copy_base(u: UOp) -> UOp | None:
-  # the buffer a COPY reads directly: base_buffer's, through DETACHes too (no_grad's sources, detach()): a value identity
-  while u.op in (Ops.RESHAPE, Ops.DETACH): u = u.src[0]
-  return base_buffer(u)
 
 _INDEX_ONLY = GroupOp.ALU | GroupOp.Movement | {Ops.CONST, Ops.DEVICE, Ops.DEFINE_VAR, Ops.BIND, Ops.CAST, Ops.REDUCE_AXIS, Ops.DETACH}
 def _collapses(r: UOp) -> bool:
@@ -833,10 +825,10 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       buffer_map[n] = target
     elif n.op is Ops.COPY:
       buffer_map[n] = new_buffer(n.src[1].arg, smax(n.size), n.dtype)
-      src_base = _copy_base(n.src[0])
-      src_buf = src_base if src_base is not None else buffer_map[_undetached(n.src[0])]
+      src_base = base_buffer(n.src[0])
+      src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
       items[n] = (ExecItem(n, [buffer_map[n], src_buf], node=n), {src_base} if src_base is not None else set(),
-                  set() if src_base is not None else {_dep(_undetached(n.src[0]))})
+                  set() if src_base is not None else {_dep(n.src[0])})
       return
     else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
     if n.size == 0: return  # nothing to compute for an empty tensor
