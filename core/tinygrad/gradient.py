@@ -448,7 +448,7 @@ class test(_FlagContext):
   def __init__(self, mode: bool = False): super().__init__(mode)
 
 class no_grad(_FlagContext):
-  """`with no_grad():`: `Tensor.no_grad` is True inside: what is computed there is a constant to a later backward (torch's rule)."""
+  """`with no_grad():`: `Tensor.no_grad` is True inside (new tensors do not require grad)."""
   attr = "no_grad"
 
 __all__ = ["compute_gradient", "pm_gradient", "const_like", "gradient", "backward", "train", "test", "no_grad"]

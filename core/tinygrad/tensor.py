@@ -219,7 +219,6 @@ def _is_path(x: Any) -> bool:
   # a pathlib path (without importing pathlib for `import tinygrad`: an object can only be one once pathlib is loaded)
   return "pathlib" in sys.modules and isinstance(x, sys.modules["pathlib"].PurePath)
 
-_NO_GRAD_KEEP = (Ops.DETACH, Ops.BUFFER, Ops.CONST, Ops.ASSIGN)   # leaves and in-place writes stay as they are
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
              sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
@@ -262,8 +261,6 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if isinstance(data, UOp):
       if dt is not None and dt != data.dtype: data = data.cast(dt)
       if device is not None and _canon_device(device) != data.device: data = UOp(Ops.COPY, data.dtype, (data, UOp(Ops.DEVICE, arg=_canon_device(device))))
-      # made inside no_grad: a constant for autograd, as in torch (a target computed there took gradients through it)
-      if Tensor.no_grad and dtypes.is_float(data.dtype) and data.op not in _NO_GRAD_KEEP: data = UOp(Ops.DETACH, data.dtype, (data,))
       graph_epoch[0] += 1
       self.uop = data
       self.requires_grad = requires_grad

@@ -419,30 +419,6 @@ def test_train_and_no_grad_contexts():
   with no_grad(): assert Tensor.no_grad
   assert not Tensor.no_grad
 
-@pytest.mark.parametrize("form", ["context", "decorator", "flag"])
-def test_values_computed_under_no_grad_are_constants_to_a_later_backward(form):
-  # a target computed under no_grad (DQN's target network, a teacher's output) took gradients into the weights it read
-  # when the loss's backward ran outside: w.grad was [-10, 2, 20, -4] where torch's is [-10, 4, 20, -8]
-  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
-  from tinygrad.tensor import Tensor
-  from tinygrad.gradient import no_grad
-  w0, x0 = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32), np.array([[0.5, -1.0]], np.float32)
-  w = Tensor(w0, requires_grad=True)
-  def target(): return (Tensor(x0) @ w).relu()
-  if form == "context":
-    with no_grad(): tgt = target()
-  elif form == "decorator": tgt = no_grad()(target)()
-  else:
-    Tensor.no_grad = True
-    try: tgt = target()
-    finally: Tensor.no_grad = False
-  ((Tensor(x0 * 2) @ w - tgt) ** 2).sum().backward()
-  tw = torch.tensor(w0, requires_grad=True)
-  with torch.no_grad(): ttgt = (torch.tensor(x0) @ tw).relu()
-  ((torch.tensor(x0 * 2) @ tw - ttgt) ** 2).sum().backward()
-  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())
-  np.testing.assert_allclose(tgt.numpy(), ttgt.numpy())
-
 @needs_tensor
 def test_tensor_ops_gradients_vs_numpy():
   # relu, log_softmax-style cross entropy through the front end's composite ops
