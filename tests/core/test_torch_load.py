@@ -108,6 +108,22 @@ def test_torch_load_refuses_builtins_eval(tmp_path):
   with pytest.raises(pickle.UnpicklingError, match="builtins.eval"): torch_load(tmp_path / "b.pt")
   with pytest.raises(ValueError, match="builtins.eval"): torch_load(tmp_path / "builtins.pt")
 
+# a pickle's BUILD opcode on an allowed global (not on an object it built) mutated that global for the whole process
+_BUILD_ON_GLOBAL = {
+  "dtype_dict": b"ctorch\nfloat32\n}X\x08\x00\x00\x00itemsizeK\x07sb.",   # dtypes.float32.itemsize = 7
+  "func_slots": b"ctorch\ndevice\n(N}X\x0c\x00\x00\x00__defaults__K\x05\x85sb.",   # _torch_device.__defaults__ = (5,): "cpu" -> "cpu:5"
+  "type_slots": b"ctorch\nTensor\n(N}X\x04\x00\x00\x00nameX\x01\x00\x00\x00xstb."}
+@pytest.mark.parametrize("target", list(_BUILD_ON_GLOBAL))
+def test_torch_load_refuses_state_on_globals(tmp_path, target):
+  with zipfile.ZipFile(tmp_path / "b.pt", "w") as z: z.writestr("archive/data.pkl", b"\x80\x02" + _BUILD_ON_GLOBAL[target])
+  with pytest.raises(pickle.UnpicklingError, match="refusing to set the state"): torch_load(tmp_path / "b.pt")
+  assert dtypes.float32.itemsize == 4
+  with zipfile.ZipFile(tmp_path / "d.pt", "w") as z: z.writestr("archive/data.pkl", b"\x80\x02ctorch\ndevice\nX\x03\x00\x00\x00cpu\x85R.")
+  assert torch_load(tmp_path / "d.pt") == "cpu"
+  # the state a real checkpoint sets, an OrderedDict's _metadata, still loads
+  torch.save(torch.nn.Linear(2, 3).state_dict(), tmp_path / "sd.pt")
+  assert list(torch_load(tmp_path / "sd.pt")) == ["weight", "bias"]
+
 def test_torch_load_tar_format(tmp_path):
   arrays = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "i": np.arange(5, dtype=np.int64) - 2}
   _tar_checkpoint(tmp_path / "old.pt", arrays)

@@ -360,7 +360,36 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
   """The one unpickler every pickle of every checkpoint format goes through: globals only from _TORCH_GLOBALS, persistent ids
   only where the format has them (`persistent` maps one to its object; None refuses them all)."""
   import pickle
-  class Unpickler(pickle.Unpickler):
+  def load_build(self: Any) -> None:
+    # BUILD sets the state of the object below it; aimed at an allowed global it rewrote that object for the whole process
+    # (dtypes.float32's itemsize, a rebuilder's __defaults__). Only a dict the pickle built (an OrderedDict's _metadata) may
+    # take state, so Python's unpickler (whose opcodes can be overridden; the C one's cannot) runs every checkpoint pickle.
+    state, inst = self.stack[-1], self.stack[-2]
+    if not isinstance(inst, dict) or not isinstance(state, dict):
+      raise pickle.UnpicklingError(f"torch_load: refusing to set the state of {inst!r} ({type(inst).__name__}): a checkpoint may only set "
+                                   "attributes of the dicts it builds")
+    pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
+  class Dispatch(dict):
+    def __missing__(self, op: int) -> Any: raise pickle.UnpicklingError(f"invalid load key, {bytes([op])!r} (not a pickle opcode)")
+  class Exact:
+    # Python's unpickler takes a short read as data (the C one said "truncated"), and a length in the file is read whole
+    # before its bytes are checked (a BINBYTES8 or FRAME of 2**40 allocated it): both checked against what is left
+    def __init__(self, f: Any):
+      self.f, pos = f, f.tell()
+      self.end = f.seek(0, io.SEEK_END)
+      f.seek(pos)
+    def read(self, n: int) -> bytes:
+      if not 0 <= n <= self.end - self.f.tell(): raise pickle.UnpicklingError(f"pickle data was truncated ({n} bytes needed, {self.end - self.f.tell()} left)")
+      return self.f.read(n)
+    def readline(self) -> bytes:
+      line = self.f.readline()
+      if not line.endswith(b"\n"): raise pickle.UnpicklingError("pickle data was truncated (a line without its end)")
+      return line
+  class Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
+    dispatch = Dispatch({**pickle._Unpickler.dispatch, pickle.BUILD[0]: load_build})  # type: ignore[attr-defined]
+    def load(self) -> Any:
+      try: return super().load()
+      except (IndexError, struct.error) as e: raise pickle.UnpicklingError(f"corrupt pickle ({type(e).__name__}: {e})") from None   # (stack underflow ...)
     def find_class(self, module: str, name: str) -> Any:
       if (module, name) not in _TORCH_GLOBALS:
         raise pickle.UnpicklingError(f"torch_load: refusing global {module}.{name}: a checkpoint may only name tensor rebuilders, storage "
@@ -369,7 +398,7 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
     def persistent_load(self, pid: Any) -> Any:
       if persistent is None: raise pickle.UnpicklingError(f"torch_load: unexpected persistent id {pid!r} in a pickle of plain data")
       return persistent(pid)
-  return Unpickler(f)
+  return Unpickler(Exact(f))
 
 def _storage_pid(pid: Any) -> tuple:
   import pickle
