@@ -174,6 +174,21 @@ def test_torch_load_truncated_file_names_the_file(tmp_path, legacy):
     cut.write_bytes(data[:n])
     with pytest.raises(ValueError, match="cut.pt: .*(truncated|not a torch checkpoint)"): torch_load(cut)
 
+@pytest.mark.parametrize("count", [-1, 2**33, 2**40])
+def test_torch_load_legacy_hostile_lengths(tmp_path, count):
+  # a legacy storage's element count is read before its bytes: -1 read the rest of the file (then a confusing error), 2**40
+  # asked for 4 TiB (MemoryError) and 2**33 for 32 GiB before any check; a pickle's BINBYTES8 length likewise
+  fn = tmp_path / "x.pt"
+  torch.save({"a": torch.arange(4, dtype=torch.float32)}, fn, _use_new_zipfile_serialization=False)
+  data = fn.read_bytes()
+  i = len(data) - 16 - 8   # the one storage: int64 count 4, then 16 bytes
+  assert struct.unpack("<q", data[i:i+8])[0] == 4
+  fn.write_bytes(data[:i] + struct.pack("<q", count) + data[i+8:])
+  with pytest.raises(ValueError, match="x.pt: storage .*(negative length|truncated)"): torch_load(fn)
+  _legacy_file(fn, _LEGACY_OK[:3])
+  with open(fn, "ab") as f: f.write(b"\x80\x02\x8e" + struct.pack("<Q", count % 2**64) + b"xyz.")   # the object: BINBYTES8 of an absurd length
+  with pytest.raises(ValueError, match="x.pt: the torch checkpoint is (truncated|corrupt)"): torch_load(fn)
+
 @pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
 def test_torch_load_unsigned_dtypes_torch_writes_untyped(tmp_path, legacy):
   # torch writes uint16/32/64 tensors through _rebuild_tensor_v3 (untyped bytes plus a dtype): refused as an unknown global

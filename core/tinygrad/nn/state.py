@@ -411,6 +411,13 @@ def _storage_dtype(t: Any) -> DType:
   raise TypeError(f"torch_load: tensors of {what} are not supported; supported: {list(_TORCH_STORAGES)} and the dtypes {list(_TORCH_DTYPES)}")
 
 def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
+  # n comes from the file: checked before the read, which allocates n bytes first (a count of 2**40 was a MemoryError, a
+  # smaller absurd one an allocation of that size, and -1 read the rest of the file)
+  pos = f.tell()
+  left = f.seek(0, io.SEEK_END) - pos
+  f.seek(pos)
+  if n < 0: raise ValueError(f"{fn}: {what} has a negative length {n}")
+  if n > left: raise ValueError(f"{fn}: {what} is truncated ({left} of {n} bytes)")
   b = f.read(n)
   if len(b) != n: raise ValueError(f"{fn}: {what} is truncated ({len(b)} of {n} bytes)")
   return b
@@ -468,8 +475,8 @@ def _torch_legacy(f: Any, fn: Any) -> Any:
     try: return _torch_unpickler(f, persistent).load()
     except EOFError: raise ValueError(f"{fn}: the torch checkpoint is truncated (a pickle runs past the end of the file)") from None
     except pickle.UnpicklingError as e:
-      if "truncated" not in str(e): raise
-      raise ValueError(f"{fn}: the torch checkpoint is truncated ({e})") from None
+      if str(e).startswith("torch_load:"): raise   # a refusal says what and why itself
+      raise ValueError(f"{fn}: the torch checkpoint is {'truncated' if 'truncated' in str(e) else 'corrupt'} ({e})") from None
   try: magic = _torch_unpickler(f).load()
   except Exception as e: raise ValueError(f"{fn}: not a torch checkpoint ({type(e).__name__}: {e})") from None
   if magic != 0x1950a86a20f9469cfc6c: raise ValueError(f"{fn}: not a torch checkpoint (bad magic number {magic!r})")
