@@ -140,6 +140,39 @@ def test_torch_load_refuses_code_in_every_tar_pickle(tmp_path, slot):
     with pytest.raises(pickle.UnpicklingError, match="refusing global (posix|os).system"): torch_load(tmp_path / "evil.pt")
   assert not os.path.exists(marker)
 
+def _view_pickle(size, stride, offset=0, key="0"):
+  """A zip checkpoint's data.pkl, by hand: _rebuild_tensor_v2(FloatStorage `key`, offset, size, stride, False, OrderedDict())."""
+  g = lambda m, n: f"c{m}\n{n}\n".encode()
+  tup = lambda xs: b"(" + b"".join(b"\x8a\x08" + struct.pack("<q", x) if isinstance(x, int) else b"G" + struct.pack(">d", x) for x in xs) + b"t"
+  pid = b"(X\x07\x00\x00\x00storage" + g("torch", "FloatStorage") + b"X" + struct.pack("<I", len(key)) + key.encode() + b"X\x03\x00\x00\x00cpuK\x01tQ"
+  return (b"\x80\x02" + g("torch._utils", "_rebuild_tensor_v2") + b"(" + pid + b"\x8a\x08" + struct.pack("<q", offset) + tup(size) + tup(stride) +
+          b"\x89" + g("collections", "OrderedDict") + b")Rt" + b"R.")
+
+@pytest.mark.parametrize("size,stride,offset,key,data,err", [
+  ((-2, 3), (3, 1), 0, "0", 8, "sizes"), ((2, 2), (1,), 0, "0", 16, "one stride each"), ((2.0,), (1,), 0, "0", 8, "int offset"),
+  ((2,), (1,), 0, "7", 8, "storage '7', which the archive does not hold"), ((2,), (1,), 0, "0", 9, "9 bytes is not a whole number"),
+  ((2,), (1,), 0, "0", 7, "7 bytes is not a whole number")])
+def test_torch_load_rejects_malformed_views(tmp_path, size, stride, offset, key, data, err):
+  # each of these was numpy's error naming neither file nor tensor, a KeyError, or (odd storage lengths) the tail dropped silently
+  with zipfile.ZipFile(tmp_path / "v.pt", "w") as z:
+    z.writestr("archive/data.pkl", _view_pickle(size, stride, offset, key))
+    z.writestr("archive/data/0", bytes(range(data)))
+  with pytest.raises(ValueError, match=f"v.pt: .*{err}"): torch_load(tmp_path / "v.pt")
+
+def test_torch_load_expanded_views_stay_expanded(tmp_path):
+  # a stride-0 dim was copied out: a few bytes of file became any amount of memory (size (2**20, 2**20), stride (0, 0): a
+  # 4 TiB MemoryError); now an expand, as torch keeps it a view
+  x = torch.arange(3, dtype=torch.float32)
+  torch.save({"e": x[:, None].expand(3, 4), "f": x[None].expand(2, 3)}, tmp_path / "e.pt")
+  got = torch_load(tmp_path / "e.pt")
+  np.testing.assert_array_equal(got["e"].numpy(), x[:, None].expand(3, 4).numpy())
+  np.testing.assert_array_equal(got["f"].numpy(), x[None].expand(2, 3).numpy())
+  with zipfile.ZipFile(tmp_path / "big.pt", "w") as z:
+    z.writestr("archive/data.pkl", _view_pickle((2**20, 2**20), (0, 0), 1))
+    z.writestr("archive/data/0", struct.pack("<2f", 1.5, 2.5))
+  big = torch_load(tmp_path / "big.pt")
+  assert big.shape == (2**20, 2**20) and big[5, 7].item() == 2.5
+
 def test_torch_load_rejects_out_of_bounds_views(tmp_path):
   fn = tmp_path / "oob.pt"
   torch.save({"w": torch.ones(4)}, fn)

@@ -307,16 +307,27 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   if storage.data is None: return None  # type: ignore[return-value]  # legacy format's first pass: the bytes come after the pickle
   dt = storage.dtype
   npdt = _file_npdt(dt)
+  size = tuple(size)
+  stride = tuple(stride) if stride is not None else tuple(math.prod(size[i+1:]) for i in range(len(size)))
+  # the view comes from the file: anything but ints (bool is not one), or size and stride of different lengths, was
+  # numpy's error naming neither tensor nor file; a negative size passed the bounds check below
+  if not all(type(x) is int for x in (offset, *size, *stride)) or len(size) != len(stride) or any(s < 0 for s in size):
+    raise ValueError(f"torch_load: a tensor view needs int offset and non-negative sizes with one stride each; got size {size!r}, "
+                     f"stride {stride!r}, offset {offset!r}")
+  if len(storage.data) % npdt.itemsize:   # (its tail was dropped without a word)
+    raise ValueError(f"torch_load: a storage of {len(storage.data)} bytes is not a whole number of {dt} items ({npdt.itemsize} bytes each)")
   n = len(storage.data) // npdt.itemsize
-  stride = tuple(stride) if stride is not None else tuple(int(np.prod(size[i+1:])) for i in range(len(size)))
   last = offset + sum((s - 1) * st for s, st in zip(size, stride)) if all(s > 0 for s in size) else offset - 1
   if offset < 0 or last >= n or any(st < 0 for st in stride):
-    raise ValueError(f"torch_load: tensor of size {tuple(size)}, stride {stride}, offset {offset} reaches past its storage of {n} elements")
+    raise ValueError(f"torch_load: tensor of size {size}, stride {stride}, offset {offset} reaches past its storage of {n} elements")
+  # a dim of stride 0 (an expanded tensor, as torch saves one) stays an expand: copied out it made a few bytes of file into
+  # any amount of memory (size (2**20, 2**20), stride (0, 0): 4 TiB)
+  base = tuple(1 if st == 0 and s > 0 else s for s, st in zip(size, stride))
   flat = np.frombuffer(storage.data, dtype=npdt, count=n)
-  arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(size), strides=tuple(st * npdt.itemsize for st in stride))
+  arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=base, strides=tuple(st * npdt.itemsize for st in stride))
   arr = np.ascontiguousarray(arr).astype(npdt.newbyteorder("="))
-  ret = Tensor(arr.reshape(-1)).reshape(tuple(size))
-  return _from_file_bits(ret, dt)
+  ret = _from_file_bits(Tensor(arr.reshape(-1)).reshape(base), dt)
+  return ret.expand(size) if base != size else ret
 
 def _rebuild_tensor_v3(storage: _TorchStorage, offset: int, size: tuple[int, ...], stride: tuple[int, ...], requires_grad: Any, hooks: Any,
                        dtype: Any, *args: Any) -> Tensor:
@@ -432,6 +443,7 @@ def _torch_zip(fobj: Any, fn: Any) -> Any:
     big = f"{root}byteorder" in names and z.read(f"{root}byteorder").strip() == b"big"
     def load_zip(pid: Any) -> _TorchStorage:
       dt = _storage_dtype(_storage_pid(pid)[1])
+      if f"{root}data/{pid[2]}" not in names: raise ValueError(f"{fn}: the pickle names storage {pid[2]!r}, which the archive does not hold")
       data = z.read(f"{root}data/{pid[2]}")
       if big and dt.itemsize > 1: data = _swap(data, dt.itemsize)   # stored big-endian: to little, which _rebuild_tensor reads
       return _TorchStorage(dt, data, big)
@@ -511,7 +523,10 @@ def torch_load(fn: FileLike) -> Any:
     f.seek(0)
     is_tar = not is_zip and tarfile.is_tarfile(f)
     f.seek(0)
-    return (_torch_zip if is_zip else _torch_tar if is_tar else _torch_legacy)(f, _name(fn))
+    try: return (_torch_zip if is_zip else _torch_tar if is_tar else _torch_legacy)(f, _name(fn))
+    except ValueError as e:   # a rebuilder's error, raised inside the pickle, names the file here
+      if not str(e).startswith("torch_load: "): raise
+      raise ValueError(f"{_name(fn)}: {str(e)[len('torch_load: '):]}") from None
 
 # ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
 # dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
