@@ -35,7 +35,15 @@ def dtype_of(onnx_type: int) -> DType:
                             "FLOAT, DOUBLE, FLOAT16, BFLOAT16, FLOAT8E4M3FN(UZ), FLOAT8E5M2(FNUZ), BOOL, INT8/16/32/64, UINT8/16/32/64")
 
 def _to_numpy(t: Any) -> np.ndarray:
-  arr = _onnx().numpy_helper.to_array(t)
+  onnx = _onnx()
+  # onnx.load(path) reads external data (refusing a location outside the model's folder) and marks it loaded; one still
+  # external came without its file's folder (bytes, a Tensor, a proto loaded without it), and numpy_helper then read the
+  # location relative to the process's working directory: a model could pull in any file there
+  if t.data_location == onnx.TensorProto.EXTERNAL:
+    loc = next((e.value for e in t.external_data if e.key == "location"), None)
+    raise ValueError(f"ONNX tensor {t.name!r} keeps its data in the external file {loc!r}, which is found next to the model's file: "
+                     "pass the model's path (or a proto from onnx.load(path)), not its bytes")
+  arr = onnx.numpy_helper.to_array(t)
   if arr.dtype.name == "bfloat16": arr = arr.astype(np.float32)   # ml_dtypes' bfloat16: widened here, cast back on the device
   return arr
 
