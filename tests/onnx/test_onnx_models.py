@@ -116,6 +116,16 @@ def test_external_data_needs_the_models_path(form: str, tmp_path, monkeypatch):
   (tmp_path / "sub" / "m.onnx").write_bytes(m.SerializeToString())
   with pytest.raises(Exception, match="outside"): OnnxRunner(str(tmp_path / "sub" / "m.onnx"))
 
+@pytest.mark.parametrize("dims,data,err", [([-2], dict(float_data=[1.0, 2.0]), "negative dim"), ([4], dict(raw_data=b"\0" * 8), "cannot reshape"),
+  ([4], dict(raw_data=b"\0" * 10), "multiple of element size"), ([2], dict(float_data=[1.0, 2.0, 3.0]), "cannot reshape"),
+  ([2], dict(data_type=99, float_data=[1.0, 2.0]), "KeyError")])
+def test_corrupt_initializer_names_the_tensor(dims, data, err):
+  # dims [-2] over two values loaded (numpy's reshape took -2 as "infer"); the others were numpy errors or a KeyError naming no tensor
+  h = onnx.helper
+  t = onnx.TensorProto(name="w", dims=dims, **{"data_type": onnx.TensorProto.FLOAT, **data})
+  g = h.make_graph([h.make_node("Identity", ["w"], ["y"])], "g", [], [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])], [t])
+  with pytest.raises(ValueError, match=f"ONNX tensor 'w' .*is corrupt: .*{err}"): OnnxRunner(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+
 def test_graph_inputs_give_each_inputs_declared_type():
   # public tinygrad's OnnxRunner.graph_inputs / graph_outputs: examples/benchmark_onnx.py and yolov8-onnx.py build example
   # inputs from them (extra/onnx_helpers.get_example_inputs); OnnxRunner had neither

@@ -43,7 +43,12 @@ def _to_numpy(t: Any) -> np.ndarray:
     loc = next((e.value for e in t.external_data if e.key == "location"), None)
     raise ValueError(f"ONNX tensor {t.name!r} keeps its data in the external file {loc!r}, which is found next to the model's file: "
                      "pass the model's path (or a proto from onnx.load(path)), not its bytes")
-  arr = onnx.numpy_helper.to_array(t)
+  # dims and data are the file's: a negative dim was taken by numpy's reshape as "infer it" (dims [-2] over 2 values loaded),
+  # and data that disagrees with the dims, or an unknown element type, was numpy's error (or a KeyError) naming no tensor
+  if any(d < 0 for d in t.dims): raise ValueError(f"ONNX tensor {t.name!r} is corrupt: dims {list(t.dims)} has a negative dim")
+  try: arr = onnx.numpy_helper.to_array(t)
+  except (ValueError, KeyError, TypeError) as e:
+    raise ValueError(f"ONNX tensor {t.name!r} (dims {list(t.dims)}, element type {t.data_type}) is corrupt: {type(e).__name__}: {e}") from None
   if arr.dtype.name == "bfloat16": arr = arr.astype(np.float32)   # ml_dtypes' bfloat16: widened here, cast back on the device
   return arr
 
