@@ -390,7 +390,8 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
       self.end = f.seek(0, io.SEEK_END)
       f.seek(pos)
     def read(self, n: int) -> bytes:
-      if not 0 <= n <= self.end - self.f.tell(): raise pickle.UnpicklingError(f"pickle data was truncated ({n} bytes needed, {self.end - self.f.tell()} left)")
+      left = self.end - self.f.tell()
+      if not 0 <= n <= left: raise pickle.UnpicklingError(f"pickle data was truncated ({n} bytes needed, {left} left)")
       return self.f.read(n)
     def readline(self) -> bytes:
       line = self.f.readline()
@@ -400,7 +401,8 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
     dispatch = Dispatch({**pickle._Unpickler.dispatch, pickle.BUILD[0]: load_build})  # type: ignore[attr-defined]
     def load(self) -> Any:
       try: return super().load()
-      except (IndexError, struct.error) as e: raise pickle.UnpicklingError(f"corrupt pickle ({type(e).__name__}: {e})") from None   # (stack underflow ...)
+      except (IndexError, struct.error) as e:   # (a stack underflow, a short struct)
+        raise pickle.UnpicklingError(f"corrupt pickle ({type(e).__name__}: {e})") from None
     def find_class(self, module: str, name: str) -> Any:
       if (module, name) not in _TORCH_GLOBALS:
         raise pickle.UnpicklingError(f"torch_load: refusing global {module}.{name}: a checkpoint may only name tensor rebuilders, storage "
