@@ -77,6 +77,22 @@ def test_a_split_model_loads_whole_from_its_first_part(tmp_path):
   (tmp_path / "m-00003-of-00003.gguf").unlink()
   with pytest.raises(FileNotFoundError, match="part 3 of 3"): gguf_load(tmp_path / "m-00001-of-00003.gguf")
 
+@pytest.mark.parametrize("count,no", [("3", 0), (2.5, 0), (0, 0), (-5, 0), (2, "x"), (2, 2)])
+def test_malformed_split_metadata_is_a_clear_error(tmp_path, count, no):
+  # split.count "3" was a bare TypeError ('<=' between str and int), 2.5 'Unknown format code', 0 and -5 loaded as one part
+  w = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "llama")
+  for k, v in (("split.count", count), ("split.no", no)):
+    if isinstance(v, str): w.add_string(k, v)
+    elif isinstance(v, float): w.add_float32(k, v)
+    else: w.add_int32(k, v)
+  w.add_tensor("t", np.arange(3, dtype=np.float32))
+  w.write_header_to_file()
+  w.write_kv_data_to_file()
+  w.write_tensors_to_file()
+  w.close()
+  with pytest.raises(ValueError, match=r"m.gguf: not a valid GGUF file \(split.count"): gguf_load(tmp_path / "m.gguf")
+  with pytest.raises(ValueError, match=r"Tensor>: not a valid GGUF file \(split.count"): gguf_load(Tensor((tmp_path / "m.gguf").read_bytes()))
+
 @pytest.mark.parametrize("quant", ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "MXFP4"])
 def test_ggml_data_to_tensor_decodes_blocks_like_the_reference(quant):
   # public tinygrad's ggml_data_to_tensor(raw bytes, n, type id): n float32 values, also at its tinygrad.llm.gguf path

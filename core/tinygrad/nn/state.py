@@ -573,13 +573,20 @@ def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
     with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
     kv, sd = _gguf_read(tmp, "<GGUF bytes in a Tensor>")
   finally: os.unlink(tmp)
-  if kv.get("split.count", 1) > 1: raise ValueError("a multi-part GGUF file (split.count > 1) is loaded from the path of its first part, not from a Tensor")
+  if _gguf_split(kv, "<GGUF bytes in a Tensor>")[0] > 1: raise ValueError("a multi-part GGUF file (split.count > 1) is loaded from the path of its first part, not from a Tensor")
   return kv, sd
+
+def _gguf_split(kv: dict[str, Any], name: str) -> tuple[int, int]:
+  """(split.count, split.no) of a GGUF file's metadata, checked: a string count was a bare TypeError, a float one a format error."""
+  count, no = kv.get("split.count", 1), kv.get("split.no", 0)
+  if type(count) is not int or count < 1 or type(no) is not int or not 0 <= no < count:
+    raise ValueError(f"{name}: not a valid GGUF file (split.count {count!r}, split.no {no!r}: a part count >= 1 and a part index below it)")
+  return count, no
 
 def _gguf_load_parts(path: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
   import re
   kv, sd = _gguf_read(path, path)
-  if (total := kv.get("split.count", 1)) <= 1: return kv, sd
+  if (total := _gguf_split(kv, path)[0]) <= 1: return kv, sd
   if kv.get("split.no", 0) != 0: raise ValueError(f"{path}: part {kv['split.no']} of a multi-part GGUF file; load it from its first part (-00001-of-{total:05d}.gguf)")
   if not (m := re.fullmatch(r"(.*)-00001-of-\d{5}\.gguf", path)): raise ValueError(f"{path}: the first part of a multi-part GGUF file must be named <name>-00001-of-{total:05d}.gguf")
   for i in range(2, total + 1):
