@@ -172,6 +172,14 @@ def test_torch_load_expanded_views_stay_expanded(tmp_path):
     z.writestr("archive/data/0", struct.pack("<2f", 1.5, 2.5))
   big = torch_load(tmp_path / "big.pt")
   assert big.shape == (2**20, 2**20) and big[5, 7].item() == 2.5
+  # overlapping strides repeat elements as well: 400 floats of storage as 10**8 is refused; a small unfold still loads
+  with zipfile.ZipFile(tmp_path / "over.pt", "w") as z:
+    z.writestr("archive/data.pkl", _view_pickle((100,) * 4, (1,) * 4))
+    z.writestr("archive/data/0", bytes(400 * 4))
+  with pytest.raises(ValueError, match="over.pt: .*repeats its storage of 400 elements into 100000000"): torch_load(tmp_path / "over.pt")
+  u = torch.arange(10, dtype=torch.float32).unfold(0, 4, 1)
+  torch.save({"u": u}, tmp_path / "u.pt")
+  np.testing.assert_array_equal(torch_load(tmp_path / "u.pt")["u"].numpy(), u.numpy())
 
 def test_torch_load_rejects_out_of_bounds_views(tmp_path):
   fn = tmp_path / "oob.pt"

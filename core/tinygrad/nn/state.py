@@ -323,6 +323,11 @@ def _rebuild_tensor(storage: _TorchStorage, offset: int, size: tuple[int, ...], 
   # a dim of stride 0 (an expanded tensor, as torch saves one) stays an expand: copied out it made a few bytes of file into
   # any amount of memory (size (2**20, 2**20), stride (0, 0): 4 TiB)
   base = tuple(1 if st == 0 and s > 0 else s for s, st in zip(size, stride))
+  # overlapping strides (as_strided, unfold) repeat elements too: size (100,)*4, stride (1,)*4 over 400 floats is 4e8
+  # (public tinygrad refuses any view but a permute); bounded at 16x the storage, past a floor for small ones
+  if math.prod(base) > max(16 * n, 1 << 20):
+    raise ValueError(f"torch_load: tensor of size {size}, stride {stride} repeats its storage of {n} elements into {math.prod(base)}; "
+                     "refusing to copy out more than 16x a storage")
   flat = np.frombuffer(storage.data, dtype=npdt, count=n)
   arr = np.lib.stride_tricks.as_strided(flat[offset:], shape=base, strides=tuple(st * npdt.itemsize for st in stride))
   arr = np.ascontiguousarray(arr).astype(npdt.newbyteorder("="))
