@@ -126,6 +126,12 @@ def test_corrupt_initializer_names_the_tensor(dims, data, err):
   g = h.make_graph([h.make_node("Identity", ["w"], ["y"])], "g", [], [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])], [t])
   with pytest.raises(ValueError, match=f"ONNX tensor 'w' .*is corrupt: .*{err}"): OnnxRunner(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
 
+def test_corrupt_model_file_names_the_file(tmp_path):
+  # protobuf's DecodeError ("Error parsing message with type 'onnx.ModelProto'") named neither the file nor that it is one
+  (tmp_path / "bad.onnx").write_bytes(_tiny_model().SerializeToString()[:-7])
+  with pytest.raises(ValueError, match="bad.onnx: not an ONNX model"): OnnxRunner(str(tmp_path / "bad.onnx"))
+  with pytest.raises(ValueError, match="<ONNX model bytes>: not an ONNX model"): OnnxRunner(b"\x08\x07\xff\xff\xff")
+
 def test_graph_inputs_give_each_inputs_declared_type():
   # public tinygrad's OnnxRunner.graph_inputs / graph_outputs: examples/benchmark_onnx.py and yolov8-onnx.py build example
   # inputs from them (extra/onnx_helpers.get_example_inputs); OnnxRunner had neither

@@ -1057,8 +1057,12 @@ class OnnxRunner:
   def __init__(self, model: Any, device: str | None = None, debug: int | bool = False):
     onnx = _onnx()
     if isinstance(model, Tensor): model = bytes(model.numpy().tobytes())
-    if isinstance(model, (bytes, bytearray)): model = onnx.load_from_string(bytes(model))
-    elif not isinstance(model, onnx.ModelProto): model = onnx.load(str(model))
+    from google.protobuf.message import DecodeError
+    name = "<ONNX model bytes>" if isinstance(model, (bytes, bytearray)) else str(model)
+    try:
+      if isinstance(model, (bytes, bytearray)): model = onnx.load_from_string(bytes(model))
+      elif not isinstance(model, onnx.ModelProto): model = onnx.load(str(model))
+    except DecodeError as e: raise ValueError(f"{name}: not an ONNX model (protobuf: {e})") from None   # (protobuf's error names no file)
     self.model, self.device, self.debug = model, device, int(debug)
     self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     self.opset = self.opsets.get("", 1)
