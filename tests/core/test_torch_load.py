@@ -3,6 +3,7 @@ malicious pickle is refused without running; tar_extract/zip_extract against the
 import collections, io, os, pickle, struct, tarfile, zipfile
 import numpy as np
 import pytest
+from hypothesis import given, settings, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
 from tinygrad.nn.state import torch_load, tar_extract, zip_extract, load_state_dict, get_state_dict
 from tinygrad import nn
@@ -123,6 +124,36 @@ def test_torch_load_refuses_state_on_globals(tmp_path, target):
   # the state a real checkpoint sets, an OrderedDict's _metadata, still loads
   torch.save(torch.nn.Linear(2, 3).state_dict(), tmp_path / "sd.pt")
   assert list(torch_load(tmp_path / "sd.pt")) == ["weight", "bias"]
+
+@pytest.mark.parametrize("pkl", [b"\x96" + struct.pack("<Q", 2**40) + b".", b"K\x01K\x02K\x03s.", b"X\x02\x00\x00\x00\xff\xfe.",
+  b"(X\x01\x00\x00\x00a" + b"o."], ids=["bytearray8_huge", "setitem_on_int", "bad_utf8", "obj_of_str"])
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_torch_load_garbage_pickle_is_one_error_naming_the_file(tmp_path, pkl, legacy):
+  # Python's unpickler fails on garbage as whatever it hits: BYTEARRAY8 allocated 2**40 bytes first (MemoryError), SETITEM on
+  # an int a TypeError, undecodable text a UnicodeDecodeError, OBJ of a str an AttributeError, none naming the file
+  fn = tmp_path / "g.pt"
+  if legacy:
+    _legacy_file(fn, _LEGACY_OK[:3])
+    with open(fn, "ab") as f: f.write(b"\x80\x02" + pkl)
+  else:
+    with zipfile.ZipFile(fn, "w") as z: z.writestr("archive/data.pkl", b"\x80\x02" + pkl)
+  with pytest.raises(ValueError, match="g.pt: the torch checkpoint is (corrupt|truncated)"): torch_load(fn)
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4), st.integers(0, 10**6))
+def test_torch_load_corrupt_legacy_file_loads_or_raises_value_error(tmp_path, edits, cut):
+  # property: a legacy checkpoint with bytes changed (or cut short) loads, or raises ValueError / a refusal; never anything else
+  fn = tmp_path / "c.pt"
+  if not (tmp_path / "ok.pt").exists():
+    torch.save({"w": torch.arange(6.0).reshape(2, 3), "i": torch.arange(3), "h": torch.ones(2).half()[1:]}, tmp_path / "ok.pt",
+               _use_new_zipfile_serialization=False)
+  b = bytearray((tmp_path / "ok.pt").read_bytes())
+  for i, v in edits: b[i % len(b)] = v
+  fn.write_bytes(bytes(b[:len(b) - cut % 16]))
+  try:
+    for v in torch_load(fn).values():
+      if isinstance(v, Tensor): v.numpy()
+  except (ValueError, pickle.UnpicklingError): pass
 
 def test_torch_load_tar_format(tmp_path):
   arrays = {"w": np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "i": np.arange(5, dtype=np.int64) - 2}

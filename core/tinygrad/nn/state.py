@@ -382,9 +382,12 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
     # take state, so Python's unpickler (whose opcodes can be overridden; the C one's cannot) runs every checkpoint pickle.
     state, inst = self.stack[-1], self.stack[-2]
     if not isinstance(inst, dict) or not isinstance(state, dict):
-      raise pickle.UnpicklingError(f"torch_load: refusing to set the state of {inst!r} ({type(inst).__name__}): a checkpoint may only set "
+      raise pickle.UnpicklingError(f"torch_load: refusing to set the state of {repr(inst)[:80]} ({type(inst).__name__}): a checkpoint may only set "
                                    "attributes of the dicts it builds")
     pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
+  def load_bytearray8(self: Any) -> None:   # (Python's allocates the length first, unchecked: BYTEARRAY8 of 2**40 was a MemoryError)
+    n = struct.unpack("<Q", self.read(8))[0]
+    self.append(bytearray(self.read(n)))   # (read checks n against the bytes left)
   class Dispatch(dict):
     def __missing__(self, op: int) -> Any: raise pickle.UnpicklingError(f"invalid load key, {bytes([op])!r} (not a pickle opcode)")
   class Exact:
@@ -403,10 +406,14 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
       if not line.endswith(b"\n"): raise pickle.UnpicklingError("pickle data was truncated (a line without its end)")
       return line
   class Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
-    dispatch = Dispatch({**pickle._Unpickler.dispatch, pickle.BUILD[0]: load_build})  # type: ignore[attr-defined]
+    dispatch = Dispatch({**pickle._Unpickler.dispatch, pickle.BUILD[0]: load_build,  # type: ignore[attr-defined]
+                         pickle.BYTEARRAY8[0]: load_bytearray8})
     def load(self) -> Any:
+      # garbage opcodes fail inside Python's unpickler as whatever they hit (IndexError on a stack underflow, TypeError
+      # SETITEM on an int, UnicodeDecodeError, AttributeError): one UnpicklingError; ours say "torch_load:" and pass
       try: return super().load()
-      except (IndexError, struct.error) as e:   # (a stack underflow, a short struct)
+      except Exception as e:
+        if isinstance(e, pickle.UnpicklingError) or str(e).startswith("torch_load:"): raise
         raise pickle.UnpicklingError(f"corrupt pickle ({type(e).__name__}: {e})") from None
     def find_class(self, module: str, name: str) -> Any:
       if (module, name) not in _TORCH_GLOBALS:
@@ -450,7 +457,7 @@ def _torch_zip(fobj: Any, fn: Any) -> Any:
     big = f"{root}byteorder" in names and z.read(f"{root}byteorder").strip() == b"big"
     def load_zip(pid: Any) -> _TorchStorage:
       dt = _storage_dtype(_storage_pid(pid)[1])
-      if f"{root}data/{pid[2]}" not in names: raise ValueError(f"{fn}: the pickle names storage {pid[2]!r}, which the archive does not hold")
+      if f"{root}data/{pid[2]}" not in names: raise ValueError(f"torch_load: the pickle names storage {pid[2]!r}, which the archive does not hold")
       data = z.read(f"{root}data/{pid[2]}")
       if big and dt.itemsize > 1: data = _swap(data, dt.itemsize)   # stored big-endian: to little, which _rebuild_tensor reads
       return _TorchStorage(dt, data, big)
@@ -480,7 +487,7 @@ def _torch_tar(fobj: Any, fn: Any) -> Any:
       size, stride = (struct.unpack(f"<{ndim}q", _read_exact(f, 8 * ndim, fn, f"tensor {key}")) for _ in range(2))
       tensors[str(key)] = _rebuild_tensor(storages[sid], struct.unpack("<q", _read_exact(f, 8, fn, f"tensor {key}"))[0], size, stride)
     def load_tar(pid: Any) -> Tensor:
-      if str(pid) not in tensors: raise ValueError(f"{fn}: the pickle names tensor {pid!r}, which the file does not hold")
+      if str(pid) not in tensors: raise ValueError(f"torch_load: the pickle names tensor {pid!r}, which the file does not hold")
       return tensors[str(pid)]
     return _torch_unpickler(member("pickle"), load_tar).load()
 
@@ -524,7 +531,7 @@ def torch_load(fn: FileLike) -> Any:
   Reads torch's zip format (torch >= 1.6), the legacy format (`_use_new_zipfile_serialization=False`) and torch < 0.4's tar
   format without importing torch. Every pickle in every format goes through one restricted unpickler: it may only name the
   globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else raises pickle.UnpicklingError before it runs."""
-  import tarfile, zipfile
+  import pickle, tarfile, zipfile
   with _open(fn) as f:
     is_zip = zipfile.is_zipfile(f)
     f.seek(0)
@@ -534,6 +541,9 @@ def torch_load(fn: FileLike) -> Any:
     except ValueError as e:   # a rebuilder's error, raised inside the pickle, names the file here
       if not str(e).startswith("torch_load: "): raise
       raise ValueError(f"{_name(fn)}: {str(e)[len('torch_load: '):]}") from None
+    except pickle.UnpicklingError as e:   # a corrupt pickle (a refusal says what and why itself)
+      if str(e).startswith("torch_load:"): raise
+      raise ValueError(f"{_name(fn)}: the torch checkpoint is corrupt ({e})") from None
 
 # ---- GGUF (llama.cpp's format) through the `gguf` package, an optional extra: it parses every version of the format and
 # dequantizes every GGML quantization type in numpy, which a parser of our own would have to reimplement (and keep up with) ----
