@@ -139,17 +139,27 @@ def test_torch_load_garbage_pickle_is_one_error_naming_the_file(tmp_path, pkl, l
     with zipfile.ZipFile(fn, "w") as z: z.writestr("archive/data.pkl", b"\x80\x02" + pkl)
   with pytest.raises(ValueError, match="g.pt: the torch checkpoint is (corrupt|truncated)"): torch_load(fn)
 
+def test_torch_load_damaged_zip_names_the_file(tmp_path):
+  # a CRC mismatch in data.pkl was zipfile.BadZipFile("Bad CRC-32 for file 'x/data.pkl'"), naming the member but not the file
+  torch.save({"w": torch.ones(3)}, tmp_path / "z.pt")
+  b = bytearray((tmp_path / "z.pt").read_bytes())
+  with zipfile.ZipFile(tmp_path / "z.pt") as z: h = next(i.header_offset for i in z.infolist() if i.filename.endswith("data.pkl"))
+  b[h + 30 + sum(struct.unpack("<HH", b[h+26:h+30])) + 2] ^= 0xff   # a byte inside the pickle (past its local header): the CRC no longer matches
+  (tmp_path / "z.pt").write_bytes(bytes(b))
+  with pytest.raises(ValueError, match="z.pt: the torch checkpoint's zip archive is corrupt .*CRC"): torch_load(tmp_path / "z.pt")
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4), st.integers(0, 10**6))
-def test_torch_load_corrupt_legacy_file_loads_or_raises_value_error(tmp_path, edits, cut):
-  # property: a legacy checkpoint with bytes changed (or cut short) loads, or raises ValueError / a refusal; never anything else
-  fn = tmp_path / "c.pt"
-  if not (tmp_path / "ok.pt").exists():
-    torch.save({"w": torch.arange(6.0).reshape(2, 3), "i": torch.arange(3), "h": torch.ones(2).half()[1:]}, tmp_path / "ok.pt",
-               _use_new_zipfile_serialization=False)
-  b = bytearray((tmp_path / "ok.pt").read_bytes())
+def test_torch_load_corrupt_file_loads_or_raises_value_error(tmp_path, legacy, edits, cut):
+  # property: a checkpoint with bytes changed (or cut short) loads, or raises ValueError / a refusal; never anything else (a
+  # zip's damage was zipfile's BadZipFile / NotImplementedError / EOFError, naming no file)
+  fn, ok = tmp_path / "c.pt", tmp_path / f"ok{legacy}.pt"
+  if not ok.exists():
+    torch.save({"w": torch.arange(6.0).reshape(2, 3), "i": torch.arange(3), "h": torch.ones(2).half()[1:]}, ok, _use_new_zipfile_serialization=not legacy)
+  b = bytearray(ok.read_bytes())
   for i, v in edits: b[i % len(b)] = v
-  fn.write_bytes(bytes(b[:len(b) - cut % 16]))
+  fn.write_bytes(bytes(b[:len(b) - cut % (16 if legacy else len(b))]))
   try:
     for v in torch_load(fn).values():
       if isinstance(v, Tensor): v.numpy()

@@ -448,6 +448,14 @@ def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
   return b
 
 def _torch_zip(fobj: Any, fn: Any) -> Any:
+  import zipfile, zlib
+  # a damaged archive fails in zipfile as BadZipFile (a CRC, a header), NotImplementedError ('zip file version 20.1'),
+  # EOFError, zlib.error or UnicodeDecodeError (a member name), none naming the file
+  try: return _torch_zip_read(fobj, fn)
+  except (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError, NotImplementedError) as e:
+    raise ValueError(f"{fn}: the torch checkpoint's zip archive is corrupt ({type(e).__name__}: {e})") from None
+
+def _torch_zip_read(fobj: Any, fn: Any) -> Any:
   import io, zipfile
   with zipfile.ZipFile(fobj) as z:
     names = z.namelist()
@@ -533,7 +541,8 @@ def torch_load(fn: FileLike) -> Any:
   globals a tensor checkpoint needs (see _TORCH_GLOBALS), anything else raises pickle.UnpicklingError before it runs."""
   import pickle, tarfile, zipfile
   with _open(fn) as f:
-    is_zip = zipfile.is_zipfile(f)
+    try: is_zip = zipfile.is_zipfile(f)
+    except zipfile.BadZipFile as e: raise ValueError(f"{_name(fn)}: the torch checkpoint's zip archive is corrupt ({e})") from None   # (is_zipfile's own)
     f.seek(0)
     is_tar = not is_zip and tarfile.is_tarfile(f)
     f.seek(0)
