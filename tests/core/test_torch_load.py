@@ -172,6 +172,15 @@ def test_torch_load_tar_format(tmp_path):
   assert list(got) == list(arrays)
   for k, a in arrays.items(): np.testing.assert_array_equal(got[k].numpy(), a)
 
+def test_torch_load_truncated_tar_names_the_file(tmp_path):
+  # a tar checkpoint cut inside a member was tarfile.ReadError('unexpected end of data'), naming no file
+  _tar_checkpoint(tmp_path / "old.pt", {"w": np.arange(12, dtype=np.float32), "i": np.arange(5, dtype=np.int64)})
+  data = (tmp_path / "old.pt").read_bytes()
+  with tarfile.open(tmp_path / "old.pt") as t: end = max(m.offset_data + m.size for m in t.getmembers())   # (the rest is padding)
+  for n in range(0, end, 101):
+    (tmp_path / "cut.pt").write_bytes(data[:n])
+    with pytest.raises(ValueError, match="cut.pt: "): torch_load(tmp_path / "cut.pt")
+
 @pytest.mark.parametrize("slot", ["sys_info", "storages_count", "storage", "tensors_count", "tensor", "pickle"])
 def test_torch_load_refuses_code_in_every_tar_pickle(tmp_path, slot):
   marker = _marker()

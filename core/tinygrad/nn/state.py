@@ -475,6 +475,12 @@ def _torch_tar(fobj: Any, fn: Any) -> Any:
   """torch < 0.4's tar format: members 'storages' (count; per storage: (key, location, type), int64 count, bytes), 'tensors'
   (count; per tensor: (key, storage key, type), int32 ndim, 4 bytes, sizes, strides, int64 offset) and 'pickle' (the object,
   whose persistent ids are tensor keys)."""
+  import tarfile
+  try: return _torch_tar_read(fobj, fn)
+  except (tarfile.TarError, EOFError) as e:   # (a tar cut short: ReadError 'unexpected end of data', naming no file)
+    raise ValueError(f"{fn}: the torch checkpoint's tar archive is corrupt ({type(e).__name__}: {e})") from None
+
+def _torch_tar_read(fobj: Any, fn: Any) -> Any:
   import io, tarfile
   with tarfile.open(fileobj=fobj, mode="r:") as tar:
     def member(name: str) -> io.BytesIO:
@@ -542,7 +548,7 @@ def torch_load(fn: FileLike) -> Any:
   import pickle, tarfile, zipfile
   with _open(fn) as f:
     try: is_zip = zipfile.is_zipfile(f)
-    except zipfile.BadZipFile as e: raise ValueError(f"{_name(fn)}: the torch checkpoint's zip archive is corrupt ({e})") from None   # (is_zipfile's own)
+    except zipfile.BadZipFile as e: raise ValueError(f"{_name(fn)}: the torch checkpoint's zip archive is corrupt ({e})") from None
     f.seek(0)
     is_tar = not is_zip and tarfile.is_tarfile(f)
     f.seek(0)
