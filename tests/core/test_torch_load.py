@@ -156,7 +156,8 @@ def test_torch_load_corrupt_file_loads_or_raises_value_error(tmp_path, legacy, e
   # zip's damage was zipfile's BadZipFile / NotImplementedError / EOFError, naming no file)
   fn, ok = tmp_path / "c.pt", tmp_path / f"ok{legacy}.pt"
   if not ok.exists():
-    torch.save({"w": torch.arange(6.0).reshape(2, 3), "i": torch.arange(3), "h": torch.ones(2).half()[1:]}, ok, _use_new_zipfile_serialization=not legacy)
+    sd = {"w": torch.arange(6.0).reshape(2, 3), "i": torch.arange(3), "h": torch.ones(2).half()[1:]}
+    torch.save(sd, ok, _use_new_zipfile_serialization=not legacy)
   b = bytearray(ok.read_bytes())
   for i, v in edits: b[i % len(b)] = v
   fn.write_bytes(bytes(b[:len(b) - cut % (16 if legacy else len(b))]))

@@ -603,7 +603,8 @@ def gguf_load(t: Tensor | str | os.PathLike) -> tuple[dict[str, Any], dict[str, 
     with os.fdopen(fd, "wb") as f: f.write(t.numpy().tobytes())
     kv, sd = _gguf_read(tmp, "<GGUF bytes in a Tensor>")
   finally: os.unlink(tmp)
-  if _gguf_split(kv, "<GGUF bytes in a Tensor>")[0] > 1: raise ValueError("a multi-part GGUF file (split.count > 1) is loaded from the path of its first part, not from a Tensor")
+  if _gguf_split(kv, "<GGUF bytes in a Tensor>")[0] > 1:
+    raise ValueError("a multi-part GGUF file (split.count > 1) is loaded from the path of its first part, not from a Tensor")
   return kv, sd
 
 def _gguf_split(kv: dict[str, Any], name: str) -> tuple[int, int]:
