@@ -449,3 +449,18 @@ def test_an_update_with_a_live_symbolic_slice_of_a_realized_tensor():
   assert w.tolist() == [1.0, 0.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
   with pytest.raises(RuntimeError, match="v"): xs.grad.numpy()   # an implicit gradient the step overwrote: gone, named
   assert xs.tolist() == [0.0, 1.0, 2.0]
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_size_that_may_go_negative_is_checked_at_its_value(device):
+  # x[:, :v][:, 1:][:, 1:] is v-2 wide (vmin -1 for v in [1, 8]): the shrink held at v=7, then its own reshape raised
+  # "negative size" (checked over the range); Tensor.full((2, v-2)) raised too. A replay at v=1 must still raise.
+  xn = _data(3, 8)
+  x = Tensor(xn, device=device).realize()
+  v = Variable("n", 1, 8)
+  np.testing.assert_allclose(x[:, :v.bind(7)][:, 1:][:, 1:].numpy(), xn[:, 2:7])
+  np.testing.assert_allclose(x[:, :v.bind(6)][:, :-1][:, :-1].numpy(), xn[:, :4])
+  np.testing.assert_allclose(Tensor.full((2, v.bind(7) - 2), 3.0, device=device).numpy(), np.full((2, 5), 3.0))
+  with pytest.raises(ValueError): Tensor.full((2, v.bind(1) - 2), 3.0, device=device)
+  f = TinyJit(lambda n: (x[:, :n][:, 1:][:, 1:] * 2).sum(1).realize())
+  for val in (7, 5, 3, 8, 2): np.testing.assert_allclose(f(v.bind(val)).numpy(), (xn[:, 2:val] * 2).sum(1), rtol=1e-5, atol=1e-6)
+  with pytest.raises(JitError, match="n': 1"): f(v.bind(1))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import struct
 from typing import Any, overload
-from tinygrad.uop.ops import UOp, ssimplify, _broadcast_shape  # noqa: F401 (the Tensor modules import it from here)
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, _broadcast_shape  # noqa: F401 (the Tensor modules import it from here)
 from tinygrad.dtype import DType, dtypes, float_to_bf16_bits, float_to_fp8, truncate_float, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
@@ -71,7 +71,7 @@ def _pack(vals: list, dtype: DType) -> bytes:
 
 def _check_shape(op: str, shape: tuple) -> tuple:
   # a size is an int >= 0 or a symbolic int (an expression of bound variables) that is >= 0 for every value
-  if any(isinstance(s, UOp) and (s.dtype == dtypes.void or not dtypes.is_int(s.dtype) or s.vmin < 0) or
+  if any(isinstance(s, UOp) and (s.dtype == dtypes.void or not dtypes.is_int(s.dtype) or not sint_le(0, s)) or
          not isinstance(s, UOp) and (not isinstance(s, int) or isinstance(s, bool) or s < 0) for s in shape):
     raise ValueError(f"{op}: invalid shape {shape}; every size must be an int >= 0 (or a bound Variable's expression that is)")
   return tuple(ssimplify(s) for s in shape)

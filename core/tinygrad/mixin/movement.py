@@ -49,7 +49,9 @@ class MovementMixin:
   def _reshape_symbolic(self: Tensor, new: tuple[sint, ...]) -> Tensor:
     # sizes with variables: -1 is inferred by dividing the element counts, and the counts must agree for every value
     if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
-    if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and s.vmin < 0 for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
+    # a size over bound variables is checked at their values, as a shrink is (x[:, :v][:, 1:][:, 1:] has size v-2: vmin < 0)
+    if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and not sint_le(0, s) for s in new):
+      raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
     if any(isinstance(s, int) and s == -1 for s in new):
       rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
       if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
