@@ -464,3 +464,14 @@ def test_a_size_that_may_go_negative_is_checked_at_its_value(device):
   f = TinyJit(lambda n: (x[:, :n][:, 1:][:, 1:] * 2).sum(1).realize())
   for val in (7, 5, 3, 8, 2): np.testing.assert_allclose(f(v.bind(val)).numpy(), (xn[:, 2:val] * 2).sum(1), rtol=1e-5, atol=1e-6)
   with pytest.raises(JitError, match="n': 1"): f(v.bind(1))
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tensor_index_into_a_symbolic_axis(device):
+  # x[:v][Tensor([0, 3, 5])] raised "the truth value of a UOp is ambiguous" (the plan asked `if length` of the size v)
+  xn = _data(8, 8)
+  x = Tensor(xn, device=device).realize()
+  v = Variable("n", 1, 8)
+  for val in (6, 8):
+    np.testing.assert_allclose(x[:v.bind(val)][Tensor([0, 3, -1], device=device)].numpy(), xn[:val][[0, 3, -1]])
+    np.testing.assert_allclose(x[:, :v.bind(val)][:, Tensor([[1], [-2]], device=device)].numpy(), xn[:, :val][:, [[1], [-2]]])
+    np.testing.assert_allclose(x[:v.bind(val), :v.bind(val)][Tensor([1, 2], device=device), Tensor([3, 4], device=device)].numpy(), xn[:val, :val][[1, 2], [3, 4]])

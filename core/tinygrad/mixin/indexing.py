@@ -134,11 +134,13 @@ class IndexingMixin:
         adv_pos.append(k)
         out_shape.append(n)
         out_pos += 1
-      if length == 0: step = 1
-      elif step < 0:
-        flips.append(d)
-        start, step = n - 1 - start, -step
-      shrinks.append((start, start + (length - 1) * step + 1) if length else (0, 0))
+      if isinstance(length, UOp): shrinks.append((0, n))   # a tensor index over a symbolic axis: the whole axis, step 1
+      else:
+        if length == 0: step = 1
+        elif step < 0:
+          flips.append(d)
+          start, step = n - 1 - start, -step
+        shrinks.append((start, start + (length - 1) * step + 1) if length else (0, 0))
       steps.append(step)
       lens.append(length)
       d += 1
