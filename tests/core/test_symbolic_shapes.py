@@ -475,3 +475,14 @@ def test_a_tensor_index_into_a_symbolic_axis(device):
     np.testing.assert_allclose(x[:v.bind(val)][Tensor([0, 3, -1], device=device)].numpy(), xn[:val][[0, 3, -1]])
     np.testing.assert_allclose(x[:, :v.bind(val)][:, Tensor([[1], [-2]], device=device)].numpy(), xn[:, :val][:, [[1], [-2]]])
     np.testing.assert_allclose(x[:v.bind(val), :v.bind(val)][Tensor([1, 2], device=device), Tensor([3, 4], device=device)].numpy(), xn[:val, :val][[1, 2], [3, 4]])
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_repeat_interleave_over_a_symbolic_axis(device):
+  # an int repeat was spread to a list of x.shape[d] copies: list * UOp raised TypeError (public tinygrad expands it)
+  xn = _data(4, 8)
+  x = Tensor(xn, device=device).realize()
+  for val in (1, 3, 8):
+    v = Variable("n", 1, 8).bind(val)
+    np.testing.assert_allclose(x[:, :v].repeat_interleave(2, 1).numpy(), xn[:, :val].repeat(2, 1))
+    np.testing.assert_allclose(x[:, :v].repeat_interleave(3).numpy(), xn[:, :val].reshape(-1).repeat(3))
+  with pytest.raises(ValueError, match="3 repeats for dim 1"): x[:, :Variable("n", 1, 8).bind(3)].repeat_interleave([1, 2, 3], 1)

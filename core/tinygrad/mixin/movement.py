@@ -303,9 +303,10 @@ class MovementMixin:
     if x.ndim == 0: x = x.reshape(1)
     given: Any = repeats.tolist() if isinstance(repeats, Tensor) else repeats
     reps: list[int] = [given] if isinstance(given, int) else list(given)
-    if len(reps) == 1 and x.shape[d] != 1: reps = reps * x.shape[d]
     if any(not isinstance(r, int) or r < 0 for r in reps): raise ValueError(f"repeat_interleave: repeats must be ints >= 0, got {repeats!r}")
-    if len(reps) != x.shape[d]: raise ValueError(f"repeat_interleave: {len(reps)} repeats for dim {d} of size {x.shape[d]}")
+    # one repeat serves every element without a list of x.shape[d] copies (a symbolic size has no count: it was list * UOp)
+    if len(reps) != 1 and (isinstance(x.shape[d], UOp) or len(reps) != x.shape[d]):
+      raise ValueError(f"repeat_interleave: {len(reps)} repeats for dim {d} of size {x.shape[d]}")
     shp = x.shape
     if len(set(reps)) <= 1:
       r = reps[0] if reps else 0
