@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError
+from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
@@ -822,7 +822,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # the shape with its bound variables' values (a symbolic shape is only readable once bound)
     if all_int(self.shape): return self.shape
     try: return tuple(sym_infer(s, {}) for s in self.shape)
-    except KeyError as e: raise ValueError(f"the shape {self.shape} has an unbound variable ({e}): bind it to read the data") from None
+    except KeyError as e: raise ValueError(f"the shape {shape_str(self.shape)} has an unbound variable ({e}): bind it to read the data") from None
   @engine_locked
   def _host_bytes(self) -> memoryview:
     from tinygrad.engine import realize as engine
@@ -1401,10 +1401,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # ---- broadcasting ----
   def _broadcast_to(self, shape: tuple[sint, ...]) -> Tensor:
     if self.shape == shape: return self
-    if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {self.shape} and {shape}")
+    if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {shape_str(self.shape)} and {shape_str(tuple(shape))}")
     # (a symbolic size equal to the target's but spelled otherwise, j+i for i+j, is reshaped to the target's spelling)
     padded = tuple(t if sint_eq(s, t) else s for s, t in zip((1,) * (len(shape) - self.ndim) + self.shape, shape))
-    if any(s is not t and s != 1 for s, t in zip(padded, shape)): raise BroadcastError(f"cannot broadcast shapes {self.shape} and {shape}")
+    if any(s is not t and s != 1 for s, t in zip(padded, shape)): raise BroadcastError(f"cannot broadcast shapes {shape_str(self.shape)} and {shape_str(tuple(shape))}{vals_str(self.shape, shape)}")
     return self._mv(lambda u: u.reshape(padded).expand(shape))
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""

@@ -486,3 +486,17 @@ def test_repeat_interleave_over_a_symbolic_axis(device):
     np.testing.assert_allclose(x[:, :v].repeat_interleave(2, 1).numpy(), xn[:, :val].repeat(2, 1))
     np.testing.assert_allclose(x[:, :v].repeat_interleave(3).numpy(), xn[:, :val].reshape(-1).repeat(3))
   with pytest.raises(ValueError, match="3 repeats for dim 1"): x[:, :Variable("n", 1, 8).bind(3)].repeat_interleave([1, 2, 3], 1)
+
+def test_shape_errors_name_the_variables_and_their_values():
+  # two Variables for one axis (or one bound twice) raised with UOp reprs: "(6, UOp(Ops.BIND, dtypes.int, arg=None, ...))"
+  x = Tensor(_data(6, 8)).realize()
+  a, b = Variable("a", 1, 8), Variable("b", 1, 8)
+  with pytest.raises(ValueError, match=r"shapes \(6, a\) and \(6, b\): sizes \[a, b\] differ in one dimension, with a=3, b=3$"):
+    x[:, :a.bind(3)] + x[:, :b.bind(3)]
+  with pytest.raises(ValueError, match=r"with a=3, a=4$"): x[:, :a.bind(3)] + x[:, :a.bind(4)]
+  with pytest.raises(ValueError, match=r"cat: shapes \(6, a\) and \(6, b\) differ outside dim 0, with a=3, b=4$"): x[:, :a.bind(3)].cat(x[:, :b.bind(4)])
+  with pytest.raises(ValueError, match=r"matmul: shapes \(6, a\) and \(b, 6\) do not match: contracted dims a != b, with a=3, b=3$"):
+    x[:, :a.bind(3)] @ x.T[:b.bind(3)]
+  with pytest.raises(ValueError, match=r"reshape from \(6, a\) to \(6, 3\): sizes \(a\*6\) != 18"): x[:, :a.bind(3)].reshape(6, 3)
+  with pytest.raises(ValueError, match=r"cannot broadcast shapes \(6, a\) and \(6, 3\), with a=3$"): x[:, :a.bind(3)].expand(6, 3)
+  with pytest.raises(ValueError, match=r"the shape \(u,\) has an unbound variable"): Tensor.zeros(Variable("u", 1, 8)).numpy()

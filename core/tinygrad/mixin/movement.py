@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence, cast
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype
 from tinygrad.helpers import prod, argfix, flatten, ceildiv, all_int
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint, shape_str, vals_str
 from tinygrad.mixin.common import ArgumentError, AssertedArgumentError, UnknownModeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -36,28 +36,28 @@ class MovementMixin:
   def reshape(self: Tensor, shape: Any, *args: int) -> Tensor:
     """The same elements (row-major) in a new shape; one dimension may be -1 (inferred), None keeps that dimension."""
     new = tuple(self.shape[i] if s is None else ssimplify(s) if isinstance(s, UOp) else s for i, s in enumerate(argfix(shape, *args)))
-    if not all(isinstance(s, (int, UOp)) for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: sizes must be ints")
+    if not all(isinstance(s, (int, UOp)) for s in new): raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: sizes must be ints")
     if not all_int(new + self.shape): return self._reshape_symbolic(new)
-    if sum(s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
-    if any(s < -1 for s in new): raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
+    if sum(s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: only one dimension can be -1")
+    if any(s < -1 for s in new): raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: negative size")
     if -1 in new:
       rest = prod(s for s in new if s != -1)
-      if rest == 0 or self.numel() % rest: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
+      if rest == 0 or self.numel() % rest: raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: cannot infer -1 ({self.numel()} elements into blocks of {rest})")
       new = tuple(self.numel() // rest if s == -1 else s for s in new)
-    if prod(new) != self.numel(): raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {self.numel()} != {prod(new)}")
+    if prod(new) != self.numel(): raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: sizes {self.numel()} != {prod(new)}")
     return self if new == self.shape else self._mv(lambda u: u.reshape(new))
   def _reshape_symbolic(self: Tensor, new: tuple[sint, ...]) -> Tensor:
     # sizes with variables: -1 is inferred by dividing the element counts, and the counts must agree for every value
-    if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {self.shape} to {new}: only one dimension can be -1")
+    if sum(isinstance(s, int) and s == -1 for s in new) > 1: raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: only one dimension can be -1")
     # a size over bound variables is checked at their values, as a shrink is (x[:, :v][:, 1:][:, 1:] has size v-2: vmin < 0)
     if any(isinstance(s, int) and s < -1 or isinstance(s, UOp) and not sint_le(0, s) for s in new):
-      raise ArgumentError(f"reshape from {self.shape} to {new}: negative size")
+      raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: negative size")
     if any(isinstance(s, int) and s == -1 for s in new):
       rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
-      if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {self.shape} to {new}: cannot infer -1 next to a size 0")
+      if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: cannot infer -1 next to a size 0")
       new = tuple(ssimplify(self.numel() // rest) if isinstance(s, int) and s == -1 else s for s in new)
     if not sint_eq(prod(new), self.numel()):
-      raise ArgumentError(f"reshape from {self.shape} to {new}: sizes {ssimplify(self.numel())} != {ssimplify(prod(new))} (for some value of the variables)")
+      raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: sizes {shape_str(ssimplify(self.numel()))} != {shape_str(ssimplify(prod(new)))} (for some value of the variables{vals_str(self.shape, new)})")
     return self if new == self.shape else self._mv(lambda u: u.reshape(new))
   def view(self: Tensor, shape: Any, *args: int) -> Tensor:
     """Alias of reshape."""
@@ -195,7 +195,8 @@ class MovementMixin:
     d = first._resolve_dim(dim)
     for t in ts[1:]:
       if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
-        raise AssertedArgumentError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {d}")
+        raise AssertedArgumentError(f"cat: shapes {shape_str(first.shape)} and {shape_str(t.shape)} differ outside dim {d}"
+                                    f"{vals_str(first.shape, t.shape)}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
     total, off = sum(t.shape[d] for t in ts), 0
     # a float part is selected into place, not added: + rounds, so a NaN's sign and payload became the canonical NaN's

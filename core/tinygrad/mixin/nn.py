@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import sint_le
+from tinygrad.uop.ops import sint_le, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError
@@ -224,7 +224,8 @@ class NNMixin:
     a = self.unsqueeze(0) if self.ndim == 1 else self
     b = w.unsqueeze(-1) if w.ndim == 1 else w
     if a.shape[-1] != b.shape[-2]:
-      raise ArgumentError(f"matmul: shapes {self.shape} and {w.shape} do not match: contracted dims {a.shape[-1]} != {b.shape[-2]}")
+      raise ArgumentError(f"matmul: shapes {shape_str(self.shape)} and {shape_str(w.shape)} do not match: contracted dims "
+                          f"{shape_str(a.shape[-1])} != {shape_str(b.shape[-2])}{vals_str(self.shape, w.shape)}")
     try: _broadcast_shape(a.shape[:-2], b.shape[:-2])
     except ValueError: raise ArgumentError(f"matmul: batch dims of shapes {self.shape} and {w.shape} cannot broadcast") from None
     out_dt = least_upper_dtype(a.dtype, b.dtype) if dtype is None else to_dtype(dtype)

@@ -901,7 +901,9 @@ def _broadcast_shape(*shapes: tuple[sint, ...]) -> tuple[sint, ...]:
     rest: list[sint] = []
     for d in dims:
       if (isinstance(d, UOp) or d != 1) and not any(sint_eq(d, r) for r in rest): rest.append(d)
-    if len(rest) > 1: raise BroadcastError(f"cannot broadcast shapes {' and '.join(str(tuple(s)) for s in shapes)}: sizes {rest} differ in one dimension")
+    if len(rest) > 1:
+      raise BroadcastError(f"cannot broadcast shapes {' and '.join(shape_str(tuple(s)) for s in shapes)}: sizes {shape_str(rest)} differ in one "
+                           f"dimension{vals_str(*shapes)}")
     out.append(rest[0] if rest else 1)
   return tuple(out)
 def smax(x: sint) -> int:
@@ -912,6 +914,17 @@ def sym_vars(x: Any) -> dict[UOp, None]:
   if isinstance(x, UOp): return {n: None for n in x.toposort(gate=lambda y: y.op is not Ops.BIND) if n.op is Ops.BIND}
   if isinstance(x, (tuple, list)): return {n: None for y in x if not isinstance(y, int) for n in sym_vars(y)}
   return {}
+
+def shape_str(x: Any) -> str:
+  """A size or shape for an error message: symbolic sizes as their expression (`(6, (n+-1))`), not a UOp repr."""
+  if isinstance(x, UOp): return x.render()
+  if isinstance(x, list): return "[" + ", ".join(shape_str(y) for y in x) + "]"
+  if isinstance(x, tuple): return "(" + ", ".join(shape_str(y) for y in x) + ("," if len(x) == 1 else "") + ")"
+  return str(x)
+def vals_str(*xs: Any) -> str:
+  """The bound values behind the sizes in an error message (`, with a=3, b=4`; two binds of one variable show both)."""
+  vs = sym_vars(xs)
+  return f", with {', '.join(f'{b.src[0].arg[0]}={b.src[1].arg}' for b in vs)}" if vs else ""
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def Variable(name: str, min_val: int, max_val: int, dtype: DType = dtypes.index) -> UOp:
