@@ -1,6 +1,7 @@
 """Symbolic shapes: bound Variables in Tensor shapes, kernels that take them as arguments (one compile for every value in
 range), and TinyJit replays with new values (the KV-cache decode), checked against numpy on CPU and PYTHON."""
 import numpy as np, pytest
+from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, TinyJit, Variable, Device
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import sym_infer
@@ -500,3 +501,63 @@ def test_shape_errors_name_the_variables_and_their_values():
   with pytest.raises(ValueError, match=r"reshape from \(6, a\) to \(6, 3\): sizes \(a\*6\) != 18"): x[:, :a.bind(3)].reshape(6, 3)
   with pytest.raises(ValueError, match=r"cannot broadcast shapes \(6, a\) and \(6, 3\), with a=3$"): x[:, :a.bind(3)].expand(6, 3)
   with pytest.raises(ValueError, match=r"the shape \(u,\) has an unbound variable"): Tensor.zeros(Variable("u", 1, 8)).numpy()
+
+def test_cumsum_captured_at_one_replays_at_every_value():
+  # cumsum pools with a kernel of n: at n=1 the pool took its non-overlapping path (k <= stride, decided at the value),
+  # whose shrink held only for n=1, so a TinyJit captured at n=1 raised JitError for n=8 (found by the jit fuzz below)
+  xn = _data(6, 8)
+  f = TinyJit(lambda x, n: x[:, :n].cumsum(1).realize())
+  for val in (1, 1, 8, 3, 1):
+    np.testing.assert_allclose(f(Tensor(xn * val), Variable("n", 1, 8).bind(val)).numpy(), np.cumsum(xn[:, :val] * val, 1), rtol=1e-5, atol=1e-5)
+
+# ---- fuzz: a random program over a (6, v) slice, with v bound vs the same program with the int value ----
+_RS = np.random.RandomState(7)
+_X, _Y, _W = (_RS.randn(6, 8).astype(np.float32) for _ in range(3))
+_FUZZ_KEEP = {   # ops that map (x of shape (6, n), n) to shape (6, n); n is an int or the bound Variable
+  "softmax": lambda x, n: x.softmax(1), "cumsum": lambda x, n: x.cumsum(1), "flip": lambda x, n: x.flip(1), "exp": lambda x, n: x.exp(),
+  "where": lambda x, n: (x > 0).where(x, Tensor(_Y)[:, :n]), "arange": lambda x, n: x * Tensor.arange(n).float(),
+  "realize": lambda x, n: (x * 2).realize() - 1, "cat_tail": lambda x, n: x.cat(x, dim=1)[:, 1:n + 1], "sub_max": lambda x, n: x - x.max(1, keepdim=True),
+}
+_FUZZ_LAST = {   # ops that end a program: any shape out
+  "sum1": lambda x, n: x.sum(1), "mean": lambda x, n: x.mean(), "max1": lambda x, n: x.max(1), "var1": lambda x, n: x.var(1, correction=0),
+  "argmax": lambda x, n: x.argmax(1).float(), "T@x": lambda x, n: x.T @ x, "x@T": lambda x, n: x @ x.T, "matmul_k": lambda x, n: x @ Tensor(_W)[:n],
+  "pad": lambda x, n: x.pad(((1, 0), (2, 1))), "expand": lambda x, n: x.reshape(6, 1, n).expand(6, 2, n).sum(1),
+  "reshape": lambda x, n: x.reshape(2, 3, n).max(1).reshape(2 * n), "cat": lambda x, n: x.cat(Tensor(_Y)[:, :n], dim=1), "tail": lambda x, n: x[:, 1:],
+  "last": lambda x, n: x[:, -1], "idx": lambda x, n: x[:, n - 1], "repeat_il": lambda x, n: x.repeat_interleave(2, 1), "tril": lambda x, n: x.tril(),
+  "sdpa_causal": lambda x, n: x.T.reshape(1, n, 6).scaled_dot_product_attention(x.T.reshape(1, n, 6), x.T.reshape(1, n, 6), is_causal=True),
+  "none": lambda x, n: x,
+}
+def _fuzz_prog(setup: str, ops: list[str], n):
+  if setup == "slice": x = Tensor(_X)[:, :n]
+  elif setup == "from": x = Tensor(_X)[:, 8 - n:]
+  else:   # setitem into t[:, :n] of a realized tensor
+    x = Tensor(_Y).contiguous().realize()
+    x[:, :n] = Tensor(_X)[:, :n] * 3
+    x = x[:, :n]
+  for o in ops[:-1]: x = _FUZZ_KEEP[o](x, n)
+  return _FUZZ_LAST[ops[-1]](x, n)
+_fuzz_ops = st.tuples(st.lists(st.sampled_from(sorted(_FUZZ_KEEP)), max_size=2), st.sampled_from(sorted(_FUZZ_LAST))).map(lambda t: t[0] + [t[1]])
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["slice", "from", "setitem"]), _fuzz_ops, st.integers(1, 8))
+def test_fuzz_symbolic_program_matches_the_concrete_one(setup, ops, val):
+  try: want = _fuzz_prog(setup, ops, val).numpy()
+  except (ValueError, IndexError): return   # a program that is invalid for ints (x[:, 1:][:, 1:] at 1 clamps, symbolic raises)
+  got = _fuzz_prog(setup, ops, Variable("n", 1, 8).bind(val)).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+@settings(max_examples=12, deadline=None)
+@given(_fuzz_ops, st.lists(st.integers(1, 8), min_size=2, max_size=4), st.booleans())
+def test_fuzz_jit_with_changing_values_and_inputs_matches_eager_ints(ops, vals, grad):
+  # the variable's extremes, 1, and a return to the first value; inputs change every call; optionally the input's gradient
+  def f(x: Tensor, n) -> Tensor:
+    if not grad: return (_fuzz_prog("slice", ops, n) + x[:, :n].sum()).realize()
+    x.requires_grad = True
+    (_fuzz_prog("slice", ops, n).float() * x[:, :n].sum()).sum().backward()
+    return x.grad.realize()
+  jf = TinyJit(f)
+  for i, val in enumerate(vals + [8, 1, vals[0]]):
+    xn = _X * (i + 1)
+    try: want = f(Tensor(xn), val).numpy()
+    except (ValueError, IndexError, RuntimeError): return
+    np.testing.assert_allclose(jf(Tensor(xn), Variable("n", 1, 8).bind(val)).numpy(), want, rtol=1e-3, atol=1e-3, err_msg=f"call {i}, n={val}")

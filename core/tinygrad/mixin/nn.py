@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import sint_le, shape_str, vals_str
+from tinygrad.uop.ops import sint_le, smax, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError
@@ -279,7 +279,8 @@ class NNMixin:
       raise ArgumentError(f"pool: kernel {tuple(k_)} with dilation {d_} is larger than the input {i_}")
     o_ = [(i - d * (k - 1) - 1) // s + 1 for i, d, k, s in zip(i_, d_, k_, s_)]
     npre, keep = len(pre), [None] * len(pre)
-    if all(k <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
+    # (a symbolic kernel takes this path only if it fits every value: cumsum's k=n decided at n=1 pinned a TinyJit capture to it)
+    if all(smax(k) <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
       # windows don't overlap: split each axis into (out, stride) and keep the first k of each stride
       # (padding the shrinks cut away again: a view of self, as torch's unfold, where pad() would be a value of its own)
       x = self._pad_view(tuple([(0, 0)] * npre + [(0, max(0, o * s - i)) for i, o, s in zip(i_, o_, s_)])).shrink(keep + [(0, o * s) for o, s in zip(o_, s_)])
