@@ -561,3 +561,15 @@ def test_fuzz_jit_with_changing_values_and_inputs_matches_eager_ints(ops, vals, 
     try: want = f(Tensor(xn), val).numpy()
     except (ValueError, IndexError, RuntimeError): return
     np.testing.assert_allclose(jf(Tensor(xn), Variable("n", 1, 8).bind(val)).numpy(), want, rtol=1e-3, atol=1e-3, err_msg=f"call {i}, n={val}")
+
+@pytest.mark.parametrize("k,s,d", [(1, 4, 2), (2, 9, 2), (1, 6, 2)])
+def test_pool_with_a_stride_past_its_dilated_kernel_over_a_symbolic_length(k, s, d):
+  # the tile count max(1, ceildiv(o*s-d, i)) was decided at the bound value: at v=5 eager raised 'shrink ... does not hold'
+  # and a TinyJit captured at one value raised JitError at others; the count now holds for every value of v
+  xn = _data(1, 1, 1, 40)
+  def f(x, v): return x[:, :, :, :v].max_pool2d((1, k), stride=(1, s), dilation=(1, d)).realize()
+  jf = TinyJit(f)
+  for val in (5, 5, 40, 13, 7, 5):
+    want = f(Tensor(xn), val).numpy()
+    np.testing.assert_allclose(f(Tensor(xn), Variable("v", 4, 40).bind(val)).numpy(), want)
+    np.testing.assert_allclose(jf(Tensor(xn), Variable("v", 4, 40).bind(val)).numpy(), want)

@@ -288,7 +288,10 @@ class NNMixin:
       return x.permute(*range(npre), *[npre + 2*j for j in range(nk)], *[npre + 2*j + 1 for j in range(nk)])
     # overlapping windows: tile the axis and cut it into k rows of length L = f*i + d (L = d mod i), so row a starts a*d
     # elements further; every stride-th column of the first o*s then holds window element a of each output position
-    f_ = [max(1, ceildiv(o * s - d, i)) for i, o, s, d in zip(i_, o_, s_, d_)]
+    # (a symbolic length takes a count that holds for every value: o*s-d <= i+s-d*k-1, so f <= 1+ceildiv(s-d*k-1, i.vmin);
+    # max(1, ceildiv(o*s-d, i)) was decided at the bound value and the shrinks below failed for others)
+    f_ = [max(1, ceildiv(o * s - d, i)) if isinstance(i, int) else 1 + max(0, ceildiv(s - d * k - 1, max(1, int(i.vmin))))
+          for i, o, s, d, k in zip(i_, o_, s_, d_, k_)]
     L_ = [f * i + d for f, i, d in zip(f_, i_, d_)]
     # (a symbolic length: k*L <= k*(f+1)*i as d <= i, a count the shrink below provably fits, where ceildiv(k*L, i) is not)
     x = self._tile([*[1] * npre, *[ceildiv(k * L, i) if isinstance(i, int) else k * (f + (1 if sint_le(d, i) else d))
