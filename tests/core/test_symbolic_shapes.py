@@ -573,3 +573,20 @@ def test_pool_with_a_stride_past_its_dilated_kernel_over_a_symbolic_length(k, s,
     want = f(Tensor(xn), val).numpy()
     np.testing.assert_allclose(f(Tensor(xn), Variable("v", 4, 40).bind(val)).numpy(), want)
     np.testing.assert_allclose(jf(Tensor(xn), Variable("v", 4, 40).bind(val)).numpy(), want)
+
+def test_sort_and_topk_captured_at_one_replay_sorted():
+  # sort's `if shape[d] <= 1: return self` was decided at the bound value: a TinyJit captured at n=1 replayed the identity
+  # for n=5 and n=8, unsorted values and zero indices, silently
+  xn = _data(3, 8)
+  for fn in (lambda t: t.sort(1)[0], lambda t: t.argsort(1).float(), lambda t: t.topk(1, dim=1)[0]):
+    f = TinyJit(lambda x, n: fn(x[:, :n]).contiguous().realize())
+    for val in (1, 1, 5, 8, 1):
+      np.testing.assert_allclose(f(Tensor(xn), Variable("n", 1, 8).bind(val)).numpy(), fn(Tensor(xn)[:, :val]).numpy(), err_msg=f"n={val}")
+
+def test_jit_replay_checks_a_condition_decided_by_a_bound_value():
+  # a Python branch on a symbolic condition (`if n > 4:`) is decided by the bound value at capture; a replay for a value
+  # that takes the other branch raised nothing and returned the captured branch's result (public tinygrad does too)
+  x = Tensor(_data(8)).realize()
+  f = TinyJit(lambda n: (x[:n] * (2 if n > 4 else 3)).sum().realize())
+  for val in (5, 6, 8): np.testing.assert_allclose(f(Variable("n", 1, 8).bind(val)).item(), x.numpy()[:val].sum() * 2, rtol=1e-5)
+  with pytest.raises(JitError, match="'n': 3"): f(Variable("n", 1, 8).bind(3))

@@ -13,6 +13,7 @@ original place); indices are int32, tinygrad's index dtype (torch gives int64)."
 from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import smax
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 _RANK_SORT_MAX = 1024   # the largest sorted dim that uses rank counting (n*n compares) rather than the bitonic network
@@ -68,7 +69,7 @@ class SortingMixin:
     """(values, indices) of self sorted along `dim`: stable (equal values keep their order), NaN last (descending: first),
     indices int32. Rank counting up to _RANK_SORT_MAX elements along dim, a bitonic network beyond (see the module doc)."""
     d = self._resolve_dim(dim)
-    if self.ndim == 0 or self.shape[d] <= 1: return self._own(self), Tensor.zeros(self.shape, dtype=dtypes.int32, device=self.device)
+    if self.ndim == 0 or smax(self.shape[d]) <= 1: return self._own(self), Tensor.zeros(self.shape, dtype=dtypes.int32, device=self.device)
     x = self.transpose(d, -1)
     vals, idx = x._rank_sort(descending) if x.shape[-1] <= _RANK_SORT_MAX else x._bitonic_sort(descending)
     return vals.transpose(d, -1), idx.transpose(d, -1)

@@ -170,7 +170,13 @@ class UOp(metaclass=UOpMetaClass):
   def __bool__(self) -> bool:
     # a condition over bound variables is decided by their values (`if start_pos > 0:`), as in public tinygrad
     if self.dtype.scalar() == dtypes.bool and self.vmin == self.vmax: return bool(self.vmin)
-    if self.dtype.scalar() == dtypes.bool and all_bound(self): return bool(sym_infer(self, {}))
+    if self.dtype.scalar() == dtypes.bool and all_bound(self):
+      ret = bool(sym_infer(self, {}))
+      # a TinyJit capture replays this branch for other values: record the condition (>= 0 while it holds) for it to check
+      # (sort's `if shape[d] <= 1` taken at n=1 replayed the identity, unsorted, for n=5)
+      if assumed is not None: assumed.append(self.where(UOp.const(dtypes.int, 0), UOp.const(dtypes.int, -1)) if ret else
+                                             self.where(UOp.const(dtypes.int, -1), UOp.const(dtypes.int, 0)))
+      return ret
     raise TypeError(f"the truth value of a UOp is ambiguous ({self.render()}); bind its variables, or use .vmin/.vmax or simplify")
 
   # ---- graph helpers ----
