@@ -403,7 +403,8 @@ class TinyJit(Generic[R]):
       try:
         with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext(): self.ret = self._run_and_realize(args, kwargs)
       finally:
-        (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (_ops.assumed, None)
+        # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
+        (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
         _realize.call_outer = None
       self.training = mode if training_reads[0] != reads else None
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
