@@ -510,14 +510,15 @@ _F16 = (dtypes.float16, dtypes.bfloat16)
 def _u16(dt: DType) -> DType:
   if isinstance(dt, PtrDType): return dtypes.uint16.vec(dt.base.count).ptr(dt.size, dt.addrspace).vec(dt.v)
   return dtypes.uint16.vec(dt.count)
+def _u16_ptr(idx: UOp) -> UOp:   # the pointer `idx` retyped to the uint16 bits (a pointer CAST already there is retyped)
+  return idx.replace(dtype=_u16(idx.dtype)) if idx.op is Ops.CAST else idx.cast(_u16(idx.dtype))
 def _global(idx: UOp) -> bool:   # (registers and shared memory hold float on some devices: only global memory is bits everywhere)
   return isinstance(idx.dtype, PtrDType) and idx.dtype.addrspace == AddrSpace.GLOBAL
 def _moved_bits(v: UOp) -> UOp | None:
   """The uint16 bits of the 16-bit float `v` where `v` only moves bits, else None (it is computed)."""
   if v.dtype.scalar() not in _F16: return None
   if v.op is Ops.LOAD and _global(idx := v.src[0]):
-    ptr = idx.replace(dtype=_u16(idx.dtype)) if idx.op is Ops.CAST else idx.cast(_u16(idx.dtype))
-    return v.replace(dtype=_u16(v.dtype), src=(ptr, *v.src[1:]))
+    return v.replace(dtype=_u16(v.dtype), src=(_u16_ptr(idx), *v.src[1:]))
   if v.op is Ops.BITCAST and v.src[0].dtype.scalar().itemsize == 2 and v.src[0].dtype.count == v.dtype.count:
     if (s := v.src[0]).dtype.scalar() == dtypes.uint16: return s
     return b if (b := _moved_bits(s)) is not None else s.bitcast(_u16(s.dtype))
@@ -531,8 +532,7 @@ def _moved_bits(v: UOp) -> UOp | None:
   return None
 def _store_bits(x: UOp) -> UOp | None:
   if len(x.src) < 2 or not _global(idx := x.src[0]) or (b := _moved_bits(x.src[1])) is None: return None
-  ptr = idx.replace(dtype=_u16(idx.dtype)) if idx.op is Ops.CAST else idx.cast(_u16(idx.dtype))
-  return x.replace(src=(ptr, b, *x.src[2:]))
+  return x.replace(src=(_u16_ptr(idx), b, *x.src[2:]))
 def _bitcast_bits(x: UOp) -> UOp | None:
   if x.dtype.scalar().itemsize != 2 or x.dtype.count != x.src[0].dtype.count or (b := _moved_bits(x.src[0])) is None: return None
   return b if x.dtype.scalar() == dtypes.uint16 else b.bitcast(x.dtype)

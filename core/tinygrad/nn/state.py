@@ -393,10 +393,7 @@ def _torch_unpickler(f: Any, persistent: Callable[[Any], Any] | None = None) -> 
   class Exact:
     # Python's unpickler takes a short read as data (the C one said "truncated"), and a length in the file is read whole
     # before its bytes are checked (a BINBYTES8 or FRAME of 2**40 allocated it): both checked against what is left
-    def __init__(self, f: Any):
-      self.f, pos = f, f.tell()
-      self.end = f.seek(0, io.SEEK_END)
-      f.seek(pos)
+    def __init__(self, f: Any): self.f, self.end = f, _end_of(f)
     def read(self, n: int) -> bytes:
       left = self.end - self.f.tell()
       if not 0 <= n <= left: raise pickle.UnpicklingError(f"pickle data was truncated ({n} bytes needed, {left} left)")
@@ -435,12 +432,17 @@ def _storage_dtype(t: Any) -> DType:
   what = t.name if isinstance(t, _TorchType) else repr(t)
   raise TypeError(f"torch_load: tensors of {what} are not supported; supported: {list(_TORCH_STORAGES)} and the dtypes {list(_TORCH_DTYPES)}")
 
+def _end_of(f: Any) -> int:
+  """The offset of the end of the seekable file `f`, whose position stays where it was."""
+  pos = f.tell()
+  end = f.seek(0, io.SEEK_END)
+  f.seek(pos)
+  return end
+
 def _read_exact(f: Any, n: int, fn: Any, what: str) -> bytes:
   # n comes from the file: checked before the read, which allocates n bytes first (a count of 2**40 was a MemoryError, a
   # smaller absurd one an allocation of that size, and -1 read the rest of the file)
-  pos = f.tell()
-  left = f.seek(0, io.SEEK_END) - pos
-  f.seek(pos)
+  left = _end_of(f) - f.tell()
   if n < 0: raise ValueError(f"{fn}: {what} has a negative length {n}")
   if n > left: raise ValueError(f"{fn}: {what} is truncated ({left} of {n} bytes)")
   b = f.read(n)
