@@ -82,8 +82,8 @@ def _mesh_assemble(m: UOp, d: str) -> UOp:
     if (key := _block(mesh, i)) in seen: continue
     seen.add(key)
     b = m.src[i] if m.src[i].device == d else _copy(m.src[i], d)
-    parts.append(b.pad(tuple((lo, n - hi) for (lo, hi), n in zip(_block_slice(m.shape, mesh, i), m.shape))))
-  return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
+    parts.append((b, tuple((lo, n - hi) for (lo, hi), n in zip(_block_slice(m.shape, mesh, i), m.shape))))
+  return _place(parts)
 def _mesh_slice(r: UOp, mesh: tuple) -> UOp:
   """Replicated `r` laid out as `mesh`: each device keeps its block."""
   return multi([s.shrink(_block_slice(r.shape, mesh, i)) for i, s in enumerate(r.src)], mesh)
@@ -123,6 +123,17 @@ def _copy(u: UOp, d: str) -> UOp:
 def _on_axis(shape: tuple, axis: int, v: Any, other: Any) -> tuple:
   return tuple(v if i == axis else (other(s) if callable(other) else other) for i, s in enumerate(shape))
 def _combine(op: Ops, a: UOp, b: UOp) -> UOp: return a.alu(Ops.OR if op is Ops.ADD and a.dtype == dtypes.bool else op, b)
+def _place(parts: list[tuple[UOp, tuple]]) -> UOp:
+  """The disjoint `parts` (each with its pad arg) padded into place on one device, as one tensor (a cat). Float parts are
+  selected in, not added: + made an element -0.0 of one part 0.0 (-0.0 + the other parts' 0 padding), and a gathered
+  sharded tensor read [[-0.0, 1], [2, -0.0]] as all 0.0 signs; ints add, bools or (exact either way)."""
+  acc = parts[0][0].pad(parts[0][1])
+  for p, arg in parts[1:]:
+    if not dtypes.is_float(p.dtype): acc = _combine(Ops.ADD, acc, p.pad(arg))
+    else:
+      mask = UOp.const(dtypes.bool, True, src=(_dev(p.device),)).reshape((1,) * len(p.shape)).expand(p.shape).pad(arg)
+      acc = mask.where(p.pad(arg), acc)
+  return acc
 
 def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
   """The [lo, hi) range of sharded `m` along its axis, on device `d`: the overlapping pieces of its shards, copied over
@@ -133,11 +144,11 @@ def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
     if l2 >= h2: continue
     p = s.shrink(_on_axis(s.shape, ax, (l2 - b, h2 - b), lambda n: (0, n)))
     if s.device != d: p = _copy(p, d)
-    parts.append(p.pad(_on_axis(p.shape, ax, (l2 - lo, hi - h2), (0, 0))))
+    parts.append((p, _on_axis(p.shape, ax, (l2 - lo, hi - h2), (0, 0))))
   if not parts:   # an empty range: no shard has a piece of it
     shape = _on_axis(m.shape, ax, hi - lo, lambda n: n)
     return UOp.const(m.dtype, 0, src=(_dev(d),)).reshape((1,) * len(shape)).expand(shape)
-  return functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), parts)
+  return _place(parts)
 
 def allgather(m: UOp) -> UOp:
   """`m` replicated on its devices: each one assembles the whole tensor."""
@@ -276,9 +287,8 @@ def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
     for k in range(1, n):
       hop = _copy(acc if a2a else hop, devs[(owner + k) % n])
       out[(owner + k) % n].append(hop)
-  # each device's pieces are in chunk order c = 0..n-1 (appended in that order above): pad into place and add
-  return [functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [ch.pad(((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape)
-          for i in range(n)]
+  # each device's pieces are in chunk order c = 0..n-1 (appended in that order above): placed in
+  return [_place([(ch, ((lo, size - hi),)) for ch, (lo, hi) in zip(out[i], cb)]).reshape(shape) for i in range(n)]
 
 # A max over a sharded axis is each device's max combined by a chain of binary MAXes. One device's max splits its gradient
 # equally among all tied inputs, but the binary MAX halves it at each tie, so a tie across shards got 1/4 and 1/2 where one

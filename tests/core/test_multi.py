@@ -158,6 +158,23 @@ def test_all_reduce_ring_equals_naive_on_three_devices():
     for p in parts[1:]: np.testing.assert_array_equal(p, parts[0])   # every replica bit for bit the same
   with Context(RING=2): np.testing.assert_array_equal(Tensor(a).shard(devs, 1).max(1).numpy(), a.max(1))
 
+def test_gathering_shards_keeps_negative_zero_and_nan_bits(devs):
+  # the pieces of a sharded tensor were padded into place and added: an element -0.0 became 0.0 (-0.0 + the other
+  # pieces' 0 padding) in .numpy(), cat, pad and a ring all-reduce's gathered chunks
+  bits = np.array([0x80000000, 0x3F800000, 0x7FC00001, 0xFFC12345, 0x80000000, 0x40000000], np.uint32).reshape(3, 2)
+  a = bits.view(np.float32)
+  for d in (devs, ("CPU:0", "CPU:1", "CPU:2")):
+    s = Tensor(a).shard(d, 0)
+    for name, got, want in (("numpy", s, a), ("cat0", s.cat(s, dim=0), np.concatenate([a, a], 0)), ("cat1", s.cat(s, dim=1), np.concatenate([a, a], 1)),
+                            ("pad", s.pad(((0, 0), (0, 1)), value=-0.0), np.pad(a, ((0, 0), (0, 1)), constant_values=-0.0))):
+      np.testing.assert_array_equal(got.numpy().view(np.uint32), want.view(np.uint32), err_msg=f"{d} {name}")
+  z = np.full((3, 6), -0.0, np.float32)
+  with Context(RING=2):
+    got = (Tensor(z).shard(("CPU:0", "CPU:1", "CPU:2"), 0) * 1).sum(0).numpy()
+  with Context(RING=0):
+    naive = (Tensor(z).shard(("CPU:0", "CPU:1", "CPU:2"), 0) * 1).sum(0).numpy()
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(naive))   # (the ring's chunks are placed, as the naive sum's whole)
+
 def test_errors_name_the_sharding(devs):
   x = Tensor(_rand(4, 2)).shard(devs, 0)
   with pytest.raises(ValueError, match="different devices"): (x + Tensor(_rand(4, 2))).realize()
