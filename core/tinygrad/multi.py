@@ -137,7 +137,7 @@ def _place(parts: list[tuple[UOp, tuple]]) -> UOp:
 
 def _assemble(m: UOp, lo: int, hi: int, d: str) -> UOp:
   """The [lo, hi) range of sharded `m` along its axis, on device `d`: the overlapping pieces of its shards, copied over
-  where they live elsewhere, padded into place and added (a cat)."""
+  where they live elsewhere, and placed (_place: a cat)."""
   ax, parts = m.arg, []
   for s, (b, e) in zip(m.src, bounds(m)):
     l2, h2 = max(lo, b), min(hi, e)
