@@ -2,7 +2,10 @@
 divide), checked against numpy on every device given; and the validation that rejects an action before it changes code."""
 import numpy as np, pytest
 from tinygrad import Tensor, Device
+import tinygrad.codegen.opt as optmod
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, kernel_ranges
+from tinygrad.engine.realize import method_cache
+from tinygrad.helpers import CACHELEVEL
 
 DEVICES = ["CPU", "CPU:CLANG", "PYTHON"]
 
@@ -192,3 +195,42 @@ def test_transposing_copy_reads_rows_as_vectors(shape, perm, monkeypatch):
   tiled = ren.vector_bytes > 0 and perm[-1] != len(shape) - 1 and shape[perm[-1]] % 2 == 0 and shape[-1] % TRANSPOSE_ROWS[-1] == 0
   assert (len([o for o in opts if o.op is OptOps.UPCAST]) == 2) == tiled, opts
   np.testing.assert_array_equal(t.numpy(), a.transpose(perm) * 2)
+
+# BEAM keeps the fastest candidate it times and checks no output: a move that computes less (a dropped tail, a reduce cut
+# short) would win. Random walks of the moves it explores (candidate_moves, from nothing or from the heuristics' choice)
+# must give the heuristics' result on kernels of every kind, odd sizes included
+_R = np.random.default_rng(5)
+_A, _B, _C, _I = (_R.standard_normal(s).astype(np.float32) for s in ((7, 13), (13, 9), (5, 3, 11), (2, 3, 7, 7)))
+_N = _R.integers(-50, 50, (6, 10)).astype(np.int32)
+WALK_PROGRAMS = {
+  "matmul": lambda T: (T(_A) @ T(_B) + T(_B)[0]).relu(), "sum_axes": lambda T: T(_C).sum((0, 2)), "softmax": lambda T: T(_C).softmax(-1),
+  "int_max_floordiv": lambda T: (T(_N) * 3 - 7) // 2 + T(_N).max(0), "argmax": lambda T: T(_C).argmax(-1), "cumsum": lambda T: T(_A).cumsum(1),
+  "conv": lambda T: T(_I).conv2d(T(_I)[:2, :, :3, :3], padding=1), "half": lambda T: T(_C).half().sum(1).float(),
+  "pad_flip": lambda T: T(_A).pad(((1, 2), (3, 0))).flip(1).sum(0), "permute": lambda T: T(_C).permute(2, 0, 1).contiguous() * 2,
+}
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("name", WALK_PROGRAMS)
+def test_random_walks_of_beam_moves_keep_the_result(monkeypatch, device, name):
+  import random
+  from tinygrad.codegen.search import candidate_moves
+  T = lambda a: Tensor(a, device=_dev(device))
+  method_cache.clear()
+  want = WALK_PROGRAMS[name](T).numpy()
+  orig, walks = optmod._heuristic, []
+  def walk(sink, ren):
+    opts = list(orig(sink, ren)[0]) if rng.random() < 0.5 else []
+    for _ in range(rng.randint(1, 5)):
+      if not (c := candidate_moves(sink, opts, ren)): break
+      opts = rng.choice(c)
+    walks.append(opts)
+    return opts, apply_opts(sink, opts, ren), len(opts)
+  monkeypatch.setattr(optmod, "_heuristic", walk)
+  monkeypatch.setattr(CACHELEVEL, "value", 0)
+  for seed in range(3):
+    rng = random.Random(seed)
+    method_cache.clear()
+    got = WALK_PROGRAMS[name](T).numpy()
+    if got.dtype.kind in "iub": np.testing.assert_array_equal(got, want, err_msg=str(walks))
+    else: np.testing.assert_allclose(got, want, rtol=1e-3 if name == "half" else 1e-5, atol=1e-3 if name == "half" else 1e-5, err_msg=str(walks))
+  assert any(walks), "the walks applied moves"
+  method_cache.clear()
