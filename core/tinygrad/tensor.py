@@ -106,6 +106,10 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
     top = top.src[0]
   return chain
 
+def _host_view(buf: Any, snapshot: bool) -> memoryview:
+  mv = buf.as_buffer()
+  return memoryview(bytearray(mv)) if snapshot and hasattr(buf.allocator, "_as_buffer") else mv   # (else as_buffer copied)
+
 def _is_const(u: UOp) -> bool:
   while u.op in GroupOp.Movement or u.op is Ops.CAST: u = u.src[0]
   return u.op is Ops.CONST
@@ -824,7 +828,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     try: return tuple(sym_infer(s, {}) for s in self.shape)
     except KeyError as e: raise ValueError(f"the shape {shape_str(self.shape)} has an unbound variable ({e}): bind it to read the data") from None
   @engine_locked
-  def _host_bytes(self) -> memoryview:
+  def _host_bytes(self, snapshot: bool = False) -> memoryview:
+    # snapshot: bytes of their own, never a host view of the buffer (CPU's, PYTHON's zero-copy as_buffer), which the next
+    # write into the tensor, or a new tensor reusing the freed memory, would change under the caller
     from tinygrad.engine import realize as engine
     if engine.capturing is not None:
       raise engine.JitError("a TinyJit function read tensor data into Python (numpy/tolist/item/data) while being captured: "
@@ -835,11 +841,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if is_disk(self.device):
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
-    if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes()   # gathered onto the first device (see _assigned_with)
+    if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes(snapshot)   # gathered onto the first device (see _assigned_with)
     b = self.uop
     while b.op is Ops.RESHAPE: b = b.src[0]
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
-    if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return buf.as_buffer()
+    if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return _host_view(buf, snapshot)
     while b.op in GroupOp.Movement: b = b.src[0]
     t = Tensor(self.uop) if self._virtual or self._view_of is not None and not self._is_realized() else self
     t.realize()
@@ -847,7 +853,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if base is None: raise RuntimeError(f"realize left {t.uop.op}, not a buffer")
     # a copy's bytes are copied out while it lives: the view of its memory outlived it, and another thread's next buffer
     # (the allocator hands freed memory out again) overwrote what numpy() was about to read
-    return buffer_of(base).as_buffer() if t is self else memoryview(bytearray(buffer_of(base).as_buffer()))
+    return _host_view(buffer_of(base), snapshot) if t is self else memoryview(bytearray(buffer_of(base).as_buffer()))
   def tolist(self) -> Any:
     """The data as (nested) Python lists; a 0-d tensor gives a Python scalar."""
     if self.dtype.fmt is None or self.dtype.fmt not in "?bBhHiIqQfd" or not all_int(self.shape) or self.numel() == 0: return self.numpy().tolist()
@@ -861,9 +867,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.numel() != 1: raise AssertedArgumentError(f"item() needs a tensor with exactly one element, got shape {self.shape}")
     return self.numpy().reshape(()).item()
   def data(self) -> memoryview:
-    """The realized bytes as a memoryview, cast to the dtype's struct format when it has one: of the tensor's shape (a 0-d
-    tensor's is 0-d), or 1-d of length 0 for an empty tensor (a memoryview's shape holds no zeros)."""
-    mv = self._host_bytes()
+    """A copy of the realized bytes as a memoryview (later writes to the tensor do not show in it), cast to the dtype's struct
+    format when it has one: of the tensor's shape (a 0-d tensor's is 0-d), or 1-d of length 0 for an empty tensor (a
+    memoryview's shape holds no zeros)."""
+    mv = self._host_bytes(snapshot=True)   # (as public tinygrad's: not the buffer's live memory)
     if self.dtype.fmt is None: return mv
     if self.numel() == 0: return mv.cast(self.dtype.fmt)  # type: ignore[call-overload]
     return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]

@@ -1,6 +1,7 @@
 """The Tensor API's indexing and data-dependent ops against torch (forward and backward) and numpy: scatter/scatter_reduce,
 masked_select/nonzero, sort/argsort/topk, roll/unfold/repeat_interleave/meshgrid/pad_to/shrink_to, advanced and bool-mask
 getitem/setitem. PYTHON cases are small: it interprets every kernel."""
+import gc
 import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings, strategies as st
@@ -705,6 +706,22 @@ def test_data_is_typed_for_empty_and_0d_tensors():
   assert (d.format, d.itemsize, d.shape, d.tolist()) == ("i", 4, (), 3)
   d = (Tensor([1.5]) * 2).reshape(()).data()
   assert (d.format, d.shape, d.tolist()) == ("f", (), 3.0)
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_data_is_a_copy_that_later_writes_do_not_change(dev):
+  # data() was the CPU/PYTHON buffer's live memory: an assign into the tensor showed in it ([2, 3, 4, 5]), and once the
+  # tensor was freed, the next tensor to reuse its memory did ([5, 6, 7, 8]); public tinygrad's is a copy
+  t = Tensor([1.0, 2.0, 3.0, 4.0], device=dev).realize()
+  d = t.data()
+  t += 1
+  t.realize()
+  assert d.tolist() == [1.0, 2.0, 3.0, 4.0] and t.tolist() == [2.0, 3.0, 4.0, 5.0]
+  t = Tensor([1.0, 2.0, 3.0, 4.0], device=dev).realize()
+  d = t.reshape(2, 2).data()
+  del t
+  gc.collect()
+  (Tensor([5.0, 6.0, 7.0, 8.0], device=dev) * 10).realize()
+  assert d.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 def test_topk_and_unfold_take_public_tinygrads_keyword_names_and_torchs():
   # public tinygrad: topk(sorted_=), unfold(dim, ...); torch: topk(sorted=), unfold(dimension=, ...)
