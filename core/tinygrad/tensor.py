@@ -106,6 +106,7 @@ def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
     top = top.src[0]
   return chain
 
+_BOOL_BYTES = bytes([0] + [1] * 255)   # bytes.translate table: each nonzero byte to 1
 def _host_view(buf: Any, snapshot: bool) -> memoryview:
   mv = buf.as_buffer()
   return memoryview(bytearray(mv)) if snapshot and hasattr(buf.allocator, "_as_buffer") else mv   # (else as_buffer copied)
@@ -342,6 +343,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @engine_locked
   def _from_bytes(raw: Any, shape: tuple[int, ...], dtype: DType, device: str) -> UOp:
     # raw: bytes or any buffer of them (a numpy array's), copied once into the new buffer
+    # a bool is one byte that kernels read as it is: a nonzero byte other than 1 (a numpy bool array viewed from uint8, a
+    # file's bytes) made CL/CLANG's logical_not True and int() 2, so each byte is made 0 or 1, as numpy reads it
+    if dtype == dtypes.bool: raw = bytes(memoryview(raw)).translate(_BOOL_BYTES)
     u = new_buffer(device, prod(shape), dtype)
     buffer_of(u).allocate().copyin(memoryview(raw))
     return u.reshape(shape)

@@ -780,3 +780,17 @@ def test_f16_moves_keep_bits(mdev, dt, move):
   got, want = t.numpy(), _expect(move)
   bad = np.nonzero(got != want)[0]
   assert bad.size == 0, f"{mdev} {dt} {move}: {bad.size} patterns changed, e.g. {[(hex(want[i]), hex(got[i])) for i in bad[:4]]}"
+
+# ---- a bool is a byte that kernels read as it is: one made from raw bytes holds 0 or 1, as numpy reads any nonzero byte ----
+def test_bools_from_raw_bytes_are_0_or_1(mdev, tmp_path):
+  # a numpy bool array viewed from uint8, bytes, from_blob, a file's bytes: byte 2 or 255 kept as it was made CL's and
+  # CPU:CLANG's logical_not True, int() 2 and 255, sum() 258
+  if mdev in ("NV", "AMD", "AMD:LLVM"): pytest.skip(f"{mdev}: the mock drivers compute nothing")
+  raw = np.array([0, 1, 2, 255, 0, 7], dtype=np.uint8)
+  (tmp_path / "b.bin").write_bytes(raw.tobytes())
+  want = raw != 0
+  for how, t in [("numpy", Tensor(raw.view(np.bool_), device=mdev)), ("bytes", Tensor(raw.tobytes(), dtype=dtypes.bool, device=mdev)),
+                 ("from_blob", Tensor.from_blob(raw.ctypes.data, (6,), dtypes.bool, device=mdev)),
+                 ("file", Tensor(tmp_path / "b.bin", dtype=dtypes.bool).to(mdev))]:
+    got = (t.tolist(), t.logical_not().tolist(), t.int().tolist(), t.sum().item(), (t ^ True).tolist())
+    assert got == (want.tolist(), (~want).tolist(), want.astype(int).tolist(), 4, (~want).tolist()), f"{mdev} {how}: {got}"
