@@ -962,8 +962,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`, with a copy of `.grad` when it has one."""
     dev = self.device if device is None else _canon_device(device)
-    # numbered: two clones of one tensor are two nodes (hash-consed into one, both got the sum of their gradients)
-    ret = Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev)), tag=("clone", next(_clone_ids))))
+    if is_disk(self.device) and not is_disk(dev):
+      # a file is read at once, as to() reads it (docs/guide.md): a lazy copy read the file when realized, after later writes
+      from tinygrad.mixin.disk import disk_read
+      ret = disk_read(self, dev)
+    else:   # numbered: two clones of one tensor are two nodes (hash-consed into one, both got the sum of their gradients)
+      ret = Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev)), tag=("clone", next(_clone_ids))))
     if self.grad is not None: ret.grad = self.grad.clone(device)
     return ret
   def to(self, device: str | None) -> Tensor:

@@ -98,6 +98,16 @@ def test_copy_to_a_file_and_tensor_on_a_file(tmp_path):
   Tensor.empty(8, dtype=dtypes.uint8, device=f"disk:{r}")[2:4].assign(Tensor([7, 9], dtype=dtypes.uint8))
   assert r.read_bytes() == bytes([0, 0, 7, 9, 0, 0, 0, 0])
 
+def test_a_copy_off_a_file_keeps_what_it_read(fn):
+  # "a tensor read before a write keeps what it read" (docs/guide.md): to() read at once, clone(device) was a lazy copy
+  # that read the file when realized, after the write ([100, 101, 102, 103] for [0, 1, 2, 3]), and of a flipped or strided
+  # view raised NotImplementedError (a kernel on DISK), where to() reads any view
+  t = Tensor.empty(24, dtype=dtypes.float32, device=f"disk:{fn}")
+  reads = [t[:4].to("CPU"), t[:4].clone("CPU"), t[:4].flip(0).clone("PYTHON"), t.reshape(4, 6)[:2, :2].clone("CPU")]
+  t.assign(Tensor.arange(24, dtype=dtypes.float32) + 100).realize()
+  assert [r.tolist() for r in reads] == [[0, 1, 2, 3], [0, 1, 2, 3], [3, 2, 1, 0], [[0, 1], [6, 7]]]
+  assert reads[1].device == "CPU" and reads[2].device == "PYTHON" and t[:2].tolist() == [100, 101]
+
 def test_computing_on_a_file_is_a_clear_error(fn):
   t = Tensor.empty(24, dtype=dtypes.float32, device=f"disk:{fn}")
   for f in (lambda: (t + 1).realize(), lambda: t.sum().item(), lambda: t.cast(dtypes.float16).numpy(), lambda: t[:2].cat(t[4:6]).numpy()):
