@@ -318,6 +318,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
       if dt is not None and dt != src_dt and dt not in NO_NUMPY: arr, src_dt = arr.astype(to_numpy(dt)), dt
+      # float64 to bfloat16/fp8 rounds through float32 on every device, as torch's: narrowed here, a device without float64
+      # (WEBGPU, METAL) takes it (it raised "dtype double is not supported"), and half the bytes are copied
+      elif dt in NO_NUMPY and src_dt == dtypes.float64:
+        with np.errstate(over="ignore"): arr, src_dt = arr.astype(np.float32), dtypes.float32   # (past float32: inf, as the cast gives)
       # (the array's own bytes, not a copy: the device buffer's copyin is the one copy of a big array, a model's weights)
       self.uop = Tensor._from_bytes(arr.reshape(-1).view(np.uint8), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)

@@ -794,3 +794,18 @@ def test_bools_from_raw_bytes_are_0_or_1(mdev, tmp_path):
                  ("file", Tensor(tmp_path / "b.bin", dtype=dtypes.bool).to(mdev))]:
     got = (t.tolist(), t.logical_not().tolist(), t.int().tolist(), t.sum().item(), (t ^ True).tolist())
     assert got == (want.tolist(), (~want).tolist(), want.astype(int).tolist(), 4, (~want).tolist()), f"{mdev} {how}: {got}"
+
+# ---- float64 numpy data made bfloat16/fp8: rounded through float32, as torch's, on every device (one without float64 too) ----
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2], ids=str)
+def test_float64_numpy_data_to_bf16_and_fp8_as_torch(mdev, dt):
+  # numpy has neither dtype, so the float64 array was copied as it was and cast on the device: WEBGPU (no float64) raised
+  # "dtype double is not supported" for an fp8 it supports
+  if mdev in ("NV", "AMD", "AMD:LLVM"): pytest.skip(f"{mdev}: the mock drivers compute nothing")
+  if dt not in Device[mdev].renderer.supported_dtypes: pytest.skip(f"{mdev} has no {dt}")
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  rng = np.random.default_rng(0)
+  x = np.concatenate([[1 + 2**-8 + 2**-30, 1 + 2**-4 + 2**-30, 1 + 2**-3 + 2**-30, 1e39, -3.3961e38, 465.0, 61441.0, 5e-324, -0.0, np.nan, np.inf],
+                      rng.standard_normal(500) * 10.0 ** rng.integers(-45, 40, 500)])
+  tdt = {dtypes.bfloat16: torch.bfloat16, dtypes.fp8e4m3: torch.float8_e4m3fn, dtypes.fp8e5m2: torch.float8_e5m2}[dt]
+  want = torch.tensor(x, dtype=torch.float64).to(tdt).float().numpy()
+  np.testing.assert_array_equal(Tensor(x, dtype=dt, device=mdev).numpy(), want)
