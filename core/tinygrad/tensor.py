@@ -966,7 +966,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`, with a copy of `.grad` when it has one."""
     dev = self.device if device is None else _canon_device(device)
-    if is_disk(self.device) and not is_disk(dev):
+    if is_disk(self.device):
+      # a copy on the file itself would be the file: later writes into either showed in the other (a view of it raised)
+      if dev == self.device: raise ValueError(f"clone of a {self.device} tensor: a copy needs another device or file, e.g. clone('CPU')")
       # a file is read at once, as to() reads it (docs/guide.md): a lazy copy read the file when realized, after later writes
       from tinygrad.mixin.disk import disk_read
       ret = disk_read(self, dev)

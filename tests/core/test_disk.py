@@ -108,6 +108,16 @@ def test_a_copy_off_a_file_keeps_what_it_read(fn):
   assert [r.tolist() for r in reads] == [[0, 1, 2, 3], [0, 1, 2, 3], [3, 2, 1, 0], [[0, 1], [6, 7]]]
   assert reads[1].device == "CPU" and reads[2].device == "PYTHON" and t[:2].tolist() == [100, 101]
 
+def test_a_clone_is_a_copy_or_an_error(fn, tmp_path):
+  # clone() with no device realized a copy on the file itself, which is the file: a later write showed in it ([[9, 9], [9,
+  # 9]] for [[0, 1], [2, 3]]) and a write into it changed the file; of a slice it raised "runs no kernels"
+  t = Tensor.empty(4, dtype=dtypes.float32, device=f"disk:{fn}")
+  for f in (lambda: t.clone(), lambda: t.reshape(2, 2).clone(), lambda: t[1:3].clone(t.device)):
+    with pytest.raises(ValueError, match="another device or file"): f()
+  c, d = t.reshape(2, 2).clone(f"disk:{tmp_path / 'copy.bin'}"), t[1:3].clone(f"disk:{tmp_path / 'part.bin'}")
+  t.assign(Tensor.full((4,), 9.0)).realize()
+  assert c.tolist() == [[0, 1], [2, 3]] and d.tolist() == [1, 2] and np.fromfile(tmp_path / "part.bin", dtype=np.float32).tolist() == [1, 2]
+
 def test_computing_on_a_file_is_a_clear_error(fn):
   t = Tensor.empty(24, dtype=dtypes.float32, device=f"disk:{fn}")
   for f in (lambda: (t + 1).realize(), lambda: t.sum().item(), lambda: t.cast(dtypes.float16).numpy(), lambda: t[:2].cat(t[4:6]).numpy()):
