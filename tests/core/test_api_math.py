@@ -339,6 +339,14 @@ def test_size_is_torchs():
   assert t.size() == (2, 3, 0) == tuple(torch.ones(2, 3, 0).size()) and t.size(1) == 3 and t.size(-3) == 2 and Tensor(1.0).size() == ()
   with pytest.raises(IndexError): t.size(3)
 
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_a_numpy_array_is_copied_at_the_call(dev):
+  # as torch.tensor (docs/guide.md): public tinygrad's lazy tensor reads the array when realized, so [99, 1, 2] there
+  for a in (np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int64), np.arange(6, dtype=np.int16)[::2], np.array([False, True, True])):
+    t, want = Tensor(a, device=dev), a.tolist()
+    a[0] = 99
+    assert t.tolist() == want
+
 def test_from_blob_copies_host_memory():
   a = np.arange(6, dtype=np.int32)
   t = Tensor.from_blob(a.ctypes.data, (2, 3), dtype=dtypes.int32)
