@@ -878,10 +878,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """A copy of the realized bytes as a memoryview (later writes to the tensor do not show in it), cast to the dtype's struct
     format when it has one: of the tensor's shape (a 0-d tensor's is 0-d), or 1-d of length 0 for an empty tensor (a
     memoryview's shape holds no zeros)."""
-    mv = self._host_bytes(snapshot=True)   # (as public tinygrad's: not the buffer's live memory)
+    # a bound symbolic shape reads as its values: the buffer holds the largest size (it raised TypeError, and a bfloat16 one
+    # gave the bytes past the elements too)
+    shape = self._concrete_shape()
+    mv = self._host_bytes(snapshot=True)[:prod(shape) * self.dtype.itemsize]   # (as public tinygrad's: not the live memory)
     if self.dtype.fmt is None: return mv
-    if self.numel() == 0: return mv.cast(self.dtype.fmt)  # type: ignore[call-overload]
-    return mv.cast(self.dtype.fmt, self.shape)  # type: ignore[call-overload]
+    if prod(shape) == 0: return mv.cast(self.dtype.fmt)  # type: ignore[call-overload]
+    return mv.cast(self.dtype.fmt, shape)  # type: ignore[call-overload]
   @engine_locked
   def schedule(self, *lst: Tensor) -> list:
     """The kernels (ExecItems) that realizing this tensor (and `lst`) would run, without running them."""

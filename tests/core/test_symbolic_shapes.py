@@ -2,7 +2,7 @@
 range), and TinyJit replays with new values (the KV-cache decode), checked against numpy on CPU and PYTHON."""
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st
-from tinygrad import Tensor, TinyJit, Variable, Device
+from tinygrad import Tensor, TinyJit, Variable, Device, dtypes
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import sym_infer
 from tinygrad.engine.jit import JitError
@@ -170,6 +170,11 @@ def test_shape_reports_symbolic_ints_and_tolist_once_bound():
   t = Tensor([[1, 2, 3, 4, 5]] * 2)[:, :v]
   assert t.shape[0] == 2 and t.shape[1] is v
   assert t.tolist() == [[1, 2], [1, 2]]
+  # data() too, of its bound values: it raised TypeError (the shape's UOp in memoryview.cast), and a bfloat16 one gave the
+  # bytes of the buffer's largest size (10 values, not 4)
+  assert (t + 0).data().tolist() == [[1, 2], [1, 2]] and (t + 0).data().shape == (2, 2)
+  b = (t + 0).cast(dtypes.bfloat16).data()
+  assert bytes(b) == np.array([[1, 2], [1, 2]], np.float32).view(np.uint16)[:, 1::2].tobytes()
 
 # ---- the KV cache under TinyJit ----
 MAX = 32
