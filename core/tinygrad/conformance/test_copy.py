@@ -39,3 +39,13 @@ class TestCopy:
     c = t.clone().realize()
     t.assign(Tensor([7, 8, 9], device=device)).realize()
     assert c.tolist() == [1, 2, 3] and t.tolist() == [7, 8, 9]
+  def test_data_is_a_copy(self, device):
+    t = Tensor([1, 2, 3], device=device).realize()
+    d = t.data()   # (a host view of the buffer's memory would show the assign, or the next tensor to reuse the memory)
+    t.assign(Tensor([7, 8, 9], device=device)).realize()
+    assert d.tolist() == [1, 2, 3]
+  def test_bools_from_raw_bytes_are_bools(self, device):
+    # a numpy bool array viewed from uint8 holds bytes 2 and 255: copied in as they are, a kernel reading the byte computed
+    # logical_not(2) as True and int() as 2
+    t = Tensor(np.array([0, 1, 2, 255], dtype=np.uint8).view(np.bool_), device=device)
+    assert t.logical_not().tolist() == [True, False, False, False] and t.int().tolist() == [0, 1, 1, 1] and t.sum().item() == 3
