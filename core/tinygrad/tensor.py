@@ -974,7 +974,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if dev == self.device: raise ValueError(f"clone of a {self.device} tensor: a copy needs another device or file, e.g. clone('CPU')")
       # a file is read at once, as to() reads it (docs/guide.md): a lazy copy read the file when realized, after later writes
       from tinygrad.mixin.disk import disk_read
-      ret = disk_read(self, dev)
+      ret = disk_read(self, dev) if isinstance(dev, str) else disk_read(self, dev[0]).shard(dev)   # (several devices: replicated)
     else:   # numbered: two clones of one tensor are two nodes (hash-consed into one, both got the sum of their gradients)
       ret = Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev)), tag=("clone", next(_clone_ids))))
     if self.grad is not None: ret.grad = self.grad.clone(device)
