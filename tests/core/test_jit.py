@@ -31,6 +31,14 @@ def test_reading_data_while_capturing_is_an_error():
   g(Tensor.rand(3).realize())
   with pytest.raises(JitError, match="would not change on replay"): g(Tensor.rand(3).realize())
 
+def test_data_of_each_replays_output_keeps_its_values():
+  # a replay writes its outputs into the same buffers: data() was a view of that memory on CPU, so the outputs of five calls
+  # read [4, 8, 8, 8, 8] where they were [0, 2, 4, 6, 8] (numpy() copied)
+  @TinyJit
+  def f(x): return (x * 2).realize()
+  ds = [f(Tensor([float(i)] * 3, device="CPU").realize()).data() for i in range(5)]
+  assert [d.tolist() for d in ds] == [[2.0 * i] * 3 for i in range(5)]
+
 def test_jitted_training_step_is_bit_identical():
   from tinygrad import nn
   from tinygrad.nn.optim import SGD
