@@ -502,48 +502,51 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     mine = {id(t) for t in direct + kept}
     def want_held() -> bool: return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors())
     held: dict[UOp, UOp] = {}
-    try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes, None if Ops.ASSIGN in ops else want_held)))
-    except RuntimeError as e:
-      # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
-      if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise
-      Tensor._own_parts = True
-      try: return Tensor.realize(self, *lst)
-      finally: Tensor._own_parts = False
-    copies: list[tuple[Tensor, UOp]] = []
-    # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
-    olds = [(t, t.uop) for t in direct + kept]
-    for t, old in olds:
-      if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
-      t._set_uop(results[old])
-      # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
-      if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
-    for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
-    # every realized assign is now its target's buffer: no live tensor may run it a second time
-    amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
-    # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
-    amap |= {k: results[k] for k in kept_roots}
-    # and every graph that read old and new values reads the old parts' buffers (_readers_of)
-    amap |= {f: results[r] for f, r in frontier.items()}
-    # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
-    # result the KV-cache assign needs, which the queries need too)
-    # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
-    inter = Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl, nodes) if held else {}
-    if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | inter
-    if amap:
-      # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
-      xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
-      # the graphs kept for autograd read those intermediates as buffers too, as the live graphs now do: else a lazy
-      # parameter (a fresh model's random init, whose seed arithmetic is such an intermediate) is no longer the node its
-      # reader's kept graph holds, and backward gives it no gradient. Only these: no gradient flows below them (an assign
-      # that ran, or a custom kernel, stays a node its gradient rule sees)
-      gs = [t for t, _ in olds if t._graph is not None] if inter else []
-      for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
-      for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._graph = g
-    # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
-    for t, old, first in twins:
-      if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
-      t.uop = first.clone().uop
-    graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
+    # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
+    # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
+    with engine.DeferredInterrupt(lazy=True):
+      try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes, None if Ops.ASSIGN in ops else want_held)))
+      except RuntimeError as e:
+        # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
+        if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise
+        Tensor._own_parts = True
+        try: return Tensor.realize(self, *lst)
+        finally: Tensor._own_parts = False
+      copies: list[tuple[Tensor, UOp]] = []
+      # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
+      olds = [(t, t.uop) for t in direct + kept]
+      for t, old in olds:
+        if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
+        t._set_uop(results[old])
+        # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
+        if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
+      for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
+      # every realized assign is now its target's buffer: no live tensor may run it a second time
+      amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
+      # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
+      amap |= {k: results[k] for k in kept_roots}
+      # and every graph that read old and new values reads the old parts' buffers (_readers_of)
+      amap |= {f: results[r] for f, r in frontier.items()}
+      # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
+      # result the KV-cache assign needs, which the queries need too)
+      # and every custom kernel that ran is its outputs' buffers (it writes them in place: it must not run again)
+      inter = Tensor._live_intermediates({n: b for n, b in held.items() if n.op is not Ops.AFTER}, rl, nodes) if held else {}
+      if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | inter
+      if amap:
+        # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
+        xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
+        # the graphs kept for autograd read those intermediates as buffers too, as the live graphs now do: else a lazy
+        # parameter (a fresh model's random init, whose seed arithmetic is such an intermediate) is no longer the node its
+        # reader's kept graph holds, and backward gives it no gradient. Only these: no gradient flows below them (an assign
+        # that ran, or a custom kernel, stays a node its gradient rule sees)
+        gs = [t for t, _ in olds if t._graph is not None] if inter else []
+        for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
+        for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._graph = g
+      # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
+      for t, old, first in twins:
+        if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
+        t.uop = first.clone().uop
+      graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)

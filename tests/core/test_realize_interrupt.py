@@ -149,3 +149,58 @@ def test_two_tensors_of_one_graph_stay_two_tensors(monkeypatch, k):
   np.testing.assert_array_equal(a.numpy(), [-3, 7])
   np.testing.assert_array_equal(b.numpy(), [-2, -1])
   np.testing.assert_array_equal(c.numpy(), [-3, -3])
+
+@pytest.mark.parametrize("where", ["realize_uops", "substitute_all", "_keep_partial"])
+def test_ctrl_c_after_the_kernels_ran_is_held_until_the_tensors_know_it(monkeypatch, where):
+  # a Ctrl-C that arrived after the last kernel, while Tensor.realize was still recording what ran (or, for _keep_partial,
+  # while it recorded a realize cut short): KeyboardInterrupt came at once, the assign stayed pending in w and in y, and the
+  # next read applied it a second time (w 2, y 20)
+  import tinygrad.tensor as tensor_mod
+  w = Tensor.zeros(4).contiguous().realize()
+  w.assign(w + 1)
+  y = w * 10
+  if where == "_keep_partial":
+    w.assign(w + 1)   # a second update: the realize stops after the first one's kernel, then records it
+    y = w * 10
+    def action(i, go):
+      if i == 1: os.kill(os.getpid(), signal.SIGINT)
+      return go()
+    _fail_at(monkeypatch, 1, action)
+  if where == "realize_uops":
+    realize_uops = engine.realize_uops
+    def after(*a, **k):
+      ret = realize_uops(*a, **k)
+      os.kill(os.getpid(), signal.SIGINT)
+      return ret
+    monkeypatch.setattr(engine, "realize_uops", after)
+  elif where == "substitute_all":
+    substitute_all = tensor_mod.substitute_all
+    def during(*a, **k):
+      os.kill(os.getpid(), signal.SIGINT)
+      return substitute_all(*a, **k)
+    monkeypatch.setattr(tensor_mod, "substitute_all", during)
+  else:
+    keep = Tensor._keep_partial
+    def again(done):
+      os.kill(os.getpid(), signal.SIGINT)   # a second Ctrl-C while the first is being handled
+      return keep(done)
+    monkeypatch.setattr(Tensor, "_keep_partial", staticmethod(again))
+  with pytest.raises(KeyboardInterrupt): w.realize()
+  monkeypatch.undo()
+  want = 2 if where == "_keep_partial" else 1
+  np.testing.assert_array_equal(w.numpy(), np.full(4, want, np.float32))
+  np.testing.assert_array_equal(y.numpy(), np.full(4, want * 10, np.float32))
+
+def test_ctrl_c_during_a_compile_raises_at_once(monkeypatch):
+  # the hold starts with the first kernel: a long compile (BEAM) stays interruptible, and nothing ran
+  w = Tensor.zeros(4).contiguous().realize()
+  w.assign(w + 1)
+  get_runner, seen = engine.get_runner, _fail_at(monkeypatch, 0, lambda i, go: go())
+  def compiling(*a, **k):
+    os.kill(os.getpid(), signal.SIGINT)
+    raise AssertionError("the compile went on after Ctrl-C")
+  monkeypatch.setattr(engine, "get_runner", compiling)
+  with pytest.raises(KeyboardInterrupt): w.realize()
+  monkeypatch.undo()
+  assert seen["n"] == 0 and engine.get_runner is get_runner
+  np.testing.assert_array_equal(w.numpy(), np.ones(4, np.float32))

@@ -314,25 +314,42 @@ def _wait_all(steps: list[ExecStep]) -> BaseException | None:
   return first
 
 _SIGINT = int(signal.SIGINT)
+_held: list[DeferredInterrupt] = []   # the outermost active DeferredInterrupt (main thread only): nested ones share its hold
 class DeferredInterrupt:
   """While active (main thread, Python's own SIGINT handler installed), Ctrl-C is held until `check()` at a step boundary,
-  so an interrupted run stops between two steps, never inside one: what ran is known exactly."""
-  def __init__(self) -> None:
-    self.pending = False
+  so an interrupted run stops between two steps, never inside one: what ran is known exactly.
+
+  Nested ones share one hold, which the outermost puts back, and only the outermost's end raises a Ctrl-C held to then.
+  `lazy`: it holds nothing until one inside it starts holding, then holds until its own end, and the checks inside it
+  raise (Tensor.realize: a Ctrl-C during scheduling or a compile raises at once; one after the first kernel stops the
+  run at a step boundary, or, after the last one, waits until every tensor records what ran, so no update runs twice).
+  Inside a plain (not lazy) one nothing raises before its end: a TinyJit replay is applied whole."""
+  def __init__(self, lazy: bool = False) -> None:
+    self.lazy, self.pending, self.on = lazy, False, False
+    self.root = self
     self.prev: Any = None   # the handler replaced while held (None: nothing replaced)
   # through _signal, the C module under `signal`: signal.signal/getsignal convert handlers and numbers to enums, ~30 us of
   # every TinyJit replay (two calls each); the same calls without the conversion cost ~2 us
   def __enter__(self) -> DeferredInterrupt:
-    if threading.current_thread() is threading.main_thread() and _signal.getsignal(_SIGINT) is _signal.default_int_handler:
-      self.prev = _signal.signal(_SIGINT, self._hold)
+    if threading.current_thread() is not threading.main_thread(): return self   # (a signal only ever interrupts the main thread)
+    self.on = True
+    if not _held: _held.append(self)
+    self.root = root = _held[0]
+    if not self.lazy and root.prev is None and _signal.getsignal(_SIGINT) is _signal.default_int_handler:
+      root.prev = _signal.signal(_SIGINT, root._hold)
     return self
   def _hold(self, signum: int, frame: Any) -> None: self.pending = True
   def check(self) -> None:
-    if self.pending:
-      self.pending = False
+    if not self.on: return
+    root = self.root
+    if root.pending and (root is self or root.lazy):
+      root.pending = False
       raise KeyboardInterrupt
   def __exit__(self, *exc: Any) -> None:
+    if not self.on or _held[0] is not self: return
+    _held.clear()
     if self.prev is not None: _signal.signal(_SIGINT, self.prev)
+    self.prev = None
     if exc[0] is None: self.check()
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, progress: list[int] | None = None) -> None:
