@@ -316,6 +316,25 @@ def test_a_lazy_tensor_keeps_its_value_across_a_replay():
   f(t)
   assert v.tolist() == t.tolist()[1:]
 
+@pytest.mark.parametrize("update", ["add", "setitem", "zero"])
+def test_an_update_made_before_the_capture_call_is_not_captured(update):
+  # an assign into the function's state made outside it and not run yet was realized inside the capture, so it was captured
+  # and every replay applied it again (public tinygrad's too): w.assign(w + 100) before call 2 gave w 304 after 4 calls, not 104
+  w = Tensor.zeros(4).contiguous().realize()
+  @TinyJit
+  def f(x):
+    w.assign(w + 1)
+    return (x + w).contiguous()
+  x = Tensor.ones(4).contiguous().realize()
+  f(x)
+  if update == "add": w.assign(w + 100)
+  elif update == "setitem": w[1:3] = 100
+  else: w.assign(w * 0)
+  want = {"add": [101] * 4, "setitem": [1, 100, 100, 1], "zero": [0] * 4}[update]
+  outs = [f(x).numpy() for _ in range(3)]
+  np.testing.assert_array_equal(w.numpy(), np.array(want) + 3)
+  np.testing.assert_array_equal(outs[-1], np.array(want) + 4)
+
 def test_a_replay_looks_for_lazy_readers_only_when_graphs_changed(monkeypatch):
   from tinygrad.engine import jit
   looks: list[int] = []

@@ -204,3 +204,24 @@ def test_ctrl_c_during_a_compile_raises_at_once(monkeypatch):
   monkeypatch.undo()
   assert seen["n"] == 0 and engine.get_runner is get_runner
   np.testing.assert_array_equal(w.numpy(), np.ones(4, np.float32))
+
+@pytest.mark.parametrize("where", ["compile", "function"])
+def test_a_capture_cut_short_leaves_no_update_for_every_replay(monkeypatch, where):
+  # Ctrl-C in the capture call (its compile, or the function's own code after the assign) left w's assign pending; the
+  # next call captured it with its own, and every replay applied both: w 7 after 5 calls, not 5 (as without the JIT:
+  # the cut-short call's assign is applied once, later)
+  w = Tensor.zeros(4).contiguous().realize()
+  x = Tensor.ones(4).contiguous().realize()
+  @TinyJit
+  def step(x: Tensor, stop: bool = False) -> Tensor:
+    w.assign(w + 1)
+    if stop: raise KeyboardInterrupt
+    return (x * 2 + w).contiguous()
+  step(x)
+  def compiling(*a, **k): raise KeyboardInterrupt
+  if where == "compile": monkeypatch.setattr(engine, "get_runner", compiling)
+  with pytest.raises(KeyboardInterrupt): step(x, stop=where == "function")
+  monkeypatch.undo()
+  outs = [step(x).numpy() for _ in range(3)]
+  np.testing.assert_array_equal(w.numpy(), np.full(4, 5, np.float32))
+  np.testing.assert_array_equal(outs[-1], np.full(4, 7, np.float32))

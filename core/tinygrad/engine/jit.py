@@ -10,7 +10,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any
-from tinygrad.tensor import Tensor, training_reads, graph_epoch
+from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -388,6 +388,9 @@ class TinyJit(Generic[R]):
                        "tensor it also reads without taking it as an argument (its first call did): the capture could not tell the "
                        "two apart, and every replay would read (and write) the new input in both places; pass a copy (.clone()), "
                        "or call .reset() and capture with another tensor")
+      # an assign made before this call that has not run (outside the function, or by a call cut short by Ctrl-C) runs now:
+      # captured, every replay applied it again (w.assign(w+100) lazy before the capture call: +100 per replay)
+      if before := [t for k, t in list(pending_assigns.items()) if k[0] == threading.get_ident()]: Tensor.realize(*before)
       self.copied, given = [False] * len(inputs), inputs
       if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
@@ -603,12 +606,13 @@ class TinyJit(Generic[R]):
     return out
 
   def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
-    from tinygrad.tensor import Tensor, pending_assigns
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
     mine = [k for k in list(pending_assigns.keys()) if k[0] == threading.get_ident()]   # this thread's: another's are its own
-    outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.pop(k, None)) is not None]
+    outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.get(k)) is not None]
     if outs: Tensor.realize(*outs)
+    # (forgotten once they ran: an assign of a call cut short (Ctrl-C) stays pending, and runs before the next capture)
+    for k in mine: pending_assigns.pop(k, None)
     return ret
 
   @staticmethod
