@@ -96,7 +96,14 @@ class CompilerWorker:
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     weakref.finalize(self, _stop_worker, self._proc)
     self._pid = os.getpid()
-    status, out = self._read()
+    try: status, out = self._read()
+    except EOFError:
+      code, self._proc = _stop_worker(self._proc), None
+      raise RuntimeError(f"{self.name}: its worker process died while starting ({_exit_why(code)})") from None
+    except BaseException:   # interrupted (Ctrl-C) before the child's first answer, which the next call would read as its own
+      self._proc.kill()
+      self._proc = None
+      raise
     if status != 0: raise RuntimeError(f"{self.name}: {out.decode(errors='replace')}")
     return out
   def _read(self) -> tuple[int, bytes]:
@@ -116,8 +123,7 @@ class CompilerWorker:
         status, out = self._read()
       except (OSError, EOFError):
         code, self._proc = _stop_worker(self._proc), None
-        why = f"{_signal_name(-code)}" if code < 0 else f"exit status {code}"
-        raise CompileError(f"{self.name} crashed ({why}) in its worker process; this process is unaffected and the next compile "
+        raise CompileError(f"{self.name} crashed ({_exit_why(code)}) in its worker process; this process is unaffected and the next compile "
                            "starts a new worker", src) from None
       except BaseException:   # interrupted mid-request (Ctrl-C): its answer would be read as the next one's
         self._proc.kill()
@@ -136,10 +142,12 @@ def _stop_worker(proc: Any) -> int:
     proc.kill()
     return proc.wait()
 
-def _signal_name(n: int) -> str:
+def _exit_why(code: int) -> str:
+  # a child's exit status as words: the signal that killed it, or its status
+  if code >= 0: return f"exit status {code}"
   import signal
-  try: return signal.Signals(n).name
-  except ValueError: return f"signal {n}"
+  try: return signal.Signals(-code).name
+  except ValueError: return f"signal {-code}"
 
 def _worker_main() -> None:
   """The child side of CompilerWorker (argv: factory, args): requests in on stdin, answers out on stdout."""

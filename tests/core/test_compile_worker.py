@@ -36,3 +36,25 @@ def test_a_crash_fails_one_call_and_the_next_starts_a_new_worker():
 def test_startup_failure_is_a_runtime_error_naming_it():
   with pytest.raises(RuntimeError, match="nowhere: ModuleNotFoundError: No module named 'no_such_module_xyz'"):
     CompilerWorker("no_such_module_xyz:Thing", name="nowhere")
+
+class Crashy:
+  """A library that crashes as it loads."""
+  def __init__(self) -> None: ctypes.string_at(0)
+
+def test_a_crash_while_starting_is_a_runtime_error_naming_it():
+  # the child died before its first answer: an EOFError with no message came out of CompilerWorker(...)
+  with pytest.raises(RuntimeError, match=r"crashy: its worker process died while starting \(SIGSEGV\)"):
+    CompilerWorker(f"{__name__}:Crashy", name="crashy")
+
+def test_ctrl_c_while_a_worker_restarts_leaves_no_answer_for_the_next_call(monkeypatch):
+  # interrupted while it waited for the new child's first answer (its info), the child was kept: the next compile read that
+  # answer as its own and returned b"toy  pid N" as the program
+  w = CompilerWorker(f"{__name__}:Toy", name="toy")
+  with pytest.raises(CompileError): w.call("segfault")
+  read = CompilerWorker._read
+  def interrupted(self):
+    monkeypatch.setattr(CompilerWorker, "_read", read)
+    raise KeyboardInterrupt
+  monkeypatch.setattr(CompilerWorker, "_read", interrupted)
+  with pytest.raises(KeyboardInterrupt): w.call("compile", b"abc")
+  assert w.call("compile", b"abc") == b"ABC#1"
