@@ -91,9 +91,11 @@ class CompilerWorker:
   def _start(self) -> bytes:
     import subprocess, weakref
     # the child imports what this process can (sys.path: a test's or an app's own additions included)
+    # (a session of its own: a terminal's Ctrl-C reaches only this process, which kills the child if it must; SIGINT is
+    # ignored there only once the child runs _worker_main, and one during its start-up killed it)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     self._proc = subprocess.Popen([sys.executable, "-c", "from tinygrad.device import _worker_main; _worker_main()", self.factory, *self.args],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
     weakref.finalize(self, _stop_worker, self._proc)
     self._pid = os.getpid()
     try: status, out = self._read()

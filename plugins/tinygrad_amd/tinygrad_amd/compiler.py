@@ -46,7 +46,7 @@ def find_lld() -> tuple[str, int]:
   for name in LLD_NAMES:
     path = shutil.which(name) or (name if os.path.isabs(name) and os.path.exists(name) else None)
     if path is None: continue
-    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True).stdout
     m = re.search(r"LLD (\d+)", out)
     if m: return path, int(m.group(1))
   raise RuntimeError(f"lld not found (tried {', '.join(LLD_NAMES)}); install it: apt-get install lld")
@@ -60,7 +60,8 @@ def link_hsaco(obj: bytes, src: str) -> bytes:
   with tempfile.TemporaryDirectory(prefix="tinygrad_amd_") as tmp:
     o, out = os.path.join(tmp, "kernel.o"), os.path.join(tmp, "kernel.hsaco")
     with open(o, "wb") as f: f.write(obj)
-    r = subprocess.run([path, "-shared", "--no-undefined", o, "-o", out], capture_output=True, text=True)
+    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
+    r = subprocess.run([path, "-shared", "--no-undefined", o, "-o", out], capture_output=True, text=True, start_new_session=True)
     if r.returncode != 0: raise CompileError(f"{path} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
     with open(out, "rb") as f: return f.read()
 
@@ -111,7 +112,7 @@ CLANG_NAMES = ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-1
 
 @functools.cache
 def tool_version(path: str) -> str:
-  r = subprocess.run([path, "--version"], capture_output=True, text=True)
+  r = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True)
   return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else "unknown"
 
 @functools.cache
@@ -139,7 +140,8 @@ class HIPClangCompiler(AMDCompiler):
       inp, out = os.path.join(tmp, "kernel.hip"), os.path.join(tmp, "kernel.hsaco")
       with open(inp, "w") as f: f.write(src)
       cmd = [self.clang, "-x", "hip", "--cuda-device-only", f"--offload-arch={self.arch}", *_HIP_FLAGS, inp, "-o", out]
-      r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PATH": f"{os.path.dirname(find_lld()[0])}:{os.environ.get('PATH', '')}"})
+      env = {**os.environ, "PATH": f"{os.path.dirname(find_lld()[0])}:{os.environ.get('PATH', '')}"}
+      r = subprocess.run(cmd, capture_output=True, text=True, start_new_session=True, env=env)   # (its own session: see link_hsaco)
       if r.returncode != 0: raise CompileError(f"clang ({self.version()}) for {self.arch} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
       with open(out, "rb") as f: return f.read()
 

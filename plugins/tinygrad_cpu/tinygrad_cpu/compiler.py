@@ -29,12 +29,14 @@ class CCompiler(Compiler):
     super().__init__(cachekey=f"compile_cpu_{self.tool}_{' '.join(self.args)}_{_host_cpu()}")
   @functools.cache
   def version(self) -> str:
-    r = subprocess.run([self.path, "--version"], capture_output=True, text=True)
+    r = subprocess.run([self.path, "--version"], capture_output=True, text=True, start_new_session=True)
     return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "unknown"
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tinygrad_cpu_") as tmp:
       out = os.path.join(tmp, "kernel.so")
-      r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True)
+      # (a session of its own: a terminal's Ctrl-C reaches only this process, which kills the compile if it raises, and a
+      # program whose own SIGINT handler goes on keeps it; in the terminal's group clang died and the realize failed)
+      r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True, start_new_session=True)
       if r.returncode != 0: raise CompileError(f"{self.tool} failed (exit {r.returncode}):\n{r.stderr.decode(errors='replace').strip()}", src)
       with open(out, "rb") as f: return f.read()
   def disassemble(self, lib: bytes) -> str: return _objdump(lib)

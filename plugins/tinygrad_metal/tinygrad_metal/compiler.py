@@ -20,10 +20,11 @@ class MetalXcrunCompiler(Compiler):
     super().__init__(cachekey=f"compile_metal_xcrun_{' '.join(self.args)}")
   @functools.cache
   def version(self) -> str:
-    r = subprocess.run([self.xcrun, "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True)
+    r = subprocess.run([self.xcrun, "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True, start_new_session=True)
     return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "unknown"
   def _run(self, argv: list[str], src: str) -> None:
-    r = subprocess.run([self.xcrun, "-sdk", "macosx", *argv], capture_output=True, text=True)
+    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
+    r = subprocess.run([self.xcrun, "-sdk", "macosx", *argv], capture_output=True, text=True, start_new_session=True)
     if r.returncode != 0: raise CompileError(f"xcrun {argv[0]} failed (exit {r.returncode}):\n{r.stderr.strip()}", src)
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tinygrad_metal_") as tmp:

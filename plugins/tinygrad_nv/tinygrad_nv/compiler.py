@@ -96,14 +96,15 @@ def _tool(name: str) -> str:
 
 @functools.cache
 def tool_version(path: str) -> str:
-  r = subprocess.run([path, "--version"], capture_output=True, text=True)
+  r = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True)
   return r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else "unknown"
 
 def _run_tool(cmd: list[str], src: str, suffix: str, what: str) -> bytes:
   with tempfile.TemporaryDirectory(prefix="tinygrad_nv_") as tmp:
     inp, out = os.path.join(tmp, "kernel" + suffix), os.path.join(tmp, "kernel.cubin")
     with open(inp, "w") as f: f.write(src)
-    r = subprocess.run([*cmd, inp, "-o", out], capture_output=True, text=True)
+    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
+    r = subprocess.run([*cmd, inp, "-o", out], capture_output=True, text=True, start_new_session=True)
     if r.returncode != 0: raise CompileError(f"{what} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
     with open(out, "rb") as f: return f.read()
 
