@@ -20,10 +20,12 @@ class TemplateCompiler(Compiler):
     super().__init__(cachekey=f"tinygrad_template {' '.join(self.args)}")
   @functools.cache
   def version(self) -> str:
-    return subprocess.run([self.path, "--version"], capture_output=True, text=True).stdout.split("\n", 1)[0]
+    return subprocess.run([self.path, "--version"], capture_output=True, text=True, start_new_session=True).stdout.split("\n", 1)[0]
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
       out = os.path.join(tmp, "kernel.so")
-      r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True)
+      # a session of its own: a terminal's Ctrl-C goes to the Python process alone (which kills the compile when it raises),
+      # so a program whose SIGINT handler goes on is not left with a compiler killed mid-compile
+      r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True, start_new_session=True)
       if r.returncode != 0: raise CompileError(f"{self.path} failed:\n{r.stderr.decode(errors='replace')}", src)
       with open(out, "rb") as f: return f.read()
