@@ -84,6 +84,11 @@ def test_every_input_of_a_program_is_in_its_key(db):
   assert key is not None and key == progcache.program_key(ast, dev)
   with Context(NOOPT=1): assert progcache.program_key(ast, dev) != key        # a flag that changes codegen
   with Context(DEBUG=1): assert progcache.program_key(ast, dev) == key        # one that changes only output
+  # (named by their variables: TINYGRAD_DIST_TIMEOUT was listed as DIST_TIMEOUT, so a job's collective timeout missed every
+  # program a job with another one had cached)
+  from tinygrad.helpers import ContextVar
+  for name in progcache._OUTPUT_ONLY: assert name in ContextVar._cache, f"{name} is no flag"
+  with Context(TINYGRAD_DIST_TIMEOUT=7.0, WINO=1, FUSE_OPTIM=1, TRACK_MATCH_STATS=2): assert progcache.program_key(ast, dev) == key
   assert progcache.program_key(_kernel(Tensor.arange(8).float() * 4), dev) != key
   with Context(CACHELEVEL=1): assert progcache.program_key(ast, dev) is None
   old = dev.renderer.cache_programs

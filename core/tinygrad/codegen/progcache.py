@@ -28,9 +28,11 @@ from tinygrad.renderer import ProgramSpec, Estimates
 
 VERSION = 1
 # flags that change what is printed, traced or timed, or where things run, never the program of a kernel
+# (by each ContextVar's key, the name of its environment variable; WINO, FUSE_OPTIM and TRACK_MATCH_STATS are accepted and
+# change nothing)
 _OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STEPS", "PROFILE", "PROFILE_PATH", "PARALLEL_COMPILE", "PARALLEL_CODEGEN",
-                          "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING",
-                          "CACHEDB_MAX_BYTES", "CACHEDB_MAX_DAYS"})
+                          "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "TINYGRAD_DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING",
+                          "CACHEDB_MAX_BYTES", "CACHEDB_MAX_DAYS", "WINO", "FUSE_OPTIM", "TRACK_MATCH_STATS"})
 
 class Uncacheable(Exception):
   """A value the exact encoder does not know: the kernel is rendered every time instead."""
