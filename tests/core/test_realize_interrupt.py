@@ -282,3 +282,16 @@ def test_every_jitted_call_updates_once_whichever_call_ctrl_c_cuts(monkeypatch, 
   for _ in range(5): want_w, want_u = want_w + 1, want_u * 2 + want_w + 1
   np.testing.assert_array_equal(w.numpy(), np.full(4, want_w, np.float32))
   np.testing.assert_array_equal(u.numpy(), np.full(4, want_u, np.float32))
+
+def test_a_hold_whose_end_was_cut_short_is_let_go():
+  # a second Ctrl-C can cut an outermost hold's __exit__ short before it lets go: the next realize's hold nested under
+  # that dead one, put its handler in and never took it out, and Ctrl-C stayed held for good (outside tinygrad too)
+  def cut_short() -> None: engine.DeferredInterrupt(lazy=True).__enter__()   # (its __exit__ never runs)
+  cut_short()
+  try:
+    w = Tensor.zeros(4).contiguous().realize()
+    w.assign(w + 1).realize()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt): os.kill(os.getpid(), signal.SIGINT)
+    np.testing.assert_array_equal(w.numpy(), np.ones(4, np.float32))
+  finally: engine._held.clear()

@@ -1,6 +1,6 @@
 """Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
 from __future__ import annotations
-import _signal, inspect, os, signal, time, threading
+import _signal, inspect, os, signal, sys, time, threading
 from concurrent.futures import ThreadPoolExecutor, Future
 from typing import Any, Callable
 from tinygrad.uop import Ops
@@ -327,18 +327,28 @@ class DeferredInterrupt:
   def __init__(self, lazy: bool = False) -> None:
     self.lazy, self.pending, self.on = lazy, False, False
     self.root = self
-    self.prev: Any = None   # the handler replaced while held (None: nothing replaced)
+    self.prev: Any = None    # the handler replaced while held (None: nothing replaced)
+    self.frame: Any = None   # the outermost one's: the frame whose `with` it is
   # through _signal, the C module under `signal`: signal.signal/getsignal convert handlers and numbers to enums, ~30 us of
   # every TinyJit replay (two calls each); the same calls without the conversion cost ~2 us
   def __enter__(self) -> DeferredInterrupt:
     if threading.current_thread() is not threading.main_thread(): return self   # (a signal only ever interrupts the main thread)
     self.on = True
-    if not _held: _held.append(self)
+    # an outermost one whose frame is gone never ended: a second Ctrl-C cut its __exit__ (or __enter__) short before it let
+    # go; left, every later hold would be its own and Ctrl-C would stay held outside tinygrad too
+    if _held and not _on_stack(_held[0].frame): _held[0]._release()
+    if not _held:
+      self.frame = sys._getframe(1)
+      _held.append(self)
     self.root = root = _held[0]
     if not self.lazy and root.prev is None and _signal.getsignal(_SIGINT) is _signal.default_int_handler:
       root.prev = _signal.signal(_SIGINT, root._hold)
     return self
   def _hold(self, signum: int, frame: Any) -> None: self.pending = True
+  def _release(self) -> None:
+    _held.clear()
+    if self.prev is not None: _signal.signal(_SIGINT, self.prev)
+    self.prev = self.frame = None
   def check(self) -> None:
     if not self.on: return
     root = self.root
@@ -346,11 +356,14 @@ class DeferredInterrupt:
       root.pending = False
       raise KeyboardInterrupt
   def __exit__(self, *exc: Any) -> None:
-    if not self.on or _held[0] is not self: return
-    _held.clear()
-    if self.prev is not None: _signal.signal(_SIGINT, self.prev)
-    self.prev = None
+    if not self.on or not _held or _held[0] is not self: return
+    self._release()
     if exc[0] is None: self.check()
+
+def _on_stack(frame: Any) -> bool:
+  f = sys._getframe(2)
+  while f is not None and f is not frame: f = f.f_back
+  return f is not None
 
 def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, progress: list[int] | None = None) -> None:
   """Run each step with `var_vals` (None: the values each step was scheduled with). `progress[0]` counts the steps that
