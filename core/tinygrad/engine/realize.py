@@ -361,7 +361,7 @@ class DeferredInterrupt:
     if exc[0] is None: self.check()
 
 def _on_stack(frame: Any) -> bool:
-  f = sys._getframe(2)
+  f: Any = sys._getframe(2)
   while f is not None and f is not frame: f = f.f_back
   return f is not None
 
