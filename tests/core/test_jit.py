@@ -335,6 +335,19 @@ def test_an_update_made_before_the_capture_call_is_not_captured(update):
   np.testing.assert_array_equal(w.numpy(), np.array(want) + 3)
   np.testing.assert_array_equal(outs[-1], np.array(want) + 4)
 
+def test_an_update_made_outside_into_a_buffer_the_function_only_reads_runs_before_the_replay():
+  # buf.assign(batch) before each call, into a buffer the function reads and never writes: the replay read the old value,
+  # and the next call's assign replaced this one before it ran (public tinygrad's too): outputs 1, 11, 11, 11, 11
+  buf = Tensor.zeros(4).contiguous().realize()
+  @TinyJit
+  def f(x): return (x + buf).contiguous()
+  x, outs = Tensor.ones(4).contiguous().realize(), []
+  for i in range(5):
+    if i == 3: buf[1:3] = 500.0   # (an update of a part of it too)
+    else: buf.assign(Tensor.full((4,), float(i * 10)).contiguous())
+    outs.append(f(x).tolist())
+  assert outs == [[1.0] * 4, [11.0] * 4, [21.0] * 4, [21.0, 501.0, 501.0, 21.0], [41.0] * 4]
+
 def test_a_replay_looks_for_lazy_readers_only_when_graphs_changed(monkeypatch):
   from tinygrad.engine import jit
   looks: list[int] = []

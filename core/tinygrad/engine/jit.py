@@ -186,6 +186,16 @@ def _lazy_readers(written: set[int]) -> list[Tensor]:
   def view(u: UOp) -> bool: return all(_views_buffer(s) for s in (u.src if u.op is Ops.MULTI else (u,)))
   return [t for t in live_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
                                                               for n in t.uop.toposort(gate=_above_buffers))]
+def _pending_into(bufs: set[int]) -> list[Tensor]:
+  """This thread's tensors with an assign not run yet into a buffer whose id is in `bufs`."""
+  me, out = threading.get_ident(), []
+  for k, t in list(pending_assigns.items()) if bufs else []:
+    if k[0] != me: continue
+    # (one whose assign ran is forgotten: a program that loaded its weights with assign scans none of them each replay)
+    if base_buffer(t.uop) is not None: pending_assigns.pop(k, None)
+    elif any(n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None and (x := buffer_if_any(b)) is not None and id(x) in bufs
+             for n in t.uop.toposort(gate=lambda u: u.op is not Ops.BUFFER)): out.append(t)
+  return out
 def _realize_readers(readers: list[Tensor]) -> None:
   """Compute `readers` (_lazy_readers) before a replay overwrites what they read, in as few realizes as their bound Variables
   allow: readers binding one variable to different values (each a step's slice x[i:i+bs]) are computed apart. A reader that
@@ -489,6 +499,9 @@ class TinyJit(Generic[R]):
     wrote_in = {id(b) for b, w in zip(bufs, self.written_bufs) if w}
     if graph_epoch[0] != self.seen_epoch or not wrote_in <= self.seen_written:
       if readers := _lazy_readers(self.owned | wrote_in): _realize_readers(readers)
+      # and an update made outside it into a buffer it only reads (buf.assign(batch) before each call) runs first: the replay
+      # read the old value, and the next call's update replaced this one unrun (outputs 1, 11, 11, 11 for 1, 11, 21, 31)
+      if pending := _pending_into(self.touched - self.owned): Tensor.realize(*pending)
       self.seen_epoch, self.seen_written = graph_epoch[0], wrote_in
     if _prof.PROFILER is None:
       with _realize.DeferredInterrupt(): self.replay(bufs, var_vals)
