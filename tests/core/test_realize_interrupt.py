@@ -283,6 +283,20 @@ def test_every_jitted_call_updates_once_whichever_call_ctrl_c_cuts(monkeypatch, 
   np.testing.assert_array_equal(w.numpy(), np.full(4, want_w, np.float32))
   np.testing.assert_array_equal(u.numpy(), np.full(4, want_u, np.float32))
 
+def test_a_compiler_a_ctrl_c_killed_as_it_started_runs_again(monkeypatch):
+  # a Ctrl-C that reaches clang between its fork and its own session (setsid) kills it even so: exit -2 was a CompileError
+  import subprocess
+  try: from tinygrad_cpu import compiler
+  except ImportError: pytest.skip("tinygrad-cpu not installed")
+  try: cc = compiler.ClangCompiler()
+  except RuntimeError as e: pytest.skip(str(e))
+  run, calls = compiler.subprocess.run, []
+  def killed_once(args, **kw):
+    calls.append(args)
+    return subprocess.CompletedProcess(args, -signal.SIGINT, b"", b"") if len(calls) == 1 else run(args, **kw)
+  monkeypatch.setattr(compiler.subprocess, "run", killed_once)
+  assert cc.compile("int twice(int x) { return 2 * x; }")[:4] == b"\x7fELF" and len(calls) == 2
+
 def test_a_hold_whose_end_was_cut_short_is_let_go():
   # a second Ctrl-C can cut an outermost hold's __exit__ short before it lets go: the next realize's hold nested under
   # that dead one, put its handler in and never took it out, and Ctrl-C stayed held for good (outside tinygrad too)

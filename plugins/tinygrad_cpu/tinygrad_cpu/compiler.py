@@ -1,6 +1,6 @@
 """CPU compilers: C -> shared object with clang or gcc, and LLVM IR -> a relocatable object with llvmlite (linked into memory by the runtime)."""
 from __future__ import annotations
-import os, shutil, subprocess, tempfile, functools, hashlib, threading
+import os, shutil, signal, subprocess, tempfile, functools, hashlib, threading
 from typing import Any
 from tinygrad.plugin_api import Compiler, CompileError
 
@@ -35,8 +35,11 @@ class CCompiler(Compiler):
     with tempfile.TemporaryDirectory(prefix="tinygrad_cpu_") as tmp:
       out = os.path.join(tmp, "kernel.so")
       # (a session of its own: a terminal's Ctrl-C reaches only this process, which kills the compile if it raises, and a
-      # program whose own SIGINT handler goes on keeps it; in the terminal's group clang died and the realize failed)
-      r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True, start_new_session=True)
+      # program whose own SIGINT handler goes on keeps it; in the terminal's group clang died and the realize failed. One
+      # that reached it while it was started, before its session began, killed it all the same: it runs once more)
+      for _ in range(2):
+        r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True, start_new_session=True)
+        if r.returncode != -signal.SIGINT: break
       if r.returncode != 0: raise CompileError(f"{self.tool} failed (exit {r.returncode}):\n{r.stderr.decode(errors='replace').strip()}", src)
       with open(out, "rb") as f: return f.read()
   def disassemble(self, lib: bytes) -> str: return _objdump(lib)
