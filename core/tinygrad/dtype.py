@@ -268,10 +268,18 @@ def truncate_float(v: float, dt: DType) -> float:
   if dt in _FP8: return fp8_to_float(float_to_fp8(v, dt), dt)
   raise TypeError(f"not a float dtype: {dt}")
 
-def float_to_bf16_bits(x: float) -> int:
-  """Round-to-nearest-even float32 -> bfloat16 bits."""
+def _f32_odd_bits(x: float) -> int:
+  """The bits of float32(x) rounded to odd (toward 0, the last bit set where inexact; past float32's range FLT_MAX): a
+  narrower float rounded from it is x rounded once (as codegen/decompositions.py f64_to_f32_odd, which kernels use)."""
   try: u = struct.unpack("I", struct.pack("f", x))[0]
-  except OverflowError: u = 0x7f800000 if x > 0 else 0xff800000
+  except OverflowError: return 0x7f7fffff | (0x80000000 if x < 0 else 0)
+  back = struct.unpack("f", struct.pack("I", u))[0]
+  if back == x or math.isnan(x): return u
+  return (u - 1 if abs(back) > abs(x) else u) | 1
+
+def float_to_bf16_bits(x: float) -> int:
+  """Round-to-nearest-even bfloat16 bits of x (rounded once, also from a float64 value)."""
+  u = _f32_odd_bits(x)
   if (u & 0x7f800000) == 0x7f800000 and u & 0x7fffff: return 0x7fc0
   u = u + (0x7fff + ((u >> 16) & 1))
   return (u >> 16) & 0xffff
@@ -296,11 +304,10 @@ _FP8: dict[DType, FP8Format] = {dtypes.fp8e4m3: FP8Format(3, 7, 0x7e, 0x7f, None
   dtypes.fp8e5m2fnuz: FP8Format(2, 16, 0x7f, 0x80, None, 0x80, True)}
 
 def float_to_fp8(x: float, dt: DType) -> int:
-  """The fp8 bits of float32(x), rounded to nearest even; too large (inf too): e4m3 saturates to +-448, e5m2 is +-inf,
-  the fnuz dtypes NaN (as torch's casts). NaN -> NaN; fnuz has no -0."""
+  """The fp8 bits of x, rounded to nearest even (once, also from a float64 value); too large (inf too): e4m3 saturates to
+  +-448, e5m2 is +-inf, the fnuz dtypes NaN (as torch's casts). NaN -> NaN; fnuz has no -0."""
   f = _FP8[dt]
-  try: u = struct.unpack("I", struct.pack("f", x))[0]
-  except OverflowError: u = 0x7f800000 | (0x80000000 if x < 0 else 0)
+  u = _f32_odd_bits(x)
   sign, a = (u >> 24) & 0x80, u & 0x7fffffff
   if a > 0x7f800000: return f.nan if f.fnuz else f.nan | sign
   sh = 23 - f.mbits

@@ -1,5 +1,5 @@
 """Integer/bool numerics that must match numpy on every renderer, and bad input that must raise a clear error."""
-import shutil
+import math, shutil
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes, Device
@@ -60,15 +60,43 @@ def test_shift_constant_fold():
 # ---- bool arithmetic: + is or, * is and, as numpy and torch ----
 B1, B2 = np.array([True, True, False, False]), np.array([True, False, True, False])
 
-def test_float64_to_float16_rounds_once(dev):
-  # C has no portable half: clang's went double -> float -> half, rounding twice (65519.99999999 gave inf, 1 + 2**-11 +
-  # 2**-40 gave 1.0, 2**-25 + 2**-60 gave 0); LLVM's fptrunc and numpy round once
-  if dev in ("NV", "AMD", "AMD:LLVM"): pytest.skip(f"{dev}: its half is native (no float in between); the mock drivers compute nothing")
+# every device with float64 (CL: pocl's cl_khr_fp64); NV/AMD's half is native and their mock drivers compute nothing
+@pytest.fixture(params=["CPU:LLVM", "CPU:GCC", "CPU:CLANG", "PYTHON", "CL"])
+def f64_dev(request):
+  name = _dev(request.param)
+  if dtypes.float64 not in Device[name].renderer.supported_dtypes: pytest.skip(f"{name}: no float64 here")
+  return name
+
+def _f64_sweep(big: float) -> np.ndarray:
   rng = np.random.default_rng(0)
+  return rng.standard_normal(4000) * np.exp(rng.uniform(-30, math.log(big), 4000))
+
+def test_float64_to_float16_rounds_once(f64_dev):
+  # C has no portable half: clang's went double -> float -> half, rounding twice (65519.99999999 gave inf, 1 + 2**-11 +
+  # 2**-40 gave 1.0, 2**-25 + 2**-60 gave 0), and so did OpenCL's emulated half (pocl has no cl_khr_fp16); LLVM's
+  # fptrunc and numpy round once
   x = np.concatenate([[1 + 2**-11 + 2**-40, -(1 + 2**-11 + 2**-40), 65519.99999999, 65520.0, 2**-25 + 2**-60, 2**-25, np.nan, np.inf, 1e300, -1e-300],
-                      rng.standard_normal(4000) * np.exp(rng.uniform(-30, 12, 4000))])
+                      _f64_sweep(2e5)])
   with np.errstate(over="ignore"): want = x.astype(np.float16)
-  np.testing.assert_array_equal(Tensor(x, device=dev).cast(dtypes.float16).numpy().view(np.uint16), want.view(np.uint16))
+  got = Tensor(x, device=f64_dev).cast(dtypes.float16).numpy()
+  nan = np.isnan(x)   # (a NaN's payload is the device's: pocl's vstore_half_rte gives 0x7fff, numpy 0x7e00)
+  np.testing.assert_array_equal(np.isnan(got), nan)
+  np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2], ids=str)
+def test_float64_to_bfloat16_fp8_rounds_once(f64_dev, dt):
+  # bfloat16 and fp8 are made from a float32 on every device: float64 -> float32 -> bfloat16 rounded twice (1+2**-8+2**-40
+  # gave 1.0, ml_dtypes 1.0078125; fp8e4m3 of 1+2**-4+2**-40 gave 1.0, not 1.125). Kernels, constants folded in Python and
+  # Tensor(list) all round once. (fp8e4m3 past 464 saturates to 448 here, torch's rule; ml_dtypes gives NaN: left out)
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  ref = {dtypes.bfloat16: ml_dtypes.bfloat16, dtypes.fp8e4m3: ml_dtypes.float8_e4m3fn, dtypes.fp8e5m2: ml_dtypes.float8_e5m2}[dt]
+  edge = [1 + 2**-8 + 2**-40, -(1 + 2**-8 + 2**-40), 1 + 2**-4 + 2**-40, 1 + 2**-3 + 2**-30, 1 + 2**-3, 2**-134 + 2**-160, 3e38 * (1 + 2**-9)]
+  x = np.concatenate([edge, [np.nan, np.inf, -1e300, 1e-300], _f64_sweep(400 if dt == dtypes.fp8e4m3 else 3e4)])
+  if dt != dtypes.bfloat16: x = x[np.isnan(x) | (np.abs(x) < 448)]
+  with np.errstate(over="ignore"): want = x.astype(ref).astype(np.float64)
+  np.testing.assert_array_equal(Tensor(x, device=f64_dev).cast(dt).cast(dtypes.float64).numpy(), want)
+  np.testing.assert_array_equal(Tensor(x[:20].tolist(), dtype=dt, device=f64_dev).cast(dtypes.float64).numpy(), want[:20])   # Python's rounding
+  np.testing.assert_array_equal([Tensor(float(v), dtype=dtypes.float64, device=f64_dev).cast(dt).item() for v in edge[:4]], want[:4])   # folded
 
 def test_bool_add_mul_max_min(dev):
   a, b = Tensor(B1, device=dev), Tensor(B2, device=dev)

@@ -427,6 +427,23 @@ pm_float16_via_float32 = PatternMatcher([
   (UPat(GroupOp.Comparison, src=(_halfs, _halfs), name="x"), _half_cmp),                     # a_h < b_h -> float(a) < float(b)
 ])
 
+# ---- float64 -> a float narrower than float32, rounded once ----
+# Every emulated narrow float (C's and OpenCL's half without the extension, bfloat16 everywhere, fp8) is made from a float32:
+# float64 -> float32 -> half rounded twice (1+2**-11+2**-40 became 1.0, 65519.99999999 inf; numpy: 1.0009765625, 65504).
+# A float32 rounded to odd (toward 0, its last bit set where inexact) rounds to any format of p <= 22 bits exactly as the
+# float64 would (24 >= p + 2: half 11, bfloat16 8, fp8 4 or 3); NaN stays NaN, past float32's range it is FLT_MAX (-> inf)
+def f64_to_f32_odd(x: UOp) -> UOp:
+  """float32 of the float64 `x`, rounded to odd."""
+  t = x.cast(dtypes.float32.vec(x.dtype.count))
+  back, u = t.cast(x.dtype), t.bitcast(dtypes.uint32.vec(x.dtype.count))
+  u = (x < 0).where(back < x, x < back).where(u - 1, u)   # (rounded away from 0: the float below it in magnitude)
+  # (inexact by < and >, not !=: a NaN keeps its bits, which OpenCL's vstore_half_rte carries into the half's payload)
+  return ((x < back) | (back < x)).where(u | 1, u).bitcast(dtypes.float32.vec(x.dtype.count))
+_NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)
+pm_f64_round_once = PatternMatcher([
+  (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", dtypes.float64),), name="c"), lambda c, x: f64_to_f32_odd(x).cast(c.dtype)),  # h(d) -> h(f_odd(d))
+])
+
 # ---- fp8: bytes in memory, float32 in registers (no renderer computes fp8; Renderer.native_fp8 is the hook for one that does) ----
 # The conversions are integer ops on the float32 bits, the algorithm of dtype.float_to_fp8 / fp8_to_float: round to nearest
 # even, too large (inf too) -> the format's overflow code (e4m3 saturates, e5m2 inf, fnuz NaN), as torch's casts.

@@ -52,18 +52,6 @@ static inline unsigned short __f2b(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 
-def _f64_to_half(x: UOp) -> UOp:
-  # half is rounded from float: float64 -> float -> half rounded twice (65519.99999999 became 65520.0f, then inf; LLVM's
-  # fptrunc and numpy: 65504). A float rounded to odd (toward 0, its last bit set where inexact) rounds to half exactly
-  # (24 bits >= 11 + 2); NaN stays NaN, past float's range it is FLT_MAX, which half rounds to inf
-  t = x.cast(dtypes.float32)
-  back, u = t.cast(dtypes.float64), t.bitcast(dtypes.uint32)
-  u = (x < 0).where(back < x, x < back).where(u - 1, u)   # (rounded away from 0: the float below it in magnitude)
-  return back.ne(x).where(u | 1, u).bitcast(dtypes.float32).cast(dtypes.float16)
-pm_clang_casts = PatternMatcher([
-  (UPat(Ops.CAST, dtypes.float16, src=(UPat.var("x", dtypes.float64),)), _f64_to_half),  # half(d) -> half(float_odd(d))
-])
-
 @functools.cache
 def host_flags() -> frozenset[str]:
   """The host CPU's feature flags (/proc/cpuinfo's first `flags` or `Features` line; empty where there is none)."""
@@ -109,7 +97,6 @@ class ClangRenderer(CPUAbilities, CStyleLanguage):
   emulated_floats = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),
                      dtypes.bfloat16: (dtypes.uint16, "__b2f({})", "__f2b({})", "__b2f(__f2b({}))")}
   code_for_op = clang_code_for_op
-  extra_matcher = pm_clang_casts
   vector_bytes, vector_ops, vector_dtypes = 32, _c_vector_ops, _vector_dtypes
   unaligned_vectors = True   # the vector typedefs are aligned like their element (prelude)
 
