@@ -279,7 +279,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if _is_scalar(data):
       dt = dt or dtypes.from_py(data)
       _check_int(data, dt, "pass a wider dtype=, e.g. dtypes.int64")
-      self.uop = UOp.const(dt, data, src=(UOp(Ops.DEVICE, arg=dev),))
+      # (a file runs no kernels, so its 0-d tensor is written as bytes, as a list's are: a CONST there could not be read)
+      if is_disk(dev): self.uop = Tensor._from_bytes(_pack([data], dt), (), dt, dev)
+      else: self.uop = UOp.const(dt, data, src=(UOp(Ops.DEVICE, arg=dev),))
     elif isinstance(data, (list, tuple)):
       shape, vals = _flatten_py(data)
       if any(type(v).__name__ == "ndarray" and v.ndim for v in vals):   # (a 0-d one is a scalar, below)

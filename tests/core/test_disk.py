@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, dtypes, Device
+from tinygrad.dtype import to_numpy
 
 @pytest.fixture
 def fn(tmp_path):
@@ -97,6 +98,15 @@ def test_copy_to_a_file_and_tensor_on_a_file(tmp_path):
   r = tmp_path / "new.bin"
   Tensor.empty(8, dtype=dtypes.uint8, device=f"disk:{r}")[2:4].assign(Tensor([7, 9], dtype=dtypes.uint8))
   assert r.read_bytes() == bytes([0, 0, 7, 9, 0, 0, 0, 0])
+
+def test_a_0d_tensor_on_a_file_reads_back(tmp_path):
+  # Tensor(3.5, device="disk:...") was a CONST on the file, which runs no kernels: numpy/tolist/item raised
+  # NotImplementedError (public tinygrad 0.14 returns 3.5); it is written to the file as a list's values are
+  for v, dt in ((3.5, dtypes.float32), (7, dtypes.int32), (True, dtypes.bool), (-2, dtypes.int8)):
+    p = tmp_path / f"{dt.name}.bin"
+    t = Tensor(v, dtype=dt, device=f"disk:{p}")
+    assert t.shape == () and t.tolist() == v and t.item() == v and t.numpy().shape == () and t.numpy() == v
+    assert bytes(t.data()) == p.read_bytes() == np.array(v, dtype=to_numpy(dt)).tobytes()
 
 def test_a_copy_off_a_file_keeps_what_it_read(fn):
   # "a tensor read before a write keeps what it read" (docs/guide.md): to() read at once, clone(device) was a lazy copy
