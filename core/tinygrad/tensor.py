@@ -67,6 +67,13 @@ class _DTypeCasts(metaclass=_TensorType):
 
 # numpy() reads with the dtype's numpy dtype: looked up once per dtype
 @functools.cache
+@functools.cache
+def _memoryview_takes(fmt: str) -> bool:
+  # memoryview.cast accepts only some struct formats: 'e' (half) raised ValueError on Python 3.11 from data()
+  try: memoryview(bytes(8)).cast(fmt)  # type: ignore[call-overload]
+  except ValueError: return False
+  return True
+
 def _fp8_table(dt: DType) -> Any:
   """The float32 value of each of the 256 bytes of fp8 dtype `dt` (numpy has no fp8: numpy() reads through it)."""
   import numpy as np
@@ -881,13 +888,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     return self.numpy().reshape(()).item()
   def data(self) -> memoryview:
     """A copy of the realized bytes as a memoryview (later writes to the tensor do not show in it), cast to the dtype's struct
-    format when it has one: of the tensor's shape (a 0-d tensor's is 0-d), or 1-d of length 0 for an empty tensor (a
-    memoryview's shape holds no zeros)."""
+    format when it has one that memoryview takes: of the tensor's shape (a 0-d tensor's is 0-d), or 1-d of length 0 for an
+    empty tensor (a memoryview's shape holds no zeros). bfloat16 and fp8 (no struct format), and float16 where Python's
+    memoryview cannot cast to 'e' (3.11 cannot), give the plain bytes: `.numpy()` reads their values."""
     # a bound symbolic shape reads as its values: the buffer holds the largest size (it raised TypeError, and a bfloat16 one
     # gave the bytes past the elements too)
     shape = self._concrete_shape()
     mv = self._host_bytes(snapshot=True)[:prod(shape) * self.dtype.itemsize]   # (as public tinygrad's: not the live memory)
-    if self.dtype.fmt is None: return mv
+    if self.dtype.fmt is None or not _memoryview_takes(self.dtype.fmt): return mv
     if prod(shape) == 0: return mv.cast(self.dtype.fmt)  # type: ignore[call-overload]
     return mv.cast(self.dtype.fmt, shape)  # type: ignore[call-overload]
   @engine_locked

@@ -708,6 +708,17 @@ def test_data_is_typed_for_empty_and_0d_tensors():
   assert (d.format, d.shape, d.tolist()) == ("f", (), 3.0)
 
 @pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3], ids=str)
+def test_data_of_a_dtype_memoryview_cannot_hold(dev, dt):
+  # float16's struct format 'e' is one memoryview.cast refuses on Python 3.11: data() raised ValueError (public tinygrad
+  # 0.14: AssertionError); where the cast fails it is the bytes, as bfloat16's and fp8's are, which numpy reads back
+  t = Tensor([[1.5, -2.0, 65504.0]], dtype=dt, device=dev) if dt != dtypes.fp8e4m3 else Tensor([[1.5, -2.0, 448.0]], dtype=dt, device=dev)
+  d = t.data()
+  if d.format == "B": assert d.shape == (3 * dt.itemsize,) and np.array_equal(np.frombuffer(d, np.uint8), t.bitcast(dtypes.uint8).numpy().ravel())
+  else: assert (d.format, d.shape, d.tolist()) == ("e", (1, 3), t.tolist())
+  if dt == dtypes.float16: assert np.array_equal(np.frombuffer(d, np.float16).reshape(1, 3), t.numpy())
+
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
 def test_data_is_a_copy_that_later_writes_do_not_change(dev):
   # data() was the CPU/PYTHON buffer's live memory: an assign into the tensor showed in it ([2, 3, 4, 5]), and once the
   # tensor was freed, the next tensor to reuse its memory did ([5, 6, 7, 8]); public tinygrad's is a copy
