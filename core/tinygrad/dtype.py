@@ -390,11 +390,16 @@ def sum_acc_dtype(dt: DType, int64: bool = True) -> DType:
 _NP_NAMES = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64, "float16": dtypes.float16,
   "float32": dtypes.float32, "float64": dtypes.float64}
+# numpy dtypes that packages add (ml_dtypes', which jax, onnx and torch's numpy() of them give), known by name and item
+# size, so the core needs no import of them: their bits are ours
+_NP_EXTRA = {"bfloat16": dtypes.bfloat16, "float8_e4m3fn": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2, "float8_e4m3fnuz": dtypes.fp8e4m3fnuz,
+  "float8_e5m2fnuz": dtypes.fp8e5m2fnuz}
 
 def from_numpy(npdtype: Any) -> DType:
-  """The tinygrad dtype of a numpy dtype (or type)."""
+  """The tinygrad dtype of a numpy dtype (or type); ml_dtypes' bfloat16 and float8 types are bfloat16 and the fp8 dtypes."""
   import numpy as np
-  name = np.dtype(npdtype).name
+  name, size = np.dtype(npdtype).name, np.dtype(npdtype).itemsize
+  if name in _NP_EXTRA and _NP_EXTRA[name].itemsize == size: return _NP_EXTRA[name]
   if name not in _NP_NAMES: raise TypeError(f"numpy dtype {name} has no tinygrad dtype; supported: {', '.join(_NP_NAMES)}")
   return _NP_NAMES[name]
 

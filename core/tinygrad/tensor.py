@@ -65,8 +65,15 @@ class _DTypeCasts(metaclass=_TensorType):
     """Cast to bool (nonzero -> True)."""
     return self.cast(dtypes.bool)
 
-# numpy() reads with the dtype's numpy dtype: looked up once per dtype
-@functools.cache
+def _np_f32_odd(a: Any) -> Any:
+  # float64 array -> float32 rounded to odd (dtype._f32_odd_bits' rule, element-wise); past float32's range FLT_MAX
+  import numpy as np
+  with np.errstate(over="ignore"): t = a.astype(np.float32)
+  t = np.where(np.isinf(t) & np.isfinite(a), np.copysign(np.float32(np.finfo(np.float32).max), a).astype(np.float32), t)
+  u, back = t.view(np.uint32), t.astype(np.float64)
+  u = np.where(np.abs(back) > np.abs(a), u - np.uint32(1), u)   # (rounded away from 0: the float below it in magnitude)
+  return np.where((back < a) | (back > a), u | np.uint32(1), u).astype(np.uint32).view(np.float32)
+
 @functools.cache
 def _memoryview_takes(fmt: str) -> bool:
   # memoryview.cast accepts only some struct formats: 'e' (half) raised ValueError on Python 3.11 from data()
@@ -74,6 +81,8 @@ def _memoryview_takes(fmt: str) -> bool:
   except ValueError: return False
   return True
 
+# numpy() reads with the dtype's numpy dtype: looked up once per dtype
+@functools.cache
 def _fp8_table(dt: DType) -> Any:
   """The float32 value of each of the 256 bytes of fp8 dtype `dt` (numpy has no fp8: numpy() reads through it)."""
   import numpy as np
@@ -327,10 +336,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
       if dt is not None and dt != src_dt and dt not in NO_NUMPY: arr, src_dt = arr.astype(to_numpy(dt)), dt
-      # float64 to bfloat16/fp8 rounds through float32 on every device, as torch's: narrowed here, a device without float64
-      # (WEBGPU, METAL) takes it (it raised "dtype double is not supported"), and half the bytes are copied
-      elif dt in NO_NUMPY and src_dt == dtypes.float64:
-        with np.errstate(over="ignore"): arr, src_dt = arr.astype(np.float32), dtypes.float32   # (past float32: inf, as the cast gives)
+      # float64 to bfloat16/fp8: narrowed here to a float32 rounded to odd, which the device's cast rounds from as from the
+      # float64 (once, as a kernel's cast: docs/guide.md); a device without float64 (WEBGPU, METAL) takes it (it raised
+      # "dtype double is not supported"), and half the bytes are copied
+      elif dt in NO_NUMPY and src_dt == dtypes.float64: arr, src_dt = _np_f32_odd(arr), dtypes.float32
       # (the array's own bytes, not a copy: the device buffer's copyin is the one copy of a big array, a model's weights)
       self.uop = Tensor._from_bytes(arr.reshape(-1).view(np.uint8), shape, src_dt, dev) if arr.size else Tensor._full_uop(shape, 0, src_dt, dev)
       if dt is not None and dt != src_dt: self.uop = self.uop.cast(dt)

@@ -138,6 +138,20 @@ class TestNumpyConversion:
     assert from_numpy(np.float32) == dtypes.float32
     assert from_numpy(np.dtype("int64")) == dtypes.int64
     assert from_numpy(np.bool_) == dtypes.bool
+  def test_ml_dtypes_arrays_are_bfloat16_and_fp8(self):
+    # ml_dtypes' numpy types (what onnx, jax and torch's numpy() hold) were a TypeError in from_numpy and Tensor(arr); known by
+    # name, with no import of ml_dtypes in the core, their bits are taken as they are
+    from tinygrad import Tensor
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    types = {ml_dtypes.bfloat16: dtypes.bfloat16, ml_dtypes.float8_e4m3fn: dtypes.fp8e4m3, ml_dtypes.float8_e5m2: dtypes.fp8e5m2,
+             ml_dtypes.float8_e4m3fnuz: dtypes.fp8e4m3fnuz, ml_dtypes.float8_e5m2fnuz: dtypes.fp8e5m2fnuz}
+    for t, dt in types.items():
+      a = np.array([[1.5, -2.0, 3.25, np.nan, -0.0, 0.1]], dtype=t)
+      assert from_numpy(a.dtype) == from_numpy(t) == dt
+      x = Tensor(a)
+      assert x.dtype == dt and x.shape == (1, 6)
+      assert x.bitcast(dtypes.uint16 if dt == dtypes.bfloat16 else dtypes.uint8).numpy().tobytes() == a.tobytes()
+      assert x.numpy().dtype == np.float32 and np.array_equal(x.numpy(), a.astype(np.float32), equal_nan=True)   # numpy(): float32, as before
   def test_unsupported(self):
     with pytest.raises(TypeError, match="complex128"): from_numpy(np.complex128)
     with pytest.raises(TypeError, match="bfloat16"): to_numpy(dtypes.bfloat16)
