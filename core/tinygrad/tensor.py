@@ -7,7 +7,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
 from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
-from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer
+from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
@@ -314,6 +314,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         vals = [v.item() if _is_np_scalar(v) else v for v in vals]
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
       dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
+      check_storable(dt)   # (before packing: void's values raised struct.error "bad char in struct format")
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
     elif _is_path(data) and (device is None or is_disk(dev)):
       # a path with no device: the file itself, a DISK tensor (read or copy it to compute), its bytes as `dtype` (uint8)
@@ -326,6 +327,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else sys.modules["pathlib"].Path(data).read_bytes()
       # with a dtype the bytes are its items, as public tinygrad reads them (raw weights: Tensor(f.read(), dtype=dtypes.float32))
       dt = dt or dtypes.uint8
+      check_storable(dt)   # (void's item size 0: ZeroDivisionError)
       if len(raw) % dt.itemsize: raise ValueError(f"{len(raw)} bytes are not a whole number of {dt.name} items ({dt.itemsize} bytes each)")
       self.uop = Tensor._from_bytes(raw, (len(raw) // dt.itemsize,), dt, dev)
     elif hasattr(data, "dtype") and hasattr(data, "shape") and hasattr(data, "tobytes"):  # numpy array or scalar

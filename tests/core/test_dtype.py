@@ -1,5 +1,5 @@
 """DType: the promotion lattice (against numpy where tinygrad agrees), vector/pointer dtypes, numpy conversion, as_const."""
-import math, pickle
+import itertools, math, pickle
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -152,6 +152,16 @@ class TestNumpyConversion:
       assert x.dtype == dt and x.shape == (1, 6)
       assert x.bitcast(dtypes.uint16 if dt == dtypes.bfloat16 else dtypes.uint8).numpy().tobytes() == a.tobytes()
       assert x.numpy().dtype == np.float32 and np.array_equal(x.numpy(), a.astype(np.float32), equal_nan=True)   # numpy(): float32, as before
+  def test_no_storage_for_weakint_or_void(self):
+    # Tensor([1], dtype=weakint) and Tensor.empty(3, dtype=weakint/void) made buffers (public tinygrad 0.14: "cannot create
+    # storage for weak dtype"), Tensor([1], dtype=void) raised struct.error "bad char in struct format": a TypeError naming it
+    from tinygrad import Tensor
+    for dt, make in itertools.product((dtypes.weakint, dtypes.void), (lambda dt: Tensor([1], dtype=dt), lambda dt: Tensor.empty(3, dtype=dt),
+                                                                    lambda dt: Tensor(b"abcd", dtype=dt), lambda dt: Tensor(np.array([1, 2]), dtype=dt))):
+      with pytest.raises(TypeError, match=f"storage for .*{dt}"): make(dt).realize()
+    # a weak int computed is an int32, as before: a literal, a cast, a zeros
+    assert Tensor(1, dtype=dtypes.weakint).tolist() == 1 and Tensor([1]).cast(dtypes.weakint).tolist() == [1]
+    assert Tensor.zeros(3, dtype=dtypes.weakint).realize().dtype == dtypes.int32
   def test_unsupported(self):
     with pytest.raises(TypeError, match="complex128"): from_numpy(np.complex128)
     with pytest.raises(TypeError, match="bfloat16"): to_numpy(dtypes.bfloat16)

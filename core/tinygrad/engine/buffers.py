@@ -4,7 +4,7 @@ import itertools, threading
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, register_buffer_lookup
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, dtypes
 if TYPE_CHECKING:
   from tinygrad.device import Buffer
 
@@ -15,8 +15,18 @@ _BUFFER = Ops.BUFFER
 # as the node, as in a WeakKeyDictionary, whose Python-level get (a weak reference made per lookup) cost ~1 us a lookup
 
 _device_uops: dict[str, UOp] = {}   # each device name's DEVICE node, kept (one per device used: ~1 us of every new buffer)
+def check_storable(dtype: DType) -> None:
+  """A TypeError for a dtype no buffer holds: weakint (the dtype of an int literal until it meets a typed value; computed,
+  it is dtypes.default_int) and void (no values)."""
+  if dtype.scalar() == dtypes.weakint:
+    raise TypeError("cannot create storage for weak dtype dtypes.weakint (an int literal's dtype until it meets a typed value); "
+                    "use dtypes.int32 (dtypes.default_int) or another int dtype")
+  if dtype.scalar() == dtypes.void: raise TypeError("cannot create storage for dtypes.void (it has no values); use a dtype with a size, e.g. dtypes.uint8")
+
 def new_buffer(device: str, size: int, dtype: DType) -> UOp:
-  """A fresh BUFFER UOp of `size` elements of `dtype` on `device`; its Buffer is created (not allocated) on first use."""
+  """A fresh BUFFER UOp of `size` elements of `dtype` on `device`; its Buffer is created (not allocated) on first use.
+  weakint and void have no storage: a TypeError (check_storable)."""
+  check_storable(dtype)   # (it made a 4-byte weakint buffer, 0.14 raises; a void one read as a struct error or ZeroDivisionError)
   if (dev := _device_uops.get(device)) is None:
     dev = UOp(Ops.DEVICE, arg=device)
     if len(_device_uops) >= 64: _device_uops.clear()   # (DISK:<path> names one per file)
