@@ -88,10 +88,6 @@ def _numerics() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_numerics
   return pm_numerics
 
-def _round_once() -> PatternMatcher:
-  from tinygrad.codegen.decompositions import pm_f64_round_once
-  return pm_f64_round_once
-
 def _keep_bits() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_keep_bits
   return pm_keep_bits
@@ -113,8 +109,7 @@ PASSES: list[Pass] = [
   ("lower_groups", lambda s, r, o: lower_groups(s, r)),                                        # grouped reduces: shared memory + barrier
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
-  ("round_once", lambda s, r, o: graph_rewrite(s, _round_once())),                              # float64 -> half/bfloat16/fp8 via a round-to-odd float32
-  ("fp8", lambda s, r, o: _lower_fp8(s, r)),                                                  # fp8 values as bytes, casts as uint32/float32 ops
+  ("fp8", lambda s, r, o: _lower_fp8(s, r)),                                                  # fp8 values as bytes, casts as uint32/float32 ops; float64 narrowed once
   ("numerics", lambda s, r, o: graph_rewrite(s, _numerics())),                                # shifts past the width, bool +,*,max: numpy's answer; float->int casts saturate
   ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
   ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
