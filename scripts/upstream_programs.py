@@ -642,6 +642,229 @@ def prog_onnx_bench() -> dict[str, np.ndarray]:
   validate(path, inp, rtol=1e-3, atol=1e-3)
   return {}
 
+def prog_inception() -> dict[str, np.ndarray]:
+  """extra/models/inception.py: its Inception blocks (plain and FID variants) on small inputs, eager and jitted, and FidInceptionV3
+  (it resizes to 299x299 itself) on one image. Its InceptionAux is left out: its fc is 768 wide but gets 768*3*3 features on any input
+  (avg_pool2d(kernel_size=1, padding=1) grows the map), so it raises on public tinygrad too; scipy (the Frechet distance) is stubbed."""
+  stub_modules("scipy")
+  import extra.models.inception as I
+  blocks = {"a": I.InceptionA(16, pool_feat=8), "b": I.InceptionB(16), "c": I.InceptionC(16, ch_7x7=8), "d": I.InceptionD(16),
+            "e": I.InceptionE(16), "fid_a": I.FidInceptionA(16, pool_feat=8), "fid_c": I.FidInceptionC(16, ch_7x7=8),
+            "fid_e1": I.FidInceptionE1(16), "fid_e2": I.FidInceptionE2(16)}
+  out: dict[str, np.ndarray] = {}
+  for i, (name, blk) in enumerate(blocks.items()):
+    randomize(blk, i)
+    out |= {f"{name}_{k}": v for k, v in both_ways(blk, rand(2, 16, 9, 9, seed=i)).items()}
+  fid = I.FidInceptionV3()
+  randomize(fid, 10, skip=("num_batches",))
+  x = Tensor_of(np.random.default_rng(11).random((1, 3, 32, 32), np.float32))
+  return out | {"fid": fid(x).numpy()}
+
+def prog_unet3d() -> dict[str, np.ndarray]:
+  """extra/models/unet3d.py's UNet3D (the KiTS19 model: 3D convs, InstanceNorm, 3D transposed convs) on one 32^3 volume; torch,
+  which it imports for its checkpoint loader only, is stubbed where it is not installed."""
+  stub_modules("torch")
+  from extra.models.unet3d import UNet3D
+  m = UNet3D()
+  randomize(m, 0)
+  return both_ways(m, rand(1, 1, 32, 32, 32))
+
+def prog_mlperf_unet3d() -> dict[str, np.ndarray]:
+  """MLPerf's 3D UNet training step: extra's UNet3D, examples/mlperf/losses.dice_ce_loss (its metrics.dice_score), SGD with momentum,
+  three jitted steps on one 32^3 volume and its labels; then metrics.dice_score of the trained model's prediction."""
+  stub_modules("torch")
+  from tinygrad import Tensor, TinyJit, Context
+  from tinygrad.nn import optim
+  from tinygrad.nn.state import get_parameters
+  from extra.models.unet3d import UNet3D
+  from examples.mlperf.losses import dice_ce_loss
+  from examples.mlperf.metrics import dice_score
+  m = UNet3D()
+  randomize(m, 0)
+  opt = optim.SGD(get_parameters(m), lr=0.05, momentum=0.9, nesterov=True)
+  x, y = rand(1, 1, 32, 32, 32, seed=3), Tensor(np.random.default_rng(4).integers(0, 3, (1, 1, 32, 32, 32)).astype(np.int32))
+  @TinyJit
+  def step(x: Tensor, y: Tensor) -> Tensor:
+    opt.zero_grad()
+    loss = dice_ce_loss(m(x), y)
+    loss.backward()
+    return loss.realize(*opt.schedule_step())
+  with Context(TRAINING=1):
+    losses = [step(x, y).item() for _ in range(3)]
+  return {"losses": np.array(losses), "w": m.output["conv"].weight.numpy(), "dice": dice_score(m(x), y).numpy()}
+
+def prog_vit() -> dict[str, np.ndarray]:
+  """extra/models/vit.py's ViT (patch conv, cls token, extra's TransformerBlock prenorm with gelu) with two narrow layers, 224x224."""
+  from extra.models.vit import ViT
+  m = ViT(layers=2, embed_dim=32, num_heads=2)
+  randomize(m, 0)
+  return both_ways(m.forward, rand(2, 3, 224, 224))
+
+def prog_mnist_gan() -> dict[str, np.ndarray]:
+  """examples/mnist_gan.py's LinearGen/LinearDisc, make_batch, train_discriminator and train_generator with its two Adams, three
+  rounds of its loop at batch 16 on generated images. The noise, the batch indices and dropout draw from the RNG, whose stream is not
+  public tinygrad's: the noise and indices come from numpy here, and dropout is the identity (its p is fixed at 0.3 in the model)."""
+  stub_modules("torch", "torchvision", "torchvision.utils")   # (it saves sample grids with them; not run here)
+  from tinygrad import Tensor, Context
+  from tinygrad.nn import optim
+  from tinygrad.nn.state import get_parameters
+  import examples.mnist_gan as g
+  rng = np.random.default_rng(0)
+  X = Tensor(rng.integers(0, 256, (64, 1, 28, 28)).astype(np.uint8))
+  g.batch_size = 16
+  g.generator, g.discriminator = g.LinearGen(), g.LinearDisc()
+  randomize(g.generator, 0)
+  randomize(g.discriminator, 1)
+  optim_g = optim.Adam(get_parameters(g.generator), lr=0.0002, b1=0.5)
+  optim_d = optim.Adam(get_parameters(g.discriminator), lr=0.0002, b1=0.5)
+  Tensor.randint = lambda *shape, low=0, high=10, **k: Tensor(rng.integers(low, high, shape).astype(np.int32))  # type: ignore
+  Tensor.dropout = lambda self, p=0.5: self  # type: ignore
+  # train_* read their loss after optimizer.step(): here that is the loss of the weights the step started from (torch's value),
+  # on public tinygrad the loss of the updated weights (docs/guide.md). Both are computed here eagerly (pre_*, post_*) and
+  # compared; the program's own loss must be one of them (unchecked_*: which one differs by design)
+  def loss_d(real: Any, fake: Any) -> float:
+    return float((g.discriminator.forward(real) * g.make_labels(16, 1)).mean().item() + (g.discriminator.forward(fake) * g.make_labels(16, 0)).mean().item())
+  def loss_g(fake: Any) -> float: return float((g.discriminator.forward(fake) * g.make_labels(16, 1)).mean().item())
+  out: dict[str, np.ndarray] = {}
+  with Context(TRAINING=1):
+    for i in range(3):
+      data_real = g.make_batch(X).realize()
+      data_fake = g.generator.forward(Tensor(rng.standard_normal((16, 128)).astype(np.float32))).detach().realize()
+      out[f"pre_loss_d{i}"] = np.array(loss_d(data_real, data_fake))
+      out[f"unchecked_loss_d{i}"] = np.asarray(g.train_discriminator(optim_d, data_real, data_fake))
+      out[f"post_loss_d{i}"] = np.array(loss_d(data_real, data_fake))
+      noise = Tensor(rng.standard_normal((16, 128)).astype(np.float32)).realize()
+      data_fake = g.generator.forward(noise)
+      out[f"pre_loss_g{i}"] = np.array(loss_g(g.generator.forward(noise)))
+      out[f"unchecked_loss_g{i}"] = np.asarray(g.train_generator(optim_g, data_fake))
+      out[f"post_loss_g{i}"] = np.array(loss_g(g.generator.forward(noise)))   # (data_fake itself keeps its value here: as in torch)
+      for k in ("d", "g"):
+        assert any(np.isclose(out[f"unchecked_loss_{k}{i}"], out[f"{w}_loss_{k}{i}"], rtol=1e-4) for w in ("pre", "post")), (k, i, out)
+  return out | {"fake": g.generator.forward(Tensor(rng.standard_normal((4, 128)).astype(np.float32))).numpy(), "d_l4": g.discriminator.l4.numpy()}
+
+def fake_pil() -> dict[str, np.ndarray]:
+  """A PIL.Image in place of Pillow's (not installed): open() reads an array that fromarray(a).save() wrote with numpy; every saved
+  image is also kept in the returned dict, by file name."""
+  import types
+  saved: dict[str, np.ndarray] = {}
+  class Img:
+    def __init__(self, a: np.ndarray): self.a = a
+    def save(self, path: Any, *a: Any, **k: Any) -> None:
+      saved[os.path.basename(str(path))] = self.a
+      with open(path, "wb") as f: np.save(f, self.a)
+  def open_(path: Any) -> np.ndarray:
+    with open(path, "rb") as f: return np.load(f)
+  pil, image = types.ModuleType("PIL"), types.ModuleType("PIL.Image")
+  image.open, image.fromarray, pil.Image = open_, Img, image  # type: ignore[attr-defined]
+  sys.modules["PIL"], sys.modules["PIL.Image"] = pil, image
+  return saved
+
+def prog_vgg7() -> dict[str, np.ndarray]:
+  """examples/vgg7.py as a script (its commands, in order): import (a waifu2x JSON model written here -> safetensors), samplify (a 16x16
+  and a 32x32 image -> 4x4 patches), train (3 rounds of its SGD; numpy's global RNG seeded picks the samples), execute_full (pad, tile,
+  forward); its image files go through a stand-in PIL (Pillow is not installed). Its trained weights and output image are compared."""
+  import runpy, json
+  saved = fake_pil()
+  from tinygrad import Context
+  from tinygrad.nn.state import safe_load
+  d, rng = tempfile.mkdtemp(), np.random.default_rng(0)
+  chans = [3, 32, 32, 64, 64, 128, 128, 3]
+  layers = [{"weight": (rng.standard_normal((o, i, 3, 3)) / math.sqrt(9 * i)).tolist(), "bias": (rng.standard_normal(o) * 0.05).tolist()}
+            for i, o in zip(chans, chans[1:])]
+  with open(f"{d}/w.json", "w") as f: json.dump(layers, f)
+  for name, hw in (("a", 16), ("b", 32)):
+    with open(f"{d}/{name}.png", "wb") as f: np.save(f, rng.integers(0, 256, (hw, hw, 3)).astype(np.uint8))
+  os.mkdir(f"{d}/samples")
+  def cmd(*argv: str) -> None:
+    sys.argv = ["vgg7", *argv]
+    with Context(TRAINING=1): runpy.run_module("examples.vgg7", run_name="__main__")
+  cmd("import", f"{d}/w.json", f"{d}/m.st")
+  cmd("samplify", f"{d}/a.png", f"{d}/b.png", f"{d}/samples", "4")
+  np.random.seed(0)
+  cmd("train", f"{d}/m.st", f"{d}/samples", "3", "2")
+  cmd("execute_full", f"{d}/m.st", f"{d}/a.png", f"{d}/out.png")
+  return {k: v.numpy() for k, v in safe_load(f"{d}/m.st").items()} | {"out": saved["out.png"], "sample3b": saved["3b.png"]}
+
+def prog_llmc_gpt2() -> dict[str, np.ndarray]:
+  """examples/llm.c/train_gpt2.py's GPT (tied embeddings, its tril mask buffer) at a tiny config and its jitted training step (AdamW,
+  TRAINING=1), five steps overfitting one batch as the script does; then logits of its inference path (targets=None)."""
+  import runpy
+  from tinygrad import Tensor, TinyJit, Context, nn
+  g = runpy.run_path(os.path.join(os.path.dirname(__import__("examples").__file__), "llm.c", "train_gpt2.py"), run_name="train_gpt2")
+  model = g["GPT"](g["GPTConfig"](block_size=16, vocab_size=50, padded_vocab_size=64, n_layer=2, n_head=2, n_embd=32))
+  randomize(model, 0, skip=(".attn.bias",))
+  toks = np.random.default_rng(1).integers(0, 50, 2 * 8 + 1).astype(np.int32)
+  x, y = Tensor(toks[:-1]).view(2, 8), Tensor(toks[1:]).view(2, 8)
+  optimizer = nn.optim.AdamW(nn.state.get_parameters(model), lr=1e-3, weight_decay=0)
+  @TinyJit
+  @Context(TRAINING=1)
+  def step(x: Tensor, y: Tensor) -> Tensor:
+    _, loss = model(x, y)
+    optimizer.zero_grad()
+    loss.backward()
+    return loss.realize(*optimizer.schedule_step())
+  losses = [step(x.contiguous(), y.contiguous()).item() for _ in range(5)]
+  return {"losses": np.array(losses), "logits": model(x)[0].numpy(), "wte": model.wte.weight.numpy()}
+
+def prog_sdv2() -> dict[str, np.ndarray]:
+  """examples/sdv2.py's StableDiffusionV2 (its own __init__, v-parameterised denoise through its module-level TinyJit in float16,
+  sdxl's DPMPP2MSampler, decode to uint8) with a toy UNet and open-CLIP text model; the CLIP tokenizer (a download) gives fixed ids."""
+  stub_modules("PIL", "PIL.Image")
+  import extra.models.clip as C
+  class Tok:
+    def __init__(self, version: Any = None): pass
+    def encode(self, text: str, pad_with_zeros: bool = False) -> list[int]: return ([49406, 320 + len(text), 1125, 49407] if text else [49406, 49407]) + [0] * 73
+  C.Tokenizer.ClipTokenizer = Tok  # type: ignore[misc]
+  import examples.sdv2 as S
+  from examples.sdxl import DPMPP2MSampler
+  unet = {"adm_in_ch": None, "in_ch": 4, "out_ch": 4, "model_ch": 32, "attention_resolutions": [2], "num_res_blocks": 1, "channel_mult": [1, 2],
+          "d_head": 16, "transformer_depth": [1, 1], "ctx_dim": 32, "use_linear": True}
+  model = S.StableDiffusionV2(unet, {"dims": 32, "n_heads": 2, "layers": 2, "return_pooled": False, "ln_penultimate": True})
+  randomize(model, 0, skip=("attn_mask",))
+  c, uc = {"crossattn": model.cond_stage_model("a cat")}, {"crossattn": model.cond_stage_model("")}
+  z = DPMPP2MSampler(7.5)(model.denoise, rand(1, 4, 8, 8, seed=7), c, uc, 3)
+  return {"cond": c["crossattn"].numpy(), "latent": z.float().numpy(), "image": model.decode(z, 64, 64).numpy()}
+
+def prog_qwq() -> dict[str, np.ndarray]:
+  """examples/qwq.py's load_model (llama Transformer with biased q/k/v, HF names through convert_from_huggingface, llama3's sharded
+  safetensors index loader, fix_bf16) on a tiny bf16 checkpoint written here, then its generation loop's calls: prompt, then one
+  token at a time with the KV cache, greedy (temperature 0)."""
+  stub_modules("transformers")
+  from pathlib import Path
+  from tinygrad import Tensor
+  import examples.qwq as q
+  p = {"dim": 32, "n_heads": 4, "n_kv_heads": 2, "n_layers": 2, "norm_eps": 1e-5, "rope_theta": 1000000, "vocab_size": 64, "hidden_dim": 48}
+  rng, d = np.random.default_rng(0), tempfile.mkdtemp()
+  hd, w = 8, {}
+  def r(*s: int, std: float = 0.2) -> np.ndarray: return (rng.standard_normal(s) * std).astype(np.float32)
+  w["model.embed_tokens.weight"], w["model.norm.weight"], w["lm_head.weight"] = r(64, 32, std=1.0), 1 + r(32), r(64, 32)
+  for i in range(2):
+    a = f"model.layers.{i}."
+    w |= {a + "self_attn.q_proj.weight": r(32, 32), a + "self_attn.q_proj.bias": r(32), a + "self_attn.k_proj.weight": r(2 * hd, 32),
+          a + "self_attn.k_proj.bias": r(2 * hd), a + "self_attn.v_proj.weight": r(2 * hd, 32), a + "self_attn.v_proj.bias": r(2 * hd),
+          a + "self_attn.o_proj.weight": r(32, 32), a + "mlp.gate_proj.weight": r(48, 32), a + "mlp.up_proj.weight": r(48, 32),
+          a + "mlp.down_proj.weight": r(32, 48), a + "input_layernorm.weight": 1 + r(32), a + "post_attention_layernorm.weight": 1 + r(32)}
+  names = sorted(w)
+  shards = {f"model-0000{j+1}-of-00002.safetensors": names[j::2] for j in range(2)}
+  for fn, ks in shards.items(): write_safetensors(f"{d}/{fn}", {k: w[k] for k in ks}, bf16=tuple(ks))
+  with open(f"{d}/model.safetensors.index.json", "w") as f:
+    import json
+    json.dump({"weight_map": {k: fn for fn, ks in shards.items() for k in ks}}, f)
+  model = q.load_model(Path(d), p)
+  toks, start_pos, out = [1, 5, 9, 33], 0, {}
+  for i in range(5):
+    lg = model(Tensor([toks[start_pos:]]), start_pos, math.nan)
+    out[f"logits{i}"] = lg.float().numpy()
+    start_pos = len(toks)
+    toks.append(int(out[f"logits{i}"][0, -1].argmax()))
+  m2 = q.load_model(Path(d), p)
+  greedy, start_pos = [1, 5, 9, 33], 0
+  for i in range(5):
+    tok = m2(Tensor([greedy[start_pos:]]), start_pos, 0.0).item()
+    start_pos = len(greedy)
+    greedy.append(int(tok))
+  return out | {"tokens": np.array(toks), "greedy": np.array(greedy)}
+
 # name -> (program, tolerance, environment of the reference's run)
 PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, str]]] = {
   "llama": (prog_llama, 1e-4, {}),
@@ -685,6 +908,16 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "whisper_transcribe": (prog_whisper_transcribe, 0, {}),
   "t5": (prog_t5, 1e-4, {}),
   "rnnt": (prog_rnnt, 1e-4, {}),
+  "inception": (prog_inception, 1e-3, {}),
+  "unet3d": (prog_unet3d, 1e-3, {}),
+  "mlperf_unet3d": (prog_mlperf_unet3d, 1e-3, {}),
+  "vit": (prog_vit, 1e-4, {}),
+  "mnist_gan": (prog_mnist_gan, 1e-4, {}),
+  "vgg7": (prog_vgg7, 1e-4, {}),
+  "llmc_gpt2": (prog_llmc_gpt2, 1e-4, {}),
+  "sdv2": (prog_sdv2, 5e-3, {}),
+  # (0.14's bfloat16 fails on this machine's CPU, as for olmoe: its PYTHON device is the reference)
+  "qwq": (prog_qwq, 3e-3, {"DEV": "PYTHON"}),
 }
 
 # ---- driver ----
@@ -701,6 +934,7 @@ def child(name: str, out: Path) -> int:
 def compare(a: dict[str, np.ndarray], b: dict[str, np.ndarray], tol: float) -> list[str]:
   bad = []
   for k in sorted(set(a) | set(b)):
+    if k.startswith("unchecked_"): continue   # (a value that differs from the reference by design; its program says why)
     if k not in a or k not in b: bad.append(f"{k}: only on one side"); continue
     x, y = a[k], b[k]
     if x.shape != y.shape: bad.append(f"{k}: shape {x.shape} vs {y.shape}"); continue
