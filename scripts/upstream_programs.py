@@ -671,7 +671,7 @@ def prog_unet3d() -> dict[str, np.ndarray]:
 
 def prog_mlperf_unet3d() -> dict[str, np.ndarray]:
   """MLPerf's 3D UNet training step: extra's UNet3D, examples/mlperf/losses.dice_ce_loss (its metrics.dice_score), SGD with momentum,
-  three jitted steps on one 32^3 volume and its labels; then metrics.dice_score of the trained model's prediction."""
+  two jitted steps on one 32^3 volume and its labels; then metrics.dice_score of the trained model's prediction."""
   stub_modules("torch")
   from tinygrad import Tensor, TinyJit, Context
   from tinygrad.nn import optim
@@ -690,7 +690,7 @@ def prog_mlperf_unet3d() -> dict[str, np.ndarray]:
     loss.backward()
     return loss.realize(*opt.schedule_step())
   with Context(TRAINING=1):
-    losses = [step(x, y).item() for _ in range(3)]
+    losses = [step(x, y).item() for _ in range(2)]
   return {"losses": np.array(losses), "w": m.output["conv"].weight.numpy(), "dice": dice_score(m(x), y).numpy()}
 
 def prog_vit() -> dict[str, np.ndarray]:
@@ -813,7 +813,9 @@ def prog_sdv2() -> dict[str, np.ndarray]:
   import extra.models.clip as C
   class Tok:
     def __init__(self, version: Any = None): pass
-    def encode(self, text: str, pad_with_zeros: bool = False) -> list[int]: return ([49406, 320 + len(text), 1125, 49407] if text else [49406, 49407]) + [0] * 73
+    def encode(self, text: str, pad_with_zeros: bool = False) -> list[int]:
+      ids = [49406, 320 + len(text), 1125, 49407] if text else [49406, 49407]
+      return ids + [0] * (77 - len(ids))
   C.Tokenizer.ClipTokenizer = Tok  # type: ignore[misc]
   import examples.sdv2 as S
   from examples.sdxl import DPMPP2MSampler
@@ -827,7 +829,7 @@ def prog_sdv2() -> dict[str, np.ndarray]:
 
 def prog_qwq() -> dict[str, np.ndarray]:
   """examples/qwq.py's load_model (llama Transformer with biased q/k/v, HF names through convert_from_huggingface, llama3's sharded
-  safetensors index loader, fix_bf16) on a tiny bf16 checkpoint written here, then its generation loop's calls: prompt, then one
+  safetensors index loader, fix_bf16) on a tiny checkpoint written here, then its generation loop's calls: prompt, then one
   token at a time with the KV cache, greedy (temperature 0)."""
   stub_modules("transformers")
   from pathlib import Path
@@ -846,7 +848,9 @@ def prog_qwq() -> dict[str, np.ndarray]:
           a + "mlp.down_proj.weight": r(32, 48), a + "input_layernorm.weight": 1 + r(32), a + "post_attention_layernorm.weight": 1 + r(32)}
   names = sorted(w)
   shards = {f"model-0000{j+1}-of-00002.safetensors": names[j::2] for j in range(2)}
-  for fn, ks in shards.items(): write_safetensors(f"{d}/{fn}", {k: w[k] for k in ks}, bf16=tuple(ks))
+  # (float32 files: with bfloat16 ones fix_bf16 makes the model float16, which 0.14 fails on every device here: clang's bf16, LLVM's
+  # "<4 x i32>*" load, CL and PYTHON's "UOp verification failed ... AFTER" in the KV cache update)
+  for fn, ks in shards.items(): write_safetensors(f"{d}/{fn}", {k: w[k] for k in ks})
   with open(f"{d}/model.safetensors.index.json", "w") as f:
     import json
     json.dump({"weight_map": {k: fn for fn, ks in shards.items() for k in ks}}, f)
@@ -888,6 +892,9 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "beautiful_mnist": (lambda: run_script("beautiful_mnist", {"STEPS": "3", "BS": "16"}), 0, {}),
   "beautiful_mnist_multigpu": (lambda: run_script("beautiful_mnist_multigpu", {"STEPS": "3", "BS": "16", "GPUS": "2"}), 0, {}),
   "beautiful_cifar": (lambda: run_script("beautiful_cifar", {"BS": "32"}, n_train=32), 0, {}),   # (12 epochs of one step)
+  # (torch's own model and Adam on tinygrad's mnist(), trange and getenv; its TINY_BACKEND=1 path needs tinygrad.nn.torch, the torch
+  # backend of public tinygrad's master, which neither 0.14 nor this project has. A reference without torch reports its ImportError)
+  "beautiful_mnist_torch": (lambda: run_script("other_mnist.beautiful_mnist_torch", {"STEPS": "3"}), 0, {}),
   "gpt2": (prog_gpt2, 0, {}),
   "gguf": (prog_gguf, 0, {}),
   "onnx_bench": (prog_onnx_bench, 0, {}),
@@ -916,8 +923,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "vgg7": (prog_vgg7, 1e-4, {}),
   "llmc_gpt2": (prog_llmc_gpt2, 1e-4, {}),
   "sdv2": (prog_sdv2, 5e-3, {}),
-  # (0.14's bfloat16 fails on this machine's CPU, as for olmoe: its PYTHON device is the reference)
-  "qwq": (prog_qwq, 3e-3, {"DEV": "PYTHON"}),
+  "qwq": (prog_qwq, 1e-4, {}),
 }
 
 # ---- driver ----
