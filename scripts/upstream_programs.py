@@ -825,7 +825,8 @@ def prog_sdv2() -> dict[str, np.ndarray]:
   randomize(model, 0, skip=("attn_mask",))
   c, uc = {"crossattn": model.cond_stage_model("a cat")}, {"crossattn": model.cond_stage_model("")}
   z = DPMPP2MSampler(7.5)(model.denoise, rand(1, 4, 8, 8, seed=7), c, uc, 3)
-  return {"cond": c["crossattn"].numpy(), "latent": z.float().numpy(), "image": model.decode(z, 64, 64).numpy()}
+  # (the uint8 image compared as floats: a float16 latent within tolerance may still truncate one pixel to the next integer)
+  return {"cond": c["crossattn"].numpy(), "latent": z.float().numpy(), "image": model.decode(z, 64, 64).numpy().astype(np.float32)}
 
 def prog_qwq() -> dict[str, np.ndarray]:
   """examples/qwq.py's load_model (llama Transformer with biased q/k/v, HF names through convert_from_huggingface, llama3's sharded
@@ -868,6 +869,60 @@ def prog_qwq() -> dict[str, np.ndarray]:
     start_pos = len(greedy)
     greedy.append(int(tok))
   return out | {"tokens": np.array(toks), "greedy": np.array(greedy)}
+
+def prog_mlperf_bert() -> dict[str, np.ndarray]:
+  """MLPerf BERT pretraining: examples/mlperf/helpers.get_mlperf_bert_model (its BERT_SIZE=tiny config, the mlperf initializers'
+  Linear/Embedding/LayerNorm, DISABLE_DROPOUT=1: dropout draws from the RNG), its split LAMB optimizers with lr_schedulers'
+  PolynomialDecayWithWarmup, and train_bert's step (loss scaling, global-norm clipping; written out here: it is local to
+  train_bert), four jitted steps at sequence 32; then model_train.eval_step_bert on the same batch."""
+  os.environ.update(BERT_SIZE="tiny", DISABLE_DROPOUT="1")
+  stub_modules("tqdm")   # (model_train imports it for its training loops, not run here)
+  from tinygrad import Tensor, TinyJit, Context, Device, dtypes
+  from tinygrad.nn.optim import LAMB, OptimizerGroup
+  from tinygrad.nn.state import get_parameters, get_state_dict
+  from extra.lr_scheduler import LRSchedulerGroup
+  from examples.mlperf.helpers import get_mlperf_bert_model
+  from examples.mlperf.lr_schedulers import PolynomialDecayWithWarmup
+  from examples.mlperf.model_train import eval_step_bert
+  model = get_mlperf_bert_model()
+  randomize(model, 0)
+  params = get_parameters(model)
+  no_wd = [v for k, v in get_state_dict(model).items() if "bias" in k or "LayerNorm" in k]
+  wd = [x for x in params if x not in set(no_wd)]
+  opts = [LAMB(ps, lr=1e-3, b1=0.9, b2=0.999, eps=1e-6, weight_decay=d, adam=False) for ps, d in ((wd, 0.01), (no_wd, 0.0))]
+  og = OptimizerGroup(*opts)
+  sg = LRSchedulerGroup(*[PolynomialDecayWithWarmup(o, 1e-3, 0, 8, 2, power=1.0) for o in opts])
+  rng = np.random.default_rng(1)
+  ids = Tensor(rng.integers(1, 30522, (2, 32)).astype(np.int32))
+  mask = Tensor(np.array([[1] * 32, [1] * 20 + [0] * 12], np.int32))
+  seg = Tensor(np.array([[0] * 16 + [1] * 16] * 2, np.int32))
+  pos = Tensor(rng.integers(0, 20, (2, 6)).astype(np.int32))
+  lm_ids = Tensor(rng.integers(1, 30522, (2, 6)).astype(np.int32))
+  lm_w = Tensor(np.array([[1.0] * 6, [1.0] * 4 + [0.0] * 2], np.float32))
+  nsl = Tensor(np.array([[1], [0]], np.int32))
+  @TinyJit
+  def step(ids: Tensor, seg: Tensor, mask: Tensor, pos: Tensor, lm_ids: Tensor, lm_w: Tensor, nsl: Tensor) -> tuple:
+    og.zero_grad()
+    lm_logits, seq_logits = model(ids, mask, pos, seg)
+    loss = model.loss(lm_logits, seq_logits, lm_ids, lm_w, nsl)
+    (loss * 8.0).backward()
+    gn = Tensor(0.0, dtype=dtypes.float32)
+    for p in og.params:
+      p.grad = p.grad / 8.0
+      gn += p.grad.float().square().sum()
+    gn = gn.sqrt().contiguous()
+    for p in og.params: p.grad = (gn > 1.0).where((p.grad / gn).cast(p.grad.dtype), p.grad)
+    og.step()
+    sg.step()
+    Tensor.realize(loss, gn, og.optimizers[0].lr)
+    return loss, gn, og.optimizers[0].lr
+  out: dict[str, np.ndarray] = {}
+  with Context(TRAINING=1):
+    for i in range(4):
+      loss, gn, lr = step(ids, seg, mask, pos, lm_ids, lm_w, nsl)
+      out |= {f"loss{i}": loss.numpy(), f"gnorm{i}": gn.numpy(), f"lr{i}": lr.numpy()}
+  ev = eval_step_bert(model, ids, seg, mask, pos, lm_ids, lm_w, nsl, [Device.DEFAULT])
+  return out | {f"eval{i}": v.numpy() for i, v in enumerate(ev)}
 
 # name -> (program, tolerance, environment of the reference's run)
 PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, str]]] = {
@@ -918,6 +973,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "inception": (prog_inception, 1e-3, {}),
   "unet3d": (prog_unet3d, 1e-3, {}),
   "mlperf_unet3d": (prog_mlperf_unet3d, 1e-3, {}),
+  "mlperf_bert": (prog_mlperf_bert, 1e-3, {}),
   "vit": (prog_vit, 1e-4, {}),
   "mnist_gan": (prog_mnist_gan, 1e-4, {}),
   "vgg7": (prog_vgg7, 1e-4, {}),
