@@ -773,7 +773,7 @@ def prog_vgg7() -> dict[str, np.ndarray]:
             for i, o in zip(chans, chans[1:])]
   with open(f"{d}/w.json", "w") as f: json.dump(layers, f)
   for name, hw in (("a", 16), ("b", 32)):
-    with open(f"{d}/{name}.png", "wb") as f: np.save(f, rng.integers(0, 256, (hw, hw, 3)).astype(np.uint8))
+    with open(f"{d}/{name}.png", "wb") as fb: np.save(fb, rng.integers(0, 256, (hw, hw, 3)).astype(np.uint8))
   os.mkdir(f"{d}/samples")
   def cmd(*argv: str) -> None:
     sys.argv = ["vgg7", *argv]
@@ -790,7 +790,7 @@ def prog_llmc_gpt2() -> dict[str, np.ndarray]:
   TRAINING=1), five steps overfitting one batch as the script does; then logits of its inference path (targets=None)."""
   import runpy
   from tinygrad import Tensor, TinyJit, Context, nn
-  g = runpy.run_path(os.path.join(os.path.dirname(__import__("examples").__file__), "llm.c", "train_gpt2.py"), run_name="train_gpt2")
+  g = runpy.run_path(os.path.join(os.path.dirname(str(__import__("examples").__file__)), "llm.c", "train_gpt2.py"), run_name="train_gpt2")
   model = g["GPT"](g["GPTConfig"](block_size=16, vocab_size=50, padded_vocab_size=64, n_layer=2, n_head=2, n_embd=32))
   randomize(model, 0, skip=(".attn.bias",))
   toks = np.random.default_rng(1).integers(0, 50, 2 * 8 + 1).astype(np.int32)
