@@ -916,11 +916,17 @@ def prog_mlperf_bert() -> dict[str, np.ndarray]:
     sg.step()
     Tensor.realize(loss, gn, og.optimizers[0].lr)
     return loss, gn, og.optimizers[0].lr
+  # the step realizes its loss after og.step(): here the loss of the weights the step started from (torch's value; docs/guide.md,
+  # as mnist_gan). 0.14's is neither that nor the updated weights' loss (step 1: 11.521, pre 11.619, post 11.454: a mix of old and
+  # new weights), so the step's own loss is unchecked_; both losses are computed here eagerly and compared
+  def eager_loss() -> np.ndarray:
+    return model.loss(*model(ids, mask, pos, seg), lm_ids, lm_w, nsl).numpy()
   out: dict[str, np.ndarray] = {}
   with Context(TRAINING=1):
     for i in range(4):
+      out[f"pre_loss{i}"] = eager_loss()
       loss, gn, lr = step(ids, seg, mask, pos, lm_ids, lm_w, nsl)
-      out |= {f"loss{i}": loss.numpy(), f"gnorm{i}": gn.numpy(), f"lr{i}": lr.numpy()}
+      out |= {f"unchecked_loss{i}": loss.numpy(), f"gnorm{i}": gn.numpy(), f"lr{i}": lr.numpy(), f"post_loss{i}": eager_loss()}
   ev = eval_step_bert(model, ids, seg, mask, pos, lm_ids, lm_w, nsl, [Device.DEFAULT])
   return out | {f"eval{i}": v.numpy() for i, v in enumerate(ev)}
 
