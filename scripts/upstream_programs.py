@@ -9,7 +9,8 @@ from there, after this project's tinygrad on the path (nothing of them is copied
 in a fresh process on this project's tinygrad and, with --ref, on the reference interpreter's tinygrad (e.g. a virtualenv
 with public tinygrad 0.14: its own `tinygrad` is imported there); both build the same model from the same seeded numpy
 weights, run it (eager and, where the program has one, its TinyJit path) and save their outputs, which are compared at
-the program's tolerance. Prints one line per program: PASS (ran, and matched the reference if one was given), DIFF
+the program's tolerance (except outputs named unchecked_*: values that differ from public tinygrad by design, each program says
+why and compares the values around them instead). Prints one line per program: PASS (ran, and matched the reference if one was given), DIFF
 (ran, numbers differ), FAIL (raised; the last lines of the error follow), BROKEN (raised on the reference too: the
 program itself is out of date with public tinygrad, nothing of ours to fix). Not part of `make test`: it needs the mirror.
 """
