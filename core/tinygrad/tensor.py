@@ -1198,7 +1198,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.engine.schedule import buffer_view
     return Tensor(buffer_view(u, sh), **kwargs)
   @staticmethod
-  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None, dtype: DType | str | None = None,
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, dtype: DType | str | None = None, device: str | None = None,
            buffer: bool = True, **kwargs: Any) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (a broadcast constant: no buffer until realized). With buffer=False it
     stays a constant: realize() gives it no buffer (reading it computes the values; it cannot be assigned into in place)."""
@@ -1222,8 +1222,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """A tensor of ones (float32 unless `dtype` is given)."""
     return Tensor.full(argfix(*shape), 1.0, **kwargs)
   @staticmethod
-  def arange(start: int | float | UOp, stop: int | float | UOp | None = None, step: int | float | UOp = 1, **kwargs: Any) -> Tensor:
+  def arange(start: int | float | UOp, stop: int | float | UOp | None = None, step: int | float | UOp = 1, dtype: DType | str | None = None,
+             **kwargs: Any) -> Tensor:
     """Values from `start` up to (not including) `stop` by `step`, like numpy.arange (int32 unless an argument is a float)."""
+    if dtype is not None: kwargs["dtype"] = dtype
     if stop is None: start, stop = 0, start
     if isinstance(start, UOp) or isinstance(stop, UOp) or isinstance(step, UOp): return Tensor._arange_symbolic(start, stop, step, **kwargs)
     if step == 0: raise ValueError("arange: step must not be 0")
@@ -1283,8 +1285,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     hi, lo = Tensor._arange_index(a, dt, dev), Tensor._arange_index(b, dt, dev)
     return (hi.reshape(a, 1) * b + lo.reshape(1, b)).reshape(a * b).shrink(((0, n),))
   @staticmethod
-  def linspace(start: int | float, stop: int | float, steps: int, **kwargs: Any) -> Tensor:
+  def linspace(start: int | float, stop: int | float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
+    if dtype is not None: kwargs["dtype"] = dtype
     if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)
@@ -1295,8 +1298,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     i, step = Tensor.arange(steps, dtype=fdt, **kwargs), (stop - start) / (steps - 1)
     return (i < steps / 2).where(i * step + start, stop - (steps - 1 - i) * step).cast(dt)
   @staticmethod
-  def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
+  def eye(n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """The identity matrix (n x m, ones on the diagonal), built from movement ops only."""
+    if dtype is not None: kwargs["dtype"] = dtype
     m_ = n if m is None else m
     if n < 0 or m_ < 0: raise ValueError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     k = max(n, m_)
@@ -1304,9 +1308,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # rows of (1, 0*k) laid end to end and cut into rows of k put the 1 one step further each row
     x = Tensor.ones((k, 1), dtype=dt, **kwargs).pad(((0, 0), (0, k))).flatten().shrink(((0, k*k),)).reshape(k, k)
     return x.shrink(((0, n), (0, m_)))
-  def full_like(self, fill_value: ConstType, **kwargs: Any) -> Tensor:
+  def full_like(self, fill_value: ConstType, dtype: DType | str | None = None, device: str | None = None, **kwargs: Any) -> Tensor:
     """A tensor like this one (shape, dtype, device unless given) filled with `fill_value`; like a multi-device tensor, it is
     sharded the same way."""
+    kwargs |= {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
     if self.uop.op is Ops.MULTI and "device" not in kwargs:
       rg = kwargs.pop("requires_grad", None)
       ret = Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=self.device[0], **kwargs).shard_like(self)
@@ -1339,8 +1344,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def ones_like(self, **kwargs: Any) -> Tensor:
     """Ones shaped like this tensor."""
     return self.full_like(1, **kwargs)
-  def empty_like(self, **kwargs: Any) -> Tensor:
+  def empty_like(self, dtype: DType | str | None = None, device: str | None = None, **kwargs: Any) -> Tensor:
     """An uninitialized tensor shaped (and, for a multi-device tensor, sharded) like this one."""
+    kwargs |= {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
     if isinstance(self.device, tuple) and "device" not in kwargs:
       dt = kwargs.pop("dtype", self.dtype)
       if self.uop.arg is None: return Tensor.empty(self.shape, dtype=dt, device=self.device, **kwargs)   # one on each device

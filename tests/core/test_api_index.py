@@ -191,6 +191,8 @@ def test_nonzero_static_size():
   t = Tensor([[0, 3], [4, 0]])
   assert t.nonzero(size=3, fill_value=-1).tolist() == [[0, 1], [1, 0], [-1, -1]]
   assert [c.tolist() for c in t.nonzero(as_tuple=True, size=1)] == [[0], [1]]
+  # size and fill_value are the positional arguments, as public tinygrad's (as_tuple, torch's keyword, took `3` before)
+  assert t.nonzero(3, -1).tolist() == [[0, 1], [1, 0], [-1, -1]]
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 5), (2, 1, 3)])
 @pytest.mark.parametrize("extra,fill", [(-1, 0), (0, 0), (2, -1), (3, -1.5)])

@@ -303,6 +303,7 @@ def test_roll_flip_repeat_unfold_split_chunk():
   for c in [1, 2, 3, 4, 6]:
     check(T(x).chunk(c, 2), x.chunk(c, 2))
     check(Tensor.arange(6).chunk(c), torch.arange(6).chunk(c))   # (6 in 4 chunks: three of 2, as torch)
+    check(Tensor.zeros(0, 2).chunk(c), torch.zeros(0, 2).chunk(c))   # (an empty dim: c empty chunks, as torch; it gave one)
 
 def test_cat_stack_with_empty_tensors():
   x = rand((3, 5, 4))

@@ -76,6 +76,16 @@ def test_creation_helpers():
   for f in (Tensor.zeros_like, Tensor.ones_like, Tensor.empty_like): assert f(x).shape == (2, 3) and f(x).dtype == dtypes.int16
   assert x.full_like(7).dtype == dtypes.int16 and x.full_like(1.5, dtype=dtypes.float32).dtype == dtypes.float32
 
+def test_creation_dtype_is_the_positional_argument_after_the_sizes():
+  # public tinygrad's order: full(shape, fill_value, dtype, device), arange(start, stop, step, dtype), linspace/eye/full_like/
+  # empty_like with dtype next (randn_like: test_random.py); positional, full's dtype landed on device (a DeviceNameError) and the others raised TypeError
+  assert Tensor.full((2,), 3, dtypes.int8).dtype == dtypes.int8 and Tensor.full((2,), 3, dtypes.int8, "CPU").device == "CPU"
+  assert Tensor.arange(0, 3, 1, dtypes.float16).dtype == dtypes.float16 and Tensor.arange(3, None, 1, dtypes.int8).shape == (3,)
+  assert Tensor.linspace(0, 3, 4, dtypes.int32).dtype == dtypes.int32 and Tensor.eye(2, 3, dtypes.int8).dtype == dtypes.int8
+  x = Tensor([1, 2])
+  assert x.full_like(3, dtypes.float32).dtype == dtypes.float32 and x.empty_like(dtypes.float16).dtype == dtypes.float16
+  assert x.full_like(3, None).dtype == x.dtype and x.empty_like(None, "CPU").device == "CPU"
+
 # random tensors run two tiny kernels when built (the device counter's snapshot and bump): see test_random.py
 
 def test_properties():

@@ -404,7 +404,7 @@ class IndexingMixin:
     src = hit.where(Tensor.arange(x.numel(), device=self.device), 0).sum(-1, dtype=dtypes.int32)
     out = x.gather(0, src)
     return out if size is None else (Tensor.arange(k, device=self.device) < count).where(out, out._const(fill_value, shape=()))
-  def nonzero(self: Tensor, as_tuple: bool = False, size: int | None = None, fill_value: int = 0) -> Tensor | tuple[Tensor, ...]:
+  def nonzero(self: Tensor, size: int | None = None, fill_value: int = 0, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices (int32, row-major order) of the nonzero elements (NaN counts as nonzero): shape (count, ndim), or with
     as_tuple=True one 1-D tensor per dim (the form that indexes: t[t.nonzero(as_tuple=True)]). Without `size` this
     realizes to count them (a host sync, not jittable); with a static `size` it stays lazy, rows past the count are

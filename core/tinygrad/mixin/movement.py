@@ -253,7 +253,8 @@ class MovementMixin:
     if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     d = self._resolve_dim(dim)
     if isinstance(n := self.shape[d], UOp): raise SymbolicDimError(f"chunk: dim {d} of shape {self.shape} is symbolic ({n.render()}); chunk along a dim of known size")
-    return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else 1, d))
+    # an empty dim: `chunks` empty pieces, as torch and public tinygrad (split by 1 gave one)
+    return list(self.split(ceildiv(self.shape[d], chunks) if self.shape[d] else [0] * chunks, d))
 
   # ---- shifts, windows, repeats, grids ----
   def pad_to(self: Tensor, shape: Any, *args: int | None, value: ConstType = 0) -> Tensor:

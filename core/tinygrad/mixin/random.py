@@ -253,6 +253,7 @@ class RandomMixin:
   def rand_like(self: Tensor, **kwargs: Any) -> Tensor:
     """Uniform random values shaped (and, for a multi-device tensor, sharded) like this tensor."""
     return self._random_like(Tensor.rand, kwargs)
-  def randn_like(self: Tensor, **kwargs: Any) -> Tensor:
+  def randn_like(self: Tensor, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """Normal random values shaped (and, for a multi-device tensor, sharded) like this tensor."""
+    if dtype is not None: kwargs["dtype"] = dtype
     return self._random_like(Tensor.randn, kwargs)
