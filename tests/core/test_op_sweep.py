@@ -223,6 +223,8 @@ def test_arg_reductions_2d_ties_nan():
   x = torch.tensor([[1.0, 5.0, 5.0], [2.0, 2.0, 0.0]])
   check(T(x).argmax(1), x.argmax(1))
   check(T(x).argmax(1, keepdim=True), x.argmax(1, keepdim=True))
+  for f in ("argmax", "argmin"):   # (no axis: every dim kept as 1, torch's; public tinygrad drops keepdim there, docs/guide.md)
+    check(getattr(T(x), f)(keepdim=True), getattr(x, f)(keepdim=True))
   xn = torch.tensor([[1.0, nan, 5.0], [nan, 2.0, nan]])
   for ax in (0, 1):
     check(T(xn).argmax(ax), xn.argmax(ax))
