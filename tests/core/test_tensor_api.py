@@ -78,7 +78,8 @@ def test_creation_helpers():
 
 def test_creation_dtype_is_the_positional_argument_after_the_sizes():
   # public tinygrad's order: full(shape, fill_value, dtype, device), arange(start, stop, step, dtype), linspace/eye/full_like/
-  # empty_like with dtype next (randn_like: test_random.py); positional, full's dtype landed on device (a DeviceNameError) and the others raised TypeError
+  # empty_like with dtype next (randn_like: test_random.py); positional, full's dtype landed on device (a DeviceNameError)
+  # and the others raised TypeError
   assert Tensor.full((2,), 3, dtypes.int8).dtype == dtypes.int8 and Tensor.full((2,), 3, dtypes.int8, "CPU").device == "CPU"
   assert Tensor.arange(0, 3, 1, dtypes.float16).dtype == dtypes.float16 and Tensor.arange(3, None, 1, dtypes.int8).shape == (3,)
   assert Tensor.linspace(0, 3, 4, dtypes.int32).dtype == dtypes.int32 and Tensor.eye(2, 3, dtypes.int8).dtype == dtypes.int8
