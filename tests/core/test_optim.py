@@ -353,6 +353,20 @@ def test_public_tinygrad_keyword_arguments():
     with pytest.raises(ValueError): SGD([Tensor([1.0], requires_grad=True)], **bad)
   with pytest.raises(ValueError): LAMB([Tensor([1.0], requires_grad=True)], weight_decay=-1.0)
 
+def test_positional_arguments_in_public_tinygrads_order():
+  # a program passing them by position gets what it means: Adam's sixth was weight_decay here, so public tinygrad's
+  # Adam(params, lr, b1, b2, eps, "CPU") set weight_decay="CPU" (it is keyword only now: public tinygrad's Adam has none)
+  import inspect
+  from tinygrad.nn.optim import LARS, Muon
+  want = {SGD: "params lr momentum weight_decay nesterov classic device fused", Adam: "params lr b1 b2 eps device fused",
+          AdamW: "params lr b1 b2 eps weight_decay device fused", LAMB: "params lr b1 b2 eps weight_decay adam device fused",
+          LARS: "params lr momentum weight_decay ns_steps ns_coefficients nesterov classic pre_wd tcoef device fused",
+          Muon: "params lr momentum weight_decay ns_steps ns_coefficients nesterov device fused"}
+  for f, names in want.items():
+    assert [n for n, p in inspect.signature(f).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == names.split(), f
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  assert Adam([w], 0.01, 0.9, 0.999, 1e-8, "CPU").device == "CPU"
+
 def test_sgd_classic_scales_before_the_momentum():
   # classic momentum accumulates lr*g: after the lr changes, the old steps keep their old lr (torch's form rescales them)
   def ref(lr, mom):

@@ -236,10 +236,11 @@ class LAMB(Optimizer):
       out.append(p - self._lr() * up)
     return out, [self.b1_t, self.b2_t] + self.m + self.v
 
-def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
-         device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM) -> LAMB:
-  """Adam with bias correction (tinygrad's defaults). weight_decay is torch.optim.Adam's L2 penalty: g += weight_decay*p
-  before the moments (public tinygrad's Adam has none; AdamW's decoupled decay is another update)."""
+def Adam(params: list[Tensor], lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM, *, weight_decay: float = 0.0) -> LAMB:
+  """Adam with bias correction (tinygrad's defaults). weight_decay (keyword only: public tinygrad's Adam has none, and its
+  sixth argument is device) is torch.optim.Adam's L2 penalty: g += weight_decay*p before the moments (AdamW's decoupled
+  decay is another update)."""
   if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
   ret = LAMB(params, lr, b1, b2, eps, 0.0, adam=True, device=device, fused=fused)
   ret.l2 = weight_decay
