@@ -321,6 +321,20 @@ def test_to_of_a_view_stops_writing_into_its_base():
   v.assign(Tensor([7.0, 8.0], device="PYTHON"))
   assert base.tolist() == [1.0, 2.0, 3.0] and v.tolist() == [7.0, 8.0]
 
+@pytest.mark.parametrize("src", ["slice", "empty", "lazy"])
+@pytest.mark.parametrize("use", ["pad", "cat", "setitem"])
+def test_an_empty_copy_to_another_device_joins_a_kernel(src, use):
+  # the empty copy's source has nothing to compute (no kernel): the COPY waited for it and the schedule raised "cannot order"
+  x = Tensor([[1.0], [2.0]]).realize()
+  e = {"slice": x[0:0], "empty": Tensor.empty(0, 1), "lazy": (x + 1)[1:1]}[src].to("PYTHON")
+  if use == "pad": assert e.pad(((1, 1), (0, 0))).tolist() == [[0.0], [0.0]]
+  elif use == "cat": assert e.cat(Tensor([[3.0]], device="PYTHON")).tolist() == [[3.0]]
+  else:
+    p = e.pad(((2, 0), (0, 0)))
+    p[0:1] = p[1:2] + 5
+    x.assign(x * 2)   # (p's pending write reads the copy of x)
+    assert p.tolist() == [[5.0], [0.0]] and x.tolist() == [[2.0], [4.0]]
+
 def test_is_param_marks_what_an_optimizer_trains():
   from tinygrad.nn.optim import SGD
   w, buf = Tensor([1.0, 2.0]), Tensor([5.0, 5.0]).is_param_(False)

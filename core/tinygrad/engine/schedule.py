@@ -827,8 +827,9 @@ def _create_schedule(roots: list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       buffer_map[n] = new_buffer(n.src[1].arg, smax(n.size), n.dtype)
       src_base = base_buffer(n.src[0])
       src_buf = src_base if src_base is not None else buffer_map[n.src[0]]
+      # (a source with nothing to compute, an empty one, has no item to wait for: the COPY would never be ready)
       items[n] = (ExecItem(n, [buffer_map[n], src_buf], node=n), {src_base} if src_base is not None else set(),
-                  set() if src_base is not None else {_dep(n.src[0])})
+                  set() if src_base is not None else {_dep(n.src[0])} & items.keys())
       return
     else: buffer_map[n] = new_buffer(n.device, smax(n.size), n.dtype)   # a symbolic size: room for its largest value
     if n.size == 0: return  # nothing to compute for an empty tensor
