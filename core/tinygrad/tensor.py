@@ -1116,13 +1116,32 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # next realize computes the reader before it overwrites the buffer. An update only `x` reads stays pending (one chain)
     tgt = self if base is None else base
     pend = [u for u in (tgt.uop.src if tgt.uop.op is Ops.MULTI else (tgt.uop,)) if u.op is Ops.ASSIGN]
-    if pend and Tensor._read_by_others(pend, tgt, x): tgt.realize()
+    if pend and Tensor._read_by_others(pend, tgt, x):
+      tgt.realize()
+      pend = []
+    # the value itself reads that update (`w += 1; y = w + 1; w.assign(y)`): once both ran, the update reads as the buffer,
+    # which holds this assign's value by then (y gave 4, torch 3). y is that value: it becomes a copy of what is written
+    keep = bool(pend) and base_buffer(x.uop) is None and Tensor._reads_any(x.uop, set(pend))
+    self._write_value(base, x)
+    if keep: x._set_uop(self.contiguous().uop)
+    return self
+  @staticmethod
+  def _reads_any(u: UOp, nodes: set[UOp]) -> bool:
+    # whether graph `u` has one of `nodes` in it (a walk that stops at buffers)
+    stack, seen = [u], set()
+    while stack:
+      if (n := stack.pop()) in nodes: return True
+      if n in seen or n.op is Ops.BUFFER: continue
+      seen.add(n)
+      stack.extend(n.src)
+    return False
+  def _write_value(self, base: Tensor | None, x: Tensor) -> None:
     if base is None:
       self._assign_whole(x.uop)
-      return self
+      return
     if base.uop.op is Ops.MULTI:
       base._assign_whole(self._unview_multi(base, x))
-      return self
+      return
     # a realized base is written through its buffer (a realized view may hold that buffer under another reshape)
     buf = base_buffer(base.uop)
     target = buf if buf is not None else base.uop
@@ -1130,7 +1149,6 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if chain is None: raise RuntimeError(f"assign: this view (shape {self.shape}) lost track of the tensor it views (shape {base.shape}); "
                                          "assign into that tensor with setitem instead")
     base._assign_whole(_unview(chain, x, Tensor(target)).reshape(base.shape).uop)
-    return self
   @staticmethod
   def _read_by_others(nodes: list[UOp], me: Tensor, value: Tensor) -> bool:
     # whether a live tensor other than `me` (or its views) and the `value` written into it has one of `nodes` in its graph

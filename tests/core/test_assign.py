@@ -251,6 +251,47 @@ def test_live_reader_of_the_old_value_orders_the_diamond():
   np.testing.assert_array_equal((a + (times_a - 1)).numpy(), np.full(4, 4, np.float32))
   np.testing.assert_array_equal(times_a.numpy(), np.full(4, 3, np.float32))
 
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")])
+@pytest.mark.parametrize("target", ["whole", "view"])
+@pytest.mark.parametrize("read_first", ["target", "value"])
+def test_a_value_that_reads_a_pending_update_of_its_target_keeps_its_value(devs, target, read_first):
+  # w += 1; y = w * 2; w.assign(y): y reads the pending update and is the value written. Once both ran, y read the update as
+  # w's buffer, which held y by then: y was 2 * y (8, 12, 16, 20 where torch gives 4, 6, 8, 10), read after w; and a
+  # later write into w must not show in y
+  w = Tensor([1., 2., 3., 4.])
+  w = (w.shard(devs, axis=0) if devs else w).realize()
+  w += 1
+  t = w if target == "whole" else w[1:3]
+  y = t * 2
+  t.assign(y)
+  a = np.array([2., 3., 4., 5.], np.float32)
+  ta = a if target == "whole" else a[1:3]
+  ya = ta * 2
+  ta[...] = ya
+  first, second = (w, y) if read_first == "target" else (y, w)
+  got = first.numpy(), second.numpy()
+  np.testing.assert_array_equal(got[0] if read_first == "target" else got[1], a)
+  np.testing.assert_array_equal(y.numpy(), ya)
+  w += 100
+  np.testing.assert_array_equal(y.numpy(), ya)
+  np.testing.assert_array_equal(w.numpy(), a + 100)
+
+def test_an_update_that_reads_old_and_updated_values_then_is_written_back():
+  # what the fuzz found: n = -v; v.assign(v.flip(0)); n -= v; v.assign(n), read x first: n gave x's old values ([-3, -2]
+  # where numpy has [5, 5]): n read the first update as x's buffer, which the second had overwritten with n
+  a = np.array([-3., -2.], np.float32)
+  x = Tensor(a.copy()).realize()
+  v, av = x[::-1], a[::-1]
+  n, an = -v, -av
+  v.assign(v.flip(0))
+  av[...] = av[::-1].copy()
+  n -= v
+  an -= av
+  v.assign(n)
+  av[...] = an
+  np.testing.assert_array_equal(x.numpy(), a)
+  np.testing.assert_array_equal(n.numpy(), an)
+
 # ops that torch defines as making a new tensor, at arguments where they change nothing (a reduce over axes of size 1,
 # roll by a multiple of the size, cat of one tensor, repeat by ones, sort of one element): each came out as self or a
 # view of self, so writing into the result wrote into the input, and a realized result was the input's buffer
