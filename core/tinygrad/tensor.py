@@ -815,7 +815,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # overwrites (computed again, it would give a second value). A tensor whose graph is the node under reshapes becomes a
     # realized tensor of that buffer (its _graph keeps the node), and an assign into it writes the buffer: only one such
     # tensor, with its own views, may hold it, else the buffer would alias two tensors. `nodes`: the roots' graph.
-    held = {n: b for n, b in held.items() if n.op is not Ops.ASSIGN and n not in roots}
+    # (not a buffer under movement ops: a view of it follows it, and reads the buffer as it is then; the copy a value that
+    # reads its target elsewhere, `x.assign(x.flip(0))`, computes holds the old values, which x[2:0:-1] then showed)
+    held = {n: b for n, b in held.items() if n.op is not Ops.ASSIGN and n not in roots and not _views_buffer(n)}
     if not held: return {}
     live = live_tensors()
     holders: dict[UOp, list[Tensor]] = {}

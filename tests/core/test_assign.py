@@ -292,6 +292,22 @@ def test_an_update_that_reads_old_and_updated_values_then_is_written_back():
   np.testing.assert_array_equal(x.numpy(), a)
   np.testing.assert_array_equal(n.numpy(), an)
 
+@pytest.mark.parametrize("sl", [slice(0, None, -1), slice(2, 0, -1), slice(None, None, -2)])
+@pytest.mark.parametrize("value", ["flip", "roll"])
+def test_a_negative_step_view_follows_an_update_that_reads_its_base_elsewhere(sl, value):
+  # x[2:0:-1] is a flip of x under a shrink; x.assign(x.flip(0)) computes the flip into a buffer of its own first, and the
+  # realize handed that buffer (the old values, flipped) to the view, which then showed [3, 2] where numpy has [2, 3]
+  a = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+  x = Tensor(a.copy()).realize()
+  v = x[sl]
+  x.assign(x.flip(0) if value == "flip" else x[1:].cat(x[:1]))
+  a[...] = a[::-1].copy() if value == "flip" else np.roll(a, -1, 0)
+  np.testing.assert_array_equal(x.numpy(), a)
+  np.testing.assert_array_equal(v.numpy(), a[sl])
+  v += 1   # (still a view: it writes into x)
+  a[sl] += 1
+  np.testing.assert_array_equal(x.numpy(), a)
+
 # ops that torch defines as making a new tensor, at arguments where they change nothing (a reduce over axes of size 1,
 # roll by a multiple of the size, cat of one tensor, repeat by ones, sort of one element): each came out as self or a
 # view of self, so writing into the result wrote into the input, and a realized result was the input's buffer
