@@ -276,6 +276,20 @@ def test_a_value_that_reads_a_pending_update_of_its_target_keeps_its_value(devs,
   np.testing.assert_array_equal(y.numpy(), ya)
   np.testing.assert_array_equal(w.numpy(), a + 100)
 
+def test_a_view_of_the_target_assigned_into_it_twice_stays_its_view():
+  # v = x.flip(0) is the value of both updates and reads the first: it must stay x's view (made a copy, the next assign
+  # into v raised "lost track of the tensor it views")
+  a = np.array([1., 2., 3.], np.float32)
+  x = Tensor(a.copy()).realize()
+  v, av = x.flip(0), a[::-1]
+  for _ in range(2):
+    x.assign(v)
+    a[...] = av.copy()
+  v.assign(v[1:].cat(v[:1]))
+  av[...] = np.roll(av, -1)
+  np.testing.assert_array_equal(x.numpy(), a)
+  np.testing.assert_array_equal(v.numpy(), av)
+
 def test_an_update_that_reads_old_and_updated_values_then_is_written_back():
   # what the fuzz found: n = -v; v.assign(v.flip(0)); n -= v; v.assign(n), read x first: n gave x's old values ([-3, -2]
   # where numpy has [5, 5]): n read the first update as x's buffer, which the second had overwritten with n
