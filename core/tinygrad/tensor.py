@@ -1123,8 +1123,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       pend = []
     # the value itself reads that update (`w += 1; y = w + 1; w.assign(y)`): once both ran, the update reads as the buffer,
     # which holds this assign's value by then (y gave 4, torch 3). y is that value: it becomes a copy of what is written.
-    # (not a view: one of the target follows it, as it should; one of another tensor that reads the update was realized above)
-    keep = bool(pend) and x._view_of is None and base_buffer(x.uop) is None and Tensor._reads_any(x.uop, set(pend))
+    # (not the target itself, `v.assign(x)` into a view v of x, nor a view: one of the target follows it, as it should; one of
+    # another tensor that reads the update was realized above)
+    keep = bool(pend) and x is not tgt and x._view_of is None and base_buffer(x.uop) is None and Tensor._reads_any(x.uop, set(pend))
     self._write_value(base, x)
     if keep: x._set_uop(self.contiguous().uop)
     return self

@@ -290,6 +290,24 @@ def test_a_view_of_the_target_assigned_into_it_twice_stays_its_view():
   np.testing.assert_array_equal(x.numpy(), a)
   np.testing.assert_array_equal(v.numpy(), av)
 
+@pytest.mark.parametrize("devs", [None, ("CPU:0", "CPU:1")])
+def test_a_view_assigned_its_base_while_the_base_has_a_pending_update(devs):
+  # v.assign(x) into v = x.flip(0): the value is the target itself, which must stay the tensor its views write into (made a
+  # copy of the new value, x gave [10, 1, 12, 3] where numpy has [13, 2, 11, 0])
+  a = np.array([1., 2., 3., 4.], np.float32)
+  x = Tensor(a.copy())
+  x = (x.shard(devs, axis=0) if devs else x).realize()
+  v, av = x.flip(0), a[::-1]
+  v -= 1
+  av -= 1
+  v.assign(x)
+  av[...] = a.copy()
+  x.realize()
+  v[3:0:-2] += 10
+  av[3:0:-2] += 10
+  np.testing.assert_array_equal(x.numpy(), a)
+  np.testing.assert_array_equal(v.numpy(), av)
+
 def test_an_update_that_reads_old_and_updated_values_then_is_written_back():
   # what the fuzz found: n = -v; v.assign(v.flip(0)); n -= v; v.assign(n), read x first: n gave x's old values ([-3, -2]
   # where numpy has [5, 5]): n read the first update as x's buffer, which the second had overwritten with n
