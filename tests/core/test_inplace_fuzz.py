@@ -33,7 +33,7 @@ class Entry:
   """A tensor and its numpy twin. A view has a parent and `fn`, the numpy view of the parent's array that it is (so it can be
   made again over a new array); anything else is a root: its own values (a copy in numpy)."""
   def __init__(self, t: Tensor, a: np.ndarray, parent: "Entry | None" = None, fn=None, writable: bool = True):
-    self.t, self.a, self.parent, self.fn, self.writable = t, a, parent, fn, writable
+    self.t, self.a, self.parent, self.fn, self.writable, self.bcast = t, a, parent, fn, writable, False
   @property
   def root(self) -> "Entry": return self.parent.root if self.parent is not None else self
 
@@ -105,7 +105,7 @@ class Program:
       self.add(t[(slice(None),) * ax + (i,)], fn(a), parent=e, fn=fn, writable=e.writable)
     else:   # a broadcast view: it follows its base, but cannot be written
       fn = lambda x: np.broadcast_to(x, (2,) + x.shape)
-      self.add(t.reshape((1,) + t.shape).expand((2,) + t.shape), fn(a), parent=e, fn=fn, writable=False)
+      if (v := self.add(t.reshape((1,) + t.shape).expand((2,) + t.shape), fn(a), parent=e, fn=fn, writable=False)) is not None: v.bcast = True
 
   def operand(self, e: Entry, f: Entry, k: int) -> tuple[Tensor, np.ndarray] | None:
     """f's value for an op with e: on e's devices, e's dtype, and a shape that broadcasts to e's (None where it cannot)."""
@@ -223,7 +223,8 @@ class Program:
     detach = [e for e in picks if e.parent is not None and not self._backed(e)]
     Tensor.realize(*[e.t for e in picks])
     for e in detach:
-      e.a, e.parent, e.fn = e.a.copy(), None, None
+      # (a broadcast view's copy can be written, and so can the views made from it that broadcast nothing themselves)
+      e.a, e.parent, e.fn, e.writable = e.a.copy(), None, None, True
       self._refresh(e)
 
   def _backed(self, e: Entry) -> bool:
@@ -235,7 +236,7 @@ class Program:
   def _refresh(self, p: Entry):
     for e in self.entries:
       if e.parent is p:
-        e.a = e.fn(p.a)
+        e.a, e.writable = e.fn(p.a), p.writable and not e.bcast
         self._refresh(e)
 
 def _base_value(shape: tuple, dt: str) -> np.ndarray:
