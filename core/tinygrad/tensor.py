@@ -614,7 +614,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       targets = {tb for n in asg if (tb := base_buffer(n.src[0])) is not None}
       ids = {id(t) for t in todo}
       if (readers := Tensor._readers_closure(targets, asg, {t.uop: None for t in todo}, True)) is None: return Tensor.realize(*todo)
-      todo = todo + [x for x in readers if id(x) not in ids]
+      added = [x for x in readers if id(x) not in ids]
+      todo = todo + added
+    else: added = []
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
     # autograd must not hold them (a shard's source buffer on the default device stayed allocated)
@@ -637,6 +639,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       b = t._view_of
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
         t._own_views(old)
+    # a reader computed here (its value from before the writes) is its buffers in every other live graph that holds it, as
+    # a kept reader is on one device: `n = -x; x += x; s = x * 1 + n` computed n's shards for s again after the write (0 for 1)
+    # (a copy of one of them to one device, `s.to(d)` as s.numpy() reads it, holds it too)
+    if sub := {o: p.uop for t in added if t.uop.op is Ops.MULTI for o, p in zip(olds[id(t)].src, parts[id(t)]) if o is not p.uop}:
+      xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
+      for x, u in zip(xs, substitute_all([x.uop for x in xs], sub)): x.uop = u
+      graph_epoch[0] += 1
     return self
   @staticmethod
   def _assigned_with(nodes: dict[UOp, None]) -> list[Tensor]:

@@ -175,6 +175,28 @@ def test_gathering_shards_keeps_negative_zero_and_nan_bits(devs):
     naive = (Tensor(z).shard(("CPU:0", "CPU:1", "CPU:2"), 0) * 1).sum(0).numpy()
   np.testing.assert_array_equal(np.signbit(got), np.signbit(naive))   # (the ring's chunks are placed, as the naive sum's whole)
 
+@pytest.mark.parametrize("n_dev", [2, 3])
+def test_a_reader_computed_before_an_update_is_its_value_in_other_graphs(n_dev):
+  # n is computed before x's update (it read x's old value); s holds n's shards in its graph and computed them again,
+  # after the write: s was [0, 0] for [1, 2]. Found by probe29's in-place fuzz
+  devs = tuple(f"CPU:{i}" for i in range(n_dev))
+  for axis, vals in ((None, [1.0, 2.0]), (0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])):
+    x = Tensor(vals).shard(devs, axis).realize()
+    n = -x
+    x += x
+    s = x * 1 + n
+    np.testing.assert_array_equal(s.numpy(), vals)
+    np.testing.assert_array_equal(n.numpy(), [-v for v in vals])
+  # a write through a strided view across the shards, then an update that reads a reader of the old values
+  x = Tensor([-3.0, -2.0, -1.0]).shard(devs[:2], axis=0).realize()
+  n = -x
+  v2 = x[0:3:2]
+  v2[0::2] = -1
+  n2 = -v2
+  x -= n
+  np.testing.assert_array_equal(x.numpy(), [-4.0, -4.0, -2.0])
+  np.testing.assert_array_equal(n2.numpy(), [1.0, 1.0])
+
 def test_errors_name_the_sharding(devs):
   x = Tensor(_rand(4, 2)).shard(devs, 0)
   with pytest.raises(ValueError, match="different devices"): (x + Tensor(_rand(4, 2))).realize()
