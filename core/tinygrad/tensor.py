@@ -1434,7 +1434,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a view of a multi-device tensor keeps the ops that made it from its base: one that gathered shards (a slice across
     # them) is no per-shard view of the base, so when the base changes it is made again from them, and an assign into it
     # inverts them on the whole tensor
-    if base.uop.op is Ops.MULTI and (self is base or self._replay is not None): ret._replay = (self._replay or ()) + (fn,)
+    # (from the base: its own ops only. A view realized into a copy of its own is a base now, and the ops that made it from
+    # its former base replayed on it too: e1 = e0.flip(0) realized, e4 = e1.flip(0) followed e1's update as flip(flip(e1)))
+    if base.uop.op is Ops.MULTI and (self is base or self._replay is not None): ret._replay = (() if self is base else self._replay or ()) + (fn,)
     return ret
   def _view_at(self, u: UOp) -> Tensor:
     """A tensor of the graph `u`, movement ops over this tensor's graph or buffers (per shard), that is a view of this

@@ -197,6 +197,17 @@ def test_a_reader_computed_before_an_update_is_its_value_in_other_graphs(n_dev):
   np.testing.assert_array_equal(x.numpy(), [-4.0, -4.0, -2.0])
   np.testing.assert_array_equal(n2.numpy(), [1.0, 1.0])
 
+def test_a_view_of_a_realized_view_follows_it_after_its_update(devs):
+  # e1, a view of a lazy sharded tensor, realized into a copy of its own, kept the op that made it from e0, and the views
+  # made from e1 replayed it too: e4 = e1.flip(0) followed e1's update as flip(flip(e1)), [-3, -2] for [-2, -3]. Found by
+  # probe29's in-place fuzz on three devices
+  e0 = Tensor([-3.0, -2.0]).shard(devs) + 0
+  e1 = e0.flip(0)
+  e1.realize()
+  e4 = e1.flip(0)
+  e1.assign(e1[1:].cat(e1[:1]))
+  assert e1.tolist() == [-3.0, -2.0] and e4.tolist() == [-2.0, -3.0] and e0.tolist() == [-3.0, -2.0]
+
 def test_errors_name_the_sharding(devs):
   x = Tensor(_rand(4, 2)).shard(devs, 0)
   with pytest.raises(ValueError, match="different devices"): (x + Tensor(_rand(4, 2))).realize()
