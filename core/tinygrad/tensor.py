@@ -251,6 +251,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   # _bits_of: the tensor a bitcast to another item size copied its bits from (writing into the copy raises: it would not
   # reach the source)
   _in_shards = 0   # inside _realize_multi's realize of the shards
+  _readers_done: frozenset = frozenset()   # its readers' shards: every live graph reads their buffers after that realize
   _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
   __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
   no_grad: bool = False
@@ -545,6 +546,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
       # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
       amap |= {k: results[k] for k in kept_roots}
+      # (and a multi-device reader's shards, _realize_multi)
+      if Tensor._readers_done: amap |= {r: results[r] for r in rl if r in Tensor._readers_done}
       # and every graph that read old and new values reads the old parts' buffers (_readers_of)
       amap |= {f: results[r] for f, r in frontier.items()}
       # and so does every graph that reads another node the schedule computed into a buffer of its own (a matmul whose
@@ -628,8 +631,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
              and _reached_padding(c) is None}
     # (the tensors on several devices that read what it overwrites are in todo already)
     Tensor._in_shards += 1
+    # a reader computed here (its value from before the writes) is its buffers in every other live graph that holds it, as a
+    # kept reader is on one device: `n = -x; x += x; s = x * 1 + n` computed n's shards for s again after the write (0 for
+    # 1). In the same substitution as the updates' (after it, a graph whose update became its buffer holds the same node)
+    saved, Tensor._readers_done = Tensor._readers_done, Tensor._readers_done | {u for t in added if t.uop.op is Ops.MULTI for u in t.uop.src}
     try: Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
-    finally: Tensor._in_shards -= 1
+    finally: Tensor._in_shards, Tensor._readers_done = Tensor._in_shards - 1, saved
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
       old = olds[id(t)]
@@ -639,13 +646,6 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       b = t._view_of
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
         t._own_views(old)
-    # a reader computed here (its value from before the writes) is its buffers in every other live graph that holds it, as
-    # a kept reader is on one device: `n = -x; x += x; s = x * 1 + n` computed n's shards for s again after the write (0 for 1)
-    # (a copy of one of them to one device, `s.to(d)` as s.numpy() reads it, holds it too)
-    if sub := {o: p.uop for t in added if t.uop.op is Ops.MULTI for o, p in zip(olds[id(t)].src, parts[id(t)]) if o is not p.uop}:
-      xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
-      for x, u in zip(xs, substitute_all([x.uop for x in xs], sub)): x.uop = u
-      graph_epoch[0] += 1
     return self
   @staticmethod
   def _assigned_with(nodes: dict[UOp, None]) -> list[Tensor]:

@@ -595,3 +595,16 @@ def test_jit_replay_checks_a_condition_decided_by_a_bound_value():
   f = TinyJit(lambda n: (x[:n] * (2 if n > 4 else 3)).sum().realize())
   for val in (5, 6, 8): np.testing.assert_allclose(f(Variable("n", 1, 8).bind(val)).item(), x.numpy()[:val].sum() * 2, rtol=1e-5)
   with pytest.raises(JitError, match="'n': 3"): f(Variable("n", 1, 8).bind(3))
+
+def test_cat_size_is_the_parts_sum_spelled_in_order():
+  # shapes with symbolic sizes compare by spelling (`!=` of two UOps is identity): cat's size came out of its pads'
+  # arithmetic as k+(j+i), so public tinygrad's checks against i+j+k (and 2*i+3 for i, i, 3) failed
+  from tinygrad import Variable
+  i, j, k = (Variable(n, 1, 5).bind(3) for n in "ijk")
+  t = Tensor.rand(5, 4)[:i].cat(Tensor.rand(5, 4)[:j], dim=0).cat(Tensor.rand(5, 4)[:k], dim=0)
+  assert t.shape[0] is i + j + k and t.shape[1] == 4
+  assert Tensor.rand(5, 3)[:i].cat(Tensor.rand(5, 3)[:i], Tensor.rand(3, 3)).shape[0] is 2 * i + 3
+  a = np.arange(20, dtype=np.float32).reshape(4, 5)
+  x = Tensor(a)[:, :i].cat(Tensor(a + 100)[:, :j], dim=1)
+  assert x.shape[1] is i + j
+  np.testing.assert_array_equal(x.numpy(), np.concatenate([a[:, :3], a[:, :3] + 100], 1))

@@ -198,7 +198,8 @@ class MovementMixin:
         raise AssertedArgumentError(f"cat: shapes {shape_str(first.shape)} and {shape_str(t.shape)} differ outside dim {d}"
                                     f"{vals_str(first.shape, t.shape)}")
     dt = least_upper_dtype(*(t.dtype for t in ts))
-    total, off = sum(t.shape[d] for t in ts), 0
+    # (a symbolic total spelled as public tinygrad's: i+j+k for three parts, 2*i+3 for i, i and 3; shapes compare by spelling)
+    total, off = ssimplify(functools.reduce(lambda a, b: a + b, [t.shape[d] for t in ts])), 0
     # a float part is selected into place, not added: + rounds, so a NaN's sign and payload became the canonical NaN's
     # (torch's cat copies bits), and a 0.0 fill turned an element -0.0 into 0.0; ints add, bools or (exact). Sharded parts
     # still add, padded with -0.0 (+'s exact identity but for NaN payloads): a mask would need the parts' sharding
@@ -227,6 +228,8 @@ class MovementMixin:
       else: acct = acct.bitwise_or(pt) if dt == dtypes.bool else acct + pt
       off += t.shape[d]
     assert acct is not None
+    # (the chain's size came out spelled by the pads' arithmetic, k+(j+i) for i+j+k: the result takes the total's spelling)
+    if acct.shape[d] is not total: acct = Tensor(acct.uop.reshape(acct.shape[:d] + (total,) + acct.shape[d + 1:]))
     return acct._own(*ts)
   def stack(self: Tensor | Sequence[Tensor], *args: Tensor, dim: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new dimension `dim` (`a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b])`)."""
