@@ -1139,9 +1139,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if keep: x._set_uop(self.contiguous().uop)
     return self
   @staticmethod
-  def _reads_any(u: UOp, nodes: set[UOp]) -> bool:
-    # whether graph `u` has one of `nodes` in it (a walk that stops at buffers)
-    stack, seen = [u], set()
+  def _reads_any(u: UOp, nodes: set[UOp], seen: set[UOp] | None = None) -> bool:
+    # whether graph `u` has one of `nodes` in it (a walk that stops at buffers); `seen`, shared by several walks, skips the
+    # nodes an earlier one found free of them
+    stack, seen = [u], set() if seen is None else seen
     while stack:
       if (n := stack.pop()) in nodes: return True
       if n in seen or n.op is Ops.BUFFER: continue
@@ -1165,17 +1166,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @staticmethod
   def _read_by_others(nodes: list[UOp], me: Tensor, value: Tensor) -> bool:
     # whether a live tensor other than `me` (or its views) and the `value` written into it has one of `nodes` in its graph
-    want, seen = set(nodes), set()
-    for t in live_tensors():
-      if t is me or t._view_of is me or t is value: continue
-      stack = [t.uop]
-      while stack:
-        u = stack.pop()
-        if u in want: return True
-        if u in seen or u.op is Ops.BUFFER: continue
-        seen.add(u)
-        stack.extend(u.src)
-    return False
+    want, seen = set(nodes), set[UOp]()
+    return any(Tensor._reads_any(t.uop, want, seen) for t in live_tensors() if not (t is me or t._view_of is me or t is value))
   def _unview_multi(self, base: Tensor, x: Tensor) -> UOp:
     # a view of a multi-device tensor whose every shard is a view of the base's shard on its device: each shard of the base
     # takes the part of x its view shows (x laid out like the view first); a view that gathered shards has no such chains

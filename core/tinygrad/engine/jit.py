@@ -186,11 +186,14 @@ def _lazy_readers(written: set[int]) -> list[Tensor]:
   def view(u: UOp) -> bool: return all(_views_buffer(s) for s in (u.src if u.op is Ops.MULTI else (u,)))
   return [t for t in live_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
                                                               for n in t.uop.toposort(gate=_above_buffers))]
+def _pending_here() -> list[tuple[Any, Tensor]]:
+  """This thread's pending assigns (key, tensor): another thread's are its own."""
+  me = threading.get_ident()
+  return [(k, t) for k, t in list(pending_assigns.items()) if k[0] == me]
 def _pending_into(bufs: set[int]) -> list[Tensor]:
   """This thread's tensors with an assign not run yet into a buffer whose id is in `bufs`."""
-  me, out = threading.get_ident(), []
-  for k, t in list(pending_assigns.items()) if bufs else []:
-    if k[0] != me: continue
+  out: list[Tensor] = []
+  for k, t in _pending_here() if bufs else []:
     # (one whose assign ran is forgotten: a program that loaded its weights with assign scans none of them each replay)
     if base_buffer(t.uop) is not None: pending_assigns.pop(k, None)
     elif any(n.op is Ops.ASSIGN and (b := base_buffer(n.src[0])) is not None and (x := buffer_if_any(b)) is not None and id(x) in bufs
@@ -400,7 +403,7 @@ class TinyJit(Generic[R]):
                        "or call .reset() and capture with another tensor")
       # an assign made before this call that has not run (outside the function, or by a call cut short by Ctrl-C) runs now:
       # captured, every replay applied it again (w.assign(w+100) lazy before the capture call: +100 per replay)
-      if before := [t for k, t in list(pending_assigns.items()) if k[0] == threading.get_ident()]: Tensor.realize(*before)
+      if before := [t for _, t in _pending_here()]: Tensor.realize(*before)
       self.copied, given = [False] * len(inputs), inputs
       if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
@@ -621,11 +624,11 @@ class TinyJit(Generic[R]):
   def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
-    mine = [k for k in list(pending_assigns.keys()) if k[0] == threading.get_ident()]   # this thread's: another's are its own
-    outs = _tensors_in(ret) + [t for k in mine if (t := pending_assigns.get(k)) is not None]
+    mine = _pending_here()
+    outs = _tensors_in(ret) + [t for _, t in mine]
     if outs: Tensor.realize(*outs)
     # (forgotten once they ran: an assign of a call cut short (Ctrl-C) stays pending, and runs before the next capture)
-    for k in mine: pending_assigns.pop(k, None)
+    for k, _ in mine: pending_assigns.pop(k, None)
     return ret
 
   @staticmethod
