@@ -135,6 +135,18 @@ class CompilerWorker:
     if status != 0: raise RuntimeError(f"{self.name}: {out.decode(errors='replace')}")
     return out
 
+def run_tool(argv: list[str], input: bytes | str | None = None, *, text: bool = False, env: dict[str, str] | None = None) -> Any:
+  """Run an external tool a compiler needs (a C compiler, a linker, `tool --version`): `argv` a list (no shell), its
+  output captured; returns the subprocess.CompletedProcess (check its returncode). The tool runs in a session of its own,
+  so a terminal's Ctrl-C reaches only this process: its handler decides (a KeyboardInterrupt kills the tool; a program
+  whose own SIGINT handler goes on keeps its compile, where a tool in the terminal's process group died with the Ctrl-C).
+  One that reached the tool while it was starting, before its session began, killed it all the same: it runs once more."""
+  import signal, subprocess
+  for _ in range(2):
+    r = subprocess.run(argv, input=input, capture_output=True, text=text, env=env, start_new_session=True)
+    if r.returncode != -signal.SIGINT: break
+  return r
+
 def _stop_worker(proc: Any) -> int:
   """Stop a worker (it exits at the end of its input; killed if it does not) and return its exit status."""
   try:

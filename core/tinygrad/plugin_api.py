@@ -24,6 +24,7 @@ _LAZY: dict[str, str] = {
   "Compiled": "tinygrad.device", "CompilerSet": "tinygrad.device", "CompilerPair": "tinygrad.device", "Compiler": "tinygrad.device",
   "CompileError": "tinygrad.device", "DeviceError": "tinygrad.device", "Allocator": "tinygrad.device", "LRUAllocator": "tinygrad.device",
   "Buffer": "tinygrad.device", "Device": "tinygrad.device", "compiler_choice": "tinygrad.device", "CompilerWorker": "tinygrad.device",
+  "run_tool": "tinygrad.device",
   "GraphRunner": "tinygrad.engine.graph", "GraphCall": "tinygrad.engine.graph", "GraphError": "tinygrad.engine.graph",
   "MemoryManager": "tinygrad.memory", "TLSFAllocator": "tinygrad.memory", "SubBuffer": "tinygrad.memory", "Arena": "tinygrad.memory",
   # renderers

@@ -1,6 +1,6 @@
 """A realize that stops part-way (a kernel raising, Ctrl-C) keeps what ran: realizing again runs only the rest, so an
 in-place update is never applied twice and a value read before an update is not read after it."""
-import os, signal
+import os, signal, sys
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad import Tensor, TinyJit
@@ -290,12 +290,34 @@ def test_a_compiler_a_ctrl_c_killed_as_it_started_runs_again(monkeypatch):
   except ImportError: pytest.skip("tinygrad-cpu not installed")
   try: cc = compiler.ClangCompiler()
   except RuntimeError as e: pytest.skip(str(e))
-  run, calls = compiler.subprocess.run, []
+  run, calls = subprocess.run, []
   def killed_once(args, **kw):
     calls.append(args)
     return subprocess.CompletedProcess(args, -signal.SIGINT, b"", b"") if len(calls) == 1 else run(args, **kw)
-  monkeypatch.setattr(compiler.subprocess, "run", killed_once)
+  monkeypatch.setattr(subprocess, "run", killed_once)
   assert cc.compile("int twice(int x) { return 2 * x; }")[:4] == b"\x7fELF" and len(calls) == 2
+
+def test_every_plugin_runs_its_tools_through_run_tool():
+  # run_tool (plugin_api) is where a tool gets its own session and its run again after a Ctrl-C at its start: a plugin
+  # compiler calling subprocess itself had neither (the AMD, NV and Metal compilers had no retry)
+  import ast, pathlib
+  root = pathlib.Path(__file__).resolve().parents[2] / "plugins"
+  for f in sorted(root.glob("tinygrad_*/tinygrad_*/compiler.py")):
+    calls = [n for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "subprocess"]
+    assert not calls, f"{f}: subprocess.{calls[0].attr} at line {calls[0].lineno}; use tinygrad.plugin_api.run_tool"
+
+def test_run_tool_gives_the_tool_its_own_session_and_runs_it_again_after_a_ctrl_c_at_its_start(tmp_path):
+  from tinygrad.plugin_api import run_tool
+  r = run_tool([sys.executable, "-c", "import os; print(os.getsid(0))"], text=True)
+  assert r.returncode == 0 and int(r.stdout) != os.getsid(0)
+  # a tool that a SIGINT kills the first time (as one that reached it before its session began): it runs once more
+  mark = tmp_path / "started"
+  tool = f"import os, signal, pathlib; p = pathlib.Path({str(mark)!r})\nif not p.exists(): p.touch(); os.kill(os.getpid(), signal.SIGINT)\nprint('done')"
+  r = run_tool([sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL)\n" + tool], text=True)
+  assert r.returncode == 0 and r.stdout.strip() == "done"
+  # a tool that fails another way runs once, its status and output given back
+  r = run_tool([sys.executable, "-c", "import sys; sys.stderr.write('bad'); sys.exit(3)"], input=b"")
+  assert r.returncode == 3 and r.stderr == b"bad"
 
 def test_a_hold_whose_end_was_cut_short_is_let_go():
   # a second Ctrl-C can cut an outermost hold's __exit__ short before it lets go: the next realize's hold nested under

@@ -89,7 +89,7 @@ def test_unsupported_target_refused_before_any_tool(make, monkeypatch):
   monkeypatch.setattr(c, "load_hiprtc", no_tools)
   monkeypatch.setattr(c, "load_comgr", no_tools)
   monkeypatch.setattr(c, "find_lld", no_tools)
-  monkeypatch.setattr(c.subprocess, "run", no_tools)
+  monkeypatch.setattr(c, "run_tool", no_tools)
   with pytest.raises(ValueError, match=r"unsupported gfx target 'gfx1999'; supported: gfx908, .*gfx1201"): getattr(c, make)("gfx1999")
 
 # ---- tensor cores: a TC matmul kernel compiles to an HSACO and the matrix instruction is in the code ----

@@ -10,9 +10,9 @@ does not know kills the process). Every compiler keeps a*b+c unfused (-ffp-contr
 flags), so results match numpy, as on the CPU and NV devices. Tool versions and the target are in every cache key.
 """
 from __future__ import annotations
-import ctypes, ctypes.util, functools, glob, json, os, re, shutil, subprocess, tempfile
+import ctypes, ctypes.util, functools, glob, json, os, re, shutil, tempfile
 from typing import Any, Callable
-from tinygrad.plugin_api import Compiler, CompileError, CompilerWorker, UOp
+from tinygrad.plugin_api import Compiler, CompileError, CompilerWorker, UOp, run_tool
 from tinygrad_amd.renderer import check_arch
 
 class AMDCompiler(Compiler):
@@ -34,7 +34,7 @@ class AMDCompiler(Compiler):
     with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
       f.write(lib)
       f.flush()
-      return subprocess.run([tool, "-d", f"--mcpu={self.arch}", f.name], capture_output=True, text=True).stdout
+      return run_tool([tool, "-d", f"--mcpu={self.arch}", f.name], text=True).stdout
 
 # ---- lld: object -> HSACO ----
 
@@ -46,7 +46,7 @@ def find_lld() -> tuple[str, int]:
   for name in LLD_NAMES:
     path = shutil.which(name) or (name if os.path.isabs(name) and os.path.exists(name) else None)
     if path is None: continue
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True).stdout
+    out = run_tool([path, "--version"], text=True).stdout
     m = re.search(r"LLD (\d+)", out)
     if m: return path, int(m.group(1))
   raise RuntimeError(f"lld not found (tried {', '.join(LLD_NAMES)}); install it: apt-get install lld")
@@ -60,8 +60,7 @@ def link_hsaco(obj: bytes, src: str) -> bytes:
   with tempfile.TemporaryDirectory(prefix="tinygrad_amd_") as tmp:
     o, out = os.path.join(tmp, "kernel.o"), os.path.join(tmp, "kernel.hsaco")
     with open(o, "wb") as f: f.write(obj)
-    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
-    r = subprocess.run([path, "-shared", "--no-undefined", o, "-o", out], capture_output=True, text=True, start_new_session=True)
+    r = run_tool([path, "-shared", "--no-undefined", o, "-o", out], text=True)   # (its own session: a terminal's Ctrl-C reaches only us)
     if r.returncode != 0: raise CompileError(f"{path} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
     with open(out, "rb") as f: return f.read()
 
@@ -112,13 +111,13 @@ CLANG_NAMES = ["clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-1
 
 @functools.cache
 def tool_version(path: str) -> str:
-  r = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True)
+  r = run_tool([path, "--version"], text=True)
   return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else "unknown"
 
 @functools.cache
 def clang_targets(path: str) -> tuple[str, ...]:
   """The gfx targets this clang knows (`--print-supported-cpus` for amdgcn); empty when it cannot tell."""
-  r = subprocess.run([path, "-target", "amdgcn-amd-amdhsa", "-nogpulib", "--print-supported-cpus"], capture_output=True, text=True)
+  r = run_tool([path, "-target", "amdgcn-amd-amdhsa", "-nogpulib", "--print-supported-cpus"], text=True)
   return tuple(ln.strip() for ln in (r.stdout + r.stderr).splitlines() if re.fullmatch(r"gfx\w+", ln.strip()))
 
 class HIPClangCompiler(AMDCompiler):
@@ -141,7 +140,7 @@ class HIPClangCompiler(AMDCompiler):
       with open(inp, "w") as f: f.write(src)
       cmd = [self.clang, "-x", "hip", "--cuda-device-only", f"--offload-arch={self.arch}", *_HIP_FLAGS, inp, "-o", out]
       env = {**os.environ, "PATH": f"{os.path.dirname(find_lld()[0])}:{os.environ.get('PATH', '')}"}
-      r = subprocess.run(cmd, capture_output=True, text=True, start_new_session=True, env=env)   # (its own session: see link_hsaco)
+      r = run_tool(cmd, text=True, env=env)
       if r.returncode != 0: raise CompileError(f"clang ({self.version()}) for {self.arch} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
       with open(out, "rb") as f: return f.read()
 

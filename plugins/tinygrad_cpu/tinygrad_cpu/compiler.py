@@ -1,8 +1,8 @@
 """CPU compilers: C -> shared object with clang or gcc, and LLVM IR -> a relocatable object with llvmlite (linked into memory by the runtime)."""
 from __future__ import annotations
-import os, shutil, signal, subprocess, tempfile, functools, hashlib, threading
+import os, shutil, tempfile, functools, hashlib, threading
 from typing import Any
-from tinygrad.plugin_api import Compiler, CompileError
+from tinygrad.plugin_api import Compiler, CompileError, run_tool
 
 @functools.cache
 def _host_cpu() -> str:
@@ -29,17 +29,14 @@ class CCompiler(Compiler):
     super().__init__(cachekey=f"compile_cpu_{self.tool}_{' '.join(self.args)}_{_host_cpu()}")
   @functools.cache
   def version(self) -> str:
-    r = subprocess.run([self.path, "--version"], capture_output=True, text=True, start_new_session=True)
+    r = run_tool([self.path, "--version"], text=True)
     return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "unknown"
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tinygrad_cpu_") as tmp:
       out = os.path.join(tmp, "kernel.so")
-      # (a session of its own: a terminal's Ctrl-C reaches only this process, which kills the compile if it raises, and a
-      # program whose own SIGINT handler goes on keeps it; in the terminal's group clang died and the realize failed. One
-      # that reached it while it was started, before its session began, killed it all the same: it runs once more)
-      for _ in range(2):
-        r = subprocess.run([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode(), capture_output=True, start_new_session=True)
-        if r.returncode != -signal.SIGINT: break
+      # (run_tool: a session of its own, so a program whose SIGINT handler goes on keeps its compile; in the terminal's
+      # process group clang died with the Ctrl-C and the realize failed)
+      r = run_tool([self.path, "-x", "c", "-", *self.args, "-o", out], input=src.encode())
       if r.returncode != 0: raise CompileError(f"{self.tool} failed (exit {r.returncode}):\n{r.stderr.decode(errors='replace').strip()}", src)
       with open(out, "rb") as f: return f.read()
   def disassemble(self, lib: bytes) -> str: return _objdump(lib)
@@ -49,7 +46,7 @@ def _objdump(lib: bytes) -> str:
   with tempfile.NamedTemporaryFile(suffix=".o") as f:
     f.write(lib)
     f.flush()
-    return subprocess.run(["objdump", "-d", f.name], capture_output=True, text=True).stdout
+    return run_tool(["objdump", "-d", f.name], text=True).stdout
 
 class ClangCompiler(CCompiler):
   tool = "clang"

@@ -5,8 +5,8 @@ kernel is loaded. This pair (METAL_CC=XCRUN) compiles ahead of time, so the disk
 shows up at compile time with the toolchain's full diagnostics.
 """
 from __future__ import annotations
-import os, shutil, subprocess, tempfile, functools
-from tinygrad.plugin_api import Compiler, CompileError
+import os, shutil, tempfile, functools
+from tinygrad.plugin_api import Compiler, CompileError, run_tool
 
 class MetalXcrunCompiler(Compiler):
   """MSL source -> the bytes of a .metallib, through `xcrun metal` (fast math off, as in the framework pair)."""
@@ -14,17 +14,16 @@ class MetalXcrunCompiler(Compiler):
   def __init__(self) -> None:
     xcrun = shutil.which("xcrun")
     if xcrun is None: raise RuntimeError("xcrun not found: the offline Metal compiler needs Xcode or its command line tools (xcode-select --install)")
-    r = subprocess.run([xcrun, "-sdk", "macosx", "--find", "metal"], capture_output=True, text=True)
+    r = run_tool([xcrun, "-sdk", "macosx", "--find", "metal"], text=True)
     if r.returncode != 0: raise RuntimeError(f"xcrun cannot find the metal compiler ({r.stderr.strip() or 'exit ' + str(r.returncode)}); install Xcode")
     self.xcrun = xcrun
     super().__init__(cachekey=f"compile_metal_xcrun_{' '.join(self.args)}")
   @functools.cache
   def version(self) -> str:
-    r = subprocess.run([self.xcrun, "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True, start_new_session=True)
+    r = run_tool([self.xcrun, "-sdk", "macosx", "metal", "--version"], text=True)
     return r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout else "unknown"
   def _run(self, argv: list[str], src: str) -> None:
-    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
-    r = subprocess.run([self.xcrun, "-sdk", "macosx", *argv], capture_output=True, text=True, start_new_session=True)
+    r = run_tool([self.xcrun, "-sdk", "macosx", *argv], text=True)   # (its own session: a terminal's Ctrl-C reaches only this process)
     if r.returncode != 0: raise CompileError(f"xcrun {argv[0]} failed (exit {r.returncode}):\n{r.stderr.strip()}", src)
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tinygrad_metal_") as tmp:

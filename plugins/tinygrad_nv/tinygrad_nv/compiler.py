@@ -6,9 +6,9 @@ tool's version and the arch are in every cache key, so an upgraded NVRTC never r
 Every compiler passes fmad=false (no fused a*b+c): results match numpy, as the CPU device's -ffp-contract=off does.
 """
 from __future__ import annotations
-import ctypes, ctypes.util, functools, glob, os, shutil, subprocess, sys, tempfile
+import ctypes, ctypes.util, functools, glob, os, shutil, sys, tempfile
 from typing import Any
-from tinygrad.plugin_api import Compiler, CompileError, UOp
+from tinygrad.plugin_api import Compiler, CompileError, UOp, run_tool
 
 class NVCompiler(Compiler):
   """Base of the NV compilers. `rendered` (the renderer's source -> uops record) and `kernels` (binary -> uops) are set
@@ -96,15 +96,14 @@ def _tool(name: str) -> str:
 
 @functools.cache
 def tool_version(path: str) -> str:
-  r = subprocess.run([path, "--version"], capture_output=True, text=True, start_new_session=True)
+  r = run_tool([path, "--version"], text=True)
   return r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else "unknown"
 
 def _run_tool(cmd: list[str], src: str, suffix: str, what: str) -> bytes:
   with tempfile.TemporaryDirectory(prefix="tinygrad_nv_") as tmp:
     inp, out = os.path.join(tmp, "kernel" + suffix), os.path.join(tmp, "kernel.cubin")
     with open(inp, "w") as f: f.write(src)
-    # (a session of its own: a terminal's Ctrl-C reaches only this process, see tinygrad_cpu's CCompiler)
-    r = subprocess.run([*cmd, inp, "-o", out], capture_output=True, text=True, start_new_session=True)
+    r = run_tool([*cmd, inp, "-o", out], text=True)   # (its own session: a terminal's Ctrl-C reaches only this process)
     if r.returncode != 0: raise CompileError(f"{what} failed (exit {r.returncode}):\n{(r.stderr + r.stdout).strip()}", src)
     with open(out, "rb") as f: return f.read()
 
@@ -112,7 +111,7 @@ def cuobjdump(lib: bytes) -> str:
   with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
     f.write(lib)
     f.flush()
-    return subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True).stdout
+    return run_tool([_tool("cuobjdump"), "-sass", f.name], text=True).stdout
 
 class NVCCCompiler(NVCompiler):
   """CUDA C -> CUBIN for `arch` with the toolkit's nvcc (about 200 ms a kernel: a process and a host compiler pass)."""
