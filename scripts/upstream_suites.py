@@ -12,8 +12,8 @@ Upstream marks some tests slow (all of test_nn.py and test_optim.py): they are s
 Upstream's test files import some of upstream's compiler internals that this project does not have (another renderer,
 the linearizer's module path, helpers of its realize engine). So that the files can be collected at all, the conftest.py
 this script writes next to the copy installs a placeholder for each name in SHIMS that our package lacks: a class no
-object is an instance of (isinstance checks are False), a flag that is 0, or a function that raises NotImplementedError
-naming itself. A test that really uses one of them fails; it never passes through a shim. Every run prints the shims it
+object is an instance of (isinstance checks are False), a flag that is 0, a marker no value is (an op of upstream's IR
+this one never builds, `Ops.CUSTOM_FUNCTION`), or a function that raises NotImplementedError naming itself. A test that really uses one of them fails; it never passes through a shim. Every run prints the shims it
 installed. Names a user program imports are not shimmed here: they belong in the package.
 
 The dtype suite (casts, bitcasts, ALU per dtype, transcendental accuracy under TRANSCENDENTAL=2, promotion) fails where
@@ -46,6 +46,11 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   clone() copies that .grad, so the clones' gradients add up.
 - variable: a variable value past int32 raises at launch, a slice by a bound Variable past the axis raises (upstream reads
   past the buffer), a shrink by an unbound Variable must hold over its whole range (test_shrink_symbols).
+- jit: what upstream's footgun tests pin as errors or frozen values works here (documented in docs/guide.md: one tensor
+  passed twice, views at other offsets, a const or deviceless input, nothing realized, positional and keyword arguments
+  mixed; a symbolic pad's size follows the call: 4 where upstream asserts its frozen 2) and a changed plain-value argument
+  raises JitError; internals (graph batch splits, graph_class, beam search's module); free_intermediates keeps the
+  buffer of an output the caller holds (upstream frees it too).
 - multi: internals (UOp.allreduce, as_param, graph_rewrite(walk=), schedule structure and kernel counts, the RANGE under a
   shard); an axis that does not divide is split unevenly and a shrink across shards gathers (upstream raises RuntimeError).
 
@@ -95,6 +100,8 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.codegen", "pm_linearize_cleanups", "function"),
   ("tinygrad.engine.realize", "lower_and_compile", "function"),     # upstream's realize engine internals
   ("tinygrad.engine.realize", "pm_beam", "function"),
+  ("tinygrad.engine.jit", "graph_class", "function"),             # the graph runner class of a device (upstream internals)
+  ("tinygrad.uop", "Ops.CUSTOM_FUNCTION", "marker"),                # upstream's op of a graph runner's CALL in captured.linear (none here)
   ("tinygrad.helpers", "Target", "class"),
   ("tinygrad.renderer.ptx", "PTXRenderer", "class"),                # upstream's PTX renderer (ours is the NV plugin's)
   ("tinygrad.dtype", "Invalid", "flag"),                            # upstream's marker of an unwritten value (imported, unused)
@@ -120,6 +127,7 @@ def _placeholder(mod, name, kind):
   if kind.startswith("alias:"): return getattr(importlib.import_module(kind[6:]), name)   # our own implementation, at upstream's path
   if kind == "class": return type(name, (), {{"__doc__": f"placeholder for upstream-only {{mod}}.{{name}}"}})
   if kind == "flag": return 0
+  if kind == "marker": return types.SimpleNamespace(name=name)   # a value nothing here is (`op is Ops.CUSTOM_FUNCTION`: False)
   def missing(*args, **kwargs): raise NotImplementedError(f"{{mod}}.{{name}} is upstream-only machinery (a shim of scripts/upstream_suites.py)")
   missing.__name__ = name
   return missing
@@ -134,8 +142,10 @@ for mod, name, kind in SHIMS:
       try: importlib.import_module(parent)
       except ImportError: sys.modules[parent] = types.ModuleType(parent)
       parent = parent.rpartition(".")[0]
-  if not hasattr(m, name):
-    setattr(m, name, _placeholder(mod, name, kind))
+  *path, last = name.split(".")   # (a dotted name: an attribute of a class there, Ops.CUSTOM_FUNCTION)
+  for part in path: m = getattr(m, part)
+  if not hasattr(m, last):
+    setattr(m, last, _placeholder(mod, name, kind))
     installed.append(f"{{mod}}.{{name}}")
 def pytest_report_header(config): return "upstream_suites shims installed: " + (", ".join(installed) or "none")
 '''

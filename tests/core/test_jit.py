@@ -134,6 +134,29 @@ def test_captured_describes_the_capture():
   f.reset()
   assert f.captured is None
 
+
+def test_captured_linear_lists_the_capture_as_public_tinygrad_does():
+  # public tinygrad's `captured.linear` (its tests count a capture's kernels with it): one CALL per kernel or copy, over
+  # the kernel's SINK (a COPY node for a copy) and the step's buffers, output first; running it recomputes the capture call
+  from tinygrad.uop import Ops
+  from tinygrad.engine.buffers import buffer_of
+  @TinyJit
+  def f(a, b): return (a @ b).relu().realize(), (a.sum(0) + 1).realize(), a.to("PYTHON").realize()
+  a, b = Tensor([[1., -2.], [3., 4.]]).realize(), Tensor([[1., 0.], [0., 1.]]).realize()
+  for _ in range(3): out = f(a, b)
+  cap = f.captured
+  lin = cap.linear
+  assert lin.op is Ops.LINEAR and lin is cap.linear and len(lin.src) == len(cap.jit_cache) >= 3
+  assert sorted(c.src[0].op for c in lin.src) == sorted([Ops.SINK] * (len(lin.src) - 1) + [Ops.COPY])
+  for c, step in zip(lin.src, cap.jit_cache):
+    assert c.op is Ops.CALL and [buffer_of(u) for u in c.src[1:]] == step.bufs
+  outs = {buffer_of(c.src[1]) for c in lin.src}
+  assert all(o.uop.base.buffer in outs for o in out)   # (each returned tensor is a step's output)
+  for o in out: o.assign(o.zeros_like()).realize()   # the outputs overwritten, then the listed steps run: the capture call's values
+  realize_mod.run_linear(lin)
+  np.testing.assert_array_equal(out[0].numpy(), [[1., 0.], [3., 4.]])
+  np.testing.assert_array_equal(out[1].numpy(), [5., 3.])
+  np.testing.assert_array_equal(out[2].numpy(), [[1., -2.], [3., 4.]])
 def test_replay_reads_each_kind_of_input_tensor():
   # a replay takes a realized input's buffer directly and realizes the others first: a realized buffer, a reshape of one
   # (same buffer), a lazy tensor, a permuted view and a sliced view of realized tensors (new buffers), in a list and a dict
@@ -363,3 +386,15 @@ def test_a_replay_looks_for_lazy_readers_only_when_graphs_changed(monkeypatch):
   s = t * 2                 # a new lazy tensor: the next replay looks (and computes it first)
   f(t)
   assert len(looks) == n + 1 and s.item() == 18.0 and t.item() == 10.0
+
+def test_kernels_run_with_capturing_off_are_not_replayed():
+  # public tinygrad's `with Context(CAPTURING=0):` inside a jitted function: what it runs is left out of the capture
+  from tinygrad import Context
+  count = Tensor([0.]).contiguous().realize()
+  @TinyJit
+  def f(a):
+    with Context(CAPTURING=0): count.assign(count + 1).realize()
+    return (a * 2).realize()
+  for i in range(5): np.testing.assert_array_equal(f(Tensor([float(i)])).numpy(), [2. * i])
+  assert len(f.captured.linear.src) == 1 and f.captured.linear.src[0].src[0].op.name == "SINK"
+  assert count.item() == 2   # the first call and the capture ran it; the replays did not

@@ -248,6 +248,27 @@ class CapturedJit:
   expected_names: list[int | str]
   expected_input_info: list[tuple]
   _free: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+  @functools.cached_property
+  def linear(self) -> Any:
+    """The captured steps as public tinygrad's LINEAR UOp (Tensor.linear_with_vars' form): one CALL per kernel or copy in
+    `jit_cache`, in order, each over the kernel's SINK (or a COPY node) and then its buffers as BUFFER nodes, output first,
+    with the variables' values of the capture call as its arg. For looking at a capture (how many kernels, which ones);
+    `run_linear` of it runs the captured kernels on the captured buffers, as a replay of the capture call would."""
+    from tinygrad.uop.ops import UOp
+    from tinygrad.engine.buffers import new_buffer
+    nodes: dict[int, UOp] = {}
+    def node(b: Buffer) -> UOp:
+      if (u := nodes.get(id(b))) is None:
+        u = nodes[id(b)] = new_buffer(b.device, b.size, b.dtype)
+        u.__dict__["_buf"] = b   # (the node stands for this Buffer: buffer_of gives it back)
+      return u
+    calls = []
+    for step in self.jit_cache:
+      bufs = [node(b) for b in step.bufs]
+      ast = step.runner.p.ast if step.runner is not None else UOp(Ops.COPY, bufs[1].dtype, (bufs[1], bufs[0].src[1]))
+      if ast is None: raise RuntimeError(f"the captured kernel {step.runner.p.name} has no AST to list")
+      calls.append(UOp(Ops.CALL, src=(ast, *bufs), arg=tuple(step.var_vals.items())))
+    return UOp(Ops.LINEAR, src=tuple(calls))
   def free_intermediates(self) -> None:
     """Free the memory of the capture's intermediate buffers (public tinygrad's, between a training and an eval step):
     those its replays write before they read them, that are not inputs and that no live tensor holds (the returned

@@ -6,7 +6,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
+from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of
@@ -372,7 +372,9 @@ def run_steps(steps: list[ExecStep], var_vals: dict[UOp, int] | None = None, pro
     for i, step in enumerate(steps):
       step.run(var_vals)
       if progress is not None: progress[0] = i + 1
-      if capturing is not None: capturing.append(step)
+      # (CAPTURING=0 inside a jitted function: the step runs in this call only, as in public tinygrad)
+      if capturing is not None:
+        if CAPTURING: capturing.append(step)
       elif observing is not None: observing.append(step)
       held.check()
 
