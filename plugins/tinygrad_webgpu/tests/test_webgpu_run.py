@@ -98,6 +98,18 @@ def test_int64_where_the_adapter_has_shader_int64(webgpu):
   np.testing.assert_equal(Tensor(a[:3], device=webgpu).cast(dtypes.float32).numpy(), a[:3].astype(np.float32))
   np.testing.assert_equal(Tensor.arange(5, device=webgpu).cast(dtypes.int64).sum().item(), 10)
 
+@pytest.mark.parametrize("src", [dtypes.int8, dtypes.int16, dtypes.int32])
+def test_a_signed_int_widened_to_int64_compares_and_indexes(webgpu, src):
+  # naga's i64(i32) then a signed compare gave false for every element on lavapipe (i64(3i) < 12li), and an index tensor
+  # cast to int64 in the kernel read 0 everywhere (onnx GridSample's taps were all 0): the cast sign-extends through u64
+  if "shader-int64" not in Device[webgpu].features: pytest.skip("this adapter lacks shader-int64: int64 is refused")
+  v = np.array([3, 5, 0, 11, -2, -20, 100, -100, 127], dtype={dtypes.int8: np.int8, dtypes.int16: np.int16, dtypes.int32: np.int32}[src])
+  t, ref = Tensor(v, device=webgpu).cast(dtypes.int64), v.astype(np.int64)
+  for f in (lambda a: a < 12, lambda a: a > 3, lambda a: a <= 0, lambda a: a >= 11, lambda a: a == 5):
+    np.testing.assert_equal(f(t).numpy(), f(ref))
+  x = np.arange(300, dtype=np.float32)
+  np.testing.assert_equal(Tensor(x, device=webgpu)[t].numpy(), x[ref])
+
 def test_listing_shows_the_adapter(webgpu, capsys):
   from tinygrad.__main__ import main
   main(["list", "--no-check"])   # the device is open already (fixture): the listing shows its adapter

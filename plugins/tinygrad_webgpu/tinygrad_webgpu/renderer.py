@@ -264,6 +264,12 @@ class WGSLRenderer(CStyleLanguage):
     # bool(NaN) is true: _cmpne, as naga's float != is an ordered compare (NaN != 0.0 false)
     if dt == dtypes.bool: return _cmpne(src, self.render_const(0, x.src[0].dtype), sdt)
     if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
+    # i64 of a signed 32-bit register compares wrong after naga and lavapipe (i64(3i) < 12li was false, and an index
+    # cast to int64 read 0 for every element): sign-extend by hand through u64, whose compares hold
+    if dt == dtypes.int64 and _REG.get(sdt) == "i32":
+      u64, i32 = self.reg(dtypes.uint64.vec(x.dtype.count)), self.reg(dtypes.int32.vec(x.dtype.count))
+      return f"bitcast<{self.reg(x.dtype)}>({u64}(bitcast<{self.reg(dtypes.uint32.vec(x.dtype.count))}>({src})) | " \
+             f"select({u64}(0lu), {u64}(0xffffffff00000000lu), {src} < {i32}(0i)))"
     # naga widens a 32-bit int by the target's signedness (u64(-19i) zero-extended, i64(4294967295u) sign-extended):
     # widen in the source's own signedness, then reinterpret at 64 bits
     if dt in (dtypes.int64, dtypes.uint64) and _REG.get(sdt) in ("i32", "u32") and (_REG[sdt] == "i32") != (dt == dtypes.int64):
