@@ -332,8 +332,9 @@ def test_causal_conv_with_state_streams(k: int, act: str):
   want = torch.nn.functional.conv1d(torch.nn.functional.pad(torch.tensor(x), (k - 1, 0)), torch.tensor(w), torch.tensor(b), groups=3)
   np.testing.assert_allclose(full["y"].numpy(), (torch.nn.functional.silu(want) if act == "silu" else want).numpy(), rtol=1e-5, atol=1e-6)
 
-# GridSample (linear, nearest) against onnx's reference: grids well outside [-1, 1] (reflection bounces more than once), every padding
-@pytest.mark.parametrize("mode", ["linear", "nearest"])
+# GridSample (linear, nearest, cubic) against onnx's reference: grids well outside [-1, 1] (reflection bounces more than once), every padding;
+# cubic's border padding moves only coordinates outside [-0.5, n-0.5] (a clip of every one to [0, n-1] gave other taps near the edge)
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
 def test_grid_sample_matches_onnx_reference(mode: str, padding: str, align: int):
@@ -341,9 +342,14 @@ def test_grid_sample_matches_onnx_reference(mode: str, padding: str, align: int)
   from onnx.reference import ReferenceEvaluator
   rng = np.random.default_rng(0)
   x, grid = rng.standard_normal((2, 2, 4, 5)).astype(np.float32), (rng.standard_normal((2, 3, 6, 2)) * 2.5).astype(np.float32)
-  g = helper.make_graph([helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)], "g",
-                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape), helper.make_tensor_value_info("g", TensorProto.FLOAT, grid.shape)],
-                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-  model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)])
+  def model(mode: str, opset: int):
+    g = helper.make_graph([helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape), helper.make_tensor_value_info("g", TensorProto.FLOAT, grid.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
   feeds = {"x": x, "g": grid}
-  np.testing.assert_allclose(OnnxRunner(model)(feeds)["y"].numpy(), ReferenceEvaluator(model).run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+  ref = ReferenceEvaluator(model(mode, 22)).run(None, feeds)[0]
+  np.testing.assert_allclose(OnnxRunner(model(mode, 22))(feeds)["y"].numpy(), ref, rtol=1e-5, atol=1e-5)
+  # opset 16 (4-d only) names the modes bilinear, nearest, bicubic
+  old = OnnxRunner(model({"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode), 16))(feeds)["y"].numpy()
+  np.testing.assert_allclose(old, ref, rtol=1e-5, atol=1e-5)

@@ -507,9 +507,15 @@ def _gs_reflect(v: Tensor, lo: float, hi: float) -> Tensor:
   rlo, rhi = dlo - nlo * rng, dhi - nhi * rng
   even_lo, even_hi = (nlo % 2) == 0, (nhi % 2) == 0
   return (v < lo).where(even_lo.where(lo + rlo, hi - rlo), (v > hi).where(even_hi.where(hi - rhi, lo + rhi), v))
+def _gs_cubic(t: Tensor) -> list[Tensor]:
+  # Keys' cubic convolution weights (A = -0.75, onnx's reference and torch's bicubic) of the taps at floor-1 .. floor+2, t = v - floor(v)
+  A = -0.75
+  near = lambda d: ((A + 2) * d - (A + 3)) * d * d + 1          # |d| <= 1
+  far = lambda d: ((A * d - 5 * A) * d + 8 * A) * d - 4 * A    # 1 < |d| < 2
+  return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 def _grid_sample(ctx: _Ctx, x: Tensor, grid: Tensor, align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros") -> Tensor:
-  mode = {"bilinear": "linear"}.get(mode, mode)
-  if mode not in ("linear", "nearest"): raise NotImplementedError(f"GridSample: mode {mode!r} is not supported (linear, nearest)")
+  mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)   # (opset 16's names)
+  if mode not in ("linear", "nearest", "cubic"): raise ValueError(f"GridSample: mode {mode!r} is not linear, nearest or cubic")
   if padding_mode not in ("zeros", "border", "reflection"): raise ValueError(f"GridSample: padding_mode {padding_mode!r} is not zeros, border or reflection")
   N, C, dims = x.shape[0], x.shape[1], x.shape[2:]
   k, out_sp = len(dims), grid.shape[1:-1]
@@ -520,7 +526,8 @@ def _grid_sample(ctx: _Ctx, x: Tensor, grid: Tensor, align_corners: int = 0, mod
     v = (gv + 1) / 2 * (n - 1) if align_corners else ((gv + 1) * n - 1) / 2
     if mode == "nearest": v = v.round()   # (half to even, as the reference's np.rint)
     lo, hi = (0.0, n - 1.0) if align_corners else (-0.5, n - 0.5)
-    if padding_mode == "border": v = v.clip(0, n - 1)
+    # only a coordinate outside [lo, hi] moves (the reference's rule): cubic's taps see the difference between -0.3 and 0 (linear's don't)
+    if padding_mode == "border": v = ((v < lo) | (v > hi)).where(v.clip(0, n - 1), v)
     elif padding_mode == "reflection": v = _gs_reflect(v, lo, hi)
     coords.append((v, n, lo, hi))
   def pixel(idx: list[Tensor]) -> Tensor:   # x at integer indices (one per spatial dim), with onnx's index-level padding
@@ -537,10 +544,12 @@ def _grid_sample(ctx: _Ctx, x: Tensor, grid: Tensor, align_corners: int = 0, mod
     return ok.unsqueeze(1).where(vals, 0)
   if mode == "nearest": return pixel([v.trunc().cast(dtypes.int32) for v, *_ in coords]).cast(x.dtype)
   f = [v.floor() for v, *_ in coords]
+  # per dim: the taps' offsets from floor(v) and their weights (linear: 2 taps, cubic: 4); the output sums every combination of taps
+  taps = [list(zip((0, 1), (1 - (v - fl), v - fl))) if mode == "linear" else list(zip((-1, 0, 1, 2), _gs_cubic(v - fl))) for (v, *_), fl in zip(coords, f)]
   out: Tensor | None = None
-  for corner in itertools.product((0, 1), repeat=k):
-    w = functools.reduce(lambda a, b: a * b, [(v - fl) if c else (1 - (v - fl)) for (v, *_), fl, c in zip(coords, f, corner)])
-    term = w.unsqueeze(1) * pixel([(fl + c).cast(dtypes.int32) for fl, c in zip(f, corner)])
+  for combo in itertools.product(*taps):
+    w = functools.reduce(lambda a, b: a * b, [wt for _, wt in combo])
+    term = w.unsqueeze(1) * pixel([(fl + o).cast(dtypes.int32) for fl, (o, _) in zip(f, combo)])
     out = term if out is None else out + term
   assert out is not None
   return out.cast(x.dtype)
