@@ -247,6 +247,70 @@ def test_recurrent_options_match_reference(op: str, attrs: dict, ref: str):
   want = ReferenceEvaluator(model).run(None, feeds) if ref == "onnx" else ort_run(model.SerializeToString(), feeds)
   for o, v in zip(outs, want): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)
 
+# activation_alpha/beta, the ONNX RNN spec's activation list written in numpy: each activation that takes an alpha (beta) takes the
+# next one, in the order of the activations over both directions; past the list's end, the op's default
+_SPEC_ACTS = {"Tanh": ((), np.tanh), "Relu": ((), lambda x: np.maximum(x, 0)), "Affine": ((1.0, 0.0), lambda x, a, b: a * x + b),
+              "LeakyRelu": ((0.01,), lambda x, a: np.where(x >= 0, x, a * x)), "ThresholdedRelu": ((1.0,), lambda x, a: np.where(x >= a, x, 0)),
+              "ScaledTanh": ((None, None), lambda x, a, b: a * np.tanh(b * x)), "HardSigmoid": ((0.2, 0.5), lambda x, a, b: np.clip(a * x + b, 0, 1)),
+              "Elu": ((1.0,), lambda x, a: np.where(x >= 0, x, a * (np.exp(x) - 1))), "Softsign": ((), lambda x: x / (1 + np.abs(x))),
+              "Softplus": ((), lambda x: np.log1p(np.exp(x)))}
+def _spec_rnn(x, w, r, b, acts, alpha, beta):
+  fs, ia, ib = [], 0, 0
+  for n in acts:
+    dflt, fn = _SPEC_ACTS[n]
+    ps = [(alpha[ia] if ia < len(alpha) else dflt[0])] if len(dflt) >= 1 else []
+    if len(dflt) == 2: ps.append(beta[ib] if ib < len(beta) else dflt[1])
+    ia, ib = ia + (len(dflt) >= 1), ib + (len(dflt) == 2)
+    fs.append(lambda v, fn=fn, ps=ps: fn(v, *ps))
+  ys = []
+  for d in range(w.shape[0]):
+    h, out = np.zeros((x.shape[1], w.shape[1]), np.float32), []
+    for t in (range(len(x)) if d == 0 else reversed(range(len(x)))):
+      h = fs[d](x[t] @ w[d].T + h @ r[d].T + b[d, :w.shape[1]] + b[d, w.shape[1]:])
+      out.append(h)
+    ys.append(np.stack(out if d == 0 else out[::-1]))
+  return np.stack(ys, 1)
+def _rnn_model(op: str, H: int, outs: list[str], **attrs):
+  from onnx import helper, TensorProto
+  node = helper.make_node(op, ["x", "w", "r", "b"], outs, hidden_size=H, **attrs)
+  g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("x", "w", "r", "b")],
+                        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)])
+
+@pytest.mark.parametrize("acts,alpha,beta", [(["Affine", "LeakyRelu"], [1.5, 0.3], [0.25]), (["Affine", "Affine"], [], []), (["LeakyRelu", "Elu"], [], []),
+                                             (["ThresholdedRelu", "ScaledTanh"], [0.4, 1.7], [0.6]), (["HardSigmoid", "Elu"], [0.3, 0.5], [0.4]),
+                                             (["Tanh", "LeakyRelu"], [0.3], []), (["Elu", "HardSigmoid"], [0.5], [0.1]), (["Softsign", "Softplus"], [], [])])
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_rnn_activation_alpha_beta_matches_spec(acts: list[str], alpha: list[float], beta: list[float], device: str):
+  T, N, I, H = 4, 2, 3, 5
+  rng = np.random.default_rng(1)
+  x = (rng.standard_normal((T, N, I)) * 2).astype(np.float32)
+  w, r, b = [rng.standard_normal(s).astype(np.float32) * 0.7 for s in ((2, H, I), (2, H, H), (2, 2 * H))]
+  kw = {k: v for k, v in (("activation_alpha", alpha), ("activation_beta", beta)) if v}
+  model = _rnn_model("RNN", H, ["Y", "Y_h"], direction="bidirectional", activations=acts, **kw)
+  got = OnnxRunner(model, device=device)({"x": x, "w": w, "r": r, "b": b})
+  want = _spec_rnn(x, w, r, b, acts, alpha, beta)
+  np.testing.assert_allclose(got["Y"].numpy(), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got["Y_h"].numpy(), np.stack([want[-1, 0], want[0, 1]]), rtol=1e-5, atol=1e-5)
+
+# GRU and LSTM with alpha/beta-taking activations against onnxruntime (explicit values: its Affine default is 0, the spec's 1); ScaledTanh
+# has no default alpha/beta in the spec: without them it is an error naming the attribute
+@pytest.mark.parametrize("op,acts,alpha,beta", [("GRU", ["HardSigmoid", "ScaledTanh", "LeakyRelu", "Elu"], [0.3, 1.5, 0.2, 0.7], [0.45, 0.8]),
+                                                ("LSTM", ["HardSigmoid", "Affine", "ScaledTanh"], [0.25, 0.5, 1.2], [0.5, 0.1, 0.9])])
+def test_recurrent_activation_alpha_beta_match_onnxruntime(op: str, acts: list[str], alpha: list[float], beta: list[float]):
+  T, N, I, H, G = 5, 3, 4, 6, {"GRU": 3, "LSTM": 4}[op]
+  D = 2 if len(acts) > G - 1 and op == "GRU" else 1
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal((T, N, I)).astype(np.float32)
+  w, r, b = [rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((D, G * H, I), (D, G * H, H), (D, 2 * G * H))]
+  outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+  model = _rnn_model(op, H, outs, direction="bidirectional" if D == 2 else "forward", activations=acts, activation_alpha=alpha, activation_beta=beta)
+  feeds = {"x": x, "w": w, "r": r, "b": b}
+  got = OnnxRunner(model)(feeds)
+  for o, v in zip(outs, ort_run(model.SerializeToString(), feeds)): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)
+  with pytest.raises(ValueError, match="ScaledTanh needs activation_beta"):
+    OnnxRunner(_rnn_model(op, H, outs, direction="bidirectional" if D == 2 else "forward", activations=acts, activation_alpha=alpha))(feeds)
+
 # Det against numpy: sizes 1..5 in a batch, a zero pivot that needs a row swap, a singular matrix, a permutation (sign)
 @pytest.mark.parametrize("device", ["CPU", "PYTHON"])
 def test_det_matches_numpy(device: str):

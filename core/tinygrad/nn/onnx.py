@@ -988,13 +988,36 @@ def _adam(ctx: _Ctx, r: Tensor, t: Tensor, *xgvh: Tensor, alpha: float = 0.9, be
     hs.append(hn.cast(h.dtype))
   return tuple(xs + vs + hs)
 # ---- recurrent layers: a python loop over the time steps (the sequence length is static), each step a few lazy Tensor ops ----
-_RNN_ACTS: dict[str, Callable[[Tensor], Tensor]] = {"Tanh": Tensor.tanh, "Sigmoid": Tensor.sigmoid, "Relu": Tensor.relu, "Softsign": Tensor.softsign,
-                                                    "Softplus": Tensor.softplus}
+# name -> (the defaults of its alpha[, beta] (None: the spec gives none), f(x, *params)): the ONNX RNN spec's activation list; the
+# defaults are those of the ops of the same name (Affine's 1, 0: onnxruntime takes 0, 0), ThresholdedRelu keeps x >= alpha as the
+# RNN spec writes it (the ThresholdedRelu op and onnxruntime's RNN: x > alpha; they differ only at x == alpha)
+_RNN_ACTS: dict[str, tuple[tuple[float | None, ...], Callable[..., Tensor]]] = {
+  "Tanh": ((), Tensor.tanh), "Sigmoid": ((), Tensor.sigmoid), "Relu": ((), Tensor.relu), "Softsign": ((), Tensor.softsign), "Softplus": ((), Tensor.softplus),
+  "Affine": ((1.0, 0.0), lambda x, a, b: a * x + b), "LeakyRelu": ((0.01,), lambda x, a: (x >= 0).where(x, a * x)),
+  "ThresholdedRelu": ((1.0,), lambda x, a: (x >= a).where(x, 0)), "ScaledTanh": ((None, None), lambda x, a, b: a * (b * x).tanh()),
+  "HardSigmoid": ((0.2, 0.5), lambda x, a, b: (a * x + b).clip(0, 1)), "Elu": ((1.0,), lambda x, a: (x >= 0).where(x, a * (x.exp() - 1))),
+}
+def _rnn_acts(kind: str, names: list[str], alpha: list[float], beta: list[float]) -> list[Callable[[Tensor], Tensor]]:
+  # activation_alpha/beta are consumed in the order of the activations, each by the ones that take it (onnxruntime's reading of
+  # the spec: [Tanh, LeakyRelu] with alpha [0.3] gives LeakyRelu 0.3); past their end the op's default
+  if (bad := [a for a in names if a not in _RNN_ACTS]): raise NotImplementedError(f"{kind}: activations {bad} are not supported; supported: {list(_RNN_ACTS)}")
+  out, ia, ib = [], 0, 0
+  for n in names:
+    defaults, fn = _RNN_ACTS[n]
+    ps = []
+    for j, dflt in enumerate(defaults):
+      vals, i = (alpha, ia) if j == 0 else (beta, ib)
+      v = vals[i] if i < len(vals) else dflt
+      if v is None: raise ValueError(f"{kind}: activation {n} needs activation_{'alpha' if j == 0 else 'beta'} (it has no default); got {vals}")
+      ps.append(v)
+      if j == 0: ia += 1
+      else: ib += 1
+    out.append(lambda x, fn=fn, ps=tuple(ps): fn(x, *ps))
+  return out
 def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor | None = None, seq_lens: Tensor | None = None, h0: Tensor | None = None,
                c0: Tensor | None = None, P: Tensor | None = None, activations: list[str] | None = None, activation_alpha: list[float] | None = None,
                activation_beta: list[float] | None = None, clip: float | None = None, direction: str = "forward", hidden_size: int = 0, layout: int = 0,
                linear_before_reset: int = 0, input_forget: int = 0, _nout: int = 1) -> tuple[Tensor, ...]:
-  if activation_alpha or activation_beta: raise NotImplementedError(f"{kind}: activation_alpha/activation_beta are not supported")
   if direction not in ("forward", "reverse", "bidirectional"): raise ValueError(f"{kind}: direction {direction!r} is not forward, reverse or bidirectional")
   if layout == 1:   # batch first -> [seq, batch, input], initial states [dirs, batch, hidden]
     X, h0, c0 = X.transpose(0, 1), h0.transpose(0, 1) if h0 is not None else None, c0.transpose(0, 1) if c0 is not None else None
@@ -1003,12 +1026,12 @@ def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor 
     raise NotImplementedError(f"{kind}: sequence_lens shorter than the sequence ({ctx.ints(seq_lens)} < {T}) are not supported")
   nact = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
   names = activations or {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind] * D
-  if (bad := [a for a in names if a not in _RNN_ACTS]): raise NotImplementedError(f"{kind}: activations {bad} are not supported; supported: {list(_RNN_ACTS)}")
+  all_acts = _rnn_acts(kind, names, list(activation_alpha or []), list(activation_beta or []))
   cl = (lambda v: v.clip(-clip, clip)) if clip is not None else (lambda v: v)
   G = W.shape[1] // H   # gates: RNN 1, GRU 3 (z r h), LSTM 4 (i o f c)
   ys, hs, cs = [], [], []
   for d in range(D):
-    acts = [_RNN_ACTS[a] for a in names[d * nact:(d + 1) * nact]]   # this direction's f (and g, h): RNN uses f, GRU f g, LSTM f g h
+    acts = all_acts[d * nact:(d + 1) * nact]   # this direction's f (and g, h): RNN uses f, GRU f g, LSTM f g h
     f, g, hact = acts[0], acts[min(1, nact - 1)], acts[nact - 1]
     w, r = W[d], R[d]
     b = B[d] if B is not None else Tensor.zeros(2 * G * H, dtype=X.dtype, device=X.device)
