@@ -545,7 +545,8 @@ def _grid_sample(ctx: _Ctx, x: Tensor, grid: Tensor, align_corners: int = 0, mod
   if mode == "nearest": return pixel([v.trunc().cast(dtypes.int32) for v, *_ in coords]).cast(x.dtype)
   f = [v.floor() for v, *_ in coords]
   # per dim: the taps' offsets from floor(v) and their weights (linear: 2 taps, cubic: 4); the output sums every combination of taps
-  taps = [list(zip((0, 1), (1 - (v - fl), v - fl))) if mode == "linear" else list(zip((-1, 0, 1, 2), _gs_cubic(v - fl))) for (v, *_), fl in zip(coords, f)]
+  taps = [list(zip((0, 1), (1 - (v - fl), v - fl))) if mode == "linear" else list(zip((-1, 0, 1, 2), _gs_cubic(v - fl)))
+          for (v, *_), fl in zip(coords, f)]
   out: Tensor | None = None
   for combo in itertools.product(*taps):
     w = functools.reduce(lambda a, b: a * b, [wt for _, wt in combo])
@@ -997,11 +998,13 @@ _RNN_ACTS: dict[str, tuple[tuple[float | None, ...], Callable[..., Tensor]]] = {
   "ThresholdedRelu": ((1.0,), lambda x, a: (x >= a).where(x, 0)), "ScaledTanh": ((None, None), lambda x, a, b: a * (b * x).tanh()),
   "HardSigmoid": ((0.2, 0.5), lambda x, a, b: (a * x + b).clip(0, 1)), "Elu": ((1.0,), lambda x, a: (x >= 0).where(x, a * (x.exp() - 1))),
 }
+def _bound(fn: Callable[..., Tensor], ps: tuple[float, ...]) -> Callable[[Tensor], Tensor]: return lambda x: fn(x, *ps)
 def _rnn_acts(kind: str, names: list[str], alpha: list[float], beta: list[float]) -> list[Callable[[Tensor], Tensor]]:
   # activation_alpha/beta are consumed in the order of the activations, each by the ones that take it (onnxruntime's reading of
   # the spec: [Tanh, LeakyRelu] with alpha [0.3] gives LeakyRelu 0.3); past their end the op's default
   if (bad := [a for a in names if a not in _RNN_ACTS]): raise NotImplementedError(f"{kind}: activations {bad} are not supported; supported: {list(_RNN_ACTS)}")
-  out, ia, ib = [], 0, 0
+  out: list[Callable[[Tensor], Tensor]] = []
+  ia, ib = 0, 0
   for n in names:
     defaults, fn = _RNN_ACTS[n]
     ps = []
@@ -1012,7 +1015,7 @@ def _rnn_acts(kind: str, names: list[str], alpha: list[float], beta: list[float]
       ps.append(v)
       if j == 0: ia += 1
       else: ib += 1
-    out.append(lambda x, fn=fn, ps=tuple(ps): fn(x, *ps))
+    out.append(_bound(fn, tuple(ps)))
   return out
 def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor | None = None, seq_lens: Tensor | None = None, h0: Tensor | None = None,
                c0: Tensor | None = None, P: Tensor | None = None, activations: list[str] | None = None, activation_alpha: list[float] | None = None,
