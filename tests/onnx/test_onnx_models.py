@@ -4,6 +4,7 @@ import io, warnings
 from math import prod
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 torch = pytest.importorskip("torch", reason="the exported-model tests need torch as the exporter: pip install torch")
 onnx = pytest.importorskip("onnx", reason="OnnxRunner needs onnx: pip install tinygrad-core[onnx]")
 ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime: pip install onnxruntime")
@@ -417,3 +418,57 @@ def test_grid_sample_matches_onnx_reference(mode: str, padding: str, align: int)
   # opset 16 (4-d only) names the modes bilinear, nearest, bicubic
   old = OnnxRunner(model({"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode), 16))(feeds)["y"].numpy()
   np.testing.assert_allclose(old, ref, rtol=1e-5, atol=1e-5)
+
+# DFT against numpy's fft/ifft/rfft/irfft: drawn shapes, axes, real or complex input, dft_length cropping or zero-padding the signal
+# (odd and even lengths: irfft's Nyquist bin), both forms of the axis (opset 19's attribute, opset 20's input)
+def _dft_model(opset: int, **attrs):
+  from onnx import helper, TensorProto
+  ins = ["x", "n"] + (["axis"] if opset >= 20 else [])
+  g = helper.make_graph([helper.make_node("DFT", ins, ["y"], **attrs)], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                        helper.make_tensor_value_info("n", TensorProto.INT64, None)] + [helper.make_tensor_value_info("axis", TensorProto.INT64, None)] * (opset >= 20),
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+  return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=3), cplx=st.booleans(), inverse=st.booleans(), onesided=st.booleans(),
+       dn=st.integers(-3, 3), opset=st.sampled_from([19, 20]), data=st.data())
+def test_dft_matches_numpy(shape: list[int], cplx: bool, inverse: bool, onesided: bool, dn: int, opset: int, data):
+  ax = data.draw(st.integers(0, len(shape) - 1))
+  if onesided and not inverse and cplx: cplx = False   # (a one-sided forward transform is of a real signal)
+  n = max(1, shape[ax] + dn)
+  rng = np.random.default_rng(len(shape) * 7 + n)
+  x = rng.standard_normal((*shape, 2 if cplx else 1)).astype(np.float32)
+  sig = x[..., 0] + 1j * x[..., 1] if cplx else x[..., 0]
+  if inverse and onesided: want = np.fft.irfft(sig, n, axis=ax)[..., None]
+  else:
+    y = np.fft.ifft(sig, n, axis=ax) if inverse else np.fft.fft(sig, n, axis=ax)
+    if onesided: y = np.take(y, range(n // 2 + 1), axis=ax)
+    want = np.stack([y.real, y.imag], -1)
+  attrs = {"inverse": int(inverse), "onesided": int(onesided)} | ({} if opset >= 20 else {"axis": ax + 1 if ax % 2 else ax - len(shape) - 1})
+  feeds = {"x": x[None], "n": np.array(n, np.int64)} | ({"axis": np.array(ax + 1 if ax % 2 else ax - len(shape) - 1, np.int64)} if opset >= 20 else {})
+  got = OnnxRunner(_dft_model(opset, **attrs))(feeds)["y"].numpy()
+  np.testing.assert_allclose(got, want[None].astype(np.float32), rtol=1e-4, atol=1e-5)
+
+# STFT against numpy: a complex signal, frames by frame_length with a window, the last partial frame dropped; MelWeightMatrix against
+# onnx's reference at edges that leave some filters one bin wide; on PYTHON too
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_stft_and_mel_weight_matrix(device: str):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  rng = np.random.default_rng(3)
+  x, win = rng.standard_normal((2, 23, 2)).astype(np.float32), rng.uniform(0.5, 1, 6).astype(np.float32)
+  vi = lambda n, t: helper.make_tensor_value_info(n, t, None)
+  g = helper.make_graph([helper.make_node("STFT", ["x", "step", "w", "fl"], ["y"], onesided=0)], "g",
+                        [vi("x", TensorProto.FLOAT), vi("step", TensorProto.INT64), vi("w", TensorProto.FLOAT), vi("fl", TensorProto.INT64)], [vi("y", TensorProto.FLOAT)])
+  got = OnnxRunner(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), device=device)(
+    {"x": x, "step": np.array(4, np.int64), "w": win, "fl": np.array(6, np.int64)})["y"].numpy()
+  sig = x[..., 0] + 1j * x[..., 1]
+  want = np.stack([np.fft.fft(sig[:, s:s + 6] * win, axis=-1) for s in range(0, 23 - 6 + 1, 4)], 1)
+  np.testing.assert_allclose(got, np.stack([want.real, want.imag], -1), rtol=1e-4, atol=1e-5)
+  names = ["num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"]
+  g = helper.make_graph([helper.make_node("MelWeightMatrix", names, ["y"])], "g", [vi(n, TensorProto.INT64 if i < 3 else TensorProto.FLOAT)
+                        for i, n in enumerate(names)], [vi("y", TensorProto.FLOAT)])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+  feeds = dict(zip(names, [np.array(20, np.int64), np.array(64, np.int64), np.array(16000, np.int64), np.array(0, np.float32), np.array(8000, np.float32)]))
+  got = OnnxRunner(m, device=device)(feeds)["y"].numpy()
+  np.testing.assert_array_equal(got, ReferenceEvaluator(m).run(None, feeds)[0])

@@ -1067,6 +1067,67 @@ def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor 
   return (Y, Yh, Yc) if kind == "LSTM" else (Y, Yh)
 onnx_ops.update({k: functools.partial(_recurrent, k) for k in ("RNN", "GRU", "LSTM")})
 
+# ---- signal processing: DFT as a matmul with a twiddle matrix built in float64 on the host (exact angles: 2*pi*((j*k) mod n)/n) ----
+def _dft_core(x: Tensor, n: int, ax: int, inverse: bool, onesided: bool) -> Tensor:
+  # x [..., 1|2] (real, or real and imaginary parts in the last dim), transformed along ax: forward [..., K, 2] (K = n, or n//2+1
+  # when onesided); inverse [..., n, 2] scaled by 1/n, or with onesided numpy's irfft (the first n//2+1 bins of a Hermitian
+  # spectrum -> n real values [..., n, 1]). The input is cropped or zero-padded to the bins used, as numpy's fft(x, n) does
+  if x.shape[-1] not in (1, 2): raise ValueError(f"DFT: the last dim is {x.shape[-1]}, not 1 (real) or 2 (complex)")
+  if not 0 <= ax < x.ndim - 1: raise ValueError(f"DFT: axis {ax} is not a signal axis of a {x.ndim}-d input (the last dim holds real, imag)")
+  if n < 1: raise ValueError(f"DFT: dft_length {n} must be >= 1")
+  cplx, d = x.shape[-1] == 2, x.ndim
+  cdt = x.dtype if x.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32   # (half types and ints accumulate in float32)
+  perm = [i for i in range(d - 1) if i != ax] + [d - 1, ax]   # the signal axis last, the (re, im) dim before it
+  xm = x.cast(cdt).permute(perm)
+  m = min(x.shape[ax], n // 2 + 1 if inverse and onesided else n)
+  xm = xm.shrink(tuple((0, m) if i == d - 1 else None for i in range(d)))
+  K = n // 2 + 1 if onesided and not inverse else n
+  th = 2 * np.pi * ((np.arange(m)[:, None] * np.arange(K)[None, :]) % n) / n
+  c, s = np.cos(th), np.sin(th) * (1 if inverse else -1)
+  if inverse:
+    c, s = c / n, s / n
+    if onesided:   # irfft: bins 1..ceil(n/2)-1 stand for themselves and their mirror; DC's and (even n) Nyquist's imaginary parts drop out
+      w = np.where((np.arange(m) == 0) | (2 * np.arange(m) == n), 1.0, 2.0)[:, None]
+      c, s = c * w, s * w
+  # [re | im] @ [[c, s], [-s, c]] = [re c - im s | im c + re s]; irfft keeps the real half
+  mat = np.concatenate([np.concatenate([c, s], 1), np.concatenate([-s, c], 1)], 0) if cplx else np.concatenate([c, s], 1)
+  if inverse and onesided: mat = mat[:, :K]
+  out = xm.flatten(-2) @ Tensor(mat.astype(np.dtype(cdt.fmt)), device=x.device)
+  out = out.reshape(*out.shape[:-1], -1, K).transpose(-1, -2)   # [..., K, 2 | 1]
+  now = perm[:-2] + [ax, d - 1]   # the input dim each output dim stands for
+  return out.permute([now.index(i) for i in range(d)]).cast(x.dtype)
+def _dft(ctx: _Ctx, x: Tensor, dft_length: Tensor | None = None, axis_in: Tensor | None = None, axis: int = 1, inverse: int = 0, onesided: int = 0) -> Tensor:
+  # opset 17 and 19 take the axis as an attribute (default 1), opset 20 as an input (default -2)
+  ax = (ctx.ints(axis_in)[0] if axis_in is not None else -2) if ctx.opset >= 20 else axis
+  ax = _axis(ax, x.ndim)
+  n = ctx.ints(dft_length)[0] if dft_length is not None else 2 * (x.shape[ax] - 1) if inverse and onesided else x.shape[ax]
+  return _dft_core(x, n, ax, bool(inverse), bool(onesided))
+def _stft(ctx: _Ctx, x: Tensor, frame_step: Tensor, window: Tensor | None = None, frame_length: Tensor | None = None, onesided: int = 1) -> Tensor:
+  # signal [batch, length, 1|2] -> [batch, frames, bins, 2]: frames of frame_length every frame_step (the last partial one dropped), windowed
+  step = ctx.ints(frame_step)[0]
+  fl = ctx.ints(frame_length)[0] if frame_length is not None else window.shape[0] if window is not None else x.shape[1]
+  if window is not None and window.shape[0] != fl: raise ValueError(f"STFT: the window has {window.shape[0]} values, frame_length is {fl}")
+  if not 0 < fl <= x.shape[1]: raise ValueError(f"STFT: frame_length {fl} must be in 1..{x.shape[1]} (the signal's length)")
+  frames = x.unfold(1, fl, step).transpose(-1, -2)   # [batch, frames, frame_length, 1|2]
+  if window is not None: frames = frames * window.cast(x.dtype).reshape(fl, 1)
+  return _dft_core(frames, fl, 2, False, bool(onesided))
+def _mel_weight_matrix(ctx: _Ctx, num_mel_bins: Tensor, dft_length: Tensor, sample_rate: Tensor, lower_edge_hertz: Tensor, upper_edge_hertz: Tensor,
+                       output_datatype: int = 1) -> Tensor:
+  """Triangular filters [dft_length//2+1, num_mel_bins] from mel-spaced edges; computed on the host from the scalar inputs (a constant)."""
+  nmel, n, sr = int(ctx.ints(num_mel_bins)[0]), int(ctx.ints(dft_length)[0]), ctx.val(sample_rate).reshape(())
+  lo, hi = ctx.val(lower_edge_hertz).reshape(()), ctx.val(upper_edge_hertz).reshape(())
+  mel = lambda hz: 2595 * np.log1p(hz / 700) / np.log(10)
+  lo_mel = mel(lo)
+  edges = np.arange(nmel + 2) * ((mel(hi) - lo_mel) / (nmel + 2)) + lo_mel   # (the reference's step: the range over nmel+2, not nmel+1)
+  edges = (((n + 1) * (700 * np.expm1(edges / 2595 * np.log(10)))) // sr).astype(np.int64)   # mel -> Hz -> the spectrogram bin below
+  j = np.arange(n // 2 + 1)[:, None]
+  l, c, h = edges[None, :-2], edges[None, 1:-1], edges[None, 2:]
+  up = np.where(c > l, (j - l) / np.maximum(c - l, 1), 1.0)
+  out = np.where((j >= l) & (j <= c), up, 0.0)
+  out = np.where((j >= c) & (j < h), (h - j) / np.maximum(h - c, 1), out)
+  return ctx.const(out.astype(np.float32 if dtype_of(output_datatype) == dtypes.bfloat16 else np.dtype(dtype_of(output_datatype).fmt)))
+onnx_ops.update({"DFT": _dft, "STFT": _stft, "MelWeightMatrix": _mel_weight_matrix})
+
 domain_ops: dict[str, dict[str, Callable[..., Any]]] = {
   "ai.onnx.ml": {"Binarizer": lambda ctx, x, threshold=0.0: (x > threshold).cast(x.dtype), "ArrayFeatureExtractor": _array_feature_extractor},
   "ai.onnx.preview.training": {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam},
