@@ -472,3 +472,29 @@ def test_stft_and_mel_weight_matrix(device: str):
   feeds = dict(zip(names, [np.array(20, np.int64), np.array(64, np.int64), np.array(16000, np.int64), np.array(0, np.float32), np.array(8000, np.float32)]))
   got = OnnxRunner(m, device=device)(feeds)["y"].numpy()
   np.testing.assert_array_equal(got, ReferenceEvaluator(m).run(None, feeds)[0])
+
+# NonMaxSuppression against onnx's reference: crowded random boxes (corners in either order, or centers), tied scores (the lower index
+# first), with and without a score threshold and max_output_boxes_per_class; an absent max selects nothing
+@pytest.mark.parametrize("center", [0, 1])
+@pytest.mark.parametrize("extra", [("max", "iou", "score"), ("max", "iou"), ()])
+def test_non_max_suppression_matches_onnx_reference(center: int, extra: tuple):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  rng = np.random.default_rng(4)
+  boxes = rng.uniform(0, 4, (2, 40, 4)).astype(np.float32)
+  if center: boxes[..., 2:] = np.abs(boxes[..., 2:]) + 0.2
+  scores = rng.integers(0, 8, (2, 3, 40)).astype(np.float32) / 8   # many ties
+  vals = {"max": np.array([7], np.int64), "iou": np.array([0.3], np.float32), "score": np.array([0.3], np.float32)}
+  names = ["boxes", "scores"] + [n if n in extra else "" for n in ("max", "iou", "score")]
+  while names[-1] == "": names.pop()
+  vi = lambda n, t: helper.make_tensor_value_info(n, t, None)
+  g = helper.make_graph([helper.make_node("NonMaxSuppression", names, ["y"], center_point_box=center)], "g",
+                        [vi(n, TensorProto.INT64 if n == "max" else TensorProto.FLOAT) for n in names if n], [vi("y", TensorProto.INT64)])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+  feeds = {"boxes": boxes, "scores": scores} | {k: vals[k] for k in extra}
+  got = OnnxRunner(m)(feeds)["y"].numpy()
+  assert got.dtype == np.int64
+  if not extra: assert got.shape == (0, 3)   # (the reference itself fails on an absent max_output_boxes_per_class)
+  else:
+    assert len(got) > 10
+    np.testing.assert_array_equal(got, ReferenceEvaluator(m).run(None, feeds)[0])

@@ -1128,6 +1128,41 @@ def _mel_weight_matrix(ctx: _Ctx, num_mel_bins: Tensor, dft_length: Tensor, samp
   return ctx.const(out.astype(np.float32 if dtype_of(output_datatype) == dtypes.bfloat16 else np.dtype(dtype_of(output_datatype).fmt)))
 onnx_ops.update({"DFT": _dft, "STFT": _stft, "MelWeightMatrix": _mel_weight_matrix})
 
+# ---- detection ----
+def _nms(ctx: _Ctx, boxes: Tensor, scores: Tensor, max_output_boxes_per_class: Tensor | None = None, iou_threshold: Tensor | None = None,
+         score_threshold: Tensor | None = None, center_point_box: int = 0) -> Tensor:
+  """NonMaxSuppression: selected_indices [num_selected, 3] (batch, class, box), per batch and class the boxes by falling score (ties: the
+  lower index first) that overlap no box already kept by IoU > iou_threshold, at most max_output_boxes_per_class (absent: 0, none).
+  How many are kept depends on the values, so the inputs are realized and the selection runs on the host in numpy, in the boxes'
+  own dtype (onnx's reference's arithmetic, which decides IoUs that land exactly on the threshold); the result is a constant."""
+  if center_point_box not in (0, 1): raise ValueError(f"NonMaxSuppression: center_point_box {center_point_box} is not 0 ([y1, x1, y2, x2]) or 1 ([xc, yc, w, h])")
+  b, s = ctx.val(boxes), ctx.val(scores)
+  keep_max = max(int(ctx.val(max_output_boxes_per_class).reshape(-1)[0]), 0) if max_output_boxes_per_class is not None else 0
+  iou_thr = ctx.val(iou_threshold).reshape(-1)[0] if iou_threshold is not None else 0
+  score_thr = ctx.val(score_threshold).reshape(-1)[0] if score_threshold is not None else None
+  if center_point_box:
+    hw, hh = b[..., 2] / 2, b[..., 3] / 2
+    x0, x1, y0, y1 = b[..., 0] - hw, b[..., 0] + hw, b[..., 1] - hh, b[..., 1] + hh
+  else:   # corners in either order
+    x0, x1, y0, y1 = np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3]), np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2])
+  area = (x1 - x0) * (y1 - y0)
+  out = []
+  for n, c in itertools.product(range(s.shape[0]), range(s.shape[1])):
+    cand = np.arange(s.shape[2]) if score_thr is None else np.nonzero(s[n, c] > score_thr)[0]
+    kept: list[int] = []
+    for i in cand[np.argsort(-s[n, c, cand], kind="stable")]:   # (stable: equal scores keep the lower index first)
+      if len(kept) >= keep_max: break
+      k = np.array(kept, dtype=np.int64)
+      ix0, ix1, iy0, iy1 = np.maximum(x0[n, i], x0[n, k]), np.minimum(x1[n, i], x1[n, k]), np.maximum(y0[n, i], y0[n, k]), np.minimum(y1[n, i], y1[n, k])
+      inter = (ix1 - ix0) * (iy1 - iy0)
+      union = area[n, i] + area[n, k] - inter
+      ok = (ix1 > ix0) & (iy1 > iy0) & (inter > 0) & (area[n, i] > 0) & (area[n, k] > 0) & (union > 0)   # (degenerate boxes suppress nothing)
+      with np.errstate(divide="ignore", invalid="ignore"):
+        if not (ok & (inter / np.where(ok, union, 1) > iou_thr)).any(): kept.append(int(i))
+    out += [(n, c, i) for i in kept]
+  return ctx.const(np.array(out, dtype=np.int64).reshape(-1, 3))
+onnx_ops.update({"NonMaxSuppression": _nms})
+
 domain_ops: dict[str, dict[str, Callable[..., Any]]] = {
   "ai.onnx.ml": {"Binarizer": lambda ctx, x, threshold=0.0: (x > threshold).cast(x.dtype), "ArrayFeatureExtractor": _array_feature_extractor},
   "ai.onnx.preview.training": {"Adagrad": _adagrad, "Momentum": _momentum, "Adam": _adam},
