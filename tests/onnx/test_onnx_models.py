@@ -498,3 +498,23 @@ def test_non_max_suppression_matches_onnx_reference(center: int, extra: tuple):
   else:
     assert len(got) > 10
     np.testing.assert_array_equal(got, ReferenceEvaluator(m).run(None, feeds)[0])
+
+# RoiAlign against onnx's reference: rois partly off the map, one malformed (x2 < x1), a tiny one, spatial_scale, two images; the
+# adaptive grid (sampling_ratio 0: a different sample count per roi) and a fixed one; both modes and coordinate transforms
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align_matches_onnx_reference(mode: str, ctm: str, ratio: int):
+  from onnx import helper, TensorProto
+  from onnx.reference import ReferenceEvaluator
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+  rois = np.array([[0, 0, 18, 14], [3.3, 5.1, 20.7, 17.9], [-6, -4, 5, 7], [15, 12, 30, 25], [12, 9, 4, 3], [8, 8, 8.6, 8.4]], np.float32)
+  bidx = np.array([0, 1, 1, 0, 1, 0], np.int64)
+  vi = lambda n, t: helper.make_tensor_value_info(n, t, None)
+  node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], mode=mode, coordinate_transformation_mode=ctm, output_height=3, output_width=4,
+                          sampling_ratio=ratio, spatial_scale=0.5)
+  m = helper.make_model(helper.make_graph([node], "g", [vi("x", TensorProto.FLOAT), vi("rois", TensorProto.FLOAT), vi("b", TensorProto.INT64)],
+                                          [vi("y", TensorProto.FLOAT)]), opset_imports=[helper.make_opsetid("", 16)])
+  feeds = {"x": x, "rois": rois, "b": bidx}
+  np.testing.assert_allclose(OnnxRunner(m)(feeds)["y"].numpy(), ReferenceEvaluator(m).run(None, feeds)[0], rtol=1e-5, atol=1e-6)

@@ -1162,6 +1162,64 @@ def _nms(ctx: _Ctx, boxes: Tensor, scores: Tensor, max_output_boxes_per_class: T
     out += [(n, c, i) for i in kept]
   return ctx.const(np.array(out, dtype=np.int64).reshape(-1, 3))
 onnx_ops.update({"NonMaxSuppression": _nms})
+def _roi_axis(start: np.generic, bin_sz: np.generic, grid: int, out: int, size: int) -> tuple[np.ndarray, ...]:
+  # one axis of RoiAlign's sample points [out, grid] (bin p, sample i at start + p*bin + (i+0.5)*bin/grid), in the rois' dtype as onnx's
+  # reference: in-range mask, low and high pixel and their weights, the coordinate clamped at 0 and held at the last pixel
+  dt = start.dtype
+  v = start + np.arange(out, dtype=dt)[:, None] * bin_sz + (np.arange(grid, dtype=dt)[None, :] + dt.type(0.5)) * bin_sz / dt.type(grid)
+  ok = (v >= -1.0) & (v <= size)
+  v = np.maximum(v, dt.type(0))
+  lo = v.astype(np.int64)
+  last = lo >= size - 1
+  lo, v = np.where(last, size - 1, lo), np.where(last, dt.type(size - 1), v)
+  frac = (v - lo.astype(dt)).astype(dt)
+  return ok, lo, np.where(last, size - 1, lo + 1), dt.type(1) - frac, frac
+def _roi_align(ctx: _Ctx, x: Tensor, rois: Tensor, batch_indices: Tensor, coordinate_transformation_mode: str | None = None, mode: str = "avg",
+               output_height: int = 1, output_width: int = 1, sampling_ratio: int = 0, spatial_scale: float = 1.0) -> Tensor:
+  """RoiAlign: [num_rois, C, output_height, output_width], each bin the average (or max) of bilinear samples of x on a grid inside it.
+  rois and batch_indices are read on the host: with sampling_ratio 0 each roi's sample grid is ceil(its size / the output size), a
+  shape that depends on the values; the sample pixels and weights are computed there (onnx's reference's float32 arithmetic) and x is
+  gathered and weighted on the device. Max mode is onnx's (and onnxruntime's): the max over samples of the max of the 4 weighted corners."""
+  ctm = coordinate_transformation_mode or ("half_pixel" if ctx.opset >= 16 else "output_half_pixel")   # (opset 10 had only the latter)
+  if ctm not in ("half_pixel", "output_half_pixel"): raise ValueError(f"RoiAlign: coordinate_transformation_mode {ctm!r} is not half_pixel or output_half_pixel")
+  if mode not in ("avg", "max"): raise ValueError(f"RoiAlign: mode {mode!r} is not avg or max")
+  N, C, H, W = x.shape
+  r = ctx.val(rois)
+  r = r.astype(np.float32) if r.dtype.kind != "f" or r.dtype.itemsize < 4 else r
+  f = r.dtype.type   # (the reference's arithmetic: numpy scalars of the rois' dtype, python numbers taken as that dtype)
+  bidx = ctx.ints(batch_indices)
+  if any(not 0 <= b < N for b in bidx): raise ValueError(f"RoiAlign: batch_indices {bidx} must be in 0..{N - 1}")
+  PH, PW, R = output_height, output_width, len(bidx)
+  samples = []
+  for k in range(R):
+    x0, y0, x1, y1 = r[k] * f(spatial_scale) - f(0.5 if ctm == "half_pixel" else 0)
+    rw, rh = x1 - x0, y1 - y0
+    if ctm == "output_half_pixel": rw, rh = np.maximum(rw, f(1)), np.maximum(rh, f(1))   # (malformed rois become 1x1)
+    bh, bw = rh / f(PH), rw / f(PW)
+    gh, gw = (sampling_ratio, sampling_ratio) if sampling_ratio > 0 else (max(int(np.ceil(bh)), 0), max(int(np.ceil(bw)), 0))
+    oky, ylo, yhi, hy, ly = _roi_axis(y0, bh, gh, PH, H)
+    okx, xlo, xhi, hx, lx = _roi_axis(x0, bw, gw, PW, W)
+    # [PH, gh, PW, gw, 4 corners]: pixel index (this roi's image) and weight; samples outside the map weigh 0
+    ok = oky[:, :, None, None] & okx[None, None]
+    pos = np.stack([ys[:, :, None, None] * W + xs[None, None] for ys, xs in ((ylo, xlo), (ylo, xhi), (yhi, xlo), (yhi, xhi))], -1)
+    wt = np.stack([a[:, :, None, None] * b[None, None] for a, b in ((hy, hx), (hy, lx), (ly, hx), (ly, lx))], -1) * ok[..., None]
+    pos = (pos * ok[..., None] + bidx[k] * H * W).transpose(0, 2, 1, 3, 4).reshape(PH, PW, gh * gw, 4)
+    samples.append((pos, wt.transpose(0, 2, 1, 3, 4).reshape(PH, PW, gh * gw, 4), max(gh * gw, 1)))
+  S = max([p.shape[2] for p, _, _ in samples] + [1])   # rois with fewer samples are padded with weight-0, masked-out ones
+  pad = lambda a, v: np.concatenate([a, np.full((PH, PW, S - a.shape[2], 4), v, a.dtype)], 2)
+  idx = np.stack([pad(p, 0) for p, _, _ in samples]) if R else np.zeros((0, PH, PW, S, 4), np.int64)
+  cdt = x.dtype if x.dtype == dtypes.float64 else dtypes.float32
+  wts = np.stack([pad(w, 0) for _, w, _ in samples]).astype(np.dtype(cdt.fmt)) if R else np.zeros((0, PH, PW, S, 4), np.dtype(cdt.fmt))
+  xf = x.cast(cdt).reshape(N, C, H * W).permute(1, 0, 2).reshape(C, N * H * W)
+  vals = xf.gather(1, Tensor(idx.reshape(1, -1), device=x.device).expand(C, -1)).reshape(C, R, PH, PW, S, 4).permute(1, 0, 2, 3, 4, 5)
+  wv = vals * Tensor(wts, device=x.device).unsqueeze(1)
+  if mode == "avg": out = wv.sum((4, 5)) / Tensor(np.array([n for _, _, n in samples], np.dtype(cdt.fmt)).reshape(R, 1, 1, 1), device=x.device)
+  else:
+    have = np.stack([np.arange(S) < p.shape[2] for p, _, _ in samples]).reshape(R, 1, 1, 1, S) if R else np.zeros((0, 1, 1, 1, S), bool)
+    out = Tensor(have, device=x.device).where(wv.max(5), -math.inf).max(4)
+    out = Tensor(have.any(-1), device=x.device).where(out, 0)   # (a roi with no samples is 0)
+  return out.cast(x.dtype)
+onnx_ops.update({"RoiAlign": _roi_align})
 
 domain_ops: dict[str, dict[str, Callable[..., Any]]] = {
   "ai.onnx.ml": {"Binarizer": lambda ctx, x, threshold=0.0: (x > threshold).cast(x.dtype), "ArrayFeatureExtractor": _array_feature_extractor},
