@@ -18,7 +18,7 @@ FULL = os.environ.get("TINYGRAD_ONNX_FULL", "").strip() not in ("", "0")
 QUICK = ("abs", "add", "relu", "pow", "where", "reducesum", "argmax", "cumsum", "topk", "slice", "split", "concat", "transpose", "unsqueeze",
          "gather", "gathernd", "scatternd", "matmul", "gemm", "einsum", "conv", "convtranspose", "globalaveragepool", "batch_normalization",
          "instance_normalization", "groupnormalization", "quantizelinear", "dequantizelinear", "onehot", "depthtospace", "rotaryembedding", "pad",
-         "convinteger", "matmulinteger")
+         "convinteger", "matmulinteger", "dft", "gridsample")
 
 def exclusions(path: Path = Path(__file__).with_name("exclusions.txt")) -> dict[str, str]:
   """The excluded tests, name -> reason: lines `test_name` under a `## reason` heading (# starts a comment)."""
