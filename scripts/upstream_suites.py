@@ -52,8 +52,7 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   raises JitError; internals (graph batch splits, graph_class, beam search's module); free_intermediates keeps the
   buffer of an output the caller holds (upstream frees it too).
 - extra: test_randomness's threefry internals and reference draws (`manual_seed` draws other numbers, documented), the
-  gguf tests that download models, upstream's private IQ lookup tables, and GGML type Q1_0, which the gguf package (the
-  decoder here) does not know.
+  gguf tests that download models, and upstream's private IQ lookup tables.
 - multi: internals (UOp.allreduce, as_param, graph_rewrite(walk=), schedule structure and kernel counts, the RANGE under a
   shard); an axis that does not divide is split unevenly and a shrink across shards gathers (upstream raises RuntimeError).
 

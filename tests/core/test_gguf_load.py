@@ -105,6 +105,18 @@ def test_ggml_data_to_tensor_decodes_blocks_like_the_reference(quant):
   assert got.dtype == dtypes.float32 and got.shape == (3 * elems,)
   np.testing.assert_array_equal(got.numpy(), gguf.quants.dequantize(raw, q).reshape(-1))
 
+def test_ggml_data_to_tensor_decodes_q1_0():
+  # Q1_0 (type 41): the gguf package (0.19) knows its block size but has no decoder, so it was a ValueError; 128 values of
+  # one bit each (least significant first) after a float16 scale d: d for a 1, -d for a 0 (public tinygrad's test's reference)
+  from tinygrad.nn.state import ggml_data_to_tensor
+  rng = np.random.default_rng(3)
+  bits, scales = rng.integers(0, 2, (3, 128)), np.array([2.0, -0.5, 3.25], np.float16)
+  raw = np.concatenate([np.concatenate([np.frombuffer(d.tobytes(), np.uint8), np.packbits(b, bitorder="little")]) for d, b in zip(scales, bits)])
+  want = (scales.astype(np.float32)[:, None] * (bits * 2 - 1)).reshape(-1)
+  got = ggml_data_to_tensor(Tensor(raw), 3 * 128, 41)
+  assert got.dtype == dtypes.float32 and got.shape == (384,)
+  np.testing.assert_array_equal(got.numpy(), want)
+
 def test_ggml_data_to_tensor_plain_types_and_errors():
   from tinygrad.nn.state import ggml_data_to_tensor
   vals = np.array([1.5, -2.25, 3.0], np.float16)

@@ -632,11 +632,21 @@ def _gguf_load_parts(path: str) -> tuple[dict[str, Any], dict[str, Tensor]]:
 _GGML_PLAIN = {0: dtypes.float32, 1: dtypes.float16, 24: dtypes.int8, 25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64, 28: dtypes.float64,
                30: dtypes.bfloat16}
 
+def _q1_0(raw: Any) -> Any:
+  # Q1_0 (gguf 0.19 knows its block, 2 + 16 bytes for 128 values, but not how to decode it): a float16 scale d, then one
+  # bit per value, least significant first: d for a 1, -d for a 0
+  import numpy as np
+  d = raw[:, :2].copy().view(np.float16).astype(np.float32)
+  return d * (np.unpackbits(raw[:, 2:], axis=1, bitorder="little").astype(np.float32) * 2 - 1)
+# quantized types decoded here, where the gguf package has the type but no decoder
+_GGML_OWN = {"Q1_0": _q1_0}
+
 def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
   """The `n` values of GGML type `ggml_type` (its GGMLQuantizationType id) stored in the bytes of the uint8 tensor `t`, as
   public tinygrad's: a plain type (F32 0, F16 1, I8..I64 24-27, F64 28, BF16 30) is a 1-d tensor of its dtype, a view of
   the bytes; a quantized one (Q4_0 2, Q8_0 8, Q4_K 12, Q6_K 14, IQ4_XS 23, MXFP4 39 ..., every type the gguf package
-  decodes) is a 1-d float32 tensor of the n values, decoded on the host by the gguf package, on t's device."""
+  decodes, and Q1_0 41, decoded here) is a 1-d float32 tensor of the n values, decoded on the host by the gguf package,
+  on t's device."""
   if (dt := _GGML_PLAIN.get(ggml_type)) is not None: return t[:dt.itemsize * n].bitcast(dt)
   import numpy as np
   gguf = _gguf()
@@ -646,7 +656,7 @@ def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
   elems, nbytes = gguf.GGML_QUANT_SIZES[qt]
   if n % elems: raise ValueError(f"{qt.name} stores values in blocks of {elems}: n = {n} is not a multiple of it")
   raw = t[:n // elems * nbytes].numpy().reshape(-1, nbytes)
-  try: vals = gguf.quants.dequantize(raw, qt)
+  try: vals = gguf.quants.dequantize(raw, qt) if qt.name not in _GGML_OWN else _GGML_OWN[qt.name](raw)
   except NotImplementedError: raise ValueError(f"the gguf package cannot decode GGML type {qt.name} ({ggml_type})") from None
   return Tensor(np.ascontiguousarray(vals, dtype=np.float32).reshape(-1), device=t.device)
 
