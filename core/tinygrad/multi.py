@@ -330,6 +330,8 @@ def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
 def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
   parts = [s.r(rop, axes) for s in m.src]
+  # a shard's sum over its axes of size 1 is no reduce and kept -0.0; a sum starts from +0.0 ([-0.0, -0.0] on 2 devices gave -0.0)
+  if rop is Ops.ADD and dtypes.is_float(m.dtype): parts = [p + p.const_like(0.0) if p is s else p for p, s in zip(parts, m.src)]
   if is_mesh(m):
     if not any(a in axes for a, _ in m.arg): return multi(parts, m.arg)
     if rop is not Ops.MAX: return _mesh_reduce(rop, m, axes, parts)

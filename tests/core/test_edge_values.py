@@ -278,6 +278,20 @@ def test_cat_and_pad_keep_negative_zero(device):
   assert np.signbit(Tensor([-1.0, -2.0], device=device).cat(Tensor([-0.0], device=device)).max().numpy())
   assert np.signbit(Tensor([1.0], device=device).pad((1, 1), value=-0.0).numpy()).tolist() == [True, False, True]
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_sums_start_from_positive_zero(device):
+  # a sum starts from +0.0 (torch, numpy): over axes of size 1 the reduce is a reshape, which kept -0.0 ([-0.0].sum() was -0.0),
+  # and x + 0.0 was folded to x (-0.0 + 0.0 gave -0.0). prod and max keep it (1 * -0.0, max of one): torch's too
+  cases = {"sum": lambda t: t.sum(), "mean": lambda t: t.mean(), "sum1": lambda t: t.reshape(-1, 1).sum(1), "cumsum": lambda t: t.cumsum(0),
+           "sum1_keep": lambda t: t.reshape(-1, 1).sum(1, keepdim=True), "add0": lambda t: t + 0, "radd0": lambda t: 0.0 + t,
+           "prod": lambda t: t.prod(), "max": lambda t: t.max(), "min": lambda t: t.reshape(-1, 1).min(), "half": lambda t: t.half().sum()}
+  for vals in ([-0.0], [-0.0, 1.0], [-0.0, -0.0]):
+    for name, fn in cases.items():
+      if name in ("prod", "max") and len(vals) > 1: continue
+      got, want = fn(Tensor(vals, device=device)).numpy(), fn(torch.tensor(vals)).numpy()
+      assert np.signbit(got).tolist() == np.signbit(want).tolist(), (name, vals)
+  assert not np.signbit(Tensor(-0.0, device=device).sum().numpy())
+
 def test_kink_gradients_are_torchs():
   # relu: 0 at +-0 (and 1 at NaN, torch's threshold_backward); relu6/hardtanh 0 on the bounds; abs 0 at 0; clamp 1 on the bounds;
   # hardswish 0 at -3 and 1 at 3 (it was -0.5 and 1.5: the inner side of both kinks); hardsigmoid 0 at both

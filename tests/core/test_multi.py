@@ -175,6 +175,15 @@ def test_gathering_shards_keeps_negative_zero_and_nan_bits(devs):
     naive = (Tensor(z).shard(("CPU:0", "CPU:1", "CPU:2"), 0) * 1).sum(0).numpy()
   np.testing.assert_array_equal(np.signbit(got), np.signbit(naive))   # (the ring's chunks are placed, as the naive sum's whole)
 
+def test_a_sum_across_shards_starts_from_positive_zero(devs):
+  # each device's sum over its one row was no reduce (it kept -0.0), and -0.0 + -0.0 across devices stayed -0.0: torch's 0.0
+  z = np.full((2, 3), -0.0, np.float32)
+  for ring in (0, 2):
+    with Context(RING=ring):
+      assert not np.signbit(Tensor(z).shard(devs, 0).sum(0).numpy()).any(), ring
+      assert not np.signbit(Tensor(z).shard(devs, 0).sum().numpy()), ring
+  assert not np.signbit(Tensor(z[:, :1]).shard(devs, 0).sum(1).numpy()).any()
+
 @pytest.mark.parametrize("n_dev", [2, 3])
 def test_a_reader_computed_before_an_update_is_its_value_in_other_graphs(n_dev):
   # n is computed before x's update (it read x's old value); s holds n's shards in its graph and computed them again,

@@ -74,6 +74,8 @@ class ReduceMixin:
     device without int64, such as WEBGPU, int32/uint32); float16/bfloat16 accumulate in float32 and return their own dtype."""
     acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    # a sum starts from +0.0 (torch, numpy): over axes of size 1 the reduce is a reshape, which kept -0.0 ([-0.0].sum() gave -0.0)
+    if dtypes.is_float(acc) and all(isinstance(s := self.shape[a], int) and s == 1 for a in self._axes(axis)): ret = ret + 0.0
     return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret
   def _pick(self: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
     """The sum over `axis` of a one-hot selection (`mask.where(x, 0)`, at most one term nonzero: indexing, gather, Embedding)

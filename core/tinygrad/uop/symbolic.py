@@ -263,6 +263,12 @@ def _cast_narrow(n: UOp, a: UOp) -> UOp | None:
   if not all(lo <= x.vmin and x.vmax <= hi for x in (a, *a.src)): return None
   return UOp(a.op, n.dtype, tuple(x.cast(n.dtype) for x in a.src))
 
+def _add_zero(x: UOp, c: UOp) -> UOp | None:
+  # x+0 -> x, except a float x that may be -0.0 plus +0.0: IEEE gives +0.0 there (Tensor([-0.0]) + 0 gave -0.0, torch 0.0).
+  # x+(-0.0) is x for every x; a float cast from an int or bool is never -0.0
+  if not dtypes.is_float(x.dtype) or math.copysign(1.0, c.arg) < 0: return x
+  return x if x.op is Ops.CAST and not dtypes.is_float(x.src[0].dtype) else None
+
 def _cast_roundtrip(n: UOp, w: UOp, x: UOp) -> UOp | None:
   ok = n.dtype == x.dtype and dtypes.is_int(x.dtype) and dtypes.is_int(w.dtype) and dtypes.min(w.dtype) <= dtypes.min(x.dtype) \
     and dtypes.max(x.dtype) <= dtypes.max(w.dtype)
@@ -273,7 +279,7 @@ symbolic_simple = PatternMatcher([
   (UPat(GroupOp.ALU, src=UPat(Ops.CONST, src=()), name="a"), _const_fold),                     # op(c1, c2) -> c
   (UPat(Ops.CAST, src=(UPat(Ops.CONST, src=(), name="c"),), name="x"), _cast_const),            # cast(c) -> c'
   (UPat(Ops.CAST, name="x"), lambda x: x.src[0] if x.src[0].dtype == x.dtype else None),        # cast(x:T, T) -> x
-  (X + 0, lambda x: x),                                                                        # x+0 -> x
+  (X + UPat(Ops.CONST, arg=0, name="c"), _add_zero),                                            # x+0 -> x (floats: see _add_zero)
   (X * 1, lambda x: x),                                                                        # x*1 -> x
   (XI * 0, lambda x: x.const_like(0)),                                                         # x*0 -> 0 (ints: floats keep NaN/inf)
   (X // 1, lambda x: x),                                                                       # x//1 -> x
