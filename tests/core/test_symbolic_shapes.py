@@ -115,6 +115,19 @@ def test_a_jit_replay_checks_a_shape_that_held_only_for_the_captured_value():
   with pytest.raises(JitError, match="captured with shapes that hold for the values"): f(Variable("i", 1, 10).bind(8))
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_diagonal_of_a_symbolic_slice_replays_for_every_value(device):
+  # diagonal's Python min(4, n) compared n < 4 by n's bound value: a capture at n=3 assumed it and refused n=4 (JitError)
+  xn = _data(4, 5)
+  x = Tensor(xn, device=device).realize()
+  f = TinyJit(lambda v: (x[:, :v].diagonal() * 2).sum().realize())
+  g = TinyJit(lambda v: (x[:v, :v].diagonal(-1) + x[:v].diagonal(1).sum()).sum().realize())
+  for val in (3, 2, 4, 1, 3):
+    v = Variable("n", 1, 4).bind(val)
+    np.testing.assert_allclose(f(v).item(), (np.diagonal(xn[:, :val]) * 2).sum(), rtol=1e-5)
+    np.testing.assert_allclose(g(v).item(), (np.diagonal(xn[:val, :val], -1) + np.diagonal(xn[:val], 1).sum()).sum(), rtol=1e-5)
+    np.testing.assert_array_equal(x[:, :v].diagonal().numpy(), np.diagonal(xn[:, :val]))
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_reshape_and_pad_symbolic(device, compiles):
   xn = _data(6, 4)
   x = Tensor(xn, device=device).realize()

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Sequence, Union
 from tinygrad.dtype import DType, to_dtype
 from tinygrad.mixin.common import ArgumentError
 from tinygrad.helpers import argfix
+from tinygrad.uop.ops import sint_le
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 Label = Union[str, int]   # a subscript letter, or the position of a dimension the ellipsis covers
@@ -104,8 +105,12 @@ class LinalgMixin:
                          "holds part of every row and the diagonal steps across them; shard it on another axis, or gather "
                          "it first with .to(device)")
     r, c = x.shape[-2:]
-    lo, hi = (0, min(r, max(0, c - offset))) if offset >= 0 else (min(r, -offset), min(r, c - offset))
-    n, pre = max(0, hi - lo), [None] * (x.ndim - 2)
+    # min/max of sizes by their bounds: Python's min(4, n) compared n < 4 by n's bound value, so a TinyJit capture at n=3
+    # assumed it and refused n=4 (x[:, :n].diagonal() of a 4-row x); an order the bounds cannot decide is still assumed
+    smin = lambda a, b: a if sint_le(a, b) else b
+    smax = lambda a, b: a if sint_le(b, a) else b
+    lo, hi = (0, smin(r, smax(0, c - offset))) if offset >= 0 else (smin(r, -offset), smin(r, c - offset))
+    n, pre = smax(0, hi - lo), [None] * (x.ndim - 2)
     if n == 0: return x.shrink(tuple(pre + [(0, 0), (0, 1 if c else 0)])).reshape(*x.shape[:-2], 0)
     x = x.shrink(tuple(pre + [(lo, lo + n), (lo + offset, lo + offset + n)]))
     # an n x n plane read with row stride n + 1 walks its diagonal (padding that the shrink cuts away again: a view of self,
