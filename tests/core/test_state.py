@@ -354,6 +354,23 @@ def test_safetensors_malformed_header(tmp_path, case):
   for reader in (safe_load, safe_load_metadata):
     with pytest.raises(ValueError, match=f"{case}.safetensors: corrupt safetensors header: .*{why}"): reader(fn)
 
+def test_safetensors_data_not_covered_by_its_tensors_is_rejected(tmp_path):
+  # as the safetensors library (it raises "file not fully covered" / "invalid offset"): bytes after the last tensor and a
+  # gap before or between tensors loaded silently here
+  data = np.arange(4, dtype="<f4").tobytes()
+  st = pytest.importorskip("safetensors.numpy", reason="the reference reader: pip install safetensors")
+  for case, text, tail, why in (("trailing", json.dumps({"a": F32([0, 16], (4,))}), b"\0" * 8, "8 bytes after the last tensor"),
+                                ("nothing", "{}", b"abcd", "20 bytes after the last tensor"),
+                                ("gap_first", json.dumps({"a": F32([8, 16])}), b"", "8 bytes before entry 'a'"),
+                                ("gap_between", json.dumps({"a": F32([0, 4], (1,)), "b": F32([8, 16])}), b"", "4 bytes before entry 'b'")):
+    fn = _raw_file(tmp_path / f"{case}.safetensors", text, data + tail)
+    with pytest.raises(Exception): st.load_file(fn)
+    for reader in (safe_load, safe_load_metadata):
+      with pytest.raises(ValueError, match=f"{case}.safetensors: corrupt safetensors .*{why}"): reader(fn)
+    with pytest.raises(ValueError, match=why): safe_load(Tensor(fn.read_bytes()))
+  fn = _raw_file(tmp_path / "ok.safetensors", json.dumps({"a": F32([0, 16], (4,))}), data)
+  np.testing.assert_array_equal(safe_load(fn)["a"].numpy(), st.load_file(fn)["a"])
+
 def test_safetensors_wellformed_edge_cases_load(tmp_path):
   # what the checks must still accept: empty tensors anywhere, gaps-free order different from the header's, no entries
   text = json.dumps({"e": F32([3, 3], (0,)), "b": F32([8, 16]), "a": F32([0, 8])})

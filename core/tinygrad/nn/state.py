@@ -204,12 +204,17 @@ def _check_header(header: Any, fn: Any, data_size: int) -> None:
     need = math.prod(shape) * isz
     if e - b != need: raise bad(f"has offsets {b}..{e} ({e-b} bytes) but shape {shape} of {info['dtype']} needs {need} bytes")
     if e > data_size: raise bad(f"has offsets {b}..{e} past the end of the data ({data_size} bytes)")
-    if b == e: continue   # an empty tensor occupies nothing
+    if b == e: continue   # an empty tensor occupies nothing (the safetensors library wants it between two others: not checked)
     if b % isz: raise bad(f"starts at {b}, not a multiple of its item size {isz} (unaligned)")
     spans.append((b, e, name))
-  spans.sort()
-  for (_, e0, n0), (b1, _, n1) in zip(spans, spans[1:]):
-    if b1 < e0: raise ValueError(f"{fn}: corrupt safetensors header: entries {n0!r} and {n1!r} overlap")
+  # the tensors tile the data exactly, as the safetensors library checks: it rejects a gap, an overlap and bytes after the
+  # last tensor ("file not fully covered"), which loaded here unread
+  pos, prev = 0, None
+  for b, e, name in sorted(spans):
+    if b < pos: raise ValueError(f"{fn}: corrupt safetensors header: entries {prev!r} and {name!r} overlap")
+    if b > pos: raise ValueError(f"{fn}: corrupt safetensors header: {b - pos} bytes before entry {name!r} belong to no tensor (a gap)")
+    pos, prev = e, name
+  if pos != data_size: raise ValueError(f"{fn}: corrupt safetensors file: {data_size - pos} bytes after the last tensor belong to no tensor")
 
 # ---- a file named by path, or its bytes in a uint8 Tensor (Tensor(pathlib.Path(fn)), Tensor.from_url), as public tinygrad's
 # readers accept both ----
