@@ -33,9 +33,14 @@ cl_code_for_op: dict[Ops, Callable[..., str]] = {**base_code_for_op,
   Ops.TRUNC: lambda x, dtype: f"trunc({x})"}
 
 # half without cl_khr_fp16 and bfloat16 everywhere live as their 16 bits (ushort) in memory and as float in registers. The
-# half conversions are OpenCL's own vload_half/vstore_half_rte (core functions: a `half*` is allowed without the extension)
+# half conversions are OpenCL's own vload_half/vstore_half_rte (core functions: a `half*` is allowed without the extension),
+# but a NaN as numpy makes it (sign, quiet, the top payload bits): POCL's vstore_half gave 0x7fff for every NaN, numpy 0x7e00
 _h16 = """float __h2f(ushort h) { return vload_half(0, (const __private half*)&h); }
-ushort __f2h(float f) { ushort h; vstore_half_rte(f, 0, (__private half*)&h); return h; }"""
+ushort __f2h(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)(((u >> 16) & 0x8000u) | 0x7c00u | max((u >> 13) & 0x3ffu, 1u));
+  ushort h; vstore_half_rte(f, 0, (__private half*)&h); return h;
+}"""
 _bf16 = """float __b2f(ushort b) { return as_float((uint)b << 16); }
 ushort __f2b(float f) {
   uint u = as_uint(f);
