@@ -347,6 +347,25 @@ def _reduce(m: UOp, arg: tuple) -> UOp:
   else: outs = all_reduce(rop, parts)
   return multi(_mark_shard_max(m, axes, parts, outs) if rop is Ops.MAX else outs, None)
 
+def pick(m: UOp, mask: UOp, axes: tuple[int, ...]) -> UOp:
+  """The sum over `axes` of `m` = mask.where(x, 0) with at most one True in `mask` along them (Tensor._pick: a gather, an
+  index, an Embedding): sharded on a reduced axis, each device takes the partial of the shard that holds the picked term
+  (a where on each shard's count of hits), not the sum of all partials: + added the other shards' 0.0, which turned a
+  picked -0.0 into 0.0 (a sharded masked_select, interpolate(mode="nearest")). Its gradient reaches that shard alone."""
+  if is_mesh(m) or m.arg is None or m.arg not in axes: return m.r(Ops.ADD, axes)
+  parts = [s.r(Ops.ADD, axes) for s in m.src]
+  # (each count is an int one-hot sum, which the codegen turns into a bounds check as it does the value's pick)
+  hits = [k.where(1, 0).cast(dtypes.int32).r(Ops.ADD, axes).alu(Ops.CMPNE, UOp.const(dtypes.int32, 0, src=(_dev(k.device),)))
+          for k in relayout(mask, m).src]
+  outs = []
+  for i, d in enumerate(m.device):
+    acc = None
+    for j, (p, h) in enumerate(zip(parts, hits)):
+      if j != i: p, h = _copy(p, d), _copy(h, d)
+      acc = p if acc is None else h.where(p, acc)
+    outs.append(acc)
+  return multi(outs, None)
+
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
   # the result's layout: the assign target's, else the first sharded operand's; the other operands are brought to it
   lead = src[0] if op is Ops.ASSIGN and src[0].op is Ops.MULTI else next((m for m in ms if m.arg is not None), ms[0])

@@ -184,6 +184,30 @@ def test_a_sum_across_shards_starts_from_positive_zero(devs):
       assert not np.signbit(Tensor(z).shard(devs, 0).sum().numpy()), ring
   assert not np.signbit(Tensor(z[:, :1]).shard(devs, 0).sum(1).numpy()).any()
 
+def test_picks_across_shards_keep_negative_zero(devs):
+  # a gather/index/masked_select/nearest interpolate over a sharded axis added each shard's pick: the 0.0 of the shards that
+  # did not hold the element turned a picked -0.0 into 0.0 (one device keeps it, as torch); the gradient reaches that shard
+  a = np.array([[-0.0, 1.0, -0.0, 2.0], [3.0, -0.0, -0.0, -0.0], [-0.0, 5.0, 6.0, -0.0]], np.float32)
+  m = np.array([[1, 0, 1, 1], [0, 1, 1, 0], [1, 0, 0, 1]], bool)
+  ta = torch.from_numpy(a)
+  for ax in (0, 1):
+    x = Tensor(a).shard(devs, ax)
+    cases = {"nearest": (x.reshape(1, 1, 3, 4).interpolate((5, 7), mode="nearest"), F_interp(ta.reshape(1, 1, 3, 4), (5, 7))),
+             "gather": (x.gather(ax, Tensor([[2, 0, 1, 2]] if ax == 0 else [[3], [2], [0]]).shard(devs)),
+                        ta.gather(ax, torch.tensor([[2, 0, 1, 2]] if ax == 0 else [[3], [2], [0]]))),
+             "index": (x[Tensor([2, 1, 0]).shard(devs)], ta[torch.tensor([2, 1, 0])])}
+    # (masked_select flattens: sharded on axis 0 only)
+    if ax == 0: cases["masked_select"] = (x.masked_select(Tensor(m).shard(devs, ax)), ta.masked_select(torch.from_numpy(m)))
+    for name, (got, want) in cases.items():
+      np.testing.assert_array_equal(got.numpy().view(np.uint32), want.numpy().view(np.uint32), err_msg=f"{name} axis {ax}")
+  w, tw = Tensor(a, requires_grad=True), ta.clone().requires_grad_()
+  idx, k = [[2, 0, 1, 2], [2, 2, 2, 2]], [[1.0, 2.0, 3.0, 4.0]] * 2
+  (w.shard(devs, 0).gather(0, Tensor(idx).shard(devs)) * Tensor(k).shard(devs)).sum().backward()
+  (tw.gather(0, torch.tensor(idx)) * torch.tensor(k)).sum().backward()
+  np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+def F_interp(t, size): return torch.nn.functional.interpolate(t, size, mode="nearest")
+
 @pytest.mark.parametrize("n_dev", [2, 3])
 def test_a_reader_computed_before_an_update_is_its_value_in_other_graphs(n_dev):
   # n is computed before x's update (it read x's old value); s holds n's shards in its graph and computed them again,

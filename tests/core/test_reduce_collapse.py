@@ -41,6 +41,24 @@ def test_one_hot_sum_is_a_gather():
   idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
   for xv in (-5, -1, 0, 3, 9, 10, 20): assert 0 <= _fold(idx, {x: xv}) < 10   # the load stays in bounds
 
+@pytest.mark.parametrize("neg", [False, True])
+def test_one_hot_sum_against_a_shifted_range_is_a_gather(neg):
+  # sum_r (x == r + e ? v[r] : 0) (a shard's or a slice's arange starts at e; or x == e - r) reads v once, at x - e (e - x):
+  # it was a loop adding 0.0s, which turned a picked -0.0 into 0.0 (a gather across shards) and read all of v
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(10), (), 0)
+  x, e = UOp.variable("x", -5, 30), UOp.variable("e", 0, 12)
+  r = UOp.range(10, 0, AxisType.REDUCE, dtypes.int32)
+  body = x.eq(e - r if neg else r + e).where(buf.index(r).load(), UOp.const(dtypes.float32, 0.0))
+  out = graph_rewrite(UOp(Ops.REDUCE, dtypes.float32, (body, r), Ops.ADD), sym)
+  assert [u.op for u in out.toposort()].count(Ops.LOAD) == 1 and not any(u.op is Ops.REDUCE for u in out.toposort())
+  idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
+  gate = next(u for u in out.toposort() if u.op is Ops.WHERE and u.dtype == dtypes.float32).src[0]
+  for xv in range(-5, 31):
+    for ev in (0, 3, 12):
+      want = ev - xv if neg else xv - ev
+      assert bool(_fold(gate, {x: xv, e: ev})) == (0 <= want < 10) and 0 <= _fold(idx, {x: xv, e: ev}) < 10
+      if 0 <= want < 10: assert _fold(idx, {x: xv, e: ev}) == want
+
 def test_narrowing_cast_sinks_to_the_leaves():
   x = UOp.variable("x", 0, 100, dtypes.int32)
   assert graph_rewrite((x.cast(dtypes.int64) * -1 + 50256).cast(dtypes.int32), sym).render() == "((x*-1)+50256)"

@@ -248,12 +248,12 @@ class IndexingMixin:
       nb, nr = len(bshape), len(rest)
       xf = x.permute(rest + picked).reshape((1,) * nb + tuple(x.shape[j] for j in rest) + (total,))
       hit = lin._broadcast_to(bshape).reshape(bshape + (1,) * nr + (1,)) == Tensor.arange(total, device=self.device, dtype=idt).reshape((1,) * (nb + nr) + (total,))
-      ret = hit.where(xf, xf._const(0, shape=()))._pick(-1, self.dtype)
+      ret = hit._pick(xf, -1, self.dtype)
       order = self._adv_order(p, nb, x.ndim, len(ts))
       return ret.permute(order) if order is not None else ret
     mask, nb, axes, order = self._adv_plan(p)
     xe = x.reshape((1,) * nb + x.shape)
-    ret = mask.where(xe, xe._const(0, shape=()))._pick(tuple(nb + a for a in axes), self.dtype)
+    ret = mask._pick(xe, tuple(nb + a for a in axes), self.dtype)
     return ret.permute(order) if order is not None else ret
   def __setitem__(self: Tensor, indices: Any, v: Tensor | ConstType) -> None:
     """Write `v` (broadcast to self[indices]'s shape) into self[indices] as an assign: basic indices, int Tensor/list
@@ -319,7 +319,7 @@ class IndexingMixin:
     x = self.shrink([None if i == d else (0, s) for i, s in enumerate(index.shape)])
     xe = x.unsqueeze(-1).transpose(d, -1).expand(*index.shape, n)
     mask = index.unsqueeze(-1) == Tensor.arange(n, device=self.device)
-    return mask.where(xe, xe._const(0, shape=()))._pick(-1, self.dtype)
+    return mask._pick(xe, -1, self.dtype)
   # ---- scatter: the inverse of gather, as one-hot masks over the scattered dim and a reduce (lazy, no host work) ----
   def _pre_scatter(self: Tensor, op: str, dim: int, index: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
     """(src, mask) of shape self.shape + (index.shape[dim],): mask[..., k, ..., j] says src's j-th element along dim goes

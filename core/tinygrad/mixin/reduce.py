@@ -9,6 +9,7 @@ from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
 from tinygrad.mixin.elementwise import _opmath
+from tinygrad import multi as _multi
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -77,11 +78,16 @@ class ReduceMixin:
     # a sum starts from +0.0 (torch, numpy): over axes of size 1 the reduce is a reshape, which kept -0.0 ([-0.0].sum() gave -0.0)
     if dtypes.is_float(acc) and all(isinstance(s := self.shape[a], int) and s == 1 for a in self._axes(axis)): ret = ret + 0.0
     return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret
-  def _pick(self: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
-    """The sum over `axis` of a one-hot selection (`mask.where(x, 0)`, at most one term nonzero: indexing, gather, Embedding)
-    in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked element, O(picks), where the
-    chunks of a split reduce would each sum their part of the axis (a few picks out of 100000: 20000x the work)."""
-    return self.cast(dtype)._reduce(Ops.ADD, axis, split_ok=False)
+  def _pick(self: Tensor, x: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
+    """The sum over `axis` of the one-hot selection `self.where(x, 0)` (self a mask with at most one True along `axis`:
+    indexing, gather, Embedding) in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked
+    element, O(picks), where the chunks of a split reduce would each sum their part of the axis (a few picks out of 100000:
+    20000x the work). Sharded on `axis`, the shards' picks are selected by which one hit (multi.pick), not added."""
+    v = self.where(x, x._const(0, shape=())).cast(dtype)
+    if v.uop.op is not Ops.MULTI: return v._reduce(Ops.ADD, axis, split_ok=False)
+    axes = v._axes(axis)
+    mask = self._broadcast_to(v.shape).uop
+    return Tensor(_multi.pick(v.uop, mask, axes)).reshape(tuple(s for i, s in enumerate(v.shape) if i not in axes))._own(v)
   def prod(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
     """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given)."""
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()

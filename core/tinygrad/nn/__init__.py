@@ -226,7 +226,7 @@ class Embedding:
     big = (*idx.shape, self.vocab_sz, self.embed_sz)
     arange = Tensor.arange(self.vocab_sz, device=idx.device).reshape(*[1] * idx.ndim, self.vocab_sz, 1).expand(*big)
     hit = idx.reshape(*idx.shape, 1, 1).expand(*big) == arange
-    return hit.where(self.weight.expand(*big), 0.0)._pick(-2, self.weight.dtype)   # (never split: one load per token)
+    return hit._pick(self.weight.expand(*big), -2, self.weight.dtype)   # (never split: one load per token)
 
 class Dropout:
   """Zero each element with probability p and scale the rest by 1/(1-p), only while `Tensor.training`."""

@@ -246,8 +246,12 @@ def _reduce_collapse(red: UOp) -> UOp | None:
       if off.op is Ops.CONST and off.arg == 0:
         x, y = c.src
         if r in x.range_set: x, y = y, x
-        if y.op is Ops.CAST and y.src[0] is r and dtypes.is_int(y.dtype) and r.vmax <= dtypes.max(y.dtype): y = y.src[0]
-        if y is r and r not in x.range_set and dtypes.is_int(x.dtype):
+        # x == r + e (e free of r: a shard's or a slice's arange starts at e) is r == x - e, exact under wraparound too
+        lin = _linear_in(y, r) if r not in x.range_set and dtypes.is_int(x.dtype) else None
+        if lin is not None:
+          k, e = lin
+          if k == -1: x = e + x * -1                                  # x == e - r -> r == e - x
+          elif not (e.op is Ops.CONST and e.arg == 0): x = x + e * -1
           ok = (x >= x.const_like(0)) & (x < r.src[0].cast(x.dtype))   # r.src[0]: the range's size (maybe symbolic)
           new = ok.where(on.substitute({r: ok.where(x.cast(r.dtype), r.const_like(0))}), off)
     if new is not None:
