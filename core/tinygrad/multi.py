@@ -359,11 +359,8 @@ def pick(m: UOp, mask: UOp, axes: tuple[int, ...]) -> UOp:
           for k in relayout(mask, m).src]
   outs = []
   for i, d in enumerate(m.device):
-    acc = None
-    for j, (p, h) in enumerate(zip(parts, hits)):
-      if j != i: p, h = _copy(p, d), _copy(h, d)
-      acc = p if acc is None else h.where(p, acc)
-    outs.append(acc)
+    here = [(p, h) if j == i else (_copy(p, d), _copy(h, d)) for j, (p, h) in enumerate(zip(parts, hits))]
+    outs.append(functools.reduce(lambda acc, ph: ph[1].where(ph[0], acc), here[1:], here[0][0]))
   return multi(outs, None)
 
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
