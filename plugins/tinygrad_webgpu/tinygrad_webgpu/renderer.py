@@ -119,6 +119,8 @@ pm_wgsl = PatternMatcher([
   (UPat(Ops.MUL, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _nonfinite(x).where(x.const_like(math.nan),
    _signbit(x).where(x.const_like(-c.arg), c)) if _float_const(c, lambda v: v == 0) else None),                 # x * +-0.0: NaN at inf, NaN; zero by sign bits
   (UPat(Ops.REDUCE, arg=Ops.ADD, name="r"), lambda r: _plus_zero(r.replace(tag="+0")) if dtypes.is_float(r.dtype) and r.tag is None else None),  # sum: -0.0 -> +0.0
+  (UPat(Ops.ADD, src=[UPat.var("x"), UPat.cvar("c")]),
+   lambda x, c: _plus_zero(x) if _float_const(c, lambda v: v == 0 and math.copysign(1.0, v) > 0) else None),   # x + 0.0 (folded to x): -0.0 -> +0.0
   (UPat(Ops.SUB, src=(UPat.var("x"), UPat.var("x"))),
    lambda x: _nonfinite(x).where(x.const_like(math.nan), x.const_like(0.0)) if dtypes.is_float(x.dtype) else None),   # x - x: NaN at inf, NaN
 ])
