@@ -99,7 +99,7 @@ SCACHE = ContextVar("SCACHE", 1)             # 0: schedule every graph afresh (n
 EMULATE = ContextVar("EMULATE", "")          # PYTHON device mimics NV/AMD/METAL abilities
 TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1)   # 2: exp2/log2/sin always from the core's decompositions (codegen/decompositions.py), not the device's math library; 1: only where the renderer lacks them
 EMULATED_DTYPES = ContextVar("EMULATED_DTYPES", "")   # "fp8e4m3,half": dtypes computed in the core's software form even where the renderer has them (fp8: the byte/float32 lowering; others have one form here)
-CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture
+CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture; `with Context(CAPTURING=0):` inside a jitted function runs its kernels in that call only (they are left out of the capture and replays skip them), as in public tinygrad
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)
 DEFAULT_FLOAT = ContextVar("DEFAULT_FLOAT", "float32")   # dtypes.default_float: the dtype of Python floats and float results of int ops ("half", "float16" ...)
 DEFAULT_INT = ContextVar("DEFAULT_INT", "int32")   # dtypes.default_int: the dtype of Python ints that fit it
