@@ -589,6 +589,17 @@ def test_abs_gradient_at_zero_is_zero_like_torch():
   assert not np.signbit(y.numpy()[2])
   np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
 
+def test_abs_gradient_at_zero_times_an_infinite_gradient_is_nan_like_torch():
+  # torch's d|x|/dx is g*sgn(x), so at 0 an infinite g (sqrt(|x|), |x|**-1) gives NaN, as public tinygrad 0.14 too; the
+  # detached zero branch gave 0 there, a finite gradient where the function has none. Found by test_grad_fuzz.py
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  for fn in (lambda x: x.abs().sqrt(), lambda x: x.abs() ** -1.0, lambda x: x.abs().log(), lambda x: x.abs() ** 2.0):
+    vals = [0.0, -0.0, 1.0, -2.0]
+    x, tx = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+    fn(x).sum().backward(); fn(tx).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
 # ---- gradients at the edges, against torch (upstream test_ops' backward checks) ----
 EDGE_FNS = {  # name: (tinygrad, torch, inputs). exp's range reduction differentiated to 0 at +inf (torch: inf); cos/tan's
   # where over two formulas gave NaN at 0; acosh/atanh gave NaN outside their domain where torch's 1/sqrt(x^2-1), 1/(1-x^2)

@@ -321,9 +321,10 @@ class ElementwiseMixin:
     """Elementwise |x|."""
     if dtypes.is_unsigned(self.dtype) or dtypes.is_bool(self.dtype): return self._own(self)   # a new tensor, as torch's
     if not dtypes.is_float(self.dtype): return (self < 0).where(-self, self)
-    # zero (either sign) and NaN take a detached branch, so the gradient there is 0 as torch's; d*d is +0 for -0.0, NaN for NaN
+    # zero (either sign) and NaN: d*d (+0 for -0.0, NaN for NaN) plus self*0, so the gradient there is g*0 as torch's g*sgn(x):
+    # 0, but NaN where g is infinite (sqrt(|x|) at 0; a detached branch gave 0)
     d = self.detach()
-    return (self > 0).where(self, (self < 0).where(0 - self, d * d))
+    return (self > 0).where(self, (self < 0).where(0 - self, d * d + self * 0))
   def sign(self: Tensor) -> Tensor:
     """Elementwise -1, 0 or 1 (NaN stays NaN, as numpy; +-inf give +-1); the gradient is 0."""
     ret = (self != 0).where((self < 0).where(self._const(-1 if not dtypes.is_unsigned(self.dtype) else 0), self._const(1)), self._const(0))
