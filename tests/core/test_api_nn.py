@@ -383,6 +383,15 @@ def test_interpolate_uint8_bilinear_is_torchs_bytes(shape, size, align, hi):
   assert got.dtype == dtypes.uint8 and got.shape == want.shape
   np.testing.assert_array_equal(got.numpy(), want)
 
+def test_interpolate_linear_next_to_an_infinite_value_is_torchs_weighted_sum():
+  # (1 - w) * a + w * b as torch: between 1 and inf that is inf; a + (b - a) * w gave inf - inf = NaN (also public
+  # tinygrad 0.14). Size 6 from 4: [nan inf nan nan 2.5 3] before, torch's [nan inf inf inf 2.5 3] now. Found by
+  # test_grad_fuzz.py. (A position right on a tap next to an inf, w = 0, is NaN in both: 0 * inf; the identity size copies.)
+  x = np.array([[[1.0, np.inf, 2.0, 3.0]]], np.float32)
+  for n in (3, 6, 8):
+    want = F.interpolate(torch.tensor(x), size=(n,), mode="linear").numpy()
+    np.testing.assert_array_equal(Tensor(x).interpolate((n,), mode="linear").numpy(), want)
+
 def test_interpolate_int_linear_computes_in_float():
   # other int dtypes (torch has no int bilinear): lerped in float and truncated back, as public tinygrad's lerp
   x = np.array([[0, 100, -7, 3]], dtype=np.int32)

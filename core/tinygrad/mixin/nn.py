@@ -577,8 +577,9 @@ class NNMixin:
         # ints, float16 and bfloat16 in float32, cast back once at the end as torch's (each axis' b - a, times frac, plus a
         # rounded to float16 left half the values of a bilinear resize an ulp or more off torch's)
         if not dtypes.is_float(a.dtype) or a.dtype.itemsize < 4: a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)
-        frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)])
-        x = a + (b - a) * frac.cast(a.dtype)
+        frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)]).cast(a.dtype)
+        # torch's weighted sum: a + (b - a) * frac was NaN between a finite tap and an infinite one (inf - inf), not inf
+        x = a * (1 - frac) + b * frac
       else:
         src = (pos + 0.5) * (n / out) if mode == "nearest-exact" else pos * (n / out)
         x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
