@@ -4,7 +4,8 @@ kinks exactly, or >= 0 with zeros) go through steps drawn from the ops whose gra
 maximum/minimum over ties, relu/abs/clamp at their kinks, sort/topk with equal values, argmax gathers, gather, scatter
 and scatter_reduce, tensor-index getitem and setitem with repeated indices, cumsum/cumprod/cummax, pads in every mode,
 views, conv2d/conv_transpose2d, pools with overlapping windows and ceil_mode, interpolate, softmax/log_softmax/logsumexp
-with -inf entries, layernorm/batchnorm, broadcast matmul, sqrt/log/pow near 0, detach, in-place updates of copies;
+with -inf entries, layernorm/batchnorm, broadcast matmul, sqrt/log/pow near 0, detach, in-place updates of copies (one
+read before the update too);
 then backward of a random weighting of some of the results. test_program_fuzz.py has the small elementwise version.
 Where torch has no single answer (a repeated setitem/scatter index: torch picks any writer and passes the gradient to
 every one of them) or ours differs on purpose (docs/guide.md: ties of cummax and max_pool2d split, scatter_reduce amax
@@ -16,7 +17,8 @@ torch = pytest.importorskip("torch", reason="torch (CPU) is the gradient referen
 F = torch.nn.functional
 
 OPS = ["view", "view", "kink", "near0", "binary", "binary", "reduce", "softmax", "cum", "sort", "argmax_gather", "gather", "scatter",
-       "scatter_reduce", "index", "setitem", "pad", "conv", "pool", "interpolate", "norm", "matmul", "detach", "inplace"]
+       "scatter_reduce", "index", "setitem", "pad", "conv", "pool", "interpolate", "norm", "matmul", "detach", "inplace",
+       "update_after_read"]
 
 @st.composite
 def programs(draw):
@@ -386,6 +388,22 @@ def step(p: Prog, op: str, k1: int, k2: int):
       zr += r2.sum()
       z[sl] = t2 - 1
       zr[sl] = r2 - 1
+    return z, zr
+  if op == "update_after_read":   # a copy read (y = z * 2 + 1: torch saves none of z), then updated in place: y keeps the old z
+    if not nd: raise Skip
+    t2, r2 = p.pool[k2 % len(p.pool)]
+    try: fits = np.broadcast_shapes(t2.shape, shape) == shape
+    except ValueError: fits = False
+    if not fits: t2, r2 = t2.sum(), r2.sum()
+    z, zr = t * 1, r * 1
+    y, yr = z * 2 + 1, zr * 2 + 1
+    if k1 % 2:
+      z += t2 * t2
+      zr += r2 * r2
+    else:
+      z[(slice(None),) * ax + (slice(0, 1),)] = t2.sum()
+      zr[(slice(None),) * ax + (slice(0, 1),)] = r2.sum()
+    p.pool.append((y, yr))
     return z, zr
   raise AssertionError(op)
 
