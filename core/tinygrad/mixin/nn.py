@@ -574,8 +574,8 @@ class NNMixin:
         else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
         lo = src.floor().cast(dtypes.int32).minimum(n - 1)
         a, b = x._take_along(ax, lo), x._take_along(ax, (lo + 1).minimum(n - 1))
-        # ints, float16 and bfloat16 in float32, cast back once at the end as torch's (each axis' b - a, times frac, plus a
-        # rounded to float16 left half the values of a bilinear resize an ulp or more off torch's)
+        # ints, float16 and bfloat16 in float32, cast back once at the end as torch's (each axis' blend rounded to float16
+        # left half the values of a bilinear resize an ulp or more off torch's)
         if not dtypes.is_float(a.dtype) or a.dtype.itemsize < 4: a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)
         frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)]).cast(a.dtype)
         # torch's weighted sum: a + (b - a) * frac was NaN between a finite tap and an infinite one (inf - inf), not inf
