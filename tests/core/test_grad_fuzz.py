@@ -128,7 +128,8 @@ def step(p: Prog, op: str, k1: int, k2: int):
     if v == "log": return tp.log(), rp.log()
     if v == "pow_c":
       e = [2.0, 3.0, 0.5, 0.0, -1.0, 1.5, 1.0, -0.5, 2.5][k1 % 9]
-      return (tp if k1 % 4 < 2 else t) ** e, (rp if k1 % 4 < 2 else r) ** e
+      # (torch's x ** -0.5 is rsqrt: NaN at -inf and -inf at -0.0; its pow by a tensor -0.5 is C's pow, as ours: docs/guide.md)
+      return (tp if k1 % 4 < 2 else t) ** e, (rp if k1 % 4 < 2 else r) ** (torch.tensor(e) if e == -0.5 else e)
     if v == "pow_t":   # a tensor exponent: d/dy at a zero base
       e = (rng.integers(-1, 3, shape) * 0.5).astype(np.float32)
       et, er = p.leaf(e)
