@@ -242,6 +242,7 @@ def step(p: Prog, op: str, k1: int, k2: int):
     red = ["sum", "mean", "amax", "amin", "prod"][(k1 >> 3) % 5]
     incl = bool(k1 & 4)
     if red in ("amax", "amin"): exact(t, r)
+    if red == "prod" and not finite: raise Skip   # torch's self gradient is g * result / self: NaN at an inf self, even one left as it is
     out_r = r.scatter_reduce(ax, ir, sr, red, include_self=incl)
     if red in ("amax", "amin") and not incl:   # torch counts self where it equals the result (docs/guide.md): skip those
       hit = np.zeros(shape, bool)
