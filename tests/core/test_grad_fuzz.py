@@ -375,7 +375,9 @@ def step(p: Prog, op: str, k1: int, k2: int):
     z, zr = t * 1, r * 1
     sl = (slice(None),) * ax + (slice(int(rng.integers(0, 2)), None, int(rng.integers(1, 3))),)
     sub = np.empty(shape)[sl].shape
-    if 0 in sub: raise Skip   # (nothing written: ours passes no gradient back, torch a 0 that meets log(0)'s inf as NaN)
+    # (nothing written, or all of it overwritten: ours passes no gradient to what is lost, torch a 0 that meets log(0)'s inf
+    # as NaN)
+    if 0 in sub or (k1 % 3 == 2 and sub == shape): raise Skip
     try: fits = np.broadcast_shapes(t2.shape, sub) == sub
     except ValueError: fits = False
     if not fits: t2, r2 = t2.sum(), r2.sum()
@@ -404,6 +406,7 @@ def step(p: Prog, op: str, k1: int, k2: int):
       z += t2 * t2
       zr += r2 * r2
     else:
+      if shape[ax] == 1: raise Skip   # (all of z overwritten: see inplace)
       z[(slice(None),) * ax + (slice(0, 1),)] = t2.sum()
       zr[(slice(None),) * ax + (slice(0, 1),)] = r2.sum()
     p.pool.append((y, yr))
