@@ -59,6 +59,13 @@ def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict
   for n in nodes:
     if n.op is Ops.BUFFER: continue
     for s in dict.fromkeys(n.src): consumers[s].append(n)
+  # a DETACH computes nothing (.detach(); no_grad puts one over a value computed from outside it): its users are its
+  # source's, so a costly value read behind one by two kernels is still computed once (it was inlined into both: 1.96x the ops)
+  kept = {*roots, *(n.src[0] for n in nodes if n.op is Ops.COPY), *(_src_of(s) for n in nodes if n.op is Ops.KERNEL for s in n.src)}
+  for d in reversed(nodes):
+    if d.op is Ops.DETACH and d not in kept:
+      up = consumers[d.src[0]]
+      up[up.index(d):up.index(d) + 1] = [c for c in consumers[d] if c not in up]
   realizes: dict[UOp, None] = {}
   # _streams' memo: a node's entry holds while nothing at or below it is realized. Nodes are visited users first, so
   # realizing the visited node leaves every entry a later visit reads (theirs lie below it) valid: only realizing a node
