@@ -33,6 +33,13 @@ def new_buffer(device: str, size: int, dtype: DType) -> UOp:
     _device_uops[device] = dev
   return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), dev), size)
 
+def buffer_node(buf: Buffer) -> UOp:
+  """A fresh BUFFER UOp standing for the existing Buffer `buf` (buffer_of gives it back): a view of a file's range, a
+  TinyJit capture's buffers listed as its LINEAR."""
+  u = new_buffer(buf.device, buf.size, buf.dtype)
+  u.__dict__["_buf"] = buf
+  return u
+
 def buffer_of(u: UOp) -> Buffer:
   """The device Buffer behind a BUFFER UOp (created on first call; allocate() it before use)."""
   if (buf := u.__dict__.get("_buf")) is not None: return buf

@@ -9,7 +9,7 @@ from tinygrad.device import Buffer
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
-from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any
+from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
 from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
@@ -249,18 +249,14 @@ class CapturedJit:
   expected_input_info: list[tuple]
   _free: Callable[[], None] | None = field(default=None, repr=False, compare=False)
   @functools.cached_property
-  def linear(self) -> Any:
+  def linear(self) -> UOp:
     """The captured steps as public tinygrad's LINEAR UOp (Tensor.linear_with_vars' form): one CALL per kernel or copy in
     `jit_cache`, in order, each over the kernel's SINK (or a COPY node) and then its buffers as BUFFER nodes, output first,
     with the variables' values of the capture call as its arg. For looking at a capture (how many kernels, which ones);
     `run_linear` of it runs the captured kernels on the captured buffers, as a replay of the capture call would."""
-    from tinygrad.uop.ops import UOp
-    from tinygrad.engine.buffers import new_buffer
     nodes: dict[int, UOp] = {}
     def node(b: Buffer) -> UOp:
-      if (u := nodes.get(id(b))) is None:
-        u = nodes[id(b)] = new_buffer(b.device, b.size, b.dtype)
-        u.__dict__["_buf"] = b   # (the node stands for this Buffer: buffer_of gives it back)
+      if (u := nodes.get(id(b))) is None: u = nodes[id(b)] = buffer_node(b)
       return u
     calls = []
     for step in self.jit_cache:

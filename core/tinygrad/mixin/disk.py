@@ -143,7 +143,7 @@ def disk_bitcast(t: Any, dt: Any) -> Any:
   """DISK tensor `t` read as `dt` of another item size: a view of the same bytes of the file (the last axis rescaled, as
   Tensor.bitcast), for a contiguous range of it."""
   from tinygrad.device import Buffer
-  from tinygrad.engine.buffers import buffer_of, new_buffer
+  from tinygrad.engine.buffers import buffer_of, buffer_node
   from tinygrad.helpers import prod
   from tinygrad.mixin.common import ArgumentError   # ValueError and RuntimeError: the error of public tinygrad and torch's view(dtype)
   what = f"bitcast of a {t.device} tensor from {t.dtype} to {dt}"
@@ -155,7 +155,6 @@ def disk_bitcast(t: Any, dt: Any) -> Any:
   if (shape[-1] * t.dtype.itemsize) % dt.itemsize: raise ArgumentError(f"{what}: the last axis ({shape[-1]}) does not fill whole {dt} items")
   nbytes = prod(shape) * t.dtype.itemsize
   bb = buffer_of(base).allocate()
-  u = new_buffer(t.device, nbytes // dt.itemsize, dt)
   # (a DiskBuffer of the same mapping: the range, holding the base Buffer so that its mapping stays open)
-  u.__dict__["_buf"] = Buffer(t.device, nbytes // dt.itemsize, dt, opaque=type(bb._buf)(bb._buf.dev, bb._buf.offset + off, nbytes, base=bb))
+  u = buffer_node(Buffer(t.device, nbytes // dt.itemsize, dt, opaque=type(bb._buf)(bb._buf.dev, bb._buf.offset + off, nbytes, base=bb)))
   return type(t)(u.reshape(tuple(shape[:-1]) + (shape[-1] * t.dtype.itemsize // dt.itemsize,)))
