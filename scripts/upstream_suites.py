@@ -87,6 +87,16 @@ SUITES: dict[str, list[str]] = {
   # casts, bitcasts, ALU per dtype, transcendental accuracy, promotion: where silent wrong numbers hide
   "dtype": ["test/backend/test_dtype.py", "test/backend/test_dtype_alu.py", "test/backend/test_transcendental.py", "test/unit/test_dtype_spec.py",
             "test/null/test_dtype.py", "test/null/test_dtype_spec.py", "test/null/test_transcendental_helpers.py"],
+  # whole models as a user trains and runs them: MNIST, end-to-end training, the model zoo's train steps, ONNX, real-world
+  # networks on NULL, winograd convolution
+  "models": ["test/models/test_mnist.py", "test/models/test_end2end.py", "test/models/test_train.py", "test/models/test_onnx.py",
+             "test/null/test_real_world.py", "test/unit/test_winograd.py", "test/null/test_winograd.py", "test/backend/test_stunning.py"],
+  # the llm package's layers: attention, mixture of experts, multi-head latent attention
+  "llm": ["test/unit/test_attention.py", "test/null/test_attention.py", "test/unit/test_llm_moe.py", "test/unit/test_llm_mla.py"],
+  # more of the Tensor API: gradients, weak dtypes, Invalid, realize, functions, tensor basics and I/O, gc, zero-copy, subbuffers
+  "user2": ["test/null/test_gradient.py", "test/unit/test_dtype_weak.py", "test/unit/test_invalid_tensor.py", "test/unit/test_realize_is_realize.py",
+            "test/unit/test_function.py", "test/null/test_tensor.py", "test/null/test_tensor_io.py", "test/null/test_gc.py",
+            "test/backend/test_zero_copy.py", "test/backend/test_subbuffer.py"],
 }
 
 # (module, name, kind): upstream-only machinery the test files import; kind: class | flag | function | module, or
