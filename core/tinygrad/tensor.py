@@ -269,7 +269,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._bits_of: Tensor | None = None
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
     self._parents: tuple[weakref.ref[Tensor], ...] = ()
-    if isinstance(device, (tuple, list)) and not isinstance(data, UOp):   # several devices: built on the first, replicated
+    if isinstance(device, (tuple, list)): device = _canon_device(device)   # (one device in a tuple is that device)
+    if isinstance(device, tuple) and not isinstance(data, UOp):   # several devices: built on the first, replicated
       self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
       return
@@ -1044,6 +1045,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.uop.op is Ops.MULTI:
       self.shard(devs, ax)   # already laid out so: nothing to do (another layout raises, as shard does)
       return self
+    if isinstance(devs, str): return self.to_(devs)   # one device: a move, as shard
     if self.grad is not None: self.grad = Tensor(to_layout(self.grad.uop, devs, ax))
     self._detach_view()
     was_realized, graph = self._is_realized(), self._graph
@@ -1211,7 +1213,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @staticmethod
   def empty(*shape: Any, device: str | tuple[str, ...] | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """An allocated, uninitialized tensor."""
-    if isinstance(device, (tuple, list)):   # one empty tensor per device, replicated
+    if isinstance(device, (tuple, list)) and isinstance(device := _canon_device(device), tuple):   # one empty tensor per device, replicated
       from tinygrad.multi import multi
       return Tensor(multi([Tensor.empty(*shape, device=d, dtype=dtype).uop for d in _canon_device(device)], None), **kwargs)
     sh, dt, dev = _check_shape("empty", argfix(*shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)

@@ -29,6 +29,19 @@ def test_shard_layout_and_canonical_devices(devs):
   r = Tensor(_rand(4, 6)).shard(devs)
   assert r.uop.arg is None and [s.shape for s in r.uop.src] == [(4, 6), (4, 6)]
 
+def test_one_device_in_a_tuple_is_that_device(devs):
+  # public tinygrad's canonicalize_device: (d,) is d, so a tensor made with device=(d,) meets plain tensors on d (this
+  # raised "tensors on different devices: ('CPU:0',) and CPU:0"), and shard((d,)) / shard_((d,)) move to d
+  d, a = Device.canonicalize(devs[0]), _rand(2, 3)
+  t = Tensor(a, device=(d,))
+  assert t.device == d and t.uop.op is not Ops.MULTI
+  np.testing.assert_allclose((t + Tensor(a, device=d)).numpy(), a * 2)
+  assert Tensor.empty(2, device=(d,)).device == d and Tensor.zeros(2, device=[d]).device == d
+  s = Tensor(a).shard((d,), axis=0)
+  assert s.device == d and s.uop.op is not Ops.MULTI
+  np.testing.assert_array_equal(s.numpy(), a)
+  assert Tensor(a).shard_((d,), axis=1).device == d
+
 def test_uneven_split_gives_the_remainder_to_the_last_shard(devs):
   a = _rand(5, 3)
   x = Tensor(a).shard(devs, 0)

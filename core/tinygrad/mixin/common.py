@@ -29,14 +29,15 @@ class EmptyReductionError(IndexError, ValueError):
 @overload
 def _canon_device(device: str | None) -> str: ...
 @overload
-def _canon_device(device: tuple[str, ...] | list[str]) -> tuple[str, ...]: ...
+def _canon_device(device: tuple[str, ...] | list[str]) -> str | tuple[str, ...]: ...
 def _canon_device(device: str | tuple[str, ...] | list[str] | None) -> str | tuple[str, ...]:
-  # a tuple (or list) of devices names a multi-device tensor's devices (tinygrad/multi.py): each one canonical
+  # a tuple (or list) of devices names a multi-device tensor's devices (tinygrad/multi.py): each one canonical. One device
+  # in a tuple is that device, as public tinygrad's canonicalize_device (device=(d,) is a plain tensor on d, shard((d,)) a move)
   from tinygrad.device import Device
   if isinstance(device, (tuple, list)):
     devs = tuple(Device.canonicalize(d) for d in device)
     if not devs or len(set(devs)) != len(devs): raise ValueError(f"a multi-device tensor needs distinct devices, got {device!r}")
-    return devs
+    return devs[0] if len(devs) == 1 else devs
   return Device.DEFAULT if device is None else Device.canonicalize(device)
 
 def _has_dtype(device: str | tuple[str, ...], dt: DType) -> bool:

@@ -10,14 +10,16 @@ if TYPE_CHECKING: from tinygrad.tensor import Tensor
 class ShardingMixin:
   def shard(self: Tensor, devices: Sequence[str], axis: int | None = None) -> Tensor:
     """This tensor split over `devices` along `axis` (None: a whole copy on each, replicated): a multi-device tensor whose
-    `.device` is the tuple of their canonical names. An axis that does not divide gives each shard ceil(size/n) and the last
-    the remainder (tinygrad 0.9's rule); a split that would leave a shard empty is an error (an empty axis gives empty shards)."""
+    `.device` is the tuple of their canonical names (one device: this tensor moved there, as in public tinygrad). An axis
+    that does not divide gives each shard ceil(size/n) and the last the remainder (tinygrad 0.9's rule); a split that would
+    leave a shard empty is an error (an empty axis gives empty shards)."""
     from tinygrad.multi import to_layout
     devs, ax = _canon_device(tuple(devices)), None if axis is None else self._resolve_dim(axis)
     if self.uop.op is Ops.MULTI:
       if (devs, ax) == (self.device, self.uop.arg): return self
       raise RuntimeError(f"can't shard a multi-device tensor (sharded over {self.device} on axis {self.uop.arg}) again, as in public "
-                         f"tinygrad: gather it first, t.to({devs[0]!r}).shard(devices, axis)")
+                         f"tinygrad: gather it first, t.to({self.device[0]!r}).shard(devices, axis)")
+    if isinstance(devs, str): return self.to(devs)   # one device: a move, as public tinygrad's shard
     if is_disk(self.device): return self.to(devs[0]).shard(devs, ax)   # (read, then split)
     return Tensor(to_layout(self.uop, devs, ax))
   def shard_like(self: Tensor, y: Tensor) -> Tensor:
