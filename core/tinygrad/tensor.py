@@ -11,6 +11,7 @@ from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buff
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
+from tinygrad.mixin.common import DeviceMismatchError
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
@@ -1511,18 +1512,22 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       t = self._const(y, dt, self.shape, weak=True)
       return (t, self) if reverse else (self, t)
     x, t = self, self._to_tensor(y)
-    if reverse: x, t = t, x
-    if x.device != t.device:
-      # a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))), or a graph of constants (Tensor.arange), joins the other
-      # operand on its device(s), as public tinygrad's device-less constants do: it has no data to move
-      if _computed_anywhere(t.uop): t = Tensor(_on_device(t.uop, x.device))
-      elif _computed_anywhere(x.uop): x = Tensor(_on_device(x.uop, t.device))
-      else: raise ValueError(f"tensors on different devices: {x.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
+    x, t = (t, x) if reverse else (x, t)
+    x, t = x._same_device(t)
     if match_dtype and x.dtype != t.dtype:
       out = least_upper_dtype(x.dtype, t.dtype)
       x, t = x.cast(out), t.cast(out)
     shape = _broadcast_shape(x.shape, t.shape)
     return x._broadcast_to(shape), t._broadcast_to(shape)
+  def _same_device(self, t: Tensor) -> tuple[Tensor, Tensor]:
+    """(self, t) on one device: a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))), or a graph of constants
+    (Tensor.arange), joins the other operand on its device(s), as public tinygrad's device-less constants do: it has no data
+    to move. Data on two devices raises DeviceMismatchError when the op is built (a lazy result claimed one of them and
+    failed only when realized)."""
+    if self.device == t.device: return self, t
+    if _computed_anywhere(t.uop): return self, Tensor(_on_device(t.uop, self.device))
+    if _computed_anywhere(self.uop): return Tensor(_on_device(self.uop, t.device)), t
+    raise DeviceMismatchError(f"tensors on different devices: {self.device} and {t.device}; move one with .to() (.shard_like() for a multi-device tensor)")
   def _alu(self, op: Ops, *src: Tensor) -> Tensor: return Tensor(self.uop.alu(op, *(s.uop for s in src)))
 
 # the mixins build Tensors: each module's `Tensor` name is bound to the class here, once it exists

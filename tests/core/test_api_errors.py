@@ -130,3 +130,16 @@ def test_string_padding_of_tensor_conv_and_pool_is_named(pad):
   x = Tensor.empty(1, 2, 5, 5)
   for f in (lambda: x.conv2d(Tensor.empty(3, 2, 3, 3), padding=pad), lambda: x.max_pool2d(3, padding=pad), lambda: x.avg_pool2d(3, padding=pad)):
     with pytest.raises(ValueError, match=f"padding '{pad}'.*nn.Conv2d"): f()
+
+def test_operands_on_two_devices_raise_when_built_and_constants_join():
+  # public tinygrad raises RuntimeError ("all buffers must be on the same device", "expected index and self on the same
+  # device") when the op is built. A where's condition was never compared: x.gather(0, idx) with idx's data on another
+  # device made a lazy result claiming idx's device, failing only when realized, and `a + b` raised a ValueError alone
+  x, y = Tensor([[1.0, 2.0], [3.0, 4.0]], device="PYTHON"), Tensor([[5.0, 6.0], [7.0, 8.0]], device="PYTHON")
+  idx, mask = Tensor([[0, 1], [1, 0]], device="CPU"), Tensor([[True, False], [False, True]], device="CPU")
+  for f in (lambda: x.gather(0, idx), lambda: x[idx], lambda: mask.where(x, y), lambda: x.masked_fill(mask, 0.0), lambda: x + idx):
+    with pytest.raises(RuntimeError, match="different devices"): f()
+    with pytest.raises(ValueError, match="different devices"): f()
+  # a graph of constants has no data to move: it joins the other operands' device (a constant mask failed when realized)
+  assert (Tensor.arange(2) < 1).where(x[0], y[0]).tolist() == [1.0, 6.0]
+  assert x[Tensor.arange(2)].tolist() == [[1.0, 2.0], [3.0, 4.0]] and x.gather(0, Tensor.zeros(2, 2, dtype=dtypes.int32)).tolist() == [[1.0, 2.0], [1.0, 2.0]]

@@ -13,6 +13,8 @@ class ArgumentError(ValueError, RuntimeError):
 class AssertedArgumentError(ArgumentError, AssertionError):
   """Arguments public tinygrad checks with `assert` (multinomial's; the shapes of cat, stack, split, conv2d, item's one
   element): also caught by `except AssertionError`, as there."""
+class DeviceMismatchError(ArgumentError):
+  """Operands with data on different devices (data is not moved silently): public tinygrad's RuntimeError, and a ValueError."""
 class DTypeKindError(ValueError, TypeError):
   """A dtype of the wrong kind for a random op (randint of a float dtype, rand of an int one): a ValueError, and the
   TypeError public tinygrad raises for randint's."""
