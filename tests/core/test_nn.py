@@ -195,6 +195,14 @@ def test_groupnorm():
   ref = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
   close(gn(Tensor(x)), ref, atol=1e-4)
 
+def test_groupnorm_groups_need_not_be_whole_channels():
+  # public tinygrad's groups are 1/num_groups of a sample's values in order (its unet ResBlock(16, 24, 16) and stable
+  # diffusion with model_ch=8 use 32 groups); GroupNorm(32, 16) raised "num_channels 16 must divide by num_groups 32"
+  gn, x = nn.GroupNorm(32, 16), rnd(2, 16, 2, 2)
+  xg = x.reshape(2, 32, -1)
+  close(gn(Tensor(x)), ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape), atol=1e-4)
+  with pytest.raises(ValueError, match="do not split into 32 groups"): gn(Tensor(rnd(2, 16, 1, 1)))
+
 def test_group_and_instance_norm_of_an_empty_batch():
   # torch gives the empty output (the reshape to (0, groups, -1) raised: -1 is not inferable from 0 elements)
   for m in (nn.GroupNorm(2, 4), nn.InstanceNorm(4)): assert m(Tensor.randn(0, 4, 3)).numpy().shape == (0, 4, 3)

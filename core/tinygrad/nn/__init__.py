@@ -166,14 +166,17 @@ class RMSNorm:
     return x if self.weight is None else x * self.weight
 
 class GroupNorm:
-  """Normalise (N, C, ...) inputs over groups of C/num_groups channels, then a per-channel scale and shift."""
+  """Normalise (N, C, ...) inputs over groups of C/num_groups channels, then a per-channel scale and shift. As public
+  tinygrad, a group is 1/num_groups of each sample's values in order, so num_channels need not divide by num_groups (torch
+  raises): GroupNorm(32, 16) of (N, 16, 8, 8) normalises each half channel."""
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
-    if num_channels % num_groups: raise ValueError(f"num_channels {num_channels} must divide by num_groups {num_groups}")
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
     self.weight: Tensor | None = _full((num_channels,), 1.0) if affine else None
     self.bias: Tensor | None = _full((num_channels,), 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     # (each group's size spelled out: -1 cannot be inferred for an empty batch, which torch allows)
+    if isinstance(n := prod(x.shape[1:]), int) and n % self.num_groups:
+      raise ValueError(f"GroupNorm: {n} values per sample {x.shape[1:]} do not split into {self.num_groups} groups")
     x = x.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups).layernorm(-1, self.eps).reshape(x.shape)
     if self.weight is None or self.bias is None: return x
     shape = (1, -1, *[1] * (x.ndim - 2))
