@@ -143,3 +143,10 @@ def test_operands_on_two_devices_raise_when_built_and_constants_join():
   # a graph of constants has no data to move: it joins the other operands' device (a constant mask failed when realized)
   assert (Tensor.arange(2) < 1).where(x[0], y[0]).tolist() == [1.0, 6.0]
   assert x[Tensor.arange(2)].tolist() == [[1.0, 2.0], [3.0, 4.0]] and x.gather(0, Tensor.zeros(2, 2, dtype=dtypes.int32)).tolist() == [[1.0, 2.0], [1.0, 2.0]]
+
+@pytest.mark.parametrize("make", [lambda: Tensor.ones(2.0), lambda: Tensor.empty(2.5), lambda: Tensor.zeros(2, 2.0), lambda: Tensor.full((2.0,), 1),
+                                  lambda: Tensor.ones(1).expand(2.0), lambda: Tensor.ones(3, -2)], ids=["ones", "empty", "zeros", "full", "expand", "negative"])
+def test_a_size_that_is_not_an_int_is_a_runtime_error(make):
+  # public tinygrad raises RuntimeError "shape must be int" (torch RuntimeError for a negative size); ours was a ValueError alone
+  with pytest.raises(RuntimeError, match="invalid shape"): make()
+  with pytest.raises(ValueError, match="invalid shape"): make()
