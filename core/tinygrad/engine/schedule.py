@@ -690,7 +690,7 @@ def unbind_graph(roots: list[UOp], topo: dict[UOp, None] | None = None) -> tuple
   for b in _graph_binds(topo):
     v, val = b.unbind()
     if var_vals.setdefault(v, val) != val:
-      raise VariableBindError(f"variable {v.arg[0]} is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
+      raise VariableBindError(f"bind mismatch on {v.arg[0]}: the variable is bound to two values in one graph ({var_vals[v]} and {val}); bind it once per step")
     binds[b] = v
   weakint = dtypes.weakint
   weak = any(n.dtype is weakint for n in topo)
