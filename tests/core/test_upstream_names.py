@@ -190,6 +190,15 @@ def test_uop_axis_bounds_and_realized_on_multi_device_tensors():
   a.realize()
   assert a.uop.base.realized is buf   # an assign writes the same buffer
 
+def test_uop_is_realized():
+  # public tinygrad's `t.uop.is_realized` (its tests and programs ask it after realize()): its base has device memory
+  t = Tensor([1.0, 2.0, 3.0]) * 2
+  assert not t.uop.is_realized and not (t + 1).uop.is_realized
+  t.realize()
+  assert t.uop.is_realized and t[1:].uop.is_realized and t.reshape(3, 1).uop.is_realized
+  s = Tensor.ones(4).contiguous().shard(("PYTHON:0", "PYTHON:1"), axis=0)
+  assert not s.uop.is_realized and s.realize().uop.is_realized and s.uop.src[0].is_realized
+
 def test_all2all_allreduce_cast_and_scache_context_variables():
   x = np.random.default_rng(0).standard_normal((4, 40)).astype(np.float32)
   ds = tuple(f"PYTHON:{i}" for i in range(4))

@@ -488,6 +488,11 @@ class UOp(metaclass=UOpMetaClass):
     if self.op is not Ops.BUFFER or _buffer_lookup is None: return None
     return b if (b := self.buffer).is_allocated() else None
   @property
+  def is_realized(self) -> bool:
+    """Whether the node a view reads (`base`) has allocated device memory: `t.uop.is_realized` after `t.realize()`, as in
+    public tinygrad (a constant or a Variable never is)."""
+    return self.base.realized is not None
+  @property
   def shard_shape(self) -> tuple[sint, ...]:
     """The shape of one shard (of the first: with uneven shards the last may be smaller); the shape when not sharded."""
     return self.src[0].shape if self.axis is not None else self.shape
