@@ -77,7 +77,7 @@ def _check_shape(op: str, shape: tuple) -> tuple:
   if any(isinstance(s, UOp) and (s.dtype == dtypes.void or not dtypes.is_int(s.dtype) or not sint_le(0, s)) or
          not isinstance(s, UOp) and (not isinstance(s, int) or isinstance(s, bool) or s < 0) for s in shape):
     # (public tinygrad raises RuntimeError "shape must be int", torch RuntimeError for a negative size: ArgumentError is both)
-    raise ArgumentError(f"{op}: invalid shape {shape}; every size must be an int >= 0 (or a bound Variable's expression that is)")
+    raise ArgumentError(f"{op}: invalid shape {shape}; a shape must be int, every size an int >= 0 (or a bound Variable's expression that is)")
   return tuple(ssimplify(s) for s in shape)
 def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
   # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning

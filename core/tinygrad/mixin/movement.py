@@ -82,7 +82,7 @@ class MovementMixin:
     if len(new) < self.ndim: raise ValueError(f"expand: cannot expand shape {self.shape} to {new} (fewer dimensions)")
     new = tuple(ssimplify(s) if isinstance(s, UOp) else s for s in new)
     if any(not isinstance(s, (int, UOp)) or isinstance(s, int) and s < -1 for s in new):
-      raise ArgumentError(f"expand: invalid shape {new}; sizes must be ints >= 0, or -1 to keep one")
+      raise ArgumentError(f"expand: invalid shape {new}; a shape must be int, sizes >= 0, or -1 to keep one")
     cur = (1,) * (len(new) - self.ndim) + self.shape
     return self._broadcast_to(tuple(c if s == -1 else s for c, s in zip(cur, new)))
   def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
