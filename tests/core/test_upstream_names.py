@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Context, dtypes, diskcache as dc
 from tinygrad import helpers
+from tinygrad.uop import Ops
 
 def test_tensor_module_reexports():
   import tinygrad.tensor as tt
@@ -189,6 +190,14 @@ def test_uop_axis_bounds_and_realized_on_multi_device_tensors():
   a += 1
   a.realize()
   assert a.uop.base.realized is buf   # an assign writes the same buffer
+
+def test_uop_buffer_of_a_reshaped_realized_tensor():
+  # a realized (10, 10) tensor is a reshape of its (100,) buffer here: t.uop.buffer raised "expected a BUFFER UOp, got
+  # Ops.RESHAPE" where public tinygrad gives the buffer (its tests compare two tensors' buffers with it)
+  a, b = Tensor.zeros(10, 10).contiguous(), Tensor.zeros(10, 10).contiguous()
+  Tensor.realize(a, b)
+  assert a.uop.op is Ops.RESHAPE and a.uop.buffer is a.uop.base.buffer and a.uop.buffer.size == 100 and a.uop.buffer is not b.uop.buffer
+  with pytest.raises(ValueError, match="expected a BUFFER"): a[2:].uop.buffer   # a shrink is not the buffer (no sub-buffers here)
 
 def test_uop_is_realized():
   # public tinygrad's `t.uop.is_realized` (its tests and programs ask it after realize()): its base has device memory

@@ -449,9 +449,12 @@ class UOp(metaclass=UOpMetaClass):
     return u.op is Ops.BUFFER
   @property
   def buffer(self) -> Any:
-    """The device Buffer of a BUFFER UOp (the engine registers how it is found: register_buffer_lookup)."""
+    """The device Buffer of a BUFFER UOp, or of a reshape of one (its elements in the same order: a realized (10, 10) tensor's
+    `t.uop.buffer`, as in public tinygrad). The engine registers how it is found: register_buffer_lookup."""
     if _buffer_lookup is None: raise RuntimeError("no buffer lookup registered (import tinygrad.engine.buffers)")
-    return _buffer_lookup(self)
+    u = self
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return _buffer_lookup(u)
   def contiguous_view_offset(self) -> int | None:
     """For a view (RESHAPEs and SHRINKs) of a BUFFER whose elements are one contiguous run of it: where the run starts, in
     elements; None for any other view."""
