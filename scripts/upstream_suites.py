@@ -129,6 +129,8 @@ SHIMS: list[tuple[str, str, str]] = [
   ("tinygrad.codegen.decomp.transcendental", "frexp", "function"),
   ("tinygrad.codegen.decomp.transcendental", "rintk", "function"),
   ("tinygrad.codegen.decomp.transcendental", "pow2if", "function"),
+  ("tinygrad.uop.ops", "ProgramInfo", "class"),                     # upstream's metadata of a kernel given as a program (test_function)
+  ("tinygrad.mixin.gradient", "compute_gradient", "alias:tinygrad.gradient"),   # upstream's module of the UOp-level gradient
 ]
 
 CONFTEST = '''# written by scripts/upstream_suites.py: placeholders for upstream-only internals (see SHIMS there)
