@@ -56,7 +56,6 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   gguf tests that download models, and upstream's private IQ lookup tables.
 - multi: internals (UOp.allreduce, as_param, graph_rewrite(walk=), schedule structure and kernel counts, the RANGE under a
   shard); an axis that does not divide is split unevenly and a shrink across shards gathers (upstream raises RuntimeError).
-
 - models (8 of 21 run pass on CPU, 10 skipped slow): the network (test_mnist and test_end2end download MNIST, test_onnx
   needs huggingface_hub and downloads models; with --slow test_train's resnet downloads weights); test_real_world's kernel
   counts (gpt2 640 where upstream allows 168, llama 487 for 118) and its memory figures (test_unet_resblock 0.000218 GB
@@ -64,16 +63,15 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   memory than upstream's planner, same values); null/test_winograd: WINO=1 has no Winograd path here (documented) and
   a kernel count.
 - llm: tinygrad.llm.model (TransformerBlock, MoE, MLA, GatedDeltaNet) is not here (documented): its four files fail to import.
-- user2 (74 of 153 pass): test_dtype_weak imports upstream's weak-dtype IR (dtype_from_uop, tinygrad.uop.weak);
+- user2 (75 of 153 pass): test_dtype_weak imports upstream's weak-dtype IR (dtype_from_uop, tinygrad.uop.weak);
   test_invalid_tensor its Invalid value and Buffer.copy_from; null/test_gradient differentiates deviceless UOp Variables
   (upstream's UOp-level gradient, internals); test_function the CALL's structure (`.uop.src[0].arg.name`), AFTER/STORE
   graphs, Invalid, grad_fxn, and @function's documented differences (an unread argument's gradient, `x += 1` in the body,
-  in-place custom_kernel outputs); null/test_tensor upstream's to_program, a*2 twice realized into one buffer, rand of
-  2**34 elements, deviceless constants, *_like(device=) of a sharded tensor, weakfloat, and constant operands on another
-  device (all documented but the first two); test_realize_is_realize: is_realized of Tensor.empty, DISK and realized
-  constants, and shard((d, d)) (documented); test_gc: counts of live Tensor objects, Buffer.uop_refcount, a realized
-  tensor keeping its inputs' buffers (documented); test_zero_copy and test_subbuffer: upstream's Buffer API (sub-buffers,
-  as_memoryview; documented).
+  in-place custom_kernel outputs); null/test_tensor upstream's to_program, a*2 twice realized into one buffer, deviceless
+  constants, *_like(device=) of a sharded tensor, weakfloat, and constant operands on another device (all documented but
+  the first two); test_realize_is_realize: is_realized of Tensor.empty, DISK and realized constants, and shard((d, d))
+  (documented); test_gc: counts of live Tensor objects, Buffer.uop_refcount, a realized tensor keeping its inputs'
+  buffers (documented); test_zero_copy and test_subbuffer: upstream's Buffer API (sub-buffers, as_memoryview; documented).
 """
 from __future__ import annotations
 import argparse, os, shutil, subprocess, sys, tempfile, xml.etree.ElementTree as ET

@@ -48,6 +48,21 @@ def test_large_rand_is_kernels_only(monkeypatch):
   v = x.numpy()
   assert v.min() >= 0 and v.max() < 1 and abs(v.mean() - 0.5) < 1e-3
 
+def test_a_draw_past_one_calls_counter_is_consecutive_calls(monkeypatch):
+  # one call's counter is a uint32 per element, so rand of more than 2**32 - 1 elements raised ValueError (public
+  # tinygrad draws it: its test schedules rand(2**17, 2**17)); now it is consecutive calls' draws, checked here with the
+  # per-call limit made 5: rand(12) is the numbers of rand(5), rand(5), rand(2) from the same seed, 3 counter steps
+  import tinygrad.mixin.random as R
+  Tensor.manual_seed(3)
+  want = np.concatenate([Tensor.rand(n).numpy() for n in (5, 5, 2)])
+  monkeypatch.setattr(R, "_DRAW_MAX", 5)
+  Tensor.manual_seed(3)
+  x = Tensor.rand(3, 4)
+  assert Tensor._rng_state(x.device).tolist()[2] == 3
+  np.testing.assert_equal(x.numpy().ravel(), want)
+  monkeypatch.undo()
+  assert len(Tensor.rand(2**17, 2**17, device="NULL").schedule_linear().src) >= 1   # scheduled, never run (NULL)
+
 def test_counter_read_ordered_before_its_write():
   # the snapshot of a realized buffer and an assign to it in one schedule: the read runs first, whatever the argument order
   for flip in (False, True):

@@ -29,6 +29,8 @@ def _requires_grad_kwarg(name: str, kwargs: dict) -> bool | None:
     raise TypeError(f"Tensor.{name}() got unexpected keyword argument(s) {', '.join(bad)}; valid: device, dtype, requires_grad")
   return kwargs.get("requires_grad")
 
+_DRAW_MAX = 2**32 - 1   # the most elements one call of the generator draws (its per-element counter is a uint32)
+
 class RandomMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- random: threefry2x32-20 run as kernels on the tensor's device, keyed by the seed, counted per device ----
@@ -85,7 +87,11 @@ class RandomMixin:
     if isinstance(device, (tuple, list)):
       raise ValueError(f"random tensors are drawn on one device, got {device}: draw on one and .shard() it, or use rand_like of a sharded tensor")
     dev, num = _canon_device(device), prod(shape)
-    if num >= 2**32: raise ValueError(f"random tensors are limited to 2**32 - 1 elements per call, got shape {shape} ({num})")
+    if num > _DRAW_MAX:
+      # the counter of one call is a uint32 per element: a larger draw is several calls' draws, one after another (as many
+      # counter steps); public tinygrad draws them too
+      parts = [Tensor._random_bits((min(_DRAW_MAX, num - i),), dev) for i in range(0, num, _DRAW_MAX)]
+      return Tensor.cat(*[p[0] for p in parts]).reshape(shape), Tensor.cat(*[p[1] for p in parts]).reshape(shape)
     st = Tensor._rng_state(dev)
     Tensor._draws += 1
     snap = st.contiguous()
