@@ -142,6 +142,8 @@ def test_operands_on_two_devices_raise_when_built_and_constants_join():
     with pytest.raises(ValueError, match="different devices"): f()
   # a graph of constants has no data to move: it joins the other operands' device (a constant mask failed when realized)
   assert (Tensor.arange(2) < 1).where(x[0], y[0]).tolist() == [1.0, 6.0]
+  assert mask[0].where(Tensor.ones(2, device="PYTHON"), 5.0).tolist() == [1.0, 5.0]   # constant values join the mask
+  with pytest.raises(RuntimeError, match="different devices"): mask[0].where(Tensor.ones(2, device="PYTHON"), y[0])   # y has data
   assert x[Tensor.arange(2)].tolist() == [[1.0, 2.0], [3.0, 4.0]] and x.gather(0, Tensor.zeros(2, 2, dtype=dtypes.int32)).tolist() == [[1.0, 2.0], [1.0, 2.0]]
 
 @pytest.mark.parametrize("make", [lambda: Tensor.ones(2.0), lambda: Tensor.empty(2.5), lambda: Tensor.zeros(2, 2.0), lambda: Tensor.full((2.0,), 1),

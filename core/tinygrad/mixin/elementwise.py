@@ -194,8 +194,10 @@ class ElementwiseMixin:
       x_, y_ = self._const(x, dt), self._const(y, dt)
     # the condition joins the values' device as any operand does (it was never compared: a constant mask on another device,
     # (Tensor.arange(2) < 1).where(x, y), failed when realized, and a mask with data there made a result claiming its device)
-    cond, x_ = self.cast(dtypes.bool)._same_device(x_)
-    cond, y_ = cond._same_device(y_)
+    # (x_ and y_ are on one device already: y_ needs a look only when the condition's data moved x_, a constant, to it)
+    cond, moved = self.cast(dtypes.bool)._same_device(x_)
+    if moved is not x_: cond, y_ = cond._same_device(y_)
+    x_ = moved
     shape = _broadcast_shape(cond.shape, x_.shape, y_.shape)
     cond, x_, y_ = cond._broadcast_to(shape), x_._broadcast_to(shape), y_._broadcast_to(shape)
     return Tensor(UOp(Ops.WHERE, x_.dtype, (cond.uop, x_.uop, y_.uop)))
