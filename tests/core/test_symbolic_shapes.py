@@ -146,6 +146,16 @@ def test_reshape_and_pad_symbolic(device, compiles):
     counts.append(compiles["n"] - before)
   assert counts[0] > 0 and counts[1:] == [0, 0], f"kernels compiled per value: {counts}"
 
+def test_reshape_infers_minus_one_beside_a_symbolic_dim():
+  # the symbolic size is on both sides: the -1 is the fixed rest (public tinygrad: (1, n, 2, 8) -> (1, n, -1) is (1, n, 16));
+  # it was inferred as (n*16)//n, which did not simplify, and the reshape raised
+  xn = _data(6, 2, 8)
+  for val in (2, 5):
+    v = Variable("n", 1, 6).bind(val)
+    y = Tensor(xn)[:v].reshape(1, v, 2, 8)
+    assert y.reshape(1, v, -1).shape[2] == 16 and y.reshape(1, 1, v, -1).shape[3] == 16 and y.reshape(-1, v, 4).shape[0] == 4
+    np.testing.assert_allclose(y.reshape(1, v, -1).numpy(), xn[:val].reshape(1, val, 16))
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_matmul_symbolic_free_and_contracted_dims(device, compiles):
   an, bn = _data(8, 5, seed=1), _data(5, 8, seed=2)
