@@ -1,0 +1,241 @@
+"""tinygrad.llm (the GGUF transformer, the tokenizer, `python -m tinygrad.llm`) on tiny GGUF files with random weights,
+written by the gguf package: checked against a numpy forward pass written here and, where its interpreter is installed,
+against public tinygrad 0.14's tinygrad.llm on the same files."""
+import json, os, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor
+from tinygrad.llm.model import Transformer, pairwise_topk
+from tinygrad.llm.cli import SimpleTokenizer
+gguf = pytest.importorskip("gguf", reason="tinygrad.llm reads GGUF files with the optional gguf package: pip install gguf")
+
+REF_PY = os.environ.get("TINYGRAD_014_PYTHON", "/tmp/tinygrad-0.14-venv/bin/python")
+ROOT = Path(__file__).resolve().parents[2]
+
+# GPT-2's byte-level alphabet, as GGUF BPE vocabularies spell tokens: printable bytes are themselves, the rest move above 255
+_BS = [*range(33, 127), *range(161, 173), *range(174, 256)]
+_BYTE_CHR = {b: chr(b) for b in _BS} | {b: chr(256 + i) for i, b in enumerate(b for b in range(256) if b not in _BS)}
+def _spell(s: str) -> str: return "".join(_BYTE_CHR[b] for b in s.encode())
+MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), (" ", "w"), (" w", "o"), (" wo", "r"), ("l", "d"), (" wor", "ld"),
+          ("i", "n"), (" ", "t"), (" t", "he")]
+SPECIAL = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+# every printable ASCII character and newline, then the merged pieces in merge order (their ids are their ranks), then control tokens
+TOKENS = [_spell(chr(c)) for c in range(32, 127)] + [_spell("\n")] + [_spell(a + b) for a, b in MERGES] + SPECIAL
+TID = {t: i for i, t in enumerate(TOKENS)}
+
+def _write(path: Path, arch="llama", dim=64, n_heads=4, n_kv_heads=2, hidden=96, blocks=2, ctx=48, experts=0, used=0,
+           qk_norm=False, bias=False, tied=False, seed=0) -> tuple[dict, dict]:
+  """A GGUF model with random weights; returns (its weights as numpy, the settings the numpy reference needs)."""
+  rng, hd, V = np.random.default_rng(seed), dim // n_heads, len(TOKENS)
+  w = gguf.GGUFWriter(str(path), arch)
+  for key, val in [("context_length", ctx), ("embedding_length", dim), ("block_count", blocks), ("attention.head_count", n_heads),
+                   ("attention.head_count_kv", n_kv_heads)] + ([("expert_count", experts), ("expert_used_count", used), ("expert_feed_forward_length", hidden)]
+                   if experts else [("feed_forward_length", hidden)]):
+    w.add_uint32(f"{arch}.{key}", val)
+  w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
+  w.add_float32(f"{arch}.rope.freq_base", 10000.0)
+  w.add_string("general.name", f"tiny-{arch}")
+  w.add_string("tokenizer.ggml.model", "gpt2")
+  w.add_string("tokenizer.ggml.pre", "llama-bpe")
+  w.add_array("tokenizer.ggml.tokens", TOKENS)
+  w.add_array("tokenizer.ggml.token_type", [3 if t in SPECIAL else 1 for t in TOKENS])
+  w.add_array("tokenizer.ggml.merges", [f"{_spell(a)} {_spell(b)}" for a, b in MERGES])
+  w.add_uint32("tokenizer.ggml.bos_token_id", TID["<|begin_of_text|>"])
+  w.add_uint32("tokenizer.ggml.eos_token_id", TID["<|eot_id|>"])
+  W: dict[str, np.ndarray] = {}
+  def add(name, *shape, scale=None, norm=False):
+    a = 1 + 0.1 * rng.standard_normal(shape) if norm else rng.standard_normal(shape) * (scale or shape[-1] ** -0.5)
+    W[name] = a.astype(np.float32)
+    w.add_tensor(name, W[name])
+  add("token_embd.weight", V, dim, scale=1.0)
+  for i in range(blocks):
+    p = f"blk.{i}."
+    add(p + "attn_norm.weight", dim, norm=True)
+    for n, out in (("q", n_heads * hd), ("k", n_kv_heads * hd), ("v", n_kv_heads * hd)):
+      add(p + f"attn_{n}.weight", out, dim)
+      if bias: add(p + f"attn_{n}.bias", out, scale=0.1)
+    if qk_norm: add(p + "attn_q_norm.weight", hd, norm=True); add(p + "attn_k_norm.weight", hd, norm=True)
+    add(p + "attn_output.weight", dim, n_heads * hd)
+    add(p + "ffn_norm.weight", dim, norm=True)
+    if experts:
+      add(p + "ffn_gate_inp.weight", experts, dim)
+      add(p + "ffn_gate_exps.weight", experts, hidden, dim); add(p + "ffn_up_exps.weight", experts, hidden, dim)
+      add(p + "ffn_down_exps.weight", experts, dim, hidden)
+    else: add(p + "ffn_gate.weight", hidden, dim); add(p + "ffn_up.weight", hidden, dim); add(p + "ffn_down.weight", dim, hidden)
+  add("output_norm.weight", dim, norm=True)
+  if not tied: add("output.weight", V, dim)
+  w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+  return W, dict(arch=arch, heads=n_heads, kv_heads=n_kv_heads, blocks=blocks, used=used, hd=hd)
+
+def _softmax(x): return (e := np.exp(x - x.max(-1, keepdims=True))) / e.sum(-1, keepdims=True)
+
+def _ref_logits(W: dict, c: dict, tokens: list[int]) -> np.ndarray:
+  """(T, vocab) logits of every position, the whole sequence at once, in float64 from the half-rounded weights (the model
+  casts weights to half on load and keeps its KV cache in half)."""
+  half = lambda a: a.astype(np.float16).astype(np.float64)
+  W = {k: half(v) for k, v in W.items()}
+  def rms(x, g): return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
+  T, hd, H, KV = len(tokens), c["hd"], c["heads"], c["kv_heads"]
+  ang = np.arange(T)[:, None, None] * 10000.0 ** (-np.arange(0, hd, 2) / hd)   # (T, 1, hd/2)
+  def rope(z):
+    # GGUF llama keeps each rotated pair interleaved (Meta's layout); qwen keeps the halves split (NeoX's)
+    a, b = (z[..., 0::2], z[..., 1::2]) if c["arch"] == "llama" else (z[..., :hd // 2], z[..., hd // 2:])
+    ra, rb = a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)
+    return np.stack([ra, rb], -1).reshape(z.shape) if c["arch"] == "llama" else np.concatenate([ra, rb], -1)
+  silu = lambda x: x / (1 + np.exp(-x))
+  x = W["token_embd.weight"][tokens]
+  for i in range(c["blocks"]):
+    p = f"blk.{i}."
+    h = rms(x, W[p + "attn_norm.weight"])
+    q, k, v = (h @ W[p + f"attn_{n}.weight"].T + W.get(p + f"attn_{n}.bias", 0) for n in "qkv")
+    q, k, v = q.reshape(T, H, hd), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
+    if p + "attn_q_norm.weight" in W: q, k = rms(q, W[p + "attn_q_norm.weight"]), rms(k, W[p + "attn_k_norm.weight"])
+    k, v = (np.repeat(half(z), H // KV, axis=1) for z in (rope(k), v))
+    s = np.einsum("thd,shd->hts", rope(q), k) / np.sqrt(hd) + np.triu(np.full((T, T), -np.inf), 1)
+    x = x + np.einsum("hts,shd->thd", _softmax(s), v).reshape(T, -1) @ W[p + "attn_output.weight"].T
+    h = rms(x, W[p + "ffn_norm.weight"])
+    if p + "ffn_gate_inp.weight" in W:   # qwen3moe: softmax router, top-k renormalized
+      probs = _softmax(h @ W[p + "ffn_gate_inp.weight"].T)
+      sel = np.argsort(-probs, axis=-1, kind="stable")[:, :c["used"]]
+      wts = np.take_along_axis(probs, sel, -1)
+      wts /= wts.sum(-1, keepdims=True)
+      ffn = np.zeros_like(x)
+      for t in range(T):
+        for e, g in zip(sel[t], wts[t]):
+          ffn[t] += g * (silu(W[p + "ffn_gate_exps.weight"][e] @ h[t]) * (W[p + "ffn_up_exps.weight"][e] @ h[t])) @ W[p + "ffn_down_exps.weight"][e].T
+    else: ffn = (silu(h @ W[p + "ffn_gate.weight"].T) * (h @ W[p + "ffn_up.weight"].T)) @ W[p + "ffn_down.weight"].T
+    x = x + ffn
+  return rms(x, W["output_norm.weight"]) @ W.get("output.weight", W["token_embd.weight"]).T
+
+def _ref_greedy(W, c, tokens, n):
+  out = list(tokens)
+  for _ in range(n): out.append(int(_ref_logits(W, c, out)[-1].argmax()))
+  return out[len(tokens):]
+
+def _logits(model: Transformer, tokens: list[int], start_pos: int) -> np.ndarray:
+  # the blocks' public call, as Transformer.forward runs them, without the sampling at the end
+  x = model.token_embd(Tensor([tokens])).float()
+  for b in model.blk: x = b(x, start_pos)
+  return model.output(model.output_norm(x)).numpy()[0]
+
+ARCHS = {"llama": dict(arch="llama"), "qwen2": dict(arch="qwen2", bias=True, tied=True), "qwen3": dict(arch="qwen3", qk_norm=True),
+         "qwen3moe": dict(arch="qwen3moe", qk_norm=True, experts=4, used=2, hidden=32)}
+PROMPT = [TID[_spell(s)] for s in ("hello", " world", " the", "in", " ", "a", "b", "c", "\n")]
+
+@pytest.mark.parametrize("name", ARCHS)
+def test_forward_with_kv_cache_matches_numpy(tmp_path, name):
+  W, c = _write(tmp_path / "m.gguf", **ARCHS[name])
+  model, kv = Transformer.from_gguf(tmp_path / "m.gguf", max_context=32)
+  assert kv["general.architecture"] == name and model.max_context == 32
+  ref = _ref_logits(W, c, PROMPT)
+  # a prompt chunk from 0, a chunk after it (its mask is causal from the lower right), then one token
+  got = np.concatenate([_logits(model, PROMPT[:5], 0), _logits(model, PROMPT[5:8], 5), _logits(model, PROMPT[8:], 8)])
+  np.testing.assert_allclose(got, ref, atol=3e-3, rtol=3e-3)
+
+def test_generate_greedy_matches_numpy(tmp_path):
+  W, c = _write(tmp_path / "m.gguf", arch="llama", seed=1)
+  model, _ = Transformer.from_gguf(str(tmp_path / "m.gguf"))
+  assert model.max_context == 48   # the file's context_length when max_context is not given
+  want = _ref_greedy(W, c, PROMPT, 12)
+  toks = list(PROMPT)
+  got = [t for _, t in zip(range(12), model.generate(toks, chunk_size=4))]   # prompt chunks of 4: 4, 4, 1
+  assert got == want and toks == PROMPT + got   # (generate appends to the list it is given, as 0.14's)
+  # a prompt sharing a prefix with the last one reuses its cache from where they differ
+  toks = PROMPT[:6] + [TID["<|eot_id|>"]]
+  assert model.get_start_pos(toks) == 6
+  assert [t for _, t in zip(range(4), model.generate(toks, chunk_size=4))] == _ref_greedy(W, c, PROMPT[:6] + [TID["<|eot_id|>"]], 4)
+  # sampling at temperature 1 runs to the end of the context
+  out = list(model.generate(toks := list(PROMPT), chunk_size=4, temperature=1.0))
+  assert len(out) == 48 - len(PROMPT) and all(0 <= t < len(TOKENS) for t in out) and toks == PROMPT + out
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(-2, 2), min_size=5, max_size=5), st.integers(1, 5))
+def test_pairwise_topk_picks_the_largest_ties_to_lower_index(vals, k):
+  x = np.array(vals, dtype=np.float32)
+  v, i = pairwise_topk(Tensor(x).reshape(1, 1, 5), k)
+  want = np.argsort(-x, kind="stable")[:k][::-1]   # ascending, as 0.14's
+  assert i.numpy().reshape(-1).tolist() == want.tolist() and v.numpy().reshape(-1).tolist() == x[want].tolist()
+
+def test_tokenizer_from_gguf_metadata(tmp_path):
+  _write(tmp_path / "m.gguf", blocks=1)
+  from tinygrad.nn.state import gguf_load
+  tok = SimpleTokenizer.from_gguf_kv(gguf_load(tmp_path / "m.gguf")[0])
+  assert tok.bos_id == TID["<|begin_of_text|>"] and tok.eos_id == TID["<|eot_id|>"] and tok.is_end(TID["<|eot_id|>"])
+  # whole words found in the vocabulary, the rest merged by rank; control tokens split the text first
+  assert tok.encode("hello world") == [TID["hello"], TID[_spell(" world")]]
+  assert tok.encode("<|eot_id|> the\nhi") == [TID["<|eot_id|>"], TID[_spell(" the")], TID[_spell("\n")], TID["h"], TID["i"]]
+  for text in ("hello world", "<|start_header_id|>user<|end_header_id|>\n\nin the hello!", "a  b\n\n x1234 ?!"):
+    assert tok.decode(tok.encode(text)) == text
+  dec = tok.stream_decoder()
+  assert "".join(dec(t) for t in tok.encode("hello world")) + dec() == "hello world"
+  with pytest.raises(RuntimeError, match="token not found"): tok.encode("é")   # no byte token for it in this vocabulary
+  with pytest.raises(ValueError, match="preset"): SimpleTokenizer({}, {}, preset="nope")
+
+def _cli(python, path, prompt, env=None, cwd=None, pre=()):
+  r = subprocess.run([python, *pre, "--model", str(path), "--max_context", "40"], input=prompt, capture_output=True, text=True,
+                     timeout=120, env=env, cwd=cwd)
+  assert r.returncode == 0, r.stderr[-3000:]
+  return r.stdout
+
+def test_cli_chat_reply_is_the_models_greedy_tokens(tmp_path):
+  W, c = _write(tmp_path / "m.gguf", seed=3)
+  out = _cli(sys.executable, tmp_path / "m.gguf", "hello world\n", pre=("-m", "tinygrad.llm"))
+  assert 'using model "tiny-llama"' in out and "max context 40" in out
+  from tinygrad.nn.state import gguf_load
+  tok = SimpleTokenizer.from_gguf_kv(gguf_load(tmp_path / "m.gguf")[0])
+  ids = tok.encode("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhello world<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+  want = _ref_greedy(W, c, ids, 40 - len(ids))
+  want = want[:want.index(tok.eos_id)] if tok.eos_id in want else want
+  assert out.split(">>> ")[1].rstrip("\n") == tok.decode(want)
+
+# 0.14's wheel lacks tinygrad/llm/kernels/ (RDNA3 kernels its model.py imports): stand in its non-AMD path, nn.Linear
+_REF_PRE = ("import sys, types; from tinygrad import nn; m = types.ModuleType('tinygrad.llm.kernels.amd'); m.Linear = nn.Linear; "
+            "m.amd_custom_kernels_supported = lambda d: False; m.gated_delta_prefill = m.flash_attention = None; "
+            "sys.modules['tinygrad.llm.kernels'] = types.ModuleType('tinygrad.llm.kernels'); sys.modules['tinygrad.llm.kernels.amd'] = m; ")
+_REF_RUN = _REF_PRE + """
+import json
+from tinygrad import Tensor
+from tinygrad.llm.model import Transformer
+from tinygrad.llm.cli import SimpleTokenizer
+out = {}
+for path, prompt, texts in json.loads(sys.argv[1]):
+  model, kv = Transformer.from_gguf(path, max_context=16)
+  x = model.token_embd(Tensor([prompt])).float()
+  for b in model.blk: x = b(x, 0)
+  tok = SimpleTokenizer.from_gguf_kv(kv)
+  out[path] = {"logits": model.output(model.output_norm(x)).numpy()[0].tolist(), "gen": list(model.generate(list(prompt))),
+               "enc": [tok.encode(s) for s in texts]}
+print(json.dumps(out))
+"""
+TEXTS = ["hello world", "<|start_header_id|>user<|end_header_id|>\n\nin the hello!", "a  b\n\n x1234 ?!", "don't 're'll"]
+
+@pytest.mark.skipif(not os.path.exists(REF_PY), reason=f"public tinygrad 0.14 is not installed at {REF_PY} (set TINYGRAD_014_PYTHON)")
+def test_model_tokenizer_and_cli_match_tinygrad_014(tmp_path):
+  jobs = []
+  for name in ("llama", "qwen3moe"):
+    _write(tmp_path / f"{name}.gguf", seed=4, **ARCHS[name])
+    jobs.append((str(tmp_path / f"{name}.gguf"), PROMPT, TEXTS))
+  # 0.14 runs beside this process's own work: the model and tokenizer job, then its CLI on a short context
+  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV")}
+  ref_model = subprocess.Popen([REF_PY, "-c", _REF_RUN, json.dumps(jobs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/tmp", env=env)
+  cli_args = ["--model", jobs[0][0], "--max_context", "32"]
+  ref_cli = subprocess.Popen([REF_PY, "-c", _REF_PRE + "import runpy; runpy.run_module('tinygrad.llm', run_name='__main__')", *cli_args],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/tmp", env=env)
+  ours_cli = subprocess.run([sys.executable, "-m", "tinygrad.llm", *cli_args], input="hello world\n", capture_output=True, text=True, timeout=300)
+  assert ours_cli.returncode == 0, ours_cli.stderr[-3000:]
+  ours = {}
+  for path, prompt, texts in jobs:
+    model, kv = Transformer.from_gguf(path, max_context=16)
+    ours[path] = (_logits(model, prompt, 0), list(model.generate(list(prompt))), [SimpleTokenizer.from_gguf_kv(kv).encode(s) for s in texts])
+  out, err = ref_model.communicate(timeout=300)
+  assert ref_model.returncode == 0, err[-3000:]
+  ref = json.loads(out.splitlines()[-1])
+  for path, (logits, gen, enc) in ours.items():
+    np.testing.assert_allclose(logits, ref[path]["logits"], atol=5e-3, rtol=5e-3, err_msg=path)
+    assert (gen, enc) == (ref[path]["gen"], ref[path]["enc"]), path
+  out, err = ref_cli.communicate("hello world\n", timeout=300)
+  assert ref_cli.returncode == 0, err[-3000:]
+  # the reply after the prompt (the first line's byte count is the weights' memory, counted differently)
+  assert ours_cli.stdout.split(">>> ", 1)[1] == out.split(">>> ", 1)[1] and ours_cli.stdout.count(">>> ") == 2
