@@ -195,47 +195,54 @@ _REF_PRE = ("import sys, types; from tinygrad import nn; m = types.ModuleType('t
             "m.amd_custom_kernels_supported = lambda d: False; m.gated_delta_prefill = m.flash_attention = None; "
             "sys.modules['tinygrad.llm.kernels'] = types.ModuleType('tinygrad.llm.kernels'); sys.modules['tinygrad.llm.kernels.amd'] = m; ")
 _REF_RUN = _REF_PRE + """
-import json
+import io, json, runpy
 from tinygrad import Tensor
 from tinygrad.llm.model import Transformer
 from tinygrad.llm.cli import SimpleTokenizer
 out = {}
 for path, prompt, texts in json.loads(sys.argv[1]):
-  model, kv = Transformer.from_gguf(path, max_context=16)
+  model, kv = Transformer.from_gguf(path, max_context=32)
   x = model.token_embd(Tensor([prompt])).float()
   for b in model.blk: x = b(x, 0)
   tok = SimpleTokenizer.from_gguf_kv(kv)
-  out[path] = {"logits": model.output(model.output_norm(x)).numpy()[0].tolist(), "gen": list(model.generate(list(prompt))),
-               "enc": [tok.encode(s) for s in texts]}
+  out[path] = {"logits": model.output(model.output_norm(x)).numpy()[0].tolist(), "enc": [tok.encode(s) for s in texts],
+               "gen": [t for _, t in zip(range(8), model.generate(list(prompt)))]}
 print(json.dumps(out))
+sys.argv, sys.stdin = ["tinygrad.llm", *sys.argv[2:]], io.StringIO("hello world\\n")
+runpy.run_module("tinygrad.llm", run_name="__main__")
 """
 TEXTS = ["hello world", "<|start_header_id|>user<|end_header_id|>\n\nin the hello!", "a  b\n\n x1234 ?!", "don't 're'll"]
 
 @pytest.mark.skipif(not os.path.exists(REF_PY), reason=f"public tinygrad 0.14 is not installed at {REF_PY} (set TINYGRAD_014_PYTHON)")
-def test_model_tokenizer_and_cli_match_tinygrad_014(tmp_path):
+def test_model_tokenizer_and_cli_match_tinygrad_014(tmp_path, monkeypatch, capsys):
   jobs = []
   for name in ("llama", "qwen3moe"):
     _write(tmp_path / f"{name}.gguf", seed=4, **ARCHS[name])
     jobs.append((str(tmp_path / f"{name}.gguf"), PROMPT, TEXTS))
-  # 0.14 runs beside this process's own work: the model and tokenizer job, then its CLI on a short context
-  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV")}
-  ref_model = subprocess.Popen([REF_PY, "-c", _REF_RUN, json.dumps(jobs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/tmp", env=env)
+  # 0.14 runs beside this process's own work, in one process: the model and tokenizer jobs, then its CLI on the first file
   cli_args = ["--model", jobs[0][0], "--max_context", "32"]
-  ref_cli = subprocess.Popen([REF_PY, "-c", _REF_PRE + "import runpy; runpy.run_module('tinygrad.llm', run_name='__main__')", *cli_args],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/tmp", env=env)
-  ours_cli = subprocess.run([sys.executable, "-m", "tinygrad.llm", *cli_args], input="hello world\n", capture_output=True, text=True, timeout=300)
-  assert ours_cli.returncode == 0, ours_cli.stderr[-3000:]
+  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV")}
+  ref_run = subprocess.Popen([REF_PY, "-c", _REF_RUN, json.dumps(jobs), *cli_args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd="/tmp", env=env)
   ours = {}
   for path, prompt, texts in jobs:
-    model, kv = Transformer.from_gguf(path, max_context=16)
-    ours[path] = (_logits(model, prompt, 0), list(model.generate(list(prompt))), [SimpleTokenizer.from_gguf_kv(kv).encode(s) for s in texts])
-  out, err = ref_model.communicate(timeout=300)
-  assert ref_model.returncode == 0, err[-3000:]
-  ref = json.loads(out.splitlines()[-1])
+    model, kv = Transformer.from_gguf(path, max_context=32)
+    ours[path] = (_logits(model, prompt, 0), [t for _, t in zip(range(8), model.generate(list(prompt)))],
+                  [SimpleTokenizer.from_gguf_kv(kv).encode(s) for s in texts])
+  import io
+  from tinygrad.llm.cli import main   # (python -m tinygrad.llm runs it: test_cli_chat_reply_is_the_models_greedy_tokens)
+  monkeypatch.setattr(sys, "argv", ["tinygrad.llm", *cli_args])
+  monkeypatch.setattr(sys, "stdin", io.StringIO("hello world\n"))
+  capsys.readouterr()
+  main()
+  ours_cli = capsys.readouterr().out
+  out, err = ref_run.communicate(timeout=300)
+  assert ref_run.returncode == 0, err[-3000:]
+  json_line = next(line for line in out.splitlines() if line.startswith("{"))
+  ref = json.loads(json_line)
   for path, (logits, gen, enc) in ours.items():
     np.testing.assert_allclose(logits, ref[path]["logits"], atol=5e-3, rtol=5e-3, err_msg=path)
     assert (gen, enc) == (ref[path]["gen"], ref[path]["enc"]), path
-  out, err = ref_cli.communicate("hello world\n", timeout=300)
-  assert ref_cli.returncode == 0, err[-3000:]
   # the reply after the prompt (the first line's byte count is the weights' memory, counted differently)
-  assert ours_cli.stdout.split(">>> ", 1)[1] == out.split(">>> ", 1)[1] and ours_cli.stdout.count(">>> ") == 2
+  ref_cli = out.split(json_line, 1)[1]
+  assert ours_cli.split(">>> ", 1)[1] == ref_cli.split(">>> ", 1)[1] and ours_cli.count(">>> ") == 2
