@@ -246,3 +246,50 @@ def test_model_tokenizer_and_cli_match_tinygrad_014(tmp_path, monkeypatch, capsy
   # the reply after the prompt (the first line's byte count is the weights' memory, counted differently)
   ref_cli = out.split(json_line, 1)[1]
   assert ours_cli.split(">>> ", 1)[1] == ref_cli.split(">>> ", 1)[1] and ours_cli.count(">>> ") == 2
+
+def test_server_chat_completions_on_localhost(tmp_path):
+  import http.client, threading
+  from tinygrad.llm.cli import FallbackTemplate
+  from tinygrad.llm.serve import LLMServer
+  W, c = _write(tmp_path / "m.gguf", seed=6)
+  model, kv = Transformer.from_gguf(tmp_path / "m.gguf", max_context=32)
+  tok = SimpleTokenizer.from_gguf_kv(kv)
+  server = LLMServer(("127.0.0.1", 0), model, "tiny", tok, FallbackTemplate(tok))
+  threading.Thread(target=server.serve_forever, daemon=True).start()
+  def request(method, path, body=None):
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=120)
+    conn.request(method, path, json.dumps(body) if body is not None else None, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    return r.status, r.getheader("Content-Type"), r.read().decode()
+  try:
+    assert json.loads(request("GET", "/v1/models")[2]) == {"object": "list", "data": [{"id": "tiny", "object": "model"}]}
+    assert request("GET", "/")[1] == "text/html"
+    msgs = [{"role": "user", "content": "hello world"}]
+    want = _ref_greedy(W, c, tok.encode(FallbackTemplate(tok).render(msgs)), 3)
+    status, _, text = request("POST", "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 3})
+    body = json.loads(text)
+    assert status == 200 and body["object"] == "chat.completion" and body["choices"][0]["finish_reason"] == "length"
+    assert body["choices"][0]["message"]["content"] == tok.decode(want) and body["usage"]["completion_tokens"] == 3
+    # streamed: server-sent chunks, the role first, then the same text, the finish, [DONE]
+    status, ctype, text = request("POST", "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 3, "stream": True})
+    events = [e.removeprefix("data: ") for e in text.split("\n\n") if e]
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert status == 200 and ctype == "text/event-stream" and events[-1] == "[DONE]"
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant" and chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks) == tok.decode(want)
+    status, _, text = request("POST", "/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "hello " * 40}]})
+    assert status == 400 and json.loads(text)["error"]["code"] == "context_length_exceeded"
+  finally:
+    server.shutdown()
+    server.server_close()
+
+def test_stream_router_and_tool_call_parsing():
+  from tinygrad.llm.serve import StreamRouter, parse_tool_call
+  r = StreamRouter()
+  # a tag split across pieces is held back until it is whole
+  got = [d for piece in ("<thi", "nk>why</th", "ink>ok <tool", "_call>{\"name\": \"f\"}") for d in r.route(piece)] + list(r.route("", final=True))
+  assert got == [("reasoning_content", "why"), ("content", "ok ")] and r.buf == "<tool_call>{\"name\": \"f\"}"
+  assert list(StreamRouter().route("<t", final=True)) == [("content", "<t")]
+  assert parse_tool_call('{"name": "get", "arguments": {"x": 1}}') == ("get", {"x": 1})
+  assert parse_tool_call("<function=get>\n<parameter=x>\n1\n</parameter>\n<parameter=s>\nhi\n</parameter>\n</function>") == ("get", {"x": 1, "s": "hi"})
+  assert parse_tool_call("not a call") is None and parse_tool_call("{bad json") is None

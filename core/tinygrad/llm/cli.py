@@ -7,7 +7,7 @@ cannot be (FallbackTemplate).
 from __future__ import annotations
 import argparse, codecs, functools, itertools, json, re, sys, time, unicodedata
 from typing import Any, Callable
-from tinygrad import nn
+from tinygrad.nn.state import get_parameters
 from tinygrad.helpers import partition, DEBUG, Timing, GlobalCounters, Context, fetch, profile_marker
 from tinygrad.llm.model import Transformer
 
@@ -152,7 +152,7 @@ def _template(kv: dict, tok: SimpleTokenizer) -> Any:
                      bos_token=tok.decode([tok.bos_id]) if tok.bos_id is not None else "")
   return env.from_string(src)
 
-def main():
+def main() -> None:
   parser = argparse.ArgumentParser(description="chat with (or serve) a GGUF language model")
   parser.add_argument("--model", "-m", default=list(models)[0], help=f"Model choice ({', '.join(models)}) or path to a local GGUF file")
   parser.add_argument("--max_context", type=int, default=4096, help="Max Context Length")
@@ -164,7 +164,7 @@ def main():
   with Context(DEBUG=max(DEBUG.value, 2 if args.serve else 0)):
     model, kv = Transformer.from_gguf(fetch(models.get(args.model, args.model)), args.max_context)
   model_name = kv.get("general.name") or kv.get("general.basename") or args.model
-  params = nn.state.get_parameters(model)
+  params = get_parameters(model)
   print(f"using model \"{model_name}\" with {sum(p.nbytes() for p in params):,} bytes and {sum(p.numel() for p in params):,} params, "
         f"max context {args.max_context} on {params[0].device}")
   tok = SimpleTokenizer.from_gguf_kv(kv)

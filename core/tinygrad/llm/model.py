@@ -10,8 +10,12 @@ names the architecture in a NotImplementedError), nor the RDNA3 custom kernels; 
 from __future__ import annotations
 import enum, functools, itertools, pathlib
 from dataclasses import dataclass, replace
-from tinygrad import Tensor, nn, UOp, TinyJit, getenv, dtypes
-from tinygrad.uop.ops import resolve
+from tinygrad import nn
+from tinygrad.dtype import dtypes
+from tinygrad.engine.jit import TinyJit
+from tinygrad.helpers import getenv
+from tinygrad.tensor import Tensor
+from tinygrad.uop.ops import UOp, resolve
 from tinygrad.llm.gguf import gguf_load
 
 class ExpertGating(enum.IntEnum):
@@ -154,7 +158,8 @@ class TransformerBlock(FFNBlock):
   """Multi-head attention with grouped KV heads (GQA), RoPE on the first rope_dim of each head, optional QK-norm and bias."""
   def __init__(self, config: TransformerConfig):
     super().__init__(config)
-    if config.v_head_dim != config.head_dim: raise ValueError(f"TransformerBlock needs v_head_dim == head_dim, got {config.v_head_dim} and {config.head_dim}")
+    if config.v_head_dim != config.head_dim:
+      raise ValueError(f"TransformerBlock needs v_head_dim == head_dim, got {config.v_head_dim} and {config.head_dim}")
     qkv_out = config.head_dim * config.n_heads * (2 if config.attn_output_gate else 1), config.head_dim * config.n_kv_heads
     self.attn_q = nn.Linear(config.dim, qkv_out[0], bias=config.qkv_bias)
     self.attn_k = nn.Linear(config.dim, qkv_out[1], bias=config.qkv_bias)
@@ -222,8 +227,9 @@ class MLATransformerBlock(FFNBlock):
 
   def _init_state(self, x: Tensor):
     if hasattr(self, "cache_k"): return
-    self.cache_k = Tensor.zeros(x.shape[0], 1, self.config.max_context, self.config.kv_lora_rank + self.config.rope_dim, device=x.device).contiguous().realize()
-    self.freqs_cis = precompute_freqs_cis(self.config.rope_dim, self.config.max_context, self.config.rope_theta, device=x.device)
+    c = self.config
+    self.cache_k = Tensor.zeros(x.shape[0], 1, c.max_context, c.kv_lora_rank + c.rope_dim, device=x.device).contiguous().realize()
+    self.freqs_cis = precompute_freqs_cis(c.rope_dim, c.max_context, c.rope_theta, device=x.device)
 
 def _load_weights(model: Transformer, state_dict: dict[str, Tensor]):
   # the model's tensors take the file's (half) tensors as they are: load_state_dict would cast them to the float32 the
@@ -245,7 +251,7 @@ class Transformer:
     self.output_norm = nn.RMSNorm(config.dim, config.norm_eps)
     self.output = nn.Linear(config.dim, config.vocab_size, bias=False)
     self.max_context = config.max_context
-    self.has_recurrent_block = False   # (0.14's attribute: True with delta-net blocks, which cannot reuse a partial prefix)
+    self.has_recurrent_block = False   # (0.14's: True with delta-net blocks; get_start_pos and generate honour it)
     self._cached_tokens: list[int] = []
     # one jit for prompt chunks (a symbolic token count), one for single-token decode steps
     self.prefill_jit, self.rollout_jit = TinyJit(self.forward), TinyJit(self.forward)
@@ -262,15 +268,17 @@ class Transformer:
     return (self.prefill_jit if resolve(tokens.shape[1] != 1) else self.rollout_jit)(tokens.contiguous(), start_pos, temperature)
 
   @staticmethod
-  def from_gguf(gguf: Tensor | str | pathlib.Path, max_context: int | None = None, realize: bool = bool(getenv("REALIZE", 0))) -> tuple[Transformer, dict]:
+  def from_gguf(gguf: Tensor | str | pathlib.Path, max_context: int | None = None,
+                realize: bool = bool(getenv("REALIZE", 0))) -> tuple[Transformer, dict]:   # tinygrad.llm: 1 makes weights buffers at load
     """(model, GGUF metadata) of a GGUF file (a path or a uint8 Tensor of its bytes). max_context caps the file's
     context_length (the KV cache's size). Weights are cast to half unless HALF=0; realize=True (REALIZE=1) makes them
     contiguous buffers now rather than at the first call."""
     kv, state_dict = gguf_load(gguf)
-    if getenv("HALF", 1): state_dict = {k: v.cast(dtypes.float16) for k, v in state_dict.items()}
+    if getenv("HALF", 1): state_dict = {k: v.cast(dtypes.float16) for k, v in state_dict.items()}   # tinygrad.llm: 0 keeps a GGUF model's weights float32
     if "output.weight" not in state_dict: state_dict["output.weight"] = state_dict["token_embd.weight"]   # tied embeddings (llama 3.2)
     arch = kv["general.architecture"]
-    if arch in ("qwen35", "qwen35moe", "kimi-linear"): raise NotImplementedError(f"from_gguf: architecture {arch!r} (gated delta-net blocks) is not implemented here")
+    if arch in ("qwen35", "qwen35moe", "kimi-linear"):
+      raise NotImplementedError(f"from_gguf: architecture {arch!r} (gated delta-net blocks) is not implemented here")
     def get(key: str, default=None): return kv.get(f"{arch}.{key}", default)
     max_context = min(max_context, kv[f"{arch}.context_length"]) if max_context is not None else kv[f"{arch}.context_length"]
     n_heads, n_kv_heads = kv[f"{arch}.attention.head_count"], kv[f"{arch}.attention.head_count_kv"]
@@ -316,12 +324,16 @@ class Transformer:
 
   def get_start_pos(self, tokens: list[int]) -> int:
     """The first position generate must compute for `tokens`: the KV cache keeps the common prefix with the last call's."""
+    if self.has_recurrent_block:   # a recurrent state cannot be cut back: reuse it only when tokens extend the cached ones
+      n = len(self._cached_tokens)
+      return n if 0 < n < len(tokens) and tokens[:n] == self._cached_tokens else 0
     prefix_len = sum(1 for _ in itertools.takewhile(lambda ab: ab[0] == ab[1], zip(tokens[:-1], self._cached_tokens)))
     return min(block._reusable_prefix_len(prefix_len, len(self._cached_tokens)) for block in self.blk)
 
   def generate(self, tokens: list[int], chunk_size: int = 32, temperature: float = 0.0):
     """Yield the next token ids after `tokens` (appending each to it) until max_context. The prompt runs in chunks of up
     to chunk_size tokens, then one token per step; temperature 0 is greedy."""
+    if self.has_recurrent_block: chunk_size = 1   # (0.14's: a recurrent block steps one token at a time without its RDNA3 kernel)
     v_start_pos, v_toks = UOp.variable("start_pos", 0, self.max_context - 1), UOp.variable("toks", 1, chunk_size)
     temp = Tensor([temperature])
     # the prompt is copied once; each chunk is a symbolic slice of it, so one prefill jit serves every chunk
