@@ -281,11 +281,11 @@ def test_server_chat_completions_on_localhost(tmp_path):
     assert json.loads(request("GET", "/v1/models")[2]) == {"object": "list", "data": [{"id": "tiny", "object": "model"}]}
     assert request("GET", "/")[1] == "text/html"
     msgs = [{"role": "user", "content": "hello world"}]
-    want = _ref_greedy(W, c, tok.encode(FallbackTemplate(tok).render(msgs)), 3)
+    want = _ref_greedy(W, c, ids := tok.encode(FallbackTemplate(tok).render(msgs)), 3)
     status, _, text = request("POST", "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 3})
     body = json.loads(text)
     assert status == 200 and body["object"] == "chat.completion" and body["choices"][0]["finish_reason"] == "length"
-    assert body["choices"][0]["message"]["content"] == tok.decode(want) and body["usage"]["completion_tokens"] == 3
+    assert body["choices"][0]["message"]["content"] == tok.decode(want) and body["usage"] == {"prompt_tokens": len(ids), "completion_tokens": 3, "total_tokens": len(ids) + 3}
     # streamed: server-sent chunks, the role first, then the same text, the finish, [DONE]
     status, ctype, text = request("POST", "/v1/chat/completions", {"model": "tiny", "messages": msgs, "max_tokens": 3, "stream": True})
     events = [e.removeprefix("data: ") for e in text.split("\n\n") if e]

@@ -97,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
   def run_model(self, ids: list[int], model_name: str, include_usage=False, max_tokens: int | None = None, temperature: float = 0.0,
                 reasoning: bool = False) -> typing.Generator[dict, None, None]:
     """The chat.completion.chunk dicts of the model's reply to `ids`: the role, the deltas, tool calls, the finish, usage."""
-    model, tok = self.server.model, self.server.tok
+    model, tok, n_prompt = self.server.model, self.server.tok, len(ids)   # (generate appends the reply to ids)
     cached = model.get_start_pos(ids)
     _log(f"in:{colored(f'{cached:5d}', 'green')} +{len(ids) - cached:5d}  ")
     head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model_name}
@@ -126,7 +126,7 @@ class Handler(BaseHTTPRequestHandler):
       if finish == "stop": finish = "tool_calls"
     yield chunk({}, finish)
     if include_usage:
-      yield {"choices": [], "usage": {"prompt_tokens": len(ids), "completion_tokens": len(out), "total_tokens": len(ids) + len(out)}, **head}
+      yield {"choices": [], "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(out), "total_tokens": n_prompt + len(out)}, **head}
     _log(f"out:{len(out):5d}  total:{time.perf_counter() - st:6.2f}s\n")
 
   def do_POST(self) -> None:
