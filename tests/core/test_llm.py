@@ -309,3 +309,20 @@ def test_stream_router_and_tool_call_parsing():
   assert parse_tool_call('{"name": "get", "arguments": {"x": 1}}') == ("get", {"x": 1})
   assert parse_tool_call("<function=get>\n<parameter=x>\n1\n</parameter>\n<parameter=s>\nhi\n</parameter>\n</function>") == ("get", {"x": 1, "s": "hi"})
   assert parse_tool_call("not a call") is None and parse_tool_call("{bad json") is None
+
+def test_server_stops_generating_when_the_client_goes_away(capsys):
+  from unittest.mock import Mock
+  from tinygrad.llm.serve import Handler, LLMServer
+  steps = []
+  def generate(ids, **kw):
+    for t in (5, 6, 7, 8):
+      steps.append(t)
+      yield t
+  tok = Mock(stream_decoder=Mock(return_value=lambda tid=None: "" if tid is None else "x"), is_end=lambda t: False)
+  server = Mock(spec=LLMServer, model=Mock(generate=generate, get_start_pos=lambda ids: 0), tok=tok)
+  chunks = Handler.run_model(Mock(server=server), [1, 2, 3], "m")
+  handler = Mock()
+  handler.wfile.write.side_effect = [None, None, BrokenPipeError]   # the role chunk and one token go out, then the socket is closed
+  Handler.stream_json(handler, chunks)
+  # the reply's generator was closed where the write failed: no more tokens are generated, and the log line says so
+  assert steps == [5, 6] and "out:    2" in capsys.readouterr().err

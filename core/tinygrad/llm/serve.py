@@ -13,7 +13,7 @@ if typing.TYPE_CHECKING:
   from tinygrad.llm.cli import SimpleTokenizer
   from tinygrad.llm.model import Transformer
 
-def _log(msg: str): print(msg, end="", file=sys.stderr, flush=True)
+def stderr_log(msg: str): print(msg, end="", file=sys.stderr, flush=True)
 
 def parse_tool_call(s: str) -> tuple[str, typing.Any] | None:
   """(name, arguments) of a tool call's text: hermes JSON {"name", "arguments"|"parameters"} or
@@ -99,35 +99,46 @@ class Handler(BaseHTTPRequestHandler):
     """The chat.completion.chunk dicts of the model's reply to `ids`: the role, the deltas, tool calls, the finish, usage."""
     model, tok, n_prompt = self.server.model, self.server.tok, len(ids)   # (generate appends the reply to ids)
     cached = model.get_start_pos(ids)
-    _log(f"in:{colored(f'{cached:5d}', 'green')} +{len(ids) - cached:5d}  ")
+    stderr_log(f"in:{colored(f'{cached:5d}', 'green')} +{len(ids) - cached:5d}  ")
     head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model_name}
     def chunk(delta: dict, finish: str | None = None) -> dict: return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **head}
-    out, finish, st, dec, router = [], "stop", time.perf_counter(), tok.stream_decoder(), StreamRouter(reasoning)
-    yield chunk({"role": "assistant", "content": ""})
-    for next_id in model.generate(ids, temperature=temperature):
-      if tok.is_end(next_id): break
-      out.append(next_id)
-      for field, delta in router.route(dec(next_id)): yield chunk({field: delta})
-      if max_tokens is not None and len(out) >= max_tokens:
-        finish = "length"
-        break
-    for field, delta in router.route(dec(), final=True): yield chunk({field: delta})
-    tool_calls: list[dict] = []
-    for m in re.finditer(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", router.buf, re.DOTALL):
-      if (parsed := parse_tool_call(m.group(1))) is None:
-        _log(f"failed to parse tool call: {m.group(1)[:200]}\n")
-        yield chunk({"content": m.group(0)})   # text the client cannot use as a call is still output, not dropped
-        continue
-      name, args = parsed
-      tool_calls.append({"index": len(tool_calls), "id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-                         "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}})
-    if tool_calls:
-      yield chunk({"tool_calls": tool_calls})
-      if finish == "stop": finish = "tool_calls"
-    yield chunk({}, finish)
-    if include_usage:
-      yield {"choices": [], "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(out), "total_tokens": n_prompt + len(out)}, **head}
-    _log(f"out:{len(out):5d}  total:{time.perf_counter() - st:6.2f}s\n")
+    out: list[int] = []
+    finish, dec, router = "stop", tok.stream_decoder(), StreamRouter(reasoning)
+    st = first = time.perf_counter()
+    def log_stats(interrupted: bool = False):
+      total = f"total:{time.perf_counter() - st:6.2f}s"
+      stderr_log(f"gen:{len(out) / (time.perf_counter() - first) if len(out) > 1 else 0:4.0f} tok/s  out:{len(out):5d}  "
+                 f"{colored(total, 'red') if interrupted else total}\n")
+    try:
+      yield chunk({"role": "assistant", "content": ""})
+      for next_id in model.generate(ids, temperature=temperature):
+        if not out: stderr_log(f"prefill:{(n_prompt - cached) / ((first := time.perf_counter()) - st):5.0f} tok/s  ")
+        if tok.is_end(next_id): break
+        out.append(next_id)
+        for field, delta in router.route(dec(next_id)): yield chunk({field: delta})
+        if max_tokens is not None and len(out) >= max_tokens:
+          finish = "length"
+          break
+      for field, delta in router.route(dec(), final=True): yield chunk({field: delta})
+      tool_calls: list[dict] = []
+      for m in re.finditer(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", router.buf, re.DOTALL):
+        if (parsed := parse_tool_call(m.group(1))) is None:
+          stderr_log(f"failed to parse tool call: {m.group(1)[:200]}\n")
+          yield chunk({"content": m.group(0)})   # text the client cannot use as a call is still output, not dropped
+          continue
+        name, args = parsed
+        tool_calls.append({"index": len(tool_calls), "id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                           "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}})
+      if tool_calls:
+        yield chunk({"tool_calls": tool_calls})
+        if finish == "stop": finish = "tool_calls"
+      yield chunk({}, finish)
+      if include_usage:
+        yield {"choices": [], "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(out), "total_tokens": n_prompt + len(out)}, **head}
+    except GeneratorExit:   # the client went away mid-reply: the log says so (the total in red)
+      log_stats(interrupted=True)
+      raise
+    log_stats()
 
   def do_POST(self) -> None:
     body: dict[str, typing.Any] = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode())
