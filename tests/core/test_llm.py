@@ -326,3 +326,7 @@ def test_server_stops_generating_when_the_client_goes_away(capsys):
   Handler.stream_json(handler, chunks)
   # the reply's generator was closed where the write failed: no more tokens are generated, and the log line says so
   assert steps == [5, 6] and "out:    2" in capsys.readouterr().err
+
+def test_apply_rope_rejects_an_odd_head_dim_as_0_14_asserts():
+  from tinygrad.llm.model import apply_rope, precompute_freqs_cis
+  with pytest.raises(AssertionError, match="even"): apply_rope(Tensor.ones(1, 1, 4, 7), precompute_freqs_cis(7, 4))

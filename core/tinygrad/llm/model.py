@@ -14,6 +14,7 @@ from tinygrad import nn
 from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import getenv
+from tinygrad.mixin.common import AssertedArgumentError
 from tinygrad.tensor import Tensor
 from tinygrad.uop.ops import UOp, resolve
 from tinygrad.llm.gguf import gguf_load
@@ -33,7 +34,7 @@ def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0, device: str
 
 def apply_rope(x: Tensor, freqs_cis: Tensor) -> Tensor:
   """Rotate x (B, H, T, D) by freqs_cis (T, D) in the half-split layout: pairs are (x[i], x[i+D/2])."""
-  if x.shape[-1] % 2: raise ValueError(f"apply_rope: the last dimension must be even, got shape {x.shape}")
+  if x.shape[-1] % 2: raise AssertedArgumentError(f"apply_rope: the last dimension must be even, got shape {x.shape}")   # (0.14 asserts)
   cos, sin = freqs_cis.reshape(1, 1, x.shape[2], -1).chunk(2, dim=-1)
   a, b = x.chunk(2, dim=-1)
   return (a * cos - b * sin).cat(b * cos + a * sin, dim=-1)
