@@ -232,7 +232,8 @@ TEXTS = ["hello world", "<|start_header_id|>user<|end_header_id|>\n\nin the hell
 @pytest.mark.skipif(not os.path.exists(REF_PY), reason=f"public tinygrad 0.14 is not installed at {REF_PY} (set TINYGRAD_014_PYTHON)")
 def test_model_tokenizer_and_cli_match_tinygrad_014(tmp_path, monkeypatch, capsys):
   jobs = []
-  for name in ("llama", "qwen3moe"):   # (deepseek2's MLA matched 0.14 too; left out here for the test's time: 0.14 compiles each model)
+  # one model: 0.14 takes ~10 s of CPU per model here (qwen3moe's experts and deepseek2's MLA matched it too, run by hand)
+  for name in ("llama",):
     _write(tmp_path / f"{name}.gguf", seed=4, **ARCHS[name])
     jobs.append((str(tmp_path / f"{name}.gguf"), PROMPT, TEXTS))
   # 0.14 runs beside this process's own work, in one process: the model and tokenizer jobs, then its CLI on the first file
