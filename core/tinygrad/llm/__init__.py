@@ -1,1 +1,2 @@
-"""Public tinygrad's import path for its LLM support; here it holds the GGUF loader (`tinygrad.llm.gguf.gguf_load`)."""
+"""Public tinygrad's LLM app: GGUF files (`gguf`), the transformer (`model`), the tokenizer and chat CLI (`cli`,
+`python -m tinygrad.llm`) and the OpenAI-style server (`serve`)."""

@@ -3,7 +3,7 @@ GQA attention with RoPE and optional QK-norm, RMSNorm, a SwiGLU feed-forward or 
 experts) and DeepSeek-style MLA attention, with a half-precision KV cache and TinyJit'd prefill and decode steps.
 
     model, kv = Transformer.from_gguf("model.gguf", max_context=4096)
-    for tok in model.generate([1, 2, 3]): ...      # yields sampled token ids (greedy at temperature 0), forever
+    for tok in model.generate([1, 2, 3]): ...      # yields sampled token ids (greedy at temperature 0) until max_context
 
 Differences from 0.14 (docs/guide.md): the gated delta-net (SSM) blocks of qwen3.5/kimi-linear are not here (from_gguf
 names the architecture in a NotImplementedError), nor the RDNA3 custom kernels; the KV cache is written with `assign`."""
