@@ -62,7 +62,8 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   its memory figures (test_unet_resblock 0.000218 GB for 0.0002; --slow: stable_diffusion 0.023 for 0.011, forward_cifar
   0.071 for 0.033, train_cifar 0.318 for 0.120, train_mnist 0.030 for 0.017: more memory than upstream's planner; these
   tests check no values); null/test_winograd: WINO=1 has no Winograd path here (documented) and a kernel count.
-- llm: tinygrad.llm.model (TransformerBlock, MoE, MLA, GatedDeltaNet) is not here (documented): its four files fail to import.
+- llm (7 pass): unit/test_attention.py imports GatedDeltaNetBlock (the delta-net layers, not here: documented) and fails to import;
+  two tests count kernels.
 - user2 (75 of 153 pass): test_dtype_weak imports upstream's weak-dtype IR (dtype_from_uop, tinygrad.uop.weak);
   test_invalid_tensor its Invalid value and Buffer.copy_from; null/test_gradient differentiates deviceless UOp Variables
   (upstream's UOp-level gradient, internals); test_function the CALL's structure (`.uop.src[0].arg.name`), AFTER/STORE
