@@ -296,6 +296,23 @@ def test_sums_start_from_positive_zero(device):
       assert np.signbit(got).tolist() == np.signbit(want).tolist(), (name, vals)
   assert not np.signbit(Tensor(-0.0, device=device).sum().numpy())
 
+@pytest.mark.parametrize("device", DEVICES + ["WEBGPU", "CL"])
+def test_exp_overflow_and_underflow_survive_a_following_multiply(device):
+  # exp's inf and 0 come from its last multiply by a power of 2, which WGSL's compiler reassociated with a multiply after
+  # it: exp(100) * 1e-30 was 4.5e8 (not inf) and exp(-200) * -3.4e38 was -2.3e-7 (not -0), so gelu's gradient at -3.4e38 was -1.7e-7
+  from tinygrad import Device
+  try: Device[device]
+  except Exception as e: pytest.skip(f"{device} does not open here ({type(e).__name__})")
+  xs = [100.0, 89.0, 88.72283935546875, 88.72283172607422, math.inf, -200.0, -104.0, -103.97208404541016, -math.inf, 1.0, 0.0, nan]
+  e = Tensor(xs, device=device).exp().numpy()
+  assert e[2] == e[4] == inf and e[3] < inf and e[7] == e[8] == 0 and np.isnan(e[-1])
+  for c in (1e-30, 1e30, -3.4e38):
+    with np.errstate(all="ignore"): want = e * np.float32(c)
+    np.testing.assert_allclose((Tensor(xs, device=device).exp() * c).numpy(), want, rtol=1e-6, atol=0, err_msg=f"exp(x) * {c}")
+  g = Tensor([-3.4e38, 3.4e38], device=device, requires_grad=True)
+  g.gelu("none").sum().backward()
+  assert g.grad.tolist() == [0.0, 1.0]
+
 def test_kink_gradients_are_torchs():
   # relu: 0 at +-0 (and 1 at NaN, torch's threshold_backward); relu6/hardtanh 0 on the bounds; abs 0 at 0; clamp 1 on the bounds;
   # hardswish 0 at -3 and 1 at 3 (it was -0.5 and 1.5: the inner side of both kinks); hardsigmoid 0 at both

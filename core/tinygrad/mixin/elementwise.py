@@ -395,6 +395,13 @@ class ElementwiseMixin:
     else:
       ha = m >> 1
       ret = poly * ((ha + (bias - off // 2)) << mb).bitcast(x.dtype) * ((m - ha + (bias - off // 2)) << mb).bitcast(x.dtype)
+    if not _keeps_float_order(x.device):
+      # the overflow to inf and the rounding to 0 happen in the last multiply, which a reassociating compiler merges with
+      # a multiply after exp (WebGPU: exp(100) * 1e-30 was 4.5e8, exp(-200) * -3.4e38 -2.3e-7): the two ends made selects
+      # at the exact bounds (the largest x whose e**x is finite / rounds to 0)
+      (zero_x, inf_x) = (-745.1332191019412, 709.7827128933841) if f64 else (-103.97208404541016, 88.72283935546875)
+      ret = (x <= zero_x).where(0.0, ret)
+      if not nonpos: ret = (x >= inf_x).where(math.inf, ret)
     return x._with_grad(ret, "exp")
   @_opmath
   def log(self: Tensor) -> Tensor:
