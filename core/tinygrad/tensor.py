@@ -544,6 +544,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
       for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
+      # a second tensor here of a graph realized for the first: a copy of the first's value too (computed again after this
+      # realize, it read the buffers its assigns had just overwritten: `e1, e2 = b * 2, b * 2; b.assign(b + 10)` then
+      # Tensor.realize(b, e1, e2) gave e2 the new b times 2)
+      firsts = {old: t for t, old in olds}
+      twins += [(t, t.uop, firsts[t.uop]) for t in again if t.uop in firsts]
       # every realized assign is now its target's buffer: no live tensor may run it a second time
       amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
       # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -571,6 +576,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       for t, old, first in twins:
         if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
         t.uop = first.clone().uop
+        if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
