@@ -544,11 +544,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
       for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
-      # a second tensor here of a graph realized for the first: a copy of the first's value too (computed again after this
-      # realize, it read the buffers its assigns had just overwritten: `e1, e2 = b * 2, b * 2; b.assign(b + 10)` then
-      # Tensor.realize(b, e1, e2) gave e2 the new b times 2)
-      firsts = {old: t for t, old in olds}
-      twins += [(t, t.uop, firsts[t.uop]) for t in again if t.uop in firsts]
+      # every other live tensor of a graph realized here (hash-consed: `e1, e2 = b * 2, b * 2`) gets a copy of its value too:
+      # left lazy, it was computed later from the buffers this realize's assigns overwrote (`b.assign(b + 10)` realized with
+      # e1, or with both, gave e2 the new b times 2)
+      if Ops.ASSIGN in ops:
+        firsts, mine_now = {old: t for t, old in olds if old.op is not Ops.ASSIGN}, {id(t) for t, _ in olds} | {id(t) for t, _, _ in twins}
+        twins += [(x, x.uop, firsts[x.uop]) for x in live_tensors() if x.uop in firsts and id(x) not in mine_now]
       # every realized assign is now its target's buffer: no live tensor may run it a second time
       amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
       # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -626,6 +627,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ids = {id(t) for t in todo}
       if (readers := Tensor._readers_closure(targets, asg, {t.uop: None for t in todo}, True)) is None: return Tensor.realize(*todo)
       added = [x for x in readers if id(x) not in ids]
+      # (and every other live tensor of a graph realized here: it is skipped as a root, and left lazy it read the new values)
+      same = {t.uop for t in todo if t.uop.op is Ops.MULTI and not any(s.op is Ops.ASSIGN for s in t.uop.src)}
+      ids |= {id(x) for x in added}
+      added += [x for x in live_tensors() if x.uop in same and id(x) not in ids]
       todo = todo + added
     else: added = []
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}

@@ -60,15 +60,16 @@ def test_many_live_tensors_over_a_chain_of_updates():
   for i, r in enumerate(reads): np.testing.assert_allclose(r.numpy(), (i + 2) * (i + 1) * np.ones(4))
   np.testing.assert_allclose(w.numpy(), 21 * np.ones(4))
 
-def test_one_graph_twice_in_a_realize_with_the_update_it_reads():
-  # e2 is e1's graph (hash-consed): realized after the update had run, it read the new b (e2 was [22, 24, 26]); each of
-  # the two gets the old value and a buffer of its own. On one device and on three (each shard realized the same way)
+def test_one_graph_twice_with_an_update_it_reads():
+  # e2 is e1's graph (hash-consed): realized after the update had run (in the list after e1, or not in it at all), it read
+  # the new b (e2 was [22, 24, 26]); each of the two keeps the old value, in a buffer of its own. On one device and on
+  # three (each shard realized the same way)
   for devs in (None, ("CPU:0", "CPU:1", "CPU:2")):
-    for order in (0, 1):
+    for order in ("b e1 e2", "e1 e2 b", "b e1", "e1 b"):
       b = Tensor([1.0, 2.0, 3.0]) if devs is None else Tensor([1.0, 2.0, 3.0]).shard(devs, axis=0)
       b.realize()
       e1, e2 = b * 2, b * 2
       b.assign(b + 10)
-      Tensor.realize(*((b, e1, e2) if order == 0 else (e1, e2, b)))
+      Tensor.realize(*[{"b": b, "e1": e1, "e2": e2}[n] for n in order.split()])
       e1 += 100
       assert (b.tolist(), e1.tolist(), e2.tolist()) == ([11.0, 12.0, 13.0], [102.0, 104.0, 106.0], [2.0, 4.0, 6.0]), (devs, order)
