@@ -664,7 +664,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _assigned_with(nodes: dict[UOp, None]) -> list[Tensor]:
     # the live tensors on several devices with a pending assign on some shard among `nodes` but not on all of them
     asg = {n for n in nodes if n.op is Ops.ASSIGN}
-    return [t for t in live_tensors() if t.uop.op is Ops.MULTI and any(s in asg for s in t.uop.src) and not all(s in nodes for s in t.uop.src)]
+    # (a shard that is a buffer already has nothing left to run: one a realize cut short wrote is not among the nodes of the
+    # others, and asking for it realized the tensor again and again, to a RecursionError)
+    return [t for t in live_tensors() if t.uop.op is Ops.MULTI and any(s in asg for s in t.uop.src)
+            and not all(s in nodes or base_buffer(s) is not None for s in t.uop.src)]
   @staticmethod
   def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], frontier: dict[UOp, UOp]) -> list[Tensor] | None:
     # the live readers (_readers_of) of the buffers this realize's assigns overwrite; None when some were computed now, in

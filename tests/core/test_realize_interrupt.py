@@ -331,3 +331,27 @@ def test_a_hold_whose_end_was_cut_short_is_let_go():
     with pytest.raises(KeyboardInterrupt): os.kill(os.getpid(), signal.SIGINT)
     np.testing.assert_array_equal(w.numpy(), np.ones(4, np.float32))
   finally: engine._held.clear()
+
+@pytest.mark.parametrize("k", [6, 11, 12])
+def test_a_sharded_update_cut_short_runs_the_rest_at_the_next_write(monkeypatch, k):
+  # s0 and s1 on three devices, on other axes, each updated from the other; cut short after some shards' updates ran, the
+  # next write (`s0 += 1`) asked for s0's pending shards together with its written ones, which were not in their graph:
+  # realized again and again, to a RecursionError (k = 11, 12)
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  a0, a1 = np.arange(36, dtype=np.float32).reshape(6, 6), np.arange(36, dtype=np.float32).reshape(6, 6)[::-1] * 0.5
+  s0, s1 = Tensor(a0).shard(devs, axis=1).realize(), Tensor(a1.copy()).shard(devs, axis=0).realize()
+  s0 += s1.sum(0)
+  s1[2] = s0.max(1)
+  want0 = a0 + a1.sum(0)
+  want1 = a1.copy()
+  want1[2] = want0.max(1)
+  def action(i, go):
+    if i == k: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, k, action)
+  try: Tensor.realize(s0, s1)
+  except RuntimeError as e: assert "the device failed" in str(e)
+  monkeypatch.undo()
+  s0 += 1
+  np.testing.assert_array_equal(s0.numpy(), want0 + 1)
+  np.testing.assert_array_equal(s1.numpy(), want1)
