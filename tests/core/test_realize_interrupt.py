@@ -355,3 +355,51 @@ def test_a_sharded_update_cut_short_runs_the_rest_at_the_next_write(monkeypatch,
   s0 += 1
   np.testing.assert_array_equal(s0.numpy(), want0 + 1)
   np.testing.assert_array_equal(s1.numpy(), want1)
+
+# ---- random programs of updates between a few tensors (each reading the others), lazy readers among them, a realize of
+# some of them cut short at a random step, then one more write and every value read: each must be numpy's eager result.
+# INTERRUPT_FUZZ_EXAMPLES=n runs n examples
+def _set(a, idx, v):
+  b = a.copy()
+  b[idx] = v
+  return b
+def _iadd(v: Tensor, w) -> None: v += w
+_UPDATES = [   # (tinygrad, numpy) of the states S/A, indices i, j
+  (lambda S, i, j: S[i].assign(S[i] + S[j] @ S[j] * 0.1), lambda A, i, j: A[i] + A[j] @ A[j] * np.float32(0.1)),
+  (lambda S, i, j: _iadd(S[i], S[j].sum(0)), lambda A, i, j: A[i] + A[j].sum(0)),
+  (lambda S, i, j: S[i].__setitem__(slice(1, None), S[i][:-1] * 2 + S[j][1:]), lambda A, i, j: _set(A[i], slice(1, None), A[i][:-1] * 2 + A[j][1:])),
+  (lambda S, i, j: S[i].assign(S[i].T + S[j]), lambda A, i, j: A[i].T + A[j]),
+  (lambda S, i, j: S[i].__setitem__(2, S[j].max(1)), lambda A, i, j: _set(A[i], 2, A[j].max(1))),
+]
+
+@settings(max_examples=int(os.getenv("INTERRUPT_FUZZ_EXAMPLES", "12")), deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 3), steps=st.lists(st.tuples(st.integers(0, len(_UPDATES)), st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=6),
+       pick=st.integers(0, 2**12), k=st.integers(1, 12), how=st.sampled_from(["raise", "sigint"]), sharded=st.booleans(), seed=st.integers(0, 99))
+def test_programs_of_updates_cut_short_anywhere(n, steps, pick, k, how, sharded, seed):
+  devs = ("CPU:0", "CPU:1", "CPU:2")
+  rng = np.random.default_rng(seed)
+  A = [rng.integers(-3, 4, (6, 6)).astype(np.float32) for _ in range(n)]
+  S = [(Tensor(a.copy()).shard(devs, axis=(seed >> s) & 1) if sharded else Tensor(a.copy())).realize() for s, a in enumerate(A)]
+  D, DA = [], []
+  for u, i, j in steps:
+    i, j = i % n, j % n
+    if u == len(_UPDATES):   # a lazy reader (two of one graph: each keeps its value)
+      D += [S[i] * 2 + S[j].sum(1, keepdim=True), S[i] * 2 + S[j].sum(1, keepdim=True)]
+      DA += [A[i] * 2 + A[j].sum(1, keepdims=True)] * 2
+    else:
+      _UPDATES[u][0](S, i, j)
+      A[i] = _UPDATES[u][1](A, i, j).astype(np.float32)
+  ts = S + D
+  subset = [t for b, t in enumerate(ts) if pick >> b & 1] or ts[:1]
+  def action(i, go):
+    if i == k:
+      if how == "raise": raise RuntimeError("the device failed")
+      os.kill(os.getpid(), signal.SIGINT)
+    return go()
+  with pytest.MonkeyPatch.context() as mp:
+    _fail_at(mp, k, action)
+    try: Tensor.realize(*subset)
+    except (RuntimeError, KeyboardInterrupt) as e: assert isinstance(e, KeyboardInterrupt) or "the device failed" in str(e)
+  _iadd(S[0], 1.0)
+  A[0] = A[0] + 1
+  for b, (t, a) in enumerate(zip(ts, A + DA)): np.testing.assert_allclose(t.numpy(), a, rtol=1e-5, atol=1e-4, err_msg=f"tensor {b}")
