@@ -4,7 +4,8 @@ was 0, relu6/hardsigmoid/hardswish(inf) were NaN, erf(+-inf) NaN, and several ki
 import math
 import numpy as np
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
+from tinygrad.dtype import to_numpy
 
 torch = pytest.importorskip("torch", reason="the reference for activations: pip install torch")
 F = torch.nn.functional
@@ -90,6 +91,19 @@ def test_activations_keep_their_digits(name):
   want = ref(torch.tensor(x, dtype=torch.float64)).numpy()   # float64 torch: the true value to float32's precision
   np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-44, err_msg=name)
   np.testing.assert_array_equal(np.signbit(fn(Tensor([-0.0])).numpy()), np.signbit(ref(torch.tensor([-0.0])).numpy()))
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64], ids=str)
+@pytest.mark.parametrize("ab", [(1/6, 0.5), (0.2, 0.5), (-0.25, 0.5)], ids=str)
+def test_hardsigmoid_keeps_its_digits_near_the_kinks(ab, dt):
+  # alpha*x + beta cancelled near its zero (x = -3 for torch's alpha 1/6, beta 1/2): hardsigmoid(-3 + 2**-20) was 1.49e-7,
+  # 6% under torch's and the true 1.589e-7
+  alpha, beta = ab
+  x0 = -beta / alpha
+  xs = np.array([x0 + s * 2.0**-e for e in (20, 16, 10, 4) for s in (1, -1)] + [x0 + 1 / alpha - 2.0**-20, 0.0], np.float64)
+  xs = xs.astype(to_numpy(dt))
+  got = Tensor(xs, dtype=dt).hardsigmoid(alpha, beta).numpy().astype(np.float64)
+  want = np.clip(alpha * (xs.astype(np.float64) - x0), 0, 1)   # (exact for these: x - x0 is exact, one rounding)
+  np.testing.assert_allclose(got, want, rtol=4 * np.finfo(to_numpy(dt)).eps, atol=0)
 
 def test_cosh_and_sinh_do_not_overflow_before_their_value():
   np.testing.assert_allclose(Tensor([89.0, -89.0]).cosh().numpy(), np.cosh(np.float64([89, -89])), rtol=1e-6)

@@ -480,7 +480,10 @@ class ElementwiseMixin:
   @_opmath
   def hardsigmoid(self: Tensor, alpha: float = 1/6, beta: float = 0.5) -> Tensor:
     """clip(alpha*x + beta, 0, 1): gradient alpha strictly inside, 0 outside and at NaN (torch's)."""
-    y = alpha * self + beta
+    # as (x + beta/alpha) * alpha: near the lower kink (x = -3 by default, where beta/alpha = 3.0 exactly) x + 3 is exact and
+    # alpha*x + 0.5 cancels (hardsigmoid(-3 + 2**-20) was 1.49e-7, torch 1.589e-7; torch's relu6(x + 3) / 6)
+    c = beta / alpha if alpha != 0 else math.inf
+    y = (self + c) * alpha if math.isfinite(c) else alpha * self + beta
     return ((y > 0) & (y < 1)).where(y, (y > 0).where(1.0, (y != y).where(y.detach(), 0.0)))
   def _small_odd(self: Tensor, coeffs: list[float]) -> tuple[Tensor, Tensor, Tensor]:
     # (|x| < 1/2, x there else 0, x * (1 + x^2 * sum c_k x^2k)): an odd series where 2*sigmoid(2x) - 1 or e**x - e**-x
