@@ -1,7 +1,8 @@
 """Integer/bool numerics that must match numpy on every renderer, and bad input that must raise a clear error."""
-import math, shutil
+import math, os, shutil
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad import Tensor, dtypes, Device
 from tinygrad.dtype import to_numpy
 
@@ -849,3 +850,37 @@ def test_float64_numpy_data_to_bf16_and_fp8_rounds_once(mdev, dt):
   if dt == dtypes.fp8e4m3: want = np.where(np.isnan(x), np.nan, np.where(np.abs(x) >= 464, np.copysign(448.0, x), want)).astype(np.float32)   # (it saturates, as torch)
   np.testing.assert_array_equal(Tensor(x, dtype=dt, device=mdev).numpy(), want)
   np.testing.assert_array_equal(Tensor(x.astype(ref), device=mdev).numpy(), x.astype(ref).astype(np.float32))   # ml_dtypes' arrays: their bits
+
+# ---- every integer reduction over random int/bool tensors (full-range values that overflow the accumulator, small ones
+# with ties and negatives), any axis, keepdim, against numpy: int64 sums/products that wrap as numpy's, float32 means from
+# the exact sum, float32 var/std. INT_REDUCE_EXAMPLES=n runs n examples
+_IDT = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"]
+
+@settings(max_examples=int(os.getenv("INT_REDUCE_EXAMPLES", "10")), deadline=None, suppress_health_check=list(HealthCheck))
+@given(npdt=st.sampled_from(_IDT), shape=st.lists(st.sampled_from([0, 1, 2, 3, 5]), min_size=1, max_size=3), wide=st.booleans(),
+       axis=st.integers(-1, 2), keep=st.booleans(), seed=st.integers(0, 2**16), device=st.sampled_from(CPU_PY))
+def test_int_reductions_of_random_tensors_match_numpy(npdt, shape, wide, axis, keep, seed, device):
+  rng = np.random.default_rng(seed)
+  if npdt == "bool": a = rng.integers(0, 2, shape).astype(np.bool_)
+  else:
+    info = np.iinfo(npdt)
+    a = rng.integers(info.min, info.max, shape, dtype=npdt, endpoint=True) if wide else rng.integers(max(info.min, -5), 6, shape).astype(npdt)
+  ax = None if axis < 0 or axis >= a.ndim else axis
+  t, a64, n = Tensor(a, device=device), a.astype(np.int64), a.size if ax is None else a.shape[ax]
+  with np.errstate(all="ignore"):
+    np.testing.assert_array_equal(t.sum(ax, keepdim=keep).numpy(), a64.sum(ax, keepdims=keep), err_msg="sum")
+    np.testing.assert_array_equal(t.prod(ax, keepdim=keep).numpy(), a64.prod(ax, keepdims=keep), err_msg="prod")
+    if ax is not None:
+      np.testing.assert_array_equal(t.cumsum(ax).numpy(), a64.cumsum(ax), err_msg="cumsum")
+      np.testing.assert_array_equal(t.cumprod(ax).numpy(), a64.cumprod(ax), err_msg="cumprod")
+    if n == 0: return
+    exact = np.asarray(a.astype(object).sum(ax, keepdims=keep) / n, dtype=np.float64)   # (Python ints: the exact sum)
+    np.testing.assert_allclose(t.mean(ax, keepdim=keep).numpy(), exact, rtol=1e-6, err_msg="mean")
+    for corr in (0, 1):
+      if n <= corr: continue
+      want = np.var(a.astype(np.longdouble), ax, keepdims=keep, ddof=corr).astype(np.float64)
+      np.testing.assert_allclose(t.var(ax, keepdim=keep, correction=corr).numpy(), want, rtol=1e-4, err_msg="var")
+      np.testing.assert_allclose(t.std(ax, keepdim=keep, correction=corr).numpy(), np.sqrt(want), rtol=1e-4, err_msg="std")
+    np.testing.assert_array_equal(t.max(ax, keepdim=keep).numpy(), a.max(ax, keepdims=keep), err_msg="max")
+    np.testing.assert_array_equal(t.min(ax, keepdim=keep).numpy(), a.min(ax, keepdims=keep), err_msg="min")
+    if ax is not None: np.testing.assert_array_equal(t.argmax(ax, keepdim=keep).numpy(), a.argmax(ax, keepdims=keep), err_msg="argmax")
