@@ -1,9 +1,10 @@
 """Activations at the edges, forward and gradient, against torch: +-300 (where e**x overflows), +-inf, NaN, 0 (the kinks)
 and a few ordinary values, on the CPU and the PYTHON device. sigmoid's gradient at -300 was NaN (inf*0 inside), relu(NaN)
 was 0, relu6/hardsigmoid/hardswish(inf) were NaN, erf(+-inf) NaN, and several kinks had another one-sided gradient."""
-import math
+import math, os
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import to_numpy
 
@@ -143,3 +144,41 @@ def test_float16_selu_rounds_once():
   got = Tensor(xs).selu().numpy()
   want = F.selu(torch.tensor(xs)).numpy()
   assert np.array_equal(got.view(np.uint16), want.view(np.uint16)), (got, want)
+
+# float16/bfloat16: every activation computes in float32 and rounds once (docs/guide.md), so its value is torch's float32
+# one rounded to the dtype, at the edges and at random points near each kink and threshold; the gradient is torch's in the
+# dtype, its float32 one rounded, or its float64 one rounded (within a few ulp: torch's half kernels round some steps, and
+# its 1 - y*y gives sigmoid's 0 at 20, ours the true 2.1e-9; tanh's past 15 is left out: 0 even in float64, ours the
+# true 1.7e-17 at 20). On the CPU (PYTHON: minutes for these graphs).
+# ACT_HALF_EXAMPLES=n runs n examples
+_KINKS = [0.0, 3.0, -3.0, 6.0, 1.0, -1.0, 20.0, 10.0, -2.0, 0.5, 11.0, 5.0, 88.0, -88.0]
+@settings(max_examples=int(os.getenv("ACT_HALF_EXAMPLES", "3")), deadline=None, suppress_health_check=list(HealthCheck))
+@given(dt=st.sampled_from(["float16", "bfloat16"]), device=st.just("CPU"),
+       near=st.lists(st.tuples(st.sampled_from(_KINKS), st.sampled_from([0.0, 1e-3, 2**-10, 2**-7, 0.1, 0.37]), st.sampled_from([1, -1])), min_size=8, max_size=8))
+def test_half_activations_round_torchs_float32_once(dt, device, near):
+  tdt = getattr(torch, dt)
+  fi = torch.finfo(tdt)
+  xs = torch.tensor([k + s * d for k, d, s in near] + [0.0, -0.0, math.inf, -math.inf, math.nan, fi.max, -fi.max, fi.tiny, -fi.tiny / 4, 300.0, -300.0], dtype=tdt)
+  names = [n for n in ACTS if n != "abs"]
+  x = Tensor(np.tile(xs.float().numpy(), (len(names), 1)), device=device, dtype=getattr(dtypes, dt), requires_grad=True)
+  y = Tensor.stack(*(ACTS[n][0](x[i]) for i, n in enumerate(names)))
+  g = y.sum().gradient(x)[0]
+  got, gg = y.float().numpy(), g.float().numpy()
+  eps = fi.eps
+  for i, n in enumerate(names):
+    xf = xs.float().requires_grad_(True)
+    yf = ACTS[n][1](xf)
+    yf.sum().backward()
+    xh, xd = xs.clone().requires_grad_(True), xs.double().requires_grad_(True)
+    ACTS[n][1](xh).sum().backward()
+    (yd := ACTS[n][1](xd)).sum().backward()
+    wantd = yd.detach().to(tdt).float().numpy()
+    want, wg, wgh, wgd = yf.detach().to(tdt).float().numpy(), xf.grad.to(tdt).float().numpy(), xh.grad.float().numpy(), xd.grad.to(tdt).float().numpy()
+    for j, v in enumerate(xs.float().tolist()):
+      if (n, v) in FORWARD_LIMIT: continue
+      # (or torch's float64 value rounded, where its float32 formula overflows: gelu of bfloat16's largest is that, torch's inf)
+      assert any((np.isnan(got[i, j]) and np.isnan(w)) or got[i, j] == pytest.approx(w, rel=eps, abs=float(fi.tiny)) for w in (want[j], wantd[j])), \
+        f"{dt} {n}({v}) = {got[i, j]}, torch {want[j]}"
+      if math.isnan(v) or not all(math.isfinite(w) for w in (v, want[j])) and np.isnan(wg[j]) or n == "tanh" and abs(v) > 15: continue
+      assert any((np.isnan(gg[i, j]) and np.isnan(w)) or gg[i, j] == pytest.approx(w, rel=8 * eps, abs=float(fi.tiny)) for w in (wg[j], wgh[j], wgd[j])), \
+        f"d{n}/dx {dt} at {v} = {gg[i, j]}, torch {wg[j]} ({dt}: {wgh[j]})"
