@@ -76,6 +76,8 @@ BEAM_TIMEOUT = ContextVar("BEAM_TIMEOUT", 60)  # seconds one kernel's beam searc
 BEAM_MAX_CANDIDATES = ContextVar("BEAM_MAX_CANDIDATES", 64)  # candidates timed per beam step
 BEAM_THREADS = ContextVar("BEAM_THREADS", 2)  # threads compiling beam candidates in parallel
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1   # cores this process may use
+# public tinygrad's CPU thread count (the CPU plugin's CPU_COUNT defaults to it; its examples/mlperf/dataloader.py imports it)
+NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", CPUS)
 # threads compiling a schedule's new kernels while the next ones are rendered (compilers marked parallel_safe); 0: one
 # after another on the calling thread
 PARALLEL_COMPILE = ContextVar("PARALLEL_COMPILE", min(8, CPUS))

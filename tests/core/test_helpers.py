@@ -60,6 +60,13 @@ class TestContextVar:
       assert ContextVar("TEST_HELPERS_ENV_UNSET", 42).value == 42
     finally:
       del os.environ["TEST_HELPERS_ENV_INT"], os.environ["TEST_HELPERS_ENV_STR"]
+  def test_names_public_programs_import(self):
+    # public tinygrad's examples/mlperf/dataloader.py imports NUM_CPU_THREADS (a ContextVar: its CPU thread count) from here:
+    # model_train.train_resnet raised ImportError before building its model
+    out = subprocess.run([sys.executable, "-c", "from tinygrad.helpers import NUM_CPU_THREADS, ContextVar; "
+                          "print(NUM_CPU_THREADS.value, isinstance(NUM_CPU_THREADS, ContextVar))"],
+                         env={**os.environ, "PYTHONPATH": CORE, "NUM_CPU_THREADS": "3"}, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3", "True"]
   def test_env_at_import(self):
     out = subprocess.run([sys.executable, "-c", "from tinygrad.helpers import DEBUG, EMULATE; print(DEBUG.value, repr(EMULATE.value))"],
                          env={**os.environ, "PYTHONPATH": CORE, "DEBUG": "2", "EMULATE": "NV"}, capture_output=True, text=True, check=True)
