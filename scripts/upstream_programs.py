@@ -630,7 +630,8 @@ def same_random(seed: int = 0) -> None:
   """Tensor's random constructors replaced, on whichever tinygrad runs, by one generator written here with plain tensor ops, so
   both sides draw the same numbers (each tinygrad's own stream is its own): a per-device uint32 counter buffer, snapshotted and
   advanced by every call (realized, so TinyJit captures and replays the draws as it does the library's own), hashed with
-  lowbias32 into uniforms; randn is Box-Muller on two of them, randint a modulo, randperm an argsort of uniforms."""
+  lowbias32 into uniforms; randn is Box-Muller on two of them, randint a modulo, randperm an argsort of uniforms. (rand_like of a
+  multi-device tensor is not handled: none of these programs draws one.)"""
   from tinygrad import Tensor, Device, dtypes
   from tinygrad.helpers import argfix
   counters: dict[str, Any] = {}
@@ -638,7 +639,7 @@ def same_random(seed: int = 0) -> None:
     dev = Device.canonicalize(device or Device.DEFAULT)
     if dev not in counters: counters[dev] = Tensor([0], dtype=dtypes.uint32, device=dev).contiguous().realize()
     n, c = math.prod(shape), counters[dev]
-    snap = c.clone().realize()   # (ours: contiguous() of a buffer is a copy too, 0.14 an alias: docs/guide.md)
+    snap = c.clone().realize()   # (a copy on both sides: 0.14's contiguous() of a realized buffer is that buffer, ours a copy)
     c.assign(c + n).realize()
     # (0.14's Tensor.arange takes no device)
     x = ((Tensor.arange(max(n, 1), dtype=dtypes.int32).to(dev).cast(dtypes.uint32) + snap) * 0x9E3779B9) ^ ((seed * 0x85EBCA6B) % 2**32)
@@ -877,6 +878,32 @@ def prog_mlperf_resnet() -> dict[str, np.ndarray]:
   losses = [float(l.split(" loss,")[0].split()[-1]) for l in lines if " loss," in l]
   return state_of(made[0]) | {"losses": np.array(losses)}
 
+def prog_train_resnet() -> dict[str, np.ndarray]:
+  """examples/train_resnet.py's __main__: extra's ResNet18 trained by extra/training's train (jitted step, numpy's global RNG,
+  seeded, picks the batches) with SGD momentum, then evaluate, five rounds with its lr decay, on 64 generated digits resized to
+  64x64 (extra.datasets.fetch_mnist downloads; Pillow is fake_pil's, nearest-neighbour resize). The example passes 100 steps of 32
+  a round: train is wrapped to run 2 of 8. Its step returns the loss and accuracy read after optim.step() (ours: of the weights the
+  step started from, 0.14's: of the updated ones; docs/guide.md), so those are unchecked_; the weights and test accuracies are compared."""
+  fake_pil()
+  np.random.seed(0)
+  import extra.datasets as D
+  import extra.training as T
+  rng = np.random.default_rng(0)
+  digits = lambda n: (rng.integers(0, 256, (n, 784)).astype(np.float32), rng.integers(0, 10, n).astype(np.int8))
+  D.fetch_mnist = lambda tensors=False: digits(64) + digits(32)
+  train, evaluate, steps, accs = T.train, T.evaluate, [], []
+  def train2(model: Any, X: Any, Y: Any, opt: Any, n: int, BS: int = 128, **k: Any) -> Any:
+    steps.append(train(model, X, Y, opt, 2, BS=8, **k))
+    return steps[-1]
+  def evaluate_(*a: Any, **k: Any) -> Any:
+    accs.append(evaluate(*a, **k))
+    return accs[-1]
+  T.train, T.evaluate = train2, evaluate_
+  g = run_main("train_resnet", {})
+  keep = ("conv1", "bn1", "layer4.1", "fc")
+  return {k: v for k, v in state_of(g["model"]).items() if k.startswith(keep)} | {"test_acc": np.array(accs),
+          "unchecked_loss": np.array([x[0] for x in steps]), "unchecked_acc": np.array([x[1] for x in steps])}
+
 def prog_onnx_bench() -> dict[str, np.ndarray]:
   """examples/benchmark_onnx.py's load_onnx_model (OnnxRunner under TinyJit(prune=True)) on a small CNN exported by torch, its inputs
   from extra/onnx_helpers.get_example_inputs(OnnxRunner.graph_inputs), checked by onnx_helpers.validate against onnxruntime.
@@ -1001,6 +1028,10 @@ def fake_pil() -> dict[str, np.ndarray]:
   saved: dict[str, np.ndarray] = {}
   class Img:
     def __init__(self, a: np.ndarray): self.a = a
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: return self.a if dtype is None else self.a.astype(dtype)
+    def resize(self, size: tuple[int, int]) -> Img:   # (nearest neighbour; size is (width, height), as Pillow's)
+      h, w = self.a.shape[:2]
+      return Img(self.a[np.arange(size[1]) * h // size[1]][:, np.arange(size[0]) * w // size[0]])
     def save(self, path: Any, *a: Any, **k: Any) -> None:
       saved[os.path.basename(str(path))] = self.a
       with open(path, "wb") as f: np.save(f, self.a)
@@ -1208,6 +1239,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   # backend of public tinygrad's master, which neither 0.14 nor this project has. A reference without torch reports its ImportError)
   "beautiful_mnist_torch": (lambda: run_script("other_mnist.beautiful_mnist_torch", {"STEPS": "3"}), 0, {}),
   "yolov3": (prog_yolov3, 1e-4, {}),
+  "train_resnet": (prog_train_resnet, 1e-4, {}),
   "gpt2": (prog_gpt2, 0, {}),
   "gguf": (prog_gguf, 0, {}),
   "onnx_bench": (prog_onnx_bench, 0, {}),
@@ -1282,6 +1314,7 @@ def main() -> int:
   ap.add_argument("--ref", help="a python whose `tinygrad` is the reference (public tinygrad), e.g. venv/bin/python")
   ap.add_argument("--programs", default=",".join(PROGRAMS), help=f"comma-separated, of {', '.join(PROGRAMS)}")
   ap.add_argument("--dev", default="CPU")
+  ap.add_argument("--ref-dev", help="the reference's device, where it lacks --dev (0.14's WEBGPU needs a library not installed here)")
   ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tinygrad-upstream-programs")
   ap.add_argument("--timeout", type=float, default=900)
   ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -1301,7 +1334,8 @@ def main() -> int:
     if name not in PROGRAMS: ap.error(f"unknown program {name!r}; valid: {', '.join(PROGRAMS)}")
     o_out, r_out = args.workdir / f"{name}-ours.npz", args.workdir / f"{name}-ref.npz"
     code, log, t = side(sys.executable, ours, name, o_out, env, args.timeout)
-    rcode, rlog, rt = side(args.ref, [str(args.workdir)], name, r_out, env | PROGRAMS[name][2], args.timeout) if args.ref else (None, "", 0.0)
+    renv = env | ({"DEV": args.ref_dev} if args.ref_dev else {}) | PROGRAMS[name][2]
+    rcode, rlog, rt = side(args.ref, [str(args.workdir)], name, r_out, renv, args.timeout) if args.ref else (None, "", 0.0)
     last = lambda text: text.strip().splitlines()[-1] if text.strip() else "?"
     if code != 0 and rcode not in (None, 0):
       # the program itself is broken (upstream's own tinygrad fails it too): not ours to fix
