@@ -1239,6 +1239,9 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   # backend of public tinygrad's master, which neither 0.14 nor this project has. A reference without torch reports its ImportError)
   "beautiful_mnist_torch": (lambda: run_script("other_mnist.beautiful_mnist_torch", {"STEPS": "3"}), 0, {}),
   "yolov3": (prog_yolov3, 1e-4, {}),
+  # (DIFF, open: ours' float32 ResNet18 gradients are off before any step, layer2.0.bn1.bias 4% and layer2.0.conv1.weight 5% of
+  # their largest entry, spreading to layer1 and conv1 (0.6%), where ours in float64 and 0.14 in float32 agree to 3e-6;
+  # the same with NOOPT=1, and that conv's gradient alone on random data is right: to be found)
   "train_resnet": (prog_train_resnet, 1e-4, {}),
   "gpt2": (prog_gpt2, 0, {}),
   "gguf": (prog_gguf, 0, {}),
