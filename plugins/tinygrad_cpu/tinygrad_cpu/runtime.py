@@ -13,9 +13,11 @@ from __future__ import annotations
 import ctypes, functools, heapq, os, struct, threading, time, tempfile
 from typing import Any
 from tinygrad.plugin_api import getenv
-from tinygrad.helpers import NUM_CPU_THREADS
 
-CPU_COUNT: int = getenv("CPU_COUNT", NUM_CPU_THREADS.value)
+# (NUM_CPU_THREADS is declared in the core, tinygrad.helpers; read here from the environment: a plugin imports the core
+# only through tinygrad.plugin_api)
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+CPU_COUNT: int = getenv("CPU_COUNT", getenv("NUM_CPU_THREADS", _CORES))   # threads a CPU kernel is split across (default: NUM_CPU_THREADS)
 # A kernel under twice CPU_THREAD_WORK runs on the calling thread, waking nothing. bench/cpu_threads.py measures the
 # terms: a hand-off to spinning workers costs ~2-3 us, and LLVM's kernels run ~0.03 ns per estimated uop (clang's ~0.25),
 # so 1 << 18 gives each thread >= ~8 us of work, a split that pays its hand-off several times over. Below that a split
