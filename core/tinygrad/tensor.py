@@ -1231,7 +1231,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """An allocated, uninitialized tensor."""
     if isinstance(device, (tuple, list)) and isinstance(device := _canon_device(device), tuple):   # one empty tensor per device, replicated
       from tinygrad.multi import multi
-      return Tensor(multi([Tensor.empty(*shape, device=d, dtype=dtype).uop for d in _canon_device(device)], None), **kwargs)
+      return Tensor(multi([Tensor.empty(*shape, device=d, dtype=dtype).uop for d in device], None), **kwargs)
     sh, dt, dev = _check_shape("empty", argfix(*shape)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _canon_device(device)
     if smax(prod(sh)) == 0: return Tensor(Tensor._full_uop(sh, 0, dt, dev), **kwargs)
     u = new_buffer(dev, smax(prod(sh)), dt)   # a symbolic shape gets room for its largest size

@@ -56,9 +56,10 @@ class MovementMixin:
       rest = prod(s for s in new if not (isinstance(s, int) and s == -1))
       if isinstance(rest, int) and rest == 0: raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: cannot infer -1 next to a size 0")
       # a symbolic size on both sides cancels before the division: (T*64)//T is not simplified to 64 (a (T, 4, 16) -> (T, -1))
-      left, known = list(self.shape), [s for s in new if not (isinstance(s, int) and s == -1)]
+      left: list[sint] = list(self.shape)
+      known = [s for s in new if not (isinstance(s, int) and s == -1)]
       for s in [s for s in known if isinstance(s, UOp)]:
-        if (i := next((j for j, o in enumerate(left) if o is s), None)) is not None: del left[i], known[next(j for j, o in enumerate(known) if o is s)]
+        if s in left: left.remove(s); known.remove(s)   # (a UOp's == is identity)
       new = tuple(ssimplify(prod(left) // prod(known)) if isinstance(s, int) and s == -1 else s for s in new)
     if not sint_eq(prod(new), self.numel()):
       raise ArgumentError(f"reshape from {shape_str(self.shape)} to {shape_str(new)}: sizes {shape_str(ssimplify(self.numel()))} != {shape_str(ssimplify(prod(new)))} (for some value of the variables{vals_str(self.shape, new)})")
