@@ -1,7 +1,6 @@
 """A realize hands its intermediate results to the live graphs that read them: a KV-cache write computes x @ w, and the
 queries read that buffer afterwards instead of running the matmul again. Never where autograd still needs the lazy graph
 or where one buffer would alias two tensors."""
-import gc
 import numpy as np
 import pytest
 from tinygrad import Tensor
@@ -109,8 +108,13 @@ def test_a_kept_result_keeps_its_value_when_an_input_is_updated_later(data):
 def test_intermediates_are_looked_for_only_where_a_live_graph_may_read_them(monkeypatch):
   # (x - x.max()): the max is a kernel of its own, an intermediate. With a lazy tensor that reads it alive, the realize
   # hands its buffer on (that tensor runs no reduce again); with every other live tensor a buffer, nothing is looked for
+  from tinygrad import tensor as tensor_mod
   from tinygrad.engine import realize as engine
-  gc.collect()   # (lazy tensors an earlier test left in reference cycles are live until collected: test_example_gpt2's)
+  # the look is at every live tensor: one an earlier test left alive (a module global, a reference cycle, a traceback pytest
+  # keeps) is not this test's, so it sees only the tensors made from here on (the earlier ones held: their ids stay theirs)
+  earlier = {id(t): t for t in tensor_mod.live_tensors()}
+  real_live = tensor_mod.live_tensors
+  monkeypatch.setattr(tensor_mod, "live_tensors", lambda: [t for t in real_live() if id(t) not in earlier])
   calls: list[int] = []
   real = engine._completed
   monkeypatch.setattr(engine, "_completed", lambda *a: calls.append(1) or real(*a))
