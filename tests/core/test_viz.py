@@ -422,3 +422,71 @@ def test_beam_candidates_are_timeline_events_not_recorded_kernels(tmp_path):
   assert r.returncode == 0, r.stderr
   beam, kernels, runs = json.loads(r.stdout.strip().splitlines()[-1])
   assert beam >= 2 and kernels == runs
+
+CLI_PROG = """from tinygrad import Tensor
+from tinygrad.helpers import profile_marker
+a = Tensor.arange(64).reshape(8, 8).float().realize()
+profile_marker("start")
+for _ in range(3): (a @ a).sum().realize()
+profile_marker("end")
+(a + 1).realize()
+"""
+
+@pytest.fixture(scope="module")
+def cli_traces(tmp_path_factory):
+  d = tmp_path_factory.mktemp("vizcli")
+  env = {**os.environ, "VIZ": "1", "PROFILE": "1", "PROFILE_PATH": str(d / "prof.json"), "XDG_CACHE_HOME": str(d), "NO_COLOR": "1"}
+  r = subprocess.run([sys.executable, "-c", CLI_PROG], env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+  assert r.returncode == 0, r.stderr
+  with open(d / "prof.json") as f: evs = json.load(f)["traceEvents"]
+  return d, env, evs
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, "-m", "tinygrad.viz.cli", *args], env=env, capture_output=True, text=True, timeout=120)
+
+def test_viz_cli_lists_every_kernel_run_in_order_with_markers(cli_traces):
+  d, env, evs = cli_traces
+  r = _cli(env)   # PROFILE_PATH's trace, the newest VIZ record under XDG_CACHE_HOME
+  assert r.returncode == 0, r.stderr
+  kern = [e["name"] for e in evs if e.get("cat") in ("kernel", "copy")]
+  lines = r.stdout.splitlines()
+  assert [ln.split()[2] for ln in lines if ln.startswith("***")] == kern
+  marks = [i for i, ln in enumerate(lines) if ln.startswith("--- MARKER")]
+  assert [lines[i].split()[2].split("/")[0] for i in marks] == ["start", "end"]
+  between = [ln.split()[2] for ln in lines[marks[0]:marks[1]] if ln.startswith("***")]
+  assert len(between) == 3 and len(set(between)) == 1   # (a @ a).sum(), one kernel: compiled once, run three times
+  # --interval: only those; --json: the same rows as objects
+  r = _cli(env, "--interval", "start", "end", "--json")
+  rows = [json.loads(ln) for ln in r.stdout.splitlines()]
+  runs = [x for x in rows if x["device"] != "MARKER"]
+  assert [x["name"] for x in runs] == between and all(x["dur_ms"] >= 0 for x in runs)
+  assert [x["name"] for x in rows if x["device"] == "MARKER"] == ["start", "end"]
+
+def test_viz_cli_top_kernels_add_up(cli_traces):
+  d, env, evs = cli_traces
+  r = _cli(env, "-t", "-1", "--json")
+  assert r.returncode == 0, r.stderr
+  rows = [json.loads(ln) for ln in r.stdout.splitlines()]
+  kern = [e for e in evs if e.get("cat") in ("kernel", "copy")]
+  assert sum(x["count"] for x in rows) == len(kern) and abs(sum(x["pct"] for x in rows) - 100) < 1e-6
+  assert [x["dur_ms"] for x in rows] == sorted((x["dur_ms"] for x in rows), reverse=True)
+  for x in rows: assert x["dur_ms"] == pytest.approx(sum(e["dur"] for e in kern if e["name"] == x["name"]) * 1e-3)
+  top1 = [json.loads(ln) for ln in _cli(env, "-t", "1", "--json").stdout.splitlines()]
+  assert top1[0] == rows[0] and top1[1]["name"] == "Other" and top1[1]["count"] == len(kern) - rows[0]["count"]
+
+def test_viz_cli_sources_host_work_and_a_passes_rewrites(cli_traces):
+  d, env, evs = cli_traces
+  assert _cli(env, "--list").stdout.split() == ["ALL", "host", "CPU"]
+  host = _cli(env, "-s", "host").stdout
+  assert "schedule" in host and "codegen" in host
+  mm = next(e["name"] for e in evs if e.get("cat") == "kernel" and e["name"].startswith("r_"))
+  out = _cli(env, "-s", "CPU", mm, "simplify", "--list").stdout.splitlines()
+  assert all(mm in ln for ln in out if ln.startswith("***")) and any(ln.strip() == "optimize" for ln in out)
+  rules = [ln for ln in out if re.search(r"tinygrad/\S+\.py:\d+: \w+", ln)]
+  assert rules, "the simplify pass's rewrites, each with its rule's file:line"
+  r = _cli(env, "-s", "NOPE")
+  assert r.returncode == 2 and "ALL, host, CPU" in r.stderr
+  r = _cli(env, "--interval", "nope")
+  assert r.returncode == 2 and "start, end" in r.stderr
+  r = _cli({**env, "PROFILE_PATH": str(d / "missing.json")})
+  assert r.returncode == 2 and "missing.json" in r.stderr

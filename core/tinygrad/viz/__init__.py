@@ -57,3 +57,13 @@ def from_env() -> None:
     from tinygrad.viz.profile import Profiler
     atexit.register(_profile_at_exit, prof := Profiler().install())
     if rec is not None: rec.profiler = prof   # VIZ=1 PROFILE=1: the page shows the timeline too
+
+def stop_recording() -> None:
+  """Undo from_env() in this process: record nothing and write nothing at exit (`python -m tinygrad.viz.cli` run with
+  PROFILE=1 and PROFILE_PATH still set must not overwrite the trace it reads with its own empty one)."""
+  from tinygrad.uop import upat
+  from tinygrad.viz import profile
+  atexit.unregister(_viz_at_exit)
+  atexit.unregister(_profile_at_exit)
+  if upat.TRACER is not None: upat.TRACER.uninstall()
+  if profile.PROFILER is not None: profile.PROFILER.uninstall()
