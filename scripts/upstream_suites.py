@@ -88,8 +88,9 @@ SUITES: dict[str, list[str]] = {
            "test/unit/test_indexing.py", "test/null/test_indexing.py", "test/unit/test_conv.py", "test/backend/test_to_numpy.py",
            "test/unit/test_assign.py"],
   "custom": ["test/backend/test_custom_kernel.py"],
-  # semantics beyond the op suite: linalg, einops-style rearrange, tar/GGUF reading, getitem's cost, symbolic ops, randomness
-  "extra": ["test/unit/test_linalg.py", "test/unit/test_rearrange_einops.py", "test/unit/test_tar.py", "test/unit/test_masked_tensor.py",
+  # semantics beyond the op suite: linalg, einops-style rearrange, tar/GGUF reading, getitem's cost, symbolic ops, randomness,
+  # keccak and the tensor hash
+  "extra": ["test/unit/test_hashing.py", "test/unit/test_linalg.py", "test/unit/test_rearrange_einops.py", "test/unit/test_tar.py", "test/unit/test_masked_tensor.py",
             "test/unit/test_getitem_ops.py", "test/backend/test_symbolic_ops.py", "test/unit/test_randomness.py", "test/backend/test_randomness.py",
             "test/backend/test_interop.py", "test/unit/test_gguf.py"],
   "jit": ["test/backend/test_jit.py", "test/backend/test_symbolic_jit.py", "test/unit/test_jit.py", "test/unit/test_jit_cases.py",

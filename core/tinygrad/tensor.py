@@ -13,7 +13,7 @@ from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, 
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad.mixin.common import DeviceMismatchError
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
-from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding
+from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding, hashing
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
 from typing import cast  # noqa: F401
 from tinygrad.uop.ops import Variable  # noqa: F401
@@ -99,6 +99,10 @@ def _numpy_dtype(dt: DType) -> Any:
 all_tensors: dict[weakref.ref[Tensor], None] = {}
 _registry_lock = threading.Lock()   # every new Tensor adds itself while another thread may be walking the set
 def _unregister(r: weakref.ref[Tensor]) -> None: all_tensors.pop(r, None)
+def _leaf(data: Any) -> type:
+  """The type of a nested list's first element that is not a list (bytes and bytearray are both bytes)."""
+  while isinstance(data, (list, tuple)) and data: data = data[0]
+  return bytes if isinstance(data, (bytes, bytearray)) else type(data)
 def live_tensors() -> list[Tensor]:
   """Every live, fully built Tensor (a snapshot: safe while other threads make tensors)."""
   with _registry_lock: refs = list(all_tensors)
@@ -242,7 +246,7 @@ def _is_path(x: Any) -> bool:
   return "pathlib" in sys.modules and isinstance(x, sys.modules["pathlib"].PurePath)
 
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
-             sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin):
+             sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin, hashing.HashingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
   # _view_of: the tensor this one is a movement-op view of (assign writes there); _views: the live views of this one;
   # _graph: the graph a realized tensor was computed from (backward after realize() or item() still reaches its inputs)
@@ -316,7 +320,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         dt = dt or least_upper_dtype(*{dtypes.from_py(v) for v in vals})
         vals = [v.item() if _is_np_scalar(v) else v for v in vals]
       if not all(_is_scalar(v) for v in vals): raise TypeError(f"Tensor data must be numbers, got {sorted({type(v).__name__ for v in vals if not _is_scalar(v)})}")
-      dt = dt or (max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
+      # (rows given as bytes are uint8 as a Tensor of bytes is: public tinygrad cannot infer their dtype and raises)
+      dt = dt or (dtypes.uint8 if _leaf(data) is bytes else max((dtypes.from_py(v) for v in vals), default=dtypes.default_float))
       check_storable(dt)   # (before packing: void's values raised struct.error "bad char in struct format")
       self.uop = Tensor._from_bytes(_pack(vals, dt), shape, dt, dev) if vals else Tensor._full_uop(shape, 0, dt, dev)
     elif _is_path(data) and (device is None or is_disk(dev)):

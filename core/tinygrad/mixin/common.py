@@ -53,7 +53,9 @@ def _has_dtype(device: str | tuple[str, ...], dt: DType) -> bool:
   return True
 
 def _flatten_py(data: Any) -> tuple[tuple[int, ...], list]:
-  """(shape, flat values) of a nested list/tuple; a ragged list is an error."""
+  """(shape, flat values) of a nested list/tuple; a ragged list is an error. A bytes object inside is a row of its byte
+  values (public tinygrad's `Tensor([b"abc", b"def"], dtype=dtypes.uint8)`)."""
+  if isinstance(data, (bytes, bytearray)): return (len(data),), list(data)
   if not isinstance(data, (list, tuple)): return (), [data]
   if len(data) == 0: return (0,), []
   subs = [_flatten_py(d) for d in data]
