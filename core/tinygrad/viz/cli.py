@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     agg: dict[tuple[str, str], list[float]] = {}
     for _, s, e in events:
       a = agg.setdefault((s, ansistrip(e["name"])), [0.0, 0, 0.0, 0.0])
-      a[0] += e["dur"]; a[1] += 1; a[2] += e["args"].get("ops", 0) or 0; a[3] += e["args"].get("bytes", 0) or 0
+      a[0] += e["dur"]; a[1] += 1
+      if e.get("cat") == "kernel": a[2] += e["args"].get("ops", 0) or 0; a[3] += e["args"].get("bytes", 0) or 0   # (a compile's bytes: its binary)
     total = sum(a[0] for a in agg.values()) or 1.0
     rows = sorted(agg.items(), key=lambda kv: -kv[1][0])
     n = len(rows) if args.t < 0 else args.t
