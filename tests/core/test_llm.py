@@ -25,15 +25,31 @@ SPECIAL = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end
 TOKENS = [_spell(chr(c)) for c in range(32, 127)] + [_spell("\n")] + [_spell(a + b) for a, b in MERGES] + SPECIAL
 TID = {t: i for i, t in enumerate(TOKENS)}
 
+# the hybrids' delta-net blocks: 4 value heads of 8 over 2 key heads of 8 (kimi-linear: 4 of each), a conv of 4 taps
+SSM = dict(H=4, K=8, V=8, taps=4)
+
 def _write(path: Path, arch="llama", dim=64, n_heads=4, n_kv_heads=2, hidden=96, blocks=2, ctx=48, experts=0, used=0,
-           qk_norm=False, bias=False, tied=False, kv_lora=0, seed=0) -> tuple[dict, dict]:
-  """A GGUF model with random weights; returns (its weights as numpy, the settings the numpy reference needs)."""
+           qk_norm=False, bias=False, tied=False, kv_lora=0, seed=0, uniform_decay=False) -> tuple[dict, dict]:
+  """A GGUF model with random weights, each one a float16 value (HALF=0 and HALF=1 load the same numbers); returns (its
+  weights as numpy, the settings the numpy reference needs). qwen35 and kimi-linear are hybrids of 3 blocks: delta-net,
+  attention (qwen35: gated, partial RoPE; kimi-linear: MLA without RoPE), delta-net. uniform_decay: kimi-linear's decay is
+  one number per head (its per-channel projection zero, its bias the same across a head's channels)."""
   rng, hd, V = np.random.default_rng(seed), dim // n_heads, len(TOKENS)
+  hybrid, kimi = arch in ("qwen35", "kimi-linear"), arch == "kimi-linear"
+  Hk = n_heads if kimi else 2   # key heads of the delta-net blocks
+  if hybrid: blocks = 3
   w = gguf.GGUFWriter(str(path), arch)
-  for key, val in [("context_length", ctx), ("embedding_length", dim), ("block_count", blocks), ("attention.head_count", n_heads),
-                   ("attention.head_count_kv", n_kv_heads)] + ([("expert_count", experts), ("expert_used_count", used), ("expert_feed_forward_length", hidden)]
-                   if experts else [("feed_forward_length", hidden)]):
+  for key, val in [("context_length", ctx), ("embedding_length", dim), ("block_count", blocks), ("attention.head_count", n_heads)] + \
+                  ([] if kimi else [("attention.head_count_kv", n_kv_heads)]) + ([("expert_count", experts), ("expert_used_count", used),
+                  ("expert_feed_forward_length", hidden)] if experts else [("feed_forward_length", hidden)]):
     w.add_uint32(f"{arch}.{key}", val)
+  if kimi:   # per block: 0 marks a delta-net (KDA) block
+    w.add_array(f"{arch}.attention.head_count_kv", [0, n_kv_heads, 0])
+    w.add_uint32(f"{arch}.kda.head_dim", SSM["K"]); w.add_uint32(f"{arch}.ssm.conv_kernel", SSM["taps"])
+  elif hybrid:   # every second block attends
+    for key, val in [("full_attention_interval", 2), ("ssm.conv_kernel", SSM["taps"]), ("ssm.state_size", SSM["K"]), ("ssm.group_count", Hk),
+                     ("ssm.time_step_rank", SSM["H"]), ("ssm.inner_size", SSM["H"] * SSM["V"]), ("rope.dimension_count", hd // 2)]:
+      w.add_uint32(f"{arch}.{key}", val)
   w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
   w.add_float32(f"{arch}.rope.freq_base", 10000.0)
   if kv_lora:   # MLA (deepseek2): heads of 16 + 8 rotated dims from a kv_lora-rank latent, values of 16
@@ -48,24 +64,42 @@ def _write(path: Path, arch="llama", dim=64, n_heads=4, n_kv_heads=2, hidden=96,
   w.add_uint32("tokenizer.ggml.bos_token_id", TID["<|begin_of_text|>"])
   w.add_uint32("tokenizer.ggml.eos_token_id", TID["<|eot_id|>"])
   W: dict[str, np.ndarray] = {}
-  def add(name, *shape, scale=None, norm=False):
-    a = 1 + 0.1 * rng.standard_normal(shape) if norm else rng.standard_normal(shape) * (scale or shape[-1] ** -0.5)
-    W[name] = a.astype(np.float32)
+  def add(name, *shape, scale=None, norm=False, value=None):
+    a = value if value is not None else 1 + 0.1 * rng.standard_normal(shape) if norm else rng.standard_normal(shape) * (scale or shape[-1] ** -0.5)
+    W[name] = a.astype(np.float16).astype(np.float32)
     w.add_tensor(name, W[name])
   add("token_embd.weight", V, dim, scale=1.0)
+  H, K, Vd, taps = SSM["H"], SSM["K"], SSM["V"], SSM["taps"]
   for i in range(blocks):
     p = f"blk.{i}."
     add(p + "attn_norm.weight", dim, norm=True)
-    if kv_lora:
+    if hybrid and i != 1:   # a delta-net block
+      if kimi:   # q, k, v and their convs stored apart; low-rank gate and decay projections
+        for n in "qkv": add(p + f"attn_{n}.weight", H * K, dim)
+        for n in "qkv": add(p + f"ssm_conv1d_{n}.weight", H * K, 1, taps, scale=0.5)
+        add(p + "ssm_g_a.weight", Vd, dim); add(p + "ssm_g_b.weight", H * Vd, Vd)
+        add(p + "ssm_f_a.weight", K, dim); add(p + "ssm_f_b.weight", H * K, K, value=np.zeros((H * K, K)) if uniform_decay else None)
+        add(p + "ssm_dt.bias", H * K, value=np.repeat(rng.standard_normal(H), K) if uniform_decay else rng.standard_normal(H * K))
+        add(p + "ssm_a", H, 1, value=-np.exp(rng.uniform(-1, 0.5, (H, 1))))
+        add(p + "attn_output.weight", dim, H * Vd)
+      else:
+        add(p + "attn_qkv.weight", 2 * Hk * K + H * Vd, dim); add(p + "attn_gate.weight", H * Vd, dim); add(p + "ssm_alpha.weight", H, dim)
+        add(p + "ssm_conv1d.weight", 2 * Hk * K + H * Vd, taps, scale=0.5)
+        add(p + "ssm_dt.bias", H, scale=1.0); add(p + "ssm_a", H, value=-np.exp(rng.uniform(-1, 0.5, H)))
+        add(p + "ssm_out.weight", dim, H * Vd)
+      add(p + "ssm_beta.weight", H, dim); add(p + "ssm_norm.weight", Vd, norm=True)
+    elif kv_lora:
       add(p + "attn_q.weight", n_heads * 24, dim); add(p + "attn_kv_a_mqa.weight", kv_lora + 8, dim)
       add(p + "attn_kv_a_norm.weight", kv_lora, norm=True)
       add(p + "attn_k_b.weight", n_heads, kv_lora, 16); add(p + "attn_v_b.weight", n_heads, 16, kv_lora)
-    for n, out in () if kv_lora else (("q", n_heads * hd), ("k", n_kv_heads * hd), ("v", n_kv_heads * hd)):
-      add(p + f"attn_{n}.weight", out, dim)
-      if bias: add(p + f"attn_{n}.bias", out, scale=0.1)
-    if qk_norm: add(p + "attn_q_norm.weight", hd, norm=True); add(p + "attn_k_norm.weight", hd, norm=True)
-    add(p + "attn_output.weight", dim, n_heads * (16 if kv_lora else hd))
-    add(p + "ffn_norm.weight", dim, norm=True)
+    if not (hybrid and i != 1):
+      # qwen35's q rows hold each head's query, then its output gate
+      for n, out in () if kv_lora else (("q", n_heads * hd * (2 if hybrid else 1)), ("k", n_kv_heads * hd), ("v", n_kv_heads * hd)):
+        add(p + f"attn_{n}.weight", out, dim)
+        if bias: add(p + f"attn_{n}.bias", out, scale=0.1)
+      if qk_norm: add(p + "attn_q_norm.weight", hd, norm=True); add(p + "attn_k_norm.weight", hd, norm=True)
+      add(p + "attn_output.weight", dim, n_heads * (16 if kv_lora else hd))
+    add(p + ("post_attention_norm.weight" if arch == "qwen35" else "ffn_norm.weight"), dim, norm=True)
     if experts:
       add(p + "ffn_gate_inp.weight", experts, dim)
       add(p + "ffn_gate_exps.weight", experts, hidden, dim); add(p + "ffn_up_exps.weight", experts, hidden, dim)
@@ -74,9 +108,37 @@ def _write(path: Path, arch="llama", dim=64, n_heads=4, n_kv_heads=2, hidden=96,
   add("output_norm.weight", dim, norm=True)
   if not tied: add("output.weight", V, dim)
   w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
-  return W, dict(arch=arch, heads=n_heads, kv_heads=n_kv_heads, blocks=blocks, used=used, hd=hd, kv_lora=kv_lora)
+  return W, dict(arch=arch, heads=n_heads, kv_heads=n_kv_heads, blocks=blocks, used=used, hd=hd, kv_lora=kv_lora, Hk=Hk)
 
 def _softmax(x): return (e := np.exp(x - x.max(-1, keepdims=True))) / e.sum(-1, keepdims=True)
+
+def _ref_delta_net(W: dict, p: str, h: np.ndarray, c: dict) -> np.ndarray:
+  """(T, dim) output of the delta-net block `p` on its normed input h (T, dim) from zero states, from the math (FLA's
+  naive recurrence, states laid out key x value): a causal depthwise conv of 4 taps then silu on q, k, v; q and k
+  L2-normalized per key head, value head j reading key head j % key heads (GGUF's tiled order); per token
+      S <- diag(a_t) S;  S <- S + beta_t k_t (v_t - S^T k_t)^T;  o_t = S^T q_t / sqrt(K)
+  with a_t = exp(softplus(alpha_t + dt_bias) * ssm_a) one number per head (qwen35) or one per key channel (kimi-linear),
+  beta_t = sigmoid; then RMSNorm per head times silu (kimi-linear: sigmoid) of the output gate."""
+  kimi, T, (H, K, Vd, taps), Hk = c["arch"] == "kimi-linear", len(h), SSM.values(), c["Hk"]
+  sigmoid, softplus = lambda z: 1 / (1 + np.exp(-z)), lambda z: np.log1p(np.exp(z))
+  def conv(z, w):   # z (T, C), w (C, taps): out[t] = sum_i w[:, i] * z[t - taps + 1 + i], zeros before the first token
+    zp = np.concatenate([np.zeros((taps - 1, z.shape[1])), z])
+    out = sum(zp[i:i + T] * w[:, i] for i in range(taps))
+    return out / (1 + np.exp(-out))
+  if kimi: q, k, v = (conv(h @ W[p + f"attn_{n}.weight"].T, W[p + f"ssm_conv1d_{n}.weight"][:, 0]) for n in "qkv")
+  else: q, k, v = np.split(conv(h @ W[p + "attn_qkv.weight"].T, W[p + "ssm_conv1d.weight"]), [Hk * K, 2 * Hk * K], -1)
+  q, k = ((z / np.maximum(np.linalg.norm(z, axis=-1, keepdims=True), 1e-6))[:, np.arange(H) % Hk] for z in (q.reshape(T, Hk, K), k.reshape(T, Hk, K)))
+  v, beta = v.reshape(T, H, Vd), sigmoid(h @ W[p + "ssm_beta.weight"].T)
+  if kimi: a = np.exp(softplus((h @ W[p + "ssm_f_a.weight"].T) @ W[p + "ssm_f_b.weight"].T + W[p + "ssm_dt.bias"]).reshape(T, H, K) * W[p + "ssm_a"])
+  else: a = np.exp(softplus(h @ W[p + "ssm_alpha.weight"].T + W[p + "ssm_dt.bias"]) * W[p + "ssm_a"])[..., None]   # (T, H, 1)
+  S, o = np.zeros((H, K, Vd)), np.zeros((T, H, Vd))
+  for t in range(T):
+    S = S * a[t][:, :, None]
+    S = S + beta[t][:, None, None] * k[t][:, :, None] * (v[t] - np.einsum("hkv,hk->hv", S, k[t]))[:, None, :]
+    o[t] = np.einsum("hkv,hk->hv", S, q[t]) / np.sqrt(K)
+  gate = ((h @ W[p + "ssm_g_a.weight"].T) @ W[p + "ssm_g_b.weight"].T if kimi else h @ W[p + "attn_gate.weight"].T).reshape(T, H, Vd)
+  o = o / np.sqrt((o * o).mean(-1, keepdims=True) + 1e-5) * W[p + "ssm_norm.weight"] * (sigmoid(gate) if kimi else gate * sigmoid(gate))
+  return o.reshape(T, -1) @ W[p + ("attn_output.weight" if kimi else "ssm_out.weight")].T
 
 def _ref_logits(W: dict, c: dict, tokens: list[int]) -> np.ndarray:
   """(T, vocab) logits of every position, the whole sequence at once, in float64 from the half-rounded weights (the model
@@ -86,6 +148,10 @@ def _ref_logits(W: dict, c: dict, tokens: list[int]) -> np.ndarray:
   def rms(x, g): return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * g
   T, hd, H, KV = len(tokens), c["hd"], c["heads"], c["kv_heads"]
   def rope(z):   # z (T, heads, d)
+    if c["arch"] == "kimi-linear": return z   # its MLA blocks carry no positions
+    rd = z.shape[-1] // 2 if c["arch"] == "qwen35" else z.shape[-1]   # qwen35 rotates the first half of each head only
+    return np.concatenate([_rope(z[..., :rd]), z[..., rd:]], -1)
+  def _rope(z):
     # GGUF llama (and MLA) keep each rotated pair interleaved (Meta's layout); qwen keeps the halves split (NeoX's)
     d, pairs = z.shape[-1], c["arch"] in ("llama", "deepseek2")
     ang = np.arange(T)[:, None, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
@@ -97,7 +163,8 @@ def _ref_logits(W: dict, c: dict, tokens: list[int]) -> np.ndarray:
   for i in range(c["blocks"]):
     p = f"blk.{i}."
     h = rms(x, W[p + "attn_norm.weight"])
-    if c["kv_lora"]:   # MLA, the plain way: keys and values expanded per head from the latent (the model absorbs them instead)
+    if p + "ssm_a" in W: x = x + _ref_delta_net(W, p, h, c)
+    elif c["kv_lora"]:   # MLA, the plain way: keys and values expanded per head from the latent (the model absorbs them instead)
       q, kv_a = (h @ W[p + "attn_q.weight"].T).reshape(T, H, 24), h @ W[p + "attn_kv_a_mqa.weight"].T
       lat = rms(kv_a[:, :c["kv_lora"]], W[p + "attn_kv_a_norm.weight"])
       k = np.concatenate([np.einsum("tr,hrn->thn", lat, W[p + "attn_k_b.weight"]), np.repeat(rope(kv_a[:, None, c["kv_lora"]:]), H, 1)], -1)
@@ -106,12 +173,14 @@ def _ref_logits(W: dict, c: dict, tokens: list[int]) -> np.ndarray:
       x = x + np.einsum("hts,shd->thd", _softmax(s), v).reshape(T, -1) @ W[p + "attn_output.weight"].T
     else:
       q, k, v = (h @ W[p + f"attn_{n}.weight"].T + W.get(p + f"attn_{n}.bias", 0) for n in "qkv")
-      q, k, v = q.reshape(T, H, hd), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
+      gate = q.reshape(T, H, 2, hd)[:, :, 1].reshape(T, -1) if c["arch"] == "qwen35" else None   # qwen35: each head's query, then its gate
+      q, k, v = (q.reshape(T, H, 2, hd)[:, :, 0] if gate is not None else q.reshape(T, H, hd)), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
       if p + "attn_q_norm.weight" in W: q, k = rms(q, W[p + "attn_q_norm.weight"]), rms(k, W[p + "attn_k_norm.weight"])
       k, v = (np.repeat(half(z), H // KV, axis=1) for z in (rope(k), v))
       s = np.einsum("thd,shd->hts", rope(q), k) / np.sqrt(hd) + np.triu(np.full((T, T), -np.inf), 1)
-      x = x + np.einsum("hts,shd->thd", _softmax(s), v).reshape(T, -1) @ W[p + "attn_output.weight"].T
-    h = rms(x, W[p + "ffn_norm.weight"])
+      o = np.einsum("hts,shd->thd", _softmax(s), v).reshape(T, -1)
+      x = x + (o if gate is None else o / (1 + np.exp(-gate))) @ W[p + "attn_output.weight"].T
+    h = rms(x, W.get(p + "ffn_norm.weight", W.get(p + "post_attention_norm.weight")))
     if p + "ffn_gate_inp.weight" in W:   # qwen3moe: softmax router, top-k renormalized
       probs = _softmax(h @ W[p + "ffn_gate_inp.weight"].T)
       sel = np.argsort(-probs, axis=-1, kind="stable")[:, :c["used"]]
@@ -331,3 +400,18 @@ def test_server_stops_generating_when_the_client_goes_away(capsys):
 def test_apply_rope_rejects_an_odd_head_dim_as_0_14_asserts():
   from tinygrad.llm.model import apply_rope, precompute_freqs_cis
   with pytest.raises(AssertionError, match="even"): apply_rope(Tensor.ones(1, 1, 4, 7), precompute_freqs_cis(7, 4))
+
+HYBRIDS = {"qwen35": dict(arch="qwen35", qk_norm=True),
+           "kimi-linear": dict(arch="kimi-linear", kv_lora=16, n_kv_heads=4, experts=4, used=2, hidden=32)}   # (its router renormalizes by default)
+
+@pytest.mark.parametrize("name", HYBRIDS)
+def test_delta_net_prefill_then_decode_matches_numpy(tmp_path, name):
+  W, c = _write(tmp_path / "m.gguf", seed=7, **HYBRIDS[name])
+  model, _ = Transformer.from_gguf(tmp_path / "m.gguf", max_context=32)
+  attn = "MLATransformerBlock" if name == "kimi-linear" else "TransformerBlock"
+  assert [type(b).__name__ for b in model.blk] == ["GatedDeltaNetBlock", attn, "GatedDeltaNetBlock"] and model.has_recurrent_block
+  # a prompt chunk from 0, then single tokens: the conv and recurrent states carry each call into the next
+  got = np.concatenate([_logits(model, PROMPT[:5], 0)] + [_logits(model, [t], i) for i, t in enumerate(PROMPT[5:], 5)])
+  np.testing.assert_allclose(got, _ref_logits(W, c, PROMPT), atol=1e-4, rtol=1e-4)
+  # starting over at position 0 starts from zero states: a fresh model's logits (the reference's, from scratch)
+  np.testing.assert_allclose(_logits(model, PROMPT[3:6], 0), _ref_logits(W, c, PROMPT[3:6]), atol=1e-4, rtol=1e-4)

@@ -1,12 +1,16 @@
 """A GGUF transformer at public tinygrad's `tinygrad.llm.model`: llama-family decoders (llama, qwen2, qwen3, olmoe ...:
 GQA attention with RoPE and optional QK-norm, RMSNorm, a SwiGLU feed-forward or a mixture of experts with optional shared
-experts) and DeepSeek-style MLA attention, with a half-precision KV cache and TinyJit'd prefill and decode steps.
+experts), DeepSeek-style MLA attention, and the hybrids of qwen3.5 and kimi-linear, whose gated delta-net blocks (linear
+attention with a recurrent state) stand between gated-attention or MLA blocks; with a half-precision KV cache and
+TinyJit'd prefill and decode steps.
 
     model, kv = Transformer.from_gguf("model.gguf", max_context=4096)
     for tok in model.generate([1, 2, 3]): ...      # yields sampled token ids (greedy at temperature 0) until max_context
 
-Differences from 0.14 (docs/guide.md): the gated delta-net (SSM) blocks of qwen3.5/kimi-linear are not here (from_gguf
-names the architecture in a NotImplementedError), nor the RDNA3 custom kernels; the KV cache is written with `assign`."""
+Differences from 0.14 (docs/guide.md): no RDNA3 custom kernels (a delta-net block steps its tokens one at a time on
+every device); kimi-linear's per-channel decay scales the state along the key channels (0.14's along the value channels);
+with HALF=0 a delta-net block computes in float32 (0.14 rounds its input to half); caches and states are written with
+`assign`."""
 from __future__ import annotations
 import enum, functools, itertools, pathlib
 from dataclasses import dataclass, replace
@@ -60,7 +64,9 @@ class ExpertWeights:
 
 @dataclass(frozen=True)
 class SSMConfig:
-  """Gated delta-net settings of public tinygrad's hybrid models (accepted here; those blocks are not implemented)."""
+  """Gated delta-net settings (GGUF `<arch>.ssm.*`): conv_kernel taps of the causal conv, state_size the key head size,
+  group_count the key heads, time_step_rank the value heads, inner_size value heads x value head size; kda: kimi-linear's
+  variant (a decay per key channel, low-rank gate projections, a sigmoid output gate)."""
   conv_kernel: int
   state_size: int
   group_count: int
@@ -213,11 +219,13 @@ class MLATransformerBlock(FFNBlock):
   def _attention(self, x: Tensor, start_pos: int | UOp) -> Tensor:
     c, (B, T, _) = self.config, x.shape
     nope, freqs = c.head_dim - c.rope_dim, self.freqs_cis[start_pos:start_pos + T]
+    # kimi-linear's MLA layers carry no positions (its delta-net layers do): their "rope" part stays unrotated, as 0.14's
+    rope = (lambda z: z) if c.ssm is not None and c.ssm.kda else (lambda z: apply_rope(z, freqs))
     q = (self.attn_q_b(self.attn_q_a_norm(self.attn_q_a(x))) if c.q_lora_rank > 0 else self.attn_q(x)).reshape(B, T, c.n_heads, c.head_dim).transpose(1, 2)
-    q = (q[..., :nope] @ self.attn_k_b["weight"].transpose(-1, -2)).cat(apply_rope(q[..., nope:], freqs), dim=-1)   # absorb W_kb into q
+    q = (q[..., :nope] @ self.attn_k_b["weight"].transpose(-1, -2)).cat(rope(q[..., nope:]), dim=-1)   # absorb W_kb into q
     kv_a = self.attn_kv_a_mqa(x)
     latent = self.attn_kv_a_norm(kv_a[..., :c.kv_lora_rank]).reshape(B, 1, T, c.kv_lora_rank)
-    k_rope = apply_rope(kv_a[..., c.kv_lora_rank:].reshape(B, T, 1, c.rope_dim).transpose(1, 2), freqs)
+    k_rope = rope(kv_a[..., c.kv_lora_rank:].reshape(B, T, 1, c.rope_dim).transpose(1, 2))
     self.cache_k[:, :, start_pos:start_pos + T, :].assign(latent.cat(k_rope, dim=-1).cast(self.cache_k.dtype))
     k = self.cache_k[:, :, 0:start_pos + T, :]
     attn = q @ k.transpose(-1, -2) * (1.0 / c.head_dim ** 0.5)
@@ -232,6 +240,77 @@ class MLATransformerBlock(FFNBlock):
     self.cache_k = Tensor.zeros(x.shape[0], 1, c.max_context, c.kv_lora_rank + c.rope_dim, device=x.device).contiguous().realize()
     self.freqs_cis = precompute_freqs_cis(c.rope_dim, c.max_context, c.rope_theta, device=x.device)
 
+class GatedDeltaNetBlock(FFNBlock):
+  """A gated delta-net block in place of attention: linear attention whose memory is one (value x key) matrix S per value
+  head, carried across calls. qwen3.5's gated delta rule decays S by one number per head; kimi-linear's KDA (ssm.kda) by
+  one per key channel.
+
+  The q/k/v projection goes through a causal depthwise conv (then silu) that keeps its last conv_kernel-1 inputs across
+  calls; q and k are L2-normalized per key head (each serving time_step_rank/group_count value heads, tiled as GGUF's
+  ggml_repeat), and token t with decay a_t = exp(softplus(alpha_t + dt_bias) * ssm_a) and beta_t = sigmoid(.) does
+      S <- a_t * S;   S <- S + beta_t (v_t - S k_t) k_t^T;   out_t = S q_t / sqrt(state_size)
+  then a per-head RMSNorm times the output gate (silu; kda: sigmoid). Both states restart from zero when a call starts at
+  position 0. Tokens are stepped one at a time on every device (0.14's fused RDNA3 scan kernel is not here); a symbolic
+  token count runs its largest count of steps, the padding ones leaving the states as they are."""
+  def __init__(self, config: TransformerConfig, ssm: SSMConfig):
+    super().__init__(config)
+    if ssm.time_step_rank % ssm.group_count:
+      raise ValueError(f"GatedDeltaNetBlock: the value heads (time_step_rank {ssm.time_step_rank}) must be a multiple of the key heads (group_count {ssm.group_count})")
+    self.ssm, self.v_dim = ssm, ssm.inner_size // ssm.time_step_rank
+    if ssm.kda and self.v_dim != ssm.state_size:
+      raise ValueError(f"GatedDeltaNetBlock: kda needs value heads of the key head size {ssm.state_size}, got {self.v_dim} (inner_size / time_step_rank)")
+    self.conv_channels = ssm.inner_size + 2 * ssm.group_count * ssm.state_size   # q, k and v side by side
+    self.attn_qkv = nn.Linear(config.dim, self.conv_channels, bias=False)
+    if ssm.kda:   # low-rank projections of the output gate and of the per-channel decay
+      self.ssm_g_a, self.ssm_g_b = nn.Linear(config.dim, self.v_dim, bias=False), nn.Linear(self.v_dim, ssm.inner_size, bias=False)
+      self.ssm_f_a, self.ssm_f_b = nn.Linear(config.dim, ssm.state_size, bias=False), nn.Linear(ssm.state_size, ssm.inner_size, bias=False)
+    else:
+      self.attn_gate = nn.Linear(config.dim, ssm.inner_size, bias=False)
+      self.ssm_alpha = nn.Linear(config.dim, ssm.time_step_rank, bias=False)
+    self.ssm_beta = nn.Linear(config.dim, ssm.time_step_rank, bias=False)
+    self.ssm_conv1d = {"weight": Tensor.zeros(self.conv_channels, ssm.conv_kernel)}
+    self.ssm_dt = {"bias": Tensor.zeros(ssm.inner_size if ssm.kda else ssm.time_step_rank)}
+    self.ssm_a = Tensor.zeros(ssm.time_step_rank, 1) if ssm.kda else Tensor.zeros(ssm.time_step_rank)   # -exp(A_log), per head
+    self.ssm_norm, self.ssm_out = nn.RMSNorm(self.v_dim, config.norm_eps), nn.Linear(ssm.inner_size, config.dim, bias=False)
+
+  def _attention(self, x: Tensor, start_pos: int | UOp) -> Tensor:
+    s, (B, T, _) = self.ssm, x.shape
+    H, K, V = s.time_step_rank, s.state_size, self.v_dim
+    if not isinstance(start_pos, UOp): start_pos = UOp.variable("start_pos", 0, self.config.max_context - 1).bind(start_pos)
+    fresh = Tensor(start_pos).eq(0)   # a runtime flag: one jit serves every start, and resets the states at 0
+    Tp = x.max_shape[1]
+    if isinstance(T, UOp): x = x.pad_to(B, Tp, x.shape[2])   # zero rows: they project to zero (no biases)
+    gate = (self.ssm_g_b(self.ssm_g_a(x)) if s.kda else self.attn_gate(x)).reshape(B, Tp, H, V)
+    beta = self.ssm_beta(x).sigmoid()
+    alpha = self.ssm_f_b(self.ssm_f_a(x)) if s.kda else self.ssm_alpha(x)
+    log_decay = (alpha + self.ssm_dt["bias"]).softplus().reshape(B, Tp, H, -1) * self.ssm_a.reshape(H, -1)   # (B, Tp, H, K or 1)
+    if isinstance(T, UOp):   # a padding step is a no-op: beta 0 writes nothing, decay 1 keeps the state
+      valid = (Tensor.arange(Tp) < Tensor(T)).reshape(1, Tp, 1)
+      beta, log_decay = valid.where(beta, 0), valid.unsqueeze(-1).where(log_decay, 0)
+    # the causal conv reads the last conv_kernel-1 inputs of the earlier calls, then these; its last real ones are kept
+    window = fresh.where(0, self.conv_state).cat(self.attn_qkv(x), dim=1)
+    conv = sum(window[:, i:i + Tp] * self.ssm_conv1d["weight"][:, i] for i in range(s.conv_kernel)).silu()
+    self.conv_state.assign(window[:, T:T + s.conv_kernel - 1])
+    q, k, v = conv.split([s.group_count * K, s.group_count * K, s.inner_size], dim=-1)
+    q, k = (z.reshape(B, Tp, s.group_count, K).normalize(dim=-1, eps=1e-12 if s.kda else 1e-6).repeat(1, 1, H // s.group_count, 1).transpose(1, 2)
+            for z in (q, k))
+    q, v, beta, decay = q * K ** -0.5, v.reshape(B, Tp, H, V).transpose(1, 2), beta.transpose(1, 2), log_decay.transpose(1, 2).exp()
+    # the scan, on (B, H, V, K) states: a (B, H, 1, K or 1) decay scales the key channels (kda) or the whole head
+    state, outs = fresh.where(0, self.recurrent_state), []
+    for t in range(Tp):
+      kt, state = k[:, :, t].unsqueeze(-2), state * decay[:, :, t].unsqueeze(-2)
+      state = state + ((v[:, :, t] - (state * kt).sum(-1)) * beta[:, :, t:t + 1]).unsqueeze(-1) * kt   # the delta rule
+      outs.append((state * q[:, :, t].unsqueeze(-2)).sum(-1))
+    self.recurrent_state.assign(state)
+    out = self.ssm_norm(Tensor.stack(*outs, dim=1)) * (gate.sigmoid() if s.kda else gate.silu())
+    return self.ssm_out((out[:, :T] if isinstance(T, UOp) else out).reshape(B, T, -1))
+
+  def _init_state(self, x: Tensor):
+    if hasattr(self, "conv_state"): return
+    s = self.ssm
+    self.conv_state = Tensor.zeros(x.shape[0], s.conv_kernel - 1, self.conv_channels, device=x.device).contiguous().realize()
+    self.recurrent_state = Tensor.zeros(x.shape[0], s.time_step_rank, self.v_dim, s.state_size, device=x.device).contiguous().realize()
+
 def _load_weights(model: Transformer, state_dict: dict[str, Tensor]):
   # the model's tensors take the file's (half) tensors as they are: load_state_dict would cast them to the float32 the
   # layers were made with, doubling the memory of every weight
@@ -244,15 +323,20 @@ def _load_weights(model: Transformer, state_dict: dict[str, Tensor]):
 class Transformer:
   """The decoder: token embedding, the blocks, a final RMSNorm and the output projection, sampling the next token."""
   def __init__(self, config: TransformerConfig):
-    if config.ssm is not None: raise NotImplementedError("Transformer: gated delta-net (SSM) blocks (config.ssm) are not implemented here")
     dense = replace(config, num_experts=0, num_experts_per_tok=0, shared_expert_dim=0, hidden_dim=config.dense_hidden_dim or config.hidden_dim)
-    block = MLATransformerBlock if config.kv_lora_rank > 0 else TransformerBlock
-    self.blk: list[FFNBlock] = [block(dense if i < config.leading_dense_blocks else config) for i in range(config.num_blocks)]
+    if config.ssm is not None:
+      if len(config.ssm_layers) < config.num_blocks:
+        raise ValueError(f"Transformer: config.ssm needs ssm_layers (delta-net or not) for each of the {config.num_blocks} blocks, got {len(config.ssm_layers)}")
+      config = replace(config, qk_norm=config.head_dim)   # the hybrids' attention blocks norm q and k per head (0.14's)
+    attn = MLATransformerBlock if config.kv_lora_rank > 0 else TransformerBlock
+    def block(i: int, c: TransformerConfig) -> FFNBlock:
+      return GatedDeltaNetBlock(c, config.ssm) if config.ssm is not None and config.ssm_layers[i] else attn(c)
+    self.blk: list[FFNBlock] = [block(i, dense if i < config.leading_dense_blocks else config) for i in range(config.num_blocks)]
     self.token_embd = nn.Embedding(config.vocab_size, config.dim)
     self.output_norm = nn.RMSNorm(config.dim, config.norm_eps)
     self.output = nn.Linear(config.dim, config.vocab_size, bias=False)
     self.max_context = config.max_context
-    self.has_recurrent_block = False   # (0.14's: True with delta-net blocks; get_start_pos and generate honour it)
+    self.has_recurrent_block = any(isinstance(b, GatedDeltaNetBlock) for b in self.blk)   # get_start_pos and generate honour it
     self._cached_tokens: list[int] = []
     # one jit for prompt chunks (a symbolic token count), one for single-token decode steps
     self.prefill_jit, self.rollout_jit = TinyJit(self.forward), TinyJit(self.forward)
@@ -278,20 +362,30 @@ class Transformer:
     if getenv("HALF", 1): state_dict = {k: v.cast(dtypes.float16) for k, v in state_dict.items()}   # tinygrad.llm: 0 keeps a GGUF model's weights float32
     if "output.weight" not in state_dict: state_dict["output.weight"] = state_dict["token_embd.weight"]   # tied embeddings (llama 3.2)
     arch = kv["general.architecture"]
-    if arch in ("qwen35", "qwen35moe", "kimi-linear"):
-      raise NotImplementedError(f"from_gguf: architecture {arch!r} (gated delta-net blocks) is not implemented here")
     def get(key: str, default=None): return kv.get(f"{arch}.{key}", default)
     max_context = min(max_context, kv[f"{arch}.context_length"]) if max_context is not None else kv[f"{arch}.context_length"]
     n_heads, n_kv_heads = kv[f"{arch}.attention.head_count"], kv[f"{arch}.attention.head_count_kv"]
-    if arch == "glm4moe": state_dict = {k.replace("post_attention_norm", "ffn_norm"): v for k, v in state_dict.items()}
+    ssm, ssm_layers = None, ()
+    if arch in ("qwen35", "qwen35moe"):   # every full_attention_interval-th block attends, the others are delta-net blocks
+      ssm = SSMConfig(**{k: kv[f"{arch}.ssm.{k}"] for k in ("conv_kernel", "state_size", "group_count", "time_step_rank", "inner_size")})
+      ssm_layers = tuple((i + 1) % kv[f"{arch}.full_attention_interval"] != 0 for i in range(kv[f"{arch}.block_count"]))
+    elif arch == "kimi-linear":   # head_count_kv is per block, 0 for a KDA block, whose q/k/v projections and convs are stored apart
+      ssm_layers, n_kv_heads, hd = tuple(n == 0 for n in n_kv_heads), max(n_kv_heads), kv[f"{arch}.kda.head_dim"]
+      ssm = SSMConfig(kv[f"{arch}.ssm.conv_kernel"], hd, n_heads, n_heads, n_heads * hd, kda=True)
+      for p in (f"blk.{i}." for i, is_ssm in enumerate(ssm_layers) if is_ssm):
+        state_dict[p + "attn_qkv.weight"] = Tensor.cat(*(state_dict.pop(f"{p}attn_{n}.weight") for n in "qkv"))
+        state_dict[p + "ssm_conv1d.weight"] = Tensor.cat(*(state_dict.pop(f"{p}ssm_conv1d_{n}.weight") for n in "qkv")).squeeze(1)   # (C, 1, taps)
+        state_dict[p + "ssm_out.weight"] = state_dict.pop(p + "attn_output.weight")
+    if arch in ("glm4moe", "qwen35", "qwen35moe"): state_dict = {k.replace("post_attention_norm", "ffn_norm"): v for k, v in state_dict.items()}
     kv_lora_rank = get("attention.kv_lora_rank", 0)
     head_dim = get("attention.key_length_mla", get("attention.key_length", kv[f"{arch}.embedding_length"] // n_heads))
     rope_dim = get("rope.dimension_count", head_dim)
-    # llama's (and MLA's) GGUF q/k rows interleave each rotated pair; apply_rope wants the two halves split
+    # llama's (and MLA's) GGUF q/k rows interleave each rotated pair; apply_rope wants the two halves split (kimi-linear's MLA
+    # rotates nothing)
     def unpair(w: Tensor, n: int, keep: int = 0) -> Tensor:
       w = w.reshape(n, w.shape[0] // n, -1)
       return w[:, :keep].cat(w[:, keep:].rearrange("n (h two) d -> n (two h) d", two=2), dim=1).reshape(-1, w.shape[-1])
-    for name in list(state_dict):
+    for name in list(state_dict) if arch != "kimi-linear" else ():
       if name.endswith(("attn_q.weight", "attn_q_b.weight")) and (arch == "llama" or kv_lora_rank):
         state_dict[name] = unpair(state_dict[name], n_heads, head_dim - rope_dim)
       elif arch == "llama" and name.endswith("attn_k.weight"): state_dict[name] = unpair(state_dict[name], n_kv_heads)
@@ -305,12 +399,13 @@ class Transformer:
       v_head_dim=get("attention.value_length_mla", get("attention.value_length", head_dim)), max_context=max_context,
       qk_norm=int(state_dict["blk.0.attn_q_norm.weight"].shape[0]) if "blk.0.attn_q_norm.weight" in state_dict else 0,
       num_experts=get("expert_count", 0), num_experts_per_tok=get("expert_used_count", 0),
-      norm_topk_prob=get("expert_weights_norm", arch == "qwen3moe"), expert_gating_func=ExpertGating(get("expert_gating_func", ExpertGating.SOFTMAX)),
+      norm_topk_prob=get("expert_weights_norm", arch in ("qwen3moe", "qwen35moe", "kimi-linear")), expert_gating_func=ExpertGating(get("expert_gating_func", ExpertGating.SOFTMAX)),
       kv_lora_rank=kv_lora_rank, q_lora_rank=get("attention.q_lora_rank", 0), leading_dense_blocks=dense_blocks,
       shared_expert_dim=get("expert_shared_feed_forward_length", get("expert_shared_count", 0) * get("expert_feed_forward_length", 0)),
       shared_expert_gate=f"blk.{dense_blocks}.ffn_gate_inp_shexp.weight" in state_dict,
       dense_hidden_dim=get("feed_forward_length", 0) if dense_blocks else 0, routed_scaling_factor=get("expert_weights_scale", 1.0),
-      qkv_bias="blk.0.attn_q.bias" in state_dict, expert_bias=f"blk.{dense_blocks}.exp_probs_b.bias" in state_dict)
+      qkv_bias="blk.0.attn_q.bias" in state_dict, expert_bias=f"blk.{dense_blocks}.exp_probs_b.bias" in state_dict,
+      attn_output_gate=arch in ("qwen35", "qwen35moe"), ssm=ssm, ssm_layers=ssm_layers)
     model = Transformer(config)
     _load_weights(model, state_dict)   # (tensors the model has no use for, rope_freqs.weight, are left)
     if realize:
