@@ -8,9 +8,9 @@ TinyJit'd prefill and decode steps.
     for tok in model.generate([1, 2, 3]): ...      # yields sampled token ids (greedy at temperature 0) until max_context
 
 Differences from 0.14 (docs/guide.md): no RDNA3 custom kernels (a delta-net block steps its tokens one at a time on
-every device); kimi-linear's per-channel decay scales the state along the key channels (0.14's along the value channels);
-with HALF=0 a delta-net block computes in float32 (0.14 rounds its input to half); caches and states are written with
-`assign`."""
+every device); kimi-linear's per-channel decay scales the state along the key channels, as the model does (0.14's along
+the value channels); a delta-net block computes in float32 (0.14 casts its input to half, a rounding its compiler mostly
+drops); caches and states are written with `assign`."""
 from __future__ import annotations
 import enum, functools, itertools, pathlib
 from dataclasses import dataclass, replace
@@ -289,7 +289,7 @@ class GatedDeltaNetBlock(FFNBlock):
       beta, log_decay = valid.where(beta, 0), valid.unsqueeze(-1).where(log_decay, 0)
     # the causal conv reads the last conv_kernel-1 inputs of the earlier calls, then these; its last real ones are kept
     window = fresh.where(0, self.conv_state).cat(self.attn_qkv(x), dim=1)
-    conv = sum(window[:, i:i + Tp] * self.ssm_conv1d["weight"][:, i] for i in range(s.conv_kernel)).silu()
+    conv = functools.reduce(Tensor.add, (window[:, i:i + Tp] * self.ssm_conv1d["weight"][:, i] for i in range(s.conv_kernel))).silu()
     self.conv_state.assign(window[:, T:T + s.conv_kernel - 1])
     q, k, v = conv.split([s.group_count * K, s.group_count * K, s.inner_size], dim=-1)
     q, k = (z.reshape(B, Tp, s.group_count, K).normalize(dim=-1, eps=1e-12 if s.kda else 1e-6).repeat(1, 1, H // s.group_count, 1).transpose(1, 2)
@@ -365,17 +365,18 @@ class Transformer:
     def get(key: str, default=None): return kv.get(f"{arch}.{key}", default)
     max_context = min(max_context, kv[f"{arch}.context_length"]) if max_context is not None else kv[f"{arch}.context_length"]
     n_heads, n_kv_heads = kv[f"{arch}.attention.head_count"], kv[f"{arch}.attention.head_count_kv"]
-    ssm, ssm_layers = None, ()
+    ssm: SSMConfig | None = None
+    ssm_layers: tuple[bool, ...] = ()
     if arch in ("qwen35", "qwen35moe"):   # every full_attention_interval-th block attends, the others are delta-net blocks
       ssm = SSMConfig(**{k: kv[f"{arch}.ssm.{k}"] for k in ("conv_kernel", "state_size", "group_count", "time_step_rank", "inner_size")})
       ssm_layers = tuple((i + 1) % kv[f"{arch}.full_attention_interval"] != 0 for i in range(kv[f"{arch}.block_count"]))
     elif arch == "kimi-linear":   # head_count_kv is per block, 0 for a KDA block, whose q/k/v projections and convs are stored apart
       ssm_layers, n_kv_heads, hd = tuple(n == 0 for n in n_kv_heads), max(n_kv_heads), kv[f"{arch}.kda.head_dim"]
       ssm = SSMConfig(kv[f"{arch}.ssm.conv_kernel"], hd, n_heads, n_heads, n_heads * hd, kda=True)
-      for p in (f"blk.{i}." for i, is_ssm in enumerate(ssm_layers) if is_ssm):
-        state_dict[p + "attn_qkv.weight"] = Tensor.cat(*(state_dict.pop(f"{p}attn_{n}.weight") for n in "qkv"))
-        state_dict[p + "ssm_conv1d.weight"] = Tensor.cat(*(state_dict.pop(f"{p}ssm_conv1d_{n}.weight") for n in "qkv")).squeeze(1)   # (C, 1, taps)
-        state_dict[p + "ssm_out.weight"] = state_dict.pop(p + "attn_output.weight")
+      for blk in (f"blk.{i}." for i, is_ssm in enumerate(ssm_layers) if is_ssm):
+        state_dict[blk + "attn_qkv.weight"] = Tensor.cat(*(state_dict.pop(f"{blk}attn_{n}.weight") for n in "qkv"))
+        state_dict[blk + "ssm_conv1d.weight"] = Tensor.cat(*(state_dict.pop(f"{blk}ssm_conv1d_{n}.weight") for n in "qkv")).squeeze(1)   # (C, 1, taps)
+        state_dict[blk + "ssm_out.weight"] = state_dict.pop(blk + "attn_output.weight")
     if arch in ("glm4moe", "qwen35", "qwen35moe"): state_dict = {k.replace("post_attention_norm", "ffn_norm"): v for k, v in state_dict.items()}
     kv_lora_rank = get("attention.kv_lora_rank", 0)
     head_dim = get("attention.key_length_mla", get("attention.key_length", kv[f"{arch}.embedding_length"] // n_heads))
