@@ -459,9 +459,9 @@ print(json.dumps({path: _step_logits(Transformer.from_gguf(path, max_context=16)
 @pytest.mark.skipif(not os.path.exists(REF_PY), reason=f"public tinygrad 0.14 is not installed at {REF_PY} (set TINYGRAD_014_PYTHON)")
 def test_delta_net_decode_steps_match_tinygrad_014(tmp_path):
   # single-token steps from position 0: how 0.14's generate runs a hybrid (chunk size 1), and the cheap calls there (a prompt
-  # chunk of 2 tokens takes 0.14 ~17 s of CPU a model here; these, ~12 s with its kernel lowering). kimi-linear's decay is made one number per head: 0.14 scales the state
-  # along its value channels with KDA's per-channel decay, the model (and this project) along its key channels; the two
-  # agree only when a head's channels decay alike (docs/guide.md)
+  # chunk of 2 tokens took 0.14 ~17 s of CPU a model here, a single-token step 1-3 s). kimi-linear's decay is made one
+  # number per head: 0.14 scales the state along its value channels with KDA's per-channel decay, the model (and this
+  # project) along its key channels; the two agree only when a head's channels decay alike (docs/guide.md)
   jobs = []
   for name in HYBRIDS:
     _write(path := tmp_path / f"{name}.gguf", seed=9, uniform_decay=name == "kimi-linear", **HYBRIDS[name])

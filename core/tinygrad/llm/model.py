@@ -255,10 +255,12 @@ class GatedDeltaNetBlock(FFNBlock):
   def __init__(self, config: TransformerConfig, ssm: SSMConfig):
     super().__init__(config)
     if ssm.time_step_rank % ssm.group_count:
-      raise ValueError(f"GatedDeltaNetBlock: the value heads (time_step_rank {ssm.time_step_rank}) must be a multiple of the key heads (group_count {ssm.group_count})")
+      raise ValueError(f"GatedDeltaNetBlock: the value heads (time_step_rank {ssm.time_step_rank}) must be a multiple of the key heads "
+                       f"(group_count {ssm.group_count})")
     self.ssm, self.v_dim = ssm, ssm.inner_size // ssm.time_step_rank
     if ssm.kda and self.v_dim != ssm.state_size:
-      raise ValueError(f"GatedDeltaNetBlock: kda needs value heads of the key head size {ssm.state_size}, got {self.v_dim} (inner_size / time_step_rank)")
+      raise ValueError(f"GatedDeltaNetBlock: kda needs value heads of the key head size {ssm.state_size}, got {self.v_dim} "
+                       "(inner_size / time_step_rank)")
     self.conv_channels = ssm.inner_size + 2 * ssm.group_count * ssm.state_size   # q, k and v side by side
     self.attn_qkv = nn.Linear(config.dim, self.conv_channels, bias=False)
     if ssm.kda:   # low-rank projections of the output gate and of the per-channel decay
@@ -326,7 +328,8 @@ class Transformer:
     dense = replace(config, num_experts=0, num_experts_per_tok=0, shared_expert_dim=0, hidden_dim=config.dense_hidden_dim or config.hidden_dim)
     if config.ssm is not None:
       if len(config.ssm_layers) < config.num_blocks:
-        raise ValueError(f"Transformer: config.ssm needs ssm_layers (delta-net or not) for each of the {config.num_blocks} blocks, got {len(config.ssm_layers)}")
+        raise ValueError(f"Transformer: config.ssm needs ssm_layers (delta-net or not) for each of the {config.num_blocks} blocks, "
+                         f"got {len(config.ssm_layers)}")
       config = replace(config, qk_norm=config.head_dim)   # the hybrids' attention blocks norm q and k per head (0.14's)
     attn = MLATransformerBlock if config.kv_lora_rank > 0 else TransformerBlock
     def block(i: int, c: TransformerConfig) -> FFNBlock:
@@ -375,7 +378,8 @@ class Transformer:
       ssm = SSMConfig(kv[f"{arch}.ssm.conv_kernel"], hd, n_heads, n_heads, n_heads * hd, kda=True)
       for blk in (f"blk.{i}." for i, is_ssm in enumerate(ssm_layers) if is_ssm):
         state_dict[blk + "attn_qkv.weight"] = Tensor.cat(*(state_dict.pop(f"{blk}attn_{n}.weight") for n in "qkv"))
-        state_dict[blk + "ssm_conv1d.weight"] = Tensor.cat(*(state_dict.pop(f"{blk}ssm_conv1d_{n}.weight") for n in "qkv")).squeeze(1)   # (C, 1, taps)
+        # each conv is stored (channels, 1, taps)
+        state_dict[blk + "ssm_conv1d.weight"] = Tensor.cat(*(state_dict.pop(f"{blk}ssm_conv1d_{n}.weight") for n in "qkv")).squeeze(1)
         state_dict[blk + "ssm_out.weight"] = state_dict.pop(blk + "attn_output.weight")
     if arch in ("glm4moe", "qwen35", "qwen35moe"): state_dict = {k.replace("post_attention_norm", "ffn_norm"): v for k, v in state_dict.items()}
     kv_lora_rank = get("attention.kv_lora_rank", 0)
@@ -400,7 +404,8 @@ class Transformer:
       v_head_dim=get("attention.value_length_mla", get("attention.value_length", head_dim)), max_context=max_context,
       qk_norm=int(state_dict["blk.0.attn_q_norm.weight"].shape[0]) if "blk.0.attn_q_norm.weight" in state_dict else 0,
       num_experts=get("expert_count", 0), num_experts_per_tok=get("expert_used_count", 0),
-      norm_topk_prob=get("expert_weights_norm", arch in ("qwen3moe", "qwen35moe", "kimi-linear")), expert_gating_func=ExpertGating(get("expert_gating_func", ExpertGating.SOFTMAX)),
+      norm_topk_prob=get("expert_weights_norm", arch in ("qwen3moe", "qwen35moe", "kimi-linear")),
+      expert_gating_func=ExpertGating(get("expert_gating_func", ExpertGating.SOFTMAX)),
       kv_lora_rank=kv_lora_rank, q_lora_rank=get("attention.q_lora_rank", 0), leading_dense_blocks=dense_blocks,
       shared_expert_dim=get("expert_shared_feed_forward_length", get("expert_shared_count", 0) * get("expert_feed_forward_length", 0)),
       shared_expert_gate=f"blk.{dense_blocks}.ffn_gate_inp_shexp.weight" in state_dict,
