@@ -158,6 +158,18 @@ def all_int(t: Iterable[Any]) -> bool: return all(isinstance(s, int) for s in t)
 def flatten(l: Iterable[Iterable[T]]) -> list[T]: return [item for sublist in l for item in sublist]
 def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]: return (x,)*cnt if isinstance(x, int) else tuple(x)
 def round_up(num: int, amt: int) -> int: return (num+amt-1)//amt*amt
+def round_down(num: int, amt: int) -> int: return num//amt*amt
+def next_power2(x: int) -> int: return 1 if x <= 1 else 1 << (x - 1).bit_length()
+def to_tuple(x: Any) -> tuple: return x if isinstance(x, tuple) else (x,)
+def pluralize(word: str, cnt: int) -> str: return f"{cnt} {word}" + ("" if cnt == 1 else "s")
+def strides_for_shape(shape: Sequence[int]) -> tuple[int, ...]:
+  """Contiguous (row-major) element strides of `shape`, 0 along a dimension of size 1 (public tinygrad's canonical form)."""
+  st, acc = [], 1
+  for d in reversed(shape): st, acc = [0 if d == 1 else acc] + st, acc * d
+  return tuple(st)
+def time_to_str(t: float, w: int = 8) -> str:
+  """Seconds as `w`-wide text in s, ms or us, whichever keeps the number above 10 (public tinygrad's DEBUG=2 times)."""
+  return f"{t:{w}.2f}s " if t > 10 else f"{t*1e3:{w}.2f}ms" if t > 10e-3 else f"{t*1e6:{w}.2f}us"
 def ceildiv(num: int, amt: int) -> int: return -(num//-amt)
 def merge_dicts(ds: Iterable[dict]) -> dict:
   out: dict = {}

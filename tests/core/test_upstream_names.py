@@ -42,6 +42,13 @@ def test_helpers_small_functions():
   with pytest.raises(ValueError, match="one element, got 2"): helpers.get_single_element([1, 2])
   assert helpers.temp("x.bin") == (pathlib.Path(tempfile.gettempdir()) / "x.bin").as_posix()
   assert helpers.temp("x", append_user=True).startswith(helpers.temp("x") + ".")
+  # the small helpers programs import from public tinygrad's helpers
+  assert [helpers.next_power2(x) for x in (0, 1, 2, 3, 5, 64, 65)] == [1, 1, 2, 4, 8, 64, 128]
+  assert helpers.round_down(17, 8) == 16 and helpers.to_tuple(3) == (3,) and helpers.to_tuple((1, 2)) == (1, 2)
+  assert helpers.pluralize("kernel", 1) == "1 kernel" and helpers.pluralize("kernel", 0) == "0 kernels"
+  assert helpers.strides_for_shape((2, 1, 3, 4)) == (12, 0, 4, 1) and helpers.strides_for_shape(()) == ()
+  assert np.zeros((2, 3, 4), np.int8).strides == helpers.strides_for_shape((2, 3, 4))
+  assert [helpers.time_to_str(t).strip() for t in (12.5, 0.5, 0.0125, 0.002)] == ["12.50s", "500.00ms", "12.50ms", "2000.00us"]
 
 def test_diskcache_decorator_and_clear(tmp_path, monkeypatch):
   monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
