@@ -164,7 +164,8 @@ def to_tuple(x: Any) -> tuple: return x if isinstance(x, tuple) else (x,)
 def pluralize(word: str, cnt: int) -> str: return f"{cnt} {word}" + ("" if cnt == 1 else "s")
 def strides_for_shape(shape: Sequence[int]) -> tuple[int, ...]:
   """Contiguous (row-major) element strides of `shape`, 0 along a dimension of size 1 (public tinygrad's canonical form)."""
-  st, acc = [], 1
+  st: list[int] = []
+  acc = 1
   for d in reversed(shape): st, acc = [0 if d == 1 else acc] + st, acc * d
   return tuple(st)
 def time_to_str(t: float, w: int = 8) -> str:
