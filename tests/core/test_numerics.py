@@ -715,6 +715,31 @@ def test_float_floordiv_is_the_true_floor_while_integers_are_floats(npdt):
   want = [math.floor(Fraction(float(x)) / Fraction(float(y))) for x, y in zip(a, b)]
   assert [int(g) for g in got] == want
 
+# ---- float16/bfloat16 with a Python number it holds only rounded: computed in float32, rounded once (docs/guide.md) ----
+HALF_VALS = [6e-5, -0.0, 1e-7, 3.0, -2.5, 60000.0, 2048.0, -1.5]
+SCALAR_OPS = {"add": lambda a, s: a + s, "sub": lambda a, s: a - s, "rsub": lambda a, s: s - a, "mul": lambda a, s: a * s,
+              "rmul": lambda a, s: s * a, "div": lambda a, s: a / s, "rdiv": lambda a, s: s / a}
+
+def test_half_times_a_number_past_its_range_is_finite():
+  # half(6e-5) * 1e5 was inf (1e5 rounded to float16 first) and -0.0 * 1e5 NaN; torch gives 6.0 and -0.0
+  got = (Tensor(HALF_VALS[:3], dtype=dtypes.float16) * 1e5).numpy()
+  np.testing.assert_equal(got, (np.array(HALF_VALS[:3], dtype=np.float16).astype(np.float32) * np.float32(1e5)).astype(np.float16))
+  assert np.isfinite(got).all() and got[0] == np.float16(6.004) and np.signbit(got[1])
+  assert (Tensor([-2.5], dtype=dtypes.float16) + 65520.0).item() == 65504.0   # (65517.5, the sum, rounds to float16's max)
+  # bfloat16(60000) is 59904: 59904 - 70000 rounds to -10112; 70000 rounded first (70144) gave -10240
+  assert (Tensor([60000.0], dtype=dtypes.bfloat16) - 70000).item() == -10112.0
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(s=st.one_of(st.floats(-1e6, 1e6, allow_subnormal=False, width=32), st.integers(-10**6, 10**6), st.sampled_from([0.1, 1e5, 65520.0, 1e-8])))
+def test_half_with_a_python_number_rounds_once(s):
+  a = np.array(HALF_VALS, dtype=np.float16)
+  t = Tensor(a)
+  got = Tensor.stack(*(f(t, s) for f in SCALAR_OPS.values())).numpy()
+  with np.errstate(all="ignore"):
+    want = np.stack([f(a.astype(np.float32), np.float32(s)).astype(np.float16) for f in SCALAR_OPS.values()])
+  assert got.dtype == np.float16
+  np.testing.assert_array_equal(got, want, err_msg=f"float16 op {s!r}")
+
 # ---- half matmul: products in float32 (exact), one rounding at the end, as torch ----
 @pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
 @pytest.mark.parametrize("mkn", [(33, 300, 17), (64, 256, 48)])

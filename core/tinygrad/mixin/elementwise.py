@@ -5,8 +5,8 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, OPMATH_F32
-from tinygrad.mixin.common import _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate_float, OPMATH_F32
+from tinygrad.mixin.common import _is_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -49,20 +49,33 @@ def _opmath(fn: Callable) -> Callable:
     return fn(self, *args, **kwargs)
   return wrapper
 
+def _rounds_scalar(t: Tensor, x: Any) -> bool:
+  """Whether Python number `x` beside float16/bfloat16/fp8 tensor `t` is one its dtype holds only rounded (0.1; 1e5, past
+  float16's 65504). t + x, t - x, t * x and t / x then compute in float32 and round once, as torch's "opmath" (x a float32):
+  rounded to the dtype first, half(6e-5) * 1e5 was inf (torch 6.0) and -0.0 * 1e5 NaN. A number the dtype holds exactly
+  gives the same bits either way (float32 has more than twice their digits), so x * 2 or x + 1 stays one float16 op."""
+  if t.dtype not in OPMATH_F32 or not _is_scalar(x) or isinstance(x, bool): return False
+  try: v = float(x)
+  except OverflowError: return False   # (an int past float64: inf in both)
+  return v == v and truncate_float(v, t.dtype) != v
+
 class ElementwiseMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- elementwise binary ----
   def add(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self + x (with broadcasting and dtype promotion)."""
+    if _rounds_scalar(self, x): return self.float().add(x, reverse).cast(self.dtype)
     a, b = self._broadcasted(x, reverse)
     return a._alu(Ops.ADD, b)
   def sub(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self - x (bool - bool is an error, as in numpy and torch)."""
+    if _rounds_scalar(self, x): return self.float().sub(x, reverse).cast(self.dtype)
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_bool(a.dtype): raise TypeError("subtracting bool tensors is not supported; use ^ (xor) or logical_not() instead")
     return a._alu(Ops.SUB, b)
   def mul(self: Tensor, x: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Elementwise self * x."""
+    if _rounds_scalar(self, x): return self.float().mul(x, reverse).cast(self.dtype)
     a, b = self._broadcasted(x, reverse)
     return a._alu(Ops.MUL, b)
   def div(self: Tensor, x: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
@@ -72,6 +85,7 @@ class ElementwiseMixin:
       a, b = self._broadcasted(x, reverse)
       return a._int_divmod(b, "div")[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
     if rounding_mode is not None: raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if _rounds_scalar(self, x): return self.float().div(x, reverse).cast(self.dtype)
     a, b = self._broadcasted(x, reverse)
     fdt = least_upper_float(a.dtype)
     return a.cast(fdt)._alu(Ops.FDIV, b.cast(fdt))
