@@ -280,8 +280,10 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
 class Allocator:
   """Device memory. Implement `_alloc`/`_free` (raise MemoryError when the device is out of memory) and `copyin`/`copyout`.
 
-  Optional: `_as_buffer(opaque) -> memoryview` for a zero-copy host view (host-memory devices), and
-  `_transfer(dest, src, nbytes, src_dev, dest_dev)` for a direct device-to-device copy.
+  Optional: `_as_buffer(opaque) -> memoryview` for a zero-copy host view (host-memory devices),
+  `_transfer(dest, src, nbytes, src_dev, dest_dev)` for a direct device-to-device copy, and `_offset(opaque, size, offset)`
+  for a handle to the `size` bytes at byte `offset` of a buffer (a multiple of 256), kernels' argument as any handle is:
+  with it, a TinyJit capture places its intermediates in one buffer (BufferView), else whole buffers are shared.
   The opaque handle is whatever the device's runtime expects as a kernel argument.
   """
   def __init__(self, device: str = ""):
@@ -432,6 +434,21 @@ class Buffer:
     return self.copyout(memoryview(bytearray(self.nbytes)))
   def __repr__(self) -> str:
     return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}{'' if self.is_allocated() else ' unallocated'}>"
+
+class BufferView(Buffer):
+  """`size` elements of `dtype` at byte `offset` of `base`, through its allocator's `_offset`: no memory of its own (allocating
+  it allocates `base`; freeing it frees nothing). A TinyJit capture's memory plan places its intermediates so."""
+  def __init__(self, base: Buffer, offset: int, size: int, dtype: DType):
+    super().__init__(base.device, size, dtype)
+    self.base, self.offset, self._owned = base, offset, False
+  def allocate(self, opaque: Any = None) -> Buffer:
+    if self.is_allocated(): return self
+    base = self.base.allocate()
+    with _alloc_lock:
+      if not self.is_allocated():
+        self._allocator = base._allocator
+        self._buf = base._allocator._offset(base._buf, self.nbytes, self.offset)   # type: ignore[attr-defined]
+    return self
 
 # ---- devices ----
 

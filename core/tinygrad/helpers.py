@@ -103,6 +103,7 @@ TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1)   # 2: exp2/log2/sin always fro
 EMULATED_DTYPES = ContextVar("EMULATED_DTYPES", "")   # "fp8e4m3,half": dtypes computed in the core's software form even where the renderer has them (fp8: the byte/float32 lowering; others have one form here)
 CAPTURING = ContextVar("CAPTURING", 1)       # TinyJit may capture; `with Context(CAPTURING=0):` inside a jitted function runs its kernels in that call only (they are left out of the capture and replays skip them), as in public tinygrad
 JIT = ContextVar("JIT", 1)                   # 0: TinyJit runs the function every call (no capture, no replay); 2: replays kernel by kernel (no graph runners)
+NO_MEMORY_PLANNER = ContextVar("NO_MEMORY_PLANNER", 0)   # 1: no buffer reuse, neither within one realize nor across a TinyJit capture's kernels (public tinygrad's switch)
 DEFAULT_FLOAT = ContextVar("DEFAULT_FLOAT", "float32")   # dtypes.default_float: the dtype of Python floats and float results of int ops ("half", "float16" ...)
 DEFAULT_INT = ContextVar("DEFAULT_INT", "int32")   # dtypes.default_int: the dtype of Python ints that fit it
 TRAINING = ContextVar("TRAINING", 0)         # Tensor.training: Dropout and BatchNorm's batch statistics (Tensor.train() sets it)

@@ -94,3 +94,21 @@ def test_memory_manager_oom_frees_cache_and_retries():
   z = mm.alloc(100000)                       # needs a new arena: MemoryError -> free cache and empty arenas -> retry works
   assert z.size == 100000 and mm.cache_bytes == 0
   with pytest.raises(MemoryError, match="out of memory on TEST"): mm.alloc(1 << 20)
+
+# ---- a TinyJit capture's memory plan (engine/jit.py _place) ----
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8), st.integers(1, 40)), min_size=1, max_size=40), st.booleans())
+def test_jit_plan_never_overlaps_two_buffers_alive_at_one_step(bufs, arena):
+  from tinygrad.engine.jit import _place
+  lives = [(lo, lo + n, size * 256) for lo, n, size in bufs]
+  offs, sizes = _place(lives, arena)
+  for i, (lo, hi, n) in enumerate(lives):
+    assert sizes[i] >= n
+    for j, (lo2, hi2, _) in enumerate(lives[:i]):
+      if hi < lo2 or hi2 < lo: continue   # (lives apart: may share)
+      # alive at one step (also when one's last step is the other's first): apart in memory. A whole buffer is named by the
+      # offset of its first holder: two holders of one buffer share all of it
+      assert (offs[i] + sizes[i] <= offs[j] or offs[j] + sizes[j] <= offs[i]) if arena else offs[i] != offs[j], (i, j)
+  if not arena:   # each whole buffer is as large as its largest holder
+    for i in range(len(lives)): assert sizes[i] == max(sizes[j] for j in range(len(lives)) if offs[j] == offs[i])

@@ -4,8 +4,8 @@ import contextlib, enum, functools, inspect, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.helpers import CAPTURING, JIT, JITBEAM, DEBUG, TRAINING, Context, engine_locked, all_int
-from tinygrad.device import Buffer
+from tinygrad.helpers import CAPTURING, JIT, JITBEAM, NO_MEMORY_PLANNER, DEBUG, TRAINING, Context, engine_locked, all_int
+from tinygrad.device import Buffer, BufferView
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
@@ -14,7 +14,7 @@ from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, dtypes
 
 R = TypeVar("R")
 
@@ -164,6 +164,83 @@ def _prune(steps: list, inputs: list[Buffer]) -> list:
     more = [i for i, s in enumerate(steps) if not keep[i] and not kept_writes.isdisjoint(id(b) for b in s.bufs)]
     if not more: return [s for s, k in zip(steps, keep) if k]
     for i in more: keep[i] = True
+
+def _held_buffers() -> set[int]:
+  """(ids of) the Buffers a live tensor's graph, or the graph autograd keeps for it (`_graph`), reads."""
+  from tinygrad.tensor import live_tensors
+  from tinygrad.engine.buffers import has_buffer
+  held: set[int] = set()
+  for t in live_tensors():
+    for g in (t.uop, t._graph):
+      for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
+        if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
+  return held
+
+def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
+  """A capture's steps with its intermediates sharing memory (public tinygrad plans its captured kernels' memory too). The
+  capture call ran each realize with a plan of its own, so the buffers of one realize's results that a later realize of
+  the call read (a training step's activations, read by its backward and optimizer) stayed allocated apart, and a realize's
+  own plan shares only buffers of one size. An intermediate here is a buffer a plain kernel writes before any step reads
+  it, used by plain kernels only, that is no input (`inputs`), no buffer a live tensor holds (`held`: outputs, state,
+  gradients), and owned, of default options. Its life runs from the step that first uses it to the step that last does;
+  two share memory only when one's life ends at a step before the other's begins (no step reads or writes memory another
+  buffer of that step uses). On a device whose allocator has `_offset` they are placed in one buffer per device
+  (BufferView), else each shares a whole buffer as large as its largest user (_place)."""
+  from tinygrad.device import Device
+  from tinygrad.engine.realize import CompiledRunner
+  first: dict[int, int] = {}
+  last: dict[int, int] = {}
+  byid: dict[int, Buffer] = {}
+  fixed = {id(b) for b in inputs} | held
+  for i, s in enumerate(steps):
+    plain = type(s.runner) is CompiledRunner
+    wrote, read = ({id(b) for b in _written(s)}, {id(b) for b in _read(s)}) if plain else (set(), set())
+    for b in s.bufs:
+      if (k := id(b)) not in first:
+        first[k], byid[k] = i, b
+        if k not in wrote or k in read or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
+      if not plain: fixed.add(k)
+      last[k] = i
+  per_device: dict[str, list[int]] = {}
+  for k in first:
+    if k not in fixed: per_device.setdefault(byid[k].device, []).append(k)
+  new: dict[int, Buffer] = {}
+  for dev, ks in per_device.items():
+    if len(ks) < 2: continue
+    arena = hasattr(Device[dev].allocator, "_offset")
+    # (a multiple of 256 bytes: every view starts aligned; a whole buffer of 16: a host view of it is an array of any dtype)
+    offs, sizes = _place([(first[k], last[k], -(-byid[k].nbytes // 256) * 256 if arena else -(-byid[k].nbytes // 16) * 16) for k in ks], arena)
+    if arena:
+      base = Buffer(dev, max(o + n for o, n in zip(offs, sizes)), dtypes.uint8)
+      for k, o in zip(ks, offs): new[k] = BufferView(base, o, byid[k].size, byid[k].dtype)
+    else:
+      shared = {o: Buffer(dev, n, dtypes.uint8) for o, n in zip(offs, sizes)}   # (an offset here names a whole buffer)
+      for k, o in zip(ks, offs): new[k] = shared[o]
+  if not new: return steps
+  return [type(s)(s.runner, [new.get(id(b), b) for b in s.bufs], s.var_vals) if any(id(b) in new for b in s.bufs) else s for s in steps]
+
+def _place(lives: list[tuple[int, int, int]], arena: bool) -> tuple[list[int], list[int]]:
+  """Where each of the buffers `lives` (first step, last step, bytes) goes, largest first (TFLite's greedy by size), and the
+  bytes it takes there. `arena`: at the lowest byte offset clear of every placed buffer whose life meets its own; else in
+  the smallest whole buffer (all placed ones are as large or larger) whose holders' lives all miss its own, or a new one
+  (numbered by the offset its first holder got)."""
+  order = sorted(range(len(lives)), key=lambda i: (-lives[i][2], lives[i][0]))
+  offs, sizes, placed = [0] * len(lives), [n for _, _, n in lives], list[int]()
+  for i in order:
+    lo, hi, n = lives[i]
+    meets = [j for j in placed if not (lives[j][1] < lo or hi < lives[j][0])]
+    if arena:
+      at = 0
+      for o, m in sorted((offs[j], sizes[j]) for j in meets):
+        if at + n <= o: break
+        at = max(at, o + m)
+      offs[i] = at
+    else:
+      busy = {offs[j] for j in meets}
+      free = [(sizes[j], offs[j]) for j in placed if offs[j] == j and offs[j] not in busy]   # (j heads its buffer: its offset is j)
+      offs[i], sizes[i] = (min(free)[1], min(free)[0]) if free else (i, n)
+    placed.append(i)
+  return offs, sizes
 
 def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
   """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""
@@ -353,13 +430,7 @@ class TinyJit(Generic[R]):
                        self._free_intermediates)
 
   def _free_intermediates(self) -> None:
-    from tinygrad.tensor import live_tensors
-    from tinygrad.engine.buffers import has_buffer
-    held: set[int] = set()   # every buffer a live tensor's graph (or the graph autograd keeps) reads
-    for t in live_tensors():
-      for g in (t.uop, t._graph):
-        for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
-          if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
+    held = _held_buffers()
     seen, first_written = {id(b) for b in self.in_bufs}, []
     for step in self.steps:
       seen.update(id(b) for b in _read(step))
@@ -367,6 +438,10 @@ class TinyJit(Generic[R]):
         if id(b) not in seen: first_written.append(b)
         seen.add(id(b))
     freed = [b for b in first_written if id(b) not in held and b.is_allocated()]
+    # (the memory plan's views free nothing themselves: the buffer they are placed in goes, with every view of it, all
+    # intermediates of this capture that no tensor holds)
+    views: list[Buffer] = [b for step in self.steps for b in step.bufs if isinstance(b, BufferView) and b.is_allocated()]
+    freed += [v.base for v in {id(v.base): v for v in views if isinstance(v, BufferView)}.values()] + views
     for b in freed: b.deallocate()
     if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
 
@@ -443,8 +518,11 @@ class TinyJit(Generic[R]):
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
         self.steps = kept
+      if not NO_MEMORY_PLANNER: self.steps = _plan_memory(self.steps, self.in_bufs, _held_buffers())
       self.replay_vars = list(var_vals)
       self.replay = Replay(self.steps, self.in_bufs, self.replay_vars)
+      for step in self.steps:   # (the shared buffers of the plan now: the memory in use after the capture call is a replay's)
+        for buf in step.bufs: buf.allocate()
       self.from_inputs = self._outputs_from_inputs(inputs)
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must

@@ -12,7 +12,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import DType, dtypes, PtrDType
-from tinygrad.helpers import prod, all_int, DEBUG, SCACHE
+from tinygrad.helpers import prod, all_int, DEBUG, SCACHE, NO_MEMORY_PLANNER
 from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
@@ -902,7 +902,8 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
 
 def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
   """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive the schedule."""
-  if len(schedule) < 2: return {}   # (a buffer is only reused after a step that ended its last use: none before the last item)
+  # (a buffer is only reused after a step that ended its last use: none before the last item)
+  if len(schedule) < 2 or NO_MEMORY_PLANNER: return {}
   last_use: dict[UOp, int] = {}
   first_def: dict[UOp, int] = {}
   for i, ei in enumerate(schedule):

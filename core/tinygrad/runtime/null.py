@@ -18,6 +18,7 @@ class NullAllocator(Allocator):
   def _alloc(self, size: int, options: Any) -> int: return size
   def copyin(self, dest: int, src: memoryview) -> None: pass
   def copyout(self, dest: memoryview, src: int) -> None: dest[:] = bytes(len(dest))
+  def _offset(self, opaque: int, size: int, offset: int) -> int: return size
 
 class NullDevice(Compiled):
   computes = False

@@ -297,6 +297,7 @@ class PythonAllocator(Allocator):
   def copyin(self, dest: memoryview, src: memoryview) -> None: dest[:] = src
   def copyout(self, dest: memoryview, src: memoryview) -> None: dest[:] = src
   def _as_buffer(self, src: memoryview) -> memoryview: return src
+  def _offset(self, opaque: memoryview, size: int, offset: int) -> memoryview: return opaque[offset:offset + size]
 
 class PythonDevice(Compiled):
   def __init__(self, device: str):

@@ -33,6 +33,12 @@ class CPUBuffer:
       self.mem = (ctypes.c_uint8 * (size + ALIGN))()   # raises MemoryError when the host is out of memory
       self.addr = (ctypes.addressof(self.mem) + ALIGN - 1) // ALIGN * ALIGN
     self.size = size
+  @staticmethod
+  def at(of: CPUBuffer, offset: int, size: int) -> CPUBuffer:
+    """The `size` bytes at `offset` of `of` (its memory kept alive by this one too)."""
+    out = CPUBuffer.__new__(CPUBuffer)
+    out.mem, out.addr, out.size = of.mem, of.addr + offset, size
+    return out
   def view(self) -> memoryview: return memoryview((ctypes.c_uint8 * self.size).from_address(self.addr)).cast("B")
   def __repr__(self) -> str: return f"<CPUBuffer {self.size} bytes at {self.addr:#x}>"
 
@@ -43,5 +49,6 @@ class CPUAllocator(LRUAllocator):
   def _alloc(self, size: int, options: Any) -> CPUBuffer: return CPUBuffer(size)
   def _free(self, opaque: CPUBuffer, size: int, options: Any) -> None: pass   # `mem` is freed (unmapped) with its last reference
   def _as_buffer(self, opaque: CPUBuffer) -> memoryview: return opaque.view()
+  def _offset(self, opaque: CPUBuffer, size: int, offset: int) -> CPUBuffer: return CPUBuffer.at(opaque, offset, size)
   def copyin(self, dest: CPUBuffer, src: memoryview) -> None: dest.view()[:] = src     # memoryview slice assignment is a memcpy
   def copyout(self, dest: memoryview, src: CPUBuffer) -> None: dest[:] = src.view()
