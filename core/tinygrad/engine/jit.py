@@ -180,31 +180,33 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   """A capture's steps with its intermediates sharing memory (public tinygrad plans its captured kernels' memory too). The
   capture call ran each realize with a plan of its own, so the buffers of one realize's results that a later realize of
   the call read (a training step's activations, read by its backward and optimizer) stayed allocated apart, and a realize's
-  own plan shares only buffers of one size. An intermediate here is a buffer a plain kernel writes before any step reads
-  it, used by plain kernels only, that is no input (`inputs`), no buffer a live tensor holds (`held`: outputs, state,
-  gradients), and owned, of default options. Its life runs from the step that first uses it to the step that last does;
-  two share memory only when one's life ends at a step before the other's begins (no step reads or writes memory another
-  buffer of that step uses). On a device whose allocator has `_offset` they are placed in one buffer per device
-  (BufferView), else each shares a whole buffer as large as its largest user (_place)."""
+  own plan shares only buffers of one size. An intermediate here is a value (a buffer, or one of the values a realize's
+  plan put in it one after another: ExecStep.values) that a plain kernel writes before any step reads it, in a buffer used
+  by plain kernels only, that is no input (`inputs`), no buffer a live tensor holds (`held`: outputs, state, gradients),
+  and owned, of default options. Its life runs from the step that first uses it to the step that last does; two share
+  memory only when one's life ends at a step before the other's begins (no step reads or writes memory another value of
+  that step uses). On a device whose allocator has `_offset` they are placed in one buffer per device (BufferView), else
+  each shares a whole buffer as large as its largest user (_place)."""
   from tinygrad.device import Device
   from tinygrad.engine.realize import CompiledRunner
-  first: dict[int, int] = {}
-  last: dict[int, int] = {}
-  byid: dict[int, Buffer] = {}
-  fixed = {id(b) for b in inputs} | held
+  first: dict[tuple, int] = {}
+  last: dict[tuple, int] = {}
+  byid: dict[tuple, Buffer] = {}
+  fixed: set[tuple] = set()
+  pinned = {id(b) for b in inputs} | held   # (buffers that stay, with every value in them)
   for i, s in enumerate(steps):
     plain = type(s.runner) is CompiledRunner
     wrote, read = ({id(b) for b in _written(s)}, {id(b) for b in _read(s)}) if plain else (set(), set())
-    for b in s.bufs:
-      if (k := id(b)) not in first:
+    for b, u in zip(s.bufs, s.values or [None] * len(s.bufs)):
+      if (k := (id(b), u)) not in first:
         first[k], byid[k] = i, b
-        if k not in wrote or k in read or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
-      if not plain: fixed.add(k)
+        if id(b) not in wrote or id(b) in read or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
+      if not plain: pinned.add(id(b))
       last[k] = i
-  per_device: dict[str, list[int]] = {}
+  per_device: dict[str, list[tuple]] = {}
   for k in first:
-    if k not in fixed: per_device.setdefault(byid[k].device, []).append(k)
-  new: dict[int, Buffer] = {}
+    if k not in fixed and k[0] not in pinned: per_device.setdefault(byid[k].device, []).append(k)
+  new: dict[tuple, Buffer] = {}
   for dev, ks in per_device.items():
     if len(ks) < 2: continue
     arena = hasattr(Device[dev].allocator, "_offset")
@@ -216,8 +218,8 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
     else:
       shared = {o: Buffer(dev, n, dtypes.uint8) for o, n in zip(offs, sizes)}   # (an offset here names a whole buffer)
       for k, o in zip(ks, offs): new[k] = shared[o]
-  if not new: return steps
-  return [type(s)(s.runner, [new.get(id(b), b) for b in s.bufs], s.var_vals) if any(id(b) in new for b in s.bufs) else s for s in steps]
+  # (every step anew: the values are the capture call's, not a replay's)
+  return [type(s)(s.runner, [new.get((id(b), u), b) for b, u in zip(s.bufs, s.values or [None] * len(s.bufs))], s.var_vals) for s in steps]
 
 def _place(lives: list[tuple[int, int, int]], arena: bool) -> tuple[list[int], list[int]]:
   """Where each of the buffers `lives` (first step, last step, bytes) goes, largest first (TFLite's greedy by size), and the

@@ -190,9 +190,12 @@ def _copy(dest: Buffer, src: Buffer) -> None:
 
 class ExecStep:
   """One runnable step: a CompiledRunner or a copy, bound to concrete Buffers (what TinyJit records and replays)."""
-  def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None):
+  def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None,
+               values: list[UOp] | None = None):
     # var_vals: the values of the kernel's variables this step was scheduled with (a TinyJit replay passes new ones)
-    self.runner, self.bufs, self.var_vals = runner, bufs, var_vals or {}
+    # values: per buffer the BUFFER UOp of the value it holds, where the memory plan put several in one Buffer (one after
+    # another: a TinyJit capture's plan gives each its own life)
+    self.runner, self.bufs, self.var_vals, self.values = runner, bufs, var_vals or {}, values
   def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False, jit: bool = False) -> float | None:
     """Run the step, count it in GlobalCounters and, at DEBUG>=2, print its line (timed: it waits for the device then)."""
     if var_vals is None: var_vals = self.var_vals
@@ -268,12 +271,12 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
       except Exception: pass   # (raised again, in schedule order, when the loop gets to it)
     for ei in schedule:
       bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
-      if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs))
+      if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs, values=list(ei.bufs) if plan else None))
       else:
         devs = {b.device for b in bufs}
         if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
         if forked is not None: _take_arrived(forked)
-        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False, forked=forked), bufs, ei.var_vals))
+        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False, forked=forked), bufs, ei.var_vals, list(ei.bufs) if plan else None))
   except BaseException:
     if (err := _wait_all(steps)) is not None: raise err   # an earlier kernel's compile error comes first, as one at a time
     raise
