@@ -165,6 +165,11 @@ def _conv_dweight_vec(X: Tensor, dy: Tensor, groups: int, hw: tuple, s_: tuple, 
   # into one axis and cuts that, leaving div/mod in every load's index (scalar loads again)
   per_image = (X.shape[1] * prod(X.shape[2:]) + dy.shape[1] * prod(o_)) * X.dtype.itemsize
   kb = next((d for d in range(1, bs + 1) if bs % d == 0 and bs // d * prod(o_) <= _CHUNK and bs // d * per_image <= _DW_CHUNK_BYTES), bs)
+  # but where the kb partials would be over 4x the whole batch's input and dy (a big weight over small images: hlb_cifar10's
+  # 512x512 3x3 conv over 4x4 pixels made 4 partials of 9.4 MB from 2 MB, 37.7 MB of a training step's peak), the cache
+  # saves less than the partials cost: only as many chunks as the accumulators' _CHUNK terms need
+  if kb * groups * cin * rc * prod(hw) > 4 * bs * per_image // X.dtype.itemsize:
+    kb = next((d for d in range(1, bs + 1) if bs % d == 0 and bs // d * prod(o_) <= _CHUNK), bs)
   if kb > 1: prod_ = prod_.reshape(kb, bs // kb, *prod_.shape[1:]).sum(tuple(range(1, 2 + nd))).contiguous()
   # stored in this order (the vector channel innermost): permuted in place, the store would run along the kernel taps
   dw = prod_.sum(tuple(range(1 + nd)) if kb == 1 else 0).contiguous()   # (other channel, *hw, groups, vector channel)
