@@ -181,9 +181,10 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   capture call ran each realize with a plan of its own, so the buffers of one realize's results that a later realize of
   the call read (a training step's activations, read by its backward and optimizer) stayed allocated apart, and a realize's
   own plan shares only buffers of one size. An intermediate here is a value (a buffer, or one of the values a realize's
-  plan put in it one after another: ExecStep.values) that a plain kernel writes before any step reads it, in a buffer used
+  plan put in it one after another: ExecStep.values) that a plain kernel writes before any step reads it (or computes
+  there, new in its realize, reading only what it writes), in a buffer used
   by plain kernels only, that is no input (`inputs`), no buffer a live tensor holds (`held`: outputs, state, gradients),
-  and owned, of default options. Its life runs from the step that first uses it to the step that last does; two share
+  and owned, of default options, nor in a buffer holding another value that is none. Its life runs from the step that first uses it to the step that last does; two share
   memory only when one's life ends at a step before the other's begins (no step reads or writes memory another value of
   that step uses). On a device whose allocator has `_offset` they are placed in one buffer per device (BufferView), else
   each shares a whole buffer as large as its largest user (_place)."""
@@ -194,18 +195,25 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   byid: dict[tuple, Buffer] = {}
   fixed: set[tuple] = set()
   pinned = {id(b) for b in inputs} | held   # (buffers that stay, with every value in them)
+  # (values apart only where every step names them: one unnamed use of a value would be a second key with a life of its own)
+  named = all(s.values is not None and s.new is not None for s in steps)
   for i, s in enumerate(steps):
     plain = type(s.runner) is CompiledRunner
     wrote, read = ({id(b) for b in _written(s)}, {id(b) for b in _read(s)}) if plain else (set(), set())
-    for b, u in zip(s.bufs, s.values or [None] * len(s.bufs)):
+    n = len(s.bufs)
+    for b, u, isnew in zip(s.bufs, s.values if named else [None] * n, s.new if named else [False] * n):
       if (k := (id(b), u)) not in first:
         first[k], byid[k] = i, b
-        if id(b) not in wrote or id(b) in read or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
+        # (a new value's kernel may read what it wrote itself: a softmax's max and sum stored and read back)
+        if id(b) not in wrote or id(b) in read and not isnew or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
       if not plain: pinned.add(id(b))
       last[k] = i
+  # a buffer that stays keeps every value in it: moved out, they took new memory beside it (a realize's plan had put them
+  # there, in memory a fixed value needs anyway)
+  pinned |= {k[0] for k in fixed}
   per_device: dict[str, list[tuple]] = {}
   for k in first:
-    if k not in fixed and k[0] not in pinned: per_device.setdefault(byid[k].device, []).append(k)
+    if k[0] not in pinned: per_device.setdefault(byid[k].device, []).append(k)
   new: dict[tuple, Buffer] = {}
   for dev, ks in per_device.items():
     if len(ks) < 2: continue
@@ -219,7 +227,8 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
       shared = {o: Buffer(dev, n, dtypes.uint8) for o, n in zip(offs, sizes)}   # (an offset here names a whole buffer)
       for k, o in zip(ks, offs): new[k] = shared[o]
   # (every step anew: the values are the capture call's, not a replay's)
-  return [type(s)(s.runner, [new.get((id(b), u), b) for b, u in zip(s.bufs, s.values or [None] * len(s.bufs))], s.var_vals) for s in steps]
+  return [type(s)(s.runner, [new.get((id(b), u), b) for b, u in zip(s.bufs, s.values if named else [None] * len(s.bufs))], s.var_vals)
+          for s in steps]
 
 def _place(lives: list[tuple[int, int, int]], arena: bool) -> tuple[list[int], list[int]]:
   """Where each of the buffers `lives` (first step, last step, bytes) goes, largest first (TFLite's greedy by size), and the

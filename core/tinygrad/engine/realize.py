@@ -9,7 +9,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
-from tinygrad.engine.buffers import buffer_of
+from tinygrad.engine.buffers import buffer_of, has_buffer
 from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view
 from tinygrad.uop import upat as _upat
 from tinygrad.viz import profile as _prof
@@ -191,11 +191,13 @@ def _copy(dest: Buffer, src: Buffer) -> None:
 class ExecStep:
   """One runnable step: a CompiledRunner or a copy, bound to concrete Buffers (what TinyJit records and replays)."""
   def __init__(self, runner: CompiledRunner | None, bufs: list[Buffer], var_vals: dict[UOp, int] | None = None,
-               values: list[UOp] | None = None):
+               values: list[UOp] | None = None, new: list[bool] | None = None):
     # var_vals: the values of the kernel's variables this step was scheduled with (a TinyJit replay passes new ones)
-    # values: per buffer the BUFFER UOp of the value it holds, where the memory plan put several in one Buffer (one after
-    # another: a TinyJit capture's plan gives each its own life)
-    self.runner, self.bufs, self.var_vals, self.values = runner, bufs, var_vals or {}, values
+    # values, new (a TinyJit capture's steps): per buffer the BUFFER UOp of the value it holds (one UOp in every realize
+    # that uses it), and whether that value is new in this realize (no Buffer before it: what its memory held before the
+    # kernel computing it does not matter). A realize's memory plan puts several new values in one Buffer, one after
+    # another; the capture's plan gives each its own life
+    self.runner, self.bufs, self.var_vals, self.values, self.new = runner, bufs, var_vals or {}, values, new
   def run(self, var_vals: dict[UOp, int] | None = None, wait: bool = False, jit: bool = False) -> float | None:
     """Run the step, count it in GlobalCounters and, at DEBUG>=2, print its line (timed: it waits for the device then)."""
     if var_vals is None: var_vals = self.var_vals
@@ -261,6 +263,7 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
   failing kernel's error is the one raised, as when they compile one after another."""
   plan = plan or {}
   steps = []
+  new = {b for ei in schedule for b in ei.bufs if not has_buffer(b)} if capturing is not None else None
   forked = _fork_codegen(schedule, plan)
   try:
     # with a child, this side renders the kernels it claims first (costliest first, as the child does); the loop below
@@ -271,12 +274,13 @@ def lower_schedule(schedule: list[ExecItem], plan: dict[UOp, UOp] | None = None)
       except Exception: pass   # (raised again, in schedule order, when the loop gets to it)
     for ei in schedule:
       bufs = [buffer_of(plan.get(b, b)) for b in ei.bufs]
-      if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs, values=list(ei.bufs) if plan else None))
+      values, isnew = (list(ei.bufs), [b in new for b in ei.bufs]) if new is not None else (None, None)
+      if ei.ast.op is Ops.COPY: steps.append(ExecStep(None, bufs, values=values, new=isnew))
       else:
         devs = {b.device for b in bufs}
         if len(devs) > 1: raise RuntimeError(f"a kernel reads buffers on several devices {sorted(devs)}; use .to(device) first")
         if forked is not None: _take_arrived(forked)
-        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False, forked=forked), bufs, ei.var_vals, list(ei.bufs) if plan else None))
+        steps.append(ExecStep(get_runner(bufs[0].device, ei.ast, wait=False, forked=forked), bufs, ei.var_vals, values, isnew))
   except BaseException:
     if (err := _wait_all(steps)) is not None: raise err   # an earlier kernel's compile error comes first, as one at a time
     raise
