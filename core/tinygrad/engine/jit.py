@@ -182,12 +182,12 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   the call read (a training step's activations, read by its backward and optimizer) stayed allocated apart, and a realize's
   own plan shares only buffers of one size. An intermediate here is a value (a buffer, or one of the values a realize's
   plan put in it one after another: ExecStep.values) that a plain kernel writes before any step reads it (or computes
-  there, new in its realize, reading only what it writes), in a buffer used
-  by plain kernels only, that is no input (`inputs`), no buffer a live tensor holds (`held`: outputs, state, gradients),
-  and owned, of default options, nor in a buffer holding another value that is none. Its life runs from the step that first uses it to the step that last does; two share
-  memory only when one's life ends at a step before the other's begins (no step reads or writes memory another value of
-  that step uses). On a device whose allocator has `_offset` they are placed in one buffer per device (BufferView), else
-  each shares a whole buffer as large as its largest user (_place)."""
+  there, new in its realize, reading back only what it wrote), in a buffer used by plain kernels only that is no input
+  (`inputs`), no buffer a live tensor holds (`held`: outputs, state, gradients), owned, of default options, and holds no
+  other value that must stay. Its life runs from the step that first uses it to the step that last does; two share memory
+  only when one's life ends at a step before the other's begins (no step reads or writes memory another value of that
+  step uses). On a device whose allocator has `_offset` they are placed in one buffer per device (BufferView), else each
+  shares a whole buffer as large as its largest user (_place)."""
   from tinygrad.device import Device
   from tinygrad.engine.realize import CompiledRunner
   first: dict[tuple, int] = {}
