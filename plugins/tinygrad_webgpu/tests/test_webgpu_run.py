@@ -28,6 +28,24 @@ def test_packed_dtypes_round_trip_and_compute(webgpu, dt):
   # odd sizes and neighbours written by different invocations: every lane of every word survives
   np.testing.assert_equal(ta[1:].contiguous().numpy(), a[1:])
 
+def test_bfloat16_is_packed_and_rounds_as_torch(webgpu):
+  # WGSL has no bfloat16: it was refused ("dtype dtypes.bfloat16 is not supported on WEBGPU"; public tinygrad emulates it,
+  # and its dtype suite casts every dtype through it). Now 16-bit lanes of u32 words, f32 registers rounded to nearest even
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(0)
+  edge = [1.00390625, 1.01171875, -1.00390625, 3.4e38, 3.3961e38, -3.4e38, 1e-40, -1e-45, 0.0, -0.0, np.inf, -np.inf, 65504.0]
+  x = np.concatenate([np.array(edge, np.float32), (rng.standard_normal(40) * 10.0 ** rng.integers(-6, 6, 40)).astype(np.float32)])
+  tx, ref = Tensor(x, device=webgpu), torch.tensor(x)
+  bits = lambda t: t.view(torch.int16).numpy().view(np.uint16)   # noqa: E731
+  np.testing.assert_equal(tx.cast(dtypes.bfloat16).bitcast(dtypes.uint16).numpy(), bits(ref.bfloat16()))   # odd count: lanes of words
+  b, rb = tx.cast(dtypes.bfloat16), ref.bfloat16()
+  y, ry = Tensor(x[::-1].copy(), device=webgpu).cast(dtypes.bfloat16), torch.tensor(x[::-1].copy()).bfloat16()
+  for got, want in [(b * y + b, rb * ry + rb), (b / y, rb / ry), (b - y, rb - ry), ((b * 3).sqrt(), (rb * 3).sqrt())]:
+    np.testing.assert_equal(got.float().numpy(), want.float().numpy())   # each op rounded once (NaN where torch's is)
+  np.testing.assert_equal(b.cast(dtypes.float16).numpy(), rb.half().numpy())
+  np.testing.assert_equal(b[1:].contiguous().float().numpy(), rb[1:].float().numpy())
+  assert Tensor([float("nan")], device=webgpu).cast(dtypes.bfloat16).bitcast(dtypes.uint16).tolist() == [0x7fc0]
+
 # odd sizes: the core's reduce split (SPLIT_REDUCEOP) needs a divisor from 8 up, so these stay one long loop per invocation
 @pytest.mark.parametrize("shape,axis", [((262147,), None), ((70001, 3), None), ((3, 301, 299), (1, 2)), ((3, 70001), 0)])
 def test_reduce_loops_past_65535_trips(webgpu, shape, axis):

@@ -13,7 +13,10 @@ Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, i
   own bits, so two invocations storing to different lanes of one word never lose each other's write (a plain
   read-modify-write would). Registers hold these types as i32/u32 (f32 for emulated float16), wrapped to their width
   after every op.
-- float64, bfloat16 (and int64, uint64 without `shader-int64`) are not supported: `supported_dtypes` leaves them out and
+- bfloat16 (which WGSL lacks) is packed as halves too and held in f32 registers whose value is always a bfloat16 one: a
+  load shifts the bits up, a store shifts them down, and every cast to bfloat16 and ALU op of bfloat16 rounds its f32
+  result to nearest even (`bf16r`, a module function: NaN -> 0x7fc0, as the host's conversion and torch's).
+- float64 (and int64, uint64 without `shader-int64`) are not supported: `supported_dtypes` leaves them out and
   the core refuses them with "dtype ... is not supported on WEBGPU" before any kernel is built.
 
 Launch: the core gives up to three SPECIAL gidxN indices. The shader is always dispatched 1-D in workgroups of
@@ -38,10 +41,11 @@ from typing import Any, Callable
 from tinygrad.plugin_api import Ops, GroupOp, UOp, UPat, PatternMatcher, DType, PtrDType, AddrSpace, dtypes, CStyleLanguage
 
 # dtype -> (register type, lanes per u32 word when packed in memory (0: a plain array<T>))
-_PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2}
+_PACKED = {dtypes.bool: 4, dtypes.int8: 4, dtypes.uint8: 4, dtypes.int16: 2, dtypes.uint16: 2, dtypes.bfloat16: 2}
 _REG = {dtypes.bool: "bool", dtypes.int8: "i32", dtypes.uint8: "u32", dtypes.int16: "i32", dtypes.uint16: "u32",
         dtypes.int32: "i32", dtypes.uint32: "u32", dtypes.float32: "f32", dtypes.float16: "f16",
-        dtypes.int64: "i64", dtypes.uint64: "u64"}   # the 64-bit ints with wgpu-native's `shader-int64` feature only
+        dtypes.int64: "i64", dtypes.uint64: "u64",   # the 64-bit ints with wgpu-native's `shader-int64` feature only
+        dtypes.bfloat16: "f32"}                      # (a value bfloat16 holds exactly: see bf16r)
 _NARROW = {dtypes.int8: 8, dtypes.uint8: 8, dtypes.int16: 16, dtypes.uint16: 16}
 
 def _wrap(x: str, dt: DType) -> str:
@@ -58,6 +62,14 @@ def _idiv(op: str) -> Callable[..., str]:
     if re.fullmatch(r"-?\d+l?[iu]?", b) and int(b.rstrip("liu")) != 0: return f"({a}{op}{b})"
     return f"select(({a}{op}{b}), {_zero(dtype)}, ({b})=={_zero(dtype)})"
   return f
+
+# f32 -> the nearest-even bfloat16, as an f32 (the bits' top half); NaN -> the canonical 0x7fc0, as dtype.float_to_bf16_bits
+_BF16R = ("fn bf16r(x: f32) -> f32 { let u = bitcast<u32>(x); "
+          "return bitcast<f32>(select((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u, 0x7fc00000u, (u & 0x7fffffffu) > 0x7f800000u)); }")
+def _bf16_round(v: float) -> float:   # the host's rounding of a literal (float32 first: a CONST's value already is one)
+  try: u = struct.unpack("I", struct.pack("f", v))[0]
+  except OverflowError: return math.copysign(math.inf, v)
+  return struct.unpack("f", struct.pack("I", ((u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000) & 0xffffffff))[0]
 
 def _zero(dt: DType) -> str:
   return {"bool": "false", "i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h", "i64": "0li", "u64": "0lu"}[_REG[dt.scalar()]]
@@ -166,7 +178,7 @@ class WGSLRenderer(CStyleLanguage):
   approx_domain = {Ops.SIN: 16384.0}
   f16_bit_moves = False   # (16-bit values are packed in u32 words; f16 loads and stores are moves already)
   supported_dtypes = frozenset([dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32,
-                                dtypes.float32])
+                                dtypes.float32, dtypes.bfloat16])
 
   def set_abilities(self, workgroup_size: int, max_dispatch: int, max_buffers: int, native_f16: bool, loop_budget: int | None = None,
                     native_i64: bool = False, local_max: tuple[int, ...] | None = None, shared_max: int | None = None) -> None:
@@ -192,7 +204,7 @@ class WGSLRenderer(CStyleLanguage):
     if t in ("f32", "f16"):
       if math.isnan(v): return self.nan if t == "f32" else f"f16({self.nan})"
       if math.isinf(v): return (self.infinity if v > 0 else f"(-{self.infinity})") if t == "f32" else f"f16({'' if v > 0 else '-'}{self.infinity})"
-      f32 = struct.unpack("f", struct.pack("f", v))[0]
+      f32 = _bf16_round(v) if dt.scalar() == dtypes.bfloat16 else struct.unpack("f", struct.pack("f", v))[0]
       if t == "f16": return f"{float(v)!r}h" if abs(v) < 65504 else f"f16({f32!r}f)"
       ret = (repr(f32) if float(repr(f32)) == f32 else f32.hex()) + "f"
       return ret if f32 >= 0 and not ret.startswith("-") else f"({ret})"
@@ -224,6 +236,7 @@ class WGSLRenderer(CStyleLanguage):
       if buf in self.atomic: word = f"atomicLoad(&{word})"
       bits = 32 // n
       if dt.scalar() == dtypes.float16: val = f"unpack2x16float({word})[u32({i})&1u]"
+      elif dt.scalar() == dtypes.bfloat16: val = f"bitcast<f32>((({word}>>((u32({i})&1u)*16u))&65535u)<<16u)"
       else:
         lane = f"(({word}>>((u32({i})&{n-1}u)*{bits}u))&{(1 << bits)-1}u)"
         if dt.scalar() == dtypes.bool: val = f"({lane}!=0u)"
@@ -243,6 +256,7 @@ class WGSLRenderer(CStyleLanguage):
       bits, mask = 32 // n, (1 << (32 // n)) - 1
       if dt.scalar() == dtypes.bool: bitsv = f"select(0u, 1u, {v})"
       elif dt.scalar() == dtypes.float16: bitsv = f"(pack2x16float(vec2<f32>({v}, 0.0f))&{mask}u)"
+      elif dt.scalar() == dtypes.bfloat16: bitsv = f"(bitcast<u32>({v})>>16u)"   # (the register holds a bfloat16 value)
       else: bitsv = f"(bitcast<u32>({v})&{mask}u)"
       w = f"&{self.r[buf]}[wi]"
       st = (f"{{ let wi = u32({i})>>{n.bit_length()-1}u; let sh = (u32({i})&{n-1}u)*{bits}u; "
@@ -260,12 +274,12 @@ class WGSLRenderer(CStyleLanguage):
     # comparisons are chosen by their operands' dtype (a<b on bools differs), the rest by the result's
     ret = self.code_for_op[x.op](*ops, dtype=x.src[0].dtype if x.op in GroupOp.Comparison else x.dtype)
     if x.op not in GroupOp.Comparison: ret = _wrap(ret, x.dtype)
-    return ret
+    return self._bf16r(ret, x.dtype) if x.dtype.scalar() == dtypes.bfloat16 else ret   # computed in f32, rounded once (torch's)
   def _cast(self, x: UOp) -> str:
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
     # bool(NaN) is true: _cmpne, as naga's float != is an ordered compare (NaN != 0.0 false)
     if dt == dtypes.bool: return _cmpne(src, self.render_const(0, x.src[0].dtype), sdt)
-    if sdt == dtypes.bool and dt == dtypes.float16 and not self.native_f16: return f"select(0.0f, 1.0f, {src})"
+    if sdt == dtypes.bool and (dt == dtypes.bfloat16 or (dt == dtypes.float16 and not self.native_f16)): return f"select(0.0f, 1.0f, {src})"
     # i64 of a signed 32-bit register compares wrong after naga and lavapipe (i64(3i) < 12li was false, and an index
     # cast to int64 read 0 for every element): sign-extend by hand through u64, whose compares hold
     if dt == dtypes.int64 and _REG.get(sdt) == "i32":
@@ -278,7 +292,12 @@ class WGSLRenderer(CStyleLanguage):
       src = f"{self.reg((dtypes.int64 if _REG[sdt] == 'i32' else dtypes.uint64).vec(x.dtype.count))}({src})"
     ret = f"{self.reg(x.dtype)}({src})"
     if dt == dtypes.float16 and not self.native_f16: ret = f"unpack2x16float(pack2x16float(vec2<f32>({src}, 0.0f)))[0]"
+    if dt == dtypes.bfloat16: ret = self._bf16r(ret, x.dtype)
     return _wrap(ret, dt)
+  def _bf16r(self, x: str, dt: DType) -> str:
+    # (bf16r is scalar; WGSL has no overloads, and this renderer packs no bfloat16 vectors: never silently unrounded)
+    if dt.count != 1: raise NotImplementedError(f"WEBGPU renders bfloat16 scalars only, not {dt}")
+    return f"bf16r({x})"
   def _bitcast(self, x: UOp) -> str:
     sdt, dt = x.src[0].dtype, x.dtype
     if sdt.itemsize == dt.itemsize == 2 and dt.count == 1: return self._bitcast16(self.r[x.src[0]], sdt, dt)
@@ -293,9 +312,10 @@ class WGSLRenderer(CStyleLanguage):
     # every half value (naga rejects bitcast<vec2<f16>>)
     half = f"f32({src})" if self.native_f16 else src
     bits = {dtypes.int16: f"(bitcast<u32>({src})&65535u)", dtypes.uint16: f"({src}&65535u)",
-            dtypes.float16: f"(pack2x16float(vec2<f32>({half}, 0.0f))&65535u)"}[sdt.scalar()]
+            dtypes.float16: f"(pack2x16float(vec2<f32>({half}, 0.0f))&65535u)", dtypes.bfloat16: f"(bitcast<u32>({src})>>16u)"}[sdt.scalar()]
     if dt.scalar() == dtypes.int16: return f"((bitcast<i32>({bits})<<16u)>>16u)"
     if dt.scalar() == dtypes.uint16: return bits
+    if dt.scalar() == dtypes.bfloat16: return f"bitcast<f32>({bits}<<16u)"
     return f"f16(unpack2x16float({bits})[0])" if self.native_f16 else f"unpack2x16float({bits})[0]"
 
   def _special(self, x: UOp) -> str:
@@ -333,6 +353,7 @@ class WGSLRenderer(CStyleLanguage):
     f16 = self.native_f16 and any(u.dtype.scalar() == dtypes.float16 or (isinstance(u.dtype, PtrDType) and u.dtype.base.scalar() == dtypes.float16)
                                   for u in uops)
     head = ["enable f16;"] if f16 else []
+    if any((u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype).scalar() == dtypes.bfloat16 for u in uops): head.append(_BF16R)
     for g in globs:
       assert isinstance(g.dtype, PtrDType)
       self.r[g] = f"data{g.arg}"
