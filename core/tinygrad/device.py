@@ -492,6 +492,10 @@ class Compiled:
     if DEBUG >= 1: print(f"opened {self.device} with compiler {self.compiler_name or '(none)'}")
   def synchronize(self) -> None:
     """Wait until all work queued on the device has finished."""
+  def count(self) -> int:
+    """How many devices of this kind the runtime sees (public tinygrad's `Device[d].count()`): the indices `d:0`..`d:count-1`
+    open. 1 unless the plugin's device overrides it (CL counts the OpenCL devices)."""
+    return 1
   def __repr__(self) -> str: return f"<{type(self).__name__} {self.device} compiler={self.compiler_name}>"
 
 FIRST_PARTY = {"CPU": "tinygrad-cpu", "NV": "tinygrad-nv", "AMD": "tinygrad-amd", "METAL": "tinygrad-metal", "WEBGPU": "tinygrad-webgpu", "CL": "tinygrad-cl"}

@@ -51,6 +51,13 @@ def test_compile_error_carries_the_build_log(cl):
   with pytest.raises(CompileError) as e: comp.compile("__kernel void bad(__global float* x) { x[0] = undeclared_name; }")
   assert "undeclared_name" in str(e.value) and Device[cl].cl_dev.name in str(e.value)
 
+def test_count_is_the_number_of_opencl_devices(cl):
+  # public tinygrad's Device["CL"].count(), which its test helpers call to skip multi-device tests: it was an AttributeError
+  import pyopencl
+  n = len([d for p in pyopencl.get_platforms() for d in p.get_devices()])
+  assert Device[cl].count() == n >= 1
+  assert Device["PYTHON"].count() == 1   # (the core's default)
+
 def test_allocator_contract(cl):
   alloc = Device[cl].allocator
   z = alloc.alloc(0)                    # size 0 is a valid handle

@@ -25,11 +25,12 @@ class CLDevice(Compiled):
     try: devs = [d for p in cl.get_platforms() for d in p.get_devices()]
     except cl.Error as e: raise DeviceError(f"{device}: no OpenCL platform ({e}); for a CPU driver: apt-get install pocl-opencl-icd") from e
     if index >= len(devs): raise DeviceError(f"no OpenCL device {device}: this machine has {len(devs)} ({', '.join(d.name for d in devs) or 'none'})")
-    self.cl_dev = devs[index]
+    self.cl_dev, self.ndevs = devs[index], len(devs)
     self.ctx = cl.Context([self.cl_dev])
     self.queue = cl.CommandQueue(self.ctx, self.cl_dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
     self.limits = limits_of(self.cl_dev)
     pairs = [CompilerPair(functools.partial(OpenCLRenderer, self.limits), functools.partial(CLCompiler, self), "CL_OPENCL", "OPENCL")]
     super().__init__(device, CLAllocator(self), CompilerSet(pairs, "CL_CC"), functools.partial(CLProgram, self))
   def synchronize(self) -> None: self.queue.finish()
+  def count(self) -> int: return self.ndevs   # (CL:i is the i-th device of all platforms)
   def __repr__(self) -> str: return f"<CLDevice {self.device} on {self.cl_dev.name.strip()}>"
