@@ -12,6 +12,8 @@ PKG = ROOT / "core" / "tinygrad"
 EXCEPTIONS: dict[tuple[str, str], str] = {
   ("tinygrad.codegen.search", "tinygrad.engine.realize"): "BEAM times each candidate kernel with the realize engine's CompiledRunner",
   ("tinygrad.codegen.kit", "tinygrad.tensor"): "the author's kit builds its corpus of kernels from small Tensor programs",
+  ("tinygrad.mixin.hashing", "tinygrad.engine.jit"): "Tensor.keccak replays its 24-round permutation with a TinyJit when a row has "
+                                                   "many blocks (public tinygrad's 1 MiB hash: 25), imported when first needed",
   ("tinygrad.helpers", "tinygrad.diskcache"): "public tinygrad's helpers.diskcache/diskcache_clear (programs import them from helpers) "
                                               "call the sqlite cache, imported when first called",
 }

@@ -274,7 +274,9 @@ class WGSLRenderer(CStyleLanguage):
     # comparisons are chosen by their operands' dtype (a<b on bools differs), the rest by the result's
     ret = self.code_for_op[x.op](*ops, dtype=x.src[0].dtype if x.op in GroupOp.Comparison else x.dtype)
     if x.op not in GroupOp.Comparison: ret = _wrap(ret, x.dtype)
-    return self._bf16r(ret, x.dtype) if x.dtype.scalar() == dtypes.bfloat16 else ret   # computed in f32, rounded once (torch's)
+    # computed in f32, rounded once (torch's); a WHERE picks one of two bfloat16 values as it is (cat, pad and where move
+    # NaN payloads bit for bit: bf16r would make them 0x7fc0)
+    return self._bf16r(ret, x.dtype) if x.dtype.scalar() == dtypes.bfloat16 and x.op is not Ops.WHERE else ret
   def _cast(self, x: UOp) -> str:
     src, sdt, dt = self.r[x.src[0]], x.src[0].dtype.scalar(), x.dtype.scalar()
     # bool(NaN) is true: _cmpne, as naga's float != is an ordered compare (NaN != 0.0 false)
