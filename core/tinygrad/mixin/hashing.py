@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from tinygrad.dtype import dtypes
 from tinygrad.mixin.common import ArgumentError
 from tinygrad.helpers import prod
+from tinygrad.uop.ops import UOp
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 # the sponges by name: (rate in bytes, domain-separation byte); the digest is (200 - rate) // 2 bytes
@@ -56,7 +57,6 @@ class HashingMixin:
     function of the lanes before the round, written with movement ops only (a gather would be a reduce). Each round is
     realized: its lanes read one another, so fused across rounds every lane would compute the rounds before it again.
     The round is a bound Variable: all 24 rounds run one kernel, compiled once for each batch size."""
-    from tinygrad.uop.ops import UOp
     bs, a = self.shape[0], self
     def nxt(t: Tensor, k: int) -> Tensor: return t.repeat(*[1] * (t.ndim - 1), 2)[..., k:k + 5]   # t[..., (x + k) % 5]
     def rotl(t: Tensor, r: Tensor | int) -> Tensor: return t << r | t >> ((64 - r) & 63)   # (r = 0: t | t, no shift by 64)
@@ -99,11 +99,9 @@ class HashingMixin:
     msg = data.cat(Tensor(pad, dtype=dtypes.uint8, device=self.device).reshape(1, -1).expand(rows, -1), dim=1)
     # each block's rate bytes xor into the state's first rate / 8 lanes
     # (realized: the blocks below are views of one buffer, not 25 lazy graphs that every TinyJit replay looks through)
-    words = (msg.reshape(rows, blocks, rate).bitcast(dtypes.uint64) if not (isinstance(rows, int) and rows == 0) else Tensor.zeros(0, blocks, rate // 8, dtype=dtypes.uint64,
-             device=self.device)).pad((None, None, (0, 25 - rate // 8))).contiguous().realize()
+    words = msg.reshape(rows, blocks, rate).bitcast(dtypes.uint64).pad((None, None, (0, 25 - rate // 8))).contiguous().realize()
     state = Tensor.zeros(rows, 25, dtype=dtypes.uint64, device=self.device).contiguous()
     from tinygrad.engine import realize as engine
-    from tinygrad.uop.ops import UOp
     def block(k: int) -> Tensor: return words[:, UOp.variable("keccak_block", 0, blocks - 1).bind(k)]   # (one kernel for every k)
     # (inside a TinyJit's capture, or a symbolic batch: no jit of our own)
     if blocks < 3 or not isinstance(rows, int) or engine.capturing is not None or engine.observing is not None:
