@@ -19,7 +19,7 @@ newest VIZ=1 record (VIZ=1 PROFILE=1); the record is the newest VIZ=1 trace (the
 from __future__ import annotations
 import argparse, glob, heapq, json, os, signal, sys, tempfile
 from typing import Any, Iterator
-from tinygrad.helpers import ansistrip, colored, getenv
+from tinygrad.helpers import ansistrip, colored, getenv, time_to_str
 
 def newest_profile() -> str | None:
   found = sorted(glob.glob(os.path.join(tempfile.gettempdir(), "tinygrad_profile_*.json")), key=os.path.getmtime)
@@ -42,7 +42,7 @@ def timelines(profile: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]],
   for evs in out.values(): evs.sort(key=lambda e: e["ts"])
   return out, sorted(markers, key=lambda e: e["ts"])
 
-def time_str(us: float) -> str: return f"{us:8.2f}us" if us < 1e3 else f"{us*1e-3:8.2f}ms" if us < 1e6 else f"{us*1e-6:8.2f}s "
+def time_str(us: float) -> str: return time_to_str(us * 1e-6)   # (trace times are microseconds; public tinygrad's cli's units)
 
 def rates(ops: float, nbytes: float, us: float) -> str:
   if us <= 0 or not (ops or nbytes): return ""
@@ -54,6 +54,9 @@ class Record:
     self.data = data
     self.by_name: dict[str, dict[str, Any]] = {}
     for k in data.get("kernels", []): self.by_name.setdefault(ansistrip(k["name"]), k)
+    self.children: dict[int, list[int]] = {}   # a step's nested steps, in order (one pass over the record, not one per step)
+    for j, st in enumerate(data.get("steps", [])):
+      if st["parent"] is not None: self.children.setdefault(st["parent"], []).append(j)
   def node_lines(self, i: int) -> list[str]:
     nodes, out, seen = self.data["nodes"], [], set()
     def walk(j: int, depth: int) -> None:
@@ -68,8 +71,7 @@ class Record:
     steps = self.data["steps"]
     def under(i: int, depth: int) -> Iterator[tuple[int, dict[str, Any]]]:
       yield depth, steps[i]
-      for j, s in enumerate(steps):
-        if s["parent"] == i: yield from under(j, depth + 1)
+      for j in self.children.get(i, []): yield from under(j, depth + 1)
     for i in k["steps"]: yield from under(i, 0)
   def rewrites(self, step: dict[str, Any]) -> list[str]:
     nodes, rules = self.data["nodes"], self.data["rules"]
