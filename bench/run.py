@@ -64,13 +64,16 @@ WORKLOAD = """
 import json, time, statistics, sys
 import numpy as np
 CFG = {cfg!r}
-def med(f, n=CFG["runs"], warm=2):
+out, used = {{}}, {{}}
+def med(f, n=CFG["runs"], warm=2, key=None):
   for _ in range(warm): f()
-  ts = []
+  ts, cpu0, wall0 = [], time.process_time(), time.perf_counter()
   for _ in range(n):
     st = time.perf_counter(); f(); ts.append(time.perf_counter() - st)
+  # the cores this process kept busy while timed (CPU seconds of all its threads over wall seconds): a row at half its
+  # usual speed with 1.0 here ran on one core (a thread not running), with 2.0 it was slow on both (memory, placement)
+  if key is not None: used[key] = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
   return statistics.median(ts)
-out = {{}}
 rng = np.random.default_rng(0)
 only = CFG.get("only")
 want = lambda k: only is None or k in only
@@ -78,16 +81,16 @@ if BACKEND == "numpy":
   for s in CFG["mm"]:
     if want(f"matmul{{s}}"):
       a, b = rng.random((s, s), dtype=np.float32), rng.random((s, s), dtype=np.float32)
-      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: a @ b) / 1e9
+      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: a @ b, key=f"matmul{{s}}") / 1e9
   N = CFG["n"]
   a, b, c = (rng.random(N, dtype=np.float32) for _ in range(3))
-  if want("ew"): out["ew"] = 16*N / med(lambda: a*b+c) / 1e9
-  if want("sum"): out["sum"] = 4*N / med(lambda: a.sum()) / 1e9
+  if want("ew"): out["ew"] = 16*N / med(lambda: a*b+c, key="ew") / 1e9
+  if want("sum"): out["sum"] = 4*N / med(lambda: a.sum(), key="sum") / 1e9
   if want("softmax"):
     x = rng.random((CFG["sm"], CFG["sm"]), dtype=np.float32)
     def sm():
       e = np.exp(x - x.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
-    out["softmax"] = med(sm) * 1e3
+    out["softmax"] = med(sm, key="softmax") * 1e3
 else:
   from tinygrad import Tensor
   def T(*shape): return Tensor(rng.random(shape, dtype=np.float32)).realize()
@@ -97,25 +100,26 @@ else:
   for s in CFG["mm"]:
     if want(f"matmul{{s}}"):
       a, b = T(s, s), T(s, s)
-      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: (a @ b).realize()) / 1e9
+      out[f"matmul{{s}}"] = 2*s**3 / med(lambda: (a @ b).realize(), key=f"matmul{{s}}") / 1e9
       if check: checks.append((f"matmul {{s}}", (a @ b).numpy(), lambda a=a.numpy(), b=b.numpy(): a @ b, 1e-3, 1e-3))
   N = CFG["n"]
   if want("ew") or want("sum"): a, b, c = T(N), T(N), T(N)
   if want("ew"):
-    out["ew"] = 16*N / med(lambda: (a*b+c).realize()) / 1e9
+    out["ew"] = 16*N / med(lambda: (a*b+c).realize(), key="ew") / 1e9
     if check: checks.append(("a*b+c", (a*b+c).numpy(), lambda a=a.numpy(), b=b.numpy(), c=c.numpy(): a*b+c, 1e-6, 1e-6))
   if want("sum"):
-    out["sum"] = 4*N / med(lambda: a.sum().realize()) / 1e9
+    out["sum"] = 4*N / med(lambda: a.sum().realize(), key="sum") / 1e9
     if check: checks.append(("sum", a.sum().numpy(), lambda a=a.numpy(): a.astype(np.float64).sum(), 1e-4, 0))
   if want("softmax"):
     x = T(CFG["sm"], CFG["sm"])
-    out["softmax"] = med(lambda: x.softmax(-1).realize()) * 1e3
+    out["softmax"] = med(lambda: x.softmax(-1).realize(), key="softmax") * 1e3
     if check:
       def sm(x=x.numpy()):
         e = np.exp(x - x.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
       checks.append(("softmax", x.softmax(-1).numpy(), sm, 1e-5, 1e-7))
   for what, got, ref, rtol, atol in checks:
     assert np.allclose(got, ref(), rtol=rtol, atol=atol), f"{{what}} is wrong"
+out["cores_used"] = used
 print(json.dumps(out))
 """
 
@@ -193,7 +197,7 @@ def measure(args: argparse.Namespace, keys: list[str], ref: str | None, cores: i
     with tempfile.TemporaryDirectory() as d:   # an empty cache: BEAM searches here (the second run of the suite would not)
       bcfg = {**cfg, "mm": [512 if args.quick else 1024], "only": ["matmul512" if args.quick else "matmul1024"]}
       got = run_json(sys.executable, code("tinygrad", bcfg), user_env(DEV=args.device, BEAM="2", CACHEDB=os.path.join(d, "c.db")), timeout=3600) or {}
-    figs["ours"]["beam_matmul1024"] = next(iter(got.values()), None)
+    figs["ours"]["beam_matmul1024"] = got.get(bcfg["only"][0])
     if "beam_matmul1024" not in figs["numpy"]: figs["numpy"]["beam_matmul1024"] = figs["numpy"].get("matmul512" if args.quick else "matmul1024")
     if ref: figs["tinygrad"]["beam_matmul1024"] = None
   return figs
@@ -216,6 +220,7 @@ def table(targets: list[dict[str, str]], keys: list[str], figs: dict[str, dict[s
     line += f"{o/n_:8.2f}x" if o and n_ else f"{'-':>9s}"
     if ref: line += f"{o/tg:8.2f}x" if o and tg else f"{'-':>9s}"
     line += f"  {t['target']:38s} {'yes' if met else 'NO' if met is False else '?'} ({detail})"
+    if (u := (figs["ours"].get("cores_used") or {}).get(k)) is not None: line += f" [ours kept {u:.1f} cores busy]"
     print(line, flush=True)
     rows.append({**t, "ours": o, "numpy": n_, "tinygrad": tg, "met": met, "detail": detail})
   return rows
