@@ -401,6 +401,21 @@ def test_apply_rope_rejects_an_odd_head_dim_as_0_14_asserts():
   from tinygrad.llm.model import apply_rope, precompute_freqs_cis
   with pytest.raises(AssertionError, match="even"): apply_rope(Tensor.ones(1, 1, 4, 7), precompute_freqs_cis(7, 4))
 
+@pytest.mark.parametrize("kda", [False, True])
+def test_delta_net_block_sizes_have_0_14_names(kda):
+  # user code (public tinygrad's test_attention) sizes a block's weights and reads its states by 0.14's attribute names
+  from tinygrad.llm.model import GatedDeltaNetBlock, SSMConfig, TransformerConfig
+  ssm = SSMConfig(conv_kernel=3, state_size=4, group_count=2, time_step_rank=4, inner_size=16, kda=kda)
+  c = TransformerConfig(num_blocks=1, dim=8, hidden_dim=16, n_heads=2, n_kv_heads=2, norm_eps=1e-5, vocab_size=8, head_dim=4,
+                        rope_theta=1e4, rope_dim=4, v_head_dim=4, max_context=4, ssm_layers=(True,), ssm=ssm)
+  b = GatedDeltaNetBlock(c, ssm)
+  assert (b.head_k_dim, b.num_k_heads, b.num_v_heads, b.head_v_dim, b.ssm_conv_kernel, b.q_dim) == (4, 2, 4, 4, 3, 8)
+  assert b.attn_qkv.weight.shape == (b.conv_channels, c.dim) and b.ssm_conv1d["weight"].shape == (b.conv_channels, b.ssm_conv_kernel)
+  assert b.ssm_beta.weight.shape == (b.num_v_heads, c.dim) and b.ssm_norm.weight.shape == (b.head_v_dim,)
+  b._init_state(Tensor.zeros(1, 2, c.dim))
+  assert b.conv_state.shape == (1, b.ssm_conv_kernel - 1, b.conv_channels)
+  assert b.recurrent_state.shape == (1, b.num_v_heads, b.head_v_dim, b.head_k_dim)
+
 HYBRIDS = {"qwen35": dict(arch="qwen35", qk_norm=True),
            "kimi-linear": dict(arch="kimi-linear", kv_lora=16, n_kv_heads=4, experts=4, used=2, hidden=32)}   # (its router renormalizes by default)
 

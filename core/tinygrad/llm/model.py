@@ -257,14 +257,17 @@ class GatedDeltaNetBlock(FFNBlock):
     if ssm.time_step_rank % ssm.group_count:
       raise ValueError(f"GatedDeltaNetBlock: the value heads (time_step_rank {ssm.time_step_rank}) must be a multiple of the key heads "
                        f"(group_count {ssm.group_count})")
-    self.ssm, self.v_dim = ssm, ssm.inner_size // ssm.time_step_rank
-    if ssm.kda and self.v_dim != ssm.state_size:
-      raise ValueError(f"GatedDeltaNetBlock: kda needs value heads of the key head size {ssm.state_size}, got {self.v_dim} "
+    self.ssm, self.head_v_dim = ssm, ssm.inner_size // ssm.time_step_rank
+    if ssm.kda and self.head_v_dim != ssm.state_size:
+      raise ValueError(f"GatedDeltaNetBlock: kda needs value heads of the key head size {ssm.state_size}, got {self.head_v_dim} "
                        "(inner_size / time_step_rank)")
-    self.conv_channels = ssm.inner_size + 2 * ssm.group_count * ssm.state_size   # q, k and v side by side
+    # 0.14's names of the sizes (user code sizes weights and reads states by them)
+    self.head_k_dim, self.num_k_heads, self.num_v_heads, self.ssm_conv_kernel = ssm.state_size, ssm.group_count, ssm.time_step_rank, ssm.conv_kernel
+    self.q_dim = ssm.group_count * ssm.state_size
+    self.conv_channels = ssm.inner_size + 2 * self.q_dim   # q, k and v side by side
     self.attn_qkv = nn.Linear(config.dim, self.conv_channels, bias=False)
     if ssm.kda:   # low-rank projections of the output gate and of the per-channel decay
-      self.ssm_g_a, self.ssm_g_b = nn.Linear(config.dim, self.v_dim, bias=False), nn.Linear(self.v_dim, ssm.inner_size, bias=False)
+      self.ssm_g_a, self.ssm_g_b = nn.Linear(config.dim, self.head_v_dim, bias=False), nn.Linear(self.head_v_dim, ssm.inner_size, bias=False)
       self.ssm_f_a, self.ssm_f_b = nn.Linear(config.dim, ssm.state_size, bias=False), nn.Linear(ssm.state_size, ssm.inner_size, bias=False)
     else:
       self.attn_gate = nn.Linear(config.dim, ssm.inner_size, bias=False)
@@ -273,11 +276,11 @@ class GatedDeltaNetBlock(FFNBlock):
     self.ssm_conv1d = {"weight": Tensor.zeros(self.conv_channels, ssm.conv_kernel)}
     self.ssm_dt = {"bias": Tensor.zeros(ssm.inner_size if ssm.kda else ssm.time_step_rank)}
     self.ssm_a = Tensor.zeros(ssm.time_step_rank, 1) if ssm.kda else Tensor.zeros(ssm.time_step_rank)   # -exp(A_log), per head
-    self.ssm_norm, self.ssm_out = nn.RMSNorm(self.v_dim, config.norm_eps), nn.Linear(ssm.inner_size, config.dim, bias=False)
+    self.ssm_norm, self.ssm_out = nn.RMSNorm(self.head_v_dim, config.norm_eps), nn.Linear(ssm.inner_size, config.dim, bias=False)
 
   def _attention(self, x: Tensor, start_pos: int | UOp) -> Tensor:
     s, (B, T, _) = self.ssm, x.shape
-    H, K, V = s.time_step_rank, s.state_size, self.v_dim
+    H, K, V = s.time_step_rank, s.state_size, self.head_v_dim
     if not isinstance(start_pos, UOp): start_pos = UOp.variable("start_pos", 0, self.config.max_context - 1).bind(start_pos)
     fresh = Tensor(start_pos).eq(0)   # a runtime flag: one jit serves every start, and resets the states at 0
     Tp = x.max_shape[1]
@@ -311,7 +314,7 @@ class GatedDeltaNetBlock(FFNBlock):
     if hasattr(self, "conv_state"): return
     s = self.ssm
     self.conv_state = Tensor.zeros(x.shape[0], s.conv_kernel - 1, self.conv_channels, device=x.device).contiguous().realize()
-    self.recurrent_state = Tensor.zeros(x.shape[0], s.time_step_rank, self.v_dim, s.state_size, device=x.device).contiguous().realize()
+    self.recurrent_state = Tensor.zeros(x.shape[0], s.time_step_rank, self.head_v_dim, s.state_size, device=x.device).contiguous().realize()
 
 def _load_weights(model: Transformer, state_dict: dict[str, Tensor]):
   # the model's tensors take the file's (half) tensors as they are: load_state_dict would cast them to the float32 the
