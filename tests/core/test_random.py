@@ -255,6 +255,20 @@ def test_a_negative_size_is_a_shape_error_before_the_bounds_are_checked():
   for fn in (Tensor.uniform, Tensor.normal, Tensor.scaled_uniform, Tensor.glorot_uniform, Tensor.kaiming_uniform, Tensor.kaiming_normal):
     with pytest.raises(ValueError): fn(2, -3)
 
+def test_a_symbolic_shape_is_a_value_error():
+  # public tinygrad raises ValueError for a random tensor of a Variable's size (test_symbolic_ops' attention with dropout);
+  # the draw counted its calls with the UOp and raised TypeError ("'UOp' object cannot be interpreted as an integer")
+  from tinygrad import Variable
+  v = Variable("i", 1, 10).bind(3)
+  x = Tensor.ones(2, 10)[:, :v]
+  draws = [lambda: Tensor.rand(2, v), lambda: Tensor.randn(2, v), lambda: Tensor.randint(2, v, high=5), lambda: Tensor.uniform(2, v),
+           lambda: Tensor.normal(2, v), x.rand_like, x.randn_like, lambda: x.dropout(0.5)]
+  old, Tensor.training = Tensor.training, True
+  try:
+    for fn in draws:
+      with pytest.raises(ValueError, match="concrete shape"): fn()
+  finally: Tensor.training = old
+
 def test_normal_needs_a_std_of_at_least_0():
   # (a negative std flipped the values' sign; torch raises RuntimeError, public tinygrad ValueError)
   for exc in (ValueError, RuntimeError):

@@ -5,7 +5,7 @@ import math
 import functools
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
-from tinygrad.helpers import prod, argfix
+from tinygrad.helpers import prod, argfix, all_int
 from tinygrad.mixin.common import _canon_device, _dtname, ArgumentError, AssertedArgumentError, DTypeKindError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -86,6 +86,9 @@ class RandomMixin:
     """Two independent uint32 words per element of `shape` (numel > 0), advancing the device's counter by one call."""
     if isinstance(device, (tuple, list)):
       raise ValueError(f"random tensors are drawn on one device, got {device}: draw on one and .shard() it, or use rand_like of a sharded tensor")
+    # (a symbolic size counted draws with a UOp: TypeError deep in here; public tinygrad raises ValueError, as this does)
+    if not all_int(shape):
+      raise ArgumentError(f"random tensors need a concrete shape, got {shape}: draw the variable's largest size and shrink it to the variable")
     dev, num = _canon_device(device), prod(shape)
     if num > _DRAW_MAX:
       # the counter of one call is a uint32 per element: a larger draw is several calls' draws, one after another (as many
