@@ -555,6 +555,17 @@ def test_plan_moves_a_new_value_whose_kernel_reads_what_it_wrote():
   planned = _plan_memory(steps, [], {id(bufs[OUT])})
   assert _memory(planned[0].bufs[0]) == _memory(planned[2].bufs[0])   # (A [0, 1] and B [2, 3]: one place)
 
+def test_plan_follows_a_later_realize_reading_a_shared_buffer_by_its_first_values_name():
+  # A [0, 1] and B [2, ...] share a Buffer (a realize's plan), and a later realize of the call reads B there under A's UOp,
+  # not new: a realize names a Buffer by its first value's UOp. Keyed by that name, A lived to step 3 and B was put apart,
+  # so step 3 read A's memory (mamba's jitted decode step: tokens 13 57 13 where JIT=0 gives 10 17 61)
+  from tinygrad.engine.jit import _plan_memory
+  A, C, B, OUT = range(4)
+  steps, bufs = _fake_steps([(A, []), (C, [A]), (B, [C]), (OUT, [B])], [1024, 1024, 1024, 1024], {B: A})
+  steps[3].values[1], steps[3].new[1] = steps[0].values[0], False
+  planned = _plan_memory(steps, [], {id(bufs[OUT])})
+  assert _memory(planned[3].bufs[1]) == _memory(planned[2].bufs[0])
+
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_plan_never_lets_a_read_see_another_value(data):
@@ -574,8 +585,11 @@ def test_plan_never_lets_a_read_see_another_value(data):
                                                 all(last[w] < v for w in [u] + [k for k, o in share.items() if o == u])]))
     if owner is not None: share[v] = owner
   held_values = [v for v in range(n) if data.draw(st.booleans())]   # (outputs, state: they stay, with their Buffer's values)
+  # a later realize reads a shared Buffer's value under its first value's UOp, not new (as a realize's plan names it)
+  renamed = [(i, j) for i, (w, reads) in enumerate(prog) for j, r in enumerate(reads, 1) if r != w and r in share and data.draw(st.booleans())]
   for arena in (True, False):
     steps, bufs = _fake_steps(prog, sizes, share)
+    for i, j in renamed: steps[i].values[j], steps[i].new[j] = steps[share[prog[i][1][j - 1]]].values[0], False
     alloc = type(Device[Device.DEFAULT].allocator)
     saved = alloc.__dict__.get("_offset")
     if not arena and saved is not None: delattr(alloc, "_offset")   # (whole buffers shared)

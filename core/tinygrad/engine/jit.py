@@ -197,12 +197,22 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   pinned = {id(b) for b in inputs} | held   # (buffers that stay, with every value in them)
   # (values apart only where every step names them: one unnamed use of a value would be a second key with a life of its own)
   named = all(s.values is not None and s.new is not None for s in steps)
+  # a value's key: (buffer, its UOp). A realize's plan names a Buffer by the UOp of its first value, so a later realize of the
+  # call reads the last value put there under the first one's name, not new: that use is the value the buffer holds then
+  # (keyed by the name, the first value's life ran on past the last one's: mamba's jitted decode step read stale memory)
+  cur: dict[int, tuple] = {}
+  keys: list[list[tuple]] = []
   for i, s in enumerate(steps):
     plain = type(s.runner) is CompiledRunner
     wrote, read = ({id(b) for b in _written(s)}, {id(b) for b in _read(s)}) if plain else (set(), set())
     n = len(s.bufs)
+    keys.append([])
     for b, u, isnew in zip(s.bufs, s.values if named else [None] * n, s.new if named else [False] * n):
-      if (k := (id(b), u)) not in first:
+      k = (id(b), u)
+      if not isnew and k in first and cur[id(b)] != k: k = cur[id(b)]
+      cur[id(b)] = k
+      keys[-1].append(k)
+      if k not in first:
         first[k], byid[k] = i, b
         # (a new value's kernel may read what it wrote itself: a softmax's max and sum stored and read back)
         if id(b) not in wrote or id(b) in read and not isnew or not b._owned or b.options is not None or type(b) is not Buffer: fixed.add(k)
@@ -227,8 +237,7 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
       shared = {o: Buffer(dev, n, dtypes.uint8) for o, n in zip(offs, sizes)}   # (an offset here names a whole buffer)
       for k, o in zip(ks, offs): new[k] = shared[o]
   # (every step anew: the values are the capture call's, not a replay's)
-  return [type(s)(s.runner, [new.get((id(b), u), b) for b, u in zip(s.bufs, s.values if named else [None] * len(s.bufs))], s.var_vals)
-          for s in steps]
+  return [type(s)(s.runner, [new.get(k, b) for b, k in zip(s.bufs, ks)], s.var_vals) for s, ks in zip(steps, keys)]
 
 def _place(lives: list[tuple[int, int, int]], arena: bool) -> tuple[list[int], list[int]]:
   """Where each of the buffers `lives` (first step, last step, bytes) goes, largest first (TFLite's greedy by size), and the
