@@ -63,8 +63,8 @@ The other suites' known failures (each a documented difference of docs/guide.md,
   0.0187 for 0.011, train_cifar 0.134 for 0.120: kernels that keep more than upstream's (padded conv copies, attention
   scores and softmax apart), which the capture's memory plan places as tightly as their lives allow; bert 0.232 is more
   than 20% under its 0.31, which the test also fails; these tests check no values); null/test_winograd: WINO=1 has no Winograd path here (documented) and a kernel count.
-- llm (7 pass): unit/test_attention.py imports GatedDeltaNetBlock (the delta-net layers, not here: documented) and fails to import;
-  two tests count kernels.
+- llm (16 of 19 pass): two tests count kernels (null/test_attention); test_kda_channel_decay pins KDA's decay along the state's
+  value rows (upstream's and 0.14's), where this one decays its key channels as the model does (documented).
 - user2 (75 of 153 pass): test_dtype_weak imports upstream's weak-dtype IR (dtype_from_uop, tinygrad.uop.weak);
   test_invalid_tensor its Invalid value and Buffer.copy_from; null/test_gradient differentiates deviceless UOp Variables
   (upstream's UOp-level gradient, internals); test_function the CALL's structure (`.uop.src[0].arg.name`), AFTER/STORE
