@@ -112,3 +112,19 @@ def test_jit_plan_never_overlaps_two_buffers_alive_at_one_step(bufs, arena):
       assert (offs[i] + sizes[i] <= offs[j] or offs[j] + sizes[j] <= offs[i]) if arena else offs[i] != offs[j], (i, j)
   if not arena:   # each whole buffer is as large as its largest holder
     for i in range(len(lives)): assert sizes[i] == max(sizes[j] for j in range(len(lives)) if offs[j] == offs[i])
+
+def test_memory_report_names_the_values_alive_at_the_largest_step():
+  from tinygrad import Tensor, TinyJit
+  from tinygrad.engine.jit import memory_report
+  w = Tensor.ones(64, 64).contiguous().realize()
+  @TinyJit
+  def f(x: Tensor) -> Tensor:
+    a = (x @ w).relu().contiguous()          # (intermediates: planned, alive together at b's kernel)
+    b = (a @ w + a).contiguous()
+    return (b * 2).sum().realize()
+  for _ in range(3): f(Tensor.ones(64, 64).contiguous().realize())
+  rep = memory_report(f)
+  head, *rows = rep.split("\n")
+  assert "inputs 0.016 MB" in head and "buffers that stay 0.016 MB" in head, rep   # (the weight; the output's 4 bytes)
+  alive = rows[:rows.index(next(r for r in rows if r.startswith("largest buffers")))]
+  assert len(alive) == 2 and all("0.016 MB" in r and "float x4096" in r for r in alive), rep

@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, threading, weakref
+import contextlib, enum, functools, inspect, itertools, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -261,6 +261,46 @@ def _place(lives: list[tuple[int, int, int]], arena: bool) -> tuple[list[int], l
       offs[i], sizes[i] = (min(free)[1], min(free)[0]) if free else (i, n)
     placed.append(i)
   return offs, sizes
+
+def memory_report(fn: TinyJit, top: int = 12) -> str:
+  """What a captured TinyJit's memory holds, to find what to shrink (after its capture call): the bytes of its inputs, of
+  the buffers that stay (weights, gradients, optimizer state, outputs) and of the planned intermediates (_plan_memory's
+  views and their arenas); the step where the most intermediates are alive, and those there, largest first, each with the
+  steps (index:kernel) that write and read it; then the largest buffers that stay."""
+  steps, ins = fn.steps, {id(b) for b in fn.in_bufs}
+  def kname(i: int) -> str: return getattr(getattr(steps[i].runner, "p", None), "name", "copy")
+  owners: dict[int, tuple[str, Buffer]] = {}
+  first: dict[int, int] = {}
+  last: dict[int, int] = {}
+  views: dict[int, Buffer] = {}
+  writers: dict[int, list[int]] = {}
+  readers: dict[int, list[int]] = {}
+  for i, s in enumerate(steps):
+    for b in s.bufs:
+      base = b.base if isinstance(b, BufferView) else b
+      owners.setdefault(id(base), ("input" if id(b) in ins else "arena" if base is not b else "stays", base))
+      if base is not b:
+        views[id(b)] = b
+        first.setdefault(id(b), i)
+        last[id(b)] = i
+    for b in _written(s): writers.setdefault(id(b), []).append(i)
+    for b in _read(s): readers.setdefault(id(b), []).append(i)
+  total = {c: sum(b.nbytes for k, b in owners.values() if k == c) for c in ("input", "stays", "arena")}
+  delta = [0] * (len(steps) + 1)   # (bytes coming alive at each step, less those gone: one sweep, not a sum per step)
+  for k, b in views.items():
+    delta[first[k]] += b.nbytes
+    delta[last[k] + 1] -= b.nbytes
+  live = list(itertools.accumulate(delta[:len(steps)]))
+  peak = max(range(len(steps)), key=live.__getitem__, default=0)
+  def row(b: Buffer) -> str:
+    w, r = writers.get(id(b), []), readers.get(id(b), [])
+    return (f"  {b.nbytes/1e6:9.3f} MB {b.dtype.name:>8} x{b.size:<9} written by {', '.join(f'{j}:{kname(j)}' for j in w[:2]) or '-'}; "
+            f"read by {', '.join(f'{j}:{kname(j)}' for j in r[:4]) or '-'}{' ...' if len(r) > 4 else ''}")
+  alive = sorted((b for k, b in views.items() if first[k] <= peak <= last[k]), key=lambda b: -b.nbytes)
+  stays = sorted((b for k, b in owners.values() if k == "stays"), key=lambda b: -b.nbytes)
+  return "\n".join([f"{len(steps)} steps: inputs {total['input']/1e6:.3f} MB, buffers that stay {total['stays']/1e6:.3f} MB, planned "
+                    f"intermediates {total['arena']/1e6:.3f} MB" + (f" ({live[peak]/1e6:.3f} MB of them alive at step {peak}, {kname(peak)}):" if steps else ""),
+                    *[row(b) for b in alive[:top]], f"largest buffers that stay ({len(stays)}):", *[row(b) for b in stays[:top]]])
 
 def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
   """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""
