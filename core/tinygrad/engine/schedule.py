@@ -176,6 +176,10 @@ def _has_unsafe_div(u: UOp, realizes: dict[UOp, None]) -> bool:
   return False
 
 EXPANDED_ALU = 2   # ALU ops from which an elementwise producer broadcast into a reduce is realized instead of recomputed
+# ... unless it is broadcast at most EXPANDED_CHEAP times and has EXPANDED_CHEAP_SIZE elements or more: recomputed costs at most 4x
+# its ALU ops where storing it costs a buffer that large (attention's probabilities over a head of 4: stable diffusion's
+# softmax written beside its scores, 2 x 8.4 MB alive together; recomputed, as public tinygrad does, the scores alone)
+EXPANDED_CHEAP, EXPANDED_CHEAP_SIZE = 4, 1 << 20
 
 def _alu_at_least(u: UOp, realizes: dict[UOp, None], n: int) -> bool:
   """u's unrealized graph (down to realized nodes and buffers) holds n ALU ops or more: a walk that stops at the n-th, not
@@ -211,7 +215,7 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UO
     # the linearizer computes it once, outside
     if u.op is Ops.EXPAND and not (u.src[0].shape == r.shape and u.shape == r.src[0].shape):
       a, b = u.src[0].shape, u.shape
-      ex = ex or not (all_int(a) and all_int(b)) or prod(b) >= 4 * prod(a)
+      ex = ex or not (all_int(a) and all_int(b)) or prod(b) >= 4 * prod(a) and not (prod(b) <= EXPANDED_CHEAP * prod(a) and prod(a) >= EXPANDED_CHEAP_SIZE)
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
     stack.extend((s, ex) for s in u.src)
   return out
