@@ -155,7 +155,8 @@ def test_unet_resblock_step_fits_upstreams_limit():
   from tinygrad.nn.state import get_parameters
   class ResBlock:
     def __init__(self, c: int, emb: int, out: int):
-      self.n1, self.c1, self.lin, self.n2, self.c2 = GroupNorm(32, c), Conv2d(c, out, 3, padding=1), Linear(emb, out), GroupNorm(32, out), Conv2d(out, out, 3, padding=1)
+      self.n1, self.c1, self.lin = GroupNorm(32, c), Conv2d(c, out, 3, padding=1), Linear(emb, out)
+      self.n2, self.c2 = GroupNorm(32, out), Conv2d(out, out, 3, padding=1)
     def __call__(self, x: Tensor, emb: Tensor) -> Tensor:
       h = self.c1(self.n1(x).silu()) + self.lin(emb.silu()).reshape(-1, self.c1.weight.shape[0], 1, 1)
       return x + self.c2(self.n2(h).silu())

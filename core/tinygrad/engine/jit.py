@@ -314,9 +314,9 @@ def memory_report(fn: TinyJit, top: int = 12) -> str:
             f"read by {', '.join(f'{j}:{kname(j)}' for j in r[:4]) or '-'}{' ...' if len(r) > 4 else ''}")
   alive = sorted((b for k, b in views.items() if first[k] <= peak <= last[k]), key=lambda b: -b.nbytes)
   stays = sorted((b for k, b in owners.values() if k == "stays"), key=lambda b: -b.nbytes)
-  return "\n".join([f"{len(steps)} steps: inputs {total['input']/1e6:.3f} MB, buffers that stay {total['stays']/1e6:.3f} MB, planned "
-                    f"intermediates {total['arena']/1e6:.3f} MB" + (f" ({live[peak]/1e6:.3f} MB of them alive at step {peak}, {kname(peak)}):" if steps else ""),
-                    *[row(b) for b in alive[:top]], f"largest buffers that stay ({len(stays)}):", *[row(b) for b in stays[:top]]])
+  head = f"{len(steps)} steps: inputs {total['input']/1e6:.3f} MB, buffers that stay {total['stays']/1e6:.3f} MB, planned intermediates " \
+         f"{total['arena']/1e6:.3f} MB" + (f" ({live[peak]/1e6:.3f} MB of them alive at step {peak}, {kname(peak)}):" if steps else "")
+  return "\n".join([head, *[row(b) for b in alive[:top]], f"largest buffers that stay ({len(stays)}):", *[row(b) for b in stays[:top]]])
 
 def _state_read(steps: list, inputs: set[int]) -> weakref.WeakValueDictionary[int, Buffer]:
   """The buffers `steps` read before any of them wrote it, less `inputs` (ids): the tensors a function reads on its own."""

@@ -215,7 +215,8 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UO
     # the linearizer computes it once, outside
     if u.op is Ops.EXPAND and not (u.src[0].shape == r.shape and u.shape == r.src[0].shape):
       a, b = u.src[0].shape, u.shape
-      ex = ex or not (all_int(a) and all_int(b)) or prod(b) >= 4 * prod(a) and not (prod(b) <= EXPANDED_CHEAP * prod(a) and prod(a) >= EXPANDED_CHEAP_SIZE)
+      if not (all_int(a) and all_int(b)): ex = True
+      else: ex = ex or prod(b) >= 4 * prod(a) and not (prod(b) <= EXPANDED_CHEAP * prod(a) and prod(a) >= EXPANDED_CHEAP_SIZE)
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
     stack.extend((s, ex) for s in u.src)
   return out
