@@ -437,6 +437,34 @@ def test_avg_pool_ceil_mode_counts_the_padding_like_torch(dev):
     compare(dev, lambda a: a.avg_pool2d((3, 2), 3, padding=1, ceil_mode=True, count_include_pad=incl),
             lambda a: F.avg_pool2d(a, (3, 2), 3, 1, ceil_mode=True, count_include_pad=incl), rnd(1, 1, 6, 6))
 
+def _ceil_pool_ref(x, k, s, d, pb, pa, op, incl):
+  # ceil_mode by its definition, one window at a time (1-d): windows start at 0, s, 2s ... of the padded row while they
+  # start before the right padding and within ceil's span; a window counts its padding (value 0, or -inf for max) but not
+  # its overhang past the padding
+  i, fk, out = len(x), d * (k - 1) + 1, []
+  padded = np.concatenate([np.full(pb, -np.inf if op == "max" else 0.0), x, np.full(pa, -np.inf if op == "max" else 0.0)])
+  for st_ in range(0, i + pb, s):
+    if st_ > i + pb + pa - fk + s - 1: break
+    taps = [q for q in range(st_, st_ + fk, d) if q < i + pb + pa]
+    if op == "max": out.append(padded[taps].max())
+    else: out.append(padded[taps].sum() / (len(taps) if incl else sum(pb <= q < pb + i for q in taps)))
+  return np.array(out, np.float32)
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(k=st.integers(1, 3), s=st.integers(1, 3), d=st.integers(1, 2), pb=st.integers(0, 3), pa=st.integers(0, 3), n=st.integers(1, 7),
+       op=st.sampled_from(["max", "avg", "avg_incl"]))
+def test_ceil_mode_with_padding_past_half_the_kernel_drops_windows_of_the_right_padding(k, s, d, pb, pa, n, op):
+  # padding past half the kernel (torch refuses it, public tinygrad takes it): ceil_mode kept floor mode's windows that
+  # start in the right padding, padding alone. (4,) k=1 s=3 pads (1, 2): 3 windows [-inf, x1, -inf] where public
+  # tinygrad's are [-inf, x1]; avg without the padding's count: 0/0 = NaN
+  if n + pb + pa < d * (k - 1) + 1 or (n + pb - 1) < 0: return
+  x = rnd(n, seed=n + 7 * k)
+  want = _ceil_pool_ref(x, k, s, d, pb, pa, op[:3], op == "avg_incl")
+  t = Tensor(x.reshape(1, 1, n))
+  got = t.max_pool2d((k,), s, d, (pb, pa), ceil_mode=True) if op == "max" else \
+        t.avg_pool2d((k,), s, d, (pb, pa), ceil_mode=True, count_include_pad=op == "avg_incl")
+  np.testing.assert_allclose(got.numpy().reshape(-1), want, rtol=1e-6)
+
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 def test_half_avg_pool_without_the_padding_rounds_once_like_torch(dt):
   # the window's sum divided by its count in float32, rounded once as torch's: the sum rounded to float16 first left a

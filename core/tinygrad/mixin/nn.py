@@ -315,16 +315,16 @@ class NNMixin:
     if len(padding) == 2 * dims: return list(padding)
     raise ValueError(f"padding {tuple(padding)} must be an int, {dims} ints (one per spatial dim) or {2*dims} ints (before/after, last dim first)")
   def _ceil_pads(self: Tensor, k_: tuple[int, ...], s_: tuple[int, ...], d_: tuple[int, ...], pads: list[int]) -> list[int]:
-    # ceil_mode: extra padding at the end so a last partial window counts, unless it would start in the right padding
+    # ceil_mode: the end padding set so a last partial window counts and no window starts in the right padding (public
+    # tinygrad's rule; torch's one-window check is the same where it allows the padding, at most half the kernel). It only
+    # grew the padding, so a padding past that kept floor mode's windows of padding alone: max -inf, avg 0/0 = NaN
     pads = list(pads)
     for j, (k, s, d) in enumerate(zip(k_, s_, d_)):
       ax = self.ndim - len(k_) + j
       slot = 2 * (len(k_) - 1 - j)
       i, pb, pa = self.shape[ax], pads[slot], pads[slot + 1]
-      span = i + pb + pa - d * (k - 1) - 1
-      o = ceildiv(span, s) + 1
-      if (o - 1) * s >= i + pb: o -= 1
-      pads[slot + 1] += max(0, (o - 1) * s + d * (k - 1) + 1 - (i + pb + pa))
+      o = min(ceildiv(i + pb + pa - d * (k - 1) - 1, s), (i + pb - 1) // s) + 1
+      pads[slot + 1] = (o - 1) * s + d * (k - 1) + 1 - (i + pb)
     return pads
   @staticmethod
   def _window_args(op: str, kernel_size: Any, stride: Any, dilation: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
