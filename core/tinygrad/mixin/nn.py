@@ -559,19 +559,23 @@ class NNMixin:
     """Resize the last len(size) dims to `size` (any leading dims), as torch's F.interpolate: mode "nearest" (torch's
     default), "nearest-exact", or "linear" (bilinear/trilinear by the number of dims). Positions are computed in float32
     as torch does; align_corners (linear only) maps the corner pixels onto each other. uint8 "linear" is torch's own
-    fixed-point scheme (int16 weights, each axis rounded back to uint8, the last axis first), so its bytes match torch's."""
+    fixed-point scheme (int16 weights, each axis rounded back to uint8, the last axis first), so its bytes match torch's;
+    other ints' "linear" (torch has none) is public tinygrad's: exact positions, float32 lerps, truncated once."""
     if not isinstance(size, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in size) or not 0 < len(size) <= self.ndim:
       raise ValueError(f"interpolate: size {size!r} must be a tuple of 1..{self.ndim} ints >= 1 (one per trailing dim of {self.shape})")
     if mode not in ("nearest", "nearest-exact", "linear"): raise ValueError(f"interpolate: mode {mode!r} is not one of nearest, nearest-exact, linear (bilinear/trilinear: linear)")
     if align_corners and mode != "linear": raise ValueError(f"interpolate: align_corners is only for mode 'linear', not {mode!r}")
     x = self
-    for j, out in reversed(list(enumerate(size))) if self.dtype == dtypes.uint8 else enumerate(size):
+    for j, out in reversed(list(enumerate(size))) if dtypes.is_int(self.dtype) else enumerate(size):   # (ints: public tinygrad's order, last axis first)
       ax = self.ndim - len(size) + j
       n = self.shape[ax]
       if out == n: continue   # the identity, in every mode
       if n == 0: raise ValueError(f"interpolate: cannot resize the empty axis {ax} of {self.shape} to {out}")
       if mode == "linear" and self.dtype == dtypes.uint8:
         x = x._lerp_uint8(ax, out, align_corners)
+        continue
+      if mode == "linear" and dtypes.is_int(self.dtype):
+        x = x._lerp_int(ax, out, align_corners)
         continue
       pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
       if mode == "linear":
@@ -590,6 +594,22 @@ class NNMixin:
         x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
     return (x if x.dtype == self.dtype else x.cast(self.dtype))._own(self)   # the same size: a copy, as torch's
 
+  def _lerp_int(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
+    # ints (torch has no linear resize of them but uint8's): public tinygrad's, each position an exact fraction num/den
+    # and a float32 lerp a + (b - a) * frac, truncated to the dtype once at the end. Positions in float32 and torch's
+    # a*(1-frac) + b*frac put exact values an ulp low, truncated one off: 35 -> 7 at 1/14 is 33, it gave 32
+    n = self.shape[ax]
+    pos = Tensor.arange(out, dtype=dtypes.int32, device=self.device)
+    num, den = (pos * (n - 1), out - 1) if align_corners and out > 1 else (pos * 0, 1) if align_corners else ((pos * 2 + 1) * n - out, 2 * out)
+    num = num.clip(0, (n - 1) * den)
+    lo = num // den
+    frac = ((num % den).cast(dtypes.float32) / den).reshape([out if i == ax else 1 for i in range(self.ndim)])
+    a, b = self._take_along(ax, lo), self._take_along(ax, (lo + 1).minimum(n - 1))
+    # b - a in the ints where public tinygrad takes it (signed, 4 bytes or more); narrower ones and unsigned in float32,
+    # exact, where theirs wrapped (int8 127 - -128 was -1)
+    wide = dtypes.is_int(a.dtype) and a.dtype.itemsize >= 4 and not dtypes.is_unsigned(a.dtype)
+    diff = (b - a).cast(dtypes.float32) if wide else b.cast(dtypes.float32) - a.cast(dtypes.float32)
+    return a.cast(dtypes.float32) + diff * frac
   def _lerp_uint8(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
     # torch's uint8 bilinear: per output position the two taps' float weights (a triangle filter, normalised), scaled to
     # ints with the most bits that keep the largest below 2**15, summed in int32 with half an ulp and shifted back
