@@ -170,3 +170,36 @@ def test_gated_sums_of_variables_fold_as_over_the_narrowed_ones(monkeypatch):
   monkeypatch.setattr(symbolic, "_affine", lambda x: False)
   slow = [symbolic._under_gate(e, g, val) for e in exprs for g in gates for val in (True, False)]
   assert fast == slow and any(x is not None for x in slow)
+
+def _late_pass_asts() -> list[UOp]:
+  """Kernels each of the late passes rewrites: fp8 (a cast to fp8, float64 to half), numerics (a shift by a tensor, float
+  to int, bool sum and bitcast), decompositions (exp, log, pow), keep_bits (a half copy and select); and the transformer
+  block, where none of them rewrites anything."""
+  f = Tensor(np.linspace(-3, 3, 24, dtype=np.float32))
+  i = Tensor(np.arange(24, dtype=np.int32))
+  h = Tensor(np.linspace(-2, 2, 24, dtype=np.float16))
+  outs = [f.cast(dtypes.fp8e4m3), Tensor(np.linspace(-3, 3, 24)).cast(dtypes.float16), i << (i % 40), i >> (i % 33), f.cast(dtypes.int32),
+          (f > 0).sum(), (f > 0).bitcast(dtypes.uint8), (f > 0) + (f < 1), f.exp(), f.abs().log(), f.abs() ** f, h[::-1], (f > 0).where(h, h * 2)]
+  return list(dict.fromkeys(si.ast for o in outs for si in o.contiguous().schedule() if si.ast.op is Ops.SINK)) + _block_asts()
+
+def test_late_passes_are_skipped_only_where_they_rewrite_nothing(monkeypatch):
+  # the fp8, numerics, decompositions, keep_bits and renderer-matcher passes read one toposort of the kernel (kept while
+  # they return it unchanged) and skip their rewrite where PatternMatcher.may_fire finds no node a rule rewrites: each
+  # kernel renders as with a fresh toposort per pass and every rewrite run; and each pass does rewrite some kernel here
+  import tinygrad.codegen as cg
+  asts = _late_pass_asts()
+  changed: set[tuple[str, str]] = set()
+  def watch(name, fxn):
+    def run(s, r, o):
+      out = fxn(s, r, o)
+      if out is not s: changed.add((name, r.device))
+      return out
+    return name, run
+  monkeypatch.setattr(cg, "PASSES", [watch(n, f) for n, f in cg.PASSES])
+  rens = [Device[d].renderer for d in ("CPU", "PYTHON")]
+  fast = [get_program(a, r, compile=False).src for r in rens for a in asts]
+  monkeypatch.setattr(PatternMatcher, "may_fire", lambda self, nodes, ctx=None: True)
+  monkeypatch.setattr(cg, "_nodes", lambda s: s.toposort())
+  assert fast == [get_program(a, r, compile=False).src for r in rens for a in asts]
+  for name in ("fp8", "numerics", "keep_bits"): assert {(name, "CPU"), (name, "PYTHON")} <= changed, name
+  assert ("decompositions", "CPU") in changed

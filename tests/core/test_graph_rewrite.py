@@ -123,3 +123,50 @@ class TestErrors:
     pm = PatternMatcher([(UPat(Ops.MUL, name="x"), _boom)])
     with pytest.raises(RewriteError): graph_rewrite(UOp.variable("x", 0, 10) * 2, pm)
     assert graph_rewrite(UOp.sink(leaf("a")), PatternMatcher([rename("a", "b")])) is UOp.sink(leaf("b"))
+
+class TestMayFire:
+  # PatternMatcher.may_fire(g.toposort()) False lets a pass skip graph_rewrite(g, pm): it must be False only where the
+  # rewrite returns g itself. Random graphs of mixed dtypes (vectors too: a pattern's dtype matches a vector's scalar) and
+  # random tables of rules typed by op, dtype and source, some declining; every rule that fires changes the graph
+  @staticmethod
+  def _case(data):
+    from hypothesis import strategies as st
+    f4 = dtypes.float32.vec(4)
+    pool = [UOp.const(dtypes.int32, 3), UOp.const(dtypes.float32, 1.5), UOp.variable("mf_v", 0, 9).cast(dtypes.int32),
+            UOp(Ops.VECTORIZE, f4, (UOp.const(dtypes.float32, 2.0),) * 4)]
+    for _ in range(data.draw(st.integers(1, 12))):
+      a, b = data.draw(st.sampled_from(pool)), data.draw(st.sampled_from(pool))
+      op = data.draw(st.sampled_from([Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CAST]))
+      if op is Ops.CAST: pool.append(a.cast(data.draw(st.sampled_from([dtypes.int32, dtypes.float32, dtypes.bool]))))
+      elif a.dtype == b.dtype: pool.append(UOp(op, dtypes.bool.vec(a.dtype.count) if op is Ops.CMPLT else a.dtype, (a, b)))
+    g = UOp.sink(*pool[-data.draw(st.integers(1, 3)):])
+    def rule(op: Ops, dt, src_op: Ops | None, decline: bool):
+      pat = UPat(op, dt, src=None if src_op is None else (UPat(src_op), UPat()), name="x")
+      return (pat, lambda x: None if decline and x.src[0].op is Ops.CONST else UOp(Ops.NOOP, x.dtype, arg=("fired", x.op)))
+    rules = data.draw(st.lists(st.tuples(st.sampled_from([Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CAST]),
+                                         st.sampled_from([None, dtypes.int32, dtypes.float32, dtypes.bool, dtypes.floats]),
+                                         st.sampled_from([None, Ops.CONST, Ops.CAST]), st.booleans()), max_size=4))
+    return g, PatternMatcher([rule(*r) for r in rules])
+
+  def test_false_only_where_the_rewrite_changes_nothing(self):
+    from hypothesis import given, settings, strategies as st
+    @settings(max_examples=300, deadline=None)
+    @given(st.data())
+    def check(data):
+      g, pm = self._case(data)
+      assert pm.may_fire(g.toposort()) == (graph_rewrite(g, pm) is not g)
+      assert pm.may_fire(g.toposort()) == (graph_rewrite(g, pm, bottom_up=True) is not g)
+    check()
+
+  def test_a_vector_matches_a_pattern_of_its_scalar(self):
+    v = UOp(Ops.VECTORIZE, dtypes.float32.vec(2), (UOp.const(dtypes.float32, 1.0),) * 2)
+    pm = PatternMatcher([(UPat(Ops.ADD, dtypes.float32, name="x"), lambda x: x.src[0])])
+    assert pm.may_fire((v + v).toposort()) and not pm.may_fire(v.toposort())
+    assert not PatternMatcher([(UPat(Ops.ADD, dtypes.int32, name="x"), lambda x: x.src[0])]).may_fire((v + v).toposort())
+
+  def test_upat_any_matches_whatever_its_alternatives_do(self):
+    # a UPatAny's own dtype is not tested by its match: may_fire must not filter on it
+    x = UOp.const(dtypes.float32, 2.0)
+    pm = PatternMatcher([(UPat.any(UPat(Ops.ADD, name="a"), UPat(Ops.MUL, name="a")), lambda a: a.src[0])])
+    pm.patterns[0][0].dtype_set = frozenset({dtypes.int8})
+    assert pm.may_fire((x * x).toposort()) and graph_rewrite(x * x, pm) is x

@@ -1,6 +1,6 @@
 """Codegen: a kernel AST becomes a ProgramSpec through a PROGRAM UOp that grows one source at a time."""
 from __future__ import annotations
-import functools
+import functools, threading
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, smax, KernelInfo, kernel_name
@@ -72,7 +72,7 @@ def _deferred(ren: Renderer) -> frozenset[Ops]:
   # the same either way: the lanes' ops, packed, are the vector's)
   return frozenset({Ops.EXP2}) if Ops.EXP2 in ren.vector_ops and Ops.EXP2 not in ren.code_for_op else frozenset()
 def _late_decompositions(sink: UOp, ren: Renderer) -> UOp:
-  if not _deferred(ren) or not any(u.op is Ops.EXP2 for u in sink.toposort()): return sink
+  if not _deferred(ren) or not any(u.op is Ops.EXP2 for u in _nodes(sink)): return sink
   return graph_rewrite(sink, _lowerings(frozenset(ren.code_for_op), False, True))
 
 def _native_fp8(ren: Renderer) -> frozenset[DType]:
@@ -80,7 +80,7 @@ def _native_fp8(ren: Renderer) -> frozenset[DType]:
   return ren.native_fp8 - frozenset(EMULATED_DTYPES.tolist(dtypes))
 def _lower_fp8(sink: UOp, ren: Renderer) -> UOp:
   from tinygrad.codegen.decompositions import lower_fp8
-  return lower_fp8(sink, _native_fp8(ren))
+  return lower_fp8(sink, _native_fp8(ren), _nodes(sink))
 def _fp8_retyped(u: UOp, ren: Renderer) -> UOp:
   from tinygrad.codegen.decompositions import _fp8_dt
   return u.replace(dtype=_fp8_dt(u.dtype, frozenset(dtypes.fp8s) - _native_fp8(ren)))
@@ -92,6 +92,19 @@ def _keep_bits() -> PatternMatcher:
   from tinygrad.codegen.decompositions import pm_keep_bits
   return pm_keep_bits
 
+# The late passes (fp8, numerics, decompositions, keep_bits, a renderer's matchers) each walked the whole upcast kernel and,
+# in most kernels, rewrote nothing: ~10% of ViT-Ti's codegen. One toposort of the kernel, kept while the passes return it
+# unchanged, tells each whether any node can match its rules at all (PatternMatcher.may_fire); kept per thread (BEAM's
+# threads render kernels side by side) and dropped when the kernel is done
+_topo = threading.local()
+def _nodes(sink: UOp) -> dict[UOp, None]:
+  if (m := getattr(_topo, "last", None)) is None or m[0] is not sink: m = _topo.last = (sink, sink.toposort())
+  return m[1]
+def _rewrite(sink: UOp, pm: PatternMatcher | None) -> UOp:
+  # graph_rewrite(sink, pm), which returns sink itself where no rule rewrites a node of it (VIZ: always run, to record it)
+  if pm is None or (_upat.TRACER is None and not pm.may_fire(_nodes(sink))): return sink
+  return graph_rewrite(sink, pm)
+
 def _verify(sink: UOp) -> UOp:
   if SPEC:
     from tinygrad.uop.spec import type_verify, spec_kernel
@@ -102,7 +115,7 @@ def _verify(sink: UOp) -> UOp:
 Pass = tuple[str, Callable[[UOp, Renderer, "list[Opt] | None"], UOp]]
 PASSES: list[Pass] = [
   ("verify_ast", lambda s, r, o: _verify(s)),                                                  # catch malformed kernels before work
-  ("pre_matcher", lambda s, r, o: graph_rewrite(s, r.pre_matcher) if r.pre_matcher else s),    # device rewrites on the raw kernel
+  ("pre_matcher", lambda s, r, o: _rewrite(s, r.pre_matcher)),                                 # device rewrites on the raw kernel
   ("simplify", lambda s, r, o: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
   ("tensor_cores", lambda s, r, o: tensor_cores(s, r, o)),                                      # matmuls onto WMMA (TC action)
   ("optimize", lambda s, r, o: optimize(s, r, o if o is None else [x for x in o if x.op is not OptOps.TC])),   # upcast/unroll: heuristics or given
@@ -110,28 +123,30 @@ PASSES: list[Pass] = [
   ("global_to_special", lambda s, r, o: global_to_special(s, r) if r.has_local else s),        # GPU launch indices replace loops
   ("simplify_opt", lambda s, r, o: graph_rewrite(s, _symbolic())),                             # fold what the splits added
   ("fp8", lambda s, r, o: _lower_fp8(s, r)),                                                  # fp8 values as bytes, casts as uint32/float32 ops; float64 narrowed once
-  ("numerics", lambda s, r, o: graph_rewrite(s, _numerics())),                                # shifts past the width, bool +,*,max: numpy's answer; float->int casts saturate
-  ("decompositions", lambda s, r, o: graph_rewrite(s, _decompositions(r))),                    # lower ops the renderer lacks
-  ("extra_matcher", lambda s, r, o: graph_rewrite(s, r.extra_matcher) if r.extra_matcher else s),  # device quirks
+  ("numerics", lambda s, r, o: _rewrite(s, _numerics())),                                     # shifts past the width, bool +,*,max: numpy's answer; float->int casts saturate
+  ("decompositions", lambda s, r, o: _rewrite(s, _decompositions(r))),                         # lower ops the renderer lacks
+  ("extra_matcher", lambda s, r, o: _rewrite(s, r.extra_matcher)),                             # device quirks
   ("vectorize", lambda s, r, o: vectorize(s, r)),                                              # lanes -> SIMD ops the renderer has
   ("late_decompositions", lambda s, r, o: _late_decompositions(s, r)),                         # exp2 on the vectors it packed
   ("cache_rows", lambda s, r, o: cache_rows(s, r)),                                            # a row's summand stored by its reduce, not computed again
   ("stream_stores", lambda s, r, o: stream_stores(s, r)),                                      # a large output written once: past the caches
-  ("keep_bits", lambda s, r, o: graph_rewrite(s, _keep_bits()) if r.f16_bit_moves else s),    # half/bfloat16 copies and selects move bits (NaN payloads)
+  ("keep_bits", lambda s, r, o: _rewrite(s, _keep_bits()) if r.f16_bit_moves else s),         # half/bfloat16 copies and selects move bits (NaN payloads)
 ]
 
 def full_rewrite(ast: UOp, ren: Renderer, opts: list[Opt] | None = None) -> list[UOp]:
   """The kernel after every pass, linearized."""
   sink = ast
-  for name, fxn in PASSES:
-    if (rec := _upat.TRACER) is None: sink = fxn(sink, ren, opts)
-    else:   # VIZ: each pass is a step of the kernel, with the rewrites it ran inside it
-      i = rec.open(name, "pass", sink)
-      try: sink = fxn(sink, ren, opts)
-      finally: rec.close(i, sink)
-  # a buffer whose every use folded away (a load under an always-false gate) stays a parameter: the runtime passes it
-  # (matched by index: a pass may retype a kept one, as fp8's become uint8's)
-  kept = {u.arg for u in sink.toposort() if u.op is Ops.DEFINE_GLOBAL}
+  try:
+    for name, fxn in PASSES:
+      if (rec := _upat.TRACER) is None: sink = fxn(sink, ren, opts)
+      else:   # VIZ: each pass is a step of the kernel, with the rewrites it ran inside it
+        i = rec.open(name, "pass", sink)
+        try: sink = fxn(sink, ren, opts)
+        finally: rec.close(i, sink)
+    # a buffer whose every use folded away (a load under an always-false gate) stays a parameter: the runtime passes it
+    # (matched by index: a pass may retype a kept one, as fp8's become uint8's)
+    kept = {u.arg for u in _nodes(sink) if u.op is Ops.DEFINE_GLOBAL}
+  finally: _topo.last = None
   lost = tuple(_fp8_retyped(u, ren) for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL and u.arg not in kept)
   if lost: sink = sink.replace(src=sink.src + lost)
   uops = linearize(sink, mulacc=Ops.MULACC in ren.code_for_op)

@@ -487,14 +487,15 @@ def _fp8_dt(dt: DType, emu: frozenset[DType]) -> DType:
     return dtypes.uint8.vec(dt.base.count).ptr(dt.size, dt.addrspace).vec(dt.v)
   return dtypes.uint8.vec(dt.count) if dt.scalar() in emu else dt
 
-def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset()) -> UOp:
+def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset(), topo: dict[UOp, None] | None = None) -> UOp:
   """The kernel with every emulated fp8 value held as its uint8 bits: CONSTs encoded, casts from and to fp8 become
   _fp8_decode/_fp8_encode, an ALU op or REDUCE on fp8 runs in float32 and is rounded to fp8 once (as torch's), WHERE and
   BITCAST move the bits. First a float64 cast to half/bfloat16/fp8 goes through a float32 rounded to odd (pm_f64_round_once;
-  here, as this pass walks every kernel anyway: a pass of its own cost ~6% of codegen for a cast few kernels have)."""
+  here, as this pass walks every kernel anyway: a pass of its own cost ~6% of codegen for a cast few kernels have).
+  `topo`: sink.toposort() when the caller has it."""
   emu = frozenset(dtypes.fp8s) - native
   def is8(dt: DType) -> bool: return (dt.base if isinstance(dt, PtrDType) else dt).scalar() in emu
-  topo = sink.toposort()
+  if topo is None: topo = sink.toposort()
   if any(u.op is Ops.CAST and u.dtype.scalar() in _NARROW_FLOATS and u.src[0].dtype.scalar() == dtypes.float64 for u in topo):
     sink = graph_rewrite(sink, pm_f64_round_once)
     topo = sink.toposort()

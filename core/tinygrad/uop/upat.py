@@ -211,6 +211,23 @@ class PatternMatcher:
       entry = (p, fxn, frozenset(p.early_reject), "ctx" in params, names)
       for op in (p.op if p.op is not None else tuple(Ops)): self.pdict.setdefault(op, []).append(entry)
     self._fast: dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]] | None = None
+    self._heads: dict[Ops, tuple[frozenset[DType], ...] | None] | None = None
+  def may_fire(self, nodes: Iterable[UOp], ctx: Any = None) -> bool:
+    """Whether some rule rewrites one of `nodes` as it stands. False: graph_rewrite(g, self, ctx) of a graph g made of
+    exactly these nodes returns g itself (it rebuilds a node from unchanged sources as the node, and tries the rules on
+    that). Only nodes whose own op and dtype fit a rule's pattern are handed to the rules."""
+    if (heads := self._heads) is None:
+      # per op: the dtype sets of its rules' patterns, None when one takes any dtype (a UPatAny's match ignores its own)
+      acc: dict[Ops, list[frozenset[DType]] | None] = {}
+      for op, rules in self.pdict.items():
+        sets = [e[0].dtype_set if type(e[0]) is UPat else None for e in rules]
+        acc[op] = None if any(d is None for d in sets) else [d for d in sets if d is not None]
+      heads = self._heads = {op: None if d is None else tuple(d) for op, d in acc.items()}
+    get, missing, rewrite = heads.get, (), self.rewrite
+    for u in nodes:
+      if (ds := get(u.op, missing)) == () or (ds is not None and not any(u.dtype in d or u.dtype.scalar() in d for d in ds)): continue
+      if rewrite(u, ctx) is not None: return True   # (UPat.match's dtype test above: the dtype or its scalar in the set)
+    return False
   def __add__(self, more: PatternMatcher) -> PatternMatcher:
     return PatternMatcher(self.patterns + more.patterns, pure=self.memo is not None and more.memo is not None)
   def _compiled(self) -> dict[Ops, list[tuple[Callable[[UOp, Any], Any], frozenset[Ops], Callable]]]:
