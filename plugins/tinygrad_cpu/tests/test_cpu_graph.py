@@ -97,3 +97,19 @@ def test_graph_source_calls_every_kernel_in_order():
   assert "c->f[1])(c->a[2], c->a[0], c->v[0], c->v[3], core, n)" in c
   ll = render_llvm("g", calls)
   assert ll.index("call void %f0(ptr %a0_0, ptr %a0_1, i32 0, i32 1)") < ll.index("@tg_t1, ptr %c, i32 4") < ll.index("call void %f2(")
+
+def test_pool_workers_start_on_other_cores_and_stay_unpinned(monkeypatch):
+  # each worker is moved once to a core other than its creator's (a new thread otherwise starts beside its creator when
+  # the other cores are busy, and the first split kernels ran at one core's speed), then may run on every allowed core
+  import os
+  from tinygrad_cpu import graph
+  if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2: pytest.skip("needs sched_setaffinity and 2 cores")
+  here, allowed = 0, sorted(os.sched_getaffinity(0))
+  monkeypatch.setattr(graph.ctypes, "CDLL", lambda _: type("libc", (), {"sched_getcpu": staticmethod(lambda: allowed[here])}))
+  cores = graph._other_cores(3)
+  assert allowed[here] not in cores and all(c in allowed for c in cores)
+  seen: list = []
+  def worker(*args): seen.append((os.sched_getaffinity(0), args))
+  t = threading.Thread(target=graph._placed, args=(worker, cores[0], 7, 8))
+  t.start(); t.join()
+  assert seen == [(set(allowed), (7, 8))]   # (moved, then allowed everywhere again: not pinned)

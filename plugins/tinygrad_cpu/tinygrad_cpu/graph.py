@@ -320,6 +320,27 @@ def compiler_for(kind: str) -> Any:
   try: return ClangCompiler()
   except RuntimeError: return GCCCompiler()
 
+def _other_cores(n: int) -> list[int | None]:
+  """A core for each of n workers, other than the one this thread runs on while there are others (None: no placement).
+  Linux starts a new thread on its creator's core when the other cores are busy at that moment (a compile thread of the
+  first kernels, another process), and a spinning worker there stays beside its caller for 30-130 ms before the balancer
+  moves one: the first split kernels ran at one core's speed (matmul 512: 95 GFLOPS where 200) in 2 of 4 fresh processes."""
+  if not hasattr(os, "sched_setaffinity"): return [None] * n
+  try: here = ctypes.CDLL(None).sched_getcpu()
+  except (OSError, AttributeError): return [None] * n
+  others = [c for c in sorted(os.sched_getaffinity(0)) if c != here]
+  return [others[i % len(others)] if others else None for i in range(n)]
+
+def _placed(worker: Any, core: int | None, *args: Any) -> None:
+  # the worker moves to its core once, then may run anywhere it was allowed to (the scheduler balances it from there)
+  if core is not None:
+    allowed = os.sched_getaffinity(0)
+    try:
+      os.sched_setaffinity(0, {core})
+      os.sched_setaffinity(0, allowed)
+    except OSError: pass
+  worker(*args)
+
 class Pool:
   """The process's worker threads and the native state they share (see the module's docstring)."""
   def __init__(self, kind: str):
@@ -327,8 +348,9 @@ class Pool:
     self.state = (ctypes.c_uint64 * 8)()   # struct tg_pool, zeroed
     self.state_addr, self.parallel = ctypes.addressof(self.state), self.code.addr("tg_parallel")
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_longlong)(self.code.addr("tg_worker"))
-    self.threads = [threading.Thread(target=worker, args=(self.state_addr, CPU_SPIN_US * 1000), daemon=True, name=f"tinygrad_cpu_{i}")
-                    for i in range(max(CPU_COUNT - 1, 0))]
+    cores = _other_cores(max(CPU_COUNT - 1, 0))
+    self.threads = [threading.Thread(target=_placed, args=(worker, c, self.state_addr, CPU_SPIN_US * 1000), daemon=True, name=f"tinygrad_cpu_{i}")
+                    for i, c in enumerate(cores)]
     for t in self.threads: t.start()
     self._parallel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(self.parallel)
   def run(self, task: int, ctx: Any, n: int) -> None:
