@@ -1271,7 +1271,7 @@ PROGRAMS: dict[str, tuple[Callable[[], dict[str, np.ndarray]], float, dict[str, 
   "mlperf_unet3d": (prog_mlperf_unet3d, 1e-3, {}),
   "mlperf_bert": (prog_mlperf_bert, 1e-3, {}),
   # (DIFF, open, first compared with 0.14 by suites41: after its two steps bn1.weight is 0.0027 and layer4's running stats up to
-  # 0.079 from 0.14's, the same with NO_MEMORY_PLANNER=1; likely train_resnet's float32 ResNet gradients below)
+  # 0.079 from 0.14's, the same with NO_MEMORY_PLANNER=1; likely train_resnet's float32 ResNet gradients, above)
   "mlperf_resnet": (prog_mlperf_resnet, 1e-3, {}),
   "vit": (prog_vit, 1e-4, {}),
   "mnist_gan": (prog_mnist_gan, 1e-4, {}),
