@@ -87,6 +87,9 @@ def _mesh_assemble(m: UOp, d: str) -> UOp:
 def _mesh_slice(r: UOp, mesh: tuple) -> UOp:
   """Replicated `r` laid out as `mesh`: each device keeps its block."""
   return multi([s.shrink(_block_slice(r.shape, mesh, i)) for i, s in enumerate(r.src)], mesh)
+def _on(parts: list[UOp], j: int, i: int, m: UOp) -> UOp:
+  """Device j's value of `parts` on device i of `m` (a copy unless j is i)."""
+  return parts[j] if j == i else _copy(parts[j], m.src[i].device)
 def first_holders(m: UOp) -> list[bool]:
   """For each shard of mesh-sharded `m`: whether it is the first device holding its block (the others hold copies)."""
   seen: set = set()
@@ -94,8 +97,7 @@ def first_holders(m: UOp) -> list[bool]:
 def sum_replicas(m: UOp, parts: list[UOp]) -> UOp:
   """Per-device partial values `parts` laid out as mesh `m`: every holder of a block gets the sum over its holders."""
   blocks = [_block(m.arg, i) for i in range(len(m.src))]
-  return multi([functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [parts[j] if j == i else _copy(parts[j], m.src[i].device)
-                                                                        for j in range(len(parts)) if blocks[j] == blocks[i]])
+  return multi([functools.reduce(lambda a, b: _combine(Ops.ADD, a, b), [_on(parts, j, i, m) for j in range(len(parts)) if blocks[j] == blocks[i]])
                 for i in range(len(parts))], m.arg)
 
 def shard_by(m: UOp, axis: int, piece: UOp) -> UOp:
@@ -314,18 +316,22 @@ def _mark_shard_max(m: UOp, axes: tuple[int, ...], parts: list[UOp], outs: list[
       if u.op is Ops.MAX and u not in stop: SHARD_MAX_CHAIN.add(u)
   return outs
 
-def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
-  # the devices that share the kept axes' pieces combine one holder of each block of the reduced ones, in block order, so
-  # every device of a group ends with the same bits; the result is sharded on the kept axes only
+def _mesh_groups(m: UOp, axes: tuple) -> tuple[tuple, list[list[int]]]:
+  """The mesh's kept axes, and for each device the devices whose partials it combines over the reduced `axes`: one holder of
+  each block of the reduced axes among those sharing its kept axes' pieces, itself where it holds one, in block order (so
+  every device of a group ends with the same bits)."""
   keep, gone = tuple(x for x in m.arg if x[0] not in axes), tuple(x for x in m.arg if x[0] in axes)
-  out = []
+  groups = []
   for i in range(len(m.src)):
     holders: dict[tuple, int] = {}
     for j in sorted(range(len(m.src)), key=lambda j: j != i):
       if _block(keep, j) == _block(keep, i): holders.setdefault(_block(gone, j), j)
-    ps = [parts[j] if j == i else _copy(parts[j], m.src[i].device) for _, j in sorted(holders.items())]
-    out.append(functools.reduce(lambda a, b: _combine(rop, a, b), ps))
-  return multi(out, keep)
+    groups.append([j for _, j in sorted(holders.items())])
+  return keep, groups
+
+def _mesh_reduce(rop: Ops, m: UOp, axes: tuple, parts: list[UOp]) -> UOp:
+  keep, groups = _mesh_groups(m, axes)   # the result is sharded on the kept axes only
+  return multi([functools.reduce(lambda a, b: _combine(rop, a, b), [_on(parts, j, i, m) for j in g]) for i, g in enumerate(groups)], keep)
 
 def _reduce(m: UOp, arg: tuple) -> UOp:
   rop, axes = arg
@@ -352,16 +358,18 @@ def pick(m: UOp, mask: UOp, axes: tuple[int, ...]) -> UOp:
   index, an Embedding): sharded on a reduced axis, each device takes the partial of the shard that holds the picked term
   (a where on each shard's count of hits), not the sum of all partials: + added the other shards' 0.0, which turned a
   picked -0.0 into 0.0 (a sharded masked_select, interpolate(mode="nearest")). Its gradient reaches that shard alone."""
-  if is_mesh(m) or m.arg is None or m.arg not in axes: return m.r(Ops.ADD, axes)
+  if not any(a in axes for a, _ in _as_mesh(m)) if is_mesh(m) else m.arg is None or m.arg not in axes: return m.r(Ops.ADD, axes)
   parts = [s.r(Ops.ADD, axes) for s in m.src]
   # (each count is an int one-hot sum, which the codegen turns into a bounds check as it does the value's pick)
   hits = [k.where(1, 0).cast(dtypes.int32).r(Ops.ADD, axes).alu(Ops.CMPNE, UOp.const(dtypes.int32, 0, src=(_dev(k.device),)))
           for k in relayout(mask, m).src]
+  # on a mesh each device picks among the holders of its group (_mesh_groups), as its sum would combine them
+  keep, groups = _mesh_groups(m, axes) if is_mesh(m) else (None, [list(range(len(m.src)))] * len(m.src))
   outs = []
-  for i, d in enumerate(m.device):
-    here = [(p, h) if j == i else (_copy(p, d), _copy(h, d)) for j, (p, h) in enumerate(zip(parts, hits))]
+  for i, g in enumerate(groups):
+    here = [(_on(parts, j, i, m), _on(hits, j, i, m)) for j in g]
     outs.append(functools.reduce(lambda acc, ph: ph[1].where(ph[0], acc), here[1:], here[0][0]))
-  return multi(outs, None)
+  return multi(outs, keep)
 
 def _elementwise(op: Ops, dtype: DType, src: tuple[UOp, ...], arg: Any, tag: Any, ms: list[UOp]) -> UOp:
   # the result's layout: the assign target's, else the first sharded operand's; the other operands are brought to it

@@ -549,6 +549,25 @@ def test_2d_sharding_on_a_mesh_against_numpy():
     from tinygrad.uop.ops import UOp, AxisType
     Tensor(_rand(3, 4)).realize().uop.copy_to_device(devs)._shard(0, UOp.range(4, -1, AxisType.DEVICE) // 2)
 
+def test_picks_on_a_mesh_keep_negative_zero():
+  # a mesh summed each device group's partial picks (as the 1-D path once did): the other blocks' 0.0 turned a picked -0.0
+  # into 0.0 in an index or gather over a split axis; each device now takes its group's partial that holds the picked term
+  a = np.where(_rand(4, 6) > 0, -0.0, _rand(4, 6, seed=3)).astype(np.float32)
+  t, devs = _mesh_2x2(a)
+  ta = torch.from_numpy(a)
+  i0, i1, g1 = [3, 0, 2, 1, 3], [5, 0, 2, 4], [[5, 1, 3], [0, 0, 4], [2, 5, 1], [3, 3, 0]]
+  for name, got, want in (("index axis 0", t[Tensor(i0).to(devs)], ta[torch.tensor(i0)]),
+                          ("index axis 1", t[:, Tensor(i1).to(devs)], ta[:, torch.tensor(i1)]),
+                          ("gather axis 1", t.gather(1, Tensor(g1).to(devs)), ta.gather(1, torch.tensor(g1)))):
+    assert np.signbit(want.numpy()).any(), name
+    np.testing.assert_array_equal(got.numpy().view(np.uint32), want.numpy().view(np.uint32), err_msg=name)
+  w, tw = _mesh_2x2(a)[0], ta.clone().requires_grad_()
+  w.requires_grad = True
+  k = _rand(4, 3, seed=4)
+  (w.gather(1, Tensor(g1).to(devs)) * Tensor(k).to(devs)).sum().backward()
+  (tw.gather(1, torch.tensor(g1)) * torch.from_numpy(k)).sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+
 def test_2d_sharding_gradients_against_torch():
   a, w = _rand(4, 4), _rand(4, 4, seed=1)
   A, W = _mesh_2x2(a)[0], _mesh_2x2(w)[0]
