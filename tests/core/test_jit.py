@@ -141,8 +141,10 @@ def test_captured_linear_lists_the_capture_as_public_tinygrad_does():
   # the kernel's SINK (a COPY node for a copy) and the step's buffers, output first; running it recomputes the capture call
   from tinygrad.uop import Ops
   from tinygrad.engine.buffers import buffer_of
+  from tinygrad import Device
+  other = "PYTHON:1" if Device.DEFAULT.startswith("PYTHON") else "PYTHON"   # a copy to another device (DEV=PYTHON too)
   @TinyJit
-  def f(a, b): return (a @ b).relu().realize(), (a.sum(0) + 1).realize(), a.to("PYTHON").realize()
+  def f(a, b): return (a @ b).relu().realize(), (a.sum(0) + 1).realize(), a.to(other).realize()
   a, b = Tensor([[1., -2.], [3., 4.]]).realize(), Tensor([[1., 0.], [0., 1.]]).realize()
   for _ in range(3): out = f(a, b)
   cap = f.captured
