@@ -227,6 +227,37 @@ def test_a_capture_cut_short_leaves_no_update_for_every_replay(monkeypatch, wher
   np.testing.assert_array_equal(w.numpy(), np.full(4, 5, np.float32))
   np.testing.assert_array_equal(outs[-1], np.full(4, 7, np.float32))
 
+@pytest.mark.parametrize("how", ["raise", "sigint", "oom"])
+def test_a_first_call_cut_short_is_not_counted(monkeypatch, how):
+  # the first call's realize failed (a kernel, Ctrl-C, an allocation) before the function's lazy state `b` was made: counted
+  # as the first call, the next one captured b's initialisation, every replay made b ones again, and a later b.assign(10)
+  # was undone by the next replay (2, not 11; b read 1). Found by probe42 cutting a jitted Adam step on sharded
+  # parameters short (its state is sharded lazily): every later step was a first step again
+  from tinygrad.device import Buffer
+  b = Tensor.ones(4).contiguous()   # lazy: made by the first call's realize
+  @TinyJit
+  def f(x: Tensor) -> Tensor: return (x + b).contiguous()
+  x = Tensor.ones(4).contiguous().realize()
+  if how == "oom":
+    alloc = Buffer.allocate
+    def failing(self, *a, **k):
+      if not self.is_allocated(): raise MemoryError("out of device memory")
+      return alloc(self, *a, **k)
+    monkeypatch.setattr(Buffer, "allocate", failing)
+  else:
+    def action(i, go):
+      if i == 1:
+        if how == "raise": raise RuntimeError("the device failed")
+        os.kill(os.getpid(), signal.SIGINT)
+      return go()
+    _fail_at(monkeypatch, 1, action)
+  with pytest.raises((RuntimeError, KeyboardInterrupt, MemoryError)): f(x)
+  monkeypatch.undo()
+  assert [f(x).numpy()[0] for _ in range(3)] == [2, 2, 2]
+  b.assign(Tensor.full((4,), 10.0).contiguous())
+  assert [f(x).numpy()[0] for _ in range(3)] == [11, 11, 11]
+  np.testing.assert_array_equal(b.numpy(), np.full(4, 10, np.float32))
+
 _GOES_ON = r'''
 import os, glob, signal, threading, numpy as np
 from tinygrad import Tensor, Context

@@ -557,6 +557,12 @@ class TinyJit(Generic[R]):
       in_bufs = [_buffers(t) for t in inputs]
       _realize.observing, _realize.call_outer = [], _outer_tensors()
       try: ret = self._run_and_realize(args, kwargs)
+      except BaseException:
+        # a first call cut short (a kernel's error, Ctrl-C, out of memory) is not one: the next call is the first again. Counted,
+        # the next call captured what this one left to do (its state's initialisation) and every replay ran it again: a lazy
+        # `w = Tensor.zeros(4).contiguous()` updated by `w.assign(w + x)` was 2 after every later call
+        self.cnt = 0
+        raise
       finally: seen, _realize.observing, _realize.call_outer = _realize.observing, None, None
       self.state = _state_read(seen, {id(b) for bs in in_bufs for b in bs})
       wrote = {id(b) for step in seen for b in _written(step)}
