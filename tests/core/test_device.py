@@ -294,6 +294,25 @@ def test_buffer_freed_in_a_reference_cycle_caches_a_live_handle():
   assert alloc.cache_bytes == 16 and alloc.mem_used == 0
   assert Buffer("FAKE", 4, dtypes.float32).allocate()._buf.alive, "the cache handed out a handle its finalizer had released"
 
+def test_buffer_memory_freed_once():
+  # a Buffer's memory goes back to its allocator (and GlobalCounters) exactly once: when it dies, or at deallocate() and
+  # never again when it then dies; a Buffer holding a caller's handle frees nothing
+  from tinygrad.helpers import GlobalCounters
+  alloc = Device["FAKE"].allocator
+  used, cached = GlobalCounters.mem_used, alloc.cache_bytes
+  b = Buffer("FAKE", 4, dtypes.float32).allocate()
+  assert GlobalCounters.mem_used == used + 16 and alloc.mem_used >= 16
+  del b
+  assert GlobalCounters.mem_used == used and alloc.cache_bytes == cached + 16
+  b = Buffer("FAKE", 4, dtypes.float32).allocate()   # (the cached handle)
+  b.deallocate()
+  assert not b.is_allocated() and GlobalCounters.mem_used == used and alloc.cache_bytes == cached + 16
+  del b
+  assert GlobalCounters.mem_used == used and alloc.cache_bytes == cached + 16, "a deallocated Buffer freed its memory again when it died"
+  b = Buffer("FAKE", 4, dtypes.float32, opaque=memoryview(bytearray(16)))
+  del b
+  assert GlobalCounters.mem_used == used and alloc.cache_bytes == cached + 16
+
 def test_as_buffer_copies_without_host_view():
   class CopyOnly(Allocator):
     def _alloc(self, size, options): return bytearray(size)
