@@ -1149,6 +1149,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # or ran with this one and the reader read the buffer after both (`w += 1; t = w * 2; w += 1`, t realized after w); the
     # next realize computes the reader before it overwrites the buffer. An update only `x` reads stays pending (one chain)
     tgt = self if base is None else base
+    if not tgt._is_realized(): tgt._state_buffer()
     pend = [u for u in (tgt.uop.src if tgt.uop.op is Ops.MULTI else (tgt.uop,)) if u.op is Ops.ASSIGN]
     if pend and Tensor._read_by_others(pend, tgt, x):
       tgt.realize()
@@ -1172,6 +1173,16 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       seen.add(n)
       stack.extend(n.src)
     return False
+  def _state_buffer(self) -> None:
+    # a TinyJit function's own state (a tensor live before the call) that is still lazy, `w = Tensor.zeros(4).contiguous()`,
+    # gets its buffer before the call writes it, outside the call's kernels: written lazily it took the new value as a graph
+    # of its own, which the capture baked in (its replays computed zeros + x each time: w was 2 after every later call)
+    from tinygrad.engine import realize as engine
+    if engine.call_outer is None or (r := engine.call_outer.get(id(self))) is None or r() is not self: return
+    if any(u.op is Ops.ASSIGN for u in (self.uop.src if self.uop.op is Ops.MULTI else (self.uop,))): return
+    saved, engine.capturing, engine.observing = (engine.capturing, engine.observing), None, None
+    try: self.realize()
+    finally: engine.capturing, engine.observing = saved
   def _write_value(self, base: Tensor | None, x: Tensor) -> None:
     if base is None:
       self._assign_whole(x.uop)

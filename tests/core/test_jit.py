@@ -321,6 +321,31 @@ def test_a_lazy_input_is_realized_at_every_call():
     want += (v * 2 - 1)[::-1]
     np.testing.assert_equal(state.numpy(), want)
 
+@pytest.mark.parametrize("case", ["whole", "iadd", "view", "arange", "sharded", "sharded view"])
+def test_lazy_state_written_by_the_function_is_updated_by_every_replay(case):
+  # the function's own state not yet realized (`w = Tensor.zeros(4).contiguous()`) took each write as a graph of its own
+  # (nothing else can see an unrealized tensor's buffer), so the capture baked zeros + x into the kernel: every replay gave
+  # 2 and w stayed 2 (plain calls: 1, 2, 3, 4; public tinygrad too). Found by probe42 writing lazy state under TinyJit
+  devs = ("CPU:0", "CPU:1")
+  def make():
+    w = Tensor.arange(4).float() if case == "arange" else Tensor.zeros(4).contiguous()
+    return w.shard(devs, 0) if case.startswith("sharded") else w
+  def update(w: Tensor, x: Tensor) -> None:
+    if case == "iadd": w += x
+    elif case.endswith("view"): w[1:3].assign(w[1:3] * 2 + x[:2])
+    else: w.assign(w * 2 + x)
+  x = Tensor.ones(4).contiguous().realize()
+  if case.startswith("sharded"): x = x.shard(devs, 0).realize()
+  got, want = [], []
+  for jit in (False, True):
+    w = make()
+    def fn(x: Tensor) -> Tensor:
+      update(w, x)
+      return (w * 1).contiguous()
+    f = TinyJit(fn) if jit else fn
+    (got if jit else want).append([f(x).tolist() for _ in range(4)] + [w.tolist()])
+  assert got == want
+
 def test_a_lazy_tensor_keeps_its_value_across_a_replay():
   # a lazy tensor built before a call that updates what it reads (an input, the function's own state, a returned buffer)
   # keeps the value it had when built, as without the JIT: the replay computes it first
