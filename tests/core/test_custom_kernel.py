@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, UOp, dtypes
 from tinygrad.dtype import AddrSpace
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import KernelInfo, AxisType
 
 DEVS = ["CPU", "PYTHON"]
@@ -81,6 +82,28 @@ def test_reductions(dev):
   ni = np.arange(12, dtype=np.int32).reshape(3, 4)
   ri = Tensor.custom_kernel(Tensor.empty(3, dtype=dtypes.int32, device=dev), Tensor(ni, device=dev), fxn=row_sum)[0]
   assert ri.dtype == dtypes.int32 and ri.tolist() == ni.sum(1).tolist()
+
+def reduce_matmul(C: UOp, A: UOp, B: UOp, op: Ops = Ops.ADD, k_axis: int = 2, dtype=None) -> UOp:   # UOp.reduce: no accumulator by hand
+  i, j, k = UOp.range(C.shape[0], 0 if k_axis else 1), UOp.range(C.shape[1], 1 if k_axis else 2), UOp.range(A.shape[1], k_axis, AxisType.REDUCE)
+  return C[i, j].store((A[i, k] * B[k, j]).reduce(k, arg=op, dtype=dtype)).end(i, j).sink(arg=KernelInfo(name="reduce_matmul"))
+
+@pytest.mark.parametrize("dev", DEVS)
+def test_uop_reduce(dev):
+  # public tinygrad's kernels (extra/fp8, llama_kernels' fused_ce) write a reduction as x.reduce(range, arg=Ops.ADD); its range
+  # may be numbered below the loops around it (fp8_linear numbers it 0): the loops still nest by use, not by number
+  na, nb = _rand(4, 7), _rand(7, 3, seed=1)
+  prods = na[:, :, None] * nb[None, :, :]
+  for op, ref in ((Ops.ADD, prods.sum(1)), (Ops.MAX, prods.max(1)), (Ops.MUL, prods.prod(1))):
+    for k_axis in (2, 0):
+      out = Tensor.custom_kernel(Tensor.empty(4, 3, device=dev), Tensor(na, device=dev), Tensor(nb, device=dev),
+                                 fxn=lambda C, A, B: reduce_matmul(C, A, B, op, k_axis))[0]
+      np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6, err_msg=f"{op} k_axis={k_axis}")
+  ni = (np.arange(16) % 5 + 6).astype(np.int8).reshape(2, 8)   # int8 products (each fits) summed in int32 (dtype=): no wrap past 127
+  big = Tensor.custom_kernel(Tensor.empty(2, 2, dtype=dtypes.int32, device=dev), Tensor(ni, device=dev), Tensor(ni.T.copy(), device=dev),
+                             fxn=lambda C, A, B: reduce_matmul(C, A, B, dtype=dtypes.int32))[0]
+  assert big.tolist() == (ni.astype(np.int32) @ ni.T.astype(np.int32)).tolist() and big.numpy().max() > 127
+  with pytest.raises(ValueError, match="Ops.ADD, Ops.MUL or Ops.MAX"): UOp.range(3, 0).reduce(UOp.range(3, 1), arg=Ops.SUB)
+  with pytest.raises(ValueError, match="loops it runs over"): UOp.range(3, 0).reduce(arg=Ops.ADD)
 
 @pytest.mark.parametrize("dev", DEVS)
 def test_multiple_outputs(dev):

@@ -113,7 +113,19 @@ def linearize(sink: UOp, mulacc: bool = False) -> list[UOp]:
   order = {u: i for i, u in enumerate(topo)}
   scope: dict[UOp, frozenset[UOp]] = {}
   for n in topo: scope[n] = _one_scope(n, scope, parents, closes)
-  path = {n: tuple(sorted(scope[n], key=lambda r: r.arg[0])) for n in topo if n.op is not Ops.SINK}
+  # a uop's loops from the outermost in: by axis number, but each after the loops it nests in (a hand-written kernel may
+  # number a reduce's range below the loops around it)
+  nests: dict[frozenset[UOp], tuple[UOp, ...]] = {}
+  def nest(s: frozenset[UOp]) -> tuple[UOp, ...]:
+    if (ret := nests.get(s)) is None:
+      todo, out_ = sorted(s, key=lambda r: r.arg[0]), []
+      while todo:
+        r = next((r for r in todo if not (scope.get(r, frozenset()) - {r}) & set(todo)), todo[0])
+        todo.remove(r)
+        out_.append(r)
+      ret = nests[s] = tuple(out_)
+    return ret
+  path = {n: nest(scope[n]) for n in topo if n.op is not Ops.SINK}
   out: list[UOp] = []
   # explicit stack of (prefix, nodes) blocks so the nesting depth never recurses deeply
   _emit((), [n for n in topo if n.op is not Ops.SINK], path, order, out)

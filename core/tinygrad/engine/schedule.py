@@ -557,7 +557,7 @@ def lower_custom(ast: UOp) -> UOp:
   open_: dict[UOp, frozenset[UOp]] = {}
   for n in ast.toposort():
     open_[n] = frozenset().union(*(open_[x] for x in n.src)) | ({n} if n.op is Ops.RANGE else set())
-    if n.op is Ops.END: open_[n] -= set(n.src[1:])
+    if n.op in (Ops.END, Ops.REDUCE): open_[n] -= set(n.src[1:])   # (a REDUCE's value is read after its loops)
     if n.op is Ops.INDEX and not isinstance(n.dtype, PtrDType):
       buf, deps = base(n.src[0])
       ptrs[n] = (UOp(Ops.INDEX, buf.dtype, (buf, done[n.src[1]])), deps)

@@ -544,6 +544,15 @@ class UOp(metaclass=UOpMetaClass):
     """Store `val` here (an INDEX), closing the loops `end`: the view after that store."""
     return self.src[0].after(self.store(val).end(*((end,) if isinstance(end, UOp) else end)))
   def group(*srcs: UOp) -> UOp: return srcs[0] if len(srcs) == 1 else UOp(Ops.SINK, dtypes.void, srcs)
+  def reduce(self, *ranges: UOp, arg: Ops | tuple, dtype: DType | None = None) -> UOp:
+    """`self` accumulated by `arg` (Ops.ADD, Ops.MUL, Ops.MAX) over the loops `ranges`, in a hand-written kernel: the value
+    after them (`(a[i, k] * b[k, j]).reduce(k, arg=Ops.ADD)`); dtype: the accumulator's, when not self's (self is cast to it)."""
+    op = arg[0] if isinstance(arg, tuple) else arg   # (public tinygrad's master spells it (op, 0))
+    if op not in (Ops.ADD, Ops.MUL, Ops.MAX): raise ValueError(f"reduce: arg must be Ops.ADD, Ops.MUL or Ops.MAX, got {arg!r}")
+    if not ranges or any(r.op is not Ops.RANGE for r in ranges):
+      raise ValueError(f"reduce: needs the loops it runs over (UOp.range), got {[r.op for r in ranges]}")
+    x = self if dtype is None else self.cast(dtype)
+    return UOp(Ops.REDUCE, x.dtype, (x,) + ranges, op)
   @staticmethod
   def custom_kernel(*srcs: UOp, fxn: Callable, grad_fxn: Callable | None = None) -> list[UOp]:
     """Each of `srcs` after the kernel fxn(*placeholders) ran on their buffers (see Tensor.custom_kernel)."""
