@@ -129,7 +129,7 @@ class _DevVar(ContextVar):
   interface = arch = ""
 DEV = _DevVar("DEV", "")                     # the default device, "NV", "CPU:LLVM", "NV:1" (read when Device.DEFAULT is first chosen)
 DISABLE_HTTP_CACHE = ContextVar("DISABLE_HTTP_CACHE", 0)  # 1: fetch downloads again even when the file is in the cache
-OSX = sys.platform == "darwin"
+OSX, WIN = sys.platform == "darwin", sys.platform == "win32"
 CI = os.getenv("CI", "") != ""               # running under continuous integration (public tinygrad's flag, read by scripts)
 # 1: tensor indices (getitem, gather, one_hot, Embedding, the class labels of cross_entropy, nll_loss and
 # sparse_categorical_crossentropy but their ignore_index) are checked against the dimension size and an out-of-range one
@@ -243,6 +243,15 @@ def diskcache(func: Callable[..., T]) -> Callable[..., T]:
     if (ret := diskcache_get(table, key)) is not None: return ret  # type: ignore[return-value]
     return diskcache_put(table, key, func(*args, **kwargs))  # type: ignore[arg-type, return-value]
   return wrapper
+# the cache's own functions, at public tinygrad's import path (tinygrad.diskcache holds them: imported on the first call)
+def diskcache_get(table: str, key: Any, version: str = "", device: str = "") -> Any:
+  """The value `diskcache_put` stored under `key` in `table`, or None (see tinygrad.diskcache.diskcache_get)."""
+  from tinygrad.diskcache import diskcache_get as get
+  return get(table, key, version, device)
+def diskcache_put(table: str, key: Any, value: Any, version: str = "", device: str = "") -> Any:
+  """Store `value` (bytes or JSON data) under `key` (plain data) in `table` and return it (see tinygrad.diskcache.diskcache_put)."""
+  from tinygrad.diskcache import diskcache_put as put
+  return put(table, key, value, version, device)
 def diskcache_clear() -> None:
   """Empty the on-disk cache (every table: compiled programs, BEAM results, memoised values)."""
   from tinygrad.diskcache import diskcache_clear as clear

@@ -29,6 +29,14 @@ def test_roundtrip_and_lazy_open(db):
   assert diskcache_get("t", ("k", 1)) == b"\x00\x01" and diskcache_get("t", ("j", b"\xff")) == {"v": [1, "x", None]}
   assert diskcache.cache_info()["bytes"] > 0 and diskcache.cache_info()["path"] == db
 
+def test_public_tinygrad_import_path(db):
+  # public tinygrad's programs import the cache's functions (and the platform flags) from tinygrad.helpers
+  from tinygrad.helpers import diskcache_get as get, diskcache_put as put, diskcache_clear, OSX, WIN
+  assert get("t", "k") is None and put("t", "k", [1, "v"]) == [1, "v"] and get("t", "k") == [1, "v"] == diskcache_get("t", "k")
+  assert put("t", "k", b"\x01", version="2") == b"\x01" and get("t", "k", version="2") == b"\x01" and get("t", "k") == [1, "v"]
+  diskcache_clear()
+  assert get("t", "k") is None and isinstance(WIN, bool) and isinstance(OSX, bool)
+
 def test_bad_table_name():
   with pytest.raises(ValueError, match="identifier"): diskcache_put("x; DROP TABLE y", "k", 1)
 
