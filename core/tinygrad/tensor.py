@@ -504,6 +504,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       Tensor.realize(*whole)
       return Tensor.realize(self, *lst)
     kept = Tensor._live_contiguous(roots, nodes) if Ops.CONTIGUOUS in ops or Ops.COPY in ops else []
+    if engine.observing is not None and engine.call_outer is not None: kept += Tensor._jit_state(roots, nodes, kept)
     for t in kept: roots[t.uop] = None
     # live lazy tensors that read what this realize's assigns overwrite are computed by it, before the writes (torch's values)
     twins: list[tuple[Tensor, UOp, Tensor]] = []
@@ -639,6 +640,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       added += [x for x in live_tensors() if x.uop in same and id(x) not in ids]
       todo = todo + added
     else: added = []
+    from tinygrad.engine import realize as engine
+    if engine.observing is not None and engine.call_outer is not None: todo = todo + Tensor._jit_state({t.uop: None for t in todo}, nodes, [], True)
     parts = {id(t): [Tensor(s) for s in t.uop.src] for t in todo if t.uop.op is Ops.MULTI}
     # the lazy graphs as they were: the realize below hands its intermediate buffers to live graphs, and a graph kept for
     # autograd must not hold them (a shard's source buffer on the default device stayed allocated)
@@ -818,6 +821,26 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         finally: engine.capturing, engine.observing = saved
         if any(x._is_realized() for x in outer): return None
     return out
+  @staticmethod
+  def _jit_state(roots: dict[UOp, None], nodes: dict[UOp, None], kept: list[Tensor], multi: bool = False) -> list[Tensor]:
+    # in a TinyJit function's first call: the tensors live before the call whose lazy graph it reads (its own state, never
+    # an argument: `b = Tensor.arange(4).float()`, `Tensor.full(...)`, `w_realized + 1`) are realized as results too and
+    # become buffers. Left lazy, the capture computed them inside its kernels, and a later write into one
+    # (`b.assign(...)`, `b += 1`, which take a lazy tensor's new value as a graph of its own) never reached a replay: it
+    # replayed the old value. Not a node two tensors hold (one buffer would alias them), nor an autograd leaf
+    from tinygrad.engine import realize as engine
+    holders: dict[UOp, list[Tensor]] = {}
+    mine = {t.uop for t in kept}
+    for ref in (engine.call_outer or {}).values():
+      if (t := ref()) is None or t.uop in roots or t.uop in mine or t.requires_grad is True: continue
+      # (a multi-device tensor is read per shard: the graph holds its shards' nodes)
+      if t.uop not in nodes and not (t.uop.op is Ops.MULTI and any(x in nodes for x in t.uop.src)): continue
+      if t.uop.op in (Ops.BUFFER, Ops.ASSIGN) or t._is_realized() or t._virtual or t._views_a_buffer(): continue
+      if t.uop.op is Ops.MULTI and (not multi or any(s.op is Ops.ASSIGN for s in t.uop.src)): continue   # (multi: _realize_multi's)
+      if smax(t.numel()) > 0: holders.setdefault(t.uop, []).append(t)
+    # (not a view, which follows its base, nor a value of a pending update: both are the function's writes, not state)
+    return [ts[0] for ts in holders.values() if len(ts) == 1 and ts[0]._view_of is None and
+            not any(n.op is Ops.ASSIGN for n in ts[0].uop.toposort(gate=_above_buffers))]
   @staticmethod
   def _live_contiguous(roots: dict[UOp, None], nodes: dict[UOp, None]) -> list[Tensor]:
     # live tensors whose graph is an unrealized CONTIGUOUS inside `roots` (a transformer block's output that the layer's

@@ -346,6 +346,33 @@ def test_lazy_state_written_by_the_function_is_updated_by_every_replay(case):
     (got if jit else want).append([f(x).tolist() for _ in range(4)] + [w.tolist()])
   assert got == want
 
+@pytest.mark.parametrize("case", ["arange", "full", "expr", "view", "sharded", "replicated"])
+@pytest.mark.parametrize("change", ["assign", "iadd", "setitem"])
+def test_lazy_state_the_function_reads_follows_later_writes(case, change):
+  # state the function only reads, still lazy at its first call (`b = Tensor.arange(4).float()`), was computed inside the
+  # captured kernels, and a later write into it (into a lazy tensor: a new graph of its own) never reached a replay: f(x)
+  # = x + b stayed [1, 2, 3, 4] after b += 1 (public tinygrad 0.14 too). Found by probe42 probing JIT replays of in-place updates
+  devs = ("CPU:0", "CPU:1")
+  def make() -> Tensor:
+    if case == "full": return Tensor.full((4,), 2.0)
+    if case == "expr": return Tensor.zeros(4).contiguous().realize() + 1
+    if case == "view": return Tensor.arange(8).float().contiguous().realize()[2:6]
+    b = Tensor.arange(4).float()
+    return b.shard(devs, 0) if case == "sharded" else b.shard(devs) if case == "replicated" else b
+  x = Tensor.ones(4).contiguous().realize()
+  if case in ("sharded", "replicated"): x = x.shard(devs, 0 if case == "sharded" else None).realize()
+  got, want = [], []
+  for jit in (False, True):
+    b = make()
+    def fn(x: Tensor) -> Tensor: return (x + b).contiguous()
+    f = TinyJit(fn) if jit else fn
+    outs = [f(x).tolist() for _ in range(3)]
+    if change == "assign": b.assign(b * 0 + 10)
+    elif change == "iadd": b += 1
+    else: b[1] = 5.0
+    (got if jit else want).append(outs + [f(x).tolist() for _ in range(2)] + [b.tolist()])
+  assert got == want
+
 def test_a_lazy_tensor_keeps_its_value_across_a_replay():
   # a lazy tensor built before a call that updates what it reads (an input, the function's own state, a returned buffer)
   # keeps the value it had when built, as without the JIT: the replay computes it first
