@@ -575,3 +575,41 @@ def test_a_result_taken_before_a_write_matches_torch(op, write, view_realized):
   wr(r)
   np.testing.assert_array_equal(v.numpy().astype(np.float32), vr.numpy().astype(np.float32))
   np.testing.assert_array_equal(t.numpy(), r.numpy())
+
+PART_WRITES = {   # (write, elements it changes) into a 64x32 float32 tensor
+  "row": (lambda t, v: t.__setitem__(2, v[0]), 32),
+  "rows": (lambda t, v: t.__setitem__(slice(5, 9), v[:4]), 4 * 32),
+  "column": (lambda t, v: t.__setitem__((slice(None), 7), v[:, 0]), 64),
+  "box": (lambda t, v: t.__setitem__((slice(10, 14), slice(3, 9)), v[:4, :6]), 4 * 6),
+  "assign_slice": (lambda t, v: t[60:].assign(v[:4] * 2), 4 * 32),
+  "iadd_slice": (lambda t, v: t[1:3].__iadd__(v[:2]), 2 * 32),
+  "const": (lambda t, v: t.__setitem__((3, slice(0, 16)), 7.0), 16),
+}
+
+@pytest.mark.parametrize("write", list(PART_WRITES))
+def test_write_into_part_loops_over_that_part(write):
+  # a setitem or a slice assign is built as a whole-buffer store of where(in part, value, old element): the kernel loops
+  # over the part only (codegen's narrow_masked_store), as public tinygrad's writes into the view; it looped over every
+  # element of the buffer, reading and rewriting the ones it kept (a row of a KV cache cost the whole cache)
+  from tinygrad.codegen import get_program
+  from tinygrad.device import Device
+  from tinygrad.uop import Ops
+  f, n = PART_WRITES[write]
+  a, b = np.arange(64 * 32, dtype=np.float32).reshape(64, 32), -np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+  t, v, ref = Tensor(a.copy()).realize(), Tensor(b).realize(), a.copy()
+  f(t, v)
+  sched = [si for si in t.schedule() if si.ast.op is Ops.SINK]
+  assert len(sched) == 1
+  # the elements the kernel stores (each store times the trips of the loops around it): the part's, once each
+  stored, mult, loops = 0, 1, []
+  for u in get_program(sched[0].ast, Device[t.device].renderer, compile=False).uops:
+    if u.op is Ops.RANGE:
+      loops.append(mult)
+      mult *= u.src[0].arg
+    elif u.op is Ops.END: mult = loops.pop()
+    elif u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_GLOBAL: stored += mult * u.src[1].dtype.count
+  assert stored == n, (stored, n)
+  if write == "assign_slice": ref[60:] = b[:4] * 2
+  elif write == "iadd_slice": ref[1:3] += b[:2]
+  else: f(ref, b)
+  np.testing.assert_array_equal(t.numpy(), ref)

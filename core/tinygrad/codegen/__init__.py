@@ -50,6 +50,29 @@ def global_to_special(sink: UOp, ren: Renderer) -> UOp:
       acc = acc * sz
   return sink.substitute(sub)
 
+def narrow_masked_store(sink: UOp) -> UOp:
+  """A write into part of a buffer (setitem, an assign into a slice) is a kernel over the whole buffer that stores
+  where(in_box, value, the element already there): its loops shrink to the box the mask's range bounds give, so it reads
+  and writes only the part it changes (`t[2] = v` on a 1000x1000 t: 1000 elements, not 1e6). Elements outside the box
+  kept their value anyway; bounds other than `range < k` and `!(range < k)` stay in the mask."""
+  if len(sink.src) != 1 or (st := sink.src[0]).op is not Ops.STORE or (val := st.src[1]).op is not Ops.WHERE: return sink
+  if isinstance(sink.arg, KernelInfo) and sink.arg.opts_to_apply: return sink   # actions given for its loops as they are
+  if val.src[2].op is not Ops.LOAD or val.src[2].src != (st.src[0],): return sink   # the else is this very element, unchanged
+  box: dict[UOp, list[int]] = {}
+  conds, todo = [], [val.src[0]]
+  while todo:
+    if (c := todo.pop()).op is Ops.AND: todo.extend(c.src)
+    else: conds.append(c)
+  for c in conds:
+    neg = c.op is Ops.CMPNE and c.src[1].op is Ops.CONST and c.src[1].arg is True
+    lt = c.src[0] if neg else c
+    if lt.op is not Ops.CMPLT or (r := lt.src[0]).op is not Ops.RANGE or lt.src[1].op is not Ops.CONST or r.src[0].op is not Ops.CONST: continue
+    if r.arg[1] is AxisType.REDUCE: continue
+    lo, hi = box.setdefault(r, [0, r.src[0].arg])
+    box[r] = [max(lo, lt.src[1].arg), hi] if neg else [lo, min(hi, lt.src[1].arg)]
+  sub = {r: UOp(Ops.RANGE, r.dtype, (UOp.const(r.src[0].dtype, hi - lo),), r.arg) + lo for r, (lo, hi) in box.items() if 0 < hi - lo < r.src[0].arg}
+  return graph_rewrite(sink.substitute(sub), _symbolic(), name="narrow_masked_store") if sub else sink
+
 def _symbolic() -> PatternMatcher:
   from tinygrad.uop.symbolic import sym
   return sym
@@ -117,6 +140,7 @@ PASSES: list[Pass] = [
   ("verify_ast", lambda s, r, o: _verify(s)),                                                  # catch malformed kernels before work
   ("pre_matcher", lambda s, r, o: _rewrite(s, r.pre_matcher)),                                 # device rewrites on the raw kernel
   ("simplify", lambda s, r, o: graph_rewrite(s, _symbolic(), name="simplify")),                # fold index arithmetic
+  ("narrow_masked_store", lambda s, r, o: narrow_masked_store(s)),                              # a write into part of a buffer loops over that part
   ("tensor_cores", lambda s, r, o: tensor_cores(s, r, o)),                                      # matmuls onto WMMA (TC action)
   ("optimize", lambda s, r, o: optimize(s, r, o if o is None else [x for x in o if x.op is not OptOps.TC])),   # upcast/unroll: heuristics or given
   ("lower_groups", lambda s, r, o: lower_groups(s, r)),                                        # grouped reduces: shared memory + barrier
