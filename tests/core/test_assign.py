@@ -594,15 +594,18 @@ def test_write_into_part_loops_over_that_part(write):
   from tinygrad.codegen import get_program
   from tinygrad.device import Device
   from tinygrad.uop import Ops
+  from tinygrad.helpers import prod
   f, n = PART_WRITES[write]
   a, b = np.arange(64 * 32, dtype=np.float32).reshape(64, 32), -np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
   t, v, ref = Tensor(a.copy()).realize(), Tensor(b).realize(), a.copy()
   f(t, v)
   sched = [si for si in t.schedule() if si.ast.op is Ops.SINK]
   assert len(sched) == 1
-  # the elements the kernel stores (each store times the trips of the loops around it): the part's, once each
-  stored, mult, loops = 0, 1, []
-  for u in get_program(sched[0].ast, Device[t.device].renderer, compile=False).uops:
+  # the elements the kernel stores (each store times the trips of the loops around it, times the threads launched on a
+  # GPU-style device): the part's, once each
+  prg = get_program(sched[0].ast, Device[t.device].renderer, compile=False)
+  stored, mult, loops = 0, prod(prg.global_size) * prod(prg.local_size or ()), []
+  for u in prg.uops:
     if u.op is Ops.RANGE:
       loops.append(mult)
       mult *= u.src[0].arg
