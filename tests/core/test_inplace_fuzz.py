@@ -313,3 +313,42 @@ def run_jit_program(devs: tuple, prog, calls: int = 4):
 @settings(max_examples=15, deadline=None, derandomize=True)
 @given(prog=programs(8))
 def test_random_inplace_programs_jitted_match_plain(prog): run_jit_program(DEVS["CPU"], prog)
+
+def run_jit_state_program(devs: tuple, prog, lazy: bool, calls: int = 4):
+  """run_jit_program's steps over state the function holds itself (a closure, not its arguments), left lazy (a graph
+  reading the initial values) or realized before the first call, and written between calls from outside too (`+= 1` on
+  the first state tensor); jitted and plain must agree after every call. Lazy state was computed inside the captured
+  kernels: replays reset it, or missed the writes between calls (probe42)."""
+  bases, steps = prog
+  inits = [_base_value(shape, dt) for shape, dt, _, _ in bases]
+  def state() -> list[Tensor]:
+    p = Program(devs)
+    ts = [p.place(Tensor(a.copy(), device=devs[0]), d, d) for a, (_, _, _, d) in zip(inits, bases)]
+    # (a lazy graph of its own over a buffer, as `w = init.clone()`)
+    return [t.clone() if lazy else t.realize() for t in ts]
+  def make(ts: list[Tensor]):
+    def fn(x: Tensor) -> Tensor:
+      p = Program(devs)
+      p.entries = [Entry(t, a.copy()) for t, a in zip(ts, inits)]   # (the numpy twins only give shapes here)
+      for kind, k1, k2, c in steps:
+        ents = p.entries
+        e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
+        if kind == "view": p.view(e, k2, c)
+        elif kind == "value": p.value(e, f, k2, c)
+        elif kind == "write": p.write(e, f, k2, c)
+      return p.entries[-1].t.clone()
+    return fn
+  jitted, plain = state(), state()
+  jf, pf = TinyJit(make(jitted)), make(plain)
+  x = Tensor([1.0]).realize()
+  for call in range(calls):
+    outs = (jf(x), pf(x))
+    Tensor.realize(*plain, outs[1])
+    for i, (j, q) in enumerate(zip(jitted, plain)): _check(j, q.numpy(), f"call {call}: state {i}")
+    _check(outs[0], outs[1].numpy(), f"call {call}: the output")
+    if jitted[0].dtype != dtypes.bool:
+      for s in (jitted[0], plain[0]): s += 1
+
+@settings(max_examples=int(__import__("os").getenv("HELD_STATE_EXAMPLES", "15")), deadline=None, derandomize=True)
+@given(prog=programs(8), lazy=st.booleans())
+def test_random_inplace_programs_on_held_state_jitted_match_plain(prog, lazy): run_jit_state_program(DEVS["CPU"], prog, lazy)
