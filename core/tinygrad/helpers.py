@@ -22,6 +22,29 @@ def env_switch(var: str | None) -> int | None:
   if not v: return None
   return 0 if v.lower() in ("0", "false", "no", "off") else 1
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+class WatchedDict(dict[_K, _V]):
+  """A cache other caches are derived from: dropping any of its entries (del, pop, popitem, clear) empties each of
+  `derived`, so nothing derived outlives what it was derived from. Adding and reading entries cost what a dict's do."""
+  def __init__(self) -> None:
+    super().__init__()
+    self.derived: list[dict] = []
+  def _drop(self) -> None:
+    for d in self.derived: d.clear()
+  def __delitem__(self, k: _K) -> None:
+    self._drop()
+    super().__delitem__(k)
+  def pop(self, *args: Any) -> Any:
+    self._drop()
+    return super().pop(*args)
+  def popitem(self) -> tuple[_K, _V]:
+    self._drop()
+    return super().popitem()
+  def clear(self) -> None:
+    self._drop()
+    super().clear()
+
 class ContextVar:
   """A flag read once from the environment (its default declared here, once) and overridable with Context(**flags)."""
   _cache: dict[str, ContextVar] = {}

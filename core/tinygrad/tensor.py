@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
-from tinygrad.helpers import TRAINING, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
+from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
@@ -482,6 +482,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if not todo: return self
     if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)
     from tinygrad.engine import realize as engine
+    # a pure graph (no assign, copy, contiguous, variable) of one tensor: run from its eager plan when it has one
+    eager = self._eager(engine) if not lst and not (Tensor._in_shards or Tensor._readers_done or Tensor._own_parts) else None
+    if eager is True: return self
     roots: dict[UOp, None] = {}
     direct: list[Tensor] = []   # tensors whose own graph is realized (the rest are views of an assign: realized after it)
     again: list[Tensor] = []
@@ -529,7 +532,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # packed panel: ~150 us of a 2 ms realize). Asked only once the schedule has intermediates: the look is a pass over
     # every live tensor (a tiny realize in a program holding 5000 tensors paid 1.3 ms for it)
     mine = {id(t) for t in direct + kept}
-    def want_held() -> bool: return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors())
+    def want_held() -> bool: return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors()) if eager is None or eager[1] is None else eager[1]
     held: dict[UOp, UOp] = {}
     # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
     # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
@@ -586,10 +589,29 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         t.uop = first.clone().uop
         if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
+    if eager is not None and eager[1] is None and len(olds) == 1 and olds[0][0] is self and (plan := engine.make_eager_plan(olds[0][1], nodes)) is not None:
+      if len(engine.eager_plans) >= 1024: engine.eager_plans.clear()
+      engine.eager_plans[eager[0]] = plan
     done = {id(t) for t in direct}
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
     return self
+  def _eager(self, engine: Any) -> Any:
+    # True: realized from its eager plan (engine.make_eager_plan); None: not a pure graph, or nothing records it now; else
+    # (key, None: it has no plan yet | whether want_held said to hand its intermediates on)
+    if not engine.eager_ready() or (k := engine.eager_key(self.uop)) is None: return None
+    key, topo, inputs = k
+    if (plan := engine.eager_plans.get(key)) is None or plan.version != ContextVar.version: return (key, None)
+    # (a plan that writes intermediates: realize_uops hands them on to live graphs that may read them, which the plan does not)
+    if plan.inter and any(x is not self and not _views_buffer(x.uop) for x in live_tensors()): return (key, True)
+    old = self.uop
+    with engine.DeferredInterrupt(lazy=True):   # (as realize's: a Ctrl-C after the first kernel waits for the records below)
+      out = engine.run_eager_plan(plan, inputs, topo, old, Tensor._keep_partial)
+      if self.requires_grad is not False and dtypes.is_float(self.dtype): self._graph = old
+      self._set_uop(engine.buffer_view(out, old.shape))
+      # (a view of a lazy tensor, as a sum's reshape of its reduce is: realized into a buffer of its own, it leaves its base)
+      if self._view_of is not None and base_buffer(self.uop) is not base_buffer(self._view_of.uop): self._own_views(old)
+    return True
   @staticmethod
   def _keep_partial(done: dict[UOp, UOp]) -> None:
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an

@@ -3,14 +3,15 @@ from __future__ import annotations
 import _signal, inspect, os, signal, sys, time, threading
 from concurrent.futures import ThreadPoolExecutor, Future
 from typing import Any, Callable
-from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, sym_infer
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, sym_infer, _argkey
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
+from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused, \
+  WatchedDict, SCACHE, ContextVar
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
-from tinygrad.engine.buffers import buffer_of, has_buffer
-from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view
+from tinygrad.engine.buffers import buffer_of, has_buffer, new_buffer, buffer_node
+from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view, above_buffers, _int_arg
 from tinygrad.uop import upat as _upat
 from tinygrad.viz import profile as _prof
 
@@ -107,7 +108,7 @@ def takes_spec(runtime: Any) -> bool:
   return ok
 
 # (device, compiler, ast) -> runner: the same kernel is never rebuilt
-method_cache: dict[tuple, CompiledRunner] = {}
+method_cache: WatchedDict[tuple, CompiledRunner] = WatchedDict()
 # the switches that change which program a kernel compiles to: a kernel run under `Context(NOOPT=1)` is not the cached
 # optimized one (MATMUL_PACK and INDEX64 change the kernel AST itself)
 _CODEGEN_VARS = (NOOPT, BEAM, USE_TC, OPTS, EMULATED_DTYPES, TRANSCENDENTAL)
@@ -459,3 +460,135 @@ def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> di
     elif n.op is Ops.ASSIGN: out[n] = n.src[0]
     elif last[mem[i]] == i: out[n] = buffer_view(mem[i], n.shape)
   return out
+
+# ---- eager plans: a realize of a graph built again (a loop's `(a @ b).realize()`) runs its kernels from a plan ----
+# Only a pure graph (elementwise, movement and reduce ops over allocated buffers: no assign, copy, contiguous, variable or
+# custom kernel, whose realize does more than compute it) on one tensor. Its plan is what the schedule cache, the memory
+# planner and the method cache give that structure, resolved once: which buffers each kernel reads, which new ones it
+# makes, its runner. A realize of it then walks the graph once for the key and runs the kernels; scheduling, lowering
+# and memory planning (~2/3 of a small realize's host time) are skipped. A plan is dropped with any schedule or method
+# cache entry, and found again only under the flags it was made with
+_EAGER_OPS = frozenset(GroupOp.ALU | GroupOp.Movement | {Ops.CONST, Ops.DEVICE, Ops.BUFFER, Ops.REDUCE_AXIS, Ops.CAST, Ops.BITCAST,
+                                                         Ops.DETACH, Ops.SINK})
+_BUF, _CONST_OP, _DEVICE_OP, _MOVES, _WEAKINT = Ops.BUFFER, Ops.CONST, Ops.DEVICE, GroupOp.Movement, dtypes.weakint
+
+class EagerPlan:
+  """The kernels of one graph structure: `steps` (runner, indices into the buffer list, ops, bytes, the node's place in the
+  graph's toposort or -1, the kernel's AST), over the buffer list `inputs + new`; `news`: (device, size, dtype) of each new buffer; `outs`:
+  the root's buffer index; `inter`: some kernel writes an intermediate (not the root's buffer)."""
+  __slots__ = ("version", "steps", "news", "outs", "inter")
+  def __init__(self, version: int, steps: list[tuple[CompiledRunner, list[int], int, int, int, UOp]], news: list[tuple[str, int, Any]], outs: int, inter: bool):
+    self.version, self.steps, self.news, self.outs, self.inter = version, steps, news, outs, inter
+
+# graph key (eager_key) -> its plan
+eager_plans: dict[tuple, EagerPlan] = {}
+method_cache.derived.append(eager_plans)
+def _watch_schedule_cache() -> None:
+  from tinygrad.engine.schedule import _schedule_cache
+  _schedule_cache.derived.append(eager_plans)
+_watch_schedule_cache()
+
+def eager_ready() -> bool:
+  """Whether a realize may run from a plan now: nothing records or prints what a realize runs (TinyJit, PROFILE, VIZ, DEBUG)."""
+  return capturing is None and observing is None and call_outer is None and recording is None and _prof.PROFILER is None and \
+    _upat.TRACER is None and DEBUG.value < 1 and bool(SCACHE)
+
+def eager_key(root: UOp) -> tuple[tuple, dict[UOp, int], list[UOp]] | None:
+  """(key, each node of the root's graph -> its place in a realize's toposort of it, its input BUFFERs by first use) of a
+  pure graph, or None. The key is _structure's, as tuples: each node's op, dtype, arg, tag and its sources' places; an
+  input buffer's dtype, size and device (its place is its number, as the schedule cache's placeholders). One walk, the
+  toposort's (sources first, stopping at buffers), each node's key made when it is placed."""
+  pos: dict[UOp, int] = {}
+  key: list[tuple] = []
+  inputs: list[UOp] = []
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  pop, push = stack.pop, stack.append
+  while stack:
+    n, visited = pop()
+    if n in pos: continue
+    op = n.op
+    if not visited:
+      push((n, True))
+      if op is not _BUF:
+        for s in reversed(n.src):
+          if s not in pos: push((s, False))
+      continue
+    dt, arg = n.dtype, n.arg
+    if op not in _EAGER_OPS or dt is _WEAKINT: return None
+    if op is _BUF:
+      if "_buf" not in n.__dict__: return None   # (a buffer made by no one yet: the memory planner may place a result in it)
+      inputs.append(n)
+      k: tuple = (op, dt, arg, n.src[1].arg)
+    else:
+      if op is _CONST_OP: arg = _argkey(op, arg)
+      elif op in _MOVES:
+        if not _int_arg(arg): return None
+      elif op is _DEVICE_OP and type(arg) is not str: return None
+      k = (op, dt, arg, n.tag, tuple([pos[s] for s in n.src]))
+    pos[n] = len(key)
+    key.append(k)
+  return tuple(key), pos, inputs
+
+def make_eager_plan(root: UOp, topo: dict[UOp, None]) -> EagerPlan | None:
+  """The plan of `root`'s graph (eager_key's), from the schedule cache's entry of its structure after a realize of it ran
+  (its kernels are in the method cache then), or None."""
+  from tinygrad.engine.schedule import _structure, _schedule_cache
+  to_key: dict[UOp, UOp] = {}
+  key, inputs = _structure([root], topo, to_key)
+  if (entry := _schedule_cache.get(key)) is None: return None
+  items, outs, news = entry
+  fresh = [new_buffer(d, n, dt) for d, n, dt in news]
+  def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
+  sched = [ExecItem(ast, [get(r) for r in refs]) for ast, refs, _ in items]
+  if len(outs) != 1 or any(ei.ast.op is not Ops.SINK for ei in sched): return None
+  keep = {get(outs[0])}
+  plan = memory_plan(sched, keep)
+  # the buffer list: the inputs, then each new buffer the memory plan does not place in another's memory
+  slot = {b: i for i, b in enumerate(inputs)}
+  made = [b for b in fresh if b not in plan]
+  slot |= {b: len(inputs) + i for i, b in enumerate(made)}
+  slot |= {b: slot[plan[b]] for b in fresh if b in plan}
+  at, nodes = {n: i for i, n in enumerate(topo)}, {k: n for n, k in to_key.items()}
+  steps = []
+  for ei, (_, _, kn) in zip(sched, items):
+    if len({b.src[1].arg for b in ei.bufs}) != 1: return None
+    runner = get_runner(ei.bufs[0].src[1].arg, ei.ast)
+    if runner.p.vars: return None
+    est = runner.p.estimates
+    where = at.get(nodes[kn], -1) if kn is not None and kn in nodes else -1
+    steps.append((runner, [slot[b] for b in ei.bufs], sym_infer(est.ops, {}), sym_infer(est.mem, {}), where, ei.ast))
+  return EagerPlan(ContextVar.version, steps, [(b.src[1].arg, b.arg, b.dtype) for b in made], slot[get(outs[0])],
+                   any(ei.bufs[0] not in keep for ei in sched))
+
+def run_eager_plan(plan: EagerPlan, inputs: list[UOp], topo: dict[UOp, int], root: UOp,
+                   on_partial: Callable[[dict[UOp, UOp]], None]) -> UOp:
+  """Run the plan's kernels over `inputs` (eager_key's) and new buffers; the root's BUFFER. When a kernel fails (or Ctrl-C),
+  `on_partial` gets what the ones that ran computed, as realize_uops gives it."""
+  bufs = [n.__dict__["_buf"] for n in inputs] + [Buffer(d, n, dt) for d, n, dt in plan.news]
+  done = 0
+  try:
+    with DeferredInterrupt() as held:   # (as run_steps: a Ctrl-C stops the run between two kernels)
+      for runner, refs, ops, mem, _, _ in plan.steps:
+        sb = [bufs[i] for i in refs]
+        for b in sb: b.allocate()
+        runner(sb)
+        GlobalCounters.kernel_count += 1
+        GlobalCounters.global_ops += ops
+        GlobalCounters.global_mem += mem
+        done += 1
+        held.check()
+  except BaseException:
+    if done:
+      uops = {i: n for i, n in enumerate(inputs)}
+      def uop(i: int) -> UOp:
+        if i not in uops: uops[i] = buffer_node(bufs[i])
+        return uops[i]
+      nodes = list(topo)
+      ran = [ExecItem(ast, [uop(i) for i in refs], node=nodes[p] if p >= 0 else None) for _, refs, _, _, p, ast in plan.steps[:done]]
+      on_partial(_completed([root], ran, {}))
+    raise
+  out = plan.outs
+  if out < len(inputs): return inputs[out]
+  u = new_buffer(*plan.news[out - len(inputs)])
+  u.__dict__["_buf"] = bufs[out]
+  return u

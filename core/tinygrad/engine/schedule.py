@@ -12,7 +12,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import DType, dtypes, PtrDType
-from tinygrad.helpers import prod, all_int, DEBUG, SCACHE, NO_MEMORY_PLANNER
+from tinygrad.helpers import prod, all_int, DEBUG, SCACHE, NO_MEMORY_PLANNER, WatchedDict
 from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer
 from tinygrad.codegen.index64 import narrow_indices
 
@@ -578,7 +578,7 @@ def lower_custom(ast: UOp) -> UOp:
 # ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
 SCHEDULE_CACHE_SIZE = 512
 # structure key -> (per item: its AST, its buffers as (is an input, index), the key graph's node it computes), the roots' buffers, new buffers
-_schedule_cache: dict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = {}
+_schedule_cache: WatchedDict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = WatchedDict()
 
 def _remember(key: UOp, entry: Any) -> None:
   if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
