@@ -600,13 +600,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # True: realized from its eager plan (engine.make_eager_plan); None: not a pure graph, or nothing records it now; else
     # (key, None: it has no plan yet | whether want_held said to hand its intermediates on)
     if not engine.eager_ready() or (k := engine.eager_key(self.uop)) is None: return None
-    key, topo, inputs = k
+    key, inputs = k
     if (plan := engine.eager_plans.get(key)) is None or plan.version != ContextVar.version: return (key, None)
     # (a plan that writes intermediates: realize_uops hands them on to live graphs that may read them, which the plan does not)
     if plan.inter and any(x is not self and not _views_buffer(x.uop) for x in live_tensors()): return (key, True)
     old = self.uop
-    with engine.DeferredInterrupt(lazy=True):   # (as realize's: a Ctrl-C after the first kernel waits for the records below)
-      out = engine.run_eager_plan(plan, inputs, topo, old, Tensor._keep_partial)
+    # a Ctrl-C is held: one during a kernel stops the run after it, one after the last waits for the records below (as
+    # run_steps and realize's hold it)
+    with engine.DeferredInterrupt() as held:
+      out = engine.run_eager_plan(plan, inputs, old, Tensor._keep_partial, held)
       if self.requires_grad is not False and dtypes.is_float(self.dtype): self._graph = old
       self._set_uop(engine.buffer_view(out, old.shape))
       # (a view of a lazy tensor, as a sum's reshape of its reduce is: realized into a buffer of its own, it leaves its base)

@@ -169,3 +169,27 @@ def test_a_kernel_failing_part_way_keeps_what_ran(monkeypatch):
   GlobalCounters.reset()
   np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
   assert GlobalCounters.kernel_count == 1
+
+def test_ctrl_c_during_a_planned_kernel_stops_after_it(monkeypatch):
+  # a SIGINT while the first of two kernels runs is held until it ends: the run stops there, the max it computed is kept
+  # (the graph reads its buffer), and the tensor realizes later with the second kernel only
+  import signal
+  from tinygrad.uop import Ops
+  a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+  make = lambda: (a - a.max(axis=1, keepdim=True)).exp()
+  for _ in range(3): make().realize()
+  calls = []
+  orig = R.CompiledRunner.__call__
+  def interrupted(self, *args, **kw):
+    calls.append(1)
+    if len(calls) == 1: signal.raise_signal(signal.SIGINT)
+    return orig(self, *args, **kw)
+  monkeypatch.setattr(R.CompiledRunner, "__call__", interrupted)
+  t = make()
+  with pytest.raises(KeyboardInterrupt): t.realize()
+  monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
+  assert len(calls) == 1, "the second kernel ran after a Ctrl-C"
+  assert not any(n.op is Ops.REDUCE_AXIS for n in t.uop.toposort())
+  GlobalCounters.reset()
+  np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
+  assert GlobalCounters.kernel_count == 1

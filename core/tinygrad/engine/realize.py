@@ -1,6 +1,6 @@
 """Running a schedule: CompiledRunner (a compiled kernel bound to its device), the method cache, copies, realize_uops."""
 from __future__ import annotations
-import _signal, inspect, os, signal, sys, time, threading
+import _signal, inspect, itertools, os, signal, sys, time, threading
 from concurrent.futures import ThreadPoolExecutor, Future
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
@@ -493,41 +493,75 @@ def eager_ready() -> bool:
   return capturing is None and observing is None and call_outer is None and recording is None and _prof.PROFILER is None and \
     _upat.TRACER is None and DEBUG.value < 1 and bool(SCACHE)
 
-def eager_key(root: UOp) -> tuple[tuple, dict[UOp, int], list[UOp]] | None:
-  """(key, each node of the root's graph -> its place in a realize's toposort of it, its input BUFFERs by first use) of a
-  pure graph, or None. The key is _structure's, as tuples: each node's op, dtype, arg, tag and its sources' places; an
-  input buffer's dtype, size and device (its place is its number, as the schedule cache's placeholders). One walk, the
-  toposort's (sources first, stopping at buffers), each node's key made when it is placed."""
-  pos: dict[UOp, int] = {}
-  key: list[tuple] = []
-  inputs: list[UOp] = []
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  pop, push = stack.pop, stack.append
-  while stack:
-    n, visited = pop()
-    if n in pos: continue
-    op = n.op
-    if not visited:
-      push((n, True))
-      if op is not _BUF:
-        for s in reversed(n.src):
-          if s not in pos: push((s, False))
-      continue
-    dt, arg = n.dtype, n.arg
-    if op not in _EAGER_OPS or dt is _WEAKINT: return None
-    if op is _BUF:
-      if "_buf" not in n.__dict__: return None   # (a buffer made by no one yet: the memory planner may place a result in it)
-      inputs.append(n)
-      k: tuple = (op, dt, arg, n.src[1].arg)
+# a node's structure id (memoised on it: "_ek"), with the input BUFFERs below it in a realize's toposort order (first use):
+# _structure's key, where a new node costs one tuple and one lookup and a node already built (a constant, an input, a
+# shared subgraph) nothing. Ids are never reused (a cleared table only makes misses), so one id is one structure: its op,
+# dtype, arg (a CONST's by value, type and sign), tag, and each source's id with the places of its inputs among the node's
+# (a - b and a - a differ); an input's dtype, size and device. None: not a pure graph
+_EK_IDS: dict[tuple, int] = {}
+_ek_next = itertools.count()
+def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
+  # (a source's inputs are given as their places among the node's, or () when they are its first ones in order: the
+  # source's id says how many it has. No comprehension on the common paths: each is a function call on CPython 3.11)
+  op, dt, arg = n.op, n.dtype, n.arg
+  if op not in _EAGER_OPS or dt is _WEAKINT: return None
+  if op is _BUF:
+    t: tuple = (op, dt, arg, n.src[1].arg)
+    ins: tuple[UOp, ...] = (n,)
+  else:
+    if op is _CONST_OP: arg = _argkey(op, arg)
+    elif op in _MOVES:
+      if not _int_arg(arg): return None
+    elif op is _DEVICE_OP and type(arg) is not str: return None
+    src = n.src
+    parts: tuple
+    if len(src) == 1:
+      if (c := src[0].__dict__["_ek"]) is None: return None
+      ins, parts = c[1], (c[0],)
+    elif len(src) == 2:
+      if (c0 := src[0].__dict__["_ek"]) is None or (c1 := src[1].__dict__["_ek"]) is None: return None
+      a0, a1 = c0[1], c1[1]
+      if not a1 or a1 == a0: ins, parts = a0, (c0[0], c1[0])
+      elif not a0: ins, parts = a1, (c0[0], c1[0])
+      else: ins, parts = _merge([c0, c1])
     else:
-      if op is _CONST_OP: arg = _argkey(op, arg)
-      elif op in _MOVES:
-        if not _int_arg(arg): return None
-      elif op is _DEVICE_OP and type(arg) is not str: return None
-      k = (op, dt, arg, n.tag, tuple([pos[s] for s in n.src]))
-    pos[n] = len(key)
-    key.append(k)
-  return tuple(key), pos, inputs
+      subs = []
+      for x in src:
+        if (c := x.__dict__["_ek"]) is None: return None
+        subs.append(c)
+      ins, parts = _merge(subs)
+    t = (op, dt, arg, n.tag, parts)
+  if (i := _EK_IDS.get(t)) is None:
+    if len(_EK_IDS) >= 1 << 17: _EK_IDS.clear()
+    i = _EK_IDS[t] = next(_ek_next)
+  return i, ins
+
+def _merge(subs: list[tuple[int, tuple[UOp, ...]]]) -> tuple[tuple[UOp, ...], tuple]:
+  # the node's inputs (its sources', first use first) and each source's id with its inputs' places (() for the first ones)
+  ins = tuple(dict.fromkeys(u for c in subs for u in c[1]))
+  at = {u: i for i, u in enumerate(ins)}
+  return ins, tuple((c[0], () if c[1] == ins[:len(c[1])] else tuple([at[u] for u in c[1]])) for c in subs)
+
+def eager_key(root: UOp) -> tuple[int, tuple[UOp, ...]] | None:
+  """(structure id, input BUFFERs by first use) of a pure graph whose inputs all have their Buffer, or None."""
+  if (k := root.__dict__.get("_ek", False)) is False:
+    # (as _fill_up, sources first, but nothing below a buffer or a node no pure graph has: it is None, and so is every node above it)
+    stack = [root]
+    while stack:
+      n = stack[-1]
+      if "_ek" in n.__dict__:
+        stack.pop()
+        continue
+      top = len(stack)
+      if n.op is not _BUF and n.op in _EAGER_OPS:
+        for x in n.src:
+          if "_ek" not in x.__dict__: stack.append(x)
+      if len(stack) == top: n.__dict__["_ek"] = _ek(stack.pop())
+    k = root.__dict__["_ek"]
+  if k is None: return None
+  for u in k[1]:
+    if "_buf" not in u.__dict__: return None   # (a buffer made by no one yet: the memory planner may place a result in it)
+  return k
 
 def make_eager_plan(root: UOp, topo: dict[UOp, None]) -> EagerPlan | None:
   """The plan of `root`'s graph (eager_key's), from the schedule cache's entry of its structure after a realize of it ran
@@ -535,7 +569,7 @@ def make_eager_plan(root: UOp, topo: dict[UOp, None]) -> EagerPlan | None:
   from tinygrad.engine.schedule import _structure, _schedule_cache
   to_key: dict[UOp, UOp] = {}
   key, inputs = _structure([root], topo, to_key)
-  if (entry := _schedule_cache.get(key)) is None: return None
+  if (entry := _schedule_cache.get(key)) is None or (k := eager_key(root)) is None or list(k[1]) != inputs: return None
   items, outs, news = entry
   fresh = [new_buffer(d, n, dt) for d, n, dt in news]
   def get(r: tuple[bool, int]) -> UOp: return inputs[r[1]] if r[0] else fresh[r[1]]
@@ -560,30 +594,31 @@ def make_eager_plan(root: UOp, topo: dict[UOp, None]) -> EagerPlan | None:
   return EagerPlan(ContextVar.version, steps, [(b.src[1].arg, b.arg, b.dtype) for b in made], slot[get(outs[0])],
                    any(ei.bufs[0] not in keep for ei in sched))
 
-def run_eager_plan(plan: EagerPlan, inputs: list[UOp], topo: dict[UOp, int], root: UOp,
-                   on_partial: Callable[[dict[UOp, UOp]], None]) -> UOp:
-  """Run the plan's kernels over `inputs` (eager_key's) and new buffers; the root's BUFFER. When a kernel fails (or Ctrl-C),
-  `on_partial` gets what the ones that ran computed, as realize_uops gives it."""
+def run_eager_plan(plan: EagerPlan, inputs: tuple[UOp, ...], root: UOp, on_partial: Callable[[dict[UOp, UOp]], None],
+                   held: DeferredInterrupt) -> UOp:
+  """Run the plan's kernels over `inputs` (eager_key's) and new buffers; the root's BUFFER. When a kernel fails (or a
+  Ctrl-C, which `held`, the caller's, holds until a kernel ends), `on_partial` gets what the ones that ran computed, as
+  realize_uops gives it."""
   bufs = [n.__dict__["_buf"] for n in inputs] + [Buffer(d, n, dt) for d, n, dt in plan.news]
   done = 0
   try:
-    with DeferredInterrupt() as held:   # (as run_steps: a Ctrl-C stops the run between two kernels)
-      for runner, refs, ops, mem, _, _ in plan.steps:
-        sb = [bufs[i] for i in refs]
-        for b in sb: b.allocate()
-        runner(sb)
-        GlobalCounters.kernel_count += 1
-        GlobalCounters.global_ops += ops
-        GlobalCounters.global_mem += mem
-        done += 1
-        held.check()
+    for runner, refs, ops, mem, _, _ in plan.steps:
+      sb = [bufs[i] for i in refs]
+      for b in sb:
+        if not hasattr(b, "_buf"): b.allocate()
+      runner(sb)
+      GlobalCounters.kernel_count += 1
+      GlobalCounters.global_ops += ops
+      GlobalCounters.global_mem += mem
+      done += 1
+      held.check()
   except BaseException:
     if done:
       uops = {i: n for i, n in enumerate(inputs)}
       def uop(i: int) -> UOp:
         if i not in uops: uops[i] = buffer_node(bufs[i])
         return uops[i]
-      nodes = list(topo)
+      nodes = list(UOp(Ops.SINK, src=(root,)).toposort(gate=above_buffers))
       ran = [ExecItem(ast, [uop(i) for i in refs], node=nodes[p] if p >= 0 else None) for _, refs, _, _, p, ast in plan.steps[:done]]
       on_partial(_completed([root], ran, {}))
     raise
