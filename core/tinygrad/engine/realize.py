@@ -502,7 +502,7 @@ _EK_IDS: dict[tuple, int] = {}
 _ek_next = itertools.count()
 def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
   # (a source's inputs are given as their places among the node's, or () when they are its first ones in order: the
-  # source's id says how many it has. No comprehension on the common paths: each is a function call on CPython 3.11)
+  # source's id says how many it has. No comprehension: each is a function call on CPython 3.11)
   op, dt, arg = n.op, n.dtype, n.arg
   if op not in _EAGER_OPS or dt is _WEAKINT: return None
   if op is _BUF:
@@ -513,23 +513,17 @@ def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
     elif op in _MOVES:
       if not _int_arg(arg): return None
     elif op is _DEVICE_OP and type(arg) is not str: return None
-    src = n.src
-    parts: tuple
-    if len(src) == 1:
-      if (c := src[0].__dict__["_ek"]) is None: return None
-      ins, parts = c[1], (c[0],)
-    elif len(src) == 2:
-      if (c0 := src[0].__dict__["_ek"]) is None or (c1 := src[1].__dict__["_ek"]) is None: return None
-      a0, a1 = c0[1], c1[1]
-      if not a1 or a1 == a0: ins, parts = a0, (c0[0], c1[0])
-      elif not a0: ins, parts = a1, (c0[0], c1[0])
-      else: ins, parts = _merge([c0, c1])
-    else:
-      subs = []
-      for x in src:
-        if (c := x.__dict__["_ek"]) is None: return None
-        subs.append(c)
-      ins, parts = _merge(subs)
+    # (most nodes: every source reads no input or the same ones, whose places are then the node's: the sources' ids say it)
+    ids, subs, same, ins = [], [], True, ()
+    for x in n.src:
+      if (c := x.__dict__["_ek"]) is None: return None
+      ids.append(c[0])
+      subs.append(c)
+      if (a := c[1]) and a is not ins and a != ins:
+        if ins: same = False
+        else: ins = a
+    if same: parts: tuple = tuple(ids)
+    else: ins, parts = _merge(subs)
     t = (op, dt, arg, n.tag, parts)
   if (i := _EK_IDS.get(t)) is None:
     if len(_EK_IDS) >= 1 << 17: _EK_IDS.clear()
@@ -538,9 +532,14 @@ def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
 
 def _merge(subs: list[tuple[int, tuple[UOp, ...]]]) -> tuple[tuple[UOp, ...], tuple]:
   # the node's inputs (its sources', first use first) and each source's id with its inputs' places (() for the first ones)
-  ins = tuple(dict.fromkeys(u for c in subs for u in c[1]))
-  at = {u: i for i, u in enumerate(ins)}
-  return ins, tuple((c[0], () if c[1] == ins[:len(c[1])] else tuple([at[u] for u in c[1]])) for c in subs)
+  at: dict[UOp, int] = {}
+  for c in subs:
+    for u in c[1]:
+      if u not in at: at[u] = len(at)
+  ins = tuple(at)
+  parts = []
+  for c in subs: parts.append((c[0], () if c[1] == ins[:len(c[1])] else tuple([at[u] for u in c[1]])))
+  return ins, tuple(parts)
 
 def eager_key(root: UOp) -> tuple[int, tuple[UOp, ...]] | None:
   """(structure id, input BUFFERs by first use) of a pure graph whose inputs all have their Buffer, or None."""
