@@ -532,7 +532,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # packed panel: ~150 us of a 2 ms realize). Asked only once the schedule has intermediates: the look is a pass over
     # every live tensor (a tiny realize in a program holding 5000 tensors paid 1.3 ms for it)
     mine = {id(t) for t in direct + kept}
-    def want_held() -> bool: return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors()) if eager is None or eager[1] is None else eager[1]
+    def want_held() -> bool:
+      if eager is not None and eager[1] is not None: return eager[1]   # (_eager asked already)
+      return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors())
     held: dict[UOp, UOp] = {}
     # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
     # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
@@ -589,7 +591,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         t.uop = first.clone().uop
         if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
-    if eager is not None and eager[1] is None and len(olds) == 1 and olds[0][0] is self and (plan := engine.make_eager_plan(olds[0][1], nodes)) is not None:
+    # a pure graph without a plan: its plan now, from what this realize scheduled and compiled
+    if eager is not None and eager[1] is None and len(olds) == 1 and olds[0][0] is self and \
+       (plan := engine.make_eager_plan(olds[0][1], nodes)) is not None:
       if len(engine.eager_plans) >= 1024: engine.eager_plans.clear()
       engine.eager_plans[eager[0]] = plan
     done = {id(t) for t in direct}

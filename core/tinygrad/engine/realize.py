@@ -6,8 +6,8 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, _argkey
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused, \
-  WatchedDict, SCACHE, ContextVar
+from tinygrad.helpers import DEBUG, CAPTURING, CACHELEVEL, BEAM, NOOPT, OPTS, USE_TC, EMULATED_DTYPES, TRANSCENDENTAL, PARALLEL_COMPILE, PARALLEL_CODEGEN, colored, ansilen, GlobalCounters, gc_paused
+from tinygrad.helpers import WatchedDict, SCACHE, ContextVar
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of, has_buffer, new_buffer, buffer_node
@@ -465,23 +465,25 @@ def _completed(uops: list[UOp], ran: list[ExecItem], plan: dict[UOp, UOp]) -> di
 # Only a pure graph (elementwise, movement and reduce ops over allocated buffers: no assign, copy, contiguous, variable or
 # custom kernel, whose realize does more than compute it) on one tensor. Its plan is what the schedule cache, the memory
 # planner and the method cache give that structure, resolved once: which buffers each kernel reads, which new ones it
-# makes, its runner. A realize of it then walks the graph once for the key and runs the kernels; scheduling, lowering
-# and memory planning (~2/3 of a small realize's host time) are skipped. A plan is dropped with any schedule or method
-# cache entry, and found again only under the flags it was made with
+# makes, its runner. A realize of it then finds the key (memoised per node: only the nodes built since the last realize
+# are walked) and runs the kernels; scheduling, lowering and memory planning (~2/3 of a small realize's host time) are
+# skipped. A plan is dropped with any schedule or method cache entry, and found again only under the flags it was made with
 _EAGER_OPS = frozenset(GroupOp.ALU | GroupOp.Movement | {Ops.CONST, Ops.DEVICE, Ops.BUFFER, Ops.REDUCE_AXIS, Ops.CAST, Ops.BITCAST,
                                                          Ops.DETACH, Ops.SINK})
 _BUF, _CONST_OP, _DEVICE_OP, _MOVES, _WEAKINT = Ops.BUFFER, Ops.CONST, Ops.DEVICE, GroupOp.Movement, dtypes.weakint
 
 class EagerPlan:
   """The kernels of one graph structure: `steps` (runner, indices into the buffer list, ops, bytes, the node's place in the
-  graph's toposort or -1, the kernel's AST), over the buffer list `inputs + new`; `news`: (device, size, dtype) of each new buffer; `outs`:
-  the root's buffer index; `inter`: some kernel writes an intermediate (not the root's buffer)."""
+  graph's toposort or -1, the kernel's AST), over the buffer list `inputs + new`; `news`: (device, size, dtype) of each new
+  buffer; `outs`: the root's buffer index; `inter`: some kernel writes an intermediate (not the root's buffer); `version`:
+  ContextVar.version when it was made."""
   __slots__ = ("version", "steps", "news", "outs", "inter")
-  def __init__(self, version: int, steps: list[tuple[CompiledRunner, list[int], int, int, int, UOp]], news: list[tuple[str, int, Any]], outs: int, inter: bool):
+  def __init__(self, version: int, steps: list[tuple[CompiledRunner, list[int], int, int, int, UOp]], news: list[tuple[str, int, Any]],
+               outs: int, inter: bool):
     self.version, self.steps, self.news, self.outs, self.inter = version, steps, news, outs, inter
 
-# graph key (eager_key) -> its plan
-eager_plans: dict[tuple, EagerPlan] = {}
+# structure id (eager_key) -> its plan
+eager_plans: dict[int, EagerPlan] = {}
 method_cache.derived.append(eager_plans)
 def _watch_schedule_cache() -> None:
   from tinygrad.engine.schedule import _schedule_cache
@@ -544,7 +546,7 @@ def _merge(subs: list[tuple[int, tuple[UOp, ...]]]) -> tuple[tuple[UOp, ...], tu
 def eager_key(root: UOp) -> tuple[int, tuple[UOp, ...]] | None:
   """(structure id, input BUFFERs by first use) of a pure graph whose inputs all have their Buffer, or None."""
   if (k := root.__dict__.get("_ek", False)) is False:
-    # (as _fill_up, sources first, but nothing below a buffer or a node no pure graph has: it is None, and so is every node above it)
+    # (as _fill_up, sources first, but nothing below a buffer or a node no pure graph has: it is None, as is every node above)
     stack = [root]
     while stack:
       n = stack[-1]

@@ -578,7 +578,8 @@ def lower_custom(ast: UOp) -> UOp:
 # ---- the schedule cache: a graph built again (same ops, same input buffers' places) reuses its schedule ----
 SCHEDULE_CACHE_SIZE = 512
 # structure key -> (per item: its AST, its buffers as (is an input, index), the key graph's node it computes), the roots' buffers, new buffers
-_schedule_cache: WatchedDict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = WatchedDict()
+_schedule_cache: WatchedDict[UOp, tuple[list[tuple[UOp, list[tuple[bool, int]], UOp | None]], list[tuple[bool, int]], list[tuple[str, int, Any]]]] = \
+  WatchedDict()
 
 def _remember(key: UOp, entry: Any) -> None:
   if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE: _schedule_cache.pop(next(iter(_schedule_cache)))
