@@ -616,3 +616,22 @@ def test_write_into_part_loops_over_that_part(write):
   elif write == "iadd_slice": ref[1:3] += b[:2]
   else: f(ref, b)
   np.testing.assert_array_equal(t.numpy(), ref)
+
+def test_write_into_part_counts_the_bytes_it_moves():
+  # GlobalCounters.global_mem (and DEBUG=2's GB/s) counts a buffer's bytes, or those its loads and stores move where that is
+  # less: a row written into a 64x32 tensor moves the row's bytes twice (read, written), as public tinygrad counts it; it
+  # counted both whole buffers
+  from tinygrad import GlobalCounters
+  t, v = Tensor.zeros(64, 32).contiguous().realize(), Tensor.ones(32).contiguous().realize()
+  GlobalCounters.reset()
+  t[2] = v
+  t.realize()
+  assert (GlobalCounters.kernel_count, GlobalCounters.global_mem) == (1, 2 * 32 * 4)
+  GlobalCounters.reset()
+  t[3, :16] = 7.0
+  t.realize()
+  assert GlobalCounters.global_mem == 16 * 4
+  GlobalCounters.reset()
+  (t * 2).realize()   # whole buffers: each counted once, however often the kernel reads it
+  assert GlobalCounters.global_mem == 2 * 64 * 32 * 4
+  assert t[2].tolist() == [1.0] * 32 and t[3].tolist() == [7.0] * 16 + [0.0] * 16

@@ -289,6 +289,8 @@ class ProgramSpec:
     outs: list[int] = []
     ins: list[int] = []
     est = Estimates()
+    sizes: dict[int, int] = {}   # per global buffer: its bytes, and the bytes its loads and stores move per thread
+    moved: dict[int, int | UOp] = {}
     # address arithmetic is not the kernel's work: the ALU ops under an INDEX's offsets (or a gate) are not counted
     addressing: set[UOp] = set()
     for u in uops:
@@ -305,7 +307,7 @@ class ProgramSpec:
       if u.op is Ops.DEFINE_VAR: dvars.append(u)
       elif u.op is Ops.DEFINE_GLOBAL:
         globs.append(u.arg)
-        if isinstance(u.dtype, PtrDType) and u.dtype.size > 0: est.mem += u.dtype.size * u.dtype.base.itemsize
+        if isinstance(u.dtype, PtrDType) and u.dtype.size > 0: sizes[u.arg] = u.dtype.size * u.dtype.base.itemsize
       elif u.op is Ops.SPECIAL:
         axis = int(u.arg[-1])
         size = u.src[0].arg if u.src[0].op is Ops.CONST else u.src[0]
@@ -318,14 +320,21 @@ class ProgramSpec:
       elif u.op is Ops.STORE:
         buf, val = mem_access(u).buf, mem_access(u).value
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in outs: outs.append(buf.arg)
-        if buf.op is Ops.DEFINE_GLOBAL and val is not None: est.lds += mult * val.dtype.itemsize
+        if buf.op is Ops.DEFINE_GLOBAL and val is not None:
+          est.lds += mult * val.dtype.itemsize
+          moved[buf.arg] = moved.get(buf.arg, 0) + mult * val.dtype.itemsize
       elif u.op is Ops.LOAD:
         buf = mem_access(u).buf
         if buf.op is Ops.DEFINE_GLOBAL and buf.arg not in ins: ins.append(buf.arg)
-        if buf.op is Ops.DEFINE_GLOBAL: est.lds += mult * u.dtype.itemsize
+        if buf.op is Ops.DEFINE_GLOBAL:
+          est.lds += mult * u.dtype.itemsize
+          moved[buf.arg] = moved.get(buf.arg, 0) + mult * u.dtype.itemsize
       elif u.op in GroupOp.ALU and u not in addressing:
         est.ops += mult * u.dtype.count * (2 if u.op is Ops.MULACC else 1)
     threads = prod(global_size) * (prod(local_size) if has_local else 1)   # the counts above are per thread
+    # a buffer's bytes touched: all of it, or what the loads and stores move where that is less (a write into a slice)
+    for g, size in sizes.items():
+      est.mem += min(size, m) if isinstance(m := moved.get(g, 0) * threads, int) else size
     est = Estimates(est.ops * threads, est.lds * threads, est.mem)
     source = parts[Ops.SOURCE].arg if Ops.SOURCE in parts else ""
     lib = parts[Ops.BINARY].arg if Ops.BINARY in parts else None
