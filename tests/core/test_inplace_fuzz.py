@@ -284,6 +284,18 @@ def test_random_inplace_programs_match_numpy_python_device(prog): run_program(DE
 
 # ---- the same steps as a TinyJit function of its state, called again and again, against the plain function ----
 
+def _run_steps(devs: tuple, ts, inits: list, steps) -> Tensor:
+  """A program's steps over the tensors `ts` (a jitted function's body); the last entry's value."""
+  p = Program(devs)
+  p.entries = [Entry(t, a.copy()) for t, a in zip(ts, inits)]   # (the numpy twins only give shapes here)
+  for kind, k1, k2, c in steps:
+    ents = p.entries
+    e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
+    if kind == "view": p.view(e, k2, c)
+    elif kind == "value": p.value(e, f, k2, c)
+    elif kind == "write": p.write(e, f, k2, c)
+  return p.entries[-1].t.clone()   # (a copy: the last entry may be a state tensor, which a call may not return to be passed back)
+
 def run_jit_program(devs: tuple, prog, calls: int = 4):
   """The program's steps (no realizes or reads inside) as a function writing into its bases, the state; jitted and plain
   runs from the same values must leave the same state after every call (the plain run is checked against numpy above)."""
@@ -292,16 +304,7 @@ def run_jit_program(devs: tuple, prog, calls: int = 4):
   def state() -> list[Tensor]:
     p = Program(devs)
     return [p.place(Tensor(a.copy(), device=devs[0]), d, d).realize() for a, (_, _, _, d) in zip(inits, bases)]
-  def fn(*ts: Tensor) -> Tensor:
-    p = Program(devs)
-    p.entries = [Entry(t, a.copy()) for t, a in zip(ts, inits)]   # (the numpy twins only give shapes here)
-    for kind, k1, k2, c in steps:
-      ents = p.entries
-      e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
-      if kind == "view": p.view(e, k2, c)
-      elif kind == "value": p.value(e, f, k2, c)
-      elif kind == "write": p.write(e, f, k2, c)
-    return p.entries[-1].t.clone()   # (a copy: the last entry may be a state tensor, which a call may not return to be passed back)
+  def fn(*ts: Tensor) -> Tensor: return _run_steps(devs, ts, inits, steps)
   jitted, plain = state(), state()
   jf = TinyJit(fn)
   for call in range(calls):
@@ -327,16 +330,7 @@ def run_jit_state_program(devs: tuple, prog, lazy: bool, calls: int = 4):
     # (a lazy graph of its own over a buffer, as `w = init.clone()`)
     return [t.clone() if lazy else t.realize() for t in ts]
   def make(ts: list[Tensor]):
-    def fn(x: Tensor) -> Tensor:
-      p = Program(devs)
-      p.entries = [Entry(t, a.copy()) for t, a in zip(ts, inits)]   # (the numpy twins only give shapes here)
-      for kind, k1, k2, c in steps:
-        ents = p.entries
-        e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
-        if kind == "view": p.view(e, k2, c)
-        elif kind == "value": p.value(e, f, k2, c)
-        elif kind == "write": p.write(e, f, k2, c)
-      return p.entries[-1].t.clone()
+    def fn(x: Tensor) -> Tensor: return _run_steps(devs, ts, inits, steps)
     return fn
   jitted, plain = state(), state()
   jf, pf = TinyJit(make(jitted)), make(plain)
