@@ -87,6 +87,9 @@ def _mesh_assemble(m: UOp, d: str) -> UOp:
 def _mesh_slice(r: UOp, mesh: tuple) -> UOp:
   """Replicated `r` laid out as `mesh`: each device keeps its block."""
   return multi([s.shrink(_block_slice(r.shape, mesh, i)) for i, s in enumerate(r.src)], mesh)
+def _splits(m: UOp, axes: tuple[int, ...]) -> bool:
+  """Whether a reduce over `axes` of multi-device `m` crosses its shards (a mesh's or a plain split's axis is among them)."""
+  return any(a in axes for a, _ in m.arg) if is_mesh(m) else m.arg is not None and m.arg in axes
 def _on(parts: list[UOp], j: int, i: int, m: UOp) -> UOp:
   """Device j's value of `parts` on device i of `m` (a copy unless j is i)."""
   return parts[j] if j == i else _copy(parts[j], m.src[i].device)
@@ -338,13 +341,12 @@ def _reduce(m: UOp, arg: tuple) -> UOp:
   parts = [s.r(rop, axes) for s in m.src]
   # a shard's sum over its axes of size 1 is no reduce and kept -0.0; a sum starts from +0.0 ([-0.0, -0.0] on 2 devices gave -0.0)
   if rop is Ops.ADD and dtypes.is_float(m.dtype): parts = [p + p.const_like(0.0) if p is s else p for p, s in zip(parts, m.src)]
+  if not _splits(m, axes): return multi(parts, m.arg)
   if is_mesh(m):
-    if not any(a in axes for a, _ in m.arg): return multi(parts, m.arg)
     if rop is not Ops.MAX: return _mesh_reduce(rop, m, axes, parts)
     parts = local_max(m, axes)
     out = _mesh_reduce(rop, m, axes, parts)
     return multi(_mark_shard_max(m, axes, parts, list(out.src)), out.arg)
-  if m.arg is None or m.arg not in axes: return multi(parts, m.arg)
   if rop is Ops.MAX: parts = local_max(m, axes)
   # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
   narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
@@ -358,7 +360,7 @@ def pick(m: UOp, mask: UOp, axes: tuple[int, ...]) -> UOp:
   index, an Embedding): sharded on a reduced axis, each device takes the partial of the shard that holds the picked term
   (a where on each shard's count of hits), not the sum of all partials: + added the other shards' 0.0, which turned a
   picked -0.0 into 0.0 (a sharded masked_select, interpolate(mode="nearest")). Its gradient reaches that shard alone."""
-  if not any(a in axes for a, _ in _as_mesh(m)) if is_mesh(m) else m.arg is None or m.arg not in axes: return m.r(Ops.ADD, axes)
+  if not _splits(m, axes): return m.r(Ops.ADD, axes)
   parts = [s.r(Ops.ADD, axes) for s in m.src]
   # (each count is an int one-hot sum, which the codegen turns into a bounds check as it does the value's pick)
   hits = [k.where(1, 0).cast(dtypes.int32).r(Ops.ADD, axes).alu(Ops.CMPNE, UOp.const(dtypes.int32, 0, src=(_dev(k.device),)))
