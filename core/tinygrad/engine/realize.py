@@ -11,7 +11,8 @@ from tinygrad.helpers import WatchedDict, SCACHE, ContextVar
 from tinygrad.renderer import ProgramSpec
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.engine.buffers import buffer_of, has_buffer, new_buffer, buffer_node
-from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view, above_buffers, _int_arg
+from tinygrad.engine.schedule import ExecItem, create_schedule, memory_plan, item_nodes, buffer_view, above_buffers, _int_arg, _structure, \
+  _schedule_cache
 from tinygrad.uop import upat as _upat
 from tinygrad.viz import profile as _prof
 
@@ -485,10 +486,7 @@ class EagerPlan:
 # structure id (eager_key) -> its plan
 eager_plans: dict[int, EagerPlan] = {}
 method_cache.derived.append(eager_plans)
-def _watch_schedule_cache() -> None:
-  from tinygrad.engine.schedule import _schedule_cache
-  _schedule_cache.derived.append(eager_plans)
-_watch_schedule_cache()
+_schedule_cache.derived.append(eager_plans)
 
 def eager_ready() -> bool:
   """Whether a realize may run from a plan now: nothing records or prints what a realize runs (TinyJit, PROFILE, VIZ, DEBUG)."""
@@ -567,7 +565,6 @@ def eager_key(root: UOp) -> tuple[int, tuple[UOp, ...]] | None:
 def make_eager_plan(root: UOp, topo: dict[UOp, None]) -> EagerPlan | None:
   """The plan of `root`'s graph (eager_key's), from the schedule cache's entry of its structure after a realize of it ran
   (its kernels are in the method cache then), or None."""
-  from tinygrad.engine.schedule import _structure, _schedule_cache
   to_key: dict[UOp, UOp] = {}
   key, inputs = _structure([root], topo, to_key)
   if (entry := _schedule_cache.get(key)) is None or (k := eager_key(root)) is None or list(k[1]) != inputs: return None
