@@ -267,7 +267,7 @@ def _place_in(lives: list[tuple[int, int, int]], order: list[int], arena: bool) 
       offs[i] = at
     else:
       busy = {offs[j] for j in meets}
-      free = {offs[j]: max(sizes[k] for k in placed if offs[k] == offs[j]) for j in placed if offs[j] not in busy}
+      free = {offs[j]: sizes[j] for j in placed if offs[j] not in busy}   # (the holders of one buffer all have its size)
       fit = [(m, o) for o, m in free.items() if m >= n]
       if fit or free:
         m, offs[i] = min(fit) if fit else max((m, o) for o, m in free.items())
