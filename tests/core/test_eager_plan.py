@@ -148,11 +148,24 @@ def test_a_flag_change_makes_a_new_plan(spy):
     assert any(k[-1][0] == 1 for k in R.method_cache), "the NOOPT kernel was not looked up"
   np.testing.assert_allclose(y.numpy(), x.numpy() * 3 + 1, rtol=1e-6)
 
-def test_a_kernel_failing_part_way_keeps_what_ran(monkeypatch):
-  # a two-kernel plan whose second kernel raises: the tensor stays lazy and realizes again to the right value
+def _two_kernel_plan():
+  # a realized input and a two-kernel graph of it (a max, then the exp that reads it), realized until it has its plan
   a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
   make = lambda: (a - a.max(axis=1, keepdim=True)).exp()
   for _ in range(3): make().realize()
+  return a, make
+
+def _finishes_with_the_second_kernel(t: Tensor, a: Tensor):
+  # the max that ran is kept (the graph reads its buffer): realizing t again runs the second kernel only, to the right value
+  from tinygrad.uop import Ops
+  assert not any(n.op is Ops.REDUCE_AXIS for n in t.uop.toposort())
+  GlobalCounters.reset()
+  np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
+  assert GlobalCounters.kernel_count == 1
+
+def test_a_kernel_failing_part_way_keeps_what_ran(monkeypatch):
+  # a two-kernel plan whose second kernel raises: the tensor stays lazy and realizes again to the right value
+  a, make = _two_kernel_plan()
   calls = []
   orig = R.CompiledRunner.__call__
   def fail_second(self, *args, **kw):
@@ -163,21 +176,13 @@ def test_a_kernel_failing_part_way_keeps_what_ran(monkeypatch):
   t = make()
   with pytest.raises(RuntimeError, match="injected"): t.realize()
   monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
-  # the max that ran is kept: the tensor's graph reads its buffer, and realizing it again runs the second kernel only
-  from tinygrad.uop import Ops
-  assert not any(n.op is Ops.REDUCE_AXIS for n in t.uop.toposort())
-  GlobalCounters.reset()
-  np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
-  assert GlobalCounters.kernel_count == 1
+  _finishes_with_the_second_kernel(t, a)
 
 def test_ctrl_c_during_a_planned_kernel_stops_after_it(monkeypatch):
   # a SIGINT while the first of two kernels runs is held until it ends: the run stops there, the max it computed is kept
   # (the graph reads its buffer), and the tensor realizes later with the second kernel only
   import signal
-  from tinygrad.uop import Ops
-  a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
-  make = lambda: (a - a.max(axis=1, keepdim=True)).exp()
-  for _ in range(3): make().realize()
+  a, make = _two_kernel_plan()
   calls = []
   orig = R.CompiledRunner.__call__
   def interrupted(self, *args, **kw):
@@ -189,10 +194,7 @@ def test_ctrl_c_during_a_planned_kernel_stops_after_it(monkeypatch):
   with pytest.raises(KeyboardInterrupt): t.realize()
   monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
   assert len(calls) == 1, "the second kernel ran after a Ctrl-C"
-  assert not any(n.op is Ops.REDUCE_AXIS for n in t.uop.toposort())
-  GlobalCounters.reset()
-  np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
-  assert GlobalCounters.kernel_count == 1
+  _finishes_with_the_second_kernel(t, a)
 
 def test_random_pure_graphs_against_numpy(spy):
   # many small graphs of one structure family (same shapes, inputs and op count; other ops, axes, orders, constants), run
