@@ -5,22 +5,32 @@ from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import sint_le, smax, shape_str, vals_str
+from tinygrad.uop.ops import UOp, sint_le, smax, shape_str, vals_str, _view
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
-from tinygrad.helpers import make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
+from tinygrad.helpers import ContextVar, make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.mixin.elementwise import _opmath
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
-  from tinygrad.uop.ops import UOp
 
 _Win = int | tuple[int, ...]   # a window argument: one int for every spatial dim, or one per dim
+
+# (device, itemsize, m, k, n, along_k, the flags' version) -> _matmul_panel's answer: asked for every matmul, it cost ~3 us
+# of a@b's build (the device's renderer looked up)
+_PANEL_MEMO: dict[tuple, int] = {}
 
 def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: bool = False) -> int:
   """The panel width (elements) the device's renderer wants a big matmul's right operand copied into (0: used in place).
   along_k: the operand's rows run along k (a transposed view, nn.Linear's weight.T, attention's keys): read in place no
   axis of it is contiguous in n, so it is packed whatever its size, n padded up to a multiple of the panel where needed."""
+  key = (device, itemsize, m, k, n, along_k, ContextVar.version)
+  if (p := _PANEL_MEMO.get(key)) is None:
+    if len(_PANEL_MEMO) >= 4096: _PANEL_MEMO.clear()
+    p = _PANEL_MEMO[key] = _matmul_panel_for(device, itemsize, m, k, n, along_k)
+  return p
+
+def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_k: bool) -> int:
   from tinygrad.device import Device, DeviceError
   # (half the size where the panels are one cache line wide, below)
   if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 and not along_k): return 0
@@ -200,25 +210,29 @@ def _conv_space_to_depth(xp: Tensor, weight: Tensor, bias: Tensor | None, groups
 
 def _dot_uop(a: Tensor, b: Tensor, dtype: DType | str | None, p: int) -> UOp | None:
   """The graph Tensor.dot's ops below build, built on UOps, for the common case: b 2-d, one device, one dtype its own sum's
-  (float32), a reduce short enough to stay unsplit, no padded panels. Skips their checks and views' bookkeeping (a@b built
-  in ~49 instead of ~118 us of CPU at load 6: at 512 that is a tenth of the call). None: use the Tensor ops (the same
-  node: tests/core/test_matmul_graph.py)."""
-  if dtype is not None or b.ndim != 2 or a.dtype != b.dtype or sum_acc_dtype(a.dtype) != a.dtype or not isinstance(a.device, str) \
-     or a.device != b.device or not all_int(a.shape + b.shape): return None
-  lead, (m, k), n = a.shape[:-2], a.shape[-2:], b.shape[-1]
+  (float32), a reduce short enough to stay unsplit, no padded panels. Skips their checks and views' bookkeeping, and each
+  node gets its shape and device as it is built (a@b built in ~11 instead of ~45 us of CPU: at 512 that is a twentieth
+  of the call). None: use the Tensor ops (the same node: tests/core/test_matmul_graph.py)."""
+  au, bu = a.uop, b.uop
+  adt = au.dtype
+  if dtype is not None or len(bs := bu.shape) != 2 or adt != bu.dtype or sum_acc_dtype(adt) != adt or not isinstance(dev := au.device, str) \
+     or dev != bu.device or not all_int(ash := au.shape) or not all_int(bs): return None
+  lead, (m, k), n = ash[:-2], ash[-2:], bs[1]
   if k > min(_ACC_RUN, _CHUNK) or (p and n % p): return None
   one = (1,) * len(lead)
+  def expand(u: UOp, shape: tuple[int, ...], full: tuple[int, ...]) -> UOp: return u.reshape(shape).expand(full)
   if p:   # the packed form: b as n/p contiguous panels of (p, k)
-    from tinygrad.uop.ops import UOp
-    panels = b.uop.reshape((k, n // p, p)).permute((1, 0, 2))
-    bp = UOp(Ops.CONTIGUOUS, panels.dtype, (panels,)).permute((0, 2, 1)).reshape((1, n // p, p, k))
+    panels = bu.reshape((k, n // p, p)).permute((1, 0, 2))
+    bp = _view(Ops.CONTIGUOUS, panels, None, panels.shape).permute((0, 2, 1)).reshape((1, n // p, p, k))
     full = lead + (m, n // p, p, k)
-    prod_ = a.uop.reshape(lead + (m, 1, 1, k)).expand(full) * bp.reshape(one + bp.shape).expand(full)
-    return prod_.r(Ops.ADD, (len(full) - 1,)).reshape(full[:-1]).reshape(lead + (m, n))
-  full = lead + (m, n, k)
-  bt = b.uop.permute((1, 0)).reshape((1, n, k))
-  prod_ = a.uop.reshape(lead + (m, 1, k)).expand(full) * bt.reshape(one + bt.shape).expand(full)
-  return prod_.r(Ops.ADD, (len(full) - 1,)).reshape(full[:-1])
+    x, y = expand(au, lead + (m, 1, 1, k), full), expand(bp, one + bp.shape, full)
+  else:
+    full = lead + (m, n, k)
+    x, y = expand(au, lead + (m, 1, k), full), expand(bu.permute((1, 0)).reshape((1, n, k)), one + (1, n, k), full)
+  prod_ = UOp(Ops.MUL, adt, (x, y))   # (x * y: the node the operator builds)
+  prod_.__dict__["_shape"], prod_.__dict__["_device"] = full, dev
+  out = prod_.r(Ops.ADD, (len(full) - 1,)).reshape(full[:-1])
+  return out.reshape(lead + (m, n)) if p else out
 
 class NNMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists

@@ -507,17 +507,22 @@ class UOp(metaclass=UOpMetaClass):
     if "_device" not in self.__dict__: _fill_up(self, "_device", _device, _OWN_DEVICE)
     if (dev := self.__dict__["_device"]) is None: raise ValueError(f"{self.op} has no device")
     return dev
-  # tensor-level movement constructors (no-ops return self)
-  def reshape(self, shape: tuple[sint, ...]) -> UOp: return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
-  def permute(self, order: tuple[int, ...]) -> UOp: return self if tuple(order) == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(order))
-  def expand(self, shape: tuple[sint, ...]) -> UOp: return self if tuple(shape) == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), tuple(shape))
+  # tensor-level movement constructors (no-ops return self); a new node's shape and device are set as it is built (_view)
+  def reshape(self, shape: tuple[sint, ...]) -> UOp:
+    return self if shape == self.shape else _view(Ops.RESHAPE, self, tuple(shape), tuple(shape))
+  def permute(self, order: tuple[int, ...]) -> UOp:
+    if (order := tuple(order)) == tuple(range(len(order))): return self
+    sh = self.shape
+    return _view(Ops.PERMUTE, self, order, tuple([sh[i] for i in order]))
+  def expand(self, shape: tuple[sint, ...]) -> UOp: return self if (shape := tuple(shape)) == self.shape else _view(Ops.EXPAND, self, shape, shape)
   def pad(self, arg: tuple[tuple[sint, sint], ...]) -> UOp: return self if all(p == (0, 0) for p in arg) else UOp(Ops.PAD, self.dtype, (self,), tuple(arg))
   def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> UOp:
     return self if all(s == (0, n) for s, n in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), tuple(arg))
   def flip(self, axes: tuple[bool, ...]) -> UOp: return self if not any(axes) else UOp(Ops.FLIP, self.dtype, (self,), tuple(axes))
   def r(self, op: Ops, axes: tuple[int, ...]) -> UOp:
-    axes = tuple(a for a in sorted(axes) if self.shape[a] != 1)
-    return self if not axes else UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
+    sh = self.shape
+    axes = tuple(a for a in sorted(axes) if sh[a] != 1)
+    return self if not axes else _view(Ops.REDUCE_AXIS, self, (op, axes), tuple([1 if i in axes else s for i, s in enumerate(sh)]))
   def flatten(self) -> UOp: return self.reshape((prod(self.shape),))
   def numel(self) -> int: return prod(self.shape)
 
@@ -597,6 +602,20 @@ def _view_offset(v: UOp, idx: tuple[UOp, ...]) -> UOp:
   base, bidx = view_index(v, idx)
   if base.op not in GroupOp.Defines: raise TypeError(f"cannot index {base.op} in a kernel: index a placeholder (or its views)")
   return bidx[0]
+
+def _view(op: Ops, src: UOp, arg: Any, shape: tuple[sint, ...]) -> UOp:
+  """The one-source tensor-level node `op(src, arg)` (a movement op or a reduce), given its `shape`: stored on it with its
+  source's device as it is built, where asking for either walked the new nodes (~1 us each, ~20 of a@b's ~45 us of
+  build). A node over a multi-device tensor is its lowering's (a MULTI), whose shape and device are its own."""
+  u = UOp(op, src.dtype, (src,), arg)
+  if u.op is op:
+    d = u.__dict__
+    if "_shape" not in d: d["_shape"] = shape
+    if "_device" not in d:
+      # (a source built by an ALU op, a@b's product, gets its device from its sources here: they have theirs)
+      if "_device" not in (sd := src.__dict__) and all("_device" in s.__dict__ for s in src.src): sd["_device"] = _device(src)
+      if "_device" in sd: d["_device"] = sd["_device"]
+  return u
 
 _UOP_SLOTS = tuple(getattr(UOp, f).__set__ for f in ("op", "dtype", "src", "arg", "tag"))   # UOpMetaClass builds nodes with them
 
