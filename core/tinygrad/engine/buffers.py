@@ -31,7 +31,10 @@ def new_buffer(device: str, size: int, dtype: DType) -> UOp:
     dev = UOp(Ops.DEVICE, arg=device)
     if len(_device_uops) >= 64: _device_uops.clear()   # (DISK:<path> names one per file)
     _device_uops[device] = dev
-  return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), dev), size)
+  u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), dev), size)
+  # (its shape and device, known here: each result's view of its buffer asked for them, a walk over its new sources)
+  u.__dict__["_shape"], u.__dict__["_device"] = (size,), device
+  return u
 
 def buffer_node(buf: Buffer) -> UOp:
   """A fresh BUFFER UOp standing for the existing Buffer `buf` (buffer_of gives it back): a view of a file's range, a

@@ -499,7 +499,7 @@ def eager_ready() -> bool:
 # dtype, arg (a CONST's by value, type and sign), tag, and each source's id with the places of its inputs among the node's
 # (a - b and a - a differ); an input's dtype, size and device. None: not a pure graph
 _EK_IDS: dict[tuple, int] = {}
-_ek_next = itertools.count()
+_ek_next = itertools.count(1)   # (from 1: an id is never 0, so `get(t) or` is a hit test)
 def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
   # (a source's inputs are given as their places among the node's, or () when they are its first ones in order: the
   # source's id says how many it has. No comprehension: each is a function call on CPython 3.11)
@@ -513,6 +513,10 @@ def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
     elif op in _MOVES:
       if not _int_arg(arg): return None
     elif op is _DEVICE_OP and type(arg) is not str: return None
+    if len(src := n.src) == 1:   # (a movement op, a reduce, a cast: its source's inputs are its own)
+      if (c := src[0].__dict__["_ek"]) is None: return None
+      t, ins = (op, dt, arg, n.tag, (c[0],)), c[1]
+      return (_EK_IDS.get(t) or _ek_id(t)), ins
     # (most nodes: every source reads no input or the same ones, whose places are then the node's: the sources' ids say it)
     ids, subs, same, ins = [], [], True, ()
     for x in n.src:
@@ -525,10 +529,12 @@ def _ek(n: UOp) -> tuple[int, tuple[UOp, ...]] | None:
     if same: parts: tuple = tuple(ids)
     else: ins, parts = _merge(subs)
     t = (op, dt, arg, n.tag, parts)
-  if (i := _EK_IDS.get(t)) is None:
-    if len(_EK_IDS) >= 1 << 17: _EK_IDS.clear()
-    i = _EK_IDS[t] = next(_ek_next)
-  return i, ins
+  return (_EK_IDS.get(t) or _ek_id(t)), ins
+
+def _ek_id(t: tuple) -> int:
+  if len(_EK_IDS) >= 1 << 17: _EK_IDS.clear()
+  i = _EK_IDS[t] = next(_ek_next)
+  return i
 
 def _merge(subs: list[tuple[int, tuple[UOp, ...]]]) -> tuple[tuple[UOp, ...], tuple]:
   # the node's inputs (its sources', first use first) and each source's id with its inputs' places (() for the first ones)
