@@ -5,7 +5,7 @@
   python bench/run.py [--device D] [--compare-tinygrad PYTHON | --make-tinygrad-venv DIR] [--json PATH] [--quick] [--runs N]
 
 Each side runs in its own process (numpy with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset). Every figure is the median of
---runs (>= 5) timed runs after two warm-up runs. The machine's copy bandwidth and fp32 peak are measured here too, by a
+at least --runs (>= 5) timed runs and 0.25 s of them, after at least two warm-up runs and 0.1 s of them. The machine's copy bandwidth and fp32 peak are measured here too, by a
 small C helper (memcpy and independent FMA chains) run on every core. `--quick` shrinks the sizes (a smoke run; the
 targets are for the full sizes).
 
@@ -66,9 +66,13 @@ import numpy as np
 CFG = {cfg!r}
 out, used = {{}}, {{}}
 def med(f, n=CFG["runs"], warm=2, key=None):
-  for _ in range(warm): f()
+  # at least `warm` calls and WARM_S seconds of them, then at least n timed and MIN_S seconds of them: a 1 ms call's first
+  # ~10 in a process run ~10% slower (threads and caches warming, on both sides), and 7 of them were one noisy sample
+  st, w = time.perf_counter(), 0
+  while w < warm or time.perf_counter() - st < CFG["warm_s"]:
+    f(); w += 1
   ts, cpu0, wall0 = [], time.process_time(), time.perf_counter()
-  for _ in range(n):
+  while len(ts) < n or time.perf_counter() - wall0 < CFG["min_s"]:
     st = time.perf_counter(); f(); ts.append(time.perf_counter() - st)
   # the cores this process kept busy while timed (CPU seconds of all its threads over wall seconds): a row at half its
   # usual speed with 1.0 here ran on one core (a thread not running), with 2.0 it was slow on both (memory, placement)
@@ -180,7 +184,7 @@ CHECK_NOISE, CHECK_OTHERS, CHECK_WAIT = 1.2, 0.2, 45
 def measure(args: argparse.Namespace, keys: list[str], ref: str | None, cores: int) -> dict[str, dict[str, float | None]]:
   """Every figure of `keys` for every side (numpy, ours, public tinygrad with `ref`) and the machine's, in one run."""
   cfg = {"mm": [512] if args.quick else [512, 1024, 2048], "n": 1 << 20 if args.quick else 1 << 24,
-         "sm": 1024 if args.quick else 4096, "runs": max(5, args.runs), "check": True,
+         "sm": 1024 if args.quick else 4096, "runs": max(5, args.runs), "warm_s": 0.1, "min_s": 0.25, "check": True,
          "only": sorted({k for k in keys if not k.startswith("beam_")} | ({"matmul1024"} if "beam_matmul1024" in keys else set()))}
   figs: dict[str, dict[str, float | None]] = {}
   figs["machine"] = measure_machine(cores, args.quick)
