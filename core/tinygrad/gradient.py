@@ -149,7 +149,7 @@ def _where_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
 CONTIGUOUS_BACKWARD = "contiguous_backward"
 def _walks(n: UOp) -> bool: return not (n.op is Ops.DETACH and n.tag != CONTIGUOUS_BACKWARD)
 
-_nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.TRUNC, Ops.BITCAST)
+_nograd = (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.BITCAST)
 
 # each rule: (node, ctx = incoming gradient) -> one gradient (or None) per source of the node
 pm_gradient = PatternMatcher([
@@ -168,6 +168,9 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.POW, name="ret"), lambda ctx, ret: _pow_grad(ret, ret.src[0], ret.src[1], ctx)),                           # d x^y = y x^(y-1), x^y ln x
   (UPat(Ops.MAX, name="ret"), lambda ctx, ret: _binary_max_grad(ctx, ret)),                                        # to the larger, ties split
   (UPat(Ops.WHERE, name="ret"), lambda ctx, ret: _where_grad(ctx, ret)),                                            # none to cond
+  # d trunc x = 0 (floor, ceil, round): zeros, as torch's and public tinygrad's, where none left `x.floor().sum().backward()`
+  # with x.grad None
+  (UPat(Ops.TRUNC, name="ret"), lambda ret: (const_like(ret.src[0], 0),)),
   (UPat(_nograd, name="ret"), lambda ret: (None,) * len(ret.src)),                                                    # comparisons, int/bit ops: none
   (UPat(Ops.RESHAPE, name="ret"), lambda ctx, ret: (ctx.reshape(ret.src[0].shape),)),                                  # reshape back
   (UPat(Ops.PERMUTE, name="ret"), lambda ctx, ret: (ctx.permute(tuple(argsort(ret.arg))),)),                           # inverse permutation

@@ -286,6 +286,20 @@ def test_tensor_backward_matmul():
   np.testing.assert_allclose(tb.grad.numpy(), a.T @ np.ones((3, 2)), rtol=1e-5, atol=1e-5)
 
 @needs_tensor
+@pytest.mark.parametrize("op", ["trunc", "floor", "ceil", "round"])
+def test_rounding_has_zero_grad(op):
+  # torch's and public tinygrad's: zeros, also where the rounding is x's only path to the loss (x.grad was None) and at
+  # +-inf and NaN; beside another path it adds nothing
+  Tensor = _bind()
+  x = Tensor([1.5, -2.5, 0.5, float("inf"), float("-inf"), float("nan")], requires_grad=True)
+  getattr(x, op)().sum().backward()
+  assert x.grad is not None
+  np.testing.assert_array_equal(x.grad.numpy(), np.zeros(6, np.float32))
+  x = Tensor([1.5, -2.25], requires_grad=True)
+  (getattr(x, op)() * x).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), getattr(np, "fix" if op == "trunc" else op)(np.array([1.5, -2.25])))
+
+@needs_tensor
 def test_tensor_backward_accumulates():
   Tensor = _bind()
   x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
