@@ -295,3 +295,28 @@ def test_tensor_level_uop_arithmetic_with_a_constant_first_keeps_the_shape():
     assert got.shape == (3,), name
     np.testing.assert_allclose(Tensor(got).numpy(), want, rtol=1e-6, err_msg=name)
   assert Tensor(Tensor([True, False, True]).uop.where(1, 0)).tolist() == [1, 0, 1]
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_built_nodes_shape_and_device_are_their_rules(data):
+  # movement ops and reduces store their node's shape and device as they build it (ops._view), and Tensor.dot's UOp form
+  # its product's: every node of a random chain of Tensor ops has the shape and device the rules give from its sources
+  from tinygrad import Tensor
+  from tinygrad.uop.ops import _shape, _device
+  shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape")
+  t = Tensor.empty(*shape, device="PYTHON")
+  for _ in range(data.draw(st.integers(1, 8), label="ops")):
+    op = data.draw(st.sampled_from(["permute", "reshape", "expand", "sum", "max", "matmul", "add", "pad", "shrink", "flip"]), label="op")
+    if op == "permute": t = t.permute(data.draw(st.permutations(range(t.ndim))))
+    elif op == "reshape": t = t.reshape(-1) if t.ndim > 1 else t.reshape(1, *t.shape)
+    elif op == "expand": t = t.reshape(1, *t.shape).expand(data.draw(st.integers(1, 3)), *t.shape)
+    elif op in ("sum", "max") and t.ndim > 1: t = getattr(t, op)(data.draw(st.integers(0, t.ndim - 1)))
+    elif op == "matmul": t = t @ Tensor.empty(t.shape[-1], data.draw(st.integers(1, 5)), device="PYTHON")
+    elif op == "add": t = t + 1
+    elif op == "pad": t = t.pad(((1, 0),) + ((0, 0),) * (t.ndim - 1))
+    elif op == "shrink" and t.shape[0] > 1: t = t[1:]
+    elif op == "flip": t = t.flip(0)
+  for n in t.uop.toposort():
+    if "_shape" in n.__dict__: assert n.__dict__["_shape"] == _shape(n), (n.op, n.arg)
+    if "_device" in n.__dict__ and all("_device" in s.__dict__ for s in n.src): assert n.__dict__["_device"] == _device(n), n.op
+  assert t.uop.shape == t.shape and t.device == "PYTHON"
