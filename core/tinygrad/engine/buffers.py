@@ -31,8 +31,11 @@ def new_buffer(device: str, size: int, dtype: DType) -> UOp:
     dev = UOp(Ops.DEVICE, arg=device)
     if len(_device_uops) >= 64: _device_uops.clear()   # (DISK:<path> names one per file)
     _device_uops[device] = dev
-  u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next(_unique)), dev), size)
-  # (its shape and device, known here: each result's view of its buffer asked for them, a walk over its new sources)
+  uniq = UOp(Ops.UNIQUE, arg=next(_unique))
+  u = UOp(Ops.BUFFER, dtype, (uniq, dev), size)
+  # (its shape and device, and its sources' devices, known here: each result's view of its buffer asked for them, a walk
+  # over its new sources; the rules give the same: ops._shape, ops._device)
+  uniq.__dict__["_device"], dev.__dict__["_device"] = None, device
   u.__dict__["_shape"], u.__dict__["_device"] = (size,), device
   return u
 
