@@ -1563,12 +1563,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._view_of = None
 
   # ---- broadcasting ----
-  def _broadcast_to(self, shape: tuple[sint, ...]) -> Tensor:
+  def _broadcast_to(self, shape: tuple[sint, ...], view: bool = True) -> Tensor:
+    # view=False: an operand an op reads now (_broadcasted), whose result is a plain tensor of the expand: no view of this
+    # one to keep up to date when it changes (a view's bookkeeping was ~half the host time of `a - s * b` with s 0-d)
     if self.shape == shape: return self
     if len(shape) < self.ndim: raise ValueError(f"cannot broadcast shapes {shape_str(self.shape)} and {shape_str(tuple(shape))}")
     # (a symbolic size equal to the target's but spelled otherwise, j+i for i+j, is reshaped to the target's spelling)
     padded = tuple(t if sint_eq(s, t) else s for s, t in zip((1,) * (len(shape) - self.ndim) + self.shape, shape))
     if any(s is not t and s != 1 for s, t in zip(padded, shape)): raise BroadcastError(f"cannot broadcast shapes {shape_str(self.shape)} and {shape_str(tuple(shape))}{vals_str(self.shape, shape)}")
+    if not view: return Tensor(self.uop.reshape(padded).expand(shape))
     return self._mv(lambda u: u.reshape(padded).expand(shape))
   def _to_tensor(self, y: Any, dtype: DType | None = None) -> Tensor:
     """`y` as a Tensor on this device; Python scalars are weak: they take this tensor's dtype when they fit its kind."""
@@ -1600,7 +1603,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       out = least_upper_dtype(x.dtype, t.dtype)
       x, t = x.cast(out), t.cast(out)
     shape = _broadcast_shape(x.shape, t.shape)
-    return x._broadcast_to(shape), t._broadcast_to(shape)
+    return x._broadcast_to(shape, view=False), t._broadcast_to(shape, view=False)
   def _same_device(self, t: Tensor) -> tuple[Tensor, Tensor]:
     """(self, t) on one device: a broadcast constant (Tensor(2.0), Tensor(UOp.const(1.0))), or a graph of constants
     (Tensor.arange), joins the other operand on its device(s), as public tinygrad's device-less constants do: it has no data
