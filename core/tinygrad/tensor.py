@@ -263,7 +263,6 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   _seed: int = int(time.time())
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
-    dt = to_dtype(dtype) if dtype is not None else None
     with _registry_lock: all_tensors[weakref.ref(self, _unregister)] = None
     self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
@@ -274,9 +273,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._bits_of: Tensor | None = None
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
     self._parents: tuple[weakref.ref[Tensor], ...] = ()
+    if type(data) is UOp and device is None and dtype is None and requires_grad is None and data.__dict__.get("_device") is not None:
+      # (a graph node on a device, as every Tensor op makes: none of the cases below applies)
+      graph_epoch[0] += 1
+      self.uop: UOp = data
+      return
+    dt = to_dtype(dtype) if dtype is not None else None
     if isinstance(device, (tuple, list)): device = _canon_device(device)   # (one device in a tuple is that device)
     if isinstance(device, tuple) and not isinstance(data, UOp):   # several devices: built on the first, replicated
-      self.uop: UOp = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
+      self.uop = Tensor(data, device=device[0], dtype=dtype).shard(device).uop
       self.requires_grad = requires_grad
       return
     if isinstance(data, UOp) and _deviceless(data):   # a Variable (bound or not) or an expression of them: a 0-d tensor
@@ -478,7 +483,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       saved = (GC.kernel_count, GC.global_ops, GC.global_mem, GC.time_sum_s)
       try: return self.realize(*lst)
       finally: GC.kernel_count, GC.global_ops, GC.global_mem, GC.time_sum_s = saved
-    todo = [t for t in dict.fromkeys((self,) + lst) if not t._is_realized() and not t._virtual and smax(t.numel()) > 0 and not t._views_a_buffer()]
+    # (one tensor, the usual call, without dict.fromkeys: Tensor.__hash__ is a Python call)
+    todo = [t for t in (dict.fromkeys((self,) + lst) if lst else (self,))
+            if not t._is_realized() and not t._virtual and smax(t.numel()) > 0 and not t._views_a_buffer()]
     if not todo: return self
     if any(t.uop.op is Ops.MULTI for t in todo): return self._realize_multi(todo)
     from tinygrad.engine import realize as engine
