@@ -5,9 +5,9 @@
   python bench/run.py [--device D] [--compare-tinygrad PYTHON | --make-tinygrad-venv DIR] [--json PATH] [--quick] [--runs N]
 
 Each side runs in its own process (numpy with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset). Every figure is the median of
-at least --runs (>= 5) timed runs and 0.25 s of them, after at least two warm-up runs and 0.1 s of them. The machine's copy bandwidth and fp32 peak are measured here too, by a
-small C helper (memcpy and independent FMA chains) run on every core. `--quick` shrinks the sizes (a smoke run; the
-targets are for the full sizes).
+at least --runs (>= 5) timed runs and 0.25 s of them, after at least two warm-up runs and 0.1 s of them. The machine's
+copy bandwidth and fp32 peak are measured here too, by a small C helper (memcpy and independent FMA chains) run on every
+core. `--quick` shrinks the sizes (a smoke run; the targets are for the full sizes).
 
 `--check` (make bench-check) is the same run as a regression check: exit status 1 when a target is missed in the run and
 in two reruns of the missed rows, 0 when every target is met, and 0 with a line starting `bench-check SKIPPED` when the

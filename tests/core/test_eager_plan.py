@@ -163,36 +163,36 @@ def _finishes_with_the_second_kernel(t: Tensor, a: Tensor):
   np.testing.assert_allclose(t.numpy(), np.exp(a.numpy() - a.numpy().max(1, keepdims=True)), rtol=1e-6)
   assert GlobalCounters.kernel_count == 1
 
+def _realize_interrupted(monkeypatch, before_call, raises, match: str | None = None) -> tuple[Tensor, Tensor, list[int]]:
+  # the two-kernel plan's graph realized with `before_call(n)` run before its n-th kernel launch (1 first), which makes the
+  # realize raise `raises`; the launches are counted, and the runner is put back afterwards
+  a, make = _two_kernel_plan()
+  calls: list[int] = []
+  orig = R.CompiledRunner.__call__
+  def hooked(self, *args, **kw):
+    calls.append(1)
+    before_call(len(calls))
+    return orig(self, *args, **kw)
+  monkeypatch.setattr(R.CompiledRunner, "__call__", hooked)
+  t = make()
+  with pytest.raises(raises, match=match): t.realize()
+  monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
+  return t, a, calls
+
 def test_a_kernel_failing_part_way_keeps_what_ran(monkeypatch):
   # a two-kernel plan whose second kernel raises: the tensor stays lazy and realizes again to the right value
-  a, make = _two_kernel_plan()
-  calls = []
-  orig = R.CompiledRunner.__call__
-  def fail_second(self, *args, **kw):
-    calls.append(1)
-    if len(calls) == 2: raise RuntimeError("injected")
-    return orig(self, *args, **kw)
-  monkeypatch.setattr(R.CompiledRunner, "__call__", fail_second)
-  t = make()
-  with pytest.raises(RuntimeError, match="injected"): t.realize()
-  monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
+  def fail_second(n: int) -> None:
+    if n == 2: raise RuntimeError("injected")
+  t, a, _ = _realize_interrupted(monkeypatch, fail_second, RuntimeError, "injected")
   _finishes_with_the_second_kernel(t, a)
 
 def test_ctrl_c_during_a_planned_kernel_stops_after_it(monkeypatch):
   # a SIGINT while the first of two kernels runs is held until it ends: the run stops there, the max it computed is kept
   # (the graph reads its buffer), and the tensor realizes later with the second kernel only
   import signal
-  a, make = _two_kernel_plan()
-  calls = []
-  orig = R.CompiledRunner.__call__
-  def interrupted(self, *args, **kw):
-    calls.append(1)
-    if len(calls) == 1: signal.raise_signal(signal.SIGINT)
-    return orig(self, *args, **kw)
-  monkeypatch.setattr(R.CompiledRunner, "__call__", interrupted)
-  t = make()
-  with pytest.raises(KeyboardInterrupt): t.realize()
-  monkeypatch.setattr(R.CompiledRunner, "__call__", orig)
+  def interrupt_first(n: int) -> None:
+    if n == 1: signal.raise_signal(signal.SIGINT)
+  t, a, calls = _realize_interrupted(monkeypatch, interrupt_first, KeyboardInterrupt)
   assert len(calls) == 1, "the second kernel ran after a Ctrl-C"
   _finishes_with_the_second_kernel(t, a)
 

@@ -29,13 +29,14 @@ def new_buffer(device: str, size: int, dtype: DType) -> UOp:
   check_storable(dtype)   # (it made a 4-byte weakint buffer, 0.14 raises; a void one read as a struct error or ZeroDivisionError)
   if (dev := _device_uops.get(device)) is None:
     dev = UOp(Ops.DEVICE, arg=device)
+    dev.__dict__["_device"] = device
     if len(_device_uops) >= 64: _device_uops.clear()   # (DISK:<path> names one per file)
     _device_uops[device] = dev
   uniq = UOp(Ops.UNIQUE, arg=next(_unique))
   u = UOp(Ops.BUFFER, dtype, (uniq, dev), size)
   # (its shape and device, and its sources' devices, known here: each result's view of its buffer asked for them, a walk
   # over its new sources; the rules give the same: ops._shape, ops._device)
-  uniq.__dict__["_device"], dev.__dict__["_device"] = None, device
+  uniq.__dict__["_device"] = None
   u.__dict__["_shape"], u.__dict__["_device"] = (size,), device
   return u
 

@@ -502,9 +502,8 @@ class UOp(metaclass=UOpMetaClass):
   @property
   def device(self) -> str:
     """The device of a tensor-level UOp: its DEVICE source's, a COPY's target, else its first source's (cached per node)."""
-    if "_device" not in self.__dict__ and all("_device" in s.__dict__ for s in self.src): self.__dict__["_device"] = _device(self)
     # (cached: a Tensor op asks for its operands' device, so an uncached walk would make graph building quadratic)
-    if "_device" not in self.__dict__: _fill_up(self, "_device", _device, _OWN_DEVICE)
+    if not _device_from_sources(self): _fill_up(self, "_device", _device, _OWN_DEVICE)
     if (dev := self.__dict__["_device"]) is None: raise ValueError(f"{self.op} has no device")
     return dev
   # tensor-level movement constructors (no-ops return self); a new node's shape and device are set as it is built (_view)
@@ -603,18 +602,22 @@ def _view_offset(v: UOp, idx: tuple[UOp, ...]) -> UOp:
   if base.op not in GroupOp.Defines: raise TypeError(f"cannot index {base.op} in a kernel: index a placeholder (or its views)")
   return bidx[0]
 
+def _device_from_sources(u: UOp) -> bool:
+  """Store u's device (the _device rule) when each of its sources has its own stored, with no walk; whether u has one now."""
+  d = u.__dict__
+  if "_device" not in d and all("_device" in s.__dict__ for s in u.src): d["_device"] = _device(u)
+  return "_device" in d
+
 def _view(op: Ops, src: UOp, arg: Any, shape: tuple[sint, ...]) -> UOp:
-  """The one-source tensor-level node `op(src, arg)` (a movement op or a reduce), given its `shape`: stored on it with its
-  source's device as it is built, where asking for either walked the new nodes (~1 us each, ~20 of a@b's ~45 us of
-  build). A node over a multi-device tensor is its lowering's (a MULTI), whose shape and device are its own."""
+  """The one-source tensor-level node `op(src, arg)` (a movement op, a reduce, a CONTIGUOUS: a node of its source's
+  device), given its `shape`: stored on it with its source's device as it is built, where asking for either walked the
+  new nodes (~1 us each, ~20 of a@b's ~45 us of build). A source built by an ALU op (a@b's product) gets its device from
+  its sources here. A node over a multi-device tensor is its lowering's (a MULTI), whose shape and device are its own."""
   u = UOp(op, src.dtype, (src,), arg)
   if u.op is op:
     d = u.__dict__
     if "_shape" not in d: d["_shape"] = shape
-    if "_device" not in d:
-      # (a source built by an ALU op, a@b's product, gets its device from its sources here: they have theirs)
-      if "_device" not in (sd := src.__dict__) and all("_device" in s.__dict__ for s in src.src): sd["_device"] = _device(src)
-      if "_device" in sd: d["_device"] = sd["_device"]
+    if "_device" not in d and _device_from_sources(src): d["_device"] = src.__dict__["_device"]
   return u
 
 _UOP_SLOTS = tuple(getattr(UOp, f).__set__ for f in ("op", "dtype", "src", "arg", "tag"))   # UOpMetaClass builds nodes with them
