@@ -866,12 +866,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.engine import realize as engine
     holders: dict[UOp, list[Tensor]] = {}
     mine = {t.uop for t in kept}
+    devices = {n.arg for n in nodes if n.op is Ops.DEVICE and isinstance(n.arg, str)}
     for ref in (engine.call_outer or {}).values():
       if (t := ref()) is None or t.uop in roots or t.uop in mine or t.requires_grad is True: continue
       # (a multi-device tensor is read per shard: the graph holds its shards' nodes)
       if t.uop not in nodes and not (t.uop.op is Ops.MULTI and any(x in nodes for x in t.uop.src)): continue
       if t.uop.op in (Ops.BUFFER, Ops.ASSIGN) or t._is_realized() or t._virtual or t._views_a_buffer(): continue
       if t.uop.op is Ops.MULTI and (not multi or any(s.op is Ops.ASSIGN for s in t.uop.src)): continue   # (multi: _realize_multi's)
+      # a graph of constants the call reads on other devices too (llama3's Int8Embedding's arange, compared with sharded
+      # token ids) stays one: realized, it was data on its own device, and the next call's comparison raised
+      if _computed_anywhere(t.uop) and any(_on_device(t.uop, d) in nodes for d in devices - {t.device}):
+        if engine.call_consts is not None: engine.call_consts.append((ref, t.uop))   # (a replay checks it is unchanged)
+        continue
       if smax(t.numel()) > 0: holders.setdefault(t.uop, []).append(t)
     # (not a view, which follows its base, nor a value of a pending update: both are the function's writes, not state)
     return [ts[0] for ts in holders.values() if len(ts) == 1 and ts[0]._view_of is None and

@@ -5,6 +5,7 @@ from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.engine.jit import JitError
 import tinygrad.engine.schedule as schedule_mod
 import tinygrad.engine.realize as realize_mod
+from tinygrad.engine.buffers import base_buffer
 
 def test_replay_matches_and_does_not_schedule(count_calls):
   @TinyJit
@@ -666,3 +667,22 @@ def test_plan_never_lets_a_read_see_another_value(data):
         assert all(mem.get((base, x)) == r for x in range(lo, hi, 256)), f"value {r} read at step {w} was overwritten"
       base, lo, hi = _memory(s.bufs[0])
       for x in range(lo, hi, 256): mem[(base, x)] = w
+
+def test_constant_state_read_on_other_devices_stays_constant():
+  # examples/llama3.py's Int8Embedding under TinyJit with sharded weights: its `self.arange` (a lazy Tensor.arange on the
+  # default device) is compared with token ids on two devices. The first call realized it as the function's state, a buffer
+  # on one device, and the capture call then raised "tensors on different devices" (bb6c90b; upstream_programs' llama3)
+  devs = ("CPU", "CPU:1")
+  arange = Tensor.arange(6).unsqueeze(-1)
+  w = Tensor(np.arange(24, dtype=np.float32).reshape(6, 4)).shard(devs, axis=-1).realize()
+  def emb(idx: Tensor) -> Tensor:
+    big = idx.shape + (6, 4)
+    return (arange.expand(big) == idx.reshape(idx.shape + (1, 1)).expand(big)).mul(w).sum(-2).realize()
+  f = TinyJit(emb)
+  for i in range(5):
+    ids = np.array([[i % 6, (3 * i + 1) % 6]], np.int32)
+    np.testing.assert_equal(f(Tensor(ids, device=devs)).numpy(), np.arange(24, dtype=np.float32).reshape(6, 4)[ids])
+  assert base_buffer(arange.uop) is None   # (still its graph of constants)
+  # a write into it would not reach the replays (its capture computes it in the kernels): the next call raises
+  arange += 1
+  with pytest.raises(JitError, match="tensor of constants"): f(Tensor(np.array([[1, 2]], np.int32), device=devs))

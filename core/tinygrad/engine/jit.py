@@ -479,6 +479,7 @@ class TinyJit(Generic[R]):
     self.seen_epoch, self.seen_written = -1, set[int]()
     # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
     self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+    self.consts: list[tuple[Any, UOp]] = []   # the function's lazy state the capture computes in its kernels (call_consts)
     self.first_writes: list[bool] = []   # per input: whether the first call wrote into it ([]: not seen)
     self.copied: list[bool] = []         # per input: whether the capture read it through a copy (a view not written into)
     # Tensor.training when captured, if the capture read it (Dropout, BatchNorm's batch statistics: other kernels in the
@@ -555,7 +556,7 @@ class TinyJit(Generic[R]):
       if not first: return self._run_and_realize(args, kwargs)
       # (the inputs' buffers as passed: a view across shards that the function writes is remade from its base, lazy again)
       in_bufs = [_buffers(t) for t in inputs]
-      _realize.observing, _realize.call_outer = [], _outer_tensors()
+      _realize.observing, _realize.call_outer, _realize.call_consts = [], _outer_tensors(), []
       try: ret = self._run_and_realize(args, kwargs)
       except BaseException:
         # a first call cut short (a kernel's error, Ctrl-C, out of memory) is not one: the next call is the first again. Counted,
@@ -563,7 +564,9 @@ class TinyJit(Generic[R]):
         # `w = Tensor.zeros(4).contiguous()` updated by `w.assign(w + x)` was 2 after every later call
         self.cnt = 0
         raise
-      finally: seen, _realize.observing, _realize.call_outer = _realize.observing, None, None
+      finally:
+        seen, self.consts = _realize.observing, _realize.call_consts or []
+        _realize.observing, _realize.call_outer, _realize.call_consts = None, None, None
       self.state = _state_read(seen, {id(b) for bs in in_bufs for b in bs})
       wrote = {id(b) for step in seen for b in _written(step)}
       self.first_writes = [any(id(b) in wrote for b in bs) for bs in in_bufs]
@@ -588,6 +591,8 @@ class TinyJit(Generic[R]):
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed, _realize.call_outer = [], [], _outer_tensors()
+      # (the state the capture computes in its kernels, as it is now: a write since the first call is captured)
+      self.consts = [(ref, t.uop) for ref, _ in self.consts if (t := ref()) is not None]
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
@@ -651,6 +656,10 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
+    if self.consts and (changed := [u for ref, u in self.consts if (t := ref()) is not None and t.uop is not u]):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {changed[0].shape}) that it computes "
+                     "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
+                     "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "

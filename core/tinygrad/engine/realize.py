@@ -251,6 +251,9 @@ observing: list[ExecStep] | None = None
 # while a TinyJit call is observed or captured: id -> weak reference of every tensor live before the call (Tensor.realize
 # computes such a tensor outside the capture when an update inside the call would change what it reads)
 call_outer: dict[int, Any] | None = None
+# while a TinyJit's first call is observed: (weak reference, graph) of each tensor live before the call that stays lazy, so
+# that its capture computes it inside the kernels (a graph of constants read on several devices: Tensor._jit_state)
+call_consts: list[tuple[Any, Any]] | None = None
 
 class UnboundVariableError(ValueError, RuntimeError):
   """A kernel reads a variable that has no value (a Tensor of an unbound Variable can be built and scheduled, not run)."""
