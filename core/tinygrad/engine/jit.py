@@ -224,15 +224,20 @@ def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   per_device: dict[str, list[tuple]] = {}
   for k in first:
     if k[0] not in pinned: per_device.setdefault(byid[k].device, []).append(k)
+  # a value's elements: its own (a realize's plan may have put it in a larger buffer of its dtype), else its buffer's
+  def size(k: tuple) -> int:
+    u = k[1]
+    return u.arg if u is not None and u.op is Ops.BUFFER and isinstance(u.arg, int) and u.arg < byid[k].size else byid[k].size
   new: dict[tuple, Buffer] = {}
   for dev, ks in per_device.items():
     if len(ks) < 2: continue
     arena = hasattr(Device[dev].allocator, "_offset")
     # (a multiple of 256 bytes: every view starts aligned; a whole buffer of 16: a host view of it is an array of any dtype)
-    offs, sizes = _place([(first[k], last[k], -(-byid[k].nbytes // 256) * 256 if arena else -(-byid[k].nbytes // 16) * 16) for k in ks], arena)
+    nbytes = [size(k) * byid[k].dtype.itemsize for k in ks]
+    offs, sizes = _place([(first[k], last[k], -(-n // 256) * 256 if arena else -(-n // 16) * 16) for k, n in zip(ks, nbytes)], arena)
     if arena:
       base = Buffer(dev, max(o + n for o, n in zip(offs, sizes)), dtypes.uint8)
-      for k, o in zip(ks, offs): new[k] = BufferView(base, o, byid[k].size, byid[k].dtype)
+      for k, o in zip(ks, offs): new[k] = BufferView(base, o, size(k), byid[k].dtype)
     else:
       shared = {o: Buffer(dev, n, dtypes.uint8) for o, n in zip(offs, sizes)}   # (an offset here names a whole buffer)
       for k, o in zip(ks, offs): new[k] = shared[o]

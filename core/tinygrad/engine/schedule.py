@@ -34,10 +34,11 @@ def strides_for(shape: tuple[sint, ...]) -> tuple[sint, ...]:
   return tuple(reversed(out))
 
 def buffer_view(buf: UOp, shape: tuple[sint, ...]) -> UOp:
-  """A BUFFER seen as a tensor of `shape`: reshaped, after a prefix shrink when the size is symbolic (the buffer holds the largest)."""
+  """A BUFFER seen as a tensor of `shape`: reshaped, after a prefix shrink when the size is symbolic (the buffer holds the
+  largest) or smaller than the buffer's (a memory plan's larger buffer)."""
   n = 1
   for s in shape: n = n * s
-  return (buf if isinstance(n, int) else buf.shrink(((0, n),))).reshape(shape)
+  return (buf if isinstance(n, int) and n == buf.arg else buf.shrink(((0, n),))).reshape(shape)
 
 def _i64(x: sint) -> sint:
   """A size as kernel index arithmetic: an int, or the expression retyped to int64 (its variables cast), like the indices."""
@@ -912,26 +913,34 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
   return out
 
 def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
-  """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive the schedule."""
+  """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive
+  the schedule. A new buffer takes a free one of its device and dtype: of its own size, else (where only compiled kernels
+  use either: a copy moves its buffers' whole size) the smallest larger one. Exact sizes only left a CNN's activations
+  (each conv's output a size of its own) in new memory: ResNet-18 batch 32's forward made 526 MB of buffers, 290 this way."""
   # (a buffer is only reused after a step that ended its last use: none before the last item)
   if len(schedule) < 2 or NO_MEMORY_PLANNER: return {}
   last_use: dict[UOp, int] = {}
   first_def: dict[UOp, int] = {}
+  copied: set[UOp] = set()   # buffers a step other than a compiled kernel uses (a larger buffer in their place: no)
   for i, ei in enumerate(schedule):
     for b in ei.bufs: last_use[b] = i
     first_def.setdefault(ei.bufs[0], i)
+    if ei.ast.op is not Ops.SINK: copied.update(ei.bufs)
   free: dict[tuple, list[UOp]] = {}
   assigned: dict[UOp, UOp] = {}
   ending: dict[int, list[UOp]] = {}
   for b, i in last_use.items(): ending.setdefault(i, []).append(b)
   for i, ei in enumerate(schedule):
     out = ei.bufs[0]
-    if first_def.get(out) == i and out not in keep and out.op is Ops.BUFFER and _fresh(out):
-      key = (out.device, out.dtype, out.arg)
-      if free.get(key): assigned[out] = free[key].pop()
+    if first_def.get(out) == i and out not in keep and out.op is Ops.BUFFER and _fresh(out) and (cands := free.get((out.device, out.dtype))):
+      # (the last freed first: its memory is the likeliest still in cache)
+      fit = [j for j, m in enumerate(cands) if m.arg == out.arg]
+      if not fit and out not in copied and type(out.arg) is int:
+        fit = sorted((j for j, m in enumerate(cands) if type(m.arg) is int and m.arg > out.arg), key=lambda j: (-cands[j].arg, j))
+      if fit: assigned[out] = cands.pop(fit[-1])
     for b in ending.get(i, []):
       if b in first_def and b not in keep and _fresh(b):
-        free.setdefault((b.device, b.dtype, b.arg), []).append(assigned.get(b, b))
+        free.setdefault((b.device, b.dtype), []).append(assigned.get(b, b))
   return assigned
 
 def _fresh(b: UOp) -> bool: return not has_buffer(b)
