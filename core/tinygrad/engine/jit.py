@@ -11,6 +11,7 @@ from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from t
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
 from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
+from tinygrad import tensor as _tensor
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -19,6 +20,9 @@ from tinygrad.dtype import DType, dtypes
 R = TypeVar("R")
 
 def _is_array(x: Any) -> bool: return type(x).__name__ == "ndarray" and type(x).__module__ == "numpy"
+
+def _same_read(a: Any, b: Any) -> bool: return a is b if isinstance(a, Tensor) or isinstance(b, Tensor) else _same(a, b)
+def _fmt_read(v: Any) -> str: return f"a tensor of shape {v.shape} (id {id(v):#x})" if isinstance(v, Tensor) else repr(v)
 
 def _same(a: Any, b: Any) -> bool:
   # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; numpy arrays: of one
@@ -484,6 +488,7 @@ class TinyJit(Generic[R]):
     # Tensor.training when captured, if the capture read it (Dropout, BatchNorm's batch statistics: other kernels in the
     # other mode); None: it did not, and a replay in either mode runs the same kernels
     self.training: int | None = None
+    self.host_reads: list[tuple[str, Callable[[], Any], Any]] = []   # (tinygrad.tensor.host_reads of the capture)
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -587,7 +592,8 @@ class TinyJit(Generic[R]):
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.names = self.names_of(args, kwargs)
-      _realize.capturing, _ops.assumed, _realize.call_outer = [], [], _outer_tensors()
+      _realize.capturing, _ops.assumed, _realize.call_outer, _tensor.host_reads = [], [], _outer_tensors(), []
+      _tensor.host_reads_thread[0] = threading.get_ident()
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
@@ -595,7 +601,7 @@ class TinyJit(Generic[R]):
       finally:
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
-        _realize.call_outer = None
+        _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({w: (w, g, v) for w, g, v in _tensor.host_reads or []}.values()), None
       self.training = mode if training_reads[0] != reads else None
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
@@ -651,6 +657,11 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
+    if changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]:
+      w, v, now = changed[0]
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading {w} = {_fmt_read(v)}, now it is "
+                     f"{_fmt_read(now)}: the capture replays the old value. Keep it one tensor and change its value in place "
+                     "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
