@@ -71,6 +71,21 @@ def test_changed_int_argument_is_an_error():
   for _ in range(3): assert f(x, 3).tolist() == [3.0, 6.0]   # unchanged: replays
   with pytest.raises(JitError, match=r"argument 1: captured 3, now 4.*Tensor.*Variable"): f(x, 4)
 
+def test_a_zero_of_the_other_sign_is_a_changed_argument():
+  # 0.0 == -0.0 in Python and numpy, so a replay with -0.0 took the captured 0.0: 1 / (x * s) gave inf where the function
+  # gives -inf; likewise the zeros of a numpy array argument
+  import numpy as np
+  @TinyJit
+  def f(a, s, arr): return (1 / (a * s * Tensor(arr))).realize()
+  x = Tensor([1.0, 2.0]).realize()
+  for _ in range(3): assert f(x, 0.0, np.array([1.0, 1.0])).tolist() == [float("inf")] * 2
+  with pytest.raises(JitError, match=r"argument 1: captured 0.0, now -0.0"): f(x, -0.0, np.array([1.0, 1.0]))
+  with pytest.raises(JitError, match=r"argument 2"): f(x, 0.0, np.array([1.0, 0.0]) * np.array([1.0, -1.0]) + np.array([0.0, -0.0]))
+  assert f(x, 0.0, np.array([1.0, 1.0])).tolist() == [float("inf")] * 2   # (the same values replay)
+  f.reset()
+  for _ in range(3): f(x, np.float32(0.0), np.array([1.0, 1.0]))
+  with pytest.raises(JitError, match=r"argument 1: captured np.float32\(0.0\), now np.float32\(-0.0\)"): f(x, np.float32(-0.0), np.array([1.0, 1.0]))
+
 def test_changed_keyword_and_nested_arguments_are_errors():
   @TinyJit
   def f(a, scale=1.0, opts=None): return a * scale + (opts or [0])[0]

@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, itertools, threading, weakref
+import contextlib, enum, functools, inspect, itertools, math, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -25,13 +25,19 @@ def _same_read(a: Any, b: Any) -> bool: return a is b if isinstance(a, Tensor) o
 def _fmt_read(v: Any) -> str: return f"a tensor of shape {v.shape} (id {id(v):#x})" if isinstance(v, Tensor) else repr(v)
 
 def _same(a: Any, b: Any) -> bool:
-  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; numpy arrays: of one
-  # dtype and shape, with equal items (an array's == is an array, whose truth value raises)
+  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; 0.0 and -0.0 differ
+  # (1 / (x * s) is inf or -inf); numpy arrays: of one dtype and shape, with equal items (an array's == is an array, whose
+  # truth value raises), their zeros of one sign
   if type(a) is not type(b): return False
   if _is_array(a):
     import numpy as np   # (loaded already: a is its array)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-  try: return bool(a == b or a != a and b != b)
+    if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"): return False
+    if a.dtype.kind == "c": a, b = np.concatenate([a.real.ravel(), a.imag.ravel()]), np.concatenate([b.real.ravel(), b.imag.ravel()])
+    return a.dtype.kind not in "fc" or bool(np.array_equal(np.signbit(a[a == 0]), np.signbit(b[a == 0])))
+  try:
+    if not (a == b or a != a and b != b): return False
+    if not (isinstance(a, float) or type(a).__module__ == "numpy" and getattr(a, "dtype", None) is not None and a.dtype.kind == "f"): return True
+    return a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b)
   except Exception: return a is b   # (an object whose == is not a bool, another library's array: only itself is the same)
 
 def _items(d: dict) -> list[tuple[Any, Any]]:
