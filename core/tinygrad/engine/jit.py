@@ -495,6 +495,10 @@ class TinyJit(Generic[R]):
     # other mode); None: it did not, and a replay in either mode runs the same kernels
     self.training: int | None = None
     self.host_reads: list[tuple[str, Callable[[], Any], Any]] = []   # (tinygrad.tensor.host_reads of the capture)
+    # the tensors whose .grad backward() set in the capture (tinygrad.tensor.capture_grads): the tensor (weakly), whether it
+    # was there with .grad None when the capture call started and the function did not clear it (a replay needs it None:
+    # eager backward() would add to a gradient), and its .grad when the call ended, which each replay computes and puts back
+    self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -600,6 +604,8 @@ class TinyJit(Generic[R]):
       self.names = self.names_of(args, kwargs)
       _realize.capturing, _ops.assumed, _realize.call_outer, _tensor.host_reads = [], [], _outer_tensors(), []
       _tensor.host_reads_thread[0] = threading.get_ident()
+      _tensor.capture_grads = {"start": {id(t): (t, t.grad) for t in _tensor.live_tensors() if t.requires_grad is True}, "set": {},
+                               "cleared": set()}
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
@@ -608,6 +614,10 @@ class TinyJit(Generic[R]):
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
         _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({w: (w, g, v) for w, g, v in _tensor.host_reads or []}.values()), None
+        cg, _tensor.capture_grads = _tensor.capture_grads or {"start": {}, "set": {}, "cleared": set()}, None
+      # (a tensor made in the call had no .grad before it: nothing to require of a replay)
+      self.grads = [(weakref.ref(x), k in cg["start"] and cg["start"][k][1] is None and k not in cg["cleared"], x.grad)
+                    for k, (x, _) in cg["set"].items()]
       self.training = mode if training_reads[0] != reads else None
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
@@ -663,6 +673,10 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
+    if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
+                     f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
+                     "Clear the gradients before each call (opt.zero_grad()) or in the function, or call .reset() to capture again")
     if changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]:
       w, v, now = changed[0]
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading {w} = {_fmt_read(v)}, now it is "
@@ -710,6 +724,9 @@ class TinyJit(Generic[R]):
       from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
         if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
+    # the gradients backward() set in the capture: this replay computed them into the same tensors, as the call would set them
+    for ref, _, grad in self.grads:
+      if (x := ref()) is not None: x.grad = grad
     self.cnt += 1
     return self._returned(inputs, [copies.get(j, t) for j, t in enumerate(inputs)], dict(zip(self.in_uops, in_uops)), var_vals)
 
@@ -820,6 +837,9 @@ class TinyJit(Generic[R]):
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
     mine = _pending_here()
     outs = _tensors_in(ret) + [t for _, t in mine]
+    # (a capture: the .grad of each tensor backward() gave one, which a replay computes and puts back; lazy, no replay ran it)
+    if (cg := _tensor.capturing_grads()) is not None:
+      outs += [x.grad for x, _ in cg["set"].values() if x.grad is not None and not x.grad._is_realized()]
     if outs: Tensor.realize(*outs)
     # (forgotten once they ran: an assign of a call cut short (Ctrl-C) stays pending, and runs before the next capture)
     for k, _ in mine: pending_assigns.pop(k, None)

@@ -68,6 +68,8 @@ class Optimizer:
 
   def zero_grad(self) -> None:
     """Forget the gradients (set every parameter's `.grad` to None)."""
+    from tinygrad.tensor import capturing_grads
+    if (cg := capturing_grads()) is not None: cg["cleared"].update(id(p) for p in self.params)   # (a TinyJit capture's: see there)
     for p in self.params: p.grad = None
 
   def schedule_step(self) -> list[Tensor]:
