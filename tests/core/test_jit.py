@@ -135,6 +135,30 @@ def test_gradients_added_to_across_jitted_calls_raise():
   assert w.grad.tolist() == [2.0, 3.0]
   with pytest.raises(JitError, match="holds a gradient"): fb(Tensor([2.0, 3.0]))
 
+def test_state_replaced_by_a_new_tensor_in_the_function_raises():
+  # `self.h = f(self.h)` in a jitted step: the capture read the tensor self.h was then, which a replay (no Python) kept
+  # reading, so every replay computed from the capture call's state (an RNN without recurrence), silently
+  import numpy as np
+  W = np.array([[0.5, 0.1], [0.2, 0.3]], np.float32)
+  class RNN:
+    def __init__(self): self.h, self.W = Tensor.zeros(1, 2).contiguous().realize(), Tensor(W)
+    def replaced(self, x: Tensor) -> Tensor:
+      self.h = (self.h @ self.W + x).tanh()
+      return self.h.realize()
+    def in_place(self, x: Tensor) -> Tensor:
+      self.h.assign((self.h @ self.W + x).tanh())
+      return self.h.realize()
+  m = RNN()
+  f = TinyJit(m.replaced)
+  for _ in range(2): f(Tensor([[0.1, 0.2]]))
+  with pytest.raises(JitError, match="no tensor holds now"): f(Tensor([[0.1, 0.2]]))
+  m, h = RNN(), np.zeros((1, 2), np.float32)
+  f = TinyJit(m.in_place)
+  for i in range(6):
+    x = np.full((1, 2), 0.1 * i, np.float32)
+    h = np.tanh(h @ W + x)
+    np.testing.assert_allclose(f(Tensor(x)).numpy(), h, rtol=1e-5)
+
 def test_changed_keyword_and_nested_arguments_are_errors():
   @TinyJit
   def f(a, scale=1.0, opts=None): return a * scale + (opts or [0])[0]

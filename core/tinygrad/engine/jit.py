@@ -175,13 +175,13 @@ def _prune(steps: list, inputs: list[Buffer]) -> list:
     if not more: return [s for s, k in zip(steps, keep) if k]
     for i in more: keep[i] = True
 
-def _held_buffers() -> set[int]:
-  """(ids of) the Buffers a live tensor's graph, or the graph autograd keeps for it (`_graph`), reads."""
+def _held_buffers(kept: bool = True) -> set[int]:
+  """(ids of) the Buffers a live tensor's graph, or (kept) the graph autograd keeps for it (`_graph`), reads."""
   from tinygrad.tensor import live_tensors
   from tinygrad.engine.buffers import has_buffer
   held: set[int] = set()
   for t in live_tensors():
-    for g in (t.uop, t._graph):
+    for g in (t.uop, t._graph if kept else None):
       for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
         if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
   return held
@@ -499,6 +499,10 @@ class TinyJit(Generic[R]):
     # was there with .grad None when the capture call started and the function did not clear it (a replay needs it None:
     # eager backward() would add to a gradient), and its .grad when the call ended, which each replay computes and puts back
     self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
+    # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): the first
+    # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...`, and
+    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count); emptied once passed
+    self.held_before: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -606,6 +610,7 @@ class TinyJit(Generic[R]):
       _tensor.host_reads_thread[0] = threading.get_ident()
       _tensor.capture_grads = {"start": {id(t): (t, t.grad) for t in _tensor.live_tensors() if t.requires_grad is True}, "set": {},
                                "cleared": set()}
+      held_before = _held_buffers(kept=False)
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
@@ -653,6 +658,8 @@ class TinyJit(Generic[R]):
                        "did not write into at its first call, so it was captured reading a copy: the write did not reach the "
                        "tensor it views; call .reset() to capture again (the function's writes must not depend on the call)")
       self.written_bufs = [id(b) in wrote for b in self.in_bufs]
+      ins = {id(b) for b in self.in_bufs}
+      self.held_before = weakref.WeakValueDictionary({id(b): b for step in self.steps for b in step.bufs if id(b) in held_before and id(b) not in ins})
       self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
       self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
@@ -673,6 +680,12 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
+    if self.held_before and (dropped := [b for k, b in list(self.held_before.items()) if k not in _held_buffers(kept=False)]):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
+                     f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
+                     "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
+                     "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
+    self.held_before = weakref.WeakValueDictionary()
     if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
                      f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
