@@ -159,6 +159,23 @@ def test_state_replaced_by_a_new_tensor_in_the_function_raises():
     h = np.tanh(h @ W + x)
     np.testing.assert_allclose(f(Tensor(x)).numpy(), h, rtol=1e-5)
 
+def test_tensors_the_function_keeps_are_each_calls():
+  # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
+  # after every replay it read the capture call's values
+  import numpy as np
+  W = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
+  class M:
+    def step(self, x: Tensor) -> Tensor:
+      self.logits, self.scaled = x @ W, x * 3
+      return (self.logits.sum() + self.scaled.sum()).realize()
+  m = M()
+  f = TinyJit(m.step)
+  for i in range(5):
+    x = np.array([[i, 1.0]], np.float32)
+    f(Tensor(x))
+    np.testing.assert_allclose(m.logits.numpy(), x @ W.numpy())
+    np.testing.assert_allclose(m.scaled.numpy(), x * 3)
+
 def test_changed_keyword_and_nested_arguments_are_errors():
   @TinyJit
   def f(a, scale=1.0, opts=None): return a * scale + (opts or [0])[0]

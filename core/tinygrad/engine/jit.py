@@ -614,7 +614,9 @@ class TinyJit(Generic[R]):
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
-        with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext(): self.ret = self._run_and_realize(args, kwargs)
+        live_before = {id(t): weakref.ref(t) for t in _tensor.live_tensors()}
+        with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext():
+          self.ret = self._run_and_realize(args, kwargs, live_before)
       finally:
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
@@ -845,14 +847,24 @@ class TinyJit(Generic[R]):
       if k is not None or any(u in ins for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER)): out[id(t)] = k
     return out
 
-  def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
+  def _run_and_realize(self, args: tuple, kwargs: dict, before: dict[int, weakref.ref[Tensor]] | None = None) -> Any:
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
     mine = _pending_here()
     outs = _tensors_in(ret) + [t for _, t in mine]
-    # (a capture: the .grad of each tensor backward() gave one, which a replay computes and puts back; lazy, no replay ran it)
-    if (cg := _tensor.capturing_grads()) is not None:
-      outs += [x.grad for x, _ in cg["set"].values() if x.grad is not None and not x.grad._is_realized()]
+    # a capture (`before`: the tensors live when it started): the tensors the call made that live on (kept by the function,
+    # `self.logits = ...`, or by backward() as .grad), lazy: computed here, so each replay computes them again, where they
+    # were left graphs of the capture call's values (a replay runs no Python to build them again)
+    # (not the .grad backward() gives a tensor that did not ask for one, requires_grad None: lazy by design, as without the
+    # JIT, where computing it would cost a replay an input's gradient; nor one an update marked gone, which cannot run)
+    if before is not None:
+      from tinygrad.gradient import _gone
+      live = _tensor.live_tensors()
+      unasked = {id(t.grad) for t in live if t.requires_grad is None and t.grad is not None}
+      left = [t for t in live if ((r := before.get(id(t))) is None or r() is not t) and all_int(t.shape) and id(t) not in unasked
+              and not t._is_realized() and t.uop.op is not Ops.CONST and not _gone(t)]
+      if DEBUG >= 2 and left: print(f"TinyJit capture computes {len(left)} tensors the call left lazy: {[t.shape for t in left][:8]}")
+      outs += left
     if outs: Tensor.realize(*outs)
     # (forgotten once they ran: an assign of a call cut short (Ctrl-C) stays pending, and runs before the next capture)
     for k, _ in mine: pending_assigns.pop(k, None)
