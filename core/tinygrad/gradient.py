@@ -423,9 +423,19 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   _BACKWARD_ROOTS[id(t)] = t
   got = [(x, g) for x, u in need if (g := _target_grad(u, grads)) is not None]
   # the gradients read the realized buffers, not a recomputation of their graphs
+  from tinygrad.tensor import capturing_grads
+  cg = capturing_grads()
   for (x, _), g in zip(got, ex.unexpand([g for _, g in got])):
-    if x.grad is None: x.grad = _wrap(g)
+    if x.grad is None:
+      x.grad = _wrap(g)
+      if cg is not None and x.requires_grad is True: cg["set"][id(x)] = (x, x.grad)
     else:
+      if cg is not None and x.requires_grad is True and (cg["set"].get(id(x)) or (None, None))[1] is not x.grad:
+        from tinygrad.engine.realize import JitError
+        raise JitError(f"a TinyJit capture's backward() adds to the .grad a tensor {x.shape} {x.dtype} had before the call (gradients "
+                       "accumulated across calls): a replay runs no Python and would add to that old gradient again. Clear the "
+                       "gradients in the function before backward() (opt.zero_grad()), or accumulate into a tensor of your own "
+                       "(acc.assign(acc + p.grad) in the function, acc = Tensor.zeros(...).contiguous())")
       if x.grad.shape != x.shape: raise RuntimeError(f"existing grad shape {x.grad.shape} != tensor shape {x.shape}")
       # the sum goes into the .grad tensor already there, as public tinygrad and torch do: a reference to x.grad taken
       # earlier sees it. Replaced, not written into its buffer: that may be another tensor's (backward(G) of x + 0 made

@@ -72,6 +72,111 @@ def test_changed_int_argument_is_an_error():
   for _ in range(3): assert f(x, 3).tolist() == [3.0, 6.0]   # unchanged: replays
   with pytest.raises(JitError, match=r"argument 1: captured 3, now 4.*Tensor.*Variable"): f(x, 4)
 
+def test_a_zero_of_the_other_sign_is_a_changed_argument():
+  # 0.0 == -0.0 in Python and numpy, so a replay with -0.0 took the captured 0.0: 1 / (x * s) gave inf where the function
+  # gives -inf; likewise the zeros of a numpy array argument
+  import numpy as np
+  @TinyJit
+  def f(a, s, arr): return (1 / (a * s * Tensor(arr))).realize()
+  x = Tensor([1.0, 2.0]).realize()
+  for _ in range(3): assert f(x, 0.0, np.array([1.0, 1.0])).tolist() == [float("inf")] * 2
+  with pytest.raises(JitError, match=r"argument 1: captured 0.0, now -0.0"): f(x, -0.0, np.array([1.0, 1.0]))
+  with pytest.raises(JitError, match=r"argument 2"): f(x, 0.0, np.array([1.0, 0.0]) * np.array([1.0, -1.0]) + np.array([0.0, -0.0]))
+  assert f(x, 0.0, np.array([1.0, 1.0])).tolist() == [float("inf")] * 2   # (the same values replay)
+  f.reset()
+  for _ in range(3): f(x, np.float32(0.0), np.array([1.0, 1.0]))
+  with pytest.raises(JitError, match=r"argument 1: captured np.float32\(0.0\), now np.float32\(-0.0\)"): f(x, np.float32(-0.0), np.array([1.0, 1.0]))
+
+def _grad_loop(where_zero: str, calls: int = 6):
+  # a jitted forward and backward, the optimizer step outside it: each call's .grad must be that call's gradient
+  import numpy as np
+  from tinygrad.nn.optim import SGD
+  rng = np.random.default_rng(0)
+  w0, xs = rng.standard_normal((3, 2)).astype(np.float32), [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(calls)]
+  ws = [Tensor(w0.copy(), requires_grad=True) for _ in range(2)]
+  opts = [SGD([w], lr=0.1) for w in ws]
+  def fb(x, w, opt, zero):
+    if zero: opt.zero_grad()
+    loss = (x @ w).tanh().sum()
+    loss.backward()
+    return loss.realize()
+  jfb = TinyJit(fb)
+  for x in xs:
+    grads = []
+    for f, w, opt in ((fb, ws[0], opts[0]), (jfb, ws[1], opts[1])):
+      if where_zero == "outside": opt.zero_grad()
+      f(Tensor(x), w, opt, where_zero == "inside")
+      grads.append(w.grad.numpy())
+      opt.step()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+  np.testing.assert_allclose(ws[1].numpy(), ws[0].numpy(), rtol=1e-6)
+
+@pytest.mark.parametrize("where_zero", ["inside", "outside"])
+def test_gradients_of_a_jitted_backward_are_each_calls(where_zero):
+  # the capture left w.grad a lazy graph of the capture call's input, and a replay (no Python: backward() does not run)
+  # left it there, so every later step read the capture call's gradient
+  _grad_loop(where_zero)
+
+def test_gradients_added_to_across_jitted_calls_raise():
+  # eager backward() adds to the .grad from the last call; a capture's kernels read that old gradient and every replay
+  # added to it again (micro-batch accumulation gave the capture call's sum)
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  @TinyJit
+  def micro(x):
+    (x * w).sum().backward()
+  micro(Tensor([1.0, 1.0]))
+  with pytest.raises(JitError, match="adds to the .grad"): micro(Tensor([1.0, 1.0]))
+  # captured with .grad None (cleared outside): a call with a gradient held would add to it
+  @TinyJit
+  def fb(x):
+    (x * w).sum().backward()
+  for _ in range(3):
+    w.grad = None
+    fb(Tensor([2.0, 3.0]))
+  assert w.grad.tolist() == [2.0, 3.0]
+  with pytest.raises(JitError, match="holds a gradient"): fb(Tensor([2.0, 3.0]))
+
+def test_state_replaced_by_a_new_tensor_in_the_function_raises():
+  # `self.h = f(self.h)` in a jitted step: the capture read the tensor self.h was then, which a replay (no Python) kept
+  # reading, so every replay computed from the capture call's state (an RNN without recurrence), silently
+  import numpy as np
+  W = np.array([[0.5, 0.1], [0.2, 0.3]], np.float32)
+  class RNN:
+    def __init__(self): self.h, self.W = Tensor.zeros(1, 2).contiguous().realize(), Tensor(W)
+    def replaced(self, x: Tensor) -> Tensor:
+      self.h = (self.h @ self.W + x).tanh()
+      return self.h.realize()
+    def in_place(self, x: Tensor) -> Tensor:
+      self.h.assign((self.h @ self.W + x).tanh())
+      return self.h.realize()
+  m = RNN()
+  f = TinyJit(m.replaced)
+  for _ in range(2): f(Tensor([[0.1, 0.2]]))
+  with pytest.raises(JitError, match="no tensor holds now"): f(Tensor([[0.1, 0.2]]))
+  m, h = RNN(), np.zeros((1, 2), np.float32)
+  f = TinyJit(m.in_place)
+  for i in range(6):
+    x = np.full((1, 2), 0.1 * i, np.float32)
+    h = np.tanh(h @ W + x)
+    np.testing.assert_allclose(f(Tensor(x)).numpy(), h, rtol=1e-5)
+
+def test_tensors_the_function_keeps_are_each_calls():
+  # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
+  # after every replay it read the capture call's values
+  import numpy as np
+  W = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
+  class M:
+    def step(self, x: Tensor) -> Tensor:
+      self.logits, self.scaled = x @ W, x * 3
+      return (self.logits.sum() + self.scaled.sum()).realize()
+  m = M()
+  f = TinyJit(m.step)
+  for i in range(5):
+    x = np.array([[i, 1.0]], np.float32)
+    f(Tensor(x))
+    np.testing.assert_allclose(m.logits.numpy(), x @ W.numpy())
+    np.testing.assert_allclose(m.scaled.numpy(), x * 3)
+
 def test_changed_keyword_and_nested_arguments_are_errors():
   @TinyJit
   def f(a, scale=1.0, opts=None): return a * scale + (opts or [0])[0]

@@ -136,6 +136,33 @@ def test_lr_replaced_by_a_float_takes_effect(make):
   np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
   assert not np.allclose(a.numpy(), [1.0, -2.0])
 
+@pytest.mark.parametrize("how", ["float", "tensor", "in_place"])
+def test_lr_changed_between_jitted_steps_is_used_or_raises(how):
+  # a capture bakes a float lr in and reads the lr tensor's buffer it saw: `opt.lr = 0.05` or `opt.lr = Tensor([0.05])`
+  # after it replayed the old lr without a word (w kept stepping by 0.1); changing the tensor in place is replayed
+  from tinygrad import TinyJit
+  from tinygrad.engine.jit import JitError
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  opt = SGD([w], lr=0.1)
+  if how == "float": opt.lr = 0.1
+  @TinyJit
+  def step():
+    opt.zero_grad()
+    G.backward(w.sum())
+    opt.step()
+  for _ in range(3): step()
+  if how == "in_place":
+    opt.lr *= 0.5
+    step()
+    np.testing.assert_allclose(w.numpy(), [1.0 - 0.35, 2.0 - 0.35], rtol=1e-6)
+    return
+  opt.lr = 0.05 if how == "float" else Tensor([0.05])
+  with pytest.raises(JitError, match="SGD.lr"): step()
+  np.testing.assert_allclose(w.numpy(), [0.7, 1.7], rtol=1e-6)   # (no step ran with the old lr)
+  step.reset()
+  for _ in range(3): step()
+  np.testing.assert_allclose(w.numpy(), [0.55, 1.55], rtol=1e-6)
+
 def test_batchnorm_running_stats_use_the_old_weights():
   # the running mean is computed from the forward pass, i.e. from the weights before the step
   from tinygrad import nn

@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, itertools, threading, weakref
+import contextlib, enum, functools, inspect, itertools, math, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -11,6 +11,7 @@ from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from t
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
 from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
+from tinygrad import tensor as _tensor
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
 from tinygrad.uop import ops as _ops
@@ -20,14 +21,23 @@ R = TypeVar("R")
 
 def _is_array(x: Any) -> bool: return type(x).__name__ == "ndarray" and type(x).__module__ == "numpy"
 
+def _same_read(a: Any, b: Any) -> bool: return a is b if isinstance(a, Tensor) or isinstance(b, Tensor) else _same(a, b)
+def _fmt_read(v: Any) -> str: return f"a tensor of shape {v.shape} (id {id(v):#x})" if isinstance(v, Tensor) else repr(v)
+
 def _same(a: Any, b: Any) -> bool:
-  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; numpy arrays: of one
-  # dtype and shape, with equal items (an array's == is an array, whose truth value raises)
+  # equal and of one type (1 and 1.0 and True compare equal but may trace differently); NaN equals NaN; 0.0 and -0.0 differ
+  # (1 / (x * s) is inf or -inf); numpy arrays: of one dtype and shape, with equal items (an array's == is an array, whose
+  # truth value raises), their zeros of one sign
   if type(a) is not type(b): return False
   if _is_array(a):
     import numpy as np   # (loaded already: a is its array)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-  try: return bool(a == b or a != a and b != b)
+    if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"): return False
+    if a.dtype.kind == "c": a, b = np.concatenate([a.real.ravel(), a.imag.ravel()]), np.concatenate([b.real.ravel(), b.imag.ravel()])
+    return a.dtype.kind not in "fc" or bool(np.array_equal(np.signbit(a[a == 0]), np.signbit(b[a == 0])))
+  try:
+    if not (a == b or a != a and b != b): return False
+    if not (isinstance(a, float) or type(a).__module__ == "numpy" and getattr(a, "dtype", None) is not None and a.dtype.kind == "f"): return True
+    return a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b)
   except Exception: return a is b   # (an object whose == is not a bool, another library's array: only itself is the same)
 
 def _items(d: dict) -> list[tuple[Any, Any]]:
@@ -165,13 +175,13 @@ def _prune(steps: list, inputs: list[Buffer]) -> list:
     if not more: return [s for s, k in zip(steps, keep) if k]
     for i in more: keep[i] = True
 
-def _held_buffers() -> set[int]:
-  """(ids of) the Buffers a live tensor's graph, or the graph autograd keeps for it (`_graph`), reads."""
+def _held_buffers(kept: bool = True) -> set[int]:
+  """(ids of) the Buffers a live tensor's graph, or (kept) the graph autograd keeps for it (`_graph`), reads."""
   from tinygrad.tensor import live_tensors
   from tinygrad.engine.buffers import has_buffer
   held: set[int] = set()
   for t in live_tensors():
-    for g in (t.uop, t._graph):
+    for g in (t.uop, t._graph if kept else None):
       for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
         if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
   return held
@@ -490,6 +500,15 @@ class TinyJit(Generic[R]):
     # Tensor.training when captured, if the capture read it (Dropout, BatchNorm's batch statistics: other kernels in the
     # other mode); None: it did not, and a replay in either mode runs the same kernels
     self.training: int | None = None
+    self.host_reads: list[tuple[str, Callable[[], Any], Any]] = []   # (tinygrad.tensor.host_reads of the capture)
+    # the tensors whose .grad backward() set in the capture (tinygrad.tensor.capture_grads): the tensor (weakly), whether it
+    # was there with .grad None when the capture call started and the function did not clear it (a replay needs it None:
+    # eager backward() would add to a gradient), and its .grad when the call ended, which each replay computes and puts back
+    self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
+    # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): the first
+    # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...`, and
+    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count); emptied once passed
+    self.held_before: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -595,17 +614,27 @@ class TinyJit(Generic[R]):
       self.views, self.aliases = (forms if forms is not None and any(forms) else []), _aliases(self.in_bufs)
       self.distinct = self.aliases == tuple(range(len(self.aliases)))
       self.names = self.names_of(args, kwargs)
-      _realize.capturing, _ops.assumed, _realize.call_outer = [], [], _outer_tensors()
+      _realize.capturing, _ops.assumed, _realize.call_outer, _tensor.host_reads = [], [], _outer_tensors(), []
       # (the state the capture computes in its kernels, as it is now: a write since the first call is captured)
       self.consts = [(ref, t.uop) for ref, _ in self.consts if (t := ref()) is not None]
+      _tensor.host_reads_thread[0] = threading.get_ident()
+      _tensor.capture_grads = {"start": {id(t): (t, t.grad) for t in _tensor.live_tensors() if t.requires_grad is True}, "set": {},
+                               "cleared": set()}
+      held_before = _held_buffers(kept=False)
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
-        with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext(): self.ret = self._run_and_realize(args, kwargs)
+        live_before = {id(t): weakref.ref(t) for t in _tensor.live_tensors()}
+        with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext():
+          self.ret = self._run_and_realize(args, kwargs, live_before)
       finally:
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
-        _realize.call_outer = None
+        _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({w: (w, g, v) for w, g, v in _tensor.host_reads or []}.values()), None
+        cg, _tensor.capture_grads = _tensor.capture_grads or {"start": {}, "set": {}, "cleared": set()}, None
+      # (a tensor made in the call had no .grad before it: nothing to require of a replay)
+      self.grads = [(weakref.ref(x), k in cg["start"] and cg["start"][k][1] is None and k not in cg["cleared"], x.grad)
+                    for k, (x, _) in cg["set"].items()]
       self.training = mode if training_reads[0] != reads else None
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
@@ -641,6 +670,8 @@ class TinyJit(Generic[R]):
                        "did not write into at its first call, so it was captured reading a copy: the write did not reach the "
                        "tensor it views; call .reset() to capture again (the function's writes must not depend on the call)")
       self.written_bufs = [id(b) in wrote for b in self.in_bufs]
+      ins = {id(b) for b in self.in_bufs}
+      self.held_before = weakref.WeakValueDictionary({id(b): b for step in self.steps for b in step.bufs if id(b) in held_before and id(b) not in ins})
       self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
       self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
@@ -665,6 +696,21 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {changed[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
+    if self.held_before and (dropped := [b for k, b in list(self.held_before.items()) if k not in _held_buffers(kept=False)]):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
+                     f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
+                     "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
+                     "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
+    self.held_before = weakref.WeakValueDictionary()
+    if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
+                     f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
+                     "Clear the gradients before each call (opt.zero_grad()) or in the function, or call .reset() to capture again")
+    if changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]:
+      w, v, now = changed[0]
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading {w} = {_fmt_read(v)}, now it is "
+                     f"{_fmt_read(now)}: the capture replays the old value. Keep it one tensor and change its value in place "
+                     "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
@@ -707,6 +753,9 @@ class TinyJit(Generic[R]):
       from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
         if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
+    # the gradients backward() set in the capture: this replay computed them into the same tensors, as the call would set them
+    for ref, _, grad in self.grads:
+      if (x := ref()) is not None: x.grad = grad
     self.cnt += 1
     return self._returned(inputs, [copies.get(j, t) for j, t in enumerate(inputs)], dict(zip(self.in_uops, in_uops)), var_vals)
 
@@ -812,11 +861,24 @@ class TinyJit(Generic[R]):
       if k is not None or any(u in ins for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER)): out[id(t)] = k
     return out
 
-  def _run_and_realize(self, args: tuple, kwargs: dict) -> Any:
+  def _run_and_realize(self, args: tuple, kwargs: dict, before: dict[int, weakref.ref[Tensor]] | None = None) -> Any:
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
     mine = _pending_here()
     outs = _tensors_in(ret) + [t for _, t in mine]
+    # a capture (`before`: the tensors live when it started): the tensors the call made that live on (kept by the function,
+    # `self.logits = ...`, or by backward() as .grad), lazy: computed here, so each replay computes them again, where they
+    # were left graphs of the capture call's values (a replay runs no Python to build them again)
+    # (not the .grad backward() gives a tensor that did not ask for one, requires_grad None: lazy by design, as without the
+    # JIT, where computing it would cost a replay an input's gradient; nor one an update marked gone, which cannot run)
+    if before is not None:
+      from tinygrad.gradient import _gone
+      live = _tensor.live_tensors()
+      unasked = {id(t.grad) for t in live if t.requires_grad is None and t.grad is not None}
+      left = [t for t in live if ((r := before.get(id(t))) is None or r() is not t) and all_int(t.shape) and id(t) not in unasked
+              and not t._is_realized() and t.uop.op is not Ops.CONST and not _gone(t)]
+      if DEBUG >= 2 and left: print(f"TinyJit capture computes {len(left)} tensors the call left lazy: {[t.shape for t in left][:8]}")
+      outs += left
     if outs: Tensor.realize(*outs)
     # (forgotten once they ran: an assign of a call cut short (Ctrl-C) stays pending, and runs before the next capture)
     for k, _ in mine: pending_assigns.pop(k, None)

@@ -68,6 +68,8 @@ class Optimizer:
 
   def zero_grad(self) -> None:
     """Forget the gradients (set every parameter's `.grad` to None)."""
+    from tinygrad.tensor import capturing_grads
+    if (cg := capturing_grads()) is not None: cg["cleared"].update(id(p) for p in self.params)   # (a TinyJit capture's: see there)
     for p in self.params: p.grad = None
 
   def schedule_step(self) -> list[Tensor]:
@@ -98,7 +100,11 @@ class Optimizer:
   def _here(self, t: Tensor) -> Tensor: return t if self._on is None or t.device == self._on else t.to(self._on)   # onto the state's device
   def _p(self, t: Tensor) -> Tensor: return self._here(t.detach())   # a parameter's value, as the update reads it
   def _lr(self) -> Tensor | float:
-    # (a scalar parameter keeps its shape); `opt.lr = 0.01`, a float, is public tinygrad's too: its steps multiply by it
+    # (a scalar parameter keeps its shape); `opt.lr = 0.01`, a float, is public tinygrad's too: its steps multiply by it.
+    # A TinyJit capture bakes a float in, and reads the buffer of the tensor it saw: a replay after `opt.lr = 0.005` (or
+    # `opt.lr = Tensor([0.005])`) raises JitError instead of stepping with the old lr (public tinygrad replays it)
+    from tinygrad.tensor import note_host_read
+    note_host_read(f"{type(self).__name__}.lr", lambda: self.lr, self.lr)
     if not isinstance(self.lr, Tensor): return float(self.lr)
     return self.lr.reshape(()) if self.lr.shape != () else self.lr
 
