@@ -216,12 +216,20 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
     from tinygrad.multi import SHARD_MAX_PARTS
     info = SHARD_MAX_PARTS.get(ret)
     return (_reduce_max_grad(ret, x, ctx, axes) if info is None else _shard_max_grad(ret, x, ctx, info),)
-  if op is Ops.MUL:   # prod: the product of the others, prod/x where x != 0 (a 0 elsewhere makes it 0), else the others' product
+  if op is Ops.MUL:   # prod: the product of the others: prod/x without a 0, the nonzero ones' product at a lone 0, else 0
     zero = x.eq(const_like(x, 0.0))
     safe = zero.where(const_like(x, 1.0), x)
-    nzero = zero.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
-    others = nzero.eq(const_like(nzero, 1.0)).where(safe.r(Ops.MUL, axes), const_like(nzero, 0.0))
-    return ((ctx.expand(x.shape)) * zero.where(others.expand(x.shape), ret.expand(x.shape) / safe),)
+    one, nil = const_like(x, 1.0), const_like(x, 0.0)
+    nzero = zero.where(one, nil).r(Ops.ADD, axes).expand(x.shape)
+    # beside a lone 0 the others' product is 0, or NaN with an infinity among them too (0 * inf, as torch's scans); prod/x
+    # was NaN there (prod([-inf, 0]) is NaN: d/dx0 is 0, not NaN/-inf)
+    inf_others = nil
+    if dtypes.is_float(x.dtype):
+      isinf = x.eq(const_like(x, math.inf)).where(one, x.eq(const_like(x, -math.inf)).where(one, nil))
+      inf_others = (isinf.r(Ops.ADD, axes).expand(x.shape) - isinf).alu(Ops.CMPLT, const_like(x, 0.5)).where(nil, const_like(x, math.nan))
+    # (two or more 0s: 0 everywhere, torch's shortcut, also beside an infinity)
+    others = nzero.eq(nil).where(ret.expand(x.shape) / safe, nzero.eq(one).where(zero.where(safe.r(Ops.MUL, axes).expand(x.shape), inf_others), nil))
+    return (ctx.expand(x.shape) * others,)
   raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
 
 def _kernel_grad(k: UOp, outs: list[UOp | None]) -> tuple[UOp | None, ...]:

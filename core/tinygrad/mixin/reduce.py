@@ -105,6 +105,17 @@ class ReduceMixin:
     """Maximum over `axis`; an empty reduced axis raises EmptyReductionError (an IndexError and a ValueError, as torch)."""
     self._nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
+  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...]) -> Tensor:
+    # the max over `axes` of windows (cummax's prefixes, max_pool's) whose positions outside `valid` are padding of the
+    # dtype's minimum: the value is the plain max, its gradient split among the valid positions equal to it (the NaN ones
+    # where it is NaN). A max's own gradient counted the padding as a tie of an -inf max, and its share was lost
+    # (cummax([-inf, 0]) passed on half of the first gradient, max_pool2d of an -inf corner with padding=1 a quarter)
+    ret = self._max(axes)
+    if not dtypes.is_float(self.dtype): return ret
+    m = ret.detach().reshape(tuple(1 if i in self._axes(axes) else s for i, s in enumerate(self.shape)))
+    hit = valid & ((self == m) | (self.isnan() & m.isnan()))
+    # (the custom gradient's path: never computed forward, the select of the value folds it away)
+    return (hit.where(self, 0.0).sum(axes) / hit.sum(axes).cast(self.dtype))._with_grad(ret.detach(), "same")
   def min(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Minimum over `axis` (an empty reduced axis raises, as max)."""
     self._nonempty("min", axis)
@@ -227,8 +238,13 @@ class ReduceMixin:
       nb = ceildiv(n, 256)
       blocks = x.pad(pre + [(0, nb*256 - n)], value=ident).reshape(*x.shape[:-1], nb, 256)._cumalu(-1, op)
       totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
-      carry = totals.pad(pre + [(1, -1)], value=ident)._cumalu(-1, op)
-      ret = combine(blocks, carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
+      carry = totals._cumalu(-1, op).pad(pre + [(1, -1)], value=ident)
+      # the first block takes no carry: a max with the -inf fill split the gradient of an -inf prefix with it (half lost)
+      first = Tensor.arange(nb, device=self.device).reshape(nb, 1) == 0
+      ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
+    elif op is Ops.MAX:   # (the fill is padding, never a tie of an -inf prefix's max)
+      valid = Tensor.ones(n, dtype=dtypes.bool, device=self.device).pad(((n-1, 0),))._pool((n,))
+      ret = x.pad(pre + [(n-1, 0)], value=ident)._pool((n,))._window_max(valid, (-1,))
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)._own(self)
   @_opmath
