@@ -688,6 +688,14 @@ def test_cummax_gradient_of_a_long_axis_starting_at_minus_inf():
   np.testing.assert_allclose(g.sum(), 300, rtol=1e-6)
   np.testing.assert_allclose(g[:256].sum(), 256, rtol=1e-6)   # (the first block's outputs, to its own inputs)
 
+def test_split_max_gradient_of_an_all_minus_inf_row_reaches_the_input_whole():
+  # a long max runs as chunks, the last padded with -inf: in a row of -inf the padding tied the max and took its share
+  # (70001 elements: 0.53 of the gradient arrived)
+  from tinygrad.tensor import Tensor
+  x = Tensor(np.full((2, 70001), -np.inf, np.float32), requires_grad=True)
+  x.max(1).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy().astype(np.float64).sum(1), [1.0, 1.0], rtol=1e-6)
+
 def test_max_pool2d_gradient_never_goes_to_the_padding():
   # max_pool2d pads with -inf: a window whose inputs are all -inf tied the padding, which took its share (lost);
   # torch gives the whole gradient to an input

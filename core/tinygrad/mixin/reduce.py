@@ -65,6 +65,10 @@ class ReduceMixin:
       ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
+    if op is Ops.MAX and m * c != red and dtypes.is_float(self.dtype):
+      # the fill is padding, never a tie of the last chunk's max (an all -inf row gave it a share of the gradient, lost)
+      valid = (Tensor.arange(m * c, device=self.device) < red).reshape(m, c)
+      return x._window_max(valid, (x.ndim-1,), split_ok=False).contiguous()._reduce(op, x.ndim-2)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
   def _acc_dtype(self: Tensor) -> DType:
     # ints and bools: int64 (uint64 for uint64), as torch; the 32-bit kind on a device without int64 (WEBGPU)
@@ -105,12 +109,12 @@ class ReduceMixin:
     """Maximum over `axis`; an empty reduced axis raises EmptyReductionError (an IndexError and a ValueError, as torch)."""
     self._nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
-  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...]) -> Tensor:
+  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...], split_ok: bool = True) -> Tensor:
     # the max over `axes` of windows (cummax's prefixes, max_pool's) whose positions outside `valid` are padding of the
     # dtype's minimum: the value is the plain max, its gradient split among the valid positions equal to it (the NaN ones
     # where it is NaN). A max's own gradient counted the padding as a tie of an -inf max, and its share was lost
     # (cummax([-inf, 0]) passed on half of the first gradient, max_pool2d of an -inf corner with padding=1 a quarter)
-    ret = self._max(axes)
+    ret = self._reduce(Ops.MAX, axes, split_ok=split_ok)
     if not dtypes.is_float(self.dtype): return ret
     m = ret.detach().reshape(tuple(1 if i in self._axes(axes) else s for i, s in enumerate(self.shape)))
     hit = valid & ((self == m) | (self.isnan() & m.isnan()))
