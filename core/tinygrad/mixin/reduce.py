@@ -117,7 +117,7 @@ class ReduceMixin:
     ret = self._reduce(Ops.MAX, axes, split_ok=split_ok)
     if not dtypes.is_float(self.dtype): return ret
     m = ret.detach().reshape(tuple(1 if i in self._axes(axes) else s for i, s in enumerate(self.shape)))
-    hit = valid & ((self == m) | (self.isnan() & m.isnan()))
+    hit = valid._broadcast_to(self.shape) & ((self == m) | (self.isnan() & m.isnan()))
     # (the custom gradient's path: never computed forward, the select of the value folds it away)
     return (hit.where(self, 0.0).sum(axes) / hit.sum(axes).cast(self.dtype))._with_grad(ret.detach(), "same")
   def min(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
