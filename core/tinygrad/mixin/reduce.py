@@ -282,10 +282,15 @@ class ReduceMixin:
     # along the last axis (n <= 256): m_i + log sum_{j<=i} exp(x_j - m_i), m the running max (0 where infinite)
     n = self.shape[-1]
     m = self._cumalu(-1, Ops.MAX)
-    m = m.isinf().where(0, m)
+    shift = m.isinf().where(0, m)
     idx = Tensor.arange(n, device=self.device)
     lower = idx.reshape(1, n) <= idx.reshape(n, 1)   # [i, j]: j <= i
-    return lower.where(self.unsqueeze(-2) - m.unsqueeze(-1), -math.inf).exp().sum(-1).log() + m
+    # a prefix holding +inf is +inf: its terms are its infinities (1 each, the rest 0) and its gradient the running max's
+    # (the limit, 1 to the infinity). Through e**(inf - 0) it was inf/inf = NaN, and past 256 elements a block total of
+    # +inf passed that NaN to every element of its block (torch: NaN at the infinity only)
+    top = (m == math.inf).unsqueeze(-1)
+    terms = top.where((self.unsqueeze(-2) == math.inf) & lower, (lower & top.logical_not()).where(self.unsqueeze(-2) - shift.unsqueeze(-1), -math.inf).exp())
+    return terms.sum(-1).log() + (m == math.inf).where(m, shift)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as logsumexp: in half a third of the prefixes were off by ulps)
   def logcumsumexp(self: Tensor, axis: int = 0) -> Tensor:
     """log(cumsum(exp(x))) along `axis`, stable: each prefix is shifted by its own running max (exp never overflows, early
