@@ -108,7 +108,7 @@ def test_scatter_reduce_amax_gradient_with_infinities(selfv, pairs, red, include
   x, tx = leaves(np.array(selfv, np.float32), "CPU")
   src, tsrc = leaves(np.array([v for _, v in pairs], np.float32), "CPU")
   idx = [i for i, _ in pairs]
-  x.scatter_reduce(0, Tensor(idx, dtype=dtypes.int32), src, red, include_self=include_self).sum().backward()
+  x.scatter_reduce(0, Tensor(idx, dtype=dtypes.int32, device=x.device), src, red, include_self=include_self).sum().backward()
   if include_self:
     tx.scatter_reduce(0, torch.tensor(idx, dtype=torch.long), tsrc, red, include_self=True).sum().backward()
     close(x.grad, tx.grad)
