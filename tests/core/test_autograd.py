@@ -696,6 +696,20 @@ def test_split_max_gradient_of_an_all_minus_inf_row_reaches_the_input_whole():
   x.max(1).sum().backward()
   np.testing.assert_allclose(x.grad.numpy().astype(np.float64).sum(1), [1.0, 1.0], rtol=1e-6)
 
+def test_max_gradient_is_never_shared_with_a_fill():
+  # the max rule counts only the positions that come from the input as ties: a pad's or a select's constant has no
+  # gradient path, and its share was lost (torch loses it too: x.pad((1, 1)).amax() of [-1, -2, 0] gives the 0 a third)
+  from tinygrad.tensor import Tensor
+  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
+  x.pad((1, 1)).max().backward()
+  assert x.grad.tolist() == [0.0, 0.0, 1.0]
+  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
+  (x > 0).where(x, 0.0).max().backward()   # the max is the fill alone: no input gets a gradient (was NaN with the rule's count 0)
+  assert x.grad.tolist() == [0.0, 0.0, 0.0]
+  x = Tensor([-math.inf, -2.0, -math.inf], requires_grad=True)
+  (x > -3).where(-math.inf, x).max().backward()
+  assert x.grad.tolist() == [0.5, 0.0, 0.5]
+
 def test_max_pool2d_gradient_never_goes_to_the_padding():
   # max_pool2d pads with -inf: a window whose inputs are all -inf tied the padding, which took its share (lost);
   # torch gives the whole gradient to an input

@@ -365,7 +365,7 @@ class NNMixin:
     axes = tuple(range(-len(k_), 0))
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
     plane = self.shape[-len(k_):]
-    ret = x._window_max(Tensor.ones(*plane, dtype=dtypes.bool, device=self.device).pad(pads)._pool(k_, s_, d_), axes)
+    ret = x.max(axes)
     if not return_indices: return ret
     # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum. A NaN
     # at position q counts P + 1 + q, above every max: the window's last NaN wins, as torch's (its scan takes every NaN)

@@ -65,10 +65,6 @@ class ReduceMixin:
       ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
-    if op is Ops.MAX and m * c != red and dtypes.is_float(self.dtype):
-      # the fill is padding, never a tie of the last chunk's max (an all -inf row gave it a share of the gradient, lost)
-      valid = (Tensor.arange(m * c, device=self.device) < red).reshape(m, c)
-      return x._window_max(valid, (x.ndim-1,), split_ok=False).contiguous()._reduce(op, x.ndim-2)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
   def _acc_dtype(self: Tensor) -> DType:
     # ints and bools: int64 (uint64 for uint64), as torch; the 32-bit kind on a device without int64 (WEBGPU)
@@ -112,12 +108,13 @@ class ReduceMixin:
     """Maximum over `axis`; an empty reduced axis raises EmptyReductionError (an IndexError and a ValueError, as torch)."""
     self._nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
-  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...], split_ok: bool = True) -> Tensor:
-    # the max over `axes` of windows (cummax's prefixes, max_pool's) whose positions outside `valid` are padding of the
-    # dtype's minimum: the value is the plain max, its gradient split among the valid positions equal to it (the NaN ones
-    # where it is NaN). A max's own gradient counted the padding as a tie of an -inf max, and its share was lost
-    # (cummax([-inf, 0]) passed on half of the first gradient, max_pool2d of an -inf corner with padding=1 a quarter)
-    ret = self._reduce(Ops.MAX, axes, split_ok=split_ok)
+  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...]) -> Tensor:
+    # the max over `axes` of rows whose positions outside `valid` hold the dtype's minimum as a fill, where the fill is not
+    # a view gradient.py's max rule sees through (scatter_reduce's rows of src and self): the value is the plain max, its
+    # gradient split among the valid positions equal to it (the NaN ones where it is NaN), none to the fill, which tied an
+    # -inf max and lost its share. (The gradient path is a select folded away in the kernel: it costs the forward nothing
+    # where the max fuses into its consumer, and a kernel per reduce in it where not, so views of a pad use the rule)
+    ret = self._max(axes)
     if not dtypes.is_float(self.dtype): return ret
     m = ret.detach().reshape(tuple(1 if i in self._axes(axes) else s for i, s in enumerate(self.shape)))
     hit = valid._broadcast_to(self.shape) & ((self == m) | (self.isnan() & m.isnan()))
@@ -249,9 +246,6 @@ class ReduceMixin:
       # the first block takes no carry: a max with the -inf fill split the gradient of an -inf prefix with it (half lost)
       first = Tensor.arange(nb, device=self.device).reshape(nb, 1) == 0
       ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
-    elif op is Ops.MAX:   # (the fill is padding, never a tie of an -inf prefix's max)
-      valid = Tensor.ones(n, dtype=dtypes.bool, device=self.device).pad(((n-1, 0),))._pool((n,))
-      ret = x.pad(pre + [(n-1, 0)], value=ident)._pool((n,))._window_max(valid, (-1,))
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)._own(self)
   @_opmath
