@@ -47,13 +47,38 @@ def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
   # passes it to both)
   return x.alu(Ops.CMPLT, y).where(const_like(g, 0), x.eq(y).where(g * const_like(g, 0.5), g))
 
+_MOVES = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.PAD, Ops.FLIP)
+def _is_const(u: UOp) -> bool:
+  while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
+  return u.op is Ops.CONST
+
+def _from_input(x: UOp) -> UOp | None:
+  """True where an element of x (movement ops over a pad, or over a select with a constant branch) comes from the input,
+  False where it is the fill; None where x is no such view."""
+  chain: list[UOp] = []
+  u = x
+  while u.op in _MOVES:
+    chain.append(u)
+    u = u.src[0]
+  if u.op is Ops.WHERE and _is_const(u.src[2]) and not _is_const(u.src[1]): real = u.src[0]
+  elif u.op is Ops.WHERE and _is_const(u.src[1]) and not _is_const(u.src[2]): real = u.src[0].alu(Ops.CMPNE, const_like(u.src[0], True))
+  elif any(n.op is Ops.PAD for n in chain):
+    real = UOp.const(dtypes.bool, True, src=(UOp(Ops.DEVICE, arg=_device(u)),)).reshape((1,) * len(u.shape)).expand(u.shape)
+  else: return None
+  for n in reversed(chain): real = getattr(real, n.op.name.lower())(n.arg)
+  return real
+
 def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
-  # the gradient flows to every position equal to the max, split equally among ties
+  # the gradient flows to every position equal to the max, split equally among ties. A fill (max_pool2d's and cummax's -inf
+  # padding, a masked select's constant) is no tie: it has nowhere to pass a share, which was lost where it tied an -inf max
   mask = x.eq(ret.expand(x.shape))
+  if x.op is not Ops.MULTI and (real := _from_input(x)) is not None: mask = real.where(mask, const_like(mask, False))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
-  # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0)
-  return mask.where(eg, cnt.eq(const_like(cnt, 0)).expand(x.shape).where(const_like(eg, math.nan), const_like(eg, 0)))
+  # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0).
+  # A max that is the fill matches none either, and no input gets a gradient ((x > 0).where(x, 0).max() of x <= 0: all 0)
+  nan_max = ret.alu(Ops.CMPNE, ret).expand(x.shape)
+  return mask.where(eg, nan_max.where(const_like(eg, math.nan), const_like(eg, 0)))
 
 def _binary_max_grad(g: UOp, ret: UOp) -> tuple[UOp, UOp]:
   from tinygrad.multi import SHARD_MAX_CHAIN
@@ -216,12 +241,20 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
     from tinygrad.multi import SHARD_MAX_PARTS
     info = SHARD_MAX_PARTS.get(ret)
     return (_reduce_max_grad(ret, x, ctx, axes) if info is None else _shard_max_grad(ret, x, ctx, info),)
-  if op is Ops.MUL:   # prod: the product of the others, prod/x where x != 0 (a 0 elsewhere makes it 0), else the others' product
+  if op is Ops.MUL:   # prod: the product of the others: prod/x without a 0, the nonzero ones' product at a lone 0, else 0
     zero = x.eq(const_like(x, 0.0))
     safe = zero.where(const_like(x, 1.0), x)
-    nzero = zero.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
-    others = nzero.eq(const_like(nzero, 1.0)).where(safe.r(Ops.MUL, axes), const_like(nzero, 0.0))
-    return ((ctx.expand(x.shape)) * zero.where(others.expand(x.shape), ret.expand(x.shape) / safe),)
+    one, nil = const_like(x, 1.0), const_like(x, 0.0)
+    nzero = zero.where(one, nil).r(Ops.ADD, axes).expand(x.shape)
+    # beside a lone 0 the others' product is 0, or NaN with an infinity among them too (0 * inf, as torch's scans); prod/x
+    # was NaN there (prod([-inf, 0]) is NaN: d/dx0 is 0, not NaN/-inf)
+    inf_others = nil
+    if dtypes.is_float(x.dtype):
+      isinf = x.eq(const_like(x, math.inf)).where(one, x.eq(const_like(x, -math.inf)).where(one, nil))
+      inf_others = (isinf.r(Ops.ADD, axes).expand(x.shape) - isinf).alu(Ops.CMPLT, const_like(x, 0.5)).where(nil, const_like(x, math.nan))
+    # (two or more 0s: 0 everywhere, torch's shortcut, also beside an infinity)
+    others = nzero.eq(nil).where(ret.expand(x.shape) / safe, nzero.eq(one).where(zero.where(safe.r(Ops.MUL, axes).expand(x.shape), inf_others), nil))
+    return (ctx.expand(x.shape) * others,)
   raise RuntimeError(f"no gradient for REDUCE_AXIS {op}")
 
 def _kernel_grad(k: UOp, outs: list[UOp | None]) -> tuple[UOp | None, ...]:

@@ -156,6 +156,21 @@ def test_logcumsumexp_is_stable_for_large_values_and_long_axes():
   check_fwd_bwd(lambda t: t.logcumsumexp(1), lambda p: torch.logcumsumexp(p, 1), y, atol=1e-4, rtol=1e-5)
   assert Tensor(3.0).logcumsumexp().item() == 3.0 and Tensor([1, 2], dtype=dtypes.int32).logcumsumexp().dtype == dtypes.float32
 
+@pytest.mark.parametrize("n", [10, 300])
+def test_logcumsumexp_gradient_beside_plus_inf(n):
+  # a prefix with +inf went through e**(inf - 0): the infinity's gradient inf/inf = NaN and, past 256 elements, that
+  # block's total of +inf passed the NaN to every element of the block (torch: NaN at the infinity only). The finite
+  # elements' gradients are torch's; the infinity's is the limit, the running max's (1 per output it tops)
+  x = rnd(n, seed=7).astype(np.float32)
+  x[n // 2] = math.inf
+  t, tt = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+  w = rnd(n, seed=8).astype(np.float32)
+  (t.logcumsumexp(0) * Tensor(w)).sum().backward()
+  (tt.logcumsumexp(0) * torch.tensor(w)).sum().backward()
+  fin = np.isfinite(x)
+  close(t.grad.numpy()[fin], tt.grad.numpy()[fin], atol=1e-5, rtol=1e-4)
+  np.testing.assert_allclose(t.grad.numpy()[n // 2], w[n // 2:].sum(), rtol=1e-5)
+
 @pytest.mark.parametrize("dt,tdt", [(dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)])
 def test_logcumsumexp_half_rounds_once(dt, tdt):
   # torch's opmath: computed in float32 and rounded once to the half type; computed in half, a third of the prefixes of

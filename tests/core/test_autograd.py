@@ -655,6 +655,75 @@ def test_prod_gradient_with_zeros_is_the_product_of_the_others(axis):
   want = torch.autograd.grad((tx.prod() if axis is None else tx.prod(axis)).sum(), tx)[0].numpy()
   np.testing.assert_allclose((x.prod() if axis is None else x.prod(axis)).sum().gradient(x)[0].numpy(), want, rtol=1e-6)
 
+@pytest.mark.parametrize("vals", [[-math.inf, 0.0], [0.0, -math.inf, 2.0], [math.inf, 0.0, 0.0], [0.0, math.inf, 0.0], [-2.0, 0.0, 3.0]])
+def test_prod_gradient_beside_a_zero_and_an_infinity(vals):
+  # prod([-inf, 0]) is NaN and prod/x at the -inf was NaN/-inf: its gradient is the other's product, 0 (torch's too)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  x, tx = Tensor(vals), torch.tensor(vals, requires_grad=True)
+  want = torch.autograd.grad(tx.prod() * 1.5, tx)[0].numpy()
+  np.testing.assert_allclose((x.prod() * 1.5).gradient(x)[0].numpy(), want, rtol=1e-6, equal_nan=True)
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([-math.inf, math.inf, -1.0, 0.0, 2.0]), min_size=1, max_size=7), st.sampled_from(["cummax", "cummin"]))
+def test_cummax_gradient_reaches_the_input_whole(vals, op):
+  # the running max over windows padded with -inf: an -inf prefix's max tied the padding, which took a share of its
+  # gradient (cummax([-inf, 0]) passed on half of g[0]); each output's gradient goes to the tied inputs, all of it
+  from tinygrad.tensor import Tensor
+  x = Tensor(vals, requires_grad=True)
+  w = np.arange(1, len(vals) + 1, dtype=np.float32)
+  getattr(x, op)(0)[0].mul(Tensor(w)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy().sum(), w.sum(), rtol=1e-6)
+  assert (x.grad.numpy() >= 0).all()
+
+def test_cummax_gradient_of_a_long_axis_starting_at_minus_inf():
+  # past 256 elements the scan is blocks plus the running max of the blocks before: the first block's carry was the
+  # -inf fill, which took half the gradient of an -inf first block
+  from tinygrad.tensor import Tensor
+  vals = np.full(300, -np.inf, np.float32)
+  vals[256:] = 1.0
+  x = Tensor(vals, requires_grad=True)
+  x.cummax(0)[0].sum().backward()
+  g = x.grad.numpy()
+  np.testing.assert_allclose(g.sum(), 300, rtol=1e-6)
+  np.testing.assert_allclose(g[:256].sum(), 256, rtol=1e-6)   # (the first block's outputs, to its own inputs)
+
+def test_split_max_gradient_of_an_all_minus_inf_row_reaches_the_input_whole():
+  # a long max runs as chunks, the last padded with -inf: in a row of -inf the padding tied the max and took its share
+  # (70001 elements: 0.53 of the gradient arrived)
+  from tinygrad.tensor import Tensor
+  x = Tensor(np.full((2, 70001), -np.inf, np.float32), requires_grad=True)
+  x.max(1).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy().astype(np.float64).sum(1), [1.0, 1.0], rtol=1e-6)
+
+def test_max_gradient_is_never_shared_with_a_fill():
+  # the max rule counts only the positions that come from the input as ties: a pad's or a select's constant has no
+  # gradient path, and its share was lost (torch loses it too: x.pad((1, 1)).amax() of [-1, -2, 0] gives the 0 a third)
+  from tinygrad.tensor import Tensor
+  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
+  x.pad((1, 1)).max().backward()
+  assert x.grad.tolist() == [0.0, 0.0, 1.0]
+  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
+  (x > 0).where(x, 0.0).max().backward()   # the max is the fill alone: no input gets a gradient (was NaN with the rule's count 0)
+  assert x.grad.tolist() == [0.0, 0.0, 0.0]
+  x = Tensor([-math.inf, -2.0, -math.inf], requires_grad=True)
+  (x > -3).where(-math.inf, x).max().backward()
+  assert x.grad.tolist() == [0.5, 0.0, 0.5]
+
+def test_max_pool2d_gradient_never_goes_to_the_padding():
+  # max_pool2d pads with -inf: a window whose inputs are all -inf tied the padding, which took its share (lost);
+  # torch gives the whole gradient to an input
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  vals = np.array([[[[-np.inf, 1.0], [2.0, 3.0]]]], np.float32)
+  x, tx = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+  x.max_pool2d(2, stride=1, padding=1).sum().backward()
+  torch.nn.functional.max_pool2d(tx, 2, stride=1, padding=1).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+  x = Tensor(np.full((1, 1, 3, 3), -np.inf, np.float32), requires_grad=True)
+  x.max_pool2d(2, stride=2, padding=1).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy().sum(), 4.0)   # four windows, each gradient 1, split among its -inf inputs
+
 def test_clip_gradient_is_one_on_the_bounds():
   # clip was max/min, whose ties split the gradient: 0.5 on a bound (torch: 1); a NaN bound gives NaN, max_ wins over min_
   torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")

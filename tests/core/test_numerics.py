@@ -909,3 +909,17 @@ def test_int_reductions_of_random_tensors_match_numpy(npdt, shape, wide, axis, k
     np.testing.assert_array_equal(t.max(ax, keepdim=keep).numpy(), a.max(ax, keepdims=keep), err_msg="max")
     np.testing.assert_array_equal(t.min(ax, keepdim=keep).numpy(), a.min(ax, keepdims=keep), err_msg="min")
     if ax is not None: np.testing.assert_array_equal(t.argmax(ax, keepdim=keep).numpy(), a.argmax(ax, keepdims=keep), err_msg="argmax")
+
+# ---- half prod: products in float32, one rounding at the end, as the half types' cumprod ----
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
+def test_half_prod_rounds_once(dev, dt):
+  # each partial product rounded to the half type drifted: 300 float16 1.01s multiplied to 17.70 (float32's 18.45), and
+  # prod disagreed with cumprod(0)[-1] (computed in float32 already)
+  n = 300 if dev != "PYTHON" else 60
+  x = Tensor(np.random.default_rng(3).uniform(0.98, 1.03, (2, n)).astype(np.float32), device=dev).cast(dt)
+  exact = np.prod(x.float().numpy().astype(np.float64), axis=1)
+  want = Tensor(exact, device="PYTHON").cast(dt).float().numpy()   # (the float64 product, rounded once)
+  got = x.prod(1)
+  assert got.dtype == dt
+  np.testing.assert_allclose(got.float().numpy(), want, rtol=0.01 if dt == dtypes.bfloat16 else 2e-3)
+  np.testing.assert_array_equal(got.float().numpy(), x.cumprod(1)[:, -1].float().numpy())

@@ -368,9 +368,11 @@ class IndexingMixin:
     src, mask = self._pre_scatter("scatter_reduce", dim, index, src)
     hit = mask.any(-1)
     if reduce == "amax":
+      # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
       cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
-      if include_self: return cand.cat(self.unsqueeze(-1), dim=-1).max(-1)   # self joins the max: ties share the gradient
-      return hit.where(cand._max(-1), self)
+      if include_self:   # self joins the max: ties share the gradient
+        return cand.cat(self.unsqueeze(-1), dim=-1)._window_max(mask.cat(Tensor.ones(*mask.shape[:-1], 1, dtype=dtypes.bool, device=self.device), dim=-1), (-1,))
+      return hit.where(cand._window_max(mask, (-1,)), self)
     # float16/bfloat16 combine with self in float32 and round once, as torch (rounding the src's sum or product first was
     # 1 ulp off in one of seven places); an int wraps the same in its own dtype as in int64
     acc_dt = sum_acc_dtype(self.dtype) if dtypes.is_float(self.dtype) else self.dtype

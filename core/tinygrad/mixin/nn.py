@@ -364,11 +364,11 @@ class NNMixin:
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
     axes = tuple(range(-len(k_), 0))
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
+    plane = self.shape[-len(k_):]
     ret = x.max(axes)
     if not return_indices: return ret
     # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum. A NaN
     # at position q counts P + 1 + q, above every max: the window's last NaN wins, as torch's (its scan takes every NaN)
-    plane = self.shape[-len(k_):]
     P = prod(plane)
     idt = dtypes.int32 if P <= dtypes.max(dtypes.int32) else dtypes.int64
     kdt = dtypes.int32 if 2 * P + 1 <= dtypes.max(dtypes.int32) else dtypes.int64

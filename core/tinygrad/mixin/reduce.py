@@ -89,8 +89,11 @@ class ReduceMixin:
     mask = self._broadcast_to(v.shape).uop
     return Tensor(_multi.pick(v.uop, mask, axes)).reshape(tuple(s for i, s in enumerate(v.shape) if i not in axes))._own(v)
   def prod(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
-    """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given)."""
+    """Product over `axis` (ints and bools in int64 as sum, floats in their own dtype, unless `dtype` is given;
+    float16/bfloat16 multiply in float32 and round once, as their cumprod)."""
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
+    # (float16 products rounded at every step: 300 x 1.01 was 17.70, float32's 18.45, and unlike cumprod(0)[-1])
+    if dtype is None and self.dtype in OPMATH_F32: return self.float()._reduce(Ops.MUL, axis, keepdim).cast(self.dtype)
     return self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
   def _nonempty(self: Tensor, op: str, axis: int | Sequence[int] | None) -> None:
     # max/min/argmax have no value over nothing (torch raises too): an empty reduced axis is an error, not -inf/+inf
@@ -105,6 +108,18 @@ class ReduceMixin:
     """Maximum over `axis`; an empty reduced axis raises EmptyReductionError (an IndexError and a ValueError, as torch)."""
     self._nonempty("max", axis)
     return self._reduce(Ops.MAX, axis, keepdim)
+  def _window_max(self: Tensor, valid: Tensor, axes: tuple[int, ...]) -> Tensor:
+    # the max over `axes` of rows whose positions outside `valid` hold the dtype's minimum as a fill, where the fill is not
+    # a view gradient.py's max rule sees through (scatter_reduce's rows of src and self): the value is the plain max, its
+    # gradient split among the valid positions equal to it (the NaN ones where it is NaN), none to the fill, which tied an
+    # -inf max and lost its share. (The gradient path is a select folded away in the kernel: it costs the forward nothing
+    # where the max fuses into its consumer, and a kernel per reduce in it where not, so views of a pad use the rule)
+    ret = self._max(axes)
+    if not dtypes.is_float(self.dtype): return ret
+    m = ret.detach().reshape(tuple(1 if i in self._axes(axes) else s for i, s in enumerate(self.shape)))
+    hit = valid._broadcast_to(self.shape) & ((self == m) | (self.isnan() & m.isnan()))
+    # (the custom gradient's path: never computed forward, the select of the value folds it away)
+    return (hit.where(self, 0.0).sum(axes) / hit.sum(axes).cast(self.dtype))._with_grad(ret.detach(), "same")
   def min(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Minimum over `axis` (an empty reduced axis raises, as max)."""
     self._nonempty("min", axis)
@@ -227,8 +242,10 @@ class ReduceMixin:
       nb = ceildiv(n, 256)
       blocks = x.pad(pre + [(0, nb*256 - n)], value=ident).reshape(*x.shape[:-1], nb, 256)._cumalu(-1, op)
       totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
-      carry = totals.pad(pre + [(1, -1)], value=ident)._cumalu(-1, op)
-      ret = combine(blocks, carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
+      carry = totals._cumalu(-1, op).pad(pre + [(1, -1)], value=ident)
+      # the first block takes no carry: a max with the -inf fill split the gradient of an -inf prefix with it (half lost)
+      first = Tensor.arange(nb, device=self.device).reshape(nb, 1) == 0
+      ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
     else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
     return ret.transpose(ax, -1)._own(self)
   @_opmath
@@ -259,10 +276,15 @@ class ReduceMixin:
     # along the last axis (n <= 256): m_i + log sum_{j<=i} exp(x_j - m_i), m the running max (0 where infinite)
     n = self.shape[-1]
     m = self._cumalu(-1, Ops.MAX)
-    m = m.isinf().where(0, m)
+    shift = m.isinf().where(0, m)
     idx = Tensor.arange(n, device=self.device)
     lower = idx.reshape(1, n) <= idx.reshape(n, 1)   # [i, j]: j <= i
-    return lower.where(self.unsqueeze(-2) - m.unsqueeze(-1), -math.inf).exp().sum(-1).log() + m
+    # a prefix holding +inf is +inf: its terms are its infinities (1 each, the rest 0) and its gradient the running max's
+    # (the limit, 1 to the infinity). Through e**(inf - 0) it was inf/inf = NaN, and past 256 elements a block total of
+    # +inf passed that NaN to every element of its block (torch: NaN at the infinity only)
+    top = (m == math.inf).unsqueeze(-1)
+    terms = top.where((self.unsqueeze(-2) == math.inf) & lower, (lower & top.logical_not()).where(self.unsqueeze(-2) - shift.unsqueeze(-1), -math.inf).exp())
+    return terms.sum(-1).log() + (m == math.inf).where(m, shift)
   @_opmath   # (float16/bfloat16 in float32, rounded once, as logsumexp: in half a third of the prefixes were off by ulps)
   def logcumsumexp(self: Tensor, axis: int = 0) -> Tensor:
     """log(cumsum(exp(x))) along `axis`, stable: each prefix is shifted by its own running max (exp never overflows, early
