@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all
 from tinygrad.uop.upat import UPat, PatternMatcher
-from tinygrad.dtype import dtypes, sum_acc_dtype
+from tinygrad.dtype import DType, dtypes, sum_acc_dtype
 from tinygrad.helpers import argsort
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
@@ -48,29 +48,31 @@ def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
   return x.alu(Ops.CMPLT, y).where(const_like(g, 0), x.eq(y).where(g * const_like(g, 0.5), g))
 
 _MOVES = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.PAD, Ops.FLIP)
-def _is_const(u: UOp) -> bool:
+def _is_fill(u: UOp, dtype: DType) -> bool:
+  """u is a broadcast constant of the max's identity (the dtype's minimum: -inf for floats)."""
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
-  return u.op is Ops.CONST
+  return u.op is Ops.CONST and u.arg == dtypes.min(dtype)
 
 def _from_input(x: UOp) -> UOp | None:
-  """True where an element of x (movement ops over a pad, or over a select with a constant branch) comes from the input,
-  False where it is the fill; None where x is no such view."""
+  """True where an element of x (movement ops over a select with a branch of the max's identity: max_pool2d's and cummax's
+  padding, Tensor.pad(value=-inf)'s form, a masked fill of -inf) comes from the input, False where it is that fill; None
+  where x is no such view. Only the identity: a fill of another value (x.pad((1, 1)) of zeros, where(m, x, 0)) ties a max
+  of that value as an element does in torch, which splits the gradient with it."""
   chain: list[UOp] = []
   u = x
   while u.op in _MOVES:
     chain.append(u)
     u = u.src[0]
-  if u.op is Ops.WHERE and _is_const(u.src[2]) and not _is_const(u.src[1]): real = u.src[0]
-  elif u.op is Ops.WHERE and _is_const(u.src[1]) and not _is_const(u.src[2]): real = u.src[0].alu(Ops.CMPNE, const_like(u.src[0], True))
-  elif any(n.op is Ops.PAD for n in chain):
-    real = UOp.const(dtypes.bool, True, src=(UOp(Ops.DEVICE, arg=_device(u)),)).reshape((1,) * len(u.shape)).expand(u.shape)
+  if u.op is not Ops.WHERE: return None
+  if _is_fill(u.src[2], x.dtype) and not _is_fill(u.src[1], x.dtype): real = u.src[0]
+  elif _is_fill(u.src[1], x.dtype) and not _is_fill(u.src[2], x.dtype): real = u.src[0].alu(Ops.CMPNE, const_like(u.src[0], True))
   else: return None
   for n in reversed(chain): real = getattr(real, n.op.name.lower())(n.arg)
   return real
 
 def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
-  # the gradient flows to every position equal to the max, split equally among ties. A fill (max_pool2d's and cummax's -inf
-  # padding, a masked select's constant) is no tie: it has nowhere to pass a share, which was lost where it tied an -inf max
+  # the gradient flows to every position equal to the max, split equally among ties. A fill of -inf (max_pool2d's and
+  # cummax's padding) is no tie: it has nowhere to pass a share, which was lost where it tied an -inf max
   mask = x.eq(ret.expand(x.shape))
   if x.op is not Ops.MULTI and (real := _from_input(x)) is not None: mask = real.where(mask, const_like(mask, False))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)

@@ -696,18 +696,21 @@ def test_split_max_gradient_of_an_all_minus_inf_row_reaches_the_input_whole():
   x.max(1).sum().backward()
   np.testing.assert_allclose(x.grad.numpy().astype(np.float64).sum(1), [1.0, 1.0], rtol=1e-6)
 
-def test_max_gradient_is_never_shared_with_a_fill():
-  # the max rule counts only the positions that come from the input as ties: a pad's or a select's constant has no
-  # gradient path, and its share was lost (torch loses it too: x.pad((1, 1)).amax() of [-1, -2, 0] gives the 0 a third)
+def test_max_gradient_is_never_shared_with_an_identity_fill():
+  # the max rule counts the positions of a -inf fill (the max's identity: max_pool2d's and cummax's padding) as no ties:
+  # they have no gradient path, and their share was lost. A fill of another value ties as an element does in torch
+  # (x.pad((1, 1)).amax() of [-1, -2, 0] gives the 0 a third, the pad's zeros the rest)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
   from tinygrad.tensor import Tensor
-  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
-  x.pad((1, 1)).max().backward()
-  assert x.grad.tolist() == [0.0, 0.0, 1.0]
-  x = Tensor([-1.0, -2.0, 0.0], requires_grad=True)
-  (x > 0).where(x, 0.0).max().backward()   # the max is the fill alone: no input gets a gradient (was NaN with the rule's count 0)
-  assert x.grad.tolist() == [0.0, 0.0, 0.0]
+  for vals, ours, ref in ((([-1.0, -2.0, 0.0]), lambda x: x.pad((1, 1)).max(), lambda t: torch.nn.functional.pad(t, (1, 1)).amax()),
+                          (([-1.0, -2.0, 0.0]), lambda x: (x > -1.5).where(x, 0.0).max(), lambda t: torch.where(t > -1.5, t, 0.0).amax()),
+                          (([-1.0, -2.0, 0.0]), lambda x: (x > 0).where(x, 0.0).max(), lambda t: torch.where(t > 0, t, 0.0).amax())):
+    x, t = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+    ours(x).backward()
+    ref(t).backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
   x = Tensor([-math.inf, -2.0, -math.inf], requires_grad=True)
-  (x > -3).where(-math.inf, x).max().backward()
+  (x > -3).where(-math.inf, x).max().backward()   # (torch: a third each, the -inf fill's third lost)
   assert x.grad.tolist() == [0.5, 0.0, 0.5]
 
 def test_max_pool2d_gradient_never_goes_to_the_padding():
