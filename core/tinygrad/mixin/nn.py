@@ -8,7 +8,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sint_le, smax, shape_str, vals_str, _view
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import ContextVar, make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
-from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError
+from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError, _has_dtype
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.mixin.elementwise import _opmath
 if TYPE_CHECKING:
@@ -591,7 +591,7 @@ class NNMixin:
         x = x._lerp_uint8(ax, out, align_corners)
         continue
       if mode == "linear" and dtypes.is_int(self.dtype):
-        x = x._lerp_int(ax, out, align_corners)
+        x = x._lerp_int(ax, out, align_corners, exact=sum(o != s for o, s in zip(size, self.shape[-len(size):])) == 1)
         continue
       pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
       if mode == "linear":
@@ -610,17 +610,28 @@ class NNMixin:
         x = x._take_along(ax, src.floor().cast(dtypes.int32).minimum(n - 1))
     return (x if x.dtype == self.dtype else x.cast(self.dtype))._own(self)   # the same size: a copy, as torch's
 
-  def _lerp_int(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
+  def _lerp_int(self: Tensor, ax: int, out: int, align_corners: bool, exact: bool = False) -> Tensor:
     # ints (torch has no linear resize of them but uint8's): public tinygrad's, each position an exact fraction num/den
     # and a float32 lerp a + (b - a) * frac, truncated to the dtype once at the end. Positions in float32 and torch's
-    # a*(1-frac) + b*frac put exact values an ulp low, truncated one off: 35 -> 7 at 1/14 is 33, it gave 32
+    # a*(1-frac) + b*frac put exact values an ulp low, truncated one off: 35 -> 7 at 1/14 is 33, it gave 32. `exact` (the
+    # one axis resized): the blend in int32, a + (b - a) * r / den truncated toward 0, where it fits: the float lerp's frac
+    # an ulp high still made -48 -> 50 at 4/14 (-20) -19.99999, truncated to -19
     n = self.shape[ax]
     pos = Tensor.arange(out, dtype=dtypes.int32, device=self.device)
     num, den = (pos * (n - 1), out - 1) if align_corners and out > 1 else (pos * 0, 1) if align_corners else ((pos * 2 + 1) * n - out, 2 * out)
     num = num.clip(0, (n - 1) * den)
     lo = num // den
-    frac = ((num % den).cast(dtypes.float32) / den).reshape([out if i == ax else 1 for i in range(self.ndim)])
+    shape = [out if i == ax else 1 for i in range(self.ndim)]
     a, b = self._take_along(ax, lo), self._take_along(ax, (lo + 1).minimum(n - 1))
+    # (in int32 where |b - a| * r fits, int64 where the device has it and it fits there, else the float lerp below)
+    wide = dtypes.int32 if (2 << 8 * self.dtype.itemsize) * den < 2**31 else \
+      dtypes.int64 if (2 << 8 * self.dtype.itemsize) * den < 2**63 and _has_dtype(self.device, dtypes.int64) else None
+    if exact and wide is not None:
+      t = (b.cast(wide) - a.cast(wide)) * (num % den).reshape(shape).cast(wide)
+      q = t // den   # (floor, rem = t - q * den in [0, den))
+      v = a.cast(wide) + q
+      return (v + ((t - q * den != 0) & (v < 0)).cast(wide)).cast(self.dtype)   # (a negative non-integer truncates up)
+    frac = ((num % den).cast(dtypes.float32) / den).reshape(shape)
     # b - a in the ints where public tinygrad takes it (signed, 4 bytes or more); narrower ones and unsigned in float32,
     # exact, where theirs wrapped (int8 127 - -128 was -1)
     wide = dtypes.is_int(a.dtype) and a.dtype.itemsize >= 4 and not dtypes.is_unsigned(a.dtype)
