@@ -1,6 +1,6 @@
 """One realize's memory plan (engine/schedule.py memory_plan): an intermediate takes the memory of one whose last reader
-ran, of its own size or, where only compiled kernels use it, a larger one; the values, and the intermediates a later
-read or an interrupted realize hands on (seen through a shrink of the larger buffer), stay right."""
+ran, of its own size or, where only compiled kernels use it and no live graph may read the intermediates afterwards, a
+larger one; the values, and what an interrupted realize hands on (seen through a shrink of the larger buffer), stay right."""
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor
@@ -26,34 +26,59 @@ def _chain_np(x: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
 
 def test_a_smaller_intermediate_takes_a_larger_freed_buffer():
   x = Tensor(np.arange(4096, dtype=np.float32)).realize()
-  a, b, c, d = _chain(x, [4096, 4096, 1000, 1000])
+  d = _chain(x, [4096, 4096, 1000, 1000])[-1]
   schedule, results = create_schedule([d.uop])
-  out = {ei.bufs[0]: i for i, ei in enumerate(schedule)}
-  plan = memory_plan(schedule, {r.base for r in results.values()})
-  # c (1000 floats) is made after b's kernel, a's only reader, ran: it goes in a's 4096
+  keep = {r.base for r in results.values()}
+  # c (1000 floats) is made after b's kernel, a's only reader, ran: it goes in a's 4096, where the realize says so
+  plan = memory_plan(schedule, keep, lambda: True)
   assert any(plan.get(ei.bufs[0]) is not None and plan[ei.bufs[0]].arg > ei.bufs[0].arg for ei in schedule), plan
-  with Context(NO_MEMORY_PLANNER=1): assert memory_plan(schedule, set()) == {}
-  assert len(out) == 4
+  assert not any(plan[b].arg != b.arg for b in memory_plan(schedule, keep)), "a larger buffer without being asked"
+  assert not any(plan[b].arg != b.arg for b in memory_plan(schedule, keep, lambda: False))
+  with Context(NO_MEMORY_PLANNER=1): assert memory_plan(schedule, keep, lambda: True) == {}
+  assert len(schedule) == 4
   np.testing.assert_array_equal(d.numpy(), _chain_np(np.arange(4096, dtype=np.float32), [4096, 4096, 1000, 1000])[-1])
+
+def test_a_realize_reuses_larger_buffers_only_where_nothing_reads_its_intermediates(monkeypatch):
+  from tinygrad.engine import schedule as sched
+  seen: list[dict] = []
+  orig = sched.memory_plan
+  def spy(schedule, keep, larger=None):
+    plan = orig(schedule, keep, larger)
+    seen.append({b: p for b, p in plan.items() if p.arg != b.arg})
+    return plan
+  monkeypatch.setattr(engine, "memory_plan", spy)
+  x = np.arange(4096, dtype=np.float32)
+  sizes = [4096, 4096, 1000, 1000]
+  d = _chain(Tensor(x), sizes)[-1]   # (the intermediates' tensors gone: only the kernels read them)
+  np.testing.assert_array_equal(d.numpy(), _chain_np(x, sizes)[-1])
+  assert any(seen), "no larger buffer taken"
+  seen.clear()
+  outs = _chain(Tensor(x), sizes)   # (each intermediate a live tensor: its value is handed on, not overwritten)
+  np.testing.assert_array_equal(outs[-1].numpy(), _chain_np(x, sizes)[-1])
+  assert not any(seen), seen
+  for i in range(len(sizes)): np.testing.assert_array_equal(outs[i].numpy(), _chain_np(x, sizes)[i])
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 300), min_size=2, max_size=8), st.data())
 def test_chains_of_sizes_compute_the_same_values_as_numpy(sizes, data):
-  # every intermediate read afterwards too: from the memory the realize left it in, or computed again
+  # the last value alone (its intermediates in larger buffers), then a chain whose every intermediate is read afterwards
   x = np.random.default_rng(len(sizes)).standard_normal(256).astype(np.float32)
-  outs, ref = _chain(Tensor(x), sizes), _chain_np(x, sizes)
-  last = outs[-1].sum()
-  np.testing.assert_allclose(last.numpy(), ref[-1].sum(), rtol=1e-5, atol=1e-4)
+  ref = _chain_np(x, sizes)
+  np.testing.assert_allclose(_chain(Tensor(x), sizes)[-1].sum().numpy(), ref[-1].sum(), rtol=1e-5, atol=1e-4)
+  outs = _chain(Tensor(x), sizes)
+  np.testing.assert_allclose(outs[-1].sum().numpy(), ref[-1].sum(), rtol=1e-5, atol=1e-4)
   for i in data.draw(st.permutations(range(len(sizes)))):
     np.testing.assert_allclose(outs[i].numpy(), ref[i], rtol=1e-6, atol=1e-6, err_msg=f"intermediate {i} of {sizes}")
 
 @pytest.mark.parametrize("k", [2, 3, 4, 5])
-def test_an_interrupted_chain_keeps_right_values(monkeypatch, k):
+@pytest.mark.parametrize("keep_all", [False, True])
+def test_an_interrupted_chain_keeps_right_values(monkeypatch, k, keep_all):
   # stopped after step k-1: what ran is handed on (an intermediate in a larger buffer as a shrink of it) and the rest runs
   # on the next realize
   x = np.arange(512, dtype=np.float32)
   sizes = [512, 512, 100, 100, 60, 60]
   outs = _chain(Tensor(x), sizes)
+  if not keep_all: outs = outs[-1:]
   orig, seen = engine.ExecStep.run, {"n": 0}
   def run(self, *args, **kwargs):
     seen["n"] += 1
@@ -62,8 +87,8 @@ def test_an_interrupted_chain_keeps_right_values(monkeypatch, k):
   monkeypatch.setattr(engine.ExecStep, "run", run)
   with pytest.raises(RuntimeError, match="stopped"): outs[-1].realize()
   monkeypatch.undo()
-  ref = _chain_np(x, sizes)
-  for i in reversed(range(len(sizes))): np.testing.assert_array_equal(outs[i].numpy(), ref[i], err_msg=f"intermediate {i}")
+  ref = _chain_np(x, sizes)[-len(outs):]
+  for i in reversed(range(len(outs))): np.testing.assert_array_equal(outs[i].numpy(), ref[i], err_msg=f"intermediate {i}")
 
 def test_a_capture_plans_each_value_at_its_own_size():
   # the capture call's realize put c and d (3000 floats) in a's and b's freed 4096: planned at those sizes, the capture's

@@ -434,7 +434,13 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
     schedule, results = create_schedule(uops, topo)
     if (prof := _prof.PROFILER) is not None: prof.span(f"schedule {len(schedule)} items", "schedule", st, time.perf_counter())
     keep = {r.base for r in results.values()}   # (a symbolic size's view is a reshaped shrink of its buffer)
-    plan, progress = memory_plan(schedule, keep), [0]
+    # (a buffer of another size is reused only where no live graph may read the intermediates, once asked: want_held's
+    # answer, which the end of the realize reads too; with an assign in the graph, it always hands them on)
+    asked: list[bool] = []
+    def may_hold() -> bool:
+      if not asked: asked.append(want_held is None or want_held())
+      return asked[0]
+    plan, progress = memory_plan(schedule, keep, lambda: held is None or not may_hold()), [0]
     try: run_schedule(schedule, plan, progress=progress)
     except BaseException:
       if on_partial is not None and progress[0]: on_partial(_completed(uops, schedule[:progress[0]], plan))
@@ -442,7 +448,7 @@ def realize_uops(uops: list[UOp], on_partial: Callable[[dict[UOp, UOp]], None] |
     # (nothing to hand on when every item wrote a result or an assign's target: the roots' buffers)
     # (and a custom kernel's outputs, which are its tensors' buffers, written in place: it must not run again)
     def custom(ei: ExecItem) -> bool: return getattr(ei.metadata.get("key_node") if ei.node is None else ei.node, "op", None) is Ops.KERNEL
-    if held is not None and any(ei.bufs[0] not in keep or custom(ei) for ei in schedule) and (want_held is None or want_held()):
+    if held is not None and any(ei.bufs[0] not in keep or custom(ei) for ei in schedule) and may_hold():
       held.update(_completed(uops, schedule, plan))
   return [results[u] for u in uops]
 

@@ -7,7 +7,7 @@ are kernel boundaries.
 from __future__ import annotations
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _rebuild, view_index, _flat
 from tinygrad.uop import upat as _upat
@@ -912,11 +912,13 @@ def _order(items: dict[UOp, tuple[ExecItem, set[UOp], set[UOp]]], buffer_map: di
     pending = [n for n in pending if n not in done]
   return out
 
-def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
+def memory_plan(schedule: list[ExecItem], keep: set[UOp], larger: Callable[[], bool] | None = None) -> dict[UOp, UOp]:
   """Reuse intermediate buffers whose lifetimes do not overlap: BUFFER -> BUFFER to use instead. `keep`: buffers that outlive
-  the schedule. A new buffer takes a free one of its device and dtype: of its own size, else (where only compiled kernels
-  use either: a copy moves its buffers' whole size) the smallest larger one. Exact sizes only left a CNN's activations
-  (each conv's output a size of its own) in new memory: ResNet-18 batch 32's forward made 526 MB of buffers, 290 this way."""
+  the schedule. A new buffer takes a free one of its device and dtype of its own size, else, where `larger()` says so (asked
+  once, at the first such chance) and only compiled kernels use it (a copy moves its buffers' whole size), the smallest
+  larger one. Exact sizes only left a CNN's activations (each conv's output a size of its own) in new memory: ResNet-18
+  batch 32's forward made 526 MB of buffers, 290 this way. (The realize says no where a live graph may read what an
+  intermediate holds once it ran: taken by another, the value is computed again, a decode step's attention scores.)"""
   # (a buffer is only reused after a step that ended its last use: none before the last item)
   if len(schedule) < 2 or NO_MEMORY_PLANNER: return {}
   last_use: dict[UOp, int] = {}
@@ -930,13 +932,15 @@ def memory_plan(schedule: list[ExecItem], keep: set[UOp]) -> dict[UOp, UOp]:
   assigned: dict[UOp, UOp] = {}
   ending: dict[int, list[UOp]] = {}
   for b, i in last_use.items(): ending.setdefault(i, []).append(b)
+  may: list[bool] = []   # (larger()'s answer, once asked)
   for i, ei in enumerate(schedule):
     out = ei.bufs[0]
     if first_def.get(out) == i and out not in keep and out.op is Ops.BUFFER and _fresh(out) and (cands := free.get((out.device, out.dtype))):
       # (the last freed first: its memory is the likeliest still in cache)
       fit = [j for j, m in enumerate(cands) if m.arg == out.arg]
-      if not fit and out not in copied and type(out.arg) is int:
-        fit = sorted((j for j, m in enumerate(cands) if type(m.arg) is int and m.arg > out.arg), key=lambda j: (-cands[j].arg, j))
+      if not fit and larger is not None and out not in copied and type(out.arg) is int:
+        if not may: may.append(larger())
+        if may[0]: fit = sorted((j for j, m in enumerate(cands) if type(m.arg) is int and m.arg > out.arg), key=lambda j: (-cands[j].arg, j))
       if fit: assigned[out] = cands.pop(fit[-1])
     for b in ending.get(i, []):
       if b in first_def and b not in keep and _fresh(b):
