@@ -697,8 +697,8 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with Tensor.training={bool(self.training)}, now it is "
                      f"{bool(TRAINING.value)}: its dropout and batchnorm would replay the other mode; use a jitted function per mode, "
                      "or call .reset() to capture again")
-    if self.consts and (changed := [u for ref, u in self.consts if (t := ref()) is not None and t.uop is not u]):
-      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {changed[0].shape}) that it computes "
+    if self.consts and (stale := [u for ref, u in self.consts if (t := ref()) is not None and t.uop is not u]):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {stale[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
     if self.held_before and (dropped := [b for k, b in list(self.held_before.items()) if k not in _held_buffers(kept=False)]):

@@ -634,8 +634,8 @@ class NNMixin:
     frac = ((num % den).cast(dtypes.float32) / den).reshape(shape)
     # b - a in the ints where public tinygrad takes it (signed, 4 bytes or more); narrower ones and unsigned in float32,
     # exact, where theirs wrapped (int8 127 - -128 was -1)
-    wide = dtypes.is_int(a.dtype) and a.dtype.itemsize >= 4 and not dtypes.is_unsigned(a.dtype)
-    diff = (b - a).cast(dtypes.float32) if wide else b.cast(dtypes.float32) - a.cast(dtypes.float32)
+    signed4 = dtypes.is_int(a.dtype) and a.dtype.itemsize >= 4 and not dtypes.is_unsigned(a.dtype)
+    diff = (b - a).cast(dtypes.float32) if signed4 else b.cast(dtypes.float32) - a.cast(dtypes.float32)
     return a.cast(dtypes.float32) + diff * frac
   def _lerp_uint8(self: Tensor, ax: int, out: int, align_corners: bool) -> Tensor:
     # torch's uint8 bilinear: per output position the two taps' float weights (a triangle filter, normalised), scaled to
