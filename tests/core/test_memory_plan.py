@@ -38,25 +38,35 @@ def test_a_smaller_intermediate_takes_a_larger_freed_buffer():
   assert len(schedule) == 4
   np.testing.assert_array_equal(d.numpy(), _chain_np(np.arange(4096, dtype=np.float32), [4096, 4096, 1000, 1000])[-1])
 
-def test_a_realize_reuses_larger_buffers_only_where_nothing_reads_its_intermediates(monkeypatch):
-  from tinygrad.engine import schedule as sched
-  seen: list[dict] = []
-  orig = sched.memory_plan
-  def spy(schedule, keep, larger=None):
-    plan = orig(schedule, keep, larger)
-    seen.append({b: p for b, p in plan.items() if p.arg != b.arg})
-    return plan
-  monkeypatch.setattr(engine, "memory_plan", spy)
-  x = np.arange(4096, dtype=np.float32)
-  sizes = [4096, 4096, 1000, 1000]
-  d = _chain(Tensor(x), sizes)[-1]   # (the intermediates' tensors gone: only the kernels read them)
-  np.testing.assert_array_equal(d.numpy(), _chain_np(x, sizes)[-1])
-  assert any(seen), "no larger buffer taken"
-  seen.clear()
-  outs = _chain(Tensor(x), sizes)   # (each intermediate a live tensor: its value is handed on, not overwritten)
-  np.testing.assert_array_equal(outs[-1].numpy(), _chain_np(x, sizes)[-1])
-  assert not any(seen), seen
-  for i in range(len(sizes)): np.testing.assert_array_equal(outs[i].numpy(), _chain_np(x, sizes)[i])
+_REALIZE_SPY = """
+import numpy as np, sys
+sys.path.insert(0, sys.argv[1])
+from test_memory_plan import _chain, _chain_np
+from tinygrad import Tensor
+from tinygrad.engine import realize as engine
+seen, orig = [], engine.memory_plan
+def spy(schedule, keep, larger=None):
+  plan = orig(schedule, keep, larger)
+  seen.append({b: p for b, p in plan.items() if p.arg != b.arg})
+  return plan
+engine.memory_plan = spy
+x, sizes = np.arange(4096, dtype=np.float32), [4096, 4096, 1000, 1000]
+d = _chain(Tensor(x), sizes)[-1]   # (the intermediates' tensors gone: only the kernels read them)
+np.testing.assert_array_equal(d.numpy(), _chain_np(x, sizes)[-1])
+assert any(seen), "no larger buffer taken"
+seen.clear()
+outs = _chain(Tensor(x), sizes)   # (each intermediate a live tensor: its value is handed on, not overwritten)
+np.testing.assert_array_equal(outs[-1].numpy(), _chain_np(x, sizes)[-1])
+assert not any(seen), seen
+for i in range(len(sizes)): np.testing.assert_array_equal(outs[i].numpy(), _chain_np(x, sizes)[i])
+print("ok")
+"""
+
+def test_a_realize_reuses_larger_buffers_only_where_nothing_reads_its_intermediates():
+  # (a process of its own: another test's live lazy tensors would make every realize here hand its intermediates on)
+  import os, subprocess, sys
+  r = subprocess.run([sys.executable, "-c", _REALIZE_SPY, os.path.dirname(os.path.abspath(__file__))], capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 300), min_size=2, max_size=8), st.data())

@@ -175,17 +175,19 @@ def _prune(steps: list, inputs: list[Buffer]) -> list:
     if not more: return [s for s, k in zip(steps, keep) if k]
     for i in more: keep[i] = True
 
-def _held_buffers(kept: bool = True, multi: bool = True) -> set[int]:
-  """(ids of) the Buffers a live tensor's graph, or (kept) the graph autograd keeps for it (`_graph`), reads; not (multi)
+def _held_buffers(kept: bool = True, multi: bool = True) -> dict[int, Buffer]:
+  """The Buffers (by id) a live tensor's graph, or (kept) the graph autograd keeps for it (`_graph`), reads; not (multi)
   those of tensors on several devices."""
   from tinygrad.tensor import live_tensors
   from tinygrad.engine.buffers import has_buffer
-  held: set[int] = set()
+  held: dict[int, Buffer] = {}
   for t in live_tensors():
     if not multi and not isinstance(t.device, str): continue
     for g in (t.uop, t._graph if kept else None):
       for u in g.toposort(gate=lambda x: x.op is not Ops.BUFFER) if g is not None else ():
-        if u.op is Ops.BUFFER and has_buffer(u): held.add(id(buffer_of(u)))
+        if u.op is Ops.BUFFER and has_buffer(u):
+          b = buffer_of(u)
+          held[id(b)] = b
   return held
 
 def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
@@ -622,10 +624,10 @@ class TinyJit(Generic[R]):
       _tensor.host_reads_thread[0] = threading.get_ident()
       _tensor.capture_grads = {"start": {id(t): (t, t.grad) for t in _tensor.live_tensors() if t.requires_grad is True}, "set": {},
                                "cleared": set()}
-      # (not a multi-device tensor's: a view across its shards is realized into copies that the capture's own machinery
-      # replaces (_view_copies), and the old copies, held by a tensor not yet collected, read as dropped state: a flaky
-      # JitError in test_shard_fuzz's jitted programs)
-      held_before = _held_buffers(kept=False, multi=False)
+      # (weakly, by object: by id only, a buffer freed in the call and a new one made at its address read as held state, a
+      # flaky false JitError in make test's jitted fuzzers. And not a multi-device tensor's: a view across its shards is
+      # realized into copies that the capture's own machinery replaces)
+      held_before = weakref.WeakValueDictionary(_held_buffers(kept=False, multi=False))
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
@@ -644,7 +646,7 @@ class TinyJit(Generic[R]):
       if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
         self.steps = kept
-      if not NO_MEMORY_PLANNER: self.steps = _plan_memory(self.steps, self.in_bufs, _held_buffers())
+      if not NO_MEMORY_PLANNER: self.steps = _plan_memory(self.steps, self.in_bufs, set(_held_buffers()))
       self.replay_vars = list(var_vals)
       self.replay = Replay(self.steps, self.in_bufs, self.replay_vars)
       for step in self.steps:   # (the shared buffers of the plan now: the memory in use after the capture call is a replay's)
@@ -676,7 +678,8 @@ class TinyJit(Generic[R]):
                        "tensor it views; call .reset() to capture again (the function's writes must not depend on the call)")
       self.written_bufs = [id(b) in wrote for b in self.in_bufs]
       ins = {id(b) for b in self.in_bufs}
-      self.held_before = weakref.WeakValueDictionary({id(b): b for step in self.steps for b in step.bufs if id(b) in held_before and id(b) not in ins})
+      self.held_before = weakref.WeakValueDictionary({id(b): b for step in self.steps for b in step.bufs if held_before.get(id(b)) is b and id(b) not in ins})
+      del held_before
       self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
       self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
