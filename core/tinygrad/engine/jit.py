@@ -680,7 +680,7 @@ class TinyJit(Generic[R]):
       ins = {id(b) for b in self.in_bufs}
       self.held_before = weakref.WeakValueDictionary({id(b): b for step in self.steps for b in step.bufs if held_before.get(id(b)) is b and id(b) not in ins})
       del held_before
-      self.touched = {id(b) for step in self.steps for b in step.bufs} - {id(b) for b in self.in_bufs}
+      self.touched = {id(b) for step in self.steps for b in step.bufs} - ins
       self.owned = wrote & self.touched
       if DEBUG >= 1: print(f"TinyJit captured {len(self.steps)} kernels with {len(inputs)} inputs")
       self.cnt += 1
@@ -704,11 +704,13 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {stale[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
-    if self.held_before and (dropped := [b for k, b in list(self.held_before.items()) if k not in _held_buffers(kept=False)]):
-      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
-                     f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
-                     "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
-                     "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
+    if self.held_before:
+      held_now = _held_buffers(kept=False)   # (once: a walk over every live tensor's graph)
+      if dropped := [b for k, b in list(self.held_before.items()) if k not in held_now]:
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
+                       f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
+                       "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
+                       "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
     self.held_before = weakref.WeakValueDictionary()
     if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "

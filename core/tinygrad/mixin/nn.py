@@ -367,11 +367,11 @@ class NNMixin:
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
     axes = tuple(range(-len(k_), 0))
     x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
-    plane = self.shape[-len(k_):]
     ret = x.max(axes)
     if not return_indices: return ret
     # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum. A NaN
     # at position q counts P + 1 + q, above every max: the window's last NaN wins, as torch's (its scan takes every NaN)
+    plane = self.shape[-len(k_):]
     P = prod(plane)
     idt = dtypes.int32 if P <= dtypes.max(dtypes.int32) else dtypes.int64
     kdt = dtypes.int32 if 2 * P + 1 <= dtypes.max(dtypes.int32) else dtypes.int64
@@ -585,6 +585,7 @@ class NNMixin:
     if mode not in ("nearest", "nearest-exact", "linear"): raise ValueError(f"interpolate: mode {mode!r} is not one of nearest, nearest-exact, linear (bilinear/trilinear: linear)")
     if align_corners and mode != "linear": raise ValueError(f"interpolate: align_corners is only for mode 'linear', not {mode!r}")
     x = self
+    resized = sum(o != s for o, s in zip(size, self.shape[-len(size):]))
     for j, out in reversed(list(enumerate(size))) if dtypes.is_int(self.dtype) else enumerate(size):   # (ints: public tinygrad's order, last axis first)
       ax = self.ndim - len(size) + j
       n = self.shape[ax]
@@ -594,7 +595,7 @@ class NNMixin:
         x = x._lerp_uint8(ax, out, align_corners)
         continue
       if mode == "linear" and dtypes.is_int(self.dtype):
-        x = x._lerp_int(ax, out, align_corners, exact=sum(o != s for o, s in zip(size, self.shape[-len(size):])) == 1)
+        x = x._lerp_int(ax, out, align_corners, exact=resized == 1)
         continue
       pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
       if mode == "linear":
@@ -627,9 +628,9 @@ class NNMixin:
     shape = [out if i == ax else 1 for i in range(self.ndim)]
     a, b = self._take_along(ax, lo), self._take_along(ax, (lo + 1).minimum(n - 1))
     # (in int32 where |b - a| * r fits, int64 where the device has it and it fits there, else the float lerp below)
-    wide = dtypes.int32 if (2 << 8 * self.dtype.itemsize) * den < 2**31 else \
-      dtypes.int64 if (2 << 8 * self.dtype.itemsize) * den < 2**63 and _has_dtype(self.device, dtypes.int64) else None
-    if exact and wide is not None:
+    span = (2 << 8 * self.dtype.itemsize) * den   # (a bound of |b - a| * r)
+    wide = None if not exact else dtypes.int32 if span < 2**31 else dtypes.int64 if span < 2**63 and _has_dtype(self.device, dtypes.int64) else None
+    if wide is not None:
       t = (b.cast(wide) - a.cast(wide)) * (num % den).reshape(shape).cast(wide)
       q = t // den   # (floor, rem = t - q * den in [0, den))
       v = a.cast(wide) + q
