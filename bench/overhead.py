@@ -9,7 +9,8 @@ sym_infer's cost per call on launch-size expressions, and an un-jitted MLP train
 and late steps, so a graph that grows step after step shows). Every
 figure is measured in fresh processes, each checked against numpy (a wrong result is an error, not a figure): the output
 ends with the checks' verdict and the machine's load before and after, and the exit status is 1 when a check failed.
-  nice python bench/overhead.py --ref /tmp/tinygrad-0.14-venv/bin/python     (or TINYGRAD_REF_PYTHON=...)"""
+  nice python bench/overhead.py --ref /tmp/tinygrad-0.14-venv/bin/python     (or TINYGRAD_REF_PYTHON=...)
+  python bench/overhead.py --phases     (ours only: an eager realize's host time phase by phase, the profile of its rows)"""
 from __future__ import annotations
 import argparse, os, sys, tempfile, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -188,6 +189,54 @@ for i in range(n):
   for e, _ in exprs: sym_infer(e, {"a": i % 1000 + 1, "b": 7})
 print(json.dumps((time.perf_counter() - st) / (n * len(exprs))))
 """
+# --phases: where an eager realize's host time goes (ours only): each phase's median over 300 calls, for (x + 1) of 1000
+# floats and matmuls of 16 and 512, timed between marks around the realize: building the graph, the realize up to its
+# eager plan (the plan's key and lookup), the plan up to the launch (buffers), the launch, after it (counters, the result's
+# buffer), the rest of realize (the tensor takes its buffer), and dropping the result (its buffer back to the allocator).
+# After a 512 matmul's kernel the same Python runs on caches the kernel filled: compare its phases with the 16 one's
+PHASES = """
+import json, time, statistics
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.engine import realize as R
+marks = []
+def wrap(owner, name, tag):
+  orig = getattr(owner, name)
+  def timed(*args, **kw):
+    marks.append((tag + " start", time.perf_counter()))
+    try: return orig(*args, **kw)
+    finally: marks.append((tag + " end", time.perf_counter()))
+  setattr(owner, name, timed)
+wrap(R.CompiledRunner, "__call__", "launch")
+wrap(R, "run_eager_plan", "plan")
+NAMES = {"built": "build the graph", "plan start": "realize up to the plan", "launch start": "plan up to the launch",
+         "launch end": "launch (kernel)", "plan end": "plan after the launch", "realized": "rest of realize", "dropped": "drop the result"}
+def phases(make, want):
+  np.testing.assert_allclose(make().numpy(), want, rtol=1e-4, atol=1e-4)
+  got = {}
+  for i in range(350):
+    marks.clear()
+    st = time.perf_counter()
+    t = make()
+    marks.append(("built", time.perf_counter()))
+    t.realize()
+    marks.append(("realized", time.perf_counter()))
+    del t
+    marks.append(("dropped", time.perf_counter()))
+    if i < 50: continue
+    prev = st
+    for k, tm in marks:
+      got.setdefault(NAMES[k], []).append(tm - prev)
+      prev = tm
+  return {k: statistics.median(v) for k, v in got.items()}
+x = Tensor.rand(1000).realize()
+out = {"(x + 1) of 1000": phases(lambda: x + 1, x.numpy() + 1)}
+for n in (16, 512):
+  a, b = Tensor.rand(n, n).realize(), Tensor.rand(n, n).realize()
+  out[f"matmul {n}"] = phases(lambda: a @ b, a.numpy() @ b.numpy())
+print(json.dumps(out))
+"""
+
 # a target is a ratio to public tinygrad ("x") or an absolute figure in the row's unit ("abs": issue 35's per-kernel cost)
 TARGETS = {"import": ("abs", 60.0), "cold": ("x", 0.4), "warm": ("x", 0.4), "ew": ("x", 0.3), "mm": ("x", 0.3), "plain": ("x", 0.15),
            "live": ("x", 0.15), "live_assign": ("x", 0.3), "eager_mm": ("x", 0.5), "eager_exp": ("x", 0.5), "eager_sum": ("x", 0.5),
@@ -239,9 +288,17 @@ def measure(python: str, env: dict[str, str], runs: int = 5) -> dict[str, float]
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--ref", default=None, help="public tinygrad's python (default: $TINYGRAD_REF_PYTHON; unset: ours only)")
+  ap.add_argument("--phases", action="store_true", help="only where an eager realize's host time goes (ours), phase by phase")
   args = ap.parse_args()
   if args.ref: os.environ["TINYGRAD_REF_PYTHON"] = args.ref
   env = user_env(DEV=os.environ.get("DEV", "CPU"))
+  if args.phases:
+    if (ph := run_json(sys.executable, PHASES, env)) is None: return 1
+    print(f"eager realize phases, median us per call (device {env['DEV']}, load average {os.getloadavg()[0]:.2f}):")
+    print(f"{'phase':26s}" + "".join(f"{c:>18s}" for c in ph))
+    for k in next(iter(ph.values())): print(f"{k:26s}" + "".join(f"{col.get(k, float('nan')) * 1e6:18.1f}" for col in ph.values()))
+    print(f"{'host (all but the launch)':26s}" + "".join(f"{sum(v for k, v in col.items() if k != 'launch (kernel)') * 1e6:18.1f}" for col in ph.values()))
+    return 0
   load_before = os.getloadavg()
   run_json(sys.executable, IMPORT, env)   # writes our .pyc files once, as pip install does for a user
   ours = measure(sys.executable, env)
