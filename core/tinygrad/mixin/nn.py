@@ -689,8 +689,10 @@ class NNMixin:
     elif p == -math.inf: norm = -(-a)._max(d, keepdim=True)
     elif p == 0: norm = (x != 0).sum(d, keepdim=True).cast(x.dtype)
     else:
-      nz = a > 0   # p < 0: a zero element's |x|**p is inf (the norm 0), computed without pow's inf gradient at 0
-      s = (x * x if p == 2 else a if p == 1 else a.pow(p) if p > 0 else nz.where(nz.where(a, 1).pow(p), math.inf)).sum(d, keepdim=True)
+      # p < 1: pow's slope at a zero element is inf (times |x|'s 0: a NaN gradient over the vector, torch's passes nothing
+      # there), so zeros take |x|**p without pow: 0 for 0 < p < 1, and for p < 0 inf (the norm 0)
+      nz = a > 0
+      s = (x * x if p == 2 else a if p == 1 else a.pow(p) if p > 1 else nz.where(nz.where(a, 1).pow(p), 0 if p > 0 else math.inf)).sum(d, keepdim=True)
       big = s.detach().pow(1 / p) >= eps
       norm = big.where(big.where(s, 1).pow(1 / p), eps)   # the root only of sums away from 0: its gradient there is inf
     return x / norm.maximum(eps)
