@@ -162,7 +162,9 @@ class RMSNorm:
     self.weight: Tensor | None = _full((dim,), 1.0) if elementwise_affine else None
   def _norm(self, x: Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
   def __call__(self, x: Tensor) -> Tensor:
-    x = self._norm(x.float()).cast(x.dtype)
+    # in float32 at least (float16/bfloat16 rounded once, as public tinygrad); float64 stays float64 (x.float() cast it
+    # down: 8e-8 relative off torch's float64 RMSNorm)
+    x = self._norm(x.cast(least_upper_dtype(x.dtype, dtypes.float32))).cast(x.dtype)
     return x if self.weight is None else x * self.weight
 
 class GroupNorm:
