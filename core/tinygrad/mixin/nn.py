@@ -288,8 +288,13 @@ class NNMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: y*y overflows float16 past |y| = 256)
   def layernorm(self: Tensor, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `axis` (population variance)."""
-    y = self - self.mean(axis, keepdim=True)
-    return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
+    # corrected two-pass, as var: the deviations from the float32 mean carry its rounding (1000 copies of 1000.1: 0.0011,
+    # 18 ulps), which the normalisation scaled up to O(1) (0.33 there, torch's 0); their own mean m takes it back out of
+    # the deviations and of the variance. (The first mean detached: the result is the same function of x for any shift)
+    y = self - self.mean(axis, keepdim=True).detach()
+    m = y.mean(axis, keepdim=True)
+    var = (y * y).mean(axis, keepdim=True) - m * m
+    return (y - m) * (var < 0).where(0.0, var).add(eps).rsqrt()   # (never below 0: rounding)
   def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims as movement ops: (..., *in) -> (..., *out, *k_)."""
     nk = len(k_)
