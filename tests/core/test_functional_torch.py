@@ -75,3 +75,27 @@ def test_norm_layers_of_a_constant_are_zero_like_torch(c):
   np.testing.assert_array_equal(nn.LayerNorm(1000, elementwise_affine=False)(Tensor(x)).numpy(), F.layer_norm(torch.tensor(x), (1000,)).numpy())
   np.testing.assert_array_equal(nn.GroupNorm(2, 6, affine=False)(Tensor(x)).numpy(), F.group_norm(torch.tensor(x), 2).numpy())
   np.testing.assert_array_equal(nn.InstanceNorm(6, affine=False)(Tensor(x)).numpy(), 0)   # (torch's instance_norm: 0.007 off)
+  with Tensor.train():   # (torch's batch_norm: 0.8 off)
+    np.testing.assert_array_equal(nn.BatchNorm(6, affine=False)(Tensor(x)).numpy(), 0)
+
+@pytest.mark.parametrize("shape", [(1000, 3), (8, 3, 20, 20)])
+def test_batchnorm_of_channels_about_a_large_offset(shape):
+  # batch statistics against float64 (torch's float32 batch_norm is itself off here): channel 0 constant, 1 a small spread
+  # about 1000, 2 plain; the output, the running statistics and the input's gradient
+  x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+  x[:, 0], x[:, 1] = 1000.1, 1000 + x[:, 1] * 0.01
+  bn = nn.BatchNorm(3, momentum=0.5)
+  t = Tensor(x, requires_grad=True)
+  with Tensor.train():
+    y = bn(t)
+    (y * Tensor(np.arange(y.numel(), dtype=np.float32).reshape(y.shape) % 7)).sum().backward()
+  x64, axes = x.astype(np.float64), tuple(i for i in range(len(shape)) if i != 1)
+  mean, var = x64.mean(axes, keepdims=True), x64.var(axes, keepdims=True)
+  np.testing.assert_allclose(y.numpy(), (x64 - mean) / np.sqrt(var + 1e-5), atol=2e-4)
+  np.testing.assert_allclose(bn.running_mean.numpy(), 0.5 * mean.reshape(-1), rtol=1e-6)
+  n = x.size // 3
+  np.testing.assert_allclose(bn.running_var.numpy(), 0.5 + 0.5 * var.reshape(-1) * n / (n - 1), rtol=1e-4, atol=1e-6)
+  tx = torch.tensor(x64, requires_grad=True)
+  ty = F.batch_norm(tx, None, None, training=True, eps=1e-5)
+  (ty * torch.tensor(np.arange(y.numel()).reshape(y.shape) % 7, dtype=torch.float64)).sum().backward()
+  np.testing.assert_allclose(t.grad.numpy(), tx.grad.numpy(), atol=2e-3 * np.abs(tx.grad.numpy()).max())
