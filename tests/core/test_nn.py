@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad.tensor import Tensor
-from tinygrad import nn
+from tinygrad import nn, dtypes
 from tinygrad.nn.state import get_parameters
 
 HS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -187,6 +187,13 @@ def test_rmsnorm(shape):
   rn = nn.RMSNorm(shape[-1])
   x = rnd(*shape)
   close(rn(Tensor(x)), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), atol=1e-4)
+
+def test_float64_rmsnorm_keeps_float64():
+  # computed in float32 and cast back (x.float(), meant to lift float16/bfloat16) a float64 RMSNorm was 8e-8 relative off
+  x = np.random.default_rng(1).standard_normal((3, 8)) + 1e3
+  got = nn.RMSNorm(8, elementwise_affine=False)(Tensor(x))
+  assert got.dtype == dtypes.float64
+  np.testing.assert_allclose(got.numpy(), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), rtol=1e-13)
 
 def test_groupnorm():
   gn = nn.GroupNorm(2, 4)

@@ -498,3 +498,44 @@ def test_a_reused_inputs_implicit_gradient_does_not_grow_step_after_step():
     opt.step()
     sizes.append(len(X.grad.uop.toposort()))
   assert sizes[-1] == sizes[1], sizes
+
+# ---- against torch.optim: several steps, a parameter whose gradient is 0 in some steps, lr changed in place, jitted ----
+TORCH_CASES = [
+  ("sgd_nesterov_wd", lambda p: SGD(p, lr=0.01, momentum=0.8, nesterov=True, weight_decay=0.1), "SGD", dict(lr=0.01, momentum=0.8, nesterov=True, weight_decay=0.1)),
+  ("sgd_wd", lambda p: SGD(p, lr=0.01, weight_decay=0.3), "SGD", dict(lr=0.01, weight_decay=0.3)),
+  ("adam_l2", lambda p: Adam(p, lr=0.01, b1=0.8, b2=0.99, eps=1e-6, weight_decay=0.2), "Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.2)),
+  ("adamw", lambda p: AdamW(p, lr=0.01, weight_decay=0.1), "AdamW", dict(lr=0.01, weight_decay=0.1, eps=1e-8)),
+]
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("name,make,tname,tkw", TORCH_CASES, ids=[c[0] for c in TORCH_CASES])
+def test_optimizer_matches_torch_with_zero_gradients_and_lr_changed_in_place(name, make, tname, tkw, jit):
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import TinyJit
+  rng = np.random.default_rng(0)
+  shapes = [(3, 4), (5,), (), (2, 3, 2)]
+  p0, xs = [rng.standard_normal(s).astype(np.float32) for s in shapes], [rng.standard_normal(s).astype(np.float32) for s in shapes]
+  lrs = [0.01, 0.02, 0.005, 0.0, 0.03, 0.01]
+  # parameter 1's gradient is 0 on odd steps (its moments still decay, as torch's with a zero gradient), parameter 2's
+  # 1000x at step 2
+  scales = [[0.0 if i == 1 and s % 2 else 1e3 if i == 2 and s == 2 else 1.0 for i in range(len(shapes))] for s in range(len(lrs))]
+  loss = lambda ps, xs_, sc: sum((((p * x - 0.3) ** 2).sum() + (p ** 4).sum() * 0.01) * sc[i] for i, (p, x) in enumerate(zip(ps, xs_)))
+  ps = [Tensor(p.copy(), requires_grad=True) for p in p0]
+  opt, txs = make(ps), [Tensor(x) for x in xs]
+  def step(sc: Tensor) -> Tensor:
+    opt.zero_grad()
+    l = loss(ps, txs, sc)
+    l.backward()
+    opt.step()
+    return l.realize()
+  fn = TinyJit(step) if jit else step
+  tps = [torch.tensor(p.copy(), requires_grad=True) for p in p0]
+  topt = getattr(torch.optim, tname)(tps, **tkw)
+  for s, lr in enumerate(lrs):
+    opt.lr.assign(Tensor([lr], dtype=opt.lr.dtype)).realize()   # (in place: a jitted step reads the new value)
+    fn(Tensor(scales[s]).realize())
+    for g in topt.param_groups: g["lr"] = lr
+    topt.zero_grad()
+    loss(tps, [torch.tensor(x) for x in xs], scales[s]).backward()
+    topt.step()
+  for i, (p, tp) in enumerate(zip(ps, tps)):
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"parameter {i} {shapes[i]}")

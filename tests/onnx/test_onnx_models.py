@@ -518,3 +518,25 @@ def test_roi_align_matches_onnx_reference(mode: str, ctm: str, ratio: int):
                                           [vi("y", TensorProto.FLOAT)]), opset_imports=[helper.make_opsetid("", 16)])
   feeds = {"x": x, "rois": rois, "b": bidx}
   np.testing.assert_allclose(OnnxRunner(m)(feeds)["y"].numpy(), ReferenceEvaluator(m).run(None, feeds)[0], rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("op", ["LayerNormalization", "MeanVarianceNormalization", "BatchNormalization"])
+def test_normalizations_of_a_large_offset_match_float64(op: str):
+  # the deviations from the float32 mean carry its rounding (a row of 1000 copies of 1000.1: 18 ulps), which the
+  # normalisation scaled up to O(1) (LayerNormalization 0.33 where the answer is 0); a spread of 0.01 about 1000 too
+  h = onnx.helper
+  x = np.full((2, 3, 1000), 1000.1, np.float32)
+  x[1] = 1000 + np.random.default_rng(0).standard_normal((3, 1000)).astype(np.float32) * 0.01
+  ones, zeros = np.ones(3, np.float32), np.zeros(3, np.float32)
+  if op == "LayerNormalization":
+    node, inits, axes = h.make_node(op, ["x", "s", "b"], ["y"], axis=-1), [np.ones(1000, np.float32), np.zeros(1000, np.float32)], (2,)
+  elif op == "MeanVarianceNormalization": node, inits, axes = h.make_node(op, ["x"], ["y"], axes=[0, 2]), [], (0, 2)
+  else: node, inits, axes = h.make_node(op, ["x", "s", "b", "m", "v"], ["y"], training_mode=1), [ones, zeros, zeros, ones], (0, 2)
+  names = ["s", "b", "m", "v"][:len(inits)]
+  g = h.make_graph([node], "norm", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)], [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, x.shape)],
+                   [onnx.numpy_helper.from_array(a, n) for a, n in zip(inits, names)])
+  got = OnnxRunner(h.make_model(g, opset_imports=[h.make_opsetid("", 15)]))({"x": Tensor(x)})["y"].numpy()
+  x64 = x.astype(np.float64)
+  eps = 1e-9 if op == "MeanVarianceNormalization" else 1e-5
+  mean, var = x64.mean(axes, keepdims=True), x64.var(axes, keepdims=True)
+  want = (x64 - mean) / (np.sqrt(var) + 1e-9) if op == "MeanVarianceNormalization" else (x64 - mean) / np.sqrt(var + eps)
+  np.testing.assert_allclose(got, want, atol=2e-4)

@@ -288,8 +288,13 @@ class NNMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: y*y overflows float16 past |y| = 256)
   def layernorm(self: Tensor, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `axis` (population variance)."""
-    y = self - self.mean(axis, keepdim=True)
-    return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
+    # corrected two-pass, as var: the deviations from the float32 mean carry its rounding (1000 copies of 1000.1: 0.0011,
+    # 18 ulps), which the normalisation scaled up to O(1) (0.33 there, torch's 0); their own mean m takes it back out of
+    # the deviations and of the variance. (The first mean detached: the result is the same function of x for any shift)
+    y = self - self.mean(axis, keepdim=True).detach()
+    m = y.mean(axis, keepdim=True)
+    var = (y * y).mean(axis, keepdim=True) - m * m
+    return (y - m) * (var < 0).where(0.0, var).add(eps).rsqrt()   # (never below 0: rounding)
   def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims as movement ops: (..., *in) -> (..., *out, *k_)."""
     nk = len(k_)
@@ -689,8 +694,10 @@ class NNMixin:
     elif p == -math.inf: norm = -(-a)._max(d, keepdim=True)
     elif p == 0: norm = (x != 0).sum(d, keepdim=True).cast(x.dtype)
     else:
-      nz = a > 0   # p < 0: a zero element's |x|**p is inf (the norm 0), computed without pow's inf gradient at 0
-      s = (x * x if p == 2 else a if p == 1 else a.pow(p) if p > 0 else nz.where(nz.where(a, 1).pow(p), math.inf)).sum(d, keepdim=True)
+      # p < 1: pow's slope at a zero element is inf (times |x|'s 0: a NaN gradient over the vector, torch's passes nothing
+      # there), so zeros take |x|**p without pow: 0 for 0 < p < 1, and for p < 0 inf (the norm 0)
+      nz = a > 0
+      s = (x * x if p == 2 else a if p == 1 else a.pow(p) if p > 1 else nz.where(nz.where(a, 1).pow(p), 0 if p > 0 else math.inf)).sum(d, keepdim=True)
       big = s.detach().pow(1 / p) >= eps
       norm = big.where(big.where(s, 1).pow(1 / p), eps)   # the root only of sums away from 0: its gradient there is inf
     return x / norm.maximum(eps)

@@ -107,17 +107,26 @@ class BatchNorm:
     """(mean, var) over every axis but 1: the batch's in training (or without running stats), else the running ones. A
     float16/bfloat16 batch's are float32, as torch's (its squares' mean overflowed float16 past |x - mean| = 256)."""
     if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
-    axes = tuple(i for i in range(x.ndim) if i != 1)
+    return self._batch_stats(x)[1:]
+  def _batch_stats(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    # (x - mean, mean, var) of the batch, by the corrected two-pass (as Tensor.var): the deviations from the float32 mean
+    # m0 carry its rounding (a channel of 1000.1s: 18 ulps), which the normalisation scaled up to O(1) (0.95 where the
+    # answer is 0); their own mean d takes it out. m0 is detached: mean = m0 + d has x.mean's gradient, var = mean(y^2) -
+    # d^2 the variance's (its gradient through the mean is 0 in exact arithmetic)
+    axes, shape = tuple(i for i in range(x.ndim) if i != 1), (1, -1, *[1] * (x.ndim - 2))
     x = _f32(x)
-    mean = x.mean(axes)
-    y = x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))   # var about the detached mean, like tinygrad
-    return mean, (y * y).mean(axes)
+    m0 = x.mean(axes).detach()
+    y = x - m0.reshape(shape)
+    d = y.mean(axes)
+    var = (y * y).mean(axes) - d * d
+    return y - d.reshape(shape), m0 + d, (var < 0).where(0.0, var)   # (never below 0: rounding)
   def __call__(self, x: Tensor) -> Tensor:
     batch = not (self.track_running_stats and not Tensor.training)
     # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
     if batch and x.ndim >= 2 and all_int(x.shape) and x.shape[1] and x.numel() == x.shape[1]:   # (a symbolic batch: unchecked)
       raise ValueError(f"BatchNorm: expected more than 1 value per channel when training (batch statistics), got input size {x.shape}")
-    mean, var = self.calc_stats(x)
+    # (the batch's deviations as computed with its statistics: x - (m0 + d) rounded the mean to its ulps again)
+    xc, mean, var = self._batch_stats(x) if batch else (None, *self.calc_stats(x))
     # the dtype x, the parameters (and running statistics used) promote to; a float16/bfloat16 x is computed in float32 and
     # rounded once to it, as torch's
     out_dt = least_upper_dtype(x.dtype, *[t.dtype for t in ([] if batch else [mean, var]) + [self.weight, self.bias] if t is not None])
@@ -132,7 +141,7 @@ class BatchNorm:
         rm.assign(((1 - mom) * rm + mom * mean.detach()).cast(rm.dtype))
         rv.assign(((1 - mom) * rv + mom * n / max(n - 1, 1) * var.detach()).cast(rv.dtype))
     shape = (1, -1, *[1] * (x.ndim - 2))
-    out = (_f32(x) - mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
+    out = (_f32(x) - mean.reshape(shape) if xc is None else xc) * (var + self.eps).rsqrt().reshape(shape)
     if self.weight is not None: out = out * self.weight.reshape(shape)
     return (out + self.bias.reshape(shape) if self.bias is not None else out).cast(out_dt)
 BatchNorm2d = BatchNorm1d = BatchNorm3d = BatchNorm
@@ -162,7 +171,9 @@ class RMSNorm:
     self.weight: Tensor | None = _full((dim,), 1.0) if elementwise_affine else None
   def _norm(self, x: Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
   def __call__(self, x: Tensor) -> Tensor:
-    x = self._norm(x.float()).cast(x.dtype)
+    # in float32 at least (float16/bfloat16 rounded once, as public tinygrad); float64 stays float64 (x.float() cast it
+    # down: 8e-8 relative off torch's float64 RMSNorm)
+    x = self._norm(x.cast(least_upper_dtype(x.dtype, dtypes.float32))).cast(x.dtype)
     return x if self.weight is None else x * self.weight
 
 class GroupNorm:
