@@ -288,13 +288,19 @@ class NNMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: y*y overflows float16 past |y| = 256)
   def layernorm(self: Tensor, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `axis` (population variance)."""
-    # corrected two-pass, as var: the deviations from the float32 mean carry its rounding (1000 copies of 1000.1: 0.0011,
-    # 18 ulps), which the normalisation scaled up to O(1) (0.33 there, torch's 0); their own mean m takes it back out of
-    # the deviations and of the variance. (The first mean detached: the result is the same function of x for any shift)
-    y = self - self.mean(axis, keepdim=True).detach()
+    dev, _, var = self._centered(axis)
+    return dev * var.add(eps).rsqrt()
+  def _centered(self: Tensor, axis: int | Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
+    # (x - mean, mean, population variance) over `axis`, kept, by the corrected two-pass (as var) for the normalisations
+    # (layernorm, BatchNorm's batch, ONNX's): the deviations from the float32 mean carry its rounding (1000 copies of
+    # 1000.1: 0.0011, 18 ulps), which a normalisation scaled up to O(1) (0.33 there, torch's 0); their own mean m takes it
+    # back out of the deviations and of the variance. The first mean is detached: mean + m has the mean's gradient, and
+    # the result is the same function of x for any shift
+    m0 = self.mean(axis, keepdim=True).detach()
+    y = self - m0
     m = y.mean(axis, keepdim=True)
     var = (y * y).mean(axis, keepdim=True) - m * m
-    return (y - m) * (var < 0).where(0.0, var).add(eps).rsqrt()   # (never below 0: rounding)
+    return y - m, m0 + m, (var < 0).where(0.0, var)   # (never below 0: rounding)
   def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims as movement ops: (..., *in) -> (..., *out, *k_)."""
     nk = len(k_)

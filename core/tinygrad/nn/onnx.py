@@ -681,19 +681,11 @@ def _batchnorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor, mean: Tensor, var
     axes = tuple(i for i in range(x.ndim) if i != 1)
     # (the deviations of _centered: x - mean with the float32 mean's rounding, normalised, was O(1) off for a channel of
     # one large value)
-    dev, bm, bv = _centered(x, axes)
+    dev, bm, bv = x._centered(axes)
     y = dev * (bv + epsilon).rsqrt() * _reshape_to(scale, 1, x.ndim) + _reshape_to(b, 1, x.ndim)
     bm, bv = bm.reshape(-1), bv.reshape(-1)
     return y, mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
   return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt()).cast(x.dtype)
-def _centered(x: Tensor, axes: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
-  # (x - mean, mean, var) over axes (kept), the corrected two-pass as Tensor.layernorm: the deviations from the float32
-  # mean carry its rounding (a row of 1000 copies of 1000.1: 18 ulps), which a normalisation scales up to O(1)
-  m0 = x.mean(axes, keepdim=True)
-  y = x - m0
-  d = y.mean(axes, keepdim=True)
-  var = (y * y).mean(axes, keepdim=True) - d * d
-  return y - d, m0 + d, (var < 0).where(0.0, var)
 def _instancenorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor, epsilon: float = 1e-5) -> Tensor:
   axes = tuple(range(2, x.ndim))
   return x.layernorm(axes, epsilon) * _reshape_to(scale, 1, x.ndim) + _reshape_to(b, 1, x.ndim)
@@ -701,7 +693,7 @@ def _layernorm(ctx: _Ctx, x: Tensor, scale: Tensor, b: Tensor | None = None, axi
                _nout: int = 1) -> Any:
   axes = tuple(range(_axis(axis, x.ndim), x.ndim))
   xf = x.cast(dtypes.float32) if stash_type == 1 and x.dtype != dtypes.float32 else x
-  dev, mean, var = _centered(xf, axes)
+  dev, mean, var = xf._centered(axes)
   inv = var.add(epsilon).rsqrt()
   y = (dev * inv).cast(x.dtype) * scale
   if b is not None: y = y + b
@@ -721,7 +713,7 @@ def _lrn(ctx: _Ctx, x: Tensor, alpha: float = 1e-4, beta: float = 0.75, bias: fl
   return x / (bias + alpha / size * sq).pow(beta)
 def _mvn(ctx: _Ctx, x: Tensor, axes: Sequence[int] = (0, 2, 3)) -> Tensor:
   ax = tuple(_axis(a, x.ndim) for a in axes)
-  y, _, var = _centered(x, ax)
+  y, _, var = x._centered(ax)
   return y / (var.sqrt() + 1e-9)
 def _lpnorm(ctx: _Ctx, x: Tensor, axis: int = -1, p: int = 2) -> Tensor:
   ax = _axis(axis, x.ndim)
