@@ -776,7 +776,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)] \
       if implicit else []
     for x in live:
-      if id(x) in implicit or (u := x.uop) in roots or u.op is Ops.BUFFER or x._virtual: continue
+      if (u := x.uop).op is Ops.BUFFER or id(x) in implicit or u in roots or x._virtual: continue
       if u.op is Ops.MULTI:
         if multi is False or smax(x.numel()) == 0: continue
         shards = list(u.src)
