@@ -47,7 +47,6 @@ def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
   # passes it to both)
   return x.alu(Ops.CMPLT, y).where(const_like(g, 0), x.eq(y).where(g * const_like(g, 0.5), g))
 
-_MOVES = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.PAD, Ops.FLIP)
 def _is_fill(u: UOp, dtype: DType) -> bool:
   """u is a broadcast constant of the max's identity (the dtype's minimum: -inf for floats)."""
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
@@ -60,7 +59,7 @@ def _from_input(x: UOp) -> UOp | None:
   of that value as an element does in torch, which splits the gradient with it."""
   chain: list[UOp] = []
   u = x
-  while u.op in _MOVES:
+  while u.op in GroupOp.Movement:
     chain.append(u)
     u = u.src[0]
   if u.op is not Ops.WHERE: return None
