@@ -30,15 +30,26 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: b
     p = _PANEL_MEMO[key] = _matmul_panel_for(device, itemsize, m, k, n, along_k)
   return p
 
+ODD_N_WORK = 1 << 21   # multiply-adds (see _matmul_panel_for): below it the pack's own kernel costs more than it saves
+
 def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_k: bool) -> int:
   from tinygrad.device import Device, DeviceError
   # (half the size where the panels are one cache line wide, below)
-  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16 or (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 and not along_k): return 0
+  if not MATMUL_PACK or not all_int((m, k, n)) or m < 16: return 0
   from tinygrad.codegen.opt import panel_bytes, UNROLL_WORK
+  # a column count without a half-vector divisor (99, 197) leaves no vector axis in place: the kernel ran scalar, 12 against
+  # 254 GFLOPS at 192 columns (512x512 @ 512x197, 2048x256 @ 256x99). A product of at least ODD_N_WORK multiply-adds is
+  # packed then, whatever its size, the columns padded to the narrowest panel of at least a vector that adds at most a quarter
+  small, odd = k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 and not along_k, not along_k and m * k * n >= ODD_N_WORK and n >= 4
+  if small and not odd: return 0
   try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
   pb = panel_bytes(ren)
   p = pb // itemsize
+  if odd and (lanes := ren.vector_bytes // itemsize) >= 4 and n % (lanes // 2):
+    while p > lanes and ceildiv(n, p) * p - n > n // 4: p //= 2
+    return p   # (one vector wide, the padding is less than a vector)
+  if small: return 0
   # a tile one cache line wide (AVX2's 16 floats) reads one line of an operand in place per k step, each from another
   # row: a big matmul (UNROLL_WORK multiply-adds) packs it from half of MATMUL_PACK_BYTES (matmul 512 on a Zen 3: its
   # kernel 2.9 -> 2.0 ms packed, the pack ~0.1 ms). AVX-512's 4-line panels read in place ran within 40 us of packed
