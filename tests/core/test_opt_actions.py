@@ -234,3 +234,37 @@ def test_random_walks_of_beam_moves_keep_the_result(monkeypatch, device, name):
     else: np.testing.assert_allclose(got, want, rtol=1e-3 if name == "half" else 1e-5, atol=1e-3 if name == "half" else 1e-5, err_msg=str(walks))
   assert any(walks), "the walks applied moves"
   method_cache.clear()
+
+def _matmul_opts(ashape, bshape, values=None):
+  # the heuristics' actions for the matmul kernel of a @ b, as the pipeline asks them (after the passes before "optimize")
+  from tinygrad.codegen import PASSES
+  from tinygrad.codegen.opt import hand_coded_opts
+  from tinygrad.uop import Ops
+  ren = Device["CPU"].renderer
+  a, b = (Tensor(v, device="CPU") if v is not None else Tensor.empty(*sh, device="CPU") for v, sh in zip(values or (None, None), (ashape, bshape)))
+  sink = next(ei.ast for ei in (a @ b).schedule() if ei.ast.op is Ops.SINK and any(u.op is Ops.REDUCE for u in ei.ast.toposort()))
+  for name, fn in PASSES[:[n for n, _ in PASSES].index("optimize")]: sink = fn(sink, ren, None)
+  return hand_coded_opts(sink, ren), a @ b
+
+@pytest.mark.parametrize("ashape,bshape", [((512, 512), (512, 197)), ((1024, 1024), (1024, 197)), ((2048, 256), (256, 99)), ((8, 197, 64), (8, 64, 197)), ((2, 1, 128, 300), (3, 300, 75))])
+def test_a_matmul_of_odd_columns_gets_a_vector_axis(ashape, bshape):
+  # a column count with no half-vector divisor left the kernel no axis to vectorize in place (scalar: 512x512 @ 512x197
+  # at 12 GFLOPS where 192 columns ran 254): its right operand is packed into panels, the columns padded
+  ren = Device["CPU"].renderer
+  if ren.vector_bytes < 16: pytest.skip("the CPU renderer has no vectors of 4 floats here")
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal(ashape).astype(np.float32), rng.standard_normal(bshape).astype(np.float32)
+  opts, t = _matmul_opts(ashape, bshape, (a, b))
+  lanes = ren.vector_bytes // 4
+  assert opts[0].op is OptOps.UPCAST and opts[0].arg >= lanes // 2, opts
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=1e-4, atol=1e-3)
+
+def test_a_batched_matmul_of_small_slices_is_not_streamed():
+  # each of the 288 right operands is 64 KB, in L2 while its rows pass: the 19 MB of all of them is no reason to run the
+  # columns outermost with a row-heavy tile (31-46 against 142 GFLOPS); the footprint counts one step of the batch axes
+  if Device["CPU"].renderer.vector_bytes < 16: pytest.skip("the CPU renderer has no vectors of 4 floats here")
+  batched, _ = _matmul_opts((288, 64, 64), (288, 64, 256))
+  single, _ = _matmul_opts((64, 64), (64, 256))
+  # (the same register tile as one slice's; the reduce may be unrolled besides: that counts the whole batch's work)
+  tile = lambda opts: [o.arg for o in opts if o.op is OptOps.UPCAST]
+  assert tile(batched) == tile(single) and not any(o.op is OptOps.SWAP for o in batched), (batched, single)
