@@ -268,3 +268,16 @@ def test_a_batched_matmul_of_small_slices_is_not_streamed():
   # (the same register tile as one slice's; the reduce may be unrolled besides: that counts the whole batch's work)
   tile = lambda opts: [o.arg for o in opts if o.op is OptOps.UPCAST]
   assert tile(batched) == tile(single) and not any(o.op is OptOps.SWAP for o in batched), (batched, single)
+
+@pytest.mark.parametrize("m", [11, 13, 17, 25, 197])
+def test_a_matmul_of_prime_rows_is_register_blocked(m):
+  # rows with no small divisor are padded to a tile (of 8 where that wastes at most 1/8, else of 4): unpadded, 13 or 17
+  # rows ran one at a time, each vector of the other operand used once (13x512 @ 512x512: 302-327 us, padded 82-85)
+  ren = Device["CPU"].renderer
+  if ren.vector_bytes < 16: pytest.skip("the CPU renderer has no vectors of 4 floats here")
+  rng = np.random.default_rng(m)
+  a, b = rng.standard_normal((m, 256)).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
+  opts, t = _matmul_opts(a.shape, b.shape, (a, b))
+  # (axis 0 of the kernel (m, n): the rows)
+  assert any(o.op is OptOps.PADTO and o.axis == 0 for o in opts) and any(o.op is OptOps.UPCAST and o.axis == 0 and o.arg >= 4 for o in opts), opts
+  np.testing.assert_allclose(t.numpy(), a @ b, rtol=1e-4, atol=1e-3)

@@ -268,7 +268,7 @@ def _footprint(idx: UOp, fixed: list[UOp], dt: PtrDType) -> int:
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
 
-PAD_ROWS = 8   # a block axis that (4, 3, 2) do not divide is padded to a multiple of this, when that adds at most 1/8 of its size
+PAD_ROWS = 8   # a block axis that (4, 3, 2) do not divide is padded to a multiple of this, when that adds at most 1/8 of its size (else of 4)
 
 PAD_TILE = 32   # a big matmul's rows may be padded by up to 1/PAD_TILE of them to a register tile with more accumulators
 PAD_ACCUMULATORS = 12   # registers of accumulators that cover the FMA latency (2 pipes x 4-5 cycles): fewer, padding may add more
@@ -278,9 +278,11 @@ SMALL_ROWS = 8   # a block axis this short that (4, 3, 2) do not divide (5, 7 ke
 def _small(size: object) -> bool: return isinstance(size, int) and 2 <= size <= SMALL_ROWS and not _divisor(size, (4, 3, 2))
 
 def _pad_rows(size: object) -> int:
-  """The PADTO amount for a block axis of this size (0: none; it has a small divisor, or padding would waste too much)."""
-  if not isinstance(size, int) or _divisor(size, (4, 3, 2)) or size < PAD_ROWS * 2: return 0
-  return PAD_ROWS if (-size % PAD_ROWS) * 8 <= size else 0
+  """The PADTO amount for a block axis of this size (0: none; it has a small divisor, or it is short enough to upcast
+  whole): a multiple of PAD_ROWS where that adds at most 1/8 of its size, else of 4. (Unpadded, a prime like 13 or 17
+  had a tile of one row, every vector of the other operand used once: 13x512 @ 512x512 302-327 us, 82-85 padded to 16)"""
+  if not isinstance(size, int) or _divisor(size, (4, 3, 2)) or size <= SMALL_ROWS: return 0
+  return PAD_ROWS if (-size % PAD_ROWS) * 8 <= size else 4
 
 def _axis(sink: UOp, axis_id: int) -> int | None:
   """The position among the global axes of the range with this id (None: it was upcast away)."""
