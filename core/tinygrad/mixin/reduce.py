@@ -17,6 +17,11 @@ def _index_dtype(n: sint) -> DType:
   # an index into an axis of n: int32 (public tinygrad's), int64 where n passes int32 (a cast to int32 wrapped negative)
   return dtypes.int64 if smax(n) > dtypes.max(dtypes.int32) else dtypes.int32
 
+CUM_BLOCK = 16       # elements of a running op's block (Tensor._cumalu): its scan costs that many operations per element
+CUM_SUM_BLOCK = 32   # the same for a running sum, whose block scan is vectorized
+LCSE_BLOCK = 16      # the same for logcumsumexp
+CUM_WORK = 1 << 20   # operations of a whole-axis scan (n per element) below which it is not blocked
+
 class ReduceMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- reductions ----
@@ -236,17 +241,31 @@ class ReduceMixin:
     combine: Callable[[Tensor, Tensor], Tensor] = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
     reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
+    # a block's scan costs B operations per element (every prefix of it is reduced whole): blocks of 256 ran a 1000x1000
+    # cumsum in 100-200 ms. A sum's block is a reduce of the block masked by k <= j (its loads run along memory, vectorized:
+    # 1000x1000 in ~1 ms), the others' a window of the block padded with the identity (scalar loads under the pad's gate)
+    # (a symbolic length keeps one window up to 256 elements: its blocks would need a pad by a symbolic amount)
+    masked = op is Ops.ADD and isinstance(n, int)
+    B, over = (CUM_SUM_BLOCK, CUM_BLOCK) if masked else (CUM_BLOCK, 2 * CUM_BLOCK) if isinstance(n, int) else (256, 256)
+    def scan(t: Tensor) -> Tensor:   # the running op along t's last axis, every prefix reduced whole
+      m = t.shape[-1]
+      if masked and m == B:
+        k = Tensor.arange(m, device=self.device)
+        return (k.reshape(m, 1) <= k.reshape(1, m)).where(t.unsqueeze(-1), 0).sum(-2)   # [.., k, j]: t_k where k <= j
+      return reduce(t.pad([None] * (t.ndim - 1) + [(m-1, 0)], value=ident)._pool((m,)), -1)
+    # (a small scan, n <= 256 and under CUM_WORK operations whole, stays one kernel: blocked it takes three more launches)
+    small = isinstance(n, int) and n <= 256 and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
     if n == 0: ret = reduce(x.unsqueeze(-1), -1)
-    elif n > 256:
-      # blocks of 256: scan inside each block, then add the scan of the block totals shifted by one block
-      nb = ceildiv(n, 256)
-      blocks = x.pad(pre + [(0, nb*256 - n)], value=ident).reshape(*x.shape[:-1], nb, 256)._cumalu(-1, op)
-      totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
+    elif n > over and not small:
+      # blocks of B: scan inside each block, then add the scan of the block totals shifted by one block
+      nb = ceildiv(n, B)
+      blocks = scan(x.pad(pre + [(0, nb*B - n)], value=ident).reshape(*x.shape[:-1], nb, B))
+      totals = blocks.shrink(tuple(pre + [None, (B-1, B)])).reshape(*x.shape[:-1], nb)
       carry = totals._cumalu(-1, op).pad(pre + [(1, -1)], value=ident)
       # the first block takes no carry: a max with the -inf fill split the gradient of an -inf prefix with it (half lost)
       first = Tensor.arange(nb, device=self.device).reshape(nb, 1) == 0
-      ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*256).shrink(tuple(pre + [(0, n)]))
-    else: ret = reduce(x.pad(pre + [(n-1, 0)], value=ident)._pool((n,)), -1)
+      ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*B).shrink(tuple(pre + [(0, n)]))
+    else: ret = scan(x)
     return ret.transpose(ax, -1)._own(self)
   @_opmath
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
@@ -288,19 +307,22 @@ class ReduceMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as logsumexp: in half a third of the prefixes were off by ulps)
   def logcumsumexp(self: Tensor, axis: int = 0) -> Tensor:
     """log(cumsum(exp(x))) along `axis`, stable: each prefix is shifted by its own running max (exp never overflows, early
-    small terms are not flushed by a later large one). Blocks of 256 are scanned pairwise, then combined with logaddexp."""
+    small terms are not flushed by a later large one). Blocks of 16 are scanned pairwise, then combined with logaddexp."""
     ax = self._resolve_dim(axis)
     x = self._float()
     if self.ndim == 0: return x
     x = x.transpose(ax, -1)
     n = x.shape[-1]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
+    # (blocks of B: a block's scan costs ~B exps per element, 256 took 2.6 s over 1000x1000 (16: 0.22 s; torch 33 ms); a
+    # symbolic length keeps one block up to 256, as its pad would be symbolic)
+    B = LCSE_BLOCK if isinstance(n, int) else 256
     if n == 0: ret = x
-    elif n <= 256: ret = x._logcumsumexp_small()
+    elif n <= B or (n <= 256 and all_int(x.shape) and prod(x.shape) * n < CUM_WORK): ret = x._logcumsumexp_small()
     else:
-      nb = ceildiv(n, 256)
-      blocks = x.pad(pre + [(0, nb * 256 - n)], value=-math.inf).reshape(*x.shape[:-1], nb, 256)._logcumsumexp_small()
-      totals = blocks.shrink(tuple(pre + [None, (255, 256)])).reshape(*x.shape[:-1], nb)
+      nb = ceildiv(n, B)
+      blocks = x.pad(pre + [(0, nb * B - n)], value=-math.inf).reshape(*x.shape[:-1], nb, B)._logcumsumexp_small()
+      totals = blocks.shrink(tuple(pre + [None, (B-1, B)])).reshape(*x.shape[:-1], nb)
       carry = totals.pad(pre + [(1, -1)], value=-math.inf).logcumsumexp(-1)   # everything before each block
-      ret = blocks.logaddexp(carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb * 256).shrink(tuple(pre + [(0, n)]))
+      ret = blocks.logaddexp(carry.unsqueeze(-1)).reshape(*x.shape[:-1], nb * B).shrink(tuple(pre + [(0, n)]))
     return ret.transpose(ax, -1)
