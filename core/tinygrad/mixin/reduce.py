@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, smax, sint
+from tinygrad.uop.ops import UOp, smax, sint, sint_le, all_bound
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
@@ -98,7 +98,10 @@ class ReduceMixin:
   def _nonempty(self: Tensor, op: str, axis: int | Sequence[int] | None) -> None:
     # max/min/argmax have no value over nothing (torch raises too): an empty reduced axis is an error, not -inf/+inf
     for a in self._axes(axis):
-      if isinstance(self.shape[a], int) and self.shape[a] == 0:
+      n = self.shape[a]
+      # a size over bound Variables is checked at their values (x[:n].max(0) at n=0 gave -inf, argmax INT_MIN), and a
+      # TinyJit capture records n >= 1 (sint_le) so a replay at n=0 raises JitError rather than return them
+      if (n == 0) if isinstance(n, int) else (n.vmin < 1 and all_bound(n) and not sint_le(1, n)):
         raise EmptyReductionError(f"{op} over axis {a} of shape {self.shape}: the axis is empty and {op} has no identity; reduce a "
                                   f"non-empty axis, or give empty rows a value first (e.g. x.pad(..., value=-inf) before {op})")
   def _max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
