@@ -65,6 +65,20 @@ def test_half_sums_accumulate_in_float32_rounded_once(dt, n):
     check(ours, ref, tol=1e-3 * abs(float(ref.float().reshape(-1)[0])))
 
 @pytest.mark.parametrize("dt", HALVES)
+def test_sum_and_prod_with_a_half_dtype_accumulate_in_float32(dt):
+  # sum(dtype=float16) accumulated in float16: 4096 x 0.1 gave 256 (bfloat16: 32) where torch's sum(dtype=) and our own
+  # half.sum() give 409.5; the elements are cast to the dtype, summed in float32 and rounded once
+  v = np.full(4096, 0.1, np.float32)
+  for x in (Tensor(v), Tensor(v).cast(dt)):
+    check(x.sum(dtype=dt), torch.tensor(v).sum(dtype=TD[dt]))
+    check(x.reshape(64, 64).sum(1, dtype=dt), torch.tensor(v).reshape(64, 64).sum(1, dtype=TD[dt]))
+  w = np.random.default_rng(0).uniform(1, 1.1, 50).astype(np.float32)
+  exact = float(torch.tensor(w).to(TD[dt]).double().prod())
+  # (torch's CPU prod(dtype=) multiplies in the narrow dtype: ours is the float32 product rounded once, as prod() of halves)
+  np.testing.assert_allclose(Tensor(w).prod(dtype=dt).item(), exact, rtol=2**-10 if dt == dtypes.float16 else 2**-7)
+  assert Tensor(w).prod(dtype=dt).item() == Tensor(w).cast(dt).prod().item()
+
+@pytest.mark.parametrize("dt", HALVES)
 def test_half_partial_sums_past_the_range_cancel(dt):
   # partial sums and products past float16's 65504 that cancel: float32 accumulation keeps them (torch's answers)
   t = torch.tensor([60000., 60000, -60000, -60000, 1]).to(TD[dt])

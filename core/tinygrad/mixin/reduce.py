@@ -74,10 +74,13 @@ class ReduceMixin:
     """Sum over `axis` (all when None). Ints and bools accumulate in and return int64 (uint64 stays uint64), as torch (on a
     device without int64, such as WEBGPU, int32/uint32); float16/bfloat16 accumulate in float32 and return their own dtype."""
     acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    # a float16/bfloat16/fp8 dtype= is the result's dtype, its elements summed in float32 and rounded once, as torch's and
+    # as without dtype=: accumulated in float16, 4096 x 0.1 stalled at 256 (torch 409.5), in bfloat16 at 32
+    narrow = dtype is not None and acc in OPMATH_F32
+    ret = (self.cast(acc).cast(sum_acc_dtype(acc)) if narrow else self.cast(acc))._reduce(Ops.ADD, axis, keepdim)
     # a sum starts from +0.0 (torch, numpy): over axes of size 1 the reduce is a reshape, which kept -0.0 ([-0.0].sum() gave -0.0)
     if dtypes.is_float(acc) and all(isinstance(s := self.shape[a], int) and s == 1 for a in self._axes(axis)): ret = ret + 0.0
-    return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret
+    return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret.cast(acc) if narrow else ret
   def _pick(self: Tensor, x: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
     """The sum over `axis` of the one-hot selection `self.where(x, 0)` (self a mask with at most one True along `axis`:
     indexing, gather, Embedding) in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked
@@ -94,6 +97,8 @@ class ReduceMixin:
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
     # (float16 products rounded at every step: 300 x 1.01 was 17.70, float32's 18.45, and unlike cumprod(0)[-1])
     if dtype is None and self.dtype in OPMATH_F32: return self.float()._reduce(Ops.MUL, axis, keepdim).cast(self.dtype)
+    # (a float16/bfloat16 dtype= as sum's: the elements cast to it, multiplied in float32, rounded once)
+    if acc in OPMATH_F32: return self.cast(acc).float()._reduce(Ops.MUL, axis, keepdim).cast(acc)
     return self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
   def _nonempty(self: Tensor, op: str, axis: int | Sequence[int] | None) -> None:
     # max/min/argmax have no value over nothing (torch raises too): an empty reduced axis is an error, not -inf/+inf
