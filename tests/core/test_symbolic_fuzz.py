@@ -52,6 +52,8 @@ PROGS = {
                   lambda n, m: X.astype(np.float16)[:, :m].astype(np.float64) @ Y.astype(np.float16)[:m], 0),
   "matmul_int": (lambda n, m: Tensor(XI)[:n, :m] @ Tensor(XI.T.copy())[:m], lambda n, m: XI[:n, :m] @ XI.T[:m], 0),
   "flip": (lambda n, m: Tensor(X)[:n, :m].flip(0, 1), lambda n, m: X[:n, :m][::-1, ::-1], 0),
+  "roll_neg": (lambda n, m: Tensor(X)[:n, :m].roll((-1, -3), (0, 1)), lambda n, m: np.roll(X[:n, :m], (-1, -3), (0, 1)), 1),
+  "roll_past": (lambda n, m: Tensor(X)[:n, :m].roll((5, 12), (0, 1)), lambda n, m: np.roll(X[:n, :m], (5, 12), (0, 1)), 1),
   "transpose": (lambda n, m: Tensor(X)[:n, :m].T.contiguous() * 1, lambda n, m: X[:n, :m].T, 0),
   "gather": (lambda n, m: Tensor(X)[:n].gather(1, Tensor(IDX)[:n]), lambda n, m: np.take_along_axis(X[:n], IDX[:n], 1), 0),
   "from_end": (lambda n, m: Tensor(X)[9 - n:, 10 - m:].sum(1), lambda n, m: X[9 - n:, 10 - m:].sum(1), 0),
@@ -91,3 +93,11 @@ def test_max_over_a_variable_axis_bound_to_0_raises(op):
   # a range that starts at 1 records nothing: every value is non-empty
   jf1 = TinyJit(f)
   for v in (3, 3, 1, 9): np.testing.assert_array_equal(jf1(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), getattr(X[:v], op)(0))
+
+def test_roll_by_a_negative_shift_over_a_variable_axis():
+  # roll's shift % n is C's % for a symbolic n (its sign kept): x[:n].roll(-1, 0) took the shrink (n+1, n) and raised
+  # ArgumentError for every value; Python's % (n-1) is meant
+  jf = TinyJit(lambda x, n: x[:n].roll(-1, 0).realize())
+  for v in (2, 2, 5, 9, 3):
+    np.testing.assert_array_equal(jf(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), np.roll(X[:v], -1, 0))
+    np.testing.assert_array_equal(Tensor(X)[:Variable("n", 1, 9).bind(v)].roll(-13, 0).numpy(), np.roll(X[:v], -13, 0))
