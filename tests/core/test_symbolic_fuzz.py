@@ -54,6 +54,8 @@ PROGS = {
   "flip": (lambda n, m: Tensor(X)[:n, :m].flip(0, 1), lambda n, m: X[:n, :m][::-1, ::-1], 0),
   "roll_neg": (lambda n, m: Tensor(X)[:n, :m].roll((-1, -3), (0, 1)), lambda n, m: np.roll(X[:n, :m], (-1, -3), (0, 1)), 1),
   "roll_past": (lambda n, m: Tensor(X)[:n, :m].roll((5, 12), (0, 1)), lambda n, m: np.roll(X[:n, :m], (5, 12), (0, 1)), 1),
+  "neg_slices": (lambda n, m: Tensor(X)[-n:, :-m] * 1, lambda n, m: X[9 - n:, :10 - m], 1),
+  "neg_index": (lambda n, m: Tensor(X)[:, -m], lambda n, m: X[:, -m], 1),
   "transpose": (lambda n, m: Tensor(X)[:n, :m].T.contiguous() * 1, lambda n, m: X[:n, :m].T, 0),
   "gather": (lambda n, m: Tensor(X)[:n].gather(1, Tensor(IDX)[:n]), lambda n, m: np.take_along_axis(X[:n], IDX[:n], 1), 0),
   "from_end": (lambda n, m: Tensor(X)[9 - n:, 10 - m:].sum(1), lambda n, m: X[9 - n:, 10 - m:].sum(1), 0),
@@ -101,3 +103,13 @@ def test_roll_by_a_negative_shift_over_a_variable_axis():
   for v in (2, 2, 5, 9, 3):
     np.testing.assert_array_equal(jf(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), np.roll(X[:v], -1, 0))
     np.testing.assert_array_equal(Tensor(X)[:Variable("n", 1, 9).bind(v)].roll(-13, 0).numpy(), np.roll(X[:v], -13, 0))
+
+def test_an_index_or_slice_bound_that_is_minus_a_variable_counts_from_the_end():
+  # x[-n:] and x[:, -n] with n a bound Variable (a start negative for every value) were taken as they are: IndexError
+  # "index (-n) ... is out of bounds", where the int program counts from the end (x[-3:], the last three rows)
+  f = lambda x, n: (x[-n:, :-n].sum(1) + x[:, -n][:1].sum()).realize()
+  jf = TinyJit(f)
+  for v in (2, 2, 5, 9, 1):
+    want = X[9 - v:, :10 - v].sum(1) + X[:, -v][:1].sum()
+    np.testing.assert_allclose(f(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(jf(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), want, rtol=1e-6)
