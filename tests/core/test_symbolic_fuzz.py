@@ -113,3 +113,15 @@ def test_an_index_or_slice_bound_that_is_minus_a_variable_counts_from_the_end():
     want = X[9 - v:, :10 - v].sum(1) + X[:, -v][:1].sum()
     np.testing.assert_allclose(f(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(jf(Tensor(X), Variable("n", 1, 9).bind(v)).numpy(), want, rtol=1e-6)
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "logcumsumexp"])
+def test_running_reduce_over_a_variable_axis_bound_to_0(op):
+  # the running reduces pad a window of n-1 elements, which has no form at n = 0: x[:, :n].cumsum(1) with n bound to 0
+  # raised ArgumentError ('padding (n-1) >= 0 does not hold') where x[:, :0].cumsum(1) is an empty (9, 0). The empty case
+  # is now decided at the bound value, and a TinyJit records the branch: a replay that needs the other one raises
+  f = lambda x, n: (lambda r: r[0] if isinstance(r, tuple) else r)(getattr(x[:, :n], op)(1)).realize()
+  for v in (0, 4):
+    np.testing.assert_allclose(f(Tensor(X), Variable("n", 0, 10).bind(v)).numpy(), f(Tensor(X), v).numpy(), rtol=1e-5)
+  jf = TinyJit(f)
+  for v in (0, 0, 0): assert jf(Tensor(X), Variable("n", 0, 10).bind(v)).numpy().shape == (9, 0)
+  with pytest.raises(JitError, match="'n': 3"): jf(Tensor(X), Variable("n", 0, 10).bind(3))

@@ -244,7 +244,9 @@ class ReduceMixin:
     combine: Callable[[Tensor, Tensor], Tensor] = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
     reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
-    if n == 0: ret = reduce(x.unsqueeze(-1), -1)
+    # a size over bound Variables is decided at their value, and a TinyJit capture records the branch (UOp.__bool__): the
+    # window of n-1 padding had no form at n = 0 (x[:, :n].cumsum(1) raised 'padding (n-1) >= 0 does not hold')
+    if (n == 0) if isinstance(n, int) else (n.vmin < 1 and all_bound(n) and bool(n < 1)): ret = reduce(x.unsqueeze(-1), -1)
     elif n > 256:
       # blocks of 256: scan inside each block, then add the scan of the block totals shifted by one block
       nb = ceildiv(n, 256)
