@@ -1391,10 +1391,17 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     elif ints: ret = idx.cast(dt) * step + start if (start, step) != (0, 1) else idx.cast(dt)
     elif not dtypes.is_float(dt): ret = (idx.cast(dtypes.int64 if wide else dtypes.int32) * d + i0).cast(dt)
     else:
-      # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type
+      # numpy's float fill: start + i*delta in the float type, delta = (start+step) - start rounded to that type; a type
+      # narrower than float32 (numpy's float16, ml_dtypes' bfloat16 and fp8) fills in float32 from its two rounded first
+      # values and rounds each value once (in float16, i*delta rounded before the add: arange(-1, 1, 0.4)[3] was 0.1992)
       fdt = least_upper_float(dt)
-      f0 = _round_to(start, fdt)
-      ret = (idx.cast(fdt) * _round_to(_round_to(start + step, fdt) - f0, fdt) + f0).cast(dt)
+      cdt = dtypes.float32 if fdt.itemsize < 4 else fdt
+      f0, f1 = _round_to(start, fdt), _round_to(start + step, fdt)
+      d = _round_to(f1 - f0, cdt)
+      ret = (idx.cast(cdt) * d + f0).cast(dt)
+      # numpy's second value is start+step rounded, not f0 + delta (which can miss it by an ulp where start+step cancels:
+      # arange(1.38, 0, -1.375)[1] was 0.004999995, numpy 0.0049999999)
+      if n > 1 and _round_to(_round_to(f0 + d, cdt), fdt) != f1: ret = (idx == 1).where(Tensor(f1, dtype=dt, device=dev), ret)
     if kwargs: ret.requires_grad = kwargs.get("requires_grad")
     return ret
   @staticmethod

@@ -35,16 +35,21 @@ def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) ->
   if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
 
+def _negative(x: Any) -> bool:
+  # an index that counts from the end: a negative int, or an expression negative for every value (x[-n:], x[:, -n]); one
+  # that may take either sign has no single start and is checked as it is (and raises)
+  return x < 0 if isinstance(x, int) else isinstance(x, UOp) and x.vmax < 0
+
 def _symbolic_index(i: Any, n: sint, d: int) -> tuple[sint, sint]:
   """(start, length) of an int, a bound variable, or a slice of step 1 whose bounds or dimension are symbolic: with
   variables there is no clamping, so the bounds must hold for every value the variables may take."""
   if isinstance(i, slice):
     if i.step not in (None, 1): raise IndexError(f"a slice with symbolic bounds or size needs step 1, got {i.step} (axis {d})")
     start, stop = (0 if i.start is None else i.start), (n if i.stop is None else i.stop)
-    if isinstance(start, int) and start < 0: start = start + n
-    if isinstance(stop, int) and stop < 0: stop = stop + n
+    if _negative(start): start = start + n
+    if _negative(stop): stop = stop + n
   else:   # an int counts from the end when negative, and its one element follows it: x[-1] is [n-1, n), not [n-1, 0)
-    start = i + n if isinstance(i, int) and i < 0 else i
+    start = i + n if _negative(i) else i
     stop = start + 1
   start, stop = ssimplify(start), ssimplify(stop)
   if not (sint_le(0, start) and sint_le(start, stop) and sint_le(stop, n)):

@@ -5,6 +5,7 @@ import math
 from typing import TYPE_CHECKING, Sequence, Union
 from tinygrad.dtype import DType, to_dtype
 from tinygrad.mixin.common import ArgumentError
+from tinygrad.mixin.nn import _product_dtype
 from tinygrad.helpers import argfix
 from tinygrad.uop.ops import sint_le
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
@@ -80,7 +81,12 @@ class LinalgMixin:
         order = sorted(range(len(tl)), key=lambda d: full.index(tl[d]))
         t = t.permute(order) if order else t
         return t.reshape([t.shape[[tl[d] for d in order].index(l)] if l in tl else 1 for l in full])
-      cur, cls = reduce(align(cur, cls) * align(x, ls), full, needed(n))
+      # float16/bfloat16 pairs are multiplied and summed in float32 and rounded once per contraction, as matmul (and
+      # torch's einsum, a bmm): products rounded to half first overflowed (300 * 300: inf, and inf - inf NaN for a sum of 2)
+      pdt, wide = _product_dtype(cur.dtype, x.dtype, dtype)
+      a, b = (align(cur, cls), align(x, ls)) if wide is None or dtype is not None else (align(cur, cls).cast(wide), align(x, ls).cast(wide))
+      cur, cls = reduce(a * b, full, needed(n))
+      if wide is not None and dtype is None: cur = cur.cast(pdt)
     cur, cls = reduce(cur, cls, set(out))
     ret = cur.permute([cls.index(l) for l in out]) if out else cur
     return ret._broadcast_to(tuple(sizes[l] for l in out)).cast(to_dtype(dtype) if dtype is not None else ret.dtype)._own(*srcs)   # "ij->ij": a copy

@@ -290,7 +290,8 @@ class MovementMixin:
       d = x._resolve_dim(dim)
       n = x.shape[d]
       if n == 0 or s % n == 0: continue
-      s %= n
+      # (a symbolic size's % is C's, which keeps the sign: -1 % n was -1 and the shrink (n+1, n) raised; Python's is n-1)
+      s = s % n if isinstance(n, int) or s >= 0 else n - (-s) % n
       x = x.shrink([(n - s, n) if i == d else None for i in range(x.ndim)]).cat(x.shrink([(0, n - s) if i == d else None for i in range(x.ndim)]), dim=d)
     return x.reshape(self.shape)._own(self)
   def unfold(self: Tensor, dim: int | None = None, size: int | None = None, step: int | None = None, *, dimension: int | None = None) -> Tensor:

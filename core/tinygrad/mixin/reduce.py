@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, smax, sint
+from tinygrad.uop.ops import UOp, smax, sint, sint_le, all_bound
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
@@ -79,10 +79,13 @@ class ReduceMixin:
     """Sum over `axis` (all when None). Ints and bools accumulate in and return int64 (uint64 stays uint64), as torch (on a
     device without int64, such as WEBGPU, int32/uint32); float16/bfloat16 accumulate in float32 and return their own dtype."""
     acc = to_dtype(dtype) if dtype is not None else self._acc_dtype()
-    ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    # a float16/bfloat16/fp8 dtype= is the result's dtype, its elements summed in float32 and rounded once, as torch's and
+    # as without dtype=: accumulated in float16, 4096 x 0.1 stalled at 256 (torch 409.5), in bfloat16 at 32
+    narrow = dtype is not None and acc in OPMATH_F32
+    ret = (self.cast(acc).cast(sum_acc_dtype(acc)) if narrow else self.cast(acc))._reduce(Ops.ADD, axis, keepdim)
     # a sum starts from +0.0 (torch, numpy): over axes of size 1 the reduce is a reshape, which kept -0.0 ([-0.0].sum() gave -0.0)
     if dtypes.is_float(acc) and all(isinstance(s := self.shape[a], int) and s == 1 for a in self._axes(axis)): ret = ret + 0.0
-    return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret
+    return ret.cast(self.dtype) if dtype is None and self.dtype in OPMATH_F32 else ret.cast(acc) if narrow else ret
   def _pick(self: Tensor, x: Tensor, axis: int | Sequence[int], dtype: DType) -> Tensor:
     """The sum over `axis` of the one-hot selection `self.where(x, 0)` (self a mask with at most one True along `axis`:
     indexing, gather, Embedding) in `dtype`, never split into chunks: whole, the codegen turns it into one load per picked
@@ -99,11 +102,16 @@ class ReduceMixin:
     acc = to_dtype(dtype) if dtype is not None else self.dtype if dtypes.is_float(self.dtype) else self._acc_dtype()
     # (float16 products rounded at every step: 300 x 1.01 was 17.70, float32's 18.45, and unlike cumprod(0)[-1])
     if dtype is None and self.dtype in OPMATH_F32: return self.float()._reduce(Ops.MUL, axis, keepdim).cast(self.dtype)
+    # (a float16/bfloat16 dtype= as sum's: the elements cast to it, multiplied in float32, rounded once)
+    if acc in OPMATH_F32: return self.cast(acc).float()._reduce(Ops.MUL, axis, keepdim).cast(acc)
     return self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
   def _nonempty(self: Tensor, op: str, axis: int | Sequence[int] | None) -> None:
     # max/min/argmax have no value over nothing (torch raises too): an empty reduced axis is an error, not -inf/+inf
     for a in self._axes(axis):
-      if isinstance(self.shape[a], int) and self.shape[a] == 0:
+      n = self.shape[a]
+      # a size over bound Variables is checked at their values (x[:n].max(0) at n=0 gave -inf, argmax INT_MIN), and a
+      # TinyJit capture records n >= 1 (sint_le) so a replay at n=0 raises JitError rather than return them
+      if (n == 0) if isinstance(n, int) else (n.vmin < 1 and all_bound(n) and not sint_le(1, n)):
         raise EmptyReductionError(f"{op} over axis {a} of shape {self.shape}: the axis is empty and {op} has no identity; reduce a "
                                   f"non-empty axis, or give empty rows a value first (e.g. x.pad(..., value=-inf) before {op})")
   def _max(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -255,7 +263,9 @@ class ReduceMixin:
       return reduce(t.pad([None] * (t.ndim - 1) + [(m-1, 0)], value=ident)._pool((m,)), -1)
     # (a small scan, n <= 256 and under CUM_WORK operations whole, stays one kernel: blocked it takes three more launches)
     small = isinstance(n, int) and n <= 256 and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
-    if n == 0: ret = reduce(x.unsqueeze(-1), -1)
+    # a size over bound Variables is decided at their value, and a TinyJit capture records the branch (UOp.__bool__): the
+    # window of n-1 padding had no form at n = 0 (x[:, :n].cumsum(1) raised 'padding (n-1) >= 0 does not hold')
+    if (n == 0) if isinstance(n, int) else (n.vmin < 1 and all_bound(n) and bool(n < 1)): ret = reduce(x.unsqueeze(-1), -1)
     elif n > over and not small:
       # blocks of B: scan inside each block, then add the scan of the block totals shifted by one block
       nb = ceildiv(n, B)
