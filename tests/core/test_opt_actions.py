@@ -259,16 +259,6 @@ def test_a_matmul_of_odd_columns_gets_a_vector_axis(ashape, bshape):
   assert opts[0].op is OptOps.UPCAST and opts[0].arg >= lanes // 2, opts
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=1e-4, atol=1e-3)
 
-def test_a_batched_matmul_of_small_slices_is_not_streamed():
-  # each of the 288 right operands is 64 KB, in L2 while its rows pass: the 19 MB of all of them is no reason to run the
-  # columns outermost with a row-heavy tile (31-46 against 142 GFLOPS); the footprint counts one step of the batch axes
-  if Device["CPU"].renderer.vector_bytes < 16: pytest.skip("the CPU renderer has no vectors of 4 floats here")
-  batched, _ = _matmul_opts((288, 64, 64), (288, 64, 256))
-  single, _ = _matmul_opts((64, 64), (64, 256))
-  # (the same register tile as one slice's; the reduce may be unrolled besides: that counts the whole batch's work)
-  tile = lambda opts: [o.arg for o in opts if o.op is OptOps.UPCAST]
-  assert tile(batched) == tile(single) and not any(o.op is OptOps.SWAP for o in batched), (batched, single)
-
 @pytest.mark.parametrize("m", [11, 13, 17, 25, 197])
 def test_a_matmul_of_prime_rows_is_register_blocked(m):
   # rows with no small divisor are padded to a tile (of 8 where that wastes at most 1/8, else of 4): unpadded, 13 or 17

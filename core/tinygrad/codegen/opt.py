@@ -255,16 +255,6 @@ TRANSPOSE_ROWS = (4, 2)   # rows of an elementwise transpose's tile, each read a
                           # rows compiled 2-6x longer for little more: 4096^2 x.T 12 ms at 4 rows, 9-12 at 8 or 16)
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
 
-def _footprint(idx: UOp, fixed: list[UOp], dt: PtrDType) -> int:
-  """Bytes of buffer `dt` an affine index reaches while the ranges in `fixed` hold still (the whole buffer where the index
-  is not affine in a range it moves with)."""
-  span = 0
-  for r in idx.range_set:
-    if r in fixed: continue
-    if (s := stride(idx, r)) is None or not isinstance(r.src[0].arg, int): return dt.size * dt.base.itemsize
-    span += abs(s) * (r.src[0].arg - 1)
-  return min(span + 1, dt.size) * dt.base.itemsize
-
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
   return next((a for a in amts if isinstance(size, int) and size % a == 0 and size >= a), 0)
 
@@ -431,11 +421,7 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
   # the vector operand (loads the block axis does not move) in place and past STREAMED (Tensor.dot's packed one, a merged
   # axis, is read in panels instead)
-  # (its footprint within one step of the batch axes, those every load and store moves with: a batched matmul's operand
-  # is 288 slices of 64 KB, each in L2 while its rows pass, not one streamed 19 MB (8x2 tile, columns outermost: 31-46
-  # against 142 GFLOPS))
-  batch = [r for i, r in enumerate(glob) if i not in (vec, block) and all(stride(x, r) not in (0, None) for x in st + ld)]
-  vbytes = max((_footprint(x.src[1], batch, dt) for x, dt in gidx if block is not None and stride(x.src[1], glob[block]) == 0), default=0)
+  vbytes = max((dt.size * dt.base.itemsize for x, dt in gidx if block is not None and stride(x.src[1], glob[block]) == 0), default=0)
   streamed = not merged and vbytes >= STREAMED
   # rows of the block axis stored side by side: the vectorize pass packs their lanes (stores, and values gathered row by row)
   packed_rows = block is not None and bool(st) and all(stride(x, glob[block]) == 1 for x in st)
