@@ -271,3 +271,14 @@ def test_a_matmul_of_prime_rows_is_register_blocked(m):
   # (axis 0 of the kernel (m, n): the rows)
   assert any(o.op is OptOps.PADTO and o.axis == 0 for o in opts) and any(o.op is OptOps.UPCAST and o.axis == 0 and o.arg >= 4 for o in opts), opts
   np.testing.assert_allclose(t.numpy(), a @ b, rtol=1e-4, atol=1e-3)
+
+def test_a_matmul_of_few_rows_reads_a_row_major_operand_in_place():
+  # under PACK_ROWS rows the copy into panels costs more than it saves (17x1000 @ 1000x1000: 730-800 us packed, 470-550 in
+  # place); more rows, a transposed operand (no vector axis in place) or odd columns (none either) are packed
+  from tinygrad.mixin.nn import _matmul_panel, PACK_ROWS
+  if not Device["CPU"].renderer.matmul_pack or Device["CPU"].renderer.vector_bytes < 16: pytest.skip("the CPU renderer packs no matmul operand here")
+  assert _matmul_panel("CPU", 4, PACK_ROWS - 1, 1000, 1000) == 0 and _matmul_panel("CPU", 4, 64, 1024, 1024) > 0
+  assert _matmul_panel("CPU", 4, 17, 1000, 1000, True) > 0 and _matmul_panel("CPU", 4, 17, 1000, 999) > 0
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((17, 300)).astype(np.float32), rng.standard_normal((300, 1000)).astype(np.float32)
+  np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, rtol=1e-4, atol=1e-3)

@@ -33,6 +33,7 @@ def _matmul_panel(device: str, itemsize: int, m: int, k: int, n: int, along_k: b
 # multiply-adds (see _matmul_panel_for) from which a matmul of odd columns is packed: TinyJit replays of 64x64 @ 64x75
 # 50-68 -> 24-28 us, 255x255 @ 255x17 417-427 -> 42-49 us; below it an eager call's second kernel (~30 us) costs more
 ODD_N_WORK = 1 << 18
+PACK_ROWS = 32   # rows from which a matmul's row-major right operand is packed (see _matmul_panel_for)
 
 def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_k: bool) -> int:
   from tinygrad.device import Device, DeviceError
@@ -41,8 +42,13 @@ def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_
   from tinygrad.codegen.opt import panel_bytes, UNROLL_WORK
   # a column count without a half-vector divisor (99, 197, 17) leaves no vector axis in place: the kernel ran scalar, 12
   # against 254 GFLOPS at 192 columns (512x512 @ 512x197, 2048x256 @ 256x99). A product of at least ODD_N_WORK
-  # multiply-adds is packed then, whatever its size, the columns padded to the narrowest panel of at least a vector that adds at most a quarter
-  small, odd = k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 and not along_k, not along_k and m * k * n >= ODD_N_WORK and n >= 4
+  # multiply-adds is packed then, whatever its size, the columns padded to the narrowest panel of at least a vector that
+  # adds at most a quarter
+  # (fewer than PACK_ROWS rows read a row-major operand too few times for its copy to pay: 17x1000 @ 1000x1000 730-800 us
+  # packed, 470-550 in place; at 32 rows the same, from 64 packing wins. A transposed one is packed: in place it has no
+  # vector axis)
+  small = (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 or m < PACK_ROWS) and not along_k
+  odd = not along_k and m * k * n >= ODD_N_WORK and n >= 4
   if small and not odd: return 0
   try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
