@@ -95,6 +95,13 @@ if BACKEND == "numpy":
     def sm():
       e = np.exp(x - x.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
     out["softmax"] = med(sm, key="softmax") * 1e3
+  # shapes off the vector grid: a matmul whose columns (197) no vector width divides, a running sum along rows
+  if want("matmul_odd"):
+    a, b = rng.random((512, 512), dtype=np.float32), rng.random((512, 197), dtype=np.float32)
+    out["matmul_odd"] = 2*512*512*197 / med(lambda: a @ b, key="matmul_odd") / 1e9
+  if want("cumsum"):
+    x = rng.random((1000, 1000), dtype=np.float32)
+    out["cumsum"] = med(lambda: np.cumsum(x, 1), key="cumsum") * 1e3
 else:
   from tinygrad import Tensor
   def T(*shape): return Tensor(rng.random(shape, dtype=np.float32)).realize()
@@ -121,6 +128,14 @@ else:
       def sm(x=x.numpy()):
         e = np.exp(x - x.max(1, keepdims=True)); return e / e.sum(1, keepdims=True)
       checks.append(("softmax", x.softmax(-1).numpy(), sm, 1e-5, 1e-7))
+  if want("matmul_odd"):
+    a, b = T(512, 512), T(512, 197)
+    out["matmul_odd"] = 2*512*512*197 / med(lambda: (a @ b).realize(), key="matmul_odd") / 1e9
+    if check: checks.append(("matmul 512x512 @ 512x197", (a @ b).numpy(), lambda a=a.numpy(), b=b.numpy(): a @ b, 1e-3, 1e-3))
+  if want("cumsum"):
+    x = T(1000, 1000)
+    out["cumsum"] = med(lambda: x.cumsum(1).realize(), key="cumsum") * 1e3
+    if check: checks.append(("cumsum", x.cumsum(1).numpy(), lambda x=x.numpy(): np.cumsum(x.astype(np.float64), 1), 1e-5, 1e-4))
   for what, got, ref, rtol, atol in checks:
     assert np.allclose(got, ref(), rtol=rtol, atol=atol), f"{{what}} is wrong"
 out["cores_used"] = used
