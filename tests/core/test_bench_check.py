@@ -78,4 +78,4 @@ def test_only_the_targets_table_is_read(tmp_path):
   md.write_text("intro\n\n| key | workload | unit | target |\n|---|---|---|---|\n| sum | sum | GB/s | >= 1.4 numpy |\n\n"
                 "## measured\n\n| row | run 1 | run 2 | run 3 |\n|---|---|---|---|\n| matmul 512 | 1.2 | 0.9 | 0.9 |\n")
   assert run.read_targets(str(md)) == [{"key": "sum", "workload": "sum", "unit": "GB/s", "target": ">= 1.4 numpy"}]
-  assert [t["key"] for t in run.read_targets()] == ["matmul512", "matmul1024", "matmul2048", "ew", "sum", "softmax", "beam_matmul1024"]
+  assert [t["key"] for t in run.read_targets()] == ["matmul512", "matmul1024", "matmul2048", "ew", "sum", "softmax", "matmul_odd", "cumsum", "beam_matmul1024"]
