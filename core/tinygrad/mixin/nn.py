@@ -47,14 +47,19 @@ def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_
   # (fewer than PACK_ROWS rows read a row-major operand too few times for its copy to pay: 17x1000 @ 1000x1000 730-800 us
   # packed, 470-550 in place; at 32 rows the same, from 64 packing wins. A transposed one is packed: in place it has no
   # vector axis)
-  small = (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 or m < PACK_ROWS) and not along_k
+  # (MATMUL_PACK_BYTES=0 packs every operand of 16 rows or more: the packed form's tests at odd sizes)
+  small = (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 or (m < PACK_ROWS and MATMUL_PACK_BYTES.value > 0)) and not along_k
   odd = not along_k and m * k * n >= ODD_N_WORK and n >= 4
   if small and not odd: return 0
   try: ren = Device[device if isinstance(device, str) else device[0]].renderer   # (sharded: the first's)
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
   pb = panel_bytes(ren)
   p = pb // itemsize
-  if odd and (lanes := ren.vector_bytes // itemsize) >= 4 and n % (lanes // 2):
+  # (odd: no 4-wide vector divides n, the kernel is scalar; or the vectors are narrower than half the width and padding
+  # adds at most a quarter: 196 columns ran 3.5x 192's time. Attention's 4-wide heads are left alone: packed, the
+  # probabilities were stored instead of recomputed in the product with v)
+  lanes = ren.vector_bytes // itemsize
+  if odd and lanes >= 4 and (n % 4 or (n % (lanes // 2) and (ceildiv(n, lanes) * lanes - n) * 4 <= n)):
     while p > lanes and ceildiv(n, p) * p - n > n // 4: p //= 2
     return p   # (one vector wide, the padding is less than a vector)
   if small: return 0
@@ -64,10 +69,12 @@ def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_
   # ones at 512, less than the pack's own kernel costs
   half = pb <= ren.matmul_pack and m * k * n >= UNROLL_WORK
   if k * n * itemsize <= MATMUL_PACK_BYTES.value // (2 if half else 1) and not along_k: return 0
-  # the widest panel dividing n, narrower ones where it does not (1000: 8); a transposed operand is padded instead, to a
-  # panel of at least matmul_pack bytes, where that adds at most a quarter more columns
+  # the widest panel dividing n, narrower ones where it does not; a transposed operand is padded instead, to a panel of
+  # at least matmul_pack bytes, where that adds at most a quarter more columns, and so is one no such panel divides (1000
+  # in 64-wide panels, not 8-wide ones: 1024x1024 @ 1024x1000 12.8 -> 7.4 ms)
+  divides = any(n % (p >> i) == 0 for i in range(p.bit_length()) if (p >> i) * itemsize >= ren.matmul_pack)
   while p > 1:
-    if along_k and n % p and n >= 4 * p and p * itemsize >= ren.matmul_pack: return p
+    if (along_k or not divides) and n % p and n >= 4 * p and p * itemsize >= ren.matmul_pack: return p
     if n % p == 0: return p if n > p else 0
     if p <= 4: return 0
     p //= 2
@@ -229,7 +236,7 @@ def _conv_space_to_depth(xp: Tensor, weight: Tensor, bias: Tensor | None, groups
 
 def _dot_uop(a: Tensor, b: Tensor, dtype: DType | str | None, p: int) -> UOp | None:
   """The graph Tensor.dot's ops below build, built on UOps, for the common case: b 2-d, one device, one dtype its own sum's
-  (float32), a reduce short enough to stay unsplit, no padded panels. Skips their checks and views' bookkeeping (a@b built
+  (float32), a reduce short enough to stay unsplit. Skips their checks and views' bookkeeping (a@b built
   in ~25 instead of ~45 us of CPU, with the nodes' shapes and devices stored as they are built: ops._view). None: use the
   Tensor ops (the same node: tests/core/test_matmul_graph.py)."""
   au, bu = a.uop, b.uop
@@ -237,13 +244,14 @@ def _dot_uop(a: Tensor, b: Tensor, dtype: DType | str | None, p: int) -> UOp | N
   if dtype is not None or len(bs := bu.shape) != 2 or adt != bu.dtype or sum_acc_dtype(adt) != adt or not isinstance(dev := au.device, str) \
      or dev != bu.device or not all_int(ash := au.shape) or not all_int(bs): return None
   lead, (m, k), n = ash[:-2], ash[-2:], bs[1]
-  if k > min(_ACC_RUN, _CHUNK) or (p and n % p): return None
+  if k > min(_ACC_RUN, _CHUNK): return None
   one = (1,) * len(lead)
   def expand(u: UOp, shape: tuple[int, ...], full: tuple[int, ...]) -> UOp: return u.reshape(shape).expand(full)
-  if p:   # the packed form: b as n/p contiguous panels of (p, k)
-    panels = bu.reshape((k, n // p, p)).permute((1, 0, 2))
-    bp = _view(Ops.CONTIGUOUS, panels, None, panels.shape).permute((0, 2, 1)).reshape((1, n // p, p, k))
-    full = lead + (m, n // p, p, k)
+  npad = ceildiv(n, p) * p if p else n
+  if p:   # the packed form: b as npad/p contiguous panels of (p, k), zero columns past n
+    panels = (bu.pad(((0, 0), (0, npad - n))) if npad != n else bu).reshape((k, npad // p, p)).permute((1, 0, 2))
+    bp = _view(Ops.CONTIGUOUS, panels, None, panels.shape).permute((0, 2, 1)).reshape((1, npad // p, p, k))
+    full = lead + (m, npad // p, p, k)
     x, y = expand(au, lead + (m, 1, 1, k), full), expand(bp, one + bp.shape, full)
   else:
     full = lead + (m, n, k)
@@ -253,7 +261,10 @@ def _dot_uop(a: Tensor, b: Tensor, dtype: DType | str | None, p: int) -> UOp | N
   prod_ = UOp(Ops.MUL, adt, (x, y))
   prod_.__dict__["_shape"], prod_.__dict__["_device"] = full, dev
   out = prod_.r(Ops.ADD, (len(full) - 1,)).reshape(full[:-1])
-  return out.reshape(lead + (m, n)) if p else out
+  if not p: return out
+  out = out.reshape(lead + (m, npad))
+  # (realized before the cut, as dot's Tensor ops: see there)
+  return _view(Ops.CONTIGUOUS, out, None, out.shape).shrink(tuple((0, s) for s in lead + (m, n))) if npad != n else out
 
 class NNMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
