@@ -40,14 +40,13 @@ def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_
   # (half the size where the panels are one cache line wide, below)
   if not MATMUL_PACK or not all_int((m, k, n)) or m < 16: return 0
   from tinygrad.codegen.opt import panel_bytes, UNROLL_WORK
-  # a column count without a half-vector divisor (99, 197, 17) leaves no vector axis in place: the kernel ran scalar, 12
-  # against 254 GFLOPS at 192 columns (512x512 @ 512x197, 2048x256 @ 256x99). A product of at least ODD_N_WORK
-  # multiply-adds is packed then, whatever its size, the columns padded to the narrowest panel of at least a vector that
-  # adds at most a quarter
-  # (fewer than PACK_ROWS rows read a row-major operand too few times for its copy to pay: 17x1000 @ 1000x1000 730-800 us
-  # packed, 470-550 in place; at 32 rows the same, from 64 packing wins. A transposed one is packed: in place it has no
-  # vector axis)
-  # (MATMUL_PACK_BYTES=0 packs every operand of 16 rows or more: the packed form's tests at odd sizes)
+  # small: read in place. Below MATMUL_PACK_BYTES, or with fewer than PACK_ROWS rows, which read a row-major operand too
+  # few times for its copy to pay (17x1000 @ 1000x1000: 730-800 us packed, 470-550 in place; at 32 rows the same, from 64
+  # packing wins); a transposed one is packed (in place it has no vector axis), and MATMUL_PACK_BYTES=0 packs every
+  # operand of 16 rows or more (the packed form's tests at odd sizes).
+  # odd: a product of at least ODD_N_WORK multiply-adds whose columns have no 4-wide vector divisor (99, 197, 17) runs a
+  # scalar kernel in place (512x512 @ 512x197: 12 against 254 GFLOPS at 192 columns), whatever its size: packed, its
+  # columns are padded to the widest panel, of at least a vector, that adds at most a quarter
   small = (k * n * itemsize <= MATMUL_PACK_BYTES.value // 2 or (m < PACK_ROWS and MATMUL_PACK_BYTES.value > 0)) and not along_k
   odd = not along_k and m * k * n >= ODD_N_WORK and n >= 4
   if small and not odd: return 0
@@ -55,13 +54,13 @@ def _matmul_panel_for(device: str, itemsize: int, m: int, k: int, n: int, along_
   except DeviceError: return 0   # an unopenable device: the plain form (realizing it raises the reason)
   pb = panel_bytes(ren)
   p = pb // itemsize
-  # (odd: no 4-wide vector divides n, the kernel is scalar; or the vectors are narrower than half the width and padding
-  # adds at most a quarter: 196 columns ran 3.5x 192's time. Attention's 4-wide heads are left alone: packed, the
-  # probabilities were stored instead of recomputed in the product with v)
+  # (so are columns whose vectors are narrower than half the width, where padding to a vector adds at most a quarter: 196
+  # columns ran 3.5x 192's time. Attention's 4-wide heads are left alone: packed, the probabilities were stored instead of
+  # recomputed in the product with v)
   lanes = ren.vector_bytes // itemsize
   if odd and lanes >= 4 and (n % 4 or (n % (lanes // 2) and (ceildiv(n, lanes) * lanes - n) * 4 <= n)):
     while p > lanes and ceildiv(n, p) * p - n > n // 4: p //= 2
-    return p   # (one vector wide, the padding is less than a vector)
+    return p   # (at one vector wide, the padding is less than a vector)
   if small: return 0
   # a tile one cache line wide (AVX2's 16 floats) reads one line of an operand in place per k step, each from another
   # row: a big matmul (UNROLL_WORK multiply-adds) packs it from half of MATMUL_PACK_BYTES (matmul 512 on a Zen 3: its

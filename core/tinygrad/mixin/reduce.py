@@ -20,7 +20,12 @@ def _index_dtype(n: sint) -> DType:
 CUM_BLOCK = 16       # elements of a running op's block (Tensor._cumalu): its scan costs that many operations per element
 CUM_SUM_BLOCK = 32   # the same for a running sum, whose block scan is vectorized
 LCSE_BLOCK = 16      # the same for logcumsumexp
+CUM_WINDOW = 256     # the longest axis a running op scans as one window (all of a symbolic one, which no block divides)
 CUM_WORK = 1 << 20   # operations of a whole-axis scan (n per element) below which it is not blocked
+
+def _small_scan(x: Tensor, n: sint) -> bool:
+  # a running op along x's last axis (of n) cheap enough whole to stay one kernel: blocked it takes three more launches
+  return isinstance(n, int) and n <= CUM_WINDOW and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
 
 class ReduceMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -254,19 +259,17 @@ class ReduceMixin:
     # 1000x1000 in ~1 ms), the others' a window of the block padded with the identity (scalar loads under the pad's gate)
     # (a symbolic length keeps one window up to 256 elements: its blocks would need a pad by a symbolic amount)
     masked = op is Ops.ADD and isinstance(n, int)
-    B, over = (CUM_SUM_BLOCK, CUM_BLOCK) if masked else (CUM_BLOCK, 2 * CUM_BLOCK) if isinstance(n, int) else (256, 256)
+    B, over = (CUM_SUM_BLOCK, CUM_BLOCK) if masked else (CUM_BLOCK, 2 * CUM_BLOCK) if isinstance(n, int) else (CUM_WINDOW, CUM_WINDOW)
     def scan(t: Tensor) -> Tensor:   # the running op along t's last axis, every prefix reduced whole
       m = t.shape[-1]
       if masked and m == B:
         k = Tensor.arange(m, device=self.device)
         return (k.reshape(m, 1) <= k.reshape(1, m)).where(t.unsqueeze(-1), 0).sum(-2)   # [.., k, j]: t_k where k <= j
       return reduce(t.pad([None] * (t.ndim - 1) + [(m-1, 0)], value=ident)._pool((m,)), -1)
-    # (a small scan, n <= 256 and under CUM_WORK operations whole, stays one kernel: blocked it takes three more launches)
-    small = isinstance(n, int) and n <= 256 and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
     # a size over bound Variables is decided at their value, and a TinyJit capture records the branch (UOp.__bool__): the
     # window of n-1 padding had no form at n = 0 (x[:, :n].cumsum(1) raised 'padding (n-1) >= 0 does not hold')
     if (n == 0) if isinstance(n, int) else (n.vmin < 1 and all_bound(n) and bool(n < 1)): ret = reduce(x.unsqueeze(-1), -1)
-    elif n > over and not small:
+    elif n > over and not _small_scan(x, n):
       # blocks of B: scan inside each block, then add the scan of the block totals shifted by one block
       nb = ceildiv(n, B)
       blocks = scan(x.pad(pre + [(0, nb*B - n)], value=ident).reshape(*x.shape[:-1], nb, B))
@@ -326,9 +329,9 @@ class ReduceMixin:
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
     # (blocks of B: a block's scan costs ~B exps per element, 256 took 1.3-2.6 s over 1000x1000 (16: 0.11 s; torch 33 ms); a
     # symbolic length keeps one block up to 256, as its pad would be symbolic)
-    B = LCSE_BLOCK if isinstance(n, int) else 256
+    B = LCSE_BLOCK if isinstance(n, int) else CUM_WINDOW
     if n == 0: ret = x
-    elif n <= B or (n <= 256 and all_int(x.shape) and prod(x.shape) * n < CUM_WORK): ret = x._logcumsumexp_small()
+    elif n <= B or _small_scan(x, n): ret = x._logcumsumexp_small()
     else:
       nb = ceildiv(n, B)
       blocks = x.pad(pre + [(0, nb * B - n)], value=-math.inf).reshape(*x.shape[:-1], nb, B)._logcumsumexp_small()
