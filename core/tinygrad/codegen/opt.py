@@ -253,6 +253,8 @@ TRANSPOSE_BYTES = 1 << 20   # an elementwise transpose this large or larger is t
                             # call for ~30 ms more compile: ViT-Ti's cold call 5-8% longer with every transpose tiled)
 TRANSPOSE_ROWS = (4, 2)   # rows of an elementwise transpose's tile, each read as one vector (see _hand_coded; 8 or 16
                           # rows compiled 2-6x longer for little more: 4096^2 x.T 12 ms at 4 rows, 9-12 at 8 or 16)
+MATVEC_BYTES = 256   # bytes of each row of W one step of a matrix-vector product along W's columns reads (see _hand_coded)
+MATVEC_ROWS = 64   # rows of W from which it does (a short reduce reads too few rows for the prefetchers to matter)
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
 
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
@@ -416,6 +418,12 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
     widest = max(((x, dt) for x, dt in gidx if x.src[1] in ld), key=lambda t: t[1].size)[0]
     cands.sort(key=lambda i: stride(widest.src[1], glob[i]) != 0)
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
+  # a matrix-vector product along W's rows (x @ W.T for one row of x, GPT-2's logits): the only block axis is W's rows, whose
+  # upcast reuses no load of W, only x's, and its lanes gathered row by row left a scalar loop (the 768 x 50257 head at 5
+  # GB/s): no block axis, each row's dot product runs along W's memory in vector accumulators, as a row sum's does
+  if vec is None and block is not None and len(cands) == 1 and red and gidx and _divisor(red[-1].src[0].arg, (vw,)):
+    w_idx = max(gidx, key=lambda t: t[1].size)[0].src[1]
+    if stride(w_idx, glob[block]) != 0 and stride(w_idx, red[-1]) == 1: block = None
   # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
   if red and any(i is not None and all(_lone(sink, r.arg[0], glob[i].arg[0]) for r in red) for i in (vec, block)): block = None
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
@@ -451,6 +459,14 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
     if (bi := _axis(cur, block_id)) is not None and rows > 1:
       if padded_rows := isinstance(bsize, int) and bsize % rows != 0: add(Opt(OptOps.PADTO, bi, rows))
       add(Opt(OptOps.UPCAST, bi, rows))
+  # a matrix-vector product along W's columns (x @ W for one row of x, a column sum): no block axis, and one vector of
+  # columns walked down W's rows read 64 bytes of each row (12 KB apart), which the prefetchers do not follow (GPT-2's
+  # 768 x 3072 at 9-20 GB/s); MATVEC_BYTES of each row per step, in as many vector accumulators
+  if vec is not None and block is None and red and ren.vector_bytes and not merged and lanes == vw and isinstance(w_rows := red[-1].src[0].arg, int) and \
+     w_rows >= MATVEC_ROWS and not _lone(sink, red[-1].arg[0], vec_id) and (vi := _axis(cur, vec_id)) is not None and \
+     (wide_c := _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))) > 1:
+    add(Opt(OptOps.UPCAST, vi, wide_c))
+    lanes *= wide_c
   upcast = lanes * rows
   if block_id is not None and (bi := _axis(cur, block_id)) is not None:
     g, r = kernel_ranges(cur)

@@ -261,17 +261,46 @@ def test_strided_reduce_matches_numpy(device):
   t = np.concatenate([cls, x.reshape(1, 192, 196).transpose(0, 2, 1)], axis=1).astype(np.float64)
   np.testing.assert_allclose(got, ((t - t.mean(-1, keepdims=True))**2).mean(-1), rtol=1e-5, atol=1e-6)
 
-def test_block_rows_upcast_keep_a_short_reduce_unroll():
-  # a classifier head (1 x 192 @ 192 x 1000): no vector axis (the weight moves by 192 along the classes), the classes upcast
-  # 4 rows; the vectorize pass packs those rows' lanes, so a 64-lane unroll of the reduce made 89 KB of scalar-load IR
-  # (0.3 s of LLVM for ViT-Ti's head) for a loop slower than a 4-lane one with the same result bytes
+def test_matvec_along_rows_keeps_vector_accumulators():
+  # a classifier head or GPT-2's logits (1 x 192 @ 1000 x 192.T, 1 x 768 @ 50257 x 768.T): no vector axis, and the only
+  # block axis is W's rows, whose upcast reuses no load of W. Upcast, the vectorize pass packed those rows' lanes, each
+  # gathered from its own row (a scalar loop: the 154 MB head at 5 GB/s); instead each row runs along W's memory in
+  # vector accumulators (no upcast, a reduce unrolled by vectors), as a row sum does
   ren = Device["CPU"].renderer
-  ast = (Tensor.empty(1, 192) @ Tensor.empty(1000, 192).T).schedule()[-1].ast
-  opts = hand_coded_opts(_kernel(ast, ren), ren)
-  assert Opt(OptOps.UPCAST, 0, 4) in opts and max(o.arg for o in opts if o.op is OptOps.UNROLL) <= 4, opts
+  for n, k in ((1000, 192), (50257, 768)):
+    ast = (Tensor.empty(1, k) @ Tensor.empty(n, k).T).schedule()[-1].ast
+    opts = hand_coded_opts(_kernel(ast, ren), ren)
+    assert not any(o.op in (OptOps.UPCAST, OptOps.PADTO) for o in opts), opts
+    assert min(o.arg for o in opts if o.op is OptOps.UNROLL) >= ren.vector_bytes // 4, opts
+  # a reduce shorter than a vector (a 10-class head's gradient, 128 x 10): the rows stay upcast
+  ast = (Tensor.empty(1, 10) @ Tensor.empty(128, 10).T).schedule()[-1].ast
+  assert Opt(OptOps.UPCAST, 0, 4) in hand_coded_opts(_kernel(ast, ren), ren)
+
+def test_matvec_along_columns_reads_wide_row_strips():
+  # x @ W for one row of x (W row-major, k x n), or a column sum: each step of the reduce reads MATVEC_BYTES of a row of W
+  # (several vectors of columns), not one vector 12 KB from the last one, which the prefetchers did not follow (GPT-2's
+  # 768 x 3072 at 9-20 GB/s). A short reduce (a few rows) keeps one vector
+  from tinygrad.codegen.opt import MATVEC_BYTES
+  ren = Device["CPU"].renderer
+  lanes = ren.vector_bytes // 4
+  for t in (Tensor.empty(1, 768) @ Tensor.empty(768, 3072), Tensor.empty(512, 640).sum(0)):
+    opts = hand_coded_opts(_kernel(t.schedule()[-1].ast, ren), ren)
+    assert opts[:2] == [Opt(OptOps.UPCAST, 0, lanes), Opt(OptOps.UPCAST, 0, MATVEC_BYTES // ren.vector_bytes)], opts
+  opts = hand_coded_opts(_kernel(Tensor.empty(4, 640).sum(0).schedule()[-1].ast, ren), ren)
+  assert [o for o in opts if o.op is OptOps.UPCAST] == [Opt(OptOps.UPCAST, 0, lanes)], opts
 
 @pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
-@pytest.mark.parametrize("n, k", [(1000, 192), (12, 64), (20, 256)])
+@pytest.mark.parametrize("k, n", [(768, 3072), (64, 128), (100, 80), (65, 64), (300, 1088)])
+def test_matvec_along_columns_matches_numpy(device, k, n):
+  rng = np.random.default_rng(k + n)
+  x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  method_cache.clear()
+  got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device)).numpy()
+  np.testing.assert_allclose(got, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(Tensor(w, device=device).sum(0).numpy(), w.astype(np.float64).sum(0), rtol=1e-5, atol=1e-4)
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
+@pytest.mark.parametrize("n, k", [(1000, 192), (12, 64), (20, 256), (50, 768), (33, 80)])
 def test_head_matches_numpy(device, n, k):
   rng = np.random.default_rng(n + k)
   x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
