@@ -255,6 +255,7 @@ TRANSPOSE_ROWS = (4, 2)   # rows of an elementwise transpose's tile, each read a
                           # rows compiled 2-6x longer for little more: 4096^2 x.T 12 ms at 4 rows, 9-12 at 8 or 16)
 MATVEC_BYTES = 256   # bytes of each row of W one step of a matrix-vector product along W's columns reads (see _hand_coded)
 MATVEC_ROWS = 64   # rows of W from which it does (a short reduce reads too few rows for the prefetchers to matter)
+MATVEC_STEPS = 4   # and only where that leaves this many steps of its outer loops, for the threads to share
 GATHER_TILE = 128   # outputs of a register tile whose epilogue gathers its lanes one by one (scalar loads)
 
 def _divisor(size: object, amts: tuple[int, ...]) -> int:
@@ -464,7 +465,8 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   # 768 x 3072 at 9-20 GB/s); MATVEC_BYTES of each row per step, in as many vector accumulators
   if vec is not None and block is None and red and ren.vector_bytes and not merged and lanes == vw and isinstance(w_rows := red[-1].src[0].arg, int) and \
      w_rows >= MATVEC_ROWS and not _lone(sink, red[-1].arg[0], vec_id) and (vi := _axis(cur, vec_id)) is not None and \
-     (wide_c := _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))) > 1:
+     (wide_c := _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))) > 1 and \
+     all_int(outer := [g.src[0].arg for g in kernel_ranges(cur)[0]]) and prod(outer) // wide_c >= MATVEC_STEPS:
     add(Opt(OptOps.UPCAST, vi, wide_c))
     lanes *= wide_c
   upcast = lanes * rows
