@@ -760,3 +760,10 @@ def test_topk_and_unfold_take_public_tinygrads_keyword_names_and_torchs():
   assert x.topk(3, sorted_=False)[0].tolist() == x.topk(3, sorted=False)[0].tolist() == [9.0, 5.0, 4.0]
   assert x.unfold(dim=0, size=3, step=2).tolist() == x.unfold(dimension=0, size=3, step=2).tolist() == [[3, 1, 4], [4, 1, 5], [5, 9, 2]]
   with pytest.raises(TypeError): x.unfold(0, 3, 2, dimension=0)
+
+def test_uint8_index_tensor_holds_indices_and_bool_is_the_mask():
+  # docs/guide.md: a uint8 index tensor is indices (numpy's and public tinygrad's reading), not torch's deprecated uint8
+  # mask; a bool tensor is the mask
+  x = Tensor([1.0, 2.0, 3.0, 4.0])
+  assert x[Tensor([1, 0, 1, 3], dtype=dtypes.uint8)].tolist() == np.array([1.0, 2.0, 3.0, 4.0])[np.array([1, 0, 1, 3], np.uint8)].tolist()
+  assert x[Tensor([1, 0, 1, 1], dtype=dtypes.uint8).bool()].tolist() == [1.0, 3.0, 4.0]

@@ -419,6 +419,17 @@ def test_pow_of_negative_zero_and_minus_one(device):
   np.testing.assert_equal(np.signbit(got), np.signbit(want))
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [16777217, -16777217, 2**31 + 1, 16777217.0])
+def test_pow_by_an_odd_int_constant_past_the_dtypes_integers_keeps_the_sign(n, device):
+  # the exponent was a float32 constant: 16777217 rounds to the even 16777216, and -1.0 ** 16777217 was 1.0 (torch -1.0)
+  vals = [-1.0, 1.0, -0.0, 0.0, -inf, inf, -0.5, -2.0, nan]
+  got, want = (Tensor(vals, device=device) ** n).numpy(), (torch.tensor(vals) ** n).numpy()
+  np.testing.assert_equal(got, want)
+  np.testing.assert_equal(np.signbit(got), np.signbit(want))
+  for dt in (dtypes.float16, dtypes.bfloat16):   # the half types' integers end at 2048 and 256 (torch rounds there: 1.0)
+    np.testing.assert_equal((Tensor([-1.0, -0.0], device=device, dtype=dt) ** 2049).float().numpy(), [-1.0, -0.0])
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", [-2, -3, -16])
 def test_pow_by_a_negative_int_constant_gradient_at_zero_and_inf(n, device):
   # x ** -n is 1/x**n; its chain (-1/(x**n)**2 times n x**(n-1)) was 0 * inf = NaN at +-0 and +-inf, where torch's n x**(n-1)

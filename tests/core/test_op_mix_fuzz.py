@@ -1,6 +1,7 @@
 """Whole random programs of the ops test_program_fuzz.py does not mix: matmuls (batched, broadcast, a transposed operand,
 int operands that wrap), cat and stack, gather, sort and topk, softmax and log_softmax, triu, reduces over several axes
-(keepdim), argmax, var, einsum, pads in every mode, max and average pooling, constant int powers, normalize, and in-place updates between them (a slice +=, a square tensor assigned its own
+(keepdim), argmax, var, einsum, pads in every mode, max and average pooling, constant int powers, normalize, cumsum, views the next ops read
+through (split, merge, pad, shrink, flip, expand, a step), and in-place updates between them (a slice +=, a square tensor assigned its own
 product, a row set from a reduce of its tensor), in float32 and the int dtypes, against numpy. Each new tensor keeps the
 value it had when built (docs/guide.md, "In-place updates"), so the reference copies each result; views that write
 through are test_program_fuzz.py's. On the CPU and on the PYTHON device."""
@@ -11,7 +12,7 @@ from tinygrad import Tensor, dtypes
 NP = {dtypes.float32: np.float32, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16, dtypes.int32: np.int32,
       dtypes.uint32: np.uint32, dtypes.int64: np.int64, dtypes.bool: np.bool_}
 OPS = ["matmul", "matmul", "cat", "stack", "reduce", "argmax", "softmax", "permute", "gather", "sort", "topk", "triu", "var", "einsum",
-       "iadd_slice", "assign_product", "setitem_row", "realize", "pad_mode", "pool", "pow_int", "normalize"]
+       "iadd_slice", "assign_product", "setitem_row", "realize", "pad_mode", "pool", "pow_int", "normalize", "view", "view", "cumsum"]
 PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}   # ours: numpy's
 
 @st.composite
@@ -71,6 +72,24 @@ def run(prog, device=None):
     elif op == "permute":
       perm = tuple(np.random.default_rng(r).permutation(nd).tolist())
       add(t.permute(perm).contiguous(), a.transpose(perm))
+    elif op == "view" and nd:   # a view the ops after read through (split or merge, pad, shrink, flip, expand, a step), plus 0:
+      # a value of its own, as every entry here (a view of a realized tensor follows its writes: test_program_fuzz.py's)
+      kind, vr = ["split", "merge", "pad", "shrink", "flip", "expand", "step"][r % 7], np.random.default_rng(r)
+      t = t + 0
+      if kind == "split" and s[ax] and s[ax] % 2 == 0: add(t.reshape(s[:ax] + (2, s[ax] // 2) + s[ax + 1:]), a.reshape(s[:ax] + (2, s[ax] // 2) + s[ax + 1:]))
+      elif kind == "merge" and nd >= 2: add(t.reshape(s[:-2] + (s[-2] * s[-1],)), a.reshape(s[:-2] + (s[-2] * s[-1],)))
+      elif kind == "pad":
+        pads = [tuple(vr.integers(0, 3, 2).tolist()) for _ in range(nd)]
+        add(t.pad(pads, value=1), np.pad(a, pads, constant_values=1))
+      elif kind == "shrink":
+        lo = [int(vr.integers(0, n + 1)) for n in s]
+        sl = [(l, int(vr.integers(l, n + 1))) for l, n in zip(lo, s)]
+        add(t.shrink(tuple(sl)), a[tuple(slice(l, h) for l, h in sl)])
+      elif kind == "flip": add(t.flip(ax), np.flip(a, ax))
+      elif kind == "expand" and nd < 4: add(t.reshape((1,) + s).expand((1 + r % 3,) + s), np.broadcast_to(a, (1 + r % 3,) + s))
+      elif kind == "step": add(t[(slice(None),) * ax + (slice(None, None, -2 if r & 8 else 2),)], a[(slice(None),) * ax + (slice(None, None, -2 if r & 8 else 2),)])
+    elif op == "cumsum" and nd:   # (ints in int64, as sum; float32 in float32: the reference's float64 within the tolerance)
+      add(t.cumsum(ax), np.cumsum(a.astype(np.float64 if fl else np.int64), ax))
     elif op == "gather" and nd and s[ax]:
       s2 = [n if j != ax else 1 + r % 3 for j, n in enumerate(s)]
       idx = np.random.default_rng(r).integers(0, s[ax], s2)

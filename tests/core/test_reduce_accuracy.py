@@ -131,3 +131,24 @@ def test_variance_of_a_constant_is_zero(value: float, n: int):
   assert t.var().item() <= 1e-6 * value * value * 1e-6 and t.std().item() <= 1e-6 * abs(value)
   rows = Tensor(np.stack([np.full(300, value, np.float32), np.arange(300, dtype=np.float32) + value]))
   np.testing.assert_allclose(rows.var(1).numpy(), np.stack([np.full(300, value), np.arange(300) + value]).var(1, ddof=1), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("vals", [[3e19, 1e19, -2e19, 0.0], [1e20, -1e20, 3e20], [1e30, 2e30], [3e38, 3e38, 3e38], [1e-30, 2e-30, 3e-30],
+                                  [1e-40, 2e-40], [5.0, 6.0, 7.0]])
+def test_var_std_of_values_whose_squares_leave_float32(vals, device):
+  # float32 squares of deviations past 1.8e19 overflowed (var([3e19, 1e19, -2e19, 0], correction=0) was inf where torch's
+  # is 3.25e38, std of [1e20, -1e20, 3e20] inf for torch's 2e20, [1e30, 2e30] NaN: inf - inf), under 1e-19 underflowed
+  # (std of [1e-30, 2e-30, 3e-30] was 0): the float32 value of numpy's float64 result, inf where that overflows
+  a = np.array(vals, np.float32)
+  t = Tensor(a, device=device)
+  with np.errstate(over="ignore"):
+    for c in (0, 1):
+      want_v, want_s = a.astype(np.float64).var(ddof=c), a.astype(np.float64).std(ddof=c)
+      np.testing.assert_allclose(t.var(correction=c).item(), np.float32(want_v), rtol=1e-6, atol=0)
+      np.testing.assert_allclose(t.std(correction=c).item(), np.float32(want_s), rtol=1e-6, atol=0)
+  # the gradient of the (finite) std: (x - mean) / ((n - 1) std)
+  x = Tensor(a, device=device, requires_grad=True)
+  x.std().backward()
+  a64 = a.astype(np.float64)
+  if np.isfinite(np.float32(a64.std(ddof=1))) and a64.std(ddof=1) > 0:
+    np.testing.assert_allclose(x.grad.numpy(), (a64 - a64.mean()) / ((len(a) - 1) * a64.std(ddof=1)), rtol=1e-5)

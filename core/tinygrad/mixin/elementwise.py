@@ -5,7 +5,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate_float, OPMATH_F32
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32
 from tinygrad.mixin.common import _is_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -678,6 +678,10 @@ class ElementwiseMixin:
         # does (bfloat16 0.004 ** -16 = 2.3e38 went through 0.004**16, a float32 subnormal: 32 ulp off)
         return f._with_grad(f.reciprocal()._pow_int(-n) if half else f._pow_int(-n).reciprocal(), "pow_neg_int", n).cast(base.dtype)
       if n >= 0 and dtypes.is_int(base.dtype): return base._pow_int(n)._own(self)
+      if dtypes.is_float(base.dtype) and n & 1 and truncate[base.dtype](float(n)) != n:
+        # an odd exponent the dtype rounds to an even one (float32 past 2**24) lost x's sign: -1.0 ** 16777217 was 1.0.
+        # x * x**(n-1) (x**(n+1) / x for n < 0) keeps it; n -+ 1 is even and stays even when rounded
+        return base * base.pow(n - 1) if n > 0 else base.pow(n + 1) / base
     if not reverse and isinstance(x, float) and x == 0.5: return self.sqrt()
     b, e = self._broadcasted(x, reverse)
     if dtypes.is_int(b.dtype): return Tensor._pow_int_tensor(b, e)

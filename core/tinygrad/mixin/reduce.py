@@ -166,6 +166,21 @@ class ReduceMixin:
   @_opmath   # (float16/bfloat16 in float32, rounded once, as torch: their squares' sum (and N) overflow at 65504)
   def var(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Variance over `axis`, dividing by N - correction (tinygrad's default correction=1). Ints give float32, as mean."""
+    v, s = self._var_scaled(axis, keepdim, correction)
+    return v * s * s
+  def _pow2_scale(self: Tensor, axis: int | Sequence[int] | None) -> Tensor:
+    # 2**floor(log2(max |x|)) over `axis` (kept), from the exponent bits: a scale dividing exactly. 1 where the max is
+    # inf or NaN (they pass through as they are), the smallest normal where it is 0 or subnormal
+    it = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[self.dtype.itemsize]
+    mant = dtypes.finfo(self.dtype)[1]
+    expo = ((1 << (self.dtype.itemsize * 8 - 1)) - 1) >> mant << mant
+    e = self.abs()._max(axis, keepdim=True).bitcast(it) & expo   # (-inf over an empty axis: 1)
+    one = self._const(1.0).bitcast(it)
+    return (e == expo).where(one, e.maximum(1 << mant)).bitcast(self.dtype).detach()
+  def _var_scaled(self: Tensor, axis: int | Sequence[int] | None, keepdim: bool, correction: int) -> tuple[Tensor, Tensor]:
+    # (v, s) with the variance v * s * s, s a power of two: the two passes run on x / s (exact), so float32's squares of
+    # deviations past 1.8e19 no longer overflow (var([3e19, 1e19, -2e19, 0], correction=0) was inf, torch 3.25e38; var of
+    # [1e30, 2e30] inf - inf = NaN) nor those under 1e-19 underflow (std of values near 1e-30 was 0); std is sqrt(v) * s
     if dtypes.is_int(self.dtype) and isinstance(n := self._count(axis), int) and n > 0:
       # the deviations from the first element, exact in int64 (int32 on a device without it) before the float: float32 of
       # [2**30 + 1, 2**30 + 3] is [2**30, 2**30] (variance 0, numpy's 2). Where the difference may wrap, the float's
@@ -174,16 +189,15 @@ class ReduceMixin:
       d = self.cast(wide) - first.cast(wide)
       if self.dtype.itemsize >= wide.itemsize:
         d = ((df := self.cast(dtypes.float32) - first.cast(dtypes.float32)).abs() >= 2.0 ** (wide.itemsize * 8 - 2)).where(df, d)
-      # 64-bit ints: deviations up to 2**64, whose float32 squares overflow (two of them already); scaled by 2**-32 (exact)
-      # the sum of squares stays finite and the variance (at most ~2**126) comes back finite
-      if self.dtype.itemsize == 8: return (d.cast(dtypes.float32) * 2.0 ** -32).var(axis, keepdim, correction) * 2.0 ** 64
-      return d.cast(dtypes.float32).var(axis, keepdim, correction)
+      return d.cast(dtypes.float32)._var_scaled(axis, keepdim, correction)
     n = self._count(axis) - correction
+    s = self._float()._pow2_scale(axis)   # (ints over an empty or symbolic axis: as float32)
+    x = self / s
     # correction >= N divides by 0: the paths through the mean and through sum(d) (inf times deviations summing to 0) made
     # every gradient NaN; without them it is 2(x - mean)/0: +-inf by the deviation's sign, NaN at the mean (torch: +inf
     # for both signs)
     by_zero = isinstance(n, int) and n <= 0
-    d = self - (self.mean(axis, keepdim=True).detach() if by_zero else self.mean(axis, keepdim=True))
+    d = x - (x.mean(axis, keepdim=True).detach() if by_zero else x.mean(axis, keepdim=True))
     # corrected two-pass: the float32 mean is off by some ulps (300 copies of 65535.0: by 0.15), and every deviation by
     # as much; sum(d)**2/N takes that back out (a constant tensor's variance was 0.022, torch's and numpy's 0). Never
     # below 0 (rounding), whose root would be NaN
@@ -191,12 +205,12 @@ class ReduceMixin:
     ss = d.square().sum(axis, keepdim) - (fix.detach() if by_zero else fix)
     ss = (ss < 0).where(0.0, ss)
     # a symbolic count stays symbolic (max in the kernel): a TinyJit replay may have another value
-    return ss / (n.maximum(0) if isinstance(n, UOp) else max(0, n))
+    return ss / (n.maximum(0) if isinstance(n, UOp) else max(0, n)), s.reshape(ss.shape)
   @_opmath   # (float16/bfloat16: the float32 variance's root rounded once; the variance rounded first was 1 ulp off in 1 of 8)
   def std(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     """Standard deviation over `axis`; its gradient is 0 where it is 0 (torch's; sqrt's 1/(2*0) times 0 was NaN)."""
-    v = self.var(axis, keepdim, correction)
-    return (v == 0).where(v.detach(), v).sqrt()
+    v, s = self._var_scaled(axis, keepdim, correction)
+    return (v == 0).where(v.detach(), v).sqrt() * s
   def var_mean(self: Tensor, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
     """(var, mean) over `axis`."""
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
