@@ -464,7 +464,7 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   # columns walked down W's rows read 64 bytes of each row (12 KB apart), which the prefetchers do not follow (GPT-2's
   # 768 x 3072 at 9-20 GB/s); MATVEC_BYTES of each row per step, in as many vector accumulators
   if vec is not None and block is None and red and ren.vector_bytes and not merged and lanes == vw and isinstance(w_rows := red[-1].src[0].arg, int) and \
-     w_rows >= MATVEC_ROWS and not _lone(sink, red[-1].arg[0], vec_id) and (vi := _axis(cur, vec_id)) is not None and \
+     w_rows >= MATVEC_ROWS and vec_id is not None and not _lone(sink, red[-1].arg[0], vec_id) and (vi := _axis(cur, vec_id)) is not None and \
      (wide_c := _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))) > 1 and \
      all_int(outer := [g.src[0].arg for g in kernel_ranges(cur)[0]]) and prod(outer) // wide_c >= MATVEC_STEPS:
     add(Opt(OptOps.UPCAST, vi, wide_c))
