@@ -100,6 +100,18 @@ def test_requires_grad_none_becomes_true_and_buffers_realized():
   assert a.requires_grad is True and opt.params == [a] and opt.buffers == [buf]
   with pytest.raises(ValueError): SGD([buf])
 
+def test_a_buffer_unfrozen_after_construction_raises_instead_of_staying_put():
+  # torch trains a tensor given with requires_grad False once it is set True; here it is a buffer the step never updates,
+  # so its gradient would be dropped silently: an error instead
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0], requires_grad=False)
+  opt = SGD([a, b], lr=0.1)
+  b.requires_grad = True
+  G.backward((a * b).sum())
+  with pytest.raises(RuntimeError, match="requires_grad False"): opt.step()
+  b.grad = None   # unfrozen but unused: nothing is lost
+  opt.step()
+  np.testing.assert_allclose(a.numpy(), [0.7, 1.6], rtol=1e-6)
+
 def test_step_updates_in_place():
   # after the first step the parameter keeps its buffer: later steps assign into it
   a = Tensor([1.0, 2.0], requires_grad=True)

@@ -76,6 +76,11 @@ class Optimizer:
     """Assign the updated parameters and state; returns every tensor the step must realize (nothing runs yet)."""
     missing = [i for i, p in enumerate(self.params) if p.grad is None]
     if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
+    # a tensor given with requires_grad False is a buffer, never updated: unfrozen later (torch then trains it) its step
+    # would be skipped without a word, as public tinygrad's (which picks the parameters once too)
+    thawed = [i for i, b in enumerate(self.buffers) if b.requires_grad and b.grad is not None]
+    if thawed: raise RuntimeError(f"buffer(s) {thawed} of {len(self.buffers)} were given to the optimizer with requires_grad False (never "
+                                  "updated) and now have requires_grad and a .grad: build the optimizer after setting requires_grad")
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
