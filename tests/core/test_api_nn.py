@@ -158,6 +158,15 @@ def test_binary_crossentropy_logits_like_torch(dev, shape):
     compare(dev, lambda a, b, c: a.binary_crossentropy_logits(b.detach(), reduction, pos_weight=c),
             lambda a, b, c: F.binary_cross_entropy_with_logits(a, b.detach(), reduction=reduction, pos_weight=c.detach()), x, y, pw)
 
+def test_binary_crossentropy_target_that_grows_the_input_raises():
+  # (N, 1) logits against (N,) targets broadcast to an (N, N) loss whose mean was returned without a word; torch raises
+  x, y = Tensor(rnd(4, 1)), Tensor([1.0, 0.0, 1.0, 0.0])
+  for f in (lambda: x.binary_crossentropy_logits(y), lambda: x.sigmoid().binary_crossentropy(y), lambda: x.binary_crossentropy_logits(y, "none")):
+    with pytest.raises(ValueError, match=r"target shape \(4,\) must be the input's \(4, 1\)"): f()
+  # a target that broadcasts into the input's shape is public tinygrad's, and its value is the elementwise one
+  got = Tensor(rnd(3, 4)).binary_crossentropy_logits(Tensor([1.0, 0.0, 1.0, 0.0]), "none")
+  close(got.numpy(), F.binary_cross_entropy_with_logits(torch.tensor(rnd(3, 4)), torch.tensor([1.0, 0.0, 1.0, 0.0]).expand(3, 4), reduction="none").numpy())
+
 def test_loss_arguments_are_checked_like_torch():
   x, y = Tensor(rnd(3, 4)), Tensor([0, 1, 2])
   for f in (lambda: x.cross_entropy(y, reduction="avg"), lambda: x.nll_loss(y, reduction="avg"), lambda: x.sparse_categorical_crossentropy(Tensor([0, 1, 2]), reduction="x"),

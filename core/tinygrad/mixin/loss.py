@@ -24,6 +24,13 @@ def _check_smoothing(op: str, label_smoothing: float) -> float:
 def _check_labels(op: str, Y: Tensor) -> None:
   if not dtypes.is_int(Y.dtype): raise TypeError(f"{op}: class-index targets need an int dtype, got {Y.dtype}; pass probabilities of the input's shape instead")
 
+def _check_target_shape(op: str, x: Tensor, Y: Tensor) -> None:
+  # torch raises where the target's shape differs; a target that broadcasts into the input's shape stays allowed (public
+  # tinygrad's), one that grows it is an error: (N, 1) logits against (N,) targets gave an (N, N) loss and its mean, silently
+  try: ok = _broadcast_shape(x.shape, Y.shape) == x.shape
+  except ValueError: ok = False
+  if not ok: raise ArgumentError(f"{op}: target shape {Y.shape} must be the input's {x.shape} (or broadcast into it), as torch's")
+
 def _check_label_range(op: str, Y: Tensor, n: int, axis: int, ignore_index: int | None) -> None:
   # CHECK_OOB=1: a label outside 0..n-1 (other than ignore_index) raises as torch's; off, its row matches no class (loss 0)
   if CHECK_OOB: _check_oob(op, Y if ignore_index is None else (Y != ignore_index).where(Y, 0), n, axis, False)
@@ -43,6 +50,7 @@ class LossMixin:
     """-(Y log p + (1-Y) log(1-p)) with p = self (probabilities in [0, 1]); each log is clamped at -100 as torch's BCELoss,
     so p = 0 or 1 gives a finite loss."""
     _check_reduction("binary_crossentropy", reduction)
+    _check_target_shape("binary_crossentropy", self, Y)
     x = self._float()
     out = least_upper_dtype(x.dtype, Y.dtype)
     # float16/bfloat16 in float32, the reduction too, rounded once as torch's (each product and log rounded to float16 the
@@ -58,6 +66,7 @@ class LossMixin:
   def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy on logits (self), computed stably through logsigmoid; pos_weight scales the positive term."""
     _check_reduction("binary_crossentropy_logits", reduction)
+    _check_target_shape("binary_crossentropy_logits", self, Y)
     pos = Y * self.logsigmoid()
     loss = -((pos if pos_weight is None else pos_weight * pos) + (1 - Y) * (-self).logsigmoid())
     return loss._reduce_loss("binary_crossentropy_logits", reduction)
