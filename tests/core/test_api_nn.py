@@ -186,6 +186,23 @@ def test_sparse_categorical_crossentropy_broadcasts_labels_against_the_logits_ro
     np.testing.assert_allclose(got, want, rtol=1e-5)
   with pytest.raises(ValueError, match="do not broadcast"): Tensor(rnd(3, 16)).sparse_categorical_crossentropy(Tensor([1, 2]))
 
+def test_sparse_categorical_crossentropy_column_labels_raise():
+  # (N, 1) labels of (N, C) logits broadcast both ways, to an (N, N) loss (every label against every row): its mean was
+  # returned without a word (4.6 here where torch's loss of the flattened labels is 0.9); an error now
+  logits, labels = rnd(4, 3), np.array([[1], [0], [2], [0]])
+  with pytest.raises(ValueError, match=r"broadcast to \(4, 4\), larger than both"):
+    Tensor(logits).sparse_categorical_crossentropy(Tensor(labels))
+  close(Tensor(logits).sparse_categorical_crossentropy(Tensor(labels.ravel())).item(), F.cross_entropy(torch.tensor(logits), torch.tensor(labels.ravel())).item())
+
+@pytest.mark.parametrize("ls", [0.0, 0.2])
+def test_sparse_categorical_crossentropy_mean_counts_every_row_the_labels_broadcast_to(ls):
+  # labels that broadcast into the logits' rows (one label for all, or one per leading row) score every row; the mean
+  # divided the sum of those terms by the labels' own count (a scalar label: by 1, so 4x torch's loss here)
+  logits = rnd(2, 4, 3)
+  for labels, full in ((2, [[2] * 4] * 2), ([0, 1, 2, -1], [[0, 1, 2, -100]] * 2), ([[1], [2]], [[1] * 4, [2] * 4])):
+    got = Tensor(logits).sparse_categorical_crossentropy(Tensor(labels), label_smoothing=ls).item()
+    close(got, F.cross_entropy(torch.tensor(logits).permute(0, 2, 1), torch.tensor(full), label_smoothing=ls).item())
+
 # ---- activations, normalisations ----
 @pytest.mark.parametrize("dev", DEVS)
 def test_gelu_both_forms_like_torch(dev):

@@ -79,11 +79,16 @@ class LossMixin:
     _check_reduction(op, reduction)
     _check_smoothing(op, label_smoothing)
     _check_labels(op, Y)
-    # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits)
-    try: _broadcast_shape(Y.shape, self.shape[:-1])
+    # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits), but
+    # not both ways: (N, 1) labels of (N, C) logits made an (N, N) loss, every label against every row, and its mean silently
+    try: out = _broadcast_shape(Y.shape, self.shape[:-1])
     except ValueError: raise ValueError(f"{op}: labels of shape {Y.shape} do not broadcast with logits {self.shape} without the class (last) axis") from None
+    if out not in (Y.shape, self.shape[:-1]):
+      raise ArgumentError(f"{op}: labels of shape {Y.shape} and logits {self.shape} broadcast to {out}, larger than both; labels of the logits' "
+                          f"shape without the class (last) axis {self.shape[:-1]} are expected")
     _check_label_range(op, Y, self.shape[-1], self.ndim - 1, ignore_index)
-    logp, keep = self.log_softmax(-1), Y != ignore_index
+    # (the mask over every row scored: labels () of (N, C) logits are N terms, the mean divided their sum by 1)
+    logp, keep = self.log_softmax(-1), (Y != ignore_index)._broadcast_to(out)
     nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
     # (the smoothing term only with smoothing: 0 * the mean of a row with a masked -inf logit was NaN, torch's loss is finite)
     loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1) if label_smoothing else nll, 0)
