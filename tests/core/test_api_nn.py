@@ -342,6 +342,13 @@ def test_conv_transpose_checks_arguments():
   with pytest.raises(ValueError, match="input channels"): x.conv_transpose2d(Tensor(rnd(3, 3, 2, 2)))
   with pytest.raises(ValueError, match="groups"): x.conv_transpose2d(w, groups=3)
 
+def test_conv_bias_of_another_size_raises():
+  # a (1,) bias of a 3-channel conv broadcast: one value added to every channel, silently; torch raises
+  x = Tensor(rnd(1, 2, 4, 4))
+  with pytest.raises(ValueError, match=r"bias of shape \(1,\) needs one value per output channel \(3,\)"): x.conv2d(Tensor(rnd(3, 2, 1, 1)), Tensor([1.0]))
+  with pytest.raises(ValueError, match="one value per output channel"): x.conv_transpose2d(Tensor(rnd(2, 3, 1, 1)), Tensor([1.0]))
+  assert x.conv2d(Tensor(rnd(3, 2, 1, 1)), Tensor(rnd(3))).shape == (1, 3, 4, 4)
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_conv_transpose_layers_like_torch(dev):
   for ours, theirs, x in [(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), torch.nn.ConvTranspose2d(4, 6, 3, 2, 1, 1, groups=2),

@@ -490,6 +490,8 @@ class NNMixin:
     _check_positive("conv2d", "groups", (groups,))
     if groups * cin != cin_: raise AssertedArgumentError(f"conv2d: input channels {cin_} != groups ({groups}) * weight in-channels ({cin}) for input {self.shape}, weight {weight.shape}")
     if cout % groups: raise ValueError(f"conv2d: out channels {cout} not divisible by groups {groups}")
+    # (a bias of another size broadcast against the output channels: one value added to all of them); torch raises
+    if bias is not None and prod(bias.shape) != cout: raise ArgumentError(f"conv2d: bias of shape {bias.shape} needs one value per output channel ({cout},)")
     nd = len(hw)
     _check_positive("conv2d", "stride", tuple(make_tuple(stride, nd)))
     _check_positive("conv2d", "dilation", tuple(make_tuple(dilation, nd)))
