@@ -275,6 +275,15 @@ def test_attention_bool_mask_and_fully_masked_rows_like_torch(dev):
   compare(dev, lambda a, b, c, m: a.scaled_dot_product_attention(b, c, attn_mask=m.detach()),
           lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m.detach()), q, k, v, fmask)
 
+def test_attention_int_mask_raises():
+  # a 0/1 int mask (a tokenizer's attention_mask) was added to the scores as numbers, so every key was attended to; torch raises
+  q, k, v = Tensor(rnd(3, 4)), Tensor(rnd(5, 4, seed=1)), Tensor(rnd(5, 2, seed=2))
+  mask = np.array([[1, 1, 0, 0, 1]] * 3)
+  for dt in (dtypes.int64, dtypes.int32, dtypes.uint8):
+    with pytest.raises(TypeError, match="attn_mask must be bool"): q.scaled_dot_product_attention(k, v, attn_mask=Tensor(mask).cast(dt))
+  close(q.scaled_dot_product_attention(k, v, attn_mask=Tensor(mask).bool()).numpy(),
+        F.scaled_dot_product_attention(torch.tensor(q.numpy()), torch.tensor(k.numpy()), torch.tensor(v.numpy()), attn_mask=torch.tensor(mask).bool()).numpy())
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_attention_grouped_query_like_torch(dev):
   q, k, v = rnd(2, 6, 3, 4), rnd(2, 2, 5, 4, seed=1), rnd(2, 2, 5, 3, seed=2)
