@@ -791,3 +791,18 @@ def test_constant_state_read_on_other_devices_stays_constant():
   # a write into it would not reach the replays (its capture computes it in the kernels): the next call raises
   arange += 1
   with pytest.raises(JitError, match="tensor of constants"): f(Tensor(np.array([[1, 2]], np.int32), device=devs))
+
+def test_dropout_rate_changed_after_the_capture_raises():
+  # the capture bakes nn.Dropout's p in: `drop.p = 0.9` after it replayed dropping half the elements without a word
+  from tinygrad import nn
+  drop, x = nn.Dropout(0.5), Tensor.ones(4000).contiguous().realize()
+  prev = Tensor.training
+  try:
+    Tensor.training = True
+    f = TinyJit(lambda x: (drop(x) != 0).sum())
+    for _ in range(3): assert 1700 < f(x).item() < 2300
+    drop.p = 0.9
+    with pytest.raises(JitError, match=r"Dropout\.p = 0\.5, now it is 0\.9.*\.reset\(\)"): f(x)
+    f.reset()
+    for _ in range(3): assert f(x).item() < 600
+  finally: Tensor.training = prev

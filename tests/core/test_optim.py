@@ -175,6 +175,28 @@ def test_lr_changed_between_jitted_steps_is_used_or_raises(how):
   for _ in range(3): step()
   np.testing.assert_allclose(w.numpy(), [0.55, 1.55], rtol=1e-6)
 
+@pytest.mark.parametrize("make, attr, new", [(lambda w: SGD([w], lr=0.1, momentum=0.9), "momentum", 0.0),
+                                             (lambda w: SGD([w], lr=0.1, weight_decay=0.1), "wd", 0.5),
+                                             (lambda w: Adam([w], lr=0.1), "b1", 0.5), (lambda w: AdamW([w], lr=0.1), "wd", 0.0)])
+def test_hyperparameter_changed_between_jitted_steps_raises(make, attr, new):
+  # the capture bakes the Python hyperparameters in: `opt.momentum = 0.0` after it replayed the old momentum without a word
+  from tinygrad import TinyJit
+  from tinygrad.engine.jit import JitError
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  opt = make(w)
+  @TinyJit
+  def step():
+    opt.zero_grad()
+    G.backward((w * w).sum())
+    opt.step()
+  for _ in range(3): step()
+  before = w.numpy()
+  setattr(opt, attr, new)
+  with pytest.raises(JitError, match=rf"{type(opt).__name__}\.{attr} = .*now it is {new}.*\.reset\(\)"): step()
+  np.testing.assert_array_equal(w.numpy(), before)
+  step.reset()
+  step()   # captured again, with the new value
+
 def test_batchnorm_running_stats_use_the_old_weights():
   # the running mean is computed from the forward pass, i.e. from the weights before the step
   from tinygrad import nn

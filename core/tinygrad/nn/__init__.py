@@ -7,7 +7,7 @@ would otherwise be one graph node and share one gradient.
 from __future__ import annotations
 import math
 from typing import Any
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, note_host_read
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32, NO_NUMPY
 from tinygrad.helpers import prod, make_tuple, all_int
@@ -251,6 +251,8 @@ class Dropout:
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     self.p = p
   def __call__(self, x: Tensor) -> Tensor:
+    # (a TinyJit capture bakes p in: a replay after `drop.p = 0.1` raises instead of dropping at the old rate)
+    note_host_read("Dropout.p", lambda: self.p, self.p)
     if self.p == 0 or not Tensor.training: return x
     return x * 0 if self.p == 1 else x.dropout(self.p)
 
