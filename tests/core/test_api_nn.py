@@ -44,6 +44,21 @@ def test_cross_entropy_class_indices_like_torch(dev, shape, reduction):
     compare(dev, lambda a, b: a.cross_entropy(b, reduction=reduction, label_smoothing=ls),
             lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=ls), x, y)
 
+@pytest.mark.parametrize("shape", [(4, 5), (2, 5, 3)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_ignores_torchs_padding_label(shape, reduction):
+  # torch's ignore_index=-100 (the padding label of token targets) added a loss of 0 (with smoothing, the smoothing term) and
+  # was counted in the mean: a loss silently off torch's; now those labels are left out as torch's, another ignore_index too
+  x = rnd(*shape)
+  y = np.random.default_rng(1).integers(0, 5, size=shape[:1] + shape[2:]).astype(np.int64)
+  y.flat[1] = y.flat[-1] = -100
+  for ls in (0.0, 0.3):
+    compare("CPU", lambda a, b: a.cross_entropy(b, reduction=reduction, label_smoothing=ls),
+            lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=ls), x, y)
+  y2 = np.where(y == -100, 0, y)
+  compare("CPU", lambda a, b: a.cross_entropy(b, reduction=reduction, ignore_index=0),
+          lambda a, b: F.cross_entropy(a, b, reduction=reduction, ignore_index=0), x, y2)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3), (4,)])
 def test_cross_entropy_probabilities_like_torch(dev, shape):

@@ -95,9 +95,10 @@ class LossMixin:
     if reduction == "mean": return loss.sum() / keep.sum()
     return loss.sum() if reduction == "sum" else loss
 
-  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
     """Cross entropy of logits (classes on axis 1, or 0 for a 1-d input, as torch) against class indices (an int Y of the
-    input's shape without the class axis) or class probabilities (a float Y of the input's shape)."""
+    input's shape without the class axis) or class probabilities (a float Y of the input's shape). Class indices equal to
+    ignore_index (torch's -100 by default) add nothing and are left out of the mean, as torch's."""
     op = "cross_entropy"
     _check_reduction(op, reduction)
     _check_smoothing(op, label_smoothing)
@@ -107,13 +108,16 @@ class LossMixin:
       if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:   # the shapes first: a (32, 1) target of a (32, 10) input is a shape error
         raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
-      _check_label_range(op, Y, n, cdim, None)
+      _check_label_range(op, Y, n, cdim, ignore_index)
       # the target's log-probability picked, not a one-hot product: a masked (-inf) logit of another class gave 0 * -inf =
       # NaN (torch's loss is finite there); the smoothing term reads every class, as torch's (inf with a -inf logit)
       logp = self.log_softmax(cdim)
       loss = -(Y._one_hot_at(n, cdim).where(logp, 0).sum(cdim))
       if label_smoothing: loss = (1 - label_smoothing) * loss - label_smoothing * logp.mean(cdim)
-      return loss._reduce_loss(op, reduction)
+      # (torch's -100 labels (padding) were a loss of 0 counted in the mean, and took the smoothing term: a mean off torch's)
+      keep = Y != ignore_index
+      loss = keep.where(loss, 0)
+      return loss.sum() / keep.sum() if reduction == "mean" else loss._reduce_loss(op, reduction)
     if not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
     Y = Y * (1 - label_smoothing) + label_smoothing / n
     return (-(self.log_softmax(cdim) * Y).sum(cdim))._reduce_loss(op, reduction)
