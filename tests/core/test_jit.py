@@ -806,3 +806,20 @@ def test_dropout_rate_changed_after_the_capture_raises():
     f.reset()
     for _ in range(3): assert f(x).item() < 600
   finally: Tensor.training = prev
+
+def test_batchnorm_momentum_changed_after_the_capture_raises():
+  # the capture bakes BatchNorm's momentum in: `bn.momentum = 0.5` after it replayed updating the running mean at 0.1
+  from tinygrad import nn
+  bn, x = nn.BatchNorm(2), Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)).realize()
+  prev = Tensor.training
+  try:
+    Tensor.training = True
+    f = TinyJit(lambda x: bn(x).realize(bn.running_mean, bn.running_var))
+    for _ in range(3): f(x)
+    bn.momentum = 0.5
+    before = bn.running_mean.numpy()
+    with pytest.raises(JitError, match=r"BatchNorm\.momentum = 0\.1, now it is 0\.5"): f(x)
+    f.reset()
+    f(x)
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.5 * before + 0.5 * np.array([3.0, 4.0]), rtol=1e-6)
+  finally: Tensor.training = prev

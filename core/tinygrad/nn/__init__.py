@@ -118,6 +118,9 @@ class BatchNorm:
     # input gave 3 channels, BatchNorm(1) in eval applied one channel's statistics to all): torch raises
     if (self.weight is not None or self.track_running_stats) and (x.ndim < 2 or isinstance(x.shape[1], int) and x.shape[1] != self.num_features):
       raise ValueError(f"BatchNorm({self.num_features}): input shape {x.shape} needs C={self.num_features} at axis 1")
+    # (a TinyJit capture bakes these in: a replay after `bn.momentum = 0.01` raises instead of updating at the old rate)
+    note_host_read("BatchNorm.momentum", lambda: self.momentum, self.momentum)
+    note_host_read("BatchNorm.eps", lambda: self.eps, self.eps)
     batch = not (self.track_running_stats and not Tensor.training)
     # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
     if batch and x.ndim >= 2 and all_int(x.shape) and x.shape[1] and x.numel() == x.shape[1]:   # (a symbolic batch: unchecked)
