@@ -5,6 +5,7 @@ A step builds every new parameter and state value lazily, writes each with `assi
 `Tensor.realize(...)` so the whole update is scheduled (and fused) together.
 """
 from __future__ import annotations
+import functools
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes, DType
@@ -87,7 +88,7 @@ class Optimizer:
     # raises instead of stepping with the old value, as for a float lr (_lr)
     from tinygrad.tensor import note_host_read
     for k, v in vars(self).items():
-      if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", lambda k=k: getattr(self, k, None), v)
+      if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", functools.partial(getattr, self, k, None), v)
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
