@@ -44,6 +44,21 @@ def test_cross_entropy_class_indices_like_torch(dev, shape, reduction):
     compare(dev, lambda a, b: a.cross_entropy(b, reduction=reduction, label_smoothing=ls),
             lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=ls), x, y)
 
+@pytest.mark.parametrize("shape", [(4, 5), (2, 5, 3)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_ignores_torchs_padding_label(shape, reduction):
+  # torch's ignore_index=-100 (the padding label of token targets) added a loss of 0 (with smoothing, the smoothing term) and
+  # was counted in the mean: a loss silently off torch's; now those labels are left out as torch's, another ignore_index too
+  x = rnd(*shape)
+  y = np.random.default_rng(1).integers(0, 5, size=shape[:1] + shape[2:]).astype(np.int64)
+  y.flat[1] = y.flat[-1] = -100
+  for ls in (0.0, 0.3):
+    compare("CPU", lambda a, b: a.cross_entropy(b, reduction=reduction, label_smoothing=ls),
+            lambda a, b: F.cross_entropy(a, b, reduction=reduction, label_smoothing=ls), x, y)
+  y2 = np.where(y == -100, 0, y)
+  compare("CPU", lambda a, b: a.cross_entropy(b, reduction=reduction, ignore_index=0),
+          lambda a, b: F.cross_entropy(a, b, reduction=reduction, ignore_index=0), x, y2)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3), (4,)])
 def test_cross_entropy_probabilities_like_torch(dev, shape):
@@ -158,6 +173,15 @@ def test_binary_crossentropy_logits_like_torch(dev, shape):
     compare(dev, lambda a, b, c: a.binary_crossentropy_logits(b.detach(), reduction, pos_weight=c),
             lambda a, b, c: F.binary_cross_entropy_with_logits(a, b.detach(), reduction=reduction, pos_weight=c.detach()), x, y, pw)
 
+def test_binary_crossentropy_target_that_grows_the_input_raises():
+  # (N, 1) logits against (N,) targets broadcast to an (N, N) loss whose mean was returned without a word; torch raises
+  x, y = Tensor(rnd(4, 1)), Tensor([1.0, 0.0, 1.0, 0.0])
+  for f in (lambda: x.binary_crossentropy_logits(y), lambda: x.sigmoid().binary_crossentropy(y), lambda: x.binary_crossentropy_logits(y, "none")):
+    with pytest.raises(ValueError, match=r"target shape \(4,\) must be the input's \(4, 1\)"): f()
+  # a target that broadcasts into the input's shape is public tinygrad's, and its value is the elementwise one
+  got = Tensor(rnd(3, 4)).binary_crossentropy_logits(Tensor([1.0, 0.0, 1.0, 0.0]), "none")
+  close(got.numpy(), F.binary_cross_entropy_with_logits(torch.tensor(rnd(3, 4)), torch.tensor([1.0, 0.0, 1.0, 0.0]).expand(3, 4), reduction="none").numpy())
+
 def test_loss_arguments_are_checked_like_torch():
   x, y = Tensor(rnd(3, 4)), Tensor([0, 1, 2])
   for f in (lambda: x.cross_entropy(y, reduction="avg"), lambda: x.nll_loss(y, reduction="avg"), lambda: x.sparse_categorical_crossentropy(Tensor([0, 1, 2]), reduction="x"),
@@ -176,6 +200,23 @@ def test_sparse_categorical_crossentropy_broadcasts_labels_against_the_logits_ro
     want = np.mean([F.cross_entropy(torch.tensor(logits)[None], torch.tensor([t]), label_smoothing=ls).item() for t in labels])
     np.testing.assert_allclose(got, want, rtol=1e-5)
   with pytest.raises(ValueError, match="do not broadcast"): Tensor(rnd(3, 16)).sparse_categorical_crossentropy(Tensor([1, 2]))
+
+def test_sparse_categorical_crossentropy_column_labels_raise():
+  # (N, 1) labels of (N, C) logits broadcast both ways, to an (N, N) loss (every label against every row): its mean was
+  # returned without a word (4.6 here where torch's loss of the flattened labels is 0.9); an error now
+  logits, labels = rnd(4, 3), np.array([[1], [0], [2], [0]])
+  with pytest.raises(ValueError, match=r"broadcast to \(4, 4\), larger than both"):
+    Tensor(logits).sparse_categorical_crossentropy(Tensor(labels))
+  close(Tensor(logits).sparse_categorical_crossentropy(Tensor(labels.ravel())).item(), F.cross_entropy(torch.tensor(logits), torch.tensor(labels.ravel())).item())
+
+@pytest.mark.parametrize("ls", [0.0, 0.2])
+def test_sparse_categorical_crossentropy_mean_counts_every_row_the_labels_broadcast_to(ls):
+  # labels that broadcast into the logits' rows (one label for all, or one per leading row) score every row; the mean
+  # divided the sum of those terms by the labels' own count (a scalar label: by 1, so 4x torch's loss here)
+  logits = rnd(2, 4, 3)
+  for labels, full in ((2, [[2] * 4] * 2), ([0, 1, 2, -1], [[0, 1, 2, -100]] * 2), ([[1], [2]], [[1] * 4, [2] * 4])):
+    got = Tensor(logits).sparse_categorical_crossentropy(Tensor(labels), label_smoothing=ls).item()
+    close(got, F.cross_entropy(torch.tensor(logits).permute(0, 2, 1), torch.tensor(full), label_smoothing=ls).item())
 
 # ---- activations, normalisations ----
 @pytest.mark.parametrize("dev", DEVS)
@@ -249,6 +290,15 @@ def test_attention_bool_mask_and_fully_masked_rows_like_torch(dev):
   compare(dev, lambda a, b, c, m: a.scaled_dot_product_attention(b, c, attn_mask=m.detach()),
           lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, attn_mask=m.detach()), q, k, v, fmask)
 
+def test_attention_int_mask_raises():
+  # a 0/1 int mask (a tokenizer's attention_mask) was added to the scores as numbers, so every key was attended to; torch raises
+  q, k, v = Tensor(rnd(3, 4)), Tensor(rnd(5, 4, seed=1)), Tensor(rnd(5, 2, seed=2))
+  mask = np.array([[1, 1, 0, 0, 1]] * 3)
+  for dt in (dtypes.int64, dtypes.int32, dtypes.uint8):
+    with pytest.raises(TypeError, match="attn_mask must be bool"): q.scaled_dot_product_attention(k, v, attn_mask=Tensor(mask).cast(dt))
+  close(q.scaled_dot_product_attention(k, v, attn_mask=Tensor(mask).bool()).numpy(),
+        F.scaled_dot_product_attention(torch.tensor(q.numpy()), torch.tensor(k.numpy()), torch.tensor(v.numpy()), attn_mask=torch.tensor(mask).bool()).numpy())
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_attention_grouped_query_like_torch(dev):
   q, k, v = rnd(2, 6, 3, 4), rnd(2, 2, 5, 4, seed=1), rnd(2, 2, 5, 3, seed=2)
@@ -315,6 +365,13 @@ def test_conv_transpose_checks_arguments():
   with pytest.raises(RuntimeError, match="output_padding"): x.conv_transpose2d(w, output_padding=1)
   with pytest.raises(ValueError, match="input channels"): x.conv_transpose2d(Tensor(rnd(3, 3, 2, 2)))
   with pytest.raises(ValueError, match="groups"): x.conv_transpose2d(w, groups=3)
+
+def test_conv_bias_of_another_size_raises():
+  # a (1,) bias of a 3-channel conv broadcast: one value added to every channel, silently; torch raises
+  x = Tensor(rnd(1, 2, 4, 4))
+  with pytest.raises(ValueError, match=r"bias of shape \(1,\) needs one value per output channel \(3,\)"): x.conv2d(Tensor(rnd(3, 2, 1, 1)), Tensor([1.0]))
+  with pytest.raises(ValueError, match="one value per output channel"): x.conv_transpose2d(Tensor(rnd(2, 3, 1, 1)), Tensor([1.0]))
+  assert x.conv2d(Tensor(rnd(3, 2, 1, 1)), Tensor(rnd(3))).shape == (1, 3, 4, 4)
 
 @pytest.mark.parametrize("dev", DEVS)
 def test_conv_transpose_layers_like_torch(dev):

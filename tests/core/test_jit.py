@@ -791,3 +791,35 @@ def test_constant_state_read_on_other_devices_stays_constant():
   # a write into it would not reach the replays (its capture computes it in the kernels): the next call raises
   arange += 1
   with pytest.raises(JitError, match="tensor of constants"): f(Tensor(np.array([[1, 2]], np.int32), device=devs))
+
+def test_dropout_rate_changed_after_the_capture_raises():
+  # the capture bakes nn.Dropout's p in: `drop.p = 0.9` after it replayed dropping half the elements without a word
+  from tinygrad import nn
+  drop, x = nn.Dropout(0.5), Tensor.ones(4000).contiguous().realize()
+  prev = Tensor.training
+  try:
+    Tensor.training = True
+    f = TinyJit(lambda x: (drop(x) != 0).sum())
+    for _ in range(3): assert 1700 < f(x).item() < 2300
+    drop.p = 0.9
+    with pytest.raises(JitError, match=r"Dropout\.p = 0\.5, now it is 0\.9.*\.reset\(\)"): f(x)
+    f.reset()
+    for _ in range(3): assert f(x).item() < 600
+  finally: Tensor.training = prev
+
+def test_batchnorm_momentum_changed_after_the_capture_raises():
+  # the capture bakes BatchNorm's momentum in: `bn.momentum = 0.5` after it replayed updating the running mean at 0.1
+  from tinygrad import nn
+  bn, x = nn.BatchNorm(2), Tensor(np.arange(8, dtype=np.float32).reshape(4, 2)).realize()
+  prev = Tensor.training
+  try:
+    Tensor.training = True
+    f = TinyJit(lambda x: bn(x).realize(bn.running_mean, bn.running_var))
+    for _ in range(3): f(x)
+    bn.momentum = 0.5
+    before = bn.running_mean.numpy()
+    with pytest.raises(JitError, match=r"BatchNorm\.momentum = 0\.1, now it is 0\.5"): f(x)
+    f.reset()
+    f(x)
+    np.testing.assert_allclose(bn.running_mean.numpy(), 0.5 * before + 0.5 * np.array([3.0, 4.0]), rtol=1e-6)
+  finally: Tensor.training = prev

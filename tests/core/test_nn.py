@@ -210,6 +210,26 @@ def test_groupnorm_groups_need_not_be_whole_channels():
   close(gn(Tensor(x)), ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape), atol=1e-4)
   with pytest.raises(ValueError, match="do not split into 32 groups"): gn(Tensor(rnd(2, 16, 1, 1)))
 
+def test_norms_of_another_channel_count_raise_instead_of_broadcasting():
+  # each norm's per-channel weight (or running statistics) broadcast against an input of another channel count: BatchNorm(3)
+  # of a 1-channel input returned 3 channels, BatchNorm(1) in eval applied channel 0's statistics to all 3, GroupNorm(1, 4)
+  # and RMSNorm(4) widened their input; torch raises for each
+  x1, x3 = Tensor(rnd(4, 1, 5)), Tensor(rnd(4, 3, 5))
+  prev = Tensor.training
+  try:
+    for training in (True, False):
+      Tensor.training = training
+      for bad in (lambda: nn.BatchNorm(3)(x1), lambda: nn.BatchNorm(1)(x3), lambda: nn.BatchNorm(1, affine=False)(x3)):
+        with pytest.raises(ValueError, match="needs C="): bad()
+      assert nn.BatchNorm(3)(x3).shape == (4, 3, 5)
+  finally: Tensor.training = prev
+  # without per-channel tensors there is nothing to mismatch (torch's F.batch_norm without them takes any C)
+  close(nn.BatchNorm(1, affine=False, track_running_stats=False)(x3), nn.BatchNorm(3, affine=False, track_running_stats=False)(x3).numpy())
+  for bad in (lambda: nn.GroupNorm(1, 4)(x1), lambda: nn.GroupNorm(1, 1)(x3)):
+    with pytest.raises(ValueError, match="needs C="): bad()
+  with pytest.raises(ValueError, match="does not end with it"): nn.RMSNorm(4)(Tensor.ones(3, 1))
+  with pytest.raises(ValueError, match="does not end with it"): nn.RMSNorm(1)(Tensor.ones(3, 4))
+
 def test_group_and_instance_norm_of_an_empty_batch():
   # torch gives the empty output (the reshape to (0, groups, -1) raised: -1 is not inferable from 0 elements)
   for m in (nn.GroupNorm(2, 4), nn.InstanceNorm(4)): assert m(Tensor.randn(0, 4, 3)).numpy().shape == (0, 4, 3)

@@ -100,6 +100,18 @@ def test_requires_grad_none_becomes_true_and_buffers_realized():
   assert a.requires_grad is True and opt.params == [a] and opt.buffers == [buf]
   with pytest.raises(ValueError): SGD([buf])
 
+def test_a_buffer_unfrozen_after_construction_raises_instead_of_staying_put():
+  # torch trains a tensor given with requires_grad False once it is set True; here it is a buffer the step never updates,
+  # so its gradient would be dropped silently: an error instead
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0], requires_grad=False)
+  opt = SGD([a, b], lr=0.1)
+  b.requires_grad = True
+  G.backward((a * b).sum())
+  with pytest.raises(RuntimeError, match="requires_grad False"): opt.step()
+  b.grad = None   # unfrozen but unused: nothing is lost
+  opt.step()
+  np.testing.assert_allclose(a.numpy(), [0.7, 1.6], rtol=1e-6)
+
 def test_step_updates_in_place():
   # after the first step the parameter keeps its buffer: later steps assign into it
   a = Tensor([1.0, 2.0], requires_grad=True)
@@ -162,6 +174,28 @@ def test_lr_changed_between_jitted_steps_is_used_or_raises(how):
   step.reset()
   for _ in range(3): step()
   np.testing.assert_allclose(w.numpy(), [0.55, 1.55], rtol=1e-6)
+
+@pytest.mark.parametrize("make, attr, new", [(lambda w: SGD([w], lr=0.1, momentum=0.9), "momentum", 0.0),
+                                             (lambda w: SGD([w], lr=0.1, weight_decay=0.1), "wd", 0.5),
+                                             (lambda w: Adam([w], lr=0.1), "b1", 0.5), (lambda w: AdamW([w], lr=0.1), "wd", 0.0)])
+def test_hyperparameter_changed_between_jitted_steps_raises(make, attr, new):
+  # the capture bakes the Python hyperparameters in: `opt.momentum = 0.0` after it replayed the old momentum without a word
+  from tinygrad import TinyJit
+  from tinygrad.engine.jit import JitError
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  opt = make(w)
+  @TinyJit
+  def step():
+    opt.zero_grad()
+    G.backward((w * w).sum())
+    opt.step()
+  for _ in range(3): step()
+  before = w.numpy()
+  setattr(opt, attr, new)
+  with pytest.raises(JitError, match=rf"{type(opt).__name__}\.{attr} = .*now it is {new}.*\.reset\(\)"): step()
+  np.testing.assert_array_equal(w.numpy(), before)
+  step.reset()
+  step()   # captured again, with the new value
 
 def test_batchnorm_running_stats_use_the_old_weights():
   # the running mean is computed from the forward pass, i.e. from the weights before the step

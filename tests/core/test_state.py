@@ -408,3 +408,22 @@ def test_load_state_dict_does_not_compute_the_init_it_overwrites():
   assert GlobalCounters.kernel_count == 2, "one copy per weight, no random init"
   for k, v in get_state_dict(m).items(): np.testing.assert_array_equal(v.numpy(), sd[k].numpy(), err_msg=k)
   assert base_buffer(m.bias.uop) is old, "a realized parameter is loaded in place"
+
+def test_load_state_dict_of_a_fresh_models_own_tensors_keeps_their_values():
+  # a source that is the model's own lazy parameter (its own state dict loaded back, a weight tied or swapped on load) was
+  # read from the empty buffer that replaces the init: zeros or garbage loaded without an error
+  class Two:
+    def __init__(self): self.a, self.b = nn.Linear(3, 2), nn.Linear(3, 2)
+  Tensor.manual_seed(7)
+  ref = {k: v.numpy() for k, v in get_state_dict(Two()).items()}
+  Tensor.manual_seed(7)
+  m = Two()
+  load_state_dict(m, get_state_dict(m), verbose=False)
+  for k, v in get_state_dict(m).items(): np.testing.assert_array_equal(v.numpy(), ref[k], err_msg=k)
+  Tensor.manual_seed(7)
+  m = Two()
+  sd = get_state_dict(m)
+  load_state_dict(m, {"a.weight": sd["b.weight"], "b.weight": sd["a.weight"], "a.bias": sd["a.bias"], "b.bias": sd["a.bias"]}, verbose=False)
+  np.testing.assert_array_equal(m.a.weight.numpy(), ref["b.weight"])
+  np.testing.assert_array_equal(m.b.weight.numpy(), ref["a.weight"])
+  np.testing.assert_array_equal(m.b.bias.numpy(), ref["a.bias"])

@@ -719,8 +719,8 @@ class TinyJit(Generic[R]):
     if changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]:
       w, v, now = changed[0]
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading {w} = {_fmt_read(v)}, now it is "
-                     f"{_fmt_read(now)}: the capture replays the old value. Keep it one tensor and change its value in place "
-                     "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call .reset() to capture again")
+                     f"{_fmt_read(now)}: the capture replays the old value. " + ("Keep it one tensor and change its value in place "
+                     "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call" if w.endswith(".lr") else "Call") + " .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
     bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
     if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "

@@ -24,6 +24,13 @@ def _check_smoothing(op: str, label_smoothing: float) -> float:
 def _check_labels(op: str, Y: Tensor) -> None:
   if not dtypes.is_int(Y.dtype): raise TypeError(f"{op}: class-index targets need an int dtype, got {Y.dtype}; pass probabilities of the input's shape instead")
 
+def _check_target_shape(op: str, x: Tensor, Y: Tensor) -> None:
+  # torch raises where the target's shape differs; a target that broadcasts into the input's shape stays allowed (public
+  # tinygrad's), one that grows it is an error: (N, 1) logits against (N,) targets gave an (N, N) loss and its mean, silently
+  try: ok = _broadcast_shape(x.shape, Y.shape) == x.shape
+  except ValueError: ok = False
+  if not ok: raise ArgumentError(f"{op}: target shape {Y.shape} must be the input's {x.shape} (or broadcast into it), as torch's")
+
 def _check_label_range(op: str, Y: Tensor, n: int, axis: int, ignore_index: int | None) -> None:
   # CHECK_OOB=1: a label outside 0..n-1 (other than ignore_index) raises as torch's; off, its row matches no class (loss 0)
   if CHECK_OOB: _check_oob(op, Y if ignore_index is None else (Y != ignore_index).where(Y, 0), n, axis, False)
@@ -43,6 +50,7 @@ class LossMixin:
     """-(Y log p + (1-Y) log(1-p)) with p = self (probabilities in [0, 1]); each log is clamped at -100 as torch's BCELoss,
     so p = 0 or 1 gives a finite loss."""
     _check_reduction("binary_crossentropy", reduction)
+    _check_target_shape("binary_crossentropy", self, Y)
     x = self._float()
     out = least_upper_dtype(x.dtype, Y.dtype)
     # float16/bfloat16 in float32, the reduction too, rounded once as torch's (each product and log rounded to float16 the
@@ -58,6 +66,7 @@ class LossMixin:
   def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross entropy on logits (self), computed stably through logsigmoid; pos_weight scales the positive term."""
     _check_reduction("binary_crossentropy_logits", reduction)
+    _check_target_shape("binary_crossentropy_logits", self, Y)
     pos = Y * self.logsigmoid()
     loss = -((pos if pos_weight is None else pos_weight * pos) + (1 - Y) * (-self).logsigmoid())
     return loss._reduce_loss("binary_crossentropy_logits", reduction)
@@ -70,20 +79,26 @@ class LossMixin:
     _check_reduction(op, reduction)
     _check_smoothing(op, label_smoothing)
     _check_labels(op, Y)
-    # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits)
-    try: _broadcast_shape(Y.shape, self.shape[:-1])
+    # labels broadcast against the logits' other axes, as in public tinygrad (a batch of labels for one row of logits), but
+    # not both ways: (N, 1) labels of (N, C) logits made an (N, N) loss, every label against every row, and its mean silently
+    try: out = _broadcast_shape(Y.shape, self.shape[:-1])
     except ValueError: raise ValueError(f"{op}: labels of shape {Y.shape} do not broadcast with logits {self.shape} without the class (last) axis") from None
+    if out not in (Y.shape, self.shape[:-1]):
+      raise ArgumentError(f"{op}: labels of shape {Y.shape} and logits {self.shape} broadcast to {out}, larger than both; labels of the logits' "
+                          f"shape without the class (last) axis {self.shape[:-1]} are expected")
     _check_label_range(op, Y, self.shape[-1], self.ndim - 1, ignore_index)
-    logp, keep = self.log_softmax(-1), Y != ignore_index
+    # (the mask over every row scored: labels () of (N, C) logits are N terms, the mean divided their sum by 1)
+    logp, keep = self.log_softmax(-1), (Y != ignore_index)._broadcast_to(out)
     nll = -(Y._one_hot_at(self.shape[-1], Y.ndim).where(logp, 0).sum(-1))
     # (the smoothing term only with smoothing: 0 * the mean of a row with a masked -inf logit was NaN, torch's loss is finite)
     loss = keep.where((1 - label_smoothing) * nll - label_smoothing * logp.mean(-1) if label_smoothing else nll, 0)
     if reduction == "mean": return loss.sum() / keep.sum()
     return loss.sum() if reduction == "sum" else loss
 
-  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
     """Cross entropy of logits (classes on axis 1, or 0 for a 1-d input, as torch) against class indices (an int Y of the
-    input's shape without the class axis) or class probabilities (a float Y of the input's shape)."""
+    input's shape without the class axis) or class probabilities (a float Y of the input's shape). Class indices equal to
+    ignore_index (torch's -100 by default) add nothing and are left out of the mean, as torch's."""
     op = "cross_entropy"
     _check_reduction(op, reduction)
     _check_smoothing(op, label_smoothing)
@@ -93,13 +108,16 @@ class LossMixin:
       if Y.shape != self.shape[:cdim] + self.shape[cdim + 1:]:   # the shapes first: a (32, 1) target of a (32, 10) input is a shape error
         raise ArgumentError(f"{op}: target shape {Y.shape} is neither the input's {self.shape} (probabilities) nor it without axis {cdim} (class indices)")
       _check_labels(op, Y)
-      _check_label_range(op, Y, n, cdim, None)
+      _check_label_range(op, Y, n, cdim, ignore_index)
       # the target's log-probability picked, not a one-hot product: a masked (-inf) logit of another class gave 0 * -inf =
       # NaN (torch's loss is finite there); the smoothing term reads every class, as torch's (inf with a -inf logit)
       logp = self.log_softmax(cdim)
       loss = -(Y._one_hot_at(n, cdim).where(logp, 0).sum(cdim))
       if label_smoothing: loss = (1 - label_smoothing) * loss - label_smoothing * logp.mean(cdim)
-      return loss._reduce_loss(op, reduction)
+      # (torch's -100 labels (padding) were a loss of 0 counted in the mean, and took the smoothing term: a mean off torch's)
+      keep = Y != ignore_index
+      loss = keep.where(loss, 0)
+      return loss.sum() / keep.sum() if reduction == "mean" else loss._reduce_loss(op, reduction)
     if not dtypes.is_float(Y.dtype): raise TypeError(f"{op}: probability targets need a float dtype, got {Y.dtype}")
     Y = Y * (1 - label_smoothing) + label_smoothing / n
     return (-(self.log_softmax(cdim) * Y).sum(cdim))._reduce_loss(op, reduction)

@@ -490,6 +490,8 @@ class NNMixin:
     _check_positive("conv2d", "groups", (groups,))
     if groups * cin != cin_: raise AssertedArgumentError(f"conv2d: input channels {cin_} != groups ({groups}) * weight in-channels ({cin}) for input {self.shape}, weight {weight.shape}")
     if cout % groups: raise ValueError(f"conv2d: out channels {cout} not divisible by groups {groups}")
+    # (a bias of another size broadcast against the output channels: one value added to all of them); torch raises
+    if bias is not None and prod(bias.shape) != cout: raise ArgumentError(f"conv2d: bias of shape {bias.shape} needs one value per output channel ({cout},)")
     nd = len(hw)
     _check_positive("conv2d", "stride", tuple(make_tuple(stride, nd)))
     _check_positive("conv2d", "dilation", tuple(make_tuple(dilation, nd)))
@@ -590,6 +592,10 @@ class NNMixin:
     if min(self.ndim, key.ndim, value.ndim) < 2: raise ValueError(f"scaled_dot_product_attention: query {self.shape}, key {key.shape}, value {value.shape} need >= 2 dims")
     if not 0 <= dropout_p <= 1: raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None: raise RuntimeError("scaled_dot_product_attention: attn_mask cannot be given with is_causal=True; pass one of them")
+    # an int mask (a tokenizer's 0/1 attention_mask) was added to the scores as numbers, attending everywhere: torch raises
+    if attn_mask is not None and not (attn_mask.dtype == dtypes.bool or dtypes.is_float(attn_mask.dtype)):
+      raise TypeError(f"scaled_dot_product_attention: attn_mask must be bool (True attends) or float (added), got {attn_mask.dtype}; "
+                      "for a 0/1 int mask pass mask.bool()")
     if enable_gqa and self.ndim >= 3:
       hq, hk, hv = self.shape[-3], key.shape[-3], value.shape[-3]
       if hk == 0 or hv == 0 or hq % hk or hq % hv: raise RuntimeError(f"scaled_dot_product_attention: key/value heads {hk}/{hv} must divide the query heads {hq} (enable_gqa)")

@@ -7,7 +7,7 @@ would otherwise be one graph node and share one gradient.
 from __future__ import annotations
 import math
 from typing import Any
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, note_host_read
 from tinygrad.mixin.indexing import _check_oob
 from tinygrad.dtype import dtypes, DType, least_upper_dtype, OPMATH_F32, NO_NUMPY
 from tinygrad.helpers import prod, make_tuple, all_int
@@ -97,7 +97,7 @@ class BatchNorm:
   torch's cumulative average (each batch weighs 1/num_batches_tracked).
   """
   def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float | None = 0.1):
-    self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
+    self.eps, self.track_running_stats, self.momentum, self.num_features = eps, track_running_stats, momentum, sz
     self.weight: Tensor | None = _full((sz,), 1.0) if affine else None
     self.bias: Tensor | None = _full((sz,), 0.0) if affine else None
     # a 0-d counter, as torch's and public tinygrad's (a checkpoint's () entry round-trips unchanged); int32 so every device has it
@@ -114,6 +114,13 @@ class BatchNorm:
     dev, mean, var = _f32(x)._centered(tuple(i for i in range(x.ndim) if i != 1))
     return dev, mean.reshape(-1), var.reshape(-1)
   def __call__(self, x: Tensor) -> Tensor:
+    # per-channel weights or statistics of another channel count broadcast against x's instead (BatchNorm(3) of a 1-channel
+    # input gave 3 channels, BatchNorm(1) in eval applied one channel's statistics to all): torch raises
+    if (self.weight is not None or self.track_running_stats) and (x.ndim < 2 or isinstance(x.shape[1], int) and x.shape[1] != self.num_features):
+      raise ValueError(f"BatchNorm({self.num_features}): input shape {x.shape} needs C={self.num_features} at axis 1")
+    # (a TinyJit capture bakes these in: a replay after `bn.momentum = 0.01` raises instead of updating at the old rate)
+    note_host_read("BatchNorm.momentum", lambda: self.momentum, self.momentum)
+    note_host_read("BatchNorm.eps", lambda: self.eps, self.eps)
     batch = not (self.track_running_stats and not Tensor.training)
     # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
     if batch and x.ndim >= 2 and all_int(x.shape) and x.shape[1] and x.numel() == x.shape[1]:   # (a symbolic batch: unchecked)
@@ -164,6 +171,9 @@ class RMSNorm:
     self.weight: Tensor | None = _full((dim,), 1.0) if elementwise_affine else None
   def _norm(self, x: Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
   def __call__(self, x: Tensor) -> Tensor:
+    # (a weight of another size broadcast against the last axis: RMSNorm(4) of (3, 1) gave (3, 4)); torch raises
+    if self.weight is not None and (x.ndim < 1 or isinstance(x.shape[-1], int) and x.shape[-1] != self.weight.shape[0]):
+      raise ValueError(f"RMSNorm({self.weight.shape[0]}): input shape {x.shape} does not end with it")
     # in float32 at least (float16/bfloat16 rounded once, as public tinygrad); float64 stays float64 (x.float() cast it
     # down: 8e-8 relative off torch's float64 RMSNorm)
     x = self._norm(x.cast(least_upper_dtype(x.dtype, dtypes.float32))).cast(x.dtype)
@@ -179,6 +189,9 @@ class GroupNorm:
     self.bias: Tensor | None = _full((num_channels,), 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     # (each group's size spelled out: -1 cannot be inferred for an empty batch, which torch allows)
+    # (the weight and bias of another channel count broadcast against x's: GroupNorm(1, 4) of a 1-channel input gave 4)
+    if self.weight is not None and (x.ndim < 2 or isinstance(x.shape[1], int) and x.shape[1] != self.num_channels):
+      raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): input shape {x.shape} needs C={self.num_channels} at axis 1")
     if isinstance(n := prod(x.shape[1:]), int) and n % self.num_groups:
       raise ValueError(f"GroupNorm: {n} values per sample {x.shape[1:]} do not split into {self.num_groups} groups")
     x = x.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups).layernorm(-1, self.eps).reshape(x.shape)
@@ -241,6 +254,8 @@ class Dropout:
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     self.p = p
   def __call__(self, x: Tensor) -> Tensor:
+    # (a TinyJit capture bakes p in: a replay after `drop.p = 0.1` raises instead of dropping at the old rate)
+    note_host_read("Dropout.p", lambda: self.p, self.p)
     if self.p == 0 or not Tensor.training: return x
     return x * 0 if self.p == 1 else x.dropout(self.p)
 

@@ -5,6 +5,7 @@ A step builds every new parameter and state value lazily, writes each with `assi
 `Tensor.realize(...)` so the whole update is scheduled (and fused) together.
 """
 from __future__ import annotations
+import functools
 from typing import Any
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes, DType
@@ -27,6 +28,8 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   if multi: ret = ret.shard_like(t) if shape == t.shape else ret.shard(t.device)
   ret.requires_grad = False
   return ret
+
+def _plain(v: Any) -> bool: return type(v) in (bool, int, float) or type(v) is tuple and all(type(x) in (bool, int, float) for x in v)
 
 def _realize_unaliased(ts: list[Tensor]) -> None:
   # two tensors with the same (hash-consed) graph would realize into one buffer: give the repeats their own
@@ -76,6 +79,16 @@ class Optimizer:
     """Assign the updated parameters and state; returns every tensor the step must realize (nothing runs yet)."""
     missing = [i for i, p in enumerate(self.params) if p.grad is None]
     if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
+    # a tensor given with requires_grad False is a buffer, never updated: unfrozen later (torch then trains it) its step
+    # would be skipped without a word, as public tinygrad's (which picks the parameters once too)
+    thawed = [i for i, b in enumerate(self.buffers) if b.requires_grad and b.grad is not None]
+    if thawed: raise RuntimeError(f"buffer(s) {thawed} of {len(self.buffers)} were given to the optimizer with requires_grad False (never "
+                                  "updated) and now have requires_grad and a .grad: build the optimizer after setting requires_grad")
+    # the hyperparameters a TinyJit capture bakes in (momentum, weight decay, betas ...): a replay after `opt.momentum = 0.5`
+    # raises instead of stepping with the old value, as for a float lr (_lr)
+    from tinygrad.tensor import note_host_read
+    for k, v in vars(self).items():
+      if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", functools.partial(getattr, self, k, None), v)
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)

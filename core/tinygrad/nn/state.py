@@ -94,11 +94,15 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
   # each model tensor gets its own buffer first, so the loaded value is copied in rather than aliased: an unrealized one (its
   # init, a random uniform, which the load overwrites whole) a new empty buffer, not its init computed (GPT-2 small: 124M
   # random numbers, ~3 s), a view its own copy, in one realize (one each re-walked every live graph: 5 s for GPT-2)
-  for _, v in todo:
-    if v._view_of is None and not v._is_realized(): v.replace(v.empty_like())
+  fresh = [v for _, v in todo if v._view_of is None and not v._is_realized()]
+  # a source that is one of those tensors (the model's own state dict, a weight tied on load) keeps its value: its graph,
+  # taken before the empty buffer replaces it (the tensor itself read that buffer: zeros or garbage loaded, silently)
+  fresh_ids = {id(v) for v in fresh}
+  srcs = {k: Tensor(state_dict[k].uop) if id(state_dict[k]) in fresh_ids else state_dict[k] for k, _ in todo}
+  for v in fresh: v.replace(v.empty_like())
   if todo: Tensor.realize(*[v for _, v in todo])
   for k, v in todo:
-    src = state_dict[k]
+    src = srcs[k]
     # onto v's device, or sharded the way v is (also from a checkpoint sharded another way)
     src = Tensor(to_layout(src.uop, v.device, v.uop.arg)) if isinstance(v.device, tuple) else src.to(v.device)
     v.assign(src.cast(v.dtype) if src.dtype != v.dtype else src)
