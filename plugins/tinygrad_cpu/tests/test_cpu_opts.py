@@ -290,23 +290,17 @@ def test_matvec_along_columns_reads_wide_row_strips():
   assert [o for o in opts if o.op is OptOps.UPCAST] == [Opt(OptOps.UPCAST, 0, lanes)], opts
 
 @pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
-@pytest.mark.parametrize("k, n", [(768, 3072), (64, 128), (100, 80), (65, 64), (300, 1088)])
-def test_matvec_along_columns_matches_numpy(device, k, n):
+@pytest.mark.parametrize("k, n, along_rows", [(768, 3072, False), (64, 128, False), (100, 80, False), (65, 64, False), (300, 1088, False),
+                                              (192, 1000, True), (64, 12, True), (256, 20, True), (768, 50, True), (80, 33, True)])
+def test_matvec_matches_numpy(device, k, n, along_rows):
+  # one row of x against W (k x n), or against W.T with W (n x k) as a classifier head's; and W's column sums
   rng = np.random.default_rng(k + n)
-  x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((n, k) if along_rows else (k, n)).astype(np.float32)
   method_cache.clear()
-  got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device)).numpy()
-  np.testing.assert_allclose(got, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
-  np.testing.assert_allclose(Tensor(w, device=device).sum(0).numpy(), w.astype(np.float64).sum(0), rtol=1e-5, atol=1e-4)
-
-@pytest.mark.parametrize("device", ["CPU", "CPU:CLANG"])
-@pytest.mark.parametrize("n, k", [(1000, 192), (12, 64), (20, 256), (50, 768), (33, 80)])
-def test_head_matches_numpy(device, n, k):
-  rng = np.random.default_rng(n + k)
-  x, w = rng.standard_normal((1, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
-  method_cache.clear()
-  got = (Tensor(x, device=_dev(device)) @ Tensor(w, device=device).T).numpy()
-  np.testing.assert_allclose(got, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
+  tw = Tensor(w, device=device)
+  got = (Tensor(x, device=_dev(device)) @ (tw.T if along_rows else tw)).numpy()
+  np.testing.assert_allclose(got, x.astype(np.float64) @ (w.T if along_rows else w).astype(np.float64), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(tw.sum(0).numpy(), w.astype(np.float64).sum(0), rtol=1e-5, atol=1e-4)
 
 @pytest.mark.parametrize("m, rows", [(5, 5), (8, 8), (12, 6), (7, 7)])
 def test_few_rows_linear_blocks_the_rows(m, rows):
