@@ -403,6 +403,12 @@ def test_randperm_positions_are_uniform():
   assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
   with pytest.raises(ValueError, match="int dtype"): Tensor.randperm(4, dtype=dtypes.float32)
 
+def test_randperm_indices_that_do_not_fit_the_dtype_raise():
+  # were cast with wraparound: randperm(300, dtype=int8) held repeats and negatives, not a permutation (torch raises)
+  with pytest.raises(ValueError, match="do not fit int8"): Tensor.randperm(300, dtype=dtypes.int8)
+  with pytest.raises(ValueError, match="do not fit uint8"): Tensor.randperm(257, dtype=dtypes.uint8)
+  assert sorted(Tensor.randperm(256, dtype=dtypes.uint8).tolist()) == list(range(256))
+
 @pytest.mark.parametrize("dev", ["CPU", "WEBGPU"])
 def test_seed_and_draw_after_the_device_registry_was_reset(dev):
   # Device.reset() forgets opened devices; a state buffer of the old device must be dropped, not assigned (the suite

@@ -163,6 +163,8 @@ class RandomMixin:
     dt = Tensor._random_dtype("randperm", dtype, "int")
     _requires_grad_kwarg("randperm", kwargs)
     if n < 0: raise ValueError(f"randperm: n must be >= 0, got {n}")
+    # like torch: n-1 must fit the dtype, else the cast wraps large indices into repeats
+    if n - 1 > dtypes.max(dt): raise ValueError(f"randperm: {n} indices do not fit {_dtname(dt)} (max {dtypes.max(dt)}); use a wider dtype")
     if n == 0: return Tensor.zeros(0, dtype=dt, device=device)
     keys = Tensor._random_bits((n,), device)[0]
     return Tensor._rank_select(keys.unsqueeze(0), n)[0].cast(dt)
