@@ -177,6 +177,18 @@ def test_uniform_stays_below_high(dtype, low, high):
   assert _below(1.0, dtypes.float16) == 1 - 2**-11 and _below(1.0, dtypes.bfloat16) == 1 - 2**-8 and _below(0.0, dtypes.float32) == -2.0**-149
   assert _below(0.7, dtypes.float32) == float(np.float32(0.7)) and _below(-1.0, dtypes.float16) == -(1 + 2**-10)
 
+def test_uniform_bounds_out_of_range_raise():
+  # (as torch) uniform(0, 1e5, dtype=half) drew inf a third of the time, and float32 (-3e38, 3e38) only 3e38 (its span
+  # overflowed float32 to inf and the clamp below high caught every draw)
+  from tinygrad.mixin.common import ArgumentError
+  for low, high, dt in ((0, 1e5, dtypes.float16), (-3e38, 3e38, dtypes.float32), (0, math.inf, dtypes.float32), (-1e39, 0, dtypes.float32)):
+    with pytest.raises(ArgumentError, match="out of range"): Tensor.uniform(4, low=low, high=high, dtype=dt)
+  x = Tensor.uniform(10_000, low=-1.7e38, high=1.7e38).numpy()
+  assert np.isfinite(x).all() and x.min() < -1e38 and x.max() > 1e38
+  assert np.isfinite(Tensor.uniform(1000, low=-65504, high=65504, dtype=dtypes.float16).numpy()).all()
+  x = Tensor.uniform(1000, low=-1e300, high=1e300, dtype=dtypes.float64).numpy()
+  assert np.isfinite(x).all() and x.min() < -1e299
+
 def test_uniform_float64_uses_the_float64_generator():
   # drawn as float32 and cast, a float64 uniform had float32's grid: (100, 101) took only ~2**17 distinct values
   Tensor.manual_seed(6)

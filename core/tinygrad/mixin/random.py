@@ -211,6 +211,9 @@ class RandomMixin:
     u = Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs)   # (checks the shape first)
     # (torch: from <= to; public tinygrad: low < high, an empty range draws nothing)
     if not low < high: raise ArgumentError(f"uniform: low ({low}) must be less than high ({high})")
+    # (as torch) bounds past the dtype's range drew inf, and a span past float32's (-3e38, 3e38) drew only values next to high
+    if not all(math.isfinite(truncate_float(v, d)) for v, d in ((low, dt), (high, dt), (high - low, u.dtype)) if dtypes.is_float(d)):
+      raise ArgumentError(f"uniform: [{low}, {high}) is out of range: the bounds must be finite in {_dtname(dt)} and high - low in {_dtname(u.dtype)}")
     ret = (u * (high - low) + low).cast(dt)
     # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
     # 2**18): the largest value below high instead, as if rounded down
