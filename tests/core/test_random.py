@@ -391,6 +391,16 @@ def test_multinomial_without_replacement_matches_sequential_draws():
   full = Tensor([5.0, 0.0, 1.0]).multinomial(3).numpy()
   assert sorted(full) == [0, 1, 2] and full[2] == 1   # the zero-weight category comes last
 
+@pytest.mark.parametrize("scale,dtype", [(1e38, dtypes.float32), (2e4, dtypes.float16), (1e-40, dtypes.float32)])
+def test_multinomial_keeps_the_law_at_extreme_weights(scale, dtype):
+  # weights w*scale are the law of w: the cumsum of [1e38, 3e38] overflowed to inf and drew only the first finite-cdf index
+  # (half [2e4, 6e4] too), and without replacement log(u)/w of weights near 1e-40 was -inf for all, a tie the first index won
+  Tensor.manual_seed(14)
+  w = np.array([[1.0, 3.0]] * 2000) * scale
+  with_r = Tensor(w[0], dtype=dtype).multinomial(4000, replacement=True).numpy()
+  no_r = Tensor(w, dtype=dtype).multinomial(1).numpy()[:, 0]
+  for s in (with_r, no_r): assert chi2(np.bincount(s, minlength=2).astype(np.float64), np.array([0.25, 0.75])) < chi2_crit(1)
+
 def test_multinomial_errors():
   # ValueError, torch's RuntimeError and the AssertionError of public tinygrad's asserts
   for exc in (ValueError, RuntimeError, AssertionError):

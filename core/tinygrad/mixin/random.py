@@ -185,6 +185,11 @@ class RandomMixin:
     if self.ndim not in (1, 2): raise AssertedArgumentError(f"multinomial needs 1-d or 2-d weights, got shape {self.shape}")
     if num_samples < 1: raise AssertedArgumentError(f"multinomial: num_samples must be >= 1, got {num_samples}")
     w = (self.unsqueeze(0) if self.ndim == 1 else self)._float()
+    if w.dtype.itemsize < 4: w = w.cast(dtypes.float32)   # (a half cumsum overflows past 65504)
+    # each row over its largest weight: the cumsum of [3e38, 3e38] was inf (always index 1), and log(u)/w of weights near
+    # 1e-40 was -inf for all (a tie, won by the lowest index); rows with no positive weight stay as they are
+    top = w.max(1, keepdim=True)
+    w = w / (top > 0).where(top, 1)
     b, n = w.shape
     if n == 0: raise AssertedArgumentError(f"multinomial: the weights have no categories (shape {self.shape})")
     if not replacement and num_samples > n:
