@@ -401,6 +401,16 @@ def test_multinomial_keeps_the_law_at_extreme_weights(scale, dtype):
   no_r = Tensor(w, dtype=dtype).multinomial(1).numpy()[:, 0]
   for s in (with_r, no_r): assert chi2(np.bincount(s, minlength=2).astype(np.float64), np.array([0.25, 0.75])) < chi2_crit(1)
 
+def test_manual_seed_out_of_64_bits_raises():
+  # the key took the seed's low 64 bits: manual_seed(2**64) drew manual_seed(0)'s numbers (torch raises)
+  for bad in (2**64, -2**63 - 1, 1.5):
+    with pytest.raises(ValueError, match="seed must be an int"): Tensor.manual_seed(bad)
+  Tensor.manual_seed(-1)
+  a = Tensor.rand(4).numpy()
+  Tensor.manual_seed(2**64 - 1)   # torch's wrap of -1, the same 64 bits
+  np.testing.assert_equal(Tensor.rand(4).numpy(), a)
+  Tensor.manual_seed(0)
+
 def test_multinomial_errors():
   # ValueError, torch's RuntimeError and the AssertionError of public tinygrad's asserts
   for exc in (ValueError, RuntimeError, AssertionError):

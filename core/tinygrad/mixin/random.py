@@ -3,6 +3,7 @@
 from __future__ import annotations
 import math
 import functools
+import operator
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
 from tinygrad.helpers import prod, argfix, all_int
@@ -47,6 +48,10 @@ class RandomMixin:
   def manual_seed(seed: int = 0) -> None:
     """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
     from tinygrad.device import Device
+    # (as torch) the key is the seed's 64 bits: 2**64 was silently the stream of 0; a float failed on '&' in the first draw
+    if hasattr(type(seed), "__index__"): seed = operator.index(seed)   # (numpy ints too)
+    if not isinstance(seed, int) or not -2**63 <= seed < 2**64:
+      raise ValueError(f"manual_seed: seed must be an int in [-2**63, 2**64), got {seed!r}")
     Tensor._seed = seed
     for dev, (opened, st) in list(Tensor._rng_states.items()):
       if Device.opened(dev) is opened: st.assign(Tensor._rng_init(dev)).realize()
