@@ -177,6 +177,18 @@ def test_uniform_stays_below_high(dtype, low, high):
   assert _below(1.0, dtypes.float16) == 1 - 2**-11 and _below(1.0, dtypes.bfloat16) == 1 - 2**-8 and _below(0.0, dtypes.float32) == -2.0**-149
   assert _below(0.7, dtypes.float32) == float(np.float32(0.7)) and _below(-1.0, dtypes.float16) == -(1 + 2**-10)
 
+def test_uniform_bounds_out_of_range_raise():
+  # (as torch) uniform(0, 1e5, dtype=half) drew inf a third of the time, and float32 (-3e38, 3e38) only 3e38 (its span
+  # overflowed float32 to inf and the clamp below high caught every draw)
+  from tinygrad.mixin.common import ArgumentError
+  for low, high, dt in ((0, 1e5, dtypes.float16), (-3e38, 3e38, dtypes.float32), (0, math.inf, dtypes.float32), (-1e39, 0, dtypes.float32)):
+    with pytest.raises(ArgumentError, match="out of range"): Tensor.uniform(4, low=low, high=high, dtype=dt)
+  x = Tensor.uniform(10_000, low=-1.7e38, high=1.7e38).numpy()
+  assert np.isfinite(x).all() and x.min() < -1e38 and x.max() > 1e38
+  assert np.isfinite(Tensor.uniform(1000, low=-65504, high=65504, dtype=dtypes.float16).numpy()).all()
+  x = Tensor.uniform(1000, low=-1e300, high=1e300, dtype=dtypes.float64).numpy()
+  assert np.isfinite(x).all() and x.min() < -1e299
+
 def test_uniform_float64_uses_the_float64_generator():
   # drawn as float32 and cast, a float64 uniform had float32's grid: (100, 101) took only ~2**17 distinct values
   Tensor.manual_seed(6)
@@ -379,6 +391,26 @@ def test_multinomial_without_replacement_matches_sequential_draws():
   full = Tensor([5.0, 0.0, 1.0]).multinomial(3).numpy()
   assert sorted(full) == [0, 1, 2] and full[2] == 1   # the zero-weight category comes last
 
+@pytest.mark.parametrize("scale,dtype", [(1e38, dtypes.float32), (2e4, dtypes.float16), (1e-40, dtypes.float32)])
+def test_multinomial_keeps_the_law_at_extreme_weights(scale, dtype):
+  # weights w*scale are the law of w: the cumsum of [1e38, 3e38] overflowed to inf and drew only the first finite-cdf index
+  # (half [2e4, 6e4] too), and without replacement log(u)/w of weights near 1e-40 was -inf for all, a tie the first index won
+  Tensor.manual_seed(14)
+  w = np.array([[1.0, 3.0]] * 2000) * scale
+  with_r = Tensor(w[0], dtype=dtype).multinomial(4000, replacement=True).numpy()
+  no_r = Tensor(w, dtype=dtype).multinomial(1).numpy()[:, 0]
+  for s in (with_r, no_r): assert chi2(np.bincount(s, minlength=2).astype(np.float64), np.array([0.25, 0.75])) < chi2_crit(1)
+
+def test_manual_seed_out_of_64_bits_raises():
+  # the key took the seed's low 64 bits: manual_seed(2**64) drew manual_seed(0)'s numbers (torch raises)
+  for bad in (2**64, -2**63 - 1, 1.5):
+    with pytest.raises(ValueError, match="seed must be an int"): Tensor.manual_seed(bad)
+  Tensor.manual_seed(-1)
+  a = Tensor.rand(4).numpy()
+  Tensor.manual_seed(2**64 - 1)   # torch's wrap of -1, the same 64 bits
+  np.testing.assert_equal(Tensor.rand(4).numpy(), a)
+  Tensor.manual_seed(0)
+
 def test_multinomial_errors():
   # ValueError, torch's RuntimeError and the AssertionError of public tinygrad's asserts
   for exc in (ValueError, RuntimeError, AssertionError):
@@ -402,6 +434,12 @@ def test_randperm_positions_are_uniform():
     assert chi2(np.bincount(firsts[:, pos], minlength=5).astype(np.float64), np.full(5, 0.2)) < chi2_crit(4)
   assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(4, dtype=dtypes.int64).dtype == dtypes.int64
   with pytest.raises(ValueError, match="int dtype"): Tensor.randperm(4, dtype=dtypes.float32)
+
+def test_randperm_indices_that_do_not_fit_the_dtype_raise():
+  # were cast with wraparound: randperm(300, dtype=int8) held repeats and negatives, not a permutation (torch raises)
+  with pytest.raises(ValueError, match="do not fit int8"): Tensor.randperm(300, dtype=dtypes.int8)
+  with pytest.raises(ValueError, match="do not fit uint8"): Tensor.randperm(257, dtype=dtypes.uint8)
+  assert sorted(Tensor.randperm(256, dtype=dtypes.uint8).tolist()) == list(range(256))
 
 @pytest.mark.parametrize("dev", ["CPU", "WEBGPU"])
 def test_seed_and_draw_after_the_device_registry_was_reset(dev):

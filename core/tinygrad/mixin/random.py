@@ -3,6 +3,7 @@
 from __future__ import annotations
 import math
 import functools
+import operator
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
 from tinygrad.helpers import prod, argfix, all_int
@@ -47,6 +48,10 @@ class RandomMixin:
   def manual_seed(seed: int = 0) -> None:
     """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
     from tinygrad.device import Device
+    # (as torch) the key is the seed's 64 bits: 2**64 was silently the stream of 0; a float failed on '&' in the first draw
+    if hasattr(type(seed), "__index__"): seed = operator.index(seed)   # (numpy ints too)
+    if not isinstance(seed, int) or not -2**63 <= seed < 2**64:
+      raise ValueError(f"manual_seed: seed must be an int in [-2**63, 2**64), got {seed!r}")
     Tensor._seed = seed
     for dev, (opened, st) in list(Tensor._rng_states.items()):
       if Device.opened(dev) is opened: st.assign(Tensor._rng_init(dev)).realize()
@@ -163,6 +168,8 @@ class RandomMixin:
     dt = Tensor._random_dtype("randperm", dtype, "int")
     _requires_grad_kwarg("randperm", kwargs)
     if n < 0: raise ValueError(f"randperm: n must be >= 0, got {n}")
+    # like torch: n-1 must fit the dtype, else the cast wraps large indices into repeats
+    if n - 1 > dtypes.max(dt): raise ValueError(f"randperm: {n} indices do not fit {_dtname(dt)} (max {dtypes.max(dt)}); use a wider dtype")
     if n == 0: return Tensor.zeros(0, dtype=dt, device=device)
     keys = Tensor._random_bits((n,), device)[0]
     return Tensor._rank_select(keys.unsqueeze(0), n)[0].cast(dt)
@@ -183,6 +190,11 @@ class RandomMixin:
     if self.ndim not in (1, 2): raise AssertedArgumentError(f"multinomial needs 1-d or 2-d weights, got shape {self.shape}")
     if num_samples < 1: raise AssertedArgumentError(f"multinomial: num_samples must be >= 1, got {num_samples}")
     w = (self.unsqueeze(0) if self.ndim == 1 else self)._float()
+    if w.dtype.itemsize < 4: w = w.cast(dtypes.float32)   # (a half cumsum overflows past 65504)
+    # each row over its largest weight: the cumsum of [3e38, 3e38] was inf (always index 1), and log(u)/w of weights near
+    # 1e-40 was -inf for all (a tie, won by the lowest index); rows with no positive weight stay as they are
+    top = w.max(1, keepdim=True)
+    w = w / (top > 0).where(top, 1)
     b, n = w.shape
     if n == 0: raise AssertedArgumentError(f"multinomial: the weights have no categories (shape {self.shape})")
     if not replacement and num_samples > n:
@@ -209,6 +221,9 @@ class RandomMixin:
     u = Tensor.rand(*shape, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32, **kwargs)   # (checks the shape first)
     # (torch: from <= to; public tinygrad: low < high, an empty range draws nothing)
     if not low < high: raise ArgumentError(f"uniform: low ({low}) must be less than high ({high})")
+    # (as torch) bounds past the dtype's range drew inf, and a span past float32's (-3e38, 3e38) drew only values next to high
+    if not all(math.isfinite(truncate_float(v, d)) for v, d in ((low, dt), (high, dt), (high - low, u.dtype)) if dtypes.is_float(d)):
+      raise ArgumentError(f"uniform: [{low}, {high}) is out of range: the bounds must be finite in {_dtname(dt)} and high - low in {_dtname(u.dtype)}")
     ret = (u * (high - low) + low).cast(dt)
     # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
     # 2**18): the largest value below high instead, as if rounded down
