@@ -69,6 +69,16 @@ def test_gather_scatter_scatter_reduce(shape):
       check(T(x).scatter_reduce(dim, T(idx), T(src), red, include_self=inc), x.scatter_reduce(dim, idx, src, red, include_self=inc),
             rtol=1e-4, atol=1e-5)
 
+def test_gather_scatter_of_a_0d_tensor():
+  # torch's 0-d gather/scatter take dim 0 (or -1) and a 0-d index; gather raised IndexError (tuple index out of range)
+  x = torch.tensor(3.5)
+  for d in (0, -1):
+    check(T(x).gather(d, Tensor(0)), x.gather(d, torch.tensor(0)))
+    check(T(x).scatter(d, Tensor(0), 7.0), x.scatter(d, torch.tensor(0), 7.0))
+  t = Tensor(3.5, requires_grad=True)
+  (t.gather(0, Tensor(0)) * 2.0).backward()
+  assert t.grad.item() == 2.0
+
 def test_scatter_without_duplicates_matches_torch():
   # (with duplicate targets torch's scatter keeps an unspecified one of them)
   x, src = rand((4, 5)), rand((2, 5))
