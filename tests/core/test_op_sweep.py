@@ -157,6 +157,16 @@ def test_out_of_range_indices_read_zero_or_raise_with_check_oob():
       t.realize()
     check(T(x)[Tensor([-1, 0])], x[torch.tensor([-1, 0])])   # (negative ones in range wrap, as torch)
 
+def test_masked_fill_of_another_kind_raises():
+  # torch keeps self's dtype (int.masked_fill(m, 2.5) is 2), public tinygrad promotes (2.5): ours gave the float 2.5 silently
+  m = torch.tensor([True, False])
+  for t, v in [(torch.tensor([1, 2]), 2.5), (torch.tensor([1, 2], dtype=torch.uint8), math.inf), (torch.tensor([True, False]), 300)]:
+    with pytest.raises(TypeError, match="masked_fill"): T(t).masked_fill(T(m), v)
+  with pytest.raises(TypeError, match="masked_fill"): T(torch.tensor([1, 2], dtype=torch.int8)).masked_fill(T(m), Tensor(2.5))
+  for t, v in [(torch.tensor([1, 2]), 5), (torch.tensor([1, 2]), True), (torch.tensor([1.0, 2.0]), 5), (torch.tensor([True, False]), False)]:
+    check(T(t).masked_fill(T(m), v), t.masked_fill(m, v), dtype=True)
+  check(T(torch.tensor([1.0, 2.0], dtype=torch.float16)).masked_fill(T(m), -inf), torch.tensor([-inf, 2.0], dtype=torch.float16), dtype=True)
+
 def test_masks_where_nonzero_repeat_interleave():
   x = rand((3, 4))
   m = torch.tensor([[True, False, True, False]])
