@@ -69,6 +69,16 @@ def test_gather_scatter_scatter_reduce(shape):
       check(T(x).scatter_reduce(dim, T(idx), T(src), red, include_self=inc), x.scatter_reduce(dim, idx, src, red, include_self=inc),
             rtol=1e-4, atol=1e-5)
 
+def test_gather_scatter_of_a_0d_tensor():
+  # torch's 0-d gather/scatter take dim 0 (or -1) and a 0-d index; gather raised IndexError (tuple index out of range)
+  x = torch.tensor(3.5)
+  for d in (0, -1):
+    check(T(x).gather(d, Tensor(0)), x.gather(d, torch.tensor(0)))
+    check(T(x).scatter(d, Tensor(0), 7.0), x.scatter(d, torch.tensor(0), 7.0))
+  t = Tensor(3.5, requires_grad=True)
+  (t.gather(0, Tensor(0)) * 2.0).backward()
+  assert t.grad.item() == 2.0
+
 def test_scatter_without_duplicates_matches_torch():
   # (with duplicate targets torch's scatter keeps an unspecified one of them)
   x, src = rand((4, 5)), rand((2, 5))
@@ -146,6 +156,16 @@ def test_out_of_range_indices_read_zero_or_raise_with_check_oob():
       t[Tensor([2])] = 1.0
       t.realize()
     check(T(x)[Tensor([-1, 0])], x[torch.tensor([-1, 0])])   # (negative ones in range wrap, as torch)
+
+def test_masked_fill_of_another_kind_raises():
+  # torch keeps self's dtype (int.masked_fill(m, 2.5) is 2), public tinygrad promotes (2.5): ours gave the float 2.5 silently
+  m = torch.tensor([True, False])
+  for t, v in [(torch.tensor([1, 2]), 2.5), (torch.tensor([1, 2], dtype=torch.uint8), math.inf), (torch.tensor([True, False]), 300)]:
+    with pytest.raises(TypeError, match="masked_fill"): T(t).masked_fill(T(m), v)
+  with pytest.raises(TypeError, match="masked_fill"): T(torch.tensor([1, 2], dtype=torch.int8)).masked_fill(T(m), Tensor(2.5))
+  for t, v in [(torch.tensor([1, 2]), 5), (torch.tensor([1, 2]), True), (torch.tensor([1.0, 2.0]), 5), (torch.tensor([True, False]), False)]:
+    check(T(t).masked_fill(T(m), v), t.masked_fill(m, v), dtype=True)
+  check(T(torch.tensor([1.0, 2.0], dtype=torch.float16)).masked_fill(T(m), -inf), torch.tensor([-inf, 2.0], dtype=torch.float16), dtype=True)
 
 def test_masks_where_nonzero_repeat_interleave():
   x = rand((3, 4))

@@ -216,7 +216,12 @@ class ElementwiseMixin:
     cond, x_, y_ = cond._broadcast_to(shape), x_._broadcast_to(shape), y_._broadcast_to(shape)
     return Tensor(UOp(Ops.WHERE, x_.dtype, (cond.uop, x_.uop, y_.uop)))
   def masked_fill(self: Tensor, mask: Tensor, value: Tensor | ConstType) -> Tensor:
-    """`value` where mask is True, else self."""
+    """`value` where mask is True, else self. A value of another kind than self (a float into an int or bool tensor, a
+    number into a bool one) raises: torch casts it to self's dtype (2.5 -> 2), public tinygrad promotes (2.5 stays)."""
+    vdt = value.dtype if isinstance(value, Tensor) else dtypes.from_py(value)
+    if (dtypes.is_float(vdt) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool and vdt != dtypes.bool):
+      raise OpDTypeError(f"masked_fill: a {vdt} value into a {self.dtype} tensor (torch keeps {self.dtype}, casting the value; public "
+                         f"tinygrad promotes to {least_upper_dtype(vdt, self.dtype)}); cast the value to {self.dtype} or the tensor to {vdt} first")
     return mask.where(value, self)
 
   # ---- comparisons (bool results) ----

@@ -319,6 +319,8 @@ class IndexingMixin:
     if index.ndim != self.ndim: raise ArgumentError(f"gather: index shape {index.shape} and input shape {self.shape} need the same number of dims")
     if any(a > b for i, (a, b) in enumerate(zip(index.shape, self.shape)) if i != d):
       raise ArgumentError(f"gather: index shape {index.shape} is larger than input shape {self.shape} outside dim {d}")
+    # a 0-d self has dim 0 as torch's (as scatter): Tensor(3.0).gather(0, Tensor(0)) raised IndexError from shape[0]
+    if self.ndim == 0: return self.reshape(1).gather(0, index.reshape(1)).reshape(())
     n = self.shape[d]
     _check_oob("gather", index, n, d, False)
     x = self.shrink([None if i == d else (0, s) for i, s in enumerate(index.shape)])
