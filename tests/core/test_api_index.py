@@ -192,6 +192,19 @@ def test_selections_keep_negative_zero_like_torch(dev):
   tx[torch.tensor([1, 0, 1]), torch.tensor([3, 2, 0])] = torch.tensor(z[:3])
   assert signs(x) == signs(tx) and np.signbit(x.numpy()).sum() == 2
 
+@pytest.mark.parametrize("n", [1, 2, 3, 31, 32, 33, 64, 65, 1000, 4097])
+@pytest.mark.parametrize("pick", ["half", "all", "none", "ends"])
+def test_masked_select_search_finds_every_slot(n, pick):
+  # each output slot binary-searches the mask's running count (log2(n) steps): sizes at and past powers of two, every
+  # element, none, only the first and last; with a static size past the count, the rest is the fill value
+  rng = np.random.default_rng(n)
+  a = rng.standard_normal(n).astype(np.float32)
+  m = {"half": rng.random(n) < 0.5, "all": np.ones(n, bool), "none": np.zeros(n, bool), "ends": np.isin(np.arange(n), [0, n - 1])}[pick]
+  np.testing.assert_array_equal(Tensor(a).masked_select(Tensor(m)).numpy(), a[m])
+  want = np.concatenate([a[m], np.full(3, -7.0, np.float32)])
+  np.testing.assert_array_equal(Tensor(a).masked_select(Tensor(m), size=int(m.sum()) + 3, fill_value=-7.0).numpy(), want)
+  np.testing.assert_array_equal(Tensor(m).nonzero().numpy().ravel(), np.flatnonzero(m))
+
 def test_masked_select_errors():
   with pytest.raises(RuntimeError, match="bool"): Tensor([1, 2]).masked_select(Tensor([1, 0]))
 
