@@ -412,19 +412,19 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
            and 0 in strides and (_divisor(glob[i].src[0].arg, (4, 3, 2)) or _pad_rows(glob[i].src[0].arg) or _small(glob[i].src[0].arg))]
   # the kernel's global loads (their INDEX), one walk for the two questions below (the largest operand, the streamed one)
   gidx = [(u.src[0], dt) for u in cur.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and isinstance(dt := u.src[0].src[0].dtype, PtrDType)]
-  if vec is None and len(cands) > 1:
+  # the largest operand the reduce reads (W), when no axis is vectorized: both questions below are about it
+  widest = max(((x.src[1], dt.size) for x, dt in gidx if x.src[1] in ld), key=lambda t: t[1], default=(None, 0))[0] if vec is None and cands else None
+  if widest is not None and len(cands) > 1:
     # no vector axis (both operands run along the reduce: x @ W.T, an nn.Linear over a few rows): the block axis is one the
     # largest operand does not move with, so each of its loads serves every row of the tile (blocked along W's rows, W was
     # read again for every row of x: GPT-2's 5-token prefill at 7 GFLOPS, 5x the time of reading its weights once)
-    widest = max(((x, dt) for x, dt in gidx if x.src[1] in ld), key=lambda t: t[1].size)[0]
-    cands.sort(key=lambda i: stride(widest.src[1], glob[i]) != 0)
+    cands.sort(key=lambda i: stride(widest, glob[i]) != 0)
   block = next((i for i in cands if all(stride(x, glob[i]) == 0 for x in vloads)), next(iter(cands), None))
   # a matrix-vector product along W's rows (x @ W.T for one row of x, GPT-2's logits): the only block axis is W's rows, whose
   # upcast reuses no load of W, only x's, and its lanes gathered row by row left a scalar loop (the 768 x 50257 head at 5
   # GB/s): no block axis, each row's dot product runs along W's memory in vector accumulators, as a row sum's does
-  if vec is None and block is not None and len(cands) == 1 and red and gidx and _divisor(red[-1].src[0].arg, (vw,)):
-    w_idx = max(gidx, key=lambda t: t[1].size)[0].src[1]
-    if stride(w_idx, glob[block]) != 0 and stride(w_idx, red[-1]) == 1: block = None
+  if widest is not None and block is not None and len(cands) == 1 and _divisor(red[-1].src[0].arg, (vw,)) and \
+     stride(widest, glob[block]) != 0 and stride(widest, red[-1]) == 1: block = None
   # a row's own reduces (fused softmax, layer norm), which neither the vector nor the block axis reaches: nothing to block
   if red and any(i is not None and all(_lone(sink, r.arg[0], glob[i].arg[0]) for r in red) for i in (vec, block)): block = None
   block_id, vec_id = (glob[block].arg[0] if block is not None else None), (glob[vec].arg[0] if vec is not None else None)
@@ -463,12 +463,13 @@ def _hand_coded(sink: UOp, ren: Renderer) -> tuple[list[Opt], UOp, int]:
   # a matrix-vector product along W's columns (x @ W for one row of x, a column sum): no block axis, and one vector of
   # columns walked down W's rows read 64 bytes of each row (12 KB apart), which the prefetchers do not follow (GPT-2's
   # 768 x 3072 at 9-20 GB/s); MATVEC_BYTES of each row per step, in as many vector accumulators
-  if vec is not None and block is None and red and ren.vector_bytes and not merged and lanes == vw and isinstance(w_rows := red[-1].src[0].arg, int) and \
-     w_rows >= MATVEC_ROWS and vec_id is not None and not _lone(sink, red[-1].arg[0], vec_id) and (vi := _axis(cur, vec_id)) is not None and \
-     (wide_c := _divisor(kernel_ranges(cur)[0][vi].src[0].arg, (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))) > 1 and \
-     all_int(outer := [g.src[0].arg for g in kernel_ranges(cur)[0]]) and prod(outer) // wide_c >= MATVEC_STEPS:
-    add(Opt(OptOps.UPCAST, vi, wide_c))
-    lanes *= wide_c
+  if vec is not None and vec_id is not None and block is None and red and ren.vector_bytes and not merged and lanes == vw and \
+     isinstance(w_rows := red[-1].src[0].arg, int) and w_rows >= MATVEC_ROWS and not _lone(sink, red[-1].arg[0], vec_id) and \
+     (vi := _axis(cur, vec_id)) is not None and all_int(outer := [g.src[0].arg for g in kernel_ranges(cur)[0]]):
+    strips = _divisor(outer[vi], (max(1, MATVEC_BYTES // (lanes * out_dt.itemsize)),))
+    if strips > 1 and prod(outer) // strips >= MATVEC_STEPS:
+      add(Opt(OptOps.UPCAST, vi, strips))
+      lanes *= strips
   upcast = lanes * rows
   if block_id is not None and (bi := _axis(cur, block_id)) is not None:
     g, r = kernel_ranges(cur)
