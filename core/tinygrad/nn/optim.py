@@ -7,7 +7,8 @@ A step builds every new parameter and state value lazily, writes each with `assi
 from __future__ import annotations
 import functools
 from typing import Any
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, note_host_read
+from tinygrad import tensor as _tensor
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import dedup, OPTIM_DTYPE, FUSE_OPTIM
 from tinygrad.engine.buffers import base_buffer
@@ -86,9 +87,10 @@ class Optimizer:
                                   "updated) and now have requires_grad and a .grad: build the optimizer after setting requires_grad")
     # the hyperparameters a TinyJit capture bakes in (momentum, weight decay, betas ...): a replay after `opt.momentum = 0.5`
     # raises instead of stepping with the old value, as for a float lr (_lr)
-    from tinygrad.tensor import note_host_read
-    for k, v in vars(self).items():
-      if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", functools.partial(getattr, self, k, None), v)
+    # (only while a capture records them: an un-jitted step does not walk its attributes)
+    if _tensor.host_reads is not None:
+      for k, v in vars(self).items():
+        if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", functools.partial(getattr, self, k, None), v)
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
