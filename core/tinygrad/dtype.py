@@ -201,6 +201,9 @@ class dtypes(metaclass=_DTypesMeta):
 _FINFO: dict[DType, tuple[int, int]] = {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.fp8e4m3fnuz: (4, 3), dtypes.fp8e5m2fnuz: (5, 2),
   dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
 _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtypes.weakint,)), frozenset(dtypes.uints)  # fast membership
+def uint_of_size(itemsize: int) -> DType:
+  """The unsigned int dtype of `itemsize` bytes (a value's bits read as an integer: bitcasts, exponent fields)."""
+  return next(u for u in dtypes.uints if u.itemsize == itemsize)
 # floats narrower than float32: ops on them compute in float32 and round once, as torch's opmath does
 OPMATH_F32: frozenset[DType] = frozenset((dtypes.float16, dtypes.bfloat16, *dtypes.fp8s))
 # the dtypes numpy has no type for: numpy() gives their values as float32, files and numpy arrays hold their bits

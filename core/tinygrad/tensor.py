@@ -5,7 +5,7 @@ import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
-from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY
+from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
 from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
@@ -1522,7 +1522,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if self.ndim == 0: raise ArgumentError(f"{what}: a 0-d tensor has no last axis to rescale; reshape it to (1,) first")
     last = self.shape[-1]
     if not isinstance(last, int): raise ArgumentError(f"{what}: the last axis ({last}) must have a fixed size")
-    uold, unew = (next(u for u in dtypes.uints if u.itemsize == n) for n in (old, new))
+    uold, unew = uint_of_size(old), uint_of_size(new)
     x = self.bitcast(uold)
     if new > old:   # k items of self make one of dt: OR their bits together, the first item the lowest
       k = new // old

@@ -5,7 +5,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32, uint_of_size
 from tinygrad.mixin.common import _is_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -860,7 +860,7 @@ class ElementwiseMixin:
     if dtypes.is_int(a.dtype):
       # ints exactly (float32 of 2**40 and 2**40 + 1 is one value: they were close at rtol = atol = 0): |a - b| taken in
       # their width and read unsigned, then compared with the tolerance in float
-      err = (a.maximum(b) - a.minimum(b)).bitcast({1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[a.dtype.itemsize])
+      err = (a.maximum(b) - a.minimum(b)).bitcast(uint_of_size(a.dtype.itemsize))
       return (a == b) | (err._float() <= atol + rtol * b._float().abs())
     if not dtypes.is_float(a.dtype): a, b = a._float(), b._float()
     close = a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs())

@@ -5,7 +5,7 @@ import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, smax, sint, sint_le, all_bound
-from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32
+from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32, uint_of_size
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
 from tinygrad.mixin.elementwise import _opmath
@@ -171,7 +171,7 @@ class ReduceMixin:
   def _pow2_scale(self: Tensor, axis: int | Sequence[int] | None) -> Tensor:
     # 2**floor(log2(max |x|)) over `axis` (kept), from the exponent bits: a scale dividing exactly. 1 where the max is
     # inf or NaN (they pass through as they are), the smallest normal where it is 0 or subnormal
-    it = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[self.dtype.itemsize]
+    it = uint_of_size(self.dtype.itemsize)
     mant = dtypes.finfo(self.dtype)[1]
     expo = ((1 << (self.dtype.itemsize * 8 - 1)) - 1) >> mant << mant
     e = self.abs()._max(axis, keepdim=True).bitcast(it) & expo   # (-inf over an empty axis: 1)
