@@ -28,9 +28,9 @@ def is_numpy_ndarray(x: Any) -> bool:
 # the mode (a replay in the other mode is then an error); the library's own lookups that do not change a graph read TRAINING
 training_reads = [0]
 # set by a TinyJit capture to a list, else None: host values a captured kernel baked in that the program may change between
-# calls (an optimizer's lr set to a float or to another tensor), each as (what, a getter, the value read); a replay whose
-# getter gives another value raises JitError instead of replaying the old one
-host_reads: list[tuple[str, Callable[[], Any], Any]] | None = None
+# calls (an optimizer's lr set to a float or to another tensor), each as ((id of the object, attribute), what, a getter, the
+# value read); a replay whose getter gives another value raises JitError instead of replaying the old one
+host_reads: list[tuple[tuple[int, str], str, Callable[[], Any], Any]] | None = None
 host_reads_thread: list[int | None] = [None]   # (the capturing thread: another thread's reads are not the capture's)
 # set by a TinyJit capture, else None: what a replay, which runs no Python, must do for the `.grad` attributes backward() sets.
 # "start": the .grad of each tensor with requires_grad True when the call started (by id: the tensor and its grad);
@@ -41,9 +41,11 @@ capture_grads: dict[str, Any] | None = None
 def capturing_grads() -> dict[str, Any] | None:
   """`capture_grads` when a TinyJit capture runs on this thread, else None."""
   return capture_grads if capture_grads is not None and host_reads_thread[0] == threading.get_ident() else None
-def note_host_read(what: str, getter: Callable[[], Any], value: Any) -> None:
-  """Record, while a TinyJit capture runs on this thread, a host value its kernels bake in (see `host_reads`)."""
-  if host_reads is not None and host_reads_thread[0] == threading.get_ident(): host_reads.append((what, getter, value))
+def note_host_read(owner: Any, attr: str) -> None:
+  """Record, while a TinyJit capture runs on this thread, that its kernels bake in `owner.attr`'s value (see `host_reads`).
+  Each object's attribute is its own entry: two optimizers or layers of one class are checked apart."""
+  if host_reads is not None and host_reads_thread[0] == threading.get_ident():
+    host_reads.append(((id(owner), attr), f"{type(owner).__name__}.{attr}", functools.partial(getattr, owner, attr, None), getattr(owner, attr)))
 
 class _TensorType(type):
   # Tensor.training is the TRAINING flag, so `Context(TRAINING=1)`, `Tensor.train()` and `Tensor.training = True` are one switch

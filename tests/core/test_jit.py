@@ -807,6 +807,20 @@ def test_dropout_rate_changed_after_the_capture_raises():
     for _ in range(3): assert f(x).item() < 600
   finally: Tensor.training = prev
 
+def test_hyperparameter_of_the_first_of_two_layers_of_one_class_is_checked():
+  # each layer's (and optimizer's) attribute is its own check: keyed by class name, the second Dropout's read replaced the
+  # first's, and `first.p = 0.9` replayed dropping at 0.5 without a word
+  from tinygrad import nn
+  first, second, x = nn.Dropout(0.5), nn.Dropout(0.5), Tensor.ones(4000).contiguous().realize()
+  prev = Tensor.training
+  try:
+    Tensor.training = True
+    f = TinyJit(lambda x: (second(first(x)) != 0).sum())
+    for _ in range(3): assert 700 < f(x).item() < 1300
+    first.p = 0.9
+    with pytest.raises(JitError, match=r"Dropout\.p = 0\.5, now it is 0\.9"): f(x)
+  finally: Tensor.training = prev
+
 def test_batchnorm_momentum_changed_after_the_capture_raises():
   # the capture bakes BatchNorm's momentum in: `bn.momentum = 0.5` after it replayed updating the running mean at 0.1
   from tinygrad import nn

@@ -504,7 +504,7 @@ class TinyJit(Generic[R]):
     # Tensor.training when captured, if the capture read it (Dropout, BatchNorm's batch statistics: other kernels in the
     # other mode); None: it did not, and a replay in either mode runs the same kernels
     self.training: int | None = None
-    self.host_reads: list[tuple[str, Callable[[], Any], Any]] = []   # (tinygrad.tensor.host_reads of the capture)
+    self.host_reads: list[tuple[str, Callable[[], Any], Any]] = []   # (tinygrad.tensor.host_reads of the capture, less their keys)
     # the tensors whose .grad backward() set in the capture (tinygrad.tensor.capture_grads): the tensor (weakly), whether it
     # was there with .grad None when the capture call started and the function did not clear it (a replay needs it None:
     # eager backward() would add to a gradient), and its .grad when the call ended, which each replay computes and puts back
@@ -637,7 +637,7 @@ class TinyJit(Generic[R]):
       finally:
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
-        _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({w: (w, g, v) for w, g, v in _tensor.host_reads or []}.values()), None
+        _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({k: (w, g, v) for k, w, g, v in _tensor.host_reads or []}.values()), None
         cg, _tensor.capture_grads = _tensor.capture_grads or {"start": {}, "set": {}, "cleared": set()}, None
       # (a tensor made in the call had no .grad before it: nothing to require of a replay)
       self.grads = [(weakref.ref(x), k in cg["start"] and cg["start"][k][1] is None and k not in cg["cleared"], x.grad)

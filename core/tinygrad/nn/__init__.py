@@ -119,8 +119,8 @@ class BatchNorm:
     if (self.weight is not None or self.track_running_stats) and (x.ndim < 2 or isinstance(x.shape[1], int) and x.shape[1] != self.num_features):
       raise ValueError(f"BatchNorm({self.num_features}): input shape {x.shape} needs C={self.num_features} at axis 1")
     # (a TinyJit capture bakes these in: a replay after `bn.momentum = 0.01` raises instead of updating at the old rate)
-    note_host_read("BatchNorm.momentum", lambda: self.momentum, self.momentum)
-    note_host_read("BatchNorm.eps", lambda: self.eps, self.eps)
+    note_host_read(self, "momentum")
+    note_host_read(self, "eps")
     batch = not (self.track_running_stats and not Tensor.training)
     # torch's check: one value per channel has variance 0, the output is all zeros (the bias) and the running variance decays
     if batch and x.ndim >= 2 and all_int(x.shape) and x.shape[1] and x.numel() == x.shape[1]:   # (a symbolic batch: unchecked)
@@ -255,7 +255,7 @@ class Dropout:
     self.p = p
   def __call__(self, x: Tensor) -> Tensor:
     # (a TinyJit capture bakes p in: a replay after `drop.p = 0.1` raises instead of dropping at the old rate)
-    note_host_read("Dropout.p", lambda: self.p, self.p)
+    note_host_read(self, "p")
     if self.p == 0 or not Tensor.training: return x
     return x * 0 if self.p == 1 else x.dropout(self.p)
 

@@ -5,7 +5,6 @@ A step builds every new parameter and state value lazily, writes each with `assi
 `Tensor.realize(...)` so the whole update is scheduled (and fused) together.
 """
 from __future__ import annotations
-import functools
 from typing import Any
 from tinygrad.tensor import Tensor, note_host_read
 from tinygrad import tensor as _tensor
@@ -90,7 +89,7 @@ class Optimizer:
     # (only while a capture records them: an un-jitted step does not walk its attributes)
     if _tensor.host_reads is not None:
       for k, v in vars(self).items():
-        if k != "lr" and _plain(v): note_host_read(f"{type(self).__name__}.{k}", functools.partial(getattr, self, k, None), v)
+        if k != "lr" and _plain(v): note_host_read(self, k)
     grads = [p.grad for p in self.params]
     # the scheduler does not yet order an ASSIGN after every kernel that reads the old value, so a gradient (or a BatchNorm
     # running statistic) that reads a parameter could see its new value: compute those first (remove once ASSIGN waits for its readers)
@@ -118,8 +117,7 @@ class Optimizer:
     # (a scalar parameter keeps its shape); `opt.lr = 0.01`, a float, is public tinygrad's too: its steps multiply by it.
     # A TinyJit capture bakes a float in, and reads the buffer of the tensor it saw: a replay after `opt.lr = 0.005` (or
     # `opt.lr = Tensor([0.005])`) raises JitError instead of stepping with the old lr (public tinygrad replays it)
-    from tinygrad.tensor import note_host_read
-    note_host_read(f"{type(self).__name__}.lr", lambda: self.lr, self.lr)
+    note_host_read(self, "lr")
     if not isinstance(self.lr, Tensor): return float(self.lr)
     return self.lr.reshape(()) if self.lr.shape != () else self.lr
 
