@@ -58,3 +58,10 @@ def test_lstmcell_init_range():
   m = nn.LSTMCell(3, 16)
   assert m.weight_ih.shape == (64, 3) and m.weight_hh.shape == (64, 16) and m.bias_ih.shape == (64,)
   assert np.abs(m.weight_hh.numpy()).max() <= 0.25
+
+@pytest.mark.parametrize("h_shape,c_shape", [((1, 4), (3, 4)), ((3, 4), (1, 4)), ((3, 1), (3, 4)), ((4,), (4,))])
+def test_lstmcell_state_of_another_shape_raises(h_shape, c_shape):
+  # a state of one row broadcast into a batch of three (each row got the same h), an (N, 1) one into every hidden unit:
+  # torch raises, so does this
+  m = nn.LSTMCell(2, 4)
+  with pytest.raises(ValueError, match=r"LSTMCell: hc\[\d\] has shape"): m(Tensor.ones(3, 2), (Tensor.zeros(*h_shape), Tensor.zeros(*c_shape)))

@@ -228,6 +228,9 @@ class LSTMCell:
       h, c = self(x.unsqueeze(0), None if hc is None else (hc[0].unsqueeze(0), hc[1].unsqueeze(0)))
       return h.squeeze(0), c.squeeze(0)
     if hc is None: hc = (Tensor.zeros(x.shape[0], self.weight_hh.shape[1], dtype=x.dtype, device=x.device),) * 2
+    # a state of another batch size (or width) broadcast into the gates, giving another batch's outputs: torch raises
+    elif bad := [i for i, t in enumerate(hc) if all_int(t.shape + x.shape) and t.shape != (x.shape[0], self.weight_hh.shape[1])]:
+      raise ValueError(f"LSTMCell: hc[{bad[0]}] has shape {hc[bad[0]].shape}, needs (batch, hidden_size) = {(x.shape[0], self.weight_hh.shape[1])}")
     gates = x.linear(self.weight_ih.transpose(), self.bias_ih) + hc[0].linear(self.weight_hh.transpose(), self.bias_hh)
     i, f, g, o = gates.chunk(4, dim=1)
     c = f.sigmoid() * hc[1] + i.sigmoid() * g.tanh()
