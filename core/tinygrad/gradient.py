@@ -385,7 +385,10 @@ class _Realized:
   graphs stay apart) and the gradient passes through it to the tensors it was computed from."""
   def __init__(self, live: list[Tensor]):
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
+    self.live = live
+    self.kept_at: dict[UOp, int] | None = None   # each kept graph's Tensor.write_epoch, gathered by _stale once needed
     self.wrap: dict[UOp, UOp] = {}
+    self.stale: dict[UOp, UOp] = {}   # marker -> a buffer a kept graph read that an update overwrote since (_stale)
   def prune(self, want: set[UOp]) -> None:
     """Forget the graphs no gradient to a node of `want` can pass through: those holding none of them, nor a realized
     tensor whose graph does. A realized input from Tensor.randn kept its random graph, and every backward walked it
@@ -405,14 +408,32 @@ class _Realized:
   def _stand_in(self, r: UOp) -> UOp:
     if r not in self.wrap:
       self.wrap[r] = r   # (a graph that reads its own result, through an assign: stops there)
-      self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(_ran_assigns(self.graphs[r])),), tag=("realized", r))
+      self.wrap[r] = UOp(Ops.CONTIGUOUS, r.dtype, (self.expand(_ran_assigns(self._stale(r, self.graphs[r]))),), tag=("realized", r))
     return self.wrap[r]
+  def _stale(self, r: UOp, g: UOp) -> UOp:
+    # a buffer the kept graph read that an assign (an optimizer step, setitem) overwrote after it was kept no longer holds
+    # the values it read: read through a marker the gradient passes through, and a gradient that needs its value (x*x's
+    # 2*x: not x*3's) raises in unexpand, as torch raises "modified by an inplace operation" (it read the new values)
+    from tinygrad.tensor import write_epoch
+    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)}
+    if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
+    nodes = g.toposort()
+    own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
+    subs = {n: UOp(Ops.CONTIGUOUS, n.dtype, (n,), tag=("stale", n)) for n in nodes
+            if n.op is Ops.BUFFER and n.__dict__.get("_written_at", 0) > at and n not in own}
+    self.stale |= {m: n for n, m in subs.items()}
+    return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:
     subs = {n: self._stand_in(n) for n in u.toposort(gate=_walks) if n in self.graphs}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the
     gradients of a model's parameters share most of their graph: a walk per parameter was ~a third of a small backward)."""
+    if self.stale and us and (hit := [n for n in UOp(Ops.SINK, src=tuple(us)).toposort() if n in self.stale]):
+      b = self.stale[hit[0]]
+      raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
+                         f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
+                         "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
     back = {w: r for r, w in self.wrap.items() if w is not r}
     return substitute_all(us, back) if back and us else us
 

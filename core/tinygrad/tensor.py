@@ -134,6 +134,13 @@ pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.
 # bumped whenever a tensor may start to read other buffers (a tensor made from a graph, a graph rebound, a realize): a TinyJit
 # replay looks for the lazy tensors that read what it overwrites only when this moved since it last looked (engine/jit.py)
 graph_epoch = [0]
+# counts the realizes that ran assigns: each stamps its targets' BUFFER UOps (`_written_at`) and each kept graph
+# (Tensor._graph) its own time, so backward knows a kept graph read a buffer an update overwrote since (gradient._Realized)
+write_epoch = [0]
+def _stamp_writes(assigns: Any) -> None:
+  write_epoch[0] += 1
+  for n in assigns:
+    if (b := base_buffer(n.src[0])) is not None: b.__dict__["_written_at"] = write_epoch[0]
 _clone_ids = itertools.count()   # Tensor.clone's node numbers
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
@@ -277,7 +284,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   _in_shards = 0   # inside _realize_multi's realize of the shards
   _readers_done: frozenset = frozenset()   # its readers' shards: every live graph reads their buffers after that realize
   _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_graph", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
@@ -287,7 +294,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
-    self._graph: UOp | None = None
+    self._kept: UOp | None = None
+    self._kept_at = 0
     self._virtual = False
     self._bits_of: Tensor | None = None
     self._replay: tuple[Callable[[UOp], UOp], ...] | None = None
@@ -380,6 +388,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
 
+  @property
+  def _graph(self) -> UOp | None: return self._kept
+  @_graph.setter
+  def _graph(self, g: UOp | None) -> None:
+    # (kept now: it read the buffers as they are at this write_epoch; a rewrite of the same graph sets _kept itself)
+    self._kept, self._kept_at = g, write_epoch[0]
   @property
   def requires_grad(self) -> bool | None:
     """True: backward() gives this tensor a `.grad`; None (the default): it does too when it is in the graph (as upstream),
@@ -610,13 +624,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # that ran, or a custom kernel, stays a node its gradient rule sees)
         gs = [t for t, _ in olds if t._graph is not None] if inter else []
         for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
-        for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._graph = g
+        for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._kept = g
       # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
       for t, old, first in twins:
         if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
         t.uop = first.clone().uop
         if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
+      # (after the graphs above were kept: they read these targets' old values)
+      if Ops.ASSIGN in ops: _stamp_writes(n for n in nodes if n.op is Ops.ASSIGN)
     # a pure graph without a plan: its plan now, from what this realize scheduled and compiled
     if eager is not None and eager[1] is None and len(olds) == 1 and olds[0][0] is self and \
        (plan := engine.make_eager_plan(olds[0][1], nodes)) is not None:
@@ -653,6 +669,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
     olds = [x.uop for x in xs]
+    _stamp_writes(u for u in done if u.op is Ops.ASSIGN)   # (the assigns that ran: after the graphs above were kept)
     graph_epoch[0] += 1
     for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
@@ -711,13 +728,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # kept reader is on one device: `n = -x; x += x; s = x * 1 + n` computed n's shards for s again after the write (0 for
     # 1). In the same substitution as the updates' (after it, a graph whose update became its buffer holds the same node)
     saved, Tensor._readers_done = Tensor._readers_done, Tensor._readers_done | {u for t in added if t.uop.op is Ops.MULTI for u in t.uop.src}
+    kept_at = write_epoch[0]   # (the graphs below read the buffers as they were before the shards' assigns)
     try: Tensor.realize(*[p for ps in parts.values() for p in ps], *[t for t in todo if t.uop.op is not Ops.MULTI])
     finally: Tensor._in_shards, Tensor._readers_done = Tensor._in_shards - 1, saved
     for t in todo:
       if t.uop.op is not Ops.MULTI: continue
       old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
-      if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._graph = old
+      if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._kept, t._kept_at = old, kept_at
       # any other view realized into copies of its own leaves its base, as on one device (else the base's next write remade it)
       b = t._view_of
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
@@ -1136,10 +1154,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     def mv(u: UOp) -> UOp: return UOp(Ops.COPY, u.dtype, (u, UOp(Ops.DEVICE, arg=dev)))
     if self.grad is not None: self.grad = self.grad.to(dev)
     self._detach_view()
-    was_realized, graph = self._is_realized(), self._graph
+    was_realized, graph, at = self._is_realized(), self._graph, self._kept_at
     self._set_uop(mv(self.uop))
     if was_realized: self.realize()   # moved now: a realized tensor stays realized (and a later realize keeps the graph below)
-    if graph is not None: self._graph = mv(graph)   # backward still reaches the tensors it was computed from
+    if graph is not None: self._kept, self._kept_at = mv(graph), at   # backward still reaches the tensors it was computed from
     return self
   def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
     """shard() in place (for parameters: an optimizer made afterwards steps the sharded tensor); its .grad follows. Returns self."""
@@ -1152,10 +1170,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if isinstance(devs, str): return self.to_(devs)   # one device: a move, as shard
     if self.grad is not None: self.grad = Tensor(to_layout(self.grad.uop, devs, ax))
     self._detach_view()
-    was_realized, graph = self._is_realized(), self._graph
+    was_realized, graph, at = self._is_realized(), self._graph, self._kept_at
     self._set_uop(to_layout(self.uop, devs, ax))
     if was_realized: self.realize()
-    if graph is not None: self._graph = to_layout(graph, devs, ax)
+    if graph is not None: self._kept, self._kept_at = to_layout(graph, devs, ax), at
     return self
   @property
   def is_param(self) -> bool:

@@ -770,6 +770,29 @@ def test_gradient_passes_through_chains_of_realized_tensors_and_skips_graphs_wit
   np.testing.assert_allclose(x.grad.numpy(), z.numpy(), rtol=1e-6)
   np.testing.assert_allclose(y.grad.numpy(), x.numpy(), rtol=1e-6)
 
+@needs_tensor
+def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
+  # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
+  # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
+  # (x*3's) and a graph built after the write are still differentiated
+  Tensor = _bind()
+  from tinygrad.nn import optim
+  x = Tensor([1.0, 2.0, 3.0], requires_grad=True).realize()
+  y, lin = (x * x).sum().realize(), (x * 3).sum().realize()
+  x.assign(Tensor.full((3,), 5.0)).realize()
+  with pytest.raises(RuntimeError, match="in-place update"): y.backward()
+  with pytest.raises(RuntimeError, match="in-place update"): y.gradient(x)
+  lin.backward()
+  np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0, 3.0])
+  x.grad = None
+  (x * x).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [10.0, 10.0, 10.0])
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  opt, loss = optim.SGD([w], lr=0.1), (w * w * w).sum()
+  loss.backward()
+  opt.step()
+  with pytest.raises(RuntimeError, match="in-place update"): loss.backward()   # (was 3 * new w**2)
+
 # ---- gradient edge cases that differed from torch (each is torch's value; var's sign is documented in docs/guide.md) ----
 def _grads(out, *xs): return [g.tolist() for g in out.sum().gradient(*xs)]
 
