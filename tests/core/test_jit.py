@@ -281,6 +281,16 @@ def test_replay_reads_each_kind_of_input_tensor():
     np.testing.assert_allclose(out.numpy(), a * 2 + b.reshape(2, 3) - c.T + d[:, 1:4], rtol=1e-6, err_msg=f"call {i}")
   assert f.cnt == 5
 
+def test_an_empty_input_tensor_replays_and_its_shape_is_checked():
+  # an input with no elements has no buffer (realized, a constant): the call raised JitError "jit input is not realized
+  # into a buffer (Ops.EXPAND)"; it is baked in like a plain value, with the other inputs read each call
+  @TinyJit
+  def f(e, b): return ((e * 2).sum(0) + b).realize()
+  for i in range(4):
+    e = [Tensor.zeros(0, 3).contiguous().realize(), Tensor.empty(0, 3)][i % 2]
+    np.testing.assert_array_equal(f(e, Tensor([float(i)] * 3)).numpy(), [i, i, i], err_msg=f"call {i}")
+  with pytest.raises(JitError, match=r"empty tensor \(0, 4\)"): f(Tensor.empty(0, 4), Tensor([1.0] * 3))
+
 def test_a_view_passed_twice_replays():
   # one view of a bigger tensor passed as two arguments: the capture read it through one copy (one buffer for both), each
   # replay made a copy per argument and raised "captured with input buffers 0 and 1 the same buffer"

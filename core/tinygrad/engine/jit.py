@@ -65,7 +65,12 @@ def _scan(x: Any, where: Any, static: bool, tensors: list[Tensor], binds: list[U
   the string is made only for an error). Plain values are Python scalars, strings, dtypes, enums and numpy values; other
   objects (a model, a fresh OptimizerGroup each step, a function) are not compared, as public tinygrad compares none: what
   the function reads from them is what it read when captured."""
-  if isinstance(x, Tensor): tensors.append(x)
+  if isinstance(x, Tensor):
+    # an empty tensor has no buffer (realized, it is a constant) and no kernel reads it: its shape, dtype and device are
+    # what the capture bakes in, as for a plain value (taken as an input, the call raised "not realized into a buffer")
+    if all_int(x.shape) and 0 in x.shape:
+      if not static: constants.append((where, _Empty((x.shape, x.dtype, x.device))))
+    else: tensors.append(x)
   elif isinstance(x, UOp):
     if x.op is Ops.BIND: binds.append(x)
   elif isinstance(x, (list, tuple)):
@@ -75,6 +80,9 @@ def _scan(x: Any, where: Any, static: bool, tensors: list[Tensor], binds: list[U
     if not static: constants.append((where, _DictKeys(k for k, _ in items)))
     for k, v in items: _scan(v, (where, k), static, tensors, binds, constants)
   elif not static and (isinstance(x, _PLAIN) or type(x).__module__ == "numpy"): constants.append((where, x))
+
+class _Empty(tuple):
+  def __repr__(self) -> str: return f"an empty tensor {self[0]} {self[1]} {self[2]}"
 
 def _where(path: Any) -> str:
   # (None, position or keyword): the argument; (parent, index or key): an element of it
