@@ -187,6 +187,22 @@ def test_changed_keyword_and_nested_arguments_are_errors():
   with pytest.raises(JitError, match=r"argument 'opts'"): f(x, scale=2.0, opts=None)
   assert f(x, scale=2.0, opts=[1]).tolist() == [3.0]
 
+def test_keyword_arguments_bind_by_name():
+  # the tensors replay in the order they were found: keywords were taken in sorted name order, so g(a=y, b=x) of a
+  # g(b, a) captured as g(x, y) replayed with a and b swapped (4 for -4), and f(x, c=y) replayed a capture of f(x, b=y)
+  # (-4 for 51). Keywords now bind as their parameters' positions, and other names raise
+  @TinyJit
+  def g(b, a): return (b - a).realize()
+  @TinyJit
+  def f(a, b=None, c=None, **kw): return (a - (0 if b is None else b) + (0 if c is None else c * 10) + sum(kw.values())).realize()
+  x, y = Tensor([1.0, 1.0]).realize(), Tensor([5.0, 5.0]).realize()
+  for _ in range(3): g(x, y)
+  assert g(a=y, b=x).tolist() == g(x, a=y).tolist() == [-4.0, -4.0]
+  for _ in range(3): f(x, b=y, q=x)
+  assert f(x, y, q=x).tolist() == [-3.0, -3.0]
+  with pytest.raises(JitError, match=r"captured the arguments \['a', 'b', 'q'\], now the arguments \['a', 'c', 'q'\]"): f(x, c=y, q=x)
+  with pytest.raises(JitError, match=r"now the arguments \['a', 'b', 'r'\]"): f(x, b=y, r=x)
+
 def test_static_arguments_are_not_checked():
   seen = []
   def g(a, tag, n): 

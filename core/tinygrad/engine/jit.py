@@ -81,6 +81,9 @@ def _scan(x: Any, where: Any, static: bool, tensors: list[Tensor], binds: list[U
     for k, v in items: _scan(v, (where, k), static, tensors, binds, constants)
   elif not static and (isinstance(x, _PLAIN) or type(x).__module__ == "numpy"): constants.append((where, x))
 
+class _Keywords(tuple):
+  def __repr__(self) -> str: return f"the arguments {list(self)!r}"
+
 class _Empty(tuple):
   def __repr__(self) -> str: return f"an empty tensor {self[0]} {self[1]} {self[2]}"
 
@@ -477,6 +480,7 @@ class TinyJit(Generic[R]):
     # a position also names its parameter (and a name its position), so either spelling of the call is covered
     try: params = [n for n, p in inspect.signature(fxn).parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError): params = []
+    self.pos = {n: i for i, n in enumerate(params)}   # each parameter's position: a keyword argument binds there (__call__)
     self.static |= {params[i] for i in self.static if isinstance(i, int) and i < len(params)} | \
                    {params.index(n) for n in self.static if isinstance(n, str) and n in params}
     functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
@@ -568,7 +572,16 @@ class TinyJit(Generic[R]):
     binds: list[UOp] = []
     constants: list[tuple[Any, Any]] = []
     for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
-    for k in sorted(kwargs) if kwargs else (): _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
+    if kwargs:
+      # keyword arguments in their parameters' order (others by name, after them), as bound: f(x, b=y), f(b=y, a=x) and
+      # f(x, y) are one call. The tensors are matched by their order in `inputs`, so which parameters were given is
+      # compared too: a capture of f(x, b=y) replayed f(x, c=y) with y read as b
+      order = sorted((self.pos.get(k, len(self.pos)), k) for k in kwargs)
+      for _, k in order: _scan(kwargs[k], (None, k), k in self.static, inputs, binds, constants)
+      slots = tuple(range(len(args))) + tuple(i if i < len(self.pos) else k for i, k in order)
+      if slots != tuple(range(len(slots))):
+        names = list(self.pos)
+        constants.append(((None, "**kwargs"), _Keywords(names[g] if isinstance(g, int) and g < len(names) else g for g in slots)))
     # a lazy input is realized into a buffer of its own; a view of a realized tensor (which realize() leaves a view) is
     # passed as it is: its kernels read and write the viewed buffer, as without the JIT (`_view_form`)
     if (bufs := _realized_buffers(inputs)) is None and inputs: Tensor.realize(*inputs)
