@@ -379,6 +379,14 @@ def _ran_assigns(g: UOp) -> UOp:
   subs = {n: UOp(Ops.DETACH, n.dtype, (n.src[0],)) for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
   return g.substitute(subs) if subs else g
 
+def _written_at(n: UOp) -> int:
+  # the Tensor.write_epoch a BUFFER was last overwritten at: by a realize's assign (on the UOp), or by a TinyJit replay (on
+  # the Buffer: an input it wrote, or a buffer its kernels write, through the jit's last replay)
+  from tinygrad.engine.buffers import buffer_if_any
+  at = n.__dict__.get("_written_at", 0)
+  if (b := buffer_if_any(n)) is None: return at
+  return max(at, getattr(b, "_written_at", 0), *(j.replay_epoch for r in getattr(b, "_written_by", ()) if (j := r()) is not None))
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
@@ -420,7 +428,7 @@ class _Realized:
     nodes = g.toposort()
     own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
     subs = {n: UOp(Ops.CONTIGUOUS, n.dtype, (n,), tag=("stale", n)) for n in nodes
-            if n.op is Ops.BUFFER and n.__dict__.get("_written_at", 0) > at and n not in own}
+            if n.op is Ops.BUFFER and _written_at(n) > at and n not in own}
     self.stale |= {m: n for n, m in subs.items()}
     return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:

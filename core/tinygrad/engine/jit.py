@@ -10,7 +10,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
-from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns
+from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns, write_epoch
 from tinygrad import tensor as _tensor
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
@@ -508,6 +508,7 @@ class TinyJit(Generic[R]):
     self.owned: set[int] = set()          # those it writes
     # graph_epoch and the input buffers a replay wrote when it last looked for lazy tensors reading them (_lazy_readers)
     self.seen_epoch, self.seen_written = -1, set[int]()
+    self.replay_epoch = 0   # Tensor.write_epoch at the last replay: its kernels overwrote the buffers marked _written_by it
     # the buffers the first call read that were not its inputs nor written by it before (the function's own tensors, by id)
     self.state: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
     self.consts: list[tuple[Any, UOp]] = []   # the function's lazy state the capture computes in its kernels (call_consts)
@@ -685,6 +686,11 @@ class TinyJit(Generic[R]):
           self.state_views[id(t)] = (of, t._replay)
         if id(t) not in self.from_inputs and t._view_of is not None and not t._views_a_buffer(): t._detach_view()
       wrote = {id(b) for step in self.steps for b in _written(step)}
+      # a replay runs no realize that stamps what it overwrites (Tensor.write_epoch): the buffers its kernels write (not the
+      # capture call's inputs: a replay writes its own) name this jit, and autograd reads its replay_epoch (gradient._written_at)
+      jref, ins = weakref.ref(self), {id(b) for b in self.in_bufs}
+      for wb in {id(x): x for step in self.steps for x in _written(step) if id(x) not in ins}.values():
+        if jref not in (by := getattr(wb, "_written_by", ())): wb._written_by = by + (jref,)   # type: ignore[attr-defined]
       # a view across the shards of a multi-device tensor is its own copies, and writing into it writes the tensor it views:
       # the replay would write the capture call's tensor
       if (across := [j for j, t in enumerate(inputs) if t.uop.op is Ops.MULTI and (of := t._view_of) is not None and not t._views_a_buffer()
@@ -779,6 +785,10 @@ class TinyJit(Generic[R]):
     else:
       with _prof.timed(f"jit replay {getattr(self.fxn, '__name__', 'function')}", "jit", steps=len(self.steps)), _realize.DeferredInterrupt():
         self.replay(bufs, var_vals)
+    write_epoch[0] += 1
+    self.replay_epoch = write_epoch[0]
+    for wb in bufs if wrote_in else ():
+      if id(wb) in wrote_in: wb._written_at = write_epoch[0]   # type: ignore[attr-defined]
     if var_vals:
       # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
       from tinygrad.engine.schedule import rebind_graph
