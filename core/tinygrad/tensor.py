@@ -460,6 +460,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def __repr__(self) -> str:
     return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r} op={self.uop.op} realized={self._is_realized()} grad={self.grad!r}>"
   def __hash__(self) -> int: return id(self)
+  # numpy's operators defer to ours (np.float32(2) * t is t.__rmul__): they read a tensor as a sequence and made an object
+  # array of lazy 0-d tensors; a numpy ufunc on a tensor (np.sin(t)) raises TypeError
+  __array_ufunc__ = None
   def __bool__(self) -> bool: raise TypeError("the truth value of a Tensor is ambiguous; use .item(), .any() or .all()")
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
