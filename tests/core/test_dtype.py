@@ -270,6 +270,17 @@ def test_a_numpy_value_on_the_left_of_an_operator_gives_a_tensor(name, left, rig
   np.testing.assert_allclose(got.numpy(), want.numpy())
   with pytest.raises(TypeError): np.sin(t)   # a numpy ufunc on a tensor is an error, not an object array
 
+def test_numpy_reads_a_tensor_as_its_data():
+  # np.asarray(t) was an object array of lazy 0-d tensors (numpy read the tensor as a sequence), as in public tinygrad; torch's
+  # __array__ gives the data, as here
+  from tinygrad import Tensor
+  t = Tensor([[1, 2], [3, 4]], dtype=dtypes.int8, device="CPU")
+  a = np.asarray(t)
+  assert a.dtype == np.int8 and a.shape == (2, 2) and a.tolist() == [[1, 2], [3, 4]]
+  assert np.asarray(t, dtype=np.float64).dtype == np.float64 and np.array(Tensor(2.5, device="CPU")).item() == 2.5
+  np.testing.assert_allclose(Tensor([0.5, 1.5], device="CPU"), [0.5, 1.5])
+  with pytest.raises(ValueError): np.asarray(t, copy=False)
+
 # ---- fp8: public tinygrad 0.14's names, torch's conversions (docs/guide.md, "fp8") ----
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_torch_dtype, _from_torch_dtype  # noqa: E402
 
