@@ -233,6 +233,13 @@ def test_int_pow_negative_int_raises(dt):
   np.testing.assert_allclose((t ** -1.0).numpy(), np.array([2, 3], to_numpy(dt)) ** -1.0, rtol=1e-6)  # a float exponent: float
   assert (t ** 2).tolist() == [4, 9] and (Tensor([2.0, 4.0], device="PYTHON") ** -1).tolist() == [0.5, 0.25]
 
+def test_bool_pow_negative_int_raises_as_int():
+  # a bool tensor is an int here as in numpy (bool ** -1 raises there too): False ** -1 gave 0 (1/0 as the int rule's 0)
+  t = Tensor([True, False], device="PYTHON")
+  with pytest.raises(ValueError, match="negative integer powers"): t ** -1
+  with pytest.raises(ValueError): np.array([True, False]) ** -1
+  assert (t ** -1.0).tolist() == [1.0, math.inf] and (t ** 2).tolist() == [1, 0]
+
 # ---- int ** int tensor: exact and wrapping, as torch (through float it lost digits past 2**24 and saturated) ----
 @pytest.mark.parametrize("device", ["CPU", "PYTHON"])
 def test_int_pow_int_tensor_is_exact_and_wraps_like_torch(device):

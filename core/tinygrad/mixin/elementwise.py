@@ -666,7 +666,7 @@ class ElementwiseMixin:
     """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
     int constant is a ValueError, as in numpy. With an int tensor exponent a negative one gives torch's integer 1 / b**-e
     (1 for b = 1, +-1 for b = -1, else 0) rather than an error."""
-    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool):
       raise ArgumentError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
