@@ -256,8 +256,9 @@ class ElementwiseMixin:
     if self._past_range(x) is not None: return self > x
     if dtypes.is_float(self._broadcasted(x)[0].dtype): return self._cmp(Ops.CMPLT, x, True) | self._cmp(Ops.CMPEQ, x)
     return self._cmp(Ops.CMPLT, x).logical_not()
-  def __eq__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
-  def __ne__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  # None: Python's identity fallback, as torch (t == None is False; a tensor of None was an empty one that failed to broadcast)
+  def __eq__(self: Tensor, x: Any) -> Tensor: return NotImplemented if x is None else self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self: Tensor, x: Any) -> Tensor: return NotImplemented if x is None else self._cmp(Ops.CMPNE, x)  # type: ignore[override]
   def eq(self: Tensor, x: Tensor | ConstType) -> Tensor:
     """Elementwise ==."""
     return self._cmp(Ops.CMPEQ, x)
