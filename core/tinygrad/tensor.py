@@ -476,6 +476,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def __repr__(self) -> str:
     return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r} op={self.uop.op} realized={self._is_realized()} grad={self.grad!r}>"
   def __hash__(self) -> int: return id(self)
+  # numpy's operators defer to ours (np.float32(2) * t is t.__rmul__): they read a tensor as a sequence and made an object
+  # array of lazy 0-d tensors; a numpy ufunc on a tensor (np.sin(t)) raises TypeError
+  __array_ufunc__ = None
   def __bool__(self) -> bool: raise TypeError("the truth value of a Tensor is ambiguous; use .item(), .any() or .all()")
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
@@ -987,6 +990,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     elif dt in dtypes.fp8s: arr = _fp8_table(dt)[np.frombuffer(raw, dtype=np.uint8)]   # each byte's value
     else: arr = np.frombuffer(raw, dtype=npdt).copy()
     return (arr if arr.size == n else arr[:n]).reshape(shape)   # a symbolic shape's buffer holds its largest size
+  def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+    # np.asarray(t), np.testing.assert_allclose(t, ...): the data, as numpy() (numpy read a tensor as a sequence of lazy 0-d
+    # tensors: an object array)
+    if copy is False: raise ValueError("a Tensor's data is copied to the host: np.asarray(t, copy=False) cannot share it")
+    return self.numpy() if dtype is None else self.numpy().astype(dtype)
   def _concrete_shape(self) -> tuple[int, ...]:
     # the shape with its bound variables' values (a symbolic shape is only readable once bound)
     if all_int(self.shape): return self.shape

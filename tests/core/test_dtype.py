@@ -254,6 +254,33 @@ def test_a_list_of_numpy_arrays_is_one_array_as_torch(data):
   assert Tensor(data, dtype=dtypes.float16, device="CPU").dtype == dtypes.float16
   with pytest.raises(ValueError): Tensor([np.array([1., 2.]), np.array([3.])])   # ragged: numpy's error
 
+# (numpy operand on the left, tinygrad op with it on the right, the result's dtype (the numpy value's own, as on the right))
+NP_LEFT = [("float64 *", lambda t: np.float64(2.0) * t, lambda t: t * np.float64(2.0)), ("float32 -", lambda t: np.float32(1.5) - t, lambda t: -t + np.float32(1.5)),
+           ("int64 +", lambda t: np.int64(3) + t, lambda t: t + np.int64(3)), ("array +", lambda t: np.array([1.0, 2.0, 3.0]) + t, lambda t: t + np.array([1.0, 2.0, 3.0])),
+           ("float64 /", lambda t: np.float64(1.0) / t, lambda t: t.reciprocal().cast(dtypes.float32) * np.float64(1.0)),
+           ("float64 <", lambda t: np.float64(1.5) < t, lambda t: t > np.float64(1.5)), ("int64 ==", lambda t: np.int64(2) == t, lambda t: t == np.int64(2))]
+@pytest.mark.parametrize("name,left,right", NP_LEFT, ids=[n for n, _, _ in NP_LEFT])
+def test_a_numpy_value_on_the_left_of_an_operator_gives_a_tensor(name, left, right):
+  # numpy's operator ran first and read the tensor as a sequence: np.float32(2) * t was a numpy object array of lazy 0-d
+  # tensors (torch defers to its tensor, as here). Now the tensor's own reflected operator runs
+  from tinygrad import Tensor
+  t = Tensor([1.0, 2.0, 3.0], device="CPU")
+  got, want = left(t), right(t)
+  assert isinstance(got, Tensor) and got.dtype == want.dtype and got.shape == (3,)
+  np.testing.assert_allclose(got.numpy(), want.numpy())
+  with pytest.raises(TypeError): np.sin(t)   # a numpy ufunc on a tensor is an error, not an object array
+
+def test_numpy_reads_a_tensor_as_its_data():
+  # np.asarray(t) was an object array of lazy 0-d tensors (numpy read the tensor as a sequence), as in public tinygrad; torch's
+  # __array__ gives the data, as here
+  from tinygrad import Tensor
+  t = Tensor([[1, 2], [3, 4]], dtype=dtypes.int8, device="CPU")
+  a = np.asarray(t)
+  assert a.dtype == np.int8 and a.shape == (2, 2) and a.tolist() == [[1, 2], [3, 4]]
+  assert np.asarray(t, dtype=np.float64).dtype == np.float64 and np.array(Tensor(2.5, device="CPU")).item() == 2.5
+  np.testing.assert_allclose(Tensor([0.5, 1.5], device="CPU"), [0.5, 1.5])
+  with pytest.raises(ValueError): np.asarray(t, copy=False)
+
 # ---- fp8: public tinygrad 0.14's names, torch's conversions (docs/guide.md, "fp8") ----
 from tinygrad.dtype import float_to_fp8, fp8_to_float, _to_torch_dtype, _from_torch_dtype  # noqa: E402
 

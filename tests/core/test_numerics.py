@@ -233,6 +233,22 @@ def test_int_pow_negative_int_raises(dt):
   np.testing.assert_allclose((t ** -1.0).numpy(), np.array([2, 3], to_numpy(dt)) ** -1.0, rtol=1e-6)  # a float exponent: float
   assert (t ** 2).tolist() == [4, 9] and (Tensor([2.0, 4.0], device="PYTHON") ** -1).tolist() == [0.5, 0.25]
 
+def test_bool_pow_negative_int_raises_as_int():
+  # a bool tensor is an int here as in numpy (bool ** -1 raises there too): False ** -1 gave 0 (1/0 as the int rule's 0)
+  t = Tensor([True, False], device="PYTHON")
+  with pytest.raises(ValueError, match="negative integer powers"): t ** -1
+  with pytest.raises(ValueError): np.array([True, False]) ** -1
+  assert (t ** -1.0).tolist() == [1.0, math.inf] and (t ** 2).tolist() == [1, 0]
+
+def test_int_pow_negative_numpy_int_raises():
+  # a numpy int exponent (np.int64(-1), from a numpy computation) became an int tensor exponent: [2, 3] ** np.int64(-1) was
+  # [0, 0] where numpy and torch raise, as for the Python int -1
+  t = Tensor([2, 3], device="PYTHON")
+  for e in (np.int64(-1), np.int8(-2)):
+    with pytest.raises(ValueError, match="negative integer powers"): t ** e
+    with pytest.raises(ValueError): np.array([2, 3]) ** e
+  assert (t ** np.int64(2)).tolist() == [4, 9] and (t.float() ** np.int64(-1)).tolist() == [0.5, 1 / np.float32(3)]
+
 # ---- int ** int tensor: exact and wrapping, as torch (through float it lost digits past 2**24 and saturated) ----
 @pytest.mark.parametrize("device", ["CPU", "PYTHON"])
 def test_int_pow_int_tensor_is_exact_and_wraps_like_torch(device):

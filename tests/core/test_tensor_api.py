@@ -314,3 +314,10 @@ def test_setitem_builds_a_masked_assign():
   with pytest.raises(ValueError, match="does not fit the indexed shape"): y[0] = Tensor([1, 2])
   y[[0, 1]] = 0   # list indices are an assign too (tests/core/test_api_index.py checks them against numpy)
   assert y.uop.op is Ops.ASSIGN
+
+def test_comparing_with_none_is_identity_as_torch():
+  # t == None made a tensor of None (an empty one): t == None raised a BroadcastError about shapes (2,) and (0,), and a 0-d
+  # tensor's was a silent empty tensor; `t in [None, t]` raised. torch falls back to identity: False for ==, True for !=
+  t, s = Tensor([1.0, 2.0]), Tensor(3.0)
+  assert (t == None) is False and (t != None) is True and (s == None) is False and (None == s) is False  # noqa: E711
+  assert t in [None, t] and s not in [None]

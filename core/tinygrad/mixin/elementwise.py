@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32, uint_of_size
-from tinygrad.mixin.common import _is_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
+from tinygrad.mixin.common import _is_scalar, _is_np_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 
@@ -256,8 +256,9 @@ class ElementwiseMixin:
     if self._past_range(x) is not None: return self > x
     if dtypes.is_float(self._broadcasted(x)[0].dtype): return self._cmp(Ops.CMPLT, x, True) | self._cmp(Ops.CMPEQ, x)
     return self._cmp(Ops.CMPLT, x).logical_not()
-  def __eq__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
-  def __ne__(self: Tensor, x: Any) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  # None: Python's identity fallback, as torch (t == None is False; a tensor of None was an empty one that failed to broadcast)
+  def __eq__(self: Tensor, x: Any) -> Tensor: return NotImplemented if x is None else self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self: Tensor, x: Any) -> Tensor: return NotImplemented if x is None else self._cmp(Ops.CMPNE, x)  # type: ignore[override]
   def eq(self: Tensor, x: Tensor | ConstType) -> Tensor:
     """Elementwise ==."""
     return self._cmp(Ops.CMPEQ, x)
@@ -666,7 +667,9 @@ class ElementwiseMixin:
     """Elementwise self ** x (reverse: x ** self). Int ** non-negative int stays int (wrapping like numpy); int ** a negative
     int constant is a ValueError, as in numpy. With an int tensor exponent a negative one gives torch's integer 1 / b**-e
     (1 for b = 1, +-1 for b = -1, else 0) rather than an error."""
-    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x < 0 and dtypes.is_int(self.dtype):
+    # (a numpy int too: np.int64(-1) became an int tensor exponent, whose rule gave 0 where numpy and torch raise)
+    neg_int = (isinstance(x, int) and not isinstance(x, bool)) or (_is_np_scalar(x) and getattr(x, "dtype").kind in "iu")
+    if not reverse and neg_int and x < 0 and (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool):
       raise ArgumentError(f"integers to negative integer powers are not allowed: {self.dtype} tensor ** {x}; cast to float first, e.g. t.float() ** {x}")
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x == int(x):
       n = int(x)
