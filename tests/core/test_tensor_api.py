@@ -293,6 +293,9 @@ def test_other_errors():
   with pytest.raises(ValueError, match="differ outside dim 0"): t(2, 3).cat(t(2, 4))
   with pytest.raises(ValueError, match="stack: shapes"): t(2, 3).stack(t(3, 2))
   with pytest.raises(ValueError, match="sum to 4"): t(5).split([2, 2])
+  # a 0-d tensor has no dim to split or chunk (torch raises too): the error names it, not an IndexError from shape[0]
+  for f in (lambda: Tensor(3.0).split(1), lambda: Tensor(3.0).chunk(1, -1)):
+    with pytest.raises(RuntimeError, match="0-d tensor"): f()
   with pytest.raises(ValueError, match="out of bounds"): t(2, 3).shrink(((0, 3), None))
   with pytest.raises(ValueError, match="ragged"): Tensor([[1, 2], [3]])
   with pytest.raises(TypeError, match="cannot make a Tensor"): Tensor(object())

@@ -245,6 +245,7 @@ class MovementMixin:
     return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
   def split(self: Tensor, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along `dim` into chunks of `sizes` (an int: equal chunks, the last may be smaller)."""
+    if self.ndim == 0: raise ArgumentError("split: a 0-d tensor has no dim to split (as torch); reshape(1) it first")
     d = self._resolve_dim(dim)
     n = self.shape[d]
     if isinstance(n, UOp): raise SymbolicDimError(f"split: dim {d} of shape {self.shape} is symbolic ({n.render()}); split along a dim of known size")
@@ -259,6 +260,7 @@ class MovementMixin:
   def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
     """Split into `chunks` nearly equal pieces along `dim`."""
     if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    if self.ndim == 0: raise ArgumentError("chunk: a 0-d tensor has no dim to chunk (as torch); reshape(1) it first")
     d = self._resolve_dim(dim)
     if isinstance(n := self.shape[d], UOp): raise SymbolicDimError(f"chunk: dim {d} of shape {self.shape} is symbolic ({n.render()}); chunk along a dim of known size")
     # an empty dim: `chunks` empty pieces, as torch and public tinygrad (split by 1 gave one)
