@@ -1433,6 +1433,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def linspace(start: int | float, stop: int | float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
     if dtype is not None: kwargs["dtype"] = dtype
+    if not isinstance(steps, int): raise TypeError(f"linspace: steps must be an int, got {steps!r}")   # (2.5 gave 3 values)
     if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)

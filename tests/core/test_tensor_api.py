@@ -317,3 +317,13 @@ def test_setitem_builds_a_masked_assign():
   with pytest.raises(ValueError, match="does not fit the indexed shape"): y[0] = Tensor([1, 2])
   y[[0, 1]] = 0   # list indices are an assign too (tests/core/test_api_index.py checks them against numpy)
   assert y.uop.op is Ops.ASSIGN
+
+def test_float_sizes_offsets_and_diagonals_are_refused():
+  # int() truncated them silently (torch raises TypeError): shrink(((0, 1.5), None)) kept 1 row, pad(((1.5, 0), None))
+  # padded 1, tril(0.5) gave tril(-1)'s values, linspace(0, 1, 2.5) 3 values; numpy ints stay accepted
+  x = Tensor.ones(3, 4)
+  for f in (lambda: x.shrink(((0, 1.5), None)), lambda: x.pad(((1.5, 0), None)), lambda: x.pad((1.0, 0), mode="reflect"),
+            lambda: x.pad((1.5, 0)), lambda: x.tril(0.5), lambda: x.triu(1.0), lambda: Tensor.linspace(0, 1, 2.5)):
+    with pytest.raises(TypeError, match="int"): f()
+  assert x.pad(((np.int64(1), 0), None)).shape == (4, 4) and x.shrink(((np.int32(0), np.int64(2)), None)).shape == (2, 4)
+  assert x.pad((1, 0, np.int64(2), 1)).shape == (6, 5) and x.tril(np.int64(1)).shape == (3, 4)
