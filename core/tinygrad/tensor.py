@@ -1461,6 +1461,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def linspace(start: int | float, stop: int | float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
     if dtype is not None: kwargs["dtype"] = dtype
+    # (2.5 gave 3 values; a whole float is public tinygrad's int)
+    if isinstance(steps, float) and steps.is_integer(): steps = int(steps)
+    if not isinstance(steps, int): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)
@@ -1689,24 +1692,32 @@ for _m in (random, elementwise, reduce, movement, indexing, sorting, nn, loss, l
 _INT_ARGS = frozenset({"shape", "args", "axis", "dim", "dims", "dim0", "dim1", "dim2", "dimension", "order", "arg", "sizes", "repeats", "shifts",
   "chunks", "diagonal", "offset", "k", "num_classes", "num_samples", "start_dim", "end_dim", "size", "steps", "n", "m", "kernel_size", "stride",
   "padding", "dilation", "groups", "output_padding", "output_size"})
+# and the ends and steps of ranges (arange, linspace, randint, uniform, unfold's step) are Python numbers: they pick no dtype
+# of their own, and `isinstance(x, float)` missed a numpy float32 (arange(np.float32(0), 1, np.float32(0.25)) was int32
+# zeros, linspace of numpy ends raised a numpy dtype TypeError, randint refused numpy ints)
+_NUM_ARGS = frozenset({"start", "stop", "step", "low", "high"})
 def _py_int(x: Any) -> Any:
   if type(x) is tuple or type(x) is list: return type(x)(_py_int(v) for v in x)
   return int(x) if type(x).__module__ == "numpy" and isinstance(x, numbers.Integral) else x
+def _py_num(x: Any) -> Any:
+  if type(x).__module__ != "numpy" or not isinstance(x, numbers.Real): return x
+  return int(x) if isinstance(x, numbers.Integral) else float(x)
 def _int_args(fn: Callable) -> Callable:
   # the parameters from the code object (inspect.signature took ~10 ms for the ~300 methods at every import)
   inner = fn
   while hasattr(inner, "__wrapped__"): inner = inner.__wrapped__
   co = inner.__code__
   names, nkw = co.co_varnames[:co.co_argcount], co.co_kwonlyargcount
-  pos = [i for i, n in enumerate(names) if n in _INT_ARGS]
+  conv = {n: _py_num if n in _NUM_ARGS else _py_int for n in names + co.co_varnames[co.co_argcount:co.co_argcount + nkw]
+          if n in _INT_ARGS or n in _NUM_ARGS}
+  pos = {i: conv[n] for i, n in enumerate(names) if n in conv}
   var = co.co_argcount if co.co_flags & 0x04 and co.co_varnames[co.co_argcount + nkw] in _INT_ARGS else None   # CO_VARARGS: *name
-  kw = {n for n in names + co.co_varnames[co.co_argcount:co.co_argcount + nkw] if n in _INT_ARGS}
-  if not pos and var is None and not kw: return fn
+  if not conv and var is None: return fn
   @functools.wraps(fn)
   def wrapper(*args: Any, **kwargs: Any) -> Any:
     if var is not None and len(args) > var: args = args[:var] + tuple(_py_int(a) for a in args[var:])
-    if any(i < len(args) for i in pos): args = tuple(_py_int(a) if i in pos else a for i, a in enumerate(args))
-    if kwargs and not kw.isdisjoint(kwargs): kwargs = {k: _py_int(v) if k in kw else v for k, v in kwargs.items()}
+    if any(i < len(args) for i in pos): args = tuple(pos[i](a) if i in pos else a for i, a in enumerate(args))
+    if kwargs and not conv.keys().isdisjoint(kwargs): kwargs = {k: conv[k](v) if k in conv else v for k, v in kwargs.items()}
     return fn(*args, **kwargs)
   return wrapper
 for _name in [n for n in dir(Tensor) if not n.startswith("_")]:

@@ -521,3 +521,12 @@ def test_pow_tensor_exponent_edges_like_torch(dev):
   ref.sum().backward()
   np.testing.assert_allclose(tb.grad.numpy(), pb.grad.numpy(), rtol=1e-5, equal_nan=True)
   np.testing.assert_allclose(te.grad.numpy(), pe.grad.numpy(), rtol=1e-5, equal_nan=True)
+
+# ---- argmax/argmin of a 0-d tensor along its axis 0/-1: torch's 0 (it read shape[0] of shape () and raised IndexError) ----
+@pytest.mark.parametrize("v", [3.0, float("nan"), -float("inf")])
+def test_argmax_argmin_of_a_0d_tensor_along_an_axis(v):
+  for fn in ("argmax", "argmin"):
+    for ax, kd in [(0, False), (-1, False), (0, True)]:
+      got, want = getattr(Tensor(v), fn)(ax, keepdim=kd), getattr(torch.tensor(v), fn)(ax, keepdim=kd)
+      assert got.shape == tuple(want.shape) == () and got.item() == want.item() == 0
+  with pytest.raises(IndexError, match="out of range"): Tensor(3.0).argmax(1)

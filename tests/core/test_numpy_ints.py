@@ -20,6 +20,7 @@ NUMPY_INT_CALLS = {
   "eye": lambda t, i: Tensor.eye(i(3)), "linspace": lambda t, i: Tensor.linspace(0, 1, i(5)),
   "max_pool2d": lambda t, i: Tensor.ones(1, 1, 4, 4).max_pool2d(i(2)), "interpolate": lambda t, i: Tensor.ones(1, 1, 2, 2).interpolate((i(4), i(4))),
   "conv2d": lambda t, i: Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 3, 3), stride=i(1), padding=i(1)),
+  "unfold": lambda t, i: t.unfold(i(1), i(2), i(1)), "arange": lambda t, i: Tensor.arange(i(1), i(7), i(2)),
 }
 
 @pytest.mark.parametrize("name", NUMPY_INT_CALLS)
@@ -41,3 +42,17 @@ def test_permute_with_numpy_ints_against_numpy():
   order = np.argsort(np.array([2, 0, 1]))   # numpy ints, as an argsort gives them
   np.testing.assert_equal(Tensor(a).permute(*order).numpy(), a.transpose(*order))
   np.testing.assert_equal(Tensor(a).reshape(a.shape[::-1]).numpy(), a.reshape(a.shape[::-1]))
+
+def test_numpy_numbers_as_range_ends_and_steps():
+  # a range's ends and step pick no dtype of their own (numpy floats are floats): arange(np.float32(0), 1, np.float32(0.25))
+  # was int32 [0, 0, 0, 0] (isinstance(np.float32, float) is False), linspace of numpy ends raised a numpy dtype
+  # TypeError, randint refused numpy ints
+  f = np.float32
+  got = Tensor.arange(f(0), f(1), f(0.25))
+  assert got.dtype == dtypes.default_float and got.tolist() == [0.0, 0.25, 0.5, 0.75]
+  assert Tensor.arange(stop=f(2.5), start=0).tolist() == [0.0, 1.0, 2.0]
+  assert Tensor.linspace(f(0), f(1), 5).tolist() == [0.0, 0.25, 0.5, 0.75, 1.0] == Tensor.linspace(_I(0), _I(4), 5).div(4).tolist()
+  r = Tensor.randint(50, low=np.int32(2), high=np.int32(5)).numpy()
+  assert r.min() >= 2 and r.max() < 5
+  u = Tensor.uniform(50, low=f(1), high=f(2)).numpy()
+  assert u.dtype == np.float32 and u.min() >= 1 and u.max() < 2

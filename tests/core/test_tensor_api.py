@@ -293,6 +293,9 @@ def test_other_errors():
   with pytest.raises(ValueError, match="differ outside dim 0"): t(2, 3).cat(t(2, 4))
   with pytest.raises(ValueError, match="stack: shapes"): t(2, 3).stack(t(3, 2))
   with pytest.raises(ValueError, match="sum to 4"): t(5).split([2, 2])
+  # a 0-d tensor has no dim to split or chunk (torch raises too): the error names it, not an IndexError from shape[0]
+  for f in (lambda: Tensor(3.0).split(1), lambda: Tensor(3.0).chunk(1, -1)):
+    with pytest.raises(RuntimeError, match="0-d tensor"): f()
   with pytest.raises(ValueError, match="out of bounds"): t(2, 3).shrink(((0, 3), None))
   with pytest.raises(ValueError, match="ragged"): Tensor([[1, 2], [3]])
   with pytest.raises(TypeError, match="cannot make a Tensor"): Tensor(object())
@@ -321,3 +324,15 @@ def test_comparing_with_none_is_identity_as_torch():
   t, s = Tensor([1.0, 2.0]), Tensor(3.0)
   assert (t == None) is False and (t != None) is True and (s == None) is False and (None == s) is False  # noqa: E711
   assert t in [None, t] and s not in [None]
+
+def test_float_sizes_offsets_and_diagonals_are_refused():
+  # int() truncated them silently (torch raises TypeError): shrink(((0, 1.5), None)) kept 1 row, pad(((1.5, 0), None))
+  # padded 1, tril(0.5) gave tril(-1)'s values, linspace(0, 1, 2.5) 3 values; numpy ints stay accepted, and so do a whole
+  # float diagonal and step count (public tinygrad 0.14 takes tril(1.0) and linspace(0, 1, 3.0))
+  x = Tensor.ones(3, 4)
+  for f in (lambda: x.shrink(((0, 1.5), None)), lambda: x.pad(((1.5, 0), None)), lambda: x.pad((1.0, 0), mode="reflect"),
+            lambda: x.pad((1.5, 0)), lambda: x.tril(0.5), lambda: x.triu(-1.5), lambda: Tensor.linspace(0, 1, 2.5)):
+    with pytest.raises(TypeError, match="int"): f()
+  assert x.pad(((np.int64(1), 0), None)).shape == (4, 4) and x.shrink(((np.int32(0), np.int64(2)), None)).shape == (2, 4)
+  assert x.pad((1, 0, np.int64(2), 1)).shape == (6, 5) and x.tril(np.int64(1)).shape == (3, 4)
+  assert x.triu(1.0).uop is x.triu(1).uop and Tensor.linspace(0, 1, 3.0).uop is Tensor.linspace(0, 1, 3).uop

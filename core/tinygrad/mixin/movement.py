@@ -3,6 +3,7 @@
 roll, unfold, repeat_interleave, meshgrid."""
 from __future__ import annotations
 import math
+import numbers
 import functools
 import itertools
 from typing import TYPE_CHECKING, Any, Sequence, cast
@@ -13,9 +14,12 @@ from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint_eq, sint, shape_str, 
 from tinygrad.mixin.common import ArgumentError, AssertedArgumentError, UnknownModeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
-def _size_arg(x: Any) -> sint:
-  # a size or offset from the user: an int (numpy ints too) or a symbolic int (a bound Variable, an expression of it)
-  return ssimplify(x) if isinstance(x, UOp) else int(x)
+def _size_arg(x: Any, op: str) -> sint:
+  # a size or offset from the user: an int (numpy ints too) or a symbolic int (a bound Variable, an expression of it); a
+  # float is refused, as torch does (int() truncated it: shrink(((0, 1.5), None)) kept 1 row, pad((1.5, 0)) padded 1)
+  if isinstance(x, UOp): return ssimplify(x)
+  if not isinstance(x, numbers.Integral): raise TypeError(f"{op}: sizes and offsets must be ints, got {x!r} ({type(x).__name__})")
+  return int(x)
 def _tensor_args(op: str, first: Any, rest: tuple) -> list[Tensor]:
   # cat/stack/meshgrid take tensors as separate arguments or as one sequence, never both (that would read a tuple as a tensor)
   if not isinstance(first, (list, tuple)): return [first, *rest]
@@ -110,14 +114,14 @@ class MovementMixin:
     d = self._resolve_dim(dim, extra=True)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
   def _pad_arg(self: Tensor, padding: Any) -> list[tuple[sint, sint]]:
-    if all(isinstance(p, (int, UOp)) for p in padding):  # flat, torch order: (last_before, last_after, prev_before, prev_after, ...)
+    if all(isinstance(p, (numbers.Real, UOp)) for p in padding):  # flat, torch order: (last_before, last_after, prev_before, prev_after, ...)
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
         raise ValueError(f"pad: flat padding {tuple(padding)} needs an even length of at most {2*self.ndim} for shape {self.shape}")
       pairs: list[tuple[sint, sint]] = [(0, 0)] * self.ndim
-      for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (_size_arg(padding[2*k]), _size_arg(padding[2*k+1]))
+      for k in range(len(padding) // 2): pairs[self.ndim - 1 - k] = (_size_arg(padding[2*k], "pad"), _size_arg(padding[2*k+1], "pad"))
       return pairs
     if len(padding) != self.ndim: raise ValueError(f"pad: padding {tuple(padding)} has {len(padding)} entries, shape {self.shape} has {self.ndim} dims")
-    return [(0, 0) if p is None else (_size_arg(p[0]), _size_arg(p[1])) for p in padding]
+    return [(0, 0) if p is None else (_size_arg(p[0], "pad"), _size_arg(p[1], "pad")) for p in padding]
   def pad(self: Tensor, padding: Any, mode: str = "constant", value: ConstType = 0.0) -> Tensor:
     """Pad each dimension: ((before, after) or None per axis) or a flat torch-style tuple starting at the last axis.
     Negative amounts cut. Modes: constant (with `value`), reflect, replicate, circular; as torch, reflect and replicate
@@ -168,7 +172,7 @@ class MovementMixin:
   def shrink(self: Tensor, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
     """Keep [start, end) of each dimension (None keeps all of it)."""
     if len(arg) != self.ndim: raise ValueError(f"shrink: {tuple(arg)} has {len(arg)} entries, shape {self.shape} has {self.ndim} dims")
-    full = tuple((0, s) if a is None else (_size_arg(a[0]), _size_arg(a[1])) for a, s in zip(arg, self.shape))
+    full = tuple((0, s) if a is None else (_size_arg(a[0], "shrink"), _size_arg(a[1], "shrink")) for a, s in zip(arg, self.shape))
     if all_int(flatten(full) + list(self.shape)):
       if any(not 0 <= b <= e <= s for (b, e), s in zip(full, self.shape)): raise ValueError(f"shrink: {full} is out of bounds for shape {self.shape}")
     elif any(not (sint_le(0, b) and sint_le(b, e) and sint_le(e, s)) for (b, e), s in zip(full, self.shape)):
@@ -245,6 +249,7 @@ class MovementMixin:
     return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
   def split(self: Tensor, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split along `dim` into chunks of `sizes` (an int: equal chunks, the last may be smaller)."""
+    if self.ndim == 0: raise ArgumentError("split: a 0-d tensor has no dim to split (as torch); reshape(1) it first")
     d = self._resolve_dim(dim)
     n = self.shape[d]
     if isinstance(n, UOp): raise SymbolicDimError(f"split: dim {d} of shape {self.shape} is symbolic ({n.render()}); split along a dim of known size")
@@ -259,6 +264,7 @@ class MovementMixin:
   def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
     """Split into `chunks` nearly equal pieces along `dim`."""
     if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    if self.ndim == 0: raise ArgumentError("chunk: a 0-d tensor has no dim to chunk (as torch); reshape(1) it first")
     d = self._resolve_dim(dim)
     if isinstance(n := self.shape[d], UOp): raise SymbolicDimError(f"chunk: dim {d} of shape {self.shape} is symbolic ({n.render()}); chunk along a dim of known size")
     # an empty dim: `chunks` empty pieces, as torch and public tinygrad (split by 1 gave one)

@@ -222,6 +222,7 @@ class ReduceMixin:
     public tinygrad, int64 where the axis is longer than int32 indexes (it wrapped to a negative index)."""
     if axis is None: return self.flatten().argmax(0).reshape((1,) * self.ndim if keepdim else ())
     ax = self._resolve_dim(axis)
+    if self.ndim == 0: return self.flatten().argmax(0)   # a 0-d tensor's axis 0/-1 is itself (as torch): 0, keepdim or not
     n = self.shape[ax]
     self._nonempty("argmax", ax)
     hit = self == self.max(ax, keepdim=True)
