@@ -353,6 +353,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   for x, u in zip(targets, sink.src[1:]):
     g = _target_grad(u, grads)
     if g is None:
+      _check_pending_update(x, u, sink.src[0].toposort(gate=_walks))
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(g)
@@ -437,17 +438,33 @@ class _Realized:
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the
     gradients of a model's parameters share most of their graph: a walk per parameter was ~a third of a small backward)."""
-    if self.stale and us and (hit := [n for n in UOp(Ops.SINK, src=tuple(us)).toposort() if n in self.stale]):
+    back = {w: r for r, w in self.wrap.items() if w is not r}
+    out = substitute_all(us, back) if back and us else us
+    # (checked once the stand-ins are their buffers again: a value read through one (PPO's old log-probs, realized before
+    # the step, in the ratio's gradient) holds the values it was computed from; a marker left is a read of the new values)
+    if self.stale and out and (hit := [n for n in UOp(Ops.SINK, src=tuple(out)).toposort() if n in self.stale]):
       b = self.stale[hit[0]]
       raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
                          f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
-    back = {w: r for r, w in self.wrap.items() if w is not r}
-    return substitute_all(us, back) if back and us else us
+    return out
 
 def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: one node, or one per shard)
   from tinygrad.engine.schedule import is_gone
   return g is not None and is_gone(g.uop.src[0] if g.uop.op is Ops.MULTI else g.uop)
+
+def _check_pending_update(x: Tensor, u: UOp, nodes: Any) -> None:
+  """Raise when the graph (`nodes`) read a tensor's buffer that a pending in-place update of it (`x += 1`, assign, setitem
+  not yet realized) will overwrite: its node now is the update, which the graph does not hold, so its gradient (and every
+  gradient through its kept graph) was silently None or zeros; torch raises "modified by an inplace operation"."""
+  for f in _flat(u):
+    if f.op is not Ops.ASSIGN or f in nodes: continue
+    b = f.src[0]
+    while b.op in GroupOp.Movement: b = b.src[0]
+    if b in nodes:
+      raise RuntimeError(f"backward() through a graph that read a tensor {x.shape} {x.dtype} which an in-place update (x += ..., assign, "
+                         "setitem) made since changes: the gradient with respect to its old value is not this tensor's (torch raises "
+                         "'modified by an inplace operation'). Call backward() before the update, or build the graph again after it")
 
 def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
@@ -460,7 +477,9 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   ex.prune({f for x in cands for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
-  return root, [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
+  need = [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
+  for x, u in zip(cands, sink.src[1:]): _check_pending_update(x, u, nodes)
+  return root, need
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's
 # == is elementwise: a second backward() on the same loss raised "truth value of a Tensor is ambiguous")

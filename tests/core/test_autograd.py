@@ -793,6 +793,26 @@ def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   opt.step()
   with pytest.raises(RuntimeError, match="in-place update"): loss.backward()   # (was 3 * new w**2)
 
+@needs_tensor
+def test_backward_through_a_read_of_a_tensor_with_a_pending_update_raises():
+  # the graph read y (or the realized T) before `y += 1`, still lazy: y's node is the update now, which the graph does not
+  # hold, so y.grad (and x.grad, through T's kept graph) was silently None, and gradient() zeros; torch raises
+  Tensor = _bind()
+  y = Tensor([1.0, 2.0], requires_grad=True).realize()
+  r = (y * y).sum()
+  y += 1
+  with pytest.raises(RuntimeError, match="in-place update"): r.backward()
+  with pytest.raises(RuntimeError, match="in-place update"): r.gradient(y)
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  T = (x * 1).realize()
+  r2 = (T * T).sum()
+  T += 1
+  with pytest.raises(RuntimeError, match="in-place update"): r2.backward()
+  # once realized (or built after the update) the graph reads the new values and differentiates as usual
+  y.realize()
+  (y * y).sum().backward()
+  np.testing.assert_allclose(y.grad.numpy(), [4.0, 6.0])
+
 # ---- gradient edge cases that differed from torch (each is torch's value; var's sign is documented in docs/guide.md) ----
 def _grads(out, *xs): return [g.tolist() for g in out.sum().gradient(*xs)]
 
