@@ -1462,7 +1462,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
     if dtype is not None: kwargs["dtype"] = dtype
     # (2.5 gave 3 values; a whole float is public tinygrad's int)
-    if isinstance(steps, float) and steps.is_integer(): steps = int(steps)
+    if isinstance(steps, float) and float.is_integer(steps): steps = int(steps)
     if not isinstance(steps, int): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float

@@ -454,7 +454,7 @@ class IndexingMixin:
   def _tri(self: Tensor, diagonal: int, upper: bool) -> Tensor:
     if self.ndim < 2: raise ArgumentError(f"{'triu' if upper else 'tril'}: needs at least 2 dims (the matrix), got shape {self.shape}")
     # (tril(0.5) silently gave tril(-1)'s values: torch refuses a float diagonal; a whole one is public tinygrad's int)
-    if isinstance(diagonal, float) and diagonal.is_integer(): diagonal = int(diagonal)
+    if isinstance(diagonal, float) and float.is_integer(diagonal): diagonal = int(diagonal)
     if not isinstance(diagonal, (int, UOp)): raise TypeError(f"{'triu' if upper else 'tril'}: diagonal must be an int, got {diagonal!r}")
     r, c = self.shape[-2], self.shape[-1]
     rows, cols = Tensor.arange(r, device=self.device).unsqueeze(-1), Tensor.arange(c, device=self.device)
