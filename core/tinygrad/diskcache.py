@@ -343,10 +343,26 @@ _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode   # (js
 
 def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
 
+def _nonstr_key(value: Any) -> str | None:
+  # the first dict key in `value` that is not a str, else None: JSON would write {1: x} as {"1": x}, and a hit would return
+  # another dict than the one stored
+  stack = [value]
+  while stack:
+    x = stack.pop()
+    if isinstance(x, dict):
+      if bad := [k for k in x if not isinstance(k, str)]: return repr(bad[0])
+      stack.extend(v for v in x.values() if isinstance(v, (dict, list, tuple)))
+    elif isinstance(x, (list, tuple)): stack.extend(v for v in x if isinstance(v, (dict, list, tuple)))
+  return None
+
 def _encode(value: Value) -> tuple[str, bytes]:
   if isinstance(value, (bytes, bytearray, memoryview)): return "bytes", bytes(value)
-  try: return "json", _dumps(value).encode()
+  try: text = _dumps(value).encode()
   except (TypeError, ValueError) as e: raise TypeError(f"cache values are bytes or JSON data, got {type(value).__name__}: {e}") from None
+  if (bad := _nonstr_key(value)) is not None:
+    raise TypeError(f"cache values are bytes or JSON data, whose dict keys are str: got the key {bad}, which would read back as a str; "
+                    "fix: convert the keys (str(k)) or store a list of [key, value] pairs")
+  return "json", text
 
 _WHERE = "ns=? AND version=? AND device=? AND key=?"
 

@@ -452,3 +452,10 @@ def test_a_cache_file_others_could_write_is_not_used(db, how):
     c.compile_cached("s")
     c.compile_cached("s")
   assert c.calls == 3 and len(w) == 1   # ran uncached (the binary in the file is not trusted), warned once
+
+def test_a_dict_with_keys_json_would_turn_into_str_is_refused():
+  # stored, {1: "a"} read back as {"1": "a"}: a memoised function gave another value from the cache than computed
+  for v in ({1: "a"}, {"x": [{True: 1}]}, ({None: 0},), {1.5: 2}):
+    with pytest.raises(TypeError, match="dict keys are str"): diskcache_put("t", "k", v)
+  assert diskcache_get("t", "k") is None
+  assert diskcache_put("t", "k", {"a": [{"b": 1}]}) == {"a": [{"b": 1}]} and diskcache_get("t", "k") == {"a": [{"b": 1}]}
