@@ -339,7 +339,8 @@ def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, 
   text = _dumps(["tinygrad-cache-key", SCHEMA, _plain(key)])
   return table, version, device, hashlib.sha256(text.encode()).hexdigest()
 
-_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode   # (json.dumps with options builds one per call)
+# (json.dumps with options builds one per call; NaN and +-Infinity are written as JavaScript literals, which json.loads reads)
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
 

@@ -459,3 +459,11 @@ def test_a_dict_with_keys_json_would_turn_into_str_is_refused():
     with pytest.raises(TypeError, match="dict keys are str"): diskcache_put("t", "k", v)
   assert diskcache_get("t", "k") is None
   assert diskcache_put("t", "k", {"a": [{"b": 1}]}) == {"a": [{"b": 1}]} and diskcache_get("t", "k") == {"a": [{"b": 1}]}
+
+def test_non_finite_floats_are_plain_data():
+  # were a ValueError ("Out of range float values are not JSON compliant") from a key, a TypeError from a value
+  import math
+  assert diskcache_put("t", ("x", float("inf")), [float("-inf"), 1.5]) == [float("-inf"), 1.5]
+  assert diskcache_get("t", ("x", float("inf"))) == [float("-inf"), 1.5] and diskcache_get("t", ("x", float("-inf"))) is None
+  diskcache_put("t", float("nan"), {"v": float("nan")})
+  assert math.isnan(diskcache_get("t", float("nan"))["v"])
