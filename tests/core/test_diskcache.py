@@ -467,3 +467,12 @@ def test_non_finite_floats_are_plain_data():
   assert diskcache_get("t", ("x", float("inf"))) == [float("-inf"), 1.5] and diskcache_get("t", ("x", float("-inf"))) is None
   diskcache_put("t", float("nan"), {"v": float("nan")})
   assert math.isnan(diskcache_get("t", float("nan"))["v"])
+
+def test_memoised_functions_of_the_same_name_in_two_modules_stay_apart():
+  # keyed by the name alone, b.load(1) returned a.load(1)'s value from the cache
+  import types
+  from tinygrad.helpers import diskcache as memo
+  mods = [types.ModuleType(n) for n in ("a_b", "a.b", "other")]
+  for i, m in enumerate(mods): exec(f"def load(x): return [{i!r}, x]", m.__dict__)
+  fs = [memo(m.load) for m in mods]
+  assert [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]] and [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]]
