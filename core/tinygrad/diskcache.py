@@ -41,6 +41,7 @@ TABLE = f"entries_v{SCHEMA}"
 MAGIC = 0x74696E79    # 'tiny': sqlite's application_id (header offset 68) of every database this module created
 _BUSY_MS = 1500       # wait this long for another process's write transaction, then run this entry uncached
 _CONTENDED_MS = 50    # after one such give-up, wait only this long until a write succeeds again (no stall per kernel)
+_LOCKED_GIVEUPS = 3   # after this many give-ups in a row the lock is a long one (a stopped process's transaction): no wait at all
 _ATIME_RES = 600.0    # a row's last use is recorded to this many seconds: reads do not each become a write
 _CHECK_EVERY = 256    # stores between two exact measures of the cache's size (another process may have grown it)
 _FORK_WAIT_S = 3.0    # a fork waits this long for another thread's cache operation to end (it waits at most _BUSY_MS)
@@ -58,6 +59,7 @@ class _State:
     self.readonly = False         # opened read-only (the directory is not writable): no stores, no recorded uses
     self.broken: str | None = None  # why the cache is off for the rest of this process (a file that is not ours, or not safe)
     self.busy_ms = _BUSY_MS
+    self.giveups = 0              # entries run uncached in a row because another process held the lock
     self.warned: set[str] = set()   # warnings already given by this process (each kind once)
     self.inherited: list[tuple[str, sqlite3.Connection]] = []  # (path, connection) inherited across fork: never used or closed
     self.forking = False            # _before_fork holds the lock
@@ -124,7 +126,7 @@ def reset() -> None:
   with _st.lock:
     flush()
     _close()
-    _st.busy_ms, _st.stores = _BUSY_MS, 0
+    _st.busy_ms, _st.stores, _st.giveups = _BUSY_MS, 0, 0
     _st.warned.clear()
 
 def _warn(msg: str, once: str | None = None) -> None:
@@ -280,7 +282,9 @@ def _run(fn, write: bool = False) -> Any:
         conn = _connection()
         if conn is None or (write and _st.readonly): return None
         ret = fn(conn)
-        if write: _set_busy(conn, _BUSY_MS)   # the other writer is gone: wait the full time again next time
+        if write:   # the other writer is gone: wait the full time again next time
+          _st.giveups = 0
+          _set_busy(conn, _BUSY_MS)
         return ret
       except _NotOurs as e:
         _close()
@@ -299,7 +303,10 @@ def _run(fn, write: bool = False) -> Any:
         if isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
           # another process holds a write transaction: this entry runs uncached rather than stall the program
           _warn(f"database {cache_path()} is locked by another process; running uncached meanwhile", once="locked")
-          _set_busy(_st.conn, _CONTENDED_MS)
+          # (50 ms per entry was still a stall: a warm start of 2000 lookups under a lock held by a stopped process took
+          # 100 s more; without a wait each one tries once, and the first write that gets through restores the full wait)
+          _st.giveups += 1
+          _set_busy(_st.conn, _CONTENDED_MS if _st.giveups < _LOCKED_GIVEUPS else 0)
           return None
         if isinstance(e, sqlite3.OperationalError) and "no such table" in str(e):
           if _st.readonly: return None   # a read-only cache without our table: every entry is a miss
