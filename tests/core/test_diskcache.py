@@ -110,6 +110,29 @@ def test_compile_cache_key_has_version_and_cachekey():
   c3.compile_cached("k")
   assert c2.calls == 1 and c3.calls == 1
 
+def test_compile_cache_key_has_the_compilers_code(tmp_path, monkeypatch):
+  # a plugin upgrade that changed the options its compiler passes (say --fmad=true -> false) kept loading the old binaries:
+  # same cachekey, same tool version, same source
+  import sys
+  from tinygrad.codegen import progcache
+  pkg = tmp_path / "pc_compiler_pkg"
+  pkg.mkdir()
+  def write(opt):
+    (pkg / "__init__.py").write_text(f"from tinygrad.device import Compiler\nclass C(Compiler):\n  def compile(self, src): return (src + {opt!r}).encode()\n")
+  write(" -O2")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  try:
+    import pc_compiler_pkg
+    assert pc_compiler_pkg.C("ck").compile_cached("k") == b"k -O2"
+    write(" -O3")   # the upgrade: a new process imports the new code
+    sys.modules.pop("pc_compiler_pkg")
+    progcache._package_hash.cache_clear()
+    import pc_compiler_pkg as upgraded
+    assert upgraded.C("ck").compile_cached("k") == b"k -O3"
+  finally:
+    sys.modules.pop("pc_compiler_pkg", None)
+    progcache._package_hash.cache_clear()
+
 def test_failed_compile_not_cached(db):
   c = CountingCompiler()
   for _ in range(2):

@@ -223,14 +223,24 @@ def _code_hash(*modules: str) -> str:
 def _package_hash(name: str) -> str:
   # (each package's files are read once per process, whichever keys name it)
   top = sys.modules.get(name)
-  root = os.path.dirname(getattr(top, "__file__", None) or "") if top is not None else ""
-  if not root: raise Uncacheable(f"no source folder for {name}")
+  file = (getattr(top, "__file__", None) or "") if top is not None else ""
+  if not (root := os.path.dirname(file)): raise Uncacheable(f"no source folder for {name}")
   h = hashlib.sha256()
+  if not hasattr(top, "__path__"):   # a module, not a package (a script's own classes): its file, not its whole folder
+    with open(file, "rb") as fh: h.update(os.path.basename(file).encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()
   for d, dirs, files in sorted(os.walk(root)):
     dirs[:] = sorted(x for x in dirs if x != "__pycache__")
     for f in sorted(x for x in files if x.endswith(".py")):
       with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
   return h.hexdigest()
+
+def compiler_version(cls: type) -> str:
+  """The hash of the code of compiler class `cls` (the packages of it and its bases, but the core's): part of the compile
+  cache's key, so a plugin upgrade that changes a compiler's options or passes never reuses the old one's binaries.
+  "" where a class has no source file (the cache then relies on the compiler's cachekey and version alone)."""
+  try: return _code_hash(*(m for m in _class_modules(cls) if m.split(".")[0] != "tinygrad"))
+  except (Uncacheable, OSError): return ""
 
 def code_version(ren: Any) -> str:
   """The hash of the code that turns a kernel into a program for renderer `ren` (the core and the packages of the
