@@ -153,10 +153,14 @@ def _ours_by_tables(path: str) -> bool:
   except sqlite3.Error: return False
   return bool(names) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*_v[0-9]+", n) for n in names)
 
+_FILE_KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFDIR: "directory", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFSOCK: "socket"}
+
 def _check_ours(path: str) -> None:
   """Raise _NotOurs(why) unless `path` is absent, empty, a tinygrad cache database, or garbage in tinygrad's own file.
   Only while this process has no connection to `path`: the close() below drops every sqlite lock it holds on the file."""
   try:
+    # (a FIFO's open() waits for a writer: the user's program hung on its first kernel; a directory or device is not a file either)
+    if not stat.S_ISREG(mode := os.stat(path).st_mode): raise _NotOurs(f"not a regular file but a {_FILE_KINDS.get(stat.S_IFMT(mode), 'special file')}")
     with open(path, "rb") as f: head = f.read(100)
   except FileNotFoundError: return
   except OSError: return   # unreadable: sqlite reports it and the cache is off, nothing is touched

@@ -268,6 +268,18 @@ def test_foreign_text_file_is_left_alone(tmp_path, monkeypatch):
   c.compile_cached("s")
   assert c.calls == 2 and _snapshot(str(tmp_path)) == before
 
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_path_that_is_not_a_regular_file_is_left_alone(tmp_path, kind):
+  # CACHEDB naming a FIFO hung the program in open() (waiting for a writer); a directory warned on every entry
+  import subprocess, sys
+  p = tmp_path / "c.db"
+  if kind == "fifo": os.mkfifo(p)
+  else: p.mkdir()
+  code = "from tinygrad.diskcache import diskcache_put, diskcache_get\nprint(diskcache_put('t', 'k', b'1'), diskcache_get('t', 'k'))"
+  r = subprocess.run([sys.executable, "-W", "always", "-c", code], env={**os.environ, "CACHEDB": str(p)}, capture_output=True, text=True, timeout=20)
+  assert r.stdout.strip() == "b'1' None" and f"not a regular file but a {'FIFO' if kind == 'fifo' else 'directory'}" in r.stderr
+  assert r.stderr.count("RuntimeWarning") == 1 and os.listdir(tmp_path) == ["c.db"]
+
 def test_foreign_sqlite_database_is_left_alone(tmp_path, monkeypatch):
   other = tmp_path / "app.db"
   conn = sqlite3.connect(other)
