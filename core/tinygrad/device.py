@@ -54,11 +54,15 @@ class Compiler:
     """The binary for `src`. The default is the source's UTF-8 bytes (for runtimes that load source)."""
     return src.encode()
   def compile_cached(self, src: str, refresh: bool = False) -> bytes:
-    """`compile` through the disk cache, keyed by (cachekey, version(), target, src). Failures raise and are never cached.
-    refresh: compile even on a hit and replace the row (the cached binary failed to load)."""
+    """`compile` through the disk cache, keyed by (cachekey, version(), target, code, src), `code` the hash of the packages
+    of this compiler's class and its bases (progcache.compiler_version). Failures raise and are never cached. refresh:
+    compile even on a hit and replace the row (the cached binary failed to load)."""
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
     from tinygrad.diskcache import diskcache_get, diskcache_put
-    key, row = (self.cachekey, self.version(), repr(self.target), src), {"version": self.version(), "device": self.cachekey}
+    from tinygrad.codegen.progcache import compiler_version
+    # (the class's code: a plugin upgrade that changes the options it passes, --fmad or -O3, is another key)
+    key = (self.cachekey, self.version(), repr(self.target), compiler_version(type(self)), src)
+    row = {"version": self.version(), "device": self.cachekey}
     if not refresh and isinstance(lib := diskcache_get("compile", key, **row), bytes): return lib
     lib = self.compile(src)
     if not isinstance(lib, (bytes, bytearray, memoryview)): raise TypeError(f"{type(self).__name__}.compile returned {type(lib).__name__}, not bytes")

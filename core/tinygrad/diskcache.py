@@ -41,6 +41,7 @@ TABLE = f"entries_v{SCHEMA}"
 MAGIC = 0x74696E79    # 'tiny': sqlite's application_id (header offset 68) of every database this module created
 _BUSY_MS = 1500       # wait this long for another process's write transaction, then run this entry uncached
 _CONTENDED_MS = 50    # after one such give-up, wait only this long until a write succeeds again (no stall per kernel)
+_LOCKED_GIVEUPS = 3   # after this many give-ups in a row the lock is a long one (a stopped process's transaction): no wait at all
 _ATIME_RES = 600.0    # a row's last use is recorded to this many seconds: reads do not each become a write
 _CHECK_EVERY = 256    # stores between two exact measures of the cache's size (another process may have grown it)
 _FORK_WAIT_S = 3.0    # a fork waits this long for another thread's cache operation to end (it waits at most _BUSY_MS)
@@ -58,6 +59,7 @@ class _State:
     self.readonly = False         # opened read-only (the directory is not writable): no stores, no recorded uses
     self.broken: str | None = None  # why the cache is off for the rest of this process (a file that is not ours, or not safe)
     self.busy_ms = _BUSY_MS
+    self.giveups = 0              # entries run uncached in a row because another process held the lock
     self.warned: set[str] = set()   # warnings already given by this process (each kind once)
     self.inherited: list[tuple[str, sqlite3.Connection]] = []  # (path, connection) inherited across fork: never used or closed
     self.forking = False            # _before_fork holds the lock
@@ -124,7 +126,7 @@ def reset() -> None:
   with _st.lock:
     flush()
     _close()
-    _st.busy_ms, _st.stores = _BUSY_MS, 0
+    _st.busy_ms, _st.stores, _st.giveups = _BUSY_MS, 0, 0
     _st.warned.clear()
 
 def _warn(msg: str, once: str | None = None) -> None:
@@ -151,10 +153,14 @@ def _ours_by_tables(path: str) -> bool:
   except sqlite3.Error: return False
   return bool(names) and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*_v[0-9]+", n) for n in names)
 
+_FILE_KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFDIR: "directory", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFSOCK: "socket"}
+
 def _check_ours(path: str) -> None:
   """Raise _NotOurs(why) unless `path` is absent, empty, a tinygrad cache database, or garbage in tinygrad's own file.
   Only while this process has no connection to `path`: the close() below drops every sqlite lock it holds on the file."""
   try:
+    # (a FIFO's open() waits for a writer: the user's program hung on its first kernel; a directory or device is not a file either)
+    if not stat.S_ISREG(mode := os.stat(path).st_mode): raise _NotOurs(f"not a regular file but a {_FILE_KINDS.get(stat.S_IFMT(mode), 'special file')}")
     with open(path, "rb") as f: head = f.read(100)
   except FileNotFoundError: return
   except OSError: return   # unreadable: sqlite reports it and the cache is off, nothing is touched
@@ -280,7 +286,9 @@ def _run(fn, write: bool = False) -> Any:
         conn = _connection()
         if conn is None or (write and _st.readonly): return None
         ret = fn(conn)
-        if write: _set_busy(conn, _BUSY_MS)   # the other writer is gone: wait the full time again next time
+        if write:   # the other writer is gone: wait the full time again next time
+          _st.giveups = 0
+          _set_busy(conn, _BUSY_MS)
         return ret
       except _NotOurs as e:
         _close()
@@ -299,7 +307,10 @@ def _run(fn, write: bool = False) -> Any:
         if isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
           # another process holds a write transaction: this entry runs uncached rather than stall the program
           _warn(f"database {cache_path()} is locked by another process; running uncached meanwhile", once="locked")
-          _set_busy(_st.conn, _CONTENDED_MS)
+          # (50 ms per entry was still a stall: a warm start of 2000 lookups under a lock held by a stopped process took
+          # 100 s more; without a wait each one tries once, and the first write that gets through restores the full wait)
+          _st.giveups += 1
+          _set_busy(_st.conn, _CONTENDED_MS if _st.giveups < _LOCKED_GIVEUPS else 0)
           return None
         if isinstance(e, sqlite3.OperationalError) and "no such table" in str(e):
           if _st.readonly: return None   # a read-only cache without our table: every entry is a miss
@@ -339,14 +350,31 @@ def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, 
   text = _dumps(["tinygrad-cache-key", SCHEMA, _plain(key)])
   return table, version, device, hashlib.sha256(text.encode()).hexdigest()
 
-_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode   # (json.dumps with options builds one per call)
+# (json.dumps with options builds one per call; NaN and +-Infinity are written as JavaScript literals, which json.loads reads)
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
 
+def _nonstr_key(value: Any) -> str | None:
+  # the first dict key in `value` that is not a str, else None: JSON would write {1: x} as {"1": x}, and a hit would return
+  # another dict than the one stored
+  stack = [value]
+  while stack:
+    x = stack.pop()
+    if isinstance(x, dict):
+      if bad := [k for k in x if not isinstance(k, str)]: return repr(bad[0])
+      stack.extend(v for v in x.values() if isinstance(v, (dict, list, tuple)))
+    elif isinstance(x, (list, tuple)): stack.extend(v for v in x if isinstance(v, (dict, list, tuple)))
+  return None
+
 def _encode(value: Value) -> tuple[str, bytes]:
   if isinstance(value, (bytes, bytearray, memoryview)): return "bytes", bytes(value)
-  try: return "json", _dumps(value).encode()
+  try: text = _dumps(value).encode()
   except (TypeError, ValueError) as e: raise TypeError(f"cache values are bytes or JSON data, got {type(value).__name__}: {e}") from None
+  if (bad := _nonstr_key(value)) is not None:
+    raise TypeError(f"cache values are bytes or JSON data, whose dict keys are str: got the key {bad}, which would read back as a str; "
+                    "fix: convert the keys (str(k)) or store a list of [key, value] pairs")
+  return "json", text
 
 _WHERE = "ns=? AND version=? AND device=? AND key=?"
 

@@ -255,11 +255,14 @@ def flat_mv(mv: memoryview) -> memoryview:
   """`mv` as one flat run of unsigned bytes."""
   return mv if len(mv) == 0 else mv.cast("B", shape=(mv.nbytes,))
 def diskcache(func: Callable[..., T]) -> Callable[..., T]:
-  """Memoise `func` in the on-disk cache (tinygrad.diskcache), keyed by its name and arguments. Arguments must be plain
-  data (str, int, float, bool, None, bytes, tuples/lists of them) and the value bytes or JSON data (tuples come back as
-  lists): nothing read back can run code, so unlike public tinygrad's (a pickle) other values raise TypeError."""
+  """Memoise `func` in the on-disk cache (tinygrad.diskcache), keyed by its module, name and arguments. Arguments must be
+  plain data (str, int, float, bool, None, bytes, tuples/lists of them) and the value bytes or JSON data (tuples come back
+  as lists): nothing read back can run code, so unlike public tinygrad's (a pickle) other values raise TypeError."""
   from tinygrad.diskcache import diskcache_get, diskcache_put
-  table = re.sub(r"[^A-Za-z0-9_]", "_", f"cache_{func.__name__}")
+  # (by the name alone, as public tinygrad's, two modules' `load(path)` read each other's values; the module's name and the
+  # qualified name are encoded unambiguously: '_' doubled, '.' and other characters as _<hex>_)
+  name = "".join(c if c.isalnum() and c.isascii() else "__" if c == "_" else f"_{ord(c):x}_" for c in f"{func.__module__}.{func.__qualname__}")
+  table = f"cache_{name}"
   @functools.wraps(func)
   def wrapper(*args: Any, **kwargs: Any) -> T:
     key = [list(args), sorted(kwargs.items())]

@@ -69,7 +69,7 @@ def test_conformance_extra_pulls_only_pytest_and_hypothesis():
 
 def test_guide_states_the_compile_cache_key():
   from tinygrad.device import Compiler
-  key = "(cachekey, version(), target, src)"
+  key = "(cachekey, version(), target, code, src)"
   assert key in (Compiler.compile_cached.__doc__ or "") and key in GUIDE.read_text(), f"docs/plugins.md must state the compile-cache key {key}"
 
 def test_conformance_report_names_the_compiler_pair():

@@ -110,6 +110,29 @@ def test_compile_cache_key_has_version_and_cachekey():
   c3.compile_cached("k")
   assert c2.calls == 1 and c3.calls == 1
 
+def test_compile_cache_key_has_the_compilers_code(tmp_path, monkeypatch):
+  # a plugin upgrade that changed the options its compiler passes (say --fmad=true -> false) kept loading the old binaries:
+  # same cachekey, same tool version, same source
+  import sys
+  from tinygrad.codegen import progcache
+  pkg = tmp_path / "pc_compiler_pkg"
+  pkg.mkdir()
+  def write(opt):
+    (pkg / "__init__.py").write_text(f"from tinygrad.device import Compiler\nclass C(Compiler):\n  def compile(self, src): return (src + {opt!r}).encode()\n")
+  write(" -O2")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  try:
+    import pc_compiler_pkg
+    assert pc_compiler_pkg.C("ck").compile_cached("k") == b"k -O2"
+    write(" -O3")   # the upgrade: a new process imports the new code
+    sys.modules.pop("pc_compiler_pkg")
+    progcache._package_hash.cache_clear()
+    import pc_compiler_pkg as upgraded
+    assert upgraded.C("ck").compile_cached("k") == b"k -O3"
+  finally:
+    sys.modules.pop("pc_compiler_pkg", None)
+    progcache._package_hash.cache_clear()
+
 def test_failed_compile_not_cached(db):
   c = CountingCompiler()
   for _ in range(2):
@@ -209,6 +232,25 @@ def test_locked_database_skips_the_entry_not_the_cache(db):
   diskcache_put("t", "k3", b"3")
   assert diskcache_get("t", "k3") == b"3" and diskcache_get("t", "k1") is None
 
+def test_a_lock_held_for_long_costs_no_wait_per_entry(db):
+  # a stopped process's open write transaction: every entry waited 50 ms after the first give-up (2000 kernels: +100 s)
+  import time
+  diskcache_put("t", "warm", b"0")
+  other = sqlite3.connect(db, isolation_level=None)
+  other.execute("BEGIN IMMEDIATE")
+  other.execute(f'INSERT OR REPLACE INTO "{diskcache.TABLE}" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', ("t", "", "", "x", "bytes", "0", 0, 0.0, b""))
+  try:
+    with pytest.warns(RuntimeWarning, match="locked by another process"):
+      for i in range(3): diskcache_put("t", f"k{i}", b"1")   # the full wait, then the short ones
+      st = time.perf_counter()
+      for i in range(40): assert diskcache_put("t", f"j{i}", b"1") == b"1"
+      assert time.perf_counter() - st < 0.6   # (was >= 40 * 50 ms)
+      assert diskcache_get("t", "warm") == b"0"
+  finally: other.execute("ROLLBACK")
+  other.close()
+  diskcache_put("t", "k3", b"3")   # the first write that gets through waits the full time again
+  assert diskcache_get("t", "k3") == b"3" and diskcache._st.conn.execute("PRAGMA busy_timeout").fetchone()[0] == diskcache._BUSY_MS
+
 # ---- a file that is not ours is never touched ----
 def _snapshot(d): return {p: open(p, "rb").read() for p in glob.glob(os.path.join(d, "*"))}
 
@@ -225,6 +267,18 @@ def test_foreign_text_file_is_left_alone(tmp_path, monkeypatch):
   c.compile_cached("s")
   c.compile_cached("s")
   assert c.calls == 2 and _snapshot(str(tmp_path)) == before
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_path_that_is_not_a_regular_file_is_left_alone(tmp_path, kind):
+  # CACHEDB naming a FIFO hung the program in open() (waiting for a writer); a directory warned on every entry
+  import subprocess, sys
+  p = tmp_path / "c.db"
+  if kind == "fifo": os.mkfifo(p)
+  else: p.mkdir()
+  code = "from tinygrad.diskcache import diskcache_put, diskcache_get\nprint(diskcache_put('t', 'k', b'1'), diskcache_get('t', 'k'))"
+  r = subprocess.run([sys.executable, "-W", "always", "-c", code], env={**os.environ, "CACHEDB": str(p)}, capture_output=True, text=True, timeout=20)
+  assert r.stdout.strip() == "b'1' None" and f"not a regular file but a {'FIFO' if kind == 'fifo' else 'directory'}" in r.stderr
+  assert r.stderr.count("RuntimeWarning") == 1 and os.listdir(tmp_path) == ["c.db"]
 
 def test_foreign_sqlite_database_is_left_alone(tmp_path, monkeypatch):
   other = tmp_path / "app.db"
@@ -452,3 +506,27 @@ def test_a_cache_file_others_could_write_is_not_used(db, how):
     c.compile_cached("s")
     c.compile_cached("s")
   assert c.calls == 3 and len(w) == 1   # ran uncached (the binary in the file is not trusted), warned once
+
+def test_a_dict_with_keys_json_would_turn_into_str_is_refused():
+  # stored, {1: "a"} read back as {"1": "a"}: a memoised function gave another value from the cache than computed
+  for v in ({1: "a"}, {"x": [{True: 1}]}, ({None: 0},), {1.5: 2}):
+    with pytest.raises(TypeError, match="dict keys are str"): diskcache_put("t", "k", v)
+  assert diskcache_get("t", "k") is None
+  assert diskcache_put("t", "k", {"a": [{"b": 1}]}) == {"a": [{"b": 1}]} and diskcache_get("t", "k") == {"a": [{"b": 1}]}
+
+def test_non_finite_floats_are_plain_data():
+  # were a ValueError ("Out of range float values are not JSON compliant") from a key, a TypeError from a value
+  import math
+  assert diskcache_put("t", ("x", float("inf")), [float("-inf"), 1.5]) == [float("-inf"), 1.5]
+  assert diskcache_get("t", ("x", float("inf"))) == [float("-inf"), 1.5] and diskcache_get("t", ("x", float("-inf"))) is None
+  diskcache_put("t", float("nan"), {"v": float("nan")})
+  assert math.isnan(diskcache_get("t", float("nan"))["v"])
+
+def test_memoised_functions_of_the_same_name_in_two_modules_stay_apart():
+  # keyed by the name alone, b.load(1) returned a.load(1)'s value from the cache
+  import types
+  from tinygrad.helpers import diskcache as memo
+  mods = [types.ModuleType(n) for n in ("a_b", "a.b", "other")]
+  for i, m in enumerate(mods): exec(f"def load(x): return [{i!r}, x]", m.__dict__)
+  fs = [memo(m.load) for m in mods]
+  assert [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]] and [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]]

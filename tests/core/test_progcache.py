@@ -207,3 +207,21 @@ def test_a_tampered_python_program_row_is_a_miss(db, src):
   method_cache.clear()
   np.testing.assert_equal(t().numpy(), np.arange(6) * 5)
   assert progcache.load(key, ast).src == good["src"]   # replaced by the program rendered again
+
+def test_the_code_version_covers_the_packages_of_a_renderers_base_classes(tmp_path, monkeypatch):
+  # a third party's renderer subclassing another package's: only the subclass's package was hashed, so an upgraded base
+  # package (another prelude, another rule) kept giving the programs the old one rendered
+  (tmp_path / "pc_base_pkg").mkdir()
+  (tmp_path / "pc_sub_pkg").mkdir()
+  (tmp_path / "pc_base_pkg" / "__init__.py").write_text("from tinygrad.renderer import Renderer\nclass Base(Renderer): pass\n")
+  (tmp_path / "pc_sub_pkg" / "__init__.py").write_text("from pc_base_pkg import Base\nclass Sub(Base): pass\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  try:
+    import pc_sub_pkg
+    old = progcache.code_version(pc_sub_pkg.Sub())
+    (tmp_path / "pc_base_pkg" / "__init__.py").write_text("from tinygrad.renderer import Renderer\nclass Base(Renderer): pass  # v2\n")
+    progcache._package_hash.cache_clear()   # (what a new process, after the upgrade, starts with)
+    assert progcache.code_version(pc_sub_pkg.Sub()) != old
+  finally:
+    for m in ("pc_base_pkg", "pc_sub_pkg"): sys.modules.pop(m, None)
+    progcache._package_hash.cache_clear()

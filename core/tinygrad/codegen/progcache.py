@@ -7,7 +7,7 @@ launch facts of its ProgramSpec, so a warm process goes AST -> source -> machine
 The key is everything the program depends on: the AST (every node's op, dtype, arg, tag and sources, encoded exactly:
 a kind of value the encoder does not know makes the kernel uncacheable, never a guess), the renderer (class and
 abilities), the device and compiler names, every flag's value (ContextVar, minus those that only steer output), and
-a hash of the code that generates programs (the core package and the renderer's package), so an edited or upgraded
+a hash of the code that generates programs (the core package and the packages of the renderer's classes), so an edited or upgraded
 tinygrad never reuses a stale program. Rows carry that code version and the device (diskcache's version and device
 columns): two installs, or two devices, sharing one cache keep their programs side by side, and old ones go by the cache's
 LRU eviction. Values are JSON (diskcache): source text, sizes (ints or small expressions of the kernel's variables),
@@ -223,19 +223,38 @@ def _code_hash(*modules: str) -> str:
 def _package_hash(name: str) -> str:
   # (each package's files are read once per process, whichever keys name it)
   top = sys.modules.get(name)
-  root = os.path.dirname(getattr(top, "__file__", None) or "") if top is not None else ""
-  if not root: raise Uncacheable(f"no source folder for {name}")
+  file = (getattr(top, "__file__", None) or "") if top is not None else ""
+  if not (root := os.path.dirname(file)): raise Uncacheable(f"no source folder for {name}")
   h = hashlib.sha256()
+  if not hasattr(top, "__path__"):   # a module, not a package (a script's own classes): its file, not its whole folder
+    with open(file, "rb") as fh: h.update(os.path.basename(file).encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()
   for d, dirs, files in sorted(os.walk(root)):
     dirs[:] = sorted(x for x in dirs if x != "__pycache__")
     for f in sorted(x for x in files if x.endswith(".py")):
       with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
   return h.hexdigest()
 
+def compiler_version(cls: type) -> str:
+  """The hash of the code of compiler class `cls` (the packages of it and its bases, but the core's): part of the compile
+  cache's key, so a plugin upgrade that changes a compiler's options or passes never reuses the old one's binaries.
+  "" where a class has no source file (the cache then relies on the compiler's cachekey and version alone)."""
+  try: return _code_hash(*(m for m in _class_modules(cls) if m.split(".")[0] != "tinygrad"))
+  except (Uncacheable, OSError): return ""
+
 def code_version(ren: Any) -> str:
-  """The hash of the code that turns a kernel into a program for renderer `ren` (the core and the renderer's package):
-  every cached result of codegen (programs, BEAM's actions) is keyed by it. Raises Uncacheable without a source folder."""
-  return _code_hash("tinygrad", type(ren).__module__)
+  """The hash of the code that turns a kernel into a program for renderer `ren` (the core and the packages of the
+  renderer's class and of every class it derives from): every cached result of codegen (programs, BEAM's actions) is
+  keyed by it. Raises Uncacheable without a source folder."""
+  return _code_hash("tinygrad", *_class_modules(type(ren)))
+
+_class_mods: dict[type, tuple[str, ...]] = {}
+def _class_modules(cls: type) -> tuple[str, ...]:
+  # the modules of `cls` and its bases (a third party's renderer that subclasses another plugin's, for a compiler it adds to
+  # that plugin's device: an upgrade of the base's package changes its programs too), but the standard library's
+  if (ret := _class_mods.get(cls)) is None:
+    ret = _class_mods[cls] = tuple(m for c in cls.__mro__ if (m := c.__module__).split(".")[0] not in sys.stdlib_module_names)
+  return ret
 
 _flag_memo: dict[tuple, str] = {}
 def _flags() -> str:
