@@ -355,6 +355,18 @@ def test_tensor_of_a_variable_is_a_weak_int_scalar():
   with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10)).item()
   with pytest.raises(UnboundVariableError): (Tensor(Variable("u", 1, 10)) + 1).tolist()
 
+def test_true_division_of_a_variable_is_a_float():
+  # v/4 with v bound to 3 was an FDIV of dtype int, run as an integer division: 0, not 0.75. interpolate computes its
+  # positions with n/out, so every mode resized a symbolic axis from the wrong pixels (only position 0 was right)
+  vv = Variable("a", 1, 10).bind(3)
+  assert (vv / 4).dtype == dtypes.float32 and sym_infer(vv / 4, {}) == 0.75 and sym_infer(6 / vv, {}) == 2.0
+  np.testing.assert_allclose((Tensor.arange(4) * (vv / 4)).numpy(), [0, 0.75, 1.5, 2.25])
+  x = _data(7, 8)
+  for mode in ("linear", "nearest", "nearest-exact"):
+    for v in (1, 3, 7):
+      got = Tensor(x)[None, None, :Variable("n", 1, 7).bind(v)].interpolate((4, 5), mode=mode).numpy()
+      np.testing.assert_allclose(got, Tensor(x)[None, None, :v].interpolate((4, 5), mode=mode).numpy(), rtol=1e-6, err_msg=f"{mode} {v}")
+
 @pytest.mark.parametrize("args", [(0, 4), (2, 7), (0, 10, 2), (2, 14, 3), (9, 1, -2)])
 def test_arange_with_bound_variables(args):
   names = ("start", "stop", "step")

@@ -329,8 +329,17 @@ class UOp(metaclass=UOpMetaClass):
   def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
   def __floordiv__(self, x): return self._binop(Ops.IDIV, x, False)   # C (truncating) division on ints
   def __rfloordiv__(self, x): return self._binop(Ops.IDIV, x, True)
-  def __truediv__(self, x): return self._binop(Ops.FDIV, x, False)
-  def __rtruediv__(self, x): return self._binop(Ops.FDIV, x, True)
+  def _truediv(self, x: UOp | ConstType, reverse: bool) -> UOp:
+    # Python's int/int is a float: a symbolic size over an int (interpolate's n/out) was an FDIV of dtype int, which ran as
+    # an integer division (3/4 gave 0), so ints and bools are cast to the default float first
+    if not isinstance(x, (UOp, int, float)): return self._binop(Ops.FDIV, x, reverse)   # a Tensor: its reflected operator
+    fl = lambda u: u if dtypes.is_float(u.dtype) else u.cast(dtypes.default_float.vec(u.dtype.count) if u.dtype.count > 1 else dtypes.default_float)
+    a = fl(self)
+    b = fl(a.ufix(x))
+    if a.dtype != b.dtype: a, b = (a.cast(b.dtype), b) if b.dtype.itemsize > a.dtype.itemsize else (a, b.cast(a.dtype))
+    return b.alu(Ops.FDIV, a) if reverse else a.alu(Ops.FDIV, b)
+  def __truediv__(self, x): return self._truediv(x, False)
+  def __rtruediv__(self, x): return self._truediv(x, True)
   def __mod__(self, x): return self._binop(Ops.MOD, x, False)          # C remainder (sign of the dividend)
   def __rmod__(self, x): return self._binop(Ops.MOD, x, True)
   def __and__(self, x): return self._binop(Ops.AND, x, False)
