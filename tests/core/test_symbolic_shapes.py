@@ -355,6 +355,16 @@ def test_tensor_of_a_variable_is_a_weak_int_scalar():
   with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10)).item()
   with pytest.raises(UnboundVariableError): (Tensor(Variable("u", 1, 10)) + 1).tolist()
 
+def test_where_and_masked_fill_take_a_bound_variable():
+  # arithmetic takes a bound Variable as a weak int scalar, where and masked_fill raised DTypeInferError for it
+  c = Tensor([1.0, 2.0, 3.0]) > 1.5
+  jf = TinyJit(lambda c, a: (c.where(a, 0) + c.where(0.5, a * 2) + Tensor([1, 2, 3]).masked_fill(c, a)).realize())
+  for v in (-3, 4, 4, 0, 5):
+    a = Variable("a", -5, 5).bind(v)
+    want = np.where([0, 1, 1], v, 0) + np.where([0, 1, 1], 0.5, 2 * v) + np.where([0, 1, 1], v, [1, 2, 3])
+    np.testing.assert_array_equal(jf(c, a).numpy(), want)
+    np.testing.assert_array_equal(Tensor([1.0, 2.0, 3.0]).masked_fill(c, a).numpy(), np.where([0, 1, 1], v, [1.0, 2.0, 3.0]))
+
 def test_true_division_of_a_variable_is_a_float():
   # v/4 with v bound to 3 was an FDIV of dtype int, run as an integer division: 0, not 0.75. interpolate computes its
   # positions with n/out, so every mode resized a symbolic axis from the wrong pixels (only position 0 was right)
