@@ -320,7 +320,14 @@ class UOp(metaclass=UOpMetaClass):
     # shapes compare equal (a cat's 2*i+3 rows is the user's 2*i+3) and `!=`, identity here, is False for them, as public
     # tinygrad's symbolic `!=` (it simplifies both sides) is; they were two UOps
     if reverse and op in GroupOp.Commutative and not isinstance(x, UOp): reverse = False
-    return other.alu(op, self) if reverse else self.alu(op, other)
+    a = self
+    # an int and a float: the float's dtype, as Python's int*float. The op took self's dtype: a bound Variable n=3 gave
+    # n*0.5 -> 1 and n+0.5 -> 3 (an int op over a float constant), BatchNorm's mom*n a 0 running-variance update
+    if a.dtype is not other.dtype and not isinstance(a.dtype, PtrDType) and not isinstance(other.dtype, PtrDType) \
+       and dtypes.is_float(a.dtype) != dtypes.is_float(other.dtype) and a.dtype.count == other.dtype.count:
+      if op in (Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR): raise TypeError(f"{op.name} of {a.dtype} and {other.dtype}: cast the float to an int first")
+      a, other = (a.cast(other.dtype), other) if dtypes.is_float(other.dtype) else (a, other.cast(a.dtype))
+    return other.alu(op, a) if reverse else a.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
   def __radd__(self, x): return self._binop(Ops.ADD, x, True)
   def __sub__(self, x): return self._binop(Ops.SUB, x, False)
