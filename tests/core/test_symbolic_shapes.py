@@ -374,25 +374,6 @@ def test_a_variable_with_a_float_is_a_float():
   np.testing.assert_allclose((Tensor([2.0, 4.0]) * (vv * 0.5)).numpy(), [3.0, 6.0])
   with pytest.raises(TypeError, match="cast the float"): vv // 0.5
 
-def test_where_and_masked_fill_take_a_bound_variable():
-  # arithmetic takes a bound Variable as a weak int scalar, where and masked_fill raised DTypeInferError for it
-  c = Tensor([1.0, 2.0, 3.0]) > 1.5
-  jf = TinyJit(lambda c, a: (c.where(a, 0) + c.where(0.5, a * 2) + Tensor([1, 2, 3]).masked_fill(c, a)).realize())
-  for v in (-3, 4, 4, 0, 5):
-    a = Variable("a", -5, 5).bind(v)
-    want = np.where([0, 1, 1], v, 0) + np.where([0, 1, 1], 0.5, 2 * v) + np.where([0, 1, 1], v, [1, 2, 3])
-    np.testing.assert_array_equal(jf(c, a).numpy(), want)
-    np.testing.assert_array_equal(Tensor([1.0, 2.0, 3.0]).masked_fill(c, a).numpy(), np.where([0, 1, 1], v, [1.0, 2.0, 3.0]))
-
-def test_a_variable_with_a_float_is_a_float():
-  # n*0.5 with n bound to 3 was an int op over a float constant: 1, and n+0.5 was 3, n-0.5 2 (Python: 1.5, 3.5, 2.5)
-  vv = Variable("a", 1, 10).bind(3)
-  for e, want in ((vv * 0.5, 1.5), (0.5 * vv, 1.5), (vv + 0.5, 3.5), (vv - 0.5, 2.5), (0.5 - vv, -2.5), (vv.maximum(3.5), 3.5)):
-    assert e.dtype == dtypes.float32 and sym_infer(e, {}) == want, e.render()
-  assert not sym_infer(vv < 2.5, {}) and sym_infer(vv < 3.5, {})
-  np.testing.assert_allclose((Tensor([2.0, 4.0]) * (vv * 0.5)).numpy(), [3.0, 6.0])
-  with pytest.raises(TypeError, match="cast the float"): vv // 0.5
-
 def test_batchnorm_training_over_a_symbolic_batch():
   # `if n:` of the batch's count raised "truth value of a UOp is ambiguous", and the running variance's n/(n-1) and
   # momentum*n were int ops (1 and 0): the update was lost
