@@ -411,6 +411,12 @@ def test_arange_with_bound_variables(args):
   step = Variable("step", 1, 3).bind(2)
   np.testing.assert_array_equal(Tensor.arange(0, 10, step)[:5].numpy(), np.arange(0, 10, 2))
 
+def test_arange_of_a_float_expression_of_variables_raises_type_error():
+  # n*1.0 is a float expression now (it was an int op): arange raised OverflowError from its float bounds (-inf)
+  vv = Variable("a", 1, 10).bind(3)
+  for args in ((vv * 1.0,), (0, vv / 2), (vv, 10, vv * 0.5)):
+    with pytest.raises(TypeError, match="needs int arguments"): Tensor.arange(*args)
+
 def test_pad_triu_tril_with_bound_variables():
   vv = Variable("a", 1, 10).bind(2)
   an = np.ones((2, 2), np.float32)
