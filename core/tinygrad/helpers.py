@@ -195,7 +195,13 @@ def strides_for_shape(shape: Sequence[int]) -> tuple[int, ...]:
 def time_to_str(t: float, w: int = 8) -> str:
   """Seconds as `w`-wide text in s, ms or us, whichever keeps the number above 10 (public tinygrad's DEBUG=2 times)."""
   return f"{t:{w}.2f}s " if t > 10 else f"{t*1e3:{w}.2f}ms" if t > 10e-3 else f"{t*1e6:{w}.2f}us"
-def ceildiv(num: int, amt: int) -> int: return -(num//-amt)
+def ceildiv(num: Any, amt: Any) -> Any:
+  """ceil(num / amt) for amt > 0; num or amt may be a symbolic size (a UOp)."""
+  if isinstance(num, int) and isinstance(amt, int): return -(num//-amt)
+  # a UOp's // truncates toward zero (C), so -(num//-amt) was floor(num/amt) for num >= 0 (ceildiv(n, 2) at n=3 gave 1).
+  # num is shifted by a multiple of amt to be >= 0 over its whole range, where truncation is floor
+  k = -(min(0, int(num.vmin)) // amt) if isinstance(amt, int) and not isinstance(num, int) else 0
+  return (num + (k * amt + amt - 1)) // amt - k
 def merge_dicts(ds: Iterable[dict]) -> dict:
   out: dict = {}
   for d in ds:

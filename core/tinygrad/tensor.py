@@ -1435,7 +1435,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @staticmethod
   def _arange_symbolic(start: Any, stop: Any, step: Any, **kwargs: Any) -> Tensor:
     # bounds or step given by bound Variables: the arange of the largest length their ranges allow, shrunk to this length
-    if any(isinstance(x, float) for x in (start, stop, step)): raise TypeError("arange: a symbolic (Variable) start, stop or step needs int arguments")
+    # (a float expression of Variables too, n*1.0: it raised OverflowError 'cannot convert float infinity to integer')
+    if any(isinstance(x, float) or (isinstance(x, UOp) and dtypes.is_float(x.dtype)) for x in (start, stop, step)):
+      raise TypeError("arange: a symbolic (Variable) start, stop or step needs int arguments")
     up = step > 0 if isinstance(step, int) else (True if step.vmin > 0 else False if step.vmax < 0 else None)
     if up is None: raise ValueError(f"arange: the step {step.render()} must be positive or negative for every value of its variables")
     span, by = (stop - start, step) if up else (start - stop, -step)

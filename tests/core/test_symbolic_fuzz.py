@@ -125,3 +125,21 @@ def test_running_reduce_over_a_variable_axis_bound_to_0(op):
   jf = TinyJit(f)
   for v in (0, 0, 0): assert jf(Tensor(X), Variable("n", 0, 10).bind(v)).numpy().shape == (9, 0)
   with pytest.raises(JitError, match="'n': 3"): jf(Tensor(X), Variable("n", 0, 10).bind(3))
+
+def test_ceildiv_of_a_symbolic_size_rounds_up():
+  # ceildiv was -(n // -c), Python's floor trick, but a UOp's // truncates: ceildiv(n, 2) at n=3 was 1. A cumsum over a
+  # variable axis longer than its 256 block and a ceil_mode pool over a short variable axis raised 'padding >= 0 does
+  # not hold' at values the int program takes
+  from tinygrad.helpers import ceildiv
+  from tinygrad.uop.ops import sym_infer
+  v = Variable("v", -9, 9)
+  for c in (1, 2, 3, 5):
+    assert [sym_infer(ceildiv(v + 2, c), {v: i}) for i in range(-9, 10)] == [-(-(i + 2) // c) for i in range(-9, 10)]
+  big = _RS.randn(600).astype(np.float32)
+  jf = TinyJit(lambda x, n: x[:n].cumsum(0).realize())
+  for n in (1, 300, 513, 300, 600):
+    np.testing.assert_allclose(jf(Tensor(big), Variable("n", 1, 600).bind(n)).numpy(), big[:n].cumsum(), atol=1e-3, rtol=1e-4)
+  x = Tensor(X).reshape(1, 1, 9, 10)
+  for n in (2, 3, 8):
+    got = x[:, :, :Variable("n", 1, 9).bind(n)].avg_pool2d(3, stride=2, padding=1, ceil_mode=True).numpy()
+    np.testing.assert_allclose(got, x[:, :, :n].avg_pool2d(3, stride=2, padding=1, ceil_mode=True).numpy(), rtol=1e-6)

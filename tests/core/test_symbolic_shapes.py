@@ -355,6 +355,51 @@ def test_tensor_of_a_variable_is_a_weak_int_scalar():
   with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10)).item()
   with pytest.raises(UnboundVariableError): (Tensor(Variable("u", 1, 10)) + 1).tolist()
 
+def test_where_and_masked_fill_take_a_bound_variable():
+  # arithmetic takes a bound Variable as a weak int scalar, where and masked_fill raised DTypeInferError for it
+  c = Tensor([1.0, 2.0, 3.0]) > 1.5
+  jf = TinyJit(lambda c, a: (c.where(a, 0) + c.where(0.5, a * 2) + Tensor([1, 2, 3]).masked_fill(c, a)).realize())
+  for v in (-3, 4, 4, 0, 5):
+    a = Variable("a", -5, 5).bind(v)
+    want = np.where([0, 1, 1], v, 0) + np.where([0, 1, 1], 0.5, 2 * v) + np.where([0, 1, 1], v, [1, 2, 3])
+    np.testing.assert_array_equal(jf(c, a).numpy(), want)
+    np.testing.assert_array_equal(Tensor([1.0, 2.0, 3.0]).masked_fill(c, a).numpy(), np.where([0, 1, 1], v, [1.0, 2.0, 3.0]))
+
+def test_a_variable_with_a_float_is_a_float():
+  # n*0.5 with n bound to 3 was an int op over a float constant: 1, and n+0.5 was 3, n-0.5 2 (Python: 1.5, 3.5, 2.5)
+  vv = Variable("a", 1, 10).bind(3)
+  for e, want in ((vv * 0.5, 1.5), (0.5 * vv, 1.5), (vv + 0.5, 3.5), (vv - 0.5, 2.5), (0.5 - vv, -2.5), (vv.maximum(3.5), 3.5)):
+    assert e.dtype == dtypes.float32 and sym_infer(e, {}) == want, e.render()
+  assert not sym_infer(vv < 2.5, {}) and sym_infer(vv < 3.5, {})
+  np.testing.assert_allclose((Tensor([2.0, 4.0]) * (vv * 0.5)).numpy(), [3.0, 6.0])
+  with pytest.raises(TypeError, match="cast the float"): vv // 0.5
+
+def test_batchnorm_training_over_a_symbolic_batch():
+  # `if n:` of the batch's count raised "truth value of a UOp is ambiguous", and the running variance's n/(n-1) and
+  # momentum*n were int ops (1 and 0): the update was lost
+  import torch
+  from tinygrad import nn
+  from tinygrad.helpers import Context
+  x = _data(6, 3, 2, 2)
+  with Context(TRAINING=1):
+    for v in (3,):
+      bn, tb = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+      np.testing.assert_allclose(bn(Tensor(x)[:Variable("n", 1, 6).bind(v)]).numpy(), tb(torch.tensor(x[:v])).detach().numpy(), atol=1e-5)
+      np.testing.assert_allclose(bn.running_var.numpy(), tb.running_var.numpy(), rtol=1e-5)
+      np.testing.assert_allclose(bn.running_mean.numpy(), tb.running_mean.numpy(), atol=1e-6)
+
+def test_true_division_of_a_variable_is_a_float():
+  # v/4 with v bound to 3 was an FDIV of dtype int, run as an integer division: 0, not 0.75. interpolate computes its
+  # positions with n/out, so every mode resized a symbolic axis from the wrong pixels (only position 0 was right)
+  vv = Variable("a", 1, 10).bind(3)
+  assert (vv / 4).dtype == dtypes.float32 and sym_infer(vv / 4, {}) == 0.75 and sym_infer(6 / vv, {}) == 2.0
+  np.testing.assert_allclose((Tensor.arange(4) * (vv / 4)).numpy(), [0, 0.75, 1.5, 2.25])
+  x = _data(7, 8)
+  for mode in ("linear", "nearest", "nearest-exact"):
+    for v in (1, 3, 7):
+      got = Tensor(x)[None, None, :Variable("n", 1, 7).bind(v)].interpolate((4, 5), mode=mode).numpy()
+      np.testing.assert_allclose(got, Tensor(x)[None, None, :v].interpolate((4, 5), mode=mode).numpy(), rtol=1e-6, err_msg=f"{mode} {v}")
+
 @pytest.mark.parametrize("args", [(0, 4), (2, 7), (0, 10, 2), (2, 14, 3), (9, 1, -2)])
 def test_arange_with_bound_variables(args):
   names = ("start", "stop", "step")
@@ -365,6 +410,12 @@ def test_arange_with_bound_variables(args):
   np.testing.assert_array_equal(got[:len(want)].numpy(), want)
   step = Variable("step", 1, 3).bind(2)
   np.testing.assert_array_equal(Tensor.arange(0, 10, step)[:5].numpy(), np.arange(0, 10, 2))
+
+def test_arange_of_a_float_expression_of_variables_raises_type_error():
+  # n*1.0 is a float expression now (it was an int op): arange raised OverflowError from its float bounds (-inf)
+  vv = Variable("a", 1, 10).bind(3)
+  for args in ((vv * 1.0,), (0, vv / 2), (vv, 10, vv * 0.5)):
+    with pytest.raises(TypeError, match="needs int arguments"): Tensor.arange(*args)
 
 def test_pad_triu_tril_with_bound_variables():
   vv = Variable("a", 1, 10).bind(2)

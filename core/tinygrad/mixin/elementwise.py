@@ -201,6 +201,8 @@ class ElementwiseMixin:
     return a._inverse().maximum(b._inverse())._inverse()
   def where(self: Tensor, x: Tensor | ConstType, y: Tensor | ConstType) -> Tensor:
     """Elementwise `x if self else y` (self is the condition; all three broadcast together)."""
+    # a bound Variable (or an expression of them) is a weak int scalar, as in arithmetic: it raised DTypeInferError here
+    x, y = (Tensor(v, device=self.device) if isinstance(v, UOp) else v for v in (x, y))
     if isinstance(x, Tensor): x_, y_ = x._broadcasted(y)
     elif isinstance(y, Tensor): y_, x_ = y._broadcasted(x)
     else:
@@ -218,6 +220,7 @@ class ElementwiseMixin:
   def masked_fill(self: Tensor, mask: Tensor, value: Tensor | ConstType) -> Tensor:
     """`value` where mask is True, else self. A value of another kind than self (a float into an int or bool tensor, a
     number into a bool one) raises: torch casts it to self's dtype (2.5 -> 2), public tinygrad promotes (2.5 stays)."""
+    if isinstance(value, UOp): value = Tensor(value, device=self.device)   # a bound Variable: a weak int scalar
     vdt = value.dtype if isinstance(value, Tensor) else dtypes.from_py(value)
     if (dtypes.is_float(vdt) and not dtypes.is_float(self.dtype)) or (self.dtype == dtypes.bool and vdt != dtypes.bool):
       raise OpDTypeError(f"masked_fill: a {vdt} value into a {self.dtype} tensor (torch keeps {self.dtype}, casting the value; public "

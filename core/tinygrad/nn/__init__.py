@@ -131,12 +131,12 @@ class BatchNorm:
     # rounded once to it, as torch's
     out_dt = least_upper_dtype(x.dtype, *[t.dtype for t in ([] if batch else [mean, var]) + [self.weight, self.bias] if t is not None])
     if self.track_running_stats and Tensor.training:
-      n = x.numel() / x.shape[1]
+      n = x.numel() // x.shape[1]   # (a symbolic batch: a size, and `n > 0` decided at its bound value; `if n:` raised)
       self.num_batches_tracked.assign(self.num_batches_tracked + 1)
       # (the count read after its assign: the new one)
       mom = self.momentum if self.momentum is not None else 1 / self.num_batches_tracked.float()
       # an empty batch counts but leaves the running statistics as they are, as torch (its mean and var are NaN: 0/0)
-      if n:
+      if n > 0:
         rm, rv = self.running_mean, self.running_var
         rm.assign(((1 - mom) * rm + mom * mean.detach()).cast(rm.dtype))
         rv.assign(((1 - mom) * rv + mom * n / max(n - 1, 1) * var.detach()).cast(rv.dtype))

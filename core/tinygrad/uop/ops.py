@@ -320,7 +320,14 @@ class UOp(metaclass=UOpMetaClass):
     # shapes compare equal (a cat's 2*i+3 rows is the user's 2*i+3) and `!=`, identity here, is False for them, as public
     # tinygrad's symbolic `!=` (it simplifies both sides) is; they were two UOps
     if reverse and op in GroupOp.Commutative and not isinstance(x, UOp): reverse = False
-    return other.alu(op, self) if reverse else self.alu(op, other)
+    a = self
+    # an int and a float: the float's dtype, as Python's int*float. The op took self's dtype: a bound Variable n=3 gave
+    # n*0.5 -> 1 and n+0.5 -> 3 (an int op over a float constant), BatchNorm's mom*n a 0 running-variance update
+    if a.dtype is not other.dtype and not isinstance(a.dtype, PtrDType) and not isinstance(other.dtype, PtrDType) \
+       and dtypes.is_float(a.dtype) != dtypes.is_float(other.dtype) and a.dtype.count == other.dtype.count:
+      if op in (Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR): raise TypeError(f"{op.name} of {a.dtype} and {other.dtype}: cast the float to an int first")
+      a, other = (a.cast(other.dtype), other) if dtypes.is_float(other.dtype) else (a, other.cast(a.dtype))
+    return other.alu(op, a) if reverse else a.alu(op, other)
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
   def __radd__(self, x): return self._binop(Ops.ADD, x, True)
   def __sub__(self, x): return self._binop(Ops.SUB, x, False)
@@ -329,8 +336,17 @@ class UOp(metaclass=UOpMetaClass):
   def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
   def __floordiv__(self, x): return self._binop(Ops.IDIV, x, False)   # C (truncating) division on ints
   def __rfloordiv__(self, x): return self._binop(Ops.IDIV, x, True)
-  def __truediv__(self, x): return self._binop(Ops.FDIV, x, False)
-  def __rtruediv__(self, x): return self._binop(Ops.FDIV, x, True)
+  def _truediv(self, x: UOp | ConstType, reverse: bool) -> UOp:
+    # Python's int/int is a float: a symbolic size over an int (interpolate's n/out) was an FDIV of dtype int, which ran as
+    # an integer division (3/4 gave 0), so ints and bools are cast to the default float first
+    if not isinstance(x, (UOp, int, float)): return self._binop(Ops.FDIV, x, reverse)   # a Tensor: its reflected operator
+    fl = lambda u: u if dtypes.is_float(u.dtype) else u.cast(dtypes.default_float.vec(u.dtype.count) if u.dtype.count > 1 else dtypes.default_float)
+    a = fl(self)
+    b = fl(a.ufix(x))
+    if a.dtype != b.dtype: a, b = (a.cast(b.dtype), b) if b.dtype.itemsize > a.dtype.itemsize else (a, b.cast(a.dtype))
+    return b.alu(Ops.FDIV, a) if reverse else a.alu(Ops.FDIV, b)
+  def __truediv__(self, x): return self._truediv(x, False)
+  def __rtruediv__(self, x): return self._truediv(x, True)
   def __mod__(self, x): return self._binop(Ops.MOD, x, False)          # C remainder (sign of the dividend)
   def __rmod__(self, x): return self._binop(Ops.MOD, x, True)
   def __and__(self, x): return self._binop(Ops.AND, x, False)
