@@ -55,11 +55,11 @@ class Compiler:
     return src.encode()
   def compile_cached(self, src: str, refresh: bool = False) -> bytes:
     """`compile` through the disk cache, keyed by (cachekey, version(), target, code, src), `code` the hash of the packages
-    of this compiler's class and its bases (progcache.compiler_version). Failures raise and are never cached. refresh:
+    of this compiler's class and its bases (diskcache.compiler_version). Failures raise and are never cached. refresh:
     compile even on a hit and replace the row (the cached binary failed to load)."""
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
     from tinygrad.diskcache import diskcache_get, diskcache_put
-    from tinygrad.codegen.progcache import compiler_version
+    from tinygrad.diskcache import compiler_version
     # (the class's code: a plugin upgrade that changes the options it passes, --fmad or -O3, is another key)
     key = (self.cachekey, self.version(), repr(self.target), compiler_version(type(self)), src)
     row = {"version": self.version(), "device": self.cachekey}

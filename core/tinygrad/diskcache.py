@@ -32,7 +32,7 @@ process that thinks it is the last user: lost writes, then "database disk image 
   it open (an exclusive lock on sqlite's lock bytes): renaming a file in use lets its users write into the new file's WAL.
 """
 from __future__ import annotations
-import os, re, json, time, stat, atexit, ctypes, hashlib, sqlite3, threading, warnings, urllib.parse
+import os, re, sys, json, time, stat, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
 from typing import Any, Union
 from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
@@ -101,6 +101,46 @@ def _after_fork_in_child() -> None:
   _st.touched.clear()
 if hasattr(os, "register_at_fork"):
   os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+
+
+# ---- code versions: the hash of the code that made a cached value (progcache keys programs by it, Compiler binaries too) ----
+class Uncacheable(Exception):
+  """A value the exact encoder does not know, or code with no source folder: the kernel is rendered every time instead."""
+
+def code_hash(*modules: str) -> str:
+  # the .py files of the packages that generate programs: any edit (or another version installed) is another key
+  return hashlib.sha256(b"\0".join(package_hash(t).encode() for t in sorted({m.split(".")[0] for m in modules}))).hexdigest()
+
+@functools.cache
+def package_hash(name: str) -> str:
+  # (each package's files are read once per process, whichever keys name it)
+  top = sys.modules.get(name)
+  file = (getattr(top, "__file__", None) or "") if top is not None else ""
+  if not (root := os.path.dirname(file)): raise Uncacheable(f"no source folder for {name}")
+  h = hashlib.sha256()
+  if not hasattr(top, "__path__"):   # a module, not a package (a script's own classes): its file, not its whole folder
+    with open(file, "rb") as fh: h.update(os.path.basename(file).encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()
+  for d, dirs, files in sorted(os.walk(root)):
+    dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+    for f in sorted(x for x in files if x.endswith(".py")):
+      with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
+  return h.hexdigest()
+
+def compiler_version(cls: type) -> str:
+  """The hash of the code of compiler class `cls` (the packages of it and its bases, but the core's): part of the compile
+  cache's key, so a plugin upgrade that changes a compiler's options or passes never reuses the old one's binaries.
+  "" where a class has no source file (the cache then relies on the compiler's cachekey and version alone)."""
+  try: return code_hash(*(m for m in class_modules(cls) if m.split(".")[0] != "tinygrad"))
+  except (Uncacheable, OSError): return ""
+
+_class_mods: dict[type, tuple[str, ...]] = {}
+def class_modules(cls: type) -> tuple[str, ...]:
+  # the modules of `cls` and its bases (a third party's renderer that subclasses another plugin's, for a compiler it adds to
+  # that plugin's device: an upgrade of the base's package changes its programs too), but the standard library's
+  if (ret := _class_mods.get(cls)) is None:
+    ret = _class_mods[cls] = tuple(m for c in cls.__mro__ if (m := c.__module__).split(".")[0] not in sys.stdlib_module_names)
+  return ret
 
 def _now() -> float: return time.time()
 

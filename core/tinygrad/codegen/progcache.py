@@ -25,6 +25,9 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import ContextVar, CACHELEVEL, DEBUG
 from tinygrad.renderer import ProgramSpec, Estimates
+# (the code hashes live with the disk cache, which the compile cache of device.py keys by them too)
+from tinygrad.diskcache import Uncacheable, code_hash as _code_hash, class_modules as _class_modules, package_hash as _package_hash
+from tinygrad.diskcache import compiler_version  # noqa: F401 (re-exported)
 
 VERSION = 1
 # flags that change what is printed, traced or timed, or where things run, never the program of a kernel
@@ -34,8 +37,6 @@ _OUTPUT_ONLY = frozenset({"DEBUG", "CACHELEVEL", "VIZ", "VIZ_PORT", "VIZ_MAX_STE
                           "BEAM_THREADS", "CAPTURING", "JIT", "DEV", "DISABLE_HTTP_CACHE", "TINYGRAD_DIST_TIMEOUT", "RING", "RING_BYTES", "TRAINING",
                           "CACHEDB_MAX_BYTES", "CACHEDB_MAX_DAYS", "WINO", "FUSE_OPTIM", "TRACK_MATCH_STATS"})
 
-class Uncacheable(Exception):
-  """A value the exact encoder does not know: the kernel is rendered every time instead."""
 
 def _enc(x: Any) -> Any:
   # tagged so values that compare equal in Python stay apart (1, 1.0, True; 0.0, -0.0; a tuple and a list)
@@ -215,46 +216,11 @@ def set_digests(pairs: list[tuple[UOp, Any]]) -> None:
       raise ValueError("not the kernel's digest")
   for ast, d in pairs: ast.__dict__["_pc_digest"] = d
 
-def _code_hash(*modules: str) -> str:
-  # the .py files of the packages that generate programs: any edit (or another version installed) is another key
-  return hashlib.sha256(b"\0".join(_package_hash(t).encode() for t in sorted({m.split(".")[0] for m in modules}))).hexdigest()
-
-@functools.cache
-def _package_hash(name: str) -> str:
-  # (each package's files are read once per process, whichever keys name it)
-  top = sys.modules.get(name)
-  file = (getattr(top, "__file__", None) or "") if top is not None else ""
-  if not (root := os.path.dirname(file)): raise Uncacheable(f"no source folder for {name}")
-  h = hashlib.sha256()
-  if not hasattr(top, "__path__"):   # a module, not a package (a script's own classes): its file, not its whole folder
-    with open(file, "rb") as fh: h.update(os.path.basename(file).encode() + b"\0" + fh.read() + b"\0")
-    return h.hexdigest()
-  for d, dirs, files in sorted(os.walk(root)):
-    dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-    for f in sorted(x for x in files if x.endswith(".py")):
-      with open(os.path.join(d, f), "rb") as fh: h.update(os.path.relpath(os.path.join(d, f), root).encode() + b"\0" + fh.read() + b"\0")
-  return h.hexdigest()
-
-def compiler_version(cls: type) -> str:
-  """The hash of the code of compiler class `cls` (the packages of it and its bases, but the core's): part of the compile
-  cache's key, so a plugin upgrade that changes a compiler's options or passes never reuses the old one's binaries.
-  "" where a class has no source file (the cache then relies on the compiler's cachekey and version alone)."""
-  try: return _code_hash(*(m for m in _class_modules(cls) if m.split(".")[0] != "tinygrad"))
-  except (Uncacheable, OSError): return ""
-
 def code_version(ren: Any) -> str:
   """The hash of the code that turns a kernel into a program for renderer `ren` (the core and the packages of the
   renderer's class and of every class it derives from): every cached result of codegen (programs, BEAM's actions) is
   keyed by it. Raises Uncacheable without a source folder."""
   return _code_hash("tinygrad", *_class_modules(type(ren)))
-
-_class_mods: dict[type, tuple[str, ...]] = {}
-def _class_modules(cls: type) -> tuple[str, ...]:
-  # the modules of `cls` and its bases (a third party's renderer that subclasses another plugin's, for a compiler it adds to
-  # that plugin's device: an upgrade of the base's package changes its programs too), but the standard library's
-  if (ret := _class_mods.get(cls)) is None:
-    ret = _class_mods[cls] = tuple(m for c in cls.__mro__ if (m := c.__module__).split(".")[0] not in sys.stdlib_module_names)
-  return ret
 
 _flag_memo: dict[tuple, str] = {}
 def _flags() -> str:
