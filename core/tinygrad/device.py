@@ -58,8 +58,7 @@ class Compiler:
     of this compiler's class and its bases (diskcache.compiler_version). Failures raise and are never cached. refresh:
     compile even on a hit and replace the row (the cached binary failed to load)."""
     if self.cachekey is None or CACHELEVEL.value == 0: return self.compile(src)
-    from tinygrad.diskcache import diskcache_get, diskcache_put
-    from tinygrad.diskcache import compiler_version
+    from tinygrad.diskcache import diskcache_get, diskcache_put, compiler_version
     # (the class's code: a plugin upgrade that changes the options it passes, --fmad or -O3, is another key)
     key = (self.cachekey, self.version(), repr(self.target), compiler_version(type(self)), src)
     row = {"version": self.version(), "device": self.cachekey}

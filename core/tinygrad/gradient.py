@@ -349,11 +349,12 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   root_grad = const_like(sink.src[0], 1.0) if g0 is None else g0
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
   grads = compute_gradient(sink.src[0], root_grad, {f for u in sink.src[1:] for f in _flat(u)})
-  ret = []
+  ret, nodes = [], None
   for x, u in zip(targets, sink.src[1:]):
     g = _target_grad(u, grads)
     if g is None:
-      _check_pending_update(x, u, sink.src[0].toposort(gate=_walks))
+      if nodes is None: nodes = sink.src[0].toposort(gate=_walks)   # (walked once, for the first target it does not reach)
+      _check_pending_update(x, u, nodes)
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(g)

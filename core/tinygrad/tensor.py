@@ -9,7 +9,7 @@ from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype
 from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
-from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar
+from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
 from tinygrad.mixin.common import DeviceMismatchError
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
@@ -1463,9 +1463,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def linspace(start: int | float, stop: int | float, steps: int, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """`steps` evenly spaced values from `start` to `stop` inclusive."""
     if dtype is not None: kwargs["dtype"] = dtype
-    # (2.5 gave 3 values; a whole float is public tinygrad's int)
-    if isinstance(steps, float) and float.is_integer(steps): steps = int(steps)
-    if not isinstance(steps, int): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    steps = _whole_int("linspace", "steps", steps)   # (2.5 gave 3 values)
     if steps < 0: raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dt = to_dtype(kwargs.pop("dtype")) if kwargs.get("dtype") is not None else dtypes.default_float
     kwargs.pop("dtype", None)

@@ -81,6 +81,14 @@ def _check_shape(op: str, shape: tuple) -> tuple:
     # (public tinygrad raises RuntimeError "shape must be int", torch RuntimeError for a negative size: ArgumentError is both)
     raise ArgumentError(f"{op}: invalid shape {shape}; a shape must be int, every size an int >= 0 (or a bound Variable's expression that is)")
   return tuple(ssimplify(s) for s in shape)
+def _whole_int(op: str, name: str, x: Any, symbolic: bool = False) -> Any:
+  """An int argument (a diagonal, a step count): a whole float is its int, as public tinygrad takes it (tril(1.0)); another
+  float raises TypeError as torch does (int() truncated tril(0.5) to tril(0), whose values were tril(-1)'s). symbolic: a
+  UOp (a bound Variable) passes too."""
+  if isinstance(x, float) and float.is_integer(x): return int(x)
+  if not isinstance(x, (int, UOp) if symbolic else int): raise TypeError(f"{op}: {name} must be an int, got {x!r}")
+  return x
+
 def _check_positive(op: str, name: str, vals: tuple) -> tuple[int, ...]:
   # a zero stride/kernel/dilation would divide by zero in the window arithmetic; negative ones have no meaning
   if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals): raise ValueError(f"{op}: {name} must be ints >= 1, got {vals}")

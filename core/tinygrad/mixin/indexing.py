@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
 from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
-from tinygrad.mixin.common import _broadcast_shape, _flatten_py, ArgumentError, OpDTypeError
+from tinygrad.mixin.common import _broadcast_shape, _flatten_py, _whole_int, ArgumentError, OpDTypeError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
@@ -453,9 +453,7 @@ class IndexingMixin:
     return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).where(1, 0)
   def _tri(self: Tensor, diagonal: int, upper: bool) -> Tensor:
     if self.ndim < 2: raise ArgumentError(f"{'triu' if upper else 'tril'}: needs at least 2 dims (the matrix), got shape {self.shape}")
-    # (tril(0.5) silently gave tril(-1)'s values: torch refuses a float diagonal; a whole one is public tinygrad's int)
-    if isinstance(diagonal, float) and float.is_integer(diagonal): diagonal = int(diagonal)
-    if not isinstance(diagonal, (int, UOp)): raise TypeError(f"{'triu' if upper else 'tril'}: diagonal must be an int, got {diagonal!r}")
+    diagonal = _whole_int("triu" if upper else "tril", "diagonal", diagonal, symbolic=True)
     r, c = self.shape[-2], self.shape[-1]
     rows, cols = Tensor.arange(r, device=self.device).unsqueeze(-1), Tensor.arange(c, device=self.device)
     mask = (cols >= rows + diagonal) if upper else (cols <= rows + diagonal)
