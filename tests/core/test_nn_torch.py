@@ -65,3 +65,17 @@ def test_lstmcell_state_of_another_shape_raises(h_shape, c_shape):
   # torch raises, so does this
   m = nn.LSTMCell(2, 4)
   with pytest.raises(ValueError, match=r"LSTMCell: hc\[\d\] has shape"): m(Tensor.ones(3, 2), (Tensor.zeros(*h_shape), Tensor.zeros(*c_shape)))
+
+@pytest.mark.parametrize("make, x_shape", [(lambda: nn.Linear(0, 3), (2, 0)), (lambda: nn.Conv2d(0, 3, 3), (1, 0, 5, 5)),
+                                           (lambda: nn.ConvTranspose2d(0, 3, 3), (1, 0, 4, 4)), (lambda: nn.ConvTranspose2d(3, 0, 3), (1, 3, 4, 4)),
+                                           (lambda: nn.LSTMCell(3, 0), (2, 3))])
+def test_layers_with_no_inputs_are_their_bias_like_torch(make, x_shape):
+  # torch's init bound for a fan-in of 0 is 0, a zero bias (1/sqrt(0) was a ZeroDivisionError at construction); an input
+  # of no channels gives the bias (ConvTranspose2d's fan-in is its out channels': a bias drawn as usual)
+  m = make()
+  out = m(Tensor.ones(*x_shape))
+  if isinstance(out, tuple): assert out[0].shape == out[1].shape == (2, 0)
+  else:
+    b = m.bias.numpy().reshape(1, -1, *[1] * (len(x_shape) - 2))
+    np.testing.assert_array_equal(out.numpy(), np.broadcast_to(b, out.shape))
+    if "Transpose" not in type(m).__name__: assert not b.any()

@@ -23,12 +23,17 @@ def _full(shape: tuple[int, ...], value: float, requires_grad: bool | None = Non
   ret.requires_grad = requires_grad
   return ret
 
-def _uniform(shape: tuple[int, ...], bound: float) -> Tensor: return Tensor.uniform(*shape, low=-bound, high=bound)
+def _bound(fan_in: int) -> float:
+  # torch's init bound, 1/sqrt(fan_in) (kaiming_uniform(a=sqrt(5)) reduces to it), and 0 for a layer with no inputs (its
+  # bias is zeros, as torch's; 1/sqrt(0) was a ZeroDivisionError at construction)
+  return 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+def _uniform(shape: tuple[int, ...], bound: float) -> Tensor:
+  return Tensor.uniform(*shape, low=-bound, high=bound) if bound else _full(shape, 0.0)   # (uniform needs low < high)
 
 class Linear:
   """y = x @ weight.T + bias; weight (out_features, in_features) and bias uniform in +-1/sqrt(in_features), as torch."""
   def __init__(self, in_features: int, out_features: int, bias: bool = True):
-    bound = 1 / math.sqrt(in_features)   # kaiming_uniform(a=sqrt(5)) reduces to this bound
+    bound = _bound(in_features)
     self.weight = _uniform((out_features, in_features), bound)
     self.bias: Tensor | None = _uniform((out_features,), bound) if bias else None
   def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.transpose(), self.bias)
@@ -44,8 +49,7 @@ class Conv2d:
     if in_channels % groups or out_channels % groups: raise ValueError(f"channels in={in_channels}, out={out_channels} must divide by groups={groups}")
     self.stride, self.dilation, self.groups = stride, dilation, groups
     self.padding = self._padding(padding)
-    fan_in = in_channels // groups * prod(self.kernel_size)
-    bound = 1 / math.sqrt(fan_in)
+    bound = _bound(in_channels // groups * prod(self.kernel_size))
     self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound)
     self.bias: Tensor | None = _uniform((out_channels,), bound) if bias else None
   def _padding(self, padding: int | tuple[int, ...] | str) -> int | tuple[int, ...]:
@@ -75,7 +79,7 @@ class ConvTranspose2d(Conv2d):
                groups: int = 1, bias: bool = True):
     if isinstance(padding, str): raise ValueError(f"ConvTranspose2d: padding {padding!r} must be an int or a tuple (no 'same'/'valid', as torch)")
     super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
-    bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
+    bound = _bound(out_channels // groups * prod(self.kernel_size))
     self.weight = _uniform((in_channels, out_channels // groups, *self.kernel_size), bound)
     self.bias = _uniform((out_channels,), bound) if bias else None
     self.output_padding = output_padding
@@ -218,7 +222,7 @@ class LSTMCell:
   uniform in +-1/sqrt(hidden_size); returns (h', c'). hc None: zero state. x (input_size,) with hc (hidden_size,) each is
   torch's unbatched form."""
   def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
-    bound = 1 / math.sqrt(hidden_size)
+    bound = _bound(hidden_size)
     self.weight_ih = _uniform((hidden_size * 4, input_size), bound)
     self.weight_hh = _uniform((hidden_size * 4, hidden_size), bound)
     self.bias_ih: Tensor | None = _uniform((hidden_size * 4,), bound) if bias else None
