@@ -209,6 +209,24 @@ def test_runtime_threads_heuristic(cc):
   big(o.ctypes.data, a.ctypes.data, b.ctypes.data)
   np.testing.assert_array_equal(o, a + b)
 
+def test_dropped_programs_are_unloaded(cc):
+  # a program's code is unmapped with it (BEAM drops thousands of candidates; each kept ~10 mappings, up to the
+  # process's vm.max_map_count); one that is still referenced keeps running
+  import gc
+  from tinygrad_cpu.runtime import CPUProgram
+  renderer, compiler = cc
+  lib = compiler.compile(renderer.render(add_kernel(16), "test_kernel"))
+  maps = lambda: sum(1 for _ in open("/proc/self/maps"))
+  kept = CPUProgram("test_kernel", lib)
+  gc.collect()
+  before = maps()
+  for _ in range(50): CPUProgram("test_kernel", lib)
+  gc.collect()
+  assert maps() - before < 20
+  a, b, o = np.arange(16, dtype=np.float32), np.ones(16, np.float32), np.zeros(16, np.float32)
+  kept(o.ctypes.data, a.ctypes.data, b.ctypes.data)
+  np.testing.assert_array_equal(o, a + 1)
+
 def test_split_trips_exported(cc):
   # the split loop's trip count reaches the runtime where it is a constant; a variable's bound gives 0 (unknown)
   from tinygrad_cpu.runtime import CPUProgram

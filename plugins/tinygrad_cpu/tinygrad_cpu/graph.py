@@ -344,7 +344,7 @@ def _placed(worker: Any, core: int | None, *args: Any) -> None:
 class Pool:
   """The process's worker threads and the native state they share (see the module's docstring)."""
   def __init__(self, kind: str):
-    self.code = NativeCode("tg_pool", compiler_for(kind).compile_cached(pool_source(kind)))
+    self.code = NativeCode("tg_pool", compiler_for(kind).compile_cached(pool_source(kind)), permanent=True)   # (its workers never stop)
     self.state = (ctypes.c_uint64 * 8)()   # struct tg_pool, zeroed
     self.state_addr, self.parallel = ctypes.addressof(self.state), self.code.addr("tg_parallel")
     worker = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_longlong)(self.code.addr("tg_worker"))

@@ -10,7 +10,7 @@ calling thread and by workers that spin briefly between kernels). ctypes release
 run in parallel.
 """
 from __future__ import annotations
-import ctypes, functools, heapq, os, struct, threading, time, tempfile
+import ctypes, _ctypes, functools, heapq, os, struct, sys, threading, time, tempfile
 from typing import Any
 from tinygrad.plugin_api import getenv
 
@@ -45,9 +45,10 @@ def _addr(buf: Any) -> int:
 
 class NativeCode:
   """A compiled ELF loaded into this process: a shared object (the C compilers') through dlopen, or a relocatable object
-  (LLVMCompiler's) linked into memory by MCJIT's loader. `kind` is "c" or "llvm"; `addr(symbol)` a symbol's address."""
-  def __init__(self, name: str, lib: bytes):
-    self.name = name
+  (LLVMCompiler's) linked into memory by MCJIT's loader. `kind` is "c" or "llvm"; `addr(symbol)` a symbol's address.
+  The code is unloaded with this object (`permanent`: never, for code that threads may run at any time, the pool's)."""
+  def __init__(self, name: str, lib: bytes, permanent: bool = False):
+    self.name, self.permanent = name, permanent
     elf_type = int.from_bytes(lib[16:18], "little" if lib[5:6] == b"\x01" else "big") if lib[:4] == b"\x7fELF" and len(lib) >= 64 else 0
     if elf_type == 3: self._load_so(lib)         # ET_DYN
     elif elf_type == 1: self._load_object(lib)   # ET_REL
@@ -71,6 +72,15 @@ class NativeCode:
       except OSError as e: err = e   # e.g. a noexec mount: try the next directory
       finally: os.unlink(path)
     else: raise RuntimeError(f"cannot load CPU kernel {self.name}: {err}")
+
+  def __del__(self) -> None:
+    # a shared object stays mapped until dlclose (ctypes never calls it): each kernel held ~10 mappings for the life of the
+    # process, and BEAM with a C compiler (thousands of candidates compiled and dropped) ran into vm.max_map_count
+    # (65530), where dlopen and every mmap fail. (At interpreter exit the process unmaps everything anyway.)
+    lib = getattr(self, "_lib", None)
+    if lib is not None and not self.permanent and not sys.is_finalizing():
+      self._lib = None
+      _ctypes.dlclose(lib._handle)
 
   def _load_object(self, lib: bytes) -> None:
     # MCJIT's RuntimeDyld relocates the object into memory (libm calls resolve against this process's symbols)
