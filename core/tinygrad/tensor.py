@@ -94,6 +94,17 @@ def _np_f32_odd(a: Any) -> Any:
   u = np.where(np.abs(back) > np.abs(a), u - np.uint32(1), u)   # (rounded away from 0: the float below it in magnitude)
   return np.where((back < a) | (back > a), u | np.uint32(1), u).astype(np.uint32).view(np.float32)
 
+def _np_float_to_int(a: Any, dt: DType) -> Any:
+  # float array -> int dtype as every device casts (docs/guide.md, Numerics): truncated toward 0, saturated, NaN -> 0 (numpy's
+  # astype leaves these to C: INT_MIN on x86, and -2.5 -> uint8 wrapped to 254)
+  import numpy as np
+  from tinygrad.dtype import to_numpy
+  npdt = to_numpy(dt)
+  info, t = np.iinfo(npdt), np.trunc(a.astype(np.float64))   # (float16/32 values are exact in float64)
+  over, under = t >= float(info.max), t <= float(info.min)   # (float(max) rounds up to 2**63 for int64: what is left fits)
+  r = np.where(over | under | np.isnan(t), 0, t).astype(npdt)
+  return np.where(over, npdt.type(info.max), np.where(under, npdt.type(info.min), r))
+
 @functools.cache
 def _memoryview_takes(fmt: str) -> bool:
   # memoryview.cast accepts only some struct formats: 'e' (half) raised ValueError on Python 3.11 from data()
@@ -377,7 +388,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
-      if dt is not None and dt != src_dt and dt not in NO_NUMPY: arr, src_dt = arr.astype(to_numpy(dt)), dt
+      if dt is not None and dt != src_dt and dt not in NO_NUMPY:
+        arr = _np_float_to_int(arr, dt) if dtypes.is_float(src_dt) and dtypes.is_int(dt) else arr.astype(to_numpy(dt))
+        src_dt = dt
       # float64 to bfloat16/fp8: narrowed here to a float32 rounded to odd, which the device's cast rounds from as from the
       # float64 (once, as a kernel's cast: docs/guide.md); a device without float64 (WEBGPU, METAL) takes it (it raised
       # "dtype double is not supported"), and half the bytes are copied

@@ -462,6 +462,15 @@ def test_float_to_int_cast_saturates(dev):
     Tensor.realize(*outs)
     for n, got in zip(INT_NAMES, outs): np.testing.assert_array_equal(got.numpy(), _saturated(f, n), err_msg=f"cast {src} -> {n} on {dev}")
 
+def test_float_array_to_an_int_dtype_saturates():
+  # Tensor(float array, dtype=int) converted in numpy (astype: C's undefined cast), not by the rule every cast follows:
+  # Tensor(np.array([1e10, nan]), dtype=int32) was [-2**31, -2**31] and -2.5 as uint8 254, where .cast gives [2**31-1, 0], 0
+  for src in ("float32", "float64", "float16"):
+    f = np.array(CAST_VALUES, src)
+    for n in INT_NAMES:
+      np.testing.assert_array_equal(Tensor(f, dtype=getattr(dtypes, n)).numpy(), _saturated(f, n), err_msg=f"{src} -> {n}")
+  assert Tensor(np.float64(1e10), dtype=dtypes.int32).item() == 2**31 - 1 and Tensor(np.array(-2.5), dtype=dtypes.uint8).item() == 0
+
 def test_float_to_int_cast_constant_folds_the_same():
   # a constant is folded on the host (no kernel): the same rule as the kernels (the fold and the device agree)
   from tinygrad.uop import Ops
