@@ -337,7 +337,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.requires_grad = requires_grad
       return
     dev = _canon_device(device)
-    if data is None: data = []
+    if data is None: data = 0.0   # (public tinygrad 0.14: a 0-d zero; before it an empty (0,) tensor)
     # a typed memoryview (t.data(), a numpy array's): its items, as numpy and torch read it; a plain one is bytes
     if isinstance(data, memoryview) and (data.format != "B" or data.ndim != 1):
       import numpy as np
