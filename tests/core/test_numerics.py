@@ -108,6 +108,20 @@ def test_float64_to_bfloat16_fp8_rounds_once(f64_dev, dt):
   np.testing.assert_array_equal(Tensor(x[:20].tolist(), dtype=dt, device=f64_dev).cast(dtypes.float64).numpy(), want[:20])   # Python's rounding
   np.testing.assert_array_equal([Tensor(float(v), dtype=dtypes.float64, device=f64_dev).cast(dt).item() for v in edge[:4]], want[:4])   # folded
 
+def test_python_int_past_2_53_to_a_narrow_float_rounds_once():
+  # a Python int went through float() (nearest float64) and then to float32/bfloat16/float16: rounded twice, so
+  # Tensor([2**62 + 2**38 + 1], dtype=float32) was 2**62 where the int64 kernel cast (and torch's) gives 2**62 + 2**39
+  from tinygrad.dtype import as_float
+  vals = [2**62 + 2**38 + 1, -(2**62 + 2**38 + 1), 2**60 + 2**52 + 2**40 + 1, 2**55 + 2**47 + 1, 2**63 + 2**39 + 1, 2**62 + 2**38, 2**53 + 1]
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  for dt in (dtypes.float32, dtypes.bfloat16, dtypes.float16, dtypes.fp8e5m2, dtypes.float64):
+    # the kernel's int64 cast; bfloat16's goes through a float32 rounded to nearest (twice, as torch's): ml_dtypes' value there
+    if dt == dtypes.bfloat16: want = [float(np.array([v], np.uint64 if v >= 2**63 else np.int64).astype(ml_dtypes.bfloat16)[0]) for v in vals]
+    else: want = [Tensor([v], dtype=dtypes.uint64 if v >= 2**63 else dtypes.int64).cast(dt).item() for v in vals]
+    assert [Tensor([v], dtype=dt).item() for v in vals] == want, dt
+    assert [Tensor(v, dtype=dt).item() for v in vals] == want and [Tensor.full((1,), v, dtype=dt).item() for v in vals] == want, dt
+  assert Tensor([2**62 + 2**38 + 1], dtype=dtypes.float32).item() == 2**62 + 2**39 and as_float(2**53 + 1, dtypes.float64) == 2.0**53
+
 def test_bool_add_mul_max_min(dev):
   a, b = Tensor(B1, device=dev), Tensor(B2, device=dev)
   np.testing.assert_equal((a + b).numpy(), B1 + B2)
