@@ -108,6 +108,20 @@ def test_float64_to_bfloat16_fp8_rounds_once(f64_dev, dt):
   np.testing.assert_array_equal(Tensor(x[:20].tolist(), dtype=dt, device=f64_dev).cast(dtypes.float64).numpy(), want[:20])   # Python's rounding
   np.testing.assert_array_equal([Tensor(float(v), dtype=dtypes.float64, device=f64_dev).cast(dt).item() for v in edge[:4]], want[:4])   # folded
 
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64], ids=str)
+def test_wide_int_to_bfloat16_rounds_once(dev, dt):
+  # a kernel's int -> bfloat16 went through a float32 rounded to nearest: 2**25 + 2**17 + 1 became 2**25 (rounded twice, as
+  # torch's), where constant folding and ml_dtypes give 2**25 + 2**18; now through a float32 rounded to odd, as float64's
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  npdt, rng = to_numpy(dt), np.random.default_rng(3)
+  info = np.iinfo(npdt)
+  edge = [2**25 + 2**17 + 1, 2**25 + 2**17, 2**24 + 1, 2**31 - 1, 2**30 + 2**22 + 1, info.max, info.max - 1, info.max - 200, info.min, info.min + 1, 0, 5]
+  sweep = (2 ** rng.integers(24, 31, 500) + rng.integers(0, 2**23, 500)) * (rng.integers(0, 2, 500) * 2 - 1 if info.min < 0 else 1)
+  x = np.concatenate([np.array([v for v in edge if info.min <= v <= info.max], dtype=object).astype(npdt), sweep.astype(npdt)])
+  want = x.astype(ml_dtypes.bfloat16).astype(np.float64)
+  np.testing.assert_array_equal(Tensor(x, device=dev).cast(dtypes.bfloat16).cast(dtypes.float64).numpy(), want)
+  assert [Tensor.full((1,), int(v), dtype=dt, device=dev).cast(dtypes.bfloat16).item() for v in x[:6]] == want[:6].tolist()   # folded
+
 def test_python_int_past_2_53_to_a_narrow_float_rounds_once():
   # a Python int went through float() (nearest float64) and then to float32/bfloat16/float16: rounded twice, so
   # Tensor([2**62 + 2**38 + 1], dtype=float32) was 2**62 where the int64 kernel cast (and torch's) gives 2**62 + 2**39
