@@ -16,7 +16,7 @@ class AssertedArgumentError(ArgumentError, AssertionError):
 class DeviceMismatchError(ArgumentError):
   """Operands with data on different devices (data is not moved silently): public tinygrad's RuntimeError, and a ValueError."""
 class DTypeKindError(ValueError, TypeError):
-  """A dtype of the wrong kind for a random op (randint of a float dtype, rand of an int one): a ValueError, and the
+  """A dtype of the wrong kind for an op (randint of a float dtype, rand of an int one, arange of bool): a ValueError, and the
   TypeError public tinygrad raises for randint's."""
 class UnknownModeError(ValueError, NotImplementedError):
   """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
