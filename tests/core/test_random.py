@@ -330,6 +330,9 @@ def test_initialisers_use_the_device_generator():
   assert x.rand_like().dtype == dtypes.float16 and x.randn_like().shape == (3, 4)
   assert Tensor.ones(2, 3, dtype=dtypes.int16).rand_like().dtype == dtypes.float32   # an int tensor's: the default float
   assert x.randn_like(dtypes.float32).dtype == dtypes.float32   # dtype positional, as public tinygrad's randn_like
+  # an int dtype given is an error, as rand's (rand_like(dtype=dtypes.int32) silently gave float32)
+  with pytest.raises(ValueError, match="rand needs a float dtype"): x.rand_like(dtype=dtypes.int32)
+  with pytest.raises(ValueError, match="randn needs a float dtype"): x.randn_like("int8")
   assert Tensor.randn(4, dtype=dtypes.bfloat16).dtype == dtypes.bfloat16 and Tensor.normal(2, mean=1, std=2).shape == (2,)
   Tensor.manual_seed(9)
   a = nn.Linear(4, 3).weight.numpy()

@@ -266,8 +266,9 @@ class RandomMixin:
     std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(sh[1:]))
     return Tensor.normal(*sh, mean=0.0, std=std, **kwargs)
   def _random_like(self: Tensor, fn: Callable[..., Tensor], kwargs: dict) -> Tensor:
-    dt = kwargs.pop("dtype", self.dtype)
-    dt = dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float
+    # an int or bool tensor's random values are the default float; a dtype given is rand's/randn's to check (an int one raises:
+    # rand_like(dtype=dtypes.int32) gave float32)
+    dt = kwargs.pop("dtype", None) or (self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
     if isinstance(self.device, tuple):   # sharded like this tensor: each device draws its own shard
       if kwargs.pop("device", None) is not None: raise RuntimeError("rand_like/randn_like of a multi-device tensor take no device: the result is laid out like it")
       from tinygrad.multi import multi, shard_regions
