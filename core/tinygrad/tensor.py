@@ -1492,7 +1492,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def eye(n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """The identity matrix (n x m, ones on the diagonal), built from movement ops only."""
     if dtype is not None: kwargs["dtype"] = dtype
-    m_ = n if m is None else m
+    # (a whole float is its int, as public tinygrad's eye(2.0); it raised "full: invalid shape (2.0, 1)")
+    n = _whole_int("eye", "n", n)
+    m_ = n if m is None else _whole_int("eye", "m", m)
     if n < 0 or m_ < 0: raise ValueError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     k = max(n, m_)
     dt = kwargs.pop("dtype", None) or dtypes.default_float

@@ -69,6 +69,11 @@ def test_linspace_matches_torch(dt, start, stop, n):
 def test_eye_matches_torch(n, m, dt):
   check(Tensor.eye(n, m, dtype=dt) if m is not None else Tensor.eye(n, dtype=dt), torch.eye(n, m if m is not None else n, dtype=TD[dt]))
 
+def test_eye_takes_whole_float_sizes():
+  # (public tinygrad's eye(2.0) is eye(2); it raised "full: invalid shape (2.0, 1)"); torch and a fraction: TypeError
+  assert Tensor.eye(2.0).tolist() == [[1.0, 0.0], [0.0, 1.0]] and Tensor.eye(1, 2.0).shape == (1, 2)
+  with pytest.raises(TypeError, match="eye: m must be an int"): Tensor.eye(2, 2.5)
+
 @pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.float16, dtypes.bfloat16, dtypes.bool, dtypes.int64, dtypes.float64])
 def test_full_and_likes_with_dtypes_match_torch(dt):
   for val in (0, 1, 2.7, True, -1, 300):
