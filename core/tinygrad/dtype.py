@@ -176,7 +176,7 @@ class dtypes(metaclass=_DTypesMeta):
     s = dtype.scalar()
     if dtypes.is_int(s) and isinstance(val, float): return saturate_int(val, s)
     if dtypes.is_int(s): return truncate_int(int(val), s)
-    if dtypes.is_float(s): return truncate_float(float(val), s)
+    if dtypes.is_float(s): return truncate_float(as_float(val, s), s)
     return bool(val)
   @staticmethod
   def min(dtype: DType) -> ConstType:
@@ -252,6 +252,16 @@ def truncate_int(v: int, dt: DType) -> int:
   v &= (1 << bits) - 1
   return v - (1 << bits) if not dtypes.is_unsigned(dt) and v >= 1 << (bits-1) else v
 
+def as_float(x: Any, dt: DType) -> float:
+  """x as the Python float that float dtype `dt` rounds to x's nearest `dt` value: an int past 2**53 is the float64 rounded to
+  odd for a dtype narrower than float64 (float(x) rounded it to nearest first, twice in all: 2**62 + 2**38 + 1 to 2**62 + 2**38,
+  then float32's tie to even gave 2**62, not 2**62 + 2**39)."""
+  if type(x) is not int or -2**53 <= x <= 2**53 or dt.itemsize >= 8: return float(x)
+  f = float(x)
+  if int(f) == x: return f
+  if abs(int(f)) > abs(x): f = math.nextafter(f, 0.0)
+  return struct.unpack("d", struct.pack("Q", struct.unpack("Q", struct.pack("d", f))[0] | 1))[0]
+
 def truncate_float(v: float, dt: DType) -> float:
   if dt in _FP8: return fp8_to_float(float_to_fp8(v, dt), dt)   # (inf and NaN too: e4m3 has no inf)
   if dt == dtypes.float64 or math.isnan(v) or math.isinf(v): return v
@@ -283,7 +293,7 @@ def float_to_bf16_bits(x: float) -> int:
 
 def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
 # public tinygrad's names: the value a Python float becomes as a half / bfloat16 (a float, not bits)
-def float_to_bf16(x: float) -> float: return bf16_to_float(float_to_bf16_bits(float(x)))
+def float_to_bf16(x: float) -> float: return bf16_to_float(float_to_bf16_bits(as_float(x, dtypes.bfloat16)))
 def float_to_fp16(x: float) -> float: return truncate_float(float(x), dtypes.float16)
 
 # ---- fp8: the formats and their conversions (the same integer algorithm the kernels run: codegen/decompositions.py) ----
@@ -410,11 +420,11 @@ def to_numpy(dtype: DType) -> Any:
 # ---- public tinygrad's names for the same conversions (programs import them) ----
 # truncate[dtype](x): the Python value x as `dtype` stores it (ints wrap around, floats round)
 truncate: dict[DType, Callable[[Any], Any]] = {dtypes.bool: bool, **{d: functools.partial(lambda d, x: truncate_int(int(x), d), d) for d in dtypes.ints},
-                                               **{d: functools.partial(lambda d, x: truncate_float(float(x), d), d) for d in dtypes.floats}}
+                                               **{d: functools.partial(lambda d, x: truncate_float(as_float(x, d), d), d) for d in dtypes.floats}}
 def to_storage_scalar(x: Any, dtype: DType) -> Any:
   """The Python value a buffer of `dtype` stores for `x`: bfloat16 and fp8 values as their bits (ints), others rounded as stored."""
-  if dtype == dtypes.bfloat16: return float_to_bf16_bits(float(x))
-  if dtype in _FP8: return float_to_fp8(float(x), dtype)
+  if dtype == dtypes.bfloat16: return float_to_bf16_bits(as_float(x, dtype))
+  if dtype in _FP8: return float_to_fp8(as_float(x, dtype), dtype)
   return truncate[dtype](x)
 def from_storage_scalar(x: Any, dtype: DType) -> Any:
   """The value of a stored scalar: bfloat16 and fp8 bits to their float value; other dtypes' values as they are."""

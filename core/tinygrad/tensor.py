@@ -11,7 +11,7 @@ from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buff
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
-from tinygrad.mixin.common import DeviceMismatchError
+from tinygrad.mixin.common import DeviceMismatchError, DTypeKindError
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding, hashing
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
@@ -93,6 +93,17 @@ def _np_f32_odd(a: Any) -> Any:
   u, back = t.view(np.uint32), t.astype(np.float64)
   u = np.where(np.abs(back) > np.abs(a), u - np.uint32(1), u)   # (rounded away from 0: the float below it in magnitude)
   return np.where((back < a) | (back > a), u | np.uint32(1), u).astype(np.uint32).view(np.float32)
+
+def _np_float_to_int(a: Any, dt: DType) -> Any:
+  # float array -> int dtype as every device casts (docs/guide.md, Numerics): truncated toward 0, saturated, NaN -> 0 (numpy's
+  # astype leaves these to C: INT_MIN on x86, and -2.5 -> uint8 wrapped to 254)
+  import numpy as np
+  from tinygrad.dtype import to_numpy
+  npdt = to_numpy(dt)
+  info, t = np.iinfo(npdt), np.trunc(a.astype(np.float64))   # (float16/32 values are exact in float64)
+  over, under = t >= float(info.max), t <= float(info.min)   # (float(max) rounds up to 2**63 for int64: what is left fits)
+  r = np.where(over | under | np.isnan(t), 0, t).astype(npdt)
+  return np.where(over, npdt.type(info.max), np.where(under, npdt.type(info.min), r))
 
 @functools.cache
 def _memoryview_takes(fmt: str) -> bool:
@@ -326,7 +337,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.requires_grad = requires_grad
       return
     dev = _canon_device(device)
-    if data is None: data = []
+    if data is None: data = 0.0   # (public tinygrad 0.14: a 0-d zero; before it an empty (0,) tensor)
     # a typed memoryview (t.data(), a numpy array's): its items, as numpy and torch read it; a plain one is bytes
     if isinstance(data, memoryview) and (data.format != "B" or data.ndim != 1):
       import numpy as np
@@ -377,7 +388,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       arr = np.ascontiguousarray(data)  # (this makes a 0-d array 1-d: the shape is taken before)
       if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian '>i4': the device reads native order
       src_dt = from_numpy(arr.dtype)
-      if dt is not None and dt != src_dt and dt not in NO_NUMPY: arr, src_dt = arr.astype(to_numpy(dt)), dt
+      if dt is not None and dt != src_dt and dt not in NO_NUMPY:
+        arr = _np_float_to_int(arr, dt) if dtypes.is_float(src_dt) and dtypes.is_int(dt) else arr.astype(to_numpy(dt))
+        src_dt = dt
       # float64 to bfloat16/fp8: narrowed here to a float32 rounded to odd, which the device's cast rounds from as from the
       # float64 (once, as a kernel's cast: docs/guide.md); a device without float64 (WEBGPU, METAL) takes it (it raised
       # "dtype double is not supported"), and half the bytes are copied
@@ -1392,6 +1405,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
              **kwargs: Any) -> Tensor:
     """Values from `start` up to (not including) `stop` by `step`, like numpy.arange (int32 unless an argument is a float)."""
     if dtype is not None: kwargs["dtype"] = dtype
+    # (as torch and public tinygrad: a bool arange was int [1, 2, 2] for arange(1, 4), all False for arange(0, 3, 0.5))
+    if dtype is not None and to_dtype(dtype) == dtypes.bool: raise DTypeKindError("arange needs an int or float dtype, got bool; compare an int arange instead")
     if stop is None: start, stop = 0, start
     if isinstance(start, UOp) or isinstance(stop, UOp) or isinstance(step, UOp): return Tensor._arange_symbolic(start, stop, step, **kwargs)
     if step == 0: raise ValueError("arange: step must not be 0")
@@ -1477,7 +1492,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def eye(n: int, m: int | None = None, dtype: DType | str | None = None, **kwargs: Any) -> Tensor:
     """The identity matrix (n x m, ones on the diagonal), built from movement ops only."""
     if dtype is not None: kwargs["dtype"] = dtype
-    m_ = n if m is None else m
+    # (a whole float is its int, as public tinygrad's eye(2.0); it raised "full: invalid shape (2.0, 1)")
+    n = _whole_int("eye", "n", n)
+    m_ = n if m is None else _whole_int("eye", "m", m)
     if n < 0 or m_ < 0: raise ValueError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     k = max(n, m_)
     dt = kwargs.pop("dtype", None) or dtypes.default_float

@@ -51,6 +51,13 @@ def test_fuzz_arange_matches_numpy(start, stop, step, down, dt):
   assert got.dtype == (dt if dt is not None else dtypes.float32)
   np.testing.assert_array_equal(got.numpy().astype(np.float64), want.astype(np.float64))
 
+def test_arange_of_bool_raises():
+  # arange(1, 4, dtype=bool) returned an int32 tensor [1, 2, 2], arange(0, 3, 0.5, dtype=bool) all False (torch and public
+  # tinygrad raise)
+  for args in ((3,), (1, 4), (0, 3, 0.5)):
+    with pytest.raises(ValueError, match="arange needs an int or float dtype, got bool"): Tensor.arange(*args, dtype=dtypes.bool)
+  with pytest.raises(TypeError): Tensor.arange(2, dtype="bool")
+
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint8])
 @pytest.mark.parametrize("start,stop,n", [(0, 1, 0), (0, 1, 1), (0, 1, 2), (-3, 7, 11), (5, -5, 4), (1, 1, 3), (0, 255, 256), (2, 9, 5)])
 def test_linspace_matches_torch(dt, start, stop, n):
@@ -61,6 +68,11 @@ def test_linspace_matches_torch(dt, start, stop, n):
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.int32, dtypes.bool, dtypes.float16])
 def test_eye_matches_torch(n, m, dt):
   check(Tensor.eye(n, m, dtype=dt) if m is not None else Tensor.eye(n, dtype=dt), torch.eye(n, m if m is not None else n, dtype=TD[dt]))
+
+def test_eye_takes_whole_float_sizes():
+  # (public tinygrad's eye(2.0) is eye(2); it raised "full: invalid shape (2.0, 1)"); torch and a fraction: TypeError
+  assert Tensor.eye(2.0).tolist() == [[1.0, 0.0], [0.0, 1.0]] and Tensor.eye(1, 2.0).shape == (1, 2)
+  with pytest.raises(TypeError, match="eye: m must be an int"): Tensor.eye(2, 2.5)
 
 @pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint8, dtypes.float16, dtypes.bfloat16, dtypes.bool, dtypes.int64, dtypes.float64])
 def test_full_and_likes_with_dtypes_match_torch(dt):

@@ -254,6 +254,12 @@ def test_a_list_of_numpy_arrays_is_one_array_as_torch(data):
   assert Tensor(data, dtype=dtypes.float16, device="CPU").dtype == dtypes.float16
   with pytest.raises(ValueError): Tensor([np.array([1., 2.]), np.array([3.])])   # ragged: numpy's error
 
+def test_none_is_a_0d_zero():
+  # (public tinygrad 0.14's Tensor(None): a 0-d 0 of the dtype; here it was an empty (0,) tensor)
+  from tinygrad import Tensor
+  assert Tensor(None).shape == () and Tensor(None).dtype == dtypes.default_float and Tensor(None).item() == 0.0
+  assert Tensor(None, dtype=dtypes.int32).tolist() == 0 and Tensor(None, dtype=dtypes.bool).tolist() is False
+
 # (numpy operand on the left, tinygrad op with it on the right, the result's dtype (the numpy value's own, as on the right))
 NP_LEFT = [("float64 *", lambda t: np.float64(2.0) * t, lambda t: t * np.float64(2.0)), ("float32 -", lambda t: np.float32(1.5) - t, lambda t: -t + np.float32(1.5)),
            ("int64 +", lambda t: np.int64(3) + t, lambda t: t + np.int64(3)), ("array +", lambda t: np.array([1.0, 2.0, 3.0]) + t, lambda t: t + np.array([1.0, 2.0, 3.0])),

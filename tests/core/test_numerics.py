@@ -108,6 +108,34 @@ def test_float64_to_bfloat16_fp8_rounds_once(f64_dev, dt):
   np.testing.assert_array_equal(Tensor(x[:20].tolist(), dtype=dt, device=f64_dev).cast(dtypes.float64).numpy(), want[:20])   # Python's rounding
   np.testing.assert_array_equal([Tensor(float(v), dtype=dtypes.float64, device=f64_dev).cast(dt).item() for v in edge[:4]], want[:4])   # folded
 
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64], ids=str)
+def test_wide_int_to_bfloat16_rounds_once(dev, dt):
+  # a kernel's int -> bfloat16 went through a float32 rounded to nearest: 2**25 + 2**17 + 1 became 2**25 (rounded twice, as
+  # torch's), where constant folding and ml_dtypes give 2**25 + 2**18; now through a float32 rounded to odd, as float64's
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  npdt, rng = to_numpy(dt), np.random.default_rng(3)
+  info = np.iinfo(npdt)
+  edge = [2**25 + 2**17 + 1, 2**25 + 2**17, 2**24 + 1, 2**31 - 1, 2**30 + 2**22 + 1, info.max, info.max - 1, info.max - 200, info.min, info.min + 1, 0, 5]
+  sweep = (2 ** rng.integers(24, 31, 500) + rng.integers(0, 2**23, 500)) * (rng.integers(0, 2, 500) * 2 - 1 if info.min < 0 else 1)
+  x = np.concatenate([np.array([v for v in edge if info.min <= v <= info.max], dtype=object).astype(npdt), sweep.astype(npdt)])
+  want = x.astype(ml_dtypes.bfloat16).astype(np.float64)
+  np.testing.assert_array_equal(Tensor(x, device=dev).cast(dtypes.bfloat16).cast(dtypes.float64).numpy(), want)
+  assert [Tensor.full((1,), int(v), dtype=dt, device=dev).cast(dtypes.bfloat16).item() for v in x[:6]] == want[:6].tolist()   # folded
+
+def test_python_int_past_2_53_to_a_narrow_float_rounds_once():
+  # a Python int went through float() (nearest float64) and then to float32/bfloat16/float16: rounded twice, so
+  # Tensor([2**62 + 2**38 + 1], dtype=float32) was 2**62 where the int64 kernel cast (and torch's) gives 2**62 + 2**39
+  from tinygrad.dtype import as_float
+  vals = [2**62 + 2**38 + 1, -(2**62 + 2**38 + 1), 2**60 + 2**52 + 2**40 + 1, 2**55 + 2**47 + 1, 2**63 + 2**39 + 1, 2**62 + 2**38, 2**53 + 1]
+  ml_dtypes = pytest.importorskip("ml_dtypes")
+  for dt in (dtypes.float32, dtypes.bfloat16, dtypes.float16, dtypes.fp8e5m2, dtypes.float64):
+    # the kernel's int64 cast; bfloat16's goes through a float32 rounded to nearest (twice, as torch's): ml_dtypes' value there
+    if dt == dtypes.bfloat16: want = [float(np.array([v], np.uint64 if v >= 2**63 else np.int64).astype(ml_dtypes.bfloat16)[0]) for v in vals]
+    else: want = [Tensor([v], dtype=dtypes.uint64 if v >= 2**63 else dtypes.int64).cast(dt).item() for v in vals]
+    assert [Tensor([v], dtype=dt).item() for v in vals] == want, dt
+    assert [Tensor(v, dtype=dt).item() for v in vals] == want and [Tensor.full((1,), v, dtype=dt).item() for v in vals] == want, dt
+  assert Tensor([2**62 + 2**38 + 1], dtype=dtypes.float32).item() == 2**62 + 2**39 and as_float(2**53 + 1, dtypes.float64) == 2.0**53
+
 def test_bool_add_mul_max_min(dev):
   a, b = Tensor(B1, device=dev), Tensor(B2, device=dev)
   np.testing.assert_equal((a + b).numpy(), B1 + B2)
@@ -461,6 +489,15 @@ def test_float_to_int_cast_saturates(dev):
     outs = [Tensor(f, device=dev).cast(getattr(dtypes, n)) for n in INT_NAMES]
     Tensor.realize(*outs)
     for n, got in zip(INT_NAMES, outs): np.testing.assert_array_equal(got.numpy(), _saturated(f, n), err_msg=f"cast {src} -> {n} on {dev}")
+
+def test_float_array_to_an_int_dtype_saturates():
+  # Tensor(float array, dtype=int) converted in numpy (astype: C's undefined cast), not by the rule every cast follows:
+  # Tensor(np.array([1e10, nan]), dtype=int32) was [-2**31, -2**31] and -2.5 as uint8 254, where .cast gives [2**31-1, 0], 0
+  for src in ("float32", "float64", "float16"):
+    f = np.array(CAST_VALUES, src)
+    for n in INT_NAMES:
+      np.testing.assert_array_equal(Tensor(f, dtype=getattr(dtypes, n)).numpy(), _saturated(f, n), err_msg=f"{src} -> {n}")
+  assert Tensor(np.float64(1e10), dtype=dtypes.int32).item() == 2**31 - 1 and Tensor(np.array(-2.5), dtype=dtypes.uint8).item() == 0
 
 def test_float_to_int_cast_constant_folds_the_same():
   # a constant is folded on the host (no kernel): the same rule as the kernels (the fold and the device agree)

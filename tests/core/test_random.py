@@ -189,6 +189,15 @@ def test_uniform_bounds_out_of_range_raise():
   x = Tensor.uniform(1000, low=-1e300, high=1e300, dtype=dtypes.float64).numpy()
   assert np.isfinite(x).all() and x.min() < -1e299
 
+def test_uniform_int_dtype_is_uniform_on_low_to_high():
+  # an int dtype truncated u*(high-low)+low toward 0: uniform(-5, 5, dtype=int32) drew 0 twice as often and -5 never
+  # (public tinygrad: uniform on -5..4)
+  Tensor.manual_seed(7)
+  x = Tensor.uniform(20_000, low=-5, high=5, dtype=dtypes.int32).numpy()
+  assert x.min() == -5 and x.max() == 4
+  assert chi2(np.bincount(x + 5, minlength=10).astype(np.float64), np.full(10, 0.1)) < chi2_crit(9)
+  assert set(Tensor.uniform(1000, low=-1, high=1, dtype=dtypes.int8).tolist()) == {-1, 0}
+
 def test_uniform_float64_uses_the_float64_generator():
   # drawn as float32 and cast, a float64 uniform had float32's grid: (100, 101) took only ~2**17 distinct values
   Tensor.manual_seed(6)
@@ -321,6 +330,9 @@ def test_initialisers_use_the_device_generator():
   assert x.rand_like().dtype == dtypes.float16 and x.randn_like().shape == (3, 4)
   assert Tensor.ones(2, 3, dtype=dtypes.int16).rand_like().dtype == dtypes.float32   # an int tensor's: the default float
   assert x.randn_like(dtypes.float32).dtype == dtypes.float32   # dtype positional, as public tinygrad's randn_like
+  # an int dtype given is an error, as rand's (rand_like(dtype=dtypes.int32) silently gave float32)
+  with pytest.raises(ValueError, match="rand needs a float dtype"): x.rand_like(dtype=dtypes.int32)
+  with pytest.raises(ValueError, match="randn needs a float dtype"): x.randn_like("int8")
   assert Tensor.randn(4, dtype=dtypes.bfloat16).dtype == dtypes.bfloat16 and Tensor.normal(2, mean=1, std=2).shape == (2,)
   Tensor.manual_seed(9)
   a = nn.Linear(4, 3).weight.numpy()

@@ -439,9 +439,19 @@ def f64_to_f32_odd(x: UOp) -> UOp:
   u = (x < 0).where(back < x, x < back).where(u - 1, u)   # (rounded away from 0: the float below it in magnitude)
   # (inexact by < and >, not !=: a NaN keeps its bits, which OpenCL's vstore_half_rte carries into the half's payload)
   return ((x < back) | (back < x)).where(u | 1, u).bitcast(dtypes.float32.vec(x.dtype.count))
+def int_to_f32_odd(x: UOp) -> UOp:
+  """float32 of the 32- or 64-bit int `x`, rounded to odd: an int past 2**24 made float32 rounded to nearest, then bfloat16
+  rounded again (2**25 + 2**17 + 1 became 2**25, not 2**25 + 2**18 as constant folding and ml_dtypes give)."""
+  t = x.cast(dtypes.float32.vec(x.dtype.count))
+  # (back saturates where t rounded up past the int's range, 2**31 from 2**31 - 1: above x or equal to it, as t is)
+  back, u = t.cast(x.dtype), t.bitcast(dtypes.uint32.vec(x.dtype.count))
+  away = (x < back) if dtypes.is_unsigned(x.dtype.scalar()) else (x < 0).where(back < x, x < back)
+  return ((x < back) | (back < x)).where(away.where(u - 1, u) | 1, u).bitcast(dtypes.float32.vec(x.dtype.count))
 _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)
+_WIDE_INTS = (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64)
 pm_f64_round_once = PatternMatcher([
   (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", dtypes.float64),), name="c"), lambda c, x: f64_to_f32_odd(x).cast(c.dtype)),  # h(d) -> h(f_odd(d))
+  (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", _WIDE_INTS),), name="c"), lambda c, x: int_to_f32_odd(x).cast(c.dtype)),  # h(i) -> h(f_odd(i))
 ])
 
 # ---- fp8: bytes in memory, float32 in registers (no renderer computes fp8; Renderer.native_fp8 is the hook for one that does) ----
@@ -496,7 +506,7 @@ def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset(), topo: dict[UOp,
   emu = frozenset(dtypes.fp8s) - native
   def is8(dt: DType) -> bool: return (dt.base if isinstance(dt, PtrDType) else dt).scalar() in emu
   if topo is None: topo = sink.toposort()
-  if any(u.op is Ops.CAST and u.dtype.scalar() in _NARROW_FLOATS and u.src[0].dtype.scalar() == dtypes.float64 for u in topo):
+  if any(u.op is Ops.CAST and u.dtype.scalar() in _NARROW_FLOATS and u.src[0].dtype.scalar() in (dtypes.float64, *_WIDE_INTS) for u in topo):
     sink = graph_rewrite(sink, pm_f64_round_once)
     topo = sink.toposort()
   if not any(is8(u.dtype) for u in topo): return sink

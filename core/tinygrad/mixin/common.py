@@ -3,7 +3,7 @@ from __future__ import annotations
 import struct
 from typing import Any, overload
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, _broadcast_shape  # noqa: F401 (the Tensor modules import it from here)
-from tinygrad.dtype import DType, dtypes, float_to_bf16_bits, float_to_fp8, truncate_float, INVERSE_DTYPES_DICT
+from tinygrad.dtype import DType, dtypes, float_to_bf16_bits, float_to_fp8, truncate_float, as_float, INVERSE_DTYPES_DICT
 
 class AxisError(IndexError, ValueError):
   """An axis outside a tensor's dimensions (caught by `except IndexError` and `except ValueError`, like numpy's AxisError)."""
@@ -16,7 +16,7 @@ class AssertedArgumentError(ArgumentError, AssertionError):
 class DeviceMismatchError(ArgumentError):
   """Operands with data on different devices (data is not moved silently): public tinygrad's RuntimeError, and a ValueError."""
 class DTypeKindError(ValueError, TypeError):
-  """A dtype of the wrong kind for a random op (randint of a float dtype, rand of an int one): a ValueError, and the
+  """A dtype of the wrong kind for an op (randint of a float dtype, rand of an int one, arange of bool): a ValueError, and the
   TypeError public tinygrad raises for randint's."""
 class UnknownModeError(ValueError, NotImplementedError):
   """A mode name that is not one of an op's modes (`pad(mode="typo")`): a ValueError, and the NotImplementedError torch raises."""
@@ -70,8 +70,8 @@ def _check_int(v: Any, dtype: DType, fix: str) -> None:
 
 def _pack(vals: list, dtype: DType) -> bytes:
   for v in vals: _check_int(v, dtype, "pass a wider dtype=, e.g. dtypes.int64")
-  if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16_bits(float(v)) for v in vals))
-  if dtype in dtypes.fp8s: return bytes(float_to_fp8(float(v), dtype) for v in vals)
+  if dtype == dtypes.bfloat16: return struct.pack(f"{len(vals)}H", *(float_to_bf16_bits(as_float(v, dtype)) for v in vals))
+  if dtype in dtypes.fp8s: return bytes(float_to_fp8(as_float(v, dtype), dtype) for v in vals)
   return struct.pack(f"{len(vals)}{dtype.fmt}", *(dtypes.as_const(v, dtype) for v in vals))
 
 def _check_shape(op: str, shape: tuple) -> tuple:

@@ -224,7 +224,11 @@ class RandomMixin:
     # (as torch) bounds past the dtype's range drew inf, and a span past float32's (-3e38, 3e38) drew only values next to high
     if not all(math.isfinite(truncate_float(v, d)) for v, d in ((low, dt), (high, dt), (high - low, u.dtype)) if dtypes.is_float(d)):
       raise ArgumentError(f"uniform: [{low}, {high}) is out of range: the bounds must be finite in {_dtname(dt)} and high - low in {_dtname(u.dtype)}")
-    ret = (u * (high - low) + low).cast(dt)
+    ret = u * (high - low) + low
+    # an int dtype takes the floor, as public tinygrad's (high-low)*u cast then + low: uniform(-5, 5, dtype=int32) is uniform on
+    # -5..4 (a truncating cast gave 0 twice as often and -5 never), below high also where u*(high-low) rounds up to it
+    if dtypes.is_int(dt): ret = ret.floor().minimum(math.ceil(high) - 1)
+    ret = ret.cast(dt)
     # u*(high-low)+low rounds to high itself for u near 1 (uniform(0, 1, dtype=half): 1 draw in 4096; float32 (100, 101): 1 in
     # 2**18): the largest value below high instead, as if rounded down
     if dtypes.is_float(dt) and low < high and (top := _below(high, dt)) >= truncate_float(low, dt): ret = ret.minimum(top)
@@ -262,8 +266,9 @@ class RandomMixin:
     std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(sh[1:]))
     return Tensor.normal(*sh, mean=0.0, std=std, **kwargs)
   def _random_like(self: Tensor, fn: Callable[..., Tensor], kwargs: dict) -> Tensor:
-    dt = kwargs.pop("dtype", self.dtype)
-    dt = dt if dtypes.is_float(to_dtype(dt)) else dtypes.default_float
+    # an int or bool tensor's random values are the default float; a dtype given is rand's/randn's to check (an int one raises:
+    # rand_like(dtype=dtypes.int32) gave float32)
+    dt = kwargs.pop("dtype", None) or (self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
     if isinstance(self.device, tuple):   # sharded like this tensor: each device draws its own shard
       if kwargs.pop("device", None) is not None: raise RuntimeError("rand_like/randn_like of a multi-device tensor take no device: the result is laid out like it")
       from tinygrad.multi import multi, shard_regions
