@@ -451,7 +451,8 @@ _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)
 _WIDE_INTS = (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64)
 pm_f64_round_once = PatternMatcher([
   (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", dtypes.float64),), name="c"), lambda c, x: f64_to_f32_odd(x).cast(c.dtype)),  # h(d) -> h(f_odd(d))
-  (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", _WIDE_INTS),), name="c"), lambda c, x: int_to_f32_odd(x).cast(c.dtype)),  # h(i) -> h(f_odd(i))
+  # (bfloat16 only: an int that float32 rounds, past 2**24, is past float16's and fp8's range, inf there either way)
+  (UPat(Ops.CAST, dtypes.bfloat16, src=(UPat.var("x", _WIDE_INTS),), name="c"), lambda c, x: int_to_f32_odd(x).cast(c.dtype)),  # b(i) -> b(f_odd(i))
 ])
 
 # ---- fp8: bytes in memory, float32 in registers (no renderer computes fp8; Renderer.native_fp8 is the hook for one that does) ----
@@ -506,7 +507,8 @@ def lower_fp8(sink: UOp, native: frozenset[DType] = frozenset(), topo: dict[UOp,
   emu = frozenset(dtypes.fp8s) - native
   def is8(dt: DType) -> bool: return (dt.base if isinstance(dt, PtrDType) else dt).scalar() in emu
   if topo is None: topo = sink.toposort()
-  if any(u.op is Ops.CAST and u.dtype.scalar() in _NARROW_FLOATS and u.src[0].dtype.scalar() in (dtypes.float64, *_WIDE_INTS) for u in topo):
+  if any(u.op is Ops.CAST and (u.dtype.scalar() in _NARROW_FLOATS and u.src[0].dtype.scalar() == dtypes.float64 or
+                                 u.dtype.scalar() == dtypes.bfloat16 and u.src[0].dtype.scalar() in _WIDE_INTS) for u in topo):
     sink = graph_rewrite(sink, pm_f64_round_once)
     topo = sink.toposort()
   if not any(is8(u.dtype) for u in topo): return sink

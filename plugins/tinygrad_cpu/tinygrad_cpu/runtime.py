@@ -73,14 +73,14 @@ class NativeCode:
       finally: os.unlink(path)
     else: raise RuntimeError(f"cannot load CPU kernel {self.name}: {err}")
 
-  def __del__(self) -> None:
+  def __del__(self, _finalizing: Any = sys.is_finalizing, _dlclose: Any = _ctypes.dlclose) -> None:   # (bound now: module globals are None at exit)
     # a shared object stays mapped until dlclose (ctypes never calls it): each kernel held ~10 mappings for the life of the
     # process, and BEAM with a C compiler (thousands of candidates compiled and dropped) ran into vm.max_map_count
     # (65530), where dlopen and every mmap fail. (At interpreter exit the process unmaps everything anyway.)
     lib = getattr(self, "_lib", None)
-    if lib is not None and not self.permanent and not sys.is_finalizing():
+    if lib is not None and not self.permanent and not _finalizing():
       self._lib = None
-      _ctypes.dlclose(lib._handle)
+      _dlclose(lib._handle)
 
   def _load_object(self, lib: bytes) -> None:
     # MCJIT's RuntimeDyld relocates the object into memory (libm calls resolve against this process's symbols)
