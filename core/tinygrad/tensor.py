@@ -566,7 +566,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           roots[t.uop] = None
           kept.append(t)
     kept_roots = [t.uop for t in kept]
-    frontier = {f: r for f, r in frontier.items() if f not in roots}
+    # (an old-value part that is itself realized here is read as its result: left out, the graph computed it again later,
+    # from the updated buffers: `e2 = w * 1; w += 1; e3 = e2 * w`, realizing w and e2 gave e3 the new w squared)
+    frontier = {f: f if f in roots else r for f, r in frontier.items()}
     for r in frontier.values(): roots[r] = None
     if frozen or frontier: nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
     rl = list(roots)

@@ -380,3 +380,16 @@ def test_an_update_that_reads_old_and_new_values_of_its_target_through_a_dead_te
   f()
   gc.collect()
   np.testing.assert_array_equal(x.numpy(), [1, 4, 7, 10, 13])
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_reader_of_old_and_new_values_whose_old_part_is_realized_with_the_update(sharded):
+  # e3 reads e2 (w's old value) and w's update; realizing w and e2 together computed e2, but e3 kept e2's graph and read
+  # it later from the updated w: [16.] (4 * 4) for 3 * 4
+  w = Tensor([3.]).shard(("CPU:0", "CPU:1")) if sharded else Tensor([3.])
+  w.realize()
+  e2 = w * 1
+  w += 1
+  e3 = e2 * w
+  Tensor.realize(w, e2)
+  np.testing.assert_array_equal(e3.numpy(), [12.])
+  np.testing.assert_array_equal(e2.numpy(), [3.])
