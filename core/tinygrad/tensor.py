@@ -251,7 +251,8 @@ def _reached_padding(chain: list[UOp]) -> UOp | None:
     if isinstance(x, UOp): return int(sym_infer(x, {})) if all_bound(x) else None
     return tuple(at(y) for y in x) if isinstance(x, tuple) else x
   def known(x: Any) -> bool: return x is not None and (not isinstance(x, tuple) or all(known(y) for y in x))
-  if not all(known(at(n.shape)) and known(at(n.src[0].shape)) and known(at(n.arg)) for n in chain):
+  # (a detach()/bitcast() view has no arg: it moves nothing)
+  if not all(known(at(n.shape)) and known(at(n.src[0].shape)) and (n.op not in GroupOp.Movement or known(at(n.arg))) for n in chain):
     return next(n for n in chain if n.op is Ops.PAD)
   m = np.ones(at(chain[0].shape), dtype=bool)
   for n in chain:

@@ -22,6 +22,8 @@ VIEWS = {
   "squeeze_unsqueeze": (lambda t: t[1:2].squeeze(0).unsqueeze(1), lambda a: a[1:2].squeeze(0)[:, None]),
   "shrink_method": (lambda t: t.shrink(((0, 4), (1, 3))), lambda a: a[0:4, 1:3]),
   "detach": (lambda t: t.detach()[1:3].detach(), lambda a: a[1:3]),   # torch's detach() shares the storage too
+  # a strided slice of a detach() (a pad cut away again below a DETACH): raised "the target view reaches into padding"
+  "detach_step": (lambda t: t.detach()[:, ::3], lambda a: a[:, ::3]),
   # torch's diagonal and unfold are views (numpy's diagonal is read-only: the same elements by strides here); ours were
   # values of their own (their padding cut away again made a pad's copy), so an assign into them left t as it was
   "diagonal": (lambda t: t.diagonal(), lambda a: a.reshape(-1)[::5]),
