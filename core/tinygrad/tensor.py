@@ -679,6 +679,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     _stamp_writes(u for u in done if u.op is Ops.ASSIGN)   # (the assigns that ran: after the graphs above were kept)
     graph_epoch[0] += 1
     for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
+    # a value (no view) whose own kernel did not run but whose graph is now only movement ops over a buffer that ran (a
+    # cumsum over an axis of size 1 of a sum that ran: the sum's buffer) is a lazy copy of it: as a view it followed the
+    # next write into that buffer (e3 = w.sum(2, keepdim=True); e5 = e3.cumsum(0) cut short after e3's kernel; e3 += 1 showed in e5)
+    for x, old in zip(xs, olds):
+      if x._view_of is None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
+        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
       if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)

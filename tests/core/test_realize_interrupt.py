@@ -434,3 +434,24 @@ def test_programs_of_updates_cut_short_anywhere(n, steps, pick, k, how, sharded,
   _iadd(S[0], 1.0)
   A[0] = A[0] + 1
   for b, (t, a) in enumerate(zip(ts, A + DA)): np.testing.assert_allclose(t.numpy(), a, rtol=1e-5, atol=1e-4, err_msg=f"tensor {b}")
+
+def test_a_value_that_became_a_view_of_a_buffer_that_ran_is_a_copy(monkeypatch):
+  # c (an int cumsum over an axis of size 1: only movement ops over s's sum) was cut short after s's kernel: its graph
+  # became a view of s's buffer, and s += 1, once run, showed in c (and in c's view v)
+  w = Tensor(np.arange(8, dtype=np.int32).reshape(1, 4, 2)).realize()   # (an int cumsum: no `+ 0` left in its graph)
+  s = w.sum(2, keepdim=True)
+  c = s.cumsum(0)
+  v = c.flip(1)
+  def action(i, go):
+    if i == 2: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, 2, action)
+  with pytest.raises(RuntimeError, match="the device failed"): Tensor.realize(s, c, v)
+  monkeypatch.undo()
+  s += 1
+  np.testing.assert_array_equal(s.numpy().ravel(), [2, 6, 10, 14])
+  np.testing.assert_array_equal(c.numpy().ravel(), [1, 5, 9, 13])
+  np.testing.assert_array_equal(v.numpy().ravel(), [13, 9, 5, 1])
+  c += 1   # (a value of its own: s does not see it)
+  np.testing.assert_array_equal(s.numpy().ravel(), [2, 6, 10, 14])
+  np.testing.assert_array_equal(v.numpy().ravel(), [14, 10, 6, 2])
