@@ -534,8 +534,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     again: list[Tensor] = []
     for t in todo:
       b = t.uop
-      # (a detach() or bitcast() view of a pending assign too: realized on its own, it became a copy and left its base)
-      while b.op in GroupOp.Movement or b.op in (Ops.DETACH, Ops.BITCAST) and t._view_of is not None: b = b.src[0]
+      # (a detach() or bitcast() view of a pending assign too: realized on its own, it became a copy and left its base; so
+      # did one that numpy() read, through the stand-in it realizes, whose copy it got as the same graph's second tensor)
+      while b.op in GroupOp.Movement or b.op in (Ops.DETACH, Ops.BITCAST): b = b.src[0]
       if b.op is Ops.ASSIGN and b is not t.uop: roots[b] = None
       elif t.uop in roots: again.append(t)  # the same (hash-consed) graph as another tensor here: it gets its own buffer
       else:
