@@ -631,6 +631,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # reader's kept graph holds, and backward gives it no gradient. Only these: no gradient flows below them (an assign
         # that ran, or a custom kernel, stays a node its gradient rule sees)
         gs = [t for t, _ in olds if t._graph is not None] if inter else []
+        # (but a view of a buffer keeps viewing it: the copy of its old values that a graph reading old and new values gets
+        # (_readers_of's frontier) is that graph's; substituted in a view, the view showed the old values from then on)
+        if own := {f for f in frontier if _views_buffer(f)}:
+          views = [x for x in xs if _views_buffer(x.uop)]
+          for x, u in zip(views, substitute_all([x.uop for x in views], {k: v for k, v in amap.items() if k not in own})): x.uop = u
+          xs = [x for x in xs if not _views_buffer(x.uop)]
         for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
         for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._kept = g
       # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
