@@ -602,7 +602,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         t._set_uop(results[old])
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
-      for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
+      # (after the loop: it rebases views made from t, which may be realized here too; a base realized here rebased them
+      # onto its buffer already: from its graph as realized)
+      if copies: prev = {id(t): old for t, old in olds}
+      for t, old in copies: t._own_views(old, prev.get(id(t._view_of)))
       # every realized assign is now its target's buffer: no live tensor may run it a second time
       amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
       # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -1626,10 +1629,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                      else v._replay is None and _shows_padding(v.uop, old)): continue
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
-  def _own_views(self, old: UOp) -> None:
+  def _own_views(self, old: UOp, base_old: UOp | None = None) -> None:
     # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
-    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph
+    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph.
+    # base_old: the base's graph before the realize that gave it a buffer and rebased these views onto it (realizing e2
+    # and its view e3 together left e4 = e3.flip(0) on e2's buffer: it no longer saw e3's writes, and saw e2's)
     base, mine = self._view_of, self._replay or ()
+    if base is not None and base_old is not None and base_old is not base.uop and (now := _rebase_view(old, base_old, base.uop)) is not None:
+      old = now
     self._detach_view()
     if base is None or not base._views: return
     for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:

@@ -666,3 +666,16 @@ def test_reading_a_detach_or_bitcast_view_with_a_pending_write_leaves_it_a_view(
   want = np.array([4., 5]) if view != "detach_slice" else np.array([3., 5])
   np.testing.assert_array_equal(t.numpy(), want)
   np.testing.assert_array_equal(d.numpy(), want[1:] if view == "detach_slice" else want)
+
+def test_a_view_of_a_view_realized_with_its_lazy_base_follows_the_view():
+  # e3 = e2.flip(0) realized with its lazy base e2 is a copy of its own, and e4 = e3.flip(0) follows e3 (as when e3 alone
+  # is realized); e2's buffer had rebased e4 onto itself first, so e4 missed e3's writes and saw e2's ([2, 4] for [12, 14])
+  w = Tensor([1., 2]).realize()
+  e2 = w + w
+  e3 = e2.flip(0)
+  e4 = e3.flip(0)
+  Tensor.realize(e2, e3)
+  e3 += 10
+  e2 -= 100
+  np.testing.assert_array_equal(e4.numpy(), [12, 14])
+  np.testing.assert_array_equal(e3.numpy(), [14, 12])

@@ -289,6 +289,10 @@ DEVS = {"CPU": ("CPU", "PYTHON", ("CPU:0", "CPU:1")), "PYTHON": ("PYTHON", "CPU"
 @example(prog=([((2, 2, 4), "uint8", "realized", 0), ((2,), "uint8", "realized", 0), ((2,), "uint8", "realized", 1)],
                [("view", 3825, 245, 0), ("value", 259, 468, 3), ("write", 9408, 3031, 2), ("view", 152, 963, -3), ("write", 65536, 3093, 0),
                 ("write", 3093, 1006, 1)]))
+# e2 = e0 + e0; v = e2.flip(0); u = v.flip(0); e0.assign(e0.flip(0)); realize(e0, v): e2, a reader of e0's old value, got a
+# buffer too, and u (made from v, which became a copy) followed e2's writes instead of v's
+@example(prog=([((1,), "float32", "realized", 0)], [("view", 0, 0, 0), ("value", 0, 0, 0), ("view", 68, 1, 0), ("view", 3, 1, 0),
+               ("write", 0, 0, 0), ("realize", 0, 9, 0), ("write", 332, 2, 0)]))
 # v = x[2:0:-1]; x.assign(x.flip(0)): the view was handed the flip's buffer (the old values)
 @example(prog=([((4,), "float32", "realized", 0)], [("view", 0, 2149, 0), ("write", 0, 0, 1)]))
 def test_random_inplace_programs_match_numpy(prog): run_program(DEVS["CPU"], prog)
