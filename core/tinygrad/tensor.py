@@ -587,7 +587,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
     # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
     with engine.DeferredInterrupt(lazy=True):
-      try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes, None if Ops.ASSIGN in ops else want_held)))
+      try: results = dict(zip(rl, engine.realize_uops(rl, lambda done: Tensor._keep_partial(done, direct), held, nodes, None if Ops.ASSIGN in ops else want_held)))
       except RuntimeError as e:
         # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
         if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise
@@ -678,10 +678,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if self._view_of is not None and base_buffer(self.uop) is not base_buffer(self._view_of.uop): self._own_views(old)
     return True
   @staticmethod
-  def _keep_partial(done: dict[UOp, UOp]) -> None:
+  def _keep_partial(done: dict[UOp, UOp], asked: list[Tensor] = []) -> None:
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
-    # that ran is never applied twice
+    # that ran is never applied twice. `asked`: the tensors the realize was asked for
     xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
@@ -695,6 +695,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     for x, old in zip(xs, olds):
       if x._view_of is None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
         x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+    # a view asked for whose base was lazy is a copy after a whole realize (docs/guide.md): cut short after its base's kernel
+    # but before its own copy, it is a lazy copy of what its base's buffer holds, as if that copy had run (as a view of the
+    # buffer it was not a copy after the realize run again: `e3 = (w + w).flip(0)`, then e2 += 100 showed in e3)
+    mine = {id(t) for t in asked}
+    for x, old in zip(xs, olds):
+      if id(x) in mine and x._view_of is not None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
+        now = x.uop
+        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+        x._own_views(now)
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
       if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
