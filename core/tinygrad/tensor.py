@@ -262,7 +262,8 @@ def _reached_padding(chain: list[UOp]) -> UOp | None:
     if isinstance(x, UOp): return int(sym_infer(x, {})) if all_bound(x) else None
     return tuple(at(y) for y in x) if isinstance(x, tuple) else x
   def known(x: Any) -> bool: return x is not None and (not isinstance(x, tuple) or all(known(y) for y in x))
-  if not all(known(at(n.shape)) and known(at(n.src[0].shape)) and known(at(n.arg)) for n in chain):
+  # (a detach()/bitcast() view has no arg: it moves nothing)
+  if not all(known(at(n.shape)) and known(at(n.src[0].shape)) and (n.op not in GroupOp.Movement or known(at(n.arg))) for n in chain):
     return next(n for n in chain if n.op is Ops.PAD)
   m = np.ones(at(chain[0].shape), dtype=bool)
   for n in chain:
@@ -546,7 +547,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     again: list[Tensor] = []
     for t in todo:
       b = t.uop
-      while b.op in GroupOp.Movement: b = b.src[0]
+      # (a detach() or bitcast() view of a pending assign too: realized on its own, it became a copy and left its base; so
+      # did one that numpy() read, through the stand-in it realizes, whose copy it got as the same graph's second tensor)
+      while b.op in GroupOp.Movement or b.op in (Ops.DETACH, Ops.BITCAST): b = b.src[0]
       if b.op is Ops.ASSIGN and b is not t.uop: roots[b] = None
       elif t.uop in roots: again.append(t)  # the same (hash-consed) graph as another tensor here: it gets its own buffer
       else:
@@ -579,7 +582,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           roots[t.uop] = None
           kept.append(t)
     kept_roots = [t.uop for t in kept]
-    frontier = {f: r for f, r in frontier.items() if f not in roots}
+    # (an old-value part that is itself realized here is read as its result: left out, the graph computed it again later,
+    # from the updated buffers: `e2 = w * 1; w += 1; e3 = e2 * w`, realizing w and e2 gave e3 the new w squared)
+    frontier = {f: f if f in roots else r for f, r in frontier.items()}
     for r in frontier.values(): roots[r] = None
     if frozen or frontier: nodes = UOp(Ops.SINK, src=tuple(roots)).toposort(gate=_above_buffers)
     rl = list(roots)
@@ -595,7 +600,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
     # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
     with engine.DeferredInterrupt(lazy=True):
-      try: results = dict(zip(rl, engine.realize_uops(rl, Tensor._keep_partial, held, nodes, None if Ops.ASSIGN in ops else want_held)))
+      try: results = dict(zip(rl, engine.realize_uops(rl, lambda done: Tensor._keep_partial(done, direct), held, nodes, None if Ops.ASSIGN in ops else want_held)))
       except RuntimeError as e:
         # a graph that reads a buffer before and after its update: its old-value parts are computed first (nothing ran yet)
         if Tensor._own_parts or Ops.ASSIGN not in ops or not str(e).startswith("cannot order the schedule"): raise
@@ -610,7 +615,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         t._set_uop(results[old])
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
-      for t, old in copies: t._own_views(old)   # (after the loop: it rebases views made from t, which may be realized here too)
+      # (after the loop: it rebases views made from t, which may be realized here too; a base realized here rebased them
+      # onto its buffer already: from its graph as realized)
+      if copies: prev = {id(t): old for t, old in olds}
+      for t, old in copies: t._own_views(old, prev.get(id(t._view_of)))
       # every realized assign is now its target's buffer: no live tensor may run it a second time
       amap = {n: n.src[0] for n in nodes if n.op is Ops.ASSIGN} if Ops.ASSIGN in ops else {}
       # and every graph that reads a kept CONTIGUOUS reads its buffer now, instead of computing it again
@@ -639,6 +647,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         # reader's kept graph holds, and backward gives it no gradient. Only these: no gradient flows below them (an assign
         # that ran, or a custom kernel, stays a node its gradient rule sees)
         gs = [t for t, _ in olds if t._graph is not None] if inter else []
+        # (but a view of a buffer keeps viewing it: the copy of its old values that a graph reading old and new values gets
+        # (_readers_of's frontier) is that graph's; substituted in a view, the view showed the old values from then on)
+        if own := {f for f in frontier if _views_buffer(f)}:
+          views = [x for x in xs if _views_buffer(x.uop)]
+          for x, u in zip(views, substitute_all([x.uop for x in views], {k: v for k, v in amap.items() if k not in own})): x.uop = u
+          xs = [x for x in xs if not _views_buffer(x.uop)]
         for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
         for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._kept = g
       # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
@@ -677,10 +691,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if self._view_of is not None and base_buffer(self.uop) is not base_buffer(self._view_of.uop): self._own_views(old)
     return True
   @staticmethod
-  def _keep_partial(done: dict[UOp, UOp]) -> None:
+  def _keep_partial(done: dict[UOp, UOp], asked: list[Tensor] = []) -> None:
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
-    # that ran is never applied twice
+    # that ran is never applied twice. `asked`: the tensors the realize was asked for
     xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
@@ -688,6 +702,21 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     _stamp_writes(u for u in done if u.op is Ops.ASSIGN)   # (the assigns that ran: after the graphs above were kept)
     graph_epoch[0] += 1
     for x, u in zip(xs, substitute_all(olds, done)): x.uop = u
+    # a value (no view) whose own kernel did not run but whose graph is now only movement ops over a buffer that ran (a
+    # cumsum over an axis of size 1 of a sum that ran: the sum's buffer) is a lazy copy of it: as a view it followed the
+    # next write into that buffer (e3 = w.sum(2, keepdim=True); e5 = e3.cumsum(0) cut short after e3's kernel; e3 += 1 showed in e5)
+    for x, old in zip(xs, olds):
+      if x._view_of is None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
+        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+    # a view asked for whose base was lazy is a copy after a whole realize (docs/guide.md): cut short after its base's kernel
+    # but before its own copy, it is a lazy copy of what its base's buffer holds, as if that copy had run (as a view of the
+    # buffer it was not a copy after the realize run again: `e3 = (w + w).flip(0)`, then e2 += 100 showed in e3)
+    mine = {id(t) for t in asked}
+    for x, old in zip(xs, olds):
+      if id(x) in mine and x._view_of is not None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
+        now = x.uop
+        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+        x._own_views(now)
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
       if x._view_of is not None and x.uop is not old and (b := base_buffer(x.uop)) is not None and b is not base_buffer(x._view_of.uop): x._own_views(old)
@@ -1626,10 +1655,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                      else v._replay is None and _shows_padding(v.uop, old)): continue
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
-  def _own_views(self, old: UOp) -> None:
+  def _own_views(self, old: UOp, base_old: UOp | None = None) -> None:
     # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
-    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph
+    # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph.
+    # base_old: the base's graph before the realize that gave it a buffer and rebased these views onto it (realizing e2
+    # and its view e3 together left e4 = e3.flip(0) on e2's buffer: it no longer saw e3's writes, and saw e2's)
     base, mine = self._view_of, self._replay or ()
+    if base is not None and base_old is not None and base_old is not base.uop and (now := _rebase_view(old, base_old, base.uop)) is not None:
+      old = now
     self._detach_view()
     if base is None or not base._views: return
     for v in [v for v in base._views.values() if any(p() is self for p in v._parents)]:

@@ -4,13 +4,15 @@ docs/guide.md "In-place updates"), tensors live on several devices (a device, a 
 move between them by `.to()` and `.shard()` (a copy keeps the value it had; writes into it stay in it), updates read their
 own target through any view (`x.assign(x.T)`, `x[1:4] = x[0:3].flip(0)`, `t[idx] = t[idx2]` with index tensors, `v += v.flip(0)`
 for a view of a view), the dtypes include bool and half, and a realize of any subset of the tensors (views of lazy tensors
-among them, which become copies, docs/guide.md) comes at random points. A write into a broadcast view must raise and leave
+among them, which become copies, docs/guide.md) comes at random points, also cut short at a random step (a device error or
+Ctrl-C) and run again. Views are taken of a tensor or of its detach() (a view too, as torch's). A write into a broadcast view must raise and leave
 the tensor as it was. The same steps as a TinyJit function of its state tensors must leave them as the plain function does."""
 import numpy as np, pytest
 from hypothesis import given, settings, example, strategies as st
 from tinygrad import Tensor, Device, TinyJit, dtypes
 from tinygrad.multi import shard_bounds
 from tinygrad.uop import Ops
+from tinygrad.engine import realize as engine
 from test_program_fuzz import _ref_cast, _np_dtype, _np_view
 
 DTYPES = ["float32", "float16", "int8", "uint8", "int32", "int64", "bool"]
@@ -42,7 +44,7 @@ def programs(draw, n_steps: int = 12):
   base = st.tuples(st.lists(st.sampled_from([1, 2, 3, 4, 5]), min_size=1, max_size=3).map(tuple), st.sampled_from(DTYPES),
                    st.sampled_from(["realized", "lazy"]), st.integers(0, 2))
   bases = draw(st.lists(base, min_size=1, max_size=3))
-  kinds = ["view"] * 4 + ["value"] * 3 + ["move"] * 2 + ["write"] * 7 + ["realize", "check"]
+  kinds = ["view"] * 4 + ["value"] * 3 + ["move"] * 2 + ["write"] * 7 + ["realize", "check", "interrupt"]
   steps = draw(st.lists(st.tuples(st.sampled_from(kinds), st.integers(0, 2**16), st.integers(0, 2**16), st.integers(-3, 3)),
                         min_size=n_steps // 2, max_size=n_steps))
   return bases, steps
@@ -73,6 +75,7 @@ class Program:
   def view(self, e: Entry, k: int, c: int):
     t, a, nd = e.t, e.a, e.a.ndim
     if nd == 0: return
+    if (k >> 14) % 4 == 1: t = t.detach()   # (a view of its detach(): a view of e too, as torch's detach() shares the storage)
     kind, ax = ["slice", "flip", "permute", "reshape", "index", "expand", "slice2"][k % 7], (k >> 3) % nd
     n = a.shape[ax]
     if kind in ("slice", "slice2"):   # one axis, any step (a negative one too)
@@ -216,11 +219,22 @@ class Program:
       t.assign(u.expand(t.shape) if u.shape != t.shape else u)
       a[...] = np.broadcast_to(ua, a.shape)
 
-  def realize(self, k: int):
+  def realize(self, k: int, cut: int = 0):
     picks = [e for i, e in enumerate(self.entries) if (k >> (i % 16)) & 1]
     if not picks: return
     # a view of a tensor with no buffer yet is computed into a buffer of its own (docs/guide.md): its own root from now on
     detach = [e for e in picks if e.parent is not None and not self._backed(e)]
+    if cut:   # the realize fails at its step `cut` (a device error, or Ctrl-C), and is run again: as one whole realize
+      orig, seen = engine.ExecStep.run, {"n": 0}
+      def run(step, *args, **kwargs):
+        seen["n"] += 1
+        if seen["n"] == cut: raise (KeyboardInterrupt if cut % 2 else RuntimeError)("the device failed")
+        return orig(step, *args, **kwargs)
+      engine.ExecStep.run = run
+      try: Tensor.realize(*[e.t for e in picks])
+      except (RuntimeError, KeyboardInterrupt) as err:
+        if "the device failed" not in str(err): raise
+      finally: engine.ExecStep.run = orig
     Tensor.realize(*[e.t for e in picks])
     for e in detach:
       # (a broadcast view's copy can be written, and so can the views made from it that broadcast nothing themselves)
@@ -260,6 +274,7 @@ def run_program(devs: tuple, prog):
       if t is not e.t: p.add(t, e.a.copy())
     elif kind == "write": p.write(e, f, k2, c)
     elif kind == "realize": p.realize(k2)
+    elif kind == "interrupt": p.realize(k2, 1 + k1 % 4)
     elif kind == "check": _check(e.t, e.a, f"entry {k1 % len(ents)} at step {i}")
   for i, e in enumerate(p.entries): _check(e.t, e.a, f"entry {i}{' (a view)' if e.parent is not None else ''} after the program")
 
@@ -274,6 +289,10 @@ DEVS = {"CPU": ("CPU", "PYTHON", ("CPU:0", "CPU:1")), "PYTHON": ("PYTHON", "CPU"
 @example(prog=([((2, 2, 4), "uint8", "realized", 0), ((2,), "uint8", "realized", 0), ((2,), "uint8", "realized", 1)],
                [("view", 3825, 245, 0), ("value", 259, 468, 3), ("write", 9408, 3031, 2), ("view", 152, 963, -3), ("write", 65536, 3093, 0),
                 ("write", 3093, 1006, 1)]))
+# e2 = e0 + e0; v = e2.flip(0); u = v.flip(0); e0.assign(e0.flip(0)); realize(e0, v): e2, a reader of e0's old value, got a
+# buffer too, and u (made from v, which became a copy) followed e2's writes instead of v's
+@example(prog=([((1,), "float32", "realized", 0)], [("view", 0, 0, 0), ("value", 0, 0, 0), ("view", 68, 1, 0), ("view", 3, 1, 0),
+               ("write", 0, 0, 0), ("realize", 0, 9, 0), ("write", 332, 2, 0)]))
 # v = x[2:0:-1]; x.assign(x.flip(0)): the view was handed the flip's buffer (the old values)
 @example(prog=([((4,), "float32", "realized", 0)], [("view", 0, 2149, 0), ("write", 0, 0, 1)]))
 def test_random_inplace_programs_match_numpy(prog): run_program(DEVS["CPU"], prog)

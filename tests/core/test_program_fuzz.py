@@ -126,6 +126,7 @@ class Program:
 
   def view(self, e: Entry, kind: str, sl: tuple, k: int):
     t, a, nd = e.t, e.a, e.a.ndim
+    if (k >> 13) % 4 == 1: t = t.detach()   # (a view of its detach(): a view of e too, as torch's detach() shares the storage)
     if kind in ("slice", "shrink"):
       idx = tuple(sl[i] for i in range(nd))
       if kind == "shrink":   # shrink takes (start, end) pairs: the positive-step slice of the same bounds

@@ -182,9 +182,9 @@ def test_ctrl_c_after_the_kernels_ran_is_held_until_the_tensors_know_it(monkeypa
     monkeypatch.setattr(tensor_mod, "substitute_all", during)
   else:
     keep = Tensor._keep_partial
-    def again(done):
+    def again(done, *asked):
       os.kill(os.getpid(), signal.SIGINT)   # a second Ctrl-C while the first is being handled
-      return keep(done)
+      return keep(done, *asked)
     monkeypatch.setattr(Tensor, "_keep_partial", staticmethod(again))
   with pytest.raises(KeyboardInterrupt): w.realize()
   monkeypatch.undo()
@@ -434,3 +434,50 @@ def test_programs_of_updates_cut_short_anywhere(n, steps, pick, k, how, sharded,
   _iadd(S[0], 1.0)
   A[0] = A[0] + 1
   for b, (t, a) in enumerate(zip(ts, A + DA)): np.testing.assert_allclose(t.numpy(), a, rtol=1e-5, atol=1e-4, err_msg=f"tensor {b}")
+
+def test_a_value_that_became_a_view_of_a_buffer_that_ran_is_a_copy(monkeypatch):
+  # c (an int cumsum over an axis of size 1: only movement ops over s's sum) was cut short after s's kernel: its graph
+  # became a view of s's buffer, and s += 1, once run, showed in c (and in c's view v)
+  w = Tensor(np.arange(8, dtype=np.int32).reshape(1, 4, 2)).realize()   # (an int cumsum: no `+ 0` left in its graph)
+  s = w.sum(2, keepdim=True)
+  c = s.cumsum(0)
+  v = c.flip(1)
+  def action(i, go):
+    if i == 2: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, 2, action)
+  with pytest.raises(RuntimeError, match="the device failed"): Tensor.realize(s, c, v)
+  monkeypatch.undo()
+  s += 1
+  np.testing.assert_array_equal(s.numpy().ravel(), [2, 6, 10, 14])
+  np.testing.assert_array_equal(c.numpy().ravel(), [1, 5, 9, 13])
+  np.testing.assert_array_equal(v.numpy().ravel(), [13, 9, 5, 1])
+  c += 1   # (a value of its own: s does not see it)
+  np.testing.assert_array_equal(s.numpy().ravel(), [2, 6, 10, 14])
+  np.testing.assert_array_equal(v.numpy().ravel(), [14, 10, 6, 2])
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 4])
+def test_a_view_asked_for_is_a_copy_after_a_realize_cut_short_and_run_again(monkeypatch, cut):
+  # e3, a view of lazy e2 (which reads w's old value), is a copy after a whole realize (docs/guide.md); cut short after
+  # e2's kernel and run again, it was left a view of e2's buffer: e2 += 100 then showed in e3 and in e3's own view f
+  w = Tensor([-3.0, -2.0]).realize()
+  e2 = w + w
+  e3 = e2.flip(0)
+  f = e3[1:]
+  w.assign(w.flip(0))
+  def action(i, go):
+    if i == cut: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, cut, action)
+  try: Tensor.realize(w, e3)
+  except RuntimeError as e: assert "the device failed" in str(e)
+  monkeypatch.undo()
+  Tensor.realize(w, e3)
+  e2 += 100
+  np.testing.assert_array_equal(e3.numpy(), [-4, -6])
+  np.testing.assert_array_equal(f.numpy(), [-6])
+  np.testing.assert_array_equal(e2.numpy(), [94, 96])
+  np.testing.assert_array_equal(w.numpy(), [-2, -3])
+  e3 += 1   # (its own value: e2 does not see it, its view f does)
+  np.testing.assert_array_equal(f.numpy(), [-5])
+  np.testing.assert_array_equal(e2.numpy(), [94, 96])

@@ -380,3 +380,30 @@ def test_an_update_that_reads_old_and_new_values_of_its_target_through_a_dead_te
   f()
   gc.collect()
   np.testing.assert_array_equal(x.numpy(), [1, 4, 7, 10, 13])
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_reader_of_old_and_new_values_whose_old_part_is_realized_with_the_update(sharded):
+  # e3 reads e2 (w's old value) and w's update; realizing w and e2 together computed e2, but e3 kept e2's graph and read
+  # it later from the updated w: [16.] (4 * 4) for 3 * 4
+  w = Tensor([3.]).shard(("CPU:0", "CPU:1")) if sharded else Tensor([3.])
+  w.realize()
+  e2 = w * 1
+  w += 1
+  e3 = e2 * w
+  Tensor.realize(w, e2)
+  np.testing.assert_array_equal(e3.numpy(), [12.])
+  np.testing.assert_array_equal(e2.numpy(), [3.])
+
+def test_a_view_of_a_buffer_read_before_and_after_an_update_keeps_viewing_it():
+  # r reads w's old values and b's update, so realizing w's assign computes a copy of w's old values for r; that copy
+  # replaced w's buffer in every live graph, in w's view v too: v showed [3, 2, 1, 0] after w became [2, 22, 42, 62]
+  w, b = Tensor([0., 1, 2, 3]).realize(), Tensor([0., 10, 20, 30]).realize()
+  b += 1
+  r = w + b
+  v = w.flip(0)
+  w.assign(b * 2)
+  w.numpy()
+  np.testing.assert_array_equal(v.numpy(), [62, 42, 22, 2])
+  np.testing.assert_array_equal(r.numpy(), [1, 12, 23, 34])
+  w += 1
+  np.testing.assert_array_equal(v.numpy(), [63, 43, 23, 3])
