@@ -666,7 +666,7 @@ def _max_unpool(ctx: _Ctx, x: Tensor, idx: Tensor, output_shape: Tensor | None =
   return y.pad([None, None] + [(0, w - o) for w, o in zip(want, out)])
 def _global(f: Callable[[Tensor, tuple[int, ...]], Tensor]) -> Callable[..., Tensor]:
   return lambda ctx, x: f(x, tuple(range(2, x.ndim)))
-def _einsum(ctx: _Ctx, *xs: Tensor, equation: str = "") -> Tensor: return Tensor.einsum(equation, *xs)
+def _einsum(ctx: _Ctx, *xs: Tensor, equation: str = "") -> Tensor: return Tensor.einsum(equation, *xs).cast(xs[0].dtype)   # (ONNX: the inputs' type)
 LINALG: dict[str, Callable[..., Any]] = {
   "MatMul": lambda ctx, a, b: a @ b, "Gemm": _gemm, "Einsum": _einsum, "Conv": _conv, "ConvTranspose": _conv_transpose,
   "MaxPool": _maxpool, "AveragePool": _avgpool, "LpPool": _lppool, "MaxUnpool": _max_unpool,
