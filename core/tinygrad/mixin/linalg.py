@@ -3,7 +3,7 @@
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence, Union
-from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
+from tinygrad.dtype import DType, to_dtype
 from tinygrad.mixin.common import ArgumentError
 from tinygrad.mixin.nn import _product_dtype
 from tinygrad.helpers import argfix
@@ -51,15 +51,10 @@ class LinalgMixin:
     """Einstein summation (torch.einsum): `Tensor.einsum("ij,jk->ik", a, b)`. Without '->' the output is the subscripts
     that appear once, sorted; '...' broadcasts like numpy; a subscript repeated in one operand takes its diagonal; one
     missing from the output is summed. Operands are contracted left to right, each subscript summed as soon as no later
-    operand and not the output needs it. `dtype`: the operands are cast to it, products and sums are in it (for int and
-    bool operands it defaults to sum's int64, so every formula gives exact products in one dtype)."""
+    operand and not the output needs it. `dtype`: the operands are cast to it, products and sums are in it."""
     xs: list[Tensor] = list(argfix(*operands))
     if not xs: raise ArgumentError("einsum needs at least one operand")
     srcs = list(xs)
-    # ints and bools in sum's accumulator dtype (int64, as public tinygrad's einsum takes its sum's int32), for every formula:
-    # the products were taken in the operands' dtype and only a contraction widened, so int8 100s by "ij,ij->i" gave 48 in
-    # an int64 result (3 * (10000 wrapped to 16); exact: 30000) and "ij,ij->ij" stayed int8 (16)
-    if dtype is None and not dtypes.is_float(pdt := least_upper_dtype(*(x.dtype for x in xs))): dtype = xs[0].cast(pdt)._acc_dtype()
     if dtype is not None: xs = [x.cast(dtype) for x in xs]   # products in dtype too: int8 * int8 would wrap before the sum
     labels, out = _einsum_terms(formula, [x.ndim for x in xs])
     sizes: dict[Label, int] = {}
