@@ -80,6 +80,14 @@ def test_shape_checks_public_tinygrad_asserts_are_assertion_errors_too():
     for exc in (AssertionError, ValueError, RuntimeError):
       with pytest.raises(exc): bad()
 
+def test_split_sizes_must_be_ints_at_least_0():
+  # [2, -1, 2] sums to the dim's 3 and failed in shrink ("((2, 1),) is out of bounds"), a call the user never made
+  t = Tensor.arange(3)
+  for bad in ([2, -1, 2], [4, -1], [1.5, 1.5]):
+    for exc in (ValueError, RuntimeError):
+      with pytest.raises(exc, match="split: sizes must be ints >= 0"): t.split(bad)
+  assert [p.tolist() for p in t.split([0, 3, 0])] == [[], [0, 1, 2], []]
+
 def test_one_hot_of_a_float_or_bool_tensor_raises():
   # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
   # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)

@@ -258,6 +258,8 @@ class MovementMixin:
       sz = [min(sizes, n - i) for i in range(0, max(1, n), sizes)]
     else:
       sz = list(sizes)
+      # (a negative or float size failed in shrink, naming a shrink the user never called)
+      if not all(isinstance(s, int) and s >= 0 for s in sz): raise ArgumentError(f"split: sizes must be ints >= 0, got {sz}")
       if sum(sz) != n: raise AssertedArgumentError(f"split: sizes {sz} sum to {sum(sz)}, but dim {d} of shape {self.shape} has {n}")
     offs = list(itertools.accumulate(sz, initial=0))
     return tuple(self.shrink([(offs[k], offs[k+1]) if i == d else None for i in range(self.ndim)]) for k in range(len(sz)))
