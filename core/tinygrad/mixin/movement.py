@@ -98,6 +98,8 @@ class MovementMixin:
     """Merge dimensions start_dim..end_dim into one."""
     if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
+    # (as torch: flatten(1, 0) of (2, 3, 4) merged the empty range 1..0 into a new dim of 1, giving (2, 1, 3, 4))
+    if s > e: raise ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
   def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
