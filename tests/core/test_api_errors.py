@@ -95,6 +95,12 @@ def test_flatten_start_after_end_raises():
       with pytest.raises(exc, match="start_dim"): Tensor.empty(2, 3, 4).flatten(a, b)
   assert Tensor.empty(2, 3, 4).flatten(1, 1).shape == (2, 3, 4) and Tensor.empty(2, 3, 4).flatten(-2).shape == (2, 12)
 
+def test_unflatten_to_no_sizes_raises():
+  # (2, 1, 4).unflatten(1, ()) dropped the dim of size 1: (2, 4); torch raises "sizes must be non-empty"
+  for exc in (ValueError, RuntimeError):
+    with pytest.raises(exc, match="non-empty"): Tensor.empty(2, 1, 4).unflatten(1, ())
+  assert Tensor.empty(2, 1, 4).unflatten(1, (1, 1)).shape == (2, 1, 1, 4)
+
 def test_one_hot_of_a_float_or_bool_tensor_raises():
   # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
   # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)

@@ -104,6 +104,8 @@ class MovementMixin:
   def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
     d = self._resolve_dim(dim)
+    # (as torch: no sizes dropped a dim of size 1 silently, (2, 1, 4).unflatten(1, ()) gave (2, 4))
+    if len(sizes) == 0: raise ArgumentError(f"unflatten: sizes must be non-empty, got {sizes!r} for dim {dim} of shape {self.shape}")
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d+1:])
   def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dimensions (all, or the given ones; a given dimension whose size is not 1 is kept, like torch)."""
