@@ -80,6 +80,27 @@ def test_shape_checks_public_tinygrad_asserts_are_assertion_errors_too():
     for exc in (AssertionError, ValueError, RuntimeError):
       with pytest.raises(exc): bad()
 
+def test_split_sizes_must_be_ints_at_least_0():
+  # [2, -1, 2] sums to the dim's 3 and failed in shrink ("((2, 1),) is out of bounds"), a call the user never made
+  t = Tensor.arange(3)
+  for bad in ([2, -1, 2], [4, -1], [1.5, 1.5]):
+    for exc in (ValueError, RuntimeError):
+      with pytest.raises(exc, match="split: sizes must be ints >= 0"): t.split(bad)
+  assert [p.tolist() for p in t.split([0, 3, 0])] == [[], [0, 1, 2], []]
+
+def test_flatten_start_after_end_raises():
+  # flatten(1, 0) of (2, 3, 4) merged the empty range 1..0 into a new dim: (2, 1, 3, 4); torch raises
+  for a, b in ((1, 0), (-1, -2), (2, 0)):
+    for exc in (ValueError, RuntimeError):
+      with pytest.raises(exc, match="start_dim"): Tensor.empty(2, 3, 4).flatten(a, b)
+  assert Tensor.empty(2, 3, 4).flatten(1, 1).shape == (2, 3, 4) and Tensor.empty(2, 3, 4).flatten(-2).shape == (2, 12)
+
+def test_unflatten_to_no_sizes_raises():
+  # (2, 1, 4).unflatten(1, ()) dropped the dim of size 1: (2, 4); torch raises "sizes must be non-empty"
+  for exc in (ValueError, RuntimeError):
+    with pytest.raises(exc, match="non-empty"): Tensor.empty(2, 1, 4).unflatten(1, ())
+  assert Tensor.empty(2, 1, 4).unflatten(1, (1, 1)).shape == (2, 1, 1, 4)
+
 def test_one_hot_of_a_float_or_bool_tensor_raises():
   # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
   # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)

@@ -282,6 +282,17 @@ def test_einsum_takes_a_list_and_a_dtype():
   assert Tensor.einsum("ij,jk->ik", [a, b], dtype=dtypes.int32).tolist() == [[300, 300], [700, 700]]
   assert Tensor.einsum("ij,ij->", Tensor([[1, 2], [3, 4]]), Tensor([[5, 6], [7, 8]])).item() == 70
 
+@pytest.mark.parametrize("formula,shapes,torch_dt", [("ij,jk->ik", [(2, 3), (3, 2)], None), ("ij,ij->", [(2, 3), (2, 3)], None),
+                                                   ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)], None), ("ij->", [(2, 3)], torch.int64),
+                                                   ("i,j->", [(3,), (2,)], torch.int64), ("ii->i", [(3, 3)], None)])
+@pytest.mark.parametrize("dt", [torch.int32, torch.int8, torch.uint8])
+def test_einsum_of_ints_keeps_a_contractions_dtype_as_torch(formula, shapes, torch_dt, dt):
+  # a contraction is torch's bmm, in the operands' dtype (as our a @ b): "ij,jk->ik" of int32 returned int64 (its sum's);
+  # a subscript summed within one operand is a sum, int64 in torch and here; int8 products wrap as torch's
+  ops = [torch.randint(0, 100, s, generator=torch.Generator().manual_seed(i)).to(dt) for i, s in enumerate(shapes)]
+  got, want = Tensor.einsum(formula, *[Tensor(o.numpy()) for o in ops]).numpy(), torch.einsum(formula, *ops)
+  assert str(got.dtype) == str((torch_dt or dt)).removeprefix("torch.") and (got == want.numpy()).all()
+
 @pytest.mark.parametrize("formula,shapes,match", [
   ("ij,jk->ik", [(2, 3)], "names 2 operands but 1"), ("ij->ik", [(2, 3)], "not in any input"), ("ij->ii", [(2, 2)], "repeats"),
   ("ij", [(2, 3, 4)], "has 3 dims"), ("ijk", [(2, 3)], "has 2 dims"), ("i1", [(2, 3)], "only letters"), ("i..j", [(2, 3)], "only letters"),

@@ -276,6 +276,12 @@ def test_a_negative_size_is_a_shape_error_before_the_bounds_are_checked():
   for fn in (Tensor.uniform, Tensor.normal, Tensor.scaled_uniform, Tensor.glorot_uniform, Tensor.kaiming_uniform, Tensor.kaiming_normal):
     with pytest.raises(ValueError): fn(2, -3)
 
+def test_initialisers_of_an_empty_shape():
+  # a 0 in the shape made the fan 0: ZeroDivisionError; torch initialises an empty tensor as a no-op
+  for fn, sh in ((Tensor.kaiming_uniform, (3, 0)), (Tensor.kaiming_normal, (4, 0, 2)), (Tensor.glorot_uniform, (0, 0)),
+                 (Tensor.scaled_uniform, (0,)), (Tensor.scaled_uniform, (2, 0)), (Tensor.kaiming_uniform, (0, 3))):
+    assert fn(*sh).numpy().shape == sh
+
 def test_a_symbolic_shape_is_a_value_error():
   # public tinygrad raises ValueError for a random tensor of a Variable's size (test_symbolic_ops' attention with dropout);
   # the draw counted its calls with the UOp and raised TypeError ("'UOp' object cannot be interpreted as an integer")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence, Union
-from tinygrad.dtype import DType, to_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype
 from tinygrad.mixin.common import ArgumentError
 from tinygrad.mixin.nn import _product_dtype
 from tinygrad.helpers import argfix
@@ -87,6 +87,9 @@ class LinalgMixin:
       a, b = (align(cur, cls), align(x, ls)) if wide is None or dtype is not None else (align(cur, cls).cast(wide), align(x, ls).cast(wide))
       cur, cls = reduce(a * b, full, needed(n))
       if wide is not None and dtype is None: cur = cur.cast(pdt)
+      # a contraction of ints is a matmul, in the operands' dtype (as `a @ b` and torch's bmm): its sum returned int64 for
+      # int32 operands ("ij,jk->ik"); a subscript summed within one operand stays a sum (int64, as torch's "i,j->")
+      elif dtype is None and dtypes.is_int(pdt) and cur.dtype != pdt: cur = cur.cast(pdt)
     cur, cls = reduce(cur, cls, set(out))
     ret = cur.permute([cls.index(l) for l in out]) if out else cur
     return ret._broadcast_to(tuple(sizes[l] for l in out)).cast(to_dtype(dtype) if dtype is not None else ret.dtype)._own(*srcs)   # "ij->ij": a copy

@@ -98,10 +98,14 @@ class MovementMixin:
     """Merge dimensions start_dim..end_dim into one."""
     if self.ndim == 0: return self.reshape(1)
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
+    # (as torch: flatten(1, 0) of (2, 3, 4) merged the empty range 1..0 into a new dim of 1, giving (2, 1, 3, 4))
+    if s > e: raise ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {self.shape}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e+1]),) + self.shape[e+1:])
   def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
     d = self._resolve_dim(dim)
+    # (as torch: no sizes dropped a dim of size 1 silently, (2, 1, 4).unflatten(1, ()) gave (2, 4))
+    if len(sizes) == 0: raise ArgumentError(f"unflatten: sizes must be non-empty, got {sizes!r} for dim {dim} of shape {self.shape}")
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d+1:])
   def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove size-1 dimensions (all, or the given ones; a given dimension whose size is not 1 is kept, like torch)."""
@@ -258,6 +262,8 @@ class MovementMixin:
       sz = [min(sizes, n - i) for i in range(0, max(1, n), sizes)]
     else:
       sz = list(sizes)
+      # (a negative or float size failed in shrink, naming a shrink the user never called)
+      if not all(isinstance(s, int) and s >= 0 for s in sz): raise ArgumentError(f"split: sizes must be ints >= 0, got {sz}")
       if sum(sz) != n: raise AssertedArgumentError(f"split: sizes {sz} sum to {sum(sz)}, but dim {d} of shape {self.shape} has {n}")
     offs = list(itertools.accumulate(sz, initial=0))
     return tuple(self.shrink([(offs[k], offs[k+1]) if i == d else None for i in range(self.ndim)]) for k in range(len(sz)))

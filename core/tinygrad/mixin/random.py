@@ -246,24 +246,25 @@ class RandomMixin:
   @staticmethod
   def scaled_uniform(*shape: Any, **kwargs: Any) -> Tensor:
     """Uniform in [-1, 1) scaled by 1/sqrt(numel)."""
-    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs) * (prod(argfix(*shape)) ** -0.5)
+    # (an empty shape's scale is moot: 1, where 0 ** -0.5 raised ZeroDivisionError; torch initialises an empty tensor as a no-op)
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs) * (max(prod(argfix(*shape)), 1) ** -0.5)
   @staticmethod
   def glorot_uniform(*shape: Any, **kwargs: Any) -> Tensor:
     """Glorot/Xavier uniform initialization."""
     sh = argfix(*shape)
-    bound = (6 / (sh[0] + prod(sh[1:]))) ** 0.5
+    bound = (6 / max(sh[0] + prod(sh[1:]), 1)) ** 0.5   # (fans of 0 only in an empty tensor, whose bound is moot)
     return Tensor.uniform(*sh, low=-bound, high=bound, **kwargs)
   @staticmethod
   def kaiming_uniform(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
     """Kaiming/He uniform initialization (leaky-relu gain with slope `a`)."""
     sh = argfix(*shape)
-    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(sh[1:]))
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(prod(sh[1:]), 1))   # (fan_in 0: empty, moot)
     return Tensor.uniform(*sh, low=-bound, high=bound, **kwargs)
   @staticmethod
   def kaiming_normal(*shape: Any, a: float = 0.01, **kwargs: Any) -> Tensor:
     """Kaiming/He normal initialization."""
     sh = argfix(*shape)
-    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(sh[1:]))
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(max(prod(sh[1:]), 1))   # (fan_in 0: empty, moot)
     return Tensor.normal(*sh, mean=0.0, std=std, **kwargs)
   def _random_like(self: Tensor, fn: Callable[..., Tensor], kwargs: dict) -> Tensor:
     # an int or bool tensor's random values are the default float; a dtype given is rand's/randn's to check (an int one raises:
