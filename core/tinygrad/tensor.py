@@ -11,7 +11,7 @@ from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buff
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
-from tinygrad.mixin.common import DeviceMismatchError, DTypeKindError
+from tinygrad.mixin.common import DeviceMismatchError
 from tinygrad import multi as _multi  # noqa: F401 (registers the multi-device lowering before a Tensor can build a MULTI)
 from tinygrad.mixin import random, elementwise, reduce, movement, indexing, sorting, nn, loss, linalg, sharding, hashing
 # names programs import from this module, as they do from public tinygrad's tinygrad.tensor
@@ -1434,9 +1434,15 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
              **kwargs: Any) -> Tensor:
     """Values from `start` up to (not including) `stop` by `step`, like numpy.arange (int32 unless an argument is a float)."""
     if dtype is not None: kwargs["dtype"] = dtype
-    # (as torch and public tinygrad: a bool arange was int [1, 2, 2] for arange(1, 4), all False for arange(0, 3, 0.5))
-    if dtype is not None and to_dtype(dtype) == dtypes.bool: raise DTypeKindError("arange needs an int or float dtype, got bool; compare an int arange instead")
     if stop is None: start, stop = 0, start
+    if dtype is not None and to_dtype(dtype) == dtypes.bool and not any(isinstance(x, UOp) for x in (start, stop, step)):
+      # values of 0 and 1 only, or an OverflowError (public tinygrad's): arange(1, 4, dtype=bool) was an int32 [1, 2, 2],
+      # arange(0, 3, 0.5, dtype=bool) all False (a nonzero step reaches at most two such values)
+      vals = [start + i * step for i in range(min(3, max(0, math.ceil((stop - start) / step))))] if step != 0 else []
+      if step == 0 or len(vals) > 2 or any(v not in (0, 1) for v in vals):
+        raise OverflowError(f"arange({start}, {stop}, {step}) does not fit {dtypes.bool} (values 0 and 1 only); compare an int arange instead")
+      kwargs["dtype"] = dtypes.bool
+      return Tensor([bool(v) for v in vals], **kwargs) if vals else Tensor.full((0,), False, **kwargs)
     if isinstance(start, UOp) or isinstance(stop, UOp) or isinstance(step, UOp): return Tensor._arange_symbolic(start, stop, step, **kwargs)
     if step == 0: raise ValueError("arange: step must not be 0")
     given = kwargs.get("dtype") is not None

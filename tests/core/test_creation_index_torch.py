@@ -51,12 +51,14 @@ def test_fuzz_arange_matches_numpy(start, stop, step, down, dt):
   assert got.dtype == (dt if dt is not None else dtypes.float32)
   np.testing.assert_array_equal(got.numpy().astype(np.float64), want.astype(np.float64))
 
-def test_arange_of_bool_raises():
-  # arange(1, 4, dtype=bool) returned an int32 tensor [1, 2, 2], arange(0, 3, 0.5, dtype=bool) all False (torch and public
-  # tinygrad raise)
-  for args in ((3,), (1, 4), (0, 3, 0.5)):
-    with pytest.raises(ValueError, match="arange needs an int or float dtype, got bool"): Tensor.arange(*args, dtype=dtypes.bool)
-  with pytest.raises(TypeError): Tensor.arange(2, dtype="bool")
+def test_arange_of_bool_holds_only_0_and_1():
+  # arange(1, 4, dtype=bool) returned an int32 tensor [1, 2, 2], arange(0, 3, 0.5, dtype=bool) all False: values other than 0
+  # and 1 raise public tinygrad's OverflowError; 0 and 1 are its bools (arange(2, dtype=bool) is [False, True])
+  for args in ((3,), (1, 4), (0, 3, 0.5), (0, 1, 0.5), (-1, 1)):
+    with pytest.raises(OverflowError, match="does not fit"): Tensor.arange(*args, dtype=dtypes.bool)
+  for args, want in (((2,), [False, True]), ((1, -1, -1), [True, False]), ((0, 1.0), [False]), ((1, 1), []), ((1, 0, -1), [True])):
+    got = Tensor.arange(*args, dtype="bool")
+    assert got.dtype == dtypes.bool and got.tolist() == want, args
 
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint8])
 @pytest.mark.parametrize("start,stop,n", [(0, 1, 0), (0, 1, 1), (0, 1, 2), (-3, 7, 11), (5, -5, 4), (1, 1, 3), (0, 255, 256), (2, 9, 5)])
