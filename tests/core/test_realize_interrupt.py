@@ -30,6 +30,16 @@ def _fail_at(monkeypatch, k: int, action) -> dict:
   monkeypatch.setattr(engine.ExecStep, "run", run)
   return seen
 
+def _realize_cut_at(monkeypatch, k: int, *ts: Tensor) -> None:
+  """Tensor.realize(*ts) failing at its step k (a device error: nothing if it has fewer steps), then the runner restored."""
+  def action(i, go):
+    if i == k: raise RuntimeError("the device failed")
+    return go()
+  _fail_at(monkeypatch, k, action)
+  try: Tensor.realize(*ts)
+  except RuntimeError as e: assert "the device failed" in str(e)
+  monkeypatch.undo()
+
 @pytest.mark.parametrize("k", [1, 3, 12, 30, 80])
 def test_an_exception_from_a_kernel_keeps_the_updates_that_ran(monkeypatch, k):
   w = _queue(40)
@@ -376,13 +386,7 @@ def test_a_sharded_update_cut_short_runs_the_rest_at_the_next_write(monkeypatch,
   want0 = a0 + a1.sum(0)
   want1 = a1.copy()
   want1[2] = want0.max(1)
-  def action(i, go):
-    if i == k: raise RuntimeError("the device failed")
-    return go()
-  _fail_at(monkeypatch, k, action)
-  try: Tensor.realize(s0, s1)
-  except RuntimeError as e: assert "the device failed" in str(e)
-  monkeypatch.undo()
+  _realize_cut_at(monkeypatch, k, s0, s1)
   s0 += 1
   np.testing.assert_array_equal(s0.numpy(), want0 + 1)
   np.testing.assert_array_equal(s1.numpy(), want1)
@@ -465,13 +469,7 @@ def test_a_view_asked_for_is_a_copy_after_a_realize_cut_short_and_run_again(monk
   e3 = e2.flip(0)
   f = e3[1:]
   w.assign(w.flip(0))
-  def action(i, go):
-    if i == cut: raise RuntimeError("the device failed")
-    return go()
-  _fail_at(monkeypatch, cut, action)
-  try: Tensor.realize(w, e3)
-  except RuntimeError as e: assert "the device failed" in str(e)
-  monkeypatch.undo()
+  _realize_cut_at(monkeypatch, cut, w, e3)
   Tensor.realize(w, e3)
   e2 += 100
   np.testing.assert_array_equal(e3.numpy(), [-4, -6])

@@ -79,7 +79,7 @@ class NativeCode:
     # (65530), where dlopen and every mmap fail. (At interpreter exit the process unmaps everything anyway.)
     lib = getattr(self, "_lib", None)
     if lib is not None and not self.permanent and not _finalizing():
-      self._lib = None
+      del self._lib
       _dlclose(lib._handle)
 
   def _load_object(self, lib: bytes) -> None:
