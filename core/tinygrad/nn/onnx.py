@@ -194,10 +194,10 @@ def _reduce(f: Callable[[Tensor, tuple[int, ...], bool], Tensor], axes_input_fro
   # axes are an attribute before opset `axes_input_from` and an optional input from it on
   def op(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Tensor:
     ax = ctx.opt_ints(axes_t) if ctx.opset >= axes_input_from else (list(axes) if axes is not None else None)
-    if not ax:
-      if noop_with_empty_axes: return x
-      ax = list(range(x.ndim))
-    return f(x, tuple(_axis(a, x.ndim) for a in ax), bool(keepdims))
+    # noop_with_empty_axes reduces over no axes, which still applies the op's elementwise part (ReduceL1 gives |x|, ReduceSumSquare x*x)
+    if not ax: ax = [] if noop_with_empty_axes else list(range(x.ndim))
+    # the output keeps the input's type (an int ReduceMean truncates, as onnxruntime's)
+    return f(x, tuple(_axis(a, x.ndim) for a in ax), bool(keepdims)).cast(x.dtype)
   return op
 def _rmax(x: Tensor, ax: tuple[int, ...], k: bool, lo: bool = False) -> Tensor:
   if any(x.shape[a] == 0 for a in ax):   # the identity of max (min) over nothing

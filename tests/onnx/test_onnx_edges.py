@@ -1,0 +1,47 @@
+"""Single-node ONNX models at the edges of their attributes and types (where the onnx node tests don't reach) run through
+OnnxRunner and match onnxruntime: same dtype, same shape, same values."""
+import numpy as np
+import pytest
+onnx = pytest.importorskip("onnx", reason="OnnxRunner needs onnx: pip install tinygrad-core[onnx]")
+ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime: pip install onnxruntime")
+from onnx import helper, numpy_helper, TensorProto
+from tinygrad.nn.onnx import OnnxRunner
+
+_TP = {np.dtype(k): v for k, v in {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.float64: TensorProto.DOUBLE,
+       np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}.items()}
+
+def node_model(op: str, inputs: dict[str, np.ndarray], out_types: list[int], attrs: dict | None = None, init: dict[str, np.ndarray] | None = None,
+               opset: int = 18) -> bytes:
+  # one node: graph inputs `inputs` then initializers `init`, in that order, as the node's inputs
+  init = init or {}
+  outs = [f"y{i}" for i in range(len(out_types))]
+  g = helper.make_graph([helper.make_node(op, [*inputs, *init], outs, **(attrs or {}))], "g",
+                        [helper.make_tensor_value_info(k, _TP[v.dtype], v.shape) for k, v in inputs.items()],
+                        [helper.make_tensor_value_info(o, t, None) for o, t in zip(outs, out_types)],
+                        initializer=[numpy_helper.from_array(v, k) for k, v in init.items()])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+  m.ir_version = 8
+  return m.SerializeToString()
+
+def check(model: bytes, inputs: dict[str, np.ndarray], rtol: float = 1e-5) -> None:
+  ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)
+  got = OnnxRunner(model)(inputs)
+  for r, (name, g) in zip(ref, got.items()):
+    out = g.numpy()
+    assert out.dtype == r.dtype and out.shape == r.shape, f"{name}: {out.dtype}{out.shape} != {r.dtype}{r.shape}"
+    np.testing.assert_allclose(out, r, rtol=rtol, atol=rtol)
+
+@pytest.mark.parametrize("op", ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceSum", "ReduceMax"])
+def test_reduce_noop_with_empty_axes_applies_elementwise_part(op):
+  # no axes and noop_with_empty_axes=1 reduce over nothing: ReduceL1 is |x|, ReduceSumSquare x*x (the input came back unchanged)
+  x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+  if op == "ReduceLogSum": x = np.abs(x)
+  check(node_model(op, {"x": x}, [TensorProto.FLOAT], {"noop_with_empty_axes": 1}), {"x": x})
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceL2", "ReduceLogSum"])
+def test_reduce_int_keeps_dtype(op, dt):
+  # the output is the input's type: an int ReduceMean was float32 (its mean truncates toward zero, as onnxruntime's)
+  x = np.random.default_rng(1).integers(-50, 50, (4, 7)).astype(dt)
+  if op == "ReduceLogSum": x = np.abs(x) + 1
+  check(node_model(op, {"x": x}, [_TP[np.dtype(dt)]], {"keepdims": 0}, {"a": np.array([1], np.int64)}), {"x": x})
