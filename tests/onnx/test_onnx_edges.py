@@ -45,3 +45,10 @@ def test_reduce_int_keeps_dtype(op, dt):
   x = np.random.default_rng(1).integers(-50, 50, (4, 7)).astype(dt)
   if op == "ReduceLogSum": x = np.abs(x) + 1
   check(node_model(op, {"x": x}, [_TP[np.dtype(dt)]], {"keepdims": 0}, {"a": np.array([1], np.int64)}), {"x": x})
+
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_compress_condition_longer_than_axis(axis):
+  # condition entries past the axis's end select nothing: axis=0 of a (2, 3) tensor with [T, F, T] gave a (2, 3), its second row zeros
+  x = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+  cond = np.array([True, False, True, True, False, False, True, True], dtype=bool)[:3 if axis is not None else 8]
+  check(node_model("Compress", {"x": x}, [TensorProto.FLOAT], {} if axis is None else {"axis": axis}, {"c": cond}), {"x": x})

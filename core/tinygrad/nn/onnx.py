@@ -560,6 +560,8 @@ def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
+  # a condition longer than the axis selects nothing past its end (onnxruntime's); its index there read out of range, a slice of zeros
+  keep = keep[keep < src.shape[ax]]
   return src._take_along(ax, Tensor(keep.astype(np.int32), device=x.device)) if len(keep) else src.shrink(tuple((0, 0) if i == ax else None for i in range(src.ndim)))
 def _reverse_sequence(ctx: _Ctx, x: Tensor, lens: Tensor, batch_axis: int = 1, time_axis: int = 0) -> Tensor:
   T, B = x.shape[time_axis], x.shape[batch_axis]
