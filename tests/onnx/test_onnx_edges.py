@@ -5,7 +5,8 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="OnnxRunner needs onnx: pip install tinygrad-core[onnx]")
 ort = pytest.importorskip("onnxruntime", reason="the reference is onnxruntime: pip install onnxruntime")
 from onnx import helper, numpy_helper, TensorProto
-from tinygrad.nn.onnx import OnnxRunner
+from tinygrad import dtypes
+from tinygrad.nn.onnx import OnnxRunner, main, onnx_ops
 
 _TP = {np.dtype(k): v for k, v in {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.float64: TensorProto.DOUBLE,
        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}.items()}
@@ -52,3 +53,18 @@ def test_compress_condition_longer_than_axis(axis):
   x = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
   cond = np.array([True, False, True, True, False, False, True, True], dtype=bool)[:3 if axis is not None else 8]
   check(node_model("Compress", {"x": x}, [TensorProto.FLOAT], {} if axis is None else {"axis": axis}, {"c": cond}), {"x": x})
+
+@pytest.mark.parametrize("wrong", [lambda x: x.cast(dtypes.float64), lambda x: x.reshape(1, *x.shape)])
+def test_cli_compare_checks_dtype_and_shape(tmp_path, monkeypatch, capsys, wrong):
+  # --compare-onnxruntime said "matches" for an output of the wrong dtype, or of a shape that broadcasts to onnxruntime's
+  p = tmp_path / "m.onnx"
+  p.write_bytes(node_model("Identity", {"x": np.zeros((2, 3), np.float32)}, [TensorProto.FLOAT]))
+  assert main([str(p), "--compare-onnxruntime"]) == 0
+  monkeypatch.setitem(onnx_ops, "Identity", lambda ctx, x: wrong(x))
+  assert main([str(p), "--compare-onnxruntime"]) == 1
+  assert "DIFFERS" in capsys.readouterr().out
+
+def test_cli_negative_dim(tmp_path):
+  p = tmp_path / "m.onnx"
+  p.write_bytes(node_model("Identity", {"x": np.zeros((2, 3), np.float32)}, [TensorProto.FLOAT]))
+  with pytest.raises(SystemExit): main([str(p), "--dim", "N=-2"])

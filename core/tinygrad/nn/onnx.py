@@ -1396,7 +1396,7 @@ def main(argv: list[str] | None = None) -> int:
   dims = {}
   for d in a.dim:
     k, _, v = d.partition("=")
-    if not v.lstrip("-").isdigit(): p.error(f"--dim {d!r}: expected NAME=INT")
+    if not v.isdigit(): p.error(f"--dim {d!r}: expected NAME=INT, the INT 0 or more")
     dims[k] = int(v)
   runner = OnnxRunner(a.model, device=a.device)
   rng = np.random.default_rng(a.seed)
@@ -1433,6 +1433,11 @@ def main(argv: list[str] | None = None) -> int:
     ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     bad = 0
     for k, v in outs.items():
+      # the dtype and shape first: allclose alone broadcasts shapes and ignores dtypes (an int32 output computed as float32 "matched")
+      if v.dtype != ref[k].dtype or v.shape != ref[k].shape:
+        print(f"{k}: DIFFERS from onnxruntime (ours {v.dtype}{list(v.shape)}, onnxruntime {ref[k].dtype}{list(ref[k].shape)})")
+        bad += 1
+        continue
       ok = np.allclose(v, ref[k], rtol=1e-3, atol=1e-4)
       err = float(np.max(np.abs(v.astype(np.float64) - ref[k].astype(np.float64)))) if v.size else 0.0
       print(f"{k}: {'matches' if ok else 'DIFFERS from'} onnxruntime (max abs diff {err:.3g})")
