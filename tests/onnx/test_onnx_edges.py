@@ -68,3 +68,10 @@ def test_cli_negative_dim(tmp_path):
   p = tmp_path / "m.onnx"
   p.write_bytes(node_model("Identity", {"x": np.zeros((2, 3), np.float32)}, [TensorProto.FLOAT]))
   with pytest.raises(SystemExit): main([str(p), "--dim", "N=-2"])
+
+@pytest.mark.parametrize("scales", [(1, 1, 0.5, 0.7), (1, 1, 2, 0.7), (1, 1, 1.7, 2.5)])
+def test_resize_opset10_nearest_downsample_rounds_up(scales):
+  # opset 10 has no nearest_mode: onnxruntime takes ceil(x / scale) on a downsampled axis (0.7 of 6: columns 0, 2, 3, 5), floor on an
+  # upsampled one; every axis was floored (columns 0, 1, 2, 4)
+  x = np.random.default_rng(2).standard_normal((1, 2, 4, 6)).astype(np.float32)
+  check(node_model("Resize", {"x": x}, [TensorProto.FLOAT], {"mode": "nearest"}, {"s": np.array(scales, np.float32)}, opset=10), {"x": x})

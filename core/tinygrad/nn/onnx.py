@@ -865,7 +865,8 @@ def _resize(ctx: _Ctx, x: Tensor, roi: Tensor | None = None, scales: Tensor | No
             exclude_outside: int = 0, extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch", mode: str = "nearest",
             nearest_mode: str = "round_prefer_floor") -> Tensor:
   if antialias: raise NotImplementedError("Resize: antialias=1 is not supported (it widens the filter when downscaling); use antialias=0")
-  if ctx.opset == 10: scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "floor"
+  # opset 10 has no nearest_mode: onnxruntime's rounds down when upsampling and up when downsampling an axis ("ceil" below)
+  if ctx.opset == 10: scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "opset10"
   ax = [_axis(a, x.ndim) for a in axes] if axes is not None else list(range(x.ndim))
   sc = [float(v) for v in ctx.val(scales).reshape(-1)] if scales is not None and scales.numel() else None
   sz = ctx.ints(sizes) if sizes is not None and sizes.numel() else None
@@ -881,7 +882,8 @@ def _resize(ctx: _Ctx, x: Tensor, roi: Tensor | None = None, scales: Tensor | No
   for j, (a, o, s) in enumerate(zip(ax, sz, sc)):
     if o == x.shape[a] and s == 1.0 and coordinate_transformation_mode != "tf_crop_and_resize": continue
     r = (rv[j], rv[j + len(ax)]) if rv is not None else None
-    x = _resize_axis(x, a, o, s, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, r, extrapolation_value)
+    nm = ("ceil" if s < 1 else "floor") if nearest_mode == "opset10" else nearest_mode
+    x = _resize_axis(x, a, o, s, mode, coordinate_transformation_mode, nm, cubic_coeff_a, exclude_outside, r, extrapolation_value)
   return x
 def _upsample(ctx: _Ctx, x: Tensor, scales_t: Tensor | None = None, mode: str = "nearest", scales: Sequence[float] | None = None) -> Tensor:
   if scales is None and scales_t is None: raise ValueError("Upsample: needs scales (an attribute before opset 9, an input from it)")
