@@ -75,3 +75,9 @@ def test_resize_opset10_nearest_downsample_rounds_up(scales):
   # upsampled one; every axis was floored (columns 0, 1, 2, 4)
   x = np.random.default_rng(2).standard_normal((1, 2, 4, 6)).astype(np.float32)
   check(node_model("Resize", {"x": x}, [TensorProto.FLOAT], {"mode": "nearest"}, {"s": np.array(scales, np.float32)}, opset=10), {"x": x})
+
+def test_attribute_forms_of_early_opsets():
+  # TopK's k (before opset 10) and Reshape's shape (before opset 5) as attributes: an AttributeError ('int' has no numpy) before
+  x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+  check(node_model("TopK", {"x": x}, [TensorProto.FLOAT, TensorProto.INT64], {"k": 2, "axis": 1}, opset=1), {"x": x})
+  check(node_model("Reshape", {"x": x}, [TensorProto.FLOAT], {"shape": [5, -1]}, opset=1), {"x": x})

@@ -254,15 +254,20 @@ def _cumprod(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: in
   if exclusive: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
   y = y.cumprod(ax).cast(x.dtype)
   return y.flip(ax) if reverse else y
-def _topk(ctx: _Ctx, x: Tensor, k: Tensor, axis: int = -1, largest: int = 1, sorted: int = 1) -> tuple[Tensor, Tensor]:
-  v, i = x.topk(ctx.ints(k)[0], _axis(axis, x.ndim), bool(largest), True)
+def _topk(ctx: _Ctx, x: Tensor, k_t: Tensor | None = None, axis: int = -1, largest: int = 1, sorted: int = 1, k: int | None = None) -> tuple[Tensor, Tensor]:
+  # k is an attribute before opset 10, an input from it
+  kk = ctx.ints(k_t)[0] if k_t is not None else k
+  if kk is None: raise ValueError("TopK: k is missing (an input from opset 10, the attribute k before)")
+  v, i = x.topk(kk, _axis(axis, x.ndim), bool(largest), True)
   return v, i.cast(dtypes.int64)
 REDUCE.update({"ArgMax": _argm(False), "ArgMin": _argm(True), "Softmax": _softmax("softmax"), "LogSoftmax": _softmax("log_softmax"),
                "Hardmax": _hardmax, "CumSum": _cumsum, "CumProd": _cumprod, "TopK": _topk})
 
 # ---- shapes and movement ----
-def _reshape(ctx: _Ctx, x: Tensor, shape: Tensor, allowzero: int = 0) -> Tensor:
-  s = ctx.ints(shape)
+def _reshape(ctx: _Ctx, x: Tensor, shape_t: Tensor | None = None, allowzero: int = 0, shape: Sequence[int] | None = None, consumed_inputs: Any = None) -> Tensor:
+  # the shape is an attribute before opset 5, an input from it
+  if shape_t is None and shape is None: raise ValueError("Reshape: shape is missing (an input from opset 5, the attribute shape before)")
+  s = ctx.ints(shape_t) if shape_t is not None else list(shape or [])
   return x.reshape([x.shape[i] if v == 0 and not allowzero else v for i, v in enumerate(s)])
 def _squeeze(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None) -> Tensor:
   ax = ctx.opt_ints(axes_t) if ctx.opset >= 13 else axes
