@@ -81,3 +81,9 @@ def test_attribute_forms_of_early_opsets():
   x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
   check(node_model("TopK", {"x": x}, [TensorProto.FLOAT, TensorProto.INT64], {"k": 2, "axis": 1}, opset=1), {"x": x})
   check(node_model("Reshape", {"x": x}, [TensorProto.FLOAT], {"shape": [5, -1]}, opset=1), {"x": x})
+
+def test_reduce_mean_int64_exact():
+  # an int64 mean is the exact sum divided with truncation: through float32, means near 2**40 lost their low digits (-78798331904, not -78798333323)
+  x = np.random.default_rng(4).integers(-128, 127, (4, 3000)).astype(np.int64) * 2**40 + 12345
+  check(node_model("ReduceMean", {"x": x}, [TensorProto.INT64], {"keepdims": 0}, {"a": np.array([1], np.int64)}), {"x": x})
+  check(node_model("ReduceMean", {"x": x}, [TensorProto.INT64], {"keepdims": 1, "axes": [-1]}, opset=13), {"x": x})

@@ -204,8 +204,12 @@ def _rmax(x: Tensor, ax: tuple[int, ...], k: bool, lo: bool = False) -> Tensor:
     shape = tuple((1 if k else None) if i in ax else s for i, s in enumerate(x.shape))
     return Tensor.full(tuple(s for s in shape if s is not None), dtypes.max(x.dtype) if lo else dtypes.min(x.dtype), dtype=x.dtype, device=x.device)
   return x.min(ax, keepdim=k) if lo else x.max(ax, keepdim=k)
+def _rmean(x: Tensor, ax: tuple[int, ...], k: bool) -> Tensor:
+  # an int mean is its exact sum divided with truncation (onnxruntime's); through float32 an int64 mean lost its low digits
+  n = prod(x.shape[a] for a in ax)
+  return x.sum(ax, keepdim=k, dtype=x.dtype).idiv(n) if dtypes.is_int(x.dtype) and n > 0 else x.mean(ax, keepdim=k)
 REDUCE: dict[str, Callable[..., Any]] = {
-  "ReduceSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k, dtype=x.dtype), 13), "ReduceMean": _reduce(lambda x, a, k: x.mean(a, keepdim=k), 18),
+  "ReduceSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k, dtype=x.dtype), 13), "ReduceMean": _reduce(_rmean, 18),
   "ReduceMax": _reduce(_rmax, 18), "ReduceMin": _reduce(lambda x, a, k: _rmax(x, a, k, True), 18),
   "ReduceProd": _reduce(lambda x, a, k: x.prod(a, keepdim=k, dtype=x.dtype), 18),
   "ReduceL1": _reduce(lambda x, a, k: x.abs().sum(a, keepdim=k, dtype=x.dtype), 18),
