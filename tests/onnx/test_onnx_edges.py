@@ -87,3 +87,10 @@ def test_reduce_mean_int64_exact():
   x = np.random.default_rng(4).integers(-128, 127, (4, 3000)).astype(np.int64) * 2**40 + 12345
   check(node_model("ReduceMean", {"x": x}, [TensorProto.INT64], {"keepdims": 0}, {"a": np.array([1], np.int64)}), {"x": x})
   check(node_model("ReduceMean", {"x": x}, [TensorProto.INT64], {"keepdims": 1, "axes": [-1]}, opset=13), {"x": x})
+
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("shape", [(1, 5), (2, 0)])
+def test_cumsum_exclusive_no_cancellation(reverse, shape):
+  # exclusive was the inclusive sum minus x, which cancels in float32: [1, 1e8, ...] gave [0, 0, ...], not [0, 1, ...]
+  x = np.array([[1.0, 1e8, 3.0, -1e8, 5.0]], np.float32)[:, :shape[1]].repeat(shape[0], 0)
+  check(node_model("CumSum", {"x": x}, [TensorProto.FLOAT], {"exclusive": 1, "reverse": reverse}, {"a": np.array(1, np.int64)}), {"x": x}, rtol=1e-6)

@@ -249,13 +249,14 @@ def _hardmax(ctx: _Ctx, x: Tensor, axis: int | None = None) -> Tensor:
 def _cumsum(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
   ax = _axis(ctx.ints(axis)[0], x.ndim)
   y = x.flip(ax) if reverse else x
+  # exclusive: shift by one, a 0 first; subtracting x from the inclusive sum cancelled (exclusive of [1, 1e8] in float32 gave [0, 0], not [0, 1])
+  if exclusive and x.shape[ax]: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)])
   y = y.cumsum(ax).cast(x.dtype)
-  if exclusive: y = y - (x.flip(ax) if reverse else x)
   return y.flip(ax) if reverse else y
 def _cumprod(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
   ax = _axis(ctx.ints(axis)[0], x.ndim)
   y = x.flip(ax) if reverse else x
-  if exclusive: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
+  if exclusive and x.shape[ax]: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
   y = y.cumprod(ax).cast(x.dtype)
   return y.flip(ax) if reverse else y
 def _topk(ctx: _Ctx, x: Tensor, k_t: Tensor | None = None, axis: int = -1, largest: int = 1, sorted: int = 1, k: int | None = None) -> tuple[Tensor, Tensor]:
