@@ -94,3 +94,9 @@ def test_cumsum_exclusive_no_cancellation(reverse, shape):
   # exclusive was the inclusive sum minus x, which cancels in float32: [1, 1e8, ...] gave [0, 0, ...], not [0, 1, ...]
   x = np.array([[1.0, 1e8, 3.0, -1e8, 5.0]], np.float32)[:, :shape[1]].repeat(shape[0], 0)
   check(node_model("CumSum", {"x": x}, [TensorProto.FLOAT], {"exclusive": 1, "reverse": reverse}, {"a": np.array(1, np.int64)}), {"x": x}, rtol=1e-6)
+
+@pytest.mark.parametrize("pads", [[0, 5, 0, 7], [3, 4, 2, 1], [0, 7, 0, -2], [1, 1, 0, 1]])
+def test_pad_wrap_wider_than_axis(pads):
+  # wrap pads wider than the axis repeat it periodically (onnxruntime's); they raised "circular padding must be at most the size"
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  check(node_model("Pad", {"x": x}, [TensorProto.FLOAT], {"mode": "wrap"}, {"p": np.array(pads, np.int64)}), {"x": x})

@@ -330,7 +330,12 @@ def _pad(ctx: _Ctx, x: Tensor, pads_t: Tensor | None = None, value_t: Tensor | N
   # negative amounts cut first (the modes only extend)
   cut = [(min(b, 0), min(a, 0)) for b, a in full]
   if any(c != (0, 0) for c in cut): x = x.pad(cut)
-  return x.pad([(max(b, 0), max(a, 0)) for b, a in full], mode=mode)
+  ext = [(max(b, 0), max(a, 0)) for b, a in full]
+  if mode == "circular" and any(b > n or a > n for (b, a), n in zip(ext, x.shape) if n):
+    # wrap wider than the axis (circular padding stops at its size): tile whole periods, then cut the window
+    reps = [-(-b // n) + 1 + -(-a // n) if n else 1 for (b, a), n in zip(ext, x.shape)]
+    return x.repeat(reps).shrink(tuple((-(-b // n) * n - b, -(-b // n) * n + n + a) if n else (0, 0) for (b, a), n in zip(ext, x.shape)))
+  return x.pad(ext, mode=mode)
 def _expand(ctx: _Ctx, x: Tensor, shape: Tensor) -> Tensor:
   s = tuple(np.broadcast_shapes(x.shape, tuple(ctx.ints(shape) or [])))
   return x.reshape((1,) * (len(s) - x.ndim) + x.shape).expand(s)
