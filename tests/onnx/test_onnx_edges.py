@@ -100,3 +100,9 @@ def test_pad_wrap_wider_than_axis(pads):
   # wrap pads wider than the axis repeat it periodically (onnxruntime's); they raised "circular padding must be at most the size"
   x = np.arange(6, dtype=np.float32).reshape(2, 3)
   check(node_model("Pad", {"x": x}, [TensorProto.FLOAT], {"mode": "wrap"}, {"p": np.array(pads, np.int64)}), {"x": x})
+
+@pytest.mark.parametrize("n,k", [(4, 3), (6, 4), (2, 3), (7, 4), (8, 3)])
+def test_split_num_outputs_with_empty_chunks(n, k):
+  # num_outputs splits into chunks of ceil(n/k), trailing ones empty: 4 in 3 is [2, 2, 0]; it raised "sizes [1, 1, 1] sum to 3"
+  x = np.arange(2 * n, dtype=np.float32).reshape(2, n)
+  check(node_model("Split", {"x": x}, [TensorProto.FLOAT] * k, {"axis": -1, "num_outputs": k}), {"x": x})

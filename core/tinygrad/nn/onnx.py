@@ -292,10 +292,11 @@ def _split(ctx: _Ctx, x: Tensor, split_t: Tensor | None = None, axis: int = 0, s
   ax = _axis(axis, x.ndim)
   sizes = ctx.opt_ints(split_t) if ctx.opset >= 13 else (list(split) if split is not None else None)
   if not sizes:
-    n = num_outputs or _nout
-    c = math.ceil(x.shape[ax] / n)
-    sizes = [c] * (x.shape[ax] // c) + ([x.shape[ax] % c] if x.shape[ax] % c else [])
-    if len(sizes) < n: sizes = [x.shape[ax] // n] * n   # an even split (ceil gives fewer pieces)
+    n, d = num_outputs or _nout, x.shape[ax]
+    if num_outputs:   # chunks of ceil(d/n), the last ones smaller or empty (4 in 3: [2, 2, 0], onnxruntime's and onnx's reference)
+      c = -(-d // n)
+      sizes = [min(c, max(0, d - i * c)) for i in range(n)]
+    else: sizes = [d // n] * n   # (before opset 18: equal parts)
   return x.split(sizes, ax)
 def _slice(ctx: _Ctx, x: Tensor, starts: Any = None, ends: Any = None, axes_t: Tensor | None = None, steps: Tensor | None = None,
            **attrs: Any) -> Tensor:
