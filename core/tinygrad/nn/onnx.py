@@ -194,18 +194,22 @@ def _reduce(f: Callable[[Tensor, tuple[int, ...], bool], Tensor], axes_input_fro
   # axes are an attribute before opset `axes_input_from` and an optional input from it on
   def op(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> Tensor:
     ax = ctx.opt_ints(axes_t) if ctx.opset >= axes_input_from else (list(axes) if axes is not None else None)
-    if not ax:
-      if noop_with_empty_axes: return x
-      ax = list(range(x.ndim))
-    return f(x, tuple(_axis(a, x.ndim) for a in ax), bool(keepdims))
+    # noop_with_empty_axes reduces over no axes, which still applies the op's elementwise part (ReduceL1 gives |x|, ReduceSumSquare x*x)
+    if not ax: ax = [] if noop_with_empty_axes else list(range(x.ndim))
+    # the output keeps the input's type (an int ReduceMean truncates, as onnxruntime's)
+    return f(x, tuple(_axis(a, x.ndim) for a in ax), bool(keepdims)).cast(x.dtype)
   return op
 def _rmax(x: Tensor, ax: tuple[int, ...], k: bool, lo: bool = False) -> Tensor:
   if any(x.shape[a] == 0 for a in ax):   # the identity of max (min) over nothing
     shape = tuple((1 if k else None) if i in ax else s for i, s in enumerate(x.shape))
     return Tensor.full(tuple(s for s in shape if s is not None), dtypes.max(x.dtype) if lo else dtypes.min(x.dtype), dtype=x.dtype, device=x.device)
   return x.min(ax, keepdim=k) if lo else x.max(ax, keepdim=k)
+def _rmean(x: Tensor, ax: tuple[int, ...], k: bool) -> Tensor:
+  # an int mean is its exact sum divided with truncation (onnxruntime's); through float32 an int64 mean lost its low digits
+  n = prod(x.shape[a] for a in ax)
+  return x.sum(ax, keepdim=k, dtype=x.dtype).idiv(n) if dtypes.is_int(x.dtype) and n > 0 else x.mean(ax, keepdim=k)
 REDUCE: dict[str, Callable[..., Any]] = {
-  "ReduceSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k, dtype=x.dtype), 13), "ReduceMean": _reduce(lambda x, a, k: x.mean(a, keepdim=k), 18),
+  "ReduceSum": _reduce(lambda x, a, k: x.sum(a, keepdim=k, dtype=x.dtype), 13), "ReduceMean": _reduce(_rmean, 18),
   "ReduceMax": _reduce(_rmax, 18), "ReduceMin": _reduce(lambda x, a, k: _rmax(x, a, k, True), 18),
   "ReduceProd": _reduce(lambda x, a, k: x.prod(a, keepdim=k, dtype=x.dtype), 18),
   "ReduceL1": _reduce(lambda x, a, k: x.abs().sum(a, keepdim=k, dtype=x.dtype), 18),
@@ -245,24 +249,30 @@ def _hardmax(ctx: _Ctx, x: Tensor, axis: int | None = None) -> Tensor:
 def _cumsum(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
   ax = _axis(ctx.ints(axis)[0], x.ndim)
   y = x.flip(ax) if reverse else x
+  # exclusive: shift by one, a 0 first; subtracting x from the inclusive sum cancelled (exclusive of [1, 1e8] in float32 gave [0, 0], not [0, 1])
+  if exclusive and x.shape[ax]: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)])
   y = y.cumsum(ax).cast(x.dtype)
-  if exclusive: y = y - (x.flip(ax) if reverse else x)
   return y.flip(ax) if reverse else y
 def _cumprod(ctx: _Ctx, x: Tensor, axis: Tensor, exclusive: int = 0, reverse: int = 0) -> Tensor:
   ax = _axis(ctx.ints(axis)[0], x.ndim)
   y = x.flip(ax) if reverse else x
-  if exclusive: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
+  if exclusive and x.shape[ax]: y = y.pad([(1, -1) if i == ax else None for i in range(x.ndim)], value=1)   # shift by one, a 1 first
   y = y.cumprod(ax).cast(x.dtype)
   return y.flip(ax) if reverse else y
-def _topk(ctx: _Ctx, x: Tensor, k: Tensor, axis: int = -1, largest: int = 1, sorted: int = 1) -> tuple[Tensor, Tensor]:
-  v, i = x.topk(ctx.ints(k)[0], _axis(axis, x.ndim), bool(largest), True)
+def _topk(ctx: _Ctx, x: Tensor, k_t: Tensor | None = None, axis: int = -1, largest: int = 1, sorted: int = 1, k: int | None = None) -> tuple[Tensor, Tensor]:
+  # k is an attribute before opset 10, an input from it
+  kk = ctx.ints(k_t)[0] if k_t is not None else k
+  if kk is None: raise ValueError("TopK: k is missing (an input from opset 10, the attribute k before)")
+  v, i = x.topk(kk, _axis(axis, x.ndim), bool(largest), True)
   return v, i.cast(dtypes.int64)
 REDUCE.update({"ArgMax": _argm(False), "ArgMin": _argm(True), "Softmax": _softmax("softmax"), "LogSoftmax": _softmax("log_softmax"),
                "Hardmax": _hardmax, "CumSum": _cumsum, "CumProd": _cumprod, "TopK": _topk})
 
 # ---- shapes and movement ----
-def _reshape(ctx: _Ctx, x: Tensor, shape: Tensor, allowzero: int = 0) -> Tensor:
-  s = ctx.ints(shape)
+def _reshape(ctx: _Ctx, x: Tensor, shape_t: Tensor | None = None, allowzero: int = 0, shape: Sequence[int] | None = None, consumed_inputs: Any = None) -> Tensor:
+  # the shape is an attribute before opset 5, an input from it
+  if shape_t is None and shape is None: raise ValueError("Reshape: shape is missing (an input from opset 5, the attribute shape before)")
+  s = ctx.ints(shape_t) if shape_t is not None else list(shape or [])
   return x.reshape([x.shape[i] if v == 0 and not allowzero else v for i, v in enumerate(s)])
 def _squeeze(ctx: _Ctx, x: Tensor, axes_t: Tensor | None = None, axes: Sequence[int] | None = None) -> Tensor:
   ax = ctx.opt_ints(axes_t) if ctx.opset >= 13 else axes
@@ -282,10 +292,11 @@ def _split(ctx: _Ctx, x: Tensor, split_t: Tensor | None = None, axis: int = 0, s
   ax = _axis(axis, x.ndim)
   sizes = ctx.opt_ints(split_t) if ctx.opset >= 13 else (list(split) if split is not None else None)
   if not sizes:
-    n = num_outputs or _nout
-    c = math.ceil(x.shape[ax] / n)
-    sizes = [c] * (x.shape[ax] // c) + ([x.shape[ax] % c] if x.shape[ax] % c else [])
-    if len(sizes) < n: sizes = [x.shape[ax] // n] * n   # an even split (ceil gives fewer pieces)
+    n, d = num_outputs or _nout, x.shape[ax]
+    if num_outputs:   # chunks of ceil(d/n), the last ones smaller or empty (4 in 3: [2, 2, 0], onnxruntime's and onnx's reference)
+      c = -(-d // n)
+      sizes = [min(c, max(0, d - i * c)) for i in range(n)]
+    else: sizes = [d // n] * n   # (before opset 18: equal parts)
   return x.split(sizes, ax)
 def _slice(ctx: _Ctx, x: Tensor, starts: Any = None, ends: Any = None, axes_t: Tensor | None = None, steps: Tensor | None = None,
            **attrs: Any) -> Tensor:
@@ -320,7 +331,12 @@ def _pad(ctx: _Ctx, x: Tensor, pads_t: Tensor | None = None, value_t: Tensor | N
   # negative amounts cut first (the modes only extend)
   cut = [(min(b, 0), min(a, 0)) for b, a in full]
   if any(c != (0, 0) for c in cut): x = x.pad(cut)
-  return x.pad([(max(b, 0), max(a, 0)) for b, a in full], mode=mode)
+  ext = [(max(b, 0), max(a, 0)) for b, a in full]
+  if mode == "circular" and any(b > n or a > n for (b, a), n in zip(ext, x.shape) if n):
+    # wrap wider than the axis (circular padding stops at its size): tile whole periods, then cut the window
+    reps = [-(-b // n) + 1 + -(-a // n) if n else 1 for (b, a), n in zip(ext, x.shape)]
+    return x.repeat(reps).shrink(tuple((-(-b // n) * n - b, -(-b // n) * n + n + a) if n else (0, 0) for (b, a), n in zip(ext, x.shape)))
+  return x.pad(ext, mode=mode)
 def _expand(ctx: _Ctx, x: Tensor, shape: Tensor) -> Tensor:
   s = tuple(np.broadcast_shapes(x.shape, tuple(ctx.ints(shape) or [])))
   return x.reshape((1,) * (len(s) - x.ndim) + x.shape).expand(s)
@@ -560,6 +576,8 @@ def _optional_get(ctx: _Ctx, x: Tensor | None = None) -> Tensor:
 def _compress(ctx: _Ctx, x: Tensor, cond: Tensor, axis: int | None = None) -> Tensor:
   keep = np.nonzero(ctx.val(cond).reshape(-1))[0]
   src, ax = (x.reshape(-1), 0) if axis is None else (x, _axis(axis, x.ndim))
+  # a condition longer than the axis selects nothing past its end (onnxruntime's); its index there read out of range, a slice of zeros
+  keep = keep[keep < src.shape[ax]]
   return src._take_along(ax, Tensor(keep.astype(np.int32), device=x.device)) if len(keep) else src.shrink(tuple((0, 0) if i == ax else None for i in range(src.ndim)))
 def _reverse_sequence(ctx: _Ctx, x: Tensor, lens: Tensor, batch_axis: int = 1, time_axis: int = 0) -> Tensor:
   T, B = x.shape[time_axis], x.shape[batch_axis]
@@ -863,7 +881,8 @@ def _resize(ctx: _Ctx, x: Tensor, roi: Tensor | None = None, scales: Tensor | No
             exclude_outside: int = 0, extrapolation_value: float = 0.0, keep_aspect_ratio_policy: str = "stretch", mode: str = "nearest",
             nearest_mode: str = "round_prefer_floor") -> Tensor:
   if antialias: raise NotImplementedError("Resize: antialias=1 is not supported (it widens the filter when downscaling); use antialias=0")
-  if ctx.opset == 10: scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "floor"
+  # opset 10 has no nearest_mode: onnxruntime's rounds down when upsampling and up when downsampling an axis ("ceil" below)
+  if ctx.opset == 10: scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "opset10"
   ax = [_axis(a, x.ndim) for a in axes] if axes is not None else list(range(x.ndim))
   sc = [float(v) for v in ctx.val(scales).reshape(-1)] if scales is not None and scales.numel() else None
   sz = ctx.ints(sizes) if sizes is not None and sizes.numel() else None
@@ -879,7 +898,8 @@ def _resize(ctx: _Ctx, x: Tensor, roi: Tensor | None = None, scales: Tensor | No
   for j, (a, o, s) in enumerate(zip(ax, sz, sc)):
     if o == x.shape[a] and s == 1.0 and coordinate_transformation_mode != "tf_crop_and_resize": continue
     r = (rv[j], rv[j + len(ax)]) if rv is not None else None
-    x = _resize_axis(x, a, o, s, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, r, extrapolation_value)
+    nm = ("ceil" if s < 1 else "floor") if nearest_mode == "opset10" else nearest_mode
+    x = _resize_axis(x, a, o, s, mode, coordinate_transformation_mode, nm, cubic_coeff_a, exclude_outside, r, extrapolation_value)
   return x
 def _upsample(ctx: _Ctx, x: Tensor, scales_t: Tensor | None = None, mode: str = "nearest", scales: Sequence[float] | None = None) -> Tensor:
   if scales is None and scales_t is None: raise ValueError("Upsample: needs scales (an attribute before opset 9, an input from it)")
@@ -1394,7 +1414,7 @@ def main(argv: list[str] | None = None) -> int:
   dims = {}
   for d in a.dim:
     k, _, v = d.partition("=")
-    if not v.lstrip("-").isdigit(): p.error(f"--dim {d!r}: expected NAME=INT")
+    if not v.isdigit(): p.error(f"--dim {d!r}: expected NAME=INT, the INT 0 or more")
     dims[k] = int(v)
   runner = OnnxRunner(a.model, device=a.device)
   rng = np.random.default_rng(a.seed)
@@ -1431,6 +1451,11 @@ def main(argv: list[str] | None = None) -> int:
     ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     bad = 0
     for k, v in outs.items():
+      # the dtype and shape first: allclose alone broadcasts shapes and ignores dtypes (an int32 output computed as float32 "matched")
+      if v.dtype != ref[k].dtype or v.shape != ref[k].shape:
+        print(f"{k}: DIFFERS from onnxruntime (ours {v.dtype}{list(v.shape)}, onnxruntime {ref[k].dtype}{list(ref[k].shape)})")
+        bad += 1
+        continue
       ok = np.allclose(v, ref[k], rtol=1e-3, atol=1e-4)
       err = float(np.max(np.abs(v.astype(np.float64) - ref[k].astype(np.float64)))) if v.size else 0.0
       print(f"{k}: {'matches' if ok else 'DIFFERS from'} onnxruntime (max abs diff {err:.3g})")
