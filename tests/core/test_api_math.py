@@ -243,6 +243,19 @@ def test_running_ops_cost_a_block_per_element():
   x.logcumsumexp(1).realize()
   assert GlobalCounters.global_ops / x.numel() < 1500, GlobalCounters.global_ops / x.numel()
 
+def test_running_ops_of_an_arange_cost_a_block_per_element():
+  # an arange (a count of ones) inlined into a scan's window stayed a loop over its whole length per read: cummax's indices
+  # (a running max of arange where x is at its max) of a (2, 100003) tensor took 71 s, arange(n).cumsum() n**2 operations
+  from tinygrad import GlobalCounters
+  n = 5003
+  x = Tensor(rnd(2, n)).realize()
+  for f in (lambda: x.cummax(1)[1], lambda: x.cummin(1)[1], lambda: Tensor.arange(n).cumsum(0), lambda: Tensor.arange(n).cummax(0)[0]):
+    GlobalCounters.reset()
+    f().realize()
+    assert GlobalCounters.global_ops / n < 1000, GlobalCounters.global_ops / n
+  ref = torch.tensor(x.numpy()).cummax(1)
+  assert x.cummax(1)[1].tolist() == ref.indices.tolist() and Tensor.arange(n).cumsum(0).tolist() == np.arange(n).cumsum().tolist()
+
 # ---- diag, diagonal ----
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("n,k", [(0, 0), (1, 0), (3, 0), (3, 1), (4, -2)])
