@@ -62,7 +62,9 @@ class SortingMixin:
         vs, is_ = v.reshape(*pre, N // (2 * d), 2, d), ix.reshape(*pre, N // (2 * d), 2, d)
         vp, ip = partner(v), partner(ix)
         take = low.where(before(vp, ip, vs, is_), before(vs, is_, vp, ip))
-        v, ix = take.where(vp, vs).reshape(*pre, N).contiguous(), take.where(ip, is_).reshape(*pre, N).contiguous()
+        # (each step's gradient realized too: inlined, a step read the next one's gradient at two places, and the backward
+        # through the whole network became one kernel of 2**steps index paths: sort of 2x1025 never finished scheduling)
+        v, ix = take.where(vp, vs).reshape(*pre, N).contiguous().contiguous_backward(), take.where(ip, is_).reshape(*pre, N).contiguous()
     keep = [None] * len(pre) + [(0, n)]
     return v.shrink(keep), ix.shrink(keep).cast(dtypes.int32)
   def sort(self: Tensor, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
