@@ -270,6 +270,18 @@ def test_argmax_of_a_long_axis_costs_a_few_operations_per_element():
     assert GlobalCounters.global_ops / n < 100, GlobalCounters.global_ops / n
     assert out.tolist() == tf(torch.tensor(a)).tolist()
 
+def test_sort_and_logcumsumexp_of_an_arange_cost_a_few_operations_per_element():
+  # an arange under the bitonic network's or logcumsumexp's blocks' pad kept its count of ones per read:
+  # (-arange(100003)).sort() took 90 s (3e6 operations per element), logcumsumexp 488744 per element
+  from tinygrad import GlobalCounters
+  n, m = 5003, 1027   # (m: the bitonic network's first length, past its rank sort's 1024)
+  for f, want, most, k in ((lambda: (-Tensor.arange(m)).sort()[0], np.sort(-np.arange(m)), 20000, m),
+                           (lambda: (Tensor.arange(n).float() / n).logcumsumexp(0), torch.logcumsumexp(torch.arange(n).float() / n, 0).numpy(), 2000, n)):
+    GlobalCounters.reset()
+    out = f().realize()
+    assert GlobalCounters.global_ops / k < most, GlobalCounters.global_ops / k
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
 # ---- diag, diagonal ----
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("n,k", [(0, 0), (1, 0), (3, 0), (3, 1), (4, -2)])

@@ -356,6 +356,7 @@ class ReduceMixin:
     x = self._float()
     if self.ndim == 0: return x
     x = x.transpose(ax, -1)
+    if _holds_index_reduce(x.uop): x = x.contiguous()   # (an arange under the blocks' pad: as _cumalu's)
     n = x.shape[-1]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
     # (blocks of B: a block's scan costs ~B exps per element, 256 took 1.3-2.6 s over 1000x1000 (16: 0.11 s; torch 33 ms); a
