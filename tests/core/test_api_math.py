@@ -243,6 +243,45 @@ def test_running_ops_cost_a_block_per_element():
   x.logcumsumexp(1).realize()
   assert GlobalCounters.global_ops / x.numel() < 1500, GlobalCounters.global_ops / x.numel()
 
+def test_running_ops_of_an_arange_cost_a_block_per_element():
+  # an arange (a count of ones) inlined into a scan's window stayed a loop over its whole length per read: cummax's indices
+  # (a running max of arange where x is at its max) of a (2, 100003) tensor took 71 s, arange(n).cumsum() n**2 operations
+  from tinygrad import GlobalCounters
+  n = 5003
+  x = Tensor(rnd(2, n)).realize()
+  for f in (lambda: x.cummax(1)[1], lambda: x.cummin(1)[1], lambda: Tensor.arange(n).cumsum(0), lambda: Tensor.arange(n).cummax(0)[0]):
+    GlobalCounters.reset()
+    f().realize()
+    assert GlobalCounters.global_ops / n < 1000, GlobalCounters.global_ops / n
+  ref = torch.tensor(x.numpy()).cummax(1)
+  assert x.cummax(1)[1].tolist() == ref.indices.tolist() and Tensor.arange(n).cumsum(0).tolist() == np.arange(n).cumsum().tolist()
+
+def test_argmax_of_a_long_axis_costs_a_few_operations_per_element():
+  # a reduce over a length no chunk size divides (100003) is padded to whole chunks; argmax's arange under the pad's gate kept
+  # its count of ones, 65536 operations per element (2x100003 argmax/argmin: 5-7 s in every dtype)
+  from tinygrad import GlobalCounters
+  n = 100003
+  a = np.random.default_rng(0).integers(-50, 50, (2, n)).astype(np.float32)
+  a[1, 7] = np.nan
+  for f, tf in ((lambda t: t.argmax(1), lambda p: p.argmax(1)), (lambda t: t.half().argmin(1), lambda p: p.half().argmin(1)),
+                (lambda t: Tensor.arange(n).max(), lambda p: torch.arange(n).max())):
+    GlobalCounters.reset()
+    out = f(Tensor(a)).realize()
+    assert GlobalCounters.global_ops / n < 100, GlobalCounters.global_ops / n
+    assert out.tolist() == tf(torch.tensor(a)).tolist()
+
+def test_sort_and_logcumsumexp_of_an_arange_cost_a_few_operations_per_element():
+  # an arange under the bitonic network's or logcumsumexp's blocks' pad kept its count of ones per read:
+  # (-arange(100003)).sort() took 90 s (3e6 operations per element), logcumsumexp 488744 per element
+  from tinygrad import GlobalCounters
+  n, m = 5003, 1027   # (m: the bitonic network's first length, past its rank sort's 1024)
+  for f, want, most, k in ((lambda: (-Tensor.arange(m)).sort()[0], np.sort(-np.arange(m)), 20000, m),
+                           (lambda: (Tensor.arange(n).float() / n).logcumsumexp(0), torch.logcumsumexp(torch.arange(n).float() / n, 0).numpy(), 2000, n)):
+    GlobalCounters.reset()
+    out = f().realize()
+    assert GlobalCounters.global_ops / k < most, GlobalCounters.global_ops / k
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
 # ---- diag, diagonal ----
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("n,k", [(0, 0), (1, 0), (3, 0), (3, 1), (4, -2)])
