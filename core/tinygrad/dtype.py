@@ -277,7 +277,7 @@ def truncate_float(v: float, dt: DType) -> float:
 
 def _f32_odd_bits(x: float) -> int:
   """The bits of float32(x) rounded to odd (toward 0, the last bit set where inexact; past float32's range FLT_MAX): a
-  narrower float rounded from it is x rounded once (as codegen/decompositions.py f64_to_f32_odd, which kernels use)."""
+  narrower float rounded from it is x rounded once (as codegen/decompositions.py to_f32_odd, which kernels use)."""
   try: u = struct.unpack("I", struct.pack("f", x))[0]
   except OverflowError: return 0x7f7fffff | (0x80000000 if x < 0 else 0)
   back = struct.unpack("f", struct.pack("I", u))[0]

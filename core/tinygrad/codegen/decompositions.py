@@ -432,27 +432,22 @@ pm_float16_via_float32 = PatternMatcher([
 # float64 -> float32 -> half rounded twice (1+2**-11+2**-40 became 1.0, 65519.99999999 inf; numpy: 1.0009765625, 65504).
 # A float32 rounded to odd (toward 0, its last bit set where inexact) rounds to any format of p <= 22 bits exactly as the
 # float64 would (24 >= p + 2: half 11, bfloat16 8, fp8 4 or 3); NaN stays NaN, past float32's range it is FLT_MAX (-> inf)
-def f64_to_f32_odd(x: UOp) -> UOp:
-  """float32 of the float64 `x`, rounded to odd."""
+def to_f32_odd(x: UOp) -> UOp:
+  """float32 of the float64 or 32-/64-bit int `x`, rounded to odd. (An int past 2**24 made float32 rounded to nearest, then
+  bfloat16 rounded again: 2**25 + 2**17 + 1 became 2**25, not 2**25 + 2**18 as constant folding and ml_dtypes give.)"""
   t = x.cast(dtypes.float32.vec(x.dtype.count))
+  # (an int's back saturates where t rounded up past its range, 2**31 from 2**31 - 1: above x or equal to it, as t is)
   back, u = t.cast(x.dtype), t.bitcast(dtypes.uint32.vec(x.dtype.count))
-  u = (x < 0).where(back < x, x < back).where(u - 1, u)   # (rounded away from 0: the float below it in magnitude)
-  # (inexact by < and >, not !=: a NaN keeps its bits, which OpenCL's vstore_half_rte carries into the half's payload)
-  return ((x < back) | (back < x)).where(u | 1, u).bitcast(dtypes.float32.vec(x.dtype.count))
-def int_to_f32_odd(x: UOp) -> UOp:
-  """float32 of the 32- or 64-bit int `x`, rounded to odd: an int past 2**24 made float32 rounded to nearest, then bfloat16
-  rounded again (2**25 + 2**17 + 1 became 2**25, not 2**25 + 2**18 as constant folding and ml_dtypes give)."""
-  t = x.cast(dtypes.float32.vec(x.dtype.count))
-  # (back saturates where t rounded up past the int's range, 2**31 from 2**31 - 1: above x or equal to it, as t is)
-  back, u = t.cast(x.dtype), t.bitcast(dtypes.uint32.vec(x.dtype.count))
+  # rounded away from 0: the float below it in magnitude
   away = (x < back) if dtypes.is_unsigned(x.dtype.scalar()) else (x < 0).where(back < x, x < back)
+  # (inexact by < and >, not !=: a NaN keeps its bits, which OpenCL's vstore_half_rte carries into the half's payload)
   return ((x < back) | (back < x)).where(away.where(u - 1, u) | 1, u).bitcast(dtypes.float32.vec(x.dtype.count))
 _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)
 _WIDE_INTS = (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64)
 pm_f64_round_once = PatternMatcher([
-  (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", dtypes.float64),), name="c"), lambda c, x: f64_to_f32_odd(x).cast(c.dtype)),  # h(d) -> h(f_odd(d))
+  (UPat(Ops.CAST, _NARROW_FLOATS, src=(UPat.var("x", dtypes.float64),), name="c"), lambda c, x: to_f32_odd(x).cast(c.dtype)),  # h(d) -> h(f_odd(d))
   # (bfloat16 only: an int that float32 rounds, past 2**24, is past float16's and fp8's range, inf there either way)
-  (UPat(Ops.CAST, dtypes.bfloat16, src=(UPat.var("x", _WIDE_INTS),), name="c"), lambda c, x: int_to_f32_odd(x).cast(c.dtype)),  # b(i) -> b(f_odd(i))
+  (UPat(Ops.CAST, dtypes.bfloat16, src=(UPat.var("x", _WIDE_INTS),), name="c"), lambda c, x: to_f32_odd(x).cast(c.dtype)),  # b(i) -> b(f_odd(i))
 ])
 
 # ---- fp8: bytes in memory, float32 in registers (no renderer computes fp8; Renderer.native_fp8 is the hook for one that does) ----
