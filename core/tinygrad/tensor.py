@@ -691,7 +691,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if self._view_of is not None and base_buffer(self.uop) is not base_buffer(self._view_of.uop): self._own_views(old)
     return True
   @staticmethod
-  def _keep_partial(done: dict[UOp, UOp], asked: list[Tensor] = []) -> None:
+  def _keep_partial(done: dict[UOp, UOp], asked: Sequence[Tensor] = ()) -> None:
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
     # that ran is never applied twice. `asked`: the tensors the realize was asked for
@@ -705,17 +705,18 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a value (no view) whose own kernel did not run but whose graph is now only movement ops over a buffer that ran (a
     # cumsum over an axis of size 1 of a sum that ran: the sum's buffer) is a lazy copy of it: as a view it followed the
     # next write into that buffer (e3 = w.sum(2, keepdim=True); e5 = e3.cumsum(0) cut short after e3's kernel; e3 += 1 showed in e5)
+    def now_a_view(x: Tensor, old: UOp) -> bool: return old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old)
     for x, old in zip(xs, olds):
-      if x._view_of is None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
-        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+      if x._view_of is None and now_a_view(x, old): x._set_uop(x._copy_node().uop)
     # a view asked for whose base was lazy is a copy after a whole realize (docs/guide.md): cut short after its base's kernel
     # but before its own copy, it is a lazy copy of what its base's buffer holds, as if that copy had run (as a view of the
     # buffer it was not a copy after the realize run again: `e3 = (w + w).flip(0)`, then e2 += 100 showed in e3)
     mine = {id(t) for t in asked}
+    # (a pass of its own, after the values': a base made a copy above rebased its views, which are no longer views of the buffer)
     for x, old in zip(xs, olds):
-      if id(x) in mine and x._view_of is not None and old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old):
+      if id(x) in mine and x._view_of is not None and now_a_view(x, old):
         now = x.uop
-        x._set_uop((x.bitwise_or(False) if x.dtype == dtypes.bool else x * 1).uop)
+        x._set_uop(x._copy_node().uop)
         x._own_views(now)
     # a view whose own copy ran is a realized copy now, as after a whole realize: it leaves its base (it no longer reads it)
     for x, old in zip(xs, olds):
@@ -1173,6 +1174,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     mine = roots(self.uop)
     if not any(self is s or len(r := roots(s.uop)) == len(mine) and all(a is b for a, b in zip(mine, r)) for s in srcs): return self
     if all(r.op not in (Ops.BUFFER, Ops.ASSIGN) for r in mine): return Tensor(self.uop)
+    return self._copy_node()
+  def _copy_node(self) -> Tensor:
+    # the same values as a node of its own over self (folded away in the kernel)
     return self.bitwise_or(False) if self.dtype == dtypes.bool else self * 1
   def clone(self, device: str | tuple[str, ...] | None = None) -> Tensor:
     """A copy in a new buffer, on this tensor's device or on `device`, with a copy of `.grad` when it has one."""
