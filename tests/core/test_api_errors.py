@@ -101,6 +101,15 @@ def test_unflatten_to_no_sizes_raises():
     with pytest.raises(exc, match="non-empty"): Tensor.empty(2, 1, 4).unflatten(1, ())
   assert Tensor.empty(2, 1, 4).unflatten(1, (1, 1)).shape == (2, 1, 1, 4)
 
+def test_a_float_axis_or_shift_is_a_type_error_naming_it():
+  # sum(1.0) and roll(1.5, 1) raised "'float' object is not iterable" from inside the axis handling
+  t = Tensor.empty(2, 3)
+  for f in (lambda: t.sum(1.0), lambda: t.max((0, 1.0)), lambda: t.softmax(0.5)):
+    with pytest.raises(TypeError, match="an axis must be an int, got"): f()
+  for f in (lambda: t.roll(1.5, 1), lambda: t.roll((1, 0.5), (0, 1)), lambda: t.roll(1.5)):
+    with pytest.raises(TypeError, match="roll: shifts must be an int"): f()
+  assert t.sum(np.int64(1)).shape == (2,) and t.sum(True).shape == (2,) and t.roll(np.int64(1), 1).shape == (2, 3)
+
 def test_one_hot_of_a_float_or_bool_tensor_raises():
   # as public tinygrad ("expect integer dtype") and torch (RuntimeError): Tensor([1.5]).one_hot(3) gave [[0, 0, 0]] (1.5 matched
   # no class) and Tensor([1.0]) the class 1 (found comparing errors with 0.14 after upstream's suites)

@@ -291,6 +291,8 @@ class MovementMixin:
     return self.shrink(tuple(None if s is None else (0, s) for s in new))
   def roll(self: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """Shift elements along `dims` by `shifts`, wrapping around (torch.roll); dims=None rolls the flattened tensor."""
+    if any(not isinstance(v, int) for v in (shifts if isinstance(shifts, (tuple, list)) else (shifts,))):
+      raise TypeError(f"roll: shifts must be an int or a sequence of ints, got {shifts!r}")
     if dims is None:
       sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
       if len(sh) != 1: raise ArgumentError(f"roll: without dims, shifts must be one int (the flattened tensor's shift), got {shifts!r}")

@@ -42,11 +42,12 @@ class ReduceMixin:
   def _resolve_dim(self: Tensor, dim: int, extra: bool = False) -> int:
     total = self.ndim + int(extra)
     lo, hi = -max(1, total), max(1, total) - 1
-    if not isinstance(dim, int) or not lo <= dim <= hi: raise AxisError(f"axis {dim} is out of range for a tensor of shape {self.shape} (valid: {lo}..{hi})")
+    if not isinstance(dim, int): raise TypeError(f"an axis must be an int, got {dim!r} ({type(dim).__name__})")
+    if not lo <= dim <= hi: raise AxisError(f"axis {dim} is out of range for a tensor of shape {self.shape} (valid: {lo}..{hi})")
     return dim + total if dim < 0 else dim
   def _axes(self: Tensor, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
-    axes = tuple(self._resolve_dim(a) for a in ((axis,) if isinstance(axis, int) else axis))
+    axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes): raise ValueError(f"repeated axis in {axis} for a tensor of shape {self.shape}")
     return tuple(a for a in axes if self.ndim)
   def _reduce(self: Tensor, op: Ops, axis: int | Sequence[int] | None = None, keepdim: bool = False, split_ok: bool = True) -> Tensor:
