@@ -248,6 +248,29 @@ def test_recurrent_options_match_reference(op: str, attrs: dict, ref: str):
   want = ReferenceEvaluator(model).run(None, feeds) if ref == "onnx" else ort_run(model.SerializeToString(), feeds)
   for o, v in zip(outs, want): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)
 
+# sequence_lens shorter than the sequence (raised NotImplementedError): each batch entry runs its own first steps, Y is 0 past
+# them and Y_h / Y_c hold the state after its last step (0 for a length of 0); the reverse direction starts at its own last step
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_recurrent_sequence_lens_match_onnxruntime(op: str, direction: str):
+  from onnx import helper, TensorProto
+  T, N, I, H, D = 5, 4, 3, 4, 2 if direction == "bidirectional" else 1
+  G = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal((T, N, I)).astype(np.float32)
+  w, r, b = [rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((D, G * H, I), (D, G * H, H), (D, 2 * G * H))]
+  h0 = rng.standard_normal((D, N, H)).astype(np.float32)
+  lens = np.array([5, 2, 0, 1], np.int32)
+  outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+  node = helper.make_node(op, ["x", "w", "r", "b", "lens", "h0"], outs, hidden_size=H, direction=direction)
+  ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("x", "w", "r", "b")]
+  ins += [helper.make_tensor_value_info("lens", TensorProto.INT32, None), helper.make_tensor_value_info("h0", TensorProto.FLOAT, None)]
+  g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+  model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+  feeds = {"x": x, "w": w, "r": r, "b": b, "lens": lens, "h0": h0}
+  got = OnnxRunner(model)(feeds)
+  for o, v in zip(outs, ort_run(model.SerializeToString(), feeds)): np.testing.assert_allclose(got[o].numpy(), v, rtol=1e-5, atol=1e-5, err_msg=o)
+
 # activation_alpha/beta, the ONNX RNN spec's activation list written in numpy: each activation that takes an alpha (beta) takes the
 # next one, in the order of the activations over both directions; past the list's end, the op's default
 _SPEC_ACTS = {"Tanh": ((), np.tanh), "Relu": ((), lambda x: np.maximum(x, 0)), "Affine": ((1.0, 0.0), lambda x, a, b: a * x + b),

@@ -1048,8 +1048,11 @@ def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor 
   if layout == 1:   # batch first -> [seq, batch, input], initial states [dirs, batch, hidden]
     X, h0, c0 = X.transpose(0, 1), h0.transpose(0, 1) if h0 is not None else None, c0.transpose(0, 1) if c0 is not None else None
   T, N, H, D = X.shape[0], X.shape[1], R.shape[-1], W.shape[0]
-  if seq_lens is not None and any(n != T for n in ctx.ints(seq_lens)):
-    raise NotImplementedError(f"{kind}: sequence_lens shorter than the sequence ({ctx.ints(seq_lens)} < {T}) are not supported")
+  # sequence_lens: batch entry b runs its first L[b] steps (a reverse direction starts at step L[b]-1); past them its state
+  # stays and Y is 0, so Y_h (Y_c) is the state after its last step (0 for a length of 0), as onnxruntime's
+  lens = ctx.ints(seq_lens) if seq_lens is not None else []
+  if any(not 0 <= n <= T for n in lens): raise ValueError(f"{kind}: sequence_lens {lens} must lie in 0..{T} (the sequence length)")
+  live = Tensor(lens, dtype=dtypes.int32, device=X.device).reshape(N, 1) if lens and any(n != T for n in lens) else None
   nact = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
   names = activations or {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind] * D
   all_acts = _rnn_acts(kind, names, list(activation_alpha or []), list(activation_beta or []))
@@ -1068,20 +1071,26 @@ def _recurrent(kind: str, ctx: _Ctx, X: Tensor, W: Tensor, R: Tensor, B: Tensor 
     xw = X @ w.T + wb   # [seq, batch, G*H]: the input's part of every step at once
     out = []
     for t in (range(T) if direction == "forward" or (direction == "bidirectional" and d == 0) else range(T - 1, -1, -1)):
-      if kind == "RNN": h = f(cl(xw[t] + h @ r.T + rb))
+      cn = c
+      if kind == "RNN": hn = f(cl(xw[t] + h @ r.T + rb))
       elif kind == "GRU":
         hr = h @ r.T
         z, rg = f(cl(xw[t, :, :H] + hr[:, :H] + rb[:H])), f(cl(xw[t, :, H:2 * H] + hr[:, H:2 * H] + rb[H:2 * H]))
         hh = xw[t, :, 2 * H:] + (rg * (hr[:, 2 * H:] + rb[2 * H:]) if linear_before_reset else (rg * h) @ r[2 * H:].T + rb[2 * H:])
-        h = (1 - z) * g(cl(hh)) + z * h
+        hn = (1 - z) * g(cl(hh)) + z * h
       else:
         gt = xw[t] + h @ r.T + rb
         i = f(cl(gt[:, :H] + p[:H] * c))
         fg = 1 - i if input_forget else f(cl(gt[:, 2 * H:3 * H] + p[2 * H:] * c))
-        c = fg * c + i * g(cl(gt[:, 3 * H:]))
-        h = f(cl(gt[:, H:2 * H] + p[H:2 * H] * c)) * hact(c)
-      out.append(h)
+        cn = fg * c + i * g(cl(gt[:, 3 * H:]))
+        hn = f(cl(gt[:, H:2 * H] + p[H:2 * H] * cn)) * hact(cn)
+      if live is None: h, c = hn, cn
+      else:
+        run = live > t
+        h, c, hn = run.where(hn, h), run.where(cn, c), run.where(hn, 0)
+      out.append(hn)
     if direction == "reverse" or (direction == "bidirectional" and d == 1): out = out[::-1]
+    if live is not None: h, c = (live > 0).where(h, 0), (live > 0).where(c, 0)   # (a length of 0: zero states, as onnxruntime's)
     ys.append(Tensor.stack(*out))
     hs.append(h)
     cs.append(c)
