@@ -256,6 +256,24 @@ def test_running_ops_of_an_arange_cost_a_block_per_element():
   ref = torch.tensor(x.numpy()).cummax(1)
   assert x.cummax(1)[1].tolist() == ref.indices.tolist() and Tensor.arange(n).cumsum(0).tolist() == np.arange(n).cumsum().tolist()
 
+def test_windows_and_pads_of_an_arange_cost_a_few_operations_per_element():
+  # an arange (a count of ones the simplifier folds into its index) inlined under a PAD stayed a loop of its length per read:
+  # conv2d / max_pool2d of a 512x512 arange ran 43 s / 35 s, a padded arange's cumsum 7 s (n**2 operations); the scheduler
+  # realizes such a reduce first now, where sort, cummax, logcumsumexp and argmax each realized their input
+  from tinygrad import GlobalCounters
+  n = 64
+  img = lambda: Tensor.arange(n * n).float().reshape(1, 1, n, n)
+  ref = torch.arange(n * n).float().reshape(1, 1, n, n)
+  w = np.random.default_rng(0).standard_normal((2, 1, 3, 3)).astype(np.float32)
+  for f, tf in ((lambda: img().conv2d(Tensor(w), padding=1), lambda: torch.nn.functional.conv2d(ref, torch.tensor(w), padding=1)),
+                (lambda: img().max_pool2d(3, padding=1, stride=1), lambda: torch.nn.functional.max_pool2d(ref, 3, padding=1, stride=1)),
+                (lambda: Tensor.arange(n * n).float().pad((5, 5)).cumsum(0), lambda: torch.nn.functional.pad(torch.arange(n * n).float(), (5, 5)).cumsum(0)),
+                (lambda: Tensor.arange(n * n).pad((0, 6), value=-1).reshape(-1, 7).max(1), lambda: torch.nn.functional.pad(torch.arange(n * n), (0, 6), value=-1).reshape(-1, 7).max(1).values)):
+    GlobalCounters.reset()
+    out = f().realize()
+    assert GlobalCounters.global_ops / (n * n) < 200, GlobalCounters.global_ops / (n * n)
+    np.testing.assert_allclose(out.numpy(), tf().numpy(), rtol=1e-5)
+
 def test_argmax_of_a_long_axis_costs_a_few_operations_per_element():
   # a reduce over a length no chunk size divides (100003) is padded to whole chunks; argmax's arange under the pad's gate kept
   # its count of ones, 65536 operations per element (2x100003 argmax/argmin: 5-7 s in every dtype)

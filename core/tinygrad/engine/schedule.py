@@ -85,7 +85,12 @@ def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict
     size, was = len(realizes), n in realizes
     # a PAD over an integer division must not run the division on padded (gated) lanes: realize what it pads
     if n.op is Ops.PAD and _has_unsafe_div(n.src[0], realizes): realizes[n.src[0]] = None
-    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and not _collapses(n) and \
+    # (a reduce that collapses into index arithmetic is free wherever it is read, except under a PAD: its index runs past
+    # the arange on the padded lanes, a gate the simplifier cannot fold, and with the reshapes of a conv's or a pool's window
+    # (div/mod) it stays a loop of its length per read: conv2d of an arange 512x512 ran 43 s, max_pool2d 35 s, cumsum of a
+    # padded arange 7 s. Realized, it is one pass over n elements)
+    if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and \
+       (not _collapses(n) or _reaches_kernels(n, consumers, realizes, stop=(Ops.PAD,), count=False)) and \
        not _row_local(n, consumers, realizes): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes, explored)))
     if len(realizes) - size > (n in realizes) - was: streams.clear()   # (realizes only grows)
@@ -155,8 +160,9 @@ def _streams(n: UOp, realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]
     return tuple(sorted(cands, key=_size, reverse=True)[:SHARED_READS])
   return _memo_walk(n, memo, below, largest)
 
-def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = ()) -> bool:
-  """n's value reaches more than one kernel (realized node) above it, or a node of an op in `stop`."""
+def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None], stop: tuple[Ops, ...] = (),
+                     count: bool = True) -> bool:
+  """n's value reaches more than one kernel (realized node) above it (`count`), or a node of an op in `stop`."""
   reached: set[UOp] = set()
   stack, seen = list(consumers[n]), set()
   while stack:
@@ -166,7 +172,7 @@ def _reaches_kernels(n: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp
     if c.op in stop: return True
     if c in realizes:
       reached.add(c)
-      if len(reached) > 1: return True
+      if count and len(reached) > 1: return True
       continue
     stack.extend(consumers[c])
   return False

@@ -23,15 +23,6 @@ LCSE_BLOCK = 16      # the same for logcumsumexp
 CUM_WINDOW = 256     # the longest axis a running op scans as one window (all of a symbolic one, which no block divides)
 CUM_WORK = 1 << 20   # operations of a whole-axis scan (n per element) below which it is not blocked
 
-def _holds_index_reduce(u: UOp) -> bool:
-  # an unrealized reduce computed from no buffer (an arange: a count of ones) in u's graph (one walk, stopped at buffers and
-  # kernel boundaries): the simplifier folds it into index arithmetic only under plain indices, not under a scan's window
-  free: dict[UOp, bool] = {}
-  for x in u.toposort(gate=lambda x: x.op not in (Ops.BUFFER, Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)):
-    free[x] = x.op not in (Ops.BUFFER, Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN) and all(free.get(s, False) for s in x.src)
-    if x.op is Ops.REDUCE_AXIS and free[x]: return True
-  return False
-
 def _small_scan(x: Tensor, n: sint) -> bool:
   # a running op along x's last axis (of n) cheap enough whole to stay one kernel: blocked it takes three more launches
   return isinstance(n, int) and n <= CUM_WINDOW and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
@@ -82,9 +73,6 @@ class ReduceMixin:
     m = ceildiv(red, c)
     x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), red)
     if m * c != red:
-      # (an arange under the pad's gate keeps its loop: its index runs past the arange there, which the simplifier cannot
-      # fold; argmax over 100003 elements counted 65536 ones per element, 5 s: realized first, one pass)
-      if _holds_index_reduce(x.uop): x = x.contiguous()
       ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
       x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
@@ -278,10 +266,6 @@ class ReduceMixin:
     if self.ndim == 0: return self._own(self)
     x = self.transpose(ax, -1)
     n = x.shape[-1]
-    # an arange read through a scan's window (a pool: a reshape over a pad, its index a div/mod the simplifier cannot see
-    # through) stays a loop of its whole length per read: realized first. Inlined, arange(100003).cumsum() and cummax's
-    # indices of a (2, 100003) tensor ran n**2 operations (71 s, now 0.02 s)
-    if _holds_index_reduce(x.uop): x = x.contiguous()
     ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
     combine: Callable[[Tensor, Tensor], Tensor] = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
     reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
@@ -357,7 +341,6 @@ class ReduceMixin:
     x = self._float()
     if self.ndim == 0: return x
     x = x.transpose(ax, -1)
-    if _holds_index_reduce(x.uop): x = x.contiguous()   # (an arange under the blocks' pad: as _cumalu's)
     n = x.shape[-1]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
     # (blocks of B: a block's scan costs ~B exps per element, 256 took 1.3-2.6 s over 1000x1000 (16: 0.11 s; torch 33 ms); a

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import smax
-from tinygrad.mixin.reduce import _holds_index_reduce
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
 _RANK_SORT_MAX = 1024   # the largest sorted dim that uses rank counting (n*n compares) rather than the bitonic network
@@ -74,9 +73,6 @@ class SortingMixin:
     d = self._resolve_dim(dim)
     if self.ndim == 0 or smax(self.shape[d]) <= 1: return self._own(self), Tensor.zeros(self.shape, dtype=dtypes.int32, device=self.device)
     x = self.transpose(d, -1)
-    # (an arange under the network's pad kept its count of ones per read, past the arange there: (-arange(100003)).sort()
-    # took 90 s; realized first, as a running op's input)
-    if _holds_index_reduce(x.uop): x = x.contiguous()
     vals, idx = x._rank_sort(descending) if x.shape[-1] <= _RANK_SORT_MAX else x._bitonic_sort(descending)
     return vals.transpose(d, -1), idx.transpose(d, -1)
   def argsort(self: Tensor, dim: int = -1, descending: bool = False) -> Tensor:
