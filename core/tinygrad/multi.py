@@ -271,7 +271,8 @@ def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
   big = n > 2 and size * parts[0].dtype.itemsize >= RING_BYTES.value
   a2a = ALL2ALL.value >= 2 or (ALL2ALL.value >= 1 and big)
   ring = not a2a and (RING.value >= 2 or (RING.value >= 1 and big))
-  if not (ring or a2a) or size < n:
+  # (a chunk per device: where ceil(size/n)-sized chunks leave one empty, as 4 over 3 devices, the naive sum)
+  if not (ring or a2a) or ceildiv(size, n) * (n - 1) >= size:
     return [functools.reduce(lambda a, b: _combine(op, a, b), [p if j == i else _copy(p, d) for j, p in enumerate(parts)]) for i, d in enumerate(devs)]
   cb = shard_bounds(size, n)
   chunks = [[p.reshape((size,)).shrink((be,)) for be in cb] for p in parts]
