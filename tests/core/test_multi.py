@@ -523,6 +523,11 @@ def test_allreduce_cast_sends_half_partials():
       copies = [ei for ei in create_schedule([s for s in out.uop.src])[0] if ei.ast.op is Ops.COPY]
       assert copies and all(ei.ast.dtype == (dtypes.half if cast else dtypes.float) for ei in copies)
       np.testing.assert_allclose(out.numpy(), a.astype(np.float32).sum(0), rtol=1e-3)
+  # a product's partials were sent as half too: 300**2 per device is 90000, inf in half, so the 8.1e9 product read inf
+  p = np.full((4, 2), 300, np.float16)
+  with Context(ALLREDUCE_CAST=1):
+    np.testing.assert_allclose(Tensor(p).shard(devs, 0).float().prod(0).numpy(), [300.0 ** 4] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(Tensor(a).shard(devs, 0).float().max(0).numpy(), a.astype(np.float32).max(0))   # (exact in half)
 
 def test_scache_0_schedules_afresh(count_calls):
   import tinygrad.engine.schedule as sched
