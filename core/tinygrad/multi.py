@@ -350,8 +350,9 @@ def _reduce(m: UOp, arg: tuple) -> UOp:
     return multi(_mark_shard_max(m, axes, parts, list(out.src)), out.arg)
   if rop is Ops.MAX: parts = local_max(m, axes)
   # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype (a max's partials
-  # are such values, exact there; a product's are not: 300*300 in half is inf)
-  narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
+  # are such values, exact there; a product's are not: 300*300 in half is inf), not an int sum's (2049 in half is 2048)
+  narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) \
+    and dtypes.is_float(m.dtype) else None
   if ALLREDUCE_CAST.value and rop is not Ops.MUL and narrow is not None and all(s.op is Ops.CAST for s in m.src):
     outs = [p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])]
   else: outs = all_reduce(rop, parts)

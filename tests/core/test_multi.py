@@ -528,6 +528,8 @@ def test_allreduce_cast_sends_half_partials():
   with Context(ALLREDUCE_CAST=1):
     np.testing.assert_allclose(Tensor(p).shard(devs, 0).float().prod(0).numpy(), [300.0 ** 4] * 2, rtol=1e-6)
     np.testing.assert_array_equal(Tensor(a).shard(devs, 0).float().max(0).numpy(), a.astype(np.float32).max(0))   # (exact in half)
+    # an int sum of half values too: 2049 ones per device were sent as 2048 in half, so 4098 read 4096
+    np.testing.assert_array_equal(Tensor(np.ones((4098, 1), np.float16)).shard(devs, 0).cast(dtypes.int64).sum(0).numpy(), [4098])
 
 def test_scache_0_schedules_afresh(count_calls):
   import tinygrad.engine.schedule as sched
