@@ -271,7 +271,8 @@ def all_reduce(op: Ops, parts: list[UOp]) -> list[UOp]:
   big = n > 2 and size * parts[0].dtype.itemsize >= RING_BYTES.value
   a2a = ALL2ALL.value >= 2 or (ALL2ALL.value >= 1 and big)
   ring = not a2a and (RING.value >= 2 or (RING.value >= 1 and big))
-  if not (ring or a2a) or size < n:
+  # (a chunk per device: where ceil(size/n)-sized chunks leave one empty, as 4 over 3 devices, the naive sum)
+  if not (ring or a2a) or ceildiv(size, n) * (n - 1) >= size:
     return [functools.reduce(lambda a, b: _combine(op, a, b), [p if j == i else _copy(p, d) for j, p in enumerate(parts)]) for i, d in enumerate(devs)]
   cb = shard_bounds(size, n)
   chunks = [[p.reshape((size,)).shrink((be,)) for be in cb] for p in parts]
@@ -348,9 +349,11 @@ def _reduce(m: UOp, arg: tuple) -> UOp:
     out = _mesh_reduce(rop, m, axes, parts)
     return multi(_mark_shard_max(m, axes, parts, list(out.src)), out.arg)
   if rop is Ops.MAX: parts = local_max(m, axes)
-  # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype
-  narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) else None
-  if ALLREDUCE_CAST.value and narrow is not None and all(s.op is Ops.CAST for s in m.src):
+  # ALLREDUCE_CAST: a sum of half/bfloat16 values taken in float sends its partial sums in the narrow dtype (a max's partials
+  # are such values, exact there; a product's are not: 300*300 in half is inf), not an int sum's (2049 in half is 2048)
+  narrow = m.src[0].src[0].dtype if m.src[0].op is Ops.CAST and m.src[0].src[0].dtype in (dtypes.half, dtypes.bfloat16) \
+    and dtypes.is_float(m.dtype) else None
+  if ALLREDUCE_CAST.value and rop is not Ops.MUL and narrow is not None and all(s.op is Ops.CAST for s in m.src):
     outs = [p.cast(parts[0].dtype) for p in all_reduce(rop, [p.cast(narrow) for p in parts])]
   else: outs = all_reduce(rop, parts)
   return multi(_mark_shard_max(m, axes, parts, outs) if rop is Ops.MAX else outs, None)

@@ -170,6 +170,11 @@ def test_all_reduce_ring_equals_naive_on_three_devices():
     parts = [Tensor(u).numpy() for u in s.uop.src]
     for p in parts[1:]: np.testing.assert_array_equal(p, parts[0])   # every replica bit for bit the same
   with Context(RING=2): np.testing.assert_array_equal(Tensor(a).shard(devs, 1).max(1).numpy(), a.max(1))
+  # a partial of 4 elements in 3 chunks of ceil(4/3) = 2 left the last chunk empty: shard_bounds' "cannot split an axis of
+  # size 4 over 3 devices" for a sum the user sharded on another axis; too small to chunk, it is summed naively
+  for ring, a2a in ((2, 0), (0, 2)):
+    with Context(RING=ring, ALL2ALL=a2a):
+      np.testing.assert_allclose(Tensor(a[:, :4]).shard(devs, 0).sum(0).numpy(), a[:, :4].sum(0), rtol=1e-5, atol=1e-6)
 
 def test_gathering_shards_keeps_negative_zero_and_nan_bits(devs):
   # the pieces of a sharded tensor were padded into place and added: an element -0.0 became 0.0 (-0.0 + the other
@@ -347,7 +352,10 @@ def test_tinyjit_replays_with_sharded_inputs():
     a = _rand(6, 4, seed=10 + i)
     np.testing.assert_allclose(f(Tensor(a).shard(devs, 0).realize()).numpy(), (a @ w).sum(0), rtol=1e-5, atol=1e-5)
   assert f.cnt == 4 and f.steps
-  with pytest.raises(Exception, match="captured with inputs"): f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
+  # the message names the layouts: it read "captured with inputs [(6, 4) dtypes.float ('CPU', 'CPU:1')] but called with
+  # [(6, 4) dtypes.float ('CPU', 'CPU:1')]", the two the same
+  with pytest.raises(Exception, match=r"captured with inputs .*sharded on axis 0 .* called with .*sharded on axis 1"):
+    f(Tensor(_rand(6, 4)).shard(devs, 1).realize())
 
 @pytest.mark.parametrize("how", ["assign", "iadd", "setitem"])
 @pytest.mark.parametrize("axis", [0, None], ids=["sharded", "replicated"])
@@ -515,6 +523,13 @@ def test_allreduce_cast_sends_half_partials():
       copies = [ei for ei in create_schedule([s for s in out.uop.src])[0] if ei.ast.op is Ops.COPY]
       assert copies and all(ei.ast.dtype == (dtypes.half if cast else dtypes.float) for ei in copies)
       np.testing.assert_allclose(out.numpy(), a.astype(np.float32).sum(0), rtol=1e-3)
+  # a product's partials were sent as half too: 300**2 per device is 90000, inf in half, so the 8.1e9 product read inf
+  p = np.full((4, 2), 300, np.float16)
+  with Context(ALLREDUCE_CAST=1):
+    np.testing.assert_allclose(Tensor(p).shard(devs, 0).float().prod(0).numpy(), [300.0 ** 4] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(Tensor(a).shard(devs, 0).float().max(0).numpy(), a.astype(np.float32).max(0))   # (exact in half)
+    # an int sum of half values too: 2049 ones per device were sent as 2048 in half, so 4098 read 4096
+    np.testing.assert_array_equal(Tensor(np.ones((4098, 1), np.float16)).shard(devs, 0).cast(dtypes.int64).sum(0).numpy(), [4098])
 
 def test_scache_0_schedules_afresh(count_calls):
   import tinygrad.engine.schedule as sched

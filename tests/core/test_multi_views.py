@@ -1,13 +1,15 @@
 """Views of a sharded tensor behave as numpy's views of one array: a slice across the shards' boundary (which gathers the
 shards), a slice inside one shard, a view of a view, a flip or reshape; writes into the base show in every view, writes
 into a view (assign, in-place ops, `t[i] += 1`) show in the base and in the other views. Random programs of such steps
-run against numpy on CPU:0,CPU:1 and PYTHON:0,PYTHON:1, with even and uneven shards."""
+(also writes that read their own target, writes through tensor indices, in-place ops on the whole tensor) run against
+numpy on CPU:0,CPU:1, on three CPUs and on PYTHON:0,PYTHON:1, with even and uneven shards."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, example
 from tinygrad import Tensor
+from tinygrad.helpers import ceildiv
 
-PAIRS = {"CPU": ("CPU:0", "CPU:1"), "PYTHON": ("PYTHON:0", "PYTHON:1")}
+PAIRS = {"CPU": ("CPU:0", "CPU:1"), "CPU3": ("CPU:0", "CPU:1", "CPU:2"), "PYTHON": ("PYTHON:0", "PYTHON:1")}
 
 def test_a_view_across_shards_sees_later_writes_to_its_base():
   t = Tensor(np.arange(12, dtype=np.float32).reshape(6, 2)).shard(PAIRS["CPU"], axis=0).realize()
@@ -40,13 +42,14 @@ def programs(draw):
   axis = draw(st.sampled_from([0, 1, None]))
   steps = []
   for _ in range(draw(st.integers(1, 6))):
-    kind = draw(st.sampled_from(["view", "write_base", "write_view", "iadd_view", "setitem_iadd", "read"]))
+    kind = draw(st.sampled_from(["view", "write_base", "write_view", "iadd_view", "setitem_iadd", "read", "write_self", "write_index",
+                                 "iop_whole"]))
     steps.append((kind, draw(_slices(rows)), draw(_slices(cols)), draw(st.booleans()), draw(st.integers(-3, 3)), draw(st.integers(0, 7))))
   return rows, cols, axis, steps
 
 def run_program(devs, prog):
   rows, cols, axis, steps = prog
-  if axis is not None and (rows, cols)[axis] < len(devs): return
+  if axis is not None and ceildiv(n := (rows, cols)[axis], len(devs)) * (len(devs) - 1) >= n: return   # (a shard would be empty)
   a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
   t = Tensor(a.copy()).shard(devs, axis=axis).realize()
   views: list[tuple[Tensor, np.ndarray]] = []
@@ -72,11 +75,29 @@ def run_program(devs, prog):
       if kind == "write_view": nv[...] = val if pick % 3 else nv * 2 + val
       else: nv += val
     elif kind == "read": t.realize()
+    elif kind == "write_self":   # the value reads the written region: flipped in place, or shifted by a row
+      if flip and a[r, c].size:
+        t[r, c] = t[r, c].flip(0) * 2
+        a[r, c] = a[r, c][::-1] * 2
+      elif not flip and rows > 1:
+        t[1:, c] = t[:-1, c] + val
+        a[1:, c] = a[:-1, c] + val
+    elif kind == "write_index":   # rows picked by a tensor of indices, in any order
+      idx = list(dict.fromkeys([pick % rows, (pick * 3 + 1) % rows, r.start % rows]))
+      t[Tensor(idx).shard(devs), c] = float(val)
+      a[idx, c] = val
+    elif kind == "iop_whole":
+      if flip:
+        t += t.flip(1)
+        a += a[:, ::-1].copy()
+      else:
+        t *= float(val)
+        a *= val
     for tv, nv in views: np.testing.assert_array_equal(tv.numpy(), nv, err_msg=f"a view after {kind}")
     np.testing.assert_array_equal(t.numpy(), a, err_msg=f"the base after {kind}")
 
 @pytest.mark.parametrize("dev", list(PAIRS))
-@settings(max_examples=40)
+@settings(max_examples=30)
 @example(prog=(6, 2, 0, [("view", slice(2, 5, 1), slice(0, 2, 1), False, 0, 0), ("write_base", slice(1, 4, 1), slice(0, 2, 1), False, 0, 0)]))
 @example(prog=(5, 4, 0, [("view", slice(1, 5, 2), slice(1, 3, 1), True, 0, 0), ("iadd_view", slice(0, 0, 1), slice(0, 0, 1), False, 2, 0),
                          ("setitem_iadd", slice(0, 4, 1), slice(0, 4, 2), False, -1, 0)]))

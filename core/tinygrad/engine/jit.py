@@ -935,5 +935,7 @@ class TinyJit(Generic[R]):
     def one(e: tuple) -> str:
       if e[0] == "var": return f"Variable {e[1]} in [{e[2]}, {e[3]}]"
       shape = "(" + ", ".join(x.render() if isinstance(x, UOp) else str(x) for x in e[0]) + ("," if len(e[0]) == 1 else "") + ")"
-      return f"{shape} {e[1]} {e[2]}"
+      # (a multi-device input's layout: inputs sharded on two axes differ in nothing else shown)
+      lay = "" if len(e) < 4 or not e[3] else " replicated" if e[3][0] is None else f" sharded on axis {e[3][0]} as {list(e[3][1])}"
+      return f"{shape} {e[1]} {e[2]}{lay}"
     return "[" + ", ".join(one(e) for e in sig) + "]"
