@@ -189,6 +189,21 @@ def test_state_replaced_between_replays_raises():
   d2.cache.replace(Tensor.zeros(6, 2).contiguous().realize())   # the same tensor, on a new buffer
   with pytest.raises(JitError, match="no tensor holds now"): run(d2, f2, xs, first=1)
 
+def test_returned_view_at_a_bound_offset_is_the_replays():
+  # a jitted step returning a row of its state at a bound position (`cache[sp]`: a view whose offset, not its shape, holds
+  # the Variable): only returned tensors of symbolic shape were bound to a replay's values, so every replay returned the
+  # row at the capture call's sp ([2, -1] for sp = 1..3; also for a row of a buffer the step computed, `(st + x)[sp]`)
+  from tinygrad import Variable
+  cache = Tensor.zeros(4, 2).contiguous().realize()
+  @TinyJit
+  def step(x: Tensor, sp):
+    cache[sp:sp+1].assign(x).realize()
+    return cache[sp], (cache * 2).realize()[sp], cache.T[:, sp], cache[:sp+1]
+  for p in range(4):
+    row, twice, col, rows = step(Tensor([[p + 1.0, -p]]), Variable("sp", 0, 3).bind(p))
+    assert row.tolist() == [p + 1.0, -p] and twice.tolist() == [2 * p + 2.0, -2 * p] and col.tolist() == [p + 1.0, -p]
+    assert rows.numpy()[:, 0].tolist() == [i + 1.0 for i in range(p + 1)]
+
 def test_tensors_the_function_keeps_are_each_calls():
   # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
   # after every replay it read the capture call's values

@@ -549,6 +549,9 @@ class TinyJit(Generic[R]):
     self.ret: Any = None
     self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
     self.replay_vars: list[UOp] = []    # (the Variables a replay takes)
+    # (ids of) the returned tensors whose graph binds a Variable, in its shape or only in a view's offset (`cache[sp]`): a
+    # replay binds them to its values
+    self.bound_rets: set[int] = set()
     # the thread whose calls these are; another thread's calls go to a capture of its own (a replay rewrites the outputs'
     # buffers, which the other thread may still be reading)
     self.owner: int | None = None
@@ -695,6 +698,8 @@ class TinyJit(Generic[R]):
       for step in self.steps:   # (the shared buffers of the plan now: the memory in use after the capture call is a replay's)
         for buf in step.bufs: buf.allocate()
       self.from_inputs = self._outputs_from_inputs(inputs)
+      from tinygrad.engine.schedule import _graph_binds, _graph_topo
+      self.bound_rets = {id(t) for t in _tensors_in(self.ret) if id(t) not in self.from_inputs and _graph_binds(_graph_topo([t.uop]))}
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
       # not remake it (a replay with another input returned the remade view of the old one)
@@ -813,10 +818,11 @@ class TinyJit(Generic[R]):
     for wb in bufs if wrote_in else ():
       if id(wb) in wrote_in: wb._written_at = write_epoch[0]   # type: ignore[attr-defined]
     if var_vals:
-      # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
+      # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data), a
+      # returned view of state (`cache[sp]`) this call's offset
       from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
-        if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
+        if id(t) in self.bound_rets: t._set_uop(rebind_graph(t.uop, var_vals))
     # the gradients backward() set in the capture: this replay computed them into the same tensors, as the call would set them
     for ref, _, grad in self.grads:
       if (x := ref()) is not None: x.grad = grad
