@@ -160,6 +160,62 @@ def test_state_replaced_by_a_new_tensor_in_the_function_raises():
     h = np.tanh(h @ W + x)
     np.testing.assert_allclose(f(Tensor(x)).numpy(), h, rtol=1e-5)
 
+def test_state_replaced_between_replays_raises():
+  # a KV cache made anew for the next prompt (`self.cache = Tensor.zeros(...)`, or del and made again by the model) after
+  # some replays: only the first replay checked the state it read, so later replays went on with the old cache while the
+  # (un-jitted) prefill wrote the new one: a decoder attended over the last prompt's keys (logits off by ~2), silently
+  from tinygrad import Variable
+  W = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+  class Dec:
+    def __init__(self): self.w, self.cache = Tensor(W), Tensor.zeros(6, 2).contiguous().realize()
+    def step(self, x: Tensor, sp) -> Tensor:
+      self.cache[sp:sp+1].assign(x @ self.w).realize()
+      return self.cache[:sp+1].sum(0).realize()   # (attention over the cache: a sum of its rows so far)
+  def run(d: Dec, f, xs, first=0):
+    for p in range(first, len(xs)):
+      np.testing.assert_allclose(f(Tensor(xs[p:p+1]), Variable("sp", 0, 5).bind(p)).numpy(), (xs[:p+1] @ W).sum(0), rtol=1e-6)
+  d, xs = Dec(), np.arange(10, dtype=np.float32).reshape(5, 2)
+  f = TinyJit(d.step)
+  run(d, f, xs)
+  d.cache.assign(Tensor.zeros(6, 2)).realize()   # a reset in place: replays read it
+  d.cache[0:1].assign(Tensor(xs[:1] + 1) @ d.w).realize()   # a prefill outside the jit
+  run(d, f, xs + 1, first=1)
+  d.cache = Tensor.zeros(6, 2).contiguous().realize()   # a reset by a new tensor: the capture holds the old one
+  d.cache[0:1].assign(Tensor(xs[:1]) @ d.w).realize()
+  with pytest.raises(JitError, match="no tensor holds now"): run(d, f, xs, first=1)
+  d2 = Dec()
+  f2 = TinyJit(d2.step)
+  run(d2, f2, xs)
+  d2.cache.replace(Tensor.zeros(6, 2).contiguous().realize())   # the same tensor, on a new buffer
+  with pytest.raises(JitError, match="no tensor holds now"): run(d2, f2, xs, first=1)
+
+def test_returned_view_at_a_bound_offset_is_the_replays():
+  # a jitted step returning a row of its state at a bound position (`cache[sp]`: a view whose offset, not its shape, holds
+  # the Variable): only returned tensors of symbolic shape were bound to a replay's values, so every replay returned the
+  # row at the capture call's sp ([2, -1] for sp = 1..3; also for a row of a buffer the step computed, `(st + x)[sp]`)
+  from tinygrad import Variable
+  cache = Tensor.zeros(4, 2).contiguous().realize()
+  @TinyJit
+  def step(x: Tensor, sp):
+    cache[sp:sp+1].assign(x).realize()
+    return cache[sp], (cache * 2).realize()[sp], cache.T[:, sp], cache[:sp+1]
+  for p in range(4):
+    row, twice, col, rows = step(Tensor([[p + 1.0, -p]]), Variable("sp", 0, 3).bind(p))
+    assert row.tolist() == [p + 1.0, -p] and twice.tolist() == [2 * p + 2.0, -2 * p] and col.tolist() == [p + 1.0, -p]
+    assert rows.numpy()[:, 0].tolist() == [i + 1.0 for i in range(p + 1)]
+
+def test_view_of_symbolic_shape_as_input_replays_each_calls_view():
+  # a prompt chunk passed as a view of the token buffer, `toks[:, sp:sp+n]` with n a bound Variable (a symbolic shape):
+  # the capture kept it a view (its kernels read the token buffer at the capture call's offset) while each replay passed a
+  # copy of its own view, read at that offset: [[9, 10, 11, 12, 13, 0, 0, 0, 0]] for toks[:, 4:13] of 1..30
+  from tinygrad import Variable
+  toks = np.arange(1, 31, dtype=np.int32).reshape(1, 30)
+  t = Tensor(toks).realize()
+  f = TinyJit(lambda x: (x * 2).realize())
+  for sp, n in [(4, 5), (4, 3), (4, 9), (20, 1)]:
+    vsp, vn = Variable("sp", 0, 20).bind(sp), Variable("n", 1, 10).bind(n)
+    assert f(t[:, vsp:vsp+vn]).tolist() == (toks[:, sp:sp+n] * 2).tolist()
+
 def test_tensors_the_function_keeps_are_each_calls():
   # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
   # after every replay it read the capture call's values

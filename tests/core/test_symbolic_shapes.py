@@ -478,6 +478,29 @@ def test_two_binds_of_one_variable_in_one_graph_raise_runtime_and_value_error():
   a, vi = Tensor.arange(12).reshape(4, 3).contiguous(), Variable("j", 0, 3)
   with pytest.raises(RuntimeError, match=r"bind mismatch on j: .*\(1 and 2\)"): a[vi.bind(1)].cat(a[vi.bind(2)]).tolist()
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_variables_of_one_name_in_one_kernel_raise(device):
+  # Variable("a", 1, 5) and Variable("a", 1, 6) are two variables (other ranges) that a kernel took as one argument name
+  # twice: the C and LLVM compilers rejected the source (CompileError "redefinition of argument"), the PYTHON device ran it
+  x = Tensor.arange(12, device=device).float().reshape(6, 2).contiguous().realize()
+  a, b = Variable("a", 1, 5).bind(1), Variable("a", 1, 6).bind(3)
+  with pytest.raises(ValueError, match=r"two Variables named 'a' in one kernel, ranges \[1, 5\] and \[1, 6\]"):
+    (x[:a].sum() + x[:b].sum()).item()
+  # in kernels of their own they are fine
+  assert x[:a].sum().item() == 1.0 and x[:b].sum().item() == 15.0
+
+def test_rearrange_splits_a_symbolic_dim():
+  # rearrange("b (t two) -> b two t", two=2) of x[:, :2*v] (a legal call: reshape(2, v, 2) works) raised "rearrange: 2 does
+  # not divide (i*2)": the divisibility test of a symbolic dim did not simplify. A dim that is not a multiple for every
+  # value still raises (reshape's check)
+  a = np.arange(40, dtype=np.float32).reshape(2, 20)
+  x = Tensor(a).realize()
+  for n in (1, 3):
+    r = x[:, :2 * Variable("i", 1, 10).bind(n)].rearrange("b (t two) -> b two t", two=2)
+    np.testing.assert_array_equal(r.numpy(), a[:, :2 * n].reshape(2, n, 2).transpose(0, 2, 1))
+  with pytest.raises(ValueError, match="for some value of the variables"):
+    x[:, :Variable("i", 1, 10).bind(4)].rearrange("b (t two) -> b two t", two=2)
+
 def test_a_symbolic_result_keeps_its_buffer_from_the_memory_planner():
   # a result of symbolic size is a reshaped shrink of its buffer: the planner did not see that buffer as a result, and
   # handed it an intermediate's memory (3 blocks: 3 same-size buffers), leaving the result unallocated

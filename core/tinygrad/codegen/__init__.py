@@ -198,6 +198,11 @@ def get_program(ast: UOp, ren: Renderer, opts: list[Opt] | None = None, compile:
   try:
     with gc_paused():
       uops = full_rewrite(ast, ren, opts)
+      # a kernel takes its variables by name: two Variables of one name (other ranges) would be one argument twice
+      if len(dv := [u for u in uops if u.op is Ops.DEFINE_VAR]) > 1 and len({u.arg[0] for u in dv}) != len(dv):
+        a, b = next((a, b) for a in dv for b in dv if a is not b and a.arg[0] == b.arg[0])
+        raise ValueError(f"two Variables named {a.arg[0]!r} in one kernel, ranges [{a.arg[1]}, {a.arg[2]}] and [{b.arg[1]}, {b.arg[2]}]: "
+                         "make a Variable once and bind that one, or give each its own name")
       src = _per_call(ren).render(uops, name)
   finally:
     if rec is not None: rec.end_kernel(k, uops, src)

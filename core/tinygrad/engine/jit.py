@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, itertools, math, threading, weakref
+import contextlib, enum, functools, inspect, itertools, math, operator, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -200,6 +200,18 @@ def _held_buffers(kept: bool = True, multi: bool = True) -> dict[int, Buffer]:
           b = buffer_of(u)
           held[id(b)] = b
   return held
+
+_UOP = operator.attrgetter("uop")
+def _holders(bufs: dict[int, Buffer]) -> dict[int, Tensor]:
+  """For each of `bufs` (by id) that a live tensor's graph reads, one such tensor: the tensor of that buffer itself (its
+  graph is the buffer, or a view of it, the steadiest) where there is one."""
+  from tinygrad.tensor import live_tensors, _views_buffer
+  out: dict[int, Tensor] = {}
+  for t in live_tensors():
+    for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER):
+      if u.op is Ops.BUFFER and (b := buffer_if_any(u)) is not None and id(b) in bufs and (id(b) not in out or _views_buffer(t.uop)):
+        out[id(b)] = t
+  return out
 
 def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   """A capture's steps with its intermediates sharing memory (public tinygrad plans its captured kernels' memory too). The
@@ -524,8 +536,12 @@ class TinyJit(Generic[R]):
     self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
     # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): the first
     # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...`, and
-    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count); emptied once passed
+    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count). Checked at every replay,
+    # also for state the program replaces between calls (a KV cache made anew for the next prompt): cheaply, by `holders`
     self.held_before: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+    # (a tensor per held_before buffer that held it at the last full look, weakly, and its graph then: while each lives with
+    # that graph, every buffer is still held; else the next replay looks at every live tensor again; None: not looked yet)
+    self.holders: tuple[list[Any], list[UOp]] | None = None
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -533,6 +549,9 @@ class TinyJit(Generic[R]):
     self.ret: Any = None
     self.replay: Replay | None = None   # the steps as replayed: runs of kernels through their device's graph runner
     self.replay_vars: list[UOp] = []    # (the Variables a replay takes)
+    # (ids of) the returned tensors whose graph binds a Variable, in its shape or only in a view's offset (`cache[sp]`): a
+    # replay binds them to its values
+    self.bound_rets: set[int] = set()
     # the thread whose calls these are; another thread's calls go to a capture of its own (a replay rewrites the outputs'
     # buffers, which the other thread may still be reading)
     self.owner: int | None = None
@@ -562,6 +581,11 @@ class TinyJit(Generic[R]):
     freed += [v.base for v in {id(v.base): v for v in views if isinstance(v, BufferView)}.values()] + views
     for b in freed: b.deallocate()
     if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
+
+  def _holders_unchanged(self) -> bool:
+    if self.holders is None: return False
+    try: return all(map(operator.is_, map(_UOP, self.holders[0]), self.holders[1]))   # (C loops: this runs every replay)
+    except ReferenceError: return False   # (a holder was freed)
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -632,7 +656,9 @@ class TinyJit(Generic[R]):
       # captured, every replay applied it again (w.assign(w+100) lazy before the capture call: +100 per replay)
       if before := [t for _, t in _pending_here()]: Tensor.realize(*before)
       self.copied, given = [False] * len(inputs), inputs
-      if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
+      # (a view of symbolic shape, whose form is None, too: `tokens[:, sp:sp+n]` kept as a view, the kernels read the capture
+      # call's offset into whatever copy a replay passed)
+      if forms is not None and any(f != () for f in forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
       self.in_uops, self.signature = [u for t in inputs for u in _buffer_uops(t)], signature
       self.constants = [(w, v.copy() if _is_array(v) else v) for w, v in constants]
@@ -674,6 +700,8 @@ class TinyJit(Generic[R]):
       for step in self.steps:   # (the shared buffers of the plan now: the memory in use after the capture call is a replay's)
         for buf in step.bufs: buf.allocate()
       self.from_inputs = self._outputs_from_inputs(inputs)
+      from tinygrad.engine.schedule import _graph_binds, _graph_topo
+      self.bound_rets = {id(t) for t in _tensors_in(self.ret) if id(t) not in self.from_inputs and _graph_binds(_graph_topo([t.uop]))}
       # a returned view of an input that the capture computed into copies (across the shards of a multi-device tensor) is
       # the replays' output buffers from now on, not that input's view: a later write into the capture call's input must
       # not remake it (a replay with another input returned the remade view of the old one)
@@ -731,14 +759,16 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {stale[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
-    if self.held_before:
-      held_now = _held_buffers(kept=False)   # (once: a walk over every live tensor's graph)
-      if dropped := [b for k, b in list(self.held_before.items()) if k not in held_now]:
+    if self.held_before and not self._holders_unchanged():
+      holders = _holders(dict(self.held_before.items()))   # (a walk over every live tensor's graph: when a holder went)
+      self.holders = None
+      if dropped := [b for k, b in list(self.held_before.items()) if k not in holders]:
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
                        f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
                        "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
                        "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
-    self.held_before = weakref.WeakValueDictionary()
+      ts = list({id(t): t for t in holders.values()}.values())
+      self.holders = [weakref.proxy(t) for t in ts], [t.uop for t in ts]
     if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
                      f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
@@ -790,10 +820,11 @@ class TinyJit(Generic[R]):
     for wb in bufs if wrote_in else ():
       if id(wb) in wrote_in: wb._written_at = write_epoch[0]   # type: ignore[attr-defined]
     if var_vals:
-      # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data)
+      # a returned tensor of symbolic shape has this call's values in its shape (its buffer holds this call's data), a
+      # returned view of state (`cache[sp]`) this call's offset
       from tinygrad.engine.schedule import rebind_graph
       for t in _tensors_in(self.ret):
-        if sym_vars(t.shape) and id(t) not in self.from_inputs: t._set_uop(rebind_graph(t.uop, var_vals))
+        if id(t) in self.bound_rets: t._set_uop(rebind_graph(t.uop, var_vals))
     # the gradients backward() set in the capture: this replay computed them into the same tensors, as the call would set them
     for ref, _, grad in self.grads:
       if (x := ref()) is not None: x.grad = grad

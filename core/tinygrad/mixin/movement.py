@@ -380,7 +380,9 @@ class MovementMixin:
       unknown = [n for n in grp if n not in sizes]
       known = prod(sizes[n] for n in grp if n in sizes)
       if len(unknown) > 1: raise RuntimeError(f"rearrange: cannot split {dim} into {grp}: give the sizes of all but one of {unknown} as keywords")
-      if unknown: axis[unknown[0]] = dim // known if dim % known == 0 else _raise(RearrangeError(f"rearrange: {known} does not divide {dim} ({grp})"))
+      # (a symbolic dim, (i*2), is divided as is: the reshape below checks the sizes agree for every value of its variables)
+      if unknown and isinstance(dim, UOp): axis[unknown[0]] = ssimplify(dim // known)
+      elif unknown: axis[unknown[0]] = dim // known if dim % known == 0 else _raise(RearrangeError(f"rearrange: {known} does not divide {dim} ({grp})"))
       elif known != dim: raise RearrangeError(f"rearrange: the sizes of {grp or '()'} make {known}, the dimension is {dim}")
       axis.update({n: sizes[n] for n in grp if n in sizes})
     order = [n for grp in lg for n in grp]
