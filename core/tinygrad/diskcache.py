@@ -416,6 +416,35 @@ def _encode(value: Value) -> tuple[str, bytes]:
                     "fix: convert the keys (str(k)) or store a list of [key, value] pairs")
   return "json", text
 
+# ---- @diskcache's arguments and values: typed, so a hit is the very value computed, for the very arguments ----
+# (plain keys write (1, 2) and [1, 2] alike, and IntEnum(1) as 1: f([1, 2]) returned what f((1, 2)) computed; values read
+# back tuples as lists.) Scalars of their exact type are JSON's own (1, 1.0, true and "1" stay apart); every container
+# and bytes is a list led by its type's name, and a subclass of a plain type (an IntEnum, a namedtuple) is tagged with
+# its qualified name in a key. Dicts keep their order (a function may read **kwargs in order).
+_SCALARS = (type(None), bool, int, float, str)
+_CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "bytes": bytes, "bytearray": bytearray}
+
+def typed(x: Any, key: bool) -> Any:
+  """`x` (an argument when `key`, else a value) as JSON data that `untyped` turns back into an equal value of the same type."""
+  t = type(x)
+  if t in _SCALARS: return x
+  if t is dict: return ["dict", *([typed(k, key), typed(v, key)] for k, v in x.items())]
+  if t in (list, tuple): return [t.__name__, *(typed(v, key) for v in x)]
+  if t in (bytes, bytearray): return [t.__name__, x.hex()]
+  base = next((b for b in (*_SCALARS, *_CONTAINERS.values()) if isinstance(x, b)), None)
+  if key and base is not None: return [f"{t.__module__}.{t.__qualname__}", typed(base(x), key)]
+  what = "arguments" if key else "values"
+  raise TypeError(f"@diskcache {what} are plain data (None, bool, int, float, str, bytes, and lists/tuples/dicts of them), got "
+                  f"{t.__module__}.{t.__qualname__}: {x!r:.80}" + (f"; fix: return {base.__name__}(x)" if base is not None else ""))
+
+def untyped(x: Any) -> Any:
+  """The value `typed` encoded; ValueError for anything it never writes."""
+  if not isinstance(x, list): return x
+  if not x or (t := _CONTAINERS.get(x[0])) is None: raise ValueError(f"not a typed value: {x!r:.80}")
+  if t in (bytes, bytearray): return t.fromhex(x[1])
+  if t is dict: return {untyped(k): untyped(v) for k, v in x[1:]}
+  return t(untyped(v) for v in x[1:])
+
 _WHERE = "ns=? AND version=? AND device=? AND key=?"
 
 def diskcache_get(table: str, key: Key, version: str = "", device: str = "") -> Value | None:

@@ -530,3 +530,21 @@ def test_memoised_functions_of_the_same_name_in_two_modules_stay_apart():
   for i, m in enumerate(mods): exec(f"def load(x): return [{i!r}, x]", m.__dict__)
   fs = [memo(m.load) for m in mods]
   assert [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]] and [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]]
+
+def test_memoised_arguments_and_values_keep_their_types():
+  # keys were plain JSON: f([1, 2]) returned what f((1, 2)) computed, f(IntEnum(1)) f(1)'s, f(b=2, a=1) f(a=1, b=2)'s; and
+  # a hit gave a tuple back as a list
+  import enum, collections
+  from tinygrad.helpers import diskcache as memo
+  class E(enum.IntEnum): A = 1
+  P = collections.namedtuple("P", "x y")
+  def kinds(*a, **kw): return [type(x).__name__ for x in a] + list(kw)
+  f = memo(kinds)
+  calls = [((1, 2),), ([1, 2],), (1,), (1.0,), (True,), (E.A,), (P(1, 2),), (b"x",), (bytearray(b"x"),)]
+  for _ in range(2): assert [f(*c) for c in calls] == [kinds(*c) for c in calls] and f(a=1, b=2) == ["a", "b"] and f(b=2, a=1) == ["b", "a"]
+  assert f({1: 2}) == f({1: 2}) == ["dict"]   # (dicts were refused as arguments)
+  g = memo(lambda x: x)
+  v = ((1, 2), {(1, "a"): [b"\x00", bytearray(b"1"), None, 1.0, -0.0, float("inf")], "s": ()})
+  for _ in range(2): assert [(r := g(v)) == v, type(r[0]), type(list(r[1])[0]), [type(x) for x in r[1][(1, "a")]]] == \
+                            [True, tuple, tuple, [bytes, bytearray, type(None), float, float, float]]
+  with pytest.raises(TypeError, match="fix: return int"): g(E.A)
