@@ -11,11 +11,12 @@ CACHEDB_MAX_DAYS), as compilers' caches do.
 
 Nothing read from the file can run code: values are raw bytes (a program) or JSON, keys are the sha256 of a canonical
 JSON text of plain data (str, int, float, bool, None, bytes, tuples/lists of them), and every row carries the sha256 of
-its value, checked on read: a damaged row is dropped and recomputed. The sha256 is not a MAC: native code is only
-trusted because the file is this user's alone, so a file owned by someone else or writable by group or others is not
-read. The file is marked as ours by sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`,
-or the default path symlinked into another application's database) is never written, renamed or recovered. A cache in
-a directory this process cannot write (a read-only mount) is opened read-only and still read.
+its identity (table, version, device, key) and value, checked on read: a damaged row, or a value copied from another
+row, is dropped and recomputed. The sha256 is not a MAC: native code is only trusted because the file is this user's
+alone, so a file owned by someone else or writable by group or others is not read. The file is marked as ours by
+sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`, or the default path symlinked into
+another application's database) is never written, renamed or recovered. A cache in a directory this process cannot write
+(a read-only mount) is opened read-only and still read.
 
 Concurrency: any number of processes and threads may use one file at once (WAL mode; a thread holds `_st.lock` per
 operation). sqlite's locks are POSIX advisory locks, held per process and per file, so three rules keep every process
@@ -36,7 +37,7 @@ import os, re, sys, json, time, stat, atexit, ctypes, hashlib, sqlite3, functool
 from typing import Any, Union
 from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
-SCHEMA = 3            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
+SCHEMA = 4            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
 TABLE = f"entries_v{SCHEMA}"
 MAGIC = 0x74696E79    # 'tiny': sqlite's application_id (header offset 68) of every database this module created
 _BUSY_MS = 1500       # wait this long for another process's write transaction, then run this entry uncached
@@ -393,7 +394,9 @@ def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, 
 # (json.dumps with options builds one per call; NaN and +-Infinity are written as JavaScript literals, which json.loads reads)
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
-def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
+def _checksum(rid: tuple[str, str, str, str], kind: str, val: bytes) -> str:
+  # over the row's identity too: a value copied into another row (by hand, a tool, a bad page) is damage, not that row's value
+  return hashlib.sha256(_dumps([*rid, kind]).encode() + b"\x00" + val).hexdigest()
 
 def _nonstr_key(value: Any) -> str | None:
   # the first dict key in `value` that is not a str, else None: JSON would write {1: x} as {"1": x}, and a hit would return
@@ -455,7 +458,7 @@ def diskcache_get(table: str, key: Key, version: str = "", device: str = "") -> 
   row = _run(lambda conn: conn.execute(f'SELECT kind, sha, val, atime FROM "{TABLE}" WHERE {_WHERE}', rid).fetchone())
   if row is None: return None
   kind, sha, val, atime = row
-  if not isinstance(val, bytes) or sha != _checksum(kind, val) or kind not in ("bytes", "json"):
+  if not isinstance(val, bytes) or sha != _checksum(rid, kind, val) or kind not in ("bytes", "json"):
     _warn(f"an entry of {table!r} in {cache_path()} is damaged (checksum mismatch); dropped it and recomputing", once=f"damaged:{table}")
     _run(lambda conn: conn.execute(f'DELETE FROM "{TABLE}" WHERE {_WHERE}', rid), write=True)
     return None
@@ -513,7 +516,7 @@ def diskcache_put(table: str, key: Key, value: Value, version: str = "", device:
   if len(val) > CACHEDB_MAX_BYTES.value: return value   # could never stay
   def put(conn: sqlite3.Connection) -> None:
     conn.execute(f'INSERT OR REPLACE INTO "{TABLE}" (ns, version, device, key, kind, sha, size, atime, val) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-                 (*rid, kind, _checksum(kind, val), len(val), _now(), val))
+                 (*rid, kind, _checksum(rid, kind, val), len(val), _now(), val))
     _record_uses(conn)
     _st.stores += 1
     if _st.total is not None: _st.total += len(val)

@@ -548,3 +548,20 @@ def test_memoised_arguments_and_values_keep_their_types():
   for _ in range(2): assert [(r := g(v)) == v, type(r[0]), type(list(r[1])[0]), [type(x) for x in r[1][(1, "a")]]] == \
                             [True, tuple, tuple, [bytes, bytearray, type(None), float, float, float]]
   with pytest.raises(TypeError, match="fix: return int"): g(E.A)
+
+@pytest.mark.parametrize("col", [0, 1, 2, 3])
+def test_a_value_copied_into_another_row_is_a_miss(db, col):
+  # the checksum covered the value alone: a row's value copied into another row (one of another key, table, code version
+  # or device: a program for another source, by hand, a tool, a misplaced page) passed it and was returned for that key
+  target = ("t", "a", "1", "CPU")
+  source = tuple(("u", "b", "2", "NV")[i] if i == col else v for i, v in enumerate(target))
+  for ns, k, v, d in (target, source): diskcache_put(ns, k, f"{ns}{k}{v}{d}".encode(), version=v, device=d)
+  conn = sqlite3.connect(db)
+  try:
+    conn.execute(f'UPDATE "{diskcache.TABLE}" SET (kind, sha, val) = (SELECT kind, sha, val FROM "{diskcache.TABLE}" WHERE ns=? AND version=? '
+                 f'AND device=? ORDER BY rowid DESC LIMIT 1) WHERE rowid=(SELECT min(rowid) FROM "{diskcache.TABLE}")', (source[0], *source[2:]))
+    conn.commit()
+  finally: conn.close()
+  diskcache.reset()
+  with pytest.warns(RuntimeWarning, match="damaged"): assert diskcache_get("t", "a", version="1", device="CPU") is None
+  assert diskcache_get(source[0], source[1], version=source[2], device=source[3]) == "".join(source).encode()
