@@ -33,7 +33,7 @@ process that thinks it is the last user: lost writes, then "database disk image 
   it open (an exclusive lock on sqlite's lock bytes): renaming a file in use lets its users write into the new file's WAL.
 """
 from __future__ import annotations
-import os, re, sys, json, time, stat, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
+import os, re, sys, json, time, stat, types, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
 from typing import Any, Union
 from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
@@ -447,6 +447,18 @@ def untyped(x: Any) -> Any:
   if t in (bytes, bytearray): return t.fromhex(x[1])
   if t is dict: return {untyped(k): untyped(v) for k, v in x[1:]}
   return t(untyped(v) for v in x[1:])
+
+def code_digest(fn: Any) -> str:
+  """The sha256 of function `fn`'s own code (bytecode, constants, names, plain default values; not its line numbers): the
+  version of @diskcache's values, so an edited body computes afresh. "" for a callable without Python code."""
+  def enc(c: Any) -> str:
+    if isinstance(c, types.CodeType): return _dumps([c.co_code.hex(), list(c.co_names), list(c.co_varnames), [enc(k) for k in c.co_consts]])
+    if isinstance(c, frozenset): return _dumps(["frozenset", sorted(enc(k) for k in c)])   # (a set's order varies with the hash seed)
+    return _dumps([type(c).__name__, repr(c)])
+  if (code := getattr(fn, "__code__", None)) is None: return ""
+  try: defaults = _dumps(typed([getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)], True))
+  except (TypeError, ValueError): defaults = ""   # (an object's repr holds its address: another key every run)
+  return hashlib.sha256((enc(code) + defaults).encode()).hexdigest()
 
 _WHERE = "ns=? AND version=? AND device=? AND key=?"
 

@@ -565,3 +565,21 @@ def test_a_value_copied_into_another_row_is_a_miss(db, col):
   diskcache.reset()
   with pytest.warns(RuntimeWarning, match="damaged"): assert diskcache_get("t", "a", version="1", device="CPU") is None
   assert diskcache_get(source[0], source[1], version=source[2], device=source[3]) == "".join(source).encode()
+
+def test_a_memoised_functions_edited_body_computes_afresh():
+  # keyed by the name alone, an edited `def f(x): return x + 2` returned what the old body `x + 1` computed, run after run;
+  # the same code (moved down a few lines, in another process) still hits
+  import types
+  from tinygrad.helpers import diskcache as memo
+  def load(src, blank=0):
+    m = types.ModuleType("edited_mod")
+    m.calls = []
+    exec("\n" * blank + src, m.__dict__)
+    return memo(m.f), m.calls
+  body = "def f(x, k={'a', 'b'}):\n  calls.append(x)\n  return x + %d if 'a' in {'a', 'c'} else None\n"
+  f, calls = load(body % 1)
+  assert f(1) == 2 and f(1) == 2 and calls == [1]
+  f, calls = load(body % 1, blank=5)
+  assert f(1) == 2 and calls == []
+  f, calls = load(body % 2)
+  assert f(1) == 3 and calls == [1]
