@@ -11,11 +11,12 @@ CACHEDB_MAX_DAYS), as compilers' caches do.
 
 Nothing read from the file can run code: values are raw bytes (a program) or JSON, keys are the sha256 of a canonical
 JSON text of plain data (str, int, float, bool, None, bytes, tuples/lists of them), and every row carries the sha256 of
-its value, checked on read: a damaged row is dropped and recomputed. The sha256 is not a MAC: native code is only
-trusted because the file is this user's alone, so a file owned by someone else or writable by group or others is not
-read. The file is marked as ours by sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`,
-or the default path symlinked into another application's database) is never written, renamed or recovered. A cache in
-a directory this process cannot write (a read-only mount) is opened read-only and still read.
+its identity (table, version, device, key) and value, checked on read: a damaged row, or a value copied from another
+row, is dropped and recomputed. The sha256 is not a MAC: native code is only trusted because the file is this user's
+alone, so a file owned by someone else or writable by group or others is not read. The file is marked as ours by
+sqlite's application_id header field; a file that is not ours (`CACHEDB=notes.txt`, or the default path symlinked into
+another application's database) is never written, renamed or recovered. A cache in a directory this process cannot write
+(a read-only mount) is opened read-only and still read.
 
 Concurrency: any number of processes and threads may use one file at once (WAL mode; a thread holds `_st.lock` per
 operation). sqlite's locks are POSIX advisory locks, held per process and per file, so three rules keep every process
@@ -32,11 +33,11 @@ process that thinks it is the last user: lost writes, then "database disk image 
   it open (an exclusive lock on sqlite's lock bytes): renaming a file in use lets its users write into the new file's WAL.
 """
 from __future__ import annotations
-import os, re, sys, json, time, stat, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
+import os, re, sys, json, time, stat, types, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
 from typing import Any, Union
 from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
 
-SCHEMA = 3            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
+SCHEMA = 4            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
 TABLE = f"entries_v{SCHEMA}"
 MAGIC = 0x74696E79    # 'tiny': sqlite's application_id (header offset 68) of every database this module created
 _BUSY_MS = 1500       # wait this long for another process's write transaction, then run this entry uncached
@@ -393,7 +394,9 @@ def _row_id(table: str, key: Key, version: str, device: str) -> tuple[str, str, 
 # (json.dumps with options builds one per call; NaN and +-Infinity are written as JavaScript literals, which json.loads reads)
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
-def _checksum(kind: str, val: bytes) -> str: return hashlib.sha256(kind.encode() + b"\x00" + val).hexdigest()
+def _checksum(rid: tuple[str, str, str, str], kind: str, val: bytes) -> str:
+  # over the row's identity too: a value copied into another row (by hand, a tool, a bad page) is damage, not that row's value
+  return hashlib.sha256(_dumps([*rid, kind]).encode() + b"\x00" + val).hexdigest()
 
 def _nonstr_key(value: Any) -> str | None:
   # the first dict key in `value` that is not a str, else None: JSON would write {1: x} as {"1": x}, and a hit would return
@@ -416,6 +419,47 @@ def _encode(value: Value) -> tuple[str, bytes]:
                     "fix: convert the keys (str(k)) or store a list of [key, value] pairs")
   return "json", text
 
+# ---- @diskcache's arguments and values: typed, so a hit is the very value computed, for the very arguments ----
+# (plain keys write (1, 2) and [1, 2] alike, and IntEnum(1) as 1: f([1, 2]) returned what f((1, 2)) computed; values read
+# back tuples as lists.) Scalars of their exact type are JSON's own (1, 1.0, true and "1" stay apart); every container
+# and bytes is a list led by its type's name, and a subclass of a plain type (an IntEnum, a namedtuple) is tagged with
+# its qualified name in a key. Dicts keep their order (a function may read **kwargs in order).
+_SCALARS = (type(None), bool, int, float, str)
+_CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "bytes": bytes, "bytearray": bytearray}
+
+def typed(x: Any, key: bool) -> Any:
+  """`x` (an argument when `key`, else a value) as JSON data that `untyped` turns back into an equal value of the same type."""
+  t = type(x)
+  if t in _SCALARS: return x
+  if t is dict: return ["dict", *([typed(k, key), typed(v, key)] for k, v in x.items())]
+  if t in (list, tuple): return [t.__name__, *(typed(v, key) for v in x)]
+  if t in (bytes, bytearray): return [t.__name__, x.hex()]
+  base = next((b for b in (*_SCALARS, *_CONTAINERS.values()) if isinstance(x, b)), None)
+  if key and base is not None: return [f"{t.__module__}.{t.__qualname__}", typed(base(x), key)]
+  what = "arguments" if key else "values"
+  raise TypeError(f"@diskcache {what} are plain data (None, bool, int, float, str, bytes, and lists/tuples/dicts of them), got "
+                  f"{t.__module__}.{t.__qualname__}: {x!r:.80}" + (f"; fix: return {base.__name__}(x)" if base is not None else ""))
+
+def untyped(x: Any) -> Any:
+  """The value `typed` encoded; ValueError for anything it never writes."""
+  if not isinstance(x, list): return x
+  if not x or (t := _CONTAINERS.get(x[0])) is None: raise ValueError(f"not a typed value: {x!r:.80}")
+  if t in (bytes, bytearray): return t.fromhex(x[1])
+  if t is dict: return {untyped(k): untyped(v) for k, v in x[1:]}
+  return t(untyped(v) for v in x[1:])
+
+def code_digest(fn: Any) -> str:
+  """The sha256 of function `fn`'s own code (bytecode, constants, names, plain default values; not its line numbers): the
+  version of @diskcache's values, so an edited body computes afresh. "" for a callable without Python code."""
+  def enc(c: Any) -> str:
+    if isinstance(c, types.CodeType): return _dumps([c.co_code.hex(), list(c.co_names), list(c.co_varnames), [enc(k) for k in c.co_consts]])
+    if isinstance(c, frozenset): return _dumps(["frozenset", sorted(enc(k) for k in c)])   # (a set's order varies with the hash seed)
+    return _dumps([type(c).__name__, repr(c)])
+  if (code := getattr(fn, "__code__", None)) is None: return ""
+  try: defaults = _dumps(typed([getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)], True))
+  except (TypeError, ValueError): defaults = ""   # (an object's repr holds its address: another key every run)
+  return hashlib.sha256((enc(code) + defaults).encode()).hexdigest()
+
 _WHERE = "ns=? AND version=? AND device=? AND key=?"
 
 def diskcache_get(table: str, key: Key, version: str = "", device: str = "") -> Value | None:
@@ -426,7 +470,7 @@ def diskcache_get(table: str, key: Key, version: str = "", device: str = "") -> 
   row = _run(lambda conn: conn.execute(f'SELECT kind, sha, val, atime FROM "{TABLE}" WHERE {_WHERE}', rid).fetchone())
   if row is None: return None
   kind, sha, val, atime = row
-  if not isinstance(val, bytes) or sha != _checksum(kind, val) or kind not in ("bytes", "json"):
+  if not isinstance(val, bytes) or sha != _checksum(rid, kind, val) or kind not in ("bytes", "json"):
     _warn(f"an entry of {table!r} in {cache_path()} is damaged (checksum mismatch); dropped it and recomputing", once=f"damaged:{table}")
     _run(lambda conn: conn.execute(f'DELETE FROM "{TABLE}" WHERE {_WHERE}', rid), write=True)
     return None
@@ -484,7 +528,7 @@ def diskcache_put(table: str, key: Key, value: Value, version: str = "", device:
   if len(val) > CACHEDB_MAX_BYTES.value: return value   # could never stay
   def put(conn: sqlite3.Connection) -> None:
     conn.execute(f'INSERT OR REPLACE INTO "{TABLE}" (ns, version, device, key, kind, sha, size, atime, val) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-                 (*rid, kind, _checksum(kind, val), len(val), _now(), val))
+                 (*rid, kind, _checksum(rid, kind, val), len(val), _now(), val))
     _record_uses(conn)
     _st.stores += 1
     if _st.total is not None: _st.total += len(val)

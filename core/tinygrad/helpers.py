@@ -261,19 +261,26 @@ def flat_mv(mv: memoryview) -> memoryview:
   """`mv` as one flat run of unsigned bytes."""
   return mv if len(mv) == 0 else mv.cast("B", shape=(mv.nbytes,))
 def diskcache(func: Callable[..., T]) -> Callable[..., T]:
-  """Memoise `func` in the on-disk cache (tinygrad.diskcache), keyed by its module, name and arguments. Arguments must be
-  plain data (str, int, float, bool, None, bytes, tuples/lists of them) and the value bytes or JSON data (tuples come back
-  as lists): nothing read back can run code, so unlike public tinygrad's (a pickle) other values raise TypeError."""
-  from tinygrad.diskcache import diskcache_get, diskcache_put
+  """Memoise `func` in the on-disk cache (tinygrad.diskcache), keyed by its module, name, own code (an edited body computes
+  afresh; the functions it calls are not covered) and arguments. Arguments and the value must be plain data (None, bool,
+  int, float, str, bytes, lists/tuples/dicts of them), kept with their types: a hit is the value computed for arguments
+  of the same types (f((1, 2)) and f([1, 2]) are two entries) and of the same type (a tuple stays a tuple). Nothing read
+  back can run code, so unlike public tinygrad's (a pickle) other values raise TypeError."""
+  from tinygrad.diskcache import diskcache_get, diskcache_put, typed, untyped, code_digest
   # (by the name alone, as public tinygrad's, two modules' `load(path)` read each other's values; the module's name and the
   # qualified name are encoded unambiguously: '_' doubled, '.' and other characters as _<hex>_)
   name = "".join(c if c.isalnum() and c.isascii() else "__" if c == "_" else f"_{ord(c):x}_" for c in f"{func.__module__}.{func.__qualname__}")
-  table = f"cache_{name}"
+  table, version = f"cache_{name}", code_digest(func)
   @functools.wraps(func)
   def wrapper(*args: Any, **kwargs: Any) -> T:
-    key = [list(args), sorted(kwargs.items())]
-    if (ret := diskcache_get(table, key)) is not None: return ret  # type: ignore[return-value]
-    return diskcache_put(table, key, func(*args, **kwargs))  # type: ignore[arg-type, return-value]
+    key = ["typed", typed(args, True), typed(kwargs, True)]
+    if isinstance(hit := diskcache_get(table, key, version), bytes): return hit  # type: ignore[return-value]
+    if hit is not None:
+      try: return untyped(hit)
+      except (ValueError, TypeError, KeyError, IndexError): pass   # not a row this wrapper wrote: a miss
+    ret = func(*args, **kwargs)
+    diskcache_put(table, key, ret if type(ret) is bytes else typed(ret, False), version)  # type: ignore[arg-type]
+    return ret
   return wrapper
 # the cache's own functions, at public tinygrad's import path (tinygrad.diskcache holds them: imported on the first call)
 def diskcache_get(table: str, key: Any, version: str = "", device: str = "") -> Any:

@@ -94,3 +94,26 @@ def test_candidates_are_timed_on_zeroed_buffers(beam_db, monkeypatch):
   with Context(BEAM_TIMEOUT=5, BEAM_MAX_CANDIDATES=2):
     search.beam_search(ast, "CPU", 1)
   assert seen and all(set(m) <= {0} for m in seen[0])
+
+def test_beam_keeps_the_heuristics_tensor_core_and_keys_on_it(beam_db, monkeypatch):
+  # the search compiled every candidate without the tensor core the heuristics use (its moves checked on the TC kernel):
+  # a matmul under BEAM lost its WMMA. Its TC action now leads every candidate and the cache key, so USE_TC=0 searches anew
+  import tinygrad.codegen.search as search
+  from tinygrad import Tensor, Device, dtypes
+  from tinygrad.codegen.opt import Opt, OptOps
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.helpers import Context
+  from tinygrad.runtime.python import PythonRenderer
+  from tinygrad.uop import Ops
+  with Context(EMULATE="NV"): monkeypatch.setattr(Device["PYTHON"], "renderer", PythonRenderer())
+  t = Tensor.empty(16, 16, dtype=dtypes.half, device="PYTHON") @ Tensor.empty(16, 16, dtype=dtypes.half, device="PYTHON")
+  ast, calls = [it.ast for it in create_schedule([t.float().uop])[0] if it.ast.op is Ops.SINK][0], []
+  orig = search._compile
+  monkeypatch.setattr(search, "_compile", lambda ast, ren, opts, dev: calls.append(opts) or orig(ast, ren, opts, dev))
+  with Context(BEAM_TIMEOUT=5, BEAM_MAX_CANDIDATES=4):
+    first = search.beam_search(ast, "PYTHON", 1)
+    assert first[:1] == [Opt(OptOps.TC, 0, 0)] and calls and all(c[:1] == first[:1] for c in calls)
+    searched = len(calls)
+    assert search.beam_search(ast, "PYTHON", 1) == first and len(calls) == searched   # a hit
+    with Context(USE_TC=0): assert not any(o.op is OptOps.TC for o in search.beam_search(ast, "PYTHON", 1))
+  assert len(calls) > searched

@@ -530,3 +530,56 @@ def test_memoised_functions_of_the_same_name_in_two_modules_stay_apart():
   for i, m in enumerate(mods): exec(f"def load(x): return [{i!r}, x]", m.__dict__)
   fs = [memo(m.load) for m in mods]
   assert [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]] and [f(1) for f in fs] == [[0, 1], [1, 1], [2, 1]]
+
+def test_memoised_arguments_and_values_keep_their_types():
+  # keys were plain JSON: f([1, 2]) returned what f((1, 2)) computed, f(IntEnum(1)) f(1)'s, f(b=2, a=1) f(a=1, b=2)'s; and
+  # a hit gave a tuple back as a list
+  import enum, collections
+  from tinygrad.helpers import diskcache as memo
+  class E(enum.IntEnum): A = 1
+  P = collections.namedtuple("P", "x y")
+  def kinds(*a, **kw): return [type(x).__name__ for x in a] + list(kw)
+  f = memo(kinds)
+  calls = [((1, 2),), ([1, 2],), (1,), (1.0,), (True,), (E.A,), (P(1, 2),), (b"x",), (bytearray(b"x"),)]
+  for _ in range(2): assert [f(*c) for c in calls] == [kinds(*c) for c in calls] and f(a=1, b=2) == ["a", "b"] and f(b=2, a=1) == ["b", "a"]
+  assert f({1: 2}) == f({1: 2}) == ["dict"]   # (dicts were refused as arguments)
+  g = memo(lambda x: x)
+  v = ((1, 2), {(1, "a"): [b"\x00", bytearray(b"1"), None, 1.0, -0.0, float("inf")], "s": ()})
+  for _ in range(2): assert [(r := g(v)) == v, type(r[0]), type(list(r[1])[0]), [type(x) for x in r[1][(1, "a")]]] == \
+                            [True, tuple, tuple, [bytes, bytearray, type(None), float, float, float]]
+  with pytest.raises(TypeError, match="fix: return int"): g(E.A)
+
+@pytest.mark.parametrize("col", [0, 1, 2, 3])
+def test_a_value_copied_into_another_row_is_a_miss(db, col):
+  # the checksum covered the value alone: a row's value copied into another row (one of another key, table, code version
+  # or device: a program for another source, by hand, a tool, a misplaced page) passed it and was returned for that key
+  target = ("t", "a", "1", "CPU")
+  source = tuple(("u", "b", "2", "NV")[i] if i == col else v for i, v in enumerate(target))
+  for ns, k, v, d in (target, source): diskcache_put(ns, k, f"{ns}{k}{v}{d}".encode(), version=v, device=d)
+  conn = sqlite3.connect(db)
+  try:
+    conn.execute(f'UPDATE "{diskcache.TABLE}" SET (kind, sha, val) = (SELECT kind, sha, val FROM "{diskcache.TABLE}" WHERE ns=? AND version=? '
+                 f'AND device=? ORDER BY rowid DESC LIMIT 1) WHERE rowid=(SELECT min(rowid) FROM "{diskcache.TABLE}")', (source[0], *source[2:]))
+    conn.commit()
+  finally: conn.close()
+  diskcache.reset()
+  with pytest.warns(RuntimeWarning, match="damaged"): assert diskcache_get("t", "a", version="1", device="CPU") is None
+  assert diskcache_get(source[0], source[1], version=source[2], device=source[3]) == "".join(source).encode()
+
+def test_a_memoised_functions_edited_body_computes_afresh():
+  # keyed by the name alone, an edited `def f(x): return x + 2` returned what the old body `x + 1` computed, run after run;
+  # the same code (moved down a few lines, in another process) still hits
+  import types
+  from tinygrad.helpers import diskcache as memo
+  def load(src, blank=0):
+    m = types.ModuleType("edited_mod")
+    m.calls = []
+    exec("\n" * blank + src, m.__dict__)
+    return memo(m.f), m.calls
+  body = "def f(x, k={'a', 'b'}):\n  calls.append(x)\n  return x + %d if 'a' in {'a', 'c'} else None\n"
+  f, calls = load(body % 1)
+  assert f(1) == 2 and f(1) == 2 and calls == [1]
+  f, calls = load(body % 1, blank=5)
+  assert f(1) == 2 and calls == []
+  f, calls = load(body % 2)
+  assert f(1) == 3 and calls == [1]

@@ -249,9 +249,11 @@ print(json.dumps({"err": err, "local": list(p.local_size), "wmma": sum(u.op is u
 """
 
 @pytest.mark.parametrize("opts, local, barriers", [("", [32, 1, 1], 0), ("LOCAL:0:2", [32, 2, 1], 0), ("GROUP:0:2", [32, 2, 1], 8),
-                                                   ("LOCAL:0:2,GROUP:0:2", [32, 2, 2], 8), ("LOCAL:1:2,UPCAST:0:2", [32, 2, 1], 0)])
+                                                   ("LOCAL:0:2,GROUP:0:2", [32, 2, 2], 8), ("LOCAL:1:2,UPCAST:0:2", [32, 2, 1], 0),
+                                                   ("UPCAST:2:2", [32, 1, 1], 0)])
 def test_with_tensor_cores(opts, local, barriers):
-  # a tensor core's lanes stay lidx0 (whole warps); LOCAL/GROUP add lidx1, lidx2; each of the WMMA's 4 outputs is grouped
+  # a tensor core's lanes stay lidx0 (whole warps); LOCAL/GROUP add lidx1, lidx2; each of the WMMA's 4 outputs is grouped.
+  # UPCAST of the lanes (axis 2) is refused, so the heuristics decide: it ran the WMMA on half warps (garbage on a GPU)
   env = {**os.environ, "DEV": "PYTHON", "EMULATE": "NV", "OPTS": opts, "PYTHONPATH": CORE}
   r = subprocess.run([sys.executable, "-c", TC_RUN], capture_output=True, text=True, env=env, timeout=600)
   assert r.returncode == 0, r.stderr

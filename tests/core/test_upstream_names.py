@@ -60,7 +60,7 @@ def test_diskcache_decorator_and_clear(tmp_path, monkeypatch):
     return {"sum": a + b, "pair": (a, b)}
   try:
     assert slow(2, b=3) == {"sum": 5, "pair": (2, 3)}
-    assert slow(2, b=3) == {"sum": 5, "pair": [2, 3]} and calls == [2]     # from the disk (JSON: tuples read back as lists)
+    assert slow(2, b=3) == {"sum": 5, "pair": (2, 3)} and calls == [2]     # from the disk (typed JSON: a tuple stays a tuple)
     with pytest.raises(TypeError, match="plain data"): slow(object())
     helpers.diskcache_clear()
     assert slow(2, b=3)["sum"] == 5 and calls == [2, 2]

@@ -102,6 +102,9 @@ def _apply_cpu_opt(sink: UOp, opt: Opt) -> UOp:
   glob, red = kernel_ranges(sink)
   if opt.op is OptOps.UPCAST:
     r = nth_axis(glob, opt.axis, "UPCAST")
+    # a tensor core's lane axis is a whole warp: fewer threads would run the WMMA on part of one (garbage on a GPU)
+    if r.arg[1] is AxisType.LOCAL and any(u.op is Ops.WMMA and r in u.toposort() for u in sink.toposort()):
+      raise KernelOptError(f"UPCAST axis {opt.axis} is a tensor core's lanes (a warp), which cannot be split")
     outer, lanes = _split(r, opt.arg)
     # a store that does not use the axis is kept once, one that does becomes one store per lane (the lanes of the whole
     # kernel in one walk: the stores of an upcast kernel share most of their graph)

@@ -1,11 +1,12 @@
 """BEAM search: pick a kernel's optimization actions by timing candidates on the device.
 
-`beam_search(ast, device, width)` starts from no actions and from the heuristics' choice, extends each of the `width`
+`beam_search(ast, device, width)` starts from the heuristics' choice, extends each of the `width`
 best lists by every action that applies, compiles the candidates (in parallel threads: the C compilers are processes,
 llvmlite releases the GIL), times each on freshly allocated buffers, and keeps the `width` fastest; it stops when a
 step finds nothing faster, after BEAM_TIMEOUT seconds, or when no action applies. BEAM_MAX_CANDIDATES caps the
-candidates timed per step. The result is cached on disk per (kernel, device, compiler, width, code version), so a second run does
-not search again; a cached result that no longer applies to the kernel is a miss.
+candidates timed per step. Where the heuristics map the kernel onto a tensor core (USE_TC), every candidate keeps it.
+The result is cached on disk per (kernel, device, compiler, width, tensor core, code version), so a second run does not
+search again; a cached result that no longer applies to the kernel is a miss.
 """
 from __future__ import annotations
 import time, itertools
@@ -17,6 +18,7 @@ from tinygrad.viz import profile as _prof
 from tinygrad.dtype import PtrDType
 from tinygrad.helpers import DEBUG, BEAM_TIMEOUT, BEAM_MAX_CANDIDATES, BEAM_THREADS, IGNORE_BEAM_CACHE
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts, heuristic_opts, kernel_ranges
+from tinygrad.codegen.tc import heuristic_tc
 from tinygrad.renderer import Renderer
 
 # the moves tried at every step: (action, amount) on every axis of the right kind
@@ -67,17 +69,23 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
   from tinygrad.codegen import PASSES, progcache
   dev = Device[device]
   ren = dev.renderer
-  # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices
-  sink = ast
-  for name, fxn in PASSES[:[n for n, _ in PASSES].index("optimize")]: sink = fxn(sink, ren, None)
+  # the kernel as the optimizer sees it (after the passes before "optimize"): heuristics and moves read its indices. With
+  # the heuristics' tensor core (USE_TC): every candidate leads with its TC action, so what is compiled, timed and cached is
+  # that kernel (without it, a tensor-core matmul under BEAM ran without tensor cores, its moves checked on another kernel)
+  sink, tc = ast, list[Opt]()
+  for name, fxn in PASSES[:[n for n, _ in PASSES].index("optimize")]:
+    if name == "tensor_cores": sink, tc = heuristic_tc(sink, ren)
+    else: sink = fxn(sink, ren, None)
   # keyed by the code version too: another version's optimizer may number axes or validate actions differently
   try: version = progcache.code_version(ren)
   except progcache.Uncacheable: version = None
-  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width, repr(ren.ability_key()))
+  ckey = (ast_key(ast), dev.device, dev.compiler_name, getattr(dev.compiler, "cachekey", None), width, repr(ren.ability_key()), repr(tc))
   row = {"version": version or "", "device": f"{dev.device}:{dev.compiler_name}"}
   if version is not None and IGNORE_BEAM_CACHE.value == 0 and (hit := _opts_from_json(diskcache_get("beam_search", ckey, **row))) is not None:
     try:
-      apply_opts(sink, hit, ren)   # a row that no longer applies (edited by hand, or a stale one) is a miss: search again
+      # a row that no longer applies (edited by hand, or a stale one) is a miss: search again
+      if hit[:len(tc)] != tc or any(o.op is OptOps.TC for o in hit[len(tc):]): raise KernelOptError(f"not led by {tc}")
+      apply_opts(sink, hit[len(tc):], ren)
       return hit
     except Exception as e:
       if DEBUG >= 2: print(f"beam: the cached actions {hit} do not apply ({type(e).__name__}: {e}); searching again")
@@ -95,7 +103,7 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
       seen.update(todo)
       # compile in parallel, time one after another (timings must not overlap); past the deadline the rest are skipped
       late = lambda: time.perf_counter() - st > BEAM_TIMEOUT.value
-      progs = list(pool.map(lambda o: None if late() else _compile(ast, ren, list(o), dev.device), todo))
+      progs = list(pool.map(lambda o: None if late() else _compile(ast, ren, tc + list(o), dev.device), todo))
       out: list[tuple[float, list[Opt]]] = []
       for r, o in zip(progs, todo):
         best_t = min([t for t, _ in out] + [t for t, _ in beam], default=float("inf"))
@@ -119,15 +127,15 @@ def _beam_search(ast: UOp, device: str, width: int) -> list[Opt] | None:
     # timings on a shared machine are noisy: the winner must beat the heuristics again, head to head, by 5%
     start = heuristic_opts(sink, ren)
     if best[1] != start:
-      r0, r1 = _compile(ast, ren, start, dev.device), _compile(ast, ren, best[1], dev.device)
+      r0, r1 = _compile(ast, ren, tc + start, dev.device), _compile(ast, ren, tc + best[1], dev.device)
       if r0 is not None and r1 is not None:
         t0, t1 = float("inf"), float("inf")
         for _ in range(5):
           t0, t1 = min(t0, _time_prog(r0, bufs, 1)), min(t1, _time_prog(r1, bufs, 1))
         if DEBUG >= 2: print(f"beam: heuristics {t0*1e6:.1f} us, search {t1*1e6:.1f} us")
         if t1 > 0.95 * t0: best = (t0, start)
-  if version is not None: diskcache_put("beam_search", ckey, [[o.op.name, o.axis, o.arg] for o in best[1]], **row)
-  return best[1]
+  if version is not None: diskcache_put("beam_search", ckey, [[o.op.name, o.axis, o.arg] for o in tc + best[1]], **row)
+  return tc + best[1]
 
 def ast_key(ast: UOp) -> str:
   """A stable text key for a kernel: the sha256 of its nodes in toposort order (op, dtype, arg, tag, source positions),

@@ -139,17 +139,21 @@ def wmma_emulate(arg: tuple, a: list[Any], b: list[Any], c: list[Any], lane: Any
   d = gather(layout.a, a, "A") @ gather(layout.b, b, "B") + gather(layout.c, c, "C")
   return [d[(warp, *layout.c(wl, i))] for i in range(len(c))]
 
-def tensor_cores(sink: UOp, ren: Any, opts: list | None) -> UOp:
-  """The codegen pass: apply the TC actions in `opts`, or (opts None: the heuristics) the renderer's first tensor core
-  that fits the kernel, unless USE_TC=0 or NOOPT."""
-  from tinygrad.codegen.opt import OptOps, KernelOptError
+def heuristic_tc(sink: UOp, ren: Any) -> tuple[UOp, list]:
+  """The heuristics' tensor core: `sink` with the renderer's first tensor core that fits it applied, and that TC action
+  as a list ([] and `sink` itself when none fits, USE_TC=0 or NOOPT)."""
+  from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
   from tinygrad.helpers import NOOPT, USE_TC
-  if opts is None:
-    if NOOPT or not USE_TC: return sink
-    for tc in ren.tensor_cores:
-      try: return apply_tc(sink, tc, ren.has_local)
-      except KernelOptError: continue
-    return sink
+  if NOOPT or not USE_TC: return sink, []
+  for i, tc in enumerate(ren.tensor_cores):
+    try: return apply_tc(sink, tc, ren.has_local), [Opt(OptOps.TC, 0, i)]
+    except KernelOptError: continue
+  return sink, []
+
+def tensor_cores(sink: UOp, ren: Any, opts: list | None) -> UOp:
+  """The codegen pass: apply the TC actions in `opts`, or (opts None) the heuristics' tensor core (heuristic_tc)."""
+  from tinygrad.codegen.opt import OptOps, KernelOptError
+  if opts is None: return heuristic_tc(sink, ren)[0]
   for o in opts:
     if o.op is not OptOps.TC: continue
     if not 0 <= o.arg < len(ren.tensor_cores):
