@@ -69,16 +69,23 @@ def _from_input(x: UOp) -> UOp | None:
   for n in reversed(chain): real = getattr(real, n.op.name.lower())(n.arg)
   return real
 
+# a REDUCE_AXIS MAX tagged NAN_MAX (cummax's) passes a NaN max's gradient to its NaNs, as torch's cummax (and max(dim)) does;
+# an untagged one gives NaN over the row, as torch's amax and public tinygrad's max
+NAN_MAX = "nan_max"
+
 def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
   # the gradient flows to every position equal to the max, split equally among ties. A fill of -inf (max_pool2d's and
   # cummax's padding) is no tie: it has nowhere to pass a share, which was lost where it tied an -inf max
-  mask = x.eq(ret.expand(x.shape))
+  m = ret.expand(x.shape)
+  nan_max = m.alu(Ops.CMPNE, m)
+  mask = x.eq(m) | (x.alu(Ops.CMPNE, x) & nan_max) if ret.tag == NAN_MAX else x.eq(m)
   if x.op is not Ops.MULTI and (real := _from_input(x)) is not None: mask = real.where(mask, const_like(mask, False))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
-  # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0).
-  # A max that is the fill matches none either, and no input gets a gradient ((x > 0).where(x, 0).max() of x <= 0: all 0)
-  nan_max = ret.alu(Ops.CMPNE, ret).expand(x.shape)
+  # a NaN max matches no input (untagged): NaN over its row, as torch's amax, by a select (g/0 * 0 was it, but WGSL's compiler
+  # folds y*0 to 0). A max that is the fill matches none either, and no input gets a gradient ((x > 0).where(x, 0).max() of
+  # x <= 0: all 0)
+  if ret.tag == NAN_MAX: return mask.where(eg, const_like(eg, 0))
   return mask.where(eg, nan_max.where(const_like(eg, math.nan), const_like(eg, 0)))
 
 def _binary_max_grad(g: UOp, ret: UOp) -> tuple[UOp, UOp]:

@@ -894,3 +894,20 @@ def test_second_order_gradients_through_custom_rules_match_torch(name):
   tg = torch.autograd.grad(fr(tx).sum(), tx, create_graph=True)[0]
   np.testing.assert_allclose(g.square().sum().gradient(x)[0].numpy(), torch.autograd.grad(tg.square().sum(), tx)[0].numpy(), rtol=1e-4, atol=1e-5)
   if name == "exp": np.testing.assert_array_equal(g.sum().gradient(x)[0].numpy(), x.exp().numpy())   # d2 e^x = e^x exactly
+
+@pytest.mark.parametrize("n", [7, 300])
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_gradient_with_a_nan_goes_to_the_nan_like_torch(op, n):
+  # a NaN running max is its NaN, which takes the gradient (torch's, as cummax's index says): the max rule's NaN over the
+  # row gave NaN to every element before the row's first NaN too, whose outputs never saw it. 300: the block scan, whose
+  # carry's maximum passed a NaN's gradient to both sides. (A plain max(axis) stays NaN over the row: torch's amax)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.random.default_rng(0).permutation(4 * n).reshape(4, n).astype(np.float32)   # (no ties: torch gives a tie to one)
+  a[0, 3], a[1, n // 2], a[2, n - 1] = np.nan, np.nan, np.nan
+  w = np.random.default_rng(1).uniform(0.5, 1.5, a.shape).astype(np.float32)
+  x, tx = Tensor(a), torch.tensor(a, requires_grad=True)
+  y, ty = getattr(x, op)(1)[0], getattr(tx, op)(1)[0]
+  np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+  g = (y * Tensor(w)).sum().gradient(x)[0].numpy()
+  np.testing.assert_allclose(g, torch.autograd.grad((ty * torch.tensor(w)).sum(), tx)[0].numpy(), rtol=1e-5)
