@@ -455,7 +455,19 @@ class _Realized:
       raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
                          f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
+    if out and len(SUPERSEDED): out = _assign_values(out)
     return out
+
+# pending assigns that another pending assign of their target replaced (y += x; y *= x: the first): set by Tensor's assign
+SUPERSEDED: weakref.WeakSet[UOp] = weakref.WeakSet()
+
+def _assign_values(us: list[UOp]) -> list[UOp]:
+  # a pending assign that a gradient reads (y * y's 2y) is its value: the schedule reads an assign as its target's buffer,
+  # which holds the last pending assign's value, also for an earlier one (SUPERSEDED) that it reads (y += x; y *= x)
+  rep: dict[UOp, UOp] = {}
+  for n in UOp(Ops.SINK, src=tuple(us)).toposort():   # (sources first: a value that reads an earlier assign reads its value)
+    if n.op is Ops.ASSIGN: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
+  return substitute_all(us, rep) if rep else us
 
 def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: one node, or one per shard)
   from tinygrad.engine.schedule import is_gone

@@ -1386,6 +1386,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         from tinygrad.multi import relayout
         v = relayout(v, self.uop)
       new = Tensor(v)._own(Tensor(v)).uop
+    if prev := [s for s in (self.uop.src if self.uop.op is Ops.MULTI else (self.uop,)) if s.op is Ops.ASSIGN]:
+      from tinygrad.gradient import SUPERSEDED   # (pending assigns this one replaces: a gradient reads them as their values)
+      SUPERSEDED.update(prev)
     self._graph = None
     self._set_uop(new, write=True)
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
