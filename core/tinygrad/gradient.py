@@ -396,6 +396,10 @@ def _written_at(n: UOp) -> int:
   if (b := buffer_if_any(n)) is None: return at
   return max(at, getattr(b, "_written_at", 0), *(j.replay_epoch for r in getattr(b, "_written_by", ()) if (j := r()) is not None))
 
+# a pending assign into a realized tensor (y += x, y[:2] = v, y.assign(v)) -> (its target, the graph the target's value was
+# computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
+ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
@@ -404,6 +408,7 @@ class _Realized:
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
     self.live = live
     self.kept_at: dict[UOp, int] | None = None   # each kept graph's Tensor.write_epoch, gathered by _stale once needed
+    self.old_at: dict[UOp, int] = {}   # the targets of pending assigns in ASSIGNED_OVER -> when their old graph was kept
     self.wrap: dict[UOp, UOp] = {}
     self.stale: dict[UOp, UOp] = {}   # marker -> a buffer a kept graph read that an update overwrote since (_stale)
   def prune(self, want: set[UOp]) -> None:
@@ -432,7 +437,7 @@ class _Realized:
     # the values it read: read through a marker the gradient passes through, and a gradient that needs its value (x*x's
     # 2*x: not x*3's) raises in unexpand, as torch raises "modified by an inplace operation" (it read the new values)
     from tinygrad.tensor import write_epoch
-    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)}
+    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
     own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
@@ -441,7 +446,15 @@ class _Realized:
     self.stale |= {m: n for n, m in subs.items()}
     return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:
-    subs = {n: self._stand_in(n) for n in u.toposort(gate=_walks) if n in self.graphs}
+    topo = u.toposort(gate=_walks)
+    if len(ASSIGNED_OVER):
+      # a realized tensor with a pending assign: its buffer holds the value it was computed from until the assign runs, so
+      # a read of it (in the assign's value: y += x) passes the gradient to that graph (the assign dropped its _graph)
+      for n in topo:
+        if n.op is Ops.ASSIGN and (rec := ASSIGNED_OVER.get(n)) is not None and rec[0] not in self.graphs:
+          self.graphs[rec[0]], self.old_at[rec[0]] = rec[1], rec[2]
+          if self.kept_at is not None: self.kept_at[rec[0]] = rec[2]
+    subs = {n: self._stand_in(n) for n in topo if n in self.graphs}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the

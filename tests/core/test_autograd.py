@@ -926,3 +926,38 @@ def test_gradient_reading_two_pending_assigns_of_one_buffer_reads_each_ones_valu
   g = (y * y).sum().gradient(x)[0]
   np.testing.assert_allclose(g.numpy(), torch.autograd.grad((ty * ty).sum(), tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)   # (the assigns still run, once)
+
+@pytest.mark.parametrize("case", ["iadd", "imul_twice", "setitem", "view_assign", "slice_iadd", "read_before"])
+def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_graph(case):
+  # a realized tensor keeps the graph it was computed from, but an assign into it (y += x, y[1:] = v) dropped that graph
+  # while its value still read the old contents: y = (x*x*2).realize(); y += x gave d sum(y)/dx = 1, torch 4x + 1
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, -2.0, 3.0], np.float32)
+  def run(x, y):
+    z = y * 3   # (read before the update: the old value, in torch too)
+    if case in ("iadd", "imul_twice", "read_before"): y += x
+    if case == "imul_twice": y *= x
+    if case == "setitem": y[1:] = x[:2] * 5
+    if case == "view_assign": y[0:2].assign(x[1:] * (y[2] * 1)) if isinstance(y, Tensor) else y[0:2].copy_(x[1:] * (y[2] * 1))
+    if case == "slice_iadd": y[0:2] += x[1:]
+    return (y * y).sum() + ((z * z).sum() if case == "read_before" else 0)
+  x = Tensor(a).realize()
+  got = run(x, (x * x * 2).contiguous().realize())
+  tx = torch.tensor(a, requires_grad=True)
+  want = run(tx, (tx * tx * 2).clone())
+  np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
+  np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
+
+@pytest.mark.parametrize("axis", [0, None])
+def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):
+  # the same per shard: each shard's assign reads its own buffer, whose old value its shard of the kept graph computed
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, 2.0, -3.0, 4.0], np.float32)
+  x = Tensor(a).shard(("CPU:0", "CPU:1"), axis).realize()
+  y = (x * x).contiguous().realize()
+  y += x
+  y *= x   # y = x^3 + x^2
+  yv = a ** 3 + a ** 2
+  np.testing.assert_allclose((y * y).sum().gradient(x)[0].numpy(), 2 * yv * (3 * a * a + 2 * a), rtol=1e-6)
+  np.testing.assert_allclose(y.numpy(), yv, rtol=1e-6)
