@@ -451,9 +451,16 @@ class _Realized:
       # a realized tensor with a pending assign: its buffer holds the value it was computed from until the assign runs, so
       # a read of it (in the assign's value: y += x) passes the gradient to that graph (the assign dropped its _graph)
       for n in topo:
-        if n.op is Ops.ASSIGN and (rec := ASSIGNED_OVER.get(n)) is not None and rec[0] not in self.graphs:
-          self.graphs[rec[0]], self.old_at[rec[0]] = rec[1], rec[2]
-          if self.kept_at is not None: self.kept_at[rec[0]] = rec[2]
+        if n.op is not Ops.ASSIGN or (rec := ASSIGNED_OVER.get(n)) is None: continue
+        # (the target, and for a reshape of a buffer, a realized tensor's usual form, the buffer, which a view assign's merge
+        # reads: z[1::2] += v left z[0]'s old value a read of the buffer itself)
+        t, g, at = rec
+        b = t
+        while b.op is Ops.RESHAPE: b = b.src[0]
+        for r, rg in ((t, g), (b, g.reshape(b.shape))) if b is not t and b.op is Ops.BUFFER and b.size == t.size else ((t, g),):
+          if r in self.graphs: continue
+          self.graphs[r], self.old_at[r] = rg, at
+          if self.kept_at is not None: self.kept_at[r] = at
     subs = {n: self._stand_in(n) for n in topo if n in self.graphs}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:

@@ -961,3 +961,15 @@ def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):
   yv = a ** 3 + a ** 2
   np.testing.assert_allclose((y * y).sum().gradient(x)[0].numpy(), 2 * yv * (3 * a * a + 2 * a), rtol=1e-6)
   np.testing.assert_allclose(y.numpy(), yv, rtol=1e-6)
+
+def test_gradient_through_a_pending_strided_setitem_into_a_realized_2d_tensor():
+  # a realized 2-d tensor is a reshape of its buffer, and a view assign's merge reads the untouched elements from the buffer
+  # itself: z[1::2] += v gave z[0]'s old value no gradient (x.grad [[2], [3]], torch [[12], [3]]). Found by test_grad_fuzz
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, w = np.array([[1.0], [2.0], [-3.0]], np.float32), np.array([[10.0], [1.0], [0.5]], np.float32)
+  x, tx = Tensor(a).realize(), torch.tensor(a, requires_grad=True)
+  z, tz = (x * 1).contiguous().realize(), tx * 1
+  z[1::2] += x.sum() * 2
+  tz[1::2] += tx.sum() * 2
+  np.testing.assert_allclose((z * Tensor(w)).sum().gradient(x)[0].numpy(), torch.autograd.grad((tz * torch.tensor(w)).sum(), tx)[0].numpy())
