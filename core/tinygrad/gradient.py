@@ -69,16 +69,23 @@ def _from_input(x: UOp) -> UOp | None:
   for n in reversed(chain): real = getattr(real, n.op.name.lower())(n.arg)
   return real
 
+# a REDUCE_AXIS MAX tagged NAN_MAX (cummax's) passes a NaN max's gradient to its NaNs, as torch's cummax (and max(dim)) does;
+# an untagged one gives NaN over the row, as torch's amax and public tinygrad's max
+NAN_MAX = "nan_max"
+
 def _reduce_max_grad(ret: UOp, x: UOp, g: UOp, axes: tuple[int, ...]) -> UOp:
   # the gradient flows to every position equal to the max, split equally among ties. A fill of -inf (max_pool2d's and
   # cummax's padding) is no tie: it has nowhere to pass a share, which was lost where it tied an -inf max
-  mask = x.eq(ret.expand(x.shape))
+  m = ret.expand(x.shape)
+  nan_max = m.alu(Ops.CMPNE, m)
+  mask = x.eq(m) | (x.alu(Ops.CMPNE, x) & nan_max) if ret.tag == NAN_MAX else x.eq(m)
   if x.op is not Ops.MULTI and (real := _from_input(x)) is not None: mask = real.where(mask, const_like(mask, False))
   cnt = mask.where(const_like(x, 1.0), const_like(x, 0.0)).r(Ops.ADD, axes)
   eg = (g / cnt.cast(g.dtype)).expand(x.shape)
-  # a NaN max matches no input: NaN over its row, as torch's, by a select (g/0 * 0 was it, but WGSL's compiler folds y*0 to 0).
-  # A max that is the fill matches none either, and no input gets a gradient ((x > 0).where(x, 0).max() of x <= 0: all 0)
-  nan_max = ret.alu(Ops.CMPNE, ret).expand(x.shape)
+  # a NaN max matches no input (untagged): NaN over its row, as torch's amax, by a select (g/0 * 0 was it, but WGSL's compiler
+  # folds y*0 to 0). A max that is the fill matches none either, and no input gets a gradient ((x > 0).where(x, 0).max() of
+  # x <= 0: all 0)
+  if ret.tag == NAN_MAX: return mask.where(eg, const_like(eg, 0))
   return mask.where(eg, nan_max.where(const_like(eg, math.nan), const_like(eg, 0)))
 
 def _binary_max_grad(g: UOp, ret: UOp) -> tuple[UOp, UOp]:
@@ -389,6 +396,10 @@ def _written_at(n: UOp) -> int:
   if (b := buffer_if_any(n)) is None: return at
   return max(at, getattr(b, "_written_at", 0), *(j.replay_epoch for r in getattr(b, "_written_by", ()) if (j := r()) is not None))
 
+# a pending assign into a realized tensor (y += x, y[:2] = v, y.assign(v)) -> (its target, the graph the target's value was
+# computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
+ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
@@ -397,6 +408,7 @@ class _Realized:
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
     self.live = live
     self.kept_at: dict[UOp, int] | None = None   # each kept graph's Tensor.write_epoch, gathered by _stale once needed
+    self.old_at: dict[UOp, int] = {}   # the targets of pending assigns in ASSIGNED_OVER -> when their old graph was kept
     self.wrap: dict[UOp, UOp] = {}
     self.stale: dict[UOp, UOp] = {}   # marker -> a buffer a kept graph read that an update overwrote since (_stale)
   def prune(self, want: set[UOp]) -> None:
@@ -425,7 +437,7 @@ class _Realized:
     # the values it read: read through a marker the gradient passes through, and a gradient that needs its value (x*x's
     # 2*x: not x*3's) raises in unexpand, as torch raises "modified by an inplace operation" (it read the new values)
     from tinygrad.tensor import write_epoch
-    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)}
+    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
     own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
@@ -434,7 +446,22 @@ class _Realized:
     self.stale |= {m: n for n, m in subs.items()}
     return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:
-    subs = {n: self._stand_in(n) for n in u.toposort(gate=_walks) if n in self.graphs}
+    topo = u.toposort(gate=_walks)
+    if len(ASSIGNED_OVER):
+      # a realized tensor with a pending assign: its buffer holds the value it was computed from until the assign runs, so
+      # a read of it (in the assign's value: y += x) passes the gradient to that graph (the assign dropped its _graph)
+      for n in topo:
+        if n.op is not Ops.ASSIGN or (rec := ASSIGNED_OVER.get(n)) is None: continue
+        # (the target, and for a reshape of a buffer, a realized tensor's usual form, the buffer, which a view assign's merge
+        # reads: z[1::2] += v left z[0]'s old value a read of the buffer itself)
+        t, g, at = rec
+        b = t
+        while b.op is Ops.RESHAPE: b = b.src[0]
+        for r, rg in ((t, g), (b, g.reshape(b.shape))) if b is not t and b.op is Ops.BUFFER and b.size == t.size else ((t, g),):
+          if r in self.graphs: continue
+          self.graphs[r], self.old_at[r] = rg, at
+          if self.kept_at is not None: self.kept_at[r] = at
+    subs = {n: self._stand_in(n) for n in topo if n in self.graphs}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the
@@ -448,7 +475,19 @@ class _Realized:
       raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
                          f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
+    if out and len(SUPERSEDED): out = _assign_values(out)
     return out
+
+# pending assigns that another pending assign of their target replaced (y += x; y *= x: the first): set by Tensor's assign
+SUPERSEDED: weakref.WeakSet[UOp] = weakref.WeakSet()
+
+def _assign_values(us: list[UOp]) -> list[UOp]:
+  # a pending assign that a gradient reads (y * y's 2y) is its value: the schedule reads an assign as its target's buffer,
+  # which holds the last pending assign's value, also for an earlier one (SUPERSEDED) that it reads (y += x; y *= x)
+  rep: dict[UOp, UOp] = {}
+  for n in UOp(Ops.SINK, src=tuple(us)).toposort():   # (sources first: a value that reads an earlier assign reads its value)
+    if n.op is Ops.ASSIGN: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
+  return substitute_all(us, rep) if rep else us
 
 def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor._mark_gone: one node, or one per shard)
   from tinygrad.engine.schedule import is_gone

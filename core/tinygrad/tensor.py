@@ -662,7 +662,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
       # (after the graphs above were kept: they read these targets' old values)
-      if Ops.ASSIGN in ops: _stamp_writes(n for n in nodes if n.op is Ops.ASSIGN)
+      if Ops.ASSIGN in ops:
+        _stamp_writes(n for n in nodes if n.op is Ops.ASSIGN)
+        from tinygrad.gradient import ASSIGNED_OVER
+        if len(ASSIGNED_OVER):   # (their targets hold the new values now: no old value left to read, nor a graph to hold)
+          for n in nodes:
+            if n.op is Ops.ASSIGN: ASSIGNED_OVER.pop(n, None)
     # a pure graph without a plan: its plan now, from what this realize scheduled and compiled
     if eager is not None and eager[1] is None and len(olds) == 1 and olds[0][0] is self and \
        (plan := engine.make_eager_plan(olds[0][1], nodes)) is not None:
@@ -1390,8 +1395,20 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         from tinygrad.multi import relayout
         v = relayout(v, self.uop)
       new = Tensor(v)._own(Tensor(v)).uop
+    olds, kept, kept_at = (self.uop.src if self.uop.op is Ops.MULTI else (self.uop,)), self._kept, self._kept_at
+    if prev := [s for s in olds if s.op is Ops.ASSIGN]:
+      from tinygrad.gradient import SUPERSEDED   # (pending assigns this one replaces: a gradient reads them as their values)
+      SUPERSEDED.update(prev)
     self._graph = None
     self._set_uop(new, write=True)
+    # until it runs, the target's buffer holds the old value, and backward reaches the graph that was computed from through
+    # it (y = (x * 2).realize(); y += x: d/dx was 1, not 3); a second pending assign reads the first, the same old value
+    from tinygrad.gradient import ASSIGNED_OVER
+    news = self.uop.src if self.uop.op is Ops.MULTI else (self.uop,)
+    for a, o, g in zip(news, olds, (kept.src if kept.op is Ops.MULTI else (kept,)) if kept is not None else (None,) * len(olds)):
+      if a.op is not Ops.ASSIGN: continue
+      if g is not None and a.src[0] is o: ASSIGNED_OVER[a] = (o, g, kept_at)
+      elif (rec := ASSIGNED_OVER.get(o)) is not None: ASSIGNED_OVER[a] = rec
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
     if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
       pending_assigns[(threading.get_ident(), id(self))] = self

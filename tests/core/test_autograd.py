@@ -894,3 +894,82 @@ def test_second_order_gradients_through_custom_rules_match_torch(name):
   tg = torch.autograd.grad(fr(tx).sum(), tx, create_graph=True)[0]
   np.testing.assert_allclose(g.square().sum().gradient(x)[0].numpy(), torch.autograd.grad(tg.square().sum(), tx)[0].numpy(), rtol=1e-4, atol=1e-5)
   if name == "exp": np.testing.assert_array_equal(g.sum().gradient(x)[0].numpy(), x.exp().numpy())   # d2 e^x = e^x exactly
+
+@pytest.mark.parametrize("n", [7, 300])
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cummax_gradient_with_a_nan_goes_to_the_nan_like_torch(op, n):
+  # a NaN running max is its NaN, which takes the gradient (torch's, as cummax's index says): the max rule's NaN over the
+  # row gave NaN to every element before the row's first NaN too, whose outputs never saw it. 300: the block scan, whose
+  # carry's maximum passed a NaN's gradient to both sides. (A plain max(axis) stays NaN over the row: torch's amax)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.random.default_rng(0).permutation(4 * n).reshape(4, n).astype(np.float32)   # (no ties: torch gives a tie to one)
+  a[0, 3], a[1, n // 2], a[2, n - 1] = np.nan, np.nan, np.nan
+  w = np.random.default_rng(1).uniform(0.5, 1.5, a.shape).astype(np.float32)
+  x, tx = Tensor(a), torch.tensor(a, requires_grad=True)
+  y, ty = getattr(x, op)(1)[0], getattr(tx, op)(1)[0]
+  np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+  g = (y * Tensor(w)).sum().gradient(x)[0].numpy()
+  np.testing.assert_allclose(g, torch.autograd.grad((ty * torch.tensor(w)).sum(), tx)[0].numpy(), rtol=1e-5)
+
+def test_gradient_reading_two_pending_assigns_of_one_buffer_reads_each_ones_value():
+  # a gradient that reads a pending assign's value (2y of y*y) read it as the target's buffer, and where the graph holds a
+  # later assign of the same buffer too (y += x; y *= x), the schedule gave both the last one's value: d/dx was 336, torch -96
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, b = np.array([1.0, -2.0, 3.0], np.float32), np.array([2.0, 8.0, 18.0], np.float32)
+  x, y = Tensor(a).realize(), Tensor(b).realize()
+  tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b)
+  for t, u in ((y, x), (ty, tx)):
+    t += u
+    t *= u
+  g = (y * y).sum().gradient(x)[0]
+  np.testing.assert_allclose(g.numpy(), torch.autograd.grad((ty * ty).sum(), tx)[0].numpy(), rtol=1e-6)
+  np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)   # (the assigns still run, once)
+
+@pytest.mark.parametrize("case", ["iadd", "imul_twice", "setitem", "view_assign", "slice_iadd", "read_before"])
+def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_graph(case):
+  # a realized tensor keeps the graph it was computed from, but an assign into it (y += x, y[1:] = v) dropped that graph
+  # while its value still read the old contents: y = (x*x*2).realize(); y += x gave d sum(y)/dx = 1, torch 4x + 1
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, -2.0, 3.0], np.float32)
+  def run(x, y):
+    z = y * 3   # (read before the update: the old value, in torch too)
+    if case in ("iadd", "imul_twice", "read_before"): y += x
+    if case == "imul_twice": y *= x
+    if case == "setitem": y[1:] = x[:2] * 5
+    if case == "view_assign": y[0:2].assign(x[1:] * (y[2] * 1)) if isinstance(y, Tensor) else y[0:2].copy_(x[1:] * (y[2] * 1))
+    if case == "slice_iadd": y[0:2] += x[1:]
+    return (y * y).sum() + ((z * z).sum() if case == "read_before" else 0)
+  x = Tensor(a).realize()
+  got = run(x, (x * x * 2).contiguous().realize())
+  tx = torch.tensor(a, requires_grad=True)
+  want = run(tx, (tx * tx * 2).clone())
+  np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
+  np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
+
+@pytest.mark.parametrize("axis", [0, None])
+def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):
+  # the same per shard: each shard's assign reads its own buffer, whose old value its shard of the kept graph computed
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, 2.0, -3.0, 4.0], np.float32)
+  x = Tensor(a).shard(("CPU:0", "CPU:1"), axis).realize()
+  y = (x * x).contiguous().realize()
+  y += x
+  y *= x   # y = x^3 + x^2
+  yv = a ** 3 + a ** 2
+  np.testing.assert_allclose((y * y).sum().gradient(x)[0].numpy(), 2 * yv * (3 * a * a + 2 * a), rtol=1e-6)
+  np.testing.assert_allclose(y.numpy(), yv, rtol=1e-6)
+
+def test_gradient_through_a_pending_strided_setitem_into_a_realized_2d_tensor():
+  # a realized 2-d tensor is a reshape of its buffer, and a view assign's merge reads the untouched elements from the buffer
+  # itself: z[1::2] += v gave z[0]'s old value no gradient (x.grad [[2], [3]], torch [[12], [3]]). Found by test_grad_fuzz
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, w = np.array([[1.0], [2.0], [-3.0]], np.float32), np.array([[10.0], [1.0], [0.5]], np.float32)
+  x, tx = Tensor(a).realize(), torch.tensor(a, requires_grad=True)
+  z, tz = (x * 1).contiguous().realize(), tx * 1
+  z[1::2] += x.sum() * 2
+  tz[1::2] += tx.sum() * 2
+  np.testing.assert_allclose((z * Tensor(w)).sum().gradient(x)[0].numpy(), torch.autograd.grad((tz * torch.tensor(w)).sum(), tx)[0].numpy())

@@ -77,6 +77,10 @@ def _split_max(x, dim: int, valid):
   m = xd.masked_fill(~valid, -float("inf")).amax(dim, keepdim=True)
   return torch.where(valid & (xd == m), x, -float("inf")).amax(dim)
 
+def _copy(t: Tensor, k: int) -> Tensor:
+  # a copy to update in place: lazy, or realized (its buffer then holds the old value, its kept graph what it came from)
+  return (t * 1).contiguous().realize() if (k >> 8) % 2 else t * 1
+
 def step(p: Prog, op: str, k1: int, k2: int):
   t, r = p.pool[k1 % len(p.pool)]
   nd, shape, rng = t.ndim, t.shape, p.rng
@@ -372,7 +376,7 @@ def step(p: Prog, op: str, k1: int, k2: int):
   if op == "inplace":   # in-place updates of a fresh copy: a slice +=, *= of another value, a masked write
     if not nd: raise Skip
     t2, r2 = p.pool[k2 % len(p.pool)]
-    z, zr = t * 1, r * 1
+    z, zr = _copy(t, k2), r * 1
     sl = (slice(None),) * ax + (slice(int(rng.integers(0, 2)), None, int(rng.integers(1, 3))),)
     sub = np.empty(shape)[sl].shape
     # (nothing written, or all of it overwritten: ours passes no gradient to what is lost, torch a 0 that meets log(0)'s inf
@@ -400,7 +404,7 @@ def step(p: Prog, op: str, k1: int, k2: int):
     try: fits = np.broadcast_shapes(t2.shape, shape) == shape
     except ValueError: fits = False
     if not fits: t2, r2 = t2.sum(), r2.sum()
-    z, zr = t * 1, r * 1
+    z, zr = _copy(t, k2), r * 1
     y, yr = z * 2 + 1, zr * 2 + 1
     if k1 % 2:
       z += t2 * t2

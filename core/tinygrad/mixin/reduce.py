@@ -27,6 +27,11 @@ def _small_scan(x: Tensor, n: sint) -> bool:
   # a running op along x's last axis (of n) cheap enough whole to stay one kernel: blocked it takes three more launches
   return isinstance(n, int) and n <= CUM_WINDOW and all_int(x.shape) and prod(x.shape) * n < CUM_WORK
 
+def _max_of_two(a: Tensor, b: Tensor) -> Tensor:
+  # max(a, b) as a max over a new axis of 2, for its gradient: a NaN takes it (maximum's passes it whole to both sides of a
+  # NaN, torch's: a block scan's NaN carry gave the gradient to the elements it covers too), a tie splits it
+  return a.unsqueeze(-1).cat(b.expand(a.shape).unsqueeze(-1), dim=-1)._max(-1)
+
 class ReduceMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- reductions ----
@@ -267,7 +272,7 @@ class ReduceMixin:
     x = self.transpose(ax, -1)
     n = x.shape[-1]
     ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
-    combine: Callable[[Tensor, Tensor], Tensor] = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
+    combine: Callable[[Tensor, Tensor], Tensor] = _max_of_two if op is Ops.MAX else {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul}[op]
     reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
     # a block's scan costs B operations per element (every prefix of it is reduced whole): blocks of 256 ran a 1000x1000
@@ -295,6 +300,17 @@ class ReduceMixin:
       first = Tensor.arange(nb, device=self.device).reshape(nb, 1) == 0
       ret = first.where(blocks, combine(blocks, carry.unsqueeze(-1))).reshape(*x.shape[:-1], nb*B).shrink(tuple(pre + [(0, n)]))
     else: ret = scan(x)
+    if op is Ops.MAX and dtypes.is_float(self.dtype):
+      # its max reduces tagged: a NaN running max passes its gradient to the NaN, as torch's cummax (a plain max's NaN over
+      # the row gave NaN to every element before the first NaN too: their outputs' windows see it). Rebuilt sources first:
+      # a reduce may read another (a block's scan reads the blocks before)
+      from tinygrad.gradient import NAN_MAX
+      done: dict[UOp, UOp] = {}
+      for u in ret.uop.toposort(gate=lambda u: u is not x.uop):
+        src = tuple(done.get(s, s) for s in u.src)
+        tag = NAN_MAX if u.op is Ops.REDUCE_AXIS and u.arg[0] is Ops.MAX and u.tag is None and u is not x.uop else u.tag
+        done[u] = u if src == u.src and tag is u.tag else UOp(u.op, u.dtype, src, u.arg, tag)
+      ret = Tensor(done[ret.uop])
     return ret.transpose(ax, -1)._own(self)
   @_opmath
   def cumsum(self: Tensor, axis: int = 0) -> Tensor:
