@@ -138,6 +138,67 @@ def test_scatter_reduce_half_rounds_like_torch(dt, tdt, reduce, include_self):
   assert got.dtype == dt
   np.testing.assert_array_equal(got.cast(dtypes.float32).numpy(), want)
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("shape,ishape,dim", [((3, 5), (7, 5), 0), ((2, 6, 3), (2, 11, 2), 1)])
+def test_scatter_reduce_sorted_matches_torch(monkeypatch, reduce, include_self, shape, ishape, dim):
+  # past _SCATTER_ONEHOT_MAX scatter_reduce sorts each line's indices and reduces runs of equal ones (the one-hot of
+  # (2, 100003) into (2, 100003) took > 60 s for amax and raised MemoryError for sum): forced here on small shapes,
+  # repeated indices, other dims, lines index does not reach, int and float values, gradients
+  import tinygrad.mixin.indexing as indexing
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  rng = np.random.default_rng(3)
+  idx = rng.integers(0, shape[dim], ishape)
+  for dt in (np.float32, np.int32):
+    a = rng.permutation(np.prod(shape)).reshape(shape).astype(dt) - 5   # no ties (amax's gradient splits them)
+    s = (rng.permutation(np.prod(ishape)).reshape(ishape).astype(dt) - 20) * np.where(rng.random(ishape) < 0.5, -1, 1).astype(dt)
+    if dt is np.int32:
+      out = Tensor(a).scatter_reduce(dim, Tensor(idx), Tensor(s), reduce, include_self=include_self)
+      tout = torch.tensor(a).scatter_reduce(dim, torch.tensor(idx), torch.tensor(s), reduce, include_self=include_self)
+      assert out.dtype == dtypes.int32 and out.tolist() == tout.tolist()
+      continue
+    a, s = a / 4, s / 8   # (products stay small: prod's float32 rounding)
+    x, tx = leaves(a, "CPU")
+    src, tsrc = leaves(s, "CPU")
+    out = x.scatter_reduce(dim, Tensor(idx), src, reduce, include_self=include_self)
+    tout = tx.scatter_reduce(dim, torch.tensor(idx), tsrc, reduce, include_self=include_self)
+    close(out, tout, atol=1e-4)
+    backward_both(out, tout)
+    close(x.grad, tx.grad, atol=1e-4)
+    close(src.grad, tsrc.grad, atol=1e-4)
+
+@pytest.mark.parametrize("red", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_sorted_special_values(monkeypatch, red):
+  # NaN, infinities, ties, an empty index and a half dtype through the sorted path: as the one-hot path (and torch)
+  import tinygrad.mixin.indexing as indexing
+  x = np.array([[1.0, -np.inf, 3.0, 0.0, 2.0]], np.float32)
+  s = np.array([[np.nan, 2.0, np.inf, -np.inf, 3.0, 3.0, 0.5]], np.float32)
+  idx = np.array([[0, 1, 2, 2, 4, 4, 3]])
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  e = Tensor.ones(2, 3).scatter_reduce(0, Tensor.zeros(0, 3, dtype=dtypes.int32), Tensor.ones(0, 3), red)
+  assert e.tolist() == [[1.0] * 3] * 2
+  for inc in (True, False):
+    want = torch.tensor(x).scatter_reduce(1, torch.tensor(idx), torch.tensor(s), red, include_self=inc)
+    monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+    close(Tensor(x).scatter_reduce(1, Tensor(idx), Tensor(s), red, include_self=inc), want)
+    if red not in ("amax", "amin"): continue   # (the tie splits are the tricky gradients; prod's at inf/NaN is ill-defined)
+    xs, ss = Tensor(x, requires_grad=True), Tensor(s, requires_grad=True)
+    xs.scatter_reduce(1, Tensor(idx), ss, red, include_self=inc).sum().backward()
+    monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 1 << 32)
+    xo, so = Tensor(x, requires_grad=True), Tensor(s, requires_grad=True)
+    xo.scatter_reduce(1, Tensor(idx), so, red, include_self=inc).sum().backward()
+    close(xs.grad, xo.grad.numpy())
+    close(ss.grad, so.grad.numpy())
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  rng = np.random.default_rng(1)
+  a, s = (rng.standard_normal((3, 6)) * 3).astype(np.float32), (rng.standard_normal((3, 12)) * 3).astype(np.float32)
+  idx = rng.integers(0, 6, (3, 12))
+  if red in ("sum", "mean"):
+    want = torch.tensor(a).half().scatter_reduce(1, torch.tensor(idx), torch.tensor(s).half(), red).float().numpy()
+    got = Tensor(a).half().scatter_reduce(1, Tensor(idx), Tensor(s).half(), red)
+    assert got.dtype == dtypes.float16
+    np.testing.assert_array_equal(got.float().numpy(), want)
+
 def test_scatter_errors():
   x = Tensor.zeros(3, 4)
   with pytest.raises(RuntimeError, match="dtype"): x.scatter(0, Tensor([[0]]), Tensor([[1]]))
