@@ -432,6 +432,13 @@ class IndexingMixin:
         h, rs, c = self._scatter_lines(d, index, vals)
         idents = [{Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op] for v, op in vals]
         return h.pad(pads), [r.pad(pads, value=i) for r, i in zip(rs, idents)], c.pad(pads)
+      def sums(vals: list[Tensor], dt: Any) -> tuple[Tensor, list[Tensor], Tensor]:
+        # sorted sums forward, the one-hot sum's gradient backward (never computed forward: _with_grad's select folds it
+        # away): its backward is a gather of the output gradient, O(m), where the sort's gathers' is a one-hot (n*m)
+        h, rs, c = lines([(v.cast(dt), Ops.ADD) for v in vals])
+        spread = [v.cast(dt).unsqueeze(-1).expand(*index.shape, n).transpose(d, -1).pad(pads + [None]) for v in vals]
+        # (unsplit: a split reduce realizes its chunks, which the fold does not reach)
+        return h, [mask.where(v, v._const(0, shape=()))._reduce(Ops.ADD, -1, split_ok=False)._with_grad(r.detach(), "same") for v, r in zip(spread, rs)], c
     if reduce == "amax":
       if not sorted_:
         # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
@@ -448,7 +455,7 @@ class IndexingMixin:
       def tie(a: Tensor, b: Tensor) -> Tensor: return (a == b) | (a.isnan() & b.isnan())
       at = out.gather(d, index.maximum(0).minimum(n - 1).cast(dtypes.int32))
       ok = (index >= 0) & (index < n) & tie(osrc, at)
-      _, (gs, gc), _ = lines([(ok.where(osrc, 0.0), Ops.ADD), (ok.cast(self.dtype), Ops.ADD)])
+      _, (gs, gc), _ = sums([ok.where(osrc, 0.0), ok], self.dtype)
       if include_self:
         st = tie(self, out)
         gs, gc = gs + st.where(self, 0.0), gc + st.cast(self.dtype)
@@ -458,7 +465,8 @@ class IndexingMixin:
     acc_dt = sum_acc_dtype(self.dtype) if dtypes.is_float(self.dtype) else self.dtype
     me = self.cast(acc_dt)
     if sorted_:
-      hit, (r,), count = lines([(osrc.cast(acc_dt), Ops.MUL if reduce == "prod" else Ops.ADD)])
+      # (prod's gradient goes back through the sorted scan: O(m*m) per line at these sizes, but a one-hot's is no cheaper)
+      hit, (r,), count = lines([(osrc.cast(acc_dt), Ops.MUL)]) if reduce == "prod" else sums([osrc], acc_dt)
     else:
       hit = mask.any(-1)
       if reduce == "prod": r = mask.where(src, src._const(1, shape=())).prod(-1, dtype=acc_dt)
