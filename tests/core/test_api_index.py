@@ -48,6 +48,28 @@ def test_scatter_matches_torch(dev, shape, ishape, dim):
   close(x.grad, tx.grad)
   close(src.grad, tsrc.grad)   # (an empty leaf too: its gradient is empty, as torch's)
 
+@pytest.mark.parametrize("shape,ishape,dim", [((3, 5), (2, 5), 0), ((2, 6, 3), (2, 4, 2), 1)])
+def test_scatter_sorted_matches_torch(monkeypatch, shape, ishape, dim):
+  # past _SCATTER_ONEHOT_MAX scatter sorts too (the one-hot of (2, 100003) into (2, 100003) raised MemoryError): forced
+  # here, unique indices against torch (forward and backward), repeated ones against the one-hot path (the last wins)
+  import tinygrad.mixin.indexing as indexing
+  rng = np.random.default_rng(4)
+  a, s = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(ishape).astype(np.float32)
+  rep = rng.integers(0, shape[dim], ishape)
+  want = Tensor(a).scatter(dim, Tensor(rep), Tensor(s)).numpy()
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  np.testing.assert_array_equal(Tensor(a).scatter(dim, Tensor(rep), Tensor(s)).numpy(), want)
+  np.testing.assert_array_equal(Tensor(a).scatter(dim, Tensor(rep), 2.5, reduce="add").numpy(),
+                                torch.tensor(a).scatter(dim, torch.tensor(rep), 2.5, reduce="add").numpy())
+  idx = unique_index(rng, ishape, shape[dim], dim)
+  x, tx = leaves(a, "CPU")
+  src, tsrc = leaves(s, "CPU")
+  out, tout = x.scatter(dim, Tensor(idx), src), tx.scatter(dim, torch.tensor(idx), tsrc)
+  close(out, tout)
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+  close(src.grad, tsrc.grad)
+
 def test_scatter_repeated_index_keeps_the_last():
   out = Tensor.zeros(3).scatter(0, Tensor([1, 1, 2, 1]), Tensor([1.0, 2.0, 3.0, 4.0]))
   assert out.tolist() == [0.0, 4.0, 3.0]

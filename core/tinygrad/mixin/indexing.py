@@ -85,6 +85,10 @@ def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, U
 # Sorting also compiles ~70 kernels the first time (6-15 s cold). Past _CHUNK indices per line the one-hot's reduce splits
 # and, under a pad, realizes the whole mask: sorted there already from 1/64 of the size
 _SCATTER_ONEHOT_MAX = 1 << 32
+def _scatter_sorts(index: Tensor, d: int, n: sint) -> bool:
+  # whether a scatter of `index` (along d, into n positions) sorts rather than builds the one-hot mask
+  size = index.numel() * n if all_int(index.shape) and isinstance(n, int) else 0
+  return size > _SCATTER_ONEHOT_MAX or (index.shape[d] > _CHUNK and size > _SCATTER_ONEHOT_MAX >> 6)
 
 class IndexingMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -363,7 +367,18 @@ class IndexingMixin:
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod", include_self=True)
     if self.ndim == 0: return self.reshape(1).scatter(0, index.reshape(1), src.reshape(1)).reshape(())
+    osrc = src
     src, mask = self._pre_scatter("scatter", dim, index, src)
+    d = self._resolve_dim(dim)
+    if _scatter_sorts(index, d, self.shape[d]):
+      # many indices per line (the one-hot of (2, 100003) raised MemoryError): the last writer of each position is the
+      # largest position among its run of sorted indices (a running max), its value a load (see scatter_reduce)
+      m = index.shape[d]
+      pos = Tensor.arange(1, m + 1, device=self.device).reshape(*[m if k == d else 1 for k in range(self.ndim)])._broadcast_to(index.shape)
+      hit, (last,), _ = self._scatter_lines(d, index, [(pos, Ops.MAX)])
+      val = osrc.shrink([(0, i) for i in index.shape]).gather(d, (last - 1).maximum(0))
+      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      return hit.pad(pads).where(val.pad(pads), self)
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
     last = mask.where(pos, 0)._max(-1, keepdim=True)   # the last j that writes each position (0: none)
@@ -422,8 +437,7 @@ class IndexingMixin:
     src, mask = self._pre_scatter("scatter_reduce", dim, index, src)
     d = self._resolve_dim(dim)
     n, m = self.shape[d], index.shape[d]
-    size = index.numel() * n if all_int(index.shape) and isinstance(n, int) else 0
-    sorted_ = size > _SCATTER_ONEHOT_MAX or (m > _CHUNK and size > _SCATTER_ONEHOT_MAX >> 6)
+    sorted_ = _scatter_sorts(index, d, n)
     if sorted_:
       # over the lines index reaches (the rest of self is left as it is, as the one-hot's zero pads leave it)
       pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
