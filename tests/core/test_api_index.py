@@ -579,6 +579,27 @@ def test_setitem_matches_torch(idx, scalar):
   t[idx] = v if scalar else Tensor(v)
   np.testing.assert_array_equal(t.numpy(), want)
 
+@pytest.mark.parametrize("idx", [([1, 3, 1, -1],), (slice(None), [0, 2, 0]), ([[0, 0], [2, 0]], slice(1, 3), [[1, 1], [4, 1]]), (1, [2, 2], [3, 3]),
+                                 (Ellipsis, [4, -5, 2])])
+def test_setitem_sorted_matches_numpy(monkeypatch, idx):
+  # past _SCATTER_ONEHOT_MAX a tensor-index setitem finds each element's last writer by sorting (x[i] = v of 100003 into
+  # 100003 raised MemoryError): forced here, repeated indices (the last write wins, as numpy), the value's gradient
+  import tinygrad.mixin.indexing as indexing
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  a = np.arange(4 * 3 * 5, dtype=np.float32).reshape(4, 3, 5)
+  want = a.copy()
+  shape = want[idx].shape
+  v = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1000
+  want[idx] = v
+  t, vt = Tensor(a.copy()) + 0, Tensor(v, requires_grad=True)   # (lazy: its update is part of the graph)
+  t[tuple(Tensor(i) if isinstance(i, list) else i for i in idx)] = vt
+  np.testing.assert_array_equal(t.numpy(), want)
+  t.sum().backward()   # 1 to each value that is the last write of its element, 0 to the overwritten ones
+  hits = np.zeros(a.shape, np.float32)
+  hits[idx] = np.arange(v.size, dtype=np.float32).reshape(shape)
+  written = np.isin(np.arange(v.size), hits[idx].ravel()).astype(np.float32).reshape(shape)
+  np.testing.assert_array_equal(vt.grad.numpy(), written)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("idx", [([0, 1], [0, 2]), (slice(None), [0, 2]), ([0, 1], slice(None), [1, 1]), (Ellipsis, [-1, 0]), ([[1], [0]], 0, [2, 4])])
 def test_advanced_getitem_gradient_matches_torch(dev, idx):

@@ -90,6 +90,22 @@ def _scatter_sorts(index: Tensor, d: int, n: sint) -> bool:
   size = index.numel() * n if all_int(index.shape) and isinstance(n, int) else 0
   return size > _SCATTER_ONEHOT_MAX or (index.shape[d] > _CHUNK and size > _SCATTER_ONEHOT_MAX >> 6)
 
+def _flat_index(ts: list[tuple[int, Tensor, int]]) -> tuple[Tensor, int, Any]:
+  """Tensor indices (as _adv_indices gives them) as one index into their axes flattened (row-major, -1 where one is out
+  of its axis), with the flattened size and the index's dtype."""
+  total = prod(n for _, _, n in ts)
+  idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
+  lin, stride, inb = None, 1, None
+  for _, t, n in reversed(ts):
+    term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
+    lin, stride = term if lin is None else lin + term, stride * n
+    # an index past its own axis picks nothing (0, as the one-hot masks give): in the flattened index it landed on
+    # another element (x[0, 4] of a (2, 3) read x[1, 1]), and an int64 index cast to int32 wrapped (2**32 + 1 read 1)
+    ok = (t >= 0) & (t < n)
+    inb = ok if inb is None else inb & ok
+  assert lin is not None and inb is not None
+  return inb.where(lin, -1), total, idt
+
 class IndexingMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
   # ---- indexing ----
@@ -248,18 +264,7 @@ class IndexingMixin:
       ts, bshape = self._adv_indices(p)
       picked = [pos for pos, _, _ in ts]
       rest = [j for j in range(x.ndim) if j not in picked]
-      total = prod(n for _, _, n in ts)
-      idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
-      lin, stride, inb = None, 1, None
-      for _, t, n in reversed(ts):
-        term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
-        lin, stride = term if lin is None else lin + term, stride * n
-        # an index past its own axis picks nothing (0, as the one-hot masks give): in the flattened index it landed on
-        # another element (x[0, 4] of a (2, 3) read x[1, 1]), and an int64 index cast to int32 wrapped (2**32 + 1 read 1)
-        ok = (t >= 0) & (t < n)
-        inb = ok if inb is None else inb & ok
-      assert lin is not None and inb is not None
-      lin = inb.where(lin, -1)
+      lin, total, idt = _flat_index(ts)
       nb, nr = len(bshape), len(rest)
       xf = x.permute(rest + picked).reshape((1,) * nb + tuple(x.shape[j] for j in rest) + (total,))
       hit = lin._broadcast_to(bshape).reshape(bshape + (1,) * nr + (1,)) == Tensor.arange(total, device=self.device, dtype=idt).reshape((1,) * (nb + nr) + (total,))
@@ -316,9 +321,20 @@ class IndexingMixin:
     if order is not None: vt = vt.permute([order.index(j) for j in range(len(order))])
     vt = vt.reshape(bshape + tuple(1 if j in axes else s for j, s in enumerate(p.out_shape)))
     nbf = prod(bshape)
-    mask, vt = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape)), vt.reshape((nbf,) + vt.shape[nb:])
-    bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
-    last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
+    vt = vt.reshape((nbf,) + vt.shape[nb:])
+    ts, _ = self._adv_indices(p)
+    lin, total, _ = _flat_index(ts)
+    lin = lin._broadcast_to(bshape).reshape(nbf)
+    if all_int(p.out_shape) and _scatter_sorts(lin, 0, total):
+      # many indices into a large axis (x[i] = v of 100003 into 100003: the one-hot raised MemoryError): the last writer of
+      # each element of the indexed axes flattened is a scatter_reduce amax of the writers' numbers (sorted at this size)
+      bid = Tensor.arange(1, nbf + 1, device=self.device)
+      last = Tensor.zeros(total, dtype=bid.dtype, device=self.device).scatter_reduce(0, lin, bid, "amax")
+      last = last.reshape(tuple(n if j in axes else 1 for j, n in enumerate(p.out_shape)))._broadcast_to(tuple(p.out_shape))
+    else:
+      mask = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape))
+      bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
+      last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
     # read the winning value (a load), not a one-hot sum: a sum starting at +0.0 turned a written -0.0 into 0.0
     vals = vt._broadcast_to((nbf, *p.out_shape)).gather(0, (last - 1).maximum(0).unsqueeze(0)).squeeze(0)
     self.assign(scatter(last > 0).where(scatter(vals), self))
