@@ -48,6 +48,28 @@ def test_scatter_matches_torch(dev, shape, ishape, dim):
   close(x.grad, tx.grad)
   close(src.grad, tsrc.grad)   # (an empty leaf too: its gradient is empty, as torch's)
 
+@pytest.mark.parametrize("shape,ishape,dim", [((3, 5), (2, 5), 0), ((2, 6, 3), (2, 4, 2), 1)])
+def test_scatter_sorted_matches_torch(monkeypatch, shape, ishape, dim):
+  # past _SCATTER_ONEHOT_MAX scatter sorts too (the one-hot of (2, 100003) into (2, 100003) raised MemoryError): forced
+  # here, unique indices against torch (forward and backward), repeated ones against the one-hot path (the last wins)
+  import tinygrad.mixin.indexing as indexing
+  rng = np.random.default_rng(4)
+  a, s = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(ishape).astype(np.float32)
+  rep = rng.integers(0, shape[dim], ishape)
+  want = Tensor(a).scatter(dim, Tensor(rep), Tensor(s)).numpy()
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  np.testing.assert_array_equal(Tensor(a).scatter(dim, Tensor(rep), Tensor(s)).numpy(), want)
+  np.testing.assert_array_equal(Tensor(a).scatter(dim, Tensor(rep), 2.5, reduce="add").numpy(),
+                                torch.tensor(a).scatter(dim, torch.tensor(rep), 2.5, reduce="add").numpy())
+  idx = unique_index(rng, ishape, shape[dim], dim)
+  x, tx = leaves(a, "CPU")
+  src, tsrc = leaves(s, "CPU")
+  out, tout = x.scatter(dim, Tensor(idx), src), tx.scatter(dim, torch.tensor(idx), tsrc)
+  close(out, tout)
+  backward_both(out, tout)
+  close(x.grad, tx.grad)
+  close(src.grad, tsrc.grad)
+
 def test_scatter_repeated_index_keeps_the_last():
   out = Tensor.zeros(3).scatter(0, Tensor([1, 1, 2, 1]), Tensor([1.0, 2.0, 3.0, 4.0]))
   assert out.tolist() == [0.0, 4.0, 3.0]
@@ -137,6 +159,67 @@ def test_scatter_reduce_half_rounds_like_torch(dt, tdt, reduce, include_self):
   got = Tensor(a).cast(dt).scatter_reduce(1, Tensor(idx), Tensor(s).cast(dt), reduce, include_self=include_self)
   assert got.dtype == dt
   np.testing.assert_array_equal(got.cast(dtypes.float32).numpy(), want)
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("shape,ishape,dim", [((3, 5), (7, 5), 0), ((2, 6, 3), (2, 11, 2), 1)])
+def test_scatter_reduce_sorted_matches_torch(monkeypatch, reduce, include_self, shape, ishape, dim):
+  # past _SCATTER_ONEHOT_MAX scatter_reduce sorts each line's indices and reduces runs of equal ones (the one-hot of
+  # (2, 100003) into (2, 100003) took > 60 s for amax and raised MemoryError for sum): forced here on small shapes,
+  # repeated indices, other dims, lines index does not reach, int and float values, gradients
+  import tinygrad.mixin.indexing as indexing
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  rng = np.random.default_rng(3)
+  idx = rng.integers(0, shape[dim], ishape)
+  for dt in (np.float32, np.int32):
+    a = rng.permutation(np.prod(shape)).reshape(shape).astype(dt) - 5   # no ties (amax's gradient splits them)
+    s = (rng.permutation(np.prod(ishape)).reshape(ishape).astype(dt) - 20) * np.where(rng.random(ishape) < 0.5, -1, 1).astype(dt)
+    if dt is np.int32:
+      out = Tensor(a).scatter_reduce(dim, Tensor(idx), Tensor(s), reduce, include_self=include_self)
+      tout = torch.tensor(a).scatter_reduce(dim, torch.tensor(idx), torch.tensor(s), reduce, include_self=include_self)
+      assert out.dtype == dtypes.int32 and out.tolist() == tout.tolist()
+      continue
+    a, s = a / 4, s / 8   # (products stay small: prod's float32 rounding)
+    x, tx = leaves(a, "CPU")
+    src, tsrc = leaves(s, "CPU")
+    out = x.scatter_reduce(dim, Tensor(idx), src, reduce, include_self=include_self)
+    tout = tx.scatter_reduce(dim, torch.tensor(idx), tsrc, reduce, include_self=include_self)
+    close(out, tout, atol=1e-4)
+    backward_both(out, tout)
+    close(x.grad, tx.grad, atol=1e-4)
+    close(src.grad, tsrc.grad, atol=1e-4)
+
+@pytest.mark.parametrize("red", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_sorted_special_values(monkeypatch, red):
+  # NaN, infinities, ties, an empty index and a half dtype through the sorted path: as the one-hot path (and torch)
+  import tinygrad.mixin.indexing as indexing
+  x = np.array([[1.0, -np.inf, 3.0, 0.0, 2.0]], np.float32)
+  s = np.array([[np.nan, 2.0, np.inf, -np.inf, 3.0, 3.0, 0.5]], np.float32)
+  idx = np.array([[0, 1, 2, 2, 4, 4, 3]])
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  e = Tensor.ones(2, 3).scatter_reduce(0, Tensor.zeros(0, 3, dtype=dtypes.int32), Tensor.ones(0, 3), red)
+  assert e.tolist() == [[1.0] * 3] * 2
+  for inc in (True, False):
+    want = torch.tensor(x).scatter_reduce(1, torch.tensor(idx), torch.tensor(s), red, include_self=inc)
+    monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+    close(Tensor(x).scatter_reduce(1, Tensor(idx), Tensor(s), red, include_self=inc), want)
+    if red not in ("amax", "amin"): continue   # (the tie splits are the tricky gradients; prod's at inf/NaN is ill-defined)
+    xs, ss = Tensor(x, requires_grad=True), Tensor(s, requires_grad=True)
+    xs.scatter_reduce(1, Tensor(idx), ss, red, include_self=inc).sum().backward()
+    monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 1 << 32)
+    xo, so = Tensor(x, requires_grad=True), Tensor(s, requires_grad=True)
+    xo.scatter_reduce(1, Tensor(idx), so, red, include_self=inc).sum().backward()
+    close(xs.grad, xo.grad.numpy())
+    close(ss.grad, so.grad.numpy())
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  rng = np.random.default_rng(1)
+  a, s = (rng.standard_normal((3, 6)) * 3).astype(np.float32), (rng.standard_normal((3, 12)) * 3).astype(np.float32)
+  idx = rng.integers(0, 6, (3, 12))
+  if red in ("sum", "mean"):
+    want = torch.tensor(a).half().scatter_reduce(1, torch.tensor(idx), torch.tensor(s).half(), red).float().numpy()
+    got = Tensor(a).half().scatter_reduce(1, Tensor(idx), Tensor(s).half(), red)
+    assert got.dtype == dtypes.float16
+    np.testing.assert_array_equal(got.float().numpy(), want)
 
 def test_scatter_errors():
   x = Tensor.zeros(3, 4)
@@ -495,6 +578,27 @@ def test_setitem_matches_torch(idx, scalar):
   t = Tensor(a.copy())
   t[idx] = v if scalar else Tensor(v)
   np.testing.assert_array_equal(t.numpy(), want)
+
+@pytest.mark.parametrize("idx", [([1, 3, 1, -1],), (slice(None), [0, 2, 0]), ([[0, 0], [2, 0]], slice(1, 3), [[1, 1], [4, 1]]), (1, [2, 2], [3, 3]),
+                                 (Ellipsis, [4, -5, 2])])
+def test_setitem_sorted_matches_numpy(monkeypatch, idx):
+  # past _SCATTER_ONEHOT_MAX a tensor-index setitem finds each element's last writer by sorting (x[i] = v of 100003 into
+  # 100003 raised MemoryError): forced here, repeated indices (the last write wins, as numpy), the value's gradient
+  import tinygrad.mixin.indexing as indexing
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  a = np.arange(4 * 3 * 5, dtype=np.float32).reshape(4, 3, 5)
+  want = a.copy()
+  shape = want[idx].shape
+  v = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + 1000
+  want[idx] = v
+  t, vt = Tensor(a.copy()) + 0, Tensor(v, requires_grad=True)   # (lazy: its update is part of the graph)
+  t[tuple(Tensor(i) if isinstance(i, list) else i for i in idx)] = vt
+  np.testing.assert_array_equal(t.numpy(), want)
+  t.sum().backward()   # 1 to each value that is the last write of its element, 0 to the overwritten ones
+  hits = np.zeros(a.shape, np.float32)
+  hits[idx] = np.arange(v.size, dtype=np.float32).reshape(shape)
+  written = np.isin(np.arange(v.size), hits[idx].ravel()).astype(np.float32).reshape(shape)
+  np.testing.assert_array_equal(vt.grad.numpy(), written)
 
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("idx", [([0, 1], [0, 2]), (slice(None), [0, 2]), ([0, 1], slice(None), [1, 1]), (Ellipsis, [-1, 0]), ([[1], [0]], 0, [2, 4])])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from tinygrad.dtype import dtypes, ConstType, sum_acc_dtype
 from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
-from tinygrad.mixin.common import _broadcast_shape, _flatten_py, _whole_int, ArgumentError, OpDTypeError
+from tinygrad.mixin.common import _CHUNK, _broadcast_shape, _flatten_py, _whole_int, ArgumentError, OpDTypeError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
@@ -79,6 +79,32 @@ def _fit_value(v: Tensor, shape: tuple[sint, ...]) -> Tensor:
   while v.ndim > len(shape) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
   return v._broadcast_to(shape)
 def _r(x: Any) -> str: return "" if x is None else x.render() if isinstance(x, UOp) else str(x)
+
+# scatter_reduce: the one-hot mask's size (lines * positions * indices) up to which it beats sorting (_scatter_lines). Warm
+# on CPU, (2, 32768) into (2, 32768): one-hot 0.24 s (sum) / 0.44 s (amax), sorted 0.53 s / 1.0 s; (2, 65536): 0.93 s / 0.8 s.
+# Sorting also compiles ~70 kernels the first time (6-15 s cold). Past _CHUNK indices per line the one-hot's reduce splits
+# and, under a pad, realizes the whole mask: sorted there already from 1/64 of the size
+_SCATTER_ONEHOT_MAX = 1 << 32
+def _scatter_sorts(index: Tensor, d: int, n: sint) -> bool:
+  # whether a scatter of `index` (along d, into n positions) sorts rather than builds the one-hot mask
+  size = index.numel() * n if all_int(index.shape) and isinstance(n, int) else 0
+  return size > _SCATTER_ONEHOT_MAX or (index.shape[d] > _CHUNK and size > _SCATTER_ONEHOT_MAX >> 6)
+
+def _flat_index(ts: list[tuple[int, Tensor, int]]) -> tuple[Tensor, int, Any]:
+  """Tensor indices (as _adv_indices gives them) as one index into their axes flattened (row-major, -1 where one is out
+  of its axis), with the flattened size and the index's dtype."""
+  total = prod(n for _, _, n in ts)
+  idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
+  lin, stride, inb = None, 1, None
+  for _, t, n in reversed(ts):
+    term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
+    lin, stride = term if lin is None else lin + term, stride * n
+    # an index past its own axis picks nothing (0, as the one-hot masks give): in the flattened index it landed on
+    # another element (x[0, 4] of a (2, 3) read x[1, 1]), and an int64 index cast to int32 wrapped (2**32 + 1 read 1)
+    ok = (t >= 0) & (t < n)
+    inb = ok if inb is None else inb & ok
+  assert lin is not None and inb is not None
+  return inb.where(lin, -1), total, idt
 
 class IndexingMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -238,18 +264,7 @@ class IndexingMixin:
       ts, bshape = self._adv_indices(p)
       picked = [pos for pos, _, _ in ts]
       rest = [j for j in range(x.ndim) if j not in picked]
-      total = prod(n for _, _, n in ts)
-      idt = dtypes.int64 if total > dtypes.max(dtypes.int32) else dtypes.int32
-      lin, stride, inb = None, 1, None
-      for _, t, n in reversed(ts):
-        term = t.cast(idt) * stride if stride != 1 else t.cast(idt)
-        lin, stride = term if lin is None else lin + term, stride * n
-        # an index past its own axis picks nothing (0, as the one-hot masks give): in the flattened index it landed on
-        # another element (x[0, 4] of a (2, 3) read x[1, 1]), and an int64 index cast to int32 wrapped (2**32 + 1 read 1)
-        ok = (t >= 0) & (t < n)
-        inb = ok if inb is None else inb & ok
-      assert lin is not None and inb is not None
-      lin = inb.where(lin, -1)
+      lin, total, idt = _flat_index(ts)
       nb, nr = len(bshape), len(rest)
       xf = x.permute(rest + picked).reshape((1,) * nb + tuple(x.shape[j] for j in rest) + (total,))
       hit = lin._broadcast_to(bshape).reshape(bshape + (1,) * nr + (1,)) == Tensor.arange(total, device=self.device, dtype=idt).reshape((1,) * (nb + nr) + (total,))
@@ -306,9 +321,20 @@ class IndexingMixin:
     if order is not None: vt = vt.permute([order.index(j) for j in range(len(order))])
     vt = vt.reshape(bshape + tuple(1 if j in axes else s for j, s in enumerate(p.out_shape)))
     nbf = prod(bshape)
-    mask, vt = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape)), vt.reshape((nbf,) + vt.shape[nb:])
-    bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
-    last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
+    vt = vt.reshape((nbf,) + vt.shape[nb:])
+    ts, _ = self._adv_indices(p)
+    lin, total, _ = _flat_index(ts)
+    lin = lin._broadcast_to(bshape).reshape(nbf)
+    if all_int(p.out_shape) and _scatter_sorts(lin, 0, total):
+      # many indices into a large axis (x[i] = v of 100003 into 100003: the one-hot raised MemoryError): the last writer of
+      # each element of the indexed axes flattened is a scatter_reduce amax of the writers' numbers (sorted at this size)
+      bid = Tensor.arange(1, nbf + 1, device=self.device)
+      last = Tensor.zeros(total, dtype=bid.dtype, device=self.device).scatter_reduce(0, lin, bid, "amax")
+      last = last.reshape(tuple(n if j in axes else 1 for j, n in enumerate(p.out_shape)))._broadcast_to(tuple(p.out_shape))
+    else:
+      mask = mask._broadcast_to(bshape + tuple(p.out_shape)).reshape((nbf, *p.out_shape))
+      bid = Tensor.arange(1, nbf + 1, device=self.device).reshape((nbf,) + (1,) * nx)
+      last = mask.where(bid, 0)._max(0)   # 0 where no index hits the position
     # read the winning value (a load), not a one-hot sum: a sum starting at +0.0 turned a written -0.0 into 0.0
     vals = vt._broadcast_to((nbf, *p.out_shape)).gather(0, (last - 1).maximum(0).unsqueeze(0)).squeeze(0)
     self.assign(scatter(last > 0).where(scatter(vals), self))
@@ -357,40 +383,128 @@ class IndexingMixin:
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
     if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod", include_self=True)
     if self.ndim == 0: return self.reshape(1).scatter(0, index.reshape(1), src.reshape(1)).reshape(())
+    osrc = src
     src, mask = self._pre_scatter("scatter", dim, index, src)
+    d = self._resolve_dim(dim)
+    if _scatter_sorts(index, d, self.shape[d]):
+      # many indices per line (the one-hot of (2, 100003) raised MemoryError): the last writer of each position is the
+      # largest position among its run of sorted indices (a running max), its value a load (see scatter_reduce)
+      m = index.shape[d]
+      pos = Tensor.arange(1, m + 1, device=self.device).reshape(*[m if k == d else 1 for k in range(self.ndim)])._broadcast_to(index.shape)
+      hit, (last,), _ = self._scatter_lines(d, index, [(pos, Ops.MAX)])
+      val = osrc.shrink([(0, i) for i in index.shape]).gather(d, (last - 1).maximum(0))
+      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      return hit.pad(pads).where(val.pad(pads), self)
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
     last = mask.where(pos, 0)._max(-1, keepdim=True)   # the last j that writes each position (0: none)
     val = src.gather(-1, (last - 1).maximum(0)).squeeze(-1)   # a load of src[last-1] (a one-hot sum made -0.0 0.0)
     return (last.squeeze(-1) > 0).where(val, self)
+  def _scatter_lines(self: Tensor, d: int, index: Tensor, vals: list[tuple[Tensor, Ops]]) -> tuple[Tensor, list[Tensor], Tensor]:
+    """scatter_reduce for many indices per line, without the one-hot (n*m per line): each line's indices are sorted with
+    their values, each run of equal indices reduced by a segmented scan (log2(m) doubling steps), and every target
+    position k binary-searches the sorted indices for the end of its run, whose last element holds the run's reduction.
+    O(m log^2 m + n log m) per line (a bitonic sort, a scan, a search). Returns, over the lines `index` reaches (self's
+    shape there, n along d): which positions an index hits, each (value, op)'s reduction there (the op's identity where
+    none hits) and the number of indices hitting each position."""
+    n, m = self.shape[d], index.shape[d]
+    ix = index.transpose(d, -1)
+    lines = ix.shape[:-1]
+    s, perm = ix.sort(-1)
+    pos = Tensor.arange(m, device=self.device)
+    t = Tensor.arange(n, device=self.device)._broadcast_to(lines + (n,))
+    def search(right: bool) -> Tensor:   # per target, the number of sorted indices < it (right: <= it)
+      lo, hi = Tensor.zeros(*lines, n, dtype=dtypes.int32, device=self.device), Tensor.full(lines + (n,), m, dtype=dtypes.int32, device=self.device)
+      for _ in range(m.bit_length()):
+        mid = (lo + hi) // 2
+        sv = s.gather(-1, mid.minimum(m - 1))
+        go = (lo < hi) & ((sv <= t) if right else (sv < t))
+        lo, hi = go.where(mid + 1, lo), go.where(hi, mid)
+      return lo
+    end = search(True)
+    last = (end - 1).maximum(0)
+    hit = (end > 0) & (s.gather(-1, last) == t)
+    count = hit.where(end - search(False), 0)
+    pre: list[tuple[int, int] | None] = [None] * (ix.ndim - 1)
+    outs = []
+    for v, op in vals:
+      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op]
+      combine = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
+      r, k = v.transpose(d, -1).gather(-1, perm), 1
+      while k < m:   # r[i] combines r[i-k] of the same run (the sorted index equal); after step k, runs of 2k are done
+        same = (pos >= k) & (s == s.pad(pre + [(k, -k)]))
+        # (realized each step, values and gradient: inlined, step k read step k/2 twice, 2**steps paths per element)
+        # (the other run's value masked to the identity inside too: its inf or NaN times a masked-off 0 was a NaN gradient)
+        r = same.where(combine(r, same.where(r.pad(pre + [(k, -k)], value=ident), ident)), r).contiguous().contiguous_backward()
+        k *= 2
+      outs.append(hit.where(r.gather(-1, last), r._const(ident, shape=())).transpose(d, -1))
+    return hit.transpose(d, -1), outs, count.transpose(d, -1)
   def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """Reduce src's elements into self at `index` along `dim` (torch's scatter_reduce): reduce is 'sum', 'prod', 'mean',
     'amax' or 'amin'; include_self=False leaves self's values out where an index hits (they stay where none does).
     Integer 'mean' rounds down, as torch; gradients as torch (amax/amin split among tied values, self's included), except
-    that with include_self=False a self equal to the result is no tie (torch counts it and loses its share; docs/guide.md)."""
+    that with include_self=False a self equal to the result is no tie (torch counts it and loses its share; docs/guide.md).
+    Up to _SCATTER_ONEHOT_MAX (lines * positions * indices) a one-hot mask and a reduce, beyond it sorted (_scatter_lines)."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
       raise RuntimeError(f"scatter_reduce: reduce={reduce!r}; valid: 'sum', 'prod', 'mean', 'amax', 'amin'")
     if reduce == "amin": return self._inverse().scatter_reduce(dim, index, src._inverse(), "amax", include_self)._inverse()
     if self.ndim == 0: return self.reshape(1).scatter_reduce(0, index.reshape(1), src.reshape(1), reduce, include_self).reshape(())
+    osrc = src
     src, mask = self._pre_scatter("scatter_reduce", dim, index, src)
-    hit = mask.any(-1)
+    d = self._resolve_dim(dim)
+    n, m = self.shape[d], index.shape[d]
+    sorted_ = _scatter_sorts(index, d, n)
+    if sorted_:
+      # over the lines index reaches (the rest of self is left as it is, as the one-hot's zero pads leave it)
+      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      osrc = osrc.shrink([(0, s) for s in index.shape])
+      def lines(vals: list[tuple[Tensor, Ops]]) -> tuple[Tensor, list[Tensor], Tensor]:
+        h, rs, c = self._scatter_lines(d, index, vals)
+        idents = [{Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op] for v, op in vals]
+        return h.pad(pads), [r.pad(pads, value=i) for r, i in zip(rs, idents)], c.pad(pads)
+      def sums(vals: list[Tensor], dt: Any) -> tuple[Tensor, list[Tensor], Tensor]:
+        # sorted sums forward, the one-hot sum's gradient backward (never computed forward: _with_grad's select folds it
+        # away): its backward is a gather of the output gradient, O(m), where the sort's gathers' is a one-hot (n*m)
+        h, rs, c = lines([(v.cast(dt), Ops.ADD) for v in vals])
+        spread = [v.cast(dt).unsqueeze(-1).expand(*index.shape, n).transpose(d, -1).pad(pads + [None]) for v in vals]
+        # (unsplit: a split reduce realizes its chunks, which the fold does not reach)
+        return h, [mask.where(v, v._const(0, shape=()))._reduce(Ops.ADD, -1, split_ok=False)._with_grad(r.detach(), "same") for v, r in zip(spread, rs)], c
     if reduce == "amax":
-      # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
-      cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
-      if include_self:   # self joins the max: ties share the gradient
-        return cand.cat(self.unsqueeze(-1), dim=-1)._window_max(mask.cat(Tensor.ones(*mask.shape[:-1], 1, dtype=dtypes.bool, device=self.device), dim=-1), (-1,))
-      return hit.where(cand._window_max(mask, (-1,)), self)
+      if not sorted_:
+        # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
+        cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
+        if include_self:   # self joins the max: ties share the gradient
+          return cand.cat(self.unsqueeze(-1), dim=-1)._window_max(mask.cat(Tensor.ones(*mask.shape[:-1], 1, dtype=dtypes.bool, device=self.device), dim=-1), (-1,))
+        return mask.any(-1).where(cand._window_max(mask, (-1,)), self)
+      hit, (r,), _ = lines([(osrc, Ops.MAX)])
+      val = hit.where(r.maximum(self) if include_self else r, self)
+      if not dtypes.is_float(self.dtype): return val
+      # the gradient as the one-hot's: split among the src values (and with include_self, self) equal to the result. Its
+      # path is never computed forward (_with_grad's select folds it away)
+      out = val.detach()
+      def tie(a: Tensor, b: Tensor) -> Tensor: return (a == b) | (a.isnan() & b.isnan())
+      at = out.gather(d, index.maximum(0).minimum(n - 1).cast(dtypes.int32))
+      ok = (index >= 0) & (index < n) & tie(osrc, at)
+      _, (gs, gc), _ = sums([ok.where(osrc, 0.0), ok], self.dtype)
+      if include_self:
+        st = tie(self, out)
+        gs, gc = gs + st.where(self, 0.0), gc + st.cast(self.dtype)
+      return hit.where(gs / gc, self)._with_grad(out, "same")
     # float16/bfloat16 combine with self in float32 and round once, as torch (rounding the src's sum or product first was
     # 1 ulp off in one of seven places); an int wraps the same in its own dtype as in int64
     acc_dt = sum_acc_dtype(self.dtype) if dtypes.is_float(self.dtype) else self.dtype
     me = self.cast(acc_dt)
-    if reduce == "prod":
-      r = mask.where(src, src._const(1, shape=())).prod(-1, dtype=acc_dt)
-      return (r * me if include_self else hit.where(r, me)).cast(self.dtype)
-    acc = mask.where(src, src._const(0, shape=())).sum(-1, dtype=acc_dt)
-    if reduce == "sum": return (acc + me if include_self else hit.where(acc, me)).cast(self.dtype)
-    count = mask.sum(-1) + int(include_self)
-    total = (acc + me if include_self else acc).cast(self.dtype)   # torch's mean: the sum rounded, then divided
+    if sorted_:
+      # (prod's gradient goes back through the sorted scan: O(m*m) per line at these sizes, but a one-hot's is no cheaper)
+      hit, (r,), count = lines([(osrc.cast(acc_dt), Ops.MUL)]) if reduce == "prod" else sums([osrc], acc_dt)
+    else:
+      hit = mask.any(-1)
+      if reduce == "prod": r = mask.where(src, src._const(1, shape=())).prod(-1, dtype=acc_dt)
+      else: r = mask.where(src, src._const(0, shape=())).sum(-1, dtype=acc_dt)
+      count = mask.sum(-1)
+    if reduce in ("prod", "sum"): return ((r * me if reduce == "prod" else r + me) if include_self else hit.where(r, me)).cast(self.dtype)
+    count = count + int(include_self)
+    total = (r + me if include_self else r).cast(self.dtype)   # torch's mean: the sum rounded, then divided
     mean = total // count.maximum(1).cast(self.dtype) if dtypes.is_int(self.dtype) else total / count.maximum(1).cast(self.dtype)
     return mean.cast(self.dtype) if include_self else hit.where(mean.cast(self.dtype), self)
 
