@@ -89,6 +89,17 @@ def test_fmod_special_values_match_torch():
   np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
   close(got[~np.isnan(ref)], ref[~np.isnan(ref)], atol=1e-6)
 
+def test_true_division_of_ints_by_an_int_outside_their_dtype():
+  # a true quotient is a float, so the Python int is a float operand, as torch and numpy take it (it raised OverflowError:
+  # -3 does not fit uint8); the rounding modes keep the int dtype, where the int must fit
+  u, i = np.array([6, 7, 0], dtype=np.uint8), np.array([7, -7], dtype=np.int32)
+  for got, ref in [(Tensor(u) / -3, torch.tensor(u) / -3), (-3 / Tensor(u[:2]), -3 / torch.tensor(u[:2])),
+                   (Tensor(u).div(-300), torch.tensor(u).div(-300)), (Tensor(i) / 2**40, torch.tensor(i) / 2**40),
+                   (Tensor(u).logaddexp(-3), torch.logaddexp(torch.tensor(u).float(), torch.tensor(-3.0)))]:
+    assert got.dtype == dtypes.float32
+    close(got.numpy(), ref.numpy(), atol=0, rtol=1e-6)
+  with pytest.raises(OverflowError): Tensor(u).div(-3, rounding_mode="trunc")
+
 @pytest.mark.parametrize("dev", DEVS)
 def test_copysign_matches_torch(dev):
   a, b = rnd(3, 4, lo=0.1, hi=3) * np.sign(rnd(3, 4, seed=2)), rnd(4, seed=3)

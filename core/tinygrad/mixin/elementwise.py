@@ -86,6 +86,9 @@ class ElementwiseMixin:
       return a._int_divmod(b, "div")[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
     if rounding_mode is not None: raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     if _rounds_scalar(self, x): return self.float().div(x, reverse).cast(self.dtype)
+    # a true quotient is a float: an int beside an int/bool tensor is a float operand, as torch and numpy take it
+    # (uint8_t / -3 is -2.0, int32_t / 2**40 is tiny), not an int that must fit the tensor's dtype
+    if _is_scalar(x) and type(x) is int and not dtypes.is_float(self.dtype): x = float(x)
     a, b = self._broadcasted(x, reverse)
     fdt = least_upper_float(a.dtype)
     return a.cast(fdt)._alu(Ops.FDIV, b.cast(fdt))
@@ -853,6 +856,8 @@ class ElementwiseMixin:
   def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:
     """Elementwise log(exp(self) + exp(other)), stable for large inputs: max + log1p(exp(min - max)); infinities of one sign
     give that infinity, and ties split the gradient evenly (a tie of infinities: NaN, as torch)."""
+    # (a float result: an int beside an int tensor is a float operand, as in div)
+    if _is_scalar(other) and type(other) is int and not dtypes.is_float(self.dtype): other = float(other)
     a, b = self._broadcasted(other)
     a, b = a._f32up(), b._f32up()
     hi, lo = a.maximum(b), a.minimum(b)
