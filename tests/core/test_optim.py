@@ -299,6 +299,13 @@ def test_optimizer_group_steps_each_like_alone():
   np.testing.assert_allclose(a.numpy(), pa, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(b.numpy(), pb, rtol=1e-3, atol=1e-4)
 
+def test_optimizer_group_refuses_a_parameter_in_two_optimizers():
+  # it was stepped by both, one update on top of the other: SGD lr 0.1 twice on (a*a).sum() gave 0.6*a, not 0.8*a (torch raises)
+  from tinygrad.nn.optim import OptimizerGroup
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
+  with pytest.raises(ValueError, match=r"optimizers 0 and 1"): OptimizerGroup(SGD([a, b], lr=0.1), Adam([a], lr=0.1))
+  OptimizerGroup(SGD([a], lr=0.1), Adam([b], lr=0.1))
+
 def test_step_realizes_the_loss_with_the_grads():
   # the loss whose backward made the grads is realized in the optimizer's first realize, with them: realized after it
   # (loss.realize(*opt.schedule_step()), beautiful_mnist's step), the forward they share ran a second time (every conv

@@ -124,6 +124,12 @@ class Optimizer:
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""
   def __init__(self, *optimizers: Optimizer):
+    # a parameter in two of them would be stepped twice, each update on top of the other (torch raises too)
+    seen: dict[int, int] = {}
+    for i, o in enumerate(optimizers):
+      for p in o.params:
+        if seen.setdefault(id(p), i) != i:
+          raise ValueError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {seen[id(p)]} and {i}: give each parameter to one optimizer")
     self.optimizers = optimizers
     self.params, self.buffers = dedup([p for o in optimizers for p in o.params]), dedup([b for o in optimizers for b in o.buffers])
   def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
