@@ -580,3 +580,26 @@ def test_optimizer_matches_torch_with_zero_gradients_and_lr_changed_in_place(nam
     topt.step()
   for i, (p, tp) in enumerate(zip(ps, tps)):
     np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"parameter {i} {shapes[i]}")
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_bias_correction_is_exact_like_torchs(name, dtype):
+  # b2^t was float32: 1 - float32(0.999) = 0.00099998713, so v_hat = v/(1 - b2^t) was 1.3e-5 too big and every step 6e-6
+  # (relative) shorter than torch's, whose bias corrections are python floats; in float64 that is 1e10 ulps
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import dtypes
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal(16)
+  lr = 2 ** -7   # exact in the float32 lr, so only the bias corrections can differ
+  p = Tensor.zeros(16, dtype=getattr(dtypes, dtype), requires_grad=True).contiguous().realize()
+  opt = getattr(__import__("tinygrad.nn.optim", fromlist=[name]), name)([p], lr=lr)
+  tp = torch.zeros(16, dtype=getattr(torch, dtype), requires_grad=True)
+  topt = getattr(torch.optim, name)([tp], lr=lr, eps=1e-8, weight_decay=0.0 if name == "Adam" else 0.01)
+  for _ in range(5):
+    opt.zero_grad()
+    ((p * Tensor(x, dtype=p.dtype) - 0.3) ** 2).sum().backward()
+    opt.step()
+    topt.zero_grad()
+    ((tp * torch.tensor(x, dtype=tp.dtype) - 0.3) ** 2).sum().backward()
+    topt.step()
+  np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6 if dtype == "float32" else 1e-12)
