@@ -93,6 +93,14 @@ def test_zero_grad_and_missing_grad():
   assert a.grad is None
   with pytest.raises(RuntimeError, match="backward"): opt.step()
 
+def test_a_tensor_lr_is_refused_with_the_fix():
+  # it failed as "the truth value of a Tensor is ambiguous" (lr < 0); a parameter the loss does not read: name the cause
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
+  with pytest.raises(TypeError, match=r"lr\.item\(\)"): SGD([a], lr=Tensor(0.1))
+  opt = SGD([a, b], lr=0.1)
+  G.backward((a * a).sum())
+  with pytest.raises(RuntimeError, match=r"\[1\] of 2 .*does not use"): opt.step()
+
 def test_requires_grad_none_becomes_true_and_buffers_realized():
   a = Tensor([1.0])
   buf = Tensor([5.0], requires_grad=False)

@@ -51,6 +51,9 @@ class Optimizer:
   gradients go there and each new value comes back. fused: public tinygrad's one-flat-buffer update, accepted and the same
   values (the step here is one schedule already)."""
   def __init__(self, params: list[Tensor], lr: float, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    # (torch takes a tensor lr; here opt.lr is the tensor the steps read, to assign into: `lr < 0` of a Tensor failed as
+    # "the truth value of a Tensor is ambiguous")
+    if isinstance(lr, Tensor): raise TypeError(f"lr must be a number, got a Tensor of shape {lr.shape}: pass lr.item(); change it later with opt.lr.assign(...)")
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for x in params:
       if x.requires_grad is None: x.requires_grad = True   # put into an optimizer: it trains
@@ -78,7 +81,8 @@ class Optimizer:
   def schedule_step(self) -> list[Tensor]:
     """Assign the updated parameters and state; returns every tensor the step must realize (nothing runs yet)."""
     missing = [i for i, p in enumerate(self.params) if p.grad is None]
-    if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
+    if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step(); one the loss "
+                                   "does not use gets none (torch skips it): leave it out of this optimizer, or give it requires_grad=False")
     # a tensor given with requires_grad False is a buffer, never updated: unfrozen later (torch then trains it) its step
     # would be skipped without a word, as public tinygrad's (which picks the parameters once too)
     thawed = [i for i, b in enumerate(self.buffers) if b.requires_grad and b.grad is not None]
