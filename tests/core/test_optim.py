@@ -278,6 +278,17 @@ def test_muon_orthogonalises_like_numpy(shape):
   want = np_lars(0.05, 0.95, 0.1, True, False, False, 0.0, (5, (3.4445, -4.775, 2.0315)), params=[w0], grads=grads, steps=3)[0]
   np.testing.assert_allclose(w.numpy(), want, rtol=1e-3, atol=1e-4)
 
+def test_muon_of_empty_and_scalar_parameters():
+  # a (0, 3) weight failed in reshape(0, -1) ("cannot infer -1"), a scalar with an IndexError deep in the step
+  ws = [Tensor(np.zeros(s, np.float32), requires_grad=True) for s in [(0, 3), (3, 0), (2, 0, 4)]]
+  w = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+  opt = Muon(ws + [w], lr=0.1)
+  opt.zero_grad()
+  (sum(x.sum() for x in ws) + (w * w).sum()).backward()
+  opt.step()
+  assert [x.shape for x in ws] == [(0, 3), (3, 0), (2, 0, 4)] and np.isfinite(w.numpy()).all()
+  with pytest.raises(ValueError, match=r"\[1\] are scalars"): Muon([w, Tensor(2.0, requires_grad=True)])
+
 def test_lars_ns_needs_coefficients():
   with pytest.raises(ValueError, match="ns_coefficients"): LARS([Tensor([1.0], requires_grad=True)], ns_steps=5)
 

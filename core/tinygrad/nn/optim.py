@@ -9,7 +9,7 @@ from typing import Any
 from tinygrad.tensor import Tensor, note_host_read
 from tinygrad import tensor as _tensor
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import dedup, OPTIM_DTYPE, FUSE_OPTIM
+from tinygrad.helpers import dedup, prod, OPTIM_DTYPE, FUSE_OPTIM
 from tinygrad.engine.buffers import base_buffer
 from tinygrad.uop import Ops
 
@@ -195,6 +195,8 @@ class LARS(Optimizer):
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
     if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
+    if ns_steps and (scalars := [i for i, p in enumerate(self.params) if p.ndim == 0]):
+      raise ValueError(f"ns_steps={ns_steps} (Muon) orthogonalises matrices: parameter(s) {scalars} are scalars (shape ()); give them to another optimizer")
     self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
     self.ns_steps, self.ns_coefficients = ns_steps, ns_coefficients
     self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
@@ -211,7 +213,8 @@ class LARS(Optimizer):
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
-        g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
+        # (rows, the rest), spelled out: a -1 cannot be inferred for 0 rows
+        g = _newton_schulz(g.reshape(g.shape[0], prod(g.shape[1:])), self.ns_steps, self.ns_coefficients).reshape(g.shape)
       p = self._p(t) * (1.0 - self.wd * self._lr()) if not self.pre_wd and self.wd > 0 else self._p(t)
       if not self.classic: g = g * r * self._lr()
       out.append(p - g)
