@@ -93,6 +93,14 @@ def test_zero_grad_and_missing_grad():
   assert a.grad is None
   with pytest.raises(RuntimeError, match="backward"): opt.step()
 
+def test_a_tensor_lr_is_refused_with_the_fix():
+  # it failed as "the truth value of a Tensor is ambiguous" (lr < 0); a parameter the loss does not read: name the cause
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
+  with pytest.raises(TypeError, match=r"lr\.item\(\)"): SGD([a], lr=Tensor(0.1))
+  opt = SGD([a, b], lr=0.1)
+  G.backward((a * a).sum())
+  with pytest.raises(RuntimeError, match=r"\[1\] of 2 .*does not use"): opt.step()
+
 def test_requires_grad_none_becomes_true_and_buffers_realized():
   a = Tensor([1.0])
   buf = Tensor([5.0], requires_grad=False)
@@ -270,6 +278,17 @@ def test_muon_orthogonalises_like_numpy(shape):
   want = np_lars(0.05, 0.95, 0.1, True, False, False, 0.0, (5, (3.4445, -4.775, 2.0315)), params=[w0], grads=grads, steps=3)[0]
   np.testing.assert_allclose(w.numpy(), want, rtol=1e-3, atol=1e-4)
 
+def test_muon_of_empty_and_scalar_parameters():
+  # a (0, 3) weight failed in reshape(0, -1) ("cannot infer -1"), a scalar with an IndexError deep in the step
+  ws = [Tensor(np.zeros(s, np.float32), requires_grad=True) for s in [(0, 3), (3, 0), (2, 0, 4)]]
+  w = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+  opt = Muon(ws + [w], lr=0.1)
+  opt.zero_grad()
+  (sum(x.sum() for x in ws) + (w * w).sum()).backward()
+  opt.step()
+  assert [x.shape for x in ws] == [(0, 3), (3, 0), (2, 0, 4)] and np.isfinite(w.numpy()).all()
+  with pytest.raises(ValueError, match=r"\[1\] are scalars"): Muon([w, Tensor(2.0, requires_grad=True)])
+
 def test_lars_ns_needs_coefficients():
   with pytest.raises(ValueError, match="ns_coefficients"): LARS([Tensor([1.0], requires_grad=True)], ns_steps=5)
 
@@ -298,6 +317,13 @@ def test_optimizer_group_steps_each_like_alone():
     pb = pb - 0.02 * x.T.reshape(3)
   np.testing.assert_allclose(a.numpy(), pa, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(b.numpy(), pb, rtol=1e-3, atol=1e-4)
+
+def test_optimizer_group_refuses_a_parameter_in_two_optimizers():
+  # it was stepped by both, one update on top of the other: SGD lr 0.1 twice on (a*a).sum() gave 0.6*a, not 0.8*a (torch raises)
+  from tinygrad.nn.optim import OptimizerGroup
+  a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
+  with pytest.raises(ValueError, match=r"optimizers 0 and 1"): OptimizerGroup(SGD([a, b], lr=0.1), Adam([a], lr=0.1))
+  OptimizerGroup(SGD([a], lr=0.1), Adam([b], lr=0.1))
 
 def test_step_realizes_the_loss_with_the_grads():
   # the loss whose backward made the grads is realized in the optimizer's first realize, with them: realized after it
@@ -573,3 +599,26 @@ def test_optimizer_matches_torch_with_zero_gradients_and_lr_changed_in_place(nam
     topt.step()
   for i, (p, tp) in enumerate(zip(ps, tps)):
     np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"parameter {i} {shapes[i]}")
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_bias_correction_is_exact_like_torchs(name, dtype):
+  # b2^t was float32: 1 - float32(0.999) = 0.00099998713, so v_hat = v/(1 - b2^t) was 1.3e-5 too big and every step 6e-6
+  # (relative) shorter than torch's, whose bias corrections are python floats; in float64 that is 1e10 ulps
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import dtypes
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal(16)
+  lr = 2 ** -7   # exact in the float32 lr, so only the bias corrections can differ
+  p = Tensor.zeros(16, dtype=getattr(dtypes, dtype), requires_grad=True).contiguous().realize()
+  opt = getattr(__import__("tinygrad.nn.optim", fromlist=[name]), name)([p], lr=lr)
+  tp = torch.zeros(16, dtype=getattr(torch, dtype), requires_grad=True)
+  topt = getattr(torch.optim, name)([tp], lr=lr, eps=1e-8, weight_decay=0.0 if name == "Adam" else 0.01)
+  for _ in range(5):
+    opt.zero_grad()
+    ((p * Tensor(x, dtype=p.dtype) - 0.3) ** 2).sum().backward()
+    opt.step()
+    topt.zero_grad()
+    ((tp * torch.tensor(x, dtype=tp.dtype) - 0.3) ** 2).sum().backward()
+    topt.step()
+  np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6 if dtype == "float32" else 1e-12)

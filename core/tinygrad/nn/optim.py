@@ -9,7 +9,7 @@ from typing import Any
 from tinygrad.tensor import Tensor, note_host_read
 from tinygrad import tensor as _tensor
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import dedup, OPTIM_DTYPE, FUSE_OPTIM
+from tinygrad.helpers import dedup, prod, OPTIM_DTYPE, FUSE_OPTIM
 from tinygrad.engine.buffers import base_buffer
 from tinygrad.uop import Ops
 
@@ -51,6 +51,9 @@ class Optimizer:
   gradients go there and each new value comes back. fused: public tinygrad's one-flat-buffer update, accepted and the same
   values (the step here is one schedule already)."""
   def __init__(self, params: list[Tensor], lr: float, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
+    # (torch takes a tensor lr; here opt.lr is the tensor the steps read, to assign into: `lr < 0` of a Tensor failed as
+    # "the truth value of a Tensor is ambiguous")
+    if isinstance(lr, Tensor): raise TypeError(f"lr must be a number, got a Tensor of shape {lr.shape}: pass lr.item(); change it later with opt.lr.assign(...)")
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for x in params:
       if x.requires_grad is None: x.requires_grad = True   # put into an optimizer: it trains
@@ -78,7 +81,8 @@ class Optimizer:
   def schedule_step(self) -> list[Tensor]:
     """Assign the updated parameters and state; returns every tensor the step must realize (nothing runs yet)."""
     missing = [i for i, p in enumerate(self.params) if p.grad is None]
-    if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step()")
+    if missing: raise RuntimeError(f"parameter(s) {missing} of {len(self.params)} have no .grad: call loss.backward() before step(); one the loss "
+                                   "does not use gets none (torch skips it): leave it out of this optimizer, or give it requires_grad=False")
     # a tensor given with requires_grad False is a buffer, never updated: unfrozen later (torch then trains it) its step
     # would be skipped without a word, as public tinygrad's (which picks the parameters once too)
     thawed = [i for i, b in enumerate(self.buffers) if b.requires_grad and b.grad is not None]
@@ -124,6 +128,12 @@ class Optimizer:
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""
   def __init__(self, *optimizers: Optimizer):
+    # a parameter in two of them would be stepped twice, each update on top of the other (torch raises too)
+    seen: dict[int, int] = {}
+    for i, o in enumerate(optimizers):
+      for p in o.params:
+        if seen.setdefault(id(p), i) != i:
+          raise ValueError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {seen[id(p)]} and {i}: give each parameter to one optimizer")
     self.optimizers = optimizers
     self.params, self.buffers = dedup([p for o in optimizers for p in o.params]), dedup([b for o in optimizers for b in o.buffers])
   def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
@@ -185,6 +195,8 @@ class LARS(Optimizer):
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
     if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
+    if ns_steps and (scalars := [i for i, p in enumerate(self.params) if p.ndim == 0]):
+      raise ValueError(f"ns_steps={ns_steps} (Muon) orthogonalises matrices: parameter(s) {scalars} are scalars (shape ()); give them to another optimizer")
     self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
     self.ns_steps, self.ns_coefficients = ns_steps, ns_coefficients
     self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
@@ -201,7 +213,8 @@ class LARS(Optimizer):
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
-        g = _newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(g.shape)
+        # (rows, the rest), spelled out: a -1 cannot be inferred for 0 rows
+        g = _newton_schulz(g.reshape(g.shape[0], prod(g.shape[1:])), self.ns_steps, self.ns_coefficients).reshape(g.shape)
       p = self._p(t) * (1.0 - self.wd * self._lr()) if not self.pre_wd and self.wd > 0 else self._p(t)
       if not self.classic: g = g * r * self._lr()
       out.append(p - g)
@@ -227,7 +240,11 @@ class LAMB(Optimizer):
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.l2 = 0.0   # Adam's weight_decay (torch.optim.Adam's): l2*p joins the gradient before the moments
-    self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), dtypes.float32, self._on) for _ in range(2))
+    # b^t in float64 where the device has it: in float32, 1 - b2^t lost 5 digits (1 - float32(0.999) = 0.00099998713), and
+    # every step was 1.2e-5 (relative) longer than torch's, whose bias corrections are python floats
+    from tinygrad.mixin.common import _has_dtype
+    bdt = dtypes.float64 if _has_dtype(self.device, dtypes.float64) else dtypes.float32
+    self.b1_t, self.b2_t = (_state(self.params[0], 1.0, (), bdt, self._on) for _ in range(2))
     self.m = [_state(p, device=self._on) for p in self.params]
     self.v = [_state(p, device=self._on) for p in self.params]
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -244,8 +261,8 @@ class LAMB(Optimizer):
       if self.l2: g = g + self.l2 * (p if p.device == dev else p.to(dev)).cast(g.dtype)
       self.m[i].assign(self.b1 * self.m[i] + (1.0 - self.b1) * g)
       self.v[i].assign(self.b2 * self.v[i] + (1.0 - self.b2) * (g * g))
-      m_hat = self.m[i] / (1.0 - b1_t)
-      v_hat = self.v[i] / (1.0 - b2_t)
+      m_hat = self.m[i] / (1.0 - b1_t).cast(self.m[i].dtype)
+      v_hat = self.v[i] / (1.0 - b2_t).cast(self.v[i].dtype)
       up = m_hat / (v_hat.sqrt() + self.eps)
       if up.device != p.device: up = up.shard_like(p) if isinstance(p.device, tuple) else up.to(p.device)
       up = up + self.wd * p
