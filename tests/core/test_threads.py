@@ -1,7 +1,7 @@
 """Tensors used from several threads at once (docs/guide.md, "Threads"): every value right, no internal error, and TinyJit
 calls from two threads serialized instead of failing as "nested". The GIL's switch interval is shortened while these run, so
 threads interleave inside the engine as they would on a busy machine."""
-import sys, threading
+import os, signal, sys, threading, time
 import numpy as np
 import pytest
 from tinygrad import Tensor, TinyJit, Device
@@ -104,3 +104,32 @@ def test_random_draws_from_threads_are_distinct_and_the_serial_ones():
     Tensor.manual_seed(seed)
     want = [tuple(Tensor.rand(3).tolist()) for _ in range(32)]
     assert len(set(got)) == 32 and set(got) == set(want)
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_while_another_thread_realizes_does_not_hang_the_child():
+  # the engine lock (and the tensor registry's) held by a thread that does not exist in the child: its first realize (or new
+  # Tensor) waited forever. A fork now waits for the other thread's realize and the child computes right values
+  a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+  want = (a @ a).sum(1)
+  (Tensor(a) @ Tensor(a)).sum(1).numpy()   # (a first use imports modules: a fork while one is half-imported hangs any child)
+  stop = threading.Event()
+  def busy() -> None:
+    while not stop.is_set(): (Tensor(a) @ Tensor(a)).sum(1).numpy()
+  t = threading.Thread(target=busy)
+  t.start()
+  try:
+    for _ in range(4):
+      pid = os.fork()
+      if pid == 0:
+        ok = np.allclose((Tensor(a) @ Tensor(a)).sum(1).numpy(), want, rtol=1e-5) and (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0]
+        os._exit(0 if ok else 3)
+      deadline = time.monotonic() + 10
+      while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline: time.sleep(0.01)
+      if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+      assert os.waitstatus_to_exitcode(done[1]) == 0
+  finally:
+    stop.set()
+    t.join()
