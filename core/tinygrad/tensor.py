@@ -142,6 +142,9 @@ ARANGE_FOLD_MAX = 1 << 30   # aranges up to this size are one count the simplifi
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
 # (keyed by (thread, id): a TinyJit captures the assigns of its own thread, never another thread's)
 pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.WeakValueDictionary()
+# a TinyJit capture's thread, and the tensors made on that thread during the call (by id, weakly): the lazy ones that live
+# on are the call's to compute (engine/jit.py); other threads make tensors meanwhile, which are theirs, never the capture's
+capture_made: list[Any] = [None, None]   # [thread ident, dict id -> weakref] while a capture runs
 # bumped whenever a tensor may start to read other buffers (a tensor made from a graph, a graph rebound, a realize): a TinyJit
 # replay looks for the lazy tensors that read what it overwrites only when this moved since it last looked (engine/jit.py)
 graph_epoch = [0]
@@ -302,6 +305,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     with _registry_lock: all_tensors[weakref.ref(self, _unregister)] = None
+    if capture_made[0] is not None and capture_made[0] == threading.get_ident(): capture_made[1][id(self)] = weakref.ref(self)
     self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None

@@ -133,3 +133,36 @@ def test_fork_while_another_thread_realizes_does_not_hang_the_child():
   finally:
     stop.set()
     t.join()
+
+def test_a_capture_leaves_the_tensors_other_threads_make_meanwhile_alone():
+  # a capture computes the lazy tensors its call made and left alive (each replay computes them again): it took every tensor
+  # made since the call began, on any thread, so B's y = w * 2 made during A's capture was rewritten by A's replays, also
+  # after B updated w (y read 4, not 2)
+  w = Tensor.ones(4).contiguous().realize()
+  capturing, made, captured, updated, replayed = (threading.Event() for _ in range(5))
+  calls: list = []
+  @TinyJit
+  def f(a: Tensor) -> Tensor:
+    calls.append(a)
+    if len(calls) == 2:   # (the capture call)
+      capturing.set()
+      assert made.wait(5)
+    return (a + 1).realize()
+  box: dict = {}
+  def a_thread() -> None:
+    for k in range(2): f(Tensor([float(k)] * 4))
+    captured.set()
+    assert updated.wait(5)
+    f(Tensor([5.0] * 4))
+    replayed.set()
+  def b_thread() -> None:
+    assert capturing.wait(5)
+    box["y"] = w * 2   # made (lazy) while A captures
+    made.set()
+    assert captured.wait(5)
+    w.assign(w + 1).realize()
+    updated.set()
+    assert replayed.wait(5)
+    box["got"] = box["y"].tolist()
+  in_threads(lambda i: a_thread() if i == 0 else b_thread(), 2)
+  assert box["got"] == [2.0] * 4
