@@ -366,7 +366,7 @@ def _flat(mv: Any) -> memoryview:
   return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
 # allocators' caches change from any thread (a buffer the GC frees on another thread): a leaf lock, held only around them
-_alloc_lock = leaf_lock(reentrant=True)
+_alloc_lock = leaf_lock()
 
 def _release(allocator: Allocator, opaque: Any, nbytes: int, options: Any, device: str) -> None:
   with _alloc_lock:

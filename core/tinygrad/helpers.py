@@ -303,9 +303,11 @@ def profile_marker(name: str, color: str = "gray") -> None:
 
 # (the leaf locks are unlocked afresh in a forked child: see ENGINE_LOCK's fork handling below)
 _leaf_locks: list[Any] = []
-def leaf_lock(reentrant: bool = False) -> Any:
-  """A lock held only briefly around plain state updates (never across a fork): unlocked afresh in a forked child."""
-  lock = threading.RLock() if reentrant else threading.Lock()
+def leaf_lock() -> Any:
+  """A lock held only briefly around plain state updates (never across a fork): unlocked afresh in a forked child.
+  Re-entrant: a signal handler, a __del__ or a weakref callback (run by a gc pass any allocation may start) can make a
+  Tensor on the thread that holds it, which a plain lock deadlocked."""
+  lock = threading.RLock()
   _leaf_locks.append(lock)
   return lock
 import gc as _gc, threading as _threading

@@ -1,7 +1,7 @@
 """Tensors used from several threads at once (docs/guide.md, "Threads"): every value right, no internal error, and TinyJit
 calls from two threads serialized instead of failing as "nested". The GIL's switch interval is shortened while these run, so
 threads interleave inside the engine as they would on a busy machine."""
-import os, signal, sys, threading, time
+import os, signal, subprocess, sys, threading, time
 import numpy as np
 import pytest
 from tinygrad import Tensor, TinyJit, Device
@@ -166,3 +166,25 @@ def test_a_capture_leaves_the_tensors_other_threads_make_meanwhile_alone():
     box["got"] = box["y"].tolist()
   in_threads(lambda i: a_thread() if i == 0 else b_thread(), 2)
   assert box["got"] == [2.0] * 4
+
+def test_a_signal_handler_making_tensors_inside_the_registry_lock():
+  # a signal handler (or a __del__, a weakref callback) that makes a Tensor on the thread that was inside the live-tensor
+  # registry's lock deadlocked on it: the handler here lands right after a new tensor's registration, inside the lock
+  code = """if True:
+    import signal
+    import tinygrad.tensor as tt
+    from tinygrad import Tensor
+    got, fired = [], []
+    signal.signal(signal.SIGUSR1, lambda *a: got.append((Tensor([1.0, 2.0]) * 3).tolist()))
+    class Registry(dict):
+      def __setitem__(self, k, v):
+        super().__setitem__(k, v)
+        if not fired:
+          fired.append(1)
+          signal.raise_signal(signal.SIGUSR1)
+    tt.all_tensors = Registry(tt.all_tensors)
+    x = (Tensor([4.0]) + 1).tolist()
+    print(x, got)"""
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.split() == ["[5.0]", "[[3.0,", "6.0]]"]
