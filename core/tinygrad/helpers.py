@@ -400,17 +400,17 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # made afresh in the child. A wait that runs out (a thread holding the engine waits for the forking one) forks anyway,
 # with a warning in the child: its engine lock is made afresh too, and the other thread's half-done work is the child's.
 FORK_WAIT_S = 10.0
-_fork_held: list[bool | None] = [None]   # whether this fork's wait got the engine lock (None: not waited yet)
+_fork_held: dict[int, bool] = {}   # per forking thread: whether its wait got the engine lock (absent: not waited yet)
 def engine_before_fork() -> None:
   """Take ENGINE_LOCK for a fork (once per fork). A module whose own before-fork hook takes a lock that a realize takes
   inside the engine's calls this first: hooks registered later run earlier, and the other order deadlocks with a realize."""
-  if _fork_held[0] is None: _fork_held[0] = ENGINE_LOCK.acquire(timeout=FORK_WAIT_S)
+  if (me := threading.get_ident()) not in _fork_held: _fork_held[me] = ENGINE_LOCK.acquire(timeout=FORK_WAIT_S)
 def _engine_after_fork_in_parent() -> None:
-  if _fork_held[0]: ENGINE_LOCK.release()
-  _fork_held[0] = None
+  if _fork_held.pop(threading.get_ident(), False): ENGINE_LOCK.release()
 def _engine_after_fork_in_child() -> None:
   for lock in _leaf_locks: lock._at_fork_reinit()
-  held, _fork_held[0] = _fork_held[0], None
+  held = _fork_held.pop(threading.get_ident(), False)
+  _fork_held.clear()   # (other threads' forks in flight: those threads are not in this child)
   if held: ENGINE_LOCK.release()   # (the forking thread's own hold, if it had one, stays)
   else:
     ENGINE_LOCK._at_fork_reinit()  # type: ignore[attr-defined]

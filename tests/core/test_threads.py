@@ -188,3 +188,29 @@ def test_a_signal_handler_making_tensors_inside_the_registry_lock():
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
   assert r.returncode == 0, r.stderr
   assert r.stdout.split() == ["[5.0]", "[[3.0,", "6.0]]"]
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_two_threads_forking_at_once():
+  # the fork hook's "got the engine lock" was one flag for the process: a second thread forking while the first thread's
+  # fork held the lock skipped the wait, and its child inherited the lock held by a thread it does not have (it hung)
+  from tinygrad import helpers
+  (Tensor([1.0]) * 2).realize()
+  entered = threading.Event()
+  def first_fork() -> None:   # a fork in flight on another thread: its before-hook ran, its after-hook not yet
+    helpers.engine_before_fork()
+    entered.set()
+    time.sleep(0.3)
+    helpers._engine_after_fork_in_parent()
+  t = threading.Thread(target=first_fork)
+  t.start()
+  entered.wait()
+  pid = os.fork()
+  if pid == 0: os._exit(0 if (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0] else 3)
+  t.join()
+  deadline = time.monotonic() + 10
+  while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline: time.sleep(0.01)
+  if done[0] == 0:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung")
+  assert os.waitstatus_to_exitcode(done[1]) == 0
