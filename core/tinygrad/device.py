@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.dtype import DType
-from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, ENGINE_LOCK, GlobalCounters, env_switch as _env_switch
+from tinygrad.helpers import CACHELEVEL, DEBUG, DEV, ENGINE_LOCK, GlobalCounters, leaf_lock, env_switch as _env_switch
 from tinygrad.renderer import Renderer
 
 class DeviceError(RuntimeError):
@@ -366,7 +366,7 @@ def _flat(mv: Any) -> memoryview:
   return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
 # allocators' caches change from any thread (a buffer the GC frees on another thread): a leaf lock, held only around them
-_alloc_lock = threading.RLock()
+_alloc_lock = leaf_lock()
 
 def _release(allocator: Allocator, opaque: Any, nbytes: int, options: Any, device: str) -> None:
   with _alloc_lock:
@@ -618,7 +618,9 @@ class _Device:
   @property
   def DEFAULT(self) -> str:
     """The default device: DEV if set, else the highest-priority installed device whose probe passes and which opens."""
-    if self._default is None: self._default = self._choose_default()
+    if self._default is None:
+      with ENGINE_LOCK:   # it opens devices (and imports the plugins): one thread, and a fork() waits for it to end
+        if self._default is None: self._default = self._choose_default()
     return self._default
   @DEFAULT.setter
   def DEFAULT(self, name: str) -> None:

@@ -35,7 +35,7 @@ process that thinks it is the last user: lost writes, then "database disk image 
 from __future__ import annotations
 import os, re, sys, json, time, stat, types, atexit, ctypes, hashlib, sqlite3, functools, threading, warnings, urllib.parse
 from typing import Any, Union
-from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir
+from tinygrad.helpers import CACHELEVEL, CACHEDB_MAX_BYTES, CACHEDB_MAX_DAYS, cache_dir, engine_before_fork
 
 SCHEMA = 4            # bump when the stored format changes: older tables are never read (v1 rows were pickles) and go at eviction
 TABLE = f"entries_v{SCHEMA}"
@@ -86,6 +86,7 @@ def _inherit(conn: sqlite3.Connection) -> None:
 def _before_fork() -> None:
   # no connection crosses fork (see the module's docstring); a thread forking from inside an operation keeps its own
   mine = getattr(_st.lock, "_is_owned")()
+  engine_before_fork()   # the engine's lock first, as a realize takes them (this hook runs before the engine's own)
   _st.forking = _st.lock.acquire(timeout=_FORK_WAIT_S)
   if _st.forking and not mine: _drop_conn()
 

@@ -301,9 +301,18 @@ def profile_marker(name: str, color: str = "gray") -> None:
   """An instant marker named `name` on the PROFILE=1 timeline (tinygrad.viz.profile); nothing when not profiling."""
   if marker_sink is not None: marker_sink(name, color)
 
+# (the leaf locks are unlocked afresh in a forked child: see ENGINE_LOCK's fork handling below)
+_leaf_locks: list[Any] = []
+def leaf_lock() -> Any:
+  """A lock held only briefly around plain state updates (never across a fork): unlocked afresh in a forked child.
+  Re-entrant: a signal handler, a __del__ or a weakref callback (run by a gc pass any allocation may start) can make a
+  Tensor on the thread that holds it, which a plain lock deadlocked."""
+  lock = threading.RLock()
+  _leaf_locks.append(lock)
+  return lock
 import gc as _gc, threading as _threading
 GC_PROMOTE = 50_000   # young objects (net of those freed) past which a pause's survivors go old unscanned (~10 ms a young scan)
-_gc_lock, _gc_depth = _threading.Lock(), [0, False]   # [nesting depth, whether the outermost pause turned collection off]
+_gc_lock, _gc_depth = leaf_lock(), [0, False]   # [nesting depth, whether the outermost pause turned collection off]
 class gc_paused:
   """No cyclic garbage collection inside the block (nested and thread-safe: the outermost block restores it). Scheduling
   and codegen allocate hundreds of thousands of short-lived UOps, freed by reference counting; the collector still scans
@@ -384,6 +393,30 @@ class CapturedStderr:
 # back, allocating a tensor's buffer, opening a device and TinyJit calls hold this one re-entrant lock, one thread at a time
 ENGINE_LOCK = threading.RLock()
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+# fork(): a lock another thread holds stays held in the child, where that thread does not exist, so the child's first
+# realize (or new Tensor) waited forever. A fork waits (up to FORK_WAIT_S) for another thread's engine work to end, so the
+# child starts from whole engine state, and the leaf locks (held only around small state updates, never across a fork) are
+# made afresh in the child. A wait that runs out (a thread holding the engine waits for the forking one) forks anyway,
+# with a warning in the child: its engine lock is made afresh too, and the other thread's half-done work is the child's.
+FORK_WAIT_S = 10.0
+_fork_held: dict[int, bool] = {}   # per forking thread: whether its wait got the engine lock (absent: not waited yet)
+def engine_before_fork() -> None:
+  """Take ENGINE_LOCK for a fork (once per fork). A module whose own before-fork hook takes a lock that a realize takes
+  inside the engine's calls this first: hooks registered later run earlier, and the other order deadlocks with a realize."""
+  if (me := threading.get_ident()) not in _fork_held: _fork_held[me] = ENGINE_LOCK.acquire(timeout=FORK_WAIT_S)
+def _engine_after_fork_in_parent() -> None:
+  if _fork_held.pop(threading.get_ident(), False): ENGINE_LOCK.release()
+def _engine_after_fork_in_child() -> None:
+  for lock in _leaf_locks: lock._at_fork_reinit()
+  held = _fork_held.pop(threading.get_ident(), False)
+  _fork_held.clear()   # (other threads' forks in flight: those threads are not in this child)
+  if held: ENGINE_LOCK.release()   # (the forking thread's own hold, if it had one, stays)
+  else:
+    ENGINE_LOCK._at_fork_reinit()  # type: ignore[attr-defined]
+    print(f"tinygrad: fork() waited {FORK_WAIT_S} s for another thread's realize; the child may hold its half-done state", file=sys.stderr)
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(before=engine_before_fork, after_in_parent=_engine_after_fork_in_parent, after_in_child=_engine_after_fork_in_child)
 def engine_locked(fn: _F) -> _F:
   """`fn` run holding ENGINE_LOCK."""
   @functools.wraps(fn)

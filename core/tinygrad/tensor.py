@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
-from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, GlobalCounters as GC
+from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
@@ -127,7 +127,7 @@ def _numpy_dtype(dt: DType) -> Any:
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 # (weak references as dict keys, as public tinygrad's: a walk costs a third of a WeakSet's, whose iterator is Python code)
 all_tensors: dict[weakref.ref[Tensor], None] = {}
-_registry_lock = threading.Lock()   # every new Tensor adds itself while another thread may be walking the set
+_registry_lock = leaf_lock()   # every new Tensor adds itself while another thread may be walking the set
 def _unregister(r: weakref.ref[Tensor]) -> None: all_tensors.pop(r, None)
 def _leaf(data: Any) -> type:
   """The type of a nested list's first element that is not a list (bytes and bytearray are both bytes)."""
@@ -142,6 +142,9 @@ ARANGE_FOLD_MAX = 1 << 30   # aranges up to this size are one count the simplifi
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
 # (keyed by (thread, id): a TinyJit captures the assigns of its own thread, never another thread's)
 pending_assigns: weakref.WeakValueDictionary[tuple[int, int], Tensor] = weakref.WeakValueDictionary()
+# a TinyJit capture's thread, and the tensors made on that thread during the call (by id, weakly): the lazy ones that live
+# on are the call's to compute (engine/jit.py); other threads make tensors meanwhile, which are theirs, never the capture's
+capture_made: list[Any] = [None, None]   # [thread ident, dict id -> weakref] while a capture runs
 # bumped whenever a tensor may start to read other buffers (a tensor made from a graph, a graph rebound, a realize): a TinyJit
 # replay looks for the lazy tensors that read what it overwrites only when this moved since it last looked (engine/jit.py)
 graph_epoch = [0]
@@ -302,6 +305,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     with _registry_lock: all_tensors[weakref.ref(self, _unregister)] = None
+    if capture_made[0] is not None and capture_made[0] == threading.get_ident(): capture_made[1][id(self)] = weakref.ref(self)
     self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None

@@ -1,15 +1,16 @@
 """The map from BUFFER UOps (the tensor graph's handles) to device Buffers holding the data."""
 from __future__ import annotations
-import itertools, threading
+import itertools
 from typing import TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, register_buffer_lookup
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import leaf_lock
 if TYPE_CHECKING:
   from tinygrad.device import Buffer
 
 _unique = itertools.count()
-_lock = threading.Lock()   # two threads' first buffer_of of one BUFFER must get the same Buffer
+_lock = leaf_lock()   # two threads' first buffer_of of one BUFFER must get the same Buffer
 _BUFFER = Ops.BUFFER
 # A BUFFER node's Buffer is kept in the node's own __dict__ (as its cached shape and device are): it lives exactly as long
 # as the node, as in a WeakKeyDictionary, whose Python-level get (a weak reference made per lookup) cost ~1 us a lookup

@@ -10,7 +10,7 @@ from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
 from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
-from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns, write_epoch
+from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns, write_epoch, capture_made
 from tinygrad import tensor as _tensor
 from tinygrad.engine.graph import Replay
 from tinygrad.uop.ops import UOp, sym_vars, sym_infer
@@ -679,10 +679,11 @@ class TinyJit(Generic[R]):
       reads, mode = training_reads[0], TRAINING.value
       # (JITBEAM: the captured kernels are searched, the first call's were not; BEAM is part of a runner's key)
       try:
-        live_before = {id(t): weakref.ref(t) for t in _tensor.live_tensors()}
+        capture_made[:] = [threading.get_ident(), {}]
         with Context(BEAM=JITBEAM.value) if JITBEAM.value >= 0 else contextlib.nullcontext():
-          self.ret = self._run_and_realize(args, kwargs, live_before)
+          self.ret = self._run_and_realize(args, kwargs, capture_made[1])
       finally:
+        capture_made[:] = [None, None]
         # (the assumptions once each: every layer of a model asks the same `if start_pos > 0`, and each replay checks them all)
         (self.steps, _realize.capturing), (self.assumed, _ops.assumed) = (_realize.capturing, None), (list(dict.fromkeys(_ops.assumed or [])), None)
         _realize.call_outer, self.host_reads, _tensor.host_reads = None, list({k: (w, g, v) for k, w, g, v in _tensor.host_reads or []}.values()), None
@@ -933,21 +934,23 @@ class TinyJit(Generic[R]):
       if k is not None or any(u in ins for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER)): out[id(t)] = k
     return out
 
-  def _run_and_realize(self, args: tuple, kwargs: dict, before: dict[int, weakref.ref[Tensor]] | None = None) -> Any:
+  def _run_and_realize(self, args: tuple, kwargs: dict, made: dict[int, weakref.ref[Tensor]] | None = None) -> Any:
     ret = self.fxn(*args, **kwargs)
     # the outputs, and every assign the call made (an in-place update of state it does not return is still part of the step)
     mine = _pending_here()
     outs = _tensors_in(ret) + [t for _, t in mine]
-    # a capture (`before`: the tensors live when it started): the tensors the call made that live on (kept by the function,
+    # a capture (`made`: the tensors made on this thread in the call; in the tensors live since it started, another thread's
+    # lazy ones were computed here and each replay wrote them again, also after their own thread updated what they read):
+    # the tensors the call made that live on (kept by the function,
     # `self.logits = ...`, or by backward() as .grad), lazy: computed here, so each replay computes them again, where they
     # were left graphs of the capture call's values (a replay runs no Python to build them again)
     # (not the .grad backward() gives a tensor that did not ask for one, requires_grad None: lazy by design, as without the
     # JIT, where computing it would cost a replay an input's gradient; nor one an update marked gone, which cannot run)
-    if before is not None:
+    if made is not None:
       from tinygrad.gradient import _gone
       live = _tensor.live_tensors()
       unasked = {id(t.grad) for t in live if t.requires_grad is None and t.grad is not None}
-      left = [t for t in live if ((r := before.get(id(t))) is None or r() is not t) and all_int(t.shape) and id(t) not in unasked
+      left = [t for t in live if (r := made.get(id(t))) is not None and r() is t and all_int(t.shape) and id(t) not in unasked
               and not t._is_realized() and t.uop.op is not Ops.CONST and not _gone(t)]
       if DEBUG >= 2 and left: print(f"TinyJit capture computes {len(left)} tensors the call left lazy: {[t.shape for t in left][:8]}")
       outs += left

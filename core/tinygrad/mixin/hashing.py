@@ -3,11 +3,11 @@
 tree hash of a whole tensor. The permutation is FIPS 202's Keccak-f[1600]: the state is 25 uint64 lanes, lane (x, y) at
 x + 5y, the message's bytes little-endian in them."""
 from __future__ import annotations
-import functools, math, threading
+import functools, math
 from typing import TYPE_CHECKING, Callable
 from tinygrad.dtype import dtypes
 from tinygrad.mixin.common import ArgumentError
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, leaf_lock
 from tinygrad.uop.ops import UOp
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -44,7 +44,7 @@ def _keccak_consts(device: str) -> tuple[Tensor, Tensor]:
   rcs = Tensor([[rc] + [0] * 24 for rc in RC], dtype=dtypes.uint64, device=device)
   return rot.realize(), rcs.realize()
 
-_JIT_LOCK = threading.Lock()
+_JIT_LOCK = leaf_lock()
 @functools.lru_cache(maxsize=8)
 def _permutation_jit(device: str, rows: int) -> Callable[[Tensor], Tensor]:
   from tinygrad.engine.jit import TinyJit

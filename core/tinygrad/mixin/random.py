@@ -6,7 +6,7 @@ import functools
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.dtype import DType, dtypes, to_dtype, truncate_float
-from tinygrad.helpers import prod, argfix, all_int
+from tinygrad.helpers import prod, argfix, all_int, engine_locked, ENGINE_LOCK
 from tinygrad.mixin.common import _canon_device, _dtname, ArgumentError, AssertedArgumentError, DTypeKindError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -45,6 +45,7 @@ class RandomMixin:
   _rng_states: dict[str, tuple[Any, Tensor]] = {}
   _draws = 0   # random calls so far (graphcache.py: a method that draws is no graph template)
   @staticmethod
+  @engine_locked   # (a draw on another thread between the key's and the counters' reset would use the new key, old counter)
   def manual_seed(seed: int = 0) -> None:
     """Seed the random generator: key = seed, every device's counter back to 0, so what follows is reproducible on any device."""
     from tinygrad.device import Device
@@ -100,11 +101,14 @@ class RandomMixin:
       # counter steps); public tinygrad draws them too
       parts = [Tensor._random_bits((min(_DRAW_MAX, num - i),), dev) for i in range(0, num, _DRAW_MAX)]
       return Tensor.cat(*[p[0] for p in parts]).reshape(shape), Tensor.cat(*[p[1] for p in parts]).reshape(shape)
-    st = Tensor._rng_state(dev)
-    Tensor._draws += 1
-    snap = st.contiguous()
-    st.assign(st + Tensor.ones(1, dtype=dtypes.uint32, device=dev).pad(((2, 0),)))
-    Tensor.realize(snap, st)
+    # the state is shared by every thread: its snapshot and bump run as one step under ENGINE_LOCK (two threads interleaving
+    # them drew the same numbers, or failed with a KeyError in realize; two first draws made two states)
+    with ENGINE_LOCK:
+      st = Tensor._rng_state(dev)
+      Tensor._draws += 1
+      snap = st.contiguous()
+      st.assign(st + Tensor.ones(1, dtype=dtypes.uint32, device=dev).pad(((2, 0),)))
+      Tensor.realize(snap, st)
     k0, k1, calls = (snap.shrink(((i, i + 1),)) for i in range(3))
     x0, x1 = Tensor._threefry2x32(Tensor._iota(num, dev), calls, k0, k1)
     return x0.reshape(shape), x1.reshape(shape)
