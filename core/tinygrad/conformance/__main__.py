@@ -2,7 +2,13 @@
 import sys
 
 def main(argv: list[str]) -> int:
-  import pytest
+  # the suite's two dependencies are an extra of the core: without them say so, not a traceback or 4 collection errors
+  try:
+    import pytest, hypothesis  # noqa: F401
+  except ImportError as e:
+    print(f"the conformance suite needs pytest and hypothesis ({e}): pip install \"tinygrad-core[conformance]\" "
+          "(from a checkout of the core: pip install -e \".[conformance]\")", file=sys.stderr)
+    return 2
   if not argv or argv[0].startswith("-"):
     print(__doc__.strip(), file=sys.stderr)
     return 2
