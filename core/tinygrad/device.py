@@ -610,7 +610,10 @@ class _Device:
     token = _compiler_choice.set((devname, choice))
     try: dev, err = guarded(cls, devname)
     finally: _compiler_choice.reset(token)
-    if isinstance(err, DeviceError): raise err   # already names the device and the cause
+    if isinstance(err, DeviceError):   # names the device and the cause (no compiler initialises, ...): add whose device it is,
+      # not to a user's bad name (an unknown compiler: a CompilerChoiceError without a cause)
+      if who in str(err) or type(err) not in (DeviceError, CompilerChoiceError) or (type(err) is CompilerChoiceError and err.__cause__ is None): raise err
+      raise type(err)(f"{err} (device {base} from {who})") from err
     if err is not None: raise DeviceError(f"device {key} from {who} failed to open: {type(err).__name__}: {err}") from err
     if not isinstance(dev, Compiled): raise DeviceError(f"{entry.spec.import_path} from {who} is not a tinygrad.device.Compiled subclass")
     return dev

@@ -252,6 +252,15 @@ def test_device_without_usable_compiler_warns_on_fallback():
   with pytest.warns(RuntimeWarning, match=r"default device PYTHON: skipped GOOD .*no compiler for device GOOD initialises: A: FileNotFoundError: goodcc"):
     assert Device.DEFAULT == "PYTHON"
 
+def test_device_without_usable_compiler_names_its_plugin():
+  # a missing compiler binary or a malformed pair: the error named the device and the cause but not whose device it is
+  PAIRS[:] = [CompilerPair(ARenderer, NoCompiler, name="A"), CompilerPair(lambda: object(), None, name="B")]
+  discover_with()
+  with pytest.raises(DeviceError, match=r"A: FileNotFoundError: goodcc.*B: TypeError.*not a Renderer.*from plugin 'good' \(distribution tinygrad-good\)"):
+    Device["GOOD"]
+  with pytest.raises(DeviceError, match=r"compiler A for device GOOD .*failed to initialise: .*goodcc.*from plugin 'good' \(distribution tinygrad-good\)"):
+    Device["GOOD:A"]
+
 def test_absent_hardware_falls_back_quietly():
   class Absent(GoodPlugin):
     @hookimpl
