@@ -51,7 +51,7 @@ def compile_check(pair: CompilerPair) -> dict[str, Any]:
 
 def _pair_entry(name: str, pair: CompilerPair | None, set_var: str | None, default: bool, error: str | None) -> dict[str, Any]:
   pname = pair.name if pair is not None else ""
-  return {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": default,
+  return {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": default, "origin": pair.origin if pair else "",
           "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),
           "ok": False, "result": None, "error": error}
 
@@ -117,6 +117,8 @@ def collect(check: bool = True) -> dict[str, Any]:
     dd = report["default_device"]
     with CapturedStderr(): report["default_ok"] = health_check(dd)["ok"]
   elif not check: report["default_ok"] = None   # not checked: neither works nor fails
+  # what opening the devices warned about (a plugin's tinygrad_compilers pair skipped): the listing captured the stderr
+  report["plugin_warnings"] = sorted(reg.warned)
   return report
 
 def doctor(report: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +146,9 @@ def _print(report: dict[str, Any]) -> None:
       if c["ok"]: state = f"ok ({c['note']})" if c.get("note") else "ok"
       else: state = f"FAIL: {c['error']}" if c["error"] is not None else "not checked (--no-check)"
       how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
-      print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}")
+      origin = f" [added by {c['origin']}]" if c.get("origin") else ""
+      print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}{origin}")
+  if report.get("plugin_warnings"): print("\nplugin warnings:\n" + "\n".join(f"  {w}" for w in report["plugin_warnings"]))
   if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
   else:
     state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], "FAILS its health check")

@@ -158,6 +158,30 @@ def test_compilers_hook_garbage_skipped_blaming_its_distribution(bad_plugin, ret
     assert Device["GOOD"].compiler_name == "A" and Device.DEFAULT == "GOOD"   # GOOD opens for its users, and stays the default
   assert not any("tinygrad-good" in str(x.message) for x in w)
 
+EXTRA = "from {mod} import CompilerPair, ARenderer, BRenderer, NoCompiler\n@hookimpl\ndef tinygrad_compilers(device):\n" \
+        "  return [CompilerPair(BRenderer, None, name='a'), CompilerPair(ARenderer, NoCompiler, name='C')] if device == 'GOOD' else []\n"
+
+def test_compilers_hook_pair_name_clash_skipped_once(bad_plugin, capsys):
+  # a pair named like one the device has could never be selected (GOOD_CC=A picks the first) and was listed as a second default
+  dist = bad_plugin(EXTRA.format(mod=__name__))
+  discover_with()
+  with pytest.warns(RuntimeWarning, match=rf"distribution {dist}\).*tinygrad_compilers\('GOOD'\) returned a pair named 'a', a name GOOD already has"):
+    assert [p.name for p in Device["GOOD"].compiler_pairs] == ["A", "B", "C"] and type(Device["GOOD:A"].renderer) is ARenderer
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")   # once, not again at every open of the device
+    Device["GOOD:B"]
+  report = listing(capsys)
+  assert any("named 'a'" in w for w in report["plugin_warnings"])
+  assert [c["name"] for c in next(d for d in report["devices"] if d["name"] == "GOOD")["compilers"]] == ["A", "B", "C"]
+
+def test_compilers_hook_pair_failure_blames_its_plugin(bad_plugin):
+  # a pair another plugin added fails: the error names that plugin, not the device's (which is not at fault)
+  dist = bad_plugin(EXTRA.format(mod=__name__))
+  discover_with()
+  with pytest.warns(RuntimeWarning):
+    with pytest.raises(DeviceError, match=rf"compiler C \(from plugin .*distribution {dist}\)\) for device GOOD .*goodcc") as e: Device["GOOD:C"]
+  assert "tinygrad-good" not in str(e.value)
+
 @pytest.mark.skipif(not HAVE_CPU, reason="needs the tinygrad-cpu plugin: pip install ./plugins/tinygrad_cpu")
 def test_compilers_hook_garbage_leaves_cpu_working(bad_plugin, monkeypatch):
   dist = bad_plugin("@hookimpl\ndef tinygrad_compilers(device): return [42, 'x'] if device == 'CPU' else []\n")
