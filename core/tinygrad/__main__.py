@@ -113,10 +113,17 @@ def collect(check: bool = True) -> dict[str, Any]:
           c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
         if not c["ok"] and c["error"]: c["error"] += _said(noise)
       d["compilers"].append(c)
+  report["default_check_error"], report["checked"] = None, check
   if report["default_device"] and check:
     dd = report["default_device"]
-    with CapturedStderr(): report["default_ok"] = health_check(dd)["ok"]
-  elif not check: report["default_ok"] = None   # not checked: neither works nor fails
+    with CapturedStderr(): hc = health_check(dd)
+    report["default_ok"], report["default_check_error"] = hc["ok"], hc["error"]
+  elif not check:   # not checked: neither works nor fails, unless it does not even open (DEV=NV here, DEV=CPU:BOGUS)
+    report["default_ok"] = None
+    if report["default_device"]:
+      try:
+        with CapturedStderr() as noise: Device[report["default_device"]]
+      except Exception as e: report["default_ok"], report["default_check_error"] = False, f"{type(e).__name__}: {e}{_said(noise)}"
   # what opening the devices warned about (a plugin's tinygrad_compilers pair skipped): the listing captured the stderr
   report["plugin_warnings"] = sorted(reg.warned)
   return report
@@ -151,7 +158,9 @@ def _print(report: dict[str, Any]) -> None:
   if report.get("plugin_warnings"): print("\nplugin warnings:\n" + "\n".join(f"  {w}" for w in report["plugin_warnings"]))
   if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
   else:
-    state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], "FAILS its health check")
+    fail = "FAILS to open" if report.get("default_check_error") and not report["checked"] else "FAILS its health check"
+    fail += f": {report['default_check_error']}" if report.get("default_check_error") else ""
+    state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], fail)
     print(f"\ndefault device: {report['default_device']} ({state})")
   if "doctor" in report:
     doc = report["doctor"]
@@ -178,6 +187,6 @@ def main(argv: list[str] | None = None) -> int:
   except BrokenPipeError:   # the reader went away (`python -m tinygrad | head`): no traceback, and a quiet flush at exit
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1
-  return 0 if report["default_ok"] or (args.no_check and report["default_device"]) else 1
+  return 0 if report["default_ok"] or (args.no_check and report["default_device"] and report["default_ok"] is None) else 1
 
 if __name__ == "__main__": sys.exit(main())

@@ -105,6 +105,17 @@ def test_no_check_runs_nothing(capsys, monkeypatch):
   out = capsys.readouterr().out
   assert "default device: CLI (not checked (--no-check))" in out and "FAILS" not in out
 
+def test_default_that_fails_says_why(capsys, monkeypatch):
+  # DEV=NV on a machine without one printed 'default device: NV (FAILS its health check)' with no reason, and with
+  # --no-check 'NV (not checked)' and exit 0, as did DEV=CPU:BOGUS: the reason is shown, and --no-check exits 1
+  monkeypatch.setenv("DEV", "CLI:BOGUS")
+  assert main([]) == 1
+  assert "default device: CLI:BOGUS (FAILS its health check: unknown compiler 'BOGUS' for device CLI" in capsys.readouterr().out
+  assert main(["--no-check"]) == 1
+  assert "default device: CLI:BOGUS (FAILS to open: CompilerChoiceError: unknown compiler 'BOGUS'" in capsys.readouterr().out
+  rc, rep = report(capsys, "--no-check")
+  assert rc == 1 and rep["default_ok"] is False and "unknown compiler 'BOGUS'" in rep["default_check_error"]
+
 def test_human_output(capsys):
   assert main([]) == 0
   out = capsys.readouterr().out
