@@ -88,8 +88,11 @@ def collect(check: bool = True) -> dict[str, Any]:
       d.update(status="unavailable", reason=why)
       cset, err = plugins.compile_only_pairs(entry)
       if err is not None: d["compilers"].append(_pair_entry(name, None, None, False, f"cannot list compilers: {err}"))
+      # the pair the user chose (DEV=NV:PTX, NV_CC=PTX) is the default one, as for a device that opens; else the first
+      want = dchoice if name == dbase and dchoice else (os.environ.get(cset.ctrl_var, "").strip() if cset is not None and cset.ctrl_var else "")
+      names = [p.name.upper() for p in (cset.cset if cset is not None else [])]
       for i, pair in enumerate(cset.cset if cset is not None else []):
-        c = _pair_entry(name, pair, cset.ctrl_var, i == 0, None)
+        c = _pair_entry(name, pair, cset.ctrl_var, pair.name.upper() == want.upper() if want.upper() in names else i == 0, None)
         if check:
           with CapturedStderr(): c.update(compile_check(pair))
         d["compilers"].append(c)
