@@ -258,14 +258,19 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
   else: forced, how = set_value, f"{set_var}={set_value}"
   if forced:   # a lower-precedence choice that disagrees is named, so the user learns which one won
     lost = ([f"{set_var}={set_value}"] if choice and set_value and set_value.upper() != choice.upper() else []) + \
-           [f"{p.ctrl_var}=1" for p in pairs if _env_switch(p.ctrl_var) == 1 and p.name.upper() != forced.upper()]
+           [f"{p.ctrl_var}=1" for p in pairs if _env_switch(p.ctrl_var) == 1 and p.name.upper() != forced.upper()] + \
+           [f"{p.ctrl_var}=0" for p in pairs if _env_switch(p.ctrl_var) == 0 and p.name.upper() == forced.upper()]
     if lost: warnings.warn(f"{' and '.join(lost)} {'conflict' if len(lost) > 1 else 'conflicts'} with {how}; using {forced.upper()} "
                            f"({'the device string' if choice else set_var} wins)", CompilerChoiceWarning, stacklevel=3)
   if forced:
     match = [p for p in pairs if p.name.upper() == forced.upper()]
     if not match: raise CompilerChoiceError(f"unknown compiler {forced!r} for device {device} (from {how}); valid: {names}")
   else:
-    match = [p for p in pairs if _env_switch(p.ctrl_var) == 1][:1]
+    on = [p for p in pairs if _env_switch(p.ctrl_var) == 1]
+    if len(on) > 1:   # two pairs forced: the first in the device's order wins, and the user learns it did
+      warnings.warn(f"{' and '.join(f'{p.ctrl_var}=1' for p in on)} conflict; using {on[0].name} (the first in {device}'s order; "
+                    f"{set_var or 'the device string'} picks one by name)", CompilerChoiceWarning, stacklevel=3)
+    match = on[:1]
     how = f"{match[0].ctrl_var}=1" if match else ""
   if match:
     try: return (match[0], *_init_pair(match[0]), {})

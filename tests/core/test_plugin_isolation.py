@@ -339,6 +339,18 @@ def test_compiler_choice_conflict_warns_device_string_wins(monkeypatch):
     Device._opened.clear()
     assert Device["GOOD:A"].compiler_name == "A"
 
+def test_compiler_switch_conflicts_warn(monkeypatch):
+  # CPU_LLVM=1 CPU_CLANG=1 silently ran LLVM, and CPU_CC=CLANG CPU_CLANG=0 silently ran CLANG
+  discover_with()
+  monkeypatch.setenv("GOOD_A", "1")
+  monkeypatch.setenv("GOOD_B", "1")
+  with pytest.warns(RuntimeWarning, match=r"GOOD_A=1 and GOOD_B=1 conflict; using A \(the first in GOOD's order; GOOD_CC picks one by name\)"):
+    assert Device["GOOD"].compiler_name == "A"
+  monkeypatch.delenv("GOOD_A")
+  monkeypatch.setenv("GOOD_B", "0")
+  monkeypatch.setenv("GOOD_CC", "B")
+  with pytest.warns(RuntimeWarning, match=r"GOOD_B=0 conflicts with GOOD_CC=B; using B \(GOOD_CC wins\)"): assert Device["GOOD:1"].compiler_name == "B"
+
 @pytest.mark.skipif(not HAVE_CPU, reason="needs the tinygrad-cpu plugin: pip install ./plugins/tinygrad_cpu")
 def test_cpu_cc_conflict_with_dev_suffix(monkeypatch):
   monkeypatch.setenv("TINYGRAD_PLUGINS_DISABLE", ",".join(x for x in ENV_PLUGINS if x != "cpu"))
