@@ -229,7 +229,13 @@ class Registry:
       return info
     info.devices = [s.name for s in specs]
     info.api_version = version[0]
-    for s in specs: self.candidates.setdefault(s.name, []).append(DeviceEntry(s, info))
+    for s in specs:
+      if info.module != BUILTIN_MODULE and any(e.plugin.module == BUILTIN_MODULE for e in self.candidates.get(s.name, [])):
+        # the core's PYTHON (the reference), NULL and DISK (safe_load's files) are not replaced by priority: only on request
+        self._warn_once(f"tinygrad plugin {info.name!r} (distribution {info.dist or '?'}) declares device {s.name}, a device built "
+                        f"into tinygrad-core: the core's is used unless TINYGRAD_DEVICE_PROVIDER_{s.name}={info.dist or info.name}; "
+                        "give your device a name of its own", stacklevel=5)
+      self.candidates.setdefault(s.name, []).append(DeviceEntry(s, info))
     return info
 
   def devices(self) -> list[DeviceEntry]:
@@ -254,7 +260,9 @@ class Registry:
         raise DeviceError(f"{var}={want!r} names no provider of {name.upper()}; providers: "
                           + ", ".join(f"{e.plugin.dist or e.plugin.name}" for e in cands))
       return pick[0]
-    return max(cands, key=lambda e: e.spec.priority)   # ties: the first loaded (built-ins load first)
+    core = [e for e in cands if e.plugin.module == BUILTIN_MODULE]
+    if core: return core[0]   # a built-in device is the core's unless the variable picks another provider (add() warned)
+    return max(cands, key=lambda e: e.spec.priority)   # ties: the first loaded
 
   def failed_for(self, name: str) -> list[PluginInfo]:
     """Plugins that did not load and (as far as can be told) would have provided device `name`."""
@@ -290,10 +298,10 @@ class Registry:
       self._warn_once(f"tinygrad plugin {who}: tinygrad_compilers({device!r}) {why}; its pairs are skipped")
     return out
 
-  def _warn_once(self, msg: str) -> None:
+  def _warn_once(self, msg: str, stacklevel: int = 4) -> None:
     if msg in self.warned: return
     self.warned.add(msg)
-    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+    warnings.warn(msg, RuntimeWarning, stacklevel=stacklevel)
 
 def _call_ref(ref: str | Callable[[], Any]) -> tuple[Any, BaseException | None]:
   return guarded(lambda: (load_object(ref) if isinstance(ref, str) else ref)())

@@ -263,6 +263,18 @@ def test_shadowed_cpu_error_names_tinygrad_cpu(bad_plugin, monkeypatch):
   with pytest.raises(DeviceError, match="also provided by tinygrad-cpu .*TINYGRAD_DEVICE_PROVIDER_CPU=tinygrad-cpu"):
     Device[Device.DEFAULT]
 
+@pytest.mark.parametrize("dev", ["PYTHON", "DISK"])
+def test_builtin_device_not_shadowed_by_priority(bad_plugin, monkeypatch, capsys, dev):
+  # a plugin declaring DISK (or PYTHON) at priority 100 silently replaced the core's device, and became the default device
+  dist = bad_plugin(f"@hookimpl\ndef tinygrad_devices(): return [DeviceSpec('{dev}', 100, '{__name__}:GoodDevice')]\n")
+  with pytest.warns(RuntimeWarning, match=rf"distribution {dist}\) declares device {dev}, a device built into tinygrad-core: .*TINYGRAD_DEVICE_PROVIDER_{dev}={dist}"):
+    reg = discover_with(good=False)
+  assert reg.provider(dev).plugin.dist == "tinygrad-core" and Device.DEFAULT == "PYTHON"
+  if dev == "PYTHON": assert type(Device["PYTHON"]) is not GoodDevice
+  assert any(f"declares device {dev}" in w for w in listing(capsys)["plugin_warnings"])
+  monkeypatch.setenv(f"TINYGRAD_DEVICE_PROVIDER_{dev}", dist)   # asked for: theirs
+  assert reg.provider(dev).plugin.dist == dist
+
 def test_provider_typo_warns_once_naming_why(monkeypatch):
   monkeypatch.setenv("TINYGRAD_DEVICE_PROVIDER_GOOD", "tinygrad-goood")
   discover_with()
