@@ -51,7 +51,7 @@ def compile_check(pair: CompilerPair) -> dict[str, Any]:
 
 def _pair_entry(name: str, pair: CompilerPair | None, set_var: str | None, default: bool, error: str | None) -> dict[str, Any]:
   pname = pair.name if pair is not None else ""
-  return {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": default,
+  return {"name": pname or "(none)", "ctrl_var": pair.ctrl_var if pair else None, "default": default, "origin": pair.origin if pair else "",
           "select": ([f"{set_var}={pname}"] if set_var else []) + ([f"DEV={name}:{pname}"] if pname else [f"DEV={name}"]),
           "ok": False, "result": None, "error": error}
 
@@ -88,8 +88,11 @@ def collect(check: bool = True) -> dict[str, Any]:
       d.update(status="unavailable", reason=why)
       cset, err = plugins.compile_only_pairs(entry)
       if err is not None: d["compilers"].append(_pair_entry(name, None, None, False, f"cannot list compilers: {err}"))
+      # the pair the user chose (DEV=NV:PTX, NV_CC=PTX) is the default one, as for a device that opens; else the first
+      want = dchoice if name == dbase and dchoice else (os.environ.get(cset.ctrl_var, "").strip() if cset is not None and cset.ctrl_var else "")
+      names = [p.name.upper() for p in (cset.cset if cset is not None else [])]
       for i, pair in enumerate(cset.cset if cset is not None else []):
-        c = _pair_entry(name, pair, cset.ctrl_var, i == 0, None)
+        c = _pair_entry(name, pair, cset.ctrl_var, pair.name.upper() == want.upper() if want.upper() in names else i == 0, None)
         if check:
           with CapturedStderr(): c.update(compile_check(pair))
         d["compilers"].append(c)
@@ -113,10 +116,19 @@ def collect(check: bool = True) -> dict[str, Any]:
           c.update(health_check(name if pname == dev.compiler_name else f"{name}:{pname}"))
         if not c["ok"] and c["error"]: c["error"] += _said(noise)
       d["compilers"].append(c)
+  report["default_check_error"], report["checked"] = None, check
   if report["default_device"] and check:
     dd = report["default_device"]
-    with CapturedStderr(): report["default_ok"] = health_check(dd)["ok"]
-  elif not check: report["default_ok"] = None   # not checked: neither works nor fails
+    with CapturedStderr(): hc = health_check(dd)
+    report["default_ok"], report["default_check_error"] = hc["ok"], hc["error"]
+  elif not check:   # not checked: neither works nor fails, unless it does not even open (DEV=NV here, DEV=CPU:BOGUS)
+    report["default_ok"] = None
+    if report["default_device"]:
+      try:
+        with CapturedStderr() as noise: Device[report["default_device"]]
+      except Exception as e: report["default_ok"], report["default_check_error"] = False, f"{type(e).__name__}: {e}{_said(noise)}"
+  # what opening the devices warned about (a plugin's tinygrad_compilers pair skipped): the listing captured the stderr
+  report["plugin_warnings"] = sorted(reg.warned)
   return report
 
 def doctor(report: dict[str, Any]) -> dict[str, Any]:
@@ -144,10 +156,14 @@ def _print(report: dict[str, Any]) -> None:
       if c["ok"]: state = f"ok ({c['note']})" if c.get("note") else "ok"
       else: state = f"FAIL: {c['error']}" if c["error"] is not None else "not checked (--no-check)"
       how = "default" if c["default"] else f"{' or '.join(c['select'])} to select"
-      print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}")
+      origin = f" [added by {c['origin']}]" if c.get("origin") else ""
+      print(f"    {'*' if c['default'] else ' '} {c['name']:<10} {how:<40} {state}{origin}")
+  if report.get("plugin_warnings"): print("\nplugin warnings:\n" + "\n".join(f"  {w}" for w in report["plugin_warnings"]))
   if report["default_error"]: print(f"\ndefault device: none: {report['default_error']}")
   else:
-    state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], "FAILS its health check")
+    fail = "FAILS to open" if report.get("default_check_error") and not report["checked"] else "FAILS its health check"
+    fail += f": {report['default_check_error']}" if report.get("default_check_error") else ""
+    state = {True: "works", None: "not checked (--no-check)"}.get(report["default_ok"], fail)
     print(f"\ndefault device: {report['default_device']} ({state})")
   if "doctor" in report:
     doc = report["doctor"]
@@ -174,6 +190,6 @@ def main(argv: list[str] | None = None) -> int:
   except BrokenPipeError:   # the reader went away (`python -m tinygrad | head`): no traceback, and a quiet flush at exit
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1
-  return 0 if report["default_ok"] or (args.no_check and report["default_device"]) else 1
+  return 0 if report["default_ok"] or (args.no_check and report["default_device"] and report["default_ok"] is None) else 1
 
 if __name__ == "__main__": sys.exit(main())

@@ -201,11 +201,14 @@ class CompilerPair:
   name: shown by `python -m tinygrad` and used in `CPU_CC=NAME` / `DEV=CPU:NAME`; default: the renderer's class name
     without "Renderer", upper-case (ClangRenderer -> CLANG).
   Constructing the renderer or compiler may raise (a missing tool, a missing library): the pair then does not initialise.
+  origin: set by the core on a pair that another plugin added through `tinygrad_compilers` ("plugin 'x' (distribution
+    tinygrad-x)"), so the errors about it name who to ask; leave it empty.
   """
   renderer: Callable[[], Renderer]
   compiler: Callable[[], Compiler] | None = None
   ctrl_var: str | None = None
   name: str = ""
+  origin: str = ""
   def __post_init__(self) -> None:
     if not self.name: self.name = _pair_name(self.renderer)
 
@@ -255,19 +258,24 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
   else: forced, how = set_value, f"{set_var}={set_value}"
   if forced:   # a lower-precedence choice that disagrees is named, so the user learns which one won
     lost = ([f"{set_var}={set_value}"] if choice and set_value and set_value.upper() != choice.upper() else []) + \
-           [f"{p.ctrl_var}=1" for p in pairs if _env_switch(p.ctrl_var) == 1 and p.name.upper() != forced.upper()]
+           [f"{p.ctrl_var}=1" for p in pairs if _env_switch(p.ctrl_var) == 1 and p.name.upper() != forced.upper()] + \
+           [f"{p.ctrl_var}=0" for p in pairs if _env_switch(p.ctrl_var) == 0 and p.name.upper() == forced.upper()]
     if lost: warnings.warn(f"{' and '.join(lost)} {'conflict' if len(lost) > 1 else 'conflicts'} with {how}; using {forced.upper()} "
                            f"({'the device string' if choice else set_var} wins)", CompilerChoiceWarning, stacklevel=3)
   if forced:
     match = [p for p in pairs if p.name.upper() == forced.upper()]
     if not match: raise CompilerChoiceError(f"unknown compiler {forced!r} for device {device} (from {how}); valid: {names}")
   else:
-    match = [p for p in pairs if _env_switch(p.ctrl_var) == 1][:1]
+    on = [p for p in pairs if _env_switch(p.ctrl_var) == 1]
+    if len(on) > 1:   # two pairs forced: the first in the device's order wins, and the user learns it did
+      warnings.warn(f"{' and '.join(f'{p.ctrl_var}=1' for p in on)} conflict; using {on[0].name} (the first in {device}'s order; "
+                    f"{set_var or 'the device string'} picks one by name)", CompilerChoiceWarning, stacklevel=3)
+    match = on[:1]
     how = f"{match[0].ctrl_var}=1" if match else ""
   if match:
     try: return (match[0], *_init_pair(match[0]), {})
     except Exception as e:
-      raise CompilerChoiceError(f"compiler {match[0].name} for device {device} (selected by {how}) failed to initialise: "
+      raise CompilerChoiceError(f"compiler {_pair_label(match[0])} for device {device} (selected by {how}) failed to initialise: "
                                 f"{type(e).__name__}: {e}") from e
   errors: dict[str, str] = {}
   for p in pairs:
@@ -275,8 +283,10 @@ def select_compiler(device: str, pairs: list[CompilerPair], set_var: str | None,
       errors[p.name] = f"skipped ({p.ctrl_var}=0)"
       continue
     try: return (p, *_init_pair(p), errors)
-    except Exception as e: errors[p.name] = f"{type(e).__name__}: {e}"
+    except Exception as e: errors[p.name] = f"{type(e).__name__}: {e}" + (f" (pair from {p.origin})" if p.origin else "")
   raise DeviceError(f"no compiler for device {device} initialises: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+def _pair_label(p: CompilerPair) -> str: return f"{p.name} (from {p.origin})" if p.origin else p.name
 
 # ---- memory ----
 
@@ -488,7 +498,8 @@ class Compiled:
     if not allocator.device: allocator.device = self.device
     base = device.split(":")[0].upper()
     from tinygrad.plugins import registry
-    self.compiler_pairs = (compilers.cset if compilers is not None else []) + registry().extra_compilers(base)
+    own = compilers.cset if compilers is not None else []
+    self.compiler_pairs = own + registry().extra_compilers(base, [p.name for p in own])
     self.compiler_errors: dict[str, str] = {}
     if self.compiler_pairs:
       pair, self.renderer, self.compiler, self.compiler_errors = select_compiler(device, self.compiler_pairs,
@@ -610,7 +621,12 @@ class _Device:
     token = _compiler_choice.set((devname, choice))
     try: dev, err = guarded(cls, devname)
     finally: _compiler_choice.reset(token)
-    if isinstance(err, DeviceError): raise err   # already names the device and the cause
+    if isinstance(err, DeviceError):   # names the device and the cause (no compiler initialises, ...): add whose device it is,
+      # not to a user's bad name (an unknown compiler: a CompilerChoiceError without a cause)
+      # nor to a pair another plugin added, which the message already blames
+      if who in str(err) or type(err) not in (DeviceError, CompilerChoiceError) or \
+         (type(err) is CompilerChoiceError and (err.__cause__ is None or " (from plugin " in str(err))): raise err
+      raise type(err)(f"{err} (device {base} from {who})") from err
     if err is not None: raise DeviceError(f"device {key} from {who} failed to open: {type(err).__name__}: {err}") from err
     if not isinstance(dev, Compiled): raise DeviceError(f"{entry.spec.import_path} from {who} is not a tinygrad.device.Compiled subclass")
     return dev

@@ -16,9 +16,9 @@ Control variables, read when discovery runs:
   TINYGRAD_DEVICE_PROVIDER_<DEV>=dist   when several plugins provide <DEV>, use this one (default: highest priority)
 """
 from __future__ import annotations
-import os, re, sys, importlib, warnings
+import os, re, sys, importlib, warnings, dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar, TYPE_CHECKING
+from typing import Any, Callable, Iterable, TypeVar, TYPE_CHECKING
 import pluggy
 from tinygrad.helpers import env_switch
 if TYPE_CHECKING:
@@ -162,6 +162,7 @@ class Registry:
     self.pm.add_hookspecs(TinygradHooks)
     self.plugins: list[PluginInfo] = []
     self.candidates: dict[str, list[DeviceEntry]] = {}   # device name -> providers, in load order
+    self.warned: set[str] = set()   # tinygrad_compilers faults already warned about: once each, not at every open of the device
 
   def _impls(self, hook: str, obj: Any) -> list[Any]:
     return [i for i in getattr(self.pm.hook, hook).get_hookimpls() if i.plugin is obj]
@@ -228,7 +229,13 @@ class Registry:
       return info
     info.devices = [s.name for s in specs]
     info.api_version = version[0]
-    for s in specs: self.candidates.setdefault(s.name, []).append(DeviceEntry(s, info))
+    for s in specs:
+      if info.module != BUILTIN_MODULE and any(e.plugin.module == BUILTIN_MODULE for e in self.candidates.get(s.name, [])):
+        # the core's PYTHON (the reference), NULL and DISK (safe_load's files) are not replaced by priority: only on request
+        self._warn_once(f"tinygrad plugin {info.name!r} (distribution {info.dist or '?'}) declares device {s.name}, a device built "
+                        f"into tinygrad-core: the core's is used unless TINYGRAD_DEVICE_PROVIDER_{s.name}={info.dist or info.name}; "
+                        "give your device a name of its own", stacklevel=5)
+      self.candidates.setdefault(s.name, []).append(DeviceEntry(s, info))
     return info
 
   def devices(self) -> list[DeviceEntry]:
@@ -253,7 +260,9 @@ class Registry:
         raise DeviceError(f"{var}={want!r} names no provider of {name.upper()}; providers: "
                           + ", ".join(f"{e.plugin.dist or e.plugin.name}" for e in cands))
       return pick[0]
-    return max(cands, key=lambda e: e.spec.priority)   # ties: the first loaded (built-ins load first)
+    core = [e for e in cands if e.plugin.module == BUILTIN_MODULE]
+    if core: return core[0]   # a built-in device is the core's unless the variable picks another provider (add() warned)
+    return max(cands, key=lambda e: e.spec.priority)   # ties: the first loaded
 
   def failed_for(self, name: str) -> list[PluginInfo]:
     """Plugins that did not load and (as far as can be told) would have provided device `name`."""
@@ -261,25 +270,38 @@ class Registry:
     return [p for p in self.plugins if p.status != "ok" and (name.upper() in p.devices or _norm(p.name) == n or
             _norm(p.dist) in (n, f"tinygrad-{n}") or _norm(p.dist).endswith(f"-{n}"))]
 
-  def extra_compilers(self, device: str) -> list[CompilerPair]:
-    """Pairs that plugins add to `device` through tinygrad_compilers, in load order. A hook that raises or returns
-    anything but a list of CompilerPair is skipped with a warning naming its plugin and distribution (never the device's)."""
+  def extra_compilers(self, device: str, taken: Iterable[str] = ()) -> list[CompilerPair]:
+    """Pairs that plugins add to `device` through tinygrad_compilers, in load order, each with `origin` naming its plugin.
+    A hook that raises or returns anything but a list of CompilerPair is skipped with a warning naming its plugin and
+    distribution (never the device's); so is a pair whose name the device (`taken`) or an earlier plugin already uses."""
     from tinygrad.device import CompilerPair
     out: list[CompilerPair] = []
+    names = {n.upper() for n in taken}
     for impl in self.pm.hook.tinygrad_compilers.get_hookimpls():
       got, err = guarded(impl.function, device=device)
+      info = self.info_of(impl.plugin)
+      who = f"{info.name!r} (distribution {info.dist or '?'})" if info is not None else repr(impl.plugin_name)
       if err is not None: why = f"raised {_what(err)}"
       elif got is None: continue
       elif not isinstance(got, (list, tuple)): why = f"must return a list of CompilerPair, got {got!r}"
       elif (bad := [p for p in got if not isinstance(p, CompilerPair) or not isinstance(p.name, str) or not p.name]):
         why = f"returned {bad[0]!r}, not a CompilerPair" if not isinstance(bad[0], CompilerPair) else f"returned a pair named {bad[0].name!r}"
       else:
-        out.extend(got)
+        for p in got:   # a second pair of one name could never be selected (CPU_CC=LLVM picks the first), and the listing
+          if p.name.upper() in names:   # would show two defaults: refuse it, loudly
+            self._warn_once(f"tinygrad plugin {who}: tinygrad_compilers({device!r}) returned a pair named {p.name!r}, a name {device} "
+                            f"already has ({', '.join(sorted(names))}); that pair is skipped: rename it")
+            continue
+          names.add(p.name.upper())
+          out.append(dataclasses.replace(p, origin=f"plugin {who}"))
         continue
-      info = self.info_of(impl.plugin)
-      who = f"{info.name!r} (distribution {info.dist or '?'})" if info is not None else repr(impl.plugin_name)
-      warnings.warn(f"tinygrad plugin {who}: tinygrad_compilers({device!r}) {why}; its pairs are skipped", RuntimeWarning, stacklevel=3)
+      self._warn_once(f"tinygrad plugin {who}: tinygrad_compilers({device!r}) {why}; its pairs are skipped")
     return out
+
+  def _warn_once(self, msg: str, stacklevel: int = 4) -> None:
+    if msg in self.warned: return
+    self.warned.add(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=stacklevel)
 
 def _call_ref(ref: str | Callable[[], Any]) -> tuple[Any, BaseException | None]:
   return guarded(lambda: (load_object(ref) if isinstance(ref, str) else ref)())

@@ -67,6 +67,14 @@ def test_conformance_extra_pulls_only_pytest_and_hypothesis():
   assert sorted(re.split(r"[<>=!~ \[]", r)[0] for r in extras["conformance"]) == ["hypothesis", "pytest"]
   assert 'tinygrad-core[conformance]' in GUIDE.read_text()
 
+@pytest.mark.parametrize("missing", ["pytest", "hypothesis"])
+def test_conformance_cli_names_the_missing_extra(missing):
+  # pip install -e . of a plugin (the guide's recipe) brings neither: the CLI said ModuleNotFoundError (no pytest) or ran
+  # pytest into 4 collection errors (no hypothesis); it names the extra to install instead
+  code = f"import sys; sys.modules[{missing!r}] = None; from tinygrad.conformance.__main__ import main; sys.exit(main(['NOSUCHDEV', '--quick']))"
+  r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(CORE)}, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 2 and 'pip install "tinygrad-core[conformance]"' in r.stderr and missing in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
+
 def test_guide_states_the_compile_cache_key():
   from tinygrad.device import Compiler
   key = "(cachekey, version(), target, code, src)"

@@ -44,7 +44,7 @@ class FakeTensor:
 
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch, tmp_path):
-  for v in ("DEV", "CLI_CC", "CLI_GOOD", "CLI_WRONG"): monkeypatch.delenv(v, raising=False)
+  for v in ("DEV", "CLI_CC", "CLI_GOOD", "CLI_WRONG", "OFF_CC"): monkeypatch.delenv(v, raising=False)
   monkeypatch.setenv("TINYGRAD_PLUGINS_DISABLE", ",".join(environment_plugins()))   # only this test's plugins
   monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
   monkeypatch.setitem(sys.modules, "tinygrad.tensor", types.SimpleNamespace(Tensor=FakeTensor))
@@ -104,6 +104,34 @@ def test_no_check_runs_nothing(capsys, monkeypatch):
   assert main(["--no-check"]) == 0
   out = capsys.readouterr().out
   assert "default device: CLI (not checked (--no-check))" in out and "FAILS" not in out
+
+def test_default_that_fails_says_why(capsys, monkeypatch):
+  # DEV=NV on a machine without one printed 'default device: NV (FAILS its health check)' with no reason, and with
+  # --no-check 'NV (not checked)' and exit 0, as did DEV=CPU:BOGUS: the reason is shown, and --no-check exits 1
+  monkeypatch.setenv("DEV", "CLI:BOGUS")
+  assert main([]) == 1
+  assert "default device: CLI:BOGUS (FAILS its health check: unknown compiler 'BOGUS' for device CLI" in capsys.readouterr().out
+  assert main(["--no-check"]) == 1
+  assert "default device: CLI:BOGUS (FAILS to open: CompilerChoiceError: unknown compiler 'BOGUS'" in capsys.readouterr().out
+  rc, rep = report(capsys, "--no-check")
+  assert rc == 1 and rep["default_ok"] is False and "unknown compiler 'BOGUS'" in rep["default_check_error"]
+
+class OfflinePlugin:
+  @hookimpl
+  def tinygrad_api_version(self): return API_VERSION
+  @hookimpl
+  def tinygrad_devices(self):
+    pairs = [CompilerPair(GoodRenderer, Compiler, name="FIRST"), CompilerPair(WrongRenderer, Compiler, name="SECOND")]
+    return [DeviceSpec("OFF", 5, f"{__name__}:CliDevice", lambda: (False, "no card"), compilers=lambda: CompilerSet(pairs, "OFF_CC"))]
+
+@pytest.mark.parametrize("env", [{"DEV": "OFF:second"}, {"OFF_CC": "second"}])
+def test_unavailable_device_marks_the_chosen_pair_default(capsys, monkeypatch, env):
+  # DEV=NV:PTX on a machine without NVIDIA listed NVRTC (the first pair) as NV's default
+  for k, v in env.items(): monkeypatch.setenv(k, v)
+  plugins.register(OfflinePlugin(), "off", "tinygrad-off")
+  _, rep = report(capsys, "--no-check")
+  pairs = {c["name"]: c["default"] for c in next(d for d in rep["devices"] if d["name"] == "OFF")["compilers"]}
+  assert pairs == {"FIRST": False, "SECOND": True}
 
 def test_human_output(capsys):
   assert main([]) == 0

@@ -158,6 +158,30 @@ def test_compilers_hook_garbage_skipped_blaming_its_distribution(bad_plugin, ret
     assert Device["GOOD"].compiler_name == "A" and Device.DEFAULT == "GOOD"   # GOOD opens for its users, and stays the default
   assert not any("tinygrad-good" in str(x.message) for x in w)
 
+EXTRA = "from {mod} import CompilerPair, ARenderer, BRenderer, NoCompiler\n@hookimpl\ndef tinygrad_compilers(device):\n" \
+        "  return [CompilerPair(BRenderer, None, name='a'), CompilerPair(ARenderer, NoCompiler, name='C')] if device == 'GOOD' else []\n"
+
+def test_compilers_hook_pair_name_clash_skipped_once(bad_plugin, capsys):
+  # a pair named like one the device has could never be selected (GOOD_CC=A picks the first) and was listed as a second default
+  dist = bad_plugin(EXTRA.format(mod=__name__))
+  discover_with()
+  with pytest.warns(RuntimeWarning, match=rf"distribution {dist}\).*tinygrad_compilers\('GOOD'\) returned a pair named 'a', a name GOOD already has"):
+    assert [p.name for p in Device["GOOD"].compiler_pairs] == ["A", "B", "C"] and type(Device["GOOD:A"].renderer) is ARenderer
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")   # once, not again at every open of the device
+    Device["GOOD:B"]
+  report = listing(capsys)
+  assert any("named 'a'" in w for w in report["plugin_warnings"])
+  assert [c["name"] for c in next(d for d in report["devices"] if d["name"] == "GOOD")["compilers"]] == ["A", "B", "C"]
+
+def test_compilers_hook_pair_failure_blames_its_plugin(bad_plugin):
+  # a pair another plugin added fails: the error names that plugin, not the device's (which is not at fault)
+  dist = bad_plugin(EXTRA.format(mod=__name__))
+  discover_with()
+  with pytest.warns(RuntimeWarning):
+    with pytest.raises(DeviceError, match=rf"compiler C \(from plugin .*distribution {dist}\)\) for device GOOD .*goodcc") as e: Device["GOOD:C"]
+  assert "tinygrad-good" not in str(e.value)
+
 @pytest.mark.skipif(not HAVE_CPU, reason="needs the tinygrad-cpu plugin: pip install ./plugins/tinygrad_cpu")
 def test_compilers_hook_garbage_leaves_cpu_working(bad_plugin, monkeypatch):
   dist = bad_plugin("@hookimpl\ndef tinygrad_compilers(device): return [42, 'x'] if device == 'CPU' else []\n")
@@ -239,6 +263,18 @@ def test_shadowed_cpu_error_names_tinygrad_cpu(bad_plugin, monkeypatch):
   with pytest.raises(DeviceError, match="also provided by tinygrad-cpu .*TINYGRAD_DEVICE_PROVIDER_CPU=tinygrad-cpu"):
     Device[Device.DEFAULT]
 
+@pytest.mark.parametrize("dev", ["PYTHON", "DISK"])
+def test_builtin_device_not_shadowed_by_priority(bad_plugin, monkeypatch, capsys, dev):
+  # a plugin declaring DISK (or PYTHON) at priority 100 silently replaced the core's device, and became the default device
+  dist = bad_plugin(f"@hookimpl\ndef tinygrad_devices(): return [DeviceSpec('{dev}', 100, '{__name__}:GoodDevice')]\n")
+  with pytest.warns(RuntimeWarning, match=rf"distribution {dist}\) declares device {dev}, a device built into tinygrad-core: .*TINYGRAD_DEVICE_PROVIDER_{dev}={dist}"):
+    reg = discover_with(good=False)
+  assert reg.provider(dev).plugin.dist == "tinygrad-core" and Device.DEFAULT == "PYTHON"
+  if dev == "PYTHON": assert type(Device["PYTHON"]) is not GoodDevice
+  assert any(f"declares device {dev}" in w for w in listing(capsys)["plugin_warnings"])
+  monkeypatch.setenv(f"TINYGRAD_DEVICE_PROVIDER_{dev}", dist)   # asked for: theirs
+  assert reg.provider(dev).plugin.dist == dist
+
 def test_provider_typo_warns_once_naming_why(monkeypatch):
   monkeypatch.setenv("TINYGRAD_DEVICE_PROVIDER_GOOD", "tinygrad-goood")
   discover_with()
@@ -251,6 +287,15 @@ def test_device_without_usable_compiler_warns_on_fallback():
   discover_with()
   with pytest.warns(RuntimeWarning, match=r"default device PYTHON: skipped GOOD .*no compiler for device GOOD initialises: A: FileNotFoundError: goodcc"):
     assert Device.DEFAULT == "PYTHON"
+
+def test_device_without_usable_compiler_names_its_plugin():
+  # a missing compiler binary or a malformed pair: the error named the device and the cause but not whose device it is
+  PAIRS[:] = [CompilerPair(ARenderer, NoCompiler, name="A"), CompilerPair(lambda: object(), None, name="B")]
+  discover_with()
+  with pytest.raises(DeviceError, match=r"A: FileNotFoundError: goodcc.*B: TypeError.*not a Renderer.*from plugin 'good' \(distribution tinygrad-good\)"):
+    Device["GOOD"]
+  with pytest.raises(DeviceError, match=r"compiler A for device GOOD .*failed to initialise: .*goodcc.*from plugin 'good' \(distribution tinygrad-good\)"):
+    Device["GOOD:A"]
 
 def test_absent_hardware_falls_back_quietly():
   class Absent(GoodPlugin):
@@ -305,6 +350,18 @@ def test_compiler_choice_conflict_warns_device_string_wins(monkeypatch):
     monkeypatch.delenv("GOOD_A")
     Device._opened.clear()
     assert Device["GOOD:A"].compiler_name == "A"
+
+def test_compiler_switch_conflicts_warn(monkeypatch):
+  # CPU_LLVM=1 CPU_CLANG=1 silently ran LLVM, and CPU_CC=CLANG CPU_CLANG=0 silently ran CLANG
+  discover_with()
+  monkeypatch.setenv("GOOD_A", "1")
+  monkeypatch.setenv("GOOD_B", "1")
+  with pytest.warns(RuntimeWarning, match=r"GOOD_A=1 and GOOD_B=1 conflict; using A \(the first in GOOD's order; GOOD_CC picks one by name\)"):
+    assert Device["GOOD"].compiler_name == "A"
+  monkeypatch.delenv("GOOD_A")
+  monkeypatch.setenv("GOOD_B", "0")
+  monkeypatch.setenv("GOOD_CC", "B")
+  with pytest.warns(RuntimeWarning, match=r"GOOD_B=0 conflicts with GOOD_CC=B; using B \(GOOD_CC wins\)"): assert Device["GOOD:1"].compiler_name == "B"
 
 @pytest.mark.skipif(not HAVE_CPU, reason="needs the tinygrad-cpu plugin: pip install ./plugins/tinygrad_cpu")
 def test_cpu_cc_conflict_with_dev_suffix(monkeypatch):
