@@ -423,6 +423,14 @@ def test_qr_and_svd_of_very_large_and_small_matrices(scale):
   orthonormal(vh.T, 1e-5)
   close(u[:, :3] * s @ vh / scale, a / scale, atol=1e-5)
 
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16])
+def test_svd_keeps_the_half_dtype(dt):
+  # U, S, Vh of a float16/bfloat16 matrix came back float32 (qr's Q, R kept the dtype; public tinygrad keeps it for both)
+  a = Tensor(rnd(4, 3, seed=6)).cast(dt)
+  u, s, vh = a.svd()
+  assert (u.dtype, s.dtype, vh.dtype) == (dt, dt, dt)
+  close(s.float().numpy(), np.linalg.svd(a.float().numpy(), compute_uv=False), atol=3e-2, rtol=3e-2)
+
 def test_qr_and_svd_reject_vectors():
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).qr()
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).svd()

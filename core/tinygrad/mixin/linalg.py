@@ -181,8 +181,10 @@ class LinalgMixin:
       u, s, vh = self.transpose(-1, -2).svd(full_matrices)
       return vh.transpose(-1, -2), s, u.transpose(-1, -2)
     # on the matrix scaled to max |a| = 1: the column norms squared overflowed at 1e20 (S, U, Vh all NaN) and underflowed
-    # at 1e-20 (S off by 100%)
-    x = self._float()
+    # at 1e-20 (S off by 100%). float16/bfloat16 rotate in float32 and return in their own dtype (as public tinygrad's:
+    # float literals in the rotation had made U, S, Vh float32 by promotion)
+    x, odt = self._float(), self._float().dtype
+    if odt in (dtypes.float16, dtypes.bfloat16): x = x.float()
     mx = x.abs().max((-2, -1), keepdim=True) if m and n else x.sum((-2, -1), keepdim=True)   # (an empty matrix: 0, no max)
     sc = (mx > 0).where(mx, 1)
     Q, R = (x / sc).qr()
@@ -222,4 +224,4 @@ class LinalgMixin:
     W = Wq * (Wr.diagonal(0, -2, -1) < 0).where(-1.0, 1.0).unsqueeze(-2)
     U = Q.shrink(tuple(pre + [None, (0, n)])) @ V
     if full_matrices and m > n: U = U.cat(Q.shrink(tuple(pre + [None, (n, m)])), dim=-1)
-    return U, S * sc.squeeze(-1), W.transpose(-1, -2)
+    return U.cast(odt), (S * sc.squeeze(-1)).cast(odt), W.transpose(-1, -2).cast(odt)
