@@ -421,6 +421,27 @@ def test_svd_of_a_rank_deficient_matrix_keeps_orthogonal_factors():
   orthonormal(vh.T, 1e-5)
   close(u[:, :4] * s @ vh, a, atol=1e-5)
 
+@pytest.mark.parametrize("scale", [1e30, 1e20, 1e-20, 1e-30])
+def test_qr_and_svd_of_very_large_and_small_matrices(scale):
+  # the squared column norms overflowed float32 at 1e20 and underflowed at 1e-20: Q, R, U, S, Vh came back NaN or wrong
+  a = (rnd(4, 3, seed=5) * scale).astype(np.float32)
+  q, r = (x.numpy() for x in Tensor(a).qr())
+  orthonormal(q, 1e-5)
+  close(q @ r / scale, a / scale, atol=1e-5)
+  u, s, vh = (x.numpy() for x in Tensor(a).svd())
+  close(s / scale, np.linalg.svd(a.astype(np.float64), compute_uv=False) / scale, atol=1e-5)
+  orthonormal(u, 1e-5)
+  orthonormal(vh.T, 1e-5)
+  close(u[:, :3] * s @ vh / scale, a / scale, atol=1e-5)
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16])
+def test_svd_keeps_the_half_dtype(dt):
+  # U, S, Vh of a float16/bfloat16 matrix came back float32 (qr's Q, R kept the dtype; public tinygrad keeps it for both)
+  a = Tensor(rnd(4, 3, seed=6)).cast(dt)
+  u, s, vh = a.svd()
+  assert (u.dtype, s.dtype, vh.dtype) == (dt, dt, dt)
+  close(s.float().numpy(), np.linalg.svd(a.float().numpy(), compute_uv=False), atol=3e-2, rtol=3e-2)
+
 def test_qr_and_svd_reject_vectors():
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).qr()
   with pytest.raises(ValueError, match="matrix"): Tensor.ones(3).svd()

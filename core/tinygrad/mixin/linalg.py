@@ -143,8 +143,8 @@ class LinalgMixin:
   def qr(self: Tensor) -> tuple[Tensor, Tensor]:
     """(Q, R) of a (batched) matrix (..., m, n), as public tinygrad: Q (..., m, m) orthogonal, R (..., m, n) upper triangular
     (torch's mode='complete'), by Householder reflections: for each column j < min(m-1, n), H = I - tau v v^T with
-    v = x - alpha e_j (alpha = -sign(x_j) ||x||: no cancellation) zeroes the column below the diagonal. Signs of R's
-    diagonal may differ from numpy's."""
+    v = x - alpha e_j (alpha = -sign(x_j) ||x||: no cancellation; x scaled to max |x| = 1 first) zeroes the column below
+    the diagonal. Signs of R's diagonal may differ from numpy's."""
     if self.ndim < 2: raise ValueError(f"qr needs a matrix (..., m, n), got shape {self.shape}")
     x = self._float()
     m, n = x.shape[-2:]
@@ -152,6 +152,10 @@ class LinalgMixin:
     Q, R = Tensor.eye(m, dtype=x.dtype, device=x.device).expand(*x.shape[:-2], m, m), x
     for j in range(min(m - 1, n)):
       col = (rows >= j).where(R.shrink(tuple([None] * (x.ndim - 1) + [(j, j + 1)])), 0)      # (..., m, 1)
+      # the reflector is the same for any multiple of v: the column scaled to max |x| = 1 keeps ||x||^2 in range (unscaled,
+      # 1e20 squared overflowed float32 to inf and 1e-20 underflowed to 0: Q and R were NaN)
+      mx = col.abs().max(-2, keepdim=True)
+      col = col / (mx > 0).where(mx, 1)
       xj = col.shrink(tuple([None] * (x.ndim - 2) + [(j, j + 1), None]))
       norm = col.square().sum(-2, keepdim=True).sqrt()
       v = col - (rows == j).where((xj >= 0).where(-norm, norm), 0)
@@ -176,7 +180,14 @@ class LinalgMixin:
     if m < n:
       u, s, vh = self.transpose(-1, -2).svd(full_matrices)
       return vh.transpose(-1, -2), s, u.transpose(-1, -2)
-    Q, R = self.qr()
+    # on the matrix scaled to max |a| = 1: the column norms squared overflowed at 1e20 (S, U, Vh all NaN) and underflowed
+    # at 1e-20 (S off by 100%). float16/bfloat16 rotate in float32 and return in their own dtype (as public tinygrad's:
+    # float literals in the rotation had made U, S, Vh float32 by promotion)
+    x, odt = self._float(), self._float().dtype
+    if odt in (dtypes.float16, dtypes.bfloat16): x = x.float()
+    mx = x.abs().max((-2, -1), keepdim=True) if m and n else x.sum((-2, -1), keepdim=True)   # (an empty matrix: 0, no max)
+    sc = (mx > 0).where(mx, 1)
+    Q, R = (x / sc).qr()
     b, dev, pre = self.shape[:-2], self.device, [None] * (self.ndim - 2)
     X = R.shrink(tuple(pre + [(0, n), None])).transpose(-1, -2)
     k = n + n % 2   # an even count for the round robin; the padded zero column never rotates
@@ -213,4 +224,4 @@ class LinalgMixin:
     W = Wq * (Wr.diagonal(0, -2, -1) < 0).where(-1.0, 1.0).unsqueeze(-2)
     U = Q.shrink(tuple(pre + [None, (0, n)])) @ V
     if full_matrices and m > n: U = U.cat(Q.shrink(tuple(pre + [None, (n, m)])), dim=-1)
-    return U, S, W.transpose(-1, -2)
+    return U.cast(odt), (S * sc.squeeze(-1)).cast(odt), W.transpose(-1, -2).cast(odt)
