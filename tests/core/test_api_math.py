@@ -421,6 +421,16 @@ def test_svd_of_a_rank_deficient_matrix_keeps_orthogonal_factors():
   orthonormal(vh.T, 1e-5)
   close(u[:, :4] * s @ vh, a, atol=1e-5)
 
+def test_svd_passes_no_gradient_to_its_input():
+  # svd realizes its Jacobi sweeps one at a time, which backward cannot go through (docs/guide.md): its input gets no
+  # gradient from it, where the scaling to max |a| = 1 alone gave S a wrong one (and backward walked the sweeps' graphs:
+  # U's and Vh's ran out of memory)
+  a = rnd(4, 3, seed=5)
+  for i in range(3):
+    t = Tensor(a, requires_grad=True)
+    (t.svd()[i].sum() + t.sum()).backward()
+    close(t.grad.numpy(), np.ones(a.shape), atol=0)
+
 @pytest.mark.parametrize("scale", [1e30, 1e20, 1e-20, 1e-30])
 def test_qr_and_svd_of_very_large_and_small_matrices(scale):
   # the squared column norms overflowed float32 at 1e20 and underflowed at 1e-20: Q, R, U, S, Vh came back NaN or wrong

@@ -183,7 +183,9 @@ class LinalgMixin:
     # on the matrix scaled to max |a| = 1: the column norms squared overflowed at 1e20 (S, U, Vh all NaN) and underflowed
     # at 1e-20 (S off by 100%). float16/bfloat16 rotate in float32 and return in their own dtype (as public tinygrad's:
     # float literals in the rotation had made U, S, Vh float32 by promotion)
-    x, odt = self._float(), self._float().dtype
+    # (from the input detached: its sweeps are realized one at a time, which backward cannot go through, so no gradient
+    # reaches the input; the scaling alone gave S a wrong one)
+    x, odt = self.detach()._float(), self._float().dtype
     if odt in (dtypes.float16, dtypes.bfloat16): x = x.float()
     mx = x.abs().max((-2, -1), keepdim=True) if m and n else x.sum((-2, -1), keepdim=True)   # (an empty matrix: 0, no max)
     sc = (mx > 0).where(mx, 1)
