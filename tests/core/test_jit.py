@@ -445,6 +445,20 @@ def test_prune_keeps_kernels_of_a_variable():
     v = Variable("n", 1, 8).bind(i)
     np.testing.assert_allclose(f(Tensor([1.0]), v).numpy(), [1.0 + sum(range(i))])
 
+def test_prune_keeps_kernels_writing_what_the_caller_can_write():
+  # an output (or state) computed from state alone, that the caller writes between calls: public tinygrad 0.14 skips its
+  # kernel, and every replay after `b.assign(...)` returned [9, 9, 9], not 2*state (test_jit_fuzz's pruned fuzz found it)
+  state, other = Tensor([1.0, 2.0, 3.0]).realize(), Tensor.zeros(3).contiguous().realize()
+  @TinyJit(prune=True)
+  def f(x):
+    other.assign(state + 1)
+    return (x + 1).realize(), (state * 2).realize()
+  for i in range(5):
+    a, b = f(Tensor([float(i)] * 3))
+    assert a.tolist() == [i + 1.0] * 3 and b.tolist() == [2.0, 4.0, 6.0] and other.tolist() == [2.0, 3.0, 4.0], f"call {i}"
+    b.assign(Tensor([9.0, 9.0, 9.0])).realize()
+    other.assign(Tensor([7.0, 7.0, 7.0])).realize()
+
 def test_training_on_bound_slices_of_a_data_tensor_replays():
   # hlb_cifar10's loop: the batch is x[i:i+bs] with i a bound Variable, and backward gives x (a float tensor in the graph)
   # a lazy .grad that accumulates one step's bind per step: a graph binding i to two values, which no realize can compute.

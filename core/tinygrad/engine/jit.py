@@ -164,16 +164,18 @@ def _read(step: Any) -> list[Buffer]:
   p = getattr(step.runner, "p", None)
   return [step.bufs[i] for i in p.ins] if p is not None else step.bufs[1:]
 
-def _prune(steps: list, inputs: list[Buffer]) -> list:
+def _prune(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   """TinyJit(prune=True): the captured steps a replay runs. Public tinygrad's rule, in order: a step that uses an input's
   buffer, or a buffer a step kept before it uses, is kept. And so is one whose result could differ at a replay or whose
   skipping would change one: it reads a Variable, updates state (writes a buffer that it or a step before it read: a
-  counter's `+= 1`), reads or writes a buffer a kept step writes (an accumulator it resets), to a fixed point. The rest
+  counter's `+= 1`), writes a buffer a live tensor holds (`held`, by id: a returned output or state, which the caller can
+  write between calls), reads or writes a buffer a kept step writes (an accumulator it resets), to a fixed point. The rest
   give each replay the value they gave the capture call, which ran them."""
   keep, read = [False] * len(steps), set()
   for i, s in enumerate(steps):
     read |= {id(b) for b in _read(s)}
-    keep[i] = not read.isdisjoint(id(b) for b in _written(s))
+    # (held: public tinygrad skips it, and a returned `2*state` the caller assigned v into was v at every later replay)
+    keep[i] = not read.isdisjoint(w := {id(b) for b in _written(s)}) or not held.isdisjoint(w)
   while True:
     needed = {id(b) for b in inputs}
     for i, s in enumerate(steps):
@@ -478,8 +480,8 @@ class TinyJit(Generic[R]):
   `TinyJit(step, static=("log_every", 2))` or `@functools.partial(TinyJit, static=("name",))`.
   Assigns made inside (`x += 1`, `cache[a:b].assign(v)`) are realized at the end of each call, so replays write them too.
   `prune=True` (public tinygrad's, also as `@TinyJit(prune=True)`): kernels whose results do not change from call to call
-  (they read no input, no Variable and nothing a replayed kernel writes, and write nothing one writes: a model's weights
-  cast or packed once) ran in the capture call and are not replayed (_prune)."""
+  (they read no input, no Variable and nothing a replayed kernel writes, and write nothing one writes nor a buffer a live
+  tensor holds: a model's weights cast or packed once) ran in the capture call and are not replayed (_prune)."""
   def __new__(cls, fxn: Callable[..., R] | None = None, *args: Any, **kwargs: Any) -> Any:
     # `@TinyJit(prune=True)`: without the function, a decorator that makes the TinyJit
     if fxn is None: return functools.partial(cls, *args, **kwargs)
@@ -692,7 +694,7 @@ class TinyJit(Generic[R]):
       self.grads = [(weakref.ref(x), k in cg["start"] and cg["start"][k][1] is None and k not in cg["cleared"], x.grad)
                     for k, (x, _) in cg["set"].items()]
       self.training = mode if training_reads[0] != reads else None
-      if self.prune and (kept := _prune(self.steps, self.in_bufs)) != self.steps:
+      if self.prune and (kept := _prune(self.steps, self.in_bufs, set(_held_buffers(kept=False)))) != self.steps:
         if DEBUG >= 1: print(f"TinyJit pruned {len(self.steps)} -> {len(kept)} kernels")
         self.steps = kept
       if not NO_MEMORY_PLANNER: self.steps = _plan_memory(self.steps, self.in_bufs, set(_held_buffers()))
