@@ -313,3 +313,11 @@ def test_emulator_shared_memory_starts_as_garbage():
   first = next(i for i, ln in enumerate(lines) if " STORE " in ln and ln.split()[3].strip("(,") in idx)
   lines[first] = lines[first].replace(" STORE ", " NOOP ")
   assert np.isnan(_run_src(_grouped_sum_program(), "\n".join(lines))).all()
+
+@pytest.mark.parametrize("opts", [[Opt(G, 0, 3)], [Opt(GT, 0, 3)], [Opt(G, 0, 3), Opt(U, 0, 2)]], ids=str)
+def test_grouped_sum_of_negative_zeros(forced, opts):
+  # a group as wide as the reduce: each thread's partial was its one element, no +0.0 start, so -0.0 + -0.0 stayed -0.0
+  # (torch: 0.0; the same sum ungrouped gave 0.0)
+  applied = forced(opts)
+  got = Tensor([[-0.0] * 3] * 2, device=DEV).sum(1).numpy()
+  assert applied and not np.signbit(got).any(), got
