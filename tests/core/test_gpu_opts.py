@@ -321,3 +321,9 @@ def test_grouped_sum_of_negative_zeros(forced, opts):
   applied = forced(opts)
   got = Tensor([[-0.0] * 3] * 2, device=DEV).sum(1).numpy()
   assert applied and not np.signbit(got).any(), got
+
+@pytest.mark.parametrize("opts", [[Opt(R, 0, 3)], [Opt(U, 0, 2), Opt(R, 0, 3)]], ids=str)
+def test_unrolled_whole_sum_of_negative_zeros(forced, opts):
+  applied = forced(opts)
+  got = Tensor([[-0.0] * 3] * 2, device=DEV).sum(1).numpy()
+  assert applied and not np.signbit(got).any(), got
