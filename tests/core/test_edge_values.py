@@ -541,3 +541,11 @@ def test_float_ops_of_int_tensors_do_not_wrap(name, device):
     got = INT_TO_FLOAT[name][0](Tensor(vals, dtype=dt, device=device)).numpy()
     want = INT_TO_FLOAT[name][1](torch.tensor(vals, dtype=torch.float64).float()).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-30, err_msg=f"{name} of {dt} {vals}")
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [2, 3, 8, 16, 32])
+def test_sum_of_negative_zeros_unrolled_whole(device, n):
+  # a row short enough for the heuristics to unroll whole (CPU: 8 and up) lost the sum's +0.0 start: -0.0, torch 0.0
+  x = Tensor([[-0.0] * n] * 2, device=device)
+  for got in (x.sum(1), x.mean(1), x.half().sum(1), x.sum(0)):
+    assert not np.signbit(got.numpy()).any(), got.tolist()

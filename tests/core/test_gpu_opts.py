@@ -284,3 +284,46 @@ def test_grouped_reduce_inside_a_grouped_reduce_value():
   CompiledRunner(prg, DEV)(bufs, wait=True)
   got = np.frombuffer(bytes(bufs[0].as_buffer()), dtype=np.float32)
   np.testing.assert_allclose(got, (xs - xs.max(1, keepdims=True)).sum(1), rtol=1e-5, atol=1e-5)
+
+def _grouped_sum_program():
+  # out[i] = sum_j x[i, j], the reduce shared by 8 threads: partials in shared memory, a BARRIER after each tree step
+  f32 = dtypes.float32
+  out, x = UOp(Ops.DEFINE_GLOBAL, f32.ptr(4), (), 0), UOp(Ops.DEFINE_GLOBAL, f32.ptr(32), (), 1)
+  i, j = UOp.range(4, 0, AxisType.GLOBAL), UOp.range(8, 1, AxisType.REDUCE)
+  sink = UOp(Ops.SINK, dtypes.void, (out.index(i).store(UOp(Ops.REDUCE, f32, (x.index(i * 8 + j).load(), j), Ops.ADD)),))
+  return get_program(sink, PythonRenderer(), [Opt(G, 0, 8)])
+
+def _run_src(prg, src: str) -> np.ndarray:
+  from tinygrad.runtime.python import PythonProgram
+  out, xs = memoryview(bytearray(16)), memoryview(bytearray(np.arange(32, dtype=np.float32).tobytes()))
+  PythonProgram("k", src.encode())(out, xs, global_size=tuple(prg.global_size), local_size=tuple(prg.local_size), wait=True)
+  return np.frombuffer(out, dtype=np.float32)
+
+def test_emulator_flags_a_missing_barrier():
+  # lockstep lanes read each other's partials correctly with or without the BARRIERs; a GPU does not: the oracle must say so
+  prg = _grouped_sum_program()
+  np.testing.assert_allclose(_run_src(prg, prg.src), np.arange(32).reshape(4, 8).sum(1))
+  with pytest.raises(RuntimeError, match="no BARRIER between"): _run_src(prg, prg.src.replace(" BARRIER ", " NOOP "))
+
+def test_emulator_shared_memory_starts_as_garbage():
+  # a tree step reading slots no lane wrote (the partials' stores dropped) saw zeros, the identity of a sum: a right answer
+  lines = _grouped_sum_program().src.splitlines()
+  local = next(ln.split()[0] for ln in lines if " DEFINE_LOCAL " in ln)
+  idx = {ln.split()[0] for ln in lines if " INDEX " in ln and ln.split()[3].strip("(,") == local}
+  first = next(i for i, ln in enumerate(lines) if " STORE " in ln and ln.split()[3].strip("(,") in idx)
+  lines[first] = lines[first].replace(" STORE ", " NOOP ")
+  assert np.isnan(_run_src(_grouped_sum_program(), "\n".join(lines))).all()
+
+@pytest.mark.parametrize("opts", [[Opt(G, 0, 3)], [Opt(GT, 0, 3)], [Opt(G, 0, 3), Opt(U, 0, 2)]], ids=str)
+def test_grouped_sum_of_negative_zeros(forced, opts):
+  # a group as wide as the reduce: each thread's partial was its one element, no +0.0 start, so -0.0 + -0.0 stayed -0.0
+  # (torch: 0.0; the same sum ungrouped gave 0.0)
+  applied = forced(opts)
+  got = Tensor([[-0.0] * 3] * 2, device=DEV).sum(1).numpy()
+  assert applied and not np.signbit(got).any(), got
+
+@pytest.mark.parametrize("opts", [[Opt(R, 0, 3)], [Opt(U, 0, 2), Opt(R, 0, 3)]], ids=str)
+def test_unrolled_whole_sum_of_negative_zeros(forced, opts):
+  applied = forced(opts)
+  got = Tensor([[-0.0] * 3] * 2, device=DEV).sum(1).numpy()
+  assert applied and not np.signbit(got).any(), got

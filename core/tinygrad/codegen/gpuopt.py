@@ -130,6 +130,8 @@ def lower_groups(sink: UOp, ren: Renderer) -> UOp:
     gs = [x for x in u.src[1:] if x.arg[1] is AxisType.GROUP_REDUCE]
     rest = tuple(x for x in u.src[1:] if x.arg[1] is not AxisType.GROUP_REDUCE)
     partial = UOp(Ops.REDUCE, u.dtype, (u.src[0],) + rest, u.arg) if rest else u.src[0]
+    # a float sum starts from +0.0 (-0.0 + -0.0 + ... is +0.0, torch's answer): a partial of one element adds it itself
+    if not rest and u.arg is Ops.ADD and dtypes.is_float(u.dtype.scalar()): partial = partial + partial.const_like(0.0)
     smem = UOp(Ops.DEFINE_LOCAL, u.dtype.ptr(mul, AddrSpace.LOCAL), (), f"group{n}")
     n += 1
     bar = UOp(Ops.BARRIER, dtypes.void, (smem.index(slot).store(partial),))

@@ -123,6 +123,8 @@ def _apply_cpu_opt(sink: UOp, opt: Opt) -> UOp:
       acc = per_lane[0].src[i]
       for ls in per_lane[1:]: acc = UOp(u.arg, acc.dtype, (acc, ls.src[i]))
       rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))
+      # unrolled whole, no loop's +0.0 start remains: a float sum adds it (-0.0 + -0.0 is -0.0; torch's sum is +0.0)
+      if not rest and u.arg is Ops.ADD and dtypes.is_float(acc.dtype.scalar()): acc = acc + acc.const_like(0.0)
       sub[u] = UOp(Ops.REDUCE, u.dtype, (acc,) + rest, u.arg) if rest else acc
     return sink.substitute(sub)
   if opt.op is OptOps.PEEL:

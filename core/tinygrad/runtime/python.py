@@ -2,7 +2,9 @@
 
 Execution is lockstep over every launch lane at once (numpy arrays, one element per GPU-style thread): integer ops wrap
 at their width and divide like C, floats compute at their declared width (bfloat16 is rounded after every op).
-With EMULATE=NV|AMD|METAL the renderer takes that device's abilities so GPU code paths run here.
+With EMULATE=NV|AMD|METAL the renderer takes that device's abilities so GPU code paths run here. Lockstep would hide two
+GPU-only defects, so they are made visible: shared memory and registers start as garbage (NaN, 0xA5 bytes), and a shared
+memory access racing with another lane's (no BARRIER between) raises.
 """
 from __future__ import annotations
 import ast as pyast, math, os, time
@@ -60,7 +62,7 @@ def deserialize(src: str) -> list[tuple[Ops, DType, tuple[int, ...], Any]]:
 class PythonRenderer(Renderer):
   device = "PYTHON"
   has_local = True   # lockstep lanes: global loops become launch indices
-  has_shared = True  # DEFINE_LOCAL is one array per block, BARRIER a no-op in lockstep
+  has_shared = True  # DEFINE_LOCAL is one array per block; lockstep needs no BARRIER, but accesses across one are checked
   global_max = (2**31-1, 65535, 65535)
   code_for_op = {op: (lambda *a: "") for op in GroupOp.ALU}
   def __init__(self, **abilities: Any) -> None:
@@ -152,6 +154,13 @@ def _bitcast(x, src_dt: DType, dt: DType):
   if dt.scalar() == dtypes.bfloat16: return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
   return np.ascontiguousarray(x).view(_np_dtype(dt))
 
+def _poison(np: Any, shape: tuple[int, ...], dt: DType) -> Any:
+  """Fresh shared memory or registers: a GPU gives them whatever was there, so a read before a write must not see zeros
+  (the identity of a sum): NaN for floats, 0xA5 bytes for ints, True for bools."""
+  npdt = _np_dtype(dt)
+  if dtypes.is_float(dt.scalar()): return np.full(shape, np.nan, dtype=npdt)
+  return np.full(shape, True) if npdt == np.bool_ else np.full(int(np.prod(shape)) * npdt.itemsize, 0xA5, np.uint8).view(npdt).reshape(shape)
+
 def _ptr_size(dt: DType) -> int:
   if not isinstance(dt, PtrDType): raise TypeError(f"expected a pointer dtype, got {dt}")
   return dt.size
@@ -179,6 +188,7 @@ class PythonProgram:
     uops = self.uops
     values: list[Any] = [None] * len(self.uops)
     counters: dict[int, int] = {}
+    self.race: dict[int, tuple[Any, Any]] = {}
     mask_stack: list = []
     nvar = 0
     with np.errstate(all="ignore"):
@@ -193,8 +203,11 @@ class PythonProgram:
         elif op is Ops.DEFINE_VAR:
           values[pc] = np.int32(vals[nvar])
           nvar += 1
-        elif op is Ops.DEFINE_REG: values[pc] = ("reg", np.zeros((lanes, _ptr_size(dt)), dtype=_np_dtype(dt.base)), dt.base)
-        elif op is Ops.DEFINE_LOCAL: values[pc] = ("local", np.zeros((ngroups, _ptr_size(dt)), dtype=_np_dtype(dt.base)), dt.base)
+        elif op is Ops.DEFINE_REG: values[pc] = ("reg", _poison(np, (lanes, _ptr_size(dt)), dt.base), dt.base)
+        elif op is Ops.DEFINE_LOCAL:
+          values[pc] = ("local", _poison(np, (ngroups, _ptr_size(dt)), dt.base), dt.base)
+          # the lane that last wrote / read each slot since the last BARRIER (-1: none, -2: several lanes read it)
+          self.race[id(values[pc][1])] = (np.full((ngroups, _ptr_size(dt)), -1), np.full((ngroups, _ptr_size(dt)), -1))
         elif op is Ops.CONST: values[pc] = np.asarray(arg, dtype=_np_dtype(dt))[()] if not isinstance(arg, tuple) else arg
         elif op is Ops.SPECIAL:
           axis = int(arg[-1])
@@ -217,7 +230,7 @@ class PythonProgram:
             pc = r + 1
             continue
         elif op is Ops.INDEX: values[pc] = (v[0], v[1], v[2] if len(v) > 2 else None)
-        elif op is Ops.LOAD: values[pc] = self._load(v[0], lanes, group, lane, dt)
+        elif op is Ops.LOAD: values[pc] = self._load(v[0], lanes, group, lane, dt, mask_stack[-1] if mask_stack else None)
         elif op is Ops.STORE:
           mask = mask_stack[-1] if mask_stack else None
           self._store(v[0], v[1], lanes, group, lane, mask, uops[srcs[1]][1])
@@ -225,7 +238,8 @@ class PythonProgram:
           cond = np.broadcast_to(np.asarray(v[0], dtype=bool), (lanes,))
           mask_stack.append(cond if not mask_stack else cond & mask_stack[-1])
         elif op is Ops.ENDIF: mask_stack.pop()
-        elif op is Ops.BARRIER: pass  # lockstep execution: every lane has finished the previous uops
+        elif op is Ops.BARRIER:   # lockstep execution: every lane has finished the previous uops; accesses are ordered again
+          for seen in (a for pair in self.race.values() for a in pair): seen.fill(-1)
         elif op is Ops.VECTORIZE: values[pc] = tuple(v)
         elif op is Ops.GEP: values[pc] = v[0][arg[0]] if len(arg) == 1 else tuple(v[0][i] for i in arg)
         elif op is Ops.CAST and isinstance(dt, PtrDType): values[pc] = v[0]   # (a pointer cast: the access's dtype says how to read)
@@ -253,7 +267,7 @@ class PythonProgram:
     gate = None if gate is None else np.broadcast_to(np.asarray(gate, dtype=bool), (lanes,))
     return kind, arr, base, idx, gate
 
-  def _load(self, ptr, lanes: int, group, lane, dt: DType):
+  def _load(self, ptr, lanes: int, group, lane, dt: DType, mask=None):
     np = _np()
     kind, arr, base, idx, gate = self._addr(ptr, lanes, group, lane)
     safe = idx if gate is None else np.where(gate, idx, 0)
@@ -266,7 +280,9 @@ class PythonProgram:
       if base.scalar() == dtypes.bfloat16 and dt.scalar() == dtypes.bfloat16: out = (out.astype(np.uint32) << 16).view(np.float32)
       elif base.scalar() != dt.scalar() and out.dtype.itemsize == _np_dtype(dt).itemsize: out = out.view(_np_dtype(dt))
     elif kind == "reg": out = arr[lane, safe]
-    else: out = arr[group, safe]
+    else:
+      self._check_race(arr, group, lane, idx, gate if mask is None else mask if gate is None else gate & mask, None)
+      out = arr[group, safe]
     return out if gate is None else np.where(gate, out, out.dtype.type(0))
 
   def _store(self, ptr, val, lanes: int, group, lane, mask, dt: DType) -> None:
@@ -283,7 +299,43 @@ class PythonProgram:
         raise IndexError(f"PYTHON device: out of bounds store to a buffer of {arr.size} at {int(idx.min())}..{int(idx.max())}")
       arr[idx[sel]] = val[sel]
     elif kind == "reg": arr[lane[sel], idx[sel]] = val[sel]
-    else: arr[group[sel], idx[sel]] = val[sel]
+    else:
+      self._check_race(arr, group, lane, idx, gate, val)
+      arr[group[sel], idx[sel]] = val[sel]
+
+  def _check_race(self, arr, group, lane, idx, gate, val) -> None:
+    """Shared memory: a GPU orders one lane's access after another lane's only across a BARRIER. A read of a slot another
+    lane wrote, or a write of a slot another lane read or wrote, since the last BARRIER is a race there, whatever
+    lockstep execution here happens to give: raise instead of hiding a codegen defect."""
+    np = _np()
+    writer, reader = self.race[id(arr)]
+    sel = slice(None) if gate is None else gate
+    g, i, ln = group[sel], idx[sel], lane[sel]
+    if len(i) and (i.min() < 0 or i.max() >= arr.shape[1]):
+      raise IndexError(f"PYTHON device: {self.name}: shared memory access out of bounds of {arr.shape[1]} at {int(i.min())}..{int(i.max())}")
+    w = writer[g, i]
+    if val is None:
+      if ((w >= 0) & (w != ln)).any():
+        raise RuntimeError(f"PYTHON device: {self.name}: a lane reads shared memory another lane wrote with no BARRIER between (a race on a GPU)")
+      r = reader[g, i]
+      key = g * arr.shape[1] + i
+      _, first, counts = np.unique(key, return_index=True, return_counts=True)
+      many = (r == -2) | ((r >= 0) & (r != ln))
+      reader[g, i] = np.where(many, -2, ln)
+      dup = first[counts > 1]
+      reader[g[dup], i[dup]] = -2
+      return
+    r = reader[g, i]
+    v = np.broadcast_to(np.asarray(val), group.shape)[sel]
+    if ((w >= 0) & (w != ln)).any() or ((r == -2) | ((r >= 0) & (r != ln))).any():
+      raise RuntimeError(f"PYTHON device: {self.name}: a lane writes shared memory another lane used with no BARRIER between (a race on a GPU)")
+    key = g * arr.shape[1] + i
+    order = np.argsort(key, kind="stable")
+    same = key[order][1:] == key[order][:-1]
+    a, b = v[order][1:][same], v[order][:-1][same]
+    if ((a != b) & ~((a != a) & (b != b))).any():   # (NaN == NaN here: the same bits)
+      raise RuntimeError(f"PYTHON device: {self.name}: lanes write different values to one shared memory slot at once (a race on a GPU)")
+    writer[g, i] = ln
 
 class PythonAllocator(Allocator):
   """Host memory as bytearrays (memoryviews are what the interpreter reads)."""
