@@ -105,6 +105,16 @@ def test_random_draws_from_threads_are_distinct_and_the_serial_ones():
     want = [tuple(Tensor.rand(3).tolist()) for _ in range(32)]
     assert len(set(got)) == 32 and set(got) == set(want)
 
+def _wait_child(pid: int, timeout: float = 10) -> None:
+  # a forked child must exit 0 within `timeout` seconds (a hang is killed and fails the test)
+  deadline = time.monotonic() + timeout
+  while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline: time.sleep(0.01)
+  if done[0] == 0:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung")
+  assert os.waitstatus_to_exitcode(done[1]) == 0
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_while_another_thread_realizes_does_not_hang_the_child():
   # the engine lock (and the tensor registry's) held by a thread that does not exist in the child: its first realize (or new
@@ -123,13 +133,7 @@ def test_fork_while_another_thread_realizes_does_not_hang_the_child():
       if pid == 0:
         ok = np.allclose((Tensor(a) @ Tensor(a)).sum(1).numpy(), want, rtol=1e-5) and (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0]
         os._exit(0 if ok else 3)
-      deadline = time.monotonic() + 10
-      while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline: time.sleep(0.01)
-      if done[0] == 0:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung")
-      assert os.waitstatus_to_exitcode(done[1]) == 0
+      _wait_child(pid)
   finally:
     stop.set()
     t.join()
@@ -207,10 +211,4 @@ def test_two_threads_forking_at_once():
   pid = os.fork()
   if pid == 0: os._exit(0 if (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0] else 3)
   t.join()
-  deadline = time.monotonic() + 10
-  while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline: time.sleep(0.01)
-  if done[0] == 0:
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    pytest.fail("the forked child hung")
-  assert os.waitstatus_to_exitcode(done[1]) == 0
+  _wait_child(pid)
