@@ -204,18 +204,6 @@ def test_returned_view_at_a_bound_offset_is_the_replays():
     assert row.tolist() == [p + 1.0, -p] and twice.tolist() == [2 * p + 2.0, -2 * p] and col.tolist() == [p + 1.0, -p]
     assert rows.numpy()[:, 0].tolist() == [i + 1.0 for i in range(p + 1)]
 
-def test_view_of_symbolic_shape_as_input_replays_each_calls_view():
-  # a prompt chunk passed as a view of the token buffer, `toks[:, sp:sp+n]` with n a bound Variable (a symbolic shape):
-  # the capture kept it a view (its kernels read the token buffer at the capture call's offset) while each replay passed a
-  # copy of its own view, read at that offset: [[9, 10, 11, 12, 13, 0, 0, 0, 0]] for toks[:, 4:13] of 1..30
-  from tinygrad import Variable
-  toks = np.arange(1, 31, dtype=np.int32).reshape(1, 30)
-  t = Tensor(toks).realize()
-  f = TinyJit(lambda x: (x * 2).realize())
-  for sp, n in [(4, 5), (4, 3), (4, 9), (20, 1)]:
-    vsp, vn = Variable("sp", 0, 20).bind(sp), Variable("n", 1, 10).bind(n)
-    assert f(t[:, vsp:vsp+vn]).tolist() == (toks[:, sp:sp+n] * 2).tolist()
-
 def test_tensors_the_function_keeps_are_each_calls():
   # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
   # after every replay it read the capture call's values
