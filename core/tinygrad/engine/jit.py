@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, itertools, math, operator, threading, weakref
+import contextlib, enum, functools, inspect, itertools, math, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -202,18 +202,6 @@ def _held_buffers(kept: bool = True, multi: bool = True) -> dict[int, Buffer]:
           b = buffer_of(u)
           held[id(b)] = b
   return held
-
-_UOP = operator.attrgetter("uop")
-def _holders(bufs: dict[int, Buffer]) -> dict[int, Tensor]:
-  """For each of `bufs` (by id) that a live tensor's graph reads, one such tensor: the tensor of that buffer itself (its
-  graph is the buffer, or a view of it, the steadiest) where there is one."""
-  from tinygrad.tensor import live_tensors, _views_buffer
-  out: dict[int, Tensor] = {}
-  for t in live_tensors():
-    for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER):
-      if u.op is Ops.BUFFER and (b := buffer_if_any(u)) is not None and id(b) in bufs and (id(b) not in out or _views_buffer(t.uop)):
-        out[id(b)] = t
-  return out
 
 def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   """A capture's steps with its intermediates sharing memory (public tinygrad plans its captured kernels' memory too). The
@@ -538,12 +526,8 @@ class TinyJit(Generic[R]):
     self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
     # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): the first
     # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...`, and
-    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count). Checked at every replay,
-    # also for state the program replaces between calls (a KV cache made anew for the next prompt): cheaply, by `holders`
+    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count); emptied once passed
     self.held_before: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
-    # (a tensor per held_before buffer that held it at the last full look, weakly, and its graph then: while each lives with
-    # that graph, every buffer is still held; else the next replay looks at every live tensor again; None: not looked yet)
-    self.holders: tuple[list[Any], list[UOp]] | None = None
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -583,11 +567,6 @@ class TinyJit(Generic[R]):
     freed += [v.base for v in {id(v.base): v for v in views if isinstance(v, BufferView)}.values()] + views
     for b in freed: b.deallocate()
     if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
-
-  def _holders_unchanged(self) -> bool:
-    if self.holders is None: return False
-    try: return all(map(operator.is_, map(_UOP, self.holders[0]), self.holders[1]))   # (C loops: this runs every replay)
-    except ReferenceError: return False   # (a holder was freed)
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -760,16 +739,14 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {stale[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
-    if self.held_before and not self._holders_unchanged():
-      holders = _holders(dict(self.held_before.items()))   # (a walk over every live tensor's graph: when a holder went)
-      self.holders = None
-      if dropped := [b for k, b in list(self.held_before.items()) if k not in holders]:
+    if self.held_before:
+      held_now = _held_buffers(kept=False)   # (once: a walk over every live tensor's graph)
+      if dropped := [b for k, b in list(self.held_before.items()) if k not in held_now]:
         raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
                        f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
                        "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
                        "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
-      ts = list({id(t): t for t in holders.values()}.values())
-      self.holders = [weakref.proxy(t) for t in ts], [t.uop for t in ts]
+    self.held_before = weakref.WeakValueDictionary()
     if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
                      f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
