@@ -55,6 +55,7 @@ def test_memoised_codegen_renders_what_the_uncached_one_does(monkeypatch):
           vals = u.src[0].substitute_each(r, lanes)
           acc = functools.reduce(lambda a, b: UOp(u.arg, a.dtype, (a, b)), vals)
           rest = tuple(outer if x is r else x for x in u.src[1:] if not (x is r and outer is r))
+          if not rest and u.arg is Ops.ADD and dtypes.is_float(acc.dtype.scalar()): acc = acc + acc.const_like(0.0)   # (the +0.0 start)
           sub[u] = UOp(Ops.REDUCE, u.dtype, (acc,) + rest, u.arg) if rest else acc
       return sink.substitute(sub)
     return real(sink, o)
