@@ -16,6 +16,9 @@ settings.register_profile("ci", parent=settings.get_profile("tinygrad"), derando
 # (the tests pick their own max_examples, which a profile cannot raise: pytest_collection_modifyitems scales them)
 settings.register_profile("long", parent=settings.get_profile("tinygrad"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "tinygrad")
+# every walk over the live lazy tensors checks its index against all live tensors (a tensor it missed would keep a stale
+# value through an update): set before tinygrad is imported, and inherited by the subprocesses tests start
+os.environ.setdefault("CHECK_LAZY_INDEX", "1")
 settings.load_profile(PROFILE)
 
 def pytest_configure(config):

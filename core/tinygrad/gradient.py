@@ -545,11 +545,12 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   _BACKWARD_ROOTS[id(t)] = t
   got = [(x, g) for x, u in need if (g := _target_grad(u, grads)) is not None]
   # the gradients read the realized buffers, not a recomputation of their graphs
-  from tinygrad.tensor import capturing_grads
+  from tinygrad.tensor import capturing_grads, _note_grad
   cg = capturing_grads()
   for (x, _), g in zip(got, ex.unexpand([g for _, g in got])):
     if x.grad is None:
       x.grad = _wrap(g)
+      _note_grad(x)
       if cg is not None and x.requires_grad is True: cg["set"][id(x)] = (x, x.grad)
     else:
       if cg is not None and x.requires_grad is True and (cg["set"].get(id(x)) or (None, None))[1] is not x.grad:

@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
-from tinygrad.helpers import TRAINING, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
+from tinygrad.helpers import TRAINING, CHECK_LAZY_INDEX, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
@@ -127,8 +127,17 @@ def _numpy_dtype(dt: DType) -> Any:
 # every live Tensor (weakly): backward() finds the tensors with requires_grad here
 # (weak references as dict keys, as public tinygrad's: a walk costs a third of a WeakSet's, whose iterator is Python code)
 all_tensors: dict[weakref.ref[Tensor], None] = {}
+# those of them that may hold a graph, not only a buffer (lazy_tensors): a superset, kept so an update's realize walks the few
+# lazy tensors, not a model's thousands of weights (three walks over 5000 live tensors were 2 ms of an in-place update).
+# Every tensor enters when made and again whenever its graph is rebound (`_relazy`); a walk drops the plain buffers
+maybe_lazy: dict[weakref.ref[Tensor], None] = {}
+# the tensors backward() gave a gradient (_readers_of leaves the implicit ones, of requires_grad=None tensors, lazy)
+grad_holders: dict[weakref.ref[Tensor], None] = {}
 _registry_lock = leaf_lock()   # every new Tensor adds itself while another thread may be walking the set
-def _unregister(r: weakref.ref[Tensor]) -> None: all_tensors.pop(r, None)
+def _unregister(r: weakref.ref[Tensor]) -> None:
+  all_tensors.pop(r, None)
+  maybe_lazy.pop(r, None)
+  grad_holders.pop(r, None)
 def _leaf(data: Any) -> type:
   """The type of a nested list's first element that is not a list (bytes and bytearray are both bytes)."""
   while isinstance(data, (list, tuple)) and data: data = data[0]
@@ -137,6 +146,33 @@ def live_tensors() -> list[Tensor]:
   """Every live, fully built Tensor (a snapshot: safe while other threads make tensors)."""
   with _registry_lock: refs = list(all_tensors)
   return [t for r in refs if (t := r()) is not None and hasattr(t, "uop")]   # one still in its __init__ has no graph yet
+def lazy_tensors() -> list[Tensor]:
+  """Every live, fully built Tensor whose graph is not a plain buffer (views of buffers included): live_tensors() less the
+  realized ones, from an index (`maybe_lazy`), in a time of the lazy tensors' number, not of every live one."""
+  with _registry_lock: refs = list(maybe_lazy)
+  out, drop = [], []
+  for r in refs:
+    if (t := r()) is None or not hasattr(t, "uop"): continue
+    if t.uop.op is Ops.BUFFER: drop.append((r, t))
+    else: out.append(t)
+  if drop:
+    with _registry_lock:   # (checked again under the lock: a rebind adds its tensor back after it set the graph)
+      for r, t in drop:
+        if t.uop.op is Ops.BUFFER: maybe_lazy.pop(r, None)
+  if CHECK_LAZY_INDEX: _check_lazy_index()
+  return out
+def _check_lazy_index() -> None:
+  # (another thread may be between a rebind and its _relazy: a miss is looked at again after it had time to finish)
+  for again in (True, False):
+    with _registry_lock: refs = [r for r in all_tensors if r not in maybe_lazy]
+    if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and t.uop.op is not Ops.BUFFER]): return
+    if again: time.sleep(0.02)
+  raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
+def _relazy(t: Tensor) -> None:
+  # (after the graph is set: a walk that saw the old buffer checks again under the lock before it drops the tensor)
+  with _registry_lock: maybe_lazy[t._ref] = None
+def _note_grad(t: Tensor) -> None:
+  with _registry_lock: grad_holders[t._ref] = None
 ARANGE_FOLD_MAX = 1 << 30   # aranges up to this size are one count the simplifier folds (Tensor._arange_index); past it, two combined
 # tensors holding an assign that has not run yet: TinyJit realizes them at the end of a call so the write is captured
 # (keyed by id: a WeakSet would compare two tensors with ==, which is elementwise)
@@ -299,12 +335,14 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   _in_shards = 0   # inside _realize_multi's realize of the shards
   _readers_done: frozenset = frozenset()   # its readers' shards: every live graph reads their buffers after that realize
   _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "__weakref__")
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "_ref",
+               "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
-    with _registry_lock: all_tensors[weakref.ref(self, _unregister)] = None
+    self._ref = r = weakref.ref(self, _unregister)
+    with _registry_lock: all_tensors[r] = maybe_lazy[r] = None
     if capture_made[0] is not None and capture_made[0] == threading.get_ident(): capture_made[1][id(self)] = weakref.ref(self)
     self._requires_grad: bool | None = None
     self.grad: Tensor | None = None
@@ -599,7 +637,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     mine = {id(t) for t in direct + kept}
     def want_held() -> bool:
       if eager is not None and eager[1] is not None: return eager[1]   # (_eager asked already)
-      return any(id(x) not in mine and not _views_buffer(x.uop) for x in live_tensors())
+      return any(id(x) not in mine and not _views_buffer(x.uop) for x in lazy_tensors())
     held: dict[UOp, UOp] = {}
     # a Ctrl-C after the first kernel is held until every tensor records what ran (raised then, or at a step boundary):
     # one between the last kernel and the records below left an assign that ran pending, and it ran again (a += 1 gave +2)
@@ -638,7 +676,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if held: amap |= {n: b for n, b in held.items() if n.op is Ops.AFTER} | inter
       if amap:
         # (most are buffers; the rest share most of their graphs: one walk over the union, substitute_all)
-        xs = [x for x in live_tensors() if x.uop.op is not Ops.BUFFER and base_buffer(x.uop) is None]
+        # (in the index, which these rebinds keep them in: walks that drop buffers run under the engine lock, as this one)
+        xs = [x for x in lazy_tensors() if base_buffer(x.uop) is None]
         # every other live tensor of a graph realized here (hash-consed: `e1, e2 = b * 2, b * 2`) gets a copy of its value
         # too: left lazy, it was computed later from the buffers this realize's assigns overwrote (`b.assign(b + 10)`
         # realized with e1, or with both, gave e2 the new b times 2). (Found in the walk above: a pass of its own over the
@@ -663,6 +702,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       for t, old, first in twins:
         if t.requires_grad is not False and dtypes.is_float(t.dtype): t._graph = old
         t.uop = first.clone().uop
+        _relazy(t)
         if t._view_of is not None: t._own_views(old)   # (a view of a lazy tensor: a copy of its own, as if realized here)
       graph_epoch[0] += 1   # (live graphs were rebound to the buffers computed here)
       # (after the graphs above were kept: they read these targets' old values)
@@ -688,7 +728,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     key, inputs = k
     if (plan := engine.eager_plans.get(key)) is None or plan.version != ContextVar.version: return (key, None)
     # (a plan that writes intermediates: realize_uops hands them on to live graphs that may read them, which the plan does not)
-    if plan.inter and any(x is not self and not _views_buffer(x.uop) for x in live_tensors()): return (key, True)
+    if plan.inter and any(x is not self and not _views_buffer(x.uop) for x in lazy_tensors()): return (key, True)
     old = self.uop
     # a Ctrl-C is held: one during a kernel stops the run after it, one after the last waits for the records below (as
     # run_steps and realize's hold it)
@@ -704,7 +744,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a realize that raised part-way (a failing kernel, Ctrl-C): what ran is kept, in every live graph, as its buffer (an
     # assign that ran as its target, already holding the new value); realizing again runs only the rest, and an update
     # that ran is never applied twice. `asked`: the tensors the realize was asked for
-    xs = [x for x in live_tensors() if base_buffer(x.uop) is None]
+    xs = [x for x in lazy_tensors() if base_buffer(x.uop) is None]
     for x in xs:
       if x.uop in done and x.requires_grad is not False and dtypes.is_float(x.dtype) and x.uop.op is not Ops.ASSIGN: x._graph = x.uop
     olds = [x.uop for x in xs]
@@ -763,7 +803,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # (and every other live tensor of a graph realized here: it is skipped as a root, and left lazy it read the new values)
       same = {t.uop for t in todo if t.uop.op is Ops.MULTI and not any(s.op is Ops.ASSIGN for s in t.uop.src)}
       ids |= {id(x) for x in added}
-      added += [x for x in live_tensors() if x.uop in same and id(x) not in ids]
+      added += [x for x in lazy_tensors() if x.uop in same and id(x) not in ids]
       todo = todo + added
     else: added = []
     from tinygrad.engine import realize as engine
@@ -802,7 +842,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     asg = {n for n in nodes if n.op is Ops.ASSIGN}
     # (a shard that is a buffer already has nothing left to run: one a realize cut short wrote is not among the nodes of the
     # others, and asking for it realized the tensor again and again, to a RecursionError)
-    return [t for t in live_tensors() if t.uop.op is Ops.MULTI and any(s in asg for s in t.uop.src)
+    return [t for t in lazy_tensors() if t.uop.op is Ops.MULTI and any(s in asg for s in t.uop.src)
             and not all(s in nodes or base_buffer(s) is not None for s in t.uop.src)]
   @staticmethod
   def _stale_readers(roots: dict[UOp, None], nodes: dict[UOp, None], frontier: dict[UOp, UOp]) -> list[Tensor] | None:
@@ -842,10 +882,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # an implicit gradient (below). `multi`: tensors on one device (False), on several (True), or both (None). Under
     # TinyJit, a tensor that was live before the call is computed now, outside the capture (a replay must not write it
     # again), and left out.
-    cands, live = [], live_tensors()
+    cands, live = [], lazy_tensors()
     # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
     # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
-    implicit = {id(t.grad) for t in live if t.grad is not None and t.requires_grad is None}
+    with _registry_lock: holders = list(grad_holders)
+    implicit = {id(t.grad) for r in holders if (t := r()) is not None and t.grad is not None and t.requires_grad is None}
     # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)
     def lazy(u: UOp) -> bool: return any(base_buffer(s) is None for s in u.src) if u.op is Ops.MULTI else base_buffer(u) is None
     implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)] \
@@ -984,7 +1025,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # such a node walks the live tensors (a walk costs ~0.4 ms per 1000 live tensors, on every realize)
     if not any(n.op in (Ops.CONTIGUOUS, Ops.COPY) and n not in roots for n in nodes): return []
     holders: dict[UOp, list[Tensor]] = {}
-    for x in live_tensors():
+    for x in lazy_tensors():
       if x.uop.op in (Ops.CONTIGUOUS, Ops.COPY) and x.uop not in roots: holders.setdefault(x.uop, []).append(x)
     if not holders: return []
     # a copy taken before an update in the same graph (`prev = w.clone(); w += 1; w - prev`) is kept whatever autograd
@@ -1198,7 +1239,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       ret = disk_read(self, dev) if isinstance(dev, str) else disk_read(self, dev[0]).shard(dev)   # (several devices: replicated)
     else:   # numbered: two clones of one tensor are two nodes (hash-consed into one, both got the sum of their gradients)
       ret = Tensor(UOp(Ops.COPY, self.dtype, (self.uop, UOp(Ops.DEVICE, arg=dev)), tag=("clone", next(_clone_ids))))
-    if self.grad is not None: ret.grad = self.grad.clone(device)
+    if self.grad is not None:
+      ret.grad = self.grad.clone(device)
+      _note_grad(ret)
     return ret
   def to(self, device: str | None) -> Tensor:
     """This tensor on `device` (a COPY when it differs)."""
@@ -1215,7 +1258,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     dev = _canon_device(device)
     if dev == self.device: return self
     def mv(u: UOp) -> UOp: return UOp(Ops.COPY, u.dtype, (u, UOp(Ops.DEVICE, arg=dev)))
-    if self.grad is not None: self.grad = self.grad.to(dev)
+    if self.grad is not None:
+      self.grad = self.grad.to(dev)
+      _note_grad(self)
     self._detach_view()
     was_realized, graph, at = self._is_realized(), self._graph, self._kept_at
     self._set_uop(mv(self.uop))
@@ -1231,7 +1276,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       self.shard(devs, ax)   # already laid out so: nothing to do (another layout raises, as shard does)
       return self
     if isinstance(devs, str): return self.to_(devs)   # one device: a move, as shard
-    if self.grad is not None: self.grad = Tensor(to_layout(self.grad.uop, devs, ax))
+    if self.grad is not None:
+      self.grad = Tensor(to_layout(self.grad.uop, devs, ax))
+      _note_grad(self)
     self._detach_view()
     was_realized, graph, at = self._is_realized(), self._graph, self._kept_at
     self._set_uop(to_layout(self.uop, devs, ax))
@@ -1275,6 +1322,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     from tinygrad.engine.schedule import gone
     z = self.zeros_like().uop   # (sharded like it: one per shard)
     self.uop = UOp(Ops.MULTI, z.dtype, tuple(gone(s, why) for s in z.src), z.arg) if z.op is Ops.MULTI else gone(z, why)
+    _relazy(self)
   def replace(self, x: Tensor) -> Tensor:
     """This tensor now holds `x`'s data (its graph: dtype and device may differ; only the shapes must match), without a
     copy or a kernel. Unlike `assign`, nothing is written into this tensor's old buffer: its other views keep the old data."""
@@ -1283,6 +1331,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self._detach_view()
     graph_epoch[0] += 1
     self.uop = x.uop
+    _relazy(self)
     return self
   def assign(self, x: Tensor | ConstType | list) -> Tensor:
     """Write `x` into this tensor (in place into its buffer when it is realized). Returns self.
@@ -1676,6 +1725,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     """Rebind this tensor's graph; its views follow (each one's movement ops now read the new graph). `write`: the new
     graph is an in-place update's value (of a tensor with no buffer yet: no ASSIGN)."""
     old, self.uop = self.uop, new
+    _relazy(self)
     graph_epoch[0] += 1
     if old is new or not self._views: return
     # (a pad that shows padding is a value, as F.pad's copy: it keeps reading the buffer, or the graph of a tensor with no
@@ -1686,6 +1736,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
                      else v._replay is None and _shows_padding(v.uop, old)): continue
       if v._replay is not None and new.op is Ops.MULTI: v.uop = v._replayed(new)
       elif (u := _rebase_view(v.uop, old, new)) is not None: v.uop = u
+      else: continue
+      _relazy(v)
   def _own_views(self, old: UOp, base_old: UOp | None = None) -> None:
     # this view is realized into a copy of its own: it leaves its base, and the views made from it (through it: a view of
     # `s = y.sum(0)`, itself a reshape view of the reduce) follow it to its buffer instead of reading the base's graph.

@@ -73,3 +73,30 @@ def test_one_graph_twice_with_an_update_it_reads():
       Tensor.realize(*[{"b": b, "e1": e1, "e2": e2}[n] for n in order.split()])
       e1 += 100
       assert (b.tolist(), e1.tolist(), e2.tolist()) == ([11.0, 12.0, 13.0], [102.0, 104.0, 106.0], [2.0, 4.0, 6.0]), (devs, order)
+
+def test_walks_over_live_lazy_tensors_skip_realized_ones_and_find_rebound_ones():
+  # an update's realize walks the lazy tensors from an index, not every live one (a model's weights): realized tensors
+  # leave it, and one rebound to a graph again (an assign, replace, a view of a rebound base) is back in it
+  from tinygrad import tensor as T
+  held = [Tensor.empty(4).realize() for _ in range(500)]
+  w = Tensor([1.0, 2.0, 3.0, 4.0]).contiguous().realize()
+  r = Tensor([5.0, 6.0, 7.0, 8.0]).contiguous().realize()
+  lazy = {id(t) for t in T.lazy_tensors()}
+  assert not any(id(h) in lazy for h in held) and id(w) not in lazy
+  assert len(T.maybe_lazy) < 400       # (dropped from the index by the walk, not only skipped)
+  before = w * 10                      # reads w's value now: the update below must compute it first
+  w.assign(w + 1)                      # a realized tensor becomes lazy again
+  r.replace(Tensor([1.0, 1.0, 1.0, 1.0]) * 3)
+  lazy = {id(t) for t in T.lazy_tensors()}
+  assert id(w) in lazy and id(r) in lazy and id(before) in lazy
+  w.realize()
+  np.testing.assert_allclose(before.numpy(), [10, 20, 30, 40])
+  np.testing.assert_allclose(w.numpy(), [2, 3, 4, 5])
+  np.testing.assert_allclose(r.numpy(), [3, 3, 3, 3])
+  assert id(w) not in {id(t) for t in T.lazy_tensors()}
+  v = w[1:3]                           # a view of a realized tensor: in the index while it views a buffer
+  w.assign(w * 2)
+  after = v + 0                        # a graph built over the pending update through the view
+  w.realize()
+  np.testing.assert_allclose(after.numpy(), [6, 8])
+  np.testing.assert_allclose(v.numpy(), [6, 8])
