@@ -230,6 +230,10 @@ def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
   return (g.src[0],) + (None,) * (len(ret.src) - 1) if ret.arg is None else g.src
 
 def _flat(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
+def _chain(u: UOp) -> list[UOp]:   # u and the nodes under it through RESHAPEs
+  out = [u]
+  while u.op is Ops.RESHAPE: out.append(u := u.src[0])
+  return out
 def _target_grad(u: UOp, grads: dict[UOp, UOp]) -> UOp | None:
   """The gradient of target `u` from `grads` (its shards' for a multi-device target); None when it gets none."""
   if u.op is not Ops.MULTI: return grads.get(u)
@@ -513,12 +517,36 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements). Not one whose
   gradient is gone (Tensor._mark_gone): a sum with it would be gone too, so it stays as it is."""
   cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and
-           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and not _gone(x.grad)]
+           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and (x.grad is None or not _gone(x.grad))]
   ex.prune({f for x in cands for f in _flat(x.uop)})
-  sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
+  # a realized tensor (its buffer, or reshapes of it: a model's weights, the data, a loss kept in a list) is its node or,
+  # with a kept graph, the stand-in t's expansion made when it read it: looked up, not expanded with the others (expanding
+  # each kept loss's graph, of a training loop that logs them, made every step slower than the last). The rest are
+  # expanded with t's graph (their pending assigns give realized targets old graphs, ASSIGNED_OVER, which t's graph reads)
+  def realized(u: UOp) -> bool:
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return u.op is Ops.BUFFER
+  rest = [x for x in cands if not realized(x.uop)]
+  sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in rest)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
-  need = [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
-  for x, u in zip(cands, sink.src[1:]): _check_pending_update(x, u, nodes)
+  expanded = {id(x): u for x, u in zip(rest, sink.src[1:])}
+  def read(u: UOp) -> UOp | None:
+    # a realized tensor's node in t's expanded graph, else None (a stand-in no expansion made is no node of it; no buffer
+    # holds a pending update: nothing to check)
+    kept = False
+    for n in _chain(u):
+      if n in ex.graphs:
+        if n not in ex.wrap: return None
+        kept = True
+    e = ex.expand(u) if kept else u
+    return e if e in nodes else None
+  need = []
+  for x in cands:
+    if (u := expanded.get(id(x))) is None:
+      if (e := read(x.uop)) is not None: need.append((x, e))
+      continue
+    if any(f in nodes for f in _flat(u)): need.append((x, u))
+    _check_pending_update(x, u, nodes)
   return root, need
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's

@@ -146,26 +146,32 @@ def live_tensors() -> list[Tensor]:
   """Every live, fully built Tensor (a snapshot: safe while other threads make tensors)."""
   with _registry_lock: refs = list(all_tensors)
   return [t for r in refs if (t := r()) is not None and hasattr(t, "uop")]   # one still in its __init__ has no graph yet
+def _realized(t: Tensor) -> bool:
+  # a realized tensor of its own: its buffer, or a reshape of it (an n-d tensor's form), and no view of another tensor
+  u = t.uop
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u.op is Ops.BUFFER and t._view_of is None
 def lazy_tensors() -> list[Tensor]:
-  """Every live, fully built Tensor whose graph is not a plain buffer (views of buffers included): live_tensors() less the
-  realized ones, from an index (`maybe_lazy`), in a time of the lazy tensors' number, not of every live one."""
+  """Every live, fully built Tensor but the realized ones of their own (`_realized`: views of buffers are included): what
+  the walks of a realize over the live graphs need, from an index (`maybe_lazy`), in a time of the lazy tensors' number,
+  not of every live one (a model's weights)."""
   with _registry_lock: refs = list(maybe_lazy)
   out, drop = [], []
   for r in refs:
     if (t := r()) is None or not hasattr(t, "uop"): continue
-    if t.uop.op is Ops.BUFFER: drop.append((r, t))
+    if _realized(t): drop.append((r, t))
     else: out.append(t)
   if drop:
     with _registry_lock:   # (checked again under the lock: a rebind adds its tensor back after it set the graph)
       for r, t in drop:
-        if t.uop.op is Ops.BUFFER: maybe_lazy.pop(r, None)
+        if _realized(t): maybe_lazy.pop(r, None)
   if CHECK_LAZY_INDEX: _check_lazy_index()
   return out
 def _check_lazy_index() -> None:
   # (another thread may be between a rebind and its _relazy: a miss is looked at again after it had time to finish)
   for again in (True, False):
     with _registry_lock: refs = [r for r in all_tensors if r not in maybe_lazy]
-    if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and t.uop.op is not Ops.BUFFER]): return
+    if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and not _realized(t)]): return
     if again: time.sleep(0.02)
   raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
 def _relazy(t: Tensor) -> None:
@@ -1757,6 +1763,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       elif (u := _rebase_view(v.uop, old, self.uop)) is None: continue
       base._views.pop(id(v), None)
       v.uop, v._view_of = u, self
+      _relazy(v)
       if self._views is None: self._views = weakref.WeakValueDictionary()
       self._views[id(v)] = v
   def _detach_view(self) -> None:
