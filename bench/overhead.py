@@ -51,7 +51,15 @@ live = per_call(lambda: (a + 1).realize(), 500)
 w = Tensor.zeros(16).contiguous().realize()
 live_assign = per_call(lambda: w.assign(w + 1).realize(), 500)
 assert (w.numpy() == 520).all()
-print(json.dumps({"plain": plain, "jit": jitted, "live": live, "live_assign": live_assign}))
+# and a small backward (autograd looks at every live tensor for the ones the loss reads)
+g = Tensor.ones(16, requires_grad=True).contiguous().realize()
+def backward():
+  g.grad = None
+  (g * a).sum().backward()
+  g.grad.realize()
+live_backward = per_call(backward, 100)
+assert (g.grad.numpy() == a.numpy()).all()
+print(json.dumps({"plain": plain, "jit": jitted, "live": live, "live_assign": live_assign, "live_backward": live_backward}))
 """
 EAGER = """
 import json, time, statistics
@@ -239,13 +247,14 @@ print(json.dumps(out))
 
 # a target is a ratio to public tinygrad ("x") or an absolute figure in the row's unit ("abs": issue 35's per-kernel cost)
 TARGETS = {"import": ("abs", 60.0), "cold": ("x", 0.4), "warm": ("x", 0.4), "ew": ("x", 0.3), "mm": ("x", 0.3), "plain": ("x", 0.15),
-           "live": ("x", 0.15), "live_assign": ("x", 0.3), "eager_mm": ("x", 0.5), "eager_exp": ("x", 0.5), "eager_sum": ("x", 0.5),
+           "live": ("x", 0.15), "live_assign": ("x", 0.3), "live_backward": ("x", 0.5), "eager_mm": ("x", 0.5), "eager_exp": ("x", 0.5), "eager_sum": ("x", 0.5),
            "eager_chain": ("x", 0.5), "eager_host": ("abs", 30.0), "mm512_host": ("abs", 80.0), "mm512_np": ("abs", 1.0),
            "jit": ("x", 0.2), "kernel": ("abs", 3.0), "kernel_cpu": ("abs", 3.0), "kernel_nograph": ("x", 0.5), "call": ("x", 0.5),
            "sym_infer": ("x", 0.5), "plain_step_early": ("x", 0.5), "plain_step": ("x", 0.5)}
 LABELS = {"import": "import tinygrad (ms)", "cold": "first result, empty cache (ms)", "warm": "first result, warm cache (ms)",
           "ew": "schedule+codegen elementwise (ms)", "mm": "schedule+codegen matmul 1024 (ms)", "plain": "tiny realize per call (us)",
           "live": "  same, 5000 other live tensors (us)", "live_assign": "  an in-place update, 5000 live (us)",
+          "live_backward": "  a small backward, 5000 live (us)",
           "eager_mm": "tiny matmul 4x16 @ 16x16 realize (us)", "eager_exp": "exp of 4x16 realize (us)",
           "eager_sum": "sum(axis=1) of 4x16 realize (us)", "eager_chain": "relu(x*2+1) of 4x16 realize (us)",
           "eager_host": "eager call host us, (x+1) of 1000 (CPU)",
