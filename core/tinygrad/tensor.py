@@ -1420,7 +1420,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def _read_by_others(nodes: list[UOp], me: Tensor, value: Tensor) -> bool:
     # whether a live tensor other than `me` (or its views) and the `value` written into it has one of `nodes` in its graph
     want, seen = set(nodes), set[UOp]()
-    return any(Tensor._reads_any(t.uop, want, seen) for t in live_tensors() if not (t is me or t._view_of is me or t is value))
+    return any(Tensor._reads_any(t.uop, want, seen) for t in lazy_tensors() if not (t is me or t._view_of is me or t is value))
   def _unview_multi(self, base: Tensor, x: Tensor) -> UOp:
     # a view of a multi-device tensor whose every shard is a view of the base's shard on its device: each shard of the base
     # takes the part of x its view shows (x laid out like the view first); a view that gathered shards has no such chains

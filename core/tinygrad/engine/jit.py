@@ -367,9 +367,9 @@ def _outer_tensors() -> dict[int, weakref.ref[Tensor]]:
 def _lazy_readers(written: set[int]) -> list[Tensor]:
   """The live tensors with a graph to compute (not a buffer, nor a view of one: a view shows later writes, as torch's) that
   reads a buffer whose id is in `written`."""
-  from tinygrad.tensor import live_tensors, _views_buffer, _above_buffers
+  from tinygrad.tensor import lazy_tensors, _views_buffer, _above_buffers
   def view(u: UOp) -> bool: return all(_views_buffer(s) for s in (u.src if u.op is Ops.MULTI else (u,)))
-  return [t for t in live_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
+  return [t for t in lazy_tensors() if not view(t.uop) and any(n.op is Ops.BUFFER and (b := buffer_if_any(n)) is not None and id(b) in written
                                                               for n in t.uop.toposort(gate=_above_buffers))]
 def _pending_here() -> list[tuple[Any, Tensor]]:
   """This thread's pending assigns (key, tensor): another thread's are its own."""
