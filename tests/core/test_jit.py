@@ -223,6 +223,26 @@ def test_lazy_state_realized_between_replays_is_not_replaced():
   m.table = Tensor(np.arange(4, dtype=np.float32)) * 3   # replaced by a new tensor: the replay would compute the old one
   with pytest.raises(JitError, match="no tensor holds now"): f(Tensor.full((4,), 7.0))
 
+def test_view_of_symbolic_shape_as_input_replays_each_calls_view():
+  # a prompt chunk passed as a view of the token buffer, `toks[:, sp:sp+n]` with n a bound Variable (a symbolic shape):
+  # the capture kept it a view (its kernels read the token buffer at the capture call's offset) while each replay passed a
+  # copy of its own view, read at that offset: [[9, 10, 11, 12, 13, 0, 0, 0, 0]] for toks[:, 4:13] of 1..30. The view's
+  # base is the call's input, never state the capture holds: each prompt's token tensor is a new one (as tinygrad.llm's
+  # generate makes it), the last one freed, while every replay checks the state it holds (the cache) is still held
+  from tinygrad import Variable
+  cache = Tensor.zeros(30).contiguous().realize()
+  @TinyJit
+  def f(x: Tensor, sp) -> Tensor:
+    cache[sp:sp+1].assign(x.sum().float().reshape(1)).realize()
+    return (x * 2).realize()
+  for prompt in range(2):
+    toks = np.arange(1, 31, dtype=np.int32).reshape(1, 30) + 100 * prompt
+    t = Tensor(toks).realize()
+    for sp, n in [(4, 5), (4, 3), (4, 9), (20, 1)]:
+      vsp, vn = Variable("sp", 0, 20).bind(sp), Variable("n", 1, 10).bind(n)
+      assert f(t[:, vsp:vsp+vn], vsp).tolist() == (toks[:, sp:sp+n] * 2).tolist()
+      assert cache.numpy()[sp] == toks[0, sp:sp+n].sum()
+
 def test_tensors_the_function_keeps_are_each_calls():
   # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
   # after every replay it read the capture call's values

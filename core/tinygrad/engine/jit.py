@@ -684,7 +684,9 @@ class TinyJit(Generic[R]):
       # captured, every replay applied it again (w.assign(w+100) lazy before the capture call: +100 per replay)
       if before := [t for _, t in _pending_here()]: Tensor.realize(*before)
       self.copied, given = [False] * len(inputs), inputs
-      if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
+      # (a view of symbolic shape, whose form is None, too: `tokens[:, sp:sp+n]` kept as a view, the kernels read the capture
+      # call's offset into whatever copy a replay passed)
+      if forms is not None and any(f != () for f in forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
       self.in_uops, self.signature = [u for t in inputs for u in _buffer_uops(t)], signature
       self.constants = [(w, v.copy() if _is_array(v) else v) for w, v in constants]
