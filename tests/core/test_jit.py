@@ -175,6 +175,74 @@ def test_returned_view_at_a_bound_offset_is_the_replays():
     assert row.tolist() == [p + 1.0, -p] and twice.tolist() == [2 * p + 2.0, -2 * p] and col.tolist() == [p + 1.0, -p]
     assert rows.numpy()[:, 0].tolist() == [i + 1.0 for i in range(p + 1)]
 
+def test_state_replaced_between_replays_raises():
+  # a KV cache made anew for the next prompt (`self.cache = Tensor.zeros(...)`, or del and made again by the model) after
+  # some replays: only the first replay checked the state it read, so later replays went on with the old cache while the
+  # (un-jitted) prefill wrote the new one: a decoder attended over the last prompt's keys (logits off by ~2), silently
+  from tinygrad import Variable
+  W = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+  class Dec:
+    def __init__(self): self.w, self.cache = Tensor(W), Tensor.zeros(6, 2).contiguous().realize()
+    def step(self, x: Tensor, sp) -> Tensor:
+      self.cache[sp:sp+1].assign(x @ self.w).realize()
+      return self.cache[:sp+1].sum(0).realize()   # (attention over the cache: a sum of its rows so far)
+  def run(d: Dec, f, xs, first=0):
+    for p in range(first, len(xs)):
+      np.testing.assert_allclose(f(Tensor(xs[p:p+1]), Variable("sp", 0, 5).bind(p)).numpy(), (xs[:p+1] @ W).sum(0), rtol=1e-6)
+  d, xs = Dec(), np.arange(10, dtype=np.float32).reshape(5, 2)
+  f = TinyJit(d.step)
+  run(d, f, xs)
+  d.cache.assign(Tensor.zeros(6, 2)).realize()   # a reset in place: replays read it
+  d.cache[0:1].assign(Tensor(xs[:1] + 1) @ d.w).realize()   # a prefill outside the jit
+  run(d, f, xs + 1, first=1)
+  d.cache = Tensor.zeros(6, 2).contiguous().realize()   # a reset by a new tensor: the capture holds the old one
+  d.cache[0:1].assign(Tensor(xs[:1]) @ d.w).realize()
+  with pytest.raises(JitError, match="no tensor holds now"): run(d, f, xs, first=1)
+  d2 = Dec()
+  f2 = TinyJit(d2.step)
+  run(d2, f2, xs)
+  d2.cache.replace(Tensor.zeros(6, 2).contiguous().realize())   # the same tensor, on a new buffer
+  with pytest.raises(JitError, match="no tensor holds now"): run(d2, f2, xs, first=1)
+
+def test_lazy_state_realized_between_replays_is_not_replaced():
+  # a table the first call makes and leaves lazy, whose graph reads a realized buffer (tinygrad.llm's freqs_cis: a realized
+  # arange): each replay computes it from that buffer. Realized later (by another jit's first call, in tinygrad.llm's
+  # generate), no graph reads the buffer any more, and the check at every replay took that for a replaced tensor: JitError
+  # "no tensor holds now" at the next replay (tinygrad.llm's second generate raised it). The same tensor holds its value.
+  # A table replaced by a new tensor still raises (checked at the first replay only, the replays computed the old one)
+  class M:
+    def __call__(self, x: Tensor) -> Tensor:
+      if not hasattr(self, "table"): self.table = Tensor(np.arange(4, dtype=np.float32)) * 2
+      return (x + self.table).realize()
+  m = M()
+  f = TinyJit(m)
+  for i in range(4): assert f(Tensor.full((4,), float(i))).tolist() == [i + 2.0 * j for j in range(4)]
+  assert not m.table._is_realized()   # (still lazy: the replays compute it)
+  m.table.realize()
+  for i in range(4, 7): assert f(Tensor.full((4,), float(i))).tolist() == [i + 2.0 * j for j in range(4)]
+  m.table = Tensor(np.arange(4, dtype=np.float32)) * 3   # replaced by a new tensor: the replay would compute the old one
+  with pytest.raises(JitError, match="no tensor holds now"): f(Tensor.full((4,), 7.0))
+
+def test_view_of_symbolic_shape_as_input_replays_each_calls_view():
+  # a prompt chunk passed as a view of the token buffer, `toks[:, sp:sp+n]` with n a bound Variable (a symbolic shape):
+  # the capture kept it a view (its kernels read the token buffer at the capture call's offset) while each replay passed a
+  # copy of its own view, read at that offset: [[9, 10, 11, 12, 13, 0, 0, 0, 0]] for toks[:, 4:13] of 1..30. The view's
+  # base is the call's input, never state the capture holds: each prompt's token tensor is a new one (as tinygrad.llm's
+  # generate makes it), the last one freed, while every replay checks the state it holds (the cache) is still held
+  from tinygrad import Variable
+  cache = Tensor.zeros(30).contiguous().realize()
+  @TinyJit
+  def f(x: Tensor, sp) -> Tensor:
+    cache[sp:sp+1].assign(x.sum().float().reshape(1)).realize()
+    return (x * 2).realize()
+  for prompt in range(2):
+    toks = np.arange(1, 31, dtype=np.int32).reshape(1, 30) + 100 * prompt
+    t = Tensor(toks).realize()
+    for sp, n in [(4, 5), (4, 3), (4, 9), (20, 1)]:
+      vsp, vn = Variable("sp", 0, 20).bind(sp), Variable("n", 1, 10).bind(n)
+      assert f(t[:, vsp:vsp+vn], vsp).tolist() == (toks[:, sp:sp+n] * 2).tolist()
+      assert cache.numpy()[sp] == toks[0, sp:sp+n].sum()
+
 def test_tensors_the_function_keeps_are_each_calls():
   # a tensor the function makes and keeps (self.scaled = x * 3, not returned) was left a graph of the capture call's input:
   # after every replay it read the capture call's values

@@ -1,6 +1,6 @@
 """TinyJit: capture the kernels a function runs on its second call and replay them on later calls, without rescheduling."""
 from __future__ import annotations
-import contextlib, enum, functools, inspect, itertools, math, threading, weakref
+import contextlib, enum, functools, inspect, itertools, math, operator, threading, weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 from tinygrad.uop import Ops, GroupOp
@@ -202,6 +202,19 @@ def _held_buffers(kept: bool = True, multi: bool = True) -> dict[int, Buffer]:
           b = buffer_of(u)
           held[id(b)] = b
   return held
+
+_UOP = operator.attrgetter("uop")
+def _holders(bufs: dict[int, Buffer]) -> dict[int, tuple[bool, list[Tensor]]]:
+  """For each of `bufs` (by id) that a live tensor's graph reads: whether a tensor holds it as its own (its graph is the
+  buffer or a view of it, the steadiest holder), and that tensor, else every tensor whose lazy graph reads it."""
+  from tinygrad.tensor import live_tensors, _views_buffer
+  own: dict[int, list[Tensor]] = {}
+  lazy: dict[int, list[Tensor]] = {}
+  for t in live_tensors():
+    mine = own if all(_views_buffer(s) for s in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))) else lazy
+    for u in t.uop.toposort(gate=lambda x: x.op is not Ops.BUFFER):
+      if u.op is Ops.BUFFER and (b := buffer_if_any(u)) is not None and id(b) in bufs: mine.setdefault(id(b), []).append(t)
+  return {k: (True, own[k][:1]) if k in own else (False, lazy[k]) for k in own.keys() | lazy.keys()}
 
 def _plan_memory(steps: list, inputs: list[Buffer], held: set[int]) -> list:
   """A capture's steps with its intermediates sharing memory (public tinygrad plans its captured kernels' memory too). The
@@ -524,10 +537,19 @@ class TinyJit(Generic[R]):
     # was there with .grad None when the capture call started and the function did not clear it (a replay needs it None:
     # eager backward() would add to a gradient), and its .grad when the call ended, which each replay computes and puts back
     self.grads: list[tuple[weakref.ref[Tensor], bool, Tensor | None]] = []
-    # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): the first
-    # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...`, and
-    # a replay would go on reading the old one; the graph autograd keeps for a tensor does not count); emptied once passed
+    # the buffers the capture reads or writes that tensors' graphs held before the capture call (not its inputs): every
+    # replay checks a live tensor's graph still holds each (one none holds was replaced by a new tensor, `self.h = ...` in the
+    # function, or a KV cache made anew by the program for the next prompt, and a replay would go on reading the old one; the
+    # graph autograd keeps for a tensor does not count), cheaply (_check_held)
     self.held_before: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+    # (the tensors that held the held_before buffers at the last full look, weakly, and their graphs then: while each lives
+    # with that graph, every buffer is still held; else the next replay looks at every live tensor again; None: not looked yet)
+    self.holders: tuple[list[Any], list[UOp]] | None = None
+    # (per held_before buffer the first look found held only inside lazy graphs, no tensor's own, the tensors whose graph
+    # read it, weakly: one that lives on was computed since, not replaced (tinygrad.llm's freqs_cis, a table left lazy that
+    # reads a realized arange, realized by the other jit's first call), and the replay's kernels compute its value from the
+    # buffer still; it is held while one of them lives)
+    self.lazy_held: dict[int, list[weakref.ref[Tensor]]] = {}
     self.signature: list[tuple] = []
     self.constants: list[tuple[str, Any]] = []
     self.assumed: list[UOp] = []
@@ -567,6 +589,31 @@ class TinyJit(Generic[R]):
     freed += [v.base for v in {id(v.base): v for v in views if isinstance(v, BufferView)}.values()] + views
     for b in freed: b.deallocate()
     if freed: self.replay = None   # (its graph runners hold the freed handles: built again, allocating, at the next replay)
+
+  def _check_held(self) -> None:
+    """At every replay: each buffer of held_before is still held by a tensor, else JitError (state the function or the
+    program replaced by a new tensor, which a replay, running no Python, does not see). Cheap while the tensors that held
+    them at the last look live on with the same graph, else a walk over every live tensor's graph (`_holders`)."""
+    if self.holders is not None:
+      try:
+        if all(map(operator.is_, map(_UOP, self.holders[0]), self.holders[1])): return   # (C loops: this runs every replay)
+      except ReferenceError: pass   # (a holder was freed)
+    held, first = dict(self.held_before.items()), self.holders is None
+    found, self.holders, keep = _holders(held), None, []
+    for k, b in held.items():
+      own, ts = found.get(k, (False, []))
+      if k in self.lazy_held or first and ts and not own:
+        alive = [x for r in self.lazy_held.get(k, []) if (x := r()) is not None]
+        ts = list({id(t): t for t in ts + alive}.values())
+        self.lazy_held[k] = [weakref.ref(t) for t in ts]
+      if not ts:
+        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({b.size} x {b.dtype} on "
+                       f"{b.device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
+                       "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
+                       "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
+      keep += ts
+    ts = list({id(t): t for t in keep}.values())
+    self.holders = [weakref.proxy(t) for t in ts], [t.uop for t in ts]
 
   @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
   def __call__(self, *args: Any, **kwargs: Any) -> R:
@@ -637,7 +684,9 @@ class TinyJit(Generic[R]):
       # captured, every replay applied it again (w.assign(w+100) lazy before the capture call: +100 per replay)
       if before := [t for _, t in _pending_here()]: Tensor.realize(*before)
       self.copied, given = [False] * len(inputs), inputs
-      if forms is not None and any(forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
+      # (a view of symbolic shape, whose form is None, too: `tokens[:, sp:sp+n]` kept as a view, the kernels read the capture
+      # call's offset into whatever copy a replay passed)
+      if forms is not None and any(f != () for f in forms): args, kwargs, inputs, forms = self._read_views(args, kwargs, inputs, forms)
       # (an array as it is now: one changed in place by the next call is another value)
       self.in_uops, self.signature = [u for t in inputs for u in _buffer_uops(t)], signature
       self.constants = [(w, v.copy() if _is_array(v) else v) for w, v in constants]
@@ -739,14 +788,7 @@ class TinyJit(Generic[R]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} reads a tensor of constants (shape {stale[0].shape}) that it computes "
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
-    if self.held_before:
-      held_now = _held_buffers(kept=False)   # (once: a walk over every live tensor's graph)
-      if dropped := [b for k, b in list(self.held_before.items()) if k not in held_now]:
-        raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading a tensor ({dropped[0].size} x {dropped[0].dtype} on "
-                       f"{dropped[0].device}) that no tensor holds now: the function (or the program) replaced it by a new tensor "
-                       "(self.h = ..., a name bound again), which a replay does not see: it would go on with the old one. Update "
-                       "such state in place (self.h.assign(...)), pass it as an argument, or call .reset() to capture again")
-    self.held_before = weakref.WeakValueDictionary()
+    if self.held_before: self._check_held()
     if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
                      f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
