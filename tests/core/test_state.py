@@ -427,3 +427,36 @@ def test_load_state_dict_of_a_fresh_models_own_tensors_keeps_their_values():
   np.testing.assert_array_equal(m.a.weight.numpy(), ref["b.weight"])
   np.testing.assert_array_equal(m.b.weight.numpy(), ref["a.weight"])
   np.testing.assert_array_equal(m.b.bias.numpy(), ref["a.bias"])
+
+def test_pickle_tensor_keeps_its_data():
+  # public tinygrad pickles a realized tensor's buffer with its bytes (torch.save-like); the data must come back after the
+  # original is gone, and in another process, where the buffer's node must not be mistaken for one of that process's
+  import pickle, subprocess, sys
+  t = Tensor.rand(10, 10).realize()
+  half = (Tensor.arange(6).reshape(2, 3) * 2).realize()
+  lazy = half + 1
+  ref, ref_lazy = t.numpy(), lazy.numpy()
+  blob = pickle.dumps((t, lazy))
+  del t, half, lazy
+  t2, lazy2 = pickle.loads(blob)
+  assert t2.uop.is_realized
+  np.testing.assert_array_equal(t2.numpy(), ref)
+  np.testing.assert_array_equal(lazy2.numpy(), ref_lazy)
+  other = ("import pickle, sys; from tinygrad import Tensor; a = Tensor([7.0, 8.0]).realize(); b = Tensor([9.0]).realize();"
+           "t, l = pickle.loads(sys.stdin.buffer.read()); print(t.numpy().tobytes().hex(), l.tolist(), a.tolist(), b.tolist())")
+  out = subprocess.run([sys.executable, "-c", other], input=blob, capture_output=True, check=True, env=os.environ).stdout.decode().split(" ", 1)
+  assert bytes.fromhex(out[0]) == ref.tobytes()
+  assert out[1].strip() == f"{ref_lazy.tolist()} [7.0, 8.0] [9.0]"
+
+def test_pickle_tensor_is_its_value_alone():
+  # a tensor with live views pickles (the engine's weak map of them is not pickled), and a realized tensor's pickle holds its
+  # own bytes, not the graph (and input buffers) it was computed from, which it keeps for backward
+  import pickle
+  big = Tensor.rand(4096).realize()
+  s = (big * 2).sum().realize()
+  assert len(pickle.dumps(s)) < 4096
+  t = Tensor([1.0, 2.0, 3.0], requires_grad=True).realize()
+  v = t[1:]
+  t.grad = Tensor([0.5, 0.5, 0.5])
+  t2 = pickle.loads(pickle.dumps(t))
+  assert t2.tolist() == [1.0, 2.0, 3.0] and t2.requires_grad is True and t2.grad.tolist() == [0.5, 0.5, 0.5] and v.tolist() == [2.0, 3.0]

@@ -1,7 +1,7 @@
 """The map from BUFFER UOps (the tensor graph's handles) to device Buffers holding the data."""
 from __future__ import annotations
-import itertools
-from typing import TYPE_CHECKING
+import itertools, pickle
+from typing import Any, TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, register_buffer_lookup
 from tinygrad.dtype import DType, dtypes
@@ -70,4 +70,17 @@ def base_buffer(u: UOp) -> UOp | None:
   if u.op is Ops.SHRINK and len(u.arg) == 1 and isinstance(u.arg[0][1], UOp) and u.arg[0][0] == 0 and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
 
-register_buffer_lookup(buffer_of)
+def _reduce_buffer(u: UOp, protocol: int) -> tuple:
+  # pickled with its bytes when allocated, as public tinygrad's Buffer (protocol 5: a PickleBuffer, which can go out of
+  # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process)
+  buf, data = buffer_if_any(u), None
+  if buf is not None and buf.is_allocated(): data = pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer())
+  return _load_buffer, (u.src[1].arg, u.arg, u.dtype, u.tag, data)
+
+def _load_buffer(device: str, size: int, dtype: DType, tag: object, data: Any) -> UOp:
+  u = new_buffer(device, size, dtype)
+  if tag is not None: u = u.replace(tag=tag)
+  if data is not None: buffer_of(u).allocate().copyin(memoryview(data))
+  return u
+
+register_buffer_lookup(buffer_of, _reduce_buffer)
