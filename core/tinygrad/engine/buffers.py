@@ -72,15 +72,16 @@ def base_buffer(u: UOp) -> UOp | None:
 
 def _reduce_buffer(u: UOp, protocol: int) -> tuple:
   # pickled with its bytes when allocated, as public tinygrad's Buffer (protocol 5: a PickleBuffer, which can go out of
-  # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process)
-  buf, data = buffer_if_any(u), None
-  if buf is not None and buf.is_allocated(): data = pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer())
-  return _load_buffer, (u.src[1].arg, u.arg, u.dtype, u.tag, data)
+  # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process). The bytes are
+  # the state, given to _fill_buffer: in the arguments they would stay in the unpickler's memo until the load ends
+  args = (u.src[1].arg, u.arg, u.dtype, u.tag)
+  if (buf := buffer_if_any(u)) is None or not buf.is_allocated(): return _load_buffer, args
+  return _load_buffer, args, pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer()), None, None, _fill_buffer
 
-def _load_buffer(device: str, size: int, dtype: DType, tag: object, data: Any) -> UOp:
+def _load_buffer(device: str, size: int, dtype: DType, tag: object) -> UOp:
   u = new_buffer(device, size, dtype)
-  if tag is not None: u = u.replace(tag=tag)
-  if data is not None: buffer_of(u).allocate().copyin(memoryview(data))
-  return u
+  return u if tag is None else u.replace(tag=tag)
+
+def _fill_buffer(u: UOp, data: Any) -> None: buffer_of(u).allocate().copyin(memoryview(data))
 
 register_buffer_lookup(buffer_of, _reduce_buffer)
