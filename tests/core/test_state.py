@@ -480,3 +480,19 @@ def test_pickle_tensors_out_of_band():
   finally: tracemalloc.stop()
   assert peak < 2.5 * size * 4, peak
   for i, t in enumerate(back): assert t[::4096].tolist() == [float(i)] * (size // 4096)
+
+def test_deepcopy_of_a_model_has_buffers_of_its_own():
+  # copy.deepcopy(net) (a DQN target network, an EMA model) is independent of net, as torch's: a write into net's realized
+  # weights must not show in the copy (it shared their buffers), and the copy's own writes not in net
+  import copy
+  net = nn.Linear(3, 2)
+  for p in get_parameters(net): p.realize()
+  x = Tensor([[1.0, 2.0, 3.0]])
+  y0 = net(x).numpy()
+  tgt = copy.deepcopy(net)
+  np.testing.assert_array_equal(tgt(x).numpy(), y0)
+  net.weight.assign(net.weight * 0).realize()
+  np.testing.assert_array_equal(tgt(x).numpy(), y0)
+  tgt.bias.assign(tgt.bias + 1).realize()
+  np.testing.assert_array_equal(net(x).numpy(), np.broadcast_to(net.bias.numpy(), (1, 2)))
+  np.testing.assert_allclose(tgt(x).numpy(), y0 + 1, rtol=1e-6)

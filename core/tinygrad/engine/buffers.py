@@ -73,10 +73,11 @@ def base_buffer(u: UOp) -> UOp | None:
 def _reduce_buffer(u: UOp, protocol: int) -> tuple:
   # pickled with its bytes when allocated, as public tinygrad's Buffer (protocol 5: a PickleBuffer, which can go out of
   # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process). The bytes are
-  # the state, given to _fill_buffer: in the arguments they would stay in the unpickler's memo until the load ends
+  # the state, which UOp.__setstate__ gives to _fill_buffer: in the arguments they would stay in the unpickler's memo until
+  # the load ends. copy.deepcopy takes the same form: the copy has a buffer of its own
   args = (u.src[1].arg, u.arg, u.dtype, u.tag)
   if (buf := buffer_if_any(u)) is None or not buf.is_allocated(): return _load_buffer, args
-  return _load_buffer, args, pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer()), None, None, _fill_buffer
+  return _load_buffer, args, pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer())
 
 def _load_buffer(device: str, size: int, dtype: DType, tag: object) -> UOp:
   u = new_buffer(device, size, dtype)
@@ -84,4 +85,4 @@ def _load_buffer(device: str, size: int, dtype: DType, tag: object) -> UOp:
 
 def _fill_buffer(u: UOp, data: Any) -> None: buffer_of(u).allocate().copyin(memoryview(data))
 
-register_buffer_lookup(buffer_of, _reduce_buffer)
+register_buffer_lookup(buffer_of, _reduce_buffer, _fill_buffer)

@@ -80,10 +80,13 @@ class UOpMetaClass(type):
 # The IR does not know device buffers either: tinygrad.engine.buffers registers how UOp.buffer finds one
 _buffer_lookup: Callable[[UOp], Any] | None = None
 _buffer_reduce: Callable[[UOp, int], Any] | None = None
-def register_buffer_lookup(fn: Callable[[UOp], Any], reduce: Callable[[UOp, int], Any] | None = None) -> None:
-  """`fn(buffer_node)` gives a BUFFER's device Buffer; `reduce(buffer_node, protocol)` is its pickle form (__reduce_ex__'s)."""
-  global _buffer_lookup, _buffer_reduce
-  _buffer_lookup, _buffer_reduce = fn, reduce
+_buffer_fill: Callable[[UOp, Any], None] | None = None
+def register_buffer_lookup(fn: Callable[[UOp], Any], reduce: Callable[[UOp, int], Any] | None = None,
+                           fill: Callable[[UOp, Any], None] | None = None) -> None:
+  """`fn(buffer_node)` gives a BUFFER's device Buffer; `reduce(buffer_node, protocol)` is its pickle (and copy.deepcopy)
+  form, __reduce_ex__'s, whose state (its bytes) `fill(buffer_node, state)` copies into the loaded node's Buffer."""
+  global _buffer_lookup, _buffer_reduce, _buffer_fill
+  _buffer_lookup, _buffer_reduce, _buffer_fill = fn, reduce, fill
 
 # The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
 _multi_lowering: Callable[..., UOp] | None = None
@@ -168,6 +171,10 @@ class UOp(metaclass=UOpMetaClass):
     # a BUFFER carries its data (its Buffer lives in __dict__, which __reduce__'s fields drop) and a new UNIQUE when loaded
     if self.op is Ops.BUFFER and _buffer_reduce is not None: return _buffer_reduce(self, int(protocol))
     return self.__reduce__()
+  def __setstate__(self, state: Any) -> None:
+    # (only a BUFFER's reduce has a state: its bytes; a state, not an argument, so that pickle's memo does not hold them)
+    if _buffer_fill is None: raise RuntimeError("no buffer lookup registered (import tinygrad.engine.buffers)")
+    _buffer_fill(self, state)
   def replace(self, **kwargs: Any) -> UOp:
     """A UOp equal to this one with the given fields changed."""
     return UOp(kwargs.get("op", self.op), kwargs.get("dtype", self.dtype), kwargs.get("src", self.src), kwargs.get("arg", self.arg), kwargs.get("tag", self.tag))
