@@ -75,14 +75,23 @@ def _reduce_buffer(u: UOp, protocol: int) -> tuple:
   # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process). The bytes are
   # the state, which UOp.__setstate__ gives to _fill_buffer: in the arguments they would stay in the unpickler's memo until
   # the load ends. copy.deepcopy takes the same form: the copy has a buffer of its own
-  args = (u.src[1].arg, u.arg, u.dtype, u.tag)
+  # (the schedule's tagged stand-ins for its inputs, BUFFERs without a UNIQUE, pickle as plain nodes)
+  if len(u.src) != 2 or u.tag is not None: return u.__reduce__()
+  args = (u.src[1].arg, u.arg, u.dtype)
   if (buf := buffer_if_any(u)) is None or not buf.is_allocated(): return _load_buffer, args
+  # a DISK buffer is its file's range: it pickles as that range (writing its bytes to a fresh buffer would write them at
+  # the file's start)
+  if (offset := getattr(buf._buf, "offset", None)) is not None and buf.device.startswith("DISK:"): return _load_disk_buffer, (*args, offset)
   return _load_buffer, args, pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer())
 
-def _load_buffer(device: str, size: int, dtype: DType, tag: object) -> UOp:
-  u = new_buffer(device, size, dtype)
-  return u if tag is None else u.replace(tag=tag)
+def _load_buffer(device: str, size: int, dtype: DType) -> UOp: return new_buffer(device, size, dtype)
 
 def _fill_buffer(u: UOp, data: Any) -> None: buffer_of(u).allocate().copyin(memoryview(data))
+
+def _load_disk_buffer(device: str, size: int, dtype: DType, offset: int) -> UOp:
+  from tinygrad.device import Buffer
+  # (a DiskBuffer of the file's mapping, holding the Buffer of its first offset + nbytes bytes: the mapping stays open)
+  file = buffer_of(new_buffer(device, offset + size * dtype.itemsize, dtypes.uint8)).allocate()
+  return buffer_node(Buffer(device, size, dtype, opaque=type(file._buf)(file._buf.dev, offset, size * dtype.itemsize, base=file)))
 
 register_buffer_lookup(buffer_of, _reduce_buffer, _fill_buffer)
