@@ -642,6 +642,10 @@ class _Device:
   def DEFAULT(self, name: str) -> None:
     self._default = self.canonicalize(name)
     self.default_reason = [f"set in code: Device.DEFAULT = {name!r}"]
+  @property
+  def default(self) -> Compiled:
+    """The default device itself: `Device[Device.DEFAULT]`."""
+    return self[self.DEFAULT]
 
   def _choose_default(self) -> str:
     from tinygrad.plugins import registry

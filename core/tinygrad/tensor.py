@@ -328,6 +328,11 @@ def _is_path(x: Any) -> bool:
   # a pathlib path (without importing pathlib for `import tinygrad`: an object can only be one once pathlib is loaded)
   return "pathlib" in sys.modules and isinstance(x, sys.modules["pathlib"].PurePath)
 
+def _load_tensor(u: UOp, requires_grad: bool | None, grad: Tensor | None) -> Tensor:
+  t = Tensor(u)
+  t._requires_grad, t.grad = requires_grad, grad
+  return t
+
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
              sorting.SortingMixin, nn.NNMixin, loss.LossMixin, linalg.LinalgMixin, sharding.ShardingMixin, hashing.HashingMixin):
   """A lazy n-dimensional array on a device. `Tensor([[1, 2], [3, 4]])`, `Tensor.rand(2, 3)`, `(a @ b).relu().numpy()`."""
@@ -538,6 +543,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   def __repr__(self) -> str:
     return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r} op={self.uop.op} realized={self._is_realized()} grad={self.grad!r}>"
   def __hash__(self) -> int: return id(self)
+  # pickled as its graph (a BUFFER with its bytes), requires_grad and grad, as public tinygrad's; not the engine's
+  # bookkeeping: the graph a realized tensor was computed from (with its inputs' buffers), its live views
+  def __reduce__(self): return _load_tensor, (self.uop, self._requires_grad, self.grad)
   # numpy's operators defer to ours (np.float32(2) * t is t.__rmul__): they read a tensor as a sequence and made an object
   # array of lazy 0-d tensors; a numpy ufunc on a tensor (np.sin(t)) raises TypeError
   __array_ufunc__ = None

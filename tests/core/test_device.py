@@ -198,6 +198,7 @@ def test_default_explicit_compiler_failure_is_fatal(monkeypatch):
 def test_default_settable():
   Device.DEFAULT = "fake:1"
   assert Device.DEFAULT == "FAKE:1"
+  assert Device.default is Device["FAKE:1"]   # public tinygrad's Device.default: the default device itself
 
 def test_negative_priority_never_default():
   Device.reset()

@@ -198,3 +198,19 @@ def test_random_views_read_and_write_as_numpy(tmp_path_factory, data):
 def test_disk_without_a_file_says_so():
   from tinygrad.device import DeviceError
   with pytest.raises(DeviceError, match="disk:/path"): Tensor([1, 2], device="DISK")
+
+def test_pickle_of_a_disk_tensor_is_its_file_range(tmp_path):
+  # a DISK tensor pickles as the range of its file, not as bytes written to a fresh buffer: that wrote them at the file's
+  # start (a bitcast view of bytes 8..16 overwrote bytes 0..8)
+  import pickle
+  p = tmp_path / "r.bin"
+  p.write_bytes(bytes(range(16)))
+  t = Tensor.empty(16, dtype=dtypes.uint8, device=f"disk:{p}")
+  v = t[8:16].bitcast(dtypes.float32)
+  v2 = pickle.loads(pickle.dumps(v))
+  assert p.read_bytes() == bytes(range(16))
+  assert v2.device == t.device and v2.to("CPU").numpy().tobytes() == bytes(range(8, 16))
+  t2 = pickle.loads(pickle.dumps(t))
+  assert t2[4:6].tolist() == [4, 5]
+  t2[0:2] = Tensor([99, 98], dtype=dtypes.uint8)   # the loaded tensor is the file, as the one pickled
+  assert p.read_bytes()[:3] == bytes([99, 98, 2])

@@ -427,3 +427,72 @@ def test_load_state_dict_of_a_fresh_models_own_tensors_keeps_their_values():
   np.testing.assert_array_equal(m.a.weight.numpy(), ref["b.weight"])
   np.testing.assert_array_equal(m.b.weight.numpy(), ref["a.weight"])
   np.testing.assert_array_equal(m.b.bias.numpy(), ref["a.bias"])
+
+def test_pickle_tensor_keeps_its_data():
+  # public tinygrad pickles a realized tensor's buffer with its bytes (torch.save-like); the data must come back after the
+  # original is gone, and in another process, where the buffer's node must not be mistaken for one of that process's
+  import pickle, subprocess, sys
+  t = Tensor.rand(10, 10).realize()
+  half = (Tensor.arange(6).reshape(2, 3) * 2).realize()
+  lazy = half + 1
+  ref, ref_lazy = t.numpy(), lazy.numpy()
+  blob = pickle.dumps((t, lazy))
+  del t, half, lazy
+  t2, lazy2 = pickle.loads(blob)
+  assert t2.uop.is_realized
+  np.testing.assert_array_equal(t2.numpy(), ref)
+  np.testing.assert_array_equal(lazy2.numpy(), ref_lazy)
+  other = ("import pickle, sys; from tinygrad import Tensor; a = Tensor([7.0, 8.0]).realize(); b = Tensor([9.0]).realize();"
+           "t, l = pickle.loads(sys.stdin.buffer.read()); print(t.numpy().tobytes().hex(), l.tolist(), a.tolist(), b.tolist())")
+  out = subprocess.run([sys.executable, "-c", other], input=blob, capture_output=True, check=True, env=os.environ).stdout.decode().split(" ", 1)
+  assert bytes.fromhex(out[0]) == ref.tobytes()
+  assert out[1].strip() == f"{ref_lazy.tolist()} [7.0, 8.0] [9.0]"
+
+def test_pickle_tensor_is_its_value_alone():
+  # a tensor with live views pickles (the engine's weak map of them is not pickled), and a realized tensor's pickle holds its
+  # own bytes, not the graph (and input buffers) it was computed from, which it keeps for backward
+  import pickle
+  big = Tensor.rand(4096).realize()
+  s = (big * 2).sum().realize()
+  assert len(pickle.dumps(s)) < 4096
+  t = Tensor([1.0, 2.0, 3.0], requires_grad=True).realize()
+  v = t[1:]
+  t.grad = Tensor([0.5, 0.5, 0.5])
+  t2 = pickle.loads(pickle.dumps(t))
+  assert t2.tolist() == [1.0, 2.0, 3.0] and t2.requires_grad is True and t2.grad.tolist() == [0.5, 0.5, 0.5] and v.tolist() == [2.0, 3.0]
+
+def test_pickle_tensors_out_of_band():
+  # protocol 5 passes a buffer's bytes out of band (buffer_callback) and in band; each buffer handed to loads is copied in
+  # and let go, not held until the whole load ends (peak: one buffer, not all of them)
+  import pickle, tracemalloc
+  n, size = 6, 1 << 20
+  ts = [Tensor.full((size,), float(i)).contiguous().realize() for i in range(n)]
+  for i, t in enumerate(pickle.loads(pickle.dumps(ts, protocol=5))): assert t[::4096].tolist() == [float(i)] * (size // 4096)
+  oob: list = []
+  blob = pickle.dumps(ts, protocol=5, buffer_callback=oob.append)
+  assert len(oob) == n and len(blob) < 10000
+  datas = [bytes(b.raw()) for b in oob]
+  del oob
+  tracemalloc.start()
+  try:
+    back = pickle.loads(blob, buffers=(bytearray(d) for d in datas))
+    peak = tracemalloc.get_traced_memory()[1]
+  finally: tracemalloc.stop()
+  assert peak < 2.5 * size * 4, peak
+  for i, t in enumerate(back): assert t[::4096].tolist() == [float(i)] * (size // 4096)
+
+def test_deepcopy_of_a_model_has_buffers_of_its_own():
+  # copy.deepcopy(net) (a DQN target network, an EMA model) is independent of net, as torch's: a write into net's realized
+  # weights must not show in the copy (it shared their buffers), and the copy's own writes not in net
+  import copy
+  net = nn.Linear(3, 2)
+  for p in get_parameters(net): p.realize()
+  x = Tensor([[1.0, 2.0, 3.0]])
+  y0 = net(x).numpy()
+  tgt = copy.deepcopy(net)
+  np.testing.assert_array_equal(tgt(x).numpy(), y0)
+  net.weight.assign(net.weight * 0).realize()
+  np.testing.assert_array_equal(tgt(x).numpy(), y0)
+  tgt.bias.assign(tgt.bias + 1).realize()
+  np.testing.assert_array_equal(net(x).numpy(), np.broadcast_to(net.bias.numpy(), (1, 2)))
+  np.testing.assert_allclose(tgt(x).numpy(), y0 + 1, rtol=1e-6)

@@ -1,7 +1,7 @@
 """The map from BUFFER UOps (the tensor graph's handles) to device Buffers holding the data."""
 from __future__ import annotations
-import itertools
-from typing import TYPE_CHECKING
+import itertools, pickle
+from typing import Any, TYPE_CHECKING
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, register_buffer_lookup
 from tinygrad.dtype import DType, dtypes
@@ -70,4 +70,28 @@ def base_buffer(u: UOp) -> UOp | None:
   if u.op is Ops.SHRINK and len(u.arg) == 1 and isinstance(u.arg[0][1], UOp) and u.arg[0][0] == 0 and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
 
-register_buffer_lookup(buffer_of)
+def _reduce_buffer(u: UOp, protocol: int) -> tuple:
+  # pickled with its bytes when allocated, as public tinygrad's Buffer (protocol 5: a PickleBuffer, which can go out of
+  # band); loaded, it is a fresh node (its UNIQUE number may be another buffer's in the loading process). The bytes are
+  # the state, which UOp.__setstate__ gives to _fill_buffer: in the arguments they would stay in the unpickler's memo until
+  # the load ends. copy.deepcopy takes the same form: the copy has a buffer of its own
+  # (the schedule's tagged stand-ins for its inputs, BUFFERs without a UNIQUE, pickle as plain nodes)
+  if len(u.src) != 2 or u.tag is not None: return u.__reduce__()
+  args = (u.src[1].arg, u.arg, u.dtype)
+  if (buf := buffer_if_any(u)) is None or not buf.is_allocated(): return _load_buffer, args
+  # a DISK buffer is its file's range: it pickles as that range (writing its bytes to a fresh buffer would write them at
+  # the file's start)
+  if (offset := getattr(buf._buf, "offset", None)) is not None and buf.device.startswith("DISK:"): return _load_disk_buffer, (*args, offset)
+  return _load_buffer, args, pickle.PickleBuffer(buf.as_buffer()) if protocol >= 5 else bytes(buf.as_buffer())
+
+def _load_buffer(device: str, size: int, dtype: DType) -> UOp: return new_buffer(device, size, dtype)
+
+def _fill_buffer(u: UOp, data: Any) -> None: buffer_of(u).allocate().copyin(memoryview(data))
+
+def _load_disk_buffer(device: str, size: int, dtype: DType, offset: int) -> UOp:
+  from tinygrad.device import Buffer
+  # (a DiskBuffer of the file's mapping, holding the Buffer of its first offset + nbytes bytes: the mapping stays open)
+  file = buffer_of(new_buffer(device, offset + size * dtype.itemsize, dtypes.uint8)).allocate()
+  return buffer_node(Buffer(device, size, dtype, opaque=type(file._buf)(file._buf.dev, offset, size * dtype.itemsize, base=file)))
+
+register_buffer_lookup(buffer_of, _reduce_buffer, _fill_buffer)

@@ -4,7 +4,7 @@ import math, weakref, functools, operator, re, keyword
 from _weakref import _remove_dead_weakref   # type: ignore[attr-defined]
 from enum import Enum, auto
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, SupportsIndex
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, ConstType, truncate_int, truncate_float, least_upper_dtype
 from tinygrad.helpers import prod, all_int, to_function_name, EGRAPH, EGRAPH_BUDGET
@@ -79,9 +79,14 @@ class UOpMetaClass(type):
 
 # The IR does not know device buffers either: tinygrad.engine.buffers registers how UOp.buffer finds one
 _buffer_lookup: Callable[[UOp], Any] | None = None
-def register_buffer_lookup(fn: Callable[[UOp], Any]) -> None:
-  global _buffer_lookup
-  _buffer_lookup = fn
+_buffer_reduce: Callable[[UOp, int], Any] | None = None
+_buffer_fill: Callable[[UOp, Any], None] | None = None
+def register_buffer_lookup(fn: Callable[[UOp], Any], reduce: Callable[[UOp, int], Any] | None = None,
+                           fill: Callable[[UOp, Any], None] | None = None) -> None:
+  """`fn(buffer_node)` gives a BUFFER's device Buffer; `reduce(buffer_node, protocol)` is its pickle (and copy.deepcopy)
+  form, __reduce_ex__'s, whose state (its bytes) `fill(buffer_node, state)` copies into the loaded node's Buffer."""
+  global _buffer_lookup, _buffer_reduce, _buffer_fill
+  _buffer_lookup, _buffer_reduce, _buffer_fill = fn, reduce, fill
 
 # The IR does not know multi-device tensors: tinygrad.multi registers how a node over one is built (register_multi_lowering)
 _multi_lowering: Callable[..., UOp] | None = None
@@ -162,6 +167,14 @@ class UOp(metaclass=UOpMetaClass):
     object.__setattr__(self, "tag", tag)
   def __setattr__(self, name: str, value: Any) -> None: raise AttributeError("UOp is immutable")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
+  def __reduce_ex__(self, protocol: SupportsIndex):
+    # a BUFFER carries its data (its Buffer lives in __dict__, which __reduce__'s fields drop) and a new UNIQUE when loaded
+    if self.op is Ops.BUFFER and _buffer_reduce is not None: return _buffer_reduce(self, int(protocol))
+    return self.__reduce__()
+  def __setstate__(self, state: Any) -> None:
+    # (only a BUFFER's reduce has a state: its bytes; a state, not an argument, so that pickle's memo does not hold them)
+    if _buffer_fill is None: raise RuntimeError("no buffer lookup registered (import tinygrad.engine.buffers)")
+    _buffer_fill(self, state)
   def replace(self, **kwargs: Any) -> UOp:
     """A UOp equal to this one with the given fields changed."""
     return UOp(kwargs.get("op", self.op), kwargs.get("dtype", self.dtype), kwargs.get("src", self.src), kwargs.get("arg", self.arg), kwargs.get("tag", self.tag))
