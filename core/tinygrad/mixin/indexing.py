@@ -8,7 +8,8 @@ from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
 from tinygrad.mixin.common import _CHUNK, _broadcast_shape, _flatten_py, _whole_int, ArgumentError, OpDTypeError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars, reduce_identity
+from tinygrad.mixin.reduce import _combine
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -428,8 +429,7 @@ class IndexingMixin:
     pre: list[tuple[int, int] | None] = [None] * (ix.ndim - 1)
     outs = []
     for v, op in vals:
-      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op]
-      combine = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
+      ident, combine = reduce_identity(op, v.dtype), _combine(op)
       r, k = v.transpose(d, -1).gather(-1, perm), 1
       while k < m:   # r[i] combines r[i-k] of the same run (the sorted index equal); after step k, runs of 2k are done
         same = (pos >= k) & (s == s.pad(pre + [(k, -k)]))
@@ -460,8 +460,7 @@ class IndexingMixin:
       osrc = osrc.shrink([(0, s) for s in index.shape])
       def lines(vals: list[tuple[Tensor, Ops]]) -> tuple[Tensor, list[Tensor], Tensor]:
         h, rs, c = self._scatter_lines(d, index, vals)
-        idents = [{Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op] for v, op in vals]
-        return h.pad(pads), [r.pad(pads, value=i) for r, i in zip(rs, idents)], c.pad(pads)
+        return h.pad(pads), [r.pad(pads, value=reduce_identity(op, v.dtype)) for r, (v, op) in zip(rs, vals)], c.pad(pads)
       def sums(vals: list[Tensor], dt: Any) -> tuple[Tensor, list[Tensor], Tensor]:
         # sorted sums forward, the one-hot sum's gradient backward (never computed forward: _with_grad's select folds it
         # away): its backward is a gather of the output gradient, O(m), where the sort's gathers' is a one-hot (n*m)
@@ -472,7 +471,7 @@ class IndexingMixin:
     if reduce == "amax":
       if not sorted_:
         # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
-        cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
+        cand = mask.where(src, src._const(reduce_identity(Ops.MAX, self.dtype), shape=()))
         if include_self:   # self joins the max: ties share the gradient
           return cand.cat(self.unsqueeze(-1), dim=-1)._window_max(mask.cat(Tensor.ones(*mask.shape[:-1], 1, dtype=dtypes.bool, device=self.device), dim=-1), (-1,))
         return mask.any(-1).where(cand._window_max(mask, (-1,)), self)
