@@ -36,6 +36,10 @@ def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) ->
   if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
 
+def _scatter_pads(ishape: tuple[sint, ...], shape: tuple[sint, ...], d: int) -> list[tuple[sint, sint] | None]:
+  # from an index's shape up to self's outside dim d: a scatter leaves the lines the index does not reach as they are
+  return [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(ishape, shape))]
+
 def _negative(x: Any) -> bool:
   # an index that counts from the end: a negative int, or an expression negative for every value (x[-n:], x[:, -n]); one
   # that may take either sign has no single start and is checked as it is (and raises)
@@ -370,7 +374,7 @@ class IndexingMixin:
     src = src.shrink([(0, s) for s in index.shape])
     src = src.unsqueeze(-1).expand(*index.shape, n).transpose(d, -1)
     mask = (index.unsqueeze(-1) == Tensor.arange(n, device=self.device)).transpose(d, -1)
-    pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))] + [None]
+    pads = _scatter_pads(index.shape, self.shape, d) + [None]
     return src.pad(pads), mask.pad(pads)
   def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """out[..., index[..., j, ...], ...] = src[..., j, ...] along `dim` (torch's scatter; src a Tensor or a number).
@@ -394,7 +398,7 @@ class IndexingMixin:
       pos = Tensor.arange(1, m + 1, device=self.device).reshape(*[m if k == d else 1 for k in range(self.ndim)])._broadcast_to(index.shape)
       hit, (last,), _ = self._scatter_lines(d, index, [(pos, Ops.MAX)])
       val = osrc.shrink([(0, i) for i in index.shape]).gather(d, (last - 1).maximum(0))
-      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      pads = _scatter_pads(index.shape, self.shape, d)
       return hit.pad(pads).where(val.pad(pads), self)
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
@@ -456,7 +460,7 @@ class IndexingMixin:
     sorted_ = _scatter_sorts(index, d, n)
     if sorted_:
       # over the lines index reaches (the rest of self is left as it is, as the one-hot's zero pads leave it)
-      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      pads = _scatter_pads(index.shape, self.shape, d)
       osrc = osrc.shrink([(0, s) for s in index.shape])
       def lines(vals: list[tuple[Tensor, Ops]]) -> tuple[Tensor, list[Tensor], Tensor]:
         h, rs, c = self._scatter_lines(d, index, vals)
