@@ -11,7 +11,7 @@ from __future__ import annotations
 import math, weakref, contextlib, gc
 from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, substitute_all
+from tinygrad.uop.ops import UOp, substitute_all, reduce_identity
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, sum_acc_dtype
 from tinygrad.helpers import argsort
@@ -50,7 +50,7 @@ def _max_grad(x: UOp, y: UOp, g: UOp) -> UOp:
 def _is_fill(u: UOp, dtype: DType) -> bool:
   """u is a broadcast constant of the max's identity (the dtype's minimum: -inf for floats)."""
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
-  return u.op is Ops.CONST and u.arg == dtypes.min(dtype)
+  return u.op is Ops.CONST and u.arg == reduce_identity(Ops.MAX, dtype)
 
 def _from_input(x: UOp) -> UOp | None:
   """True where an element of x (movement ops over a select with a branch of the max's identity: max_pool2d's and cummax's

@@ -221,6 +221,31 @@ def test_scatter_reduce_sorted_special_values(monkeypatch, red):
     assert got.dtype == dtypes.float16
     np.testing.assert_array_equal(got.float().numpy(), want)
 
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from(["sum", "prod", "mean", "amax", "amin"]), st.booleans(), st.booleans(),
+       st.sampled_from([np.float32, np.int32, np.float16, np.bool_]))
+def test_scatter_reduce_random_shapes_match_torch(data, reduce, include_self, sorted_, dt):
+  # every mode on random shapes (sizes 0 and 1 included), both paths: the identity a run of indices starts from (0, 1, the
+  # dtype's minimum) shows where src is all negative (amax), holds a 0 (prod), or self is left out (include_self=False)
+  import tinygrad.mixin.indexing as indexing
+  assume(not (dt is np.bool_ and reduce in ("prod", "mean")))   # (torch: no bool prod or mean in scatter_reduce)
+  ndim = data.draw(st.integers(1, 3))
+  shape = tuple(data.draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)))
+  dim = data.draw(st.integers(0, ndim - 1))
+  ishape = tuple(data.draw(st.integers(0, s)) if k != dim else data.draw(st.integers(0, 6)) for k, s in enumerate(shape))
+  if shape[dim] == 0: ishape = tuple(0 if k == dim else s for k, s in enumerate(ishape))
+  rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+  idx = rng.integers(0, max(shape[dim], 1), ishape)
+  vals = np.array([-3, -2, -1, 1, 2, 3])   # (no 0: a product of them shows a wrong identity)
+  a, s = rng.choice(vals, shape).astype(dt), rng.choice(vals, ishape).astype(dt)
+  want = torch.tensor(a).scatter_reduce(dim, torch.tensor(idx), torch.tensor(s), reduce, include_self=include_self)
+  old = indexing._SCATTER_ONEHOT_MAX
+  indexing._SCATTER_ONEHOT_MAX = 0 if sorted_ else old
+  try: got = Tensor(a).scatter_reduce(dim, Tensor(idx), Tensor(s), reduce, include_self=include_self)
+  finally: indexing._SCATTER_ONEHOT_MAX = old
+  assert got.shape == tuple(want.shape)
+  np.testing.assert_array_equal(got.numpy(), want.numpy())
+
 def test_scatter_errors():
   x = Tensor.zeros(3, 4)
   with pytest.raises(RuntimeError, match="dtype"): x.scatter(0, Tensor([[0]]), Tensor([[1]]))

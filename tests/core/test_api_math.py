@@ -240,6 +240,28 @@ def test_running_ops_across_block_edges_match_torch(op, n, blocked, monkeypatch)
   y[0, n // 2], y[1, n - 1], y[2, 0] = np.inf, np.nan, -np.inf
   np.testing.assert_allclose(fn(Tensor(y)).numpy(), tfn(torch.tensor(y)).numpy(), rtol=1e-5, atol=1e-5)
 
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from(["cumsum", "cumprod", "cummax"]), st.sampled_from([np.float32, np.int32, np.float16, np.bool_]), st.booleans())
+def test_running_ops_random_shapes_match_torch(data, op, dt, blocked):
+  # random shapes (sizes 0 and 1 included), one window or blocks: the pads take the op's identity (0, 1, the dtype's
+  # minimum), which shows in the result where it is wrong (a max of negative ints, a product)
+  import tinygrad.mixin.reduce as red
+  ndim = data.draw(st.integers(1, 3))
+  shape = list(data.draw(st.lists(st.integers(0, 3), min_size=ndim, max_size=ndim)))
+  axis = data.draw(st.integers(-ndim, ndim - 1))
+  shape[axis] = data.draw(st.sampled_from([0, 1, 2, 5, 16, 17, 40]))
+  x = np.random.default_rng(data.draw(st.integers(0, 2**16))).integers(-2, 3, shape).astype(dt)
+  old = red.CUM_WORK
+  red.CUM_WORK = 0 if blocked else old
+  try:
+    if op == "cummax":
+      (v, i), (tv, ti) = Tensor(x).cummax(axis), torch.tensor(x).cummax(axis)
+      assert v.dtype == Tensor(x).dtype and i.tolist() == ti.tolist()
+    else: v, tv = getattr(Tensor(x), op)(axis), getattr(torch, op)(torch.tensor(x), axis)
+    assert v.shape == tuple(tv.shape)
+    np.testing.assert_array_equal(v.numpy(), tv.numpy())
+  finally: red.CUM_WORK = old
+
 def test_running_ops_cost_a_block_per_element():
   # each block's scan reduces every prefix of it whole: blocks of 256 cost 790 (int: 3412) operations per element of a
   # 64x1000 cumsum, 100-200 ms for 1000x1000; blocks of 32 / 16 cost under 100 (~1 ms)

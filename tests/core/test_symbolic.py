@@ -1,10 +1,10 @@
 """The symbolic simplifier: expected forms per rule family, values kept (random trees, C semantics), deep graphs."""
-import random
+import math, random
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, sym_infer
+from tinygrad.uop.ops import UOp, AxisType, sym_infer, reduce_identity
 from tinygrad.uop.symbolic import simplify, sym, symbolic, symbolic_simple
 from tinygrad.uop.upat import graph_rewrite
 from tinygrad.dtype import dtypes
@@ -231,3 +231,13 @@ def test_gate_keeps_load_gates():
   r = UOp.range(3, 0)
   e = (r < 2).where(buf.index(r, r < 2).load(), 0.0)
   assert simplify(e) is e
+
+@pytest.mark.parametrize("dt,lowest", [(dtypes.float32, -math.inf), (dtypes.float16, -math.inf), (dtypes.int8, -128), (dtypes.uint8, 0), (dtypes.bool, False)])
+def test_reduce_over_no_iteration_folds_to_the_identity(dt, lowest):
+  # a REDUCE whose range runs 0 times is its op's identity (uop.ops.reduce_identity): 0, 1, the dtype's lowest value
+  r = UOp.range(0, 0, AxisType.REDUCE)
+  for op, want in ((Ops.ADD, 0), (Ops.MUL, 1), (Ops.MAX, lowest)):
+    out = graph_rewrite(UOp(Ops.REDUCE, dt, (r.cast(dt), r), op), sym)
+    assert out.op is Ops.CONST and out.dtype == dt and out.arg == want and type(out.arg) is type(dtypes.as_const(want, dt))
+    assert reduce_identity(op, dt) == want
+  with pytest.raises(ValueError, match="valid: Ops.ADD, Ops.MUL, Ops.MAX"): reduce_identity(Ops.SUB, dt)

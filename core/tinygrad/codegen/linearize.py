@@ -6,14 +6,8 @@ in). Uops are emitted at the shallowest loop their scope allows, so loop-invaria
 from __future__ import annotations
 import heapq
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, AxisType
+from tinygrad.uop.ops import UOp, AxisType, reduce_identity
 from tinygrad.dtype import dtypes, AddrSpace
-
-def _identity(op: Ops, dtype) -> float | int | bool:
-  if op is Ops.ADD: return 0
-  if op is Ops.MUL: return 1
-  if op is Ops.MAX: return dtypes.min(dtype)
-  raise ValueError(f"unknown reduce op {op}")
 
 def _accumulate(op: Ops, cur: UOp, val: UOp, mulacc: bool) -> UOp:
   """cur op val. An unrolled sum (x0+x1+...) is added into the accumulator term by term, and products become MULACC
@@ -51,7 +45,7 @@ def lower_reduces(sink: UOp, mulacc: bool = False) -> tuple[UOp, dict[UOp, froze
       nacc += 1
       ptr = acc.index(UOp.const(dtypes.index, 0))
       outer_ranges = tuple(sorted((r for r in outer if r.op is Ops.RANGE), key=lambda r: r.arg[0]))
-      init = UOp(Ops.STORE, dtypes.void, (ptr, val.const_like(_identity(new.arg, val.dtype))) + outer_ranges)
+      init = UOp(Ops.STORE, dtypes.void, (ptr, val.const_like(reduce_identity(new.arg, val.dtype))) + outer_ranges)
       inits[init] = tuple(ranges)
       cur = UOp(Ops.LOAD, val.dtype, (ptr, init) + tuple(ranges))
       upd = UOp(Ops.STORE, dtypes.void, (ptr, _accumulate(new.arg, cur, val, mulacc)))

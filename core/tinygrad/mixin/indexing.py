@@ -8,7 +8,8 @@ from tinygrad.helpers import flatten, prod, all_int, CHECK_OOB
 from tinygrad.mixin.common import _CHUNK, _broadcast_shape, _flatten_py, _whole_int, ArgumentError, OpDTypeError
 from tinygrad.mixin.disk import is_disk
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars
+from tinygrad.uop.ops import UOp, ssimplify, sint_le, sint, sym_vars, reduce_identity
+from tinygrad.mixin.reduce import _combine
 from dataclasses import dataclass
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -34,6 +35,10 @@ def _check_oob(op: str, idx: Tensor, n: int, axis: int, allow_negative: bool) ->
   bad = [v for v in idx.flatten().tolist() if not lo <= v < n]
   if bad: raise IndexError(f"{op}: index {bad[0]} is out of bounds for axis {axis} with size {n} (valid: {lo}..{n-1}; CHECK_OOB=1)")
 
+
+def _scatter_pads(ishape: tuple[sint, ...], shape: tuple[sint, ...], d: int) -> list[tuple[sint, sint] | None]:
+  # from an index's shape up to self's outside dim d: a scatter leaves the lines the index does not reach as they are
+  return [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(ishape, shape))]
 
 def _negative(x: Any) -> bool:
   # an index that counts from the end: a negative int, or an expression negative for every value (x[-n:], x[:, -n]); one
@@ -369,7 +374,7 @@ class IndexingMixin:
     src = src.shrink([(0, s) for s in index.shape])
     src = src.unsqueeze(-1).expand(*index.shape, n).transpose(d, -1)
     mask = (index.unsqueeze(-1) == Tensor.arange(n, device=self.device)).transpose(d, -1)
-    pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))] + [None]
+    pads = _scatter_pads(index.shape, self.shape, d) + [None]
     return src.pad(pads), mask.pad(pads)
   def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """out[..., index[..., j, ...], ...] = src[..., j, ...] along `dim` (torch's scatter; src a Tensor or a number).
@@ -393,7 +398,7 @@ class IndexingMixin:
       pos = Tensor.arange(1, m + 1, device=self.device).reshape(*[m if k == d else 1 for k in range(self.ndim)])._broadcast_to(index.shape)
       hit, (last,), _ = self._scatter_lines(d, index, [(pos, Ops.MAX)])
       val = osrc.shrink([(0, i) for i in index.shape]).gather(d, (last - 1).maximum(0))
-      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      pads = _scatter_pads(index.shape, self.shape, d)
       return hit.pad(pads).where(val.pad(pads), self)
     m = mask.shape[-1]
     pos = Tensor.arange(1, m + 1, device=self.device)
@@ -428,8 +433,7 @@ class IndexingMixin:
     pre: list[tuple[int, int] | None] = [None] * (ix.ndim - 1)
     outs = []
     for v, op in vals:
-      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op]
-      combine = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
+      ident, combine = reduce_identity(op, v.dtype), _combine(op)
       r, k = v.transpose(d, -1).gather(-1, perm), 1
       while k < m:   # r[i] combines r[i-k] of the same run (the sorted index equal); after step k, runs of 2k are done
         same = (pos >= k) & (s == s.pad(pre + [(k, -k)]))
@@ -456,12 +460,11 @@ class IndexingMixin:
     sorted_ = _scatter_sorts(index, d, n)
     if sorted_:
       # over the lines index reaches (the rest of self is left as it is, as the one-hot's zero pads leave it)
-      pads = [None if k == d else (0, t - i) for k, (i, t) in enumerate(zip(index.shape, self.shape))]
+      pads = _scatter_pads(index.shape, self.shape, d)
       osrc = osrc.shrink([(0, s) for s in index.shape])
       def lines(vals: list[tuple[Tensor, Ops]]) -> tuple[Tensor, list[Tensor], Tensor]:
         h, rs, c = self._scatter_lines(d, index, vals)
-        idents = [{Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(v.dtype)}[op] for v, op in vals]
-        return h.pad(pads), [r.pad(pads, value=i) for r, i in zip(rs, idents)], c.pad(pads)
+        return h.pad(pads), [r.pad(pads, value=reduce_identity(op, v.dtype)) for r, (v, op) in zip(rs, vals)], c.pad(pads)
       def sums(vals: list[Tensor], dt: Any) -> tuple[Tensor, list[Tensor], Tensor]:
         # sorted sums forward, the one-hot sum's gradient backward (never computed forward: _with_grad's select folds it
         # away): its backward is a gather of the output gradient, O(m), where the sort's gathers' is a one-hot (n*m)
@@ -472,7 +475,7 @@ class IndexingMixin:
     if reduce == "amax":
       if not sorted_:
         # (the fill where no index hits is no tie of an -inf max: _window_max gives it none of the gradient, which it lost)
-        cand = mask.where(src, src._const(dtypes.min(self.dtype), shape=()))
+        cand = mask.where(src, src._const(reduce_identity(Ops.MAX, self.dtype), shape=()))
         if include_self:   # self joins the max: ties share the gradient
           return cand.cat(self.unsqueeze(-1), dim=-1)._window_max(mask.cat(Tensor.ones(*mask.shape[:-1], 1, dtype=dtypes.bool, device=self.device), dim=-1), (-1,))
         return mask.any(-1).where(cand._window_max(mask, (-1,)), self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools, math
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sint_le, smax, shape_str, vals_str, _view
+from tinygrad.uop.ops import UOp, sint_le, smax, shape_str, vals_str, _view, reduce_identity
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, sum_acc_dtype, OPMATH_F32
 from tinygrad.helpers import ContextVar, make_tuple, flatten, ceildiv, all_int, prod, argfix, MATMUL_PACK, MATMUL_PACK_BYTES, CONV_PAD_COPY, CONV_FLAT, CONV_S2D, CONV_DW_VEC
 from tinygrad.mixin.common import _broadcast_shape, _check_positive, _CHUNK, _ACC_RUN, ArgumentError, AssertedArgumentError, _has_dtype
@@ -406,7 +406,7 @@ class NNMixin:
     pads = Tensor._pool_pads(padding, len(k_))
     if ceil_mode: pads = self._ceil_pads(k_, s_, d_, pads)
     axes = tuple(range(-len(k_), 0))
-    x = self.pad(pads, value=dtypes.min(self.dtype))._pool(k_, s_, d_)
+    x = self.pad(pads, value=reduce_identity(Ops.MAX, self.dtype))._pool(k_, s_, d_)
     ret = x.max(axes)
     if not return_indices: return ret
     # count the plane's positions down from P, so the largest candidate is the first max; padding gets the minimum. A NaN

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, smax, sint, sint_le, all_bound
+from tinygrad.uop.ops import UOp, smax, sint, sint_le, all_bound, reduce_identity
 from tinygrad.dtype import DType, dtypes, to_dtype, sum_acc_dtype, OPMATH_F32, uint_of_size
 from tinygrad.helpers import prod, ceildiv, SPLIT_REDUCEOP, all_int
 from tinygrad.mixin.common import AxisError, EmptyReductionError, _CHUNK, _ACC_RUN, _has_dtype
@@ -31,6 +31,10 @@ def _max_of_two(a: Tensor, b: Tensor) -> Tensor:
   # max(a, b) as a max over a new axis of 2, for its gradient: a NaN takes it (maximum's passes it whole to both sides of a
   # NaN, torch's: a block scan's NaN carry gave the gradient to the elements it covers too), a tie splits it
   return a.unsqueeze(-1).cat(b.expand(a.shape).unsqueeze(-1), dim=-1)._max(-1)
+
+def _combine(op: Ops) -> Callable[[Tensor, Tensor], Tensor]:
+  # a reduce by op as an op on two tensors: how a scan (_cumalu, scatter_reduce's sorted runs) joins partial results
+  return {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.MAX: Tensor.maximum}[op]
 
 class ReduceMixin:
   # the Tensor class is assembled from mixins (tensor.py); `Tensor` here is bound to it once it exists
@@ -78,8 +82,7 @@ class ReduceMixin:
     m = ceildiv(red, c)
     x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), red)
     if m * c != red:
-      ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
-      x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=ident)
+      x = x.pad(((0, 0),) * len(kept) + ((0, m * c - red),), value=reduce_identity(op, self.dtype))
     x = x.reshape(*(self.shape[i] for i in kept), m, c)
     return Tensor(x.uop.r(op, (x.ndim-1,))).contiguous()._reduce(op, x.ndim-2)
   def _acc_dtype(self: Tensor) -> DType:
@@ -271,8 +274,8 @@ class ReduceMixin:
     if self.ndim == 0: return self._own(self)
     x = self.transpose(ax, -1)
     n = x.shape[-1]
-    ident = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(self.dtype)}[op]
-    combine: Callable[[Tensor, Tensor], Tensor] = _max_of_two if op is Ops.MAX else {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul}[op]
+    # (a max as _max_of_two, for its gradient)
+    ident, combine = reduce_identity(op, self.dtype), _max_of_two if op is Ops.MAX else _combine(op)
     reduce: Callable[..., Tensor] = {Ops.ADD: Tensor.sum, Ops.MUL: Tensor.prod, Ops.MAX: Tensor.max}[op]
     pre: list[tuple[int, int] | None] = [None] * (x.ndim - 1)
     # a block's scan costs B operations per element (every prefix of it is reduced whole): blocks of 256 ran a 1000x1000

@@ -808,6 +808,14 @@ def exec_alu(op: Ops, dtype: DType, operands: Sequence[ConstType]) -> ConstType:
   except (OverflowError, ValueError, ZeroDivisionError): ret = math.nan if dtypes.is_float(dt) else 0
   return dtypes.as_const(ret, dt)
 
+def reduce_identity(op: Ops, dtype: DType) -> ConstType:
+  """The value a reduce by `op` starts from, its result over no elements: 0 for ADD, 1 for MUL, the dtype's minimum for MAX
+  (-inf for floats, False for bool)."""
+  if op is Ops.ADD: return 0
+  if op is Ops.MUL: return 1
+  if op is Ops.MAX: return dtypes.min(dtype)
+  raise ValueError(f"reduce_identity: {op} is no reduce op; valid: Ops.ADD, Ops.MUL, Ops.MAX")
+
 def sym_infer(expr: UOp | int, var_vals: dict[UOp, int] | dict[str, int]) -> int:
   """The integer value of `expr` with its variables set (keys are DEFINE_VAR UOps or their names). The expression is
   compiled once into a Python function (kept on the UOp): a replay evaluates launch sizes without walking the graph."""

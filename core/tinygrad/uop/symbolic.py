@@ -10,7 +10,7 @@ from __future__ import annotations
 import math, functools, operator
 from typing import Callable, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, exec_alu, AxisType
+from tinygrad.uop.ops import UOp, exec_alu, AxisType, reduce_identity
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, PtrDType
 from tinygrad.helpers import EGRAPH
@@ -185,7 +185,7 @@ def _reduce_invariant(r: UOp) -> UOp | None:
   # a reduce over a range its value does not depend on (an expanded axis) needs no loop: sum -> x*n, max -> x. Besides
   # the time, n copies of x summed one by one in float32 stall at 2**24 where x*n is correctly rounded
   if any(x.op is Ops.RANGE and x.src[0].op is Ops.CONST and x.src[0].arg == 0 for x in r.src[1:]):   # no iteration: the identity
-    if (ident := {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(r.dtype)}.get(r.arg)) is not None: return r.const_like(ident)
+    if r.arg in (Ops.ADD, Ops.MUL, Ops.MAX): return r.const_like(reduce_identity(r.arg, r.dtype))
   if r.arg not in (Ops.ADD, Ops.MAX): return None
   deps = r.src[0].range_set
   free = [x for x in r.src[1:] if x not in deps and x.op is Ops.RANGE and x.arg[1] is AxisType.REDUCE and x.src[0].op is Ops.CONST]
