@@ -134,6 +134,7 @@ WINO = ContextVar("WINO", 0)                 # Winograd convolutions (public tin
 OPTIM_DTYPE = ContextVar("OPTIM_DTYPE", "float32")   # optimizer state (momentum, Adam's m and v) dtype, as public tinygrad; a float64 parameter's stays float64
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0)  # public tinygrad's rewrite-statistics switch (examples/llama.py sets it in a Context); accepted, no statistics kept (VIZ=1 records the rewrites)
 FUSE_OPTIM = ContextVar("FUSE_OPTIM", 0)     # public tinygrad's switch to update all parameters as one flat buffer (fewer kernels); accepted, same result: the update here is one schedule already
+USE_ATOMICS = ContextVar("USE_ATOMICS", 0)   # public tinygrad's switch to run Embedding's backward as an atomic scatter-add (its mlperf LLMs set it); accepted, same result
 class _DevVar(ContextVar):
   """DEV: the default device as a string ("NV", "CPU:LLVM", "NV:1:PTX"; read when Device.DEFAULT is first chosen). Its
   parts are attributes, as on public tinygrad's DEV: `.device` ("NV"), `.renderer` (the compiler pair asked for, "PTX",
