@@ -493,20 +493,42 @@ def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor.
   from tinygrad.engine.schedule import is_gone
   return g is not None and is_gone(g.uop.src[0] if g.uop.op is Ops.MULTI else g.uop)
 
-def _check_pending_update(x: Tensor, u: UOp, nodes: Any) -> None:
-  """Raise when the graph (`nodes`) read a tensor's buffer that a pending in-place update of it (`x += 1`, assign, setitem
-  not yet realized) will overwrite: its node now is the update, which the graph does not hold, so its gradient (and every
-  gradient through its kept graph) was silently None or zeros; torch raises "modified by an inplace operation"."""
+def _pending_error(x: Tensor, why: str = "the gradient with respect to its old value is not this tensor's") -> RuntimeError:
+  return RuntimeError(f"backward() through a graph that read a tensor {x.shape} {x.dtype} which an in-place update (x += ..., assign, "
+                      f"setitem) made since changes: {why} (torch raises 'modified by an inplace operation'). Call backward() "
+                      "before the update, or build the graph again after it")
+
+def _pending_reads(u: UOp, nodes: dict[UOp, None]) -> set[UOp]:
+  """The nodes of the graph (`nodes`) that are a tensor's old value (its buffer, views of it, an earlier pending assign of it)
+  where a pending in-place update of it (`x += 1`, assign, setitem not yet realized; `u` its node) will overwrite it: its
+  node now is the update, which the graph does not hold. Empty when the graph read none."""
+  old: set[UOp] = set()
   for f in _flat(u):
     if f.op is not Ops.ASSIGN or f in nodes: continue
     b = f.src[0]
     while b.op in GroupOp.Movement: b = b.src[0]
-    if b in nodes:
-      raise RuntimeError(f"backward() through a graph that read a tensor {x.shape} {x.dtype} which an in-place update (x += ..., assign, "
-                         "setitem) made since changes: the gradient with respect to its old value is not this tensor's (torch raises "
-                         "'modified by an inplace operation'). Call backward() before the update, or build the graph again after it")
+    if b not in nodes: continue
+    old.add(b)
+    for n in nodes:   # (sources first: a view of a view, an assign into a view of it)
+      if (n.op in GroupOp.Movement or n.op is Ops.ASSIGN) and n.src and n.src[0] in old: old.add(n)
+  return old
 
-def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
+def _check_pending_update(x: Tensor, u: UOp, nodes: Any) -> None:
+  """Raise when the graph (`nodes`) read a tensor's buffer that a pending in-place update of it will overwrite (see
+  _pending_reads): the tensor's gradient is lost (its node is the update), where torch raises "modified by an inplace
+  operation" (or, for a leaf, at the update)."""
+  if _pending_reads(u, nodes): raise _pending_error(x)
+
+def _check_pending_reads(old: dict[UOp, Tensor], nodes: dict[UOp, None], grads: list[UOp]) -> None:
+  """Raise where a gradient reads a tensor's old value (`old`: its _pending_reads, each with its tensor) itself, not only
+  through a value the forward computed from it (a node of `nodes`), as torch raises only where backward needs a value of the
+  updated tensor that it saved: z * z's 2z, not z * 2 + 1's 2, nor (z * 3) * (z * 3)'s 2(z * 3) or exp(z)'s exp(z)."""
+  why = "the gradient needs its old value"
+  for n in UOp(Ops.SINK, src=tuple(grads)).toposort():
+    if n in old and any(n is g for g in grads): raise _pending_error(old[n], why)
+    if n not in nodes and (hit := next((s for s in n.src if s in old), None)) is not None: raise _pending_error(old[hit], why)
+
+def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]], dict[UOp, None], dict[UOp, Tensor]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out, but for
   an empty one asked for (requires_grad=True: Tensor.empty(0, 3) is a constant with no buffer) that gets its empty gradient
@@ -518,8 +540,15 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   need = [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
-  for x, u in zip(cands, sink.src[1:]): _check_pending_update(x, u, nodes)
-  return root, need
+  # a tensor whose pending update the graph does not hold but whose old value it read: one asked for (requires_grad=True,
+  # a leaf in torch, which raises at the update) would silently get no gradient; another's old value may be read only by
+  # the forward (_check_pending_reads)
+  old: dict[UOp, Tensor] = {}
+  for x, u in zip(cands, sink.src[1:]):
+    if not (reads := _pending_reads(u, nodes)): continue
+    if x.requires_grad is True: raise _pending_error(x)
+    old |= {n: x for n in reads}
+  return root, need, nodes, old
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's
 # == is elementwise: a second backward() on the same loss raised "truth value of a Tensor is ambiguous")
@@ -538,12 +567,13 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   _check_float(t, "the output")
   live = _live_tensors()   # one scan of the heap (gc.get_objects) serves both
   ex = _Realized(live)
-  root, need = _grad_tensors(t, [x for x in live if x is not t], ex)
+  root, need, nodes, old = _grad_tensors(t, [x for x in live if x is not t], ex)
   if not need: return t
   root_grad = const_like(root, 1.0) if g0 is None else g0.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
   _BACKWARD_ROOTS[id(t)] = t
   got = [(x, g) for x, u in need if (g := _target_grad(u, grads)) is not None]
+  if old and got: _check_pending_reads(old, nodes, [g for _, g in got])
   # the gradients read the realized buffers, not a recomputation of their graphs
   from tinygrad.tensor import capturing_grads
   cg = capturing_grads()
