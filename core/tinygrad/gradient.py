@@ -400,12 +400,33 @@ def _written_at(n: UOp) -> int:
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
 
+# the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
+# (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
+# loop's Y = (Y * w).realize(): the last Y's graph reads only the one before's buffer, and w's gradient stopped there; with
+# nothing to train below, nothing is kept (such a loop holds its last buffer, not one a step)
+KEPT_CHAIN: weakref.WeakKeyDictionary[UOp, tuple[UOp, int]] = weakref.WeakKeyDictionary()
+
+def keep_chain(u: UOp, g: UOp, at: int) -> None:
+  """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
+  from tinygrad.tensor import grad_leaves
+  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  for r, gr in zip(_flat(u), _flat(g)):
+    if r is gr: continue
+    if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+    # (not a graph that reads its own result: the entry would hold its key)
+    if r not in ns and (not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN))): KEPT_CHAIN[r] = (gr, at)
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
   graphs stay apart) and the gradient passes through it to the tensors it was computed from."""
   def __init__(self, live: list[Tensor]):
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
+    chain = list(KEPT_CHAIN.items()) if len(KEPT_CHAIN) else []
+    held = {f for x in live for f in _flat(x.uop)} if chain else set()   # (a live tensor's own record wins)
+    for r, (g, _) in chain:
+      if r not in held: self.graphs.setdefault(r, g)
+    self.chain_at = {r: at for r, (_, at) in chain if r not in held}
     self.live = live
     self.kept_at: dict[UOp, int] | None = None   # each kept graph's Tensor.write_epoch, gathered by _stale once needed
     self.old_at: dict[UOp, int] = {}   # the targets of pending assigns in ASSIGNED_OVER -> when their old graph was kept
@@ -437,7 +458,7 @@ class _Realized:
     # the values it read: read through a marker the gradient passes through, and a gradient that needs its value (x*x's
     # 2*x: not x*3's) raises in unexpand, as torch raises "modified by an inplace operation" (it read the new values)
     from tinygrad.tensor import write_epoch
-    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
+    if self.kept_at is None: self.kept_at = self.chain_at | {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
     own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)

@@ -771,6 +771,57 @@ def test_gradient_passes_through_chains_of_realized_tensors_and_skips_graphs_wit
   np.testing.assert_allclose(y.grad.numpy(), x.numpy(), rtol=1e-6)
 
 @needs_tensor
+def test_gradient_passes_through_a_loop_of_realizes_whose_tensors_died():
+  # Y = (Y * w).realize() in a loop: each Y's kept graph reads the one before's buffer only, and that tensor was gone, so
+  # w's gradient stopped at the last step's buffer: [1, 8] (the last Y's d/dw, w**3) where torch gives 4 * w**3 = [4, 32]
+  Tensor = _bind()
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  Y = w * 1
+  for _ in range(3): Y = (Y * w).realize()
+  Y.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [4.0, 32.0])
+  # (through a view, a reduce and a sharded step too: x's gradient through each buffer the loop made)
+  x = Tensor([0.5, -1.0, 2.0], requires_grad=True)
+  Z = x * 1
+  for i in range(4): Z = ((Z * x).flip(0) + (Z * Z).sum() * 0.1).realize() if i % 2 else (Z * x + 1).realize()
+  tx = __import__("torch").tensor([0.5, -1.0, 2.0], requires_grad=True) if importlib.util.find_spec("torch") else None
+  Z.sum().backward()
+  if tx is not None:
+    tz = tx * 1
+    for i in range(4): tz = ((tz * tx).flip(0) + (tz * tz).sum() * 0.1) if i % 2 else tz * tx + 1
+    tz.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+
+@needs_tensor
+def test_a_loop_of_realizes_keeps_memory_flat_without_a_tensor_to_train():
+  # the kept graphs of dead tensors are kept only with a requires_grad=True tensor below them: a loop of realizes of
+  # tensors with nothing to train (requires_grad None or False) holds its last buffer, not one per step, also while a
+  # requires_grad=True tensor lives elsewhere
+  Tensor = _bind()
+  import gc
+  from tinygrad.helpers import GlobalCounters
+  other = Tensor.ones(3, requires_grad=True).realize()
+  for rg in (None, False):
+    w = Tensor([1.0, 1.0001] * 256, requires_grad=rg).realize()
+    Y = (w * 1).realize()
+    while gc.collect(): pass   # (a buffer's node is in a cycle of its own: one gc pass a link)
+    base = GlobalCounters.mem_used
+    for _ in range(1000): Y = (Y * w).realize()
+    while gc.collect(): pass
+    assert GlobalCounters.mem_used - base <= 4 * w.nbytes(), (rg, GlobalCounters.mem_used - base)
+  w = Tensor([1.0, 1.0001] * 256, requires_grad=True).realize()   # (with one: each step's buffer is kept, as torch keeps its graph)
+  Y = (w * 1).realize()
+  while gc.collect(): pass
+  base = GlobalCounters.mem_used
+  for _ in range(20): Y = (Y * w).realize()
+  while gc.collect(): pass
+  assert GlobalCounters.mem_used - base >= 15 * w.nbytes()
+  del Y
+  while gc.collect(): pass   # (and freed with the last tensor)
+  assert GlobalCounters.mem_used - base <= 0
+  assert other.requires_grad
+
+@needs_tensor
 def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
   # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
