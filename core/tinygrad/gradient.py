@@ -355,9 +355,14 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
   root_grad = const_like(sink.src[0], 1.0) if g0 is None else g0
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
-  grads = compute_gradient(sink.src[0], root_grad, {f for u in sink.src[1:] for f in _flat(u)})
-  ret, nodes = [], None
-  for x, u in zip(targets, sink.src[1:]):
+  us, nodes = list(sink.src[1:]), None
+  old: dict[UOp, Tensor] = {}
+  if any(f.op is Ops.ASSIGN for u in us for f in _flat(u)):   # (a target with a pending update: see _before_updates)
+    nodes = sink.src[0].toposort(gate=_walks)
+    us, old = _before_updates(list(targets), us, nodes)
+  grads = compute_gradient(sink.src[0], root_grad, {f for u in us for f in _flat(u)})
+  ret = []
+  for x, u in zip(targets, us):
     g = _target_grad(u, grads)
     if g is None:
       if nodes is None: nodes = sink.src[0].toposort(gate=_walks)   # (walked once, for the first target it does not reach)
@@ -365,6 +370,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(g)
+  if old and nodes is not None: _check_pending_reads(old, nodes, ret)
   return [_wrap(g) for g in ex.unexpand(ret)]
 
 def _live_tensors() -> list[Tensor]:
@@ -549,6 +555,22 @@ def _check_pending_reads(old: dict[UOp, Tensor], nodes: dict[UOp, None], grads: 
     if n in old and any(n is g for g in grads): raise _pending_error(old[n], why)
     if n not in nodes and (hit := next((s for s in n.src if s in old), None)) is not None: raise _pending_error(old[hit], why)
 
+def _before_updates(xs: list[Tensor], us: list[UOp], nodes: dict[UOp, None]) -> tuple[list[UOp], dict[UOp, Tensor]]:
+  """Each tensor's node (`us`) in the graph (`nodes`), but where the graph read its value before a pending update of it
+  that it does not hold, the node of that old value: its gradient is the old value's, as once the update has run (and
+  torch's for a leaf updated under no_grad), checked by _check_pending_reads against the nodes returned (_pending_reads,
+  each with its tensor). One read at two values (an earlier pending assign too), or sharded, is left out: one asked for
+  (requires_grad=True) raises, as its gradient would be lost."""
+  out: list[UOp] = []
+  old: dict[UOp, Tensor] = {}
+  for x, u in zip(xs, us):
+    if reads := _pending_reads(u, nodes):
+      old |= {n: x for n in reads}
+      if u.op is Ops.ASSIGN and u.src[0].shape == u.shape and not any(n.op is Ops.ASSIGN for n in reads): u = u.src[0]
+      elif x.requires_grad is True: raise _pending_error(x)
+    out.append(u)
+  return out, old
+
 def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]], dict[UOp, None], dict[UOp, Tensor]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out, but for
@@ -560,15 +582,8 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   ex.prune({f for x in cands for f in _flat(x.uop)})
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in cands)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
-  need = [(x, u) for x, u in zip(cands, sink.src[1:]) if any(f in nodes for f in _flat(u))]
-  # a tensor whose pending update the graph does not hold but whose old value it read: one asked for (requires_grad=True,
-  # a leaf in torch, which raises at the update) would silently get no gradient; another's old value may be read only by
-  # the forward (_check_pending_reads)
-  old: dict[UOp, Tensor] = {}
-  for x, u in zip(cands, sink.src[1:]):
-    if not (reads := _pending_reads(u, nodes)): continue
-    if x.requires_grad is True: raise _pending_error(x)
-    old |= {n: x for n in reads}
+  us, old = _before_updates(cands, list(sink.src[1:]), nodes)
+  need = [(x, u) for x, u in zip(cands, us) if any(f in nodes for f in _flat(u))]
   return root, need, nodes, old
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's

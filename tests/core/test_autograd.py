@@ -907,6 +907,48 @@ def test_backward_through_a_read_of_a_tensor_with_a_pending_update_raises_only_w
     if ref.grad is not None: np.testing.assert_allclose(mine.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
   np.testing.assert_allclose(z.numpy(), tz.detach().numpy(), rtol=1e-6)   # (the update still runs)
 
+@pytest.mark.parametrize("update", ["iadd", "view_assign", "setitem"])
+def test_a_tensor_updated_after_the_forward_gets_the_gradient_of_the_value_read(update):
+  # y = (x * 3).sum(); x += 1 (pending); y.backward() raised (x's node is the update, which y does not read, so x's gradient
+  # was lost), where torch, updating the leaf under no_grad, gives x.grad [3, 3, 3], and ours too once the update has run;
+  # x * x's gradient needs the old x: both raise
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, -2.0, 3.0], np.float32)
+  def upd(x):
+    if update == "iadd": x += 1
+    if update == "view_assign": x[0:2].assign(x[1:] * 2) if isinstance(x, Tensor) else x[0:2].copy_(x[1:] * 2)
+    if update == "setitem": x[1] = 7.0
+  def loss(x, realized): return (x * 3).sum() if realized else (x * 3 + (x * 2).exp()).sum()   # (exp(2x): a value it read)
+  for realized in (False, True):
+    tx = torch.tensor(a, requires_grad=True)
+    ty = loss(tx, realized)
+    with torch.no_grad(): upd(tx)
+    ty.backward()
+    x = Tensor(a, requires_grad=True).realize()
+    y = loss(x, realized)
+    upd(x)
+    if realized: x.realize()   # (the update has run: exp(2x)'s gradient would read the new x, and raises)
+    g = y.gradient(x)[0].numpy()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.numpy(), tx.detach().numpy())
+  x = Tensor(a, requires_grad=True).realize()
+  y = (x * x).sum()
+  upd(x)
+  with pytest.raises(RuntimeError, match="in-place update"): y.backward()
+  with pytest.raises(RuntimeError, match="in-place update"): y.gradient(x)
+  # a realized copy with nothing asked of it (requires_grad None) gets the gradient of the value read too, as once its
+  # update has run, and the gradient goes on to what it was computed from
+  t = Tensor(a, requires_grad=True)
+  z = (t * 1).contiguous().realize()
+  y = (z * 2 + 1).sum()
+  upd(z)
+  y.backward()
+  np.testing.assert_allclose(z.grad.numpy(), [2.0, 2.0, 2.0])
+  np.testing.assert_allclose(t.grad.numpy(), [2.0, 2.0, 2.0])
+
 # ---- gradient edge cases that differed from torch (each is torch's value; var's sign is documented in docs/guide.md) ----
 def _grads(out, *xs): return [g.tolist() for g in out.sum().gradient(*xs)]
 
