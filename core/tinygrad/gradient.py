@@ -406,6 +406,10 @@ def _written_at(n: UOp) -> int:
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
 
+def _base(u: UOp) -> UOp:
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
+
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
 # loop's Y = (Y * w).realize(): the last Y's graph reads only the one before's buffer, and w's gradient stopped there; with
@@ -416,6 +420,8 @@ def keep_chain(u: UOp, g: UOp, at: int) -> None:
   """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
   from tinygrad.tensor import grad_leaves
   want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
+  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t))}
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
     if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
@@ -445,8 +451,11 @@ class _Realized:
     if not self.graphs: return
     inner: dict[UOp, frozenset[UOp]] = {}
     need: set[UOp] = set()
-    keys = frozenset(self.graphs)
-    for r, g in self.graphs.items():
+    # (and through the graph a pending assign's target was computed from, which expand reads it through: a graph kept
+    # before the assign that reads the target, y = z * 2 + 1 realized with z[0] = v pending, lost z's gradient to t)
+    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t)) if r not in self.graphs}
+    keys = frozenset(graphs)
+    for r, g in graphs.items():
       if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
       if not want.isdisjoint(ns): need.add(r)
       else: inner[r] = (ns & keys) - {r}

@@ -1085,6 +1085,30 @@ def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_gr
   np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
 
+@pytest.mark.parametrize("update", ["setitem", "iadd"])
+@pytest.mark.parametrize("keep_y", [True, False])
+def test_a_graph_realized_while_an_assign_into_what_it_read_is_pending_passes_the_gradient_on(update, keep_y):
+  # y = z * 2 + 1 read the realized z, then z[0:1] = v (pending), then y was realized: backward's pruning of the kept graphs
+  # dropped y's (it reads z's buffer, whose old graph only the pending assign's record holds), so t lost the gradient
+  # through y: t.grad [0, 2, 3] where torch gives [0, 2, 6]; and with y gone, its graph was not kept (gradient.KEPT_CHAIN)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, b = np.array([0.3, -1.2, 0.9], np.float32), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+  def run(t, t2, z, lib):
+    y = z * 2 + 1
+    if update == "setitem": z[0:1] = t2.sum()
+    else: z += t2[0]
+    if lib is Tensor: held.append(y.realize() if keep_y else y.realize().shape)   # (y gone by backward, or held)
+    w = torch.tensor([1.0, 2.0, 3.0]) if lib is torch else Tensor([1.0, 2.0, 3.0])
+    return (y.amax(0) if lib is torch else y.max(0)) * 1.5 + (z * w).sum()
+  held: list = []
+  t, t2 = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  run(t, t2, (t * 1).contiguous().realize(), Tensor).backward()
+  tt, tt2 = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  run(tt, tt2, (tt * 1).clone(), torch).backward()
+  np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(t2.grad.numpy(), tt2.grad.numpy(), rtol=1e-6)
+
 @pytest.mark.parametrize("axis", [0, None])
 def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):
   # the same per shard: each shard's assign reads its own buffer, whose old value its shard of the kept graph computed
