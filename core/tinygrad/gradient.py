@@ -359,9 +359,14 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in targets)))
   root_grad = const_like(sink.src[0], 1.0) if g0 is None else g0
   if root_grad.dtype != t.uop.dtype: root_grad = root_grad.cast(t.uop.dtype)
-  grads = compute_gradient(sink.src[0], root_grad, {f for u in sink.src[1:] for f in _flat(u)})
-  ret, nodes = [], None
-  for x, u in zip(targets, sink.src[1:]):
+  us, nodes = list(sink.src[1:]), None
+  old: dict[UOp, Tensor] = {}
+  if any(f.op is Ops.ASSIGN for u in us for f in _flat(u)):   # (a target with a pending update: see _before_updates)
+    nodes = sink.src[0].toposort(gate=_walks)
+    us, old = _before_updates(list(targets), us, nodes)
+  grads = compute_gradient(sink.src[0], root_grad, {f for u in us for f in _flat(u)})
+  ret = []
+  for x, u in zip(targets, us):
     g = _target_grad(u, grads)
     if g is None:
       if nodes is None: nodes = sink.src[0].toposort(gate=_walks)   # (walked once, for the first target it does not reach)
@@ -369,6 +374,7 @@ def gradient(t: Tensor, *targets: Tensor, gradient: Tensor | None = None, materi
       if not materialize_grads: raise RuntimeError(f"the output does not depend on a target of shape {x.shape} (or only through DETACH)")
       g = const_like(x.uop, 0.0) if x.uop.op is not Ops.MULTI else UOp(Ops.MULTI, x.dtype, tuple(const_like(s, 0.0) for s in x.uop.src), x.uop.arg)
     ret.append(g)
+  if old and nodes is not None: _check_pending_reads(old, nodes, ret)
   return [_wrap(g) for g in ex.unexpand(ret)]
 
 def _live_tensors() -> list[Tensor]:
@@ -404,12 +410,39 @@ def _written_at(n: UOp) -> int:
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
 
+def _base(u: UOp) -> UOp:
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
+
+# the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
+# (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
+# loop's Y = (Y * w).realize(): the last Y's graph reads only the one before's buffer, and w's gradient stopped there; with
+# nothing to train below, nothing is kept (such a loop holds its last buffer, not one a step)
+KEPT_CHAIN: weakref.WeakKeyDictionary[UOp, tuple[UOp, int]] = weakref.WeakKeyDictionary()
+
+def keep_chain(u: UOp, g: UOp, at: int) -> None:
+  """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
+  from tinygrad.tensor import grad_leaves
+  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
+  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t))}
+  for r, gr in zip(_flat(u), _flat(g)):
+    if r is gr: continue
+    if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+    # (not a graph that reads its own result: the entry would hold its key)
+    if r not in ns and (not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN))): KEPT_CHAIN[r] = (gr, at)
+
 class _Realized:
   """The graph autograd walks: each realized tensor's buffer stands in for the graph it was computed from (Tensor._graph),
   behind a CONTIGUOUS tagged with that buffer, so the stand-in is one node per tensor (two tensors realized from equal
   graphs stay apart) and the gradient passes through it to the tensors it was computed from."""
   def __init__(self, live: list[Tensor]):
     self.graphs = {r: g for x in live if (gr := getattr(x, "_graph", None)) is not None for r, g in zip(_flat(x.uop), _flat(gr)) if r is not g}
+    chain = list(KEPT_CHAIN.items()) if len(KEPT_CHAIN) else []
+    held = {f for x in live for f in _flat(x.uop)} if chain else set()   # (a live tensor's own record wins)
+    for r, (g, _) in chain:
+      if r not in held: self.graphs.setdefault(r, g)
+    self.chain_at = {r: at for r, (_, at) in chain if r not in held}
     self.live = live
     self.kept_at: dict[UOp, int] | None = None   # each kept graph's Tensor.write_epoch, gathered by _stale once needed
     self.old_at: dict[UOp, int] = {}   # the targets of pending assigns in ASSIGNED_OVER -> when their old graph was kept
@@ -422,8 +455,11 @@ class _Realized:
     if not self.graphs: return
     inner: dict[UOp, frozenset[UOp]] = {}
     need: set[UOp] = set()
-    keys = frozenset(self.graphs)
-    for r, g in self.graphs.items():
+    # (and through the graph a pending assign's target was computed from, which expand reads it through: a graph kept
+    # before the assign that reads the target, y = z * 2 + 1 realized with z[0] = v pending, lost z's gradient to t)
+    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t)) if r not in self.graphs}
+    keys = frozenset(graphs)
+    for r, g in graphs.items():
       if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
       if not want.isdisjoint(ns): need.add(r)
       else: inner[r] = (ns & keys) - {r}
@@ -441,7 +477,7 @@ class _Realized:
     # the values it read: read through a marker the gradient passes through, and a gradient that needs its value (x*x's
     # 2*x: not x*3's) raises in unexpand, as torch raises "modified by an inplace operation" (it read the new values)
     from tinygrad.tensor import write_epoch
-    if self.kept_at is None: self.kept_at = {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
+    if self.kept_at is None: self.kept_at = self.chain_at | {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
     own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
@@ -497,20 +533,58 @@ def _gone(g: Tensor | None) -> bool:   # a gradient whose value is gone (Tensor.
   from tinygrad.engine.schedule import is_gone
   return g is not None and is_gone(g.uop.src[0] if g.uop.op is Ops.MULTI else g.uop)
 
-def _check_pending_update(x: Tensor, u: UOp, nodes: Any) -> None:
-  """Raise when the graph (`nodes`) read a tensor's buffer that a pending in-place update of it (`x += 1`, assign, setitem
-  not yet realized) will overwrite: its node now is the update, which the graph does not hold, so its gradient (and every
-  gradient through its kept graph) was silently None or zeros; torch raises "modified by an inplace operation"."""
+def _pending_error(x: Tensor, why: str = "the gradient with respect to its old value is not this tensor's") -> RuntimeError:
+  return RuntimeError(f"backward() through a graph that read a tensor {x.shape} {x.dtype} which an in-place update (x += ..., assign, "
+                      f"setitem) made since changes: {why} (torch raises 'modified by an inplace operation'). Call backward() "
+                      "before the update, or build the graph again after it")
+
+def _pending_reads(u: UOp, nodes: dict[UOp, None]) -> set[UOp]:
+  """The nodes of the graph (`nodes`) that are a tensor's old value (its buffer, views of it, an earlier pending assign of it)
+  where a pending in-place update of it (`x += 1`, assign, setitem not yet realized; `u` its node) will overwrite it: its
+  node now is the update, which the graph does not hold. Empty when the graph read none."""
+  old: set[UOp] = set()
   for f in _flat(u):
     if f.op is not Ops.ASSIGN or f in nodes: continue
     b = f.src[0]
     while b.op in GroupOp.Movement: b = b.src[0]
-    if b in nodes:
-      raise RuntimeError(f"backward() through a graph that read a tensor {x.shape} {x.dtype} which an in-place update (x += ..., assign, "
-                         "setitem) made since changes: the gradient with respect to its old value is not this tensor's (torch raises "
-                         "'modified by an inplace operation'). Call backward() before the update, or build the graph again after it")
+    if b not in nodes: continue
+    old.add(b)
+    for n in nodes:   # (sources first: a view of a view, an assign into a view of it)
+      if (n.op in GroupOp.Movement or n.op is Ops.ASSIGN) and n.src and n.src[0] in old: old.add(n)
+  return old
 
-def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]]]:
+def _check_pending_update(x: Tensor, u: UOp, nodes: Any) -> None:
+  """Raise when the graph (`nodes`) read a tensor's buffer that a pending in-place update of it will overwrite (see
+  _pending_reads): the tensor's gradient is lost (its node is the update), where torch raises "modified by an inplace
+  operation" (or, for a leaf, at the update)."""
+  if _pending_reads(u, nodes): raise _pending_error(x)
+
+def _check_pending_reads(old: dict[UOp, Tensor], nodes: dict[UOp, None], grads: list[UOp]) -> None:
+  """Raise where a gradient reads a tensor's old value (`old`: its _pending_reads, each with its tensor) itself, not only
+  through a value the forward computed from it (a node of `nodes`), as torch raises only where backward needs a value of the
+  updated tensor that it saved: z * z's 2z, not z * 2 + 1's 2, nor (z * 3) * (z * 3)'s 2(z * 3) or exp(z)'s exp(z)."""
+  why = "the gradient needs its old value"
+  for n in UOp(Ops.SINK, src=tuple(grads)).toposort():
+    if n in old and any(n is g for g in grads): raise _pending_error(old[n], why)
+    if n not in nodes and (hit := next((s for s in n.src if s in old), None)) is not None: raise _pending_error(old[hit], why)
+
+def _before_updates(xs: list[Tensor], us: list[UOp], nodes: dict[UOp, None]) -> tuple[list[UOp], dict[UOp, Tensor]]:
+  """Each tensor's node (`us`) in the graph (`nodes`), but where the graph read its value before a pending update of it
+  that it does not hold, the node of that old value: its gradient is the old value's, as once the update has run (and
+  torch's for a leaf updated under no_grad), checked by _check_pending_reads against the nodes returned (_pending_reads,
+  each with its tensor). One read at two values (an earlier pending assign too), or sharded, is left out: one asked for
+  (requires_grad=True) raises, as its gradient would be lost."""
+  out: list[UOp] = []
+  old: dict[UOp, Tensor] = {}
+  for x, u in zip(xs, us):
+    if reads := _pending_reads(u, nodes):
+      old |= {n: x for n in reads}
+      if u.op is Ops.ASSIGN and u.src[0].shape == u.shape and not any(n.op is Ops.ASSIGN for n in reads): u = u.src[0]
+      elif x.requires_grad is True: raise _pending_error(x)
+    out.append(u)
+  return out, old
+
+def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, list[tuple[Tensor, UOp]], dict[UOp, None], dict[UOp, Tensor]]:
   """t's graph with realized tensors expanded, and every live float tensor in it whose requires_grad is not False (the default
   None counts, like public tinygrad) with its node there; broadcast constants have nothing to train and are left out, but for
   an empty one asked for (requires_grad=True: Tensor.empty(0, 3) is a constant with no buffer) that gets its empty gradient
@@ -529,7 +603,8 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   rest = [x for x in cands if not realized(x.uop)]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in rest)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
-  expanded = {id(x): u for x, u in zip(rest, sink.src[1:])}
+  rest_us, old = _before_updates(rest, list(sink.src[1:]), nodes)
+  expanded = {id(x): u for x, u in zip(rest, rest_us)}
   def read(u: UOp) -> UOp | None:
     # a realized tensor's node in t's expanded graph, else None (a stand-in no expansion made is no node of it; no buffer
     # holds a pending update: nothing to check)
@@ -544,10 +619,8 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   for x in cands:
     if (u := expanded.get(id(x))) is None:
       if (e := read(x.uop)) is not None: need.append((x, e))
-      continue
-    if any(f in nodes for f in _flat(u)): need.append((x, u))
-    _check_pending_update(x, u, nodes)
-  return root, need
+    elif any(f in nodes for f in _flat(u)): need.append((x, u))
+  return root, need, nodes, old
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's
 # == is elementwise: a second backward() on the same loss raised "truth value of a Tensor is ambiguous")
@@ -566,12 +639,13 @@ def backward(t: Tensor, gradient: Tensor | None = None) -> Tensor:
   _check_float(t, "the output")
   live = _live_tensors()   # one scan of the heap (gc.get_objects) serves both
   ex = _Realized(live)
-  root, need = _grad_tensors(t, [x for x in live if x is not t], ex)
+  root, need, nodes, old = _grad_tensors(t, [x for x in live if x is not t], ex)
   if not need: return t
   root_grad = const_like(root, 1.0) if g0 is None else g0.cast(t.uop.dtype)
   grads = compute_gradient(root, root_grad, {f for _, u in need for f in _flat(u)})
   _BACKWARD_ROOTS[id(t)] = t
   got = [(x, g) for x, u in need if (g := _target_grad(u, grads)) is not None]
+  if old and got: _check_pending_reads(old, nodes, [g for _, g in got])
   # the gradients read the realized buffers, not a recomputation of their graphs
   from tinygrad.tensor import capturing_grads, _note_grad
   cg = capturing_grads()

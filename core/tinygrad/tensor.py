@@ -193,10 +193,19 @@ graph_epoch = [0]
 # counts the realizes that ran assigns: each stamps its targets' BUFFER UOps (`_written_at`) and each kept graph
 # (Tensor._graph) its own time, so backward knows a kept graph read a buffer an update overwrote since (gradient._Realized)
 write_epoch = [0]
+# the tensors with requires_grad=True, by id (weakly): a realized tensor's graph with one below outlives the tensor while
+# another graph reads its buffer (gradient.KEPT_CHAIN, Tensor.__del__)
+grad_leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 def _stamp_writes(assigns: Any) -> None:
   write_epoch[0] += 1
+  written = set()
   for n in assigns:
-    if (b := base_buffer(n.src[0])) is not None: b.__dict__["_written_at"] = write_epoch[0]
+    if (b := base_buffer(n.src[0])) is not None:
+      b.__dict__["_written_at"] = write_epoch[0]
+      written.add(b)
+  # (an overwritten buffer no longer holds what its kept graph computed: the gradient stops there, as at a live tensor's)
+  if (gm := sys.modules.get("tinygrad.gradient")) is not None and len(chain := gm.KEPT_CHAIN):
+    for r in [r for r in list(chain) if base_buffer(r) in written]: chain.pop(r, None)
 _clone_ids = itertools.count()   # Tensor.clone's node numbers
 
 def _movement_chain(top: UOp, bottom: UOp) -> list[UOp] | None:
@@ -455,6 +464,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
 
+  def __del__(self) -> None:
+    # a realized tensor's kept graph outlives it while another kept graph reads its buffer, where a requires_grad=True
+    # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
+    if grad_leaves and (g := getattr(self, "_kept", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
+      gm.keep_chain(self.uop, g, self._kept_at)
   @property
   def _graph(self) -> UOp | None: return self._kept
   @_graph.setter
@@ -469,6 +483,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   @requires_grad.setter
   def requires_grad(self, value: bool | None) -> None:
     self._requires_grad = value
+    if value: grad_leaves[id(self)] = self
+    else: grad_leaves.pop(id(self), None)
     # a broadcast constant is one hash-consed node shared by every equal constant (Tensor(3.0), Tensor.ones(4)): a tensor
     # that is to get a gradient gets a buffer of its own, or its gradient would be lost or mixed with another's
     if value and smax(self.numel()) > 0:

@@ -771,6 +771,57 @@ def test_gradient_passes_through_chains_of_realized_tensors_and_skips_graphs_wit
   np.testing.assert_allclose(y.grad.numpy(), x.numpy(), rtol=1e-6)
 
 @needs_tensor
+def test_gradient_passes_through_a_loop_of_realizes_whose_tensors_died():
+  # Y = (Y * w).realize() in a loop: each Y's kept graph reads the one before's buffer only, and that tensor was gone, so
+  # w's gradient stopped at the last step's buffer: [1, 8] (the last Y's d/dw, w**3) where torch gives 4 * w**3 = [4, 32]
+  Tensor = _bind()
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  Y = w * 1
+  for _ in range(3): Y = (Y * w).realize()
+  Y.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [4.0, 32.0])
+  # (through a view, a reduce and a sharded step too: x's gradient through each buffer the loop made)
+  x = Tensor([0.5, -1.0, 2.0], requires_grad=True)
+  Z = x * 1
+  for i in range(4): Z = ((Z * x).flip(0) + (Z * Z).sum() * 0.1).realize() if i % 2 else (Z * x + 1).realize()
+  tx = __import__("torch").tensor([0.5, -1.0, 2.0], requires_grad=True) if importlib.util.find_spec("torch") else None
+  Z.sum().backward()
+  if tx is not None:
+    tz = tx * 1
+    for i in range(4): tz = ((tz * tx).flip(0) + (tz * tz).sum() * 0.1) if i % 2 else tz * tx + 1
+    tz.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+
+@needs_tensor
+def test_a_loop_of_realizes_keeps_memory_flat_without_a_tensor_to_train():
+  # the kept graphs of dead tensors are kept only with a requires_grad=True tensor below them: a loop of realizes of
+  # tensors with nothing to train (requires_grad None or False) holds its last buffer, not one per step, also while a
+  # requires_grad=True tensor lives elsewhere
+  Tensor = _bind()
+  import gc
+  from tinygrad.helpers import GlobalCounters
+  other = Tensor.ones(3, requires_grad=True).realize()
+  for rg in (None, False):
+    w = Tensor([1.0, 1.0001] * 256, requires_grad=rg).realize()
+    Y = (w * 1).realize()
+    while gc.collect(): pass   # (a buffer's node is in a cycle of its own: one gc pass a link)
+    base = GlobalCounters.mem_used
+    for _ in range(1000): Y = (Y * w).realize()
+    while gc.collect(): pass
+    assert GlobalCounters.mem_used - base <= 4 * w.nbytes(), (rg, GlobalCounters.mem_used - base)
+  w = Tensor([1.0, 1.0001] * 256, requires_grad=True).realize()   # (with one: each step's buffer is kept, as torch keeps its graph)
+  Y = (w * 1).realize()
+  while gc.collect(): pass
+  base = GlobalCounters.mem_used
+  for _ in range(20): Y = (Y * w).realize()
+  while gc.collect(): pass
+  assert GlobalCounters.mem_used - base >= 15 * w.nbytes()
+  del Y
+  while gc.collect(): pass   # (and freed with the last tensor)
+  assert GlobalCounters.mem_used - base <= 0
+  assert other.requires_grad
+
+@needs_tensor
 def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
   # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
@@ -812,6 +863,91 @@ def test_backward_through_a_read_of_a_tensor_with_a_pending_update_raises():
   y.realize()
   (y * y).sum().backward()
   np.testing.assert_allclose(y.grad.numpy(), [4.0, 6.0])
+
+_PENDING_READS = {   # (z = a realized copy of t, or torch's clone) -> (the loss, read before the update; the update)
+  "affine": (lambda z, t, u: (z * 2 + 1).sum(), lambda z, u: z.__iadd__(u * u)),   # (d/dz 2: reads no value of z)
+  "read_through_a_product": (lambda z, t, u: ((z * 3) * (z * 3)).sum(), lambda z, u: z.__iadd__(u * u)),   # (torch saved z*3)
+  "exp": (lambda z, t, u: z.exp().sum(), lambda z, u: z.__iadd__(u * u)),   # (torch saved the result)
+  "view_affine": (lambda z, t, u: (z.T * 3).sum(), lambda z, u: z.__iadd__(u)),
+  "row_update": (lambda z, t, u: (z[1] * 2).sum(), lambda z, u: z[0].__iadd__(u[0])),
+  "other_operand": (lambda z, t, u: (z.detach() * 2 + t).sum(), lambda z, u: z.__iadd__(1)),
+  "square": (lambda z, t, u: (z * z).sum(), lambda z, u: z.__iadd__(u * u)),   # (these need z's old value: torch raises)
+  "square_of_a_view": (lambda z, t, u: (z.T * z.T).sum(), lambda z, u: z.__iadd__(u * u)),
+  "product_with_a_leaf": (lambda z, t, u: (z * u).sum(), lambda z, u: z.__iadd__(1)),
+}
+
+@pytest.mark.parametrize("case", list(_PENDING_READS))
+def test_backward_through_a_read_of_a_tensor_with_a_pending_update_raises_only_where_torch_does(case):
+  # z (requires_grad None, as torch's non-leaf clone) is realized, read, then updated in place (still pending): backward
+  # raised "an in-place update made since" for every read of z, also z * 2 + 1's, whose gradient (2) reads no value of z
+  # and which torch differentiates (t.grad [2, 2, 2, 2]); it raises only where the gradient reads z's old value itself
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  loss, update = _PENDING_READS[case]
+  a, b = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32), np.array([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], np.float32)
+  tt, tu = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  tz = (tt * 1).clone()
+  tl = loss(tz, tt, tu)
+  with torch.no_grad(): update(tz, tu)
+  try:
+    tl.backward()
+  except RuntimeError as e:
+    assert "modified by an inplace operation" in str(e)
+    tt = None
+  t, u = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  z = (t * 1).contiguous().realize()
+  lo = loss(z, t, u)
+  update(z, u)
+  if tt is None:
+    with pytest.raises(RuntimeError, match="in-place update"): lo.backward()
+    return
+  lo.backward()
+  for mine, ref in ((t, tt), (u, tu)):
+    assert (mine.grad is None) == (ref.grad is None)
+    if ref.grad is not None: np.testing.assert_allclose(mine.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(z.numpy(), tz.detach().numpy(), rtol=1e-6)   # (the update still runs)
+
+@pytest.mark.parametrize("update", ["iadd", "view_assign", "setitem"])
+def test_a_tensor_updated_after_the_forward_gets_the_gradient_of_the_value_read(update):
+  # y = (x * 3).sum(); x += 1 (pending); y.backward() raised (x's node is the update, which y does not read, so x's gradient
+  # was lost), where torch, updating the leaf under no_grad, gives x.grad [3, 3, 3], and ours too once the update has run;
+  # x * x's gradient needs the old x: both raise
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.array([1.0, -2.0, 3.0], np.float32)
+  def upd(x):
+    if update == "iadd": x += 1
+    if update == "view_assign": x[0:2].assign(x[1:] * 2) if isinstance(x, Tensor) else x[0:2].copy_(x[1:] * 2)
+    if update == "setitem": x[1] = 7.0
+  def loss(x, realized): return (x * 3).sum() if realized else (x * 3 + (x * 2).exp()).sum()   # (exp(2x): a value it read)
+  for realized in (False, True):
+    tx = torch.tensor(a, requires_grad=True)
+    ty = loss(tx, realized)
+    with torch.no_grad(): upd(tx)
+    ty.backward()
+    x = Tensor(a, requires_grad=True).realize()
+    y = loss(x, realized)
+    upd(x)
+    if realized: x.realize()   # (the update has run: exp(2x)'s gradient would read the new x, and raises)
+    g = y.gradient(x)[0].numpy()
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.numpy(), tx.detach().numpy())
+  x = Tensor(a, requires_grad=True).realize()
+  y = (x * x).sum()
+  upd(x)
+  with pytest.raises(RuntimeError, match="in-place update"): y.backward()
+  with pytest.raises(RuntimeError, match="in-place update"): y.gradient(x)
+  # a realized copy with nothing asked of it (requires_grad None) gets the gradient of the value read too, as once its
+  # update has run, and the gradient goes on to what it was computed from
+  t = Tensor(a, requires_grad=True)
+  z = (t * 1).contiguous().realize()
+  y = (z * 2 + 1).sum()
+  upd(z)
+  y.backward()
+  np.testing.assert_allclose(z.grad.numpy(), [2.0, 2.0, 2.0])
+  np.testing.assert_allclose(t.grad.numpy(), [2.0, 2.0, 2.0])
 
 # ---- gradient edge cases that differed from torch (each is torch's value; var's sign is documented in docs/guide.md) ----
 def _grads(out, *xs): return [g.tolist() for g in out.sum().gradient(*xs)]
@@ -948,6 +1084,30 @@ def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_gr
   want = run(tx, (tx * tx * 2).clone())
   np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
+
+@pytest.mark.parametrize("update", ["setitem", "iadd"])
+@pytest.mark.parametrize("keep_y", [True, False])
+def test_a_graph_realized_while_an_assign_into_what_it_read_is_pending_passes_the_gradient_on(update, keep_y):
+  # y = z * 2 + 1 read the realized z, then z[0:1] = v (pending), then y was realized: backward's pruning of the kept graphs
+  # dropped y's (it reads z's buffer, whose old graph only the pending assign's record holds), so t lost the gradient
+  # through y: t.grad [0, 2, 3] where torch gives [0, 2, 6]; and with y gone, its graph was not kept (gradient.KEPT_CHAIN)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, b = np.array([0.3, -1.2, 0.9], np.float32), np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+  def run(t, t2, z, lib):
+    y = z * 2 + 1
+    if update == "setitem": z[0:1] = t2.sum()
+    else: z += t2[0]
+    if lib is Tensor: held.append(y.realize() if keep_y else y.realize().shape)   # (y gone by backward, or held)
+    w = torch.tensor([1.0, 2.0, 3.0]) if lib is torch else Tensor([1.0, 2.0, 3.0])
+    return (y.amax(0) if lib is torch else y.max(0)) * 1.5 + (z * w).sum()
+  held: list = []
+  t, t2 = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+  run(t, t2, (t * 1).contiguous().realize(), Tensor).backward()
+  tt, tt2 = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+  run(tt, tt2, (tt * 1).clone(), torch).backward()
+  np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(t2.grad.numpy(), tt2.grad.numpy(), rtol=1e-6)
 
 @pytest.mark.parametrize("axis", [0, None])
 def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):

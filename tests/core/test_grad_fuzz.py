@@ -404,9 +404,9 @@ def step(p: Prog, op: str, k1: int, k2: int):
     try: fits = np.broadcast_shapes(t2.shape, shape) == shape
     except ValueError: fits = False
     if not fits: t2, r2 = t2.sum(), r2.sum()
-    # (a lazy copy only: with a realized one, backward raised "an in-place update made since" for y = z * 2 + 1, whose
-    # gradient reads no value of z (torch computes it): a false error, open; CI's PYTHON run drew it once)
-    z, zr = t * 1, r * 1
+    # (a realized copy too: backward raised a false "an in-place update made since" for y = z * 2 + 1 then, whose gradient
+    # reads no value of z)
+    z, zr = _copy(t, k2), r * 1
     y, yr = z * 2 + 1, zr * 2 + 1
     if k1 % 2:
       z += t2 * t2
