@@ -196,6 +196,11 @@ def _views_buffer(u: UOp) -> bool:
   while u.op in _MOVEMENT: u = u.src[0]
   return u.op is _BUFFER
 
+def _views_buffer_detached(u: UOp) -> bool:
+  # _views_buffer through DETACHs too (a view of x.detach() views what x views)
+  while u.op in _MOVEMENT or u.op is Ops.DETACH: u = u.src[0]
+  return u.op is _BUFFER
+
 # (shape, value's type, value, its sign, dtype, device) -> the node of a constant tensor (x * 2, x + 1): the nodes of the
 # constants a program uses stay built, their shape and device known (a new one cost ~8 of `x * 2`'s ~14 us of host time)
 _FULL_MEMO: dict[tuple, UOp] = {}
@@ -714,7 +719,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a value (no view) whose own kernel did not run but whose graph is now only movement ops over a buffer that ran (a
     # cumsum over an axis of size 1 of a sum that ran: the sum's buffer) is a lazy copy of it: as a view it followed the
     # next write into that buffer (e3 = w.sum(2, keepdim=True); e5 = e3.cumsum(0) cut short after e3's kernel; e3 += 1 showed in e5)
-    def now_a_view(x: Tensor, old: UOp) -> bool: return old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old)
+    # (through a detach() too: x.detach()[0] of a lazy x, its realize cut short after x's kernel, stayed a view of x's buffer
+    # and showed x's next write, where a whole realize makes it a copy)
+    def now_a_view(x: Tensor, old: UOp) -> bool:
+      return old not in done and old.op is not Ops.MULTI and _views_buffer_detached(x.uop) and not _views_buffer_detached(old)
     for x, old in zip(xs, olds):
       if x._view_of is None and now_a_view(x, old): x._set_uop(x._copy_node().uop)
     # a view asked for whose base was lazy is a copy after a whole realize (docs/guide.md): cut short after its base's kernel
