@@ -1,5 +1,6 @@
-"""Large reductions keep numpy's accuracy: float32 sums are split into chunks (one accumulator never sums more than
-tensor._CHUNK elements), and a reduce over an expanded axis is x*n (no loop, no count that wraps past 2**32)."""
+"""Large reductions keep numpy's accuracy: sums are split into chunks (one accumulator never sums more than _CHUNK
+elements, a float sum's chunk at most _ACC_RUN, in case its lanes are scalar), and a reduce over an expanded axis is x*n
+(no loop, no count that wraps past 2**32)."""
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor
