@@ -247,6 +247,11 @@ def _views_buffer(u: UOp) -> bool:
   while u.op in _MOVEMENT: u = u.src[0]
   return u.op is _BUFFER
 
+def _views_buffer_detached(u: UOp) -> bool:
+  # _views_buffer through DETACHs too (a view of x.detach() views what x views)
+  while u.op in _MOVEMENT or u.op is Ops.DETACH: u = u.src[0]
+  return u.op is _BUFFER
+
 # (shape, value's type, value, its sign, dtype, device) -> the node of a constant tensor (x * 2, x + 1): the nodes of the
 # constants a program uses stay built, their shape and device known (a new one cost ~8 of `x * 2`'s ~14 us of host time)
 _FULL_MEMO: dict[tuple, UOp] = {}
@@ -784,16 +789,33 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a value (no view) whose own kernel did not run but whose graph is now only movement ops over a buffer that ran (a
     # cumsum over an axis of size 1 of a sum that ran: the sum's buffer) is a lazy copy of it: as a view it followed the
     # next write into that buffer (e3 = w.sum(2, keepdim=True); e5 = e3.cumsum(0) cut short after e3's kernel; e3 += 1 showed in e5)
-    def now_a_view(x: Tensor, old: UOp) -> bool: return old not in done and old.op is not Ops.MULTI and _views_buffer(x.uop) and not _views_buffer(old)
+    # (through a detach() too: x.detach()[0] of a lazy x, its realize cut short after x's kernel, stayed a view of x's buffer
+    # and showed x's next write, where a whole realize makes it a copy)
+    def now_a_view(x: Tensor, old: UOp) -> bool:
+      # (on several devices: any shard that is, each shard's graph holding its own node)
+      if old.op is Ops.MULTI:
+        return x.uop.op is Ops.MULTI and len(x.uop.src) == len(old.src) and any(map(shard_now_a_view, x.uop.src, old.src))
+      return shard_now_a_view(x.uop, old)
+    def shard_now_a_view(u: UOp, old: UOp) -> bool: return old not in done and _views_buffer_detached(u) and not _views_buffer_detached(old)
     for x, old in zip(xs, olds):
       if x._view_of is None and now_a_view(x, old): x._set_uop(x._copy_node().uop)
     # a view asked for whose base was lazy is a copy after a whole realize (docs/guide.md): cut short after its base's kernel
     # but before its own copy, it is a lazy copy of what its base's buffer holds, as if that copy had run (as a view of the
     # buffer it was not a copy after the realize run again: `e3 = (w + w).flip(0)`, then e2 += 100 showed in e3)
     mine = {id(t) for t in asked}
+    # (a tensor on several devices is asked for as its shards: _realize_multi's realize of one tensor per shard)
+    shards = {old for x, old in zip(xs, olds) if id(x) in mine}
+    def was_asked(x: Tensor, old: UOp) -> bool: return id(x) in mine or (old.op is Ops.MULTI and any(s in shards for s in old.src))
+    # (or a view that gathers a sharded axis: copies of the base's shards, no view of a buffer, whose base was lazy and is
+    # now realized: run again it stayed the realized base's view, which the base's next write remade)
+    lazy = {id(x) for x in xs}
+    def gathers(x: Tensor, old: UOp) -> bool:
+      b = x._view_of
+      return b is not None and old.op is Ops.MULTI and id(b) in lazy and b.uop.op is Ops.MULTI and \
+        all(base_buffer(s) is not None for s in b.uop.src) and not all(base_buffer(s) is not None for s in x.uop.src)
     # (a pass of its own, after the values': a base made a copy above rebased its views, which are no longer views of the buffer)
     for x, old in zip(xs, olds):
-      if id(x) in mine and x._view_of is not None and now_a_view(x, old):
+      if was_asked(x, old) and x._view_of is not None and (now_a_view(x, old) or gathers(x, old)):
         now = x.uop
         x._set_uop(x._copy_node().uop)
         x._own_views(now)

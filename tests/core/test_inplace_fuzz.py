@@ -3,7 +3,8 @@ implementation: no tensor is realized for it before a write (every live lazy rea
 docs/guide.md "In-place updates"), tensors live on several devices (a device, a second one, and a pair that shards them) and
 move between them by `.to()` and `.shard()` (a copy keeps the value it had; writes into it stay in it), updates read their
 own target through any view (`x.assign(x.T)`, `x[1:4] = x[0:3].flip(0)`, `t[idx] = t[idx2]` with index tensors, `v += v.flip(0)`
-for a view of a view), the dtypes include bool and half, and a realize of any subset of the tensors (views of lazy tensors
+for a view of a view), reduces read the tensors between the writes (sum, max, mean, var, std, cumsum, prod: of ints as well,
+docs/guide.md "Integer sums"), the dtypes include bool and half, and a realize of any subset of the tensors (views of lazy tensors
 among them, which become copies, docs/guide.md) comes at random points, also cut short at a random step (a device error or
 Ctrl-C) and run again. Views are taken of a tensor or of its detach() (a view too, as torch's). A write into a broadcast view must raise and leave
 the tensor as it was. The same steps as a TinyJit function of its state tensors must leave them as the plain function does."""
@@ -44,7 +45,7 @@ def programs(draw, n_steps: int = 12):
   base = st.tuples(st.lists(st.sampled_from([1, 2, 3, 4, 5]), min_size=1, max_size=3).map(tuple), st.sampled_from(DTYPES),
                    st.sampled_from(["realized", "lazy"]), st.integers(0, 2))
   bases = draw(st.lists(base, min_size=1, max_size=3))
-  kinds = ["view"] * 4 + ["value"] * 3 + ["move"] * 2 + ["write"] * 7 + ["realize", "check", "interrupt"]
+  kinds = ["view"] * 4 + ["value"] * 3 + ["stat"] * 2 + ["move"] * 2 + ["write"] * 7 + ["realize", "check", "interrupt"]
   steps = draw(st.lists(st.tuples(st.sampled_from(kinds), st.integers(0, 2**16), st.integers(0, 2**16), st.integers(-3, 3)),
                         min_size=n_steps // 2, max_size=n_steps))
   return bases, steps
@@ -149,6 +150,25 @@ class Program:
     if kind == "neg" and t.dtype != dtypes.bool:
       with np.errstate(all="ignore"): return self.add(-t, -a)
     if kind == "cat" and a.ndim: return self.add(t.cat(t.flip(0)), np.concatenate([a, np.flip(a, 0)]))
+
+  def stat(self, e: Entry, k: int, c: int):
+    """A reduce of another kind than value's sum and max, over one axis: mean/var/std (ints and bools: float32 from the
+    exact values), cumsum and prod (ints and bools: int64, wrapping as numpy's), var_mean; a mean over an empty axis is NaN."""
+    t, a = e.t, e.a
+    if a.ndim == 0: return
+    ax, kind = (k >> 4) % a.ndim, ["mean", "var", "std", "cumsum", "prod", "var_mean"][k % 6]
+    n, a64 = a.shape[ax], a.astype(np.float64)
+    if kind in ("var", "std", "var_mean") and (n < 2 or t.dtype == dtypes.bool): return
+    with np.errstate(all="ignore"):
+      if kind == "mean": return self.add(t.mean(ax), a64.mean(ax) if n else np.full(np.delete(a.shape, ax), np.nan))
+      if kind == "var": return self.add(t.var(ax, correction=c % 2), a64.var(ax, ddof=c % 2))
+      if kind == "std": return self.add(t.std(ax), a64.std(ax, ddof=1))
+      if kind == "var_mean":
+        v, m = t.var_mean(ax)
+        self.add(v, a64.var(ax, ddof=1))
+        return self.add(m, a64.mean(ax))
+      acc = a64 if a.dtype.kind == "f" else a.astype(np.int64)   # (numpy's float16 cumsum and prod round each step: ours once)
+      return self.add(t.cumsum(ax), np.cumsum(acc, ax)) if kind == "cumsum" else self.add(t.prod(ax), np.prod(acc, ax))
 
   def write(self, e: Entry, f: Entry, k: int, c: int):
     t, a = e.t, e.a
@@ -269,6 +289,7 @@ def run_program(devs: tuple, prog):
     e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
     if kind == "view": p.view(e, k2, c)
     elif kind == "value": p.value(e, f, k2, c)
+    elif kind == "stat": p.stat(e, k2, c)
     elif kind == "move":
       t = p.place(e.t, k2, c)
       if t is not e.t: p.add(t, e.a.copy())
@@ -293,6 +314,10 @@ DEVS = {"CPU": ("CPU", "PYTHON", ("CPU:0", "CPU:1")), "PYTHON": ("PYTHON", "CPU"
 # buffer too, and u (made from v, which became a copy) followed e2's writes instead of v's
 @example(prog=([((1,), "float32", "realized", 0)], [("view", 0, 0, 0), ("value", 0, 0, 0), ("view", 68, 1, 0), ("view", 3, 1, 0),
                ("write", 0, 0, 0), ("realize", 0, 9, 0), ("write", 332, 2, 0)]))
+# v = x.detach()[0] of lazy x; realize(x, v) cut short after x's kernel and run again: v stayed a view of x's buffer, and
+# the roll x.assign(x[1:].cat(x[:1])) showed in it
+@example(prog=([((2,), "float32", "lazy", 0)], [("view", 0, 0, 0), ("view", 0, 0, 0), ("view", 0, 0, 0), ("view", 0, 16384, 0),
+               ("interrupt", 1, 17, 0), ("write", 0, 0, 0)]))
 # v = x[2:0:-1]; x.assign(x.flip(0)): the view was handed the flip's buffer (the old values)
 @example(prog=([((4,), "float32", "realized", 0)], [("view", 0, 2149, 0), ("write", 0, 0, 1)]))
 def test_random_inplace_programs_match_numpy(prog): run_program(DEVS["CPU"], prog)
@@ -312,6 +337,7 @@ def _run_steps(devs: tuple, ts, inits: list, steps) -> Tensor:
     e, f = ents[k1 % len(ents)], ents[k2 % len(ents)]
     if kind == "view": p.view(e, k2, c)
     elif kind == "value": p.value(e, f, k2, c)
+    elif kind == "stat": p.stat(e, k2, c)
     elif kind == "write": p.write(e, f, k2, c)
   return p.entries[-1].t.clone()   # (a copy: the last entry may be a state tensor, which a call may not return to be passed back)
 

@@ -479,3 +479,32 @@ def test_a_view_asked_for_is_a_copy_after_a_realize_cut_short_and_run_again(monk
   e3 += 1   # (its own value: e2 does not see it, its view f does)
   np.testing.assert_array_equal(f.numpy(), [-5])
   np.testing.assert_array_equal(e2.numpy(), [94, 96])
+
+@pytest.mark.parametrize("cut", [1, 2, 3])
+@pytest.mark.parametrize("view", ["index", "slice"])
+def test_a_view_of_a_detach_asked_for_is_a_copy_after_a_realize_cut_short(monkeypatch, cut, view):
+  # v, a view of lazy x's detach() (a view of x, as torch's), is a copy after a whole realize of (x, v); cut short after
+  # x's kernel and run again, it stayed a view of x's buffer (the DETACH hid that its graph had become a buffer's view):
+  # x's next write showed in v (-2.0 where it is -3.0)
+  x = Tensor([-3.0, -2.0]).realize() + 0
+  v = x.detach()[0] if view == "index" else x.detach()[:1]
+  _realize_cut_at(monkeypatch, cut, x, v)
+  Tensor.realize(x, v)
+  x.assign(x.flip(0))
+  np.testing.assert_array_equal(x.numpy(), [-2, -3])
+  np.testing.assert_array_equal(v.numpy(), -3 if view == "index" else [-3])
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 4])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_sharded_view_asked_for_is_a_copy_after_a_realize_cut_short(monkeypatch, cut, axis, detach):
+  # as on one device: v, a view of lazy x on two devices, realized with x is a copy. Cut short after x's shards ran, it
+  # stayed a view of them (asked for as its shards, it was never seen as asked; sharded on the row axis, v gathers the row
+  # and was taken for a view of the realized x): x's next write showed in v ([17, 19] where it is [-3, -2])
+  x = Tensor([[-3.0, -2.0], [5.0, 7.0], [11.0, 13.0], [17.0, 19.0]]).shard(("CPU:0", "CPU:1"), axis).realize() + 0
+  v = (x.detach() if detach else x)[0]
+  _realize_cut_at(monkeypatch, cut, x, v)
+  Tensor.realize(x, v)
+  x.assign(x.flip(0))
+  np.testing.assert_array_equal(x.numpy(), [[17, 19], [11, 13], [5, 7], [-3, -2]])
+  np.testing.assert_array_equal(v.numpy(), [-3, -2])

@@ -79,6 +79,11 @@ class ReduceMixin:
     # prefer an exact split (no padding: the loads stay unmasked): k parallel chunks, else a chunk size dividing R
     k = next((d for d in (256, 128, 64, 32, 16, 8) if red % d == 0 and 256 <= red // d <= _CHUNK), 0)
     c = red // k if k else next((d for d in range(_CHUNK, _CHUNK // 4, -1) if red % d == 0), _CHUNK)
+    # a float sum's chunks are short (512 to _ACC_RUN terms, the shortest that divides R): the codegen may give a chunk
+    # one scalar accumulator (1- and 2-byte loads, x.float() of uint8 or float16, are not vectorized), whose run of
+    # 39062 terms put 10M ones * 0.1 6e-4 off and the variance of 10M uint8 pixels 1.2e-4 (numpy's pairwise: 1e-7)
+    if op is Ops.ADD and dtypes.is_float(self.dtype) and c > 512:
+      c = next((d for d in range(512, _ACC_RUN + 1) if red % d == 0), _ACC_RUN)
     m = ceildiv(red, c)
     x = self.permute(kept + axes).reshape(*(self.shape[i] for i in kept), red)
     if m * c != red:
