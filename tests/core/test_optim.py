@@ -622,3 +622,26 @@ def test_adam_bias_correction_is_exact_like_torchs(name, dtype):
     ((tp * torch.tensor(x, dtype=tp.dtype) - 0.3) ** 2).sum().backward()
     topt.step()
   np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6 if dtype == "float32" else 1e-12)
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_float64_params_get_a_float64_lr_like_torchs(name):
+  # opt.lr was float32 whatever the parameters: lr=0.1 stepped float64 weights by 0.10000000149*g, 1e-7 off torch in 3 steps
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import dtypes
+  from tinygrad.nn import optim
+  x = np.random.default_rng(0).standard_normal((3, 4))
+  kw = dict(SGD=dict(momentum=0.9, weight_decay=0.01), Adam={}, AdamW=dict(eps=1e-8))[name]
+  p, tp = Tensor(x.copy(), dtype=dtypes.float64, requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
+  opt, topt = getattr(optim, name)([p], lr=0.1, **{k: v for k, v in kw.items() if k != "eps"}), getattr(torch.optim, name)([tp], lr=0.1, **kw)
+  for _ in range(3):
+    opt.zero_grad()
+    (p * p * p).sum().backward()
+    opt.step()
+    topt.zero_grad()
+    (tp * tp * tp).sum().backward()
+    topt.step()
+  assert opt.lr.dtype == dtypes.float64
+  np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-13, atol=1e-14)
+  # the widest parameter's float, at least float32 (a half parameter's lr stays float32, as public tinygrad's)
+  h = Tensor([1.0], dtype=dtypes.half, requires_grad=True)
+  assert optim.SGD([h]).lr.dtype == dtypes.float32 and optim.SGD([h, Tensor([1.0], dtype=dtypes.float64, requires_grad=True)]).lr.dtype == dtypes.float64

@@ -68,8 +68,12 @@ class Optimizer:
     self.device = self.params[0].device if self._on is None else self._on
     self.fused = bool(getattr(fused, "value", fused))
     # a tensor: changing it needs no new kernel. Shape (1,) as public tinygrad's, so its schedulers (extra/lr_scheduler.py)
-    # can assign into it; the steps read it as a scalar (_lr)
-    self.lr = _state(self.params[0], lr, (1,), dtypes.float32, self._on)
+    # can assign into it; the steps read it as a scalar (_lr). In the widest float of the parameters, at least float32 (public
+    # tinygrad's is float32: float64 parameters stepped with lr=0.1 moved by 0.10000000149*g, 1.5e-8 (relative) off torch's)
+    from tinygrad.dtype import least_upper_dtype
+    from tinygrad.mixin.common import _has_dtype
+    lr_dt = least_upper_dtype(dtypes.float32, *(p.dtype for p in self.params if dtypes.is_float(p.dtype)))
+    self.lr = _state(self.params[0], lr, (1,), lr_dt if _has_dtype(self.device, lr_dt) else dtypes.float32, self._on)
     _realize_unaliased(self.params + self.buffers)
 
   def zero_grad(self) -> None:
