@@ -645,3 +645,20 @@ def test_float64_params_get_a_float64_lr_like_torchs(name):
   # the widest parameter's float, at least float32 (a half parameter's lr stays float32, as public tinygrad's)
   h = Tensor([1.0], dtype=dtypes.half, requires_grad=True)
   assert optim.SGD([h]).lr.dtype == dtypes.float32 and optim.SGD([h, Tensor([1.0], dtype=dtypes.float64, requires_grad=True)]).lr.dtype == dtypes.float64
+
+def test_muon_of_huge_gradients_orthogonalises_them():
+  # Newton-Schulz divided by the update's norm, whose square overflowed float32 for entries ~1e20: the update was 0 (the
+  # weights only decayed); the iteration is scale-invariant, so a loss 1e25 times bigger makes the same step
+  rng = np.random.default_rng(0)
+  w0, x = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+  got = []
+  for scale in (1.0, 1e25):
+    w = Tensor(w0.copy(), requires_grad=True)
+    opt = Muon([w], lr=0.1, weight_decay=0.0)
+    for _ in range(2):
+      opt.zero_grad()
+      G.backward(((Tensor(x) @ w).relu() * scale).sum())
+      opt.step()
+    got.append(w.numpy())
+  assert not np.allclose(got[0], w0, atol=1e-2)
+  np.testing.assert_allclose(got[1], got[0], rtol=1e-5, atol=1e-6)

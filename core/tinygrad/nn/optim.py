@@ -177,7 +177,12 @@ def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps
   # the quintic Newton-Schulz iteration that maps a matrix towards the nearest semi-orthogonal one (Muon's update),
   # run on the wide orientation so X @ X.T is the small product
   a, b, c = coefs
-  x = g / (g.square().sum().sqrt() + eps)
+  # g / (||g|| + eps), the norm taken of g / max|g|: squared, gradients of 1e20 made it inf (float32) and the update 0
+  m: Tensor | float = 1.0   # (max has no value over nothing)
+  if g.numel() != 0:
+    m = g.abs().max()
+    m = (m > 0).where(m, 1.0)
+  x = (g / m) / ((g / m).square().sum().sqrt() + eps / m)
   tall = x.shape[0] > x.shape[1]
   if tall: x = x.transpose()
   for _ in range(steps):
