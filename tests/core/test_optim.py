@@ -662,3 +662,26 @@ def test_muon_of_huge_gradients_orthogonalises_them():
     got.append(w.numpy())
   assert not np.allclose(got[0], w0, atol=1e-2)
   np.testing.assert_allclose(got[1], got[0], rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("make", [lambda p: SGD(p, lr=0.05, momentum=0.9), lambda p: SGD(p, lr=0.05, momentum=0.9, classic=True),
+                                  lambda p: LARS(p, lr=0.05, tcoef=0.0, weight_decay=0.0)], ids=["sgd", "sgd_classic", "lars"])
+def test_momentum_state_narrower_than_the_update(make):
+  # the momentum b (OPTIM_DTYPE, or float32 beside a float64 parameter's float64 lr) was assigned a wider value and the
+  # step raised "assign dtype mismatch"; the steps match float64 numpy (b rounded to the state's dtype)
+  from tinygrad import dtypes
+  from tinygrad.helpers import Context
+  def ref(p0, steps=3):
+    p, b = p0.astype(np.float64), np.zeros_like(p0, np.float64)
+    for _ in range(steps):
+      b = 0.9 * b + 2 * p
+      p = p - 0.05 * b
+    return p
+  for odt, pdts in (("float32", (dtypes.float32, dtypes.float64)), ("half", (dtypes.float32,))):
+    with Context(OPTIM_DTYPE=odt):
+      ps = [Tensor(A0.copy(), dtype=dt, requires_grad=True) for dt in pdts]
+      opt = make(ps)
+      for _ in range(3):
+        opt.zero_grad()
+        sum((p * p).sum() for p in ps).backward()
+        opt.step()
+    for p in ps: np.testing.assert_allclose(p.numpy(), ref(A0), rtol=2e-3 if odt == "half" else 1e-6, err_msg=f"{odt} state, {p.dtype}")

@@ -163,7 +163,7 @@ class SGD(Optimizer):
       g = g + self.wd * self._p(t) if self.wd else g
       if self.classic: g = g * self._lr()
       if self.momentum:
-        self.b[i].assign(self.momentum * self.b[i] + g)
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))   # (OPTIM_DTYPE state, a wider g or lr)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       out.append(self._p(t) - (g if self.classic else self._lr() * g))
     return out, self.b
@@ -219,7 +219,7 @@ class LARS(Optimizer):
       if self.pre_wd and self.wd > 0: g = g + self.wd * self._p(t)
       if self.classic: g = g * r * self._lr()
       if self.momentum:
-        self.b[i].assign(self.momentum * self.b[i] + g)
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))   # (OPTIM_DTYPE state, a wider g or lr)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
         # (rows, the rest), spelled out: a -1 cannot be inferred for 0 rows
