@@ -16,7 +16,7 @@ from tinygrad.uop import Ops
 def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None, device: str | None = None) -> Tensor:
   # optimizer state lives in its own realized buffer (so each step updates it in place), on t's device unless told
   import numpy as np
-  from tinygrad.dtype import to_numpy
+  from tinygrad.dtype import to_numpy, NO_NUMPY
   # OPTIM_DTYPE (float32), as public tinygrad, not the parameter's: a half Adam's v = g*g underflows to 0 for |g| < 2e-4 and
   # its step becomes m/eps (a jump of ~1e4*lr); a float64 parameter's state keeps float64 (more precision never hurts)
   from tinygrad.dtype import _flag_dtype
@@ -24,7 +24,10 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   shape = t.shape if shape is None else shape
   multi = device is None and isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
   dev = device if device is not None else t.device[0] if multi else t.device
-  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=dev).reshape(shape)
+  ndt = dtypes.float32 if dt.scalar() in NO_NUMPY else dt
+  ret = Tensor(np.full(shape, value, dtype=to_numpy(ndt)).reshape(-1), device=dev)
+  # (OPTIM_DTYPE=bfloat16 or an fp8: numpy has none, made from float32 and realized, as the others are from the start)
+  ret = (ret if ndt == dt else ret.cast(dt).contiguous().realize()).reshape(shape)
   if multi: ret = ret.shard_like(t) if shape == t.shape else ret.shard(t.device)
   ret.requires_grad = False
   return ret
