@@ -439,6 +439,10 @@ def test_public_tinygrad_keyword_arguments():
   for bad in (dict(lr=-0.1), dict(momentum=-0.5)):
     with pytest.raises(ValueError): SGD([Tensor([1.0], requires_grad=True)], **bad)
   with pytest.raises(ValueError): LAMB([Tensor([1.0], requires_grad=True)], weight_decay=-1.0)
+  # as torch's: Adam(b1=1.0) divided by 1 - b1^t = 0 (every weight NaN after a step), the others were taken silently
+  for make, bad in ((SGD, dict(weight_decay=-0.1)), (LARS, dict(weight_decay=-0.1)), (Adam, dict(b1=1.0)), (AdamW, dict(b2=-0.1)),
+                    (LAMB, dict(b1=1.5)), (Adam, dict(eps=-1e-8))):
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be"): make([Tensor([1.0], requires_grad=True)], **bad)
 
 def test_positional_arguments_in_public_tinygrads_order():
   # a program passing them by position gets what it means: Adam's sixth was weight_decay here, so public tinygrad's

@@ -158,6 +158,7 @@ class SGD(Optimizer):
     super().__init__(params, lr, device, fused)
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -206,6 +207,7 @@ class LARS(Optimizer):
     super().__init__(params, lr, device, fused)
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
     if ns_steps and (scalars := [i for i, p in enumerate(self.params) if p.ndim == 0]):
       raise ValueError(f"ns_steps={ns_steps} (Muon) orthogonalises matrices: parameter(s) {scalars} are scalars (shape ()); give them to another optimizer")
@@ -250,6 +252,10 @@ class LAMB(Optimizer):
                adam: bool = False, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
     super().__init__(params, lr, device, fused)
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+    # (b1 = 1 divided by 1 - b1^t = 0: every weight NaN after one step; torch raises for these too)
+    for k, b in (("b1", b1), ("b2", b2)):
+      if not 0 <= b < 1: raise ValueError(f"{k} must be in [0, 1), got {b}")
+    if eps < 0: raise ValueError(f"eps must be >= 0, got {eps}")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.l2 = 0.0   # Adam's weight_decay (torch.optim.Adam's): l2*p joins the gradient before the moments
     # b^t in float64 where the device has it: in float32, 1 - b2^t lost 5 digits (1 - float32(0.999) = 0.00099998713), and
