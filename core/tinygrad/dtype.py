@@ -287,7 +287,7 @@ def _f32_odd_bits(x: float) -> int:
 def float_to_bf16_bits(x: float) -> int:
   """Round-to-nearest-even bfloat16 bits of x (rounded once, also from a float64 value)."""
   u = _f32_odd_bits(x)
-  if (u & 0x7f800000) == 0x7f800000 and u & 0x7fffff: return 0x7fc0
+  if (u & 0x7f800000) == 0x7f800000 and u & 0x7fffff: return 0x7fc0 | (u >> 16 & 0x8000)   # a quiet NaN, of x's sign (as ml_dtypes')
   u = u + (0x7fff + ((u >> 16) & 1))
   return (u >> 16) & 0xffff
 

@@ -246,6 +246,19 @@ def test_normalize_like_torch(dev, p):
   compare(dev, lambda a: a.normalize(p=p), lambda a: F.normalize(a, p=p), x, atol=1e-5, gatol=1e-3)
   compare(dev, lambda a: a.normalize(p=p, dim=-1, eps=0.5), lambda a: F.normalize(a, p=p, dim=-1, eps=0.5), x)
 
+@pytest.mark.parametrize("p", [math.inf, -math.inf, 2.0, 1.0, 0.0, 0.5])
+@pytest.mark.parametrize("shape,dim", [((0, 3), 0), ((3, 0), 1), ((0, 3), 1), ((3, 0), 0), ((2, 0, 3), -2)])
+def test_normalize_of_empty_tensors_like_torch(shape, dim, p):
+  # the +-inf norm over an empty dim (a max over nothing) gave an empty result where torch raises; an empty result where
+  # the dim normalized over is not empty, and every other p, is torch's too
+  x = np.ones(shape, np.float32)
+  try: want = F.normalize(torch.tensor(x), p=p, dim=dim).numpy()
+  except RuntimeError:
+    with pytest.raises(IndexError, match=rf"normalize\(p={p}\) over axis {dim % len(shape)} of shape"): Tensor(x).normalize(p=p, dim=dim)
+    assert math.isinf(p)
+    return
+  assert Tensor(x).normalize(p=p, dim=dim).numpy().shape == want.shape
+
 @pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=str)
 @pytest.mark.parametrize("p", [2.0, 3.0, 1.0])
 def test_half_normalize_computes_in_float32_like_torch(dt, p):

@@ -497,7 +497,7 @@ _TORCH = {dtypes.uint8: torch.uint8, dtypes.int8: torch.int8, dtypes.int16: torc
 @pytest.mark.parametrize("src,dst", [(a, b) for a in _BC for b in _BC if a.itemsize != b.itemsize])
 def test_bitcast_to_other_item_size_matches_torch(src, dst):
   raw = np.random.default_rng(src.itemsize * 16 + dst.itemsize).integers(0, 256, size=(3, 2, 24), dtype=np.uint8)   # any bits
-  # (but no bfloat16 NaN: a bfloat16 value is stored through float32 here, which makes its NaNs the one quiet NaN 0x7fc0)
+  # (but no bfloat16 NaN: a bfloat16 value is stored through float32 here, which makes its NaNs the quiet NaN 0x7fc0 of their sign)
   if dtypes.bfloat16 in (src, dst): raw[..., 1::2] &= 0xBF
   ref = torch.from_numpy(raw.copy()).view(_TORCH[src]).view(_TORCH[dst])
   for x in (Tensor(raw).bitcast(src).realize(), (Tensor(raw) + 0).bitcast(src)):   # realized, lazy

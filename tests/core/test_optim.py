@@ -439,6 +439,10 @@ def test_public_tinygrad_keyword_arguments():
   for bad in (dict(lr=-0.1), dict(momentum=-0.5)):
     with pytest.raises(ValueError): SGD([Tensor([1.0], requires_grad=True)], **bad)
   with pytest.raises(ValueError): LAMB([Tensor([1.0], requires_grad=True)], weight_decay=-1.0)
+  # as torch's: Adam(b1=1.0) divided by 1 - b1^t = 0 (every weight NaN after a step), the others were taken silently
+  for make, bad in ((SGD, dict(weight_decay=-0.1)), (LARS, dict(weight_decay=-0.1)), (Adam, dict(b1=1.0)), (AdamW, dict(b2=-0.1)),
+                    (LAMB, dict(b1=1.5)), (Adam, dict(eps=-1e-8))):
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be"): make([Tensor([1.0], requires_grad=True)], **bad)
 
 def test_positional_arguments_in_public_tinygrads_order():
   # a program passing them by position gets what it means: Adam's sixth was weight_decay here, so public tinygrad's
@@ -622,3 +626,78 @@ def test_adam_bias_correction_is_exact_like_torchs(name, dtype):
     ((tp * torch.tensor(x, dtype=tp.dtype) - 0.3) ** 2).sum().backward()
     topt.step()
   np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6 if dtype == "float32" else 1e-12)
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_float64_params_get_a_float64_lr_like_torchs(name):
+  # opt.lr was float32 whatever the parameters: lr=0.1 stepped float64 weights by 0.10000000149*g, 1e-7 off torch in 3 steps
+  torch = pytest.importorskip("torch", reason="torch (CPU) is the reference: pip install torch")
+  from tinygrad import dtypes
+  from tinygrad.nn import optim
+  x = np.random.default_rng(0).standard_normal((3, 4))
+  kw = dict(SGD=dict(momentum=0.9, weight_decay=0.01), Adam={}, AdamW=dict(eps=1e-8))[name]
+  p, tp = Tensor(x.copy(), dtype=dtypes.float64, requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
+  opt, topt = getattr(optim, name)([p], lr=0.1, **{k: v for k, v in kw.items() if k != "eps"}), getattr(torch.optim, name)([tp], lr=0.1, **kw)
+  for _ in range(3):
+    opt.zero_grad()
+    (p * p * p).sum().backward()
+    opt.step()
+    topt.zero_grad()
+    (tp * tp * tp).sum().backward()
+    topt.step()
+  assert opt.lr.dtype == dtypes.float64
+  np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-13, atol=1e-14)
+  # the widest parameter's float, at least float32 (a half parameter's lr stays float32, as public tinygrad's)
+  h = Tensor([1.0], dtype=dtypes.half, requires_grad=True)
+  assert optim.SGD([h]).lr.dtype == dtypes.float32 and optim.SGD([h, Tensor([1.0], dtype=dtypes.float64, requires_grad=True)]).lr.dtype == dtypes.float64
+
+def test_muon_of_huge_gradients_orthogonalises_them():
+  # Newton-Schulz divided by the update's norm, whose square overflowed float32 for entries ~1e20: the update was 0 (the
+  # weights only decayed); the iteration is scale-invariant, so a loss 1e25 times bigger makes the same step
+  rng = np.random.default_rng(0)
+  w0, x = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+  got = []
+  for scale in (1.0, 1e25):
+    w = Tensor(w0.copy(), requires_grad=True)
+    opt = Muon([w], lr=0.1, weight_decay=0.0)
+    for _ in range(2):
+      opt.zero_grad()
+      G.backward(((Tensor(x) @ w).relu() * scale).sum())
+      opt.step()
+    got.append(w.numpy())
+  assert not np.allclose(got[0], w0, atol=1e-2)
+  np.testing.assert_allclose(got[1], got[0], rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("make", [lambda p: SGD(p, lr=0.05, momentum=0.9), lambda p: SGD(p, lr=0.05, momentum=0.9, classic=True),
+                                  lambda p: LARS(p, lr=0.05, tcoef=0.0, weight_decay=0.0)], ids=["sgd", "sgd_classic", "lars"])
+def test_momentum_state_narrower_than_the_update(make):
+  # the momentum b (OPTIM_DTYPE, or float32 beside a float64 parameter's float64 lr) was assigned a wider value and the
+  # step raised "assign dtype mismatch"; the steps match float64 numpy (b rounded to the state's dtype)
+  from tinygrad import dtypes
+  from tinygrad.helpers import Context
+  def ref(p0, steps=3):
+    p, b = p0.astype(np.float64), np.zeros_like(p0, np.float64)
+    for _ in range(steps):
+      b = 0.9 * b + 2 * p
+      p = p - 0.05 * b
+    return p
+  for odt, pdts in (("float32", (dtypes.float32, dtypes.float64)), ("half", (dtypes.float32,))):
+    with Context(OPTIM_DTYPE=odt):
+      ps = [Tensor(A0.copy(), dtype=dt, requires_grad=True) for dt in pdts]
+      opt = make(ps)
+      for _ in range(3):
+        opt.zero_grad()
+        sum((p * p).sum() for p in ps).backward()
+        opt.step()
+    for p in ps: np.testing.assert_allclose(p.numpy(), ref(A0), rtol=2e-3 if odt == "half" else 1e-6, err_msg=f"{odt} state, {p.dtype}")
+
+@pytest.mark.parametrize("name", ["adam", "sgd_momentum"])
+def test_bfloat16_optim_dtype_state(name):
+  # OPTIM_DTYPE=bfloat16 (public tinygrad takes any dtype there) raised TypeError "numpy has no bfloat16" building the state
+  from tinygrad import dtypes
+  from tinygrad.helpers import Context
+  make, ref = {c[0]: c[1:] for c in CASES}[name]
+  with Context(OPTIM_DTYPE="bfloat16"):
+    got = tiny_run(make)
+    opt = make([Tensor([1.0], requires_grad=True)])
+  assert {s.dtype for s in getattr(opt, "m", []) + getattr(opt, "b", [])} == {dtypes.bfloat16}
+  for g, w in zip(got, ref()): np.testing.assert_allclose(g, w, rtol=2e-2, atol=2e-2)

@@ -35,6 +35,16 @@ def test_variable_bind_unbind_and_sym_infer():
 def test_bind_out_of_range_raises(val):
   with pytest.raises(ValueError, match=rf"value {val} is outside its range \[1, 10\]"): Variable("v", 1, 10).bind(val)
 
+def test_bind_takes_numpy_integers_and_refuses_floats_and_bools():
+  # np.int64(3) (a shape or an argmax read from numpy) raised TypeError "bind needs an int"; the value bound is a python int
+  v = Variable("v", 1, 10)
+  for x in (np.int64(3), np.int32(3), np.uint8(3), np.array(3)):
+    b = v.bind(x)
+    assert b.unbind() == (v, 3) and type(b.unbind()[1]) is int and Tensor.arange(8)[:b].tolist() == [0, 1, 2]
+  with pytest.raises(ValueError, match=r"value 11 is outside"): v.bind(np.int64(11))
+  for x in (3.0, np.float32(3), True, np.True_, "3"):
+    with pytest.raises(TypeError, match=r"variable v: bind needs an int \(or a numpy integer\), got "): v.bind(x)
+
 @pytest.mark.parametrize("name", ["a b", "x;int y", "1abc", "", "for", "v-1", "ä"])
 def test_variable_name_must_be_an_identifier(name):
   with pytest.raises(ValueError, match="not a plain identifier"): Variable(name, 0, 4)

@@ -170,6 +170,11 @@ def test_newton_schulz_matches_numpy():
         g = p[0] * g + p[1] * (a @ g) + p[2] * (a @ a @ g)
       return g
     np.testing.assert_allclose(Tensor(x).newton_schulz(3, (3.4445, -4.775, 2.0315)).numpy(), ref(x), rtol=1e-4, atol=1e-5)
+    # the norm of entries ~1e25 overflowed float32 (inf): every result was 0; of entries ~1e-25 it underflowed to 0 (the
+    # reference's float64 keeps both): the same values as the reference, scaled by 1e-25/1e-7 there
+    for s in (1e25, 1e-25):
+      np.testing.assert_allclose(Tensor(x * s).newton_schulz(3, (3.4445, -4.775, 2.0315)).numpy() / min(s / 1e-7, 1), ref(x.astype(np.float64) * s) / min(s / 1e-7, 1),
+                                 rtol=1e-4, atol=1e-5)
 
 def test_from_url_path_data_and_max_shape(tmp_path):
   from tinygrad import Variable

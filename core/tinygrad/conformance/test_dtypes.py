@@ -100,6 +100,14 @@ class TestDtypes:
     got = Tensor(a, device=device).numpy()
     assert got.dtype == a.dtype, f"{dtype}: round trip gave numpy dtype {got.dtype}"
     np.testing.assert_array_equal(got, a, err_msg=f"round trip of {dtype}")
+  # a NaN cast to bfloat16 is the quiet NaN of its sign, as ml_dtypes' (numpy's bfloat16) and as a cast to float16 keeps it:
+  # every renderer made -nan the positive 0x7fc0 (torch's CPU cast makes either NaN 0xffff)
+  @pytest.mark.parametrize("src", FLOATS)
+  def test_bfloat16_cast_of_nan_keeps_its_sign(self, device, src):
+    for name in ("bfloat16", "uint16", src): declared(device, name)
+    a = np.array([np.nan, -np.nan, 1.5, -2.0, -np.inf], src)
+    got = Tensor(a, device=device).realize().cast(dtypes.bfloat16).bitcast(dtypes.uint16).tolist()
+    assert got == [0x7fc0, 0xffc0, 0x3fc0, 0xc000, 0xff80], f"{src} [nan, -nan, 1.5, -2, -inf] -> bfloat16 bits {[hex(v) for v in got]}"
   # same-size bitcasts between every pair of declared dtypes of a width, bfloat16 included: the bits go through unchanged
   # (the PYTHON device took a float16's value, not its bits, as a bfloat16's: 1.5 became 9.2e-41)
   @pytest.mark.parametrize("src,dst", [(a, b) for w in (("int8", "uint8"), ("int16", "uint16", "float16", "bfloat16"), ("int32", "uint32", "float32"),

@@ -132,7 +132,13 @@ class LinalgMixin:
     G = self / ||self|| (over the last two dims), then G <- sum_i params[i] * (G G^T)^i G, on the wide orientation."""
     if self.ndim < 2: raise ArgumentError(f"newton_schulz needs a matrix (2 or more dims), got shape {self.shape}")
     if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
-    g = self / (self.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    # self / (||self|| + eps), with the norm taken of self / max|self|: squared, entries of 1e20 made it inf (float32) and
+    # the result all 0, entries of 1e-25 made it 0
+    m: Tensor | float = 1.0   # (max has no value over nothing)
+    if self.numel() != 0:
+      m = self.abs().max(axis=(-2, -1), keepdim=True)
+      m = (m > 0).where(m, 1.0)
+    g = (self / m) / ((self / m).square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps / m)
     for _ in range(steps):
       a, term, acc = g @ g.transpose(-2, -1), g, None
       for i, p in enumerate(params):

@@ -730,6 +730,8 @@ class NNMixin:
     if math.isnan(p): raise ArgumentError(f"normalize: p must be a number or +-inf, got {p}")
     x = self._float()
     d = x._resolve_dim(dim)
+    # the +-inf norm is a max (min) with no value over an empty dim: torch raises, this gave an empty result
+    if math.isinf(p): x._nonempty(f"normalize(p={p})", d)
     a = x * x.sign()   # |x| with torch's gradient 0 at 0 (Tensor.abs gives -1 there)
     if p == math.inf: norm = a._max(d, keepdim=True)
     elif p == -math.inf: norm = -(-a)._max(d, keepdim=True)

@@ -16,7 +16,7 @@ from tinygrad.uop import Ops
 def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, dtype: DType | None = None, device: str | None = None) -> Tensor:
   # optimizer state lives in its own realized buffer (so each step updates it in place), on t's device unless told
   import numpy as np
-  from tinygrad.dtype import to_numpy
+  from tinygrad.dtype import to_numpy, NO_NUMPY
   # OPTIM_DTYPE (float32), as public tinygrad, not the parameter's: a half Adam's v = g*g underflows to 0 for |g| < 2e-4 and
   # its step becomes m/eps (a jump of ~1e4*lr); a float64 parameter's state keeps float64 (more precision never hurts)
   from tinygrad.dtype import _flag_dtype
@@ -24,7 +24,10 @@ def _state(t: Tensor, value: float = 0.0, shape: tuple[int, ...] | None = None, 
   shape = t.shape if shape is None else shape
   multi = device is None and isinstance(t.device, tuple)   # a sharded parameter's state is sharded like it (a scalar one is replicated)
   dev = device if device is not None else t.device[0] if multi else t.device
-  ret = Tensor(np.full(shape, value, dtype=to_numpy(dt)).reshape(-1), device=dev).reshape(shape)
+  ndt = dtypes.float32 if dt.scalar() in NO_NUMPY else dt
+  ret = Tensor(np.full(shape, value, dtype=to_numpy(ndt)).reshape(-1), device=dev)
+  # (OPTIM_DTYPE=bfloat16 or an fp8: numpy has none, made from float32 and realized, as the others are from the start)
+  ret = (ret if ndt == dt else ret.cast(dt).contiguous().realize()).reshape(shape)
   if multi: ret = ret.shard_like(t) if shape == t.shape else ret.shard(t.device)
   ret.requires_grad = False
   return ret
@@ -68,8 +71,12 @@ class Optimizer:
     self.device = self.params[0].device if self._on is None else self._on
     self.fused = bool(getattr(fused, "value", fused))
     # a tensor: changing it needs no new kernel. Shape (1,) as public tinygrad's, so its schedulers (extra/lr_scheduler.py)
-    # can assign into it; the steps read it as a scalar (_lr)
-    self.lr = _state(self.params[0], lr, (1,), dtypes.float32, self._on)
+    # can assign into it; the steps read it as a scalar (_lr). In the widest float of the parameters, at least float32 (public
+    # tinygrad's is float32: float64 parameters stepped with lr=0.1 moved by 0.10000000149*g, 1.5e-8 (relative) off torch's)
+    from tinygrad.dtype import least_upper_dtype
+    from tinygrad.mixin.common import _has_dtype
+    lr_dt = least_upper_dtype(dtypes.float32, *(p.dtype for p in self.params if dtypes.is_float(p.dtype)))
+    self.lr = _state(self.params[0], lr, (1,), lr_dt if _has_dtype(self.device, lr_dt) else dtypes.float32, self._on)
     _realize_unaliased(self.params + self.buffers)
 
   def zero_grad(self) -> None:
@@ -151,6 +158,7 @@ class SGD(Optimizer):
     super().__init__(params, lr, device, fused)
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_state(p, device=self._on) for p in self.params] if momentum else []
   def _step(self, grads: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -159,7 +167,7 @@ class SGD(Optimizer):
       g = g + self.wd * self._p(t) if self.wd else g
       if self.classic: g = g * self._lr()
       if self.momentum:
-        self.b[i].assign(self.momentum * self.b[i] + g)
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))   # (OPTIM_DTYPE state, a wider g or lr)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       out.append(self._p(t) - (g if self.classic else self._lr() * g))
     return out, self.b
@@ -173,7 +181,12 @@ def _newton_schulz(g: Tensor, steps: int, coefs: tuple[float, float, float], eps
   # the quintic Newton-Schulz iteration that maps a matrix towards the nearest semi-orthogonal one (Muon's update),
   # run on the wide orientation so X @ X.T is the small product
   a, b, c = coefs
-  x = g / (g.square().sum().sqrt() + eps)
+  # g / (||g|| + eps), the norm taken of g / max|g|: squared, gradients of 1e20 made it inf (float32) and the update 0
+  m: Tensor | float = 1.0   # (max has no value over nothing)
+  if g.numel() != 0:
+    m = g.abs().max()
+    m = (m > 0).where(m, 1.0)
+  x = (g / m) / ((g / m).square().sum().sqrt() + eps / m)
   tall = x.shape[0] > x.shape[1]
   if tall: x = x.transpose()
   for _ in range(steps):
@@ -194,6 +207,7 @@ class LARS(Optimizer):
     super().__init__(params, lr, device, fused)
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum == 0: raise ValueError("nesterov needs momentum > 0")
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     if ns_steps and ns_coefficients is None: raise ValueError(f"ns_steps={ns_steps} needs ns_coefficients (a, b, c), e.g. Muon's (3.4445, -4.775, 2.0315)")
     if ns_steps and (scalars := [i for i, p in enumerate(self.params) if p.ndim == 0]):
       raise ValueError(f"ns_steps={ns_steps} (Muon) orthogonalises matrices: parameter(s) {scalars} are scalars (shape ()); give them to another optimizer")
@@ -210,7 +224,7 @@ class LARS(Optimizer):
       if self.pre_wd and self.wd > 0: g = g + self.wd * self._p(t)
       if self.classic: g = g * r * self._lr()
       if self.momentum:
-        self.b[i].assign(self.momentum * self.b[i] + g)
+        self.b[i].assign((self.momentum * self.b[i] + g).cast(self.b[i].dtype))   # (OPTIM_DTYPE state, a wider g or lr)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_steps and self.ns_coefficients is not None:
         # (rows, the rest), spelled out: a -1 cannot be inferred for 0 rows
@@ -238,6 +252,10 @@ class LAMB(Optimizer):
                adam: bool = False, device: str | tuple | None = None, fused: bool | Any = FUSE_OPTIM):
     super().__init__(params, lr, device, fused)
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
+    # (b1 = 1 divided by 1 - b1^t = 0: every weight NaN after one step; torch raises for these too)
+    for k, b in (("b1", b1), ("b2", b2)):
+      if not 0 <= b < 1: raise ValueError(f"{k} must be in [0, 1), got {b}")
+    if eps < 0: raise ValueError(f"eps must be >= 0, got {eps}")
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.l2 = 0.0   # Adam's weight_decay (torch.optim.Adam's): l2*p joins the gradient before the moments
     # b^t in float64 where the device has it: in float32, 1 - b2^t lost 5 digits (1 - float32(0.999) = 0.00099998713), and

@@ -44,7 +44,10 @@ define internal i16 @__f2b(float %f) alwaysinline {
   %r1 = add i32 %r0, %lsb
   %r2 = lshr i32 %r1, 16
   %r3 = trunc i32 %r2 to i16
-  %r = select i1 %nan, i16 32704, i16 %r3
+  %sg = and i32 %h, 32768
+  %qn = or i32 %sg, 32704
+  %qn16 = trunc i32 %qn to i16
+  %r = select i1 %nan, i16 %qn16, i16 %r3
   ret i16 %r
 }"""
 

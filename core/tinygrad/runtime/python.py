@@ -88,7 +88,7 @@ def _round_bf16(x):
   a = np.asarray(x, dtype=np.float32)
   u = a.view(np.uint32).astype(np.uint64)
   r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32)
-  r = np.where(np.isnan(a), np.uint32(0x7FC0), r)
+  r = np.where(np.isnan(a), ((u >> 16) & 0x8000).astype(np.uint32) | np.uint32(0x7FC0), r)   # a quiet NaN of a's sign
   return (r << 16).astype(np.uint32).view(np.float32)
 
 def _c_idiv(a, b):

@@ -265,7 +265,12 @@ class UOp(metaclass=UOpMetaClass):
     """This variable with a value: a BIND, usable in Tensor shapes (the value is checked against the variable's bounds)."""
     if self.op is not Ops.DEFINE_VAR: raise TypeError(f"bind needs a variable (DEFINE_VAR), got {self.op}")
     name, lo, hi = self.arg
-    if not isinstance(val, int) or isinstance(val, bool): raise TypeError(f"variable {name}: bind needs an int, got {type(val).__name__} {val!r}")
+    # an integer: a python int or what converts as one (operator.index: numpy's np.int64 from a shape or an argmax), never a
+    # bool or a float (3.0 is not rounded for you)
+    try:
+      if isinstance(val, bool): raise TypeError
+      val = operator.index(val)
+    except TypeError: raise TypeError(f"variable {name}: bind needs an int (or a numpy integer), got {type(val).__name__} {val!r}") from None
     if not lo <= val <= hi: raise ValueError(f"variable {name}: value {val} is outside its range [{lo}, {hi}]; bind a value in range or widen it")
     return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, val)))
   def unbind(self) -> tuple[UOp, int]:

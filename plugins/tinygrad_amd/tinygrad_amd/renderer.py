@@ -109,7 +109,7 @@ _hip_prelude = """#ifndef __HIPCC_RTC__
 _hip_bf16 = """__device__ static inline float __b2f(unsigned short b) { return __builtin_bit_cast(float, (unsigned int)b << 16); }
 __device__ static inline unsigned short __f2b(float f) {
   unsigned int u = __builtin_bit_cast(unsigned int, f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(0x7fc0u | ((u >> 16) & 0x8000u));
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 _xyz = "xyz"

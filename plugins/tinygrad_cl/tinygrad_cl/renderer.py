@@ -44,7 +44,7 @@ ushort __f2h(float f) {
 _bf16 = """float __b2f(ushort b) { return as_float((uint)b << 16); }
 ushort __f2b(float f) {
   uint u = as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)(0x7fc0u | ((u >> 16) & 0x8000u));
   return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 _EMULATED = {dtypes.float16: (dtypes.uint16, "__h2f({})", "__f2h({})", "__h2f(__f2h({}))"),

@@ -48,7 +48,7 @@ static inline unsigned short __f2h(float f) {
 _bf16_helpers = """static inline float __b2f(unsigned short b) { return ((union {unsigned int u; float f;}){.u = (unsigned int)b << 16}).f; }
 static inline unsigned short __f2b(float f) {
   unsigned int u = ((union {float f; unsigned int u;}){.f = f}).u;
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(0x7fc0u | ((u >> 16) & 0x8000u));
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 

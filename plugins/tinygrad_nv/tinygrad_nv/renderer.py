@@ -67,7 +67,7 @@ __device__ __forceinline__ unsigned short __f2h(float f) { unsigned short h; asm
 _cuda_bf16 = """__device__ __forceinline__ float __b2f(unsigned short b) { return __uint_as_float((unsigned int)b << 16); }
 __device__ __forceinline__ unsigned short __f2b(float f) {
   unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)(0x7fc0u | ((u >> 16) & 0x8000u));
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }"""
 # CUDA's built-in vector types (with make_<name>N constructors) by scalar C type
@@ -221,10 +221,12 @@ class PTXRenderer(NVAbilities, Renderer):
     u = self._ins("u32", f"mov.b32 {{d}}, {f};")
     a = self._ins("u32", f"and.b32 {{d}}, {u}, 2147483647;")
     nan = self._ins("pred", f"setp.gt.u32 {{d}}, {a}, 2139095040;")
-    lsb = self._ins("u32", f"and.b32 {{d}}, {self._ins('u32', f'shr.u32 {{d}}, {u}, 16;')}, 1;")
+    h = self._ins('u32', f'shr.u32 {{d}}, {u}, 16;')
+    lsb = self._ins("u32", f"and.b32 {{d}}, {h}, 1;")
     t = self._ins("u32", f"add.u32 {{d}}, {u}, {self._ins('u32', f'add.u32 {{d}}, {lsb}, 32767;')};")
     t = self._ins("u32", f"shr.u32 {{d}}, {t}, 16;")
-    return self._ins("u32", f"selp.u32 {{d}}, 32704, {t}, {nan};")
+    qnan = self._ins("u32", f"or.b32 {{d}}, {self._ins('u32', f'and.b32 {{d}}, {h}, 32768;')}, 32704;")   # a quiet NaN of f's sign
+    return self._ins("u32", f"selp.u32 {{d}}, {qnan}, {t}, {nan};")
   def _from_bits(self, b: str, s: DType) -> str:
     if s == dtypes.float16: return self._ins("f32", f"cvt.f32.f16 {{d}}, {b};")
     return self._ins("f32", f"mov.b32 {{d}}, {self._ins('u32', f'shl.b32 {{d}}, {b}, 16;')};")

@@ -15,7 +15,7 @@ Memory (WGSL has 32-bit storage types only, f16 with the `shader-f16` feature, i
   after every op.
 - bfloat16 (which WGSL lacks) is packed as halves too and held in f32 registers whose value is always a bfloat16 one: a
   load shifts the bits up, a store shifts them down, and every cast to bfloat16 and ALU op of bfloat16 rounds its f32
-  result to nearest even (`bf16r`, a module function: NaN -> 0x7fc0, as the host's conversion and torch's).
+  result to nearest even (`bf16r`, a module function: NaN -> the quiet 0x7fc0 of its sign, as the host's conversion and ml_dtypes').
 - float64 (and int64, uint64 without `shader-int64`) are not supported: `supported_dtypes` leaves them out and
   the core refuses them with "dtype ... is not supported on WEBGPU" before any kernel is built.
 
@@ -63,9 +63,9 @@ def _idiv(op: str) -> Callable[..., str]:
     return f"select(({a}{op}{b}), {_zero(dtype)}, ({b})=={_zero(dtype)})"
   return f
 
-# f32 -> the nearest-even bfloat16, as an f32 (the bits' top half); NaN -> the canonical 0x7fc0, as dtype.float_to_bf16_bits
+# f32 -> the nearest-even bfloat16, as an f32 (the bits' top half); NaN -> the quiet 0x7fc0 of its sign, as dtype.float_to_bf16_bits
 _BF16R = ("fn bf16r(x: f32) -> f32 { let u = bitcast<u32>(x); "
-          "return bitcast<f32>(select((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u, 0x7fc00000u, (u & 0x7fffffffu) > 0x7f800000u)); }")
+          "return bitcast<f32>(select((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u, (u & 0x80000000u) | 0x7fc00000u, (u & 0x7fffffffu) > 0x7f800000u)); }")
 def _bf16_round(v: float) -> float:   # the host's rounding of a literal (float32 first: a CONST's value already is one)
   try: u = struct.unpack("I", struct.pack("f", v))[0]
   except OverflowError: return math.copysign(math.inf, v)
