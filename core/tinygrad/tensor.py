@@ -134,10 +134,9 @@ maybe_lazy: dict[weakref.ref[Tensor], None] = {}
 # the tensors backward() gave a gradient (_readers_of leaves the implicit ones, of requires_grad=None tensors, lazy)
 grad_holders: dict[weakref.ref[Tensor], None] = {}
 _registry_lock = leaf_lock()   # every new Tensor adds itself while another thread may be walking the set
-def _unregister(r: weakref.ref[Tensor]) -> None:
-  all_tensors.pop(r, None)
-  maybe_lazy.pop(r, None)
-  grad_holders.pop(r, None)
+def _unregister(r: weakref.ref[Tensor], _regs: tuple[dict, ...] = (all_tensors, maybe_lazy, grad_holders)) -> None:
+  # (the registries bound here: at interpreter exit the module's globals are None while the last tensors die)
+  for reg in _regs: reg.pop(r, None)
 def _leaf(data: Any) -> type:
   """The type of a nested list's first element that is not a list (bytes and bytearray are both bytes)."""
   while isinstance(data, (list, tuple)) and data: data = data[0]
