@@ -590,9 +590,16 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   an empty one asked for (requires_grad=True: Tensor.empty(0, 3) is a constant with no buffer) that gets its empty gradient
   as in torch (one hash-consed node for several such tensors shares nothing: the gradient has no elements). Not one whose
   gradient is gone (Tensor._mark_gone): a sum with it would be gone too, so it stays as it is."""
-  cands = [x for x in live if x.requires_grad is not False and dtypes.is_float(x.dtype) and
-           (not is_const(x.uop) or (x.requires_grad is True and 0 in x.shape)) and (x.grad is None or not _gone(x.grad))]
-  ex.prune({f for x in cands for f in _flat(x.uop)})
+  # (one pass, reading the slots: this runs over every live tensor, a model's weights and data included)
+  cands: list[Tensor] = []
+  want: set[UOp] = set()
+  for x in live:
+    if (rg := x._requires_grad) is False or not dtypes.is_float((u := x.uop).dtype): continue
+    if is_const(u) and not (rg is True and 0 in u.shape) or x.grad is not None and _gone(x.grad): continue
+    cands.append(x)
+    if u.op is Ops.MULTI: want.update(u.src)
+    else: want.add(u)
+  ex.prune(want)
   # a realized tensor (its buffer, or reshapes of it: a model's weights, the data, a loss kept in a list) is its node or,
   # with a kept graph, the stand-in t's expansion made when it read it: looked up, not expanded with the others (expanding
   # each kept loss's graph, of a training loop that logs them, made every step slower than the last). The rest are
