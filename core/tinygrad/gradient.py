@@ -624,9 +624,9 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
     return e if e in nodes else None
   need = []
   for x in cands:
-    if (u := expanded.get(id(x))) is None:
+    if (eu := expanded.get(id(x))) is None:
       if (e := read(x.uop)) is not None: need.append((x, e))
-    elif any(f in nodes for f in _flat(u)): need.append((x, u))
+    elif any(f in nodes for f in _flat(eu)): need.append((x, eu))
   return root, need, nodes, old
 
 # tensors backward() ran on, for the optimizer's first realize; by id, as a WeakSet compares its items with == (a Tensor's
