@@ -169,7 +169,10 @@ def lazy_tensors() -> list[Tensor]:
 def _check_lazy_index() -> None:
   # (another thread may be between a rebind and its _relazy: a miss is looked at again after it had time to finish)
   for again in (True, False):
-    with _registry_lock: refs = [r for r in all_tensors if r not in maybe_lazy]
+    # (snapshots taken in C: a Python loop over the dicts let another thread's dying tensor change them mid-walk)
+    with _registry_lock: every, lazy = list(all_tensors), list(maybe_lazy)
+    indexed = {id(r) for r in lazy}   # (the same weakref object is the key of both)
+    refs = [r for r in every if id(r) not in indexed]
     if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and not _realized(t)]): return
     if again: time.sleep(0.02)
   raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
