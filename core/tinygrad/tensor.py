@@ -810,7 +810,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     def was_asked(x: Tensor, old: UOp) -> bool: return id(x) in mine or (old.op is Ops.MULTI and any(s in shards for s in old.src))
     # (or a view that gathers a sharded axis: copies of the base's shards, no view of a buffer, whose base was lazy and is
     # now realized: run again it stayed the realized base's view, which the base's next write remade)
-    lazy = {id(x) for x in xs}
+    # (lazy before this realize: a tensor on several devices has no base buffer of its own, realized or not: its shards do)
+    lazy = {id(x) for x, old in zip(xs, olds) if old.op is not Ops.MULTI or not all(base_buffer(s) is not None for s in old.src)}
     def gathers(x: Tensor, old: UOp) -> bool:
       b = x._view_of
       return b is not None and old.op is Ops.MULTI and id(b) in lazy and b.uop.op is Ops.MULTI and \
