@@ -4,7 +4,7 @@ from __future__ import annotations
 import math, sys, time, weakref, numbers, functools, types, threading, itertools
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
+from tinygrad.uop.ops import UOp, substitute_all, buffers_reached, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
 from tinygrad.helpers import TRAINING, CHECK_LAZY_INDEX, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
 from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
@@ -733,6 +733,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           views = [x for x in xs if _views_buffer(x.uop)]
           for x, u in zip(views, substitute_all([x.uop for x in views], {k: v for k, v in amap.items() if k not in own})): x.uop = u
           xs = [x for x in xs if not _views_buffer(x.uop)]
+        # (only the graphs that may hold a node of the map: one holding a node reads that node's buffers. Walking them all
+        # made every realize cost the size of every live lazy graph)
+        reached = [kr for k in amap if (kr := buffers_reached(k))]
+        if len(reached) == len(amap):   # (each a non-empty set: a node of no buffer, or of too many, may be in any graph)
+          keys = frozenset().union(*reached)
+          xs = [x for x in xs if (br := buffers_reached(x.uop)) is None or not keys.isdisjoint(br)]
         for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
         for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._kept = g
       # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)
@@ -944,10 +950,17 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     implicit = {id(t.grad) for r in holders if (t := r()) is not None and t.grad is not None and t.requires_grad is None}
     # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)
     def lazy(u: UOp) -> bool: return any(base_buffer(s) is None for s in u.src) if u.op is Ops.MULTI else base_buffer(u) is None
-    implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI)) and lazy(x.uop)] \
-      if implicit else []
+    # (a graph that reads no target's buffer reads no old value nor an update (an assign's target is a buffer): it is not
+    # walked. None: some update's target reads too many buffers to tell)
+    tids: frozenset[int] | None = frozenset(id(b) for b in targets)
+    for n in updates:
+      if (r := buffers_reached(n.src[0])) is None or not r: tids = None
+      elif tids is not None: tids |= r
+    def may_read(u: UOp) -> bool: return tids is None or (r := buffers_reached(u)) is None or not tids.isdisjoint(r)
+    implicit_lazy = [x for x in live if id(x) in implicit and not x._virtual and (multi is None or multi == (x.uop.op is Ops.MULTI))
+                     and lazy(x.uop) and may_read(x.uop)] if implicit else []
     for x in live:
-      if (u := x.uop).op is Ops.BUFFER or id(x) in implicit or u in roots or x._virtual: continue
+      if (u := x.uop).op is Ops.BUFFER or id(x) in implicit or u in roots or x._virtual or not may_read(u): continue
       if u.op is Ops.MULTI:
         if multi is False or smax(x.numel()) == 0: continue
         shards = list(u.src)

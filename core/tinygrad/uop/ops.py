@@ -148,6 +148,40 @@ def substitute_all(roots: Sequence[UOp], dvars: dict[UOp, UOp]) -> list[UOp]:
         stack.extend((s, False) for s in node.src if s not in done)
   return [done[r] for r in roots]
 
+_REACH_MAX = 64   # (more buffers than this: a model's forward graph, which the callers walk anyway)
+def buffers_reached(u: UOp) -> frozenset[int] | None:
+  """The ids of the BUFFER nodes u's graph reads, or None for more than _REACH_MAX of them: cached on each node, so a node
+  is visited once in its life. A realize asks which live lazy graphs can read what it overwrites (or hold what it
+  computed): walking each one every time made building a model quadratic (each layer's random init is a realize, and
+  walked every earlier layer's lazy init graph: 80 nn.Linear took 12 s). Ids, not the nodes: a BUFFER's set holding the
+  node itself would be a reference cycle, and its memory freed only by the garbage collector (the graph keeps every
+  buffer it reads alive, so an id in a live graph's set names that buffer)."""
+  if (r := u.__dict__.get("_reach", False)) is not False: return r
+  stack = [u]
+  while stack:
+    n = stack[-1]
+    d = n.__dict__
+    if "_reach" in d:
+      stack.pop()
+      continue
+    if n.op is Ops.BUFFER:
+      d["_reach"] = frozenset((id(n),))
+      stack.pop()
+      continue
+    if pend := [s for s in n.src if "_reach" not in s.__dict__]:
+      stack.extend(pend)
+      continue
+    acc: frozenset[int] | None = frozenset()
+    for s in n.src:
+      if (sr := s.__dict__["_reach"]) is None:
+        acc = None
+        break
+      if acc is None or sr is acc or sr <= acc: continue
+      acc = sr if acc <= sr else acc | sr
+    d["_reach"] = acc if acc is None or len(acc) <= _REACH_MAX else None
+    stack.pop()
+  return u.__dict__["_reach"]
+
 def _c_idiv(a: int, b: int) -> int: return abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
 def _c_mod(a: int, b: int) -> int: return a - _c_idiv(a, b) * b
 
