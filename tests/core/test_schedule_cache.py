@@ -139,7 +139,7 @@ import json, sys
 import numpy as np
 import tinygrad.codegen
 from tinygrad.engine import schedule as S
-from tinygrad import Tensor
+from tinygrad import Tensor, Variable
 if sys.argv[1] == "warm":   # every schedule and every kernel must come from the disk cache
   def refuse(*a, **k): raise AssertionError("scheduled or rendered in the warm process")
   S._create_schedule = tinygrad.codegen.get_program = refuse
@@ -149,6 +149,8 @@ cache = Tensor.zeros(2, 16, 8).contiguous().realize()
 h = (x @ w).gelu()
 cache[0, 0:5].assign(h).realize()
 outs = {"attn": (h.softmax(-1) @ cache[0, :5].T).sum(1), "ln": x.layernorm().max(0), "cache": cache}
+# a bound variable in a shape, as a decode step's cache[:, :start_pos+1] (an expression of it in movement ops' args)
+outs["sym"] = (cache[0, :Variable("n", 1, 15).bind(4) + 1] * 2).sum(0)
 print(json.dumps({k: v.numpy().tolist() for k, v in outs.items()}))
 """
 
