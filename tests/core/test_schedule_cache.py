@@ -139,7 +139,7 @@ import json, sys
 import numpy as np
 import tinygrad.codegen
 from tinygrad.engine import schedule as S
-from tinygrad import Tensor
+from tinygrad import Tensor, Variable
 if sys.argv[1] == "warm":   # every schedule and every kernel must come from the disk cache
   def refuse(*a, **k): raise AssertionError("scheduled or rendered in the warm process")
   S._create_schedule = tinygrad.codegen.get_program = refuse
@@ -149,6 +149,8 @@ cache = Tensor.zeros(2, 16, 8).contiguous().realize()
 h = (x @ w).gelu()
 cache[0, 0:5].assign(h).realize()
 outs = {"attn": (h.softmax(-1) @ cache[0, :5].T).sum(1), "ln": x.layernorm().max(0), "cache": cache}
+# a bound variable in a shape, as a decode step's cache[:, :start_pos+1] (an expression of it in movement ops' args)
+outs["sym"] = (cache[0, :Variable("n", 1, 15).bind(4) + 1] * 2).sum(0)
 print(json.dumps({k: v.numpy().tolist() for k, v in outs.items()}))
 """
 
@@ -260,3 +262,29 @@ def test_a_cached_schedules_items_find_the_nodes_a_fresh_one_computes(bound):
   hit = S.create_schedule(roots)[0]
   assert all(ei.node is None for ei in hit)
   assert S.item_nodes(roots, hit) == [ei.node for ei in fresh]
+
+def test_a_graph_with_a_symbolic_shape_is_kept_on_disk(db, count_calls):
+  # a bound variable in a shape (a decode step's cache[:, :start_pos+1]) puts an expression of the variable in movement ops'
+  # args: such a graph was never stored (its key raised Uncacheable), and every new process scheduled it again (GPT-2 tiny's
+  # second token: 3 schedules, ~200 ms of a warm process)
+  a = Tensor.arange(64).reshape(8, 8).float().contiguous().realize()
+  def graph(v: int): return [(a[:Variable("n", 1, 7).bind(v) + 1].sum(0) * 2).uop]
+  key, _ = S._structure(S.unbind_graph(graph(5))[0])
+  assert S._disk_key(key) is not None
+  first = _from_cache(graph(5))
+  n = count_calls(S, "_create_schedule")
+  assert _from_cache(graph(3)) == first == _fresh(graph(3)) and n["n"] == 1   # (the one call: _fresh's)
+  for v in (3, 6):   # a hit runs with the value bound now
+    S._schedule_cache.clear()
+    np.testing.assert_array_equal(Tensor(graph(v)[0]).numpy(), np.arange(64).reshape(8, 8)[:v + 1].sum(0) * 2)
+  assert n["n"] == 1
+
+def test_an_expression_in_an_arg_round_trips_exactly_and_nothing_else_of_a_uop_does():
+  n = Variable("n", 1, 7)
+  for x in [(0, n + 1), (n * 2 - 1, (n // 3) % 2), n.maximum(2)]:
+    enc = json.loads(progcache._text(x))
+    assert progcache._dec_val(enc) == x
+  with pytest.raises(progcache.Uncacheable): progcache._enc(Tensor.empty(4).uop)   # (a buffer's identity: never on disk)
+  bad = json.loads(progcache._text(n + 1))
+  bad[1][0] = "COPY"
+  with pytest.raises(ValueError): progcache._dec_val(bad)

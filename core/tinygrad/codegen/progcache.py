@@ -51,7 +51,21 @@ def _enc(x: Any) -> Any:
   if isinstance(x, DType): return ["d", type(x).__name__, [_enc(getattr(x, f.name)) for f in dataclasses.fields(x)]]
   if dataclasses.is_dataclass(x) and not isinstance(x, type) and getattr(type(x), "__dataclass_params__").frozen:
     return ["c", f"{type(x).__module__}.{type(x).__qualname__}", [[f.name, _enc(getattr(x, f.name))] for f in dataclasses.fields(x)]]
+  if isinstance(x, UOp): return ["u", _enc_expr(x, [0])]
   raise Uncacheable(f"{type(x).__name__} {x!r:.60}")
+
+# an expression of variables in an arg (a symbolic shape's size, a shrink's bound: start_pos+1), written out as a tree: only
+# the ops of size expressions (never a buffer's identity), and at most _EXPR_NODES of them (a tree repeats shared nodes)
+_EXPR_NODES = 256
+def _enc_expr(u: UOp, seen: list[int]) -> list:
+  seen[0] += 1
+  if seen[0] > _EXPR_NODES or u.op not in _EXPR_OPS: raise Uncacheable(f"expression with {u.op} (or over {_EXPR_NODES} nodes) in an arg")
+  return [u.op.name, _enc(u.dtype), _enc(u.arg), _enc(u.tag), [_enc_expr(s, seen) for s in u.src]]
+def _dec_expr(x: Any, seen: list[int]) -> UOp:
+  seen[0] += 1
+  if not (seen[0] <= _EXPR_NODES and isinstance(x, list) and len(x) == 5 and x[0] in Ops.__members__ and Ops[x[0]] in _EXPR_OPS and
+          isinstance(dtype := _dec_val(x[1]), DType) and isinstance(x[4], list)): raise ValueError("not an expression")
+  return UOp(Ops[x[0]], dtype, tuple(_dec_expr(s, seen) for s in x[4]), _dec_val(x[2]), _dec_val(x[3]))
 
 def _text(x: Any) -> str:
   # json.dumps(_enc(x), separators=(",", ":")) written directly: the json module costs ~3 us a call on a small value (a
@@ -106,6 +120,7 @@ def _dec_val(x: Any, plain: bool = False) -> Any:
   if tag == "f" and isinstance(v, str): return float.fromhex(v)
   if tag in ("t", "l") and isinstance(v, list): return (tuple if tag == "t" else list)(_dec_val(e, plain) for e in v)
   if tag == "s" and isinstance(v, list) and all(isinstance(e, str) for e in v): return frozenset(_dec_val(json.loads(e)) for e in v)
+  if tag == "u": return _dec_expr(v, [0])
   if tag == "d" and len(x) == 3 and isinstance(x[2], list):
     import tinygrad.dtype as dt
     cls = getattr(dt, v, None) if isinstance(v, str) and v.isidentifier() else None

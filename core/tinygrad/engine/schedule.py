@@ -627,7 +627,7 @@ def _disk_store(dkey: tuple, key: UOp, entry: Any) -> None:
     if DEBUG >= 3: print(f"schedule cache: not stored ({e})")
     return
   kpos = {u: i for i, u in enumerate(key.toposort())}
-  if any(kn is not None and kn not in kpos for _, _, kn in items) or any(not isinstance(d, str) for d, _, _ in news): return
+  if any(kn is not None and kn not in kpos for _, _, kn in items) or any(not isinstance(d, str) or type(n) is not int for d, n, _ in news): return
   diskcache_put("schedule", dkey, {"vals": vals, "nodes": nodes, "outs": [[a, i] for a, i in outs], "news": [[d, n, _json(dt)] for d, n, dt in news],
                                    "items": [[pos[ast], [[a, i] for a, i in refs], -1 if kn is None else kpos[kn], dg] for (ast, refs, kn), dg in zip(items, digests)]},
                 version=dkey[2], device=",".join(d[0] for d in dkey[-1]))
