@@ -221,6 +221,49 @@ def test_scatter_reduce_sorted_special_values(monkeypatch, red):
     assert got.dtype == dtypes.float16
     np.testing.assert_array_equal(got.float().numpy(), want)
 
+def test_scatter_reduce_sorted_prod_backward_costs_no_n_times_m_search(monkeypatch):
+  # the sorted scan's "past the first k" mask was an arange, which the gradient pads: the scheduler realizes an arange under
+  # a PAD, and the search's gathers over that same arange became sums over all m indices per step: 163K ops per element at
+  # m = n = 2048 (148 s at 1e5; torch 0.7 s). What is left is the gathers' one-hot backward, a few m per element
+  import tinygrad.mixin.indexing as indexing
+  from tinygrad import GlobalCounters
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  m = 2048
+  rng = np.random.default_rng(5)
+  a, s, w = rng.standard_normal(m).astype(np.float32), (1 + 0.01 * rng.standard_normal(m)).astype(np.float32), rng.standard_normal(m).astype(np.float32)
+  idx = rng.integers(0, m, m)
+  x, src, ti = Tensor(a, requires_grad=True).realize(), Tensor(s, requires_grad=True).realize(), Tensor(idx).realize()
+  tx, tsrc = torch.tensor(a, requires_grad=True), torch.tensor(s, requires_grad=True)
+  GlobalCounters.reset()
+  out = x.scatter_reduce(0, ti, src, "prod")
+  (out * Tensor(w)).sum().backward()
+  Tensor.realize(out, x.grad, src.grad)
+  assert GlobalCounters.global_ops / m < 40000, GlobalCounters.global_ops / m
+  tout = tx.scatter_reduce(0, torch.tensor(idx), tsrc, "prod")
+  (tout * torch.tensor(w)).sum().backward()
+  close(out, tout, atol=1e-5)
+  close(x.grad, tx.grad, atol=1e-4)
+  close(src.grad, tsrc.grad, atol=1e-4)
+
+@pytest.mark.parametrize("red", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("lines,n,m", [(1, 4, 4), (2, 4, 4), (1, 3, 3), (1, 2, 4), (2, 1, 2), (2, 8, 8)])
+def test_scatter_reduce_sorted_keeps_negative_zero(monkeypatch, red, include_self, lines, n, m):
+  # the sorted amax picks each run's max with a gather (a one-hot sum the codegen turns into a load). Beside its gradient
+  # graph's gathers (same sorted index) the one-hot mask of an axis of <= 4 positions was shared enough for the scheduler to
+  # realize it: a real sum starting at +0.0, so a max of -0.0 came out 0.0 (torch -0.0), and the sum read n*m
+  import tinygrad.mixin.indexing as indexing
+  monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  rng = np.random.default_rng(n)
+  sign = 1.0 if red == "amax" else -1.0
+  x = (sign * rng.choice(np.array([-0.0, -1.0, -2.0], np.float32), (lines, n))).astype(np.float32)
+  s = (sign * rng.choice(np.array([-0.0, -1.0, -3.0], np.float32), (lines, m))).astype(np.float32)
+  idx = rng.integers(0, n, (lines, m))
+  want = torch.tensor(x).scatter_reduce(1, torch.tensor(idx), torch.tensor(s), red, include_self=include_self).numpy()
+  got = Tensor(x).scatter_reduce(1, Tensor(idx), Tensor(s), red, include_self=include_self).numpy()
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
 @settings(max_examples=40, deadline=None)
 @given(st.data(), st.sampled_from(["sum", "prod", "mean", "amax", "amin"]), st.booleans(), st.booleans(),
        st.sampled_from([np.float32, np.int32, np.float16, np.bool_]))

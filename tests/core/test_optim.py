@@ -387,6 +387,32 @@ def test_muon_defaults_match_torch():
     topt.step()
   np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=0, atol=1e-4)   # (upstream test_optim's tolerance for Muon)
 
+@pytest.mark.parametrize("shape", [(8, 3), (3, 8), (5, 5)])
+@pytest.mark.parametrize("adjust", ["original", "match_rms_adamw"])
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_muon_matches_torch_with_its_lr_adjustment_given_as_lr(shape, adjust, nesterov):
+  # public tinygrad's Muon (ours) steps every shape with lr; torch.optim.Muon multiplies it by sqrt(max(1, rows/cols))
+  # ("original", its default: a tall weight steps sqrt(rows/cols) times as far) or 0.2*sqrt(max(rows, cols)). Given that
+  # factor in lr the steps agree (weight_decay 0: torch decays with the unadjusted lr); torch's Newton-Schulz runs in bfloat16
+  torch = pytest.importorskip("torch")
+  if not hasattr(torch.optim, "Muon"): pytest.skip("this torch has no torch.optim.Muon (torch >= 2.9)")
+  rows, cols = shape
+  factor = max(1, rows / cols) ** 0.5 if adjust == "original" else 0.2 * max(rows, cols) ** 0.5
+  rng = np.random.default_rng(0)
+  w0, x = rng.standard_normal(shape).astype(np.float32), rng.standard_normal((16, rows)).astype(np.float32)   # (a full-rank gradient)
+  w, tw = Tensor(w0.copy(), requires_grad=True), torch.tensor(w0.copy(), requires_grad=True)
+  opt = Muon([w], lr=0.01 * factor, weight_decay=0.0, nesterov=nesterov)
+  topt = torch.optim.Muon([tw], lr=0.01, weight_decay=0.0, nesterov=nesterov, adjust_lr_fn=adjust)
+  for _ in range(3):
+    opt.zero_grad()
+    G.backward(((Tensor(x) @ w).relu() ** 2).sum())
+    opt.step()
+    topt.zero_grad()
+    ((torch.tensor(x) @ tw).relu() ** 2).sum().backward()
+    topt.step()
+  step, tstep = w.numpy() - w0, tw.detach().numpy() - w0
+  np.testing.assert_allclose(step, tstep, rtol=0, atol=0.02 * np.abs(tstep).max())   # (bfloat16's 8 bits, over 3 steps)
+
 def test_fuse_optim_is_accepted_and_changes_no_value():
   # beautiful_cifar enters Context(FUSE_OPTIM=1) first thing (public tinygrad's one-flat-buffer update: same values)
   from tinygrad.helpers import Context

@@ -94,8 +94,10 @@ def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict
        not _row_local(n, consumers, realizes): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes, explored)))
     if len(realizes) - size > (n in realizes) - was: streams.clear()   # (realizes only grows)
-    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1 and _shared_and_costly(n, consumers, realizes, streams, above):
-      realizes[n] = None
+    # (never a one-hot mask: realized, each reduce over it is a real sum of n*m, not a load, and starts at +0.0, so a picked
+    # -0.0 came out 0.0: a sorted scatter_reduce amax into <= 4 positions, whose gathers share one mask with its gradient's)
+    if n.op in GroupOp.ALU and n not in realizes and len(consumers[n]) > 1 and not _one_hot(n) and \
+       _shared_and_costly(n, consumers, realizes, streams, above): realizes[n] = None
   # an assign whose value reads another assign's target computes the value into a temporary first, so the writes can
   # wait for every read of the old contents (A, B = f(A, B), g(A, B) would otherwise deadlock)
   targets = {base_buffer(n.src[0]): n for n in nodes if n.op is Ops.ASSIGN}

@@ -416,7 +416,6 @@ class IndexingMixin:
     ix = index.transpose(d, -1)
     lines = ix.shape[:-1]
     s, perm = ix.sort(-1)
-    pos = Tensor.arange(m, device=self.device)
     t = Tensor.arange(n, device=self.device)._broadcast_to(lines + (n,))
     def search(right: bool) -> Tensor:   # per target, the number of sorted indices < it (right: <= it)
       lo, hi = Tensor.zeros(*lines, n, dtype=dtypes.int32, device=self.device), Tensor.full(lines + (n,), m, dtype=dtypes.int32, device=self.device)
@@ -436,7 +435,10 @@ class IndexingMixin:
       ident, combine = reduce_identity(op, v.dtype), _combine(op)
       r, k = v.transpose(d, -1).gather(-1, perm), 1
       while k < m:   # r[i] combines r[i-k] of the same run (the sorted index equal); after step k, runs of 2k are done
-        same = (pos >= k) & (s == s.pad(pre + [(k, -k)]))
+        # (past the first k: a padded constant, not an arange. The gradient pads what reads it, and an arange under a PAD is
+        # realized, which left every gather of the search below a sum over the m indices: prod's backward O(n*m*log m),
+        # 148 s at m = n = 1e5)
+        same = Tensor.full(s.shape, True, dtype=dtypes.bool, device=self.device).pad(pre + [(k, -k)], value=False) & (s == s.pad(pre + [(k, -k)]))
         # (realized each step, values and gradient: inlined, step k read step k/2 twice, 2**steps paths per element)
         # (the other run's value masked to the identity inside too: its inf or NaN times a masked-off 0 was a NaN gradient)
         r = same.where(combine(r, same.where(r.pad(pre + [(k, -k)], value=ident), ident)), r).contiguous().contiguous_backward()

@@ -238,7 +238,8 @@ def Muon(params: list[Tensor], lr: float = 0.001, momentum: float = 0.95, weight
          ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315), nesterov: bool = True, device: str | tuple | None = None,
          fused: bool | Any = FUSE_OPTIM) -> LARS:
   """Muon (public tinygrad's and torch.optim.Muon's defaults: lr 0.001, weight decay 0.1): nesterov momentum, then the
-  update orthogonalised by `ns_steps` Newton-Schulz iterations, decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer."""
+  update orthogonalised by `ns_steps` Newton-Schulz iterations, decoupled weight decay. For 2-D (or flattened to (rows, -1)) weights; keep embeddings and biases in another optimizer.
+  As public tinygrad's, lr is not scaled by the shape (torch.optim.Muon's default multiplies it by sqrt(max(1, rows/cols)))."""
   return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device,
               fused=fused)
 
