@@ -476,6 +476,12 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
     if grad_leaves and (g := getattr(self, "_kept", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
       gm.keep_chain(self.uop, g, self._kept_at)
+  def _keep_assign_graph(self, a: UOp) -> None:
+    # its pending assign `a` runs now: the graph its new value was computed from (gradient.realized_assign_graph). Not for
+    # a tensor with requires_grad True (a leaf: an optimizer's parameters, updated in place as under torch's no_grad)
+    if self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
+      from tinygrad.gradient import realized_assign_graph
+      self._kept, self._kept_at = realized_assign_graph(a)
   @property
   def _graph(self) -> UOp | None: return self._kept
   @_graph.setter
@@ -691,6 +697,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       olds = [(t, t.uop) for t in direct + kept]
       for t, old in olds:
         if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
+        elif old.op is Ops.ASSIGN: t._keep_assign_graph(old)
         t._set_uop(results[old])
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
@@ -733,6 +740,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           views = [x for x in xs if _views_buffer(x.uop)]
           for x, u in zip(views, substitute_all([x.uop for x in views], {k: v for k, v in amap.items() if k not in own})): x.uop = u
           xs = [x for x in xs if not _views_buffer(x.uop)]
+        for x in xs:   # (a tensor whose pending assign ran with another one's realize)
+          if x.uop.op is Ops.ASSIGN and x.uop in amap: x._keep_assign_graph(x.uop)
         for x, u in zip(xs, substitute_all([x.uop for x in xs], amap)): x.uop = u
         for t, g in zip(gs, substitute_all([t._graph for t in gs if t._graph is not None], inter) if gs else []): t._kept = g
       # a second tensor of the same frozen graph gets a copy of its value (one buffer for two tensors would alias them)

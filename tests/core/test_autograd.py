@@ -1085,6 +1085,36 @@ def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_gr
   np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
 
+@pytest.mark.parametrize("case", ["iadd", "assign", "slice_iadd", "two_updates", "imul", "by_another_realize", "detach", "leaf_target"])
+def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_graph(case):
+  # the same once the assign ran: realizing it gave the tensor its buffer back with no graph, so the gradient through it
+  # was lost: z = (x*1).realize(); z += x*2; z.realize(); x.grad of sum(z*z) was None, torch 18x. Found by test_grad_fuzz
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, b = np.array([0.5, -2.0, 3.0, 1.5], np.float32), np.array([1.0, 2.0, -1.0, 0.25], np.float32)
+  def run(x, lib):
+    z = (torch.tensor(b) if lib is torch else Tensor(b)) if case == "leaf_target" else (x * 1).clone() if lib is torch else (x * 1).contiguous().realize()
+    done = (lambda t: t.realize()) if lib is Tensor else (lambda t: t)
+    if case == "assign": z.assign(z + x * 2) if lib is Tensor else z.copy_(z + x * 2)
+    elif case == "slice_iadd": z[1:3] += x[1:3] * 2
+    elif case == "imul": z *= x
+    else: z += x * 2
+    if case == "by_another_realize": done(z * 3)
+    else: done(z)
+    if case == "two_updates":
+      z *= x
+      done(z)
+    if case == "leaf_target": held.append(z)   # (its graph reads its own buffer: not kept past the tensor, gradient.keep_chain)
+    if case == "detach": return (z.detach() * x).sum()
+    return (z * z).sum()
+  held: list = []
+  x = Tensor(a, requires_grad=True)
+  run(x, Tensor).backward()
+  tx = torch.tensor(a, requires_grad=True)
+  run(tx, torch).backward()
+  assert x.grad is not None
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
 @pytest.mark.parametrize("update", ["setitem", "iadd"])
 @pytest.mark.parametrize("keep_y", [True, False])
 def test_a_graph_realized_while_an_assign_into_what_it_read_is_pending_passes_the_gradient_on(update, keep_y):
