@@ -15,6 +15,7 @@ from tinygrad.uop.ops import UOp, substitute_all, reduce_identity
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, sum_acc_dtype
 from tinygrad.helpers import argsort
+from tinygrad.engine.buffers import reshape_base, reshape_chain
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
 
@@ -230,10 +231,6 @@ def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
   return (g.src[0],) + (None,) * (len(ret.src) - 1) if ret.arg is None else g.src
 
 def _flat(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
-def _chain(u: UOp) -> list[UOp]:   # u and the nodes under it through RESHAPEs
-  out = [u]
-  while u.op is Ops.RESHAPE: out.append(u := u.src[0])
-  return out
 def _target_grad(u: UOp, grads: dict[UOp, UOp]) -> UOp | None:
   """The gradient of target `u` from `grads` (its shards' for a multi-device target); None when it gets none."""
   if u.op is not Ops.MULTI: return grads.get(u)
@@ -427,13 +424,9 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int]:
   if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
   want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
   if want.isdisjoint(ns) and not any(k in ns for k in list(KEPT_CHAIN)): return g, write_epoch[0]
-  subs, b = {t: old}, _base(t)
+  subs, b = {t: old}, reshape_base(t)
   if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = old.reshape(b.shape)
   return g.substitute(subs), at
-
-def _base(u: UOp) -> UOp:
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
@@ -446,7 +439,7 @@ def keep_chain(u: UOp, g: UOp, at: int) -> None:
   from tinygrad.tensor import grad_leaves
   want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
   # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
-  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t))}
+  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t))}
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
     if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
@@ -478,7 +471,7 @@ class _Realized:
     need: set[UOp] = set()
     # (and through the graph a pending assign's target was computed from, which expand reads it through: a graph kept
     # before the assign that reads the target, y = z * 2 + 1 realized with z[0] = v pending, lost z's gradient to t)
-    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t)) if r not in self.graphs}
+    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t)) if r not in self.graphs}
     keys = frozenset(graphs)
     for r, g in graphs.items():
       if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
@@ -516,8 +509,7 @@ class _Realized:
         # (the target, and for a reshape of a buffer, a realized tensor's usual form, the buffer, which a view assign's merge
         # reads: z[1::2] += v left z[0]'s old value a read of the buffer itself)
         t, g, at = rec
-        b = t
-        while b.op is Ops.RESHAPE: b = b.src[0]
+        b = reshape_base(t)
         for r, rg in ((t, g), (b, g.reshape(b.shape))) if b is not t and b.op is Ops.BUFFER and b.size == t.size else ((t, g),):
           if r in self.graphs: continue
           self.graphs[r], self.old_at[r] = rg, at
@@ -625,10 +617,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   # with a kept graph, the stand-in t's expansion made when it read it: looked up, not expanded with the others (expanding
   # each kept loss's graph, of a training loop that logs them, made every step slower than the last). The rest are
   # expanded with t's graph (their pending assigns give realized targets old graphs, ASSIGNED_OVER, which t's graph reads)
-  def realized(u: UOp) -> bool:
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    return u.op is Ops.BUFFER
-  rest = [x for x in cands if not realized(x.uop)]
+  rest = [x for x in cands if reshape_base(x.uop).op is not Ops.BUFFER]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in rest)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   rest_us, old = _before_updates(rest, list(sink.src[1:]), nodes)
@@ -637,7 +626,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
     # a realized tensor's node in t's expanded graph, else None (a stand-in no expansion made is no node of it; no buffer
     # holds a pending update: nothing to check)
     kept = False
-    for n in _chain(u):
+    for n in reshape_chain(u):
       if n in ex.graphs:
         if n not in ex.wrap: return None
         kept = True

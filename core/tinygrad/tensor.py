@@ -7,7 +7,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
 from tinygrad.helpers import TRAINING, CHECK_LAZY_INDEX, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
-from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
+from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, reshape_base, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
@@ -146,10 +146,9 @@ def live_tensors() -> list[Tensor]:
   with _registry_lock: refs = list(all_tensors)
   return [t for r in refs if (t := r()) is not None and hasattr(t, "uop")]   # one still in its __init__ has no graph yet
 def _realized(t: Tensor) -> bool:
-  # a realized tensor of its own: its buffer, or a reshape of it (an n-d tensor's form), and no view of another tensor
-  u = t.uop
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u.op is Ops.BUFFER and t._view_of is None
+  # a realized tensor of its own: its buffer, or a reshape of it (an n-d tensor's form), and no view of another tensor.
+  # (not base_buffer: a symbolic-shaped tensor's prefix SHRINK of its buffer stays in maybe_lazy, as it always has)
+  return reshape_base(t.uop).op is Ops.BUFFER and t._view_of is None
 def lazy_tensors() -> list[Tensor]:
   """Every live, fully built Tensor but the realized ones of their own (`_realized`: views of buffers are included): what
   the walks of a realize over the live graphs need, from an index (`maybe_lazy`), in a time of the lazy tensors' number,
@@ -1171,8 +1170,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes(snapshot)   # gathered onto the first device (see _assigned_with)
-    b = self.uop
-    while b.op is Ops.RESHAPE: b = b.src[0]
+    b = reshape_base(self.uop)
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
     if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return _host_view(buf, snapshot)
     while b.op in GroupOp.Movement: b = b.src[0]
