@@ -822,6 +822,20 @@ def test_a_loop_of_realizes_keeps_memory_flat_without_a_tensor_to_train():
   assert other.requires_grad
 
 @needs_tensor
+def test_only_a_tensor_that_keeps_a_graph_pays_for_a_finalizer():
+  # the hook that keeps a dead realized tensor's graph (the loop above) was a Tensor.__del__: a call at every tensor's death,
+  # every lazy intermediate of every program. Only a tensor with a kept graph has it now, and it still keeps the chain
+  Tensor = _bind()
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  lazy, plain = w * 2, Tensor([1.0, 2.0]).realize()
+  assert not hasattr(type(lazy), "__del__") and not hasattr(type(plain), "__del__")
+  Y = (w * 3).realize()
+  assert hasattr(type(Y), "__del__") and isinstance(Y, Tensor) and Y._graph is not None
+  Y = (Y * w).realize()   # (the first Y dies: its graph is kept while this one's reads its buffer)
+  Y.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [6.0, 12.0])   # (3 w^2; [3, 6] without the first Y's graph)
+
+@needs_tensor
 def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
   # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
