@@ -346,6 +346,7 @@ def _is_path(x: Any) -> bool:
 def _load_tensor(u: UOp, requires_grad: bool | None, grad: Tensor | None) -> Tensor:
   t = Tensor(u)
   t._requires_grad, t.grad = requires_grad, grad
+  if grad is not None: _note_grad(t)   # (an implicit one stays lazy, as before the pickle: _readers_of)
   return t
 
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
