@@ -175,6 +175,17 @@ def _check_lazy_index() -> None:
     if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and not _realized(t)]): return
     if again: time.sleep(0.02)
   raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
+def _check_grad_index() -> None:
+  # every live tensor with a gradient and requires_grad None must be in grad_holders: one missed has its implicit gradient
+  # computed by the next update's realize as a reader (silently: a training step computing every intermediate's gradient)
+  for again in (True, False):
+    with _registry_lock: every, held = list(all_tensors), list(grad_holders)
+    indexed = {id(r) for r in held}
+    missed = [t for r in every if id(r) not in indexed and (t := r()) is not None and hasattr(t, "uop") and t.grad is not None and t._requires_grad is None]
+    if not missed: return
+    if again: time.sleep(0.02)   # (another thread may be between setting a .grad and _note_grad)
+  raise RuntimeError(f"internal: the grad_holders index missed {len(missed)} live tensor(s) with an implicit .grad, e.g. {missed[0].shape} "
+                     f"{missed[0].dtype}: call _note_grad where the .grad is set")
 def _relazy(t: Tensor) -> None:
   # (after the graph is set: a walk that saw the old buffer checks again under the lock before it drops the tensor)
   with _registry_lock: maybe_lazy[t._ref] = None
@@ -950,6 +961,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     cands, live = [], lazy_tensors()
     # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
     # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
+    if CHECK_LAZY_INDEX: _check_grad_index()
     with _registry_lock: holders = list(grad_holders)
     implicit = {id(t.grad) for r in holders if (t := r()) is not None and t.grad is not None and t.requires_grad is None}
     # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)

@@ -836,6 +836,19 @@ def test_only_a_tensor_that_keeps_a_graph_pays_for_a_finalizer():
   np.testing.assert_allclose(w.grad.numpy(), [6.0, 12.0])   # (3 w^2; [3, 6] without the first Y's graph)
 
 @needs_tensor
+def test_the_check_mode_finds_an_implicit_gradient_missing_from_its_index():
+  # CHECK_LAZY_INDEX (the test suite's) checks grad_holders too: a .grad of a requires_grad=None tensor set where nothing
+  # noted it is computed early by the next update, as a reader, instead of staying lazy; the check raises there
+  Tensor = _bind()
+  from tinygrad.helpers import Context
+  x, w = Tensor([1.0, 2.0]).realize(), Tensor([1.0, 1.0]).contiguous().realize()
+  x.grad = w * 2   # (not through backward: not in the index)
+  with Context(CHECK_LAZY_INDEX=1), pytest.raises(RuntimeError, match="grad_holders"):
+    w += 1
+    w.realize()
+  x.grad = None
+
+@needs_tensor
 def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
   # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
