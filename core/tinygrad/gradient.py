@@ -415,7 +415,7 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int]:
   target is read as its buffer, which the assign overwrites: the gradient passes it, and one that needs its old value
   raises (_Realized._stale). Without this, the realized tensor kept no graph and the gradient through it was lost."""
   from tinygrad.tensor import write_epoch, grad_leaves
-  o, rep = a.src[0], {}
+  o, rep = a.src[0], dict[UOp, UOp]()
   for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
     if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
   g = rep[a]
