@@ -407,17 +407,21 @@ def _written_at(n: UOp) -> int:
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
 
-def realized_assign_graph(a: UOp) -> tuple[UOp, int]:
+def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
   """The graph a tensor whose pending assign `a` (its node before the realize that runs it) now holds the result of keeps,
   with the Tensor.write_epoch it is kept at: the assign's value, where an earlier pending assign of the same target is read
   as its value and the target's old value through the graph that was computed from (ASSIGNED_OVER), when that graph
   reaches a tensor that wants a gradient (a loop's `acc += v; acc.realize()` would hold every step's graph). Else the
   target is read as its buffer, which the assign overwrites: the gradient passes it, and one that needs its old value
-  raises (_Realized._stale). Without this, the realized tensor kept no graph and the gradient through it was lost."""
+  raises (_Realized._stale). Without this, the realized tensor kept no graph and the gradient through it was lost.
+  None (nothing kept) while no tensor has requires_grad=True, as keep_chain: an inference loop's KV-cache writes keep none."""
   from tinygrad.tensor import write_epoch, grad_leaves
-  o, rep = a.src[0], dict[UOp, UOp]()
-  for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
-    if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
+  if not grad_leaves: return None
+  o, rep = a.src[0], {a: a.src[1]}
+  if any(p.src[0] is o for p in list(SUPERSEDED)):   # (an earlier pending assign of o: walked only then)
+    rep.clear()
+    for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
+      if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
   g = rep[a]
   if (rec := ASSIGNED_OVER.get(a)) is None: return g, write_epoch[0]
   t, old, at = rec

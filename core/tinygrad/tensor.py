@@ -494,7 +494,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     # a tensor with requires_grad True (a leaf: an optimizer's parameters, updated in place as under torch's no_grad)
     if self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
       from tinygrad.gradient import realized_assign_graph
-      self._kept, self._kept_at = realized_assign_graph(a)
+      if (kg := realized_assign_graph(a)) is not None: self._kept, self._kept_at = kg
   @property
   def _graph(self) -> UOp | None: return self._kept_g
   @_graph.setter

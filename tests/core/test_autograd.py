@@ -1112,7 +1112,8 @@ def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_gr
   np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
 
-@pytest.mark.parametrize("case", ["iadd", "assign", "slice_iadd", "two_updates", "imul", "by_another_realize", "detach", "leaf_target"])
+@pytest.mark.parametrize("case", ["iadd", "assign", "slice_iadd", "two_updates", "two_pending", "imul", "by_another_realize", "detach",
+                                  "leaf_target"])
 def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_graph(case):
   # the same once the assign ran: realizing it gave the tensor its buffer back with no graph, so the gradient through it
   # was lost: z = (x*1).realize(); z += x*2; z.realize(); x.grad of sum(z*z) was None, torch 18x. Found by test_grad_fuzz
@@ -1126,6 +1127,7 @@ def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_g
     elif case == "slice_iadd": z[1:3] += x[1:3] * 2
     elif case == "imul": z *= x
     else: z += x * 2
+    if case == "two_pending": z *= x   # (realized with the first: its value reads the first's)
     if case == "by_another_realize": done(z * 3)
     else: done(z)
     if case == "two_updates":
