@@ -15,6 +15,7 @@ from tinygrad.uop.ops import UOp, substitute_all, reduce_identity
 from tinygrad.uop.upat import UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, sum_acc_dtype
 from tinygrad.helpers import argsort
+from tinygrad.engine.buffers import reshape_base, reshape_chain
 if TYPE_CHECKING:
   from tinygrad.tensor import Tensor
 
@@ -230,10 +231,6 @@ def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
   return (g.src[0],) + (None,) * (len(ret.src) - 1) if ret.arg is None else g.src
 
 def _flat(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
-def _chain(u: UOp) -> list[UOp]:   # u and the nodes under it through RESHAPEs
-  out = [u]
-  while u.op is Ops.RESHAPE: out.append(u := u.src[0])
-  return out
 def _target_grad(u: UOp, grads: dict[UOp, UOp]) -> UOp | None:
   """The gradient of target `u` from `grads` (its shards' for a multi-device target); None when it gets none."""
   if u.op is not Ops.MULTI: return grads.get(u)
@@ -384,7 +381,7 @@ def _live_tensors() -> list[Tensor]:
   reg = getattr(tensor_mod, "all_tensors", None)
   if reg is not None: return [x for x in (r() if isinstance(r, weakref.ref) else r for r in list(reg)) if x is not None]
   T = tensor_mod.Tensor
-  return [o for o in gc.get_objects() if type(o) is T]
+  return [o for o in gc.get_objects() if isinstance(o, T)]
 
 def is_const(u: UOp) -> bool:
   """A broadcast constant (CONST under movement ops): one hash-consed node per value, so autograd leaves it out."""
@@ -410,9 +407,30 @@ def _written_at(n: UOp) -> int:
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
 
-def _base(u: UOp) -> UOp:
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u
+def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
+  """The graph a tensor whose pending assign `a` (its node before the realize that runs it) now holds the result of keeps,
+  with the Tensor.write_epoch it is kept at: the assign's value, where an earlier pending assign of the same target is read
+  as its value and the target's old value through the graph that was computed from (ASSIGNED_OVER), when that graph
+  reaches a tensor that wants a gradient (a loop's `acc += v; acc.realize()` would hold every step's graph). Else the
+  target is read as its buffer, which the assign overwrites: the gradient passes it, and one that needs its old value
+  raises (_Realized._stale). Without this, the realized tensor kept no graph and the gradient through it was lost.
+  None (nothing kept) while no tensor has requires_grad=True, as keep_chain: an inference loop's KV-cache writes keep none."""
+  from tinygrad.tensor import write_epoch, grad_leaves
+  if not grad_leaves: return None
+  o, rep = a.src[0], {a: a.src[1]}
+  if any(p.src[0] is o for p in list(SUPERSEDED)):   # (an earlier pending assign of o: walked only then)
+    rep.clear()
+    for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
+      if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
+  g = rep[a]
+  if (rec := ASSIGNED_OVER.get(a)) is None: return g, write_epoch[0]
+  t, old, at = rec
+  if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
+  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  if want.isdisjoint(ns) and not any(k in ns for k in list(KEPT_CHAIN)): return g, write_epoch[0]
+  subs, b = {t: old}, reshape_base(t)
+  if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = old.reshape(b.shape)
+  return g.substitute(subs), at
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
@@ -425,7 +443,7 @@ def keep_chain(u: UOp, g: UOp, at: int) -> None:
   from tinygrad.tensor import grad_leaves
   want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
   # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
-  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t))}
+  if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t))}
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
     if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
@@ -457,7 +475,7 @@ class _Realized:
     need: set[UOp] = set()
     # (and through the graph a pending assign's target was computed from, which expand reads it through: a graph kept
     # before the assign that reads the target, y = z * 2 + 1 realized with z[0] = v pending, lost z's gradient to t)
-    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, _base(t)) if r not in self.graphs}
+    graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t)) if r not in self.graphs}
     keys = frozenset(graphs)
     for r, g in graphs.items():
       if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
@@ -495,8 +513,7 @@ class _Realized:
         # (the target, and for a reshape of a buffer, a realized tensor's usual form, the buffer, which a view assign's merge
         # reads: z[1::2] += v left z[0]'s old value a read of the buffer itself)
         t, g, at = rec
-        b = t
-        while b.op is Ops.RESHAPE: b = b.src[0]
+        b = reshape_base(t)
         for r, rg in ((t, g), (b, g.reshape(b.shape))) if b is not t and b.op is Ops.BUFFER and b.size == t.size else ((t, g),):
           if r in self.graphs: continue
           self.graphs[r], self.old_at[r] = rg, at
@@ -604,10 +621,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   # with a kept graph, the stand-in t's expansion made when it read it: looked up, not expanded with the others (expanding
   # each kept loss's graph, of a training loop that logs them, made every step slower than the last). The rest are
   # expanded with t's graph (their pending assigns give realized targets old graphs, ASSIGNED_OVER, which t's graph reads)
-  def realized(u: UOp) -> bool:
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    return u.op is Ops.BUFFER
-  rest = [x for x in cands if not realized(x.uop)]
+  rest = [x for x in cands if reshape_base(x.uop).op is not Ops.BUFFER]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in rest)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   rest_us, old = _before_updates(rest, list(sink.src[1:]), nodes)
@@ -616,7 +630,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
     # a realized tensor's node in t's expanded graph, else None (a stand-in no expansion made is no node of it; no buffer
     # holds a pending update: nothing to check)
     kept = False
-    for n in _chain(u):
+    for n in reshape_chain(u):
       if n in ex.graphs:
         if n not in ex.wrap: return None
         kept = True

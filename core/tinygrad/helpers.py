@@ -159,8 +159,9 @@ CI = os.getenv("CI", "") != ""               # running under continuous integrat
 # sparse_categorical_crossentropy but their ignore_index) are checked against the dimension size and an out-of-range one
 # raises IndexError; this realizes the index tensor (a device sync). Off (default, as public tinygrad): out-of-range reads give 0
 CHECK_OOB = ContextVar("CHECK_OOB", 0)
-# 1: each walk over the live tensors that may hold a graph (tensor.lazy_tensors, an index kept as they are rebound) also
-# walks every live tensor and raises if the index missed one (the test suite sets it: a miss is a silently stale value)
+# 1: each walk over the live tensors that may hold a graph (tensor.lazy_tensors, an index kept as they are rebound), and
+# each over those with an implicit gradient (tensor.grad_holders), also walks every live tensor and raises if the index
+# missed one (the test suite sets it: a miss is a silently stale value, or an implicit gradient computed early)
 CHECK_LAZY_INDEX = ContextVar("CHECK_LAZY_INDEX", 0)
 # seconds a tinygrad.distributed collective may wait for the other ranks before it aborts the job (a rank died or hangs)
 DIST_TIMEOUT = ContextVar("TINYGRAD_DIST_TIMEOUT", 300.0)

@@ -7,7 +7,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, buffers_reached, sym_infer, smax, ssimplify, sym_vars, sint, sint_eq, all_bound, BroadcastError, shape_str, vals_str
 from tinygrad.dtype import DType, dtypes, ConstType, to_dtype, least_upper_dtype, least_upper_float, truncate_int, NO_NUMPY, uint_of_size
 from tinygrad.helpers import TRAINING, CHECK_LAZY_INDEX, ContextVar, prod, argfix, ceildiv, all_int, engine_locked, leaf_lock, GlobalCounters as GC
-from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, check_storable
+from tinygrad.engine.buffers import new_buffer, buffer_of, has_buffer, base_buffer, reshape_base, check_storable
 from tinygrad.mixin.disk import is_disk
 from tinygrad.mixin.common import _canon_device, _broadcast_shape, _flatten_py, _check_int, _pack, _check_shape, _round_to, _is_scalar, _is_np_scalar, _whole_int
 from tinygrad.mixin.common import AxisError, ArgumentError, AssertedArgumentError, EmptyReductionError, IntDivisionByZeroError, OpDTypeError  # noqa: F401 (public, importable from here)
@@ -146,10 +146,9 @@ def live_tensors() -> list[Tensor]:
   with _registry_lock: refs = list(all_tensors)
   return [t for r in refs if (t := r()) is not None and hasattr(t, "uop")]   # one still in its __init__ has no graph yet
 def _realized(t: Tensor) -> bool:
-  # a realized tensor of its own: its buffer, or a reshape of it (an n-d tensor's form), and no view of another tensor
-  u = t.uop
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u.op is Ops.BUFFER and t._view_of is None
+  # a realized tensor of its own: its buffer, or a reshape of it (an n-d tensor's form), and no view of another tensor.
+  # (not base_buffer: a symbolic-shaped tensor's prefix SHRINK of its buffer stays in maybe_lazy, as it always has)
+  return reshape_base(t.uop).op is Ops.BUFFER and t._view_of is None
 def lazy_tensors() -> list[Tensor]:
   """Every live, fully built Tensor but the realized ones of their own (`_realized`: views of buffers are included): what
   the walks of a realize over the live graphs need, from an index (`maybe_lazy`), in a time of the lazy tensors' number,
@@ -176,6 +175,17 @@ def _check_lazy_index() -> None:
     if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and not _realized(t)]): return
     if again: time.sleep(0.02)
   raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
+def _check_grad_index() -> None:
+  # every live tensor with a gradient and requires_grad None must be in grad_holders: one missed has its implicit gradient
+  # computed by the next update's realize as a reader (silently: a training step computing every intermediate's gradient)
+  for again in (True, False):
+    with _registry_lock: every, held = list(all_tensors), list(grad_holders)
+    indexed = {id(r) for r in held}
+    missed = [t for r in every if id(r) not in indexed and (t := r()) is not None and hasattr(t, "uop") and t.grad is not None and t._requires_grad is None]
+    if not missed: return
+    if again: time.sleep(0.02)   # (another thread may be between setting a .grad and _note_grad)
+  raise RuntimeError(f"internal: the grad_holders index missed {len(missed)} live tensor(s) with an implicit .grad, e.g. {missed[0].shape} "
+                     f"{missed[0].dtype}: call _note_grad where the .grad is set")
 def _relazy(t: Tensor) -> None:
   # (after the graph is set: a walk that saw the old buffer checks again under the lock before it drops the tensor)
   with _registry_lock: maybe_lazy[t._ref] = None
@@ -196,7 +206,7 @@ graph_epoch = [0]
 # (Tensor._graph) its own time, so backward knows a kept graph read a buffer an update overwrote since (gradient._Realized)
 write_epoch = [0]
 # the tensors with requires_grad=True, by id (weakly): a realized tensor's graph with one below outlives the tensor while
-# another graph reads its buffer (gradient.KEPT_CHAIN, Tensor.__del__)
+# another graph reads its buffer (gradient.KEPT_CHAIN, _GraphKeeper.__del__)
 grad_leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 def _stamp_writes(assigns: Any) -> None:
   write_epoch[0] += 1
@@ -347,6 +357,7 @@ def _is_path(x: Any) -> bool:
 def _load_tensor(u: UOp, requires_grad: bool | None, grad: Tensor | None) -> Tensor:
   t = Tensor(u)
   t._requires_grad, t.grad = requires_grad, grad
+  if grad is not None: _note_grad(t)   # (an implicit one stays lazy, as before the pickle: _readers_of)
   return t
 
 class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, reduce.ReduceMixin, movement.MovementMixin, indexing.IndexingMixin,
@@ -362,7 +373,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   _in_shards = 0   # inside _realize_multi's realize of the shards
   _readers_done: frozenset = frozenset()   # its readers' shards: every live graph reads their buffers after that realize
   _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "_ref",
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept_g", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "_ref",
                "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
@@ -375,7 +386,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
-    self._kept: UOp | None = None
+    self._kept_g: UOp | None = None   # (the slot itself: the _kept setter's check is for graphs, not every new tensor)
     self._kept_at = 0
     self._virtual = False
     self._bits_of: Tensor | None = None
@@ -471,13 +482,21 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
 
-  def __del__(self) -> None:
-    # a realized tensor's kept graph outlives it while another kept graph reads its buffer, where a requires_grad=True
-    # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
-    if grad_leaves and (g := getattr(self, "_kept", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
-      gm.keep_chain(self.uop, g, self._kept_at)
   @property
-  def _graph(self) -> UOp | None: return self._kept
+  def _kept(self) -> UOp | None: return self._kept_g
+  @_kept.setter
+  def _kept(self, g: UOp | None) -> None:
+    self._kept_g = g
+    # (a tensor that keeps a graph gets the __del__ that may keep it longer: on Tensor, every tensor's death paid a call)
+    if g is not None and self.__class__ is Tensor: self.__class__ = _GraphKeeper
+  def _keep_assign_graph(self, a: UOp) -> None:
+    # its pending assign `a` runs now: the graph its new value was computed from (gradient.realized_assign_graph). Not for
+    # a tensor with requires_grad True (a leaf: an optimizer's parameters, updated in place as under torch's no_grad)
+    if self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
+      from tinygrad.gradient import realized_assign_graph
+      if (kg := realized_assign_graph(a)) is not None: self._kept, self._kept_at = kg
+  @property
+  def _graph(self) -> UOp | None: return self._kept_g
   @_graph.setter
   def _graph(self, g: UOp | None) -> None:
     # (kept now: it read the buffers as they are at this write_epoch; a rewrite of the same graph sets _kept itself)
@@ -691,6 +710,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       olds = [(t, t.uop) for t in direct + kept]
       for t, old in olds:
         if t.requires_grad is not False and dtypes.is_float(t.dtype) and old.op is not Ops.ASSIGN: t._graph = old
+        elif old.op is Ops.ASSIGN: t._keep_assign_graph(old)
         t._set_uop(results[old])
         # a view realized into a copy of its own no longer writes into its base (one realized as the base's buffer still does)
         if t._view_of is not None and base_buffer(t.uop) is not base_buffer(t._view_of.uop): copies.append((t, old))
@@ -733,6 +753,8 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           views = [x for x in xs if _views_buffer(x.uop)]
           for x, u in zip(views, substitute_all([x.uop for x in views], {k: v for k, v in amap.items() if k not in own})): x.uop = u
           xs = [x for x in xs if not _views_buffer(x.uop)]
+        for x in xs:   # (a tensor whose pending assign ran with another one's realize)
+          if x.uop.op is Ops.ASSIGN and x.uop in amap: x._keep_assign_graph(x.uop)
         # (only the graphs that may hold a node of the map: one holding a node reads that node's buffers. Walking them all
         # made every realize cost the size of every live lazy graph)
         reached = [kr for k in amap if (kr := buffers_reached(k))]
@@ -946,6 +968,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     cands, live = [], lazy_tensors()
     # (not the gradient backward() gave a tensor that did not ask for one, requires_grad None: an input's or an
     # intermediate's, which torch does not compute; it stays lazy, so a training step does not compute them all)
+    if CHECK_LAZY_INDEX: _check_grad_index()
     with _registry_lock: holders = list(grad_holders)
     implicit = {id(t.grad) for r in holders if (t := r()) is not None and t.grad is not None and t.requires_grad is None}
     # (the lazy ones, of the devices asked for, are walked too: one that reads an old value is marked gone below)
@@ -1176,8 +1199,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       from tinygrad.mixin.disk import disk_bytes
       return disk_bytes(self)
     if self.uop.op is Ops.MULTI: return self.to(self.device[0])._host_bytes(snapshot)   # gathered onto the first device (see _assigned_with)
-    b = self.uop
-    while b.op is Ops.RESHAPE: b = b.src[0]
+    b = reshape_base(self.uop)
     # a realized buffer (the usual read, as a jitted call's outputs): its bytes, with nothing to realize
     if b.op is Ops.BUFFER and not self._virtual and has_buffer(b) and (buf := buffer_of(b)).is_allocated(): return _host_view(buf, snapshot)
     while b.op in GroupOp.Movement: b = b.src[0]
@@ -1927,6 +1949,15 @@ for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
   if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
   elif isinstance(_attr, types.FunctionType): setattr(Tensor, _name, _int_args(_attr))
 # activations, norms, softmax and attention build their graphs once per shape and copy them after (mixin/graphcache.py)
+class _GraphKeeper(Tensor):
+  """A Tensor that has kept the graph it was computed from (Tensor._kept): the same tensor, with a __del__."""
+  __slots__ = ()
+  def __del__(self) -> None:
+    # a realized tensor's kept graph outlives it while another kept graph reads its buffer, where a requires_grad=True
+    # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
+    if grad_leaves and (g := getattr(self, "_kept_g", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
+      gm.keep_chain(self.uop, g, self._kept_at)
+
 from tinygrad.mixin import graphcache  # noqa: E402
 graphcache.install(Tensor)
 

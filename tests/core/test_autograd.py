@@ -822,6 +822,33 @@ def test_a_loop_of_realizes_keeps_memory_flat_without_a_tensor_to_train():
   assert other.requires_grad
 
 @needs_tensor
+def test_only_a_tensor_that_keeps_a_graph_pays_for_a_finalizer():
+  # the hook that keeps a dead realized tensor's graph (the loop above) was a Tensor.__del__: a call at every tensor's death,
+  # every lazy intermediate of every program. Only a tensor with a kept graph has it now, and it still keeps the chain
+  Tensor = _bind()
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  lazy, plain = w * 2, Tensor([1.0, 2.0]).realize()
+  assert not hasattr(type(lazy), "__del__") and not hasattr(type(plain), "__del__")
+  Y = (w * 3).realize()
+  assert hasattr(type(Y), "__del__") and isinstance(Y, Tensor) and Y._graph is not None
+  Y = (Y * w).realize()   # (the first Y dies: its graph is kept while this one's reads its buffer)
+  Y.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [6.0, 12.0])   # (3 w^2; [3, 6] without the first Y's graph)
+
+@needs_tensor
+def test_the_check_mode_finds_an_implicit_gradient_missing_from_its_index():
+  # CHECK_LAZY_INDEX (the test suite's) checks grad_holders too: a .grad of a requires_grad=None tensor set where nothing
+  # noted it is computed early by the next update, as a reader, instead of staying lazy; the check raises there
+  Tensor = _bind()
+  from tinygrad.helpers import Context
+  x, w = Tensor([1.0, 2.0]).realize(), Tensor([1.0, 1.0]).contiguous().realize()
+  x.grad = w * 2   # (not through backward: not in the index)
+  with Context(CHECK_LAZY_INDEX=1), pytest.raises(RuntimeError, match="grad_holders"):
+    w += 1
+    w.realize()
+  x.grad = None
+
+@needs_tensor
 def test_backward_after_an_update_overwrote_what_the_graph_read_raises():
   # y = (x*x).sum() realized, then x overwritten (an assign, an optimizer step): the kept graph's gradient 2*x read x's
   # new buffer (10 for [2, 4, 6]); torch raises "modified by an inplace operation". A gradient that needs no old value
@@ -1084,6 +1111,38 @@ def test_gradient_through_a_pending_assign_into_a_realized_tensor_reaches_its_gr
   want = run(tx, (tx * tx * 2).clone())
   np.testing.assert_allclose(got.gradient(x)[0].numpy(), torch.autograd.grad(want, tx)[0].numpy(), rtol=1e-6)
   np.testing.assert_allclose(got.numpy(), want.item(), rtol=1e-6)
+
+@pytest.mark.parametrize("case", ["iadd", "assign", "slice_iadd", "two_updates", "two_pending", "imul", "by_another_realize", "detach",
+                                  "leaf_target"])
+def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_graph(case):
+  # the same once the assign ran: realizing it gave the tensor its buffer back with no graph, so the gradient through it
+  # was lost: z = (x*1).realize(); z += x*2; z.realize(); x.grad of sum(z*z) was None, torch 18x. Found by test_grad_fuzz
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a, b = np.array([0.5, -2.0, 3.0, 1.5], np.float32), np.array([1.0, 2.0, -1.0, 0.25], np.float32)
+  def run(x, lib):
+    z = (torch.tensor(b) if lib is torch else Tensor(b)) if case == "leaf_target" else (x * 1).clone() if lib is torch else (x * 1).contiguous().realize()
+    done = (lambda t: t.realize()) if lib is Tensor else (lambda t: t)
+    if case == "assign": z.assign(z + x * 2) if lib is Tensor else z.copy_(z + x * 2)
+    elif case == "slice_iadd": z[1:3] += x[1:3] * 2
+    elif case == "imul": z *= x
+    else: z += x * 2
+    if case == "two_pending": z *= x   # (realized with the first: its value reads the first's)
+    if case == "by_another_realize": done(z * 3)
+    else: done(z)
+    if case == "two_updates":
+      z *= x
+      done(z)
+    if case == "leaf_target": held.append(z)   # (its graph reads its own buffer: not kept past the tensor, gradient.keep_chain)
+    if case == "detach": return (z.detach() * x).sum()
+    return (z * z).sum()
+  held: list = []
+  x = Tensor(a, requires_grad=True)
+  run(x, Tensor).backward()
+  tx = torch.tensor(a, requires_grad=True)
+  run(tx, torch).backward()
+  assert x.grad is not None
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
 @pytest.mark.parametrize("update", ["setitem", "iadd"])
 @pytest.mark.parametrize("keep_y", [True, False])

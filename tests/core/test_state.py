@@ -461,6 +461,20 @@ def test_pickle_tensor_is_its_value_alone():
   t2 = pickle.loads(pickle.dumps(t))
   assert t2.tolist() == [1.0, 2.0, 3.0] and t2.requires_grad is True and t2.grad.tolist() == [0.5, 0.5, 0.5] and v.tolist() == [2.0, 3.0]
 
+def test_pickle_keeps_an_implicit_gradient_lazy_as_the_original_one():
+  # a gradient backward() gave a requires_grad=None tensor stays lazy through an update (never computed: torch has none),
+  # and one that read the old values raises when read. Unpickled, the tensor was missing from the index of such gradients
+  # (grad_holders), so the update computed it early: [1, 1, 1] where the original raises
+  import pickle
+  x = Tensor([1.0, 2.0, 3.0]).realize()
+  w = Tensor([1.0, 1.0, 1.0], requires_grad=True).realize()
+  (x * w * w).sum().backward()
+  x2, w2 = pickle.loads(pickle.dumps((x, w)))
+  for a, b in ((x, w), (x2, w2)):
+    b += 1
+    b.realize()
+    with pytest.raises(RuntimeError, match="did not ask for one"): a.grad.tolist()
+
 def test_pickle_tensors_out_of_band():
   # protocol 5 passes a buffer's bytes out of band (buffer_callback) and in band; each buffer handed to loads is copied in
   # and let go, not held until the whole load ends (peak: one buffer, not all of them)

@@ -63,10 +63,21 @@ def buffer_if_any(u: UOp) -> Buffer | None:
 
 def has_buffer(u: UOp) -> bool: return "_buf" in u.__dict__
 
+def reshape_base(u: UOp) -> UOp:
+  """The node under u's RESHAPEs (u itself without one): a realized tensor's BUFFER, seen through its shape."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
+
+def reshape_chain(u: UOp) -> list[UOp]:
+  """u and each node under it through RESHAPEs, down to reshape_base(u)."""
+  out = [u]
+  while u.op is Ops.RESHAPE: out.append(u := u.src[0])
+  return out
+
 def base_buffer(u: UOp) -> UOp | None:
   """The BUFFER under a chain of RESHAPEs (and the prefix SHRINK of a symbolic-shaped tensor, which is realized into a
   buffer of its largest size) that keep it contiguous, else None."""
-  while u.op is Ops.RESHAPE: u = u.src[0]
+  u = reshape_base(u)
   if u.op is Ops.SHRINK and len(u.arg) == 1 and isinstance(u.arg[0][1], UOp) and u.arg[0][0] == 0 and u.src[0].op is Ops.BUFFER: u = u.src[0]
   return u if u.op is Ops.BUFFER else None
 
