@@ -381,7 +381,7 @@ def _live_tensors() -> list[Tensor]:
   reg = getattr(tensor_mod, "all_tensors", None)
   if reg is not None: return [x for x in (r() if isinstance(r, weakref.ref) else r for r in list(reg)) if x is not None]
   T = tensor_mod.Tensor
-  return [o for o in gc.get_objects() if isinstance(o, T)]
+  return [o for o in gc.get_objects() if type(o) is T]
 
 def is_const(u: UOp) -> bool:
   """A broadcast constant (CONST under movement ops): one hash-consed node per value, so autograd leaves it out."""

@@ -206,7 +206,7 @@ graph_epoch = [0]
 # (Tensor._graph) its own time, so backward knows a kept graph read a buffer an update overwrote since (gradient._Realized)
 write_epoch = [0]
 # the tensors with requires_grad=True, by id (weakly): a realized tensor's graph with one below outlives the tensor while
-# another graph reads its buffer (gradient.KEPT_CHAIN, _GraphKeeper.__del__)
+# another graph reads its buffer (gradient.KEPT_CHAIN, Tensor.__del__)
 grad_leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 def _stamp_writes(assigns: Any) -> None:
   write_epoch[0] += 1
@@ -373,7 +373,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
   _in_shards = 0   # inside _realize_multi's realize of the shards
   _readers_done: frozenset = frozenset()   # its readers' shards: every live graph reads their buffers after that realize
   _own_parts = False   # a realize computes its own graphs' old-value parts first (_readers_of)
-  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept_g", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "_ref",
+  __slots__ = ("uop", "_requires_grad", "grad", "_view_of", "_views", "_kept", "_kept_at", "_virtual", "_replay", "_parents", "_bits_of", "_ref",
                "__weakref__")
   no_grad: bool = False
   _seed: int = int(time.time())
@@ -386,7 +386,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     self.grad: Tensor | None = None
     self._view_of: Tensor | None = None
     self._views: weakref.WeakValueDictionary[int, Tensor] | None = None
-    self._kept_g: UOp | None = None   # (the slot itself: the _kept setter's check is for graphs, not every new tensor)
+    self._kept: UOp | None = None
     self._kept_at = 0
     self._virtual = False
     self._bits_of: Tensor | None = None
@@ -482,13 +482,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     else: raise TypeError(f"cannot make a Tensor from {type(data).__name__}; valid: int, float, bool, list, tuple, bytes, a file path, numpy array, UOp")
     self.requires_grad = requires_grad
 
-  @property
-  def _kept(self) -> UOp | None: return self._kept_g
-  @_kept.setter
-  def _kept(self, g: UOp | None) -> None:
-    self._kept_g = g
-    # (a tensor that keeps a graph gets the __del__ that may keep it longer: on Tensor, every tensor's death paid a call)
-    if g is not None and self.__class__ is Tensor: self.__class__ = _GraphKeeper
+  def __del__(self) -> None:
+    # a realized tensor's kept graph outlives it while another kept graph reads its buffer, where a requires_grad=True
+    # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
+    if grad_leaves and (g := getattr(self, "_kept", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
+      gm.keep_chain(self.uop, g, self._kept_at)
   def _keep_assign_graph(self, a: UOp) -> None:
     # its pending assign `a` runs now: the graph its new value was computed from (gradient.realized_assign_graph). Not for
     # a tensor with requires_grad True (a leaf: an optimizer's parameters, updated in place as under torch's no_grad)
@@ -496,7 +494,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       from tinygrad.gradient import realized_assign_graph
       if (kg := realized_assign_graph(a)) is not None: self._kept, self._kept_at = kg
   @property
-  def _graph(self) -> UOp | None: return self._kept_g
+  def _graph(self) -> UOp | None: return self._kept
   @_graph.setter
   def _graph(self, g: UOp | None) -> None:
     # (kept now: it read the buffers as they are at this write_epoch; a rewrite of the same graph sets _kept itself)
@@ -1949,15 +1947,6 @@ for _name in [n for n in dir(Tensor) if not n.startswith("_")]:
   if isinstance(_attr, (staticmethod, classmethod)): setattr(Tensor, _name, type(_attr)(_int_args(_attr.__func__)))
   elif isinstance(_attr, types.FunctionType): setattr(Tensor, _name, _int_args(_attr))
 # activations, norms, softmax and attention build their graphs once per shape and copy them after (mixin/graphcache.py)
-class _GraphKeeper(Tensor):
-  """A Tensor that has kept the graph it was computed from (Tensor._kept): the same tensor, with a __del__."""
-  __slots__ = ()
-  def __del__(self) -> None:
-    # a realized tensor's kept graph outlives it while another kept graph reads its buffer, where a requires_grad=True
-    # tensor is below (Y = (Y * w).realize() in a loop: the last Y's graph reads the one before's buffer only)
-    if grad_leaves and (g := getattr(self, "_kept_g", None)) is not None and (gm := sys.modules.get("tinygrad.gradient")) is not None:
-      gm.keep_chain(self.uop, g, self._kept_at)
-
 from tinygrad.mixin import graphcache  # noqa: E402
 graphcache.install(Tensor)
 

@@ -822,20 +822,6 @@ def test_a_loop_of_realizes_keeps_memory_flat_without_a_tensor_to_train():
   assert other.requires_grad
 
 @needs_tensor
-def test_only_a_tensor_that_keeps_a_graph_pays_for_a_finalizer():
-  # the hook that keeps a dead realized tensor's graph (the loop above) was a Tensor.__del__: a call at every tensor's death,
-  # every lazy intermediate of every program. Only a tensor with a kept graph has it now, and it still keeps the chain
-  Tensor = _bind()
-  w = Tensor([1.0, 2.0], requires_grad=True)
-  lazy, plain = w * 2, Tensor([1.0, 2.0]).realize()
-  assert not hasattr(type(lazy), "__del__") and not hasattr(type(plain), "__del__")
-  Y = (w * 3).realize()
-  assert hasattr(type(Y), "__del__") and isinstance(Y, Tensor) and Y._graph is not None
-  Y = (Y * w).realize()   # (the first Y dies: its graph is kept while this one's reads its buffer)
-  Y.sum().backward()
-  np.testing.assert_allclose(w.grad.numpy(), [6.0, 12.0])   # (3 w^2; [3, 6] without the first Y's graph)
-
-@needs_tensor
 def test_the_check_mode_finds_an_implicit_gradient_missing_from_its_index():
   # CHECK_LAZY_INDEX (the test suite's) checks grad_holders too: a .grad of a requires_grad=None tensor set where nothing
   # noted it is computed early by the next update, as a reader, instead of staying lazy; the check raises there
