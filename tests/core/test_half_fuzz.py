@@ -165,7 +165,7 @@ GRADS = {
   "sum": (lambda x: x.sum(1), lambda x: x.sum(1)), "mean": (lambda x: x.mean(), lambda x: x.mean()),
   "softmax": (lambda x: x.softmax(1), lambda x: x.softmax(1)), "logsumexp": (lambda x: x.logsumexp(1), lambda x: x.logsumexp(1)),
   "var": (lambda x: x.var(1), lambda x: x.var(1)), "cumsum": (lambda x: x.cumsum(1), lambda x: x.cumsum(1)),
-  "max": (lambda x: x.max(1), lambda x: x.max(1)[0]), "sigmoid": (lambda x: x.sigmoid(), lambda x: x.sigmoid()),
+  "max": (lambda x: x.max(1), lambda x: x.amax(1)), "sigmoid": (lambda x: x.sigmoid(), lambda x: x.sigmoid()),
   "matmul": (lambda x: x @ x.T, lambda x: x @ x.T), "einsum": (lambda x: Tensor.einsum("ij,kj->ik", x, x), lambda x: torch.einsum("ij,kj->ik", x, x)),
   "layernorm": (lambda x: x.layernorm(), lambda x: F.layer_norm(x, x.shape[-1:])), "scalar": (lambda x: x * 0.1 + 2.5, lambda x: x * 0.1 + 2.5),
 }
