@@ -651,7 +651,8 @@ class ElementwiseMixin:
     if not dtypes.is_float(self.dtype): return ret
     nan_in = self.detach()   # NaN in: NaN out, gradient 0 to self
     # but where min_ > max_, max_ wins in the gradient too, as torch (NaN + max_ is NaN, with max_'s gradient)
-    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0)
+    # (in ret's dtype: the 0.0 made an int max_ float32, which turned a half clamped by int tensors into float32)
+    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0).cast(ret.dtype)
     return (self != self).where(nan_in, ret)
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""
