@@ -491,6 +491,13 @@ def test_pad_modes_with_cuts_like_torch(dev, mode, pads):
   backward_both(out, tout)
   close(x.grad, tx.grad)
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pads", [((0, 3, 3), (1, 2)), ((0, 3, 3, 3), (0, 2, 0, 1)), ((0, 2, 3, 3), (1, 1, 2, 0))])
+def test_pad_modes_empty_axis_not_padded(mode, shape, pads):
+  # an empty axis that the padding leaves alone (torch's batch axes) is no reason to refuse: torch pads the empty tensor
+  x, tx = leaves(np.zeros(shape, np.float32), "CPU")
+  close(x.pad(pads, mode=mode), torch.nn.functional.pad(tx, pads, mode=mode))
+
 def test_pad_mode_errors_are_torchs_classes():
   # torch raises NotImplementedError for an unknown mode and RuntimeError for too much padding; ours are also ValueErrors
   x = Tensor.empty(1, 3, 3)

@@ -300,6 +300,22 @@ def test_rounding_has_zero_grad(op):
   np.testing.assert_allclose(x.grad.numpy(), getattr(np, "fix" if op == "trunc" else op)(np.array([1.5, -2.25])))
 
 @needs_tensor
+@pytest.mark.parametrize("mode", ["floor", "trunc", "//"])
+def test_rounding_division_has_zero_grad(mode):
+  # torch's: a rounded quotient is piecewise constant, so both operands get 0, also where the quotient is past 2**24 (it was
+  # a/b's gradient there: 1e10 // 3 gave x 0.33 and y -1.1e9), the divisor is 0 (inf, NaN) or an operand infinite
+  Tensor = _bind()
+  xs, ys = [-1e20, 7.0, 1e10, 3.0, 5.0, float("inf"), -2.5], [-501.0, 2.0, 3.0, 0.0, -0.0, 2.0, float("inf")]
+  x, y = Tensor(xs, requires_grad=True), Tensor(ys, requires_grad=True)
+  out = x // y if mode == "//" else x.div(y, rounding_mode=mode)
+  out.sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), np.zeros(7, np.float32))
+  np.testing.assert_array_equal(y.grad.numpy(), np.zeros(7, np.float32))
+  x = Tensor([7.5, -1e10], requires_grad=True)   # beside another path it adds nothing
+  ((x // 2.0 if mode == "//" else x.div(2.0, rounding_mode=mode)) + x).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), np.ones(2, np.float32))
+
+@needs_tensor
 def test_tensor_backward_accumulates():
   Tensor = _bind()
   x = Tensor([1.0, 2.0, 3.0], requires_grad=True)

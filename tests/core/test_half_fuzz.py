@@ -151,6 +151,14 @@ def test_fuzz_mixed_dtype_binary_ops_promote_as_torch(a, b, op):
   got = BINOPS[op](T(ta), T(tb))
   check(got, want, tol=2**-10 if want.dtype in (torch.float16, torch.float32) else 2**-7)
 
+@pytest.mark.parametrize("bound", [dtypes.int32, dtypes.uint8, dtypes.bool, dtypes.float16, dtypes.float32])
+@pytest.mark.parametrize("dt", HALVES + [dtypes.float32])
+def test_clamp_by_two_tensors_promotes_as_torch(dt, bound):
+  # both bounds as tensors: the dtype is the promotion of the three (a half with int bounds stays half), as with one bound
+  x = torch.tensor([1.5, -2.5, 300.0, float("nan"), 0.25]).to(TD[dt])
+  lo, hi = torch.tensor([0, 1, 2, 0, 1]).to(TD[bound]), torch.tensor([1, 3, 100, 1, 0]).to(TD[bound])
+  check(T(x).clamp(T(lo), T(hi)), torch.clamp(x, lo, hi))
+
 @pytest.mark.parametrize("dt,np_dt", [(dtypes.int8, np.int8), (dtypes.uint8, np.uint8), (dtypes.int16, np.int16), (dtypes.int32, np.int32),
                                       (dtypes.int64, np.int64), (dtypes.bool, np.bool_)])
 def test_mean_of_ints_is_float32_of_the_exact_sum(dt, np_dt):

@@ -83,7 +83,7 @@ class ElementwiseMixin:
     if rounding_mode == "floor": return self._floordiv(x, reverse)
     if rounding_mode == "trunc":
       a, b = self._broadcasted(x, reverse)
-      return a._int_divmod(b, "div")[0] if dtypes.is_int(a.dtype) else (a / b).trunc()
+      return a._int_divmod(b, "div")[0] if dtypes.is_int(a.dtype) else (a.detach() / b.detach()).trunc()._zero_grad(a, b)
     if rounding_mode is not None: raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     if _rounds_scalar(self, x): return self.float().div(x, reverse).cast(self.dtype)
     # a true quotient is a float: an int beside an int/bool tensor is a float operand, as torch and numpy take it
@@ -122,6 +122,13 @@ class ElementwiseMixin:
     if dtypes.is_unsigned(a.dtype): return q
     # truncation rounds up when the remainder's sign differs from the divisor's: step down by one
     return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
+  def _zero_grad(self: Tensor, *srcs: Tensor) -> Tensor:
+    # self (computed from detached srcs, same shape and dtype) as a function of srcs with gradient 0 to each, torch's for a
+    # rounded quotient: a select whose condition is always True passes none to its other branch (the kernel folds it away).
+    # (a/b's chain times trunc's 0 was NaN at b = 0 and a = +-inf)
+    ret, cond = self, self._const(True, dtypes.bool)._broadcast_to(self.shape)
+    for s in srcs: ret = Tensor(UOp(Ops.WHERE, ret.dtype, (cond.uop, ret.uop, s.cast(ret.dtype).uop)))
+    return ret
   def _float_floordiv(self: Tensor, b: Tensor) -> Tensor:
     # torch's (and Python's) floor division, the true floor of a/b: floor(a/b) is one off where a/b rounds onto an integer
     # (1 // 0.1 is 9: 0.1 is 0.100000001) or underflows (1e-45 // -2.5 is -1, not -0.0). q = trunc(a/b) is the true
@@ -129,13 +136,15 @@ class ElementwiseMixin:
     # the floor is q - 1, else q. Up to 2**(mantissa_bits+1) every integer is a float, so that floor is exact (from 2**23 on
     # a/b rounded to nearest is an integer already, but can be the floor + 1); past it a/b is kept. b = 0 gives a/b, and a
     # finite a by +-inf 0 or -1, an infinite a NaN (torch's); a zero quotient has a/b's sign
-    a, b = self._f32up(), b._f32up()
+    x, y = self, b
+    a, b = self.detach()._f32up(), b.detach()._f32up()   # (gradient 0 to both, below: a/b's, where q0 is kept, was not)
     q0 = a / b
     q = q0.trunc()
     r = (b.isinf() & a.isfinite()).where(a, a._exact_rest(b, q))
     q = ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q)
     big = q0.abs() > (2.0 ** 53 if q0.dtype == dtypes.float64 else 2.0 ** 24)
-    return ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
+    ret = ((b == 0) | (big & a.isfinite())).where(q0, (r != r).where(math.nan, q)).cast(self.dtype)   # (NaN r: a is +-inf or NaN)
+    return ret._zero_grad(x, y)
   def _exact_rest(self: Tensor, b: Tensor, q: Tensor) -> Tensor:
     # self - b*q exactly, for an integer q within one of self/b: b*q as p + e by Dekker's product (b and q split into halves
     # whose products are exact), self - p is exact as p is near self, and so is (self - p) - e, as the result is representable
@@ -651,7 +660,8 @@ class ElementwiseMixin:
     if not dtypes.is_float(self.dtype): return ret
     nan_in = self.detach()   # NaN in: NaN out, gradient 0 to self
     # but where min_ > max_, max_ wins in the gradient too, as torch (NaN + max_ is NaN, with max_'s gradient)
-    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0)
+    # (in ret's dtype: the 0.0 made an int max_ float32, which turned a half clamped by int tensors into float32)
+    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0).cast(ret.dtype)
     return (self != self).where(nan_in, ret)
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""

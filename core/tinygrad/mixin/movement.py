@@ -156,7 +156,7 @@ class MovementMixin:
       def take(lo: int, hi: int) -> Tensor: return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
       if mode == "circular": x = take(max(-b0, 0), x.shape[d] - max(-a0, 0))   # circular: cut first, then wrap what is left
       n, b, a = x.shape[d], max(b0, 0), max(a0, 0)
-      if mode == "reflect" and (b >= n or a >= n): raise ArgumentError(f"pad: reflect padding {(b, a)} must be smaller than the size {n} of axis {d}")
+      if mode == "reflect" and (b or a) and (b >= n or a >= n): raise ArgumentError(f"pad: reflect padding {(b, a)} must be smaller than the size {n} of axis {d}")
       if mode == "circular" and (b > n or a > n): raise ArgumentError(f"pad: circular padding {(b, a)} must be at most the size {n} of axis {d} (after the cut)")
       if mode == "replicate" and n == 0 and (a or b): raise ArgumentError(f"pad: replicate padding {(b, a)} of the empty axis {d} has no edge to repeat")
       parts = []

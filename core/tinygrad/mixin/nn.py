@@ -623,7 +623,7 @@ class NNMixin:
   def interpolate(self: Tensor, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
     """Resize the last len(size) dims to `size` (any leading dims), as torch's F.interpolate: mode "nearest" (torch's
     default), "nearest-exact", or "linear" (bilinear/trilinear by the number of dims). Positions are computed in float32
-    as torch does; align_corners (linear only) maps the corner pixels onto each other. uint8 "linear" is torch's own
+    (linear: float64 for a float64 tensor) as torch does; align_corners (linear only) maps the corner pixels onto each other. uint8 "linear" is torch's own
     fixed-point scheme (int16 weights, each axis rounded back to uint8, the last axis first), so its bytes match torch's;
     other ints' "linear" (torch has none) is public tinygrad's: exact positions, float32 lerps, truncated once."""
     if not isinstance(size, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in size) or not 0 < len(size) <= self.ndim:
@@ -643,7 +643,9 @@ class NNMixin:
       if mode == "linear" and dtypes.is_int(self.dtype):
         x = x._lerp_int(ax, out, align_corners, exact=resized == 1)
         continue
-      pos = Tensor.arange(out, dtype=dtypes.float32, device=self.device)
+      # (torch's linear takes a float64 tensor's positions and weights in float64: float32's were 1e-8 relative off)
+      pdt = dtypes.float64 if mode == "linear" and self.dtype == dtypes.float64 else dtypes.float32
+      pos = Tensor.arange(out, dtype=pdt, device=self.device)
       if mode == "linear":
         if align_corners: src = pos * ((n - 1) / (out - 1) if out > 1 else 0.0)
         else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
@@ -652,7 +654,7 @@ class NNMixin:
         # ints, float16 and bfloat16 in float32, cast back once at the end as torch's (each axis' blend rounded to float16
         # left half the values of a bilinear resize an ulp or more off torch's)
         if not dtypes.is_float(a.dtype) or a.dtype.itemsize < 4: a, b = a.cast(dtypes.float32), b.cast(dtypes.float32)
-        frac = (src - lo.cast(dtypes.float32)).reshape([out if i == ax else 1 for i in range(self.ndim)]).cast(a.dtype)
+        frac = (src - lo.cast(pdt)).reshape([out if i == ax else 1 for i in range(self.ndim)]).cast(a.dtype)
         # torch's weighted sum: a + (b - a) * frac was NaN between a finite tap and an infinite one (inf - inf), not inf
         x = a * (1 - frac) + b * frac
       else:
