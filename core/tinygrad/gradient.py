@@ -610,9 +610,14 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   # (one pass, reading the slots: this runs over every live tensor, a model's weights and data included)
   cands: list[Tensor] = []
   want: set[UOp] = set()
+  floats: dict[DType, bool] = {}   # (per dtype once: a model's tensors share a few)
+  BUFFER = Ops.BUFFER   # (a module attribute read per tensor, ~0.1 us each)
   for x in live:
-    if (rg := x._requires_grad) is False or not dtypes.is_float((u := x.uop).dtype): continue
-    if is_const(u) and not (rg is True and 0 in u.shape) or x.grad is not None and _gone(x.grad): continue
+    if (rg := x._requires_grad) is False: continue
+    u = x.uop
+    if (fl := floats.get(u.dtype)) is None: fl = floats[u.dtype] = dtypes.is_float(u.dtype)
+    if not fl: continue
+    if u.op is not BUFFER and is_const(u) and not (rg is True and 0 in u.shape) or x.grad is not None and _gone(x.grad): continue
     cands.append(x)
     if u.op is Ops.MULTI: want.update(u.src)
     else: want.add(u)
@@ -621,7 +626,7 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
   # with a kept graph, the stand-in t's expansion made when it read it: looked up, not expanded with the others (expanding
   # each kept loss's graph, of a training loop that logs them, made every step slower than the last). The rest are
   # expanded with t's graph (their pending assigns give realized targets old graphs, ASSIGNED_OVER, which t's graph reads)
-  rest = [x for x in cands if reshape_base(x.uop).op is not Ops.BUFFER]
+  rest = [x for x in cands if (u := x.uop).op is not BUFFER and reshape_base(u).op is not BUFFER]
   sink = ex.expand(UOp(Ops.SINK, src=(t.uop,) + tuple(x.uop for x in rest)))
   root, nodes = sink.src[0], sink.src[0].toposort(gate=_walks)
   rest_us, old = _before_updates(rest, list(sink.src[1:]), nodes)
@@ -637,9 +642,13 @@ def _grad_tensors(t: Tensor, live: list[Tensor], ex: _Realized) -> tuple[UOp, li
     e = ex.expand(u) if kept else u
     return e if e in nodes else None
   need = []
+  graphs = ex.graphs
   for x in cands:
     if (eu := expanded.get(id(x))) is None:
-      if (e := read(x.uop)) is not None: need.append((x, e))
+      # (a buffer with no kept graph, most of a model's tensors, is its own node: read's answer without its calls)
+      if (u := x.uop).op is BUFFER and u not in graphs:
+        if u in nodes: need.append((x, u))
+      elif (e := read(u)) is not None: need.append((x, e))
     elif any(f in nodes for f in _flat(eu)): need.append((x, eu))
   return root, need, nodes, old
 
