@@ -165,27 +165,22 @@ def lazy_tensors() -> list[Tensor]:
         if _realized(t): maybe_lazy.pop(r, None)
   if CHECK_LAZY_INDEX: _check_lazy_index()
   return out
-def _check_lazy_index() -> None:
-  # (another thread may be between a rebind and its _relazy: a miss is looked at again after it had time to finish)
+def _check_index(index: dict[weakref.ref[Tensor], None], belongs: Callable[[Tensor], bool], name: str) -> None:
+  # every live, fully built tensor that `belongs` in `index` must be in it (CHECK_LAZY_INDEX)
+  # (another thread may be between a rebind and its index update: a miss is looked at again after it had time to finish)
   for again in (True, False):
     # (snapshots taken in C: a Python loop over the dicts let another thread's dying tensor change them mid-walk)
-    with _registry_lock: every, lazy = list(all_tensors), list(maybe_lazy)
-    indexed = {id(r) for r in lazy}   # (the same weakref object is the key of both)
-    refs = [r for r in every if id(r) not in indexed]
-    if not (missed := [t for r in refs if (t := r()) is not None and hasattr(t, "uop") and not _realized(t)]): return
+    with _registry_lock: every, held = list(all_tensors), list(index)
+    indexed = {id(r) for r in held}   # (the same weakref object is the key of every registry)
+    if not (missed := [t for r in every if id(r) not in indexed and (t := r()) is not None and hasattr(t, "uop") and belongs(t)]): return
     if again: time.sleep(0.02)
-  raise RuntimeError(f"internal: lazy_tensors' index missed {len(missed)} live lazy tensor(s), e.g. {missed[0].uop.op} {missed[0].shape}")
+  raise RuntimeError(f"internal: {name} missed {len(missed)} live tensor(s), e.g. {missed[0].uop.op} {missed[0].shape} {missed[0].dtype}")
+def _check_lazy_index() -> None: _check_index(maybe_lazy, lambda t: not _realized(t), "lazy_tensors' index (maybe_lazy)")
 def _check_grad_index() -> None:
   # every live tensor with a gradient and requires_grad None must be in grad_holders: one missed has its implicit gradient
-  # computed by the next update's realize as a reader (silently: a training step computing every intermediate's gradient)
-  for again in (True, False):
-    with _registry_lock: every, held = list(all_tensors), list(grad_holders)
-    indexed = {id(r) for r in held}
-    missed = [t for r in every if id(r) not in indexed and (t := r()) is not None and hasattr(t, "uop") and t.grad is not None and t._requires_grad is None]
-    if not missed: return
-    if again: time.sleep(0.02)   # (another thread may be between setting a .grad and _note_grad)
-  raise RuntimeError(f"internal: the grad_holders index missed {len(missed)} live tensor(s) with an implicit .grad, e.g. {missed[0].shape} "
-                     f"{missed[0].dtype}: call _note_grad where the .grad is set")
+  # computed by the next update's realize as a reader (silently: a training step computing every intermediate's gradient);
+  # its .grad was set without _note_grad
+  _check_index(grad_holders, lambda t: t.grad is not None and t._requires_grad is None, "the grad_holders index")
 def _relazy(t: Tensor) -> None:
   # (after the graph is set: a walk that saw the old buffer checks again under the lock before it drops the tensor)
   with _registry_lock: maybe_lazy[t._ref] = None
