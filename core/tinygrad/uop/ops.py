@@ -176,7 +176,7 @@ def buffers_reached(u: UOp) -> frozenset[int] | None:
       if (sr := s.__dict__["_reach"]) is None:
         acc = None
         break
-      if acc is None or sr is acc or sr <= acc: continue
+      if sr is acc or sr <= acc: continue
       acc = sr if acc <= sr else acc | sr
     d["_reach"] = acc if acc is None or len(acc) <= _REACH_MAX else None
     stack.pop()
