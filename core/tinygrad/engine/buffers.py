@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools, pickle
 from typing import Any, TYPE_CHECKING
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, register_buffer_lookup
+from tinygrad.uop.ops import UOp, register_buffer_lookup, reshape_base
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import leaf_lock
 if TYPE_CHECKING:
@@ -62,11 +62,6 @@ def buffer_if_any(u: UOp) -> Buffer | None:
   return u.__dict__.get("_buf")
 
 def has_buffer(u: UOp) -> bool: return "_buf" in u.__dict__
-
-def reshape_base(u: UOp) -> UOp:
-  """The node under u's RESHAPEs (u itself without one): a realized tensor's BUFFER, seen through its shape."""
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u
 
 def reshape_chain(u: UOp) -> list[UOp]:
   """u and each node under it through RESHAPEs, down to reshape_base(u)."""

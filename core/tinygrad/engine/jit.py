@@ -9,7 +9,7 @@ from tinygrad.device import Buffer, BufferView
 from tinygrad.engine import realize as _realize
 from tinygrad.engine.realize import JitError  # noqa: F401 (public here: `from tinygrad.engine.jit import JitError`)
 from tinygrad.viz import profile as _prof
-from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node
+from tinygrad.engine.buffers import buffer_of, base_buffer, buffer_if_any, buffer_node, reshape_base
 from tinygrad.tensor import Tensor, training_reads, graph_epoch, pending_assigns, write_epoch, capture_made
 from tinygrad import tensor as _tensor
 from tinygrad.engine.graph import Replay
@@ -95,9 +95,7 @@ def _realized_buffers(inputs: list[Tensor]) -> list[Buffer] | None:
   """The Buffers of the inputs when each one is a realized single-device buffer (a replay's usual inputs), else None."""
   out = []
   for t in inputs:
-    u = t.uop
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    if u.op is not Ops.BUFFER or (b := buffer_if_any(u)) is None or not b.is_allocated(): return None
+    if (u := reshape_base(t.uop)).op is not Ops.BUFFER or (b := buffer_if_any(u)) is None or not b.is_allocated(): return None
     out.append(b)
   return out
 

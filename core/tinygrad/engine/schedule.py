@@ -13,7 +13,7 @@ from tinygrad.uop.ops import UOp, AxisType, KernelInfo, sint, smax, sym_vars, _r
 from tinygrad.uop import upat as _upat
 from tinygrad.dtype import DType, dtypes, PtrDType
 from tinygrad.helpers import prod, all_int, DEBUG, SCACHE, NO_MEMORY_PLANNER, WatchedDict
-from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer
+from tinygrad.engine.buffers import new_buffer, base_buffer, has_buffer, reshape_base
 from tinygrad.codegen.index64 import narrow_indices
 
 @dataclass
@@ -499,9 +499,7 @@ def _assign_region(a: UOp) -> tuple[UOp, list[UOp]] | None:
   WHERE(M(True), M(x), buffer) for the view's inverse movement ops M. (x, M top first) when M maps x one-to-one onto the
   written elements: the kernel then writes only those and computes x only there (a KV-cache write of one position
   computed and stored the whole cache, its new keys' matmul for every position); else None (the whole buffer is stored)."""
-  v = a.src[1]
-  while v.op is Ops.RESHAPE: v = v.src[0]
-  if v.op is not Ops.WHERE or v.src[2].op is not Ops.BUFFER or v.src[2] is not base_buffer(a.src[0]): return None
+  if (v := reshape_base(a.src[1])).op is not Ops.WHERE or v.src[2].op is not Ops.BUFFER or v.src[2] is not base_buffer(a.src[0]): return None
   m, x, chain = v.src[0], v.src[1], []
   while m.op is x.op and m.op in _ONE_TO_ONE and m.arg == x.arg:
     chain.append(x)

@@ -512,17 +512,13 @@ class UOp(metaclass=UOpMetaClass):
   def has_buffer_identity(self) -> bool:
     """Whether this is a BUFFER seen through RESHAPEs (for a multi-device tensor: every shard)."""
     if self.op is Ops.MULTI: return all(s.has_buffer_identity() for s in self.src)
-    u = self
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    return u.op is Ops.BUFFER
+    return reshape_base(self).op is Ops.BUFFER
   @property
   def buffer(self) -> Any:
     """The device Buffer of a BUFFER UOp, or of a reshape of one (its elements in the same order: a realized (10, 10) tensor's
     `t.uop.buffer`, as in public tinygrad). The engine registers how it is found: register_buffer_lookup."""
     if _buffer_lookup is None: raise RuntimeError("no buffer lookup registered (import tinygrad.engine.buffers)")
-    u = self
-    while u.op is Ops.RESHAPE: u = u.src[0]
-    return _buffer_lookup(u)
+    return _buffer_lookup(reshape_base(self))
   def contiguous_view_offset(self) -> int | None:
     """For a view (RESHAPEs and SHRINKs) of a BUFFER whose elements are one contiguous run of it: where the run starts, in
     elements; None for any other view."""
@@ -647,6 +643,11 @@ class CustomKernel:
   """A KERNEL node's arg for Tensor.custom_kernel: the hand-written kernel (over placeholders) and its gradient function."""
   ast: UOp
   grad_fxn: Callable | None = None
+
+def reshape_base(u: UOp) -> UOp:
+  """The node under u's RESHAPEs (u itself without one): a realized tensor's BUFFER, seen through its shape."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
 
 def _flat(idx: tuple[Any, ...], shape: tuple[int, ...]) -> UOp:
   return sum((i * prod(shape[k+1:]) for k, i in enumerate(idx)), UOp.const(dtypes.index, 0))
