@@ -241,3 +241,33 @@ def test_reduce_over_no_iteration_folds_to_the_identity(dt, lowest):
     assert out.op is Ops.CONST and out.dtype == dt and out.arg == want and type(out.arg) is type(dtypes.as_const(want, dt))
     assert reduce_identity(op, dt) == want
   with pytest.raises(ValueError, match="valid: Ops.ADD, Ops.MUL, Ops.MAX"): reduce_identity(Ops.SUB, dt)
+
+def _c_eval(e: UOp, vals: dict) -> int:
+  # an evaluator independent of sym_infer's generated code: C division and modulo (truncating), int32 wraparound
+  if e.op is Ops.CONST: return e.arg
+  if e.op is Ops.DEFINE_VAR: return vals[e.arg[0]]
+  a, b = (_c_eval(s, vals) for s in e.src)
+  if e.op in (Ops.IDIV, Ops.MOD):
+    q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+    v = q if e.op is Ops.IDIV else a - q * b
+  else: v = {Ops.ADD: a + b, Ops.SUB: a - b, Ops.MUL: a * b, Ops.MAX: max(a, b)}[e.op]
+  return (v + 2**31) % 2**32 - 2**31
+
+@st.composite
+def _int_tree(draw, depth=0):
+  if depth >= 3 or draw(st.integers(0, 3)) == 0:
+    return draw(st.sampled_from([UOp.variable("a", -20, 20), UOp.variable("b", 1, 1000), UOp.variable("w", 0, 2**30)])) \
+      if draw(st.booleans()) else c(draw(st.integers(-9, 9)))
+  op = draw(st.sampled_from([Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.IDIV, Ops.MOD]))
+  l, r = draw(_int_tree(depth + 1)), draw(_int_tree(depth + 1))
+  if op in (Ops.IDIV, Ops.MOD) and r.vmin <= 0 <= r.vmax: r = c(draw(st.sampled_from([-7, -2, 3, 8])))
+  return UOp(op, dtypes.int32, (l, r))   # built raw: no simplifier between the tree and sym_infer
+
+@given(_int_tree(), st.integers(-20, 20), st.integers(1, 1000), st.sampled_from([0, 5, 2**30 - 3]))
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_sym_infer_matches_c_semantics(e, a, b, w):
+  # sym_infer compiles an expression to Python: // and % only where neither side can be negative, C's elsewhere, a
+  # wraparound where the bounds reach past int32; keys are the variables or their names
+  vals = {"a": a, "b": b, "w": w}
+  assert sym_infer(e, vals) == _c_eval(e, vals), e.render()
+  assert sym_infer(e, {v: vals[v.arg[0]] for v in e.toposort() if v.op is Ops.DEFINE_VAR}) == _c_eval(e, vals)

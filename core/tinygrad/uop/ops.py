@@ -878,37 +878,41 @@ _infer_infix = {Ops.ADD: "{} + {}", Ops.SUB: "{} - {}", Ops.MUL: "{} * {}", Ops.
 
 def _compile_infer(expr: UOp) -> Callable[[Any], int]:
   """A function of var_vals computing `expr` exactly as exec_alu would, node by node. The generated code holds only names
-  it makes itself and int literals (variables, other constants and ops are passed in tables, never spelled from args)."""
+  it makes itself and int literals (variables, their names, other constants and ops are passed in as default arguments,
+  locals of the function, never spelled from args)."""
   tables: dict[str, Any] = {"_var": _var_value, "_alu": exec_alu, "_ac": dtypes.as_const, "_idiv": python_alu[Ops.IDIV],
-                            "_mod": python_alu[Ops.MOD], "K": [], "O": []}
-  lines, name = [], {}
+                            "_mod": python_alu[Ops.MOD]}
+  lines, name, consts = [], {}, []
+  def const(v: Any) -> str:
+    consts.append(v)
+    return f"k{len(consts)-1}"
   for i, n in enumerate(expr.toposort(gate=lambda x: x.op is not Ops.BIND)):   # a BIND is a value: its variable needs none
     name[n] = x = f"x{i}"
     src = [name[s] for s in n.src] if n.op is not Ops.BIND else []
     if n.op is Ops.CONST and type(n.arg) is int: name[n] = f"({n.arg!r})"   # an int literal, inlined
-    elif n.op is Ops.CONST or n.op in (Ops.DEFINE_VAR, Ops.BIND):
-      tables["K"].append(n)
-      k = f"K[{len(tables['K'])-1}]"
-      if n.op is Ops.CONST: lines.append(f"{x} = {k}.arg")
-      elif n.op is Ops.DEFINE_VAR: lines.append(f"{x} = vv[{k}] if {k} in vv else _var(vv, {k})")
-      else: lines.append(f"{x} = vv[{k}.src[0]] if {k}.src[0] in vv else vv.get({k}.src[0].arg[0], {k}.src[1].arg)")
+    elif n.op is Ops.CONST: lines.append(f"{x} = {const(n.arg)}")
+    elif n.op is Ops.DEFINE_VAR:   # keyed by the variable or by its name
+      k, nm = const(n), const(n.arg[0])
+      lines.append(f"{x} = vv[{k}] if {k} in vv else vv[{nm}] if {nm} in vv else _var(vv, {k})")
+    elif n.op is Ops.BIND:
+      k, nm, v = const(n.src[0]), const(n.src[0].arg[0]), const(n.src[1].arg)
+      lines.append(f"{x} = vv[{k}] if {k} in vv else vv.get({nm}, {v})")
     elif n.op in _infer_infix and dtypes.is_int(n.dtype) and n.dtype.count == 1 and all(dtypes.is_int(s.dtype) for s in n.src):
+      op = _infer_infix[n.op]
+      # C division and modulo are Python's // and % when neither side can be negative
+      if n.op in (Ops.IDIV, Ops.MOD) and n.src[0].vmin >= 0 and n.src[1].vmin > 0: op = "{} // {}" if n.op is Ops.IDIV else "{} % {}"
       # bounds strictly inside the dtype cannot wrap (bounds are clamped to the dtype's limits: one at a limit may be cut)
-      if dtypes.min(n.dtype) < n.vmin and n.vmax < dtypes.max(n.dtype): lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
-      else:
-        tables["O"].append(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))
-        lines.append(f"{x} = O[{len(tables['O'])-1}]({_infer_infix[n.op].format(*src)})")
+      if dtypes.min(n.dtype) < n.vmin and n.vmax < dtypes.max(n.dtype): lines.append(f"{x} = {op.format(*src)}")
+      else: lines.append(f"{x} = {const(_wrap_int(n.dtype.itemsize * 8, not dtypes.is_unsigned(n.dtype)))}({op.format(*src)})")
     elif n.op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and n.dtype == dtypes.bool and all(dtypes.is_int(s.dtype) for s in n.src):
       lines.append(f"{x} = {_infer_infix[n.op].format(*src)}")
-    elif n.op in GroupOp.ALU or n.op is Ops.CAST:
-      tables["K"].append(n)
-      k = f"K[{len(tables['K'])-1}]"
-      if n.op is Ops.CAST: lines.append(f"{x} = _ac({src[0]}, {k}.dtype)")
-      else: lines.append(f"{x} = _alu({k}.op, {k}.dtype, ({', '.join(src)},))")
+    elif n.op is Ops.CAST: lines.append(f"{x} = _ac({src[0]}, {const(n.dtype)})")
+    elif n.op in GroupOp.ALU: lines.append(f"{x} = _alu({const(n.op)}, {const(n.dtype)}, ({', '.join(src)},))")
     else: raise ValueError(f"cannot infer the value of {n.op}")
   body = "\n".join(f"  {l}" for l in lines)
-  exec(compile(f"def infer(vv):\n{body}\n  return {name[expr]}\n", "<sym_infer>", "exec"), tables)
-  return tables["infer"]
+  params = "".join(f", k{i}=K[{i}]" for i in range(len(consts)))
+  exec(compile(f"def infer(vv{params}):\n{body}\n  return {name[expr]}\n", "<sym_infer>", "exec"), g := tables | {"K": consts})
+  return g["infer"]
 
 # ---- render ----
 _infix = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.FDIV: "/", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=",
