@@ -988,3 +988,34 @@ def test_batchnorm_momentum_changed_after_the_capture_raises():
     f(x)
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.5 * before + 0.5 * np.array([3.0, 4.0]), rtol=1e-6)
   finally: Tensor.training = prev
+
+def test_replay_with_the_last_calls_tensors_sees_every_change_to_them():
+  # a call passing the last replay's tensors again (their UOps unchanged) skips the scan of its arguments: each way of
+  # changing such a tensor between calls must still give the function's value, and a changed shape must still raise
+  jf = TinyJit(lambda a, b: (a * 2 + b).realize())
+  a, b = Tensor.arange(4).float().contiguous().realize(), Tensor.ones(4).contiguous().realize()
+  want = lambda: a.numpy() * 2 + b.numpy()
+  for _ in range(4): np.testing.assert_equal(jf(a, b).numpy(), want())
+  a.assign(a + 10).realize()
+  np.testing.assert_equal(jf(a, b).numpy(), want())
+  a.assign(a * 3)   # lazy: the call realizes it first
+  np.testing.assert_equal(jf(a, b).numpy(), [60., 66., 72., 78.] + np.ones(4))
+  b[1:3] = Tensor([5., 6.])
+  np.testing.assert_equal(jf(a, b).numpy(), want())
+  a += 1
+  np.testing.assert_equal(jf(a, b).numpy(), want())
+  np.testing.assert_equal(jf(b, a).numpy(), b.numpy() * 2 + a.numpy())
+  np.testing.assert_equal(jf(a, a).numpy(), a.numpy() * 3)
+  a.replace(Tensor.ones(4, dtype=dtypes.int32).contiguous().realize())   # the same tensor, another dtype
+  with pytest.raises(JitError, match="captured with inputs"): jf(a, b)
+
+def test_replay_does_not_keep_the_last_calls_inputs_alive():
+  import gc, weakref
+  jf = TinyJit(lambda x: (x + 1).realize())
+  for _ in range(3): jf(Tensor.rand(1000).realize())
+  x = Tensor.rand(1000).realize()
+  jf(x)
+  buf = weakref.ref(base_buffer(x.uop).buffer)
+  del x
+  gc.collect()
+  assert buf() is None, "the jit held the last call's input buffer"

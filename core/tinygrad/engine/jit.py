@@ -2,7 +2,7 @@
 from __future__ import annotations
 import contextlib, enum, functools, inspect, itertools, math, operator, threading, weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.helpers import CAPTURING, JIT, JITBEAM, NO_MEMORY_PLANNER, DEBUG, TRAINING, Context, engine_locked, all_int
 from tinygrad.device import Buffer, BufferView
@@ -501,6 +501,11 @@ class TinyJit(Generic[R]):
   def reset(self) -> None:
     """Forget the capture: the next call runs normally again."""
     self.cnt = 0
+    # the last replay's arguments when they were all realized tensors, positional, with no view or bound variable: their
+    # UOps and Buffers, weakly (held, they kept the last call's inputs in memory). A call passing tensors with the same UOps
+    # has the same inputs, signature and buffers (a UOp fixes shape, dtype, device and sharding, and a BUFFER's Buffer), so
+    # the scan of its arguments is skipped; every other check runs
+    self.last_args: tuple[tuple[weakref.ref[UOp], ...], list[weakref.ref[Buffer]]] | None = None
     self.steps: list[_realize.ExecStep] = []
     self.in_bufs: list[Buffer] = []
     self.in_uops: list[UOp] = []   # (the captured inputs' BUFFER UOps, as in_bufs)
@@ -613,15 +618,18 @@ class TinyJit(Generic[R]):
     ts = list({id(t): t for t in keep}.values())
     self.holders = [weakref.proxy(t) for t in ts], [t.uop for t in ts]
 
-  @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
-  def __call__(self, *args: Any, **kwargs: Any) -> R:
-    if self.owner is None: self.owner = threading.get_ident()
-    elif (me := threading.get_ident()) != self.owner:
-      if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static), self.prune)
-      return other(*args, **kwargs)
+  def _last_buffers(self, args: tuple) -> list[Buffer] | None:
+    """The last replay's input Buffers when `args` are its tensors with the same UOps and the Buffers are still allocated."""
+    if (last := self.last_args) is None or len(args) != len(last[0]): return None
+    if not all(type(a) is Tensor and a.uop is r() for a, r in zip(args, last[0])): return None
+    live = [r() for r in last[1]]
+    return cast(list[Buffer], live) if all(b is not None and b.is_allocated() for b in live) else None
+
+  def _inputs(self, args: tuple, kwargs: dict, binds: list[UOp], constants: list[tuple[Any, Any]]) -> tuple:
+    """A call's tensor inputs (its arguments' tensors in order), their Buffers (None unless each is a realized buffer), their
+    view forms, the call's signature and its variables' values; `binds` and `constants` get the arguments' bound Variables
+    and plain values."""
     inputs: list[Tensor] = []
-    binds: list[UOp] = []
-    constants: list[tuple[Any, Any]] = []
     for i, a in enumerate(args): _scan(a, (None, i), i in self.static, inputs, binds, constants)
     if kwargs:
       # keyword arguments in their parameters' order (others by name, after them), as bound: f(x, b=y), f(b=y, a=x) and
@@ -650,6 +658,21 @@ class TinyJit(Generic[R]):
       v, val = b.unbind()
       if var_vals.setdefault(v, val) != val: raise JitError(f"variable {v.arg[0]} is bound to two values ({var_vals[v]} and {val}) in one call")
     signature += [("var",) + v.arg for v in var_vals]
+    return inputs, bufs, forms, signature, var_vals
+
+  @engine_locked   # one call at a time: a second thread's call waits (a capture must see only its own thread's kernels)
+  def __call__(self, *args: Any, **kwargs: Any) -> R:
+    if self.owner is None: self.owner = threading.get_ident()
+    elif (me := threading.get_ident()) != self.owner:
+      if (other := self.others.get(me)) is None: other = self.others[me] = TinyJit(self.fxn, tuple(self.static), self.prune)
+      return other(*args, **kwargs)
+    binds: list[UOp] = []
+    constants: list[tuple[Any, Any]] = []
+    if not kwargs and (live := self._last_buffers(args)) is not None:
+      inputs, bufs, forms, signature, var_vals = list(args), live, None, self.signature, {}
+    else:
+      inputs, bufs, forms, signature, var_vals = self._inputs(args, kwargs, binds, constants)
+    given_bufs = bufs
     if not CAPTURING or not JIT or self.cnt == 0:
       first = self.cnt == 0 and CAPTURING and JIT and _realize.capturing is None and _realize.observing is None
       self.cnt += 1
@@ -835,6 +858,8 @@ class TinyJit(Generic[R]):
         self.replay(bufs, var_vals)
     write_epoch[0] += 1
     self.replay_epoch = write_epoch[0]
+    if given_bufs is not None and forms is None and not kwargs and not binds and not constants and len(inputs) == len(args):
+      self.last_args = (tuple(weakref.ref(t.uop) for t in inputs), [weakref.ref(b) for b in given_bufs])
     for wb in bufs if wrote_in else ():
       if id(wb) in wrote_in: wb._written_at = write_epoch[0]   # type: ignore[attr-defined]
     if var_vals:
