@@ -669,10 +669,10 @@ class TinyJit(Generic[R]):
     binds: list[UOp] = []
     constants: list[tuple[Any, Any]] = []
     if not kwargs and (live := self._last_buffers(args)) is not None:
-      inputs, bufs, forms, signature, var_vals = list(args), live, None, self.signature, {}
+      inputs, bufs, forms, signature, var_vals, given_bufs = list(args), live, None, self.signature, {}, None
     else:
       inputs, bufs, forms, signature, var_vals = self._inputs(args, kwargs, binds, constants)
-    given_bufs = bufs
+      given_bufs = bufs
     if not CAPTURING or not JIT or self.cnt == 0:
       first = self.cnt == 0 and CAPTURING and JIT and _realize.capturing is None and _realize.observing is None
       self.cnt += 1
@@ -793,7 +793,8 @@ class TinyJit(Generic[R]):
     if signature != self.signature:
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with inputs {self._fmt(self.signature)} "
                      f"but called with {self._fmt(signature)}; call .reset() to capture again")
-    if len(constants) != len(self.constants) or not all(w == cw and _same(v, cv) for (w, v), (cw, cv) in zip(constants, self.constants)):
+    if (constants or self.constants) and \
+       (len(constants) != len(self.constants) or not all(w == cw and _same(v, cv) for (w, v), (cw, cv) in zip(constants, self.constants))):
       name = getattr(self.fxn, '__name__', 'function')
       old, new = {_where(w): v for w, v in self.constants}, {_where(w): v for w, v in constants}
       diff = [f"{w}: captured {old.get(w, '<absent>')!r}, now {new.get(w, '<absent>')!r}" for w in dict.fromkeys(list(old) + list(new))
@@ -810,18 +811,17 @@ class TinyJit(Generic[R]):
                      "on several devices, so its capture computes it inside the kernels, and it was written since: the replay would "
                      "read the old value. Call .reset() to capture again, or give it those devices (.shard(devices)) before the first call")
     if self.held_before: self._check_held()
-    if held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]:
+    if self.grads and (held := [x for r, none, _ in self.grads if none and (x := r()) is not None and x.grad is not None]):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with .grad None on the tensors its backward() sets, "
                      f"now a tensor {held[0].shape} {held[0].dtype} holds a gradient, which backward() would add to: a replay cannot. "
                      "Clear the gradients before each call (opt.zero_grad()) or in the function, or call .reset() to capture again")
-    if changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]:
+    if self.host_reads and (changed := [(w, v, now) for w, g, v in self.host_reads if not _same_read(now := g(), v)]):
       w, v, now = changed[0]
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured reading {w} = {_fmt_read(v)}, now it is "
                      f"{_fmt_read(now)}: the capture replays the old value. " + ("Keep it one tensor and change its value in place "
                      "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call" if w.endswith(".lr") else "Call") + " .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
-    bad = [d for d in self.assumed if sym_infer(d, var_vals) < 0]
-    if bad: raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
+    if self.assumed and (bad := [d for d in self.assumed if sym_infer(d, var_vals) < 0]): raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
                            f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
                            "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
@@ -829,7 +829,7 @@ class TinyJit(Generic[R]):
     copies = self._view_copies(inputs, forms) if forms is not None else {}
     in_uops = [u for j, t in enumerate(inputs) for u in _buffer_uops(copies.get(j, t))] if bufs is None or self.from_inputs else []
     if bufs is None: bufs = [buffer_of(u) for u in in_uops]
-    ids = [id(b) for b in bufs]
+    ids = list(map(id, bufs))
     if (len(set(ids)) != len(ids) or not self.distinct) and (aliases := _aliases(bufs)) != self.aliases and not self._may_alias(aliases):
       raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with {self._fmt_aliases(self.aliases)} "
                      f"but called with {self._fmt_aliases(_aliases(bufs))}: the captured kernels "
@@ -844,7 +844,7 @@ class TinyJit(Generic[R]):
     # a lazy tensor reading what this replay overwrites (an input or state it updates, a buffer it returns) keeps the value it
     # had when built, as without the JIT: it is computed first (looked for only when some graph changed since the last look)
     # (the capture's own writes, `owned`, are the same every replay: only the inputs it writes are compared)
-    wrote_in = {id(b) for b, w in zip(bufs, self.written_bufs) if w}
+    wrote_in = {id(b) for b, w in zip(bufs, self.written_bufs) if w} if True in self.written_bufs else set()
     if graph_epoch[0] != self.seen_epoch or not wrote_in <= self.seen_written:
       if readers := _lazy_readers(self.owned | wrote_in): _realize_readers(readers)
       # and an update made outside it into a buffer it only reads (buf.assign(batch) before each call) runs first: the replay
@@ -872,7 +872,7 @@ class TinyJit(Generic[R]):
     for ref, _, grad in self.grads:
       if (x := ref()) is not None: x.grad = grad
     self.cnt += 1
-    return self._returned(inputs, [copies.get(j, t) for j, t in enumerate(inputs)], dict(zip(self.in_uops, in_uops)), var_vals)
+    return self._returned(inputs, [copies.get(j, t) for j, t in enumerate(inputs)] if copies else inputs, dict(zip(self.in_uops, in_uops)), var_vals)
 
   def _returned(self, inputs: list[Tensor], passed: list[Tensor], swap: dict[UOp, UOp], var_vals: dict[UOp, int]) -> Any:
     """What this call returns: the captured outputs, where a returned input (or a view of one) is this call's `inputs`' (the
