@@ -402,6 +402,24 @@ def test_float_floor_division_and_remainder_are_torchs():
     np.testing.assert_equal(got, want)
     np.testing.assert_equal(np.signbit(got), np.signbit(want))
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["fmod", "mod"])
+def test_fmod_and_mod_gradients_where_the_value_is_a_or_nan(name, device):
+  # torch's 1 and -trunc(a/b) (% : -floor(a/b)) also where no rest is taken: b = 0, b = +-inf, a = +-inf, a NaN operand.
+  # The exact rest's chain ran there on 0 and inf and gave NaN to both (1 fmod inf: torch 1 and 0; 1 fmod 0: 1 and -inf)
+  A = [1.0, -1.0, 1.0, 1.0, 0.0, inf, -inf, nan, 2.5, 1.0, 5.0]
+  B = [inf, inf, 0.0, -0.0, 0.0, 2.0, 3.0, 1.0, nan, 0.1, -3.0]
+  a, b = Tensor(A, device=device, requires_grad=True), Tensor(B, device=device, requires_grad=True)
+  ta, tb = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+  fn, tfn = (Tensor.fmod, torch.fmod) if name == "fmod" else (Tensor.mod, torch.remainder)
+  ga, gb = fn(a, b).sum().gradient(a, b)
+  tfn(ta, tb).sum().backward()
+  assert ga.tolist() == ta.grad.tolist()
+  # (torch's NaN at +-inf % b is its floor division's inf/inf; 1 fmod 0.1: the exact quotient 9, torch's rounded 10)
+  want = [w if not (name == "mod" and math.isinf(x0)) else -math.inf * math.copysign(1, x0) for x0, w in zip(A, tb.grad.tolist())]
+  want[9] = -9.0
+  np.testing.assert_equal(gb.numpy(), np.array(want, np.float32))
+
 def test_div_gradient_of_the_divisor_does_not_under_or_overflow():
   # -x/y**2 with y*y computed first: 0 * 1/(1e-45)**2 was NaN, 1e30/(1e30)**2 was 0
   a, b = Tensor([0.0, 1e30, 3.4e38], requires_grad=True), Tensor([1e-45, 1e30, 3.4e38], requires_grad=True)

@@ -837,18 +837,25 @@ class ElementwiseMixin:
       return a._int_divmod(b, "fmod")[1]
     odt = a.dtype
     a, b = a._f32up(), b._f32up()
+    # the rest is taken of finite a and b != 0 only, fed 1 fmod 1 elsewhere: its chain at b = 0 or +-inf gave NaN gradients
+    # (torch's are 1 and -trunc(a/b): -0.0 for 1 fmod inf, -inf for 1 fmod 0)
+    ok = a.isfinite() & b.isfinite() & (b != 0)
+    af, bf = ok.where(a, 1.0), ok.where(b, 1.0)
     # a - b*q exactly (C's fmod; with b*q rounded 1 fmod 0.1 was 0, C's 0.09999999). q = trunc(a/b) is off by up to
     # a/b * 2**-mantissa_bits, so a second step reduces that rest: exact for quotients below 2**(2*mantissa_bits) (2**48
     # for float32), NaN past them
-    r = a
-    for _ in range(2): r = r._exact_rest(b, (r / b).trunc())
+    r = af
+    for _ in range(2): r = r._exact_rest(bf, (r / bf).trunc())
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
-    ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
+    ab, sa = bf.abs(), (af < 0).where(-af.ones_like(), 1.0)
     r = (r * sa < 0).where(r + sa * ab, r)
     r = ((r.abs() >= ab) & (r.abs() != 0)).where(r - sa * ab, r)
-    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch
-    # (the gradient is r's: torch's 1 and -trunc(a/b), also where the value is a or a * 0)
-    ret = r._with_grad((b.isinf() & a.isfinite()).where(a, (r.abs() < ab).where((r == 0).where(a * 0, r), math.nan)), "same")
+    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch;
+    # a for infinite b, NaN for b = 0 or a infinite or NaN
+    val = ok.where((r.abs() < ab).where((r == 0).where(a * 0, r), math.nan), (b.isinf() & a.isfinite()).where(a, math.nan))
+    # the gradient is r's (1 and minus the exact quotient) where r is taken, torch's 1 and -trunc(a/b) elsewhere
+    q = ok.where(0.0, a / b).trunc().detach()
+    ret = ok.where(r, a - b * q)._with_grad(val, "same")
     return ret.cast(odt) if ret.dtype != odt else ret
   def _high_half(self: Tensor) -> Tensor:
     # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too; for
