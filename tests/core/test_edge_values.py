@@ -437,6 +437,18 @@ def test_pow_of_negative_zero_and_minus_one(device):
   np.testing.assert_equal(np.signbit(got), np.signbit(want))
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_pow_by_one_half_as_a_tensor_is_cs_pow(device):
+  # POW by a constant 0.5 (a full tensor; x ** 1.5's gradient 1.5 x ** 0.5): C's pow, inf at -inf and 0.0 at -0.0, on every
+  # device. The PYTHON device's numpy took an exponent of one value 0.5 as sqrt: NaN and -0.0
+  vals = [-inf, -0.0, 0.0, 4.0, -4.0, inf, nan]
+  x = Tensor(vals, device=device, requires_grad=True)
+  want = np.array([math.pow(v, 0.5) if not (v < 0 and math.isfinite(v)) else nan for v in vals], np.float32)
+  got = x.pow(x.full_like(0.5)).numpy()
+  np.testing.assert_equal(got, want)
+  np.testing.assert_equal(np.signbit(got[:4]), np.signbit(want[:4]))
+  np.testing.assert_equal((x ** 1.5).sum().gradient(x)[0].numpy(), 1.5 * want)
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", [16777217, -16777217, 2**31 + 1, 16777217.0])
 def test_pow_by_an_odd_int_constant_past_the_dtypes_integers_keeps_the_sign(n, device):
   # the exponent was a float32 constant: 16777217 rounds to the even 16777216, and -1.0 ** 16777217 was 1.0 (torch -1.0)
