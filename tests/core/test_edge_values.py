@@ -325,6 +325,27 @@ def test_kink_gradients_are_torchs():
     np.testing.assert_allclose(fn(x).sum().gradient(x)[0].numpy()[:7], tx.grad.numpy()[:7], rtol=1e-6, err_msg=str(fn))
   assert Tensor([-3.0, 3.0]).hardswish().tolist() == [-0.0, 3.0] and np.signbit(Tensor([-3.0]).hardswish().numpy())[0]
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_clamp_gradients_at_degenerate_and_nan_bounds_are_torchs(device):
+  # torch's: x's where min <= x <= max, min's where x < min < max, max's where x > max or max < min. The selects gave x < min
+  # == max to min (torch: to none) and a NaN result to its NaN bound (torch: to max only where max < min)
+  xs, los, his = (list(t) for t in zip(*itertools.product([-1.0, 0.0, 1.0, nan], repeat=3)))
+  ts = [Tensor(v, device=device, requires_grad=True) for v in (xs, los, his)]
+  tt = [torch.tensor(v, requires_grad=True) for v in (xs, los, his)]
+  torch.clamp(*tt).sum().backward()
+  out = ts[0].clamp(ts[1], ts[2])
+  np.testing.assert_equal(out.numpy(), torch.clamp(*tt).detach().numpy())
+  for g, t in zip(out.sum().gradient(*ts), tt): np.testing.assert_equal(g.numpy(), t.grad.numpy())
+  # one tensor bound: clamp_min's and clamp_max's (none at a NaN bound)
+  for lo, hi in ((ts[1], None), (None, ts[2])):
+    tlo, thi = (tt[1].detach().requires_grad_() if lo is not None else None), (tt[2].detach().requires_grad_() if hi is not None else None)
+    tx = torch.tensor(xs, requires_grad=True)
+    torch.clamp(tx, tlo, thi).sum().backward()
+    b, tb = (lo, tlo) if lo is not None else (hi, thi)
+    gx, gb = ts[0].clamp(lo, hi).sum().gradient(ts[0], b)
+    np.testing.assert_equal(gx.numpy(), tx.grad.numpy())
+    np.testing.assert_equal(gb.numpy(), tb.grad.numpy())
+
 def test_sinh_cosh_gradients_do_not_overflow_early():
   x = Tensor([88.0, 89.0, -89.0, 89.2, 1e-20, -1e-20, 0.0], requires_grad=True)
   ts = torch.tensor(x.tolist(), dtype=torch.float64)

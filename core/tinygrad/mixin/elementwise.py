@@ -649,7 +649,7 @@ class ElementwiseMixin:
     return small.where((2 / math.sqrt(math.pi)) * series, (x < 0).where(-r, r))
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Elementwise clamp into [min_, max_] (either bound may be None; max_ wins where min_ > max_). NaN stays NaN, a NaN
-    bound gives NaN; the gradient is 1 inside and on the bounds, 0 outside and at NaN (torch's)."""
+    bound gives NaN; the gradient is torch's: 1 inside and on the bounds, 0 outside and at NaN, to max_ where min_ > max_."""
     if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of min_ and max_")
     def bound(x: Tensor, b: Tensor | ConstType, out: bool) -> Tensor:
       x, b = x._broadcasted(b)
@@ -658,11 +658,15 @@ class ElementwiseMixin:
     ret = bound(self, min_, True) if min_ is not None else self
     ret = bound(ret, max_, False) if max_ is not None else ret
     if not dtypes.is_float(self.dtype): return ret
-    nan_in = self.detach()   # NaN in: NaN out, gradient 0 to self
-    # but where min_ > max_, max_ wins in the gradient too, as torch (NaN + max_ is NaN, with max_'s gradient)
-    # (in ret's dtype: the 0.0 made an int max_ float32, which turned a half clamped by int tensors into float32)
-    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0).cast(ret.dtype)
-    return (self != self).where(nan_in, ret)
+    # the gradient is torch's (clamp_backward_min_max), not the selects': self's where min_ <= x <= max_, min_'s where
+    # x < min_ < max_, max_'s where x > max_ or max_ < min_. None at a NaN x or bound but for that last, and none where
+    # x < min_ == max_ (the selects gave it to min_ there, and to a NaN bound)
+    lo_lt_hi = (min_ < max_) if min_ is not None and max_ is not None else True
+    keep = (self >= min_) if min_ is not None else self == self
+    carrier = (keep & (self <= max_) if max_ is not None else keep).where(self, 0.0).cast(ret.dtype)
+    if isinstance(min_, Tensor): carrier = carrier + ((self < min_) & lo_lt_hi).where(min_, 0.0).cast(ret.dtype)
+    if isinstance(max_, Tensor): carrier = carrier + ((self > max_) | (max_ < min_ if min_ is not None else False)).where(max_, 0.0).cast(ret.dtype)
+    return carrier._broadcast_to(ret.shape)._with_grad(ret, "same")
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""
     return self.clip(min_, max_)
