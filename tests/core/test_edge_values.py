@@ -441,6 +441,24 @@ def test_fmod_and_mod_gradients_where_the_value_is_a_or_nan(name, device):
   want[9] = -9.0
   np.testing.assert_equal(gb.numpy(), np.array(want, np.float32))
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.float64], ids=str)
+def test_copysign_takes_the_sign_bit_and_torchs_gradient_at_nan(dt, device):
+  # C's copysign reads b's sign bit: a NaN with it set (x86's 0/0, inf - inf) is negative, as torch and numpy (b < 0 is
+  # False there: +|a|). The gradient w.r.t. a is torch's result/a: NaN at a NaN a (the abs select gave 0), 0 at a = 0
+  A = [1.0, 2.0, -3.0, nan, nan, 0.0, -0.0, 4.0, -5.0]
+  B = [-nan, nan, -nan, 1.0, -1.0, -nan, nan, -0.0, 2.0]
+  tdt = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.float64: torch.float64}[dt]
+  ta, tb = torch.tensor(A, dtype=tdt, requires_grad=True), torch.tensor(B, dtype=tdt)
+  assert torch.signbit(tb).tolist() == [math.copysign(1, v) < 0 for v in B]   # (the NaNs keep their sign bits)
+  a, b = Tensor(A, dtype=dt, device=device, requires_grad=True), Tensor(tb.numpy(), device=device)
+  y = a.copysign(b)
+  ty = torch.copysign(ta, tb)
+  ty.sum().backward()
+  np.testing.assert_equal(y.numpy().astype(np.float64), ty.detach().double().numpy())
+  np.testing.assert_equal(np.signbit(y.numpy()), torch.signbit(ty).numpy())
+  np.testing.assert_equal(y.sum().gradient(a)[0].numpy().astype(np.float64), ta.grad.double().numpy())
+
 def test_div_gradient_of_the_divisor_does_not_under_or_overflow():
   # -x/y**2 with y*y computed first: 0 * 1/(1e-45)**2 was NaN, 1e30/(1e30)**2 was 0
   a, b = Tensor([0.0, 1e30, 3.4e38], requires_grad=True), Tensor([1e-45, 1e30, 3.4e38], requires_grad=True)

@@ -871,7 +871,11 @@ class ElementwiseMixin:
     tinygrad (torch always returns a float)."""
     a, b = self._broadcasted(other)
     if not dtypes.is_float(b.dtype): return (b < 0).where(-a.abs(), a.abs())
-    ret = ((b < 0) | ((b == 0) & (b.reciprocal() < 0))).where(-a.abs(), a.abs())
+    # b's sign bit, as C's copysign: -0.0 and a NaN with the bit set (x86's 0/0) are negative (b < 0 gave +|a| for -NaN)
+    neg = b.bitcast({1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[b.dtype.itemsize]) < 0
+    # |a| with torch's gradient sign(a): NaN at a NaN a (abs's select gave 0), 0 at 0
+    mag = (a * a.sign().detach())._with_grad(a.abs(), "same")
+    ret = neg.where(-mag, mag)
     # minus a +0 made from `other`: it stays in the graph (a zero gradient, as torch) and a -0.0 result keeps its sign
     return ret - (b.isinf() | b.isnan()).where(0.0, b * 0).abs()
   def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:
