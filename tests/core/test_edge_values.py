@@ -267,6 +267,22 @@ def test_odd_functions_keep_negative_zero(device):
   assert np.signbit(Tensor([-5.0, -1e30], device=device).hardswish().numpy()).all()   # x * 0 / 6: -0.0 below -3, as torch
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16], ids=str)
+def test_elu_with_a_negative_alpha_keeps_the_sign_of_zero(dt, device):
+  # alpha * expm1(+-0.0) with alpha < 0 flipped the zero's sign: elu(0.0, -0.5) was -0.0 and elu(-0.0, -0.5) 0.0 (torch: x);
+  # the gradient at 0 stays the left side's alpha. celu's x/alpha flips it twice (right before)
+  xs = [0.0, -0.0, -1.0, 2.0]
+  tdt = torch.float32 if dt == dtypes.float32 else torch.float16
+  for fn, tfn in ((lambda t: t.elu(-0.5), lambda t: F.elu(t, -0.5)), (lambda t: t.selu(-1.0, 1.5), lambda t: 1.5 * F.elu(t, -1.0)),
+                  (lambda t: t.celu(-2.0), lambda t: F.celu(t, -2.0))):
+    x, tx = Tensor(xs, dtype=dt, device=device, requires_grad=True), torch.tensor(xs, dtype=tdt, requires_grad=True)
+    y, ty = fn(x), tfn(tx)
+    ty.sum().backward()
+    np.testing.assert_allclose(y.float().numpy(), ty.detach().float().numpy(), rtol=1e-3)
+    assert np.signbit(y.float().numpy()).tolist() == torch.signbit(ty).tolist()
+    np.testing.assert_allclose(y.sum().gradient(x)[0].float().numpy(), tx.grad.float().numpy(), rtol=1e-3)
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_cat_and_pad_keep_negative_zero(device):
   # cat adds its parts padded along the axis: padded with 0.0, -0.0 + 0.0 gave 0.0 wherever the kernel computed the sum
   # (1 / cat(...) was +inf where torch gives -inf, max over a cat 0.0); pad(value=-0.0) padded with 0.0

@@ -590,6 +590,8 @@ class ElementwiseMixin:
     # float16 result is rounded once (float16 selu(-1.2e-7) was a subnormal step off)
     neg = self <= 0
     ret = neg.where(alpha * (neg.where(self, 0) * inner)._expm1(), self)
+    # alpha * inner < 0 (elu(x, -0.5)) flips the sign of expm1(+-0.0): x itself there, as torch, with the left side's slope
+    if alpha * inner < 0: ret = (self == 0).where((self * (alpha * inner))._with_grad(self, "same"), ret)
     return ret if scale == 1.0 else scale * ret
   def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha*(e**x - 1) otherwise."""
