@@ -264,6 +264,23 @@ def test_scatter_reduce_sorted_keeps_negative_zero(monkeypatch, red, include_sel
   np.testing.assert_array_equal(got, want)
   np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
+@pytest.mark.parametrize("red", ["sum", "mean"])
+@pytest.mark.parametrize("sorted_", [False, True])
+def test_scatter_reduce_leaves_self_where_no_index_hits(monkeypatch, red, sorted_):
+  # include_self=True (the default) added the src sum, 0.0 where no index hits, to self: a -0.0 there came out 0.0 (torch
+  # leaves self as it is); the gradient to self stays 1 there
+  import tinygrad.mixin.indexing as indexing
+  if sorted_: monkeypatch.setattr(indexing, "_SCATTER_ONEHOT_MAX", 0)
+  x, s, idx = [[-0.0, 5.0, -0.0, -0.0]], [[1.0, 2.0]], [[1, 3]]
+  t = Tensor(x, requires_grad=True)
+  out = t.scatter_reduce(1, Tensor(idx), Tensor(s), red)
+  tx = torch.tensor(x, requires_grad=True)
+  tout = tx.scatter_reduce(1, torch.tensor(idx), torch.tensor(s), red)
+  np.testing.assert_array_equal(out.numpy(), tout.detach().numpy())
+  np.testing.assert_array_equal(np.signbit(out.numpy()), torch.signbit(tout).numpy())
+  tout.sum().backward()
+  np.testing.assert_array_equal(out.sum().gradient(t)[0].numpy(), tx.grad.numpy())
+
 @settings(max_examples=40, deadline=None)
 @given(st.data(), st.sampled_from(["sum", "prod", "mean", "amax", "amin"]), st.booleans(), st.booleans(),
        st.sampled_from([np.float32, np.int32, np.float16, np.bool_]))

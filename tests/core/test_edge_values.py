@@ -267,6 +267,22 @@ def test_odd_functions_keep_negative_zero(device):
   assert np.signbit(Tensor([-5.0, -1e30], device=device).hardswish().numpy()).all()   # x * 0 / 6: -0.0 below -3, as torch
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16], ids=str)
+def test_elu_with_a_negative_alpha_keeps_the_sign_of_zero(dt, device):
+  # alpha * expm1(+-0.0) with alpha < 0 flipped the zero's sign: elu(0.0, -0.5) was -0.0 and elu(-0.0, -0.5) 0.0 (torch: x);
+  # the gradient at 0 stays the left side's alpha. celu's x/alpha flips it twice (right before)
+  xs = [0.0, -0.0, -1.0, 2.0]
+  tdt = torch.float32 if dt == dtypes.float32 else torch.float16
+  for fn, tfn in ((lambda t: t.elu(-0.5), lambda t: F.elu(t, -0.5)), (lambda t: t.selu(-1.0, 1.5), lambda t: 1.5 * F.elu(t, -1.0)),
+                  (lambda t: t.celu(-2.0), lambda t: F.celu(t, -2.0))):
+    x, tx = Tensor(xs, dtype=dt, device=device, requires_grad=True), torch.tensor(xs, dtype=tdt, requires_grad=True)
+    y, ty = fn(x), tfn(tx)
+    ty.sum().backward()
+    np.testing.assert_allclose(y.float().numpy(), ty.detach().float().numpy(), rtol=1e-3)
+    assert np.signbit(y.float().numpy()).tolist() == torch.signbit(ty).tolist()
+    np.testing.assert_allclose(y.sum().gradient(x)[0].float().numpy(), tx.grad.float().numpy(), rtol=1e-3)
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_cat_and_pad_keep_negative_zero(device):
   # cat adds its parts padded along the axis: padded with 0.0, -0.0 + 0.0 gave 0.0 wherever the kernel computed the sum
   # (1 / cat(...) was +inf where torch gives -inf, max over a cat 0.0); pad(value=-0.0) padded with 0.0
@@ -324,6 +340,27 @@ def test_kink_gradients_are_torchs():
     tfn(tx).sum().backward()
     np.testing.assert_allclose(fn(x).sum().gradient(x)[0].numpy()[:7], tx.grad.numpy()[:7], rtol=1e-6, err_msg=str(fn))
   assert Tensor([-3.0, 3.0]).hardswish().tolist() == [-0.0, 3.0] and np.signbit(Tensor([-3.0]).hardswish().numpy())[0]
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_clamp_gradients_at_degenerate_and_nan_bounds_are_torchs(device):
+  # torch's: x's where min <= x <= max, min's where x < min < max, max's where x > max or max < min. The selects gave x < min
+  # == max to min (torch: to none) and a NaN result to its NaN bound (torch: to max only where max < min)
+  xs, los, his = (list(t) for t in zip(*itertools.product([-1.0, 0.0, 1.0, nan], repeat=3)))
+  ts = [Tensor(v, device=device, requires_grad=True) for v in (xs, los, his)]
+  tt = [torch.tensor(v, requires_grad=True) for v in (xs, los, his)]
+  torch.clamp(*tt).sum().backward()
+  out = ts[0].clamp(ts[1], ts[2])
+  np.testing.assert_equal(out.numpy(), torch.clamp(*tt).detach().numpy())
+  for g, t in zip(out.sum().gradient(*ts), tt): np.testing.assert_equal(g.numpy(), t.grad.numpy())
+  # one tensor bound: clamp_min's and clamp_max's (none at a NaN bound)
+  for lo, hi in ((ts[1], None), (None, ts[2])):
+    tlo, thi = (tt[1].detach().requires_grad_() if lo is not None else None), (tt[2].detach().requires_grad_() if hi is not None else None)
+    tx = torch.tensor(xs, requires_grad=True)
+    torch.clamp(tx, tlo, thi).sum().backward()
+    b, tb = (lo, tlo) if lo is not None else (hi, thi)
+    gx, gb = ts[0].clamp(lo, hi).sum().gradient(ts[0], b)
+    np.testing.assert_equal(gx.numpy(), tx.grad.numpy())
+    np.testing.assert_equal(gb.numpy(), tb.grad.numpy())
 
 def test_sinh_cosh_gradients_do_not_overflow_early():
   x = Tensor([88.0, 89.0, -89.0, 89.2, 1e-20, -1e-20, 0.0], requires_grad=True)
@@ -402,6 +439,42 @@ def test_float_floor_division_and_remainder_are_torchs():
     np.testing.assert_equal(got, want)
     np.testing.assert_equal(np.signbit(got), np.signbit(want))
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["fmod", "mod"])
+def test_fmod_and_mod_gradients_where_the_value_is_a_or_nan(name, device):
+  # torch's 1 and -trunc(a/b) (% : -floor(a/b)) also where no rest is taken: b = 0, b = +-inf, a = +-inf, a NaN operand.
+  # The exact rest's chain ran there on 0 and inf and gave NaN to both (1 fmod inf: torch 1 and 0; 1 fmod 0: 1 and -inf)
+  A = [1.0, -1.0, 1.0, 1.0, 0.0, inf, -inf, nan, 2.5, 1.0, 5.0]
+  B = [inf, inf, 0.0, -0.0, 0.0, 2.0, 3.0, 1.0, nan, 0.1, -3.0]
+  a, b = Tensor(A, device=device, requires_grad=True), Tensor(B, device=device, requires_grad=True)
+  ta, tb = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+  fn, tfn = (Tensor.fmod, torch.fmod) if name == "fmod" else (Tensor.mod, torch.remainder)
+  ga, gb = fn(a, b).sum().gradient(a, b)
+  tfn(ta, tb).sum().backward()
+  assert ga.tolist() == ta.grad.tolist()
+  # (torch's NaN at +-inf % b is its floor division's inf/inf; 1 fmod 0.1: the exact quotient 9, torch's rounded 10)
+  want = [w if not (name == "mod" and math.isinf(x0)) else -math.inf * math.copysign(1, x0) for x0, w in zip(A, tb.grad.tolist())]
+  want[9] = -9.0
+  np.testing.assert_equal(gb.numpy(), np.array(want, np.float32))
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.float64], ids=str)
+def test_copysign_takes_the_sign_bit_and_torchs_gradient_at_nan(dt, device):
+  # C's copysign reads b's sign bit: a NaN with it set (x86's 0/0, inf - inf) is negative, as torch and numpy (b < 0 is
+  # False there: +|a|). The gradient w.r.t. a is torch's result/a: NaN at a NaN a (the abs select gave 0), 0 at a = 0
+  A = [1.0, 2.0, -3.0, nan, nan, 0.0, -0.0, 4.0, -5.0]
+  B = [-nan, nan, -nan, 1.0, -1.0, -nan, nan, -0.0, 2.0]
+  tdt = {dtypes.float32: torch.float32, dtypes.float16: torch.float16, dtypes.float64: torch.float64}[dt]
+  ta, tb = torch.tensor(A, dtype=tdt, requires_grad=True), torch.tensor(B, dtype=tdt)
+  assert torch.signbit(tb).tolist() == [math.copysign(1, v) < 0 for v in B]   # (the NaNs keep their sign bits)
+  a, b = Tensor(A, dtype=dt, device=device, requires_grad=True), Tensor(tb.numpy(), device=device)
+  y = a.copysign(b)
+  ty = torch.copysign(ta, tb)
+  ty.sum().backward()
+  np.testing.assert_equal(y.numpy().astype(np.float64), ty.detach().double().numpy())
+  np.testing.assert_equal(np.signbit(y.numpy()), torch.signbit(ty).numpy())
+  np.testing.assert_equal(y.sum().gradient(a)[0].numpy().astype(np.float64), ta.grad.double().numpy())
+
 def test_div_gradient_of_the_divisor_does_not_under_or_overflow():
   # -x/y**2 with y*y computed first: 0 * 1/(1e-45)**2 was NaN, 1e30/(1e30)**2 was 0
   a, b = Tensor([0.0, 1e30, 3.4e38], requires_grad=True), Tensor([1e-45, 1e30, 3.4e38], requires_grad=True)
@@ -417,6 +490,18 @@ def test_pow_of_negative_zero_and_minus_one(device):
   got = a.pow(b).numpy()
   np.testing.assert_equal(got, want)
   np.testing.assert_equal(np.signbit(got), np.signbit(want))
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pow_by_one_half_as_a_tensor_is_cs_pow(device):
+  # POW by a constant 0.5 (a full tensor; x ** 1.5's gradient 1.5 x ** 0.5): C's pow, inf at -inf and 0.0 at -0.0, on every
+  # device. The PYTHON device's numpy took an exponent of one value 0.5 as sqrt: NaN and -0.0
+  vals = [-inf, -0.0, 0.0, 4.0, -4.0, inf, nan]
+  x = Tensor(vals, device=device, requires_grad=True)
+  want = np.array([math.pow(v, 0.5) if not (v < 0 and math.isfinite(v)) else nan for v in vals], np.float32)
+  got = x.pow(x.full_like(0.5)).numpy()
+  np.testing.assert_equal(got, want)
+  np.testing.assert_equal(np.signbit(got[:4]), np.signbit(want[:4]))
+  np.testing.assert_equal((x ** 1.5).sum().gradient(x)[0].numpy(), 1.5 * want)
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("n", [16777217, -16777217, 2**31 + 1, 16777217.0])

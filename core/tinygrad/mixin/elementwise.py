@@ -590,6 +590,8 @@ class ElementwiseMixin:
     # float16 result is rounded once (float16 selu(-1.2e-7) was a subnormal step off)
     neg = self <= 0
     ret = neg.where(alpha * (neg.where(self, 0) * inner)._expm1(), self)
+    # alpha * inner < 0 (elu(x, -0.5)) flips the sign of expm1(+-0.0): x itself there, as torch, with the left side's slope
+    if alpha * inner < 0: ret = (self == 0).where((self * (alpha * inner))._with_grad(self, "same"), ret)
     return ret if scale == 1.0 else scale * ret
   def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha*(e**x - 1) otherwise."""
@@ -649,7 +651,7 @@ class ElementwiseMixin:
     return small.where((2 / math.sqrt(math.pi)) * series, (x < 0).where(-r, r))
   def clip(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Elementwise clamp into [min_, max_] (either bound may be None; max_ wins where min_ > max_). NaN stays NaN, a NaN
-    bound gives NaN; the gradient is 1 inside and on the bounds, 0 outside and at NaN (torch's)."""
+    bound gives NaN; the gradient is torch's: 1 inside and on the bounds, 0 outside and at NaN, to max_ where min_ > max_."""
     if min_ is None and max_ is None: raise ArgumentError("clip needs at least one of min_ and max_")
     def bound(x: Tensor, b: Tensor | ConstType, out: bool) -> Tensor:
       x, b = x._broadcasted(b)
@@ -658,11 +660,15 @@ class ElementwiseMixin:
     ret = bound(self, min_, True) if min_ is not None else self
     ret = bound(ret, max_, False) if max_ is not None else ret
     if not dtypes.is_float(self.dtype): return ret
-    nan_in = self.detach()   # NaN in: NaN out, gradient 0 to self
-    # but where min_ > max_, max_ wins in the gradient too, as torch (NaN + max_ is NaN, with max_'s gradient)
-    # (in ret's dtype: the 0.0 made an int max_ float32, which turned a half clamped by int tensors into float32)
-    if isinstance(max_, Tensor) and min_ is not None: nan_in = nan_in + (max_ < min_).where(max_, 0.0).cast(ret.dtype)
-    return (self != self).where(nan_in, ret)
+    # the gradient is torch's (clamp_backward_min_max), not the selects': self's where min_ <= x <= max_, min_'s where
+    # x < min_ < max_, max_'s where x > max_ or max_ < min_. None at a NaN x or bound but for that last, and none where
+    # x < min_ == max_ (the selects gave it to min_ there, and to a NaN bound)
+    lo_lt_hi = (min_ < max_) if min_ is not None and max_ is not None else True
+    keep = (self >= min_) if min_ is not None else self == self
+    carrier = (keep & (self <= max_) if max_ is not None else keep).where(self, 0.0).cast(ret.dtype)
+    if isinstance(min_, Tensor): carrier = carrier + ((self < min_) & lo_lt_hi).where(min_, 0.0).cast(ret.dtype)
+    if isinstance(max_, Tensor): carrier = carrier + ((self > max_) | (max_ < min_ if min_ is not None else False)).where(max_, 0.0).cast(ret.dtype)
+    return carrier._broadcast_to(ret.shape)._with_grad(ret, "same")
   def clamp(self: Tensor, min_: Tensor | ConstType | None = None, max_: Tensor | ConstType | None = None) -> Tensor:
     """Alias of clip."""
     return self.clip(min_, max_)
@@ -837,18 +843,25 @@ class ElementwiseMixin:
       return a._int_divmod(b, "fmod")[1]
     odt = a.dtype
     a, b = a._f32up(), b._f32up()
+    # the rest is taken of finite a and b != 0 only, fed 1 fmod 1 elsewhere: its chain at b = 0 or +-inf gave NaN gradients
+    # (torch's are 1 and -trunc(a/b): -0.0 for 1 fmod inf, -inf for 1 fmod 0)
+    ok = a.isfinite() & b.isfinite() & (b != 0)
+    af, bf = ok.where(a, 1.0), ok.where(b, 1.0)
     # a - b*q exactly (C's fmod; with b*q rounded 1 fmod 0.1 was 0, C's 0.09999999). q = trunc(a/b) is off by up to
     # a/b * 2**-mantissa_bits, so a second step reduces that rest: exact for quotients below 2**(2*mantissa_bits) (2**48
     # for float32), NaN past them
-    r = a
-    for _ in range(2): r = r._exact_rest(b, (r / b).trunc())
+    r = af
+    for _ in range(2): r = r._exact_rest(bf, (r / bf).trunc())
     # the rounded quotient can be one off: bring r back into [0, |b|) with a's sign
-    ab, sa = b.abs(), (a < 0).where(-a.ones_like(), 1.0)
+    ab, sa = bf.abs(), (af < 0).where(-af.ones_like(), 1.0)
     r = (r * sa < 0).where(r + sa * ab, r)
     r = ((r.abs() >= ab) & (r.abs() != 0)).where(r - sa * ab, r)
-    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch
-    # (the gradient is r's: torch's 1 and -trunc(a/b), also where the value is a or a * 0)
-    ret = r._with_grad((b.isinf() & a.isfinite()).where(a, (r.abs() < ab).where((r == 0).where(a * 0, r), math.nan)), "same")
+    # a zero result has a's sign (a * 0: a is finite there); NaN where a/b overflowed (1 fmod 1e-45: r was -inf), as torch;
+    # a for infinite b, NaN for b = 0 or a infinite or NaN
+    val = ok.where((r.abs() < ab).where((r == 0).where(a * 0, r), math.nan), (b.isinf() & a.isfinite()).where(a, math.nan))
+    # the gradient is r's (1 and minus the exact quotient) where r is taken, torch's 1 and -trunc(a/b) elsewhere
+    q = ok.where(0.0, a / b).trunc().detach()
+    ret = ok.where(r, a - b * q)._with_grad(val, "same")
     return ret.cast(odt) if ret.dtype != odt else ret
   def _high_half(self: Tensor) -> Tensor:
     # the float with the low half of its mantissa cleared (x - that is exact, and a product of two such halves is too; for
@@ -860,7 +873,11 @@ class ElementwiseMixin:
     tinygrad (torch always returns a float)."""
     a, b = self._broadcasted(other)
     if not dtypes.is_float(b.dtype): return (b < 0).where(-a.abs(), a.abs())
-    ret = ((b < 0) | ((b == 0) & (b.reciprocal() < 0))).where(-a.abs(), a.abs())
+    # b's sign bit, as C's copysign: -0.0 and a NaN with the bit set (x86's 0/0) are negative (b < 0 gave +|a| for -NaN)
+    neg = b.bitcast({1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[b.dtype.itemsize]) < 0
+    # |a| with torch's gradient sign(a): NaN at a NaN a (abs's select gave 0), 0 at 0
+    mag = (a * a.sign().detach())._with_grad(a.abs(), "same")
+    ret = neg.where(-mag, mag)
     # minus a +0 made from `other`: it stays in the graph (a zero gradient, as torch) and a -0.0 result keeps its sign
     return ret - (b.isinf() | b.isnan()).where(0.0, b * 0).abs()
   def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:

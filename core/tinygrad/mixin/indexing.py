@@ -507,9 +507,10 @@ class IndexingMixin:
       if reduce == "prod": r = mask.where(src, src._const(1, shape=())).prod(-1, dtype=acc_dt)
       else: r = mask.where(src, src._const(0, shape=())).sum(-1, dtype=acc_dt)
       count = mask.sum(-1)
-    if reduce in ("prod", "sum"): return ((r * me if reduce == "prod" else r + me) if include_self else hit.where(r, me)).cast(self.dtype)
+    # (self as it is where no index hits: 0.0 + self turned a -0.0 there into 0.0)
+    if reduce in ("prod", "sum"): return ((r * me if reduce == "prod" else hit.where(r + me, me)) if include_self else hit.where(r, me)).cast(self.dtype)
     count = count + int(include_self)
-    total = (r + me if include_self else r).cast(self.dtype)   # torch's mean: the sum rounded, then divided
+    total = (hit.where(r + me, me) if include_self else r).cast(self.dtype)   # torch's mean: the sum rounded, then divided
     mean = total // count.maximum(1).cast(self.dtype) if dtypes.is_int(self.dtype) else total / count.maximum(1).cast(self.dtype)
     return mean.cast(self.dtype) if include_self else hit.where(mean.cast(self.dtype), self)
 

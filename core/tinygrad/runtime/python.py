@@ -126,7 +126,9 @@ def _alu(op: Ops, dt: DType, srcs: list):
   elif op is Ops.SQRT: r = np.sqrt(a[0])
   elif op is Ops.RECIPROCAL: r = np.true_divide(ndt.type(1) if hasattr(ndt, "type") else 1, a[0])
   elif op is Ops.TRUNC: r = np.trunc(a[0])
-  elif op is Ops.POW: r = np.power(a[0], a[1])
+  elif op is Ops.POW:
+    # C's pow: numpy takes an exponent of one value 0.5 as sqrt, which gives NaN at -inf and -0.0 at -0.0 (C: inf and 0.0)
+    r = np.where(np.equal(a[1], 0.5) & (np.equal(a[0], 0) | np.isneginf(a[0])), np.abs(a[0]), np.power(a[0], a[1]))
   elif op is Ops.LDEXP: r = np.ldexp(a[0], np.asarray(a[1]).astype(np.int32))
   else: raise NotImplementedError(f"PYTHON device cannot run {op}")
   r = np.asarray(r).astype(ndt, copy=False)
