@@ -8,7 +8,7 @@ Ties: MAX (binary and REDUCE_AXIS MAX) splits the gradient equally among the tie
 PROD (REDUCE_AXIS MUL): the product of the other inputs, as torch (prod/x where x != 0; so 0 at a 0 among several).
 """
 from __future__ import annotations
-import math, weakref, contextlib, gc
+import math, weakref, contextlib, gc, itertools
 from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, reduce_identity
@@ -437,6 +437,10 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
 # loop's Y = (Y * w).realize(): the last Y's graph reads only the one before's buffer, and w's gradient stopped there; with
 # nothing to train below, nothing is kept (such a loop holds its last buffer, not one a step)
 KEPT_CHAIN: weakref.WeakKeyDictionary[UOp, tuple[UOp, int]] = weakref.WeakKeyDictionary()
+# the tag of the marker a kept graph in KEPT_CHAIN reads in place of its own buffer's overwritten value (keep_chain), with a
+# number of its own: two such markers stay apart
+OVERWRITTEN = "overwritten"
+_overwritten_ids = itertools.count()
 
 def keep_chain(u: UOp, g: UOp, at: int) -> None:
   """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
@@ -447,6 +451,12 @@ def keep_chain(u: UOp, g: UOp, at: int) -> None:
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
     if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+    # a graph that reads its own buffer's value before an in-place update (z += x * 2 realized, z's kept graph z + x * 2):
+    # that value is gone, and the entry would hold its key, so it reads a marker instead that holds no buffer: a gradient
+    # passes by it (x's 2), one that needs it raises (_Realized._stale). Skipped, z's graph was lost and x.grad None
+    if r in ns and (b := reshape_base(r)).op is Ops.BUFFER:
+      gr = gr.substitute({b: UOp(Ops.CONTIGUOUS, b.dtype, (const_like(b, 0.0),), tag=(OVERWRITTEN, next(_overwritten_ids)))})
+      ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
     # (not a graph that reads its own result: the entry would hold its key)
     if r not in ns and (not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN))): KEPT_CHAIN[r] = (gr, at)
 
@@ -502,6 +512,8 @@ class _Realized:
     subs = {n: UOp(Ops.CONTIGUOUS, n.dtype, (n,), tag=("stale", n)) for n in nodes
             if n.op is Ops.BUFFER and _written_at(n) > at and n not in own}
     self.stale |= {m: n for n, m in subs.items()}
+    # (keep_chain's marker of a value overwritten when kept: such a graph was kept before the write, so this runs for it)
+    self.stale |= {n: n for n in nodes if n.op is Ops.CONTIGUOUS and isinstance(n.tag, tuple) and n.tag[0] == OVERWRITTEN}
     return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:
     topo = u.toposort(gate=_walks)
@@ -530,7 +542,7 @@ class _Realized:
     if self.stale and out and (hit := [n for n in UOp(Ops.SINK, src=tuple(out)).toposort() if n in self.stale]):
       b = self.stale[hit[0]]
       raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
-                         f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
+                         f"{b.dtype.name} buffer of {b.size} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
     if out and len(SUPERSEDED): out = _assign_values(out)
     return out
