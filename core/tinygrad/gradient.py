@@ -531,6 +531,9 @@ class _Realized:
           self.graphs[r], self.old_at[r] = rg, at
           if self.kept_at is not None: self.kept_at[r] = at
     subs = {n: self._stand_in(n) for n in topo if n in self.graphs}
+    # (a buffer _stale marked stays itself: its graph now is the one its new value was computed from, not the one of the
+    # value read; the gradient passes to the buffer, a leaf updated in place, as torch's under no_grad)
+    if subs and self.stale: subs |= {n: n for n in topo if n in self.stale}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the

@@ -1182,6 +1182,18 @@ def test_gradient_through_a_realized_update_outlives_its_target(target, update, 
   assert x.grad is not None
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
+def test_a_kept_graph_never_reads_a_buffer_through_its_newer_graph():
+  # y = (z * 3) realized, z = x * 2 realized before, then z.assign(w * 5) realized: y's gradient went into z's new graph
+  # (w.grad 15, torch: w none, x 6). z's old graph is gone: the gradient stops at its buffer (x.grad None, a gap noted in
+  # docs/guide.md), and never reaches w
+  from tinygrad.tensor import Tensor
+  x, w = Tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True), Tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+  z = (x * 2).realize()
+  y = (z * 3).realize()
+  z.assign(w * 5).realize()
+  y.sum().backward()
+  assert w.grad is None
+
 @pytest.mark.parametrize("update", ["setitem", "iadd"])
 @pytest.mark.parametrize("keep_y", [True, False])
 def test_a_graph_realized_while_an_assign_into_what_it_read_is_pending_passes_the_gradient_on(update, keep_y):
