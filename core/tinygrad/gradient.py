@@ -390,9 +390,10 @@ def is_const(u: UOp) -> bool:
   return u.op is Ops.CONST
 
 def _ran_assigns(g: UOp) -> UOp:
-  # the assigns in a realized tensor's graph ran with it: their targets hold the new values and no longer the old ones a
-  # gradient through them would read, so each reads its target there, detached (a pending assign is differentiated)
-  subs = {n: UOp(Ops.DETACH, n.dtype, (n.src[0],)) for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
+  # the assigns in a realized tensor's graph ran with it: each is its target now, which holds its value (the target's kept
+  # graph, keep_chain's once it died, carries the gradient on to what the value read: y = z * z realized with z += x * 2
+  # pending gave x no gradient when each was a DETACH); a target written again since reads as _stale's marker there
+  subs = {n: n.src[0] for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
   return g.substitute(subs) if subs else g
 
 def _written_at(n: UOp) -> int:
@@ -508,7 +509,8 @@ class _Realized:
     if self.kept_at is None: self.kept_at = self.chain_at | {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
-    own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
+    # (an assign realized with the graph: it read the new values, unless the target was written again since it ran)
+    own = {b for n in nodes if n.op is Ops.ASSIGN and _written_at(b := n.src[0].base) <= n.__dict__.get("_ran_at", at)}
     subs = {n: UOp(Ops.CONTIGUOUS, n.dtype, (n,), tag=("stale", n)) for n in nodes
             if n.op is Ops.BUFFER and _written_at(n) > at and n not in own}
     self.stale |= {m: n for n, m in subs.items()}

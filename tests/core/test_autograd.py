@@ -1182,6 +1182,33 @@ def test_gradient_through_a_realized_update_outlives_its_target(target, update, 
   assert x.grad is not None
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
+@pytest.mark.parametrize("update", ["iadd", "slice_iadd"])
+@pytest.mark.parametrize("hold_z", [True, False])
+@pytest.mark.parametrize("with_z", [True, False])
+def test_gradient_through_an_update_realized_with_its_reader(update, hold_z, with_z):
+  # z += x * 2 pending, y = z * z, then y realized (and z with it, or not), z held or gone: y's kept graph read each assign
+  # that ran with it as its target, detached, so x.grad was None (torch: 4 * (2x))
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  a = np.array([0.5, -2.0, 3.0, 1.5], np.float32)
+  held: list = []
+  def run(x, lib):
+    z = torch.zeros(4) if lib is torch else Tensor.zeros(4).contiguous().realize()
+    if update == "iadd": z += x * 2
+    else: z[1:3] += x[1:3] * 2
+    y = z * z
+    if hold_z: held.append(z)
+    if lib is Tensor:
+      if with_z: Tensor.realize(y, z)
+      del z
+      y.realize()
+    return y.sum()
+  x, tx = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+  run(x, Tensor).backward()
+  run(tx, torch).backward()
+  assert x.grad is not None
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
 def test_a_kept_graph_never_reads_a_buffer_through_its_newer_graph():
   # y = (z * 3) realized, z = x * 2 realized before, then z.assign(w * 5) realized: y's gradient went into z's new graph
   # (w.grad 15, torch: w none, x 6). z's old graph is gone: the gradient stops at its buffer (x.grad None, a gap noted in
