@@ -424,14 +424,43 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
     for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
       if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
   g = rep[a]
-  if (rec := ASSIGNED_OVER.get(a)) is None: return g, write_epoch[0]
-  t, old, at = rec
-  if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
-  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
-  if want.isdisjoint(ns) and not any(k in ns for k in list(KEPT_CHAIN)): return g, write_epoch[0]
-  subs, b = {t: old}, reshape_base(t)
-  if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = old.reshape(b.shape)
-  return g.substitute(subs), at
+  if (rec := ASSIGNED_OVER.get(a)) is not None:
+    t, old, at = rec
+    if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
+    want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+    if not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN)): return g.substitute(_old_value(t, old)), at
+  # (o's old value as a buffer: the copy made before the write, else o itself, which _stale marks)
+  return (g.substitute(_old_value(o, sv)) if (sv := SAVED_OLD.get(a)) is not None else g), write_epoch[0]
+
+def _old_value(t: UOp, v: UOp) -> dict[UOp, UOp]:
+  # realized tensor t (a buffer, or a reshape of one) read as value v, also where its buffer is read (a view assign's merge)
+  subs, b = {t: v}, reshape_base(t)
+  if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = v.reshape(b.shape)
+  return subs
+
+# a pending assign into a realized tensor whose gradient may need the value it overwrites (z *= x: x's is z's old value) ->
+# a copy of that value made before the write, which realized_assign_graph's graph reads in its place, as torch saves it
+# (without it the gradient raises the 'inplace operation' error: the buffer holds the new value)
+SAVED_OLD: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+# ops whose gradient never reads the value of their sources
+_LINEAR = (Ops.ADD, Ops.SUB, Ops.NEG, Ops.CAST, Ops.CONTIGUOUS, Ops.ASSIGN, Ops.DETACH, *GroupOp.Movement)
+
+def save_old_value(a: UOp, prev: UOp) -> None:
+  """`a`: a pending assign just made into a realized tensor (`prev` its node before: the buffer, or a pending assign of it
+  whose old value is still in the buffer). Copy the buffer now when a gradient through the value may read it: a value of
+  it (through any op) meets a non-constant operand in an op whose gradient reads the other operands (z *= x, (z + 1) * x,
+  z.exp() * x), not z += x * 2, an accumulator's update (that copy would cost every step a kernel and the memory)."""
+  if prev.op is Ops.ASSIGN and (sv := SAVED_OLD.get(prev)) is not None:
+    SAVED_OLD[a] = sv
+    return
+  o = a.src[0]
+  old = {o, reshape_base(o), prev}
+  need = False
+  for n in a.src[1].toposort(gate=_walks):
+    if n in old or not any(s in old for s in n.src): continue
+    old.add(n)
+    if n.op not in _LINEAR and (n.op not in (Ops.MUL, Ops.FDIV) or not all(s in old or is_const(s) for s in n.src)): need = True
+  if need: SAVED_OLD[a] = _tensor_cls()(o, requires_grad=False).clone().realize().uop
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A

@@ -1564,6 +1564,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if a.op is not Ops.ASSIGN: continue
       if g is not None and a.src[0] is o: ASSIGNED_OVER[a] = (o, g, kept_at)
       elif (rec := ASSIGNED_OVER.get(o)) is not None: ASSIGNED_OVER[a] = rec
+    # a gradient through it that reads the value it overwrites reads a copy (gradient.save_old_value)
+    if grad_leaves and self.uop.op is Ops.ASSIGN and self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
+      from tinygrad.gradient import save_old_value
+      save_old_value(self.uop, olds[0])
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
     if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
       pending_assigns[(threading.get_ident(), id(self))] = self

@@ -1147,12 +1147,13 @@ def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_g
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
 @pytest.mark.parametrize("target", ["zeros", "leaf"])
-@pytest.mark.parametrize("update", ["iadd", "slice_iadd"])
-@pytest.mark.parametrize("end", ["del", "rebind", "function"])
+@pytest.mark.parametrize("update", ["iadd", "slice_iadd", "imul", "imul_after_add"])
+@pytest.mark.parametrize("end", ["del", "rebind", "function", "held"])
 def test_gradient_through_a_realized_update_outlives_its_target(target, update, end):
   # a target with no graph to train (zeros, or a realized leaf) updated from x, realized, then gone before backward (del,
   # rebound, or a local of a function that returns only y): its kept graph reads its own buffer's old value, so keep_chain
-  # did not keep it and x.grad was None (torch: 4 * (2x)). Still held (test above) it worked
+  # did not keep it and x.grad was None (torch: 4 * (2x)). Still held (test above) it worked. z *= x's gradient reads z's
+  # old value, which the write overwrote: it raised 'modified by an inplace operation', torch saves it (x.grad 2 z_old^2 x)
   torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
   from tinygrad.tensor import Tensor
   a, b = np.array([0.5, -2.0, 3.0, 1.5], np.float32), np.array([1.0, 2.0, -1.0, 0.25], np.float32)
@@ -1161,7 +1162,11 @@ def test_gradient_through_a_realized_update_outlives_its_target(target, update, 
     return Tensor.zeros(4).contiguous().realize() if target == "zeros" else Tensor(b).realize()
   def update_of(z, x):
     if update == "iadd": z += x * 2
-    else: z[1:3] += x[1:3] * 2
+    elif update == "slice_iadd": z[1:3] += x[1:3] * 2
+    elif update == "imul": z *= x
+    else:
+      z += 1
+      z *= x   # (reads the first, pending, whose value reads z's old value)
     return z
   def run(x, lib):
     if end == "function":
@@ -1174,27 +1179,30 @@ def test_gradient_through_a_realized_update_outlives_its_target(target, update, 
     if lib is Tensor: z.realize()
     y = z * z
     if end == "del": del z
-    else: z = make(lib)
+    elif end == "rebind": z = make(lib)
+    else: held.append(z)
     return y.sum()
+  held: list = []
   x, tx = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
   run(x, Tensor).backward()
   run(tx, torch).backward()
   assert x.grad is not None
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
-@pytest.mark.parametrize("update", ["iadd", "slice_iadd"])
+@pytest.mark.parametrize("update", ["iadd", "slice_iadd", "imul"])
 @pytest.mark.parametrize("hold_z", [True, False])
 @pytest.mark.parametrize("with_z", [True, False])
 def test_gradient_through_an_update_realized_with_its_reader(update, hold_z, with_z):
   # z += x * 2 pending, y = z * z, then y realized (and z with it, or not), z held or gone: y's kept graph read each assign
-  # that ran with it as its target, detached, so x.grad was None (torch: 4 * (2x))
+  # that ran with it as its target, detached, so x.grad was None (torch: 4 * (2x)); z *= x: its old value, saved
   torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
   from tinygrad.tensor import Tensor
-  a = np.array([0.5, -2.0, 3.0, 1.5], np.float32)
+  a, b = np.array([0.5, -2.0, 3.0, 1.5], np.float32), np.array([1.0, 2.0, -1.0, 0.25], np.float32)
   held: list = []
   def run(x, lib):
-    z = torch.zeros(4) if lib is torch else Tensor.zeros(4).contiguous().realize()
+    z = torch.tensor(b) if lib is torch else Tensor(b).realize()
     if update == "iadd": z += x * 2
+    elif update == "imul": z *= x
     else: z[1:3] += x[1:3] * 2
     y = z * z
     if hold_z: held.append(z)
