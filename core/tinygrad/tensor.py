@@ -926,6 +926,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._kept, t._kept_at = old, kept_at
+      elif any(s.op is Ops.ASSIGN for s in old.src):
+        # its shards' assigns ran: the graphs of their new values (each part's _keep_assign_graph) are its own, bundled as
+        # it is (left on the parts, they were kept only once it died: held, z.realize() of z += x * 2 lost x's gradient)
+        ps = parts[id(t)]
+        ks = tuple(k for p in ps if (k := p._kept) is not None)
+        if t._requires_grad is None and len(ks) == len(ps): t._kept, t._kept_at = UOp(Ops.MULTI, old.dtype, ks, old.arg), min(p._kept_at for p in ps)
+        for p in ps: p._kept = None
       # any other view realized into copies of its own leaves its base, as on one device (else the base's next write remade it)
       b = t._view_of
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
@@ -1565,9 +1572,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if g is not None and a.src[0] is o: ASSIGNED_OVER[a] = (o, g, kept_at)
       elif (rec := ASSIGNED_OVER.get(o)) is not None: ASSIGNED_OVER[a] = rec
     # a gradient through it that reads the value it overwrites reads a copy (gradient.save_old_value)
-    if grad_leaves and self.uop.op is Ops.ASSIGN and self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
+    if grad_leaves and self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
       from tinygrad.gradient import save_old_value
-      save_old_value(self.uop, olds[0])
+      for a, o in zip(news, olds):   # (per shard on several devices)
+        if a.op is Ops.ASSIGN: save_old_value(a, o)
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
     if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
       pending_assigns[(threading.get_ident(), id(self))] = self

@@ -1266,6 +1266,36 @@ def test_gradient_through_pending_assigns_into_a_realized_sharded_tensor(axis):
   np.testing.assert_allclose((y * y).sum().gradient(x)[0].numpy(), 2 * yv * (3 * a * a + 2 * a), rtol=1e-6)
   np.testing.assert_allclose(y.numpy(), yv, rtol=1e-6)
 
+@pytest.mark.parametrize("axis", [0, None])
+@pytest.mark.parametrize("update", ["iadd", "slice_iadd", "imul"])
+@pytest.mark.parametrize("end", ["held", "del", "y_realized"])
+def test_gradient_through_a_realized_update_of_a_sharded_tensor(axis, update, end):
+  # z and x sharded over 2 devices, z += x * 2 (z[1:3] += x[1:3], z *= x) realized: held, z.realize() left z with no kept
+  # graph (its shards' graphs stayed on the per-shard tensors of the realize, kept only once z died), so x.grad was None
+  # (torch: 4 * (2x) for +=); z *= x raised 'modified by an inplace operation' (its shards' old values, now saved)
+  torch = pytest.importorskip("torch", reason="the torch reference is missing: pip install torch")
+  from tinygrad.tensor import Tensor
+  devs = ("CPU:0", "CPU:1")
+  a, b = np.array([0.5, -2.0, 3.0, 1.5], np.float32), np.array([1.0, 2.0, -1.0, 0.25], np.float32)
+  def upd(z, x):
+    if update == "iadd": z += x * 2
+    elif update == "slice_iadd": z[1:3] += x[1:3]
+    else: z *= x
+  x = Tensor(a).shard(devs, axis=axis)
+  x.requires_grad = True
+  z = Tensor(b).shard(devs, axis=axis).realize()
+  upd(z, x)
+  if end != "y_realized": z.realize()
+  y = z * z
+  if end != "held": del z
+  if end == "y_realized": y.realize()
+  y.sum().backward()
+  tx, tz = torch.tensor(a, requires_grad=True), torch.tensor(b)
+  upd(tz, tx)
+  (tz * tz).sum().backward()
+  assert x.grad is not None
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
 def test_gradient_through_a_pending_strided_setitem_into_a_realized_2d_tensor():
   # a realized 2-d tensor is a reshape of its buffer, and a view assign's merge reads the untouched elements from the buffer
   # itself: z[1::2] += v gave z[0]'s old value no gradient (x.grad [[2], [3]], torch [[12], [3]]). Found by test_grad_fuzz
