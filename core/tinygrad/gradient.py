@@ -579,7 +579,17 @@ class _Realized:
                          f"{b.dtype.name} buffer of {b.size} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
     if out and len(SUPERSEDED): out = _assign_values(out)
+    if out and len(SAVED_OLD): out = _read_saved(out)
     return out
+
+def _read_saved(us: list[UOp]) -> list[UOp]:
+  # a gradient that reads a pending assign (its new value: z *= x; (z * z).sum()'s 2 z) and its target's buffer (the old
+  # value: x's z_old) could not be scheduled (a cycle: the buffer is read before and after the write); the old value is the
+  # copy save_old_value made, as torch's saved tensor. The assign itself stays as it is
+  subs: dict[UOp, UOp] = {}
+  for n in UOp(Ops.SINK, src=tuple(us)).toposort():
+    if n.op is Ops.ASSIGN and (sv := SAVED_OLD.get(n)) is not None: subs |= _old_value(n.src[0], sv) | {n: n}
+  return substitute_all(us, subs) if subs else us
 
 # pending assigns that another pending assign of their target replaced (y += x; y *= x: the first): set by Tensor's assign
 SUPERSEDED: weakref.WeakSet[UOp] = weakref.WeakSet()
