@@ -789,7 +789,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     if rest: Tensor.realize(*rest)
     return self
   @staticmethod
-  def _orphan_assigns(nodes: Sequence[UOp], owned: set[UOp]) -> list[tuple[UOp, UOp, int]]:
+  def _orphan_assigns(nodes: dict[UOp, None], owned: set[UOp]) -> list[tuple[UOp, UOp, int]]:
     # the pending float assigns realized here (`nodes`) that no live tensor holds (`owned`), nor a later assign of the same
     # target replaced: (the target, the graph its new value was computed from, when kept), as Tensor._keep_assign_graph
     from tinygrad.gradient import SUPERSEDED, realized_assign_graph
