@@ -404,6 +404,16 @@ def _written_at(n: UOp) -> int:
   if (b := buffer_if_any(n)) is None: return at
   return max(at, getattr(b, "_written_at", 0), *(j.replay_epoch for r in getattr(b, "_written_by", ()) if (j := r()) is not None))
 
+def _grad_nodes(g: UOp) -> frozenset[UOp]:
+  # a kept graph's nodes as the gradient walks them (not below a DETACH), cached on its root: asked at every backward
+  if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
+  return ns
+
+def _grad_leaf_nodes() -> set[UOp]:
+  # the nodes of the tensors with requires_grad=True (each shard's, on several devices): what a kept graph is kept to reach
+  from tinygrad.tensor import grad_leaves
+  return {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+
 # a pending assign into a realized tensor (y += x, y[:2] = v, y.assign(v)) -> (its target, the graph the target's value was
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
 ASSIGNED_OVER: weakref.WeakKeyDictionary[UOp, tuple[UOp, UOp, int]] = weakref.WeakKeyDictionary()
@@ -426,8 +436,7 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
   g = rep[a]
   if (rec := ASSIGNED_OVER.get(a)) is not None:
     t, old, at = rec
-    if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
-    want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+    ns, want = _grad_nodes(old), _grad_leaf_nodes()
     if not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN)): return g.substitute(_old_value(t, old)), at
   # (o's old value as a buffer: the copy made before the write, else o itself, which _stale marks)
   return (g.substitute(_old_value(o, sv)) if (sv := SAVED_OLD.get(a)) is not None else g), write_epoch[0]
@@ -474,19 +483,18 @@ _overwritten_ids = itertools.count()
 
 def keep_chain(u: UOp, g: UOp, at: int) -> None:
   """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
-  from tinygrad.tensor import grad_leaves
-  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  want = _grad_leaf_nodes()
   # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
   if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t))}
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
-    if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+    ns = _grad_nodes(gr)
     # a graph that reads its own buffer's value before an in-place update (z += x * 2 realized, z's kept graph z + x * 2):
     # that value is gone, and the entry would hold its key, so it reads a marker instead that holds no buffer: a gradient
     # passes by it (x's 2), one that needs it raises (_Realized._stale). Skipped, z's graph was lost and x.grad None
     if r in ns and (b := reshape_base(r)).op is Ops.BUFFER:
       gr = gr.substitute({b: UOp(Ops.CONTIGUOUS, b.dtype, (const_like(b, 0.0),), tag=(OVERWRITTEN, next(_overwritten_ids)))})
-      ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+      ns = _grad_nodes(gr)
     # (not a graph that reads its own result: the entry would hold its key)
     if r not in ns and (not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN))): KEPT_CHAIN[r] = (gr, at)
 
@@ -518,7 +526,7 @@ class _Realized:
     graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t)) if r not in self.graphs}
     keys = frozenset(graphs)
     for r, g in graphs.items():
-      if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
+      ns = _grad_nodes(g)
       if not want.isdisjoint(ns): need.add(r)
       else: inner[r] = (ns & keys) - {r}
     while more := [r for r, rs in inner.items() if not need.isdisjoint(rs)]:   # (through another realized tensor's graph)
