@@ -452,12 +452,12 @@ def _old_value(t: UOp, v: UOp) -> dict[UOp, UOp]:
 # (without it the gradient raises the 'inplace operation' error: the buffer holds the new value)
 SAVED_OLD: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 # ops whose gradient never reads the value of their sources
-_LINEAR = (Ops.ADD, Ops.SUB, Ops.NEG, Ops.CAST, Ops.CONTIGUOUS, Ops.ASSIGN, Ops.DETACH, *GroupOp.Movement)
+_LINEAR = (Ops.ADD, Ops.SUB, Ops.NEG, Ops.CAST, Ops.CONTIGUOUS, Ops.ASSIGN, Ops.DETACH, Ops.COPY, Ops.MULTI, *GroupOp.Movement)
 
 def save_old_value(a: UOp, prev: UOp) -> None:
   """`a`: a pending assign just made into a realized tensor (`prev` its node before: the buffer, or a pending assign of it
   whose old value is still in the buffer). Copy the buffer now when a gradient through the value may read it: a value of
-  it (through any op) meets a non-constant operand in an op whose gradient reads the other operands (z *= x, (z + 1) * x,
+  it (through any op) meets a non-constant operand in an op whose gradient to that operand reads it (z *= x, (z + 1) * x,
   z.exp() * x), not z += x * 2, an accumulator's update (that copy would cost every step a kernel and the memory)."""
   if prev.op is Ops.ASSIGN and (sv := SAVED_OLD.get(prev)) is not None:
     SAVED_OLD[a] = sv
@@ -468,7 +468,11 @@ def save_old_value(a: UOp, prev: UOp) -> None:
   for n in a.src[1].toposort(gate=_walks):
     if n in old or not any(s in old for s in n.src): continue
     old.add(n)
-    if n.op not in _LINEAR and (n.op not in (Ops.MUL, Ops.FDIV) or not all(s in old or is_const(s) for s in n.src)): need = True
+    # (the gradient to another operand, not a value of z nor a constant, reads z's: z * x, z.exp() / x, not z.exp() + x, nor
+    # z * 3 or z.exp(), whose gradient goes to z's old value only, a buffer. A select's reads only its condition: a slice's
+    # assign, where(mask, value, z), needs no copy)
+    if n.op in _LINEAR or not any(s not in old and not is_const(s) for s in n.src): continue
+    if n.op is not Ops.WHERE or n.src[0] in old: need = True
   if need: SAVED_OLD[a] = _tensor_cls()(o, requires_grad=False).clone().realize().uop
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor

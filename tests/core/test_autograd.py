@@ -1147,7 +1147,7 @@ def test_gradient_through_a_realized_assign_into_a_realized_tensor_reaches_its_g
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
 @pytest.mark.parametrize("target", ["zeros", "leaf"])
-@pytest.mark.parametrize("update", ["iadd", "slice_iadd", "imul", "imul_after_add"])
+@pytest.mark.parametrize("update", ["iadd", "slice_iadd", "imul", "imul_after_add", "slice_imul"])
 @pytest.mark.parametrize("end", ["del", "rebind", "function", "held"])
 def test_gradient_through_a_realized_update_outlives_its_target(target, update, end):
   # a target with no graph to train (zeros, or a realized leaf) updated from x, realized, then gone before backward (del,
@@ -1164,6 +1164,7 @@ def test_gradient_through_a_realized_update_outlives_its_target(target, update, 
     if update == "iadd": z += x * 2
     elif update == "slice_iadd": z[1:3] += x[1:3] * 2
     elif update == "imul": z *= x
+    elif update == "slice_imul": z[1:3] *= x[1:3]
     else:
       z += 1
       z *= x   # (reads the first, pending, whose value reads z's old value)
@@ -1297,6 +1298,24 @@ def test_gradient_through_a_realized_update_of_a_sharded_tensor(axis, update, en
   (tz * tz).sum().backward()
   assert x.grad is not None
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+def test_only_an_update_whose_gradient_reads_the_old_value_copies_it():
+  # the copy save_old_value makes costs a kernel and the memory: an accumulator's z += x * 2, a slice's assign (a select
+  # whose condition is no value of z), z *= 3 or z.exp() + x need none; z *= x and z[1:3] *= x[1:3] do (slice assigns
+  # made one before this was refined)
+  from tinygrad.tensor import Tensor
+  from tinygrad.gradient import SAVED_OLD
+  x = Tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+  def copies(f) -> int:
+    z = Tensor([5.0, 6.0, 7.0, 8.0]).realize()
+    n = len(SAVED_OLD)
+    f(z)
+    return len(SAVED_OLD) - n
+  def setitem(z, v): z[1:3] = v
+  assert copies(lambda z: z.assign(z + x * 2)) == copies(lambda z: setitem(z, x[1:3])) == copies(lambda z: setitem(z, z[1:3] + x[1:3])) == 0
+  assert copies(lambda z: z.assign(z * 3)) == copies(lambda z: z.assign((x > 2).where(z, x))) == copies(lambda z: z.assign(z.exp() + x)) == 0
+  assert copies(lambda z: z.assign(z * x)) == copies(lambda z: setitem(z, z[1:3] * x[1:3])) == copies(lambda z: z.assign(z.exp() / x)) == 1
+  assert copies(lambda z: z.assign((z > 6).where(x, 0.0))) == 1
 
 @pytest.mark.parametrize("loss", ["square", "exp"])
 def test_gradient_through_a_pending_imul_reads_the_saved_old_value(loss):
