@@ -591,7 +591,8 @@ class _Realized:
                          f"{b.dtype.name} buffer of {b.size} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
     if out and len(SUPERSEDED): out = _assign_values(out)
-    if out and len(SAVED_OLD): out = _read_saved(out)
+    # (only while an assign with a copy is pending: walking every gradient graph costs as much as a small backward)
+    if out and len(SAVED_OLD) and any("_ran_at" not in a.__dict__ for a in list(SAVED_OLD.keys())): out = _read_saved(out)
     return out
 
 def _read_saved(us: list[UOp]) -> list[UOp]:

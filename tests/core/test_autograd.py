@@ -1317,6 +1317,19 @@ def test_only_an_update_whose_gradient_reads_the_old_value_copies_it():
   assert copies(lambda z: z.assign(z * x)) == copies(lambda z: setitem(z, z[1:3] * x[1:3])) == copies(lambda z: z.assign(z.exp() / x)) == 1
   assert copies(lambda z: z.assign((z > 6).where(x, 0.0))) == 1
 
+def test_backward_walks_the_gradients_for_saved_values_only_while_such_an_assign_is_pending(monkeypatch):
+  # _read_saved walks every gradient graph: once the assign that made the copy ran, nothing is left for it to do
+  import tinygrad.gradient as gm
+  from tinygrad.tensor import Tensor
+  x, z = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0]).realize()
+  z *= x
+  y = (z + 1).realize()   # (its kept graph holds the assign, which ran with it: the record of the copy stays)
+  assert len(gm.SAVED_OLD) and y.tolist() == [4.0, 9.0]
+  w = Tensor([5.0, 6.0], requires_grad=True)
+  monkeypatch.setattr(gm, "_read_saved", lambda us: pytest.fail("walked with no pending assign"))
+  (w * w).sum().backward()
+  assert w.grad.tolist() == [10.0, 12.0]
+
 @pytest.mark.parametrize("loss", ["square", "exp"])
 def test_gradient_through_a_pending_imul_reads_the_saved_old_value(loss):
   # z *= x pending, (z * z).sum() (or z.exp()): the gradient reads the new z (the assign) and the old one (x's z_old * ...):
