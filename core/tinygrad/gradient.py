@@ -473,7 +473,12 @@ def save_old_value(a: UOp, prev: UOp) -> None:
     # assign, where(mask, value, z), needs no copy)
     if n.op in _LINEAR or not any(s not in old and not is_const(s) for s in n.src): continue
     if n.op is not Ops.WHERE or n.src[0] in old: need = True
-  if need: SAVED_OLD[a] = _tensor_cls()(o, requires_grad=False).clone().realize().uop
+  if need:
+    # (a copy with no graph: kept, its COPY of o was held in KEPT_CHAIN once it died, and every backward then scanned the
+    # live tensors for it)
+    sv = _tensor_cls()(o).clone()
+    sv.requires_grad = False
+    SAVED_OLD[a] = sv.realize().uop
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
