@@ -476,9 +476,9 @@ def save_old_value(a: UOp, prev: UOp) -> None:
   if need:
     # (a copy with no graph: kept, its COPY of o was held in KEPT_CHAIN once it died, and every backward then scanned the
     # live tensors for it)
-    sv = _tensor_cls()(o).clone()
-    sv.requires_grad = False
-    SAVED_OLD[a] = sv.realize().uop
+    copy = _tensor_cls()(o).clone()
+    copy.requires_grad = False
+    SAVED_OLD[a] = copy.realize().uop
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
