@@ -8,7 +8,7 @@ Ties: MAX (binary and REDUCE_AXIS MAX) splits the gradient equally among the tie
 PROD (REDUCE_AXIS MUL): the product of the other inputs, as torch (prod/x where x != 0; so 0 at a 0 among several).
 """
 from __future__ import annotations
-import math, weakref, contextlib, gc
+import math, weakref, contextlib, gc, itertools
 from typing import TYPE_CHECKING, Any, cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, substitute_all, reduce_identity
@@ -390,9 +390,10 @@ def is_const(u: UOp) -> bool:
   return u.op is Ops.CONST
 
 def _ran_assigns(g: UOp) -> UOp:
-  # the assigns in a realized tensor's graph ran with it: their targets hold the new values and no longer the old ones a
-  # gradient through them would read, so each reads its target there, detached (a pending assign is differentiated)
-  subs = {n: UOp(Ops.DETACH, n.dtype, (n.src[0],)) for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
+  # the assigns in a realized tensor's graph ran with it: each is its target now, which holds its value (the target's kept
+  # graph, keep_chain's once it died, carries the gradient on to what the value read: y = z * z realized with z += x * 2
+  # pending gave x no gradient when each was a DETACH); a target written again since reads as _stale's marker there
+  subs = {n: n.src[0] for n in g.toposort(gate=_walks) if n.op is Ops.ASSIGN}
   return g.substitute(subs) if subs else g
 
 def _written_at(n: UOp) -> int:
@@ -402,6 +403,16 @@ def _written_at(n: UOp) -> int:
   at = n.__dict__.get("_written_at", 0)
   if (b := buffer_if_any(n)) is None: return at
   return max(at, getattr(b, "_written_at", 0), *(j.replay_epoch for r in getattr(b, "_written_by", ()) if (j := r()) is not None))
+
+def _grad_nodes(g: UOp) -> frozenset[UOp]:
+  # a kept graph's nodes as the gradient walks them (not below a DETACH), cached on its root: asked at every backward
+  if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
+  return ns
+
+def _grad_leaf_nodes() -> set[UOp]:
+  # the nodes of the tensors with requires_grad=True (each shard's, on several devices): what a kept graph is kept to reach
+  from tinygrad.tensor import grad_leaves
+  return {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
 
 # a pending assign into a realized tensor (y += x, y[:2] = v, y.assign(v)) -> (its target, the graph the target's value was
 # computed from, the Tensor.write_epoch it was kept at): set by Tensor's assign, read by _Realized
@@ -423,30 +434,76 @@ def realized_assign_graph(a: UOp) -> tuple[UOp, int] | None:
     for n in a.toposort(gate=lambda n: n.op is not Ops.BUFFER):   # (sources first: a later assign reads an earlier one's value)
       if n.op is Ops.ASSIGN and n.src[0] is o: rep[n] = n.src[1].substitute(rep) if rep else n.src[1]
   g = rep[a]
-  if (rec := ASSIGNED_OVER.get(a)) is None: return g, write_epoch[0]
-  t, old, at = rec
-  if (ns := old.__dict__.get("_grad_nodes")) is None: ns = old.__dict__["_grad_nodes"] = frozenset(old.toposort(gate=_walks))
-  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
-  if want.isdisjoint(ns) and not any(k in ns for k in list(KEPT_CHAIN)): return g, write_epoch[0]
-  subs, b = {t: old}, reshape_base(t)
-  if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = old.reshape(b.shape)
-  return g.substitute(subs), at
+  if (rec := ASSIGNED_OVER.get(a)) is not None:
+    t, old, at = rec
+    ns, want = _grad_nodes(old), _grad_leaf_nodes()
+    if not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN)): return g.substitute(_old_value(t, old)), at
+  # (o's old value as a buffer: the copy made before the write, else o itself, which _stale marks)
+  return (g.substitute(_old_value(o, sv)) if (sv := SAVED_OLD.get(a)) is not None else g), write_epoch[0]
+
+def _old_value(t: UOp, v: UOp) -> dict[UOp, UOp]:
+  # realized tensor t (a buffer, or a reshape of one) read as value v, also where its buffer is read (a view assign's merge)
+  subs, b = {t: v}, reshape_base(t)
+  if b is not t and b.op is Ops.BUFFER and b.size == t.size: subs[b] = v.reshape(b.shape)
+  return subs
+
+# a pending assign into a realized tensor whose gradient may need the value it overwrites (z *= x: x's is z's old value) ->
+# a copy of that value made before the write, which realized_assign_graph's graph reads in its place, as torch saves it
+# (without it the gradient raises the 'inplace operation' error: the buffer holds the new value)
+SAVED_OLD: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+# ops whose gradient never reads the value of their sources
+_LINEAR = (Ops.ADD, Ops.SUB, Ops.NEG, Ops.CAST, Ops.CONTIGUOUS, Ops.ASSIGN, Ops.DETACH, Ops.COPY, Ops.MULTI, *GroupOp.Movement)
+
+def save_old_value(a: UOp, prev: UOp) -> None:
+  """`a`: a pending assign just made into a realized tensor (`prev` its node before: the buffer, or a pending assign of it
+  whose old value is still in the buffer). Copy the buffer now when a gradient through the value may read it: a value of
+  it (through any op) meets a non-constant operand in an op whose gradient to that operand reads it (z *= x, (z + 1) * x,
+  z.exp() * x), not z += x * 2, an accumulator's update (that copy would cost every step a kernel and the memory)."""
+  if prev.op is Ops.ASSIGN and (sv := SAVED_OLD.get(prev)) is not None:
+    SAVED_OLD[a] = sv
+    return
+  o = a.src[0]
+  old = {o, reshape_base(o), prev}
+  need = False
+  for n in a.src[1].toposort(gate=_walks):
+    if n in old or not any(s in old for s in n.src): continue
+    old.add(n)
+    # (the gradient to another operand, not a value of z nor a constant, reads z's: z * x, z.exp() / x, not z.exp() + x, nor
+    # z * 3 or z.exp(), whose gradient goes to z's old value only, a buffer. A select's reads only its condition: a slice's
+    # assign, where(mask, value, z), needs no copy)
+    if n.op in _LINEAR or not any(s not in old and not is_const(s) for s in n.src): continue
+    if n.op is not Ops.WHERE or n.src[0] in old: need = True
+  if need:
+    # (a copy with no graph: kept, its COPY of o was held in KEPT_CHAIN once it died, and every backward then scanned the
+    # live tensors for it)
+    copy = _tensor_cls()(o).clone()
+    copy.requires_grad = False
+    SAVED_OLD[a] = copy.realize().uop
 
 # the graphs of realized tensors that died while another graph still read their buffers, with a requires_grad=True tensor
 # (or a graph kept so) below them: the buffer's node -> (the graph, its Tensor.write_epoch), kept while that node lives. A
 # loop's Y = (Y * w).realize(): the last Y's graph reads only the one before's buffer, and w's gradient stopped there; with
 # nothing to train below, nothing is kept (such a loop holds its last buffer, not one a step)
 KEPT_CHAIN: weakref.WeakKeyDictionary[UOp, tuple[UOp, int]] = weakref.WeakKeyDictionary()
+# the tag of the marker a kept graph in KEPT_CHAIN reads in place of its own buffer's overwritten value (keep_chain), with a
+# number of its own: two such markers stay apart
+OVERWRITTEN = "overwritten"
+_overwritten_ids = itertools.count()
 
 def keep_chain(u: UOp, g: UOp, at: int) -> None:
   """Called as a realized tensor dies (`u` its node, `g` its kept graph, `at` when kept): keep its graph in KEPT_CHAIN."""
-  from tinygrad.tensor import grad_leaves
-  want = {f for x in list(grad_leaves.values()) for f in _flat(x.uop)}
+  want = _grad_leaf_nodes()
   # (or the target of a pending assign, read through the graph it was computed from: ASSIGNED_OVER)
   if len(ASSIGNED_OVER): want |= {r for t, _, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t))}
   for r, gr in zip(_flat(u), _flat(g)):
     if r is gr: continue
-    if (ns := gr.__dict__.get("_grad_nodes")) is None: ns = gr.__dict__["_grad_nodes"] = frozenset(gr.toposort(gate=_walks))
+    ns = _grad_nodes(gr)
+    # a graph that reads its own buffer's value before an in-place update (z += x * 2 realized, z's kept graph z + x * 2):
+    # that value is gone, and the entry would hold its key, so it reads a marker instead that holds no buffer: a gradient
+    # passes by it (x's 2), one that needs it raises (_Realized._stale). Skipped, z's graph was lost and x.grad None
+    if r in ns and (b := reshape_base(r)).op is Ops.BUFFER:
+      gr = gr.substitute({b: UOp(Ops.CONTIGUOUS, b.dtype, (const_like(b, 0.0),), tag=(OVERWRITTEN, next(_overwritten_ids)))})
+      ns = _grad_nodes(gr)
     # (not a graph that reads its own result: the entry would hold its key)
     if r not in ns and (not want.isdisjoint(ns) or any(k in ns for k in list(KEPT_CHAIN))): KEPT_CHAIN[r] = (gr, at)
 
@@ -478,7 +535,7 @@ class _Realized:
     graphs = self.graphs | {r: g for t, g, _ in list(ASSIGNED_OVER.values()) for r in (t, reshape_base(t)) if r not in self.graphs}
     keys = frozenset(graphs)
     for r, g in graphs.items():
-      if (ns := g.__dict__.get("_grad_nodes")) is None: ns = g.__dict__["_grad_nodes"] = frozenset(g.toposort(gate=_walks))
+      ns = _grad_nodes(g)
       if not want.isdisjoint(ns): need.add(r)
       else: inner[r] = (ns & keys) - {r}
     while more := [r for r, rs in inner.items() if not need.isdisjoint(rs)]:   # (through another realized tensor's graph)
@@ -498,10 +555,13 @@ class _Realized:
     if self.kept_at is None: self.kept_at = self.chain_at | {u: x._kept_at for x in self.live if x._kept is not None for u in _flat(x.uop)} | self.old_at
     if write_epoch[0] <= (at := self.kept_at.get(r, write_epoch[0])): return g   # (nothing written since: the usual case)
     nodes = g.toposort()
-    own = {n.src[0].base for n in nodes if n.op is Ops.ASSIGN}   # (an assign realized with the graph: it read the new values)
+    # (an assign realized with the graph: it read the new values, unless the target was written again since it ran)
+    own = {b for n in nodes if n.op is Ops.ASSIGN and _written_at(b := n.src[0].base) <= n.__dict__.get("_ran_at", at)}
     subs = {n: UOp(Ops.CONTIGUOUS, n.dtype, (n,), tag=("stale", n)) for n in nodes
             if n.op is Ops.BUFFER and _written_at(n) > at and n not in own}
     self.stale |= {m: n for n, m in subs.items()}
+    # (keep_chain's marker of a value overwritten when kept: such a graph was kept before the write, so this runs for it)
+    self.stale |= {n: n for n in nodes if n.op is Ops.CONTIGUOUS and isinstance(n.tag, tuple) and n.tag[0] == OVERWRITTEN}
     return g.substitute(subs) if subs else g
   def expand(self, u: UOp) -> UOp:
     topo = u.toposort(gate=_walks)
@@ -519,6 +579,9 @@ class _Realized:
           self.graphs[r], self.old_at[r] = rg, at
           if self.kept_at is not None: self.kept_at[r] = at
     subs = {n: self._stand_in(n) for n in topo if n in self.graphs}
+    # (a buffer _stale marked stays itself: its graph now is the one its new value was computed from, not the one of the
+    # value read; the gradient passes to the buffer, a leaf updated in place, as torch's under no_grad)
+    if subs and self.stale: subs |= {n: n for n in topo if n in self.stale}
     return u.substitute(subs) if subs else u
   def unexpand(self, us: list[UOp]) -> list[UOp]:
     """Each graph with the stand-ins read back as the realized buffers; one walk with one memo for all of them (the
@@ -530,10 +593,21 @@ class _Realized:
     if self.stale and out and (hit := [n for n in UOp(Ops.SINK, src=tuple(out)).toposort() if n in self.stale]):
       b = self.stale[hit[0]]
       raise RuntimeError(f"backward() through a graph computed before an in-place update (assign, setitem, optimizer step) overwrote a "
-                         f"{b.dtype.name} buffer of {b.arg} elements it read: the gradient needs the old values, which are gone (torch "
+                         f"{b.dtype.name} buffer of {b.size} elements it read: the gradient needs the old values, which are gone (torch "
                          "raises 'modified by an inplace operation'). Call backward() before the update, or build the graph again")
     if out and len(SUPERSEDED): out = _assign_values(out)
+    # (only while an assign with a copy is pending: walking every gradient graph costs as much as a small backward)
+    if out and len(SAVED_OLD) and any("_ran_at" not in a.__dict__ for a in list(SAVED_OLD.keys())): out = _read_saved(out)
     return out
+
+def _read_saved(us: list[UOp]) -> list[UOp]:
+  # a gradient that reads a pending assign (its new value: z *= x; (z * z).sum()'s 2 z) and its target's buffer (the old
+  # value: x's z_old) could not be scheduled (a cycle: the buffer is read before and after the write); the old value is the
+  # copy save_old_value made, as torch's saved tensor. The assign itself stays as it is
+  subs: dict[UOp, UOp] = {}
+  for n in UOp(Ops.SINK, src=tuple(us)).toposort():
+    if n.op is Ops.ASSIGN and (sv := SAVED_OLD.get(n)) is not None: subs |= _old_value(n.src[0], sv) | {n: n}
+  return substitute_all(us, subs) if subs else us
 
 # pending assigns that another pending assign of their target replaced (y += x; y *= x: the first): set by Tensor's assign
 SUPERSEDED: weakref.WeakSet[UOp] = weakref.WeakSet()

@@ -207,6 +207,7 @@ def _stamp_writes(assigns: Any) -> None:
   write_epoch[0] += 1
   written = set()
   for n in assigns:
+    n.__dict__["_ran_at"] = write_epoch[0]   # (a kept graph that holds it reads its target's value from then: gradient._Realized._stale)
     if (b := base_buffer(n.src[0])) is not None:
       b.__dict__["_written_at"] = write_epoch[0]
       written.add(b)
@@ -699,6 +700,7 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
         try: return Tensor.realize(self, *lst)
         finally: Tensor._own_parts = False
       copies: list[tuple[Tensor, UOp]] = []
+      orphans: list[tuple[UOp, UOp, int]] = []
       # each one's graph as realized: a base's _set_uop below rebases its views, which may be realized here too
       olds = [(t, t.uop) for t in direct + kept]
       for t, old in olds:
@@ -748,6 +750,10 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
           xs = [x for x in xs if not _views_buffer(x.uop)]
         for x in xs:   # (a tensor whose pending assign ran with another one's realize)
           if x.uop.op is Ops.ASSIGN and x.uop in amap: x._keep_assign_graph(x.uop)
+        # and one whose tensor died while it was pending (z += x * 2; y = z * z; del z; y.realize()): its graph is kept as
+        # a dead tensor's (gradient.keep_chain) once the stamp below dropped the kept graphs of the buffers written here
+        if grad_leaves and Ops.ASSIGN in ops and not Tensor.no_grad:
+          orphans = Tensor._orphan_assigns(nodes, {old for _, old in olds} | {x.uop for x in xs})
         # (only the graphs that may hold a node of the map: one holding a node reads that node's buffers. Walking them all
         # made every realize cost the size of every live lazy graph)
         reached = [kr for k in amap if (kr := buffers_reached(k))]
@@ -766,6 +772,9 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       # (after the graphs above were kept: they read these targets' old values)
       if Ops.ASSIGN in ops:
         _stamp_writes(n for n in nodes if n.op is Ops.ASSIGN)
+        if orphans:
+          from tinygrad.gradient import keep_chain
+          for u, g, at in orphans: keep_chain(u, g, at)
         from tinygrad.gradient import ASSIGNED_OVER
         if len(ASSIGNED_OVER):   # (their targets hold the new values now: no old value left to read, nor a graph to hold)
           for n in nodes:
@@ -779,6 +788,16 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
     rest = [t for t in again + [t for t in todo if id(t) not in done] if not t._is_realized()]
     if rest: Tensor.realize(*rest)
     return self
+  @staticmethod
+  def _orphan_assigns(nodes: dict[UOp, None], owned: set[UOp]) -> list[tuple[UOp, UOp, int]]:
+    # the pending float assigns realized here (`nodes`) that no live tensor holds (`owned`), nor a later assign of the same
+    # target replaced: (the target, the graph its new value was computed from, when kept), as Tensor._keep_assign_graph
+    from tinygrad.gradient import SUPERSEDED, realized_assign_graph
+    out = []
+    for n in nodes:
+      if n.op is Ops.ASSIGN and n not in owned and dtypes.is_float(n.dtype) and n not in SUPERSEDED and (kg := realized_assign_graph(n)) is not None:
+        out.append((n.src[0], *kg))
+    return out
   def _eager(self, engine: Any) -> Any:
     # True: realized from its eager plan (engine.make_eager_plan); None: not a pure graph, or nothing records it now; else
     # (key, None: it has no plan yet | whether want_held said to hand its intermediates on)
@@ -907,6 +926,13 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       old = olds[id(t)]
       t._set_uop(UOp(Ops.MULTI, old.dtype, tuple(p.uop for p in parts[id(t)]), old.arg))
       if t.requires_grad is not False and dtypes.is_float(t.dtype) and not any(s.op is Ops.ASSIGN for s in old.src): t._kept, t._kept_at = old, kept_at
+      elif any(s.op is Ops.ASSIGN for s in old.src):
+        # its shards' assigns ran: the graphs of their new values (each part's _keep_assign_graph) are its own, bundled as
+        # it is (left on the parts, they were kept only once it died: held, z.realize() of z += x * 2 lost x's gradient)
+        ps = parts[id(t)]
+        ks = tuple(k for p in ps if (k := p._kept) is not None)
+        if t._requires_grad is None and len(ks) == len(ps): t._kept, t._kept_at = UOp(Ops.MULTI, old.dtype, ks, old.arg), min(p._kept_at for p in ps)
+        for p in ps: p._kept = None
       # any other view realized into copies of its own leaves its base, as on one device (else the base's next write remade it)
       b = t._view_of
       if b is not None and id(t) not in stays and (b.uop.op is not Ops.MULTI or any(base_buffer(x) is not base_buffer(y) for x, y in zip(t.uop.src, b.uop.src))):
@@ -1545,6 +1571,11 @@ class Tensor(_DTypeCasts, random.RandomMixin, elementwise.ElementwiseMixin, redu
       if a.op is not Ops.ASSIGN: continue
       if g is not None and a.src[0] is o: ASSIGNED_OVER[a] = (o, g, kept_at)
       elif (rec := ASSIGNED_OVER.get(o)) is not None: ASSIGNED_OVER[a] = rec
+    # a gradient through it that reads the value it overwrites reads a copy (gradient.save_old_value)
+    if grad_leaves and self._requires_grad is None and not Tensor.no_grad and dtypes.is_float(self.dtype):
+      from tinygrad.gradient import save_old_value
+      for a, o in zip(news, olds):   # (per shard on several devices)
+        if a.op is Ops.ASSIGN: save_old_value(a, o)
     # (an assign into a multi-device tensor is built as one ASSIGN per shard)
     if new.op is Ops.ASSIGN or (new.op is Ops.MULTI and all(s.op is Ops.ASSIGN for s in new.src)):
       pending_assigns[(threading.get_ident(), id(self))] = self

@@ -924,15 +924,22 @@ def test_inplace_update_gradient_never_reads_an_overwritten_buffer():
   y, w = setup()
   w.sum().backward()
   np.testing.assert_array_equal(y.grad.numpy(), [5, 6, 7, 8])
-  # the assign ran with the loss: w's buffer holds the new values, so the gradient stops there (y.grad is not w_new)
+  # the assign ran with the loss: w's buffer holds the new values, and the gradient through w's kept graph w_old * y reads
+  # the copy of the old ones made before the write, as torch saves them (y.grad was None, never w_new)
   y, w = setup()
   (loss := w.sum()).realize()
   loss.backward()
-  assert y.grad is None
-  # a gradient that needs w's old and new values at once cannot be scheduled: an error, not a wrong value
+  np.testing.assert_array_equal(y.grad.numpy(), [5, 6, 7, 8])
+  # a gradient that needs w's old and new values at once (exp(w_new) * w_old) reads the old ones from the copy: it raised
+  # the schedule's "cycle" error, torch gives [5e^5, 6e^12, 7e^21, 8e^32]
   y, w = setup()
   w.exp().sum().backward()
-  with pytest.raises(RuntimeError, match="cycle"): y.grad.numpy()
+  np.testing.assert_allclose(y.grad.numpy(), np.float32([5, 6, 7, 8]) * np.exp(np.float32([5, 12, 21, 32])), rtol=1e-6)
+  # and where nothing asked for a gradient (requires_grad=True) when w was written, no copy was made: still an error
+  y, w = Tensor([1.0, 2.0, 3.0, 4.0]), Tensor([5.0, 6.0, 7.0, 8.0]).realize()
+  w.assign(w * y)
+  w.exp().sum().backward()
+  with pytest.raises(RuntimeError, match="value is gone"): y.grad.numpy()
 
 def test_reading_an_empty_view_gives_no_bytes():
   # an empty slice of a realized tensor: nothing to realize, no error (it raised "realize left Ops.SHRINK")
