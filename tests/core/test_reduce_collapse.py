@@ -41,6 +41,17 @@ def test_one_hot_sum_is_a_gather():
   idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
   for xv in (-5, -1, 0, 3, 9, 10, 20): assert 0 <= _fold(idx, {x: xv}) < 10   # the load stays in bounds
 
+def test_one_hot_sum_over_a_xor_is_a_gather():
+  # sum_r ((r ^ m) == x ? v[r] : 0) is v[x ^ m]: one load, no loop (a sort step's partner i ^ m, whose gradient sums over i)
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(16), (), 0)
+  x, m = UOp.variable("x", 0, 15, dtypes.int32), UOp.variable("m", 0, 15, dtypes.int32)
+  r = UOp.range(16, 0, AxisType.REDUCE, dtypes.int32)
+  body = (r ^ m).eq(x).where(buf.index(r).load(), UOp.const(dtypes.float32, 0.0))
+  out = graph_rewrite(UOp(Ops.REDUCE, dtypes.float32, (body, r), Ops.ADD), sym)
+  assert [u.op for u in out.toposort()].count(Ops.LOAD) == 1 and not any(u.op is Ops.REDUCE for u in out.toposort()), out.render()
+  idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
+  for xv, mv in ((3, 5), (0, 15), (9, 1), (15, 15)): assert _fold(idx, {x: xv, m: mv}) == xv ^ mv
+
 @pytest.mark.parametrize("neg", [False, True])
 def test_one_hot_sum_against_a_shifted_range_is_a_gather(neg):
   # sum_r (x == r + e ? v[r] : 0) (a shard's or a slice's arange starts at e; or x == e - r) reads v once, at x - e (e - x):
