@@ -110,6 +110,29 @@ def test_tensor_index_is_a_gather(dt):
       assert _reduces([si.ast for si in got.schedule()]) == 0
       np.testing.assert_equal(got.numpy(), want)
 
+def test_gather_by_a_xor_of_an_arange_and_its_gradient_are_loads():
+  # the index arange ^ m, expanded over the gathered axis, was realized as a costly expanded producer: the forward read it
+  # back, and the gradient's sum over the index positions compared a loaded index with r, a loop of n per element
+  rng = np.random.default_rng(2)
+  a, w = rng.standard_normal((3, 64)).astype(np.float32), rng.standard_normal((3, 64)).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  idx = (Tensor.arange(64) ^ Tensor([5], dtype=dtypes.int32)).reshape(1, 64).expand(3, 64)
+  out = x.gather(1, idx)
+  (out * Tensor(w)).sum().backward()
+  assert _reduces([si.ast for si in out.schedule()]) == 0 and _reduces([si.ast for si in x.grad.schedule()]) == 0
+  perm = np.arange(64) ^ 5
+  np.testing.assert_equal(out.numpy(), a[:, perm])
+  np.testing.assert_equal(x.grad.numpy(), w[:, perm])   # (perm is its own inverse)
+
+def test_a_gather_read_by_two_kernels_is_a_load_in_each():
+  # a one-hot sum over a buffer is one load wherever it is read: it was realized into a kernel of its own first
+  X, I = Tensor(np.arange(100, dtype=np.float32)).realize(), Tensor(np.array([7, 3, 99, 0], dtype=np.int32)).realize()
+  g = X.gather(0, I)
+  a, b = g + 1, g * 2
+  assert len(Tensor.schedule(a, b)) == 2
+  np.testing.assert_equal(a.numpy(), [8, 4, 100, 1])
+  np.testing.assert_equal(b.numpy(), [14, 6, 198, 0])
+
 def test_one_hot_cross_entropy_reads_one_logit_per_row():
   torch = pytest.importorskip("torch", reason="the reference: pip install torch")
   logits, y = np.random.default_rng(1).standard_normal((16, 1000)).astype(np.float32), np.arange(16) * 61 % 1000
