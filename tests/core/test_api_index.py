@@ -457,6 +457,27 @@ def test_sort_bitonic_backward_realizes_each_step(monkeypatch):
   assert sum(u.op is Ops.CONTIGUOUS and u not in fwd for u in x.grad.uop.toposort()) >= 10   # 16 padded: 4*5/2 steps
   close(x.grad, tx.grad)
 
+def test_sort_bitonic_is_a_few_kernels_to_compile():
+  # each compare-exchange step (s, j) was its own pair of kernels, its partner's distance and mirror baked in: a sort of
+  # 4096 compiled 47 distinct kernels (rand(50257).sort(): 4.8 s cold, 0.25 s warm), its backward 70. Now the partner is
+  # i ^ m with m read from a buffer: the same kernels every step, and the backward a load per element, not a one-hot sum
+  from tinygrad import GlobalCounters
+  rng = np.random.default_rng(3)
+  a, w = rng.standard_normal((2, 4096)).astype(np.float32), rng.standard_normal((2, 4096)).astype(np.float32)
+  x, tx = leaves(a, None)
+  v, i = x.sort(-1)
+  assert len({si.ast for si in Tensor.schedule(v, i)}) <= 10
+  (v * Tensor(w)).sum().backward()
+  assert len({si.ast for si in x.grad.schedule()}) <= 16
+  GlobalCounters.reset()
+  x.grad.realize()
+  assert GlobalCounters.global_ops / a.size < 20000, GlobalCounters.global_ops / a.size   # (a one-hot step alone: 8192)
+  tv, ti = tx.sort(dim=-1, stable=True)
+  (tv * torch.from_numpy(w)).sum().backward()
+  close(v, tv)
+  assert i.tolist() == ti.tolist()
+  close(x.grad, tx.grad)
+
 @pytest.mark.parametrize("dev", DEVS)
 @pytest.mark.parametrize("k,largest", [(3, True), (2, False), (0, True), (6, True)])
 def test_topk_matches_torch(dev, k, largest):

@@ -41,6 +41,17 @@ def test_one_hot_sum_is_a_gather():
   idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
   for xv in (-5, -1, 0, 3, 9, 10, 20): assert 0 <= _fold(idx, {x: xv}) < 10   # the load stays in bounds
 
+def test_one_hot_sum_over_a_xor_is_a_gather():
+  # sum_r ((r ^ m) == x ? v[r] : 0) is v[x ^ m]: one load, no loop (a sort step's partner i ^ m, whose gradient sums over i)
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(16), (), 0)
+  x, m = UOp.variable("x", 0, 15, dtypes.int32), UOp.variable("m", 0, 15, dtypes.int32)
+  r = UOp.range(16, 0, AxisType.REDUCE, dtypes.int32)
+  body = (r ^ m).eq(x).where(buf.index(r).load(), UOp.const(dtypes.float32, 0.0))
+  out = graph_rewrite(UOp(Ops.REDUCE, dtypes.float32, (body, r), Ops.ADD), sym)
+  assert [u.op for u in out.toposort()].count(Ops.LOAD) == 1 and not any(u.op is Ops.REDUCE for u in out.toposort()), out.render()
+  idx = next(u for u in out.toposort() if u.op is Ops.INDEX).src[1]
+  for xv, mv in ((3, 5), (0, 15), (9, 1), (15, 15)): assert _fold(idx, {x: xv, m: mv}) == xv ^ mv
+
 @pytest.mark.parametrize("neg", [False, True])
 def test_one_hot_sum_against_a_shifted_range_is_a_gather(neg):
   # sum_r (x == r + e ? v[r] : 0) (a shard's or a slice's arange starts at e; or x == e - r) reads v once, at x - e (e - x):
@@ -98,6 +109,29 @@ def test_tensor_index_is_a_gather(dt):
     for got, want in ((X[I], table[idx]), (X[I + 0, :, 1:3], table[idx, :, 1:3]), (X[:, 0][I], table[:, 0][idx])):
       assert _reduces([si.ast for si in got.schedule()]) == 0
       np.testing.assert_equal(got.numpy(), want)
+
+def test_gather_by_a_xor_of_an_arange_and_its_gradient_are_loads():
+  # the index arange ^ m, expanded over the gathered axis, was realized as a costly expanded producer: the forward read it
+  # back, and the gradient's sum over the index positions compared a loaded index with r, a loop of n per element
+  rng = np.random.default_rng(2)
+  a, w = rng.standard_normal((3, 64)).astype(np.float32), rng.standard_normal((3, 64)).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  idx = (Tensor.arange(64) ^ Tensor([5], dtype=dtypes.int32)).reshape(1, 64).expand(3, 64)
+  out = x.gather(1, idx)
+  (out * Tensor(w)).sum().backward()
+  assert _reduces([si.ast for si in out.schedule()]) == 0 and _reduces([si.ast for si in x.grad.schedule()]) == 0
+  perm = np.arange(64) ^ 5
+  np.testing.assert_equal(out.numpy(), a[:, perm])
+  np.testing.assert_equal(x.grad.numpy(), w[:, perm])   # (perm is its own inverse)
+
+def test_a_gather_read_by_two_kernels_is_a_load_in_each():
+  # a one-hot sum over a buffer is one load wherever it is read: it was realized into a kernel of its own first
+  X, I = Tensor(np.arange(100, dtype=np.float32)).realize(), Tensor(np.array([7, 3, 99, 0], dtype=np.int32)).realize()
+  g = X.gather(0, I)
+  a, b = g + 1, g * 2
+  assert len(Tensor.schedule(a, b)) == 2
+  np.testing.assert_equal(a.numpy(), [8, 4, 100, 1])
+  np.testing.assert_equal(b.numpy(), [14, 6, 198, 0])
 
 def test_one_hot_cross_entropy_reads_one_logit_per_row():
   torch = pytest.importorskip("torch", reason="the reference: pip install torch")

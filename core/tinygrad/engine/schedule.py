@@ -90,7 +90,7 @@ def find_realizes(roots: list[UOp], topo: dict[UOp, None] | None = None) -> dict
     # (div/mod) it stays a loop of its length per read: conv2d of an arange 512x512 ran 43 s, max_pool2d 35 s, cumsum of a
     # padded arange 7 s. Realized, it is one pass over n elements)
     if n.op is Ops.REDUCE_AXIS and n not in realizes and _reduce_needs_realize(n, consumers, realizes) and \
-       (not _collapses(n) or _reaches_kernels(n, consumers, realizes, stop=(Ops.PAD,), count=False)) and \
+       (not (_collapses(n) or _load_pick(n, realizes)) or _reaches_kernels(n, consumers, realizes, stop=(Ops.PAD,), count=False)) and \
        not _row_local(n, consumers, realizes): realizes[n] = None
     if n.op is Ops.REDUCE_AXIS: realizes.update(dict.fromkeys(_expanded_producers(n, realizes, explored)))
     if len(realizes) - size > (n in realizes) - was: streams.clear()   # (realizes only grows)
@@ -155,7 +155,10 @@ def _streams(n: UOp, realizes: dict[UOp, None], memo: dict[UOp, tuple[UOp, ...]]
   reads) and realized nodes, reached through unrealized nodes but not through a PAD. The largest few are enough to count
   those as big as a quarter of any size, so each node's are found once, from its sources' (`memo`, valid while realizes is
   unchanged), instead of walking the graph below every shared value (quadratic in a long chain: each relu reads x twice)."""
-  def loads(u: UOp) -> bool: return u in realizes or u.op in (Ops.BUFFER, Ops.REDUCE_AXIS)
+  # (a reduce that folds into index arithmetic loads nothing, a one-hot gather the buffer it picks from: a sort step reads
+  # v and its partner v[i ^ m] as the old one read v and its flip)
+  def loads(u: UOp) -> bool:
+    return u in realizes or u.op is Ops.BUFFER or (u.op is Ops.REDUCE_AXIS and not _load_pick(u, realizes) and not _collapses(u))
   def below(u: UOp) -> tuple[UOp, ...]: return () if loads(u) or u.op is Ops.PAD else u.src
   def largest(u: UOp) -> tuple[UOp, ...]:
     cands = dict.fromkeys(([u] if loads(u) else []) + [x for s in below(u) for x in memo[s]])
@@ -227,6 +230,9 @@ def _expanded_producers(r: UOp, realizes: dict[UOp, None], seen: set) -> list[UO
       if not (all_int(a) and all_int(b)): ex = True
       else: ex = ex or prod(b) >= 4 * prod(a) and not (prod(b) <= EXPANDED_CHEAP * prod(a) and prod(a) >= EXPANDED_CHEAP_SIZE)
     if u.op is Ops.REDUCE_AXIS: continue   # its own source is judged when it is visited
+    # (a one-hot mask's sides are index arithmetic the sum collapses into a load, computed once per element, not per step:
+    # realized, the partner index i ^ m of a sort step became a buffer, and its gradient a loop of n*n, not a load)
+    if _one_hot(u): continue
     stack.extend((s, ex) for s in u.src)
   return out
 
@@ -271,6 +277,18 @@ def _collapses(r: UOp) -> bool:
   ret = not any(u.op is Ops.REDUCE for u in graph_rewrite(kb.lower(r, idx, None), sym).toposort())
   if key is not None: diskcache_put("collapses", key, ret, version=key[2])
   return ret
+
+def _load_pick(r: UOp, realizes: dict[UOp, None]) -> bool:
+  """A one-hot sum over a buffer's (or a realized value's) elements, gather's: the simplifier turns it into one load at the
+  index (_reduce_collapse), so it is as cheap as the load in every kernel that reads it (a sort step's partner, read by the
+  values' and the indices' kernel: realized, each step was 5 kernels instead of 2)."""
+  def under(u: UOp) -> UOp:   # below the views (and a DETACH: nothing either)
+    while (u.op in GroupOp.Movement or u.op is Ops.DETACH) and u not in realizes: u = u.src[0]
+    return u
+  if r.arg[0] is not Ops.ADD: return False
+  v = r.src[0].src[0] if r.src[0].op is Ops.CAST else r.src[0]
+  if v.op is not Ops.WHERE or (z := under(v.src[2])).op is not Ops.CONST or z.arg != 0 or not _one_hot(under(v.src[0])): return False
+  return (x := under(v.src[1])) in realizes or x.op is Ops.BUFFER
 
 def _reduce_needs_realize(r: UOp, consumers: dict[UOp, list[UOp]], realizes: dict[UOp, None]) -> bool:
   """A reduce gets its own kernel when inlining would compute it more than once: its value reaches an EXPAND (recomputed

@@ -5,8 +5,8 @@ sort). Both methods order by the key (value, original index), which makes them s
   n <= _RANK_SORT_MAX (1024): rank counting, each element's place is the number of elements that go before it: n*n
     comparisons in two fused reduce kernels, two kernels to compile (4 rows of 1000 on CPU: 3.5 s cold, 28 ms warm);
   larger n: a bitonic sorting network on n padded to a power of two: log2(n)*(log2(n)+1)/2 compare-exchange steps,
-    each an elementwise kernel for values and one for indices: O(n log^2 n) work instead of n*n, but 2*(2*log2(n)-1)
-    distinct kernels to compile the first time (4 rows of 256 forced onto it: 25 s cold, 0.24 s warm).
+    each an elementwise kernel for values and one for indices: O(n log^2 n) work instead of n*n, and the same two
+    kernels every step (the partner's distance read from a buffer), so a few kernels to compile for any n.
 Realize the values and indices together (Tensor.realize(v, i)): each alone computes the whole sort.
 Gradients reach the input's values through the selects (as torch's: the output gradient goes back to each element's
 original place); indices are int32, tinygrad's index dtype (torch gives int64)."""
@@ -44,27 +44,33 @@ class SortingMixin:
   def _bitonic_sort(self: Tensor, descending: bool) -> tuple[Tensor, Tensor]:
     # along the last dim, padded to N = 2**k; the pads (index >= n) go after everything. Stage s sorts blocks of 2**s:
     # first each element against its mirror in the block, then half-cleaners of distance 2**(s-2) .. 1, all one direction.
-    # A step is one elementwise kernel: each position reads itself and its partner (a flip of the reshaped axis) and keeps
-    # the one that belongs there (the lower position of a pair the one going first)
+    # A step is one kernel each for values and indices: position i reads its partner i ^ m (m = 2d-1 for the mirror, else
+    # the distance d) and keeps the one that belongs there (the lower position of a pair the one going first). m is read
+    # from a one-element buffer, not a constant (or a variable: one graph binds it once), so every step is the same two
+    # kernels to compile, not 2*(2k-1) (rand(50257).sort() compiled 67 programs, ~7 s cold on 2 loaded cores; now 10,
+    # 1.4 s). The partner is picked by a one-hot sum the codegen folds into a load, forward and backward (r == i ^ m ->
+    # i == r ^ m: a step's gradient is O(N) too)
     n, pre = self.shape[-1], self.shape[:-1]
     k = (n - 1).bit_length()
     N = 1 << k
     v = self.pad([None] * len(pre) + [(0, N - n)])
-    ix = Tensor.arange(N, device=self.device)._broadcast_to(v.shape)
-    low = Tensor([True, False], device=self.device).reshape(2, 1)
-    def before(a: Tensor, ai: Tensor, b: Tensor, bi: Tensor) -> Tensor: return (ai < n) & ((bi >= n) | _before(a, ai, b, bi, descending))
+    ar = Tensor.arange(N, device=self.device)
+    ix = ar._broadcast_to(v.shape)
+    steps: dict[int, tuple[Tensor, Tensor]] = {}   # m -> (i is the lower of its pair, the one-hot [i, r]: r is i's partner)
+    # a strict total order (the pads after everything, among themselves by index): one comparison decides the pair
+    def before(a: Tensor, ai: Tensor, b: Tensor, bi: Tensor) -> Tensor: return (bi >= n).where(ai < bi, (ai < n) & _before(a, ai, b, bi, descending))
     for s in range(1, k + 1):
       for j in range(s - 1, -1, -1):
-        d = 1 << j
-        def partner(t: Tensor) -> Tensor:
-          if j == s - 1: return t.reshape(*pre, N // (2 * d), 2 * d).flip(-1).reshape(*pre, N // (2 * d), 2, d)   # the mirror step
-          return t.reshape(*pre, N // (2 * d), 2, d).flip(-2)
-        vs, is_ = v.reshape(*pre, N // (2 * d), 2, d), ix.reshape(*pre, N // (2 * d), 2, d)
-        vp, ip = partner(v), partner(ix)
-        take = low.where(before(vp, ip, vs, is_), before(vs, is_, vp, ip))
+        m = (2 << j) - 1 if j == s - 1 else 1 << j
+        if m not in steps:
+          p = ar ^ Tensor([m], dtype=ar.dtype, device=self.device)
+          steps[m] = (ar < p, p == ar.unsqueeze(-1))
+        low, onehot = steps[m]
+        vp, ip = (onehot._pick(t.unsqueeze(-2)._broadcast_to(t.shape[:-1] + (N, N)), -1, t.dtype) for t in (v, ix))
+        take = low != before(v, ix, vp, ip)   # the lower position takes the partner if it goes first, the upper if it does not
         # (each step's gradient realized too: inlined, a step read the next one's gradient at two places, and the backward
         # through the whole network became one kernel of 2**steps index paths: sort of 2x1025 never finished scheduling)
-        v, ix = take.where(vp, vs).reshape(*pre, N).contiguous().contiguous_backward(), take.where(ip, is_).reshape(*pre, N).contiguous()
+        v, ix = take.where(vp, v).contiguous().contiguous_backward(), take.where(ip, ix).contiguous()
     keep = [None] * len(pre) + [(0, n)]
     return v.shrink(keep), ix.shrink(keep).cast(dtypes.int32)
   def sort(self: Tensor, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:

@@ -246,6 +246,9 @@ def _reduce_collapse(red: UOp) -> UOp | None:
       if off.op is Ops.CONST and off.arg == 0:
         x, y = c.src
         if r in x.range_set: x, y = y, x
+        # x == y ^ m (m free of r: a gather by an index xor'ed with a mask, sort's partner) is y == x ^ m, an exact inverse
+        if y.op is Ops.XOR and r not in x.range_set and (m := next((s for s in y.src if r not in s.range_set), None)) is not None:
+          x, y = x ^ m, y.src[1] if y.src[0] is m else y.src[0]
         # x == r + e (e free of r: a shard's or a slice's arange starts at e) is r == x - e, exact under wraparound too
         lin = _linear_in(y, r) if r not in x.range_set and dtypes.is_int(x.dtype) else None
         if lin is not None:
