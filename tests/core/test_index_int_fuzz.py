@@ -1,0 +1,290 @@
+"""Whole random programs of what test_program_fuzz.py and test_op_mix_fuzz.py do not generate, against torch: advanced
+indexing (index tensors on one or several axes, between slices, after an ellipsis, negative indices, 2-D index tensors,
+bool masks) read and written (`x[idx] = v`, `x[:, idx] += v` with repeated indices: the last write wins, as torch's CPU
+index_put_ without accumulate, `x[i1, i2] = x[i3, i4]` reading its own target, `x[mask] = v`), and the int dtypes met
+with each other, bool and float32: promotion, //, % and / with negative operands, shifts, bitwise ops, comparisons, casts
+between the dtypes at their extremes, sum/mean/prod/cumsum/max/argmax of ints. Every value starts at its dtype's extremes
+some of the time. Zeros in an int divisor are replaced (torch raises; ours give 0, docs/guide.md "Numerics")."""
+import numpy as np, pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor, dtypes
+
+torch = pytest.importorskip("torch", reason="the reference: pip install torch")
+
+DTS = {"bool": (dtypes.bool, torch.bool), "uint8": (dtypes.uint8, torch.uint8), "int8": (dtypes.int8, torch.int8),
+       "int16": (dtypes.int16, torch.int16), "int32": (dtypes.int32, torch.int32), "int64": (dtypes.int64, torch.int64),
+       "float32": (dtypes.float32, torch.float32)}
+TD = {tg: td for tg, td in DTS.values()}
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+STEPS = ["getitem"] * 3 + ["setitem"] * 4 + ["binary"] * 4 + ["unary"] * 2 + ["reduce"] * 2 + ["cast"] * 2 + ["realize"] + \
+        ["scatter"] * 2 + ["sort"] * 2 + ["select", "misc", "misc"]
+BINARY = ["add", "sub", "mul", "floordiv", "mod", "truediv", "maximum", "minimum", "lt", "eq", "ne", "and", "or", "xor", "where"]
+
+@st.composite
+def programs(draw, n_steps: int = 8):
+  shapes = draw(st.lists(st.lists(st.sampled_from([0, 1, 2, 3, 4, 5]), min_size=1, max_size=3).map(tuple), min_size=1, max_size=3))
+  bases = [(s, draw(st.sampled_from(list(DTS))), draw(st.booleans()), draw(st.integers(0, 2**16))) for s in shapes]
+  steps = [(draw(st.sampled_from(STEPS)), draw(st.integers(0, 2**16)), draw(st.integers(0, 2**16)), draw(st.integers(0, 2**16)))
+           for _ in range(draw(st.integers(1, n_steps)))]
+  return bases, steps
+
+def values(rng, shape: tuple, dt: str) -> np.ndarray:
+  if dt == "bool": return rng.integers(0, 2, shape).astype(np.bool_)
+  if dt == "float32": return (rng.integers(-6, 7, shape) * 0.5).astype(np.float32)
+  info = np.iinfo(dt)
+  small = rng.integers(max(info.min, -5), 6, shape)
+  ext = rng.choice(np.array([info.min, info.max, info.min + 1, info.max - 1, 0, -1 if info.min else 1], dtype=dt), shape)
+  return np.where(rng.random(shape) < 0.2, ext, small.astype(dt)).astype(dt)
+
+def index(rng, shape: tuple, k: int):
+  """A random advanced index of `shape` as (tinygrad index, torch index), or None where the shape has none."""
+  nd = len(shape)
+  def itensor(n: int, ishape: tuple):
+    ix = rng.integers(-n, n, ishape)
+    return Tensor(ix.astype(np.int32)), torch.tensor(ix, dtype=torch.int64)
+  def sl(n: int):
+    lo = int(rng.integers(0, n + 1))
+    return slice(lo, None, 2) if k & 64 else slice(lo, None)
+  kind = k % 7
+  ishape = (int(rng.integers(0, 4)),) if k & 8 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+  if kind == 0 and shape[0]: return itensor(shape[0], ishape)   # x[idx]
+  if kind == 1 and nd >= 2 and shape[1]:   # x[:, idx] (or x[a:, idx])
+    it, ix = itensor(shape[1], ishape)
+    s = sl(shape[0]) if k & 16 else slice(None)
+    return (s, it), (s, ix)
+  if kind == 2 and nd >= 2 and shape[0] and shape[1]:   # x[i1, i2], the index tensors broadcast
+    (a, ta), (b, tb) = itensor(shape[0], ishape), itensor(shape[1], ishape[-1:] if k & 32 else ishape)
+    return (a, b), (ta, tb)
+  if kind == 3 and nd >= 1 and shape[-1]:   # x[..., idx]
+    it, ix = itensor(shape[-1], ishape)
+    return (Ellipsis, it), (Ellipsis, ix)
+  if kind == 4 and nd == 3 and shape[0] and shape[2]:   # x[i1, :, i2]: the advanced axes, apart, go first
+    (a, ta), (b, tb) = itensor(shape[0], ishape), itensor(shape[2], ishape)
+    return (a, slice(None), b), (ta, slice(None), tb)
+  if kind == 5 and nd >= 2 and shape[0]:   # x[idx, a:]
+    it, ix = itensor(shape[0], ishape)
+    s = sl(shape[1])
+    return (it, s), (ix, s)
+  if kind == 6:   # x[mask] (a mask of the leading axes)
+    m = rng.integers(0, 2, shape[:1 + k % nd]).astype(np.bool_)
+    return Tensor(m), torch.tensor(m)
+  return None
+
+def cast_ref(r, dt):
+  # float -> int truncates and saturates, NaN gives 0 (docs/guide.md "Numerics"; torch on x86 wraps)
+  if r.dtype.is_floating_point and not dt.is_floating_point and dt != torch.bool:
+    info = torch.iinfo(dt)
+    r = torch.nan_to_num(r.to(torch.float64).trunc(), nan=0.0).clamp(info.min, info.max)
+  return r.to(dt)
+
+def _check(t: Tensor, r, what: str):
+  assert t.dtype == {v: k for k, v in TD.items()}.get(r.dtype, None) or (r.dtype == torch.float64 and t.dtype == dtypes.float32), \
+    f"{what}: dtype {t.dtype} where torch has {r.dtype}"
+  got, want = t.numpy(), r.numpy()
+  assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+  if got.dtype.kind == "f": np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-5, atol=1e-5, equal_nan=True, err_msg=what)
+  else: np.testing.assert_array_equal(got, want, err_msg=what)
+
+def binary(op: str, t, u, lib):
+  if op == "add": return t + u
+  if op == "sub": return t - u
+  if op == "mul": return t * u
+  if op == "floordiv": return t // u
+  if op == "mod": return t % u
+  if op == "truediv": return t / u
+  if op == "maximum": return t.maximum(u) if lib is None else torch.maximum(t, torch.tensor(u, dtype=t.dtype) if isinstance(u, (int, float)) else u)
+  if op == "minimum": return t.minimum(u) if lib is None else torch.minimum(t, torch.tensor(u, dtype=t.dtype) if isinstance(u, (int, float)) else u)
+  if op == "lt": return t < u
+  if op == "eq": return t == u
+  if op == "ne": return t != u
+  if op == "and": return t & u
+  if op == "or": return t | u
+  if op == "xor": return t ^ u
+  if op == "where": return (t > u).where(t, u) if lib is None else torch.where(t > u, t, u)
+  raise AssertionError(op)
+
+def run(prog):
+  bases, steps = prog
+  pool: list[tuple[Tensor, object]] = []
+  for shape, dt, lazy, seed in bases:
+    a = values(np.random.default_rng(seed), shape, dt)
+    t = Tensor(a)
+    pool.append((t + 0 if lazy and dt != "bool" else t.realize(), torch.tensor(a)))
+  def add(t: Tensor, r, what: str):
+    _check(t, r, what)   # (each new value is checked when made, then again at the end: a later write must not change it)
+    pool.append((t, r.clone()))
+  for i, (kind, k1, k2, k3) in enumerate(steps):
+    rng = np.random.default_rng(k3)
+    t, r = pool[k1 % len(pool)]
+    u, ru = pool[k2 % len(pool)]
+    what = f"step {i} {kind} ({t.dtype} {t.shape}, {u.dtype} {u.shape})"
+    nd = t.ndim
+    if kind == "getitem" and nd:
+      ix = index(rng, t.shape, k2)
+      if ix is None: continue
+      add(t[ix[0]], r[ix[1]], f"{what} index {ix[1]}")
+    elif kind == "setitem" and nd:
+      if k2 & 128 and t.dtype != dtypes.bool:   # into a view that writes through (torch's too): a slice, a step, a transpose
+        v = (k2 >> 8) % 3
+        if v == 0: t, r = t[1:], r[1:]
+        elif v == 1: t, r = t[..., ::2], r[..., ::2]
+        elif nd >= 2: t, r = t.transpose(0, -1), r.transpose(0, -1)
+      ix = index(rng, t.shape, k2)
+      if ix is None: continue
+      if isinstance(ix[1], torch.Tensor) and ix[1].dtype == torch.bool: continue   # (x[mask] = v: below)
+      sub = r[ix[1]]
+      how = k3 % 4
+      if how == 0:   # x[idx] = v, of another tensor (cast to x's dtype) where it broadcasts, else a constant
+        try: ok = torch.broadcast_shapes(ru.shape, sub.shape) == sub.shape
+        except RuntimeError: ok = False
+        if ok and ru.dtype != torch.bool or t.dtype == dtypes.bool:
+          v, rv = (u, ru) if ok else (Tensor(True), torch.tensor(True))
+          t[ix[0]] = v.cast(t.dtype)
+          r[ix[1]] = cast_ref(rv, r.dtype).clone()
+        else:
+          t[ix[0]] = 3
+          r[ix[1]] = 3
+      elif how == 1 and t.dtype != dtypes.bool:   # x[idx] += c (a repeated index: each copy is x + c, so the last one wins)
+        t[ix[0]] += 2
+        r[ix[1]] += 2
+      elif how == 2:   # x[idx] = x[idx2] (reads its own target at other rows)
+        jx = index(np.random.default_rng(k3 + 1), t.shape, k2)
+        if jx is None or isinstance(jx[1], torch.Tensor) and jx[1].dtype == torch.bool: continue
+        src, rsrc = t[jx[0]], r[jx[1]].clone()
+        try: ok = torch.broadcast_shapes(rsrc.shape, sub.shape) == sub.shape
+        except RuntimeError: ok = False
+        if not ok: continue
+        t[ix[0]] = src
+        r[ix[1]] = rsrc
+      else:   # x[mask] = c, the mask a comparison of x
+        mt, mr = t > 0, r > 0
+        t[mt] = 1 if t.dtype == dtypes.bool else 5
+        r[mr] = 1 if t.dtype == dtypes.bool else 5
+      _check(t, r, f"{what} setitem {how} index {ix[1]}")
+    elif kind == "binary":
+      op = BINARY[k3 % len(BINARY)]
+      try: ok = len(torch.broadcast_shapes(r.shape, ru.shape)) <= 4
+      except RuntimeError: ok = False
+      if not ok or k3 & 1024:   # a constant of t's dtype (a 0-d tensor of another int dtype promotes otherwise in torch)
+        c = k3 % 7 - 3 if r.dtype not in (torch.bool, torch.uint8) else k3 % 5
+        u, ru = Tensor(c, dtype=t.dtype), torch.tensor(c).to(r.dtype)
+      # a Python number (not with bool: a Python int is int32 here, as public tinygrad's default int, torch's int64)
+      if k3 & 2048 and u.ndim == 0 and r.dtype != torch.bool and ru.dtype != torch.bool: u, ru = u.item(), ru.item()
+      rdt = torch.promote_types(r.dtype, ru.dtype) if isinstance(ru, torch.Tensor) else torch.result_type(r, ru)
+      fl = rdt.is_floating_point
+      if op in ("and", "or", "xor") and fl: continue
+      if op in ("floordiv", "mod", "maximum", "minimum", "where") and rdt == torch.bool: continue   # (torch refuses)
+      if op == "sub" and torch.bool in (r.dtype, ru.dtype if isinstance(ru, torch.Tensor) else None): continue
+      if op in ("floordiv", "mod") and not fl:   # no int division by 0 (torch raises)
+        if isinstance(u, Tensor): u, ru = (u == 0).where(1, u).cast(u.dtype), torch.where(ru == 0, 1, ru).to(ru.dtype)
+        elif u == 0: u, ru = 1, 1
+      # (torch promotes a 0-d tensor as a number of its kind: both given a leading axis of 1, the promotion is the lattice's)
+      if isinstance(ru, torch.Tensor) and 0 in (r.ndim, ru.ndim): want = binary(op, r[None], ru[None], torch)[0]
+      else: want = binary(op, r, ru, torch)
+      add(binary(op, t, u, None), want, f"{what} {op} {ru}")
+    elif kind == "unary":
+      op = ["neg", "abs", "shl", "shr", "invert", "sign"][k3 % 6]
+      if op in ("neg", "abs", "sign") and r.dtype == torch.bool: continue
+      if op in ("shl", "shr", "invert") and r.dtype.is_floating_point: continue
+      if op in ("shl", "shr") and r.dtype == torch.bool: continue
+      n = k2 % 4
+      res = {"neg": lambda x: -x, "abs": lambda x: x.abs(), "shl": lambda x: x << n, "shr": lambda x: x >> n, "invert": lambda x: ~x,
+             "sign": lambda x: x.sign()}[op]
+      add(res(t), res(r), f"{what} {op} {n}")
+    elif kind == "reduce" and nd:
+      ax, keep = k2 % nd, bool(k2 & 4)
+      op = ["sum", "mean", "prod", "cumsum", "max", "argmax", "min", "any"][k3 % 8]
+      if op in ("max", "argmax", "min") and t.shape[ax] == 0: continue
+      if op == "mean":   # (ints: float32 of the exact sum, where torch refuses)
+        if r.dtype == torch.bool: continue
+        if r.dtype == torch.int64 and r.shape[ax]:   # (exact: float64 rounds int64's extremes before they cancel)
+          n = r.shape[ax]
+          want = torch.tensor(np.vectorize(lambda x: x / n, otypes=[np.float64])(r.numpy().astype(object).sum(ax, keepdims=keep)))
+        else: want = r.to(torch.float64).mean(ax, keepdim=keep)
+        add(t.mean(ax, keepdim=keep), want.to(torch.float32), f"{what} mean {ax}")
+      elif op == "cumsum": add(t.cumsum(ax), r.cumsum(ax), f"{what} cumsum {ax}")
+      elif op == "argmax": add(t.argmax(ax, keepdim=keep), r.to(torch.float64 if r.dtype != torch.int64 else r.dtype).argmax(ax, keepdim=keep).to(torch.int32), f"{what} argmax {ax}")
+      elif op == "any": add(t.any(ax, keepdim=keep), r.bool().any(ax, keepdim=keep), f"{what} any {ax}")
+      elif op in ("max", "min"): add(getattr(t, op)(ax, keepdim=keep), getattr(r, "a" + op)(ax, keepdim=keep), f"{what} {op} {ax}")
+      else: add(getattr(t, op)(ax, keepdim=keep), getattr(r, op)(ax, keepdim=keep), f"{what} {op} {ax}")
+    elif kind == "cast":
+      dt = list(DTS)[k2 % len(DTS)]
+      if DTS[dt][0] == t.dtype: continue   # (the tensor itself, as torch's .to(): a later write shows in it)
+      add(t.cast(DTS[dt][0]), cast_ref(r, DTS[dt][1]), f"{what} cast to {dt}")
+    elif kind == "scatter" and nd and t.dtype != dtypes.bool:
+      # index and src of index's shape along dim, at most self's shape elsewhere (torch's rule); a repeated index: the last wins
+      d = k2 % nd
+      ishape = tuple(int(rng.integers(0, n + 1)) if j != d else int(rng.integers(0, 4)) for j, n in enumerate(t.shape))
+      if t.shape[d] == 0 and 0 not in ishape: continue
+      ix = rng.integers(0, max(t.shape[d], 1), ishape)
+      it, ir = Tensor(ix.astype(np.int32)), torch.tensor(ix, dtype=torch.int64)
+      src = values(rng, ishape, str(r.dtype).split(".")[1])
+      st_, sr = Tensor(src), torch.tensor(src)
+      how = ["scatter", "scatter_const", "sum", "prod", "mean", "amax", "amin", "gather"][k3 % 8]
+      incl = bool(k3 & 8)
+      if how == "scatter": add(t.scatter(d, it, st_), r.scatter(d, ir, sr), f"{what} scatter {d} {ir}")
+      elif how == "scatter_const": add(t.scatter(d, it, 2), r.scatter(d, ir, 2), f"{what} scatter {d} {ir} 2")
+      elif how == "gather":
+        gshape = tuple(min(a, b) if j != d else b for j, (a, b) in enumerate(zip(t.shape, ishape)))
+        ix = rng.integers(0, max(t.shape[d], 1), gshape) if t.shape[d] or 0 in gshape else None
+        if ix is None: continue
+        add(t.gather(d, Tensor(ix.astype(np.int32))), r.gather(d, torch.tensor(ix, dtype=torch.int64)), f"{what} gather {d} {ix}")
+      else:
+        if how == "mean" and r.dtype.is_floating_point is False and (r.dtype == torch.int64 or r.dtype == torch.uint8): continue
+        add(t.scatter_reduce(d, it, st_, how, include_self=incl), r.scatter_reduce(d, ir, sr, how, include_self=incl),
+            f"{what} scatter_reduce {how} include_self={incl} {d} {ir} {sr}")
+    elif kind == "sort" and nd:
+      d, desc = k2 % nd, bool(k2 & 8)
+      how = ["sort", "argsort", "topk", "cummin", "cummax"][k3 % 5]
+      if how == "sort":
+        v, ix = t.sort(d, descending=desc)
+        rv, rix = r.sort(dim=d, descending=desc, stable=True)
+        add(v, rv, f"{what} sort {d} {desc}")
+        add(ix, rix.to(torch.int32), f"{what} sort indices {d} {desc}")
+      elif how == "argsort": add(t.argsort(d, descending=desc), r.argsort(dim=d, descending=desc, stable=True).to(torch.int32), f"{what} argsort {d}")
+      elif how == "topk":
+        if r.dtype == torch.bool or r.shape[d] == 0: continue
+        kk = 1 + k3 % r.shape[d]
+        v, ix = t.topk(kk, d, largest=desc)
+        rv, _ = r.topk(kk, d, largest=desc)   # (torch's tie order among equal values is not stable: values only)
+        add(v, rv, f"{what} topk {kk} {d} {desc}")
+      else:
+        if r.shape[d] == 0 or r.dtype == torch.bool: continue
+        v, ix = getattr(t, how)(d)
+        rv, rix = getattr(torch, how)(r, d)
+        add(v, rv, f"{what} {how} {d}")
+    elif kind == "select":
+      m = values(rng, t.shape, "bool")
+      how = k3 % 3
+      if how == 0: add(t.masked_select(Tensor(m)), r.masked_select(torch.tensor(m)), f"{what} masked_select {m}")
+      elif how == 1: add(t.nonzero(), r.nonzero().to(torch.int32), f"{what} nonzero")
+      else: add(t.masked_fill(Tensor(m), fv := t.dtype == dtypes.bool or 1), r.masked_fill(torch.tensor(m), fv), f"{what} masked_fill {m}")
+    elif kind == "misc" and nd:
+      how = ["roll", "repeat_interleave", "fmod", "trunc_div", "floor_div", "flip_cumsum"][k3 % 6]
+      d = k2 % nd
+      if how == "roll": add(t.roll(k3 % 7 - 3, d), r.roll(k3 % 7 - 3, d), f"{what} roll {k3 % 7 - 3} {d}")
+      elif how == "repeat_interleave": add(t.repeat_interleave(1 + k3 % 3, d), r.repeat_interleave(1 + k3 % 3, d), f"{what} repeat_interleave")
+      elif r.dtype == torch.bool: continue
+      elif how == "flip_cumsum": add(t.flip(d).cumsum(d).flip(d), r.flip(d).cumsum(d).flip(d), f"{what} flip cumsum {d}")
+      else:
+        c = (k3 % 7 - 3) or 2
+        if r.dtype == torch.uint8: c = abs(c)
+        if how == "fmod": add(t.fmod(c), r.fmod(c), f"{what} fmod {c}")
+        else: add(t.div(c, rounding_mode=how.split("_")[0]), r.div(c, rounding_mode=how.split("_")[0]), f"{what} {how} {c}")
+    elif kind == "realize": t.realize()
+  for j, (t, r) in enumerate(pool): _check(t, r, f"entry {j} at the end")
+
+@settings(max_examples=60, deadline=None)
+@given(prog=programs())
+def test_random_index_int_programs_match_torch(prog): run(prog)
+
+# the same programs through the paths that large sizes take: scatter, scatter_reduce and a tensor-index setitem by sorting
+# each line's indices (past _SCATTER_ONEHOT_MAX), sort by the bitonic network (past _RANK_SORT_MAX)
+@settings(max_examples=30, deadline=None)
+@given(prog=programs())
+def test_random_index_int_programs_match_torch_large_size_paths(prog):
+  from tinygrad.mixin import indexing, sorting
+  old = indexing._SCATTER_ONEHOT_MAX, sorting._RANK_SORT_MAX
+  indexing._SCATTER_ONEHOT_MAX, sorting._RANK_SORT_MAX = 0, 1
+  try: run(prog)
+  finally: indexing._SCATTER_ONEHOT_MAX, sorting._RANK_SORT_MAX = old
