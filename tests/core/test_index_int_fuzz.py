@@ -17,7 +17,7 @@ DTS = {"bool": (dtypes.bool, torch.bool), "uint8": (dtypes.uint8, torch.uint8), 
 TD = {tg: td for tg, td in DTS.values()}
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
 STEPS = ["getitem"] * 3 + ["setitem"] * 4 + ["binary"] * 4 + ["unary"] * 2 + ["reduce"] * 2 + ["cast"] * 2 + ["realize"] + \
-        ["scatter"] * 2 + ["sort"] * 2 + ["select", "misc", "misc"]
+        ["scatter"] * 2 + ["sort"] * 2 + ["select", "misc", "misc"] + ["getitem_any"] * 3 + ["setitem_any"] * 3
 BINARY = ["add", "sub", "mul", "floordiv", "mod", "truediv", "maximum", "minimum", "lt", "eq", "ne", "and", "or", "xor", "where"]
 
 @st.composite
@@ -30,7 +30,9 @@ def programs(draw, n_steps: int = 8):
 
 def values(rng, shape: tuple, dt: str) -> np.ndarray:
   if dt == "bool": return rng.integers(0, 2, shape).astype(np.bool_)
-  if dt == "float32": return (rng.integers(-6, 7, shape) * 0.5).astype(np.float32)
+  if dt == "float32":   # halves, and some of NaN, +-inf, -0.0 and float32's extremes
+    ext = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0, 3.4e38, -3.4e38, 1e-45], dtype=np.float32), shape)
+    return np.where(rng.random(shape) < 0.15, ext, (rng.integers(-6, 7, shape) * 0.5).astype(np.float32)).astype(np.float32)
   info = np.iinfo(dt)
   small = rng.integers(max(info.min, -5), 6, shape)
   ext = rng.choice(np.array([info.min, info.max, info.min + 1, info.max - 1, 0, -1 if info.min else 1], dtype=dt), shape)
@@ -74,8 +76,53 @@ def cast_ref(r, dt):
   # float -> int truncates and saturates, NaN gives 0 (docs/guide.md "Numerics"; torch on x86 wraps)
   if r.dtype.is_floating_point and not dt.is_floating_point and dt != torch.bool:
     info = torch.iinfo(dt)
-    r = torch.nan_to_num(r.to(torch.float64).trunc(), nan=0.0).clamp(info.min, info.max)
+    r = torch.nan_to_num(r.to(torch.float64).trunc(), nan=0.0, posinf=2.0**64, neginf=-2.0**64)
+    out = r.clamp(-2**62, 2**62).to(dt)   # (in range; float64's 2**63 past int64's max would wrap)
+    out[r >= info.max], out[r <= info.min] = info.max, info.min
+    return out
   return r.to(dt)
+
+def any_index(rng, shape: tuple):
+  """A random index of every kind numpy takes, as (tinygrad index, numpy index): per axis a slice (negative steps too), an
+  int (negative too) or an index tensor (their shapes broadcast), with None and one Ellipsis between them."""
+  parts, tparts, ishape = [], [], tuple(int(n) for n in rng.integers(1, 3, int(rng.integers(1, 3))))
+  nd = len(shape)
+  ell = rng.random() < 0.5
+  lead = int(rng.integers(0, nd + 1)) if ell or rng.random() < 0.3 else nd   # (axes after those: an Ellipsis's, or left out)
+  trail = int(rng.integers(0, nd - lead + 1)) if ell else 0
+  for j, n in enumerate(shape[:lead] + (("...",) if ell else ()) + shape[nd - trail:]):
+    if n == "...":   # (one of no axes parts no index tensors for torch, and so not here: numpy's rule differs)
+      if lead + trail < nd: parts.append(Ellipsis)
+      tparts.append(Ellipsis)
+      continue
+    if rng.random() < 0.15: parts.append(None); tparts.append(None)
+    kind = int(rng.integers(0, 3)) if n else 0
+    if kind == 0:
+      step = int(rng.choice([1, 1, 2, -1, -2, 3]))
+      lo, hi = (int(v) for v in rng.integers(-n - 1, n + 2, 2))
+      s = slice(lo if rng.random() < 0.7 else None, hi if rng.random() < 0.7 else None, step)
+      parts.append(s); tparts.append(s)
+    elif kind == 1:
+      i = int(rng.integers(-n, n))
+      parts.append(i); tparts.append(i)
+    else:
+      ix = rng.integers(-n, n, ishape[int(rng.integers(0, len(ishape))):] if rng.random() < 0.3 else ishape)
+      parts.append(ix); tparts.append(Tensor(ix.astype(np.int32)))
+  return tuple(tparts), tuple(parts)
+
+def np_view(a: np.ndarray, parts: tuple):
+  """a[parts] with torch's rule for ints among index tensors (an int is a basic index, taken first: of a (2, 3, 4) x,
+  x[1, :, [0, 1]] is (3, 2), numpy's (2, 3); docs/guide.md): (a view by the ints and Nones, the rest of the index)."""
+  basic = tuple(p if isinstance(p, int) or p is None or p is Ellipsis else slice(None) for p in parts)
+  rest = tuple(slice(None) if p is None else p for p in parts if not isinstance(p, int))
+  return a[basic if Ellipsis in basic else basic + (Ellipsis,)], rest   # (a trailing ...: a 0-d view, not a scalar copy)
+
+def tdiv(f, r, d):
+  # torch's f(r, d) of ints where d may be -1 (INT64_MIN // -1 traps on x86): x // -1 is -x (wrapping), x % -1 is 0
+  if r.dtype.is_floating_point or r.dtype == torch.bool: return f(r, d)
+  dt = torch.tensor(d) if not isinstance(d, torch.Tensor) else d
+  res = f(r, torch.where(dt == -1, 1, dt).to(dt.dtype) if isinstance(d, torch.Tensor) else (1 if d == -1 else d))
+  return torch.where(dt == -1, -res if f(torch.tensor(7), -1) == -7 else torch.zeros_like(res), res)
 
 def _check(t: Tensor, r, what: str):
   assert t.dtype == {v: k for k, v in TD.items()}.get(r.dtype, None) or (r.dtype == torch.float64 and t.dtype == dtypes.float32), \
@@ -89,8 +136,8 @@ def binary(op: str, t, u, lib):
   if op == "add": return t + u
   if op == "sub": return t - u
   if op == "mul": return t * u
-  if op == "floordiv": return t // u
-  if op == "mod": return t % u
+  if op == "floordiv": return t // u if lib is None else tdiv(lambda x, y: x // y, t, u)
+  if op == "mod": return t % u if lib is None else tdiv(lambda x, y: x % y, t, u)
   if op == "truediv": return t / u
   if op == "maximum": return t.maximum(u) if lib is None else torch.maximum(t, torch.tensor(u, dtype=t.dtype) if isinstance(u, (int, float)) else u)
   if op == "minimum": return t.minimum(u) if lib is None else torch.minimum(t, torch.tensor(u, dtype=t.dtype) if isinstance(u, (int, float)) else u)
@@ -119,7 +166,27 @@ def run(prog):
     u, ru = pool[k2 % len(pool)]
     what = f"step {i} {kind} ({t.dtype} {t.shape}, {u.dtype} {u.shape})"
     nd = t.ndim
-    if kind == "getitem" and nd:
+    if kind == "getitem_any" and nd:   # numpy's indexing (torch has no negative steps)
+      tix, nix = any_index(rng, t.shape)
+      v, rest = np_view(r.numpy(), nix)
+      if any(isinstance(p, np.ndarray) for p in nix): add(t[tix], torch.from_numpy(np.array(v[rest])), f"{what} index {nix}")
+      else:   # basic indices: a view, in torch too, that shows later writes into t (kept where torch has it: no negative step)
+        w = v[rest if Ellipsis in rest else rest + (Ellipsis,)]
+        _check(t[tix], torch.from_numpy(w.copy()), f"{what} index {nix}")
+        if all(x >= 0 for x in w.strides): pool.append((t[tix], torch.from_numpy(w)))
+    elif kind == "setitem_any" and nd and r.dtype != torch.bool:   # t[ix] = v or t[ix] += c (into t's numpy twin's memory)
+      tix, nix = any_index(rng, t.shape)
+      a, rest = np_view(r.numpy(), nix)
+      sub = a[rest]
+      if k3 & 1:
+        t[tix] += 2
+        a[rest] += np.array(2, a.dtype)
+      else:
+        v = values(rng, sub.shape[int(rng.integers(0, sub.ndim + 1)):], str(r.dtype).split(".")[1])
+        t[tix] = Tensor(v)
+        a[rest] = v
+      _check(t, r, f"{what} setitem {nix}")
+    elif kind == "getitem" and nd:
       ix = index(rng, t.shape, k2)
       if ix is None: continue
       add(t[ix[0]], r[ix[1]], f"{what} index {ix[1]}")
@@ -189,7 +256,8 @@ def run(prog):
       if op in ("shl", "shr") and r.dtype == torch.bool: continue
       n = k2 % 4
       res = {"neg": lambda x: -x, "abs": lambda x: x.abs(), "shl": lambda x: x << n, "shr": lambda x: x >> n, "invert": lambda x: ~x,
-             "sign": lambda x: x.sign()}[op]
+             "sign": lambda x: x.sign() if isinstance(x, Tensor) or not x.is_floating_point() else torch.where(x.isnan(), x, x.sign())}[op]
+      # (sign(NaN) is NaN: numpy's and public tinygrad's, torch gives 0)
       add(res(t), res(r), f"{what} {op} {n}")
     elif kind == "reduce" and nd:
       ax, keep = k2 % nd, bool(k2 & 4)
@@ -269,8 +337,13 @@ def run(prog):
       else:
         c = (k3 % 7 - 3) or 2
         if r.dtype == torch.uint8: c = abs(c)
-        if how == "fmod": add(t.fmod(c), r.fmod(c), f"{what} fmod {c}")
-        else: add(t.div(c, rounding_mode=how.split("_")[0]), r.div(c, rounding_mode=how.split("_")[0]), f"{what} {how} {c}")
+        if how == "fmod":   # (float32: NaN where the quotient passes 2**48, docs/guide.md "Edge values")
+          want = tdiv(torch.fmod, r, c)
+          if r.dtype.is_floating_point: want = torch.where(r.abs() / abs(c) > 2.0**48, float("nan"), want)
+          add(t.fmod(c), want, f"{what} fmod {c}")
+        else:
+          mode = how.split("_")[0]
+          add(t.div(c, rounding_mode=mode), tdiv(lambda x, y: x.div(y, rounding_mode=mode), r, c), f"{what} {how} {c}")
     elif kind == "realize": t.realize()
   for j, (t, r) in enumerate(pool): _check(t, r, f"entry {j} at the end")
 
@@ -288,3 +361,73 @@ def test_random_index_int_programs_match_torch_large_size_paths(prog):
   indexing._SCATTER_ONEHOT_MAX, sorting._RANK_SORT_MAX = 0, 1
   try: run(prog)
   finally: indexing._SCATTER_ONEHOT_MAX, sorting._RANK_SORT_MAX = old
+
+# ---- the same kinds of steps as a TinyJit function of a state tensor and index/mask/value inputs that change each call ----
+
+JIT_STEPS = ["gather_rows", "set_rows", "iadd_cols", "mask_set", "scatter", "int_ops", "sum", "set_pair", "scatter_reduce", "cumsum"]
+
+@st.composite
+def jit_programs(draw):
+  n, m = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+  return (n, m, draw(st.sampled_from(INTS + ["float32"])), draw(st.integers(1, 3)),
+          draw(st.lists(st.tuples(st.sampled_from(JIT_STEPS), st.integers(0, 2**16)), min_size=1, max_size=5)), draw(st.integers(0, 2**16)))
+
+def jit_step(lib, kind: str, k: int, state, x, ir, ic, mask, outs: list):
+  """One step on (tinygrad or torch) tensors: state (n, m) written in place, x (n, m) a value input, ir/ic row/column
+  indices (length L, negative ones too, repeated), mask (n, m) bool."""
+  tiny = lib is None
+  if kind == "gather_rows": outs.append(x[ir] * 1)
+  elif kind == "set_rows": state[ir] = x[ir].flip(0) if tiny else x[ir].flip(0)
+  elif kind == "iadd_cols": state[:, ic] += 1 + k % 3
+  elif kind == "mask_set": state[mask] = k % 5
+  elif kind == "set_pair":   # state[ir, ic] = x[ic, ir]-like values (the index tensors broadcast)
+    state[ir, ic] = x[ir, ic] * 2
+  elif kind == "scatter":
+    idx = ic.reshape(1, -1).expand(state.shape[0], -1) if tiny else ic.reshape(1, -1).expand(state.shape[0], -1)
+    idx = idx % state.shape[1] if tiny else idx % state.shape[1]   # (scatter takes no negative index)
+    src = x[:, :1].expand(-1, idx.shape[1]) if not tiny else x[:, :1].expand(-1, idx.shape[1])
+    new = state.scatter(1, idx, src)
+    if tiny: state.assign(new)
+    else: state.copy_(new)
+  elif kind == "scatter_reduce":
+    idx = (ic % state.shape[1]).reshape(1, -1).expand(state.shape[0], -1)
+    src = x[:, :1].expand(-1, idx.shape[1]).contiguous() if not tiny else x[:, :1].expand(-1, idx.shape[1])
+    red = ["sum", "amax", "amin", "prod"][k % 4]
+    outs.append(state.scatter_reduce(1, idx, src, red, include_self=bool(k & 4)))
+  elif kind == "int_ops":
+    if state.dtype in (dtypes.float32, torch.float32): outs.append(state * x - 1)
+    else:
+      d = ((x == 0).where(3, x) if tiny else torch.where(x == 0, 3, x)).to(state.dtype) if not tiny else (x == 0).where(3, x).cast(state.dtype)
+      outs.append(state // d)
+      outs.append(state % d)
+  elif kind == "sum": outs.append(state.sum(k % 2))
+  elif kind == "cumsum": outs.append(state.cumsum(k % 2))
+
+def run_jit(prog, n_calls: int = 4):
+  from tinygrad import TinyJit
+  n, m, dt, L, steps, seed = prog
+  tdt, rdt = DTS[dt]
+  rng = np.random.default_rng(seed)
+  s0 = values(rng, (n, m), dt)
+  state, rstate = Tensor(s0).realize(), torch.tensor(s0)
+  def f(x, ir, ic, mask):
+    outs: list = []
+    for kind, k in steps: jit_step(None, kind, k, state, x, ir, ic, mask, outs)
+    return [o.contiguous().realize() for o in outs] + [state.contiguous().realize()]
+  jf = TinyJit(f)
+  for call in range(n_calls):
+    x = values(rng, (n, m), dt)
+    ir, ic = rng.integers(-n, n, L), rng.integers(-m, m, L)
+    mask = rng.integers(0, 2, (n, m)).astype(np.bool_)
+    got = jf(Tensor(x), Tensor(ir.astype(np.int32)), Tensor(ic.astype(np.int32)), Tensor(mask))
+    routs: list = []
+    rx, rir, ric, rmask = torch.tensor(x), torch.tensor(ir), torch.tensor(ic), torch.tensor(mask)
+    for kind, k in steps: jit_step(torch, kind, k, rstate, rx, rir, ric, rmask, routs)
+    routs.append(rstate.clone())
+    assert len(got) == len(routs)
+    for j, (g, w) in enumerate(zip(got, routs)): _check(g, w, f"call {call} output {j} of {steps}")
+    _check(state, rstate, f"call {call} the state after {steps}")
+
+@settings(max_examples=25, deadline=None)
+@given(prog=jit_programs())
+def test_random_index_int_jitted_programs_match_torch(prog): run_jit(prog)
