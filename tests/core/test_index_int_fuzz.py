@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the reference: pip install torch")
 
 DTS = {"bool": (dtypes.bool, torch.bool), "uint8": (dtypes.uint8, torch.uint8), "int8": (dtypes.int8, torch.int8),
        "int16": (dtypes.int16, torch.int16), "int32": (dtypes.int32, torch.int32), "int64": (dtypes.int64, torch.int64),
-       "float32": (dtypes.float32, torch.float32)}
+       "float32": (dtypes.float32, torch.float32), "float16": (dtypes.float16, torch.float16)}
 TD = {tg: td for tg, td in DTS.values()}
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
 STEPS = ["getitem"] * 3 + ["setitem"] * 4 + ["binary"] * 4 + ["unary"] * 2 + ["reduce"] * 2 + ["cast"] * 2 + ["realize"] + \
@@ -30,9 +30,10 @@ def programs(draw, n_steps: int = 8):
 
 def values(rng, shape: tuple, dt: str) -> np.ndarray:
   if dt == "bool": return rng.integers(0, 2, shape).astype(np.bool_)
-  if dt == "float32":   # halves, and some of NaN, +-inf, -0.0 and float32's extremes
-    ext = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0, 3.4e38, -3.4e38, 1e-45], dtype=np.float32), shape)
-    return np.where(rng.random(shape) < 0.15, ext, (rng.integers(-6, 7, shape) * 0.5).astype(np.float32)).astype(np.float32)
+  if dt in ("float32", "float16"):   # halves, and some of NaN, +-inf, -0.0 and the dtype's extremes
+    big, tiny = (3.4e38, 1e-45) if dt == "float32" else (65504, 6e-8)
+    ext = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0, big, -big, tiny], dtype=dt), shape)
+    return np.where(rng.random(shape) < 0.15, ext, (rng.integers(-6, 7, shape) * 0.5).astype(dt)).astype(dt)
   info = np.iinfo(dt)
   small = rng.integers(max(info.min, -5), 6, shape)
   ext = rng.choice(np.array([info.min, info.max, info.min + 1, info.max - 1, 0, -1 if info.min else 1], dtype=dt), shape)
@@ -129,7 +130,8 @@ def _check(t: Tensor, r, what: str):
     f"{what}: dtype {t.dtype} where torch has {r.dtype}"
   got, want = t.numpy(), r.numpy()
   assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-  if got.dtype.kind == "f": np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-5, atol=1e-5, equal_nan=True, err_msg=what)
+  tol = 1e-3 if got.dtype == np.float16 else 1e-5
+  if got.dtype.kind == "f": np.testing.assert_allclose(got, want.astype(got.dtype), rtol=tol, atol=tol, equal_nan=True, err_msg=what)
   else: np.testing.assert_array_equal(got, want, err_msg=what)
 
 def binary(op: str, t, u, lib):
