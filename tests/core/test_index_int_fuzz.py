@@ -165,7 +165,7 @@ def run(prog):
   for shape, dt, lazy, seed in bases:
     a = values(np.random.default_rng(seed), shape, dt)
     t = Tensor(a)
-    pool.append((t + 0 if lazy and dt != "bool" else t.realize(), torch.tensor(a)))
+    pool.append((t * 1 if lazy and dt != "bool" else t.realize(), torch.tensor(a)))   # (* 1: + 0 would make -0.0 0.0)
   def add(t: Tensor, r, what: str):
     _check(t, r, what)   # (each new value is checked when made, then again at the end: a later write must not change it)
     pool.append((t, r.clone()))
@@ -377,6 +377,7 @@ def run(prog):
 @settings(max_examples=60, deadline=None)
 @given(prog=programs())
 @example(prog=([((3, 3, 4), "float16", False, 90)], [("reduce", 0, 0, 2)]))   # a float16 prod through 65504 * -2 times 0
+@example(prog=([((2,), "float32", True, 1), ((1,), "bool", False, 0)], [("binary", 1, 0, 4323)]))   # True // a lazy -0.0
 def test_random_index_int_programs_match_torch(prog): run(prog)
 
 # the same programs through the paths that large sizes take: scatter, scatter_reduce and a tensor-index setitem by sorting
