@@ -116,11 +116,12 @@ def _sum_to(g: UOp, shape: tuple[int, ...]) -> UOp:
 
 def _pow_grad(ret: UOp, x: UOp, y: UOp, g: UOp) -> tuple[UOp, UOp]:
   # torch's: 0 for y == 0 (not 0 * x**-1, nan at x = 0), and for the exponent g times a factor 0 where x == 0 and y >= 0
-  # (not 0 * log 0): g * 0, NaN where g is infinite, as torch (a where around g gave 0 there)
+  # (not 0 * log 0): g * 0, NaN where g is infinite, as torch (a where around g gave 0 there). A NaN y is not >= 0: its
+  # factor stays NaN at x == 0 (it was 0: y < 0 was the test)
   zero = const_like(g, 0.0)
   dx = y.eq(const_like(y, 0.0)).where(zero, g * y * UOp(Ops.POW, x.dtype, (x, y - const_like(y, 1))))
   dy = ret * x.log2() * const_like(x, math.log(2))
-  dy = g * y.alu(Ops.CMPLT, const_like(y, 0.0)).where(dy, x.eq(const_like(x, 0.0)).where(zero, dy))
+  dy = g * (y.alu(Ops.CMPLT, const_like(y, 0.0)) | y.ne(y)).where(dy, x.eq(const_like(x, 0.0)).where(zero, dy))
   return dx, dy
 
 # A decomposition that is accurate forward need not have an accurate derivative (e**x by range reduction and a Taylor

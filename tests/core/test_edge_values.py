@@ -634,3 +634,15 @@ def test_sum_of_negative_zeros_unrolled_whole(device, n):
   x = Tensor([[-0.0] * n] * 2, device=device)
   for got in (x.sum(1), x.mean(1), x.half().sum(1), x.sum(0)):
     assert not np.signbit(got.numpy()).any(), got.tolist()
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pow_gradients_at_a_zero_base_are_torchs_also_for_a_nan_exponent(device):
+  # the exponent's gradient at x == 0 is 0 for y >= 0 (not 0 * log 0) and the chain's otherwise: a NaN y is not >= 0, so
+  # its gradient stays NaN, as torch (it was 0: the test was y < 0)
+  xs, ys = [0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -0.0], [math.nan, 1.0, -1.0, 0.0, 2.5, math.nan, 3.0]
+  x, y = Tensor(xs, requires_grad=True, device=device), Tensor(ys, requires_grad=True, device=device)
+  tx, ty = torch.tensor(xs, requires_grad=True), torch.tensor(ys, requires_grad=True)
+  (x ** y).sum().backward()
+  (tx ** ty).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+  np.testing.assert_array_equal(y.grad.numpy(), ty.grad.numpy())
