@@ -204,6 +204,9 @@ _FLOATS, _INTS, _UINTS = frozenset(dtypes.floats), frozenset(dtypes.ints + (dtyp
 def uint_of_size(itemsize: int) -> DType:
   """The unsigned int dtype of `itemsize` bytes (a value's bits read as an integer: bitcasts, exponent fields)."""
   return next(u for u in dtypes.uints if u.itemsize == itemsize)
+def int_of_size(itemsize: int) -> DType:
+  """The signed int dtype of `itemsize` bytes (a value's bits read as an integer whose sign is the sign bit)."""
+  return next(i for i in dtypes.sints if i.itemsize == itemsize)
 # floats narrower than float32: ops on them compute in float32 and round once, as torch's opmath does
 OPMATH_F32: frozenset[DType] = frozenset((dtypes.float16, dtypes.bfloat16, *dtypes.fp8s))
 # the dtypes numpy has no type for: numpy() gives their values as float32, files and numpy arrays hold their bits

@@ -15,7 +15,7 @@ from fractions import Fraction
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.upat import UPat, PatternMatcher, graph_rewrite
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, int_of_size
 
 # ---- float format facts: (explicit mantissa bits, exponent bias, same-width unsigned int, same-width signed int) ----
 _FMT: dict[DType, tuple[int, int, DType, DType]] = {dtypes.float32: (23, 127, dtypes.uint32, dtypes.int32),
@@ -282,7 +282,7 @@ def xpow(x: UOp, y: UOp) -> UOp:
   are 1, also for NaN). float16/bfloat16 compute in float32 and round once: y * log2|x| rounded to 8 bits put bfloat16
   0.039 ** -6.19 9% off."""
   if x.dtype.scalar() in _HALF: return xpow(x.cast(f32 := dtypes.float32.vec(x.dtype.count)), y.cast(f32)).cast(x.dtype)
-  neg = x.bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize].vec(x.dtype.count)) < 0   # the sign bit
+  neg = x.bitcast(int_of_size(x.dtype.itemsize).vec(x.dtype.count)) < 0   # the sign bit
   ax = neg.where(-x, x)
   ret = ax.ne(1.0).where(y * ax.log2(), 0.0).exp2()   # (not inf * log2(1) = NaN)
   odd = _is_int(y * 0.5).where(False, _is_int(y))

@@ -5,7 +5,7 @@ import functools, math
 from typing import TYPE_CHECKING, Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32, uint_of_size
+from tinygrad.dtype import dtypes, ConstType, least_upper_dtype, least_upper_float, truncate, truncate_float, OPMATH_F32, uint_of_size, int_of_size
 from tinygrad.mixin.common import _is_scalar, _is_np_scalar, _broadcast_shape, ArgumentError, IntDivisionByZeroError, OpDTypeError
 if TYPE_CHECKING: from tinygrad.tensor import Tensor
 
@@ -874,7 +874,7 @@ class ElementwiseMixin:
     a, b = self._broadcasted(other)
     if not dtypes.is_float(b.dtype): return (b < 0).where(-a.abs(), a.abs())
     # b's sign bit, as C's copysign: -0.0 and a NaN with the bit set (x86's 0/0) are negative (b < 0 gave +|a| for -NaN)
-    neg = b.bitcast({1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[b.dtype.itemsize]) < 0
+    neg = b.bitcast(int_of_size(b.dtype.itemsize)) < 0
     # |a| with torch's gradient sign(a): NaN at a NaN a (abs's select gave 0), 0 at 0
     mag = (a * a.sign().detach())._with_grad(a.abs(), "same")
     ret = neg.where(-mag, mag)
