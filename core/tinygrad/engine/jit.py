@@ -821,9 +821,10 @@ class TinyJit(Generic[R]):
                      f"{_fmt_read(now)}: the capture replays the old value. " + ("Keep it one tensor and change its value in place "
                      "(opt.lr.assign(Tensor([0.01])), opt.lr *= 0.5 on the tensor), or call" if w.endswith(".lr") else "Call") + " .reset() to capture again")
     # a shape accepted at capture for the bound values only (x[:v] of a buffer shorter than v's max) must hold for these
-    if self.assumed and (bad := [d for d in self.assumed if sym_infer(d, var_vals) < 0]): raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
-                           f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
-                           "keep the values in bounds, or narrow the Variables' ranges so every value is")
+    if self.assumed and (bad := [d for d in self.assumed if sym_infer(d, var_vals) < 0]):
+      raise JitError(f"jitted {getattr(self.fxn, '__name__', 'function')} was captured with shapes that hold for the values it was "
+                     f"captured with, not for {({v.arg[0]: x for v, x in var_vals.items()})}: {bad[0].render()} >= 0 fails; "
+                     "keep the values in bounds, or narrow the Variables' ranges so every value is")
     # Ctrl-C is held until the replay ends: a replay is applied whole (its in-place updates are not re-run on the next call)
     if self.replay is None: self.replay = Replay(self.steps, self.in_bufs, self.replay_vars)
     copies = self._view_copies(inputs, forms) if forms is not None else {}
